@@ -1,0 +1,30 @@
+//! The `code-mode` command: composes the three services.
+//!
+//! `serve` and `run` start the bridge (with its wrapped server), a
+//! sandbox-runner and the frontend in this one process over the in-process
+//! bus; `build-image` builds the sandbox image. Parsing lives in [`cli`],
+//! composition in [`app`]; `main.rs` only calls [`main`].
+
+pub mod app;
+pub mod cli;
+
+/// Entry point of the binary.
+pub fn main() -> std::process::ExitCode {
+    use clap::Parser;
+    let args = cli::Cli::parse();
+    code_mode_core::init_logging("warn,code_mode=info");
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("code-mode: could not start the async runtime: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(app::run(args)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("code-mode: {e:#}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,335 @@
+//! Request/reply on named subjects with queue groups.
+//!
+//! The services talk only through a [`Bus`]: a requester sends bytes on a
+//! subject and waits for one reply; a responder serves a subject in a queue
+//! group, and each request reaches one member of the group. That is the
+//! NATS model, so the in-process [`InProcess`] transport built here and the
+//! NATS transport behave alike and the same tests run over both.
+//!
+//! On top of raw bytes, [`Bus::call`] and [`Bus::serve`] carry typed JSON
+//! messages wrapped in the [`Reply`] envelope of `code-mode-proto`.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use code_mode_proto::{Reply, WireError};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+/// Errors of the bus layer.
+#[derive(Debug, thiserror::Error)]
+pub enum BusError {
+    /// Nobody serves the subject.
+    #[error("no service answers on {subject}")]
+    NoResponders {
+        /// The subject.
+        subject: String,
+    },
+    /// The responder did not answer in time.
+    #[error("no reply on {subject} within {after:?}")]
+    Timeout {
+        /// The subject.
+        subject: String,
+        /// How long the requester waited.
+        after: Duration,
+    },
+    /// The responder dropped the request without answering.
+    #[error("the service on {subject} dropped the request")]
+    Dropped {
+        /// The subject.
+        subject: String,
+    },
+    /// A message could not be encoded or decoded.
+    #[error("bad message on {subject}: {source}")]
+    Codec {
+        /// The subject.
+        subject: String,
+        /// The JSON error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The service answered with an error.
+    #[error("{subject}: {}", .error.message)]
+    Remote {
+        /// The subject.
+        subject: String,
+        /// What the service said.
+        error: WireError,
+    },
+    /// The transport itself failed.
+    #[error("bus transport: {0}")]
+    Transport(String),
+}
+
+/// A reply channel for one request.
+#[async_trait]
+pub trait Responder: Send {
+    /// Send the reply.
+    async fn respond(self: Box<Self>, payload: Bytes) -> Result<(), BusError>;
+}
+
+/// One request as a responder receives it.
+pub struct Request {
+    /// The request body.
+    pub payload: Bytes,
+    /// Where the reply goes.
+    pub responder: Box<dyn Responder>,
+}
+
+/// The transport under a [`Bus`]: in-process now, NATS later.
+#[async_trait]
+pub trait Transport: Send + Sync + 'static {
+    /// Send a request and wait for one reply.
+    async fn request(&self, subject: &str, payload: Bytes, timeout: Duration) -> Result<Bytes, BusError>;
+    /// Receive the requests on `subject` as a member of `queue_group`.
+    async fn subscribe(&self, subject: &str, queue_group: &str) -> Result<mpsc::Receiver<Request>, BusError>;
+}
+
+/// A cheap, cloneable handle on a transport.
+#[derive(Clone)]
+pub struct Bus {
+    transport: Arc<dyn Transport>,
+}
+
+impl std::fmt::Debug for Bus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Bus")
+    }
+}
+
+impl Bus {
+    /// A bus over the given transport.
+    pub fn new(transport: impl Transport) -> Self {
+        Self { transport: Arc::new(transport) }
+    }
+
+    /// A bus whose services all live in this process.
+    pub fn in_process() -> Self {
+        Self::new(InProcess::default())
+    }
+
+    /// Send a typed request and decode the typed reply.
+    pub async fn call<Q, R>(&self, subject: &str, request: &Q, timeout: Duration) -> Result<R, BusError>
+    where
+        Q: Serialize + Sync,
+        R: DeserializeOwned,
+    {
+        let codec = |source| BusError::Codec { subject: subject.to_string(), source };
+        let payload = serde_json::to_vec(request).map_err(codec)?;
+        let answer = self.transport.request(subject, Bytes::from(payload), timeout).await?;
+        match serde_json::from_slice::<Reply<R>>(&answer).map_err(codec)? {
+            Reply::Ok(reply) => Ok(reply),
+            Reply::Err(error) => Err(BusError::Remote { subject: subject.to_string(), error }),
+        }
+    }
+
+    /// Serve `subject` in `queue_group`: each request is decoded and handled
+    /// in its own task, so a slow request never holds up the next. Stops
+    /// taking requests when `cancel` fires; the returned handle ends once the
+    /// requests in flight are answered.
+    pub async fn serve<Q, R, F, Fut>(
+        &self,
+        subject: &str,
+        queue_group: &str,
+        cancel: CancellationToken,
+        handler: F,
+    ) -> Result<tokio::task::JoinHandle<()>, BusError>
+    where
+        Q: DeserializeOwned + Send + 'static,
+        R: Serialize + Send + 'static,
+        F: Fn(Q) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, WireError>> + Send + 'static,
+    {
+        let mut requests = self.transport.subscribe(subject, queue_group).await?;
+        let subject = subject.to_string();
+        let handler = Arc::new(handler);
+        Ok(tokio::spawn(async move {
+            let mut in_flight = tokio::task::JoinSet::new();
+            loop {
+                let request = tokio::select! {
+                    _ = cancel.cancelled() => break,
+                    r = requests.recv() => match r { Some(r) => r, None => break },
+                };
+                let handler = handler.clone();
+                let subject = subject.clone();
+                in_flight.spawn(async move {
+                    let reply = match serde_json::from_slice::<Q>(&request.payload) {
+                        Ok(q) => match handler(q).await {
+                            Ok(r) => Reply::Ok(r),
+                            Err(e) => Reply::Err(e),
+                        },
+                        Err(e) => Reply::Err(WireError {
+                            kind: "bad_request".into(),
+                            message: format!("request on {subject} is not valid: {e}"),
+                        }),
+                    };
+                    let bytes = match serde_json::to_vec(&reply) {
+                        Ok(b) => b,
+                        Err(e) => {
+                            tracing::error!(%subject, error = %e, "reply could not be encoded");
+                            return;
+                        }
+                    };
+                    if let Err(e) = request.responder.respond(Bytes::from(bytes)).await {
+                        tracing::warn!(%subject, error = %e, "reply not delivered");
+                    }
+                });
+                // Reap finished tasks so the set does not grow without bound.
+                while in_flight.try_join_next().is_some() {}
+            }
+            drop(requests);
+            while in_flight.join_next().await.is_some() {}
+        }))
+    }
+}
+
+/// The in-process transport: subjects map to queue groups of channels.
+///
+/// The routing table is behind a std `Mutex`: it is held only to pick a
+/// member, never across an `.await`.
+#[derive(Default, Clone)]
+pub struct InProcess {
+    routes: Arc<Mutex<HashMap<String, Vec<Group>>>>,
+}
+
+struct Group {
+    name: String,
+    members: Vec<mpsc::Sender<Request>>,
+    next: usize,
+}
+
+struct OneshotResponder(oneshot::Sender<Bytes>);
+
+#[async_trait]
+impl Responder for OneshotResponder {
+    async fn respond(self: Box<Self>, payload: Bytes) -> Result<(), BusError> {
+        self.0.send(payload).map_err(|_| BusError::Transport("the requester is gone".into()))
+    }
+}
+
+impl InProcess {
+    /// Pick one live member of the first group that has one (round robin
+    /// inside the group), dropping members whose receiver is gone.
+    fn pick(&self, subject: &str) -> Option<mpsc::Sender<Request>> {
+        let mut routes = self.routes.lock().expect("bus routes lock");
+        let groups = routes.get_mut(subject)?;
+        for group in groups.iter_mut() {
+            group.members.retain(|m| !m.is_closed());
+            if group.members.is_empty() {
+                continue;
+            }
+            group.next = (group.next + 1) % group.members.len();
+            return Some(group.members[group.next].clone());
+        }
+        None
+    }
+}
+
+#[async_trait]
+impl Transport for InProcess {
+    async fn request(&self, subject: &str, payload: Bytes, timeout: Duration) -> Result<Bytes, BusError> {
+        let member = self.pick(subject).ok_or_else(|| BusError::NoResponders { subject: subject.to_string() })?;
+        let (tx, rx) = oneshot::channel();
+        let request = Request { payload, responder: Box::new(OneshotResponder(tx)) };
+        member.send(request).await.map_err(|_| BusError::NoResponders { subject: subject.to_string() })?;
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(reply)) => Ok(reply),
+            Ok(Err(_)) => Err(BusError::Dropped { subject: subject.to_string() }),
+            Err(_) => Err(BusError::Timeout { subject: subject.to_string(), after: timeout }),
+        }
+    }
+
+    async fn subscribe(&self, subject: &str, queue_group: &str) -> Result<mpsc::Receiver<Request>, BusError> {
+        let (tx, rx) = mpsc::channel(256);
+        let mut routes = self.routes.lock().expect("bus routes lock");
+        let groups = routes.entry(subject.to_string()).or_default();
+        match groups.iter_mut().find(|g| g.name == queue_group) {
+            Some(group) => group.members.push(tx),
+            None => groups.push(Group { name: queue_group.to_string(), members: vec![tx], next: 0 }),
+        }
+        Ok(rx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn echo_service(bus: &Bus, group: &str, tag: &'static str, cancel: CancellationToken) {
+        bus.serve("t.echo", group, cancel, move |q: String| async move { Ok::<_, WireError>(format!("{tag}:{q}")) })
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_request_gets_the_typed_reply_of_its_service() {
+        let bus = Bus::in_process();
+        echo_service(&bus, "g", "a", CancellationToken::new()).await;
+        let reply: String = bus.call("t.echo", &"hi", Duration::from_secs(1)).await.unwrap();
+        assert_eq!(reply, "a:hi");
+    }
+
+    #[tokio::test]
+    async fn a_queue_group_spreads_requests_over_its_members() {
+        let bus = Bus::in_process();
+        echo_service(&bus, "g", "a", CancellationToken::new()).await;
+        echo_service(&bus, "g", "b", CancellationToken::new()).await;
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..4 {
+            let reply: String = bus.call("t.echo", &"x", Duration::from_secs(1)).await.unwrap();
+            seen.insert(reply);
+        }
+        assert_eq!(seen.len(), 2, "both members answered: {seen:?}");
+    }
+
+    #[tokio::test]
+    async fn a_subject_nobody_serves_fails_at_once_with_no_responders() {
+        let bus = Bus::in_process();
+        let err = bus.call::<_, String>("t.none", &"x", Duration::from_secs(5)).await.unwrap_err();
+        assert!(matches!(err, BusError::NoResponders { .. }), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_service_stops_answering() {
+        let bus = Bus::in_process();
+        let cancel = CancellationToken::new();
+        let handle =
+            bus.serve("t.echo", "g", cancel.clone(), |q: String| async move { Ok::<_, WireError>(q) }).await.unwrap();
+        cancel.cancel();
+        handle.await.unwrap();
+        let err = bus.call::<_, String>("t.echo", &"x", Duration::from_secs(1)).await.unwrap_err();
+        assert!(matches!(err, BusError::NoResponders { .. }), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn a_malformed_request_gets_a_bad_request_error() {
+        let bus = Bus::in_process();
+        bus.serve("t.num", "g", CancellationToken::new(), |q: u32| async move { Ok::<_, WireError>(q + 1) })
+            .await
+            .unwrap();
+        let err = bus.call::<_, u32>("t.num", &"not a number", Duration::from_secs(1)).await.unwrap_err();
+        match err {
+            BusError::Remote { error, .. } => assert_eq!(error.kind, "bad_request"),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_slow_service_times_out() {
+        let bus = Bus::in_process();
+        bus.serve("t.slow", "g", CancellationToken::new(), |_: u32| async move {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            Ok::<_, WireError>(0u32)
+        })
+        .await
+        .unwrap();
+        let err = bus.call::<_, u32>("t.slow", &1u32, Duration::from_millis(50)).await.unwrap_err();
+        assert!(matches!(err, BusError::Timeout { .. }), "{err:?}");
+    }
+}

@@ -1,0 +1,16 @@
+//! Shared plumbing of the code-mode services: the request/reply [`bus`], the
+//! root [`shutdown`] token, logging setup and helpers for tests that need
+//! real infrastructure ([`testing`]).
+
+pub mod bus;
+pub mod defaults;
+pub mod shutdown;
+pub mod testing;
+
+/// Send `tracing` output to stderr: stdout is the MCP channel of a stdio
+/// server and must carry nothing else. `RUST_LOG` sets the filter.
+pub fn init_logging(default_filter: &str) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).try_init();
+}

@@ -1,0 +1,200 @@
+//! The contract between the code-mode services.
+//!
+//! `mcp-frontend`, `bridge` and `sandbox-runner` exchange only the messages
+//! defined here, as JSON, by request/reply on the [`subjects`] below. Every
+//! message derives a JSON Schema; the committed copies in `schemas/` are
+//! checked by a golden test, so any change to the wire is a visible diff.
+//!
+//! Replies travel inside a [`Reply`] envelope so that a service can answer
+//! any request with a typed [`WireError`] (bad request, no capacity, ...)
+//! instead of dropping it.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Named, versioned subjects. A new incompatible message gets a new version.
+pub mod subjects {
+    /// frontend -> bridge: [`crate::CatalogRequest`] -> [`crate::Catalog`].
+    pub const CATALOG_GET: &str = "codemode.v1.catalog.get";
+    /// sandbox-runner -> bridge: [`crate::ToolCall`] -> [`crate::ToolReply`].
+    pub const TOOL_CALL: &str = "codemode.v1.tool.call";
+    /// frontend -> sandbox-runner: [`crate::RunCell`] -> [`crate::CellReport`].
+    pub const CELL_RUN: &str = "codemode.v1.cell.run";
+    /// Every subject, for documentation and permission checks.
+    pub const ALL: [&str; 3] = [CATALOG_GET, TOOL_CALL, CELL_RUN];
+}
+
+/// Queue groups: each request reaches one member of the group.
+pub mod queue_groups {
+    /// All bridge replicas.
+    pub const BRIDGE: &str = "bridge";
+    /// All sandbox-runners.
+    pub const SANDBOX_RUNNER: &str = "sandbox-runner";
+}
+
+/// A request for the tool catalog of the bridge.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CatalogRequest {
+    /// The client session asking (for per-session verdicts in later versions).
+    pub session: String,
+}
+
+/// Every tool the bridge offers to the sandbox, and how to present them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Catalog {
+    /// The tools, in the order the servers listed them.
+    pub tools: Vec<ToolEntry>,
+    /// The calls one run may make.
+    pub max_calls: u32,
+    /// How long one call may take, in milliseconds.
+    pub call_timeout_ms: u64,
+}
+
+/// One wrapped tool as the sandbox and the model see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolEntry {
+    /// The Python name the code calls.
+    pub name: String,
+    /// The name the wrapped server lists.
+    pub mcp_name: String,
+    /// The wrapped server's name (from the config), if there are several.
+    pub server: Option<String>,
+    /// A readable Python stub: signature and docstring.
+    pub stub: String,
+    /// One line: `name(params): first line of the description`.
+    pub summary: String,
+}
+
+/// What the sandbox gets of one tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolStub {
+    /// The Python name.
+    pub name: String,
+    /// Its stub, shown by `TOOLS[name]` and searched by `search_tools`.
+    pub stub: String,
+}
+
+/// The limits of one run, fixed by the frontend when it asks for the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CellLimits {
+    /// Wall-clock deadline of the whole run, in milliseconds.
+    pub deadline_ms: u64,
+    /// Tool calls the run may make.
+    pub max_calls: u32,
+    /// Bytes of printed output kept.
+    pub max_output: u32,
+    /// Bytes of printed output after which the run is stopped.
+    pub stop_output: u32,
+    /// Longest protocol line accepted from the container, in bytes.
+    pub max_line: u32,
+}
+
+/// Run one cell of code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunCell {
+    /// Unique id of this run.
+    pub cell_id: String,
+    /// The client session that sent it.
+    pub session: String,
+    /// The Python code.
+    pub code: String,
+    /// The tools the code may call.
+    pub tools: Vec<ToolStub>,
+    /// Its limits.
+    pub limits: CellLimits,
+}
+
+/// What a run produced: the `run_python` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CellReport {
+    /// What the code printed (stdout and stderr), at most the kept bytes.
+    pub stdout: String,
+    /// Null when the code finished; else the end of its traceback, or why the
+    /// run was stopped.
+    pub error: Option<String>,
+    /// True when the code printed more than was kept.
+    pub truncated: bool,
+    /// True when the run did not end on its own: deadline, output flood,
+    /// protocol violation, or the container died.
+    pub stopped: bool,
+}
+
+/// One tool call from the code, on its way to the bridge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCall {
+    /// The client session the run belongs to.
+    pub session: String,
+    /// The run making the call.
+    pub cell_id: String,
+    /// 1 for the run's first call, counting every call the run sent.
+    pub call_index: u32,
+    /// The Python name of the tool.
+    pub tool: String,
+    /// The arguments exactly as the code sent them (checked by the bridge).
+    pub arguments: serde_json::Value,
+}
+
+/// The bridge's answer to a [`ToolCall`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ToolReply {
+    /// The server answered: structured content as JSON, else the text.
+    Ok {
+        /// The result string handed to the code.
+        value: String,
+    },
+    /// The bridge refused the call, or the tool reported a failure.
+    Refused {
+        /// Why, at most 500 characters; raised as `ToolError` in the code.
+        message: String,
+    },
+    /// A fault on the host side; only its kind reaches the code.
+    Fault {
+        /// An exception type name, never details.
+        kind: String,
+    },
+}
+
+/// Why a service could not answer a request at all.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WireError {
+    /// A stable machine-readable kind (`bad_request`, `unavailable`, ...).
+    pub kind: String,
+    /// A message for people.
+    pub message: String,
+}
+
+/// The envelope of every reply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Reply<T> {
+    /// The typed answer.
+    Ok(T),
+    /// The service could not answer.
+    Err(WireError),
+}
+
+/// The JSON Schema of every message, by file name, for the golden test and
+/// for `docs/architecture.md`.
+pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
+    fn schema<T: JsonSchema>() -> serde_json::Value {
+        serde_json::to_value(schemars::schema_for!(T)).expect("a schema is JSON")
+    }
+    vec![
+        ("catalog_request", schema::<CatalogRequest>()),
+        ("catalog_reply", schema::<Reply<Catalog>>()),
+        ("run_cell", schema::<RunCell>()),
+        ("run_cell_reply", schema::<Reply<CellReport>>()),
+        ("tool_call", schema::<ToolCall>()),
+        ("tool_call_reply", schema::<Reply<ToolReply>>()),
+    ]
+}

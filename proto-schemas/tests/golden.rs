@@ -1,0 +1,47 @@
+//! The committed JSON Schemas in `schemas/` match the message types.
+//!
+//! Run with `UPDATE_SCHEMAS=1` to rewrite them after a deliberate change.
+
+use std::path::PathBuf;
+
+#[test]
+fn committed_schemas_match_the_message_types() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schemas");
+    let update = std::env::var_os("UPDATE_SCHEMAS").is_some();
+    let mut stale = Vec::new();
+    for (name, schema) in code_mode_proto::schemas() {
+        let path = dir.join(format!("{name}.json"));
+        let text = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+        if update {
+            std::fs::write(&path, &text).unwrap();
+            continue;
+        }
+        match std::fs::read_to_string(&path) {
+            Ok(committed) if committed == text => {}
+            _ => stale.push(path.display().to_string()),
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "these schemas differ from the message types (rerun with UPDATE_SCHEMAS=1 if the change is deliberate): {stale:?}"
+    );
+}
+
+#[test]
+fn every_subject_is_versioned_and_distinct() {
+    let subjects = code_mode_proto::subjects::ALL;
+    for s in subjects {
+        assert!(s.starts_with("codemode.v1."), "{s} is not versioned");
+    }
+    let mut unique = subjects.to_vec();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), subjects.len());
+}
+
+#[test]
+fn a_tool_reply_is_tagged_by_status() {
+    let reply = code_mode_proto::ToolReply::Refused { message: "no".into() };
+    let json = serde_json::to_value(&reply).unwrap();
+    assert_eq!(json, serde_json::json!({"status": "refused", "message": "no"}));
+}

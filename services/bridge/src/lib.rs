@@ -1,0 +1,328 @@
+//! The bridge: every tool call from a sandbox passes here before a wrapped
+//! server sees it.
+//!
+//! It owns the wrapped servers (one actor each, [`server`]), the tool
+//! [`catalog`] built from their `tools/list`, and the checks of
+//! [`Bridge::call`]: the tool is kept, the run has calls left, the arguments
+//! are an object within the size limit that the tool's schema accepts. Only
+//! then does the call go out, with a timeout; the result comes back as a
+//! string (structured content as JSON, else text) or is refused when too
+//! large. Refusals carry the bridge's own short message; host faults only a
+//! type name.
+//!
+//! Over the bus it answers [`subjects::CATALOG_GET`] and
+//! [`subjects::TOOL_CALL`] in the `bridge` queue group.
+
+pub mod catalog;
+pub mod naming;
+pub mod schema;
+pub mod server;
+pub mod stubs;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use code_mode_core::bus::{Bus, BusError};
+use code_mode_core::defaults;
+use code_mode_proto::{self as proto, CatalogRequest, ToolCall, ToolReply, queue_groups, subjects};
+use rmcp::model::{CallToolResult, ContentBlock};
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::{Catalog, CatalogLimits, ListedTool, ServerTools};
+use crate::server::{ServerHandle, ServerSpec};
+
+/// Errors that stop the bridge from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum BridgeError {
+    /// A wrapped server could not be started or initialized.
+    #[error("wrapped server {server:?} ({command}) could not start: {reason}")]
+    ServerStart {
+        /// The server's name.
+        server: String,
+        /// Its command.
+        command: String,
+        /// Why.
+        reason: String,
+    },
+    /// `--env NAME` names a variable this process does not have.
+    #[error("server {server:?}: --env {name}: {name} is not set in code-mode's environment")]
+    EnvMissing {
+        /// The server's name.
+        server: String,
+        /// The variable.
+        name: String,
+    },
+    /// An allowlist names a tool the server does not list.
+    #[error("server {server:?}: --allow {name}: the server lists no such tool (it lists: {listed})")]
+    UnknownAllowed {
+        /// The server's name.
+        server: String,
+        /// The name in the allowlist.
+        name: String,
+        /// What the server lists.
+        listed: String,
+    },
+    /// Two kept tools would get the same Python name.
+    #[error("tools {first:?} and {second:?} would both be called {python}: allow only one of them")]
+    NameClash {
+        /// The Python name.
+        python: String,
+        /// The first tool (`server: tool`).
+        first: String,
+        /// The second tool.
+        second: String,
+    },
+}
+
+/// Limits the bridge enforces on each call.
+#[derive(Debug, Clone, Copy)]
+pub struct CallLimits {
+    /// Calls per run.
+    pub max_calls: u32,
+    /// Time per call.
+    pub call_timeout: Duration,
+    /// Largest arguments object, in bytes of JSON.
+    pub max_arguments: usize,
+    /// Largest result, in bytes.
+    pub max_result: usize,
+    /// Longest refusal message, in characters.
+    pub max_message_chars: usize,
+}
+
+impl Default for CallLimits {
+    fn default() -> Self {
+        Self {
+            max_calls: defaults::MAX_CALLS,
+            call_timeout: defaults::CALL_TIMEOUT,
+            max_arguments: defaults::MAX_ARGUMENTS,
+            max_result: defaults::MAX_RESULT,
+            max_message_chars: defaults::MAX_MESSAGE_CHARS,
+        }
+    }
+}
+
+/// One wrapped server and what to keep of it.
+#[derive(Debug, Clone)]
+pub struct WrappedServer {
+    /// How to start it.
+    pub spec: ServerSpec,
+    /// Tool names to keep; `None` keeps all.
+    pub allow: Option<Vec<String>>,
+}
+
+/// Everything the bridge needs to start.
+#[derive(Debug, Clone)]
+pub struct BridgeConfig {
+    /// The wrapped servers (one for now; names are prefixed when several).
+    pub servers: Vec<WrappedServer>,
+    /// Per-call limits.
+    pub limits: CallLimits,
+    /// Catalog bounds.
+    pub catalog: CatalogLimits,
+}
+
+/// A running bridge: a cheap handle.
+#[derive(Clone, Debug)]
+pub struct Bridge {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    catalog: Catalog,
+    servers: Vec<ServerHandle>,
+    limits: CallLimits,
+}
+
+/// The wrapped servers' owner tasks; await [`Closer::closed`] after
+/// cancelling the bridge's token to know every child has stopped.
+#[derive(Debug)]
+pub struct Closer {
+    actors: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Closer {
+    /// Wait until every wrapped server has been closed.
+    pub async fn closed(self) {
+        for a in self.actors {
+            let _ = a.await;
+        }
+    }
+}
+
+impl Bridge {
+    /// Start every wrapped server and build the catalog. If one server fails
+    /// to start, the ones already started are closed before the error returns.
+    pub async fn start(config: BridgeConfig, cancel: CancellationToken) -> Result<(Bridge, Closer), BridgeError> {
+        let servers_cancel = cancel.child_token();
+        let mut handles = Vec::new();
+        let mut actors = Vec::new();
+        let mut listed = Vec::new();
+        let prefixed = config.servers.len() > 1;
+        for wrapped in &config.servers {
+            match server::start(&wrapped.spec, servers_cancel.clone()).await {
+                Ok((handle, tools, actor)) => {
+                    listed.push(ServerTools {
+                        server: wrapped.spec.name.clone(),
+                        prefixed,
+                        tools: tools.iter().map(ListedTool::from).collect(),
+                        allow: wrapped.allow.clone(),
+                    });
+                    handles.push(handle);
+                    actors.push(actor);
+                }
+                Err(e) => {
+                    servers_cancel.cancel();
+                    drop(handles);
+                    Closer { actors }.closed().await;
+                    return Err(e);
+                }
+            }
+        }
+        let catalog = match Catalog::build(&listed, &config.catalog) {
+            Ok(c) => c,
+            Err(e) => {
+                servers_cancel.cancel();
+                drop(handles);
+                Closer { actors }.closed().await;
+                return Err(e);
+            }
+        };
+        tracing::info!(tools = catalog.tools().len(), left_out = catalog.left_out().len(), "bridge ready");
+        let bridge = Bridge { inner: Arc::new(Inner { catalog, servers: handles, limits: config.limits }) };
+        Ok((bridge, Closer { actors }))
+    }
+
+    /// The catalog.
+    pub fn catalog(&self) -> &Catalog {
+        &self.inner.catalog
+    }
+
+    /// The catalog as the frontend receives it.
+    pub fn catalog_message(&self) -> proto::Catalog {
+        proto::Catalog {
+            tools: self
+                .inner
+                .catalog
+                .tools()
+                .iter()
+                .map(|t| proto::ToolEntry {
+                    name: t.name.clone(),
+                    mcp_name: t.mcp_name.clone(),
+                    server: (self.inner.servers.len() > 1).then(|| t.server_name.clone()),
+                    stub: t.stub.clone(),
+                    summary: t.summary.clone(),
+                })
+                .collect(),
+            max_calls: self.inner.limits.max_calls,
+            call_timeout_ms: self.inner.limits.call_timeout.as_millis() as u64,
+        }
+    }
+
+    fn refuse(&self, message: String) -> ToolReply {
+        ToolReply::Refused { message: stubs::cut_chars(&message, self.inner.limits.max_message_chars) }
+    }
+
+    /// Check one call and, if it passes, make it.
+    pub async fn call(&self, call: &ToolCall) -> ToolReply {
+        let limits = &self.inner.limits;
+        let catalog = &self.inner.catalog;
+        let Some(tool) = catalog.get(&call.tool) else {
+            let why = if catalog.is_not_kept(&call.tool) {
+                format!("{}: this tool is not on the allowlist", call.tool)
+            } else {
+                format!("there is no tool named {:?}; TOOLS lists the tools", call.tool)
+            };
+            tracing::info!(tool = %call.tool, cell = %call.cell_id, "refused: unknown or not allowed");
+            return self.refuse(why);
+        };
+        if call.call_index == 0 || call.call_index > limits.max_calls {
+            return self.refuse(format!("{}: this run has used all of its {} tool calls", tool.name, limits.max_calls));
+        }
+        if let Err(problem) = tool.checker.check(&call.arguments, limits.max_arguments) {
+            tracing::info!(tool = %tool.name, cell = %call.cell_id, "refused: {problem}");
+            return self.refuse(format!("{}: {problem}", tool.name));
+        }
+        let serde_json::Value::Object(arguments) = call.arguments.clone() else {
+            return self.refuse(format!("{}: arguments must be a JSON object", tool.name));
+        };
+        let server = &self.inner.servers[tool.server];
+        match server.call(&tool.mcp_name, arguments, limits.call_timeout).await {
+            Ok(result) => self.result_reply(&tool.name, &result),
+            Err(server::CallError::Timeout(after)) => {
+                tracing::warn!(tool = %tool.name, server = %server.name(), "call timed out");
+                self.refuse(format!("{}: no answer within {} s", tool.name, after.as_secs()))
+            }
+            Err(e) => {
+                tracing::warn!(tool = %tool.name, server = %server.name(), error = %e, "call failed on the host");
+                ToolReply::Fault { kind: e.kind().to_string() }
+            }
+        }
+    }
+
+    fn result_reply(&self, tool: &str, result: &CallToolResult) -> ToolReply {
+        let text = result_text(result);
+        if result.is_error == Some(true) {
+            return self.refuse(format!("{tool} failed: {text}"));
+        }
+        if text.len() > self.inner.limits.max_result {
+            return self.refuse(format!(
+                "{tool}: the result is {} bytes, over the {} byte limit (refused, not cut): ask for less",
+                text.len(),
+                self.inner.limits.max_result
+            ));
+        }
+        ToolReply::Ok { value: text }
+    }
+
+    /// Answer catalog requests and tool calls on the bus until `cancel`.
+    pub async fn serve(
+        &self,
+        bus: &Bus,
+        cancel: CancellationToken,
+    ) -> Result<Vec<tokio::task::JoinHandle<()>>, BusError> {
+        let me = self.clone();
+        let catalog = bus
+            .serve(subjects::CATALOG_GET, queue_groups::BRIDGE, cancel.clone(), move |_: CatalogRequest| {
+                let message = me.catalog_message();
+                async move { Ok(message) }
+            })
+            .await?;
+        let me = self.clone();
+        let calls = bus
+            .serve(subjects::TOOL_CALL, queue_groups::BRIDGE, cancel, move |call: ToolCall| {
+                let me = me.clone();
+                async move { Ok(me.call(&call).await) }
+            })
+            .await?;
+        Ok(vec![catalog, calls])
+    }
+}
+
+/// A result as the code receives it: the structured content as JSON if the
+/// server sent some, else the text blocks joined by newlines (other blocks
+/// are named, not inlined).
+pub fn result_text(result: &CallToolResult) -> String {
+    if let Some(structured) = &result.structured_content {
+        return serde_json::to_string(structured).unwrap_or_default();
+    }
+    let parts: Vec<String> = result
+        .content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text(t) => t.text.clone(),
+            ContentBlock::Image(_) => "[image content omitted]".into(),
+            ContentBlock::Audio(_) => "[audio content omitted]".into(),
+            ContentBlock::Resource(_) => "[embedded resource omitted]".into(),
+            ContentBlock::ResourceLink(_) => "[resource link omitted]".into(),
+            _ => "[content omitted]".into(),
+        })
+        .collect();
+    parts.join("\n")
+}
+
+/// The default timeout of a bus request carrying one tool call: the call's
+/// own timeout plus a margin for the hops.
+pub fn call_request_timeout(limits: &CallLimits) -> Duration {
+    limits.call_timeout + Duration::from_secs(5)
+}

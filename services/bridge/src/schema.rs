@@ -1,0 +1,199 @@
+//! Checking a call's arguments against its tool's input schema.
+//!
+//! Schemas come from the wrapped server and may be hostile: too deep to walk
+//! safely, invalid, or pointing at remote documents. A schema that cannot be
+//! compiled safely leaves its tool out of the catalog (with a warning)
+//! instead of failing startup. Remote `$ref`s are never fetched (jsonschema
+//! is built without its network features).
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+/// Why a tool's schema was not usable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaProblem {
+    /// Nested deeper than the bridge walks.
+    #[error("its input schema nests {depth} levels deep, more than the {max} the bridge checks")]
+    TooDeep {
+        /// How deep it goes (at least).
+        depth: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// Not a schema the validator accepts.
+    #[error("its input schema does not compile: {0}")]
+    Invalid(String),
+    /// Not an object schema.
+    #[error("its input schema is not a JSON object")]
+    NotAnObject,
+}
+
+/// Why a call's arguments were refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgumentProblem {
+    /// Not a JSON object.
+    #[error("arguments must be a JSON object, got {0}")]
+    NotAnObject(&'static str),
+    /// Larger than the limit.
+    #[error("arguments are {size} bytes of JSON, over the {max} byte limit")]
+    TooLarge {
+        /// Their size.
+        size: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// Names the schema does not know.
+    #[error("the schema does not name {0}")]
+    Unnamed(String),
+    /// The schema rejects them.
+    #[error("arguments do not match the schema: {0}")]
+    Invalid(String),
+}
+
+/// A compiled input schema.
+pub struct ArgumentChecker {
+    validator: jsonschema::Validator,
+    /// The property names allowed when the schema does not say whether
+    /// others are; `None` when the schema decides itself.
+    named_only: Option<BTreeSet<String>>,
+}
+
+impl std::fmt::Debug for ArgumentChecker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArgumentChecker").field("named_only", &self.named_only).finish_non_exhaustive()
+    }
+}
+
+/// Nesting depth of a JSON value, counting up to `cap` (walks no deeper).
+fn depth(value: &Value, cap: usize) -> usize {
+    // Iterative, so a hostile schema cannot exhaust our stack.
+    let mut deepest = 0;
+    let mut stack = vec![(value, 1usize)];
+    while let Some((v, d)) = stack.pop() {
+        deepest = deepest.max(d);
+        if d > cap {
+            return d;
+        }
+        match v {
+            Value::Array(items) => stack.extend(items.iter().map(|i| (i, d + 1))),
+            Value::Object(map) => stack.extend(map.values().map(|i| (i, d + 1))),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+impl ArgumentChecker {
+    /// Compile a tool's input schema, refusing one nested deeper than `max_depth`.
+    pub fn compile(schema: &Value, max_depth: usize) -> Result<Self, SchemaProblem> {
+        let d = depth(schema, max_depth);
+        if d > max_depth {
+            return Err(SchemaProblem::TooDeep { depth: d, max: max_depth });
+        }
+        let obj = schema.as_object().ok_or(SchemaProblem::NotAnObject)?;
+        let validator = jsonschema::validator_for(schema).map_err(|e| SchemaProblem::Invalid(e.to_string()))?;
+        let decides_itself = obj.contains_key("additionalProperties")
+            || obj.contains_key("patternProperties")
+            || obj.contains_key("unevaluatedProperties");
+        let named_only = if decides_itself {
+            None
+        } else {
+            Some(
+                obj.get("properties")
+                    .and_then(Value::as_object)
+                    .map(|p| p.keys().cloned().collect())
+                    .unwrap_or_default(),
+            )
+        };
+        Ok(Self { validator, named_only })
+    }
+
+    /// Check one call's arguments: an object of at most `max_bytes` of JSON,
+    /// naming only what the schema names (unless it allows more), and valid.
+    pub fn check(&self, arguments: &Value, max_bytes: usize) -> Result<(), ArgumentProblem> {
+        let map = match arguments {
+            Value::Object(m) => m,
+            Value::Null => return Err(ArgumentProblem::NotAnObject("null")),
+            Value::Bool(_) => return Err(ArgumentProblem::NotAnObject("a boolean")),
+            Value::Number(_) => return Err(ArgumentProblem::NotAnObject("a number")),
+            Value::String(_) => return Err(ArgumentProblem::NotAnObject("a string")),
+            Value::Array(_) => return Err(ArgumentProblem::NotAnObject("an array")),
+        };
+        let size = serde_json::to_vec(arguments).map(|v| v.len()).unwrap_or(usize::MAX);
+        if size > max_bytes {
+            return Err(ArgumentProblem::TooLarge { size, max: max_bytes });
+        }
+        if let Some(named) = &self.named_only {
+            let unnamed: Vec<&str> = map.keys().filter(|k| !named.contains(*k)).map(String::as_str).collect();
+            if !unnamed.is_empty() {
+                let list = unnamed.iter().take(5).map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", ");
+                return Err(ArgumentProblem::Unnamed(list));
+            }
+        }
+        if let Some(e) = self.validator.iter_errors(arguments).next() {
+            let at = e.instance_path().to_string();
+            let at = if at.is_empty() { "top level".to_string() } else { at };
+            return Err(ArgumentProblem::Invalid(format!("at {at}: {e}")));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn add_schema() -> Value {
+        json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+               "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]})
+    }
+
+    #[test]
+    fn valid_arguments_pass() {
+        let c = ArgumentChecker::compile(&add_schema(), 64).unwrap();
+        c.check(&json!({"a": 1, "b": 2}), 16384).unwrap();
+    }
+
+    #[test]
+    fn arguments_of_the_wrong_type_are_refused_with_their_place() {
+        let c = ArgumentChecker::compile(&add_schema(), 64).unwrap();
+        let e = c.check(&json!({"a": "x", "b": 2}), 16384).unwrap_err();
+        assert!(matches!(&e, ArgumentProblem::Invalid(m) if m.contains("/a")), "{e}");
+    }
+
+    #[test]
+    fn arguments_the_schema_does_not_name_are_refused_unless_it_allows_them() {
+        let c = ArgumentChecker::compile(&add_schema(), 64).unwrap();
+        let e = c.check(&json!({"a": 1, "b": 2, "extra": 3}), 16384).unwrap_err();
+        assert_eq!(e, ArgumentProblem::Unnamed("\"extra\"".into()));
+        let open = json!({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": true});
+        ArgumentChecker::compile(&open, 64).unwrap().check(&json!({"a": "x", "z": 1}), 16384).unwrap();
+    }
+
+    #[test]
+    fn oversized_arguments_are_refused() {
+        let schema = json!({"type": "object", "properties": {"t": {"type": "string"}}});
+        let c = ArgumentChecker::compile(&schema, 64).unwrap();
+        let e = c.check(&json!({"t": "x".repeat(20_000)}), 16384).unwrap_err();
+        assert!(matches!(e, ArgumentProblem::TooLarge { max: 16384, .. }), "{e}");
+    }
+
+    #[test]
+    fn non_objects_are_refused() {
+        let c = ArgumentChecker::compile(&add_schema(), 64).unwrap();
+        assert_eq!(c.check(&json!([1, 2]), 16384).unwrap_err(), ArgumentProblem::NotAnObject("an array"));
+    }
+
+    #[test]
+    fn a_schema_too_deep_or_invalid_does_not_compile() {
+        let mut deep = json!({"type": "string"});
+        for _ in 0..200 {
+            deep = json!({"type": "object", "properties": {"n": deep}});
+        }
+        assert!(matches!(ArgumentChecker::compile(&deep, 64), Err(SchemaProblem::TooDeep { .. })));
+        let bad = json!({"type": "object", "properties": {"a": {"type": "no-such-type"}}});
+        assert!(matches!(ArgumentChecker::compile(&bad, 64), Err(SchemaProblem::Invalid(_))));
+    }
+}

@@ -1,0 +1,424 @@
+//! Readable Python stubs for wrapped tools, and the `run_python` description.
+//!
+//! Everything here is built from text a wrapped server sent (names,
+//! descriptions, schemas), so every piece is bounded: descriptions are cut,
+//! types stop at a fixed depth, parameter names are quoted and cut, and the
+//! number of parameters and enum values shown is capped. A hostile schema
+//! yields a long stub, never an unbounded one.
+
+use serde_json::{Map, Value};
+
+use crate::naming::is_identifier;
+
+/// Bounds on what a stub shows.
+#[derive(Debug, Clone, Copy)]
+pub struct StubLimits {
+    /// Longest tool description kept, in bytes.
+    pub max_description: usize,
+    /// Nesting levels shown of a parameter's type.
+    pub type_depth: usize,
+    /// Longest parameter name shown, in characters.
+    pub max_param_name: usize,
+}
+
+impl Default for StubLimits {
+    fn default() -> Self {
+        use code_mode_core::defaults as d;
+        Self {
+            max_description: d::MAX_TOOL_DESCRIPTION,
+            type_depth: d::STUB_TYPE_DEPTH,
+            max_param_name: d::MAX_PARAM_NAME,
+        }
+    }
+}
+
+/// Parameters listed in a stub before the rest are counted.
+const MAX_PARAMS_SHOWN: usize = 40;
+/// Characters of a parameter's own description shown.
+const MAX_PARAM_DESCRIPTION: usize = 200;
+/// Characters of one rendered type.
+const MAX_TYPE_CHARS: usize = 300;
+/// Enum values or union members shown.
+const MAX_ALTERNATIVES: usize = 8;
+/// Characters of the description's first line in a summary.
+const MAX_SUMMARY_CHARS: usize = 160;
+
+/// Cut `text` to at most `max` bytes on a character boundary, marking the cut.
+pub fn cut_bytes(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max.saturating_sub(3);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &text[..end])
+}
+
+/// Cut `text` to at most `max` characters, marking the cut.
+pub fn cut_chars(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(max.saturating_sub(3)).collect();
+    format!("{kept}...")
+}
+
+/// A parameter name as a stub shows it: plain when it is a short identifier,
+/// else quoted (a Python string literal) and cut.
+pub fn param_name(name: &str, limits: &StubLimits) -> String {
+    if is_identifier(name) && name.len() <= limits.max_param_name {
+        return name.to_string();
+    }
+    let cut: String = name.chars().take(limits.max_param_name).collect();
+    python_str(&cut)
+}
+
+/// A Python string literal for `s` (single quotes, escapes for anything odd).
+fn python_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32 & 0xff)),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// Render the Python type of a JSON Schema, down to `limits.type_depth` levels.
+pub fn python_type(schema: &Value, root: &Value, limits: &StubLimits) -> String {
+    cut_chars(&type_at(schema, root, limits, 0), MAX_TYPE_CHARS)
+}
+
+fn type_at(schema: &Value, root: &Value, limits: &StubLimits, depth: usize) -> String {
+    let obj = match schema {
+        Value::Bool(_) => return "Any".into(),
+        Value::Object(o) => o,
+        _ => return "Any".into(),
+    };
+    if depth >= limits.type_depth {
+        return shallow(obj);
+    }
+    if let Some(Value::String(r)) = obj.get("$ref") {
+        return match resolve_ref(root, r) {
+            Some(target) => type_at(target, root, limits, depth + 1),
+            None => "Any".into(),
+        };
+    }
+    if let Some(c) = obj.get("const") {
+        return format!("Literal[{}]", literal(c));
+    }
+    if let Some(Value::Array(values)) = obj.get("enum") {
+        let mut shown: Vec<String> = values.iter().take(MAX_ALTERNATIVES).map(literal).collect();
+        if values.len() > MAX_ALTERNATIVES {
+            shown.push("...".into());
+        }
+        return format!("Literal[{}]", shown.join(", "));
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(options)) = obj.get(key) {
+            return union(options.iter().map(|o| type_at(o, root, limits, depth + 1)), options.len());
+        }
+    }
+    match obj.get("type") {
+        Some(Value::String(t)) => named_type(t, obj, root, limits, depth),
+        Some(Value::Array(types)) => union(
+            types.iter().map(|t| match t {
+                Value::String(t) => named_type(t, obj, root, limits, depth),
+                _ => "Any".into(),
+            }),
+            types.len(),
+        ),
+        _ if obj.contains_key("properties") => named_type("object", obj, root, limits, depth),
+        _ => "Any".into(),
+    }
+}
+
+fn union(parts: impl Iterator<Item = String>, count: usize) -> String {
+    let mut shown: Vec<String> = Vec::new();
+    for p in parts.take(MAX_ALTERNATIVES) {
+        if !shown.contains(&p) {
+            shown.push(p);
+        }
+    }
+    if count > MAX_ALTERNATIVES {
+        shown.push("...".into());
+    }
+    shown.join(" | ")
+}
+
+fn named_type(t: &str, obj: &Map<String, Value>, root: &Value, limits: &StubLimits, depth: usize) -> String {
+    match t {
+        "string" => "str".into(),
+        "integer" => "int".into(),
+        "number" => "float".into(),
+        "boolean" => "bool".into(),
+        "null" => "None".into(),
+        "array" => match obj.get("items") {
+            Some(items) => format!("list[{}]", type_at(items, root, limits, depth + 1)),
+            None => "list".into(),
+        },
+        "object" => match obj.get("properties") {
+            Some(Value::Object(props)) if !props.is_empty() => {
+                let required = required_set(obj);
+                let mut fields: Vec<String> = props
+                    .iter()
+                    .take(MAX_ALTERNATIVES)
+                    .map(|(k, v)| {
+                        let mark = if required.contains(&k.as_str()) { "" } else { "?" };
+                        format!("{}{mark}: {}", param_name(k, limits), type_at(v, root, limits, depth + 1))
+                    })
+                    .collect();
+                if props.len() > MAX_ALTERNATIVES {
+                    fields.push("...".into());
+                }
+                format!("{{{}}}", fields.join(", "))
+            }
+            _ => "dict".into(),
+        },
+        _ => "Any".into(),
+    }
+}
+
+/// The type of a schema without looking inside it (the depth limit).
+fn shallow(obj: &Map<String, Value>) -> String {
+    match obj.get("type") {
+        Some(Value::String(t)) => match t.as_str() {
+            "string" => "str",
+            "integer" => "int",
+            "number" => "float",
+            "boolean" => "bool",
+            "null" => "None",
+            "array" => "list",
+            "object" => "dict",
+            _ => "Any",
+        }
+        .into(),
+        _ => "Any".into(),
+    }
+}
+
+fn literal(v: &Value) -> String {
+    match v {
+        Value::String(s) => python_str(&cut_chars(s, 40)),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::Null => "None".into(),
+        other => cut_chars(&other.to_string(), 40),
+    }
+}
+
+fn resolve_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
+    let pointer = reference.strip_prefix('#')?;
+    root.pointer(pointer)
+}
+
+fn required_set(obj: &Map<String, Value>) -> Vec<&str> {
+    match obj.get("required") {
+        Some(Value::Array(r)) => r.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A tool as the stub renderer needs it.
+#[derive(Debug, Clone)]
+pub struct ToolText<'a> {
+    /// Its Python name.
+    pub name: &'a str,
+    /// The description from the server, if any.
+    pub description: Option<&'a str>,
+    /// The input schema.
+    pub schema: &'a Value,
+    /// Extra labels shown after the name (`[private]`, ...).
+    pub labels: &'a [String],
+}
+
+/// The stub of one tool: an async signature and a docstring with the
+/// (cut) description and one line per parameter.
+pub fn stub(tool: &ToolText<'_>, limits: &StubLimits) -> String {
+    let mut doc = String::new();
+    if !tool.labels.is_empty() {
+        doc.push_str(&tool.labels.join(" "));
+        doc.push('\n');
+    }
+    let description = tool.description.map(str::trim).filter(|d| !d.is_empty());
+    doc.push_str(&cut_bytes(description.unwrap_or("(no description)"), limits.max_description));
+    let params = param_lines(tool.schema, limits);
+    if params.is_empty() {
+        doc.push_str("\n\nparams: none");
+    } else {
+        doc.push_str("\n\nparams:");
+        for line in params {
+            doc.push_str("\n    ");
+            doc.push_str(&line);
+        }
+    }
+    let mut out = format!("async def {}(params: dict) -> str:\n    \"\"\"\n", tool.name);
+    for line in doc.replace("\"\"\"", "\\\"\\\"\\\"").lines() {
+        if line.is_empty() {
+            out.push('\n');
+        } else {
+            out.push_str("    ");
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out.push_str("    \"\"\"");
+    out
+}
+
+/// One line per top-level parameter: `name: type` (`, optional`), then the
+/// start of its own description.
+fn param_lines(schema: &Value, limits: &StubLimits) -> Vec<String> {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let required = schema.as_object().map(required_set).unwrap_or_default();
+    let mut lines: Vec<String> = props
+        .iter()
+        .take(MAX_PARAMS_SHOWN)
+        .map(|(name, prop)| {
+            let mut line = format!("{}: {}", param_name(name, limits), python_type(prop, schema, limits));
+            if !required.contains(&name.as_str()) {
+                line.push_str(", optional");
+            }
+            if let Some(d) = prop.get("description").and_then(Value::as_str) {
+                let first = d.trim().lines().next().unwrap_or("");
+                if !first.is_empty() {
+                    line.push_str(" - ");
+                    line.push_str(&cut_chars(first, MAX_PARAM_DESCRIPTION));
+                }
+            }
+            line
+        })
+        .collect();
+    if props.len() > MAX_PARAMS_SHOWN {
+        lines.push(format!("... and {} more parameters", props.len() - MAX_PARAMS_SHOWN));
+    }
+    lines
+}
+
+/// One line for a tool: `name(a, b) [labels]: first line of the description`.
+pub fn summary(tool: &ToolText<'_>, limits: &StubLimits) -> String {
+    let names: Vec<String> = tool
+        .schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().take(6).map(|k| param_name(k, limits)).collect())
+        .unwrap_or_default();
+    let more = tool.schema.get("properties").and_then(Value::as_object).is_some_and(|p| p.len() > 6);
+    let mut params = names.join(", ");
+    if more {
+        params.push_str(", ...");
+    }
+    let first = tool.description.and_then(|d| d.trim().lines().next()).unwrap_or("").trim();
+    let labels = if tool.labels.is_empty() { String::new() } else { format!(" {}", tool.labels.join(" ")) };
+    format!("{}({params}){labels}: {}", tool.name, cut_chars(first, MAX_SUMMARY_CHARS))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn limits() -> StubLimits {
+        StubLimits::default()
+    }
+
+    #[test]
+    fn a_stub_shows_the_signature_description_and_typed_parameters() {
+        let schema = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer", "description": "second"}}, "required": ["a"]});
+        let s = stub(
+            &ToolText { name: "add", description: Some("Add two integers."), schema: &schema, labels: &[] },
+            &limits(),
+        );
+        assert!(s.starts_with("async def add(params: dict) -> str:\n    \"\"\"\n    Add two integers.\n"), "{s}");
+        assert!(s.contains("    a: int\n"), "{s}");
+        assert!(s.contains("    b: int, optional - second\n"), "{s}");
+        assert!(s.ends_with("    \"\"\""), "{s}");
+    }
+
+    #[test]
+    fn types_stop_at_the_depth_limit() {
+        let schema = json!({"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {"type": "object", "properties": {"c": {"type": "object", "properties": {"d": {"type": "object", "properties": {"e": {"type": "object", "properties": {"f": {"type": "string"}}}}}}}}}}}}});
+        let t = python_type(&schema["properties"]["a"], &schema, &limits());
+        assert_eq!(t, "{b?: {c?: {d?: {e?: dict}}}}");
+    }
+
+    #[test]
+    fn enums_unions_arrays_and_refs_render_as_python_types() {
+        let root = json!({"$defs": {"P": {"type": "string"}}, "properties": {}});
+        let l = limits();
+        assert_eq!(python_type(&json!({"enum": ["fast", "slow"]}), &root, &l), "Literal['fast', 'slow']");
+        assert_eq!(python_type(&json!({"type": ["string", "null"]}), &root, &l), "str | None");
+        assert_eq!(python_type(&json!({"type": "array", "items": {"type": "integer"}}), &root, &l), "list[int]");
+        assert_eq!(python_type(&json!({"$ref": "#/$defs/P"}), &root, &l), "str");
+        assert_eq!(python_type(&json!({"$ref": "https://elsewhere/x"}), &root, &l), "Any");
+        assert_eq!(python_type(&json!({"anyOf": [{"type": "integer"}, {"type": "number"}]}), &root, &l), "int | float");
+    }
+
+    #[test]
+    fn odd_or_long_parameter_names_are_quoted_and_cut() {
+        let l = limits();
+        assert_eq!(param_name("first name", &l), "'first name'");
+        assert_eq!(param_name("it's", &l), "'it\\'s'");
+        let long = "p".repeat(100);
+        assert_eq!(param_name(&long, &l), format!("'{}'", "p".repeat(64)));
+        assert_eq!(param_name("ok_name", &l), "ok_name");
+    }
+
+    #[test]
+    fn long_descriptions_are_cut_at_the_byte_limit() {
+        let long = "é".repeat(5000);
+        let schema = json!({});
+        let s = stub(&ToolText { name: "t", description: Some(&long), schema: &schema, labels: &[] }, &limits());
+        assert!(s.len() < 2048 + 200, "{}", s.len());
+        assert!(s.contains("..."));
+    }
+
+    #[test]
+    fn a_description_cannot_close_the_docstring() {
+        let schema = json!({});
+        let s = stub(
+            &ToolText { name: "t", description: Some("x\"\"\"\nimport os"), schema: &schema, labels: &[] },
+            &limits(),
+        );
+        assert_eq!(s.matches("\"\"\"").count(), 2, "{s}");
+    }
+
+    #[test]
+    fn hostile_schemas_still_render_bounded() {
+        let mut props = serde_json::Map::new();
+        for i in 0..5000 {
+            props.insert(format!("{i}{}", "n".repeat(300)), json!({"type": "string", "description": "d".repeat(3000)}));
+        }
+        let schema = json!({"type": "object", "properties": props});
+        let s = stub(&ToolText { name: "t", description: Some("x"), schema: &schema, labels: &[] }, &limits());
+        assert!(s.chars().count() < 40 * (64 + 300 + 200 + 40) + 4096, "{}", s.len());
+        assert!(s.contains("... and 4960 more parameters"));
+    }
+
+    #[test]
+    fn a_summary_is_one_line_with_parameter_names_and_labels() {
+        let schema = json!({"properties": {"title": {}, "body": {}}});
+        let labels = vec!["[private]".to_string()];
+        let s = summary(
+            &ToolText {
+                name: "create_issue",
+                description: Some("File an issue.\nMore."),
+                schema: &schema,
+                labels: &labels,
+            },
+            &limits(),
+        );
+        assert_eq!(s, "create_issue(title, body) [private]: File an issue.");
+    }
+}

@@ -1,0 +1,184 @@
+//! The sandbox-runner: runs each cell of code in a fresh, locked-down Docker
+//! container and relays its tool calls to the bridge.
+//!
+//! - [`image`]: the sandbox image (Python + `runner.py`), built offline or
+//!   from a registry.
+//! - [`container`]: the lockdown of one container, its lifecycle, and the
+//!   label-based reaper of containers left by dead owners.
+//! - [`protocol`]: the untrusted line protocol with `runner.py`.
+//! - [`cell`]: the task that owns one run.
+//!
+//! [`SandboxRunner`] serves [`subjects::CELL_RUN`] in the `sandbox-runner`
+//! queue group, running at most `capacity` cells at once.
+
+pub mod cell;
+pub mod container;
+pub mod image;
+pub mod protocol;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bollard::Docker;
+use code_mode_core::bus::{Bus, BusError};
+use code_mode_proto::{CellReport, RunCell, WireError, queue_groups, subjects};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::container::{Container, Lockdown};
+
+/// Errors of the sandbox layer.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// No Docker engine answers.
+    #[error(
+        "no Docker engine answers at {host}: {reason}. code-mode runs code in Docker containers: start the \
+         engine (e.g. `sudo systemctl start docker`, or `dockerd &`), or point DOCKER_HOST at it"
+    )]
+    NoEngine {
+        /// Where we looked.
+        host: String,
+        /// What failed.
+        reason: String,
+    },
+    /// A Docker call failed.
+    #[error("docker: could not {action}: {reason}")]
+    Docker {
+        /// What we tried.
+        action: &'static str,
+        /// Why it failed.
+        reason: String,
+    },
+    /// The configured image does not exist.
+    #[error("the sandbox image {image} does not exist: build it with `code-mode build-image`, or pass --image")]
+    ImageMissing {
+        /// The image.
+        image: String,
+    },
+    /// Building the image failed.
+    #[error("building the sandbox image failed: {0}")]
+    ImageBuild(String),
+}
+
+impl SandboxError {
+    /// A mapper for a failed Docker call.
+    pub fn docker(action: &'static str) -> impl Fn(bollard::errors::Error) -> SandboxError {
+        move |e| SandboxError::Docker { action, reason: e.to_string() }
+    }
+
+    fn from_create(e: bollard::errors::Error, image: &str) -> SandboxError {
+        match e {
+            bollard::errors::Error::DockerResponseServerError { status_code: 404, .. } => {
+                SandboxError::ImageMissing { image: image.to_string() }
+            }
+            e => SandboxError::docker("create the container")(e),
+        }
+    }
+}
+
+/// Connect to the engine named by `DOCKER_HOST` (or the default socket) and
+/// agree on an API version; fail with a clear message when none answers.
+pub async fn connect_docker() -> Result<Docker, SandboxError> {
+    let host = std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".into());
+    let no_engine = |reason: String| SandboxError::NoEngine { host: host.clone(), reason };
+    let docker = Docker::connect_with_defaults().map_err(|e| no_engine(e.to_string()))?;
+    let docker = tokio::time::timeout(Duration::from_secs(10), docker.negotiate_version())
+        .await
+        .map_err(|_| no_engine("no answer within 10 s".into()))?
+        .map_err(|e| no_engine(e.to_string()))?;
+    docker.ping().await.map_err(|e| no_engine(e.to_string()))?;
+    Ok(docker)
+}
+
+/// Settings of a sandbox-runner.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    /// The container restrictions (and image).
+    pub lockdown: Lockdown,
+    /// Cells run at once.
+    pub capacity: usize,
+    /// The bridge's per-call timeout, to size the bus wait of each call.
+    pub call_timeout: Duration,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        Self {
+            lockdown: Lockdown::default(),
+            capacity: code_mode_core::defaults::MAX_CONCURRENT_CELLS,
+            call_timeout: code_mode_core::defaults::CALL_TIMEOUT,
+        }
+    }
+}
+
+/// A sandbox-runner: a cheap handle.
+#[derive(Clone, Debug)]
+pub struct SandboxRunner {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    docker: Docker,
+    config: RunnerConfig,
+    slots: Semaphore,
+    bus: Bus,
+}
+
+impl SandboxRunner {
+    /// A runner on `docker`, relaying tool calls over `bus`. Removes the
+    /// containers that dead owners left behind first.
+    pub async fn new(docker: Docker, config: RunnerConfig, bus: Bus) -> Result<Self, SandboxError> {
+        let reaped = container::reap_orphans(&docker).await?;
+        if reaped > 0 {
+            tracing::info!(reaped, "removed leftover sandbox containers");
+        }
+        let slots = Semaphore::new(config.capacity.max(1));
+        Ok(Self { inner: Arc::new(Inner { docker, config, slots, bus }) })
+    }
+
+    /// The Docker client.
+    pub fn docker(&self) -> &Docker {
+        &self.inner.docker
+    }
+
+    /// Run one cell: wait for a slot, start a container, run, remove it.
+    pub async fn run_cell(&self, cell: &RunCell, cancel: &CancellationToken) -> Result<CellReport, SandboxError> {
+        let _slot = tokio::select! {
+            s = self.inner.slots.acquire() => s.expect("the semaphore is never closed"),
+            _ = cancel.cancelled() => return Ok(shutdown_report()),
+        };
+        let (container, output, input) =
+            Container::start(&self.inner.docker, &self.inner.config.lockdown, &cell.cell_id).await?;
+        Ok(cell::run(container, output, input, cell, &self.inner.bus, self.inner.config.call_timeout, cancel).await)
+    }
+
+    /// Serve cells on the bus until `cancel`; cells in flight are stopped
+    /// and their containers removed before the returned task ends.
+    pub async fn serve(&self, cancel: CancellationToken) -> Result<tokio::task::JoinHandle<()>, BusError> {
+        let me = self.clone();
+        let token = cancel.clone();
+        self.inner
+            .bus
+            .serve(subjects::CELL_RUN, queue_groups::SANDBOX_RUNNER, cancel, move |cell: RunCell| {
+                let me = me.clone();
+                let token = token.clone();
+                async move {
+                    me.run_cell(&cell, &token).await.map_err(|e| {
+                        tracing::error!(cell = %cell.cell_id, error = %e, "cell could not run");
+                        WireError { kind: "sandbox".into(), message: e.to_string() }
+                    })
+                }
+            })
+            .await
+    }
+}
+
+fn shutdown_report() -> CellReport {
+    CellReport {
+        stdout: String::new(),
+        error: Some("stopped: code-mode is shutting down".into()),
+        truncated: false,
+        stopped: true,
+    }
+}

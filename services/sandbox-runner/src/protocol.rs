@@ -1,0 +1,203 @@
+//! The line protocol between the host and `runner.py` in the container
+//! (see `docs/sandbox-protocol.md`).
+//!
+//! Everything from the container is untrusted: [`LineReader`] splits the
+//! byte stream into lines no longer than the limit, and [`parse`] accepts
+//! only the known message shapes, with every field of the right type. Any
+//! other input is a [`Violation`] and ends the run.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A message from the runner.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FromRunner {
+    /// The runner is up and waits for its cell.
+    Ready {},
+    /// Some of what the code printed.
+    Output {
+        /// The text.
+        data: String,
+    },
+    /// The code awaited a tool.
+    Call {
+        /// Unique, positive id in the run.
+        id: u64,
+        /// The Python name.
+        tool: String,
+        /// The arguments as sent (checked by the bridge).
+        arguments: Value,
+    },
+    /// The code is finished.
+    Done {
+        /// The end of the traceback, or why the runner stopped the code.
+        error: Option<String>,
+        /// The code printed more than was kept.
+        truncated: bool,
+        /// The runner stopped the code (output flood).
+        stopped: bool,
+    },
+}
+
+/// A message to the runner.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToRunner<'a> {
+    /// The cell to run.
+    Cell {
+        /// The code.
+        code: &'a str,
+        /// The tools with their stubs.
+        tools: &'a [code_mode_proto::ToolStub],
+        /// Output and line limits.
+        limits: RunnerLimits,
+    },
+    /// A call's answer.
+    Result {
+        /// The call's id.
+        id: u64,
+        /// True when `value` holds the result; false when `error` says why not.
+        ok: bool,
+        /// The result string.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        value: Option<String>,
+        /// The `ToolError` message.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+}
+
+/// The limits the runner applies inside the container.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct RunnerLimits {
+    /// Bytes of output forwarded.
+    pub max_output: u32,
+    /// Bytes of output after which the runner stops the code.
+    pub stop_output: u32,
+    /// Longest line the host accepts.
+    pub max_line: u32,
+}
+
+/// Why a run ended as a protocol violation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Violation {
+    /// A line longer than the limit.
+    #[error("a protocol line was longer than {max} bytes")]
+    TooLong {
+        /// The limit.
+        max: usize,
+    },
+    /// Not UTF-8 JSON of a known shape.
+    #[error("a protocol line was not a known message ({0})")]
+    Malformed(String),
+    /// A known shape at the wrong moment (a second `ready`, a call id reused).
+    #[error("a protocol message came out of order: {0}")]
+    OutOfOrder(&'static str),
+}
+
+/// Parse one line from the runner.
+pub fn parse(line: &[u8]) -> Result<FromRunner, Violation> {
+    serde_json::from_slice(line).map_err(|e| {
+        // The error names the field or position, never echoes the line.
+        let kind = if e.is_syntax() || e.is_eof() { "not JSON" } else { "unknown shape" };
+        Violation::Malformed(kind.to_string())
+    })
+}
+
+/// Encode one message to the runner as a line.
+pub fn encode(message: &ToRunner<'_>) -> Vec<u8> {
+    let mut line = serde_json::to_vec(message).expect("runner messages are plain JSON");
+    line.push(b'\n');
+    line
+}
+
+/// Splits a byte stream into lines of at most `max` bytes.
+#[derive(Debug)]
+pub struct LineReader {
+    buffer: Vec<u8>,
+    max: usize,
+}
+
+impl LineReader {
+    /// A reader refusing lines longer than `max` bytes.
+    pub fn new(max: usize) -> Self {
+        Self { buffer: Vec::new(), max }
+    }
+
+    /// Feed a chunk; returns the complete lines in it, or a violation as
+    /// soon as a line grows past the limit.
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<Vec<Vec<u8>>, Violation> {
+        let mut lines = Vec::new();
+        let mut rest = chunk;
+        while let Some(pos) = rest.iter().position(|&b| b == b'\n') {
+            if self.buffer.len() + pos > self.max {
+                return Err(Violation::TooLong { max: self.max });
+            }
+            self.buffer.extend_from_slice(&rest[..pos]);
+            lines.push(std::mem::take(&mut self.buffer));
+            rest = &rest[pos + 1..];
+        }
+        if self.buffer.len() + rest.len() > self.max {
+            return Err(Violation::TooLong { max: self.max });
+        }
+        self.buffer.extend_from_slice(rest);
+        Ok(lines)
+    }
+
+    /// True when a partial line is waiting for its end.
+    pub fn has_partial(&self) -> bool {
+        !self.buffer.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_messages_parse() {
+        assert_eq!(parse(br#"{"type":"ready"}"#).unwrap(), FromRunner::Ready {});
+        assert_eq!(
+            parse(br#"{"type":"call","id":1,"tool":"add","arguments":{"a":1}}"#).unwrap(),
+            FromRunner::Call { id: 1, tool: "add".into(), arguments: serde_json::json!({"a": 1}) }
+        );
+        assert!(matches!(
+            parse(br#"{"type":"done","error":null,"truncated":false,"stopped":false}"#).unwrap(),
+            FromRunner::Done { error: None, .. }
+        ));
+    }
+
+    #[test]
+    fn unknown_shapes_and_garbage_are_violations() {
+        for line in [
+            &b"garbage"[..],
+            br#"{"type":"shell","cmd":"rm -rf /"}"#,
+            br#"{"type":"call","id":-1,"tool":"add","arguments":{}}"#,
+            br#"{"type":"call","id":1,"tool":7,"arguments":{}}"#,
+            br#"{"type":"ready","extra":1}"#,
+            br#"[1,2,3]"#,
+            b"\xff\xfe",
+        ] {
+            assert!(parse(line).is_err(), "{:?}", String::from_utf8_lossy(line));
+        }
+    }
+
+    #[test]
+    fn lines_are_split_across_chunks() {
+        let mut r = LineReader::new(100);
+        assert!(r.feed(b"{\"a\"").unwrap().is_empty());
+        let lines = r.feed(b":1}\n{\"b\":2}\n{").unwrap();
+        assert_eq!(lines, vec![b"{\"a\":1}".to_vec(), b"{\"b\":2}".to_vec()]);
+        assert!(r.has_partial());
+    }
+
+    #[test]
+    fn a_line_over_the_limit_is_a_violation_even_without_its_newline() {
+        let mut r = LineReader::new(10);
+        assert_eq!(r.feed(&[b'x'; 11]).unwrap_err(), Violation::TooLong { max: 10 });
+        let mut r = LineReader::new(10);
+        r.feed(b"12345").unwrap();
+        assert!(r.feed(b"678901\n").is_err());
+    }
+}

@@ -1,0 +1,235 @@
+//! The MCP handler: `tools/list` returns the catalog, `tools/call` runs a tool,
+//! and [`RequestLog`] wraps it to record every request that arrives.
+
+use std::{
+    fs::File,
+    io::Write,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use rmcp::{
+    ErrorData as McpError, RoleServer, ServerHandler, Service,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ClientNotification, ClientRequest, ContentBlock,
+        Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+        ServerConfig, ServerResult, Tool,
+    },
+    service::{NotificationContext, RequestContext},
+};
+use serde_json::{Value, json};
+
+use crate::catalog::{Behavior, Catalog};
+
+/// The test server's tools.
+#[derive(Debug)]
+pub struct TestServer {
+    catalog: Arc<Catalog>,
+    calls: AtomicU64,
+}
+
+impl TestServer {
+    pub fn new(catalog: Catalog) -> Self {
+        Self { catalog: Arc::new(catalog), calls: AtomicU64::new(0) }
+    }
+
+    async fn run(
+        &self,
+        name: &str,
+        behavior: Behavior,
+        args: &JsonObject,
+        calls_so_far: u64,
+    ) -> Result<CallToolResult, McpError> {
+        let result = match behavior {
+            Behavior::Add => {
+                let a = int_arg(args, "a")?.ok_or_else(|| missing("a"))?;
+                let b = int_arg(args, "b")?.ok_or_else(|| missing("b"))?;
+                let sum = a.checked_add(b).ok_or_else(|| McpError::invalid_params("a + b overflows i64", None))?;
+                CallToolResult::structured(json!({ "sum": sum }))
+            }
+            Behavior::Echo => {
+                let text = str_arg(args, "text")?.ok_or_else(|| missing("text"))?;
+                let repeat = int_arg(args, "repeat")?.unwrap_or(1);
+                let repeat = usize::try_from(repeat)
+                    .map_err(|_| McpError::invalid_params("repeat must not be negative", None))?;
+                text_result(text.repeat(repeat))
+            }
+            Behavior::Sleep => {
+                let seconds = num_arg(args, "seconds")?.ok_or_else(|| missing("seconds"))?;
+                let duration = Duration::try_from_secs_f64(seconds)
+                    .map_err(|_| McpError::invalid_params("seconds must be a non-negative number", None))?;
+                tokio::time::sleep(duration).await;
+                text_result("slept")
+            }
+            Behavior::Huge => {
+                let bytes = int_arg(args, "bytes")?.ok_or_else(|| missing("bytes"))?;
+                let bytes =
+                    usize::try_from(bytes).map_err(|_| McpError::invalid_params("bytes must not be negative", None))?;
+                text_result("x".repeat(bytes))
+            }
+            Behavior::Fail => {
+                let message = str_arg(args, "message")?.ok_or_else(|| missing("message"))?;
+                CallToolResult::error(vec![ContentBlock::text(message)])
+            }
+            Behavior::ProtocolError => {
+                return Err(McpError::internal_error(
+                    format!("internal failure at /srv/secret/path pid {}", std::process::id()),
+                    Some(json!({ "path": "/srv/secret/path", "pid": std::process::id() })),
+                ));
+            }
+            Behavior::Crash => {
+                tracing::warn!("crash tool called: exiting with code 3");
+                std::process::exit(3);
+            }
+            Behavior::GetEnv => {
+                let var = str_arg(args, "name")?.ok_or_else(|| missing("name"))?;
+                let value = std::env::var_os(var)
+                    .map(|value| value.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "<unset>".to_owned());
+                text_result(value)
+            }
+            Behavior::Count => text_result(calls_so_far.to_string()),
+            Behavior::Ok => text_result(format!("ok {name}")),
+            Behavior::EchoArguments => text_result(Value::Object(args.clone()).to_string()),
+            Behavior::Extra => {
+                let x = args.get("x").cloned().unwrap_or(Value::Null);
+                text_result(format!("ok {name} x={x}"))
+            }
+        };
+        Ok(result)
+    }
+}
+
+impl ServerHandler for TestServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("code-mode-test-server", env!("CARGO_PKG_VERSION")))
+            .with_instructions("A test server for the code-mode integration tests.")
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.catalog.tools.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.catalog.tool(name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let calls_so_far = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        let name = request.name.as_ref();
+        let behavior = self
+            .catalog
+            .behavior(name)
+            .ok_or_else(|| McpError::invalid_params(format!("unknown tool: {name}"), None))?;
+        let args = request.arguments.unwrap_or_default();
+        self.run(name, behavior, &args, calls_so_far).await.map(CallToolResponse::from)
+    }
+}
+
+/// Wraps the handler and appends `<method> <tool name or ->` to a file for
+/// every request that reaches the server, before handling it.
+#[derive(Debug)]
+pub struct RequestLog<S> {
+    inner: S,
+    file: Option<Mutex<File>>,
+}
+
+impl<S> RequestLog<S> {
+    pub fn new(inner: S, file: Option<File>) -> Self {
+        Self { inner, file: file.map(Mutex::new) }
+    }
+
+    fn record(&self, request: &ClientRequest) {
+        let Some(file) = &self.file else { return };
+        let tool = match request {
+            ClientRequest::CallToolRequest(call) => call.params.name.as_ref(),
+            _ => "-",
+        };
+        let line = format!("{} {tool}\n", request.method());
+        let mut file = file.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Err(error) = file.write_all(line.as_bytes()).and_then(|()| file.flush()) {
+            tracing::error!(%error, "cannot write the request log");
+        }
+    }
+}
+
+impl<S: ServerHandler> Service<RoleServer> for RequestLog<S> {
+    async fn handle_request(
+        &self,
+        request: ClientRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, McpError> {
+        self.record(&request);
+        Service::handle_request(&self.inner, request, context).await
+    }
+
+    async fn handle_notification(
+        &self,
+        notification: ClientNotification,
+        context: NotificationContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Service::handle_notification(&self.inner, notification, context).await
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        ServerHandler::get_info(&self.inner)
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        ServerHandler::supported_protocol_versions(&self.inner)
+    }
+}
+
+fn text_result(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(text)])
+}
+
+fn missing(name: &str) -> McpError {
+    McpError::invalid_params(format!("missing required argument `{name}`"), None)
+}
+
+fn wrong_type(name: &str, expected: &str, got: &Value) -> McpError {
+    McpError::invalid_params(format!("argument `{name}` must be {expected}, got {got}"), None)
+}
+
+/// An integer argument; also accepts a float with no fractional part (`3.0`).
+fn int_arg(args: &JsonObject, name: &str) -> Result<Option<i64>, McpError> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => {
+            if let Some(int) = value.as_i64() {
+                return Ok(Some(int));
+            }
+            match value.as_f64() {
+                Some(float) if float.fract() == 0.0 && float.abs() < 9.0e15 => Ok(Some(float as i64)),
+                _ => Err(wrong_type(name, "an integer", value)),
+            }
+        }
+    }
+}
+
+fn num_arg(args: &JsonObject, name: &str) -> Result<Option<f64>, McpError> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => value.as_f64().map(Some).ok_or_else(|| wrong_type(name, "a number", value)),
+    }
+}
+
+fn str_arg<'a>(args: &'a JsonObject, name: &str) -> Result<Option<&'a str>, McpError> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => value.as_str().map(Some).ok_or_else(|| wrong_type(name, "a string", value)),
+    }
+}
