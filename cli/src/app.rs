@@ -108,6 +108,7 @@ impl Stack {
                     args: args.to_vec(),
                     pass_env: common.env.clone(),
                     set_env: vec![],
+                    start_timeout: code_mode_core::defaults::START_TIMEOUT,
                 },
                 allow: (!common.allow.is_empty()).then(|| common.allow.clone()),
             }],

@@ -12,6 +12,9 @@ pub const DEADLINE: Duration = Duration::from_secs(90);
 pub const MAX_CALLS: u32 = 200;
 /// How long one tool call may take on the wrapped server.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a wrapped server may take to start: spawn, `initialize` and
+/// `tools/list`.
+pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// Bytes of printed output kept and returned.
 pub const MAX_OUTPUT: u32 = 8 * 1024;
 /// Bytes of printed output after which a run is stopped.

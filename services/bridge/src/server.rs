@@ -24,6 +24,9 @@ use crate::BridgeError;
 /// when they are set here.
 pub const DEFAULT_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
 
+/// How long closing a session may take before the actor gives up on it.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// How to start a wrapped stdio server.
 #[derive(Debug, Clone)]
 pub struct ServerSpec {
@@ -37,6 +40,9 @@ pub struct ServerSpec {
     pub pass_env: Vec<String>,
     /// Variables set to the given values.
     pub set_env: Vec<(String, String)>,
+    /// How long starting may take: spawn, `initialize` and `tools/list`
+    /// together ([`code_mode_core::defaults::START_TIMEOUT`] by default).
+    pub start_timeout: Duration,
 }
 
 /// Why a call to the server failed on the host side.
@@ -131,16 +137,29 @@ pub async fn start(
             }
         });
     }
-    let session = ().serve(transport).await.map_err(|e| BridgeError::ServerStart {
-        server: spec.name.clone(),
-        command: spec.command.clone(),
-        reason: format!("MCP initialization failed: {e}"),
-    })?;
-    let tools = session.peer().list_all_tools().await.map_err(|e| BridgeError::ServerStart {
-        server: spec.name.clone(),
-        command: spec.command.clone(),
-        reason: format!("tools/list failed: {e}"),
-    })?;
+    let start_error =
+        |reason: String| BridgeError::ServerStart { server: spec.name.clone(), command: spec.command.clone(), reason };
+    let no_answer =
+        || start_error(format!("no answer to initialize/tools list within {} s", spec.start_timeout.as_secs_f64()));
+    // One deadline covers initialize and tools/list. A server that never
+    // answers is killed: dropping the transport (or closing the session)
+    // stops the child.
+    let deadline = tokio::time::Instant::now() + spec.start_timeout;
+    let mut session = match tokio::time::timeout_at(deadline, ().serve(transport)).await {
+        Ok(Ok(session)) => session,
+        Ok(Err(e)) => return Err(start_error(format!("MCP initialization failed: {e}"))),
+        Err(_) => return Err(no_answer()),
+    };
+    let tools = match tokio::time::timeout_at(deadline, session.peer().list_all_tools()).await {
+        Ok(Ok(tools)) => tools,
+        failed => {
+            let _ = session.close_with_timeout(CLOSE_TIMEOUT).await;
+            return Err(match failed {
+                Ok(Err(e)) => start_error(format!("tools/list failed: {e}")),
+                _ => no_answer(),
+            });
+        }
+    };
     let (alive_tx, alive_rx) = mpsc::channel(1);
     let handle = ServerHandle { name: spec.name.clone(), peer: session.peer().clone(), _alive: alive_tx };
     let actor = ServerActor { session, alive: alive_rx, cancel, name: spec.name.clone() };
@@ -156,7 +175,7 @@ impl ServerActor {
             _ = self.alive.recv() => {}
         }
         tracing::debug!(server = %self.name, "closing the wrapped server");
-        match tokio::time::timeout(Duration::from_secs(5), self.session.close()).await {
+        match tokio::time::timeout(CLOSE_TIMEOUT, self.session.close()).await {
             Ok(_) => {}
             Err(_) => tracing::warn!(server = %self.name, "the wrapped server did not close within 5 s"),
         }

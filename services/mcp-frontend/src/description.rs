@@ -102,7 +102,7 @@ mod tests {
         assert!(!d.contains("sssss"));
         assert!(d.contains("tool_0(): "));
         assert!(d.contains(" of 100 tools shown in one line each; search_tools(query) finds the rest"), "{d}");
-        let tiny = description(&facts(), &stubs, &summaries, 1200);
+        let tiny = description(&facts(), &stubs, &summaries, 1000);
         assert!(tiny.contains("100 tools are available; search_tools(query) finds them"), "{tiny}");
         assert!(!tiny.contains("tool_0"));
     }

@@ -1,0 +1,9 @@
+//! Integration tests of `code-mode` with a real Docker engine, the real
+//! sandbox image and a real stdio MCP server (`code-mode-test-server`).
+//!
+//! Under `CI=true` a missing engine or image fails these tests; on a
+//! developer's machine they report that they did not run.
+
+mod mcp_stdio;
+mod run_command;
+mod support;

@@ -1,0 +1,209 @@
+//! End to end through the real MCP stdio transport: an rmcp client starts
+//! `code-mode serve -- <test server>` and talks to it as Claude Code would.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
+use serde_json::{Value, json};
+
+use crate::support;
+
+type Client = RunningService<RoleClient, ()>;
+
+/// Start `code-mode serve [args] -- <test server> [server_args]` as a child
+/// and connect to it over its stdin and stdout. Returns the client and the
+/// serve process id. Cancelling the client closes serve's stdin: the client
+/// has gone away.
+async fn connect(args: &[&str], server_args: &[&str]) -> (Client, u32) {
+    let mut child = tokio::process::Command::new(support::code_mode())
+        .arg("serve")
+        .args(args)
+        .arg("--")
+        .arg(support::test_server())
+        .args(server_args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("serve starts");
+    let pid = child.id().expect("serve has a pid");
+    let transport = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    // Reap the process in the background once it exits.
+    tokio::spawn(async move {
+        let _ = child.wait().await;
+    });
+    let client = ().serve(transport).await.expect("the MCP handshake succeeds");
+    (client, pid)
+}
+
+async fn run_python(client: &Client, code: &str) -> CallToolResult {
+    let mut params = CallToolRequestParams::new("run_python");
+    params.arguments = Some(json!({ "code": code }).as_object().unwrap().clone());
+    client.peer().call_tool(params).await.expect("run_python answers")
+}
+
+/// The structured report, checked against the text block.
+fn report(result: &CallToolResult) -> Value {
+    let structured = result.structured_content.clone().expect("structured content");
+    let text = result.content.iter().find_map(|c| c.as_text()).expect("a text block").text.clone();
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), structured, "the text block holds the same JSON");
+    structured
+}
+
+fn pid_alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(") Z ")
+}
+
+/// Children of `parent`, from /proc.
+fn children_of(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else { continue };
+        if rest.split_whitespace().nth(1) == Some(&parent.to_string()) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_client_sees_one_tool_whose_description_carries_the_stubs() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (client, _) = connect(&["--allow", "add", "--allow", "echo"], &[]).await;
+    let tools = client.peer().list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 1);
+    let tool = &tools[0];
+    assert_eq!(tool.name, "run_python");
+    let description = tool.description.as_deref().unwrap();
+    assert!(description.contains("async def add(params: dict) -> str:"), "{description}");
+    assert!(description.contains("Add two integers."), "{description}");
+    assert!(description.contains("a: int"), "{description}");
+    assert!(description.contains("async def echo("), "{description}");
+    assert!(!description.contains("async def sleep("), "only allowed tools are offered");
+    let output = tool.output_schema.as_ref().expect("an output schema");
+    let required: Vec<&str> = output["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert_eq!(required, ["stdout", "error", "truncated", "stopped"]);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn run_python_returns_the_report_as_structured_content_and_as_text() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (client, _) = connect(&[], &[]).await;
+    let code = r#"import asyncio, json
+sums = await asyncio.gather(*(add({"a": n, "b": 10}) for n in range(3)))
+print([json.loads(s)["sum"] for s in sums])"#;
+    let result = run_python(&client, code).await;
+    assert_ne!(result.is_error, Some(true));
+    assert_eq!(
+        report(&result),
+        json!({"stdout": "[10, 11, 12]\n", "error": null, "truncated": false, "stopped": false})
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn code_over_the_size_limit_is_refused_with_a_clear_error() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (client, _) = connect(&["--max-code", "1000"], &[]).await;
+    let code = format!("print({:?})", "x".repeat(2000));
+    let result = run_python(&client, &code).await;
+    assert_eq!(result.is_error, Some(true));
+    let text = &result.content[0].as_text().unwrap().text;
+    assert!(text.contains("over the 1000 byte limit"), "{text}");
+    // Within the limit it runs.
+    let ok = run_python(&client, "print('fits')").await;
+    assert_eq!(report(&ok)["stdout"], "fits\n");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn concurrent_cells_run_at_the_same_time_each_in_its_own_container() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (client, _) = connect(&["--max-concurrent", "2"], &[]).await;
+    // Each cell notes when it ran and in which container (its hostname).
+    let code = "import time, socket\nt0 = time.time()\ntime.sleep(2)\nprint(t0, time.time(), socket.gethostname())";
+    let (a, b) = tokio::join!(run_python(&client, code), run_python(&client, code));
+    let parse = |r: &CallToolResult| {
+        let out = report(r)["stdout"].as_str().unwrap().trim().to_string();
+        let parts: Vec<String> = out.split(' ').map(str::to_string).collect();
+        (parts[0].parse::<f64>().unwrap(), parts[1].parse::<f64>().unwrap(), parts[2].clone())
+    };
+    let (a0, a1, ha) = parse(&a);
+    let (b0, b1, hb) = parse(&b);
+    assert_ne!(ha, hb, "each cell has its own container");
+    assert!(a0 < b1 && b0 < a1, "the two cells overlapped in time: {a0}-{a1} and {b0}-{b1}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_run_stopped_at_its_deadline_leaves_nothing_for_the_next_run() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (client, _) = connect(&["--deadline", "4"], &[]).await;
+    let first = run_python(&client, "open('/tmp/left-behind', 'w').write('x')\nx = 1\nwhile True:\n    x += 1").await;
+    let first = report(&first);
+    assert_eq!(first["stopped"], true, "{first}");
+    assert!(first["error"].as_str().unwrap().contains("deadline"), "{first}");
+    let second = run_python(&client, "import os\nprint(os.path.exists('/tmp/left-behind'), 'x' in globals())").await;
+    assert_eq!(report(&second)["stdout"], "False False\n");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn when_the_client_goes_away_serve_stops_its_server_and_removes_its_containers() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (client, serve_pid) = connect(&[], &[]).await;
+    let wrapped: Vec<u32> = children_of(serve_pid);
+    assert!(!wrapped.is_empty(), "the wrapped server runs as a child of serve");
+    // A cell that would run for a long time is in flight when the client leaves.
+    let peer = client.peer().clone();
+    let pending = tokio::spawn(async move {
+        let mut params = CallToolRequestParams::new("run_python");
+        params.arguments = Some(json!({"code": "import time\ntime.sleep(60)"}).as_object().unwrap().clone());
+        let _ = peer.call_tool(params).await;
+    });
+    // Wait until its container exists.
+    let mut seen = false;
+    for _ in 0..100 {
+        if !support::containers_of(serve_pid).is_empty() {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(seen, "the cell's container was started");
+    client.cancel().await.unwrap();
+    pending.abort();
+    let mut gone = false;
+    for _ in 0..150 {
+        if !pid_alive(serve_pid) {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(gone, "serve exits when its client goes away");
+    for pid in wrapped {
+        assert!(!pid_alive(pid), "the wrapped server {pid} was stopped");
+    }
+    assert!(support::containers_of(serve_pid).is_empty(), "no container of serve is left");
+}

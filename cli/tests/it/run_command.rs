@@ -1,0 +1,140 @@
+//! `code-mode run`: one cell, its report on stdout, exit codes.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::{self, run};
+
+#[test]
+fn gathered_tool_calls_return_their_results_in_order() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = r#"import asyncio, json
+r = await asyncio.gather(*(add({"a": n, "b": 10}) for n in range(3)))
+print([json.loads(x)["sum"] for x in r])"#;
+    let ran = run(&[], code, &[]);
+    assert_eq!(ran.ok(), "[10, 11, 12]\n");
+    assert!(!ran.truncated() && !ran.stopped());
+}
+
+#[test]
+fn the_code_can_come_from_a_file_or_from_stdin() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let path = support::log_path("code");
+    std::fs::write(&path, "print(6 * 7)").unwrap();
+    let out = Command::new(support::code_mode())
+        .args(["run", "--file"])
+        .arg(&path)
+        .arg("--")
+        .arg(support::test_server())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["stdout"], "42\n");
+    let _ = std::fs::remove_file(&path);
+
+    let mut child = Command::new(support::code_mode())
+        .args(["run", "--"])
+        .arg(support::test_server())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"print('from stdin')").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["stdout"], "from stdin\n");
+}
+
+#[test]
+fn a_cell_that_fails_still_exits_zero_with_its_error_in_the_report() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let ran = run(&[], "print('before')\nraise ValueError('bad value')", &[]);
+    assert_eq!(ran.stdout(), "before\n");
+    assert!(ran.error().unwrap().ends_with("ValueError: bad value"), "{:?}", ran.error());
+    assert!(!ran.stopped());
+}
+
+#[test]
+fn without_a_docker_engine_run_fails_saying_what_is_missing() {
+    let out = Command::new(support::code_mode())
+        .args(["run", "--code", "print(1)", "--"])
+        .arg(support::test_server())
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no Docker engine answers at unix:///nonexistent/docker.sock"), "{stderr}");
+    assert!(stderr.contains("DOCKER_HOST"), "{stderr}");
+    assert!(out.stdout.is_empty(), "no report when code-mode could not run");
+}
+
+#[test]
+fn a_missing_custom_image_is_named_with_how_to_get_one() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let out = support::command(&["--image", "code-mode-no-such-image:1"], "print(1)", &[]).output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("code-mode-no-such-image:1 does not exist"), "{stderr}");
+    assert!(stderr.contains("code-mode build-image"), "{stderr}");
+}
+
+/// Wait until `pid` owns a sandbox container; panics after 20 s.
+fn wait_for_container(pid: u32) -> Vec<String> {
+    for _ in 0..200 {
+        let ids = support::containers_of(pid);
+        if !ids.is_empty() {
+            return ids;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("no container of {pid} appeared");
+}
+
+fn signal(pid: u32, sig: &str) {
+    let status = Command::new("kill").args(["-s", sig, &pid.to_string()]).status().unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn an_interrupted_run_removes_its_container() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let child = support::command(&[], "import time\ntime.sleep(60)", &[]).spawn().unwrap();
+    let pid = child.id();
+    wait_for_container(pid);
+    signal(pid, "INT");
+    let out = child.wait_with_output().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(report["stopped"], true, "the cell reports it was stopped: {report}");
+    assert!(support::containers_of(pid).is_empty(), "the container was removed on SIGINT");
+}
+
+#[test]
+fn containers_left_by_a_killed_process_are_reaped_at_the_next_start() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let mut child = support::command(&[], "import time\ntime.sleep(60)", &[]).spawn().unwrap();
+    let pid = child.id();
+    let left = wait_for_container(pid);
+    signal(pid, "KILL");
+    child.wait().unwrap();
+    assert!(!left.is_empty(), "the killed process had started a container");
+    // SIGKILL gives no chance to clean up: only a reaper removes it (this
+    // run's, or a parallel test's, which only reaps containers of dead owners).
+    run(&[], "print('next')", &[]);
+    assert!(support::containers_of(pid).is_empty(), "the next start reaped it");
+}
