@@ -26,7 +26,7 @@ use crate::cli::{Cli, Command, CommonArgs};
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let root = code_mode_core::shutdown::on_signal();
     match cli.command {
-        Command::BuildImage(args) => build_image(args.base).await,
+        Command::BuildImage(args) => build_image(args.base, args.if_missing).await,
         Command::Serve(args) => {
             let stack = Stack::start(&args.common, &args.server, args.max_concurrent, &root).await?;
             let served = stack.frontend.clone().serve_stdio(root.clone()).await;
@@ -57,11 +57,16 @@ fn read_code(code: Option<String>, file: Option<std::path::PathBuf>) -> anyhow::
     Ok(code)
 }
 
-async fn build_image(base: BaseSource) -> anyhow::Result<()> {
+async fn build_image(base: BaseSource, if_missing: bool) -> anyhow::Result<()> {
     let docker = connect_docker().await?;
-    let progress = |line: &str| eprintln!("build-image: {line}");
-    image::build_image(&docker, base, &progress).await?;
-    println!("{}", image::default_image_tag());
+    let tag = image::default_image_tag();
+    if if_missing && image::image_exists(&docker, &tag).await? {
+        eprintln!("build-image: {tag} already exists");
+    } else {
+        let progress = |line: &str| eprintln!("build-image: {line}");
+        image::build_image(&docker, base, &progress).await?;
+    }
+    println!("{tag}");
     Ok(())
 }
 

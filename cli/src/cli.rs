@@ -103,4 +103,7 @@ pub struct BuildImageArgs {
     /// else the registry), debootstrap, or registry (python:3.12-slim).
     #[arg(long, default_value = "auto", value_name = "SOURCE")]
     pub base: BaseSource,
+    /// Do nothing when the image already exists.
+    #[arg(long)]
+    pub if_missing: bool,
 }

@@ -6,4 +6,5 @@
 
 mod mcp_stdio;
 mod run_command;
+mod skill;
 mod support;

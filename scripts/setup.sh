@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Prepare a fresh Debian machine for code-mode: a Docker engine (Debian's
+# docker.io, started in the background when none answers), debootstrap for
+# the offline image build, the workspace built, and the sandbox image built.
+# Idempotent: what is already there is kept.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+need_pkgs=()
+command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || need_pkgs+=(debootstrap)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  log "installing ${need_pkgs[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+
+if ! docker info >/dev/null 2>&1; then
+  log "no Docker engine answers: starting dockerd in the background (log: /tmp/code-mode-dockerd.log)"
+  as_root sh -c 'nohup dockerd >/tmp/code-mode-dockerd.log 2>&1 &'
+  for _ in $(seq 1 60); do
+    docker info >/dev/null 2>&1 && break
+    sleep 1
+  done
+  docker info >/dev/null 2>&1 || { log "dockerd did not come up; see /tmp/code-mode-dockerd.log"; exit 1; }
+fi
+log "Docker engine $(docker version --format '{{.Server.Version}}') answers"
+
+log "building the workspace"
+cargo build --workspace --locked --quiet
+
+log "building the sandbox image if missing"
+as_root ./target/debug/code-mode build-image --if-missing >/dev/null

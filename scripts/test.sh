@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The test suite, on a fresh machine: set up (Docker engine, image), check
+# formatting and lints, then run every test with cargo-nextest. Tests that
+# need Docker fail under CI=true when it is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+if ! command -v cargo-nextest >/dev/null 2>&1; then
+  cargo install cargo-nextest --locked
+fi
+cargo nextest run --workspace --locked --profile ci

@@ -1,0 +1,13 @@
+//! Integration tests of the bridge against the real test MCP server
+//! (`code-mode-test-server`) over real stdio: no Docker needed.
+//!
+//! Build the test server first: `cargo build -p code-mode-test-server`.
+//! Every test starts its own server with its own request log (`--log`), so
+//! a test can prove what reached the server and what did not.
+
+mod arguments;
+mod calls;
+mod catalog;
+mod lifecycle;
+mod startup;
+mod support;
