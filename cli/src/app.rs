@@ -121,31 +121,44 @@ impl Stack {
             catalog: Default::default(),
         };
         let (bridge, closer) = Bridge::start(config, root.child_token()).await?;
-        let mut tasks = bridge.serve(&bus, root.clone()).await?;
-
-        let lockdown = Lockdown { image, ..Lockdown::default() };
-        let runner_config = RunnerConfig { lockdown, capacity: max_concurrent.max(1), call_timeout };
-        let runner = SandboxRunner::new(docker, runner_config, bus.clone()).await?;
-        tasks.push(runner.serve(root.clone()).await?);
-
-        let frontend_config = FrontendConfig {
-            max_code: common.max_code,
-            max_concurrent_cells: max_concurrent.max(1),
-            deadline,
-            description_budget: common.description_budget,
-            ..FrontendConfig::default()
-        };
-        let frontend = Frontend::connect(bus, frontend_config).await?;
-        Ok(Stack { frontend, closer, tasks })
+        let mut tasks = Vec::new();
+        // From here on a failure must close what was started.
+        let started = async {
+            tasks.extend(bridge.serve(&bus, root.clone()).await?);
+            let lockdown = Lockdown { image, ..Lockdown::default() };
+            let runner_config = RunnerConfig { lockdown, capacity: max_concurrent.max(1), call_timeout };
+            let runner = SandboxRunner::new(docker, runner_config, bus.clone()).await?;
+            tasks.push(runner.serve(root.clone()).await?);
+            let frontend_config = FrontendConfig {
+                max_code: common.max_code,
+                max_concurrent_cells: max_concurrent.max(1),
+                deadline,
+                description_budget: common.description_budget,
+                ..FrontendConfig::default()
+            };
+            anyhow::Ok(Frontend::connect(bus, frontend_config).await?)
+        }
+        .await;
+        match started {
+            Ok(frontend) => Ok(Stack { frontend, closer, tasks }),
+            Err(e) => {
+                Stack::stop_parts(root, tasks, closer).await;
+                Err(e)
+            }
+        }
     }
 
     /// Stop every service: cells in flight end and their containers are
     /// removed, then the wrapped server is closed.
     pub async fn stop(self, root: &CancellationToken) {
+        Self::stop_parts(root, self.tasks, self.closer).await;
+    }
+
+    async fn stop_parts(root: &CancellationToken, tasks: Vec<tokio::task::JoinHandle<()>>, closer: Closer) {
         root.cancel();
-        for task in self.tasks {
+        for task in tasks {
             let _ = task.await;
         }
-        self.closer.closed().await;
+        closer.closed().await;
     }
 }

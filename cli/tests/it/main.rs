@@ -8,3 +8,4 @@ mod mcp_stdio;
 mod run_command;
 mod skill;
 mod support;
+mod threat_model;

@@ -123,7 +123,7 @@ pub fn containers_of(pid: u32) -> Vec<String> {
         .lines()
         .filter_map(|l| {
             let (id, owner) = l.split_once(' ')?;
-            let owner_pid = owner.rsplitn(3, ':').nth(1)?;
+            let owner_pid = owner.rsplit(':').nth(1)?;
             (owner_pid == pid.to_string()).then(|| id.to_string())
         })
         .collect()

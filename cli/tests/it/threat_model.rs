@@ -1,0 +1,980 @@
+//! The threat model, one control per test: what model-written code can reach
+//! from inside the sandbox, what its tool calls can do to the wrapped server,
+//! and how runaway code ends.
+//!
+//! Every test runs the real `code-mode run` against the real sandbox image and
+//! the test MCP server. The sandboxed code never sends traffic anywhere but
+//! loopback. Python that attacks the protocol reaches the runner's private
+//! pipe the way hostile code could: by looking through `/proc/self/fd`.
+
+use std::net::TcpListener;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::{self, Ran, run};
+
+/// Deadline (seconds) of the runs that are meant to be stopped by it.
+const SHORT_DEADLINE: u64 = 6;
+/// How long after its deadline a stopped run may still take to come back
+/// (process start-up, the wrapped server, removing the container).
+const MARGIN: Duration = Duration::from_secs(6);
+
+/// Python defining `protocol_out_fd()`: the runner's private descriptor to
+/// the host (the only pipe open for writing; fds 0-2 are `/dev/null`).
+const FIND_PROTOCOL_FD: &str = r#"
+import fcntl, os, stat
+
+def protocol_out_fd():
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            mode = os.fstat(fd).st_mode
+            flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        except OSError:
+            continue
+        if stat.S_ISFIFO(mode) and flags & os.O_ACCMODE == os.O_WRONLY:
+            found.append(fd)
+    assert len(found) == 1, f"expected one protocol pipe, found {found}"
+    return found[0]
+"#;
+
+/// Python defining `await forge(id, tool, arguments)`: writes a call line of
+/// its own straight onto the protocol pipe and returns the host's answer as
+/// `"ok: ..."` or `"ToolError: ..."` (it registers the id with the runner's
+/// reader, as hostile code in the same process could).
+const FORGE: &str = r#"
+import asyncio, gc, json
+
+_caller = next(o for o in gc.get_objects() if type(o).__name__ == "ToolCaller")
+
+async def forge(call_id, tool, arguments):
+    future = asyncio.get_running_loop().create_future()
+    with _caller._lock:
+        _caller._pending[call_id] = future
+    line = json.dumps({"type": "call", "id": call_id, "tool": tool, "arguments": arguments})
+    os.write(protocol_out_fd(), line.encode() + b"\n")
+    try:
+        return "ok: " + await future
+    except ToolError as e:
+        return "ToolError: " + str(e)
+"#;
+
+/// Python defining `await attempt(coroutine)`: `"ok: <result>"` or `"ToolError: <message>"`.
+const ATTEMPT: &str = r#"
+async def attempt(call):
+    try:
+        return "ok: " + await call
+    except ToolError as e:
+        return "ToolError: " + str(e)
+"#;
+
+/// Run a prepared `code-mode run` command and parse its report; it must exit 0.
+fn run_command(mut command: Command) -> Ran {
+    let output = command.output().expect("code-mode runs");
+    let report = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+    let ran = Ran { report, output };
+    assert!(
+        ran.output.status.success() && ran.report.is_object(),
+        "code-mode run failed: {:?}\nstdout: {}\nstderr: {}",
+        ran.output.status,
+        String::from_utf8_lossy(&ran.output.stdout),
+        ran.stderr()
+    );
+    ran
+}
+
+/// [`run`], timed from the process start to its exit.
+fn timed_run(args: &[&str], code: &str, server_args: &[&str]) -> (Ran, Duration) {
+    let started = Instant::now();
+    let ran = run(args, code, server_args);
+    (ran, started.elapsed())
+}
+
+/// The cell's stdout parsed as one JSON value.
+fn json_stdout(ran: &Ran) -> Value {
+    let stdout = ran.ok();
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {stdout}"))
+}
+
+fn unique(tag: &str) -> String {
+    format!("{tag}-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// Assert a run was stopped at its deadline, in time.
+fn assert_stopped_at_deadline(ran: &Ran, elapsed: Duration) {
+    assert!(ran.stopped(), "the run was not stopped: {ran:#?}");
+    let error = ran.error().unwrap_or_default();
+    assert!(error.contains("deadline"), "the error does not name the deadline: {error}");
+    assert!(
+        elapsed < Duration::from_secs(SHORT_DEADLINE) + MARGIN,
+        "code-mode took {elapsed:?} with a {SHORT_DEADLINE} s deadline"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// What the sandbox holds
+// ---------------------------------------------------------------------------
+
+#[test]
+fn nothing_from_the_hosts_environment_reaches_the_code() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let secret = unique("cm-secret");
+    let home = format!("/home/{}", unique("cm-home"));
+    let code = r#"import json, os
+procs = {}
+for pid in os.listdir("/proc"):
+    if pid.isdigit():
+        try:
+            procs[pid] = open(f"/proc/{pid}/environ", "rb").read().decode("utf-8", "replace")
+        except OSError as e:
+            procs[pid] = f"unreadable: {e}"
+print(json.dumps({"environ": dict(os.environ), "procs": procs}))"#;
+    let mut command = support::command(&["--deadline", "20"], code, &[]);
+    command.env("CODE_MODE_THREAT_SECRET", &secret).env("AWS_SECRET_ACCESS_KEY", &secret).env("HOME", &home);
+    let ran = run_command(command);
+    let stdout = ran.ok();
+    assert!(!stdout.contains(&secret), "a host secret is visible in the sandbox: {stdout}");
+    assert!(!stdout.contains(&home), "the host's HOME is visible in the sandbox: {stdout}");
+    assert!(!stdout.contains("CODE_MODE_THREAT_SECRET") && !stdout.contains("AWS_SECRET_ACCESS_KEY"), "{stdout}");
+
+    let seen = json_stdout(&ran);
+    // The container's environment is the image's, plus what Docker and
+    // Python add themselves; nothing else.
+    let image = code_mode_sandbox_runner::image::default_image_tag();
+    let inspect = Command::new("docker")
+        .args(["image", "inspect", "--format", "{{json .Config.Env}}", &image])
+        .output()
+        .expect("docker image inspect runs");
+    let image_env: Vec<String> = serde_json::from_slice(&inspect.stdout).expect("the image's Env is JSON");
+    let environ = seen["environ"].as_object().expect("environ");
+    assert!(environ.contains_key("PATH"), "the code did not read its environment: {environ:?}");
+    for (key, value) in environ {
+        let from_image = image_env.contains(&format!("{key}={}", value.as_str().unwrap()));
+        assert!(
+            from_image || ["HOSTNAME", "HOME", "LC_CTYPE"].contains(&key.as_str()),
+            "{key}={value} in the sandbox comes from neither the image nor Docker"
+        );
+    }
+    let procs = seen["procs"].as_object().expect("procs");
+    assert!(procs.contains_key("1"), "pid 1 (the runner) is not visible: {procs:?}");
+}
+
+#[test]
+fn no_secret_from_the_host_is_inside_the_sandbox() {
+    if !support::sandbox_available() {
+        return;
+    }
+    // No Docker socket (nor any other socket) on the filesystem, no host
+    // path mounted, no host process visible.
+    let code = r#"import json, os, stat
+sockets = []
+for root, dirs, files in os.walk("/"):
+    if root == "/":
+        dirs[:] = [d for d in dirs if d not in ("proc", "sys")]
+    for name in files + dirs:
+        path = os.path.join(root, name)
+        try:
+            if stat.S_ISSOCK(os.lstat(path).st_mode):
+                sockets.append(path)
+        except OSError:
+            pass
+known = ["/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock", "/var/run/docker"]
+mounts = []
+for line in open("/proc/self/mountinfo"):
+    fields = line.split()
+    sep = fields.index("-")
+    mounts.append({"root": fields[3], "point": fields[4], "fstype": fields[sep + 1]})
+print(json.dumps({
+    "sockets": sockets,
+    "known": [p for p in known if os.path.lexists(p)],
+    "docker_host": os.environ.get("DOCKER_HOST"),
+    "mounts": mounts,
+    "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+}))"#;
+    let ran = run(&["--deadline", "20"], code, &[]);
+    let seen = json_stdout(&ran);
+    assert_eq!(seen["sockets"], serde_json::json!([]), "sockets inside the sandbox");
+    assert_eq!(seen["known"], serde_json::json!([]), "a Docker socket path exists");
+    assert_eq!(seen["docker_host"], Value::Null);
+    let mounts = seen["mounts"].as_array().expect("mounts");
+    assert!(
+        mounts.iter().any(|m| m["point"] == "/" && m["fstype"] == "overlay"),
+        "the root is not the image's overlay: {mounts:?}"
+    );
+    // Pseudo filesystems aside, only the files Docker writes for each
+    // container may be mounted: a host directory would show up here.
+    let pseudo = ["overlay", "proc", "tmpfs", "devpts", "sysfs", "cgroup", "cgroup2", "mqueue"];
+    let docker_files = ["/etc/hostname", "/etc/hosts", "/etc/resolv.conf"];
+    for m in mounts {
+        let (point, fstype, root) =
+            (m["point"].as_str().unwrap(), m["fstype"].as_str().unwrap(), m["root"].as_str().unwrap());
+        if pseudo.contains(&fstype) {
+            continue;
+        }
+        assert!(docker_files.contains(&point), "a host filesystem is mounted at {point}: {m}");
+        let base = point.rsplit('/').next().unwrap();
+        assert!(root.ends_with(&format!("/{base}")), "{point} is not Docker's own file: {m}");
+    }
+    assert_eq!(seen["pids"], serde_json::json!([1]), "processes other than the runner are visible");
+}
+
+#[test]
+fn neither_this_project_nor_an_mcp_client_is_installed() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = r#"import importlib.util, json, os, shutil
+try:
+    import mcp
+    imported = "imported"
+except ImportError as e:
+    imported = type(e).__name__
+found = []
+for root, dirs, files in os.walk("/"):
+    if root == "/":
+        dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev")]
+    for name in files + dirs:
+        low = name.lower()
+        if any(w in low for w in ("code-mode", "code_mode", "rmcp", "cargo", "rustc", "rustup")):
+            found.append(os.path.join(root, name))
+opt = [os.path.join(r, f) for r, _, fs in os.walk("/opt") for f in fs]
+print(json.dumps({
+    "import_mcp": imported,
+    "mcp_spec": importlib.util.find_spec("mcp") is not None,
+    "found": found,
+    "opt": opt,
+    "which": [n for n in ("cargo", "rustc", "code-mode", "code-mode-test-server", "docker") if shutil.which(n)],
+}))"#;
+    let ran = run(&["--deadline", "20"], code, &[]);
+    let seen = json_stdout(&ran);
+    assert_eq!(seen["import_mcp"], "ModuleNotFoundError");
+    assert_eq!(seen["mcp_spec"], false);
+    assert_eq!(seen["found"], serde_json::json!(["/opt/code-mode"]), "project or Rust files in the image");
+    assert_eq!(seen["opt"], serde_json::json!(["/opt/code-mode/runner.py"]));
+    assert_eq!(seen["which"], serde_json::json!([]));
+}
+
+#[test]
+fn the_wrapped_server_gets_only_the_variables_it_is_given() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let secret = unique("cm-server-secret");
+    let home = format!("/home/{}", unique("cm-home"));
+    let code = r#"import json
+names = ["CODE_MODE_SERVER_SECRET", "CODE_MODE_OTHER_SECRET", "PATH", "HOME"]
+print(json.dumps({n: await get_env({"name": n}) for n in names}))"#;
+    let env_of = |args: &[&str]| {
+        let mut command = support::command(args, code, &[]);
+        command.env("CODE_MODE_SERVER_SECRET", &secret).env("CODE_MODE_OTHER_SECRET", &secret).env("HOME", &home);
+        json_stdout(&run_command(command))
+    };
+    let path = std::env::var("PATH").expect("PATH is set");
+
+    let without = env_of(&["--deadline", "20"]);
+    assert_eq!(without["CODE_MODE_SERVER_SECRET"], "<unset>", "{without}");
+    assert_eq!(without["CODE_MODE_OTHER_SECRET"], "<unset>", "{without}");
+    assert_eq!(without["PATH"], path.as_str(), "PATH is not passed");
+    assert_eq!(without["HOME"], home.as_str(), "HOME is not passed");
+
+    let with = env_of(&["--deadline", "20", "--env", "CODE_MODE_SERVER_SECRET"]);
+    assert_eq!(with["CODE_MODE_SERVER_SECRET"], secret.as_str(), "--env did not pass the variable");
+    assert_eq!(with["CODE_MODE_OTHER_SECRET"], "<unset>", "a variable not named by --env was passed: {with}");
+}
+
+// ---------------------------------------------------------------------------
+// Isolation of the container
+// ---------------------------------------------------------------------------
+
+#[test]
+fn the_sandbox_has_no_network_and_its_loopback_is_its_own() {
+    if !support::sandbox_available() {
+        return;
+    }
+    // A listener on the host's loopback: the sandbox's 127.0.0.1 is another
+    // namespace's, so the connection must be refused there and never arrive here.
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback listener");
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let code = r#"import json, os, socket
+seen = {"net": sorted(os.listdir("/sys/class/net")), "routes": open("/proc/net/route").read().splitlines()[1:]}
+try:
+    socket.create_connection(("127.0.0.1", PORT), timeout=3).close()
+    seen["host_port"] = "connected"
+except OSError as e:
+    seen["host_port"] = type(e).__name__
+# The sandbox's own loopback works, so the refusal above is not a broken socket layer.
+server = socket.socket()
+server.bind(("127.0.0.1", 0))
+server.listen()
+socket.create_connection(server.getsockname(), timeout=3).close()
+seen["own_loopback"] = "connected"
+print(json.dumps(seen))"#
+        .replace("PORT", &port.to_string());
+    let ran = run(&["--deadline", "20"], &code, &[]);
+    let seen = json_stdout(&ran);
+    assert_eq!(seen["net"], serde_json::json!(["lo"]), "network interfaces besides lo");
+    assert_eq!(seen["routes"], serde_json::json!([]), "the sandbox has routes");
+    assert_eq!(seen["host_port"], "ConnectionRefusedError", "the host's loopback port answered: {seen}");
+    assert_eq!(seen["own_loopback"], "connected");
+    match listener.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("the host listener saw a connection from the sandbox: {other:?}"),
+    }
+}
+
+#[test]
+fn the_root_filesystem_is_read_only_and_tmp_cannot_run_programs() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = r##"import errno, json, os, subprocess
+seen = {}
+# /var/tmp is world-writable in the image: only the read-only root stops it.
+seen["var_tmp_mode"] = oct(os.stat("/var/tmp").st_mode & 0o7777)
+for path in ["/x", "/etc/x", "/var/tmp/x", "/opt/code-mode/runner.py"]:
+    try:
+        with open(path, "a") as f:
+            f.write("x")
+        seen[path] = "written"
+    except OSError as e:
+        seen[path] = errno.errorcode.get(e.errno, str(e.errno))
+with open("/tmp/script.sh", "w") as f:
+    f.write("#!/bin/sh\necho ran\n")
+os.chmod("/tmp/script.sh", 0o755)
+seen["tmp_written"] = open("/tmp/script.sh").read().startswith("#!")
+try:
+    seen["exec"] = subprocess.run(["/tmp/script.sh"], capture_output=True, text=True).stdout
+except OSError as e:
+    seen["exec"] = errno.errorcode.get(e.errno, str(e.errno))
+seen["sh"] = subprocess.run(["/bin/sh", "-c", "echo ran"], capture_output=True, text=True).stdout
+if os.path.exists("/dev/shm"):
+    try:
+        open("/dev/shm/x", "w").close()
+        seen["shm"] = "written"
+    except OSError as e:
+        seen["shm"] = errno.errorcode.get(e.errno, str(e.errno))
+else:
+    seen["shm"] = "absent"
+print(json.dumps(seen))"##;
+    let ran = run(&["--deadline", "20"], code, &[]);
+    let seen = json_stdout(&ran);
+    assert_eq!(seen["var_tmp_mode"], "0o1777", "{seen}");
+    for path in ["/x", "/etc/x", "/var/tmp/x"] {
+        assert_eq!(seen[path], "EROFS", "writing {path}: {seen}");
+    }
+    assert_ne!(seen["/opt/code-mode/runner.py"], "written", "the runner was modified: {seen}");
+    assert_eq!(seen["tmp_written"], true, "/tmp is not writable: {seen}");
+    assert_eq!(seen["sh"], "ran\n", "programs of the image do not run: {seen}");
+    assert_eq!(seen["exec"], "EACCES", "a program written to /tmp ran: {seen}");
+    assert_ne!(seen["shm"], "written", "/dev/shm is writable: {seen}");
+}
+
+#[test]
+fn the_code_runs_as_nobody_with_no_capabilities_and_a_seccomp_filter() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = r#"import json, os
+status = dict(l.split(":\t", 1) for l in open("/proc/self/status").read().splitlines() if ":\t" in l)
+keys = ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp"]
+print(json.dumps({"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "groups": os.getgroups(),
+                  **{k: status[k].strip() for k in keys}}))"#;
+    let seen = json_stdout(&run(&["--deadline", "20"], code, &[]));
+    assert_eq!(seen["uid"], 65534);
+    assert_eq!(seen["euid"], 65534);
+    assert_eq!(seen["gid"], 65534);
+    assert!(seen["groups"].as_array().unwrap().iter().all(|g| g == 65534), "{seen}");
+    for cap in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+        assert_eq!(seen[cap], "0000000000000000", "{cap}: {seen}");
+    }
+    assert_eq!(seen["NoNewPrivs"], "1");
+    assert_eq!(seen["Seccomp"], "2", "no seccomp filter");
+}
+
+#[test]
+fn io_uring_and_user_namespaces_are_refused_by_seccomp() {
+    if !support::sandbox_available() {
+        return;
+    }
+    // io_uring_setup is 425 on both x86_64 and aarch64; CLONE_NEWUSER is 0x10000000.
+    let code = r#"import ctypes, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+def attempt(call):
+    ctypes.set_errno(0)
+    result = call()
+    return [result, ctypes.get_errno()]
+params = ctypes.create_string_buffer(120)
+print(json.dumps({
+    "getpid": attempt(lambda: libc.syscall(39 if os.uname().machine == "x86_64" else 172)) + [os.getpid()],
+    "io_uring_setup": attempt(lambda: libc.syscall(425, 8, params)),
+    "unshare_user": attempt(lambda: libc.unshare(0x10000000)),
+    "unshare_net": attempt(lambda: libc.unshare(0x40000000)),
+}))"#;
+    let seen = json_stdout(&run(&["--deadline", "20"], code, &[]));
+    // A raw system call through ctypes works at all ...
+    assert_eq!(seen["getpid"][0], seen["getpid"][2], "{seen}");
+    // ... and these are refused with EPERM.
+    assert_eq!(seen["io_uring_setup"], serde_json::json!([-1, 1]), "{seen}");
+    assert_eq!(seen["unshare_user"], serde_json::json!([-1, 1]), "{seen}");
+    assert_eq!(seen["unshare_net"], serde_json::json!([-1, 1]), "{seen}");
+}
+
+// ---------------------------------------------------------------------------
+// Runaway code
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_fork_bomb_is_stopped_at_the_deadline() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n";
+    let (ran, elapsed) = timed_run(&["--deadline", &SHORT_DEADLINE.to_string()], code, &[]);
+    assert_stopped_at_deadline(&ran, elapsed);
+}
+
+#[test]
+fn an_endless_loop_is_stopped_at_the_deadline() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (ran, elapsed) = timed_run(&["--deadline", &SHORT_DEADLINE.to_string()], "while True:\n    pass\n", &[]);
+    assert_stopped_at_deadline(&ran, elapsed);
+}
+
+#[test]
+fn a_gigabyte_allocation_is_stopped_for_running_out_of_memory() {
+    if !support::sandbox_available() {
+        return;
+    }
+    // Multiplying a str writes every byte, so the pages are really used.
+    let code = "x = 'x' * (1 << 30)\nprint(len(x))\n";
+    let (ran, elapsed) = timed_run(&["--deadline", &SHORT_DEADLINE.to_string()], code, &[]);
+    assert!(ran.stopped(), "{ran:#?}");
+    assert_eq!(ran.stdout(), "", "the allocation succeeded");
+    let error = ran.error().unwrap_or_default();
+    assert!(error.contains("out of memory"), "the error does not say out of memory: {error}");
+    assert!(elapsed < Duration::from_secs(SHORT_DEADLINE) + MARGIN, "took {elapsed:?}");
+}
+
+#[test]
+fn the_process_limit_holds() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = r#"import errno, os, time
+started, refused = 0, set()
+for _ in range(100):
+    try:
+        pid = os.fork()
+    except OSError as e:
+        refused.add(errno.errorcode.get(e.errno, str(e.errno)))
+        continue
+    if pid == 0:
+        time.sleep(3)
+        os._exit(0)
+    started += 1
+print(started, sorted(refused))"#;
+    let ran = run(&["--deadline", "20"], code, &[]);
+    let stdout = ran.ok();
+    let (started, refused) = stdout.trim().split_once(' ').expect("two fields");
+    let started: u32 = started.parse().unwrap();
+    assert!((16..64).contains(&started), "{started} of 100 sleeping children started");
+    assert_eq!(refused, "['EAGAIN']");
+}
+
+#[test]
+fn open_files_are_limited() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = r#"import errno
+files = []
+try:
+    for _ in range(100):
+        files.append(open("/dev/null"))
+    print(len(files), "none")
+except OSError as e:
+    print(len(files), errno.errorcode.get(e.errno, str(e.errno)))"#;
+    let stdout = run(&["--deadline", "20"], code, &[]).ok().to_string();
+    let (opened, error) = stdout.trim().split_once(' ').expect("two fields");
+    let opened: u32 = opened.parse().unwrap();
+    assert!((16..64).contains(&opened), "{opened} of 100 files opened");
+    assert_eq!(error, "EMFILE");
+}
+
+// ---------------------------------------------------------------------------
+// Output
+// ---------------------------------------------------------------------------
+
+#[test]
+fn printed_output_is_cut_to_its_first_8192_bytes() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let ran = run(&["--deadline", "20"], "print(''.join(chr(97 + i % 26) for i in range(20000)))", &[]);
+    let expected: String = (0..8192u32).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+    assert_eq!(ran.ok(), expected, "not exactly the first 8192 bytes");
+    assert!(ran.truncated(), "{ran:#?}");
+    assert!(!ran.stopped(), "{ran:#?}");
+}
+
+#[test]
+fn an_output_flood_is_stopped_long_before_the_deadline() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = "chunk = 'x' * 1023\nwhile True:\n    print(chunk)\n";
+    let (ran, elapsed) = timed_run(&["--deadline", "20"], code, &[]);
+    assert!(ran.stopped(), "{ran:#?}");
+    assert!(ran.truncated());
+    let error = ran.error().unwrap_or_default();
+    assert!(error.contains("printed 1 MiB"), "the error does not name the output limit: {error}");
+    assert_eq!(ran.stdout().len(), 8192);
+    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?} with a 20 s deadline");
+}
+
+// ---------------------------------------------------------------------------
+// The protocol pipe
+// ---------------------------------------------------------------------------
+
+#[test]
+fn printed_protocol_lines_stay_plain_output_and_make_no_call() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let log = support::log_path("forged-print");
+    let code = r#"import json, os, subprocess
+def call_line(n):
+    return json.dumps({"type": "call", "id": n, "tool": "crash", "arguments": {}})
+print(call_line(1))
+os.write(1, (call_line(2) + "\n").encode())
+os.write(2, (call_line(3) + "\n").encode())
+print(os.system("echo '" + call_line(4) + "'"))
+print(subprocess.run(["sh", "-c", "echo '" + call_line(5) + "' >&2"]).returncode)
+print(await add({"a": 2, "b": 3}))"#;
+    let ran = run(&["--deadline", "20"], code, &["--log", log.to_str().unwrap()]);
+    let line = r#"{"type": "call", "id": 1, "tool": "crash", "arguments": {}}"#;
+    assert_eq!(ran.ok(), format!("{line}\n0\n0\n{{\"sum\":5}}\n"));
+    assert_eq!(support::logged_calls(&log), vec!["tools/call add"], "a printed line became a call");
+}
+
+#[test]
+fn garbage_on_the_protocol_pipe_ends_the_cell_as_a_violation() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = r#"import os, time
+for fd in range(3, 64):
+    try:
+        os.write(fd, b"garbage\n")
+    except OSError:
+        pass
+time.sleep(30)"#;
+    let (ran, elapsed) = timed_run(&["--deadline", "15"], code, &[]);
+    assert!(ran.stopped(), "{ran:#?}");
+    let error = ran.error().unwrap_or_default();
+    assert!(error.contains("protocol violation"), "the error does not name a protocol violation: {error}");
+    assert!(elapsed < Duration::from_secs(8), "took {elapsed:?}: the violation did not end the run");
+}
+
+#[test]
+fn an_over_long_line_on_the_protocol_pipe_ends_the_cell_as_a_violation() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = format!(
+        "{FIND_PROTOCOL_FD}
+import time
+data = memoryview(b'x' * (300 * 1024))
+fd = protocol_out_fd()
+while data:
+    data = data[os.write(fd, data):]
+time.sleep(30)"
+    );
+    let (ran, elapsed) = timed_run(&["--deadline", "15"], &code, &[]);
+    assert!(ran.stopped(), "{ran:#?}");
+    let error = ran.error().unwrap_or_default();
+    assert!(error.contains("protocol violation"), "{error}");
+    assert!(error.contains("longer than 262144 bytes"), "{error}");
+    assert!(elapsed < Duration::from_secs(8), "took {elapsed:?}: the violation did not end the run");
+}
+
+#[test]
+fn forged_calls_to_unknown_tools_are_refused_before_the_server_sees_them() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let log = support::log_path("forged-call");
+    let code = format!(
+        "{FIND_PROTOCOL_FD}{FORGE}
+print(await forge(1000, 'crash', {{}}))
+print(await forge(1001, 'no_such_tool', {{}}))
+print(await add({{'a': 1, 'b': 2}}))"
+    );
+    let ran = run(&["--deadline", "20", "--allow", "add"], &code, &["--log", log.to_str().unwrap()]);
+    let lines: Vec<&str> = ran.ok().lines().collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(lines[0], "ToolError: crash: this tool is not on the allowlist");
+    assert!(lines[1].starts_with("ToolError: there is no tool named \"no_such_tool\""), "{}", lines[1]);
+    assert_eq!(lines[2], r#"{"sum":3}"#, "the session did not survive the forged calls");
+    assert_eq!(support::logged_calls(&log), vec!["tools/call add"]);
+}
+
+// ---------------------------------------------------------------------------
+// The bridge's checks
+// ---------------------------------------------------------------------------
+
+#[test]
+fn the_allowlist_keeps_other_tools_out_of_the_code() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = r#"import json
+try:
+    echo
+    defined = "defined"
+except NameError as e:
+    defined = "NameError: " + str(e)
+print(json.dumps({"echo": defined, "TOOLS": sorted(TOOLS), "globals": "crash" in globals()}))"#;
+    let seen = json_stdout(&run(&["--deadline", "20", "--allow", "add"], code, &[]));
+    assert_eq!(seen["echo"], "NameError: name 'echo' is not defined");
+    assert_eq!(seen["TOOLS"], serde_json::json!(["add"]));
+    assert_eq!(seen["globals"], false);
+}
+
+#[test]
+fn arguments_outside_the_schema_never_reach_the_server() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let log = support::log_path("schema");
+    let code = format!(
+        "{ATTEMPT}
+print(await attempt(add({{'a': 'one', 'b': 2}})))
+print(await attempt(add({{'a': 1, 'b': 2, 'extra': 3}})))
+print(await attempt(add(a=1)))
+print(await attempt(add(a=1, b=2)))"
+    );
+    let ran = run(&["--deadline", "20"], &code, &["--log", log.to_str().unwrap()]);
+    let lines: Vec<&str> = ran.ok().lines().collect();
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert!(lines[0].starts_with("ToolError: add: arguments do not match the schema"), "{}", lines[0]);
+    assert!(lines[0].contains("/a") && lines[0].contains("integer"), "the problem is not named: {}", lines[0]);
+    assert_eq!(lines[1], r#"ToolError: add: the schema does not name "extra""#);
+    assert!(lines[2].starts_with("ToolError: add: arguments do not match the schema"), "{}", lines[2]);
+    assert!(lines[2].contains("\"b\""), "the missing property is not named: {}", lines[2]);
+    assert_eq!(lines[3], r#"ok: {"sum":3}"#);
+    assert_eq!(support::logged_calls(&log), vec!["tools/call add"], "a refused call reached the server");
+}
+
+#[test]
+fn oversized_arguments_are_refused_naming_the_limit() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let log = support::log_path("big-args");
+    let code = format!("{ATTEMPT}\nprint(await attempt(echo({{'text': 'x' * 20000}})))");
+    let ran = run(&["--deadline", "20"], &code, &["--log", log.to_str().unwrap()]);
+    let stdout = ran.ok();
+    assert!(stdout.starts_with("ToolError: echo: "), "{stdout}");
+    assert!(stdout.contains("16384 byte limit"), "the limit is not named: {stdout}");
+    assert!(support::logged_calls(&log).is_empty(), "the oversized call reached the server");
+}
+
+#[test]
+fn calls_past_the_budget_are_refused() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let log = support::log_path("budget");
+    let code = format!("{ATTEMPT}\nfor i in range(7):\n    print(await attempt(add(a=i, b=1)))");
+    let ran = run(&["--deadline", "20", "--max-calls", "5"], &code, &["--log", log.to_str().unwrap()]);
+    let lines: Vec<&str> = ran.ok().lines().collect();
+    assert_eq!(lines.len(), 7, "{lines:?}");
+    for (i, line) in lines[..5].iter().enumerate() {
+        assert_eq!(*line, format!("ok: {{\"sum\":{}}}", i + 1));
+    }
+    for line in &lines[5..] {
+        assert!(line.starts_with("ToolError: ") && line.contains("used all of its 5 tool calls"), "{line}");
+    }
+    assert_eq!(support::logged_calls(&log).len(), 5);
+}
+
+#[test]
+fn a_call_refused_for_its_arguments_still_counts_against_the_budget() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let log = support::log_path("budget-refused");
+    let code = format!(
+        "{ATTEMPT}
+print(await attempt(add(a='x', b=1)))
+print(await attempt(add(a=1, b=1)))
+print(await attempt(add(a=2, b=2)))"
+    );
+    let ran = run(&["--deadline", "20", "--max-calls", "2"], &code, &["--log", log.to_str().unwrap()]);
+    let lines: Vec<&str> = ran.ok().lines().collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(lines[0].contains("do not match the schema"), "{}", lines[0]);
+    assert_eq!(lines[1], r#"ok: {"sum":2}"#);
+    assert!(lines[2].contains("used all of its 2 tool calls"), "{}", lines[2]);
+    assert_eq!(support::logged_calls(&log), vec!["tools/call add"]);
+}
+
+#[test]
+fn a_slow_tool_times_out_and_the_session_survives() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = format!(
+        "{ATTEMPT}
+import time
+started = time.monotonic()
+print(await attempt(sleep({{'seconds': 5}})))
+print(round(time.monotonic() - started))
+print(await attempt(add(a=1, b=1)))"
+    );
+    let ran = run(&["--deadline", "20", "--call-timeout", "1"], &code, &[]);
+    let lines: Vec<&str> = ran.ok().lines().collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(lines[0], "ToolError: sleep: no answer within 1 s");
+    let waited: u32 = lines[1].parse().unwrap();
+    assert!(waited < 3, "the call took {waited} s with a 1 s timeout");
+    assert_eq!(lines[2], r#"ok: {"sum":2}"#, "the session did not survive the timeout");
+}
+
+#[test]
+fn an_oversized_result_is_refused_not_cut() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = format!(
+        "{ATTEMPT}
+print(await attempt(huge(bytes=70000)))
+r = await huge(bytes=60000)
+print(len(r), r == 'x' * 60000)"
+    );
+    let ran = run(&["--deadline", "20"], &code, &[]);
+    let lines: Vec<&str> = ran.ok().lines().collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].starts_with("ToolError: huge: "), "{}", lines[0]);
+    assert!(lines[0].contains("65536 byte limit") && lines[0].contains("not cut"), "{}", lines[0]);
+    assert_eq!(lines[1], "60000 True");
+}
+
+/// True for a bare type name such as `McpError`.
+fn is_type_name(text: &str) -> bool {
+    !text.is_empty() && text.chars().all(|c| c.is_ascii_alphabetic())
+}
+
+#[test]
+fn a_server_protocol_error_reaches_the_code_as_a_type_name_only() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = "import json\ntry:\n    await protocol_error()\n    print('no error')\nexcept ToolError as e:\n    \
+                print(json.dumps(str(e)))\nprint(await add(a=1, b=2))";
+    let ran = run(&["--deadline", "20"], code, &[]);
+    let stdout = ran.ok();
+    let (message, rest) = stdout.split_once('\n').unwrap();
+    let message: String = serde_json::from_str(message).unwrap();
+    assert!(is_type_name(&message), "the error is not a bare type name: {message:?}");
+    assert!(!stdout.contains("/srv/secret") && !stdout.contains("pid"), "host details leaked: {stdout}");
+    assert_eq!(rest, "{\"sum\":3}\n", "the session did not survive the error");
+}
+
+#[test]
+fn a_crashed_server_reaches_the_code_as_a_type_name_only() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = "import json\ntry:\n    await crash()\n    print('no error')\nexcept ToolError as e:\n    \
+                print(json.dumps(str(e)))";
+    let ran = run(&["--deadline", "20"], code, &[]);
+    let stdout = ran.ok();
+    let message: String = serde_json::from_str(stdout.trim()).unwrap();
+    assert!(is_type_name(&message), "the error is not a bare type name: {message:?}");
+    assert!(message.contains("Transport"), "{message}");
+    let server = support::test_server();
+    assert!(!stdout.contains(server.to_str().unwrap()), "host details leaked: {stdout}");
+}
+
+#[test]
+fn a_tools_own_failure_reaches_the_code_cut_to_500_characters() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = "import json\ntry:\n    await fail(message='y' * 2000)\n    print('no error')\nexcept ToolError as e:\n    \
+                print(json.dumps(str(e)))";
+    let stdout = run(&["--deadline", "20"], code, &[]).ok().to_string();
+    let message: String = serde_json::from_str(stdout.trim()).unwrap();
+    let chars = message.chars().count();
+    assert!((400..=500).contains(&chars), "{chars} characters: {message}");
+    assert!(message.starts_with("fail failed: yyyy"), "{message}");
+}
+
+// ---------------------------------------------------------------------------
+// The catalog
+// ---------------------------------------------------------------------------
+
+#[test]
+fn awkward_tool_names_become_identifiers_that_hide_nothing() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let log = support::log_path("awkward");
+    let code = r#"import json
+names = ["get_weather", "class_", "print_", "__init___", "_9lives", "ToolError_", "search_tools_", "TOOLS_",
+         "with_dots", "na_ve"]
+print(json.dumps({
+    "missing": [n for n in names if n not in TOOLS or n not in globals()],
+    "class": await class_({}),
+    "print": await print_({}),
+    "nine": await _9lives(),
+    "weather": await get_weather(city="Oslo"),
+    "helpers": [type(TOOLS).__name__, type(search_tools("x")).__name__, issubclass(ToolError, Exception)],
+}))
+print("print still works")"#;
+    let ran = run(&["--deadline", "20"], code, &["--log", log.to_str().unwrap()]);
+    let stdout = ran.ok();
+    let (first, second) = stdout.split_once('\n').unwrap();
+    assert_eq!(second, "print still works\n");
+    let seen: Value = serde_json::from_str(first).unwrap();
+    assert_eq!(seen["missing"], serde_json::json!([]));
+    assert_eq!(seen["class"], "ok class");
+    assert_eq!(seen["print"], "ok print");
+    assert_eq!(seen["nine"], "ok 9lives");
+    assert_eq!(seen["weather"], "ok get-weather");
+    assert_eq!(seen["helpers"], serde_json::json!(["dict", "list", true]));
+    assert_eq!(
+        support::logged_calls(&log),
+        vec!["tools/call class", "tools/call print", "tools/call 9lives", "tools/call get-weather"]
+    );
+}
+
+#[test]
+fn search_tools_finds_tools_by_their_description_best_first() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = r#"import json
+print(json.dumps([search_tools("bravo"), search_tools("echo bravo"), search_tools("bravo", limit=2)]))"#;
+    let seen = json_stdout(&run(&["--deadline", "20"], code, &["--many", "30"]));
+    assert_eq!(seen[0], serde_json::json!(["extra_tool_0001", "extra_tool_0011", "extra_tool_0021"]));
+    // `echo` has the word in its name (2) and its stub (1); the extra tools
+    // only in their stubs (1 each), in catalog order.
+    assert_eq!(
+        seen[1],
+        serde_json::json!([
+            "echo",
+            "extra_tool_0001",
+            "extra_tool_0004",
+            "extra_tool_0011",
+            "extra_tool_0014",
+            "extra_tool_0021",
+            "extra_tool_0024"
+        ])
+    );
+    assert_eq!(seen[2], serde_json::json!(["extra_tool_0001", "extra_tool_0011"]));
+}
+
+#[test]
+fn discovery_never_reaches_the_server_nor_uses_the_call_budget() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let log = support::log_path("discovery");
+    let code = format!(
+        "{ATTEMPT}
+for _ in range(200):
+    hits = search_tools('bravo charlie')
+    stubs = [TOOLS[name] for name in hits]
+    everything = list(TOOLS.items())
+print(len(hits), len(everything) > 30)
+print(await attempt(add(a=1, b=2)))
+print(await attempt(add(a=1, b=2)))"
+    );
+    let ran = run(&["--deadline", "20", "--max-calls", "1"], &code, &["--many", "30", "--log", log.to_str().unwrap()]);
+    let lines: Vec<&str> = ran.ok().lines().collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(lines[0], "6 True");
+    assert_eq!(lines[1], r#"ok: {"sum":3}"#, "discovery used up the budget");
+    assert!(lines[2].contains("used all of its 1 tool calls"), "the budget of 1 was not enforced: {}", lines[2]);
+    assert_eq!(support::logged_calls(&log), vec!["tools/call add"]);
+}
+
+#[test]
+fn long_descriptions_are_cut_in_the_stubs() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = r#"import json
+stub = TOOLS["long_desc_tool"]
+print(json.dumps([len(stub), len(TOOLS["echo"]), "A tool with a very long description" in stub]))"#;
+    let seen = json_stdout(&run(&["--deadline", "20"], code, &["--long-descriptions"]));
+    let long = seen[0].as_u64().unwrap();
+    let echo = seen[1].as_u64().unwrap();
+    assert!((2048..4096).contains(&long), "the 50,000-character description gave a {long}-character stub");
+    assert!((2048..4096).contains(&echo), "the 10,000-character description gave a {echo}-character stub");
+    assert_eq!(seen[2], true, "the description's start is not in the stub");
+}
+
+#[test]
+fn hostile_schemas_are_left_out_or_bounded() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = r#"import json
+hostile = TOOLS.get("hostile_schema", "")
+print(json.dumps({
+    "deep": "deep" in TOOLS or "deep" in globals(),
+    "bad_schema": "bad_schema" in TOOLS or "bad_schema" in globals(),
+    "hostile_len": len(hostile),
+    "more": "more parameters" in hostile,
+    "add": await add(a=2, b=2),
+}))"#;
+    let seen = json_stdout(&run(&["--deadline", "20"], code, &["--deep-schema"]));
+    assert_eq!(seen["deep"], false, "the too-deep schema's tool was kept");
+    assert_eq!(seen["bad_schema"], false, "the invalid schema's tool was kept");
+    let hostile = seen["hostile_len"].as_u64().unwrap();
+    assert!((1..40_000).contains(&hostile), "hostile_schema's stub is {hostile} characters");
+    assert_eq!(seen["more"], true);
+    assert_eq!(seen["add"], r#"{"sum":4}"#);
+}
+
+#[test]
+fn a_name_clash_stops_startup_naming_both_tools() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let output = support::command(&["--deadline", "20"], "print(1)", &["--clash"]).output().expect("code-mode runs");
+    assert!(!output.status.success(), "code-mode started despite the clash");
+    assert!(output.stdout.is_empty(), "a report was printed: {}", String::from_utf8_lossy(&output.stdout));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("a-b") && stderr.contains("a_b"), "both tools are not named: {stderr}");
+}
+
+// ---------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_traceback_shows_only_the_cells_own_frames() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = "def divide():\n    return 1 / 0\n\ndivide()\n";
+    let ran = run(&["--deadline", "20"], code, &[]);
+    assert!(!ran.stopped());
+    let error = ran.error().expect("the cell raised");
+    assert!(error.ends_with("ZeroDivisionError: division by zero"), "{error}");
+    assert!(error.contains("File \"<cell>\", line 2, in divide"), "{error}");
+    assert!(!error.contains("runner.py") && !error.contains("/opt/code-mode"), "runner frames shown: {error}");
+}
