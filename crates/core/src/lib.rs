@@ -1,9 +1,10 @@
-//! Shared plumbing of the code-mode services: the request/reply [`bus`], the
-//! root [`shutdown`] token, logging setup and helpers for tests that need
+//! Shared plumbing of the code-mode services: the request/reply [`bus`] and
+//! its [`nats`] transport, the root [`shutdown`] token, logging setup and helpers for tests that need
 //! real infrastructure ([`testing`]).
 
 pub mod bus;
 pub mod defaults;
+pub mod nats;
 pub mod shutdown;
 pub mod testing;
 

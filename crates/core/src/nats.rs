@@ -1,0 +1,118 @@
+//! The NATS transport of the [`Bus`](crate::bus::Bus).
+//!
+//! Requests are NATS requests (a reply inbox per request); responders are
+//! queue subscriptions, so each request reaches one member of the group and
+//! replicas of a service share the load. The async-nats `Client` is itself a
+//! handle on one connection task, which reconnects on its own.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::StreamExt;
+use tokio::sync::mpsc;
+
+use crate::bus::{BusError, Request, Responder, Transport};
+
+/// A bus transport over one NATS connection.
+#[derive(Clone, Debug)]
+pub struct NatsTransport {
+    client: async_nats::Client,
+}
+
+/// How to reach and log in to NATS.
+#[derive(Clone, Debug, Default)]
+pub struct NatsOptions {
+    /// `nats://host:port`, comma-separated for several servers.
+    pub url: String,
+    /// User and password, when the server requires them.
+    pub credentials: Option<(String, String)>,
+    /// A name for this connection in the server's monitoring.
+    pub name: Option<String>,
+}
+
+impl NatsTransport {
+    /// Connect. The first connection must succeed; later disconnections are
+    /// retried by the client forever.
+    pub async fn connect(options: &NatsOptions) -> Result<Self, BusError> {
+        let mut connect =
+            async_nats::ConnectOptions::new().max_reconnects(None::<usize>).connection_timeout(Duration::from_secs(5));
+        if let Some((user, password)) = &options.credentials {
+            connect = connect.user_and_password(user.clone(), password.clone());
+        }
+        if let Some(name) = &options.name {
+            connect = connect.name(name.clone());
+        }
+        let client = connect
+            .connect(options.url.as_str())
+            .await
+            .map_err(|e| BusError::Transport(format!("cannot connect to NATS at {}: {e}", options.url)))?;
+        Ok(Self { client })
+    }
+
+    /// The underlying client (for JetStream).
+    pub fn client(&self) -> &async_nats::Client {
+        &self.client
+    }
+}
+
+struct NatsResponder {
+    client: async_nats::Client,
+    reply: async_nats::Subject,
+}
+
+#[async_trait]
+impl Responder for NatsResponder {
+    async fn respond(self: Box<Self>, payload: Bytes) -> Result<(), BusError> {
+        self.client.publish(self.reply, payload).await.map_err(|e| BusError::Transport(e.to_string()))
+    }
+}
+
+#[async_trait]
+impl Transport for NatsTransport {
+    async fn request(&self, subject: &str, payload: Bytes, timeout: Duration) -> Result<Bytes, BusError> {
+        let request = async_nats::client::Request::new().payload(payload).timeout(Some(timeout));
+        match self.client.send_request(subject.to_string(), request).await {
+            Ok(message) => Ok(message.payload),
+            Err(e) => Err(match e.kind() {
+                async_nats::RequestErrorKind::NoResponders => BusError::NoResponders { subject: subject.to_string() },
+                async_nats::RequestErrorKind::TimedOut => {
+                    BusError::Timeout { subject: subject.to_string(), after: timeout }
+                }
+                _ => BusError::Transport(format!("request on {subject}: {e}")),
+            }),
+        }
+    }
+
+    async fn subscribe(&self, subject: &str, queue_group: &str) -> Result<mpsc::Receiver<Request>, BusError> {
+        let mut subscription = self
+            .client
+            .queue_subscribe(subject.to_string(), queue_group.to_string())
+            .await
+            .map_err(|e| BusError::Transport(format!("subscribe to {subject}: {e}")))?;
+        // Make sure the server has the subscription before we say we serve.
+        self.client.flush().await.map_err(|e| BusError::Transport(format!("flush: {e}")))?;
+        let (tx, rx) = mpsc::channel(256);
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            loop {
+                let message = tokio::select! {
+                    // The service stopped serving: leave the queue group at once, so
+                    // requests go to other members (or fail with no responders).
+                    _ = tx.closed() => break,
+                    m = subscription.next() => match m { Some(m) => m, None => break },
+                };
+                let Some(reply) = message.reply else { continue };
+                let request = Request {
+                    payload: message.payload,
+                    responder: Box::new(NatsResponder { client: client.clone(), reply }),
+                };
+                if tx.send(request).await.is_err() {
+                    break;
+                }
+            }
+            let _ = subscription.unsubscribe().await;
+        });
+        Ok(rx)
+    }
+}
