@@ -207,3 +207,27 @@ async fn when_the_client_goes_away_serve_stops_its_server_and_removes_its_contai
     }
     assert!(support::containers_of(serve_pid).is_empty(), "no container of serve is left");
 }
+
+#[tokio::test]
+async fn the_description_falls_back_to_one_line_per_tool_when_stubs_do_not_fit() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (client, _) = connect(&[], &["--many", "300"]).await;
+    let tools = client.peer().list_all_tools().await.unwrap();
+    let description = tools[0].description.as_deref().unwrap();
+    assert!(description.chars().count() <= 12_000, "{} characters", description.chars().count());
+    assert!(!description.contains("async def "), "no full stubs once they do not fit");
+    assert!(description.contains("add(a, b): Add two integers."), "summary lines come first");
+    let tail = description.lines().last().unwrap();
+    assert!(
+        tail.contains(
+            "of 321 tools shown in one line each; search_tools(query) finds the rest and TOOLS[name] shows a stub."
+        ),
+        "{tail}"
+    );
+    // Every tool is still there for the code, by name and by search.
+    let result = run_python(&client, "print(len(TOOLS), search_tools('extra_tool_0299')[0])").await;
+    assert_eq!(report(&result)["stdout"], "321 extra_tool_0299\n");
+    client.cancel().await.unwrap();
+}

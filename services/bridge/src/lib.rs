@@ -236,7 +236,11 @@ impl Bridge {
             tracing::info!(tool = %call.tool, cell = %call.cell_id, "refused: unknown or not allowed");
             return self.refuse(why);
         };
-        if call.call_index == 0 || call.call_index > limits.max_calls {
+        if call.call_index == 0 {
+            tracing::warn!(tool = %tool.name, cell = %call.cell_id, "refused: call_index 0 (calls count from 1)");
+            return self.refuse(format!("{}: call_index 0 is not a call of this run (calls count from 1)", tool.name));
+        }
+        if call.call_index > limits.max_calls {
             return self.refuse(format!("{}: this run has used all of its {} tool calls", tool.name, limits.max_calls));
         }
         if let Err(problem) = tool.checker.check(&call.arguments, limits.max_arguments) {
@@ -251,7 +255,7 @@ impl Bridge {
             Ok(result) => self.result_reply(&tool.name, &result),
             Err(server::CallError::Timeout(after)) => {
                 tracing::warn!(tool = %tool.name, server = %server.name(), "call timed out");
-                self.refuse(format!("{}: no answer within {} s", tool.name, after.as_secs()))
+                self.refuse(format!("{}: no answer within {} s", tool.name, after.as_secs_f64()))
             }
             Err(e) => {
                 tracing::warn!(tool = %tool.name, server = %server.name(), error = %e, "call failed on the host");

@@ -24,8 +24,9 @@ use crate::BridgeError;
 /// when they are set here.
 pub const DEFAULT_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
 
-/// How long closing a session may take before the actor gives up on it.
-const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a wrapped server gets to exit after its session closes; then its
+/// process is killed (`kill_on_drop`).
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How to start a wrapped stdio server.
 #[derive(Debug, Clone)]
@@ -177,7 +178,7 @@ impl ServerActor {
         tracing::debug!(server = %self.name, "closing the wrapped server");
         match tokio::time::timeout(CLOSE_TIMEOUT, self.session.close()).await {
             Ok(_) => {}
-            Err(_) => tracing::warn!(server = %self.name, "the wrapped server did not close within 5 s"),
+            Err(_) => tracing::warn!(server = %self.name, "the wrapped server did not close in time: killed"),
         }
     }
 }

@@ -5,9 +5,9 @@
 //! Every test starts its own server with its own request log (`--log`), so
 //! a test can prove what reached the server and what did not.
 
-mod arguments;
 mod calls;
 mod catalog;
 mod lifecycle;
+mod refusals;
 mod startup;
 mod support;

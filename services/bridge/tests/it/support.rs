@@ -45,6 +45,8 @@ pub struct Setup {
     pub set_env: Vec<(String, String)>,
     /// The start timeout.
     pub start_timeout: Duration,
+    /// The test server's request log (a fresh file).
+    pub log: PathBuf,
 }
 
 impl Default for Setup {
@@ -57,6 +59,7 @@ impl Default for Setup {
             pass_env: Vec::new(),
             set_env: Vec::new(),
             start_timeout: Duration::from_secs(20),
+            log: unique_path("requests"),
         }
     }
 }
@@ -73,9 +76,9 @@ impl Setup {
         self
     }
 
-    /// Start the bridge; the request log goes to a fresh file.
+    /// Start the bridge.
     pub async fn start(self) -> Result<Harness, BridgeError> {
-        let log = unique_path("requests");
+        let log = self.log;
         let (command, args) = match self.command {
             Some(c) => c,
             None => {
