@@ -231,3 +231,21 @@ async fn the_description_falls_back_to_one_line_per_tool_when_stubs_do_not_fit()
     assert_eq!(report(&result)["stdout"], "321 extra_tool_0299\n");
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn cells_beyond_the_concurrency_limit_wait_for_a_slot() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (client, _) = connect(&["--max-concurrent", "1"], &[]).await;
+    let code = "import time\nt0 = time.time()\ntime.sleep(1.5)\nprint(t0, time.time())";
+    let (a, b) = tokio::join!(run_python(&client, code), run_python(&client, code));
+    let span = |r: &CallToolResult| {
+        let out = report(r)["stdout"].as_str().unwrap().trim().to_string();
+        let (s, e) = out.split_once(' ').unwrap();
+        (s.parse::<f64>().unwrap(), e.parse::<f64>().unwrap())
+    };
+    let ((a0, a1), (b0, b1)) = (span(&a), span(&b));
+    assert!(a1 <= b0 || b1 <= a0, "with one slot the cells ran one after the other: {a0}-{a1} and {b0}-{b1}");
+    client.cancel().await.unwrap();
+}

@@ -98,6 +98,17 @@ pub async fn build_image(
     source: BaseSource,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), SandboxError> {
+    build_image_as(docker, source, &default_image_tag(), progress).await
+}
+
+/// Build this version's image under `tag`: the base (when missing) and the
+/// runner layer.
+pub async fn build_image_as(
+    docker: &Docker,
+    source: BaseSource,
+    tag: &str,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<(), SandboxError> {
     let source = match source {
         BaseSource::Auto if debootstrap_usable() => BaseSource::Debootstrap,
         BaseSource::Auto => BaseSource::Registry,
@@ -114,13 +125,12 @@ pub async fn build_image(
         }
         _ => REGISTRY_BASE,
     };
-    let tag = default_image_tag();
     progress(&format!("building {tag} from {base}"));
     let context = build_context()?;
     let args = HashMap::from([("BASE", base)]);
     let labels = HashMap::from([("code-mode.image", "1")]);
     let options = BuildImageOptionsBuilder::new()
-        .t(&tag)
+        .t(tag)
         .buildargs(&args)
         .labels(&labels)
         .rm(true)
@@ -137,7 +147,7 @@ pub async fn build_image(
             return Err(SandboxError::ImageBuild(format!("docker build failed: {detail}")));
         }
     }
-    if !image_exists(docker, &tag).await? {
+    if !image_exists(docker, tag).await? {
         return Err(SandboxError::ImageBuild(format!("docker build ended but {tag} does not exist")));
     }
     progress(&format!("built {tag}"));
