@@ -1,5 +1,9 @@
-//! Composition of the all-in-one process: bridge, sandbox-runner and
-//! frontend over one in-process bus, under one root cancellation token.
+//! Composition of the services.
+//!
+//! `serve` and `run` put the bridge, a sandbox-runner and the frontend in
+//! this one process over the in-process bus, under one root cancellation
+//! token. `frontend`, `bridge` and `sandbox-runner` start one service each,
+//! talking to the others over NATS.
 //!
 //! Start order fails fast: the Docker engine and the image first (nothing to
 //! clean up yet), then the wrapped server, then the services. Shutdown runs
@@ -14,13 +18,16 @@ use anyhow::{Context, bail};
 use code_mode_bridge::server::ServerSpec;
 use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, Closer, WrappedServer};
 use code_mode_core::bus::Bus;
+use code_mode_core::nats::{NatsOptions, NatsTransport};
 use code_mode_mcp_frontend::{Frontend, FrontendConfig};
 use code_mode_sandbox_runner::container::Lockdown;
 use code_mode_sandbox_runner::image::{self, BaseSource};
 use code_mode_sandbox_runner::{RunnerConfig, SandboxRunner, connect_docker};
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{Cli, Command, CommonArgs};
+use crate::cli::{BridgeArgs, Cli, Command, FrontendArgs, NatsArgs, RunnerArgs};
+
+type Tasks = Vec<tokio::task::JoinHandle<()>>;
 
 /// Run a parsed command.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -28,20 +35,119 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::BuildImage(args) => build_image(args.base, args.if_missing).await,
         Command::Serve(args) => {
-            let stack = Stack::start(&args.common, &args.server, args.max_concurrent, &root).await?;
+            let stack =
+                Stack::start(&args.bridge, &args.runner, &args.frontend, &args.server, args.max_concurrent, &root)
+                    .await?;
             let served = stack.frontend.clone().serve_stdio(root.clone()).await;
             stack.stop(&root).await;
             served.context("serving MCP on stdio")
         }
         Command::Run(args) => {
             let code = read_code(args.code, args.file)?;
-            let stack = Stack::start(&args.common, &args.server, 1, &root).await?;
+            let stack = Stack::start(&args.bridge, &args.runner, &args.frontend, &args.server, 1, &root).await?;
             let report = stack.frontend.run_code(&code).await;
             stack.stop(&root).await;
             let report = report.context("running the cell")?;
             println!("{}", serde_json::to_string(&report)?);
             Ok(())
         }
+        Command::Frontend(args) => {
+            let bus = nats_bus(&args.nats, "code-mode-frontend").await?;
+            let mut config = frontend_config(&args.frontend, args.max_concurrent)?;
+            config.capacity_wait = seconds(args.capacity_wait, "--capacity-wait")?;
+            let frontend = Frontend::connect(bus, config).await?;
+            let served = frontend.serve_stdio(root.clone()).await;
+            root.cancel();
+            served.context("serving MCP on stdio")
+        }
+        Command::Bridge(args) => {
+            let bus = nats_bus(&args.nats, "code-mode-bridge").await?;
+            let (bridge, closer) = start_bridge(&args.bridge, &args.server, &root).await?;
+            let tasks = bridge.serve(&bus, root.clone()).await?;
+            tracing::info!("bridge serving over NATS");
+            root.cancelled().await;
+            stop(root.clone(), tasks, Some(closer)).await;
+            Ok(())
+        }
+        Command::SandboxRunner(args) => {
+            let bus = nats_bus(&args.nats, "code-mode-sandbox-runner").await?;
+            let runner = start_runner(&args.runner, args.capacity, bus).await?;
+            let task = runner.serve(root.clone()).await?;
+            tracing::info!(capacity = args.capacity, "sandbox-runner serving over NATS");
+            root.cancelled().await;
+            stop(root.clone(), vec![task], None).await;
+            Ok(())
+        }
+    }
+}
+
+async fn nats_bus(args: &NatsArgs, name: &str) -> anyhow::Result<Bus> {
+    let credentials = match (&args.nats_user, &args.nats_password) {
+        (Some(u), Some(p)) => Some((u.clone(), p.clone())),
+        (None, None) => None,
+        _ => bail!("--nats-user and --nats-password go together"),
+    };
+    let options = NatsOptions { url: args.url.clone(), credentials, name: Some(name.to_string()) };
+    Ok(Bus::new(NatsTransport::connect(&options).await?))
+}
+
+/// Start the bridge and its wrapped server.
+async fn start_bridge(
+    args: &BridgeArgs,
+    server: &[String],
+    root: &CancellationToken,
+) -> anyhow::Result<(Bridge, Closer)> {
+    let call_timeout = seconds(args.call_timeout, "--call-timeout")?;
+    let Some((command, server_args)) = server.split_first() else {
+        bail!("no server command after --");
+    };
+    let config = BridgeConfig {
+        servers: vec![WrappedServer {
+            spec: ServerSpec {
+                name: command.clone(),
+                command: command.clone(),
+                args: server_args.to_vec(),
+                pass_env: args.env.clone(),
+                set_env: vec![],
+                start_timeout: code_mode_core::defaults::START_TIMEOUT,
+            },
+            allow: (!args.allow.is_empty()).then(|| args.allow.clone()),
+        }],
+        limits: CallLimits { max_calls: args.max_calls, call_timeout, ..CallLimits::default() },
+        catalog: Default::default(),
+    };
+    Ok(Bridge::start(config, root.child_token()).await?)
+}
+
+/// Connect to Docker, make sure the image exists, and make a runner.
+async fn start_runner(args: &RunnerArgs, capacity: usize, bus: Bus) -> anyhow::Result<SandboxRunner> {
+    let docker = connect_docker().await?;
+    let image = args.image.clone().unwrap_or_else(image::default_image_tag);
+    let progress = |line: &str| eprintln!("code-mode: {line}");
+    image::ensure_image(&docker, &image, args.base, &progress).await?;
+    let lockdown = Lockdown { image, ..Lockdown::default() };
+    Ok(SandboxRunner::new(docker, RunnerConfig { lockdown, capacity }, bus).await?)
+}
+
+fn frontend_config(args: &FrontendArgs, max_concurrent: usize) -> anyhow::Result<FrontendConfig> {
+    Ok(FrontendConfig {
+        max_code: args.max_code,
+        max_concurrent_cells: max_concurrent.max(1),
+        deadline: seconds(args.deadline, "--deadline")?,
+        description_budget: args.description_budget,
+        ..FrontendConfig::default()
+    })
+}
+
+/// Cancel the root token, wait for the services to drain, then close the
+/// wrapped servers.
+async fn stop(root: CancellationToken, tasks: Tasks, closer: Option<Closer>) {
+    root.cancel();
+    for task in tasks {
+        let _ = task.await;
+    }
+    if let Some(closer) = closer {
+        closer.closed().await;
     }
 }
 
@@ -82,67 +188,36 @@ pub struct Stack {
     /// The frontend.
     pub frontend: Frontend,
     closer: Closer,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
+    tasks: Tasks,
 }
 
 impl Stack {
-    /// Start everything for one wrapped server.
+    /// Start everything for one wrapped server over the in-process bus.
     pub async fn start(
-        common: &CommonArgs,
+        bridge_args: &BridgeArgs,
+        runner_args: &RunnerArgs,
+        frontend_args: &FrontendArgs,
         server: &[String],
         max_concurrent: usize,
         root: &CancellationToken,
     ) -> anyhow::Result<Stack> {
-        let deadline = seconds(common.deadline, "--deadline")?;
-        let call_timeout = seconds(common.call_timeout, "--call-timeout")?;
-        let Some((command, args)) = server.split_first() else {
-            bail!("no server command after --");
-        };
-        let docker = connect_docker().await?;
-        let image = common.image.clone().unwrap_or_else(image::default_image_tag);
-        let progress = |line: &str| eprintln!("code-mode: {line}");
-        image::ensure_image(&docker, &image, common.base, &progress).await?;
-
+        let frontend_config = frontend_config(frontend_args, max_concurrent)?;
         let bus = Bus::in_process();
-        let limits = CallLimits { max_calls: common.max_calls, call_timeout, ..CallLimits::default() };
-        let config = BridgeConfig {
-            servers: vec![WrappedServer {
-                spec: ServerSpec {
-                    name: command.clone(),
-                    command: command.clone(),
-                    args: args.to_vec(),
-                    pass_env: common.env.clone(),
-                    set_env: vec![],
-                    start_timeout: code_mode_core::defaults::START_TIMEOUT,
-                },
-                allow: (!common.allow.is_empty()).then(|| common.allow.clone()),
-            }],
-            limits,
-            catalog: Default::default(),
-        };
-        let (bridge, closer) = Bridge::start(config, root.child_token()).await?;
+        // Docker first: nothing to clean up if it is missing.
+        let runner = start_runner(runner_args, max_concurrent.max(1), bus.clone()).await?;
+        let (bridge, closer) = start_bridge(bridge_args, server, root).await?;
         let mut tasks = Vec::new();
         // From here on a failure must close what was started.
         let started = async {
             tasks.extend(bridge.serve(&bus, root.clone()).await?);
-            let lockdown = Lockdown { image, ..Lockdown::default() };
-            let runner_config = RunnerConfig { lockdown, capacity: max_concurrent.max(1), call_timeout };
-            let runner = SandboxRunner::new(docker, runner_config, bus.clone()).await?;
             tasks.push(runner.serve(root.clone()).await?);
-            let frontend_config = FrontendConfig {
-                max_code: common.max_code,
-                max_concurrent_cells: max_concurrent.max(1),
-                deadline,
-                description_budget: common.description_budget,
-                ..FrontendConfig::default()
-            };
             anyhow::Ok(Frontend::connect(bus, frontend_config).await?)
         }
         .await;
         match started {
             Ok(frontend) => Ok(Stack { frontend, closer, tasks }),
             Err(e) => {
-                Stack::stop_parts(root, tasks, closer).await;
+                stop(root.clone(), tasks, Some(closer)).await;
                 Err(e)
             }
         }
@@ -151,14 +226,6 @@ impl Stack {
     /// Stop every service: cells in flight end and their containers are
     /// removed, then the wrapped server is closed.
     pub async fn stop(self, root: &CancellationToken) {
-        Self::stop_parts(root, self.tasks, self.closer).await;
-    }
-
-    async fn stop_parts(root: &CancellationToken, tasks: Vec<tokio::task::JoinHandle<()>>, closer: Closer) {
-        root.cancel();
-        for task in tasks {
-            let _ = task.await;
-        }
-        closer.closed().await;
+        stop(root.clone(), self.tasks, Some(self.closer)).await;
     }
 }

@@ -21,21 +21,36 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve MCP on stdin/stdout with one tool, run_python, wrapping the
-    /// stdio MCP server whose command follows `--`.
+    /// stdio MCP server whose command follows `--` (all three services in
+    /// this process).
     Serve(ServeArgs),
     /// Run one cell of code against the server whose command follows `--`
     /// and print the result as JSON on stdout.
     Run(RunArgs),
     /// Build the sandbox image.
     BuildImage(BuildImageArgs),
+    /// The frontend service alone: MCP on stdin/stdout, the other services
+    /// reached over NATS.
+    Frontend(FrontendServiceArgs),
+    /// The bridge service alone: wraps the server whose command follows `--`
+    /// and answers catalog requests and tool calls over NATS.
+    Bridge(BridgeServiceArgs),
+    /// The sandbox-runner service alone: runs cells sent over NATS.
+    SandboxRunner(RunnerServiceArgs),
 }
 
 /// Options of `serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Options shared with `run`.
+    /// Bridge options.
     #[command(flatten)]
-    pub common: CommonArgs,
+    pub bridge: BridgeArgs,
+    /// Sandbox options.
+    #[command(flatten)]
+    pub runner: RunnerArgs,
+    /// Frontend options.
+    #[command(flatten)]
+    pub frontend: FrontendArgs,
     /// `run_python` calls that run at once; more wait for a slot.
     #[arg(long, default_value_t = defaults::MAX_CONCURRENT_CELLS, value_name = "N")]
     pub max_concurrent: usize,
@@ -47,9 +62,15 @@ pub struct ServeArgs {
 /// Options of `run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Options shared with `serve`.
+    /// Bridge options.
     #[command(flatten)]
-    pub common: CommonArgs,
+    pub bridge: BridgeArgs,
+    /// Sandbox options.
+    #[command(flatten)]
+    pub runner: RunnerArgs,
+    /// Frontend options.
+    #[command(flatten)]
+    pub frontend: FrontendArgs,
     /// The code to run.
     #[arg(long, conflicts_with = "file")]
     pub code: Option<String>,
@@ -61,9 +82,9 @@ pub struct RunArgs {
     pub server: Vec<String>,
 }
 
-/// Options shared by `serve` and `run`.
+/// Options of the bridge: which tools, and the limits of each call.
 #[derive(Debug, Args)]
-pub struct CommonArgs {
+pub struct BridgeArgs {
     /// Keep only this tool (the name the server lists, or its Python name);
     /// repeatable. Default: every tool.
     #[arg(long = "allow", value_name = "TOOL")]
@@ -73,27 +94,98 @@ pub struct CommonArgs {
     /// TERM and USER.
     #[arg(long = "env", value_name = "NAME")]
     pub env: Vec<String>,
-    /// The sandbox image (default: the image this version builds).
-    #[arg(long)]
-    pub image: Option<String>,
-    /// Where a missing default image's base comes from: auto, debootstrap or registry.
-    #[arg(long, default_value = "auto", value_name = "SOURCE")]
-    pub base: BaseSource,
-    /// Deadline of one run, in seconds.
-    #[arg(long, default_value_t = defaults::DEADLINE.as_secs_f64(), value_name = "SECONDS")]
-    pub deadline: f64,
     /// Tool calls one run may make.
     #[arg(long, default_value_t = defaults::MAX_CALLS, value_name = "N")]
     pub max_calls: u32,
     /// Time one tool call may take, in seconds.
     #[arg(long, default_value_t = defaults::CALL_TIMEOUT.as_secs_f64(), value_name = "SECONDS")]
     pub call_timeout: f64,
+}
+
+/// Options of the sandbox: which image.
+#[derive(Debug, Args)]
+pub struct RunnerArgs {
+    /// The sandbox image (default: the image this version builds).
+    #[arg(long)]
+    pub image: Option<String>,
+    /// Where a missing default image's base comes from: auto, debootstrap or registry.
+    #[arg(long, default_value = "auto", value_name = "SOURCE")]
+    pub base: BaseSource,
+}
+
+/// Options of the frontend: the limits of a run and the description.
+#[derive(Debug, Args)]
+pub struct FrontendArgs {
+    /// Deadline of one run, in seconds.
+    #[arg(long, default_value_t = defaults::DEADLINE.as_secs_f64(), value_name = "SECONDS")]
+    pub deadline: f64,
     /// Largest code accepted, in bytes.
     #[arg(long, default_value_t = defaults::MAX_CODE, value_name = "BYTES")]
     pub max_code: usize,
     /// Characters of the run_python description.
     #[arg(long, default_value_t = defaults::DESCRIPTION_BUDGET, value_name = "CHARS")]
     pub description_budget: usize,
+}
+
+/// How a service reaches NATS.
+#[derive(Debug, Args)]
+pub struct NatsArgs {
+    /// The NATS server (`nats://host:port`).
+    #[arg(long = "nats", env = "CODE_MODE_NATS_URL", value_name = "URL")]
+    pub url: String,
+    /// The NATS user of this service.
+    #[arg(long, env = "CODE_MODE_NATS_USER", value_name = "USER")]
+    pub nats_user: Option<String>,
+    /// Its password (prefer the environment variable to the flag).
+    #[arg(long, env = "CODE_MODE_NATS_PASSWORD", value_name = "PASSWORD", hide_env_values = true)]
+    pub nats_password: Option<String>,
+}
+
+/// Options of `frontend`.
+#[derive(Debug, Args)]
+pub struct FrontendServiceArgs {
+    /// NATS.
+    #[command(flatten)]
+    pub nats: NatsArgs,
+    /// Frontend options.
+    #[command(flatten)]
+    pub frontend: FrontendArgs,
+    /// `run_python` calls that run at once; more wait for a slot.
+    #[arg(long, default_value_t = defaults::MAX_CONCURRENT_CELLS, value_name = "N")]
+    pub max_concurrent: usize,
+    /// How long a cell waits for a sandbox-runner with a free slot before it
+    /// fails with "no capacity", in seconds.
+    #[arg(long, default_value_t = defaults::CAPACITY_WAIT.as_secs_f64(), value_name = "SECONDS")]
+    pub capacity_wait: f64,
+}
+
+/// Options of `bridge`.
+#[derive(Debug, Args)]
+pub struct BridgeServiceArgs {
+    /// NATS.
+    #[command(flatten)]
+    pub nats: NatsArgs,
+    /// Bridge options.
+    #[command(flatten)]
+    pub bridge: BridgeArgs,
+    /// The wrapped server's command and its arguments.
+    #[arg(last = true, required = true, value_name = "SERVER_COMMAND")]
+    pub server: Vec<String>,
+}
+
+/// Options of `sandbox-runner`.
+#[derive(Debug, Args)]
+pub struct RunnerServiceArgs {
+    /// NATS.
+    #[command(flatten)]
+    pub nats: NatsArgs,
+    /// Sandbox options.
+    #[command(flatten)]
+    pub runner: RunnerArgs,
+    /// Cells this runner runs at once; a cell finding every runner full
+    /// waits at the frontend, then fails with "no capacity".
+    #[arg(long, default_value_t = defaults::MAX_CONCURRENT_CELLS, value_name = "N")]
+    pub capacity: usize,
 }
 
 /// Options of `build-image`.

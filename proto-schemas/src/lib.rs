@@ -86,6 +86,8 @@ pub struct CellLimits {
     pub deadline_ms: u64,
     /// Tool calls the run may make.
     pub max_calls: u32,
+    /// How long the bridge lets one call take, in milliseconds.
+    pub call_timeout_ms: u64,
     /// Bytes of printed output kept.
     pub max_output: u32,
     /// Bytes of printed output after which the run is stopped.

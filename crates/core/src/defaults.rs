@@ -41,3 +41,5 @@ pub const MAX_PARAM_NAME: usize = 64;
 pub const MAX_SCHEMA_DEPTH: usize = 64;
 /// `run_python` requests that run at once.
 pub const MAX_CONCURRENT_CELLS: usize = 4;
+/// How long a cell waits for a sandbox-runner with a free slot.
+pub const CAPACITY_WAIT: Duration = Duration::from_secs(30);

@@ -28,6 +28,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::description::RunFacts;
 
+/// The kind of error a sandbox-runner answers when every slot is taken
+/// (same value as the runner's `NO_CAPACITY`).
+pub const NO_CAPACITY: &str = "no_capacity";
+
 /// The one tool's name.
 pub const TOOL_NAME: &str = "run_python";
 
@@ -45,6 +49,12 @@ pub enum FrontendError {
     /// A service could not be reached or failed.
     #[error("{0}")]
     Bus(#[from] BusError),
+    /// No sandbox-runner had a free slot in time.
+    #[error("no sandbox-runner had room for the cell within {waited:?}: try again later")]
+    NoCapacity {
+        /// How long the cell waited.
+        waited: Duration,
+    },
     /// The MCP transport failed.
     #[error("MCP transport: {0}")]
     Transport(String),
@@ -67,6 +77,11 @@ pub struct FrontendConfig {
     pub max_line: u32,
     /// Characters of the tool description.
     pub description_budget: usize,
+    /// How long a cell waits for a sandbox-runner with a free slot.
+    pub capacity_wait: Duration,
+    /// How long to wait for the bridge's catalog at start (services may start
+    /// in any order).
+    pub catalog_wait: Duration,
 }
 
 impl Default for FrontendConfig {
@@ -79,12 +94,18 @@ impl Default for FrontendConfig {
             stop_output: defaults::STOP_OUTPUT,
             max_line: defaults::MAX_LINE,
             description_budget: defaults::DESCRIPTION_BUDGET,
+            capacity_wait: defaults::CAPACITY_WAIT,
+            catalog_wait: CATALOG_WAIT,
         }
     }
 }
 
-/// How long to wait for the bridge's catalog at start.
-const CATALOG_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long to wait for the bridge's catalog at start, by default.
+pub const CATALOG_WAIT: Duration = Duration::from_secs(30);
+/// How long one catalog request may take.
+const CATALOG_TIMEOUT: Duration = Duration::from_secs(5);
+/// Pause between two tries of a request that found no service free.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
 /// Margin over the deadline for a cell's reply (container start and removal).
 const CELL_MARGIN: Duration = Duration::from_secs(30);
 
@@ -108,8 +129,20 @@ impl Frontend {
     /// Fetch the catalog from the bridge and prepare the tool.
     pub async fn connect(bus: Bus, config: FrontendConfig) -> Result<Self, FrontendError> {
         let session = uuid::Uuid::new_v4().to_string();
-        let catalog: Catalog =
-            bus.call(subjects::CATALOG_GET, &CatalogRequest { session: session.clone() }, CATALOG_TIMEOUT).await?;
+        let request = CatalogRequest { session: session.clone() };
+        let give_up = tokio::time::Instant::now() + config.catalog_wait;
+        let catalog: Catalog = loop {
+            match bus.call(subjects::CATALOG_GET, &request, CATALOG_TIMEOUT).await {
+                Ok(catalog) => break catalog,
+                Err(e @ (BusError::NoResponders { .. } | BusError::Timeout { .. }))
+                    if tokio::time::Instant::now() < give_up =>
+                {
+                    tracing::info!(error = %e, "waiting for a bridge");
+                    tokio::time::sleep(RETRY_PAUSE * 5).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
         let facts = RunFacts {
             deadline_secs: config.deadline.as_secs(),
             max_calls: catalog.max_calls,
@@ -159,12 +192,30 @@ impl Frontend {
             limits: CellLimits {
                 deadline_ms: config.deadline.as_millis() as u64,
                 max_calls: self.inner.catalog.max_calls,
+                call_timeout_ms: self.inner.catalog.call_timeout_ms,
                 max_output: config.max_output,
                 stop_output: config.stop_output,
                 max_line: config.max_line,
             },
         };
-        Ok(self.inner.bus.call(subjects::CELL_RUN, &cell, config.deadline + CELL_MARGIN).await?)
+        // A runner with every slot taken declines at once; the queue group
+        // then offers the cell to the next. Give up after `capacity_wait`.
+        let started = tokio::time::Instant::now();
+        loop {
+            let last = match self.inner.bus.call(subjects::CELL_RUN, &cell, config.deadline + CELL_MARGIN).await {
+                Err(BusError::Remote { error, .. }) if error.kind == NO_CAPACITY => None,
+                Err(e @ BusError::NoResponders { .. }) => Some(e),
+                other => return Ok(other?),
+            };
+            if started.elapsed() >= config.capacity_wait {
+                return Err(match last {
+                    // Nobody declined: there is no runner at all.
+                    Some(no_runner) => no_runner.into(),
+                    None => FrontendError::NoCapacity { waited: started.elapsed() },
+                });
+            }
+            tokio::time::sleep(RETRY_PAUSE).await;
+        }
     }
 
     /// The `run_python` tool as listed to the client.

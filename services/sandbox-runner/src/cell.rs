@@ -73,12 +73,12 @@ pub async fn run(
     input: Input,
     cell: &RunCell,
     bus: &Bus,
-    call_timeout: Duration,
     cancel: &CancellationToken,
 ) -> CellReport {
     let mut run =
         Run { cell, output: String::new(), truncated: false, ready: false, calls_seen: HashSet::new(), calls_sent: 0 };
     let started = std::time::Instant::now();
+    let call_timeout = Duration::from_millis(cell.limits.call_timeout_ms);
     let end = drive(&mut run, output, input, bus, call_timeout, cancel).await;
     let died = if matches!(end, End::Died) { container.exit_state().await } else { None };
     let id = container.id().to_string();

@@ -58,7 +58,16 @@ pub enum SandboxError {
     /// Building the image failed.
     #[error("building the sandbox image failed: {0}")]
     ImageBuild(String),
+    /// Every slot of this runner is taken.
+    #[error("this sandbox-runner is running its {capacity} cells already")]
+    NoCapacity {
+        /// The runner's capacity.
+        capacity: usize,
+    },
 }
+
+/// The [`WireError`] kind of a runner that declines a cell for lack of a slot.
+pub const NO_CAPACITY: &str = "no_capacity";
 
 impl SandboxError {
     /// A mapper for a failed Docker call.
@@ -95,19 +104,14 @@ pub async fn connect_docker() -> Result<Docker, SandboxError> {
 pub struct RunnerConfig {
     /// The container restrictions (and image).
     pub lockdown: Lockdown,
-    /// Cells run at once.
+    /// Cells run at once; a cell arriving when all are taken is declined
+    /// with `no_capacity`, so the frontend can try another runner.
     pub capacity: usize,
-    /// The bridge's per-call timeout, to size the bus wait of each call.
-    pub call_timeout: Duration,
 }
 
 impl Default for RunnerConfig {
     fn default() -> Self {
-        Self {
-            lockdown: Lockdown::default(),
-            capacity: code_mode_core::defaults::MAX_CONCURRENT_CELLS,
-            call_timeout: code_mode_core::defaults::CALL_TIMEOUT,
-        }
+        Self { lockdown: Lockdown::default(), capacity: code_mode_core::defaults::MAX_CONCURRENT_CELLS }
     }
 }
 
@@ -133,7 +137,8 @@ impl SandboxRunner {
         if reaped > 0 {
             tracing::info!(reaped, "removed leftover sandbox containers");
         }
-        let slots = Semaphore::new(config.capacity.max(1));
+        let config = RunnerConfig { capacity: config.capacity.max(1), ..config };
+        let slots = Semaphore::new(config.capacity);
         Ok(Self { inner: Arc::new(Inner { docker, config, slots, bus }) })
     }
 
@@ -142,15 +147,19 @@ impl SandboxRunner {
         &self.inner.docker
     }
 
-    /// Run one cell: wait for a slot, start a container, run, remove it.
+    /// Run one cell in a free slot: start a container, run, remove it. A
+    /// runner with every slot taken declines at once with
+    /// [`SandboxError::NoCapacity`].
     pub async fn run_cell(&self, cell: &RunCell, cancel: &CancellationToken) -> Result<CellReport, SandboxError> {
-        let _slot = tokio::select! {
-            s = self.inner.slots.acquire() => s.expect("the semaphore is never closed"),
-            _ = cancel.cancelled() => return Ok(shutdown_report()),
+        let Ok(_slot) = self.inner.slots.try_acquire() else {
+            return Err(SandboxError::NoCapacity { capacity: self.inner.config.capacity });
         };
+        if cancel.is_cancelled() {
+            return Ok(shutdown_report());
+        }
         let (container, output, input) =
             Container::start(&self.inner.docker, &self.inner.config.lockdown, &cell.cell_id).await?;
-        Ok(cell::run(container, output, input, cell, &self.inner.bus, self.inner.config.call_timeout, cancel).await)
+        Ok(cell::run(container, output, input, cell, &self.inner.bus, cancel).await)
     }
 
     /// Serve cells on the bus until `cancel`; cells in flight are stopped
@@ -165,8 +174,14 @@ impl SandboxRunner {
                 let token = token.clone();
                 async move {
                     me.run_cell(&cell, &token).await.map_err(|e| {
-                        tracing::error!(cell = %cell.cell_id, error = %e, "cell could not run");
-                        WireError { kind: "sandbox".into(), message: e.to_string() }
+                        let kind = match e {
+                            SandboxError::NoCapacity { .. } => NO_CAPACITY,
+                            _ => {
+                                tracing::error!(cell = %cell.cell_id, error = %e, "cell could not run");
+                                "sandbox"
+                            }
+                        };
+                        WireError { kind: kind.into(), message: e.to_string() }
                     })
                 }
             })
