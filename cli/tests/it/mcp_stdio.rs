@@ -13,32 +13,114 @@ use crate::support;
 
 type Client = RunningService<RoleClient, ()>;
 
+/// Where the three services run.
+#[derive(Debug, Clone, Copy)]
+enum Deployment {
+    /// `code-mode serve`: one process, in-process bus.
+    AllInOne,
+    /// `code-mode frontend|bridge|sandbox-runner`, three processes over a
+    /// real nats-server.
+    OverNats,
+}
+
+/// What must live as long as the client: the nats-server and the bridge and
+/// runner processes of a split deployment.
+#[allow(dead_code)]
+struct Guards(Option<code_mode_core::testing::NatsServer>, Vec<tokio::process::Child>);
+
+/// Which service takes an option (and how many values follow it).
+fn service_of(flag: &str) -> &'static str {
+    match flag {
+        "--allow" | "--env" | "--max-calls" | "--call-timeout" => "bridge",
+        "--image" | "--base" => "runner",
+        _ => "frontend",
+    }
+}
+
 /// Start `code-mode serve [args] -- <test server> [server_args]` as a child
-/// and connect to it over its stdin and stdout. Returns the client and the
-/// serve process id. Cancelling the client closes serve's stdin: the client
-/// has gone away.
-async fn connect(args: &[&str], server_args: &[&str]) -> (Client, u32) {
-    let mut child = tokio::process::Command::new(support::code_mode())
-        .arg("serve")
-        .args(args)
-        .arg("--")
-        .arg(support::test_server())
-        .args(server_args)
+/// (or the three services over NATS, each option routed to the service that
+/// takes it) and connect an MCP client over the frontend's stdin and stdout.
+/// Returns the client, the frontend's process id and the guards. Cancelling
+/// the client closes the frontend's stdin: the client has gone away.
+async fn start(deployment: Deployment, args: &[&str], server_args: &[&str]) -> (Client, u32, Guards) {
+    let mut frontend = tokio::process::Command::new(support::code_mode());
+    let guards = match deployment {
+        Deployment::AllInOne => {
+            frontend.arg("serve").args(args).arg("--").arg(support::test_server()).args(server_args);
+            Guards(None, vec![])
+        }
+        Deployment::OverNats => {
+            let Some(nats) = code_mode_core::testing::NatsServer::start(&[]) else {
+                panic!("nats-server is needed for the split deployment");
+            };
+            let (mut bridge_args, mut runner_args, mut frontend_args) = (vec![], vec![], vec![]);
+            for pair in args.chunks(2) {
+                let target = match service_of(pair[0]) {
+                    "bridge" => &mut bridge_args,
+                    "runner" => &mut runner_args,
+                    _ => &mut frontend_args,
+                };
+                target.extend_from_slice(pair);
+                if pair[0] == "--max-concurrent" {
+                    runner_args.extend_from_slice(&["--capacity", pair[1]]);
+                }
+            }
+            let spawn = |service: &str, extra: &[&str], server: bool| {
+                let mut cmd = tokio::process::Command::new(support::code_mode());
+                cmd.arg(service).args(["--nats", &nats.url()]).args(extra);
+                if server {
+                    cmd.arg("--").arg(support::test_server()).args(server_args);
+                }
+                cmd.stdin(Stdio::null()).kill_on_drop(true).spawn().expect("the service starts")
+            };
+            let children = vec![spawn("bridge", &bridge_args, true), spawn("sandbox-runner", &runner_args, false)];
+            frontend.arg("frontend").args(["--nats", &nats.url()]).args(&frontend_args);
+            Guards(Some(nats), children)
+        }
+    };
+    let mut child = frontend
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
         .spawn()
-        .expect("serve starts");
-    let pid = child.id().expect("serve has a pid");
+        .expect("the frontend starts");
+    let pid = child.id().expect("the frontend has a pid");
     let transport = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
     // Reap the process in the background once it exits.
     tokio::spawn(async move {
         let _ = child.wait().await;
     });
     let client = ().serve(transport).await.expect("the MCP handshake succeeds");
+    (client, pid, guards)
+}
+
+/// The all-in-one `serve`, for tests about that process itself.
+async fn connect(args: &[&str], server_args: &[&str]) -> (Client, u32) {
+    let (client, pid, _) = start(Deployment::AllInOne, args, server_args).await;
     (client, pid)
 }
+
+macro_rules! over_both_deployments {
+    ($($name:ident),* $(,)?) => {
+        mod all_in_one {
+            $(#[tokio::test] async fn $name() { super::$name(super::Deployment::AllInOne).await })*
+        }
+        mod over_nats {
+            $(#[tokio::test] async fn $name() { super::$name(super::Deployment::OverNats).await })*
+        }
+    };
+}
+
+over_both_deployments!(
+    a_client_sees_one_tool_whose_description_carries_the_stubs,
+    run_python_returns_the_report_as_structured_content_and_as_text,
+    code_over_the_size_limit_is_refused_with_a_clear_error,
+    concurrent_cells_run_at_the_same_time_each_in_its_own_container,
+    a_run_stopped_at_its_deadline_leaves_nothing_for_the_next_run,
+    the_description_falls_back_to_one_line_per_tool_when_stubs_do_not_fit,
+    cells_beyond_the_concurrency_limit_wait_for_a_slot,
+);
 
 async fn run_python(client: &Client, code: &str) -> CallToolResult {
     let mut params = CallToolRequestParams::new("run_python");
@@ -73,12 +155,11 @@ fn children_of(parent: u32) -> Vec<u32> {
     out
 }
 
-#[tokio::test]
-async fn a_client_sees_one_tool_whose_description_carries_the_stubs() {
+async fn a_client_sees_one_tool_whose_description_carries_the_stubs(deployment: Deployment) {
     if !support::sandbox_available() {
         return;
     }
-    let (client, _) = connect(&["--allow", "add", "--allow", "echo"], &[]).await;
+    let (client, _, _guards) = start(deployment, &["--allow", "add", "--allow", "echo"], &[]).await;
     let tools = client.peer().list_all_tools().await.unwrap();
     assert_eq!(tools.len(), 1);
     let tool = &tools[0];
@@ -95,12 +176,11 @@ async fn a_client_sees_one_tool_whose_description_carries_the_stubs() {
     client.cancel().await.unwrap();
 }
 
-#[tokio::test]
-async fn run_python_returns_the_report_as_structured_content_and_as_text() {
+async fn run_python_returns_the_report_as_structured_content_and_as_text(deployment: Deployment) {
     if !support::sandbox_available() {
         return;
     }
-    let (client, _) = connect(&[], &[]).await;
+    let (client, _, _guards) = start(deployment, &[], &[]).await;
     let code = r#"import asyncio, json
 sums = await asyncio.gather(*(add({"a": n, "b": 10}) for n in range(3)))
 print([json.loads(s)["sum"] for s in sums])"#;
@@ -113,12 +193,11 @@ print([json.loads(s)["sum"] for s in sums])"#;
     client.cancel().await.unwrap();
 }
 
-#[tokio::test]
-async fn code_over_the_size_limit_is_refused_with_a_clear_error() {
+async fn code_over_the_size_limit_is_refused_with_a_clear_error(deployment: Deployment) {
     if !support::sandbox_available() {
         return;
     }
-    let (client, _) = connect(&["--max-code", "1000"], &[]).await;
+    let (client, _, _guards) = start(deployment, &["--max-code", "1000"], &[]).await;
     let code = format!("print({:?})", "x".repeat(2000));
     let result = run_python(&client, &code).await;
     assert_eq!(result.is_error, Some(true));
@@ -130,12 +209,11 @@ async fn code_over_the_size_limit_is_refused_with_a_clear_error() {
     client.cancel().await.unwrap();
 }
 
-#[tokio::test]
-async fn concurrent_cells_run_at_the_same_time_each_in_its_own_container() {
+async fn concurrent_cells_run_at_the_same_time_each_in_its_own_container(deployment: Deployment) {
     if !support::sandbox_available() {
         return;
     }
-    let (client, _) = connect(&["--max-concurrent", "2"], &[]).await;
+    let (client, _, _guards) = start(deployment, &["--max-concurrent", "2"], &[]).await;
     // Each cell notes when it ran and in which container (its hostname).
     let code = "import time, socket\nt0 = time.time()\ntime.sleep(2)\nprint(t0, time.time(), socket.gethostname())";
     let (a, b) = tokio::join!(run_python(&client, code), run_python(&client, code));
@@ -151,12 +229,11 @@ async fn concurrent_cells_run_at_the_same_time_each_in_its_own_container() {
     client.cancel().await.unwrap();
 }
 
-#[tokio::test]
-async fn a_run_stopped_at_its_deadline_leaves_nothing_for_the_next_run() {
+async fn a_run_stopped_at_its_deadline_leaves_nothing_for_the_next_run(deployment: Deployment) {
     if !support::sandbox_available() {
         return;
     }
-    let (client, _) = connect(&["--deadline", "4"], &[]).await;
+    let (client, _, _guards) = start(deployment, &["--deadline", "4"], &[]).await;
     let first = run_python(&client, "open('/tmp/left-behind', 'w').write('x')\nx = 1\nwhile True:\n    x += 1").await;
     let first = report(&first);
     assert_eq!(first["stopped"], true, "{first}");
@@ -208,12 +285,11 @@ async fn when_the_client_goes_away_serve_stops_its_server_and_removes_its_contai
     assert!(support::containers_of(serve_pid).is_empty(), "no container of serve is left");
 }
 
-#[tokio::test]
-async fn the_description_falls_back_to_one_line_per_tool_when_stubs_do_not_fit() {
+async fn the_description_falls_back_to_one_line_per_tool_when_stubs_do_not_fit(deployment: Deployment) {
     if !support::sandbox_available() {
         return;
     }
-    let (client, _) = connect(&[], &["--many", "300"]).await;
+    let (client, _, _guards) = start(deployment, &[], &["--many", "300"]).await;
     let tools = client.peer().list_all_tools().await.unwrap();
     let description = tools[0].description.as_deref().unwrap();
     assert!(description.chars().count() <= 12_000, "{} characters", description.chars().count());
@@ -232,12 +308,11 @@ async fn the_description_falls_back_to_one_line_per_tool_when_stubs_do_not_fit()
     client.cancel().await.unwrap();
 }
 
-#[tokio::test]
-async fn cells_beyond_the_concurrency_limit_wait_for_a_slot() {
+async fn cells_beyond_the_concurrency_limit_wait_for_a_slot(deployment: Deployment) {
     if !support::sandbox_available() {
         return;
     }
-    let (client, _) = connect(&["--max-concurrent", "1"], &[]).await;
+    let (client, _, _guards) = start(deployment, &["--max-concurrent", "1"], &[]).await;
     let code = "import time\nt0 = time.time()\ntime.sleep(1.5)\nprint(t0, time.time())";
     let (a, b) = tokio::join!(run_python(&client, code), run_python(&client, code));
     let span = |r: &CallToolResult| {
