@@ -87,7 +87,13 @@ async fn nats_bus(args: &NatsArgs, name: &str) -> anyhow::Result<Bus> {
         (None, None) => None,
         _ => bail!("--nats-user and --nats-password go together"),
     };
-    let options = NatsOptions { url: args.url.clone(), credentials, name: Some(name.to_string()) };
+    let service = name.trim_start_matches("code-mode-");
+    let options = NatsOptions {
+        url: args.url.clone(),
+        credentials,
+        name: Some(name.to_string()),
+        inbox_prefix: Some(format!("_INBOX.{service}")),
+    };
     Ok(Bus::new(NatsTransport::connect(&options).await?))
 }
 

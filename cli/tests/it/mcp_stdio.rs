@@ -50,7 +50,8 @@ async fn start(deployment: Deployment, args: &[&str], server_args: &[&str]) -> (
             Guards(None, vec![])
         }
         Deployment::OverNats => {
-            let Some(nats) = code_mode_core::testing::NatsServer::start(&[]) else {
+            // The deployment's nats-server config: one user per service.
+            let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else {
                 panic!("nats-server is needed for the split deployment");
             };
             let (mut bridge_args, mut runner_args, mut frontend_args) = (vec![], vec![], vec![]);
@@ -68,6 +69,7 @@ async fn start(deployment: Deployment, args: &[&str], server_args: &[&str]) -> (
             let spawn = |service: &str, extra: &[&str], server: bool| {
                 let mut cmd = tokio::process::Command::new(support::code_mode());
                 cmd.arg(service).args(["--nats", &nats.url()]).args(extra);
+                cmd.env("CODE_MODE_NATS_USER", service).env("CODE_MODE_NATS_PASSWORD", users.password(service));
                 if server {
                     cmd.arg("--").arg(support::test_server()).args(server_args);
                 }
@@ -75,6 +77,7 @@ async fn start(deployment: Deployment, args: &[&str], server_args: &[&str]) -> (
             };
             let children = vec![spawn("bridge", &bridge_args, true), spawn("sandbox-runner", &runner_args, false)];
             frontend.arg("frontend").args(["--nats", &nats.url()]).args(&frontend_args);
+            frontend.env("CODE_MODE_NATS_USER", "frontend").env("CODE_MODE_NATS_PASSWORD", users.password("frontend"));
             Guards(Some(nats), children)
         }
     };

@@ -29,6 +29,10 @@ pub struct NatsOptions {
     pub credentials: Option<(String, String)>,
     /// A name for this connection in the server's monitoring.
     pub name: Option<String>,
+    /// The prefix of this connection's reply subjects (default `_INBOX`).
+    /// Each service uses its own (`_INBOX.<service>`), so the server can let
+    /// it subscribe to its own replies only.
+    pub inbox_prefix: Option<String>,
 }
 
 impl NatsTransport {
@@ -43,11 +47,40 @@ impl NatsTransport {
         if let Some(name) = &options.name {
             connect = connect.name(name.clone());
         }
+        if let Some(prefix) = &options.inbox_prefix {
+            connect = connect.custom_inbox_prefix(prefix);
+        }
+        let url = options.url.clone();
+        connect = connect.event_callback(move |event| {
+            let url = url.clone();
+            async move {
+                match event {
+                    async_nats::Event::Connected => tracing::info!(%url, "connected to NATS"),
+                    async_nats::Event::Disconnected => tracing::warn!(%url, "disconnected from NATS; reconnecting"),
+                    other => tracing::warn!(%url, "NATS: {other}"),
+                }
+            }
+        });
         let client = connect
             .connect(options.url.as_str())
             .await
             .map_err(|e| BusError::Transport(format!("cannot connect to NATS at {}: {e}", options.url)))?;
         Ok(Self { client })
+    }
+
+    /// Wait until the server has processed everything this connection sent
+    /// so far (a subscription included): a message to a fresh inbox of ours
+    /// comes back only after it. (`flush` only empties the write buffer.)
+    async fn barrier(&self) -> Result<(), BusError> {
+        let inbox = self.client.new_inbox();
+        let fail = |what: &str, e: &dyn std::fmt::Display| BusError::Transport(format!("barrier {what}: {e}"));
+        let mut echo = self.client.subscribe(inbox.clone()).await.map_err(|e| fail("subscribe", &e))?;
+        self.client.publish(inbox, Bytes::new()).await.map_err(|e| fail("publish", &e))?;
+        match tokio::time::timeout(Duration::from_secs(5), echo.next()).await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(BusError::Transport("barrier: the subscription closed".into())),
+            Err(_) => Err(BusError::Transport("barrier: no echo from the server within 5 s".into())),
+        }
     }
 
     /// The underlying client (for JetStream).
@@ -90,8 +123,7 @@ impl Transport for NatsTransport {
             .queue_subscribe(subject.to_string(), queue_group.to_string())
             .await
             .map_err(|e| BusError::Transport(format!("subscribe to {subject}: {e}")))?;
-        // Make sure the server has the subscription before we say we serve.
-        self.client.flush().await.map_err(|e| BusError::Transport(format!("flush: {e}")))?;
+        self.barrier().await?;
         let (tx, rx) = mpsc::channel(256);
         let client = self.client.clone();
         tokio::spawn(async move {

