@@ -10,11 +10,16 @@ use code_mode_sandbox_runner::image::BaseSource;
 /// Let a model drive any MCP server by writing Python, run in a locked-down
 /// Docker sandbox, with every tool call checked on the host.
 #[derive(Debug, Parser)]
-#[command(name = "code-mode", version)]
+#[command(name = "code-mode", version, args_override_self = true)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// A TOML file of settings, one table per subcommand, keys named like
+    /// the flags (also `CODE_MODE_SETTINGS`); `CODE_MODE_<SUBCOMMAND>__<KEY>`
+    /// variables override it and flags override both.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
 }
 
 /// The subcommands.
@@ -45,6 +50,9 @@ pub struct ServeArgs {
     /// Bridge options.
     #[command(flatten)]
     pub bridge: BridgeArgs,
+    /// Metrics and health.
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
     /// Sandbox options.
     #[command(flatten)]
     pub runner: RunnerArgs,
@@ -65,6 +73,9 @@ pub struct RunArgs {
     /// Bridge options.
     #[command(flatten)]
     pub bridge: BridgeArgs,
+    /// Metrics and health.
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
     /// Sandbox options.
     #[command(flatten)]
     pub runner: RunnerArgs,
@@ -111,6 +122,11 @@ pub struct RunnerArgs {
     /// Where a missing default image's base comes from: auto, debootstrap or registry.
     #[arg(long, default_value = "auto", value_name = "SOURCE")]
     pub base: BaseSource,
+    /// Containers kept started and ready ahead of need, each for one cell
+    /// (default: 2 for serve and sandbox-runner, 0 for run); 0 starts every
+    /// cell cold.
+    #[arg(long, value_name = "N")]
+    pub warm: Option<usize>,
 }
 
 /// Options of the frontend: the limits of a run and the description.
@@ -125,6 +141,16 @@ pub struct FrontendArgs {
     /// Characters of the run_python description.
     #[arg(long, default_value_t = defaults::DESCRIPTION_BUDGET, value_name = "CHARS")]
     pub description_budget: usize,
+}
+
+/// Where a service serves its Prometheus metrics and health.
+#[derive(Debug, Args)]
+pub struct MetricsArgs {
+    /// Serve `GET /metrics` (Prometheus text format) and `GET /healthz` on
+    /// this address (`HOST:PORT`; port 0 picks a free one, logged at start).
+    /// Off when not given.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics_addr: Option<String>,
 }
 
 /// How a service reaches NATS.
@@ -147,6 +173,9 @@ pub struct FrontendServiceArgs {
     /// NATS.
     #[command(flatten)]
     pub nats: NatsArgs,
+    /// Metrics and health.
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
     /// Frontend options.
     #[command(flatten)]
     pub frontend: FrontendArgs,
@@ -165,6 +194,9 @@ pub struct BridgeServiceArgs {
     /// NATS.
     #[command(flatten)]
     pub nats: NatsArgs,
+    /// Metrics and health.
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
     /// Bridge options.
     #[command(flatten)]
     pub bridge: BridgeArgs,
@@ -179,6 +211,9 @@ pub struct RunnerServiceArgs {
     /// NATS.
     #[command(flatten)]
     pub nats: NatsArgs,
+    /// Metrics and health.
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
     /// Sandbox options.
     #[command(flatten)]
     pub runner: RunnerArgs,

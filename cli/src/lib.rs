@@ -2,16 +2,26 @@
 //!
 //! `serve` and `run` start the bridge (with its wrapped server), a
 //! sandbox-runner and the frontend in this one process over the in-process
-//! bus; `build-image` builds the sandbox image. Parsing lives in [`cli`],
-//! composition in [`app`]; `main.rs` only calls [`main`].
+//! bus; `build-image` builds the sandbox image. Parsing lives in [`cli`]
+//! (with [`settings`] from a file and the environment), composition in
+//! [`app`]; `main.rs` only calls [`main`].
 
 pub mod app;
 pub mod cli;
+pub mod settings;
 
 /// Entry point of the binary.
 pub fn main() -> std::process::ExitCode {
     use clap::Parser;
-    let args = cli::Cli::parse();
+    let env: Vec<(String, String)> = std::env::vars().collect();
+    let argv = match settings::apply(std::env::args_os().collect(), &env) {
+        Ok(argv) => argv,
+        Err(e) => {
+            eprintln!("code-mode: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let args = cli::Cli::parse_from(argv);
     code_mode_core::init_logging("warn,code_mode=info");
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,

@@ -138,3 +138,40 @@ fn containers_left_by_a_killed_process_are_reaped_at_the_next_start() {
     run(&[], "print('next')", &[]);
     assert!(support::containers_of(pid).is_empty(), "the next start reaped it");
 }
+
+#[test]
+fn settings_come_from_a_file_and_the_environment_under_the_flags() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let dir = code_mode_core::testing::TempDir::new("settings-e2e");
+    let file = dir.0.join("code-mode.toml");
+    std::fs::write(&file, "[run]\nmax-calls = 1\nallow = [\"add\"]\n").unwrap();
+    let code = "import json\nprint(sorted(TOOLS))\nfor i in range(3):\n    try:\n        await add({'a': i, 'b': 0})\n        print('ok')\n    except ToolError as e:\n        print('refused')";
+    let with = |extra: &[&str], env: &[(&str, &str)]| {
+        let mut cmd = support::command(extra, code, &[]);
+        cmd.env("CODE_MODE_SETTINGS", &file);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        report["stdout"].as_str().unwrap().to_string()
+    };
+    assert_eq!(with(&[], &[]), "['add']\nok\nrefused\nrefused\n", "the file's max-calls and allow apply");
+    assert_eq!(
+        with(&[], &[("CODE_MODE_RUN__MAX_CALLS", "2")]),
+        "['add']\nok\nok\nrefused\n",
+        "the environment overrides the file"
+    );
+    assert_eq!(
+        with(&["--max-calls", "3"], &[("CODE_MODE_RUN__MAX_CALLS", "2")]),
+        "['add']\nok\nok\nok\n",
+        "a flag overrides both"
+    );
+    let out = support::command(&[], "print(1)", &[]).env("CODE_MODE_RUN__MAX_CAL", "2").output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("CODE_MODE_RUN__MAX_CAL: [run] max_cal: no such setting"), "{stderr}");
+}
