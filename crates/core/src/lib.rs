@@ -1,11 +1,12 @@
 //! Shared plumbing of the code-mode services: the request/reply [`bus`] and
-//! its [`nats`] transport, the root [`shutdown`] token, logging setup and helpers for tests that need
-//! real infrastructure ([`testing`]).
+//! its [`nats`] transport, the root [`shutdown`] token, the per-session [`state`] store, logging setup and
+//! helpers for tests that need real infrastructure ([`testing`]).
 
 pub mod bus;
 pub mod defaults;
 pub mod nats;
 pub mod shutdown;
+pub mod state;
 pub mod testing;
 
 /// Send `tracing` output to stderr: stdout is the MCP channel of a stdio

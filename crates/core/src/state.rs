@@ -1,0 +1,479 @@
+//! The session-state store: small JSON values kept per session (the
+//! private-data taint, rate-limit counters) that must outlive the process
+//! that wrote them and stay exact under concurrent writers.
+//!
+//! One interface, [`SessionStore`] (a cheap `Clone` handle), over two
+//! backends: in memory for the all-in-one `serve`, and a NATS JetStream
+//! key-value bucket ([`DEFAULT_BUCKET`]) for the split deployment, where the
+//! state survives a restart of the bridge (and of nats-server: the bucket is
+//! on file storage) and every bridge replica sees the same values.
+//!
+//! Writes that must not be lost use compare-and-set on the entry's
+//! revision; [`SessionStore::update`] retries a read-modify-write until it
+//! wins. Every backend call is bounded by a timeout, so a store that cannot
+//! be reached answers [`StateError::Unavailable`] quickly instead of
+//! hanging. Callers must **fail closed** on every error: state that cannot be
+//! read or written is never taken to be empty.
+//!
+//! This module owns the key layout (`<session>.<name>`, the session escaped
+//! into a valid key token), the value encoding (JSON, at most
+//! [`MAX_VALUE_BYTES`]) and the mapping of backend failures onto
+//! [`StateError`]. It does not own any session's lifetime: nothing here
+//! expires or removes a session's state except an explicit
+//! [`SessionStore::delete`].
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_nats::jetstream;
+use async_nats::jetstream::kv;
+use async_trait::async_trait;
+use bytes::Bytes;
+use serde_json::Value;
+
+use crate::nats::NatsTransport;
+
+/// The JetStream key-value bucket of the split deployment
+/// (`deploy/nats-server.conf` grants the bridge user exactly this bucket).
+pub const DEFAULT_BUCKET: &str = "codemode_sessions";
+
+/// The default bound on one backend call.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The largest value stored, as JSON text.
+pub const MAX_VALUE_BYTES: usize = 64 * 1024;
+
+/// The longest session id accepted (bytes, before escaping).
+pub const MAX_SESSION_BYTES: usize = 128;
+
+/// The longest state name accepted.
+pub const MAX_NAME_BYTES: usize = 64;
+
+/// How many compare-and-set rounds [`SessionStore::update`] tries before it
+/// gives up with [`StateError::Conflict`].
+pub const MAX_UPDATE_ATTEMPTS: u32 = 64;
+
+/// Errors of the session-state layer. Whatever the variant, a caller that
+/// needed the state refuses what depended on it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StateError {
+    /// The backend could not be reached or did not answer in time (or
+    /// refused the request). The state is unknown: fail closed. After a
+    /// write that failed this way the write may or may not have happened.
+    #[error("session state is unavailable, so the call is refused: {0}")]
+    Unavailable(String),
+    /// A compare-and-set lost: the entry is not at the expected revision
+    /// (or, for `create`, already exists).
+    #[error("session state changed concurrently: {0}")]
+    Conflict(String),
+    /// A session id, name or value the store does not accept, or a stored
+    /// value that is not JSON.
+    #[error("invalid session state: {0}")]
+    Invalid(String),
+}
+
+/// One stored value and its revision (strictly increasing per store; a
+/// compare-and-set names the revision it read).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// The value.
+    pub value: Value,
+    /// The revision that wrote it.
+    pub revision: u64,
+}
+
+/// Settings of the JetStream backend.
+#[derive(Debug, Clone)]
+pub struct JetStreamConfig {
+    /// The key-value bucket, created (file storage, history 1) if missing.
+    pub bucket: String,
+    /// Replicas of the bucket when it is created (1 for a single server,
+    /// 3 in a cluster).
+    pub replicas: usize,
+    /// The bound on each call to JetStream.
+    pub timeout: Duration,
+}
+
+impl Default for JetStreamConfig {
+    fn default() -> Self {
+        Self { bucket: DEFAULT_BUCKET.to_string(), replicas: 1, timeout: DEFAULT_TIMEOUT }
+    }
+}
+
+/// A raw entry as a backend returns it.
+struct Raw {
+    value: Bytes,
+    revision: u64,
+}
+
+/// What a backend does; keys are already validated and encoded, values
+/// already JSON.
+#[async_trait]
+trait Backend: Send + Sync + 'static {
+    async fn get(&self, key: &str) -> Result<Option<Raw>, StateError>;
+    async fn create(&self, key: &str, value: Bytes) -> Result<u64, StateError>;
+    async fn compare_and_set(&self, key: &str, value: Bytes, expected: u64) -> Result<u64, StateError>;
+    async fn delete(&self, key: &str) -> Result<(), StateError>;
+}
+
+/// The handle on a session-state store. Cheap to clone; clones share the
+/// backend.
+#[derive(Clone)]
+pub struct SessionStore {
+    backend: Arc<dyn Backend>,
+    kind: &'static str,
+    timeout: Duration,
+}
+
+impl fmt::Debug for SessionStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionStore").field("backend", &self.kind).field("timeout", &self.timeout).finish()
+    }
+}
+
+impl SessionStore {
+    /// A store in this process's memory (all-in-one `serve`): gone when the
+    /// process ends, shared by every clone of the handle.
+    pub fn in_memory() -> Self {
+        Self { backend: Arc::new(Memory::default()), kind: "memory", timeout: DEFAULT_TIMEOUT }
+    }
+
+    /// A store in a JetStream key-value bucket over `client`, opening the
+    /// bucket or creating it when it does not exist yet. Fails with
+    /// [`StateError::Unavailable`] within `config.timeout` when JetStream
+    /// cannot be reached.
+    pub async fn jetstream(client: async_nats::Client, config: JetStreamConfig) -> Result<Self, StateError> {
+        let mut context = jetstream::new(client);
+        context.set_timeout(config.timeout);
+        let open = async {
+            match context.get_key_value(config.bucket.as_str()).await {
+                Ok(store) => Ok(store),
+                Err(get_error) => {
+                    let create = kv::Config {
+                        bucket: config.bucket.clone(),
+                        description: "code-mode per-session state".into(),
+                        history: 1,
+                        max_value_size: MAX_VALUE_BYTES as i32,
+                        storage: jetstream::stream::StorageType::File,
+                        num_replicas: config.replicas,
+                        ..Default::default()
+                    };
+                    match context.create_key_value(create).await {
+                        Ok(store) => Ok(store),
+                        // Another replica may have created it meanwhile.
+                        Err(create_error) => context.get_key_value(config.bucket.as_str()).await.map_err(|_| {
+                            StateError::Unavailable(format!(
+                                "cannot open the key-value bucket {}: {get_error}; creating it: {create_error}",
+                                config.bucket
+                            ))
+                        }),
+                    }
+                }
+            }
+        };
+        let store = bounded(config.timeout, "opening the key-value bucket", open).await?;
+        Ok(Self { backend: Arc::new(JetStreamKv { store }), kind: "jetstream", timeout: config.timeout })
+    }
+
+    /// [`SessionStore::jetstream`] over the connection of a NATS bus
+    /// transport.
+    pub async fn over_nats(transport: &NatsTransport, config: JetStreamConfig) -> Result<Self, StateError> {
+        Self::jetstream(transport.client().clone(), config).await
+    }
+
+    /// `"memory"` or `"jetstream"`.
+    pub fn backend_kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// The value of `name` in `session`, `None` when it was never written
+    /// (or was deleted).
+    pub async fn get(&self, session: &str, name: &str) -> Result<Option<Entry>, StateError> {
+        let key = encode_key(session, name)?;
+        let raw = bounded(self.timeout, "reading", self.backend.get(&key)).await?;
+        raw.map(|raw| decode(&key, raw)).transpose()
+    }
+
+    /// Write `name` in `session` only if it does not exist; returns the new
+    /// revision, or [`StateError::Conflict`] when it exists.
+    pub async fn create(&self, session: &str, name: &str, value: &Value) -> Result<u64, StateError> {
+        let key = encode_key(session, name)?;
+        let value = encode_value(value)?;
+        bounded(self.timeout, "creating", self.backend.create(&key, value)).await
+    }
+
+    /// Write `name` in `session` only if it is still at `expected_revision`;
+    /// returns the new revision, or [`StateError::Conflict`] when someone
+    /// wrote (or deleted) it since.
+    pub async fn compare_and_set(
+        &self,
+        session: &str,
+        name: &str,
+        value: &Value,
+        expected_revision: u64,
+    ) -> Result<u64, StateError> {
+        let key = encode_key(session, name)?;
+        let value = encode_value(value)?;
+        bounded(self.timeout, "writing", self.backend.compare_and_set(&key, value, expected_revision)).await
+    }
+
+    /// Read `name`, compute the new value with `f` (given the current value,
+    /// `None` if absent) and write it with compare-and-set; on a conflict,
+    /// read again and retry, at most [`MAX_UPDATE_ATTEMPTS`] times. `f` may
+    /// run several times. Returns what was written.
+    pub async fn update<F>(&self, session: &str, name: &str, mut f: F) -> Result<Entry, StateError>
+    where
+        F: FnMut(Option<Value>) -> Value + Send,
+    {
+        let key = encode_key(session, name)?;
+        for attempt in 1..=MAX_UPDATE_ATTEMPTS {
+            let current = bounded(self.timeout, "reading", self.backend.get(&key)).await?;
+            let current = current.map(|raw| decode(&key, raw)).transpose()?;
+            let (old, expected) = match current {
+                Some(entry) => (Some(entry.value), Some(entry.revision)),
+                None => (None, None),
+            };
+            let value = f(old);
+            let bytes = encode_value(&value)?;
+            let written = match expected {
+                Some(revision) => {
+                    bounded(self.timeout, "writing", self.backend.compare_and_set(&key, bytes, revision)).await
+                }
+                None => bounded(self.timeout, "creating", self.backend.create(&key, bytes)).await,
+            };
+            match written {
+                Ok(revision) => return Ok(Entry { value, revision }),
+                Err(StateError::Conflict(_)) => tokio::time::sleep(backoff(attempt)).await,
+                Err(other) => return Err(other),
+            }
+        }
+        Err(StateError::Conflict(format!(
+            "{key}: still changing under this update after {MAX_UPDATE_ATTEMPTS} attempts"
+        )))
+    }
+
+    /// Remove `name` from `session` (no error when it is absent).
+    pub async fn delete(&self, session: &str, name: &str) -> Result<(), StateError> {
+        let key = encode_key(session, name)?;
+        bounded(self.timeout, "deleting", self.backend.delete(&key)).await
+    }
+}
+
+/// Run one backend call within `timeout`; running out is `Unavailable`.
+async fn bounded<T>(
+    timeout: Duration,
+    what: &str,
+    call: impl Future<Output = Result<T, StateError>>,
+) -> Result<T, StateError> {
+    match tokio::time::timeout(timeout, call).await {
+        Ok(result) => result,
+        Err(_) => Err(StateError::Unavailable(format!("{what} timed out after {timeout:?}"))),
+    }
+}
+
+/// A short random pause after a lost compare-and-set, growing with the
+/// attempt, so that writers contending for one key spread out.
+fn backoff(attempt: u32) -> Duration {
+    let random = std::collections::hash_map::RandomState::new().build_hasher().finish();
+    let ceiling_micros = 200 * u64::from(attempt.min(10));
+    Duration::from_micros(random % ceiling_micros)
+}
+
+/// `<session>.<name>`: the session escaped into one key token (`[A-Za-z0-9-]`
+/// kept, every other byte `_XX` in hex, so distinct sessions never share a
+/// key), the name checked to be dot-separated `[A-Za-z0-9_-]` tokens.
+fn encode_key(session: &str, name: &str) -> Result<String, StateError> {
+    if session.is_empty() || session.len() > MAX_SESSION_BYTES {
+        return Err(StateError::Invalid(format!(
+            "a session id must have 1 to {MAX_SESSION_BYTES} bytes, not {}",
+            session.len()
+        )));
+    }
+    let name_ok = !name.is_empty()
+        && name.len() <= MAX_NAME_BYTES
+        && name
+            .split('.')
+            .all(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'));
+    if !name_ok {
+        return Err(StateError::Invalid(format!(
+            "state name {name:?} is not 1 to {MAX_NAME_BYTES} characters of dot-separated [A-Za-z0-9_-] tokens"
+        )));
+    }
+    let mut key = String::with_capacity(session.len() * 3 + 1 + name.len());
+    for byte in session.bytes() {
+        if byte.is_ascii_alphanumeric() || byte == b'-' {
+            key.push(byte as char);
+        } else {
+            key.push_str(&format!("_{byte:02X}"));
+        }
+    }
+    key.push('.');
+    key.push_str(name);
+    Ok(key)
+}
+
+fn encode_value(value: &Value) -> Result<Bytes, StateError> {
+    let bytes = serde_json::to_vec(value).map_err(|e| StateError::Invalid(format!("value not encodable: {e}")))?;
+    if bytes.len() > MAX_VALUE_BYTES {
+        return Err(StateError::Invalid(format!(
+            "a value of {} bytes is over the limit of {MAX_VALUE_BYTES}",
+            bytes.len()
+        )));
+    }
+    Ok(Bytes::from(bytes))
+}
+
+fn decode(key: &str, raw: Raw) -> Result<Entry, StateError> {
+    let value = serde_json::from_slice(&raw.value)
+        .map_err(|e| StateError::Invalid(format!("the stored value of {key} is not JSON: {e}")))?;
+    Ok(Entry { value, revision: raw.revision })
+}
+
+/// The in-memory backend: a map behind a `std::sync::Mutex` rather than an
+/// actor task. Every operation is one short map access that never awaits
+/// while holding the lock, so the lock cannot be held across a suspension
+/// point or for long; a task and a channel would add a hop per call and
+/// nothing else. Revisions come from one counter for the whole store, like
+/// the sequence of a JetStream stream, so a deleted and re-created key never
+/// reuses a revision.
+#[derive(Default)]
+struct Memory {
+    inner: Mutex<MemoryInner>,
+}
+
+#[derive(Default)]
+struct MemoryInner {
+    last_revision: u64,
+    entries: HashMap<String, (Bytes, u64)>,
+}
+
+impl Memory {
+    fn lock(&self) -> std::sync::MutexGuard<'_, MemoryInner> {
+        // A panic while holding the lock cannot leave the map half-written
+        // (each operation is a single insert or remove), so keep going.
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl MemoryInner {
+    fn write(&mut self, key: &str, value: Bytes) -> u64 {
+        self.last_revision += 1;
+        self.entries.insert(key.to_string(), (value, self.last_revision));
+        self.last_revision
+    }
+}
+
+#[async_trait]
+impl Backend for Memory {
+    async fn get(&self, key: &str) -> Result<Option<Raw>, StateError> {
+        Ok(self.lock().entries.get(key).map(|(value, revision)| Raw { value: value.clone(), revision: *revision }))
+    }
+
+    async fn create(&self, key: &str, value: Bytes) -> Result<u64, StateError> {
+        let mut inner = self.lock();
+        if inner.entries.contains_key(key) {
+            return Err(StateError::Conflict(format!("{key} already exists")));
+        }
+        Ok(inner.write(key, value))
+    }
+
+    async fn compare_and_set(&self, key: &str, value: Bytes, expected: u64) -> Result<u64, StateError> {
+        let mut inner = self.lock();
+        match inner.entries.get(key) {
+            Some((_, revision)) if *revision == expected => Ok(inner.write(key, value)),
+            Some((_, revision)) => {
+                Err(StateError::Conflict(format!("{key} is at revision {revision}, not {expected}")))
+            }
+            None => Err(StateError::Conflict(format!("{key} does not exist (expected revision {expected})"))),
+        }
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), StateError> {
+        self.lock().entries.remove(key);
+        Ok(())
+    }
+}
+
+/// The JetStream backend: one key-value bucket. The async-nats client
+/// reconnects by itself; the `Store` handle stays valid across reconnects
+/// and server restarts.
+struct JetStreamKv {
+    store: kv::Store,
+}
+
+fn unavailable(what: &str, key: &str, error: impl fmt::Display) -> StateError {
+    StateError::Unavailable(format!("{what} {key}: {error}"))
+}
+
+#[async_trait]
+impl Backend for JetStreamKv {
+    async fn get(&self, key: &str) -> Result<Option<Raw>, StateError> {
+        match self.store.entry(key).await {
+            Ok(Some(entry)) if entry.operation == kv::Operation::Put => {
+                Ok(Some(Raw { value: entry.value, revision: entry.revision }))
+            }
+            // Never written, or its last operation was a delete or purge.
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == kv::EntryErrorKind::InvalidKey => Err(StateError::Invalid(format!("key {key}"))),
+            Err(e) => Err(unavailable("reading", key, e)),
+        }
+    }
+
+    async fn create(&self, key: &str, value: Bytes) -> Result<u64, StateError> {
+        // async-nats creates over a delete marker too (compare-and-set on
+        // the marker's revision).
+        self.store.create(key, value).await.map_err(|e| match e.kind() {
+            kv::CreateErrorKind::AlreadyExists => StateError::Conflict(format!("{key} already exists")),
+            kv::CreateErrorKind::InvalidKey => StateError::Invalid(format!("key {key}")),
+            _ => unavailable("creating", key, e),
+        })
+    }
+
+    async fn compare_and_set(&self, key: &str, value: Bytes, expected: u64) -> Result<u64, StateError> {
+        self.store.update(key, value, expected).await.map_err(|e| match e.kind() {
+            kv::UpdateErrorKind::WrongLastRevision => {
+                StateError::Conflict(format!("{key} is not at revision {expected}"))
+            }
+            kv::UpdateErrorKind::InvalidKey => StateError::Invalid(format!("key {key}")),
+            _ => unavailable("writing", key, e),
+        })
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), StateError> {
+        self.store.delete(key).await.map_err(|e| match e.kind() {
+            kv::UpdateErrorKind::InvalidKey => StateError::Invalid(format!("key {key}")),
+            _ => unavailable("deleting", key, e),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_are_escaped_into_one_token_and_never_collide() {
+        assert_eq!(encode_key("6f1c-AB09", "taint").unwrap(), "6f1c-AB09.taint");
+        let lookalikes = ["a.b", "a_2Eb", "a b", "a>b", "a*b", "a_b", "ä"];
+        let keys: Vec<String> = lookalikes.iter().map(|s| encode_key(s, "n").unwrap()).collect();
+        for (i, key) in keys.iter().enumerate() {
+            assert_eq!(key.matches('.').count(), 1, "{key}");
+            assert!(key.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)), "{key}");
+            assert!(!keys[..i].contains(key), "{key} collides");
+        }
+    }
+
+    #[test]
+    fn bad_names_and_sessions_are_invalid() {
+        for name in ["", ".a", "a.", "a..b", "a b", "a>", "*", &"x".repeat(MAX_NAME_BYTES + 1)] {
+            assert!(matches!(encode_key("s", name), Err(StateError::Invalid(_))), "{name:?}");
+        }
+        assert!(matches!(encode_key("", "n"), Err(StateError::Invalid(_))));
+        assert!(matches!(encode_key(&"s".repeat(MAX_SESSION_BYTES + 1), "n"), Err(StateError::Invalid(_))));
+        assert_eq!(encode_key("s", "rate.calls_per-min").unwrap(), "s.rate.calls_per-min");
+    }
+}
