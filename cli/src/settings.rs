@@ -152,11 +152,11 @@ fn lookup(
     })
 }
 
-fn from_file(file: &PathBuf, sub: &str, subcommand: &clap::Command) -> Result<Vec<Setting>, SettingsError> {
+fn from_file(file: &std::path::Path, sub: &str, subcommand: &clap::Command) -> Result<Vec<Setting>, SettingsError> {
     let name = file.display().to_string();
     let file_error = |reason: String| SettingsError::File { file: name.clone(), reason };
     let config = config::Config::builder()
-        .add_source(config::File::from(file.clone()).format(config::FileFormat::Toml).required(true))
+        .add_source(config::File::from(file.to_path_buf()).format(config::FileFormat::Toml).required(true))
         .build()
         .map_err(|e| file_error(e.to_string()))?;
     let tables = config

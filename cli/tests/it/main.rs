@@ -4,7 +4,9 @@
 //! Under `CI=true` a missing engine or image fails these tests; on a
 //! developer's machine they report that they did not run.
 
+mod faults;
 mod mcp_stdio;
+mod metrics;
 mod run_command;
 mod skill;
 mod support;

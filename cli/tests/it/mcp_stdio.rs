@@ -1,102 +1,12 @@
 //! End to end through the real MCP stdio transport: an rmcp client starts
 //! `code-mode serve -- <test server>` and talks to it as Claude Code would.
 
-use std::process::Stdio;
 use std::time::Duration;
 
-use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::{RoleClient, RunningService};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::support;
-
-type Client = RunningService<RoleClient, ()>;
-
-/// Where the three services run.
-#[derive(Debug, Clone, Copy)]
-enum Deployment {
-    /// `code-mode serve`: one process, in-process bus.
-    AllInOne,
-    /// `code-mode frontend|bridge|sandbox-runner`, three processes over a
-    /// real nats-server.
-    OverNats,
-}
-
-/// What must live as long as the client: the nats-server and the bridge and
-/// runner processes of a split deployment.
-#[allow(dead_code)]
-struct Guards(Option<code_mode_core::testing::NatsServer>, Vec<tokio::process::Child>);
-
-/// Which service takes an option (and how many values follow it).
-fn service_of(flag: &str) -> &'static str {
-    match flag {
-        "--allow" | "--env" | "--max-calls" | "--call-timeout" => "bridge",
-        "--image" | "--base" => "runner",
-        _ => "frontend",
-    }
-}
-
-/// Start `code-mode serve [args] -- <test server> [server_args]` as a child
-/// (or the three services over NATS, each option routed to the service that
-/// takes it) and connect an MCP client over the frontend's stdin and stdout.
-/// Returns the client, the frontend's process id and the guards. Cancelling
-/// the client closes the frontend's stdin: the client has gone away.
-async fn start(deployment: Deployment, args: &[&str], server_args: &[&str]) -> (Client, u32, Guards) {
-    let mut frontend = tokio::process::Command::new(support::code_mode());
-    let guards = match deployment {
-        Deployment::AllInOne => {
-            frontend.arg("serve").args(args).arg("--").arg(support::test_server()).args(server_args);
-            Guards(None, vec![])
-        }
-        Deployment::OverNats => {
-            // The deployment's nats-server config: one user per service.
-            let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else {
-                panic!("nats-server is needed for the split deployment");
-            };
-            let (mut bridge_args, mut runner_args, mut frontend_args) = (vec![], vec![], vec![]);
-            for pair in args.chunks(2) {
-                let target = match service_of(pair[0]) {
-                    "bridge" => &mut bridge_args,
-                    "runner" => &mut runner_args,
-                    _ => &mut frontend_args,
-                };
-                target.extend_from_slice(pair);
-                if pair[0] == "--max-concurrent" {
-                    runner_args.extend_from_slice(&["--capacity", pair[1]]);
-                }
-            }
-            let spawn = |service: &str, extra: &[&str], server: bool| {
-                let mut cmd = tokio::process::Command::new(support::code_mode());
-                cmd.arg(service).args(["--nats", &nats.url()]).args(extra);
-                cmd.env("CODE_MODE_NATS_USER", service).env("CODE_MODE_NATS_PASSWORD", users.password(service));
-                if server {
-                    cmd.arg("--").arg(support::test_server()).args(server_args);
-                }
-                cmd.stdin(Stdio::null()).kill_on_drop(true).spawn().expect("the service starts")
-            };
-            let children = vec![spawn("bridge", &bridge_args, true), spawn("sandbox-runner", &runner_args, false)];
-            frontend.arg("frontend").args(["--nats", &nats.url()]).args(&frontend_args);
-            frontend.env("CODE_MODE_NATS_USER", "frontend").env("CODE_MODE_NATS_PASSWORD", users.password("frontend"));
-            Guards(Some(nats), children)
-        }
-    };
-    let mut child = frontend
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the frontend starts");
-    let pid = child.id().expect("the frontend has a pid");
-    let transport = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
-    // Reap the process in the background once it exits.
-    tokio::spawn(async move {
-        let _ = child.wait().await;
-    });
-    let client = ().serve(transport).await.expect("the MCP handshake succeeds");
-    (client, pid, guards)
-}
+use crate::support::{self, Client, Deployment, children_of, pid_alive, report, run_python, start};
 
 /// The all-in-one `serve`, for tests about that process itself.
 async fn connect(args: &[&str], server_args: &[&str]) -> (Client, u32) {
@@ -124,39 +34,6 @@ over_both_deployments!(
     the_description_falls_back_to_one_line_per_tool_when_stubs_do_not_fit,
     cells_beyond_the_concurrency_limit_wait_for_a_slot,
 );
-
-async fn run_python(client: &Client, code: &str) -> CallToolResult {
-    let mut params = CallToolRequestParams::new("run_python");
-    params.arguments = Some(json!({ "code": code }).as_object().unwrap().clone());
-    client.peer().call_tool(params).await.expect("run_python answers")
-}
-
-/// The structured report, checked against the text block.
-fn report(result: &CallToolResult) -> Value {
-    let structured = result.structured_content.clone().expect("structured content");
-    let text = result.content.iter().find_map(|c| c.as_text()).expect("a text block").text.clone();
-    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), structured, "the text block holds the same JSON");
-    structured
-}
-
-fn pid_alive(pid: u32) -> bool {
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(") Z ")
-}
-
-/// Children of `parent`, from /proc.
-fn children_of(parent: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else { continue };
-        if rest.split_whitespace().nth(1) == Some(&parent.to_string()) {
-            out.push(pid);
-        }
-    }
-    out
-}
 
 async fn a_client_sees_one_tool_whose_description_carries_the_stubs(deployment: Deployment) {
     if !support::sandbox_available() {

@@ -1,4 +1,6 @@
-//! Helpers: run `code-mode` against the test server and read its report.
+//! Helpers: run `code-mode` against the test server and read its report;
+//! start a whole deployment (all in one, or the three services over NATS)
+//! behind an MCP client.
 
 #![allow(dead_code)]
 
@@ -6,7 +8,11 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
-use serde_json::Value;
+use code_mode_core::testing::{NatsServer, NatsUsers};
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
+use serde_json::{Value, json};
 
 /// The `code-mode` binary under test.
 pub fn code_mode() -> PathBuf {
@@ -127,4 +133,159 @@ pub fn containers_of(pid: u32) -> Vec<String> {
             (owner_pid == pid.to_string()).then(|| id.to_string())
         })
         .collect()
+}
+
+/// An MCP client connected to a frontend.
+pub type Client = RunningService<RoleClient, ()>;
+
+/// Where the three services run.
+#[derive(Debug, Clone, Copy)]
+pub enum Deployment {
+    /// `code-mode serve`: one process, in-process bus.
+    AllInOne,
+    /// `code-mode frontend|bridge|sandbox-runner`, three processes over a
+    /// real nats-server.
+    OverNats,
+}
+
+/// What must live as long as the client: the nats-server and the bridge and
+/// runner processes of a split deployment (killed on drop).
+pub struct Guards {
+    /// The nats-server (split deployment).
+    pub nats: Option<NatsServer>,
+    /// `code-mode bridge` (split deployment).
+    pub bridge: Option<tokio::process::Child>,
+    /// `code-mode sandbox-runner` (split deployment).
+    pub runner: Option<tokio::process::Child>,
+    /// The NATS users of the services (split deployment).
+    pub users: Option<NatsUsers>,
+}
+
+impl Guards {
+    /// The nats-server's URL, or the test fails.
+    pub fn nats_url(&self) -> String {
+        self.nats.as_ref().expect("a split deployment").url()
+    }
+
+    /// The services' NATS users, or the test fails.
+    pub fn users(&self) -> &NatsUsers {
+        self.users.as_ref().expect("a split deployment")
+    }
+}
+
+/// Which service takes an option (and how many values follow it).
+fn service_of(flag: &str) -> &'static str {
+    match flag {
+        "--allow" | "--env" | "--max-calls" | "--call-timeout" => "bridge",
+        "--image" | "--base" => "runner",
+        _ => "frontend",
+    }
+}
+
+/// Start `code-mode <service> --nats URL [extra]` as its NATS user of
+/// `deploy/nats-server.conf`, with `-- <test server> [server_args]` when
+/// `server_args` is given (the bridge). Its stdin is null, its stderr
+/// inherited; it is killed on drop.
+pub fn spawn_service(
+    nats_url: &str,
+    users: &NatsUsers,
+    service: &str,
+    extra: &[&str],
+    server_args: Option<&[&str]>,
+) -> tokio::process::Child {
+    let mut cmd = tokio::process::Command::new(code_mode());
+    cmd.arg(service).args(["--nats", nats_url]).args(extra);
+    cmd.env("CODE_MODE_NATS_USER", service).env("CODE_MODE_NATS_PASSWORD", users.password(service));
+    if let Some(server_args) = server_args {
+        cmd.arg("--").arg(test_server()).args(server_args);
+    }
+    cmd.stdin(Stdio::null()).kill_on_drop(true).spawn().expect("the service starts")
+}
+
+/// Start `code-mode serve [args] -- <test server> [server_args]` as a child
+/// (or the three services over NATS, each option routed to the service that
+/// takes it) and connect an MCP client over the frontend's stdin and stdout.
+/// Returns the client, the frontend's process id and the guards. Cancelling
+/// the client closes the frontend's stdin: the client has gone away.
+pub async fn start(deployment: Deployment, args: &[&str], server_args: &[&str]) -> (Client, u32, Guards) {
+    let mut frontend = tokio::process::Command::new(code_mode());
+    let guards = match deployment {
+        Deployment::AllInOne => {
+            frontend.arg("serve").args(args).arg("--").arg(test_server()).args(server_args);
+            Guards { nats: None, bridge: None, runner: None, users: None }
+        }
+        Deployment::OverNats => {
+            // The deployment's nats-server config: one user per service.
+            let Some((nats, users)) = NatsServer::start_secured() else {
+                panic!("nats-server is needed for the split deployment");
+            };
+            let (mut bridge_args, mut runner_args, mut frontend_args) = (vec![], vec![], vec![]);
+            for pair in args.chunks(2) {
+                let target = match service_of(pair[0]) {
+                    "bridge" => &mut bridge_args,
+                    "runner" => &mut runner_args,
+                    _ => &mut frontend_args,
+                };
+                target.extend_from_slice(pair);
+                if pair[0] == "--max-concurrent" {
+                    runner_args.extend_from_slice(&["--capacity", pair[1]]);
+                }
+            }
+            let bridge = spawn_service(&nats.url(), &users, "bridge", &bridge_args, Some(server_args));
+            let runner = spawn_service(&nats.url(), &users, "sandbox-runner", &runner_args, None);
+            frontend.arg("frontend").args(["--nats", &nats.url()]).args(&frontend_args);
+            frontend.env("CODE_MODE_NATS_USER", "frontend").env("CODE_MODE_NATS_PASSWORD", users.password("frontend"));
+            Guards { nats: Some(nats), bridge: Some(bridge), runner: Some(runner), users: Some(users) }
+        }
+    };
+    let mut child = frontend
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the frontend starts");
+    let pid = child.id().expect("the frontend has a pid");
+    let transport = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    // Reap the process in the background once it exits.
+    tokio::spawn(async move {
+        let _ = child.wait().await;
+    });
+    let client = ().serve(transport).await.expect("the MCP handshake succeeds");
+    (client, pid, guards)
+}
+
+/// Call `run_python` with `code`; the call itself must answer.
+pub async fn run_python(client: &Client, code: &str) -> CallToolResult {
+    let mut params = CallToolRequestParams::new("run_python");
+    params.arguments = Some(json!({ "code": code }).as_object().unwrap().clone());
+    client.peer().call_tool(params).await.expect("run_python answers")
+}
+
+/// The structured report, checked against the text block.
+pub fn report(result: &CallToolResult) -> Value {
+    let structured = result.structured_content.clone().expect("structured content");
+    let text = result.content.iter().find_map(|c| c.as_text()).expect("a text block").text.clone();
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), structured, "the text block holds the same JSON");
+    structured
+}
+
+/// True while `pid` runs (a zombie counts as gone).
+pub fn pid_alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(") Z ")
+}
+
+/// Children of `parent`, from /proc.
+pub fn children_of(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else { continue };
+        if rest.split_whitespace().nth(1) == Some(&parent.to_string()) {
+            out.push(pid);
+        }
+    }
+    out
 }

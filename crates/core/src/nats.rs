@@ -104,6 +104,13 @@ impl Responder for NatsResponder {
 #[async_trait]
 impl Transport for NatsTransport {
     async fn request(&self, subject: &str, payload: Bytes, timeout: Duration) -> Result<Bytes, BusError> {
+        // While the client reconnects, a request would wait in its queue for
+        // the whole timeout: fail at once instead, saying why.
+        if self.client.connection_state() != async_nats::connection::State::Connected {
+            return Err(BusError::Transport(format!(
+                "not connected to NATS (reconnecting): the request on {subject} was not sent; try again shortly"
+            )));
+        }
         let request = async_nats::client::Request::new().payload(payload).timeout(Some(timeout));
         match self.client.send_request(subject.to_string(), request).await {
             Ok(message) => Ok(message.payload),

@@ -1,11 +1,22 @@
 //! One wrapped MCP server over stdio, owned by one actor.
 //!
-//! The actor task owns the rmcp client session (and so the child process).
-//! Its [`ServerHandle`] is cheap to clone and makes tool calls directly on the
-//! session's peer, which multiplexes concurrent requests; the actor itself
-//! only decides when the session ends: on shutdown, or when every handle is
-//! gone. The child gets the minimal environment MCP clients give a stdio
-//! server plus the names the user passed, never this process's environment.
+//! The actor task owns the rmcp client session (and so the child process)
+//! and publishes the current state of the server on a `watch` channel: up
+//! (with the session's peer), down (exited, being restarted) or closed. Its
+//! [`ServerHandle`] is cheap to clone and makes tool calls directly on the
+//! current peer, which multiplexes concurrent requests; while the server is
+//! down a call fails at once.
+//!
+//! When the server exits on its own (a crash), the calls in flight fail with
+//! `TransportClosed` and the actor starts it again after a delay that doubles
+//! from 100 ms up to 10 s with each exit or failed start, and starts over at
+//! 100 ms once a server stayed up for 30 s ([`Backoff`]). A restarted server
+//! whose tool list differs from the one the catalog was built from is logged
+//! as a warning; the catalog is not refreshed.
+//!
+//! The session ends for good on shutdown, or when every handle is gone. The
+//! child gets the minimal environment MCP clients give a stdio server plus
+//! the names the user passed, never this process's environment.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -15,7 +26,8 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
 use rmcp::transport::TokioChildProcess;
 use tokio::io::AsyncBufReadExt;
-use tokio::sync::mpsc;
+use tokio::sync::watch;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::BridgeError;
@@ -27,6 +39,10 @@ pub const DEFAULT_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "
 /// How long a wrapped server gets to exit after its session closes; then its
 /// process is killed (`kill_on_drop`).
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The restart delays of a wrapped server that exits on its own.
+pub const RESTART_BACKOFF: Backoff =
+    Backoff::new(Duration::from_millis(100), Duration::from_secs(10), Duration::from_secs(30));
 
 /// How to start a wrapped stdio server.
 #[derive(Debug, Clone)]
@@ -55,6 +71,12 @@ pub enum CallError {
     /// The MCP session failed (transport closed, protocol error, ...).
     #[error("{0}")]
     Service(#[from] ServiceError),
+    /// The server exited and is not running again yet.
+    #[error("the server exited and is being restarted")]
+    Restarting,
+    /// The server was closed (shutdown).
+    #[error("the server was closed")]
+    Closed,
 }
 
 impl CallError {
@@ -62,6 +84,8 @@ impl CallError {
     pub fn kind(&self) -> &'static str {
         match self {
             CallError::Timeout(_) => "TimeoutError",
+            CallError::Restarting => "ServerRestarting",
+            CallError::Closed => "ServerClosed",
             CallError::Service(e) => match e {
                 ServiceError::McpError(_) => "McpError",
                 ServiceError::TransportSend(_) => "TransportSendError",
@@ -75,12 +99,60 @@ impl CallError {
     }
 }
 
-/// A cheap handle on a running wrapped server.
+/// Restart delays: `initial` after the first exit, doubled after each
+/// further exit or failed start up to `max`, and back to `initial` after an
+/// exit of a server that had stayed up for `stable`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    initial: Duration,
+    max: Duration,
+    stable: Duration,
+    next: Duration,
+}
+
+impl Backoff {
+    /// Delays from `initial` doubling to `max`, reset after `stable` uptime.
+    pub const fn new(initial: Duration, max: Duration, stable: Duration) -> Self {
+        Self { initial, max, stable, next: initial }
+    }
+
+    /// The delay before restarting a server that exited after `uptime`.
+    pub fn after_exit(&mut self, uptime: Duration) -> Duration {
+        if uptime >= self.stable {
+            self.next = self.initial;
+        }
+        self.take()
+    }
+
+    /// The delay before the next try after a failed start.
+    pub fn after_failed_start(&mut self) -> Duration {
+        self.take()
+    }
+
+    fn take(&mut self) -> Duration {
+        let delay = self.next;
+        self.next = delay.saturating_mul(2).min(self.max);
+        delay
+    }
+}
+
+/// The state of a wrapped server as its handles see it.
+#[derive(Clone)]
+enum Link {
+    /// Running: calls go to this peer.
+    Up(Peer<RoleClient>),
+    /// Exited; the actor is restarting it.
+    Restarting,
+    /// Closed for good.
+    Closed,
+}
+
+/// A cheap handle on a wrapped server; calls go to whichever session of
+/// the server is current.
 #[derive(Clone)]
 pub struct ServerHandle {
     name: String,
-    peer: Peer<RoleClient>,
-    _alive: mpsc::Sender<()>,
+    link: watch::Receiver<Link>,
 }
 
 impl std::fmt::Debug for ServerHandle {
@@ -89,13 +161,28 @@ impl std::fmt::Debug for ServerHandle {
     }
 }
 
-/// The actor's end: dropping the last handle or cancelling the token closes
-/// the session and stops the child.
-pub struct ServerActor {
-    session: RunningService<RoleClient, ()>,
-    alive: mpsc::Receiver<()>,
+type Session = RunningService<RoleClient, ()>;
+
+/// The actor: owns the session and restarts the server when it exits.
+/// Dropping the last handle or cancelling the token closes the session and
+/// stops the child.
+struct ServerActor {
+    spec: ServerSpec,
+    /// The current state; its receivers are the handles, so
+    /// `link.closed()` resolves once every handle is gone.
+    link: watch::Sender<Link>,
     cancel: CancellationToken,
-    name: String,
+    /// The tools the catalog was built from.
+    listed: Vec<Tool>,
+    backoff: Backoff,
+}
+
+/// How one session ended.
+enum Ended {
+    /// Closed on shutdown or because every handle is gone.
+    Stopped,
+    /// The server exited on its own.
+    Exited,
 }
 
 /// Start a wrapped server, list its tools, and spawn its owner actor.
@@ -103,6 +190,17 @@ pub async fn start(
     spec: &ServerSpec,
     cancel: CancellationToken,
 ) -> Result<(ServerHandle, Vec<Tool>, tokio::task::JoinHandle<()>), BridgeError> {
+    let (session, tools) = connect(spec).await?;
+    let (link, link_rx) = watch::channel(Link::Up(session.peer().clone()));
+    let handle = ServerHandle { name: spec.name.clone(), link: link_rx };
+    let actor = ServerActor { spec: spec.clone(), link, cancel, listed: tools.clone(), backoff: RESTART_BACKOFF };
+    let task = tokio::spawn(actor.run(session));
+    Ok((handle, tools, task))
+}
+
+/// Spawn the server, initialize the session and list the tools, all within
+/// the start timeout.
+async fn connect(spec: &ServerSpec) -> Result<(Session, Vec<Tool>), BridgeError> {
     let mut cmd = tokio::process::Command::new(&spec.command);
     cmd.args(&spec.args).env_clear().kill_on_drop(true);
     for key in DEFAULT_ENV {
@@ -145,41 +243,126 @@ pub async fn start(
     // One deadline covers initialize and tools/list. A server that never
     // answers is killed: dropping the transport (or closing the session)
     // stops the child.
-    let deadline = tokio::time::Instant::now() + spec.start_timeout;
+    let deadline = Instant::now() + spec.start_timeout;
     let mut session = match tokio::time::timeout_at(deadline, ().serve(transport)).await {
         Ok(Ok(session)) => session,
         Ok(Err(e)) => return Err(start_error(format!("MCP initialization failed: {e}"))),
         Err(_) => return Err(no_answer()),
     };
-    let tools = match tokio::time::timeout_at(deadline, session.peer().list_all_tools()).await {
-        Ok(Ok(tools)) => tools,
+    match tokio::time::timeout_at(deadline, session.peer().list_all_tools()).await {
+        Ok(Ok(tools)) => Ok((session, tools)),
         failed => {
             let _ = session.close_with_timeout(CLOSE_TIMEOUT).await;
-            return Err(match failed {
+            Err(match failed {
                 Ok(Err(e)) => start_error(format!("tools/list failed: {e}")),
                 _ => no_answer(),
-            });
+            })
         }
-    };
-    let (alive_tx, alive_rx) = mpsc::channel(1);
-    let handle = ServerHandle { name: spec.name.clone(), peer: session.peer().clone(), _alive: alive_tx };
-    let actor = ServerActor { session, alive: alive_rx, cancel, name: spec.name.clone() };
-    let task = tokio::spawn(actor.run());
-    Ok((handle, tools, task))
+    }
 }
 
 impl ServerActor {
-    async fn run(mut self) {
+    async fn run(mut self, mut session: Session) {
+        let name = self.spec.name.clone();
+        loop {
+            let up_since = Instant::now();
+            if let Ended::Stopped = self.serve(session).await {
+                break;
+            }
+            self.link.send_replace(Link::Restarting);
+            let uptime = up_since.elapsed();
+            let mut delay = self.backoff.after_exit(uptime);
+            tracing::warn!(server = %name, uptime_ms = uptime.as_millis() as u64, "the wrapped server exited: restarting it in {delay:?}");
+            session = loop {
+                if !self.pause(delay).await {
+                    self.link.send_replace(Link::Closed);
+                    return;
+                }
+                let started = tokio::select! {
+                    started = connect(&self.spec) => started,
+                    // Dropping a start in progress kills its child.
+                    _ = self.stopping() => {
+                        self.link.send_replace(Link::Closed);
+                        return;
+                    }
+                };
+                match started {
+                    Ok((session, tools)) => {
+                        self.check_tools(&tools);
+                        break session;
+                    }
+                    Err(e) => {
+                        delay = self.backoff.after_failed_start();
+                        tracing::warn!(server = %name, error = %e, "restarting the wrapped server failed: next try in {delay:?}");
+                    }
+                }
+            };
+            tracing::info!(server = %name, "the wrapped server runs again");
+            self.link.send_replace(Link::Up(session.peer().clone()));
+        }
+        self.link.send_replace(Link::Closed);
+    }
+
+    /// Serve one session until it ends: closed by us on shutdown (or when
+    /// every handle is gone), or exited on its own.
+    async fn serve(&self, session: Session) -> Ended {
+        let stop = session.cancellation_token();
+        let ended = session.waiting();
+        tokio::pin!(ended);
+        tokio::select! {
+            _ = self.stopping() => {}
+            reason = &mut ended => {
+                tracing::debug!(server = %self.spec.name, ?reason, "the session ended");
+                return Ended::Exited;
+            }
+        }
+        tracing::debug!(server = %self.spec.name, "closing the wrapped server");
+        stop.cancel();
+        if tokio::time::timeout(CLOSE_TIMEOUT, ended).await.is_err() {
+            tracing::warn!(server = %self.spec.name, "the wrapped server did not close in time: killed");
+        }
+        Ended::Stopped
+    }
+
+    /// Resolves when the actor must stop: on shutdown, or once every handle
+    /// is gone.
+    async fn stopping(&self) {
         tokio::select! {
             _ = self.cancel.cancelled() => {}
-            // `recv` returns None once every handle (sender) is dropped.
-            _ = self.alive.recv() => {}
+            _ = self.link.closed() => {}
         }
-        tracing::debug!(server = %self.name, "closing the wrapped server");
-        match tokio::time::timeout(CLOSE_TIMEOUT, self.session.close()).await {
-            Ok(_) => {}
-            Err(_) => tracing::warn!(server = %self.name, "the wrapped server did not close in time: killed"),
+    }
+
+    /// Wait `delay`; false when the actor must stop instead.
+    async fn pause(&self, delay: Duration) -> bool {
+        tokio::select! {
+            biased;
+            _ = self.stopping() => false,
+            _ = tokio::time::sleep(delay) => true,
         }
+    }
+
+    /// Warn when a restarted server lists other tools than the catalog holds.
+    fn check_tools(&self, tools: &[Tool]) {
+        if tools == self.listed.as_slice() {
+            return;
+        }
+        let names = |list: &[Tool]| list.iter().map(|t| t.name.to_string()).collect::<std::collections::BTreeSet<_>>();
+        let (before, after) = (names(&self.listed), names(tools));
+        let added: Vec<_> = after.difference(&before).collect();
+        let removed: Vec<_> = before.difference(&after).collect();
+        let changed: Vec<_> = tools
+            .iter()
+            .filter(|t| self.listed.iter().any(|old| old.name == t.name && old != *t))
+            .map(|t| t.name.to_string())
+            .collect();
+        tracing::warn!(
+            server = %self.spec.name,
+            ?added,
+            ?removed,
+            ?changed,
+            "the restarted server lists other tools than the catalog was built from; the catalog is not refreshed"
+        );
     }
 }
 
@@ -189,18 +372,56 @@ impl ServerHandle {
         &self.name
     }
 
-    /// Call a tool by the name the server lists, with a timeout.
+    /// Call a tool by the name the server lists, with a timeout. Fails at
+    /// once while the server is being restarted or after it was closed.
     pub async fn call(
         &self,
         tool: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
         timeout: Duration,
     ) -> Result<CallToolResult, CallError> {
+        let peer = match &*self.link.borrow() {
+            Link::Up(peer) => peer.clone(),
+            Link::Restarting => return Err(CallError::Restarting),
+            Link::Closed => return Err(CallError::Closed),
+        };
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = Some(arguments);
-        match tokio::time::timeout(timeout, self.peer.call_tool(params)).await {
+        match tokio::time::timeout(timeout, peer.call_tool(params)).await {
             Ok(r) => Ok(r?),
             Err(_) => Err(CallError::Timeout(timeout)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn restart_delays_double_up_to_the_cap_and_start_over_after_a_stable_run() {
+        let mut b = Backoff::new(100 * MS, 1000 * MS, 30_000 * MS);
+        assert_eq!(b.after_exit(10 * MS), 100 * MS);
+        assert_eq!(b.after_failed_start(), 200 * MS);
+        assert_eq!(b.after_failed_start(), 400 * MS);
+        // A quick exit after a successful restart keeps doubling.
+        assert_eq!(b.after_exit(5_000 * MS), 800 * MS);
+        assert_eq!(b.after_failed_start(), 1000 * MS);
+        assert_eq!(b.after_failed_start(), 1000 * MS, "capped");
+        // Up for the stable period: the next exit starts over.
+        assert_eq!(b.after_exit(30_000 * MS), 100 * MS);
+        assert_eq!(b.after_exit(1 * MS), 200 * MS);
+    }
+
+    #[test]
+    fn the_default_restart_delays_run_from_100_ms_to_10_s() {
+        let mut b = RESTART_BACKOFF;
+        let delays: Vec<Duration> = (0..9).map(|_| b.after_failed_start()).collect();
+        assert_eq!(delays[0], 100 * MS);
+        assert_eq!(delays[6], 6_400 * MS);
+        assert_eq!(delays[7], 10_000 * MS);
+        assert_eq!(delays[8], 10_000 * MS);
     }
 }

@@ -49,6 +49,18 @@ pub enum FrontendError {
     /// A service could not be reached or failed.
     #[error("{0}")]
     Bus(#[from] BusError),
+    /// The sandbox-runner that took the cell never answered: it was killed,
+    /// crashed or lost its connection while running it.
+    #[error(
+        "the sandbox-runner running this cell was lost: no answer within {waited:?} (the run's deadline plus \
+         {margin:?}); it crashed or lost its connection, so the cell's outcome is unknown: run it again"
+    )]
+    RunnerLost {
+        /// How long the frontend waited.
+        waited: Duration,
+        /// The margin over the deadline.
+        margin: Duration,
+    },
     /// No sandbox-runner had a free slot in time.
     #[error("no sandbox-runner had room for the cell within {waited:?}: try again later")]
     NoCapacity {
@@ -106,8 +118,12 @@ pub const CATALOG_WAIT: Duration = Duration::from_secs(30);
 const CATALOG_TIMEOUT: Duration = Duration::from_secs(5);
 /// Pause between two tries of a request that found no service free.
 const RETRY_PAUSE: Duration = Duration::from_millis(100);
-/// Margin over the deadline for a cell's reply (container start and removal).
-const CELL_MARGIN: Duration = Duration::from_secs(30);
+/// Margin over the deadline for a cell's reply. The runner counts the
+/// deadline from the cell's arrival (container start included), so this
+/// covers removing the container and the hops. A runner that has not
+/// answered by then is taken as lost: a killed runner costs the client the
+/// deadline plus this, not a hang.
+pub const CELL_MARGIN: Duration = Duration::from_secs(5);
 
 /// The frontend of one client session: a cheap handle.
 #[derive(Clone, Debug)]
@@ -202,9 +218,15 @@ impl Frontend {
         // then offers the cell to the next. Give up after `capacity_wait`.
         let started = tokio::time::Instant::now();
         loop {
-            let last = match self.inner.bus.call(subjects::CELL_RUN, &cell, config.deadline + CELL_MARGIN).await {
+            let wait = config.deadline + CELL_MARGIN;
+            let last = match self.inner.bus.call(subjects::CELL_RUN, &cell, wait).await {
                 Err(BusError::Remote { error, .. }) if error.kind == NO_CAPACITY => None,
                 Err(e @ BusError::NoResponders { .. }) => Some(e),
+                // A runner took the cell and never answered (or dropped it).
+                Err(BusError::Timeout { .. } | BusError::Dropped { .. }) => {
+                    tracing::warn!(cell = %cell.cell_id, "the sandbox-runner running the cell was lost");
+                    return Err(FrontendError::RunnerLost { waited: wait, margin: CELL_MARGIN });
+                }
                 other => return Ok(other?),
             };
             if started.elapsed() >= config.capacity_wait {

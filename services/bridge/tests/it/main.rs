@@ -8,6 +8,8 @@
 mod calls;
 mod catalog;
 mod lifecycle;
+mod metrics;
 mod refusals;
+mod restart;
 mod startup;
 mod support;

@@ -1,0 +1,254 @@
+//! Fault tolerance, with real processes: a sandbox-runner killed in the
+//! middle of a cell, a bridge killed and started again, nats-server stopped
+//! and started again, and a wrapped server that crashes.
+//!
+//! Every wait is bounded; deadlines are short (10 s) so a fault costs
+//! seconds, not the default 90 s.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use code_mode_mcp_frontend::CELL_MARGIN;
+use rmcp::model::CallToolResult;
+use tokio::time::Instant;
+
+use crate::support::{
+    self, Client, Deployment, children_of, containers_of, pid_alive, report, run_python, spawn_service, start,
+};
+
+/// The deadline the tests give a cell.
+const DEADLINE: Duration = Duration::from_secs(10);
+
+/// `kill -s KILL <pid>`.
+fn kill9(pid: u32) {
+    let status = std::process::Command::new("kill").args(["-s", "KILL", &pid.to_string()]).status().expect("kill runs");
+    assert!(status.success(), "kill -s KILL {pid}");
+}
+
+/// Poll `check` every 100 ms until it holds, up to `within`.
+async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let give_up = Instant::now() + within;
+    loop {
+        if check() {
+            return true;
+        }
+        if Instant::now() >= give_up {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The text of a result that is a tool error, or the test fails.
+fn error_text(result: &CallToolResult) -> String {
+    assert_eq!(result.is_error, Some(true), "expected an error, got {result:?}");
+    result.content.iter().find_map(|c| c.as_text()).expect("a text block").text.clone()
+}
+
+/// The printed output of a cell that ran, or None when `run_python` failed.
+fn stdout_of(result: &CallToolResult) -> Option<String> {
+    if result.is_error == Some(true) {
+        return None;
+    }
+    report(result)["stdout"].as_str().map(str::to_string)
+}
+
+/// Run `code` until its output is `expected`, up to `within`; returns what
+/// the failed tries gave (the error texts or other outputs).
+async fn until_output(client: &Client, code: &str, expected: &str, within: Duration) -> Vec<String> {
+    let give_up = Instant::now() + within;
+    let mut failed = Vec::new();
+    loop {
+        let result = tokio::time::timeout(DEADLINE + CELL_MARGIN + Duration::from_secs(5), run_python(client, code))
+            .await
+            .expect("run_python answers within the deadline and its margin");
+        match stdout_of(&result) {
+            Some(out) if out == expected => return failed,
+            Some(out) => failed.push(out),
+            None => failed.push(error_text(&result)),
+        }
+        assert!(Instant::now() < give_up, "no {expected:?} within {within:?}; got {failed:#?}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+const ADD: &str = "print(await add({'a': 2, 'b': 3}))";
+const SUM: &str = "{\"sum\":5}\n";
+
+#[tokio::test]
+async fn a_runner_killed_mid_cell_fails_that_cell_in_time_and_the_next_runner_reaps_its_container() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let log = support::log_path("runner-killed");
+    let (client, _, mut guards) =
+        start(Deployment::OverNats, &["--deadline", "10"], &["--log", log.to_str().unwrap()]).await;
+    let nats = guards.nats_url();
+    let mut runner = guards.runner.take().expect("a runner");
+    let runner_pid = runner.id().expect("the runner runs");
+
+    // The cell makes a call (so it is surely running), then sleeps past the deadline.
+    let code = "await add({'a': 1, 'b': 1})\nimport time\ntime.sleep(60)";
+    let sent = Instant::now();
+    let killed = async {
+        let running = eventually(Duration::from_secs(30), || !support::logged_calls(&log).is_empty()).await;
+        assert!(running, "the cell's call never reached the server");
+        let containers = containers_of(runner_pid);
+        assert!(!containers.is_empty(), "the running cell has a container");
+        kill9(runner_pid);
+        // Reaped, so its pid is free (a zombie would still look like an owner).
+        runner.wait().await.expect("the killed runner is reaped");
+        (Instant::now(), containers)
+    };
+    // The deadline plus a few seconds (not the 30 s margin this once had).
+    let bound = DEADLINE + Duration::from_secs(8);
+    let (result, (killed_at, left)) =
+        tokio::time::timeout(bound, async { tokio::join!(run_python(&client, code), killed) })
+            .await
+            .expect("the client gets an answer for the cell, never a hang");
+    let text = error_text(&result);
+    assert!(text.contains("sandbox-runner") && text.contains("lost"), "{text}");
+    eprintln!(
+        "runner killed {:?} after the cell was sent; the client had its error {:?} after the kill",
+        killed_at - sent,
+        killed_at.elapsed()
+    );
+
+    // The killed runner could not remove its containers; the next runner
+    // start removes them (any runner's start would: tests run in parallel).
+    guards.runner = Some(spawn_service(&nats, guards.users(), "sandbox-runner", &[], None));
+    let reaped = eventually(Duration::from_secs(30), || containers_of(runner_pid).is_empty()).await;
+    assert!(reaped, "containers of the killed runner left: {:?} (the cell's: {left:?})", containers_of(runner_pid));
+    let failed = until_output(&client, "print('again')", "again\n", Duration::from_secs(30)).await;
+    assert!(failed.is_empty(), "the new runner took the next cell at once: {failed:?}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_bridge_killed_and_started_again_fails_calls_clearly_meanwhile_then_serves_them() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (client, _, mut guards) = start(Deployment::OverNats, &["--deadline", "10"], &[]).await;
+    let nats = guards.nats_url();
+    assert_eq!(until_output(&client, ADD, SUM, Duration::from_secs(30)).await, Vec::<String>::new());
+
+    let mut bridge = guards.bridge.take().expect("a bridge");
+    let bridge_pid = bridge.id().expect("the bridge runs");
+    let wrapped = children_of(bridge_pid);
+    assert_eq!(wrapped.len(), 1, "the bridge runs its wrapped server: {wrapped:?}");
+    kill9(bridge_pid);
+    bridge.wait().await.expect("the killed bridge is reaped");
+    // Its server sees its stdin close and goes too.
+    assert!(eventually(Duration::from_secs(10), || !pid_alive(wrapped[0])).await, "the orphaned server still runs");
+
+    // During the outage a call fails at once with a clear error the code can catch.
+    let code = "try:\n    print(await add({'a': 2, 'b': 3}))\nexcept ToolError as e:\n    print('ToolError:', e)";
+    let during = tokio::time::timeout(Duration::from_secs(10), run_python(&client, code))
+        .await
+        .expect("a call during the outage fails at once");
+    assert_eq!(report(&during)["stdout"], "ToolError: BridgeUnavailable\n");
+
+    let bridge = spawn_service(&nats, guards.users(), "bridge", &[], Some(&[]));
+    let bridge_pid = bridge.id().expect("the new bridge runs");
+    guards.bridge = Some(bridge);
+    until_output(&client, ADD, SUM, Duration::from_secs(30)).await;
+    assert_eq!(children_of(bridge_pid).len(), 1, "the new bridge started its wrapped server");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn nats_stopped_and_started_again_fails_requests_clearly_meanwhile_and_the_services_serve_again() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (client, _, mut guards) = start(Deployment::OverNats, &["--deadline", "10"], &[]).await;
+    assert_eq!(until_output(&client, ADD, SUM, Duration::from_secs(30)).await, Vec::<String>::new());
+
+    guards.nats.as_mut().expect("nats").stop();
+    let during = tokio::time::timeout(Duration::from_secs(10), run_python(&client, ADD))
+        .await
+        .expect("a request during the outage fails at once");
+    let text = error_text(&during);
+    assert!(text.contains("NATS"), "{text}");
+    eprintln!("during the NATS outage: {text}");
+
+    let restarted = Instant::now();
+    guards.nats.as_mut().expect("nats").restart();
+    let failed = until_output(&client, ADD, SUM, Duration::from_secs(30)).await;
+    eprintln!("served again {:?} after nats-server restarted; tries before: {failed:?}", restarted.elapsed());
+    for service in [guards.bridge.as_mut(), guards.runner.as_mut()] {
+        let service = service.expect("a split deployment");
+        assert!(service.try_wait().expect("try_wait").is_none(), "a service exited during the outage");
+    }
+    client.cancel().await.unwrap();
+}
+
+async fn a_crashed_server_reaches_the_code_as_a_tool_error_and_is_back_for_later_calls(deployment: Deployment) {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (client, _, _guards) = start(deployment, &["--deadline", "10"], &[]).await;
+    let code = r#"import asyncio
+try:
+    await crash()
+except ToolError as e:
+    print("crash:", e)
+for _ in range(100):
+    try:
+        print("add:", await add({"a": 2, "b": 3}))
+        break
+    except ToolError as e:
+        await asyncio.sleep(0.1)"#;
+    let result = run_python(&client, code).await;
+    assert_eq!(report(&result)["stdout"], "crash: TransportClosed\nadd: {\"sum\":5}\n", "{result:?}");
+    // Later cells find the server running.
+    assert_eq!(report(&run_python(&client, ADD).await)["stdout"], SUM);
+    client.cancel().await.unwrap();
+}
+
+mod all_in_one {
+    #[tokio::test]
+    async fn a_crashed_server_reaches_the_code_as_a_tool_error_and_is_back_for_later_calls() {
+        super::a_crashed_server_reaches_the_code_as_a_tool_error_and_is_back_for_later_calls(
+            super::Deployment::AllInOne,
+        )
+        .await
+    }
+}
+
+mod over_nats {
+    #[tokio::test]
+    async fn a_crashed_server_reaches_the_code_as_a_tool_error_and_is_back_for_later_calls() {
+        super::a_crashed_server_reaches_the_code_as_a_tool_error_and_is_back_for_later_calls(
+            super::Deployment::OverNats,
+        )
+        .await
+    }
+}
+
+#[test]
+fn a_server_restarted_with_other_tools_is_logged_as_a_warning() {
+    if !support::sandbox_available() {
+        return;
+    }
+    // The wrapper starts the plain test server once, then with one more tool.
+    let marker = support::log_path("restarted-with-other-tools");
+    let script = r#"[ -e "$0" ] && exec "$1" --many 1; : > "$0"; exec "$1""#;
+    let code = "import asyncio\ntry:\n    await crash()\nexcept ToolError:\n    pass\nfor _ in range(100):\n    \
+                try:\n        print(await add({'a': 2, 'b': 3}))\n        break\n    except ToolError:\n        \
+                await asyncio.sleep(0.1)";
+    let output = std::process::Command::new(support::code_mode())
+        .args(["run", "--deadline", "20", "--code", code, "--", "sh", "-c", script])
+        .arg(&marker)
+        .arg(support::test_server())
+        .stdin(Stdio::null())
+        .output()
+        .expect("code-mode runs");
+    let _ = std::fs::remove_file(&marker);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a report");
+    assert_eq!(report["stdout"], SUM, "{stderr}");
+    assert!(stderr.contains("lists other tools than the catalog was built from"), "{stderr}");
+    assert!(stderr.contains("extra_tool_0000"), "{stderr}");
+}
