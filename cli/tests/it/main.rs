@@ -9,5 +9,6 @@ mod mcp_stdio;
 mod metrics;
 mod run_command;
 mod skill;
+mod split;
 mod support;
 mod threat_model;

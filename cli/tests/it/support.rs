@@ -193,13 +193,25 @@ pub fn spawn_service(
     extra: &[&str],
     server_args: Option<&[&str]>,
 ) -> tokio::process::Child {
+    service_command(nats_url, users, service, extra, server_args).spawn().expect("the service starts")
+}
+
+/// The command of [`spawn_service`], to adjust before spawning.
+pub fn service_command(
+    nats_url: &str,
+    users: &NatsUsers,
+    service: &str,
+    extra: &[&str],
+    server_args: Option<&[&str]>,
+) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(code_mode());
     cmd.arg(service).args(["--nats", nats_url]).args(extra);
     cmd.env("CODE_MODE_NATS_USER", service).env("CODE_MODE_NATS_PASSWORD", users.password(service));
     if let Some(server_args) = server_args {
         cmd.arg("--").arg(test_server()).args(server_args);
     }
-    cmd.stdin(Stdio::null()).kill_on_drop(true).spawn().expect("the service starts")
+    cmd.stdin(Stdio::null()).kill_on_drop(true);
+    cmd
 }
 
 /// Start `code-mode serve [args] -- <test server> [server_args]` as a child
@@ -238,6 +250,13 @@ pub async fn start(deployment: Deployment, args: &[&str], server_args: &[&str]) 
             Guards { nats: Some(nats), bridge: Some(bridge), runner: Some(runner), users: Some(users) }
         }
     };
+    let (client, pid) = connect_client(frontend).await;
+    (client, pid, guards)
+}
+
+/// Spawn a frontend (`serve` or `frontend`) command and connect an MCP
+/// client over its stdin and stdout.
+pub async fn connect_client(mut frontend: tokio::process::Command) -> (Client, u32) {
     let mut child = frontend
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -252,7 +271,7 @@ pub async fn start(deployment: Deployment, args: &[&str], server_args: &[&str]) 
         let _ = child.wait().await;
     });
     let client = ().serve(transport).await.expect("the MCP handshake succeeds");
-    (client, pid, guards)
+    (client, pid)
 }
 
 /// Call `run_python` with `code`; the call itself must answer.

@@ -67,6 +67,21 @@ pub enum BusError {
     Transport(String),
 }
 
+impl BusError {
+    /// A fixed word naming the error, the `kind` label of
+    /// `codemode_bus_request_errors_total`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            BusError::NoResponders { .. } => "no_responders",
+            BusError::Timeout { .. } => "timeout",
+            BusError::Dropped { .. } => "dropped",
+            BusError::Codec { .. } => "codec",
+            BusError::Remote { .. } => "remote",
+            BusError::Transport(_) => "transport",
+        }
+    }
+}
+
 /// A reply channel for one request.
 #[async_trait]
 pub trait Responder: Send {
@@ -114,8 +129,21 @@ impl Bus {
         Self::new(InProcess::default())
     }
 
-    /// Send a typed request and decode the typed reply.
+    /// Send a typed request and decode the typed reply. A failure counts
+    /// in `codemode_bus_request_errors_total{subject, kind}`.
     pub async fn call<Q, R>(&self, subject: &str, request: &Q, timeout: Duration) -> Result<R, BusError>
+    where
+        Q: Serialize + Sync,
+        R: DeserializeOwned,
+    {
+        let result = self.call_unrecorded(subject, request, timeout).await;
+        if let Err(e) = &result {
+            code_mode_telemetry::bus_request_error(subject, e.kind());
+        }
+        result
+    }
+
+    async fn call_unrecorded<Q, R>(&self, subject: &str, request: &Q, timeout: Duration) -> Result<R, BusError>
     where
         Q: Serialize + Sync,
         R: DeserializeOwned,

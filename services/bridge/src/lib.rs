@@ -25,6 +25,7 @@ use std::time::Duration;
 use code_mode_core::bus::{Bus, BusError};
 use code_mode_core::defaults;
 use code_mode_proto::{self as proto, CatalogRequest, ToolCall, ToolReply, queue_groups, subjects};
+use code_mode_telemetry::Decision;
 use rmcp::model::{CallToolResult, ContentBlock};
 use tokio_util::sync::CancellationToken;
 
@@ -223,8 +224,28 @@ impl Bridge {
         ToolReply::Refused { message: stubs::cut_chars(&message, self.inner.limits.max_message_chars) }
     }
 
-    /// Check one call and, if it passes, make it.
+    /// Check one call and, if it passes, make it. The decision counts in
+    /// `codemode_tool_calls_total` and its time in
+    /// `codemode_tool_call_duration_seconds`, labelled by the catalog's
+    /// server and tool names (`<none>` / `<unknown>` for a name it lacks, so
+    /// the code cannot mint series).
     pub async fn call(&self, call: &ToolCall) -> ToolReply {
+        let started = std::time::Instant::now();
+        let reply = self.check_and_call(call).await;
+        let (server, tool) = match self.inner.catalog.get(&call.tool) {
+            Some(tool) => (self.inner.servers[tool.server].name(), tool.mcp_name.as_str()),
+            None => ("<none>", "<unknown>"),
+        };
+        let decision = match &reply {
+            ToolReply::Ok { .. } => Decision::Ok,
+            ToolReply::Refused { .. } => Decision::Refused,
+            ToolReply::Fault { .. } => Decision::Fault,
+        };
+        code_mode_telemetry::tool_call(server, tool, decision, started.elapsed());
+        reply
+    }
+
+    async fn check_and_call(&self, call: &ToolCall) -> ToolReply {
         let limits = &self.inner.limits;
         let catalog = &self.inner.catalog;
         let Some(tool) = catalog.get(&call.tool) else {

@@ -1,25 +1,34 @@
-//! One run of one cell: the task that owns its container from start to
-//! removal.
+//! One run of one cell: bringing a started container to `ready`, then the
+//! task that owns it until its removal.
 //!
-//! The loop reads the container's protocol lines as untrusted input, relays
-//! each tool call to the bridge in its own task (so `asyncio.gather` runs
-//! calls concurrently), writes results back, keeps at most the configured
-//! output, and ends the run at `done`, at the deadline, on a protocol
-//! violation, when the container dies, or on shutdown. The container is
-//! removed on every path.
+//! [`ReadyContainer::start`] creates, attaches and starts a container and
+//! waits for the runner's `ready` line. The warm pool ([`crate::pool`]) does
+//! that ahead of need and a cold cell does it on the spot, so every run
+//! begins the same way: with a container whose runner waits for its cell.
+//!
+//! [`run`] sends the cell, reads the container's protocol lines as untrusted
+//! input, relays each tool call to the bridge in its own task (so
+//! `asyncio.gather` runs calls concurrently), writes results back, keeps at
+//! most the configured output, and ends the run at `done`, at the deadline,
+//! on a protocol violation, when the container dies, or on shutdown. The
+//! container is removed on every path, including when it never became ready.
 
 use std::collections::HashSet;
 use std::time::Duration;
 
+use bollard::Docker;
 use bollard::container::LogOutput;
 use code_mode_core::bus::{Bus, BusError};
 use code_mode_proto::{CellReport, RunCell, ToolCall, ToolReply, subjects};
+use code_mode_telemetry::CellOutcome;
 use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::container::{Container, Input, Output};
+use crate::SandboxError;
+use crate::container::{Container, Input, Lockdown, Output};
 use crate::protocol::{self, FromRunner, LineReader, RunnerLimits, ToRunner, Violation};
 
 /// How long a bus request for one tool call may wait beyond the call's own
@@ -28,6 +37,165 @@ const CALL_MARGIN: Duration = Duration::from_secs(5);
 /// Bytes of the container's stderr kept for diagnostics (it is /dev/null
 /// once the runner is up, so only start-up failures land there).
 const STDERR_KEPT: usize = 2048;
+/// Longest line accepted before `ready`: the only valid line then is
+/// `{"type": "ready"}`.
+const READY_LINE_MAX: usize = 1024;
+
+/// A started container whose runner has sent `ready` and waits for its
+/// cell. It runs exactly one cell ([`run`] consumes it); dropped unused, it
+/// is removed in the background.
+pub struct ReadyContainer {
+    container: Container,
+    output: Output,
+    input: Input,
+    warm: bool,
+}
+
+impl std::fmt::Debug for ReadyContainer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadyContainer").field("id", &self.id()).field("warm", &self.warm).finish()
+    }
+}
+
+/// Why a container did not become ready. It has been removed already.
+#[derive(Debug)]
+pub enum NotReady {
+    /// It could not be created, attached or started.
+    Start(SandboxError),
+    /// No `ready` before the deadline.
+    Deadline,
+    /// Something other than `ready` came first.
+    Violation(Violation),
+    /// It exited (exit code, OOM-killed) or closed its output first.
+    Died(Option<(i64, bool)>),
+    /// Shutdown came first.
+    Shutdown,
+}
+
+impl std::fmt::Display for NotReady {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotReady::Start(e) => write!(f, "{e}"),
+            NotReady::Deadline => f.write_str("the runner sent no ready in time"),
+            NotReady::Violation(v) => write!(f, "protocol violation: {v}"),
+            NotReady::Died(state) => f.write_str(&died_message(*state, false)),
+            NotReady::Shutdown => f.write_str("shutting down"),
+        }
+    }
+}
+
+impl NotReady {
+    /// The report of a cell whose container never became ready; a container
+    /// that could not even be started is an error of the runner instead.
+    pub fn into_report(self, cell: &RunCell) -> Result<CellReport, SandboxError> {
+        let (end, died) = match self {
+            NotReady::Start(e) => {
+                code_mode_telemetry::cell_ended_without_run(CellOutcome::StartFailed);
+                return Err(e);
+            }
+            NotReady::Deadline => (End::Deadline, None),
+            NotReady::Violation(v) => (End::Violation(v), None),
+            NotReady::Died(state) => (End::Died, state),
+            NotReady::Shutdown => (End::Shutdown, None),
+        };
+        code_mode_telemetry::cell_ended_without_run(outcome(&end));
+        let (error, stopped) = end_message(end, cell, died, false);
+        Ok(CellReport { stdout: String::new(), error, truncated: false, stopped })
+    }
+}
+
+impl ReadyContainer {
+    /// Create, attach and start a container (labelled with `cell`, the cell
+    /// it is for, or a placeholder for a warm one), then wait for its
+    /// runner's `ready` until `until`. On any failure the container is
+    /// removed before this returns.
+    pub async fn start(
+        docker: &Docker,
+        lockdown: &Lockdown,
+        cell: &str,
+        until: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<ReadyContainer, NotReady> {
+        let (container, mut output, input) = Container::start(docker, lockdown, cell).await.map_err(NotReady::Start)?;
+        let mut lines = LineReader::new(READY_LINE_MAX);
+        let mut stderr: Vec<u8> = Vec::new();
+        let failed = loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => break NotReady::Deadline,
+                _ = cancel.cancelled() => break NotReady::Shutdown,
+                chunk = output.next() => {
+                    let bytes = match chunk {
+                        Some(Ok(LogOutput::StdOut { message })) => message,
+                        Some(Ok(LogOutput::StdErr { message })) => {
+                            let room = STDERR_KEPT.saturating_sub(stderr.len());
+                            stderr.extend_from_slice(&message[..message.len().min(room)]);
+                            continue;
+                        }
+                        Some(Ok(_)) => continue,
+                        Some(Err(e)) => {
+                            tracing::warn!(container = %container.id(), error = %e, "attach stream failed before ready");
+                            break NotReady::Died(None);
+                        }
+                        None => break NotReady::Died(None),
+                    };
+                    let parsed = match lines.feed(&bytes) {
+                        Ok(parsed) => parsed,
+                        Err(v) => break NotReady::Violation(v),
+                    };
+                    let Some(first) = parsed.first() else { continue };
+                    match protocol::parse(first) {
+                        // The runner waits for its cell after `ready`: nothing may follow it yet.
+                        Ok(FromRunner::Ready {}) if parsed.len() == 1 && !lines.has_partial() => {
+                            return Ok(ReadyContainer { container, output, input, warm: false });
+                        }
+                        Ok(FromRunner::Ready {}) => {
+                            break NotReady::Violation(Violation::OutOfOrder("a message between ready and the cell"));
+                        }
+                        Ok(_) => break NotReady::Violation(Violation::OutOfOrder("a message before ready")),
+                        Err(v) => break NotReady::Violation(v),
+                    }
+                }
+            }
+        };
+        let failed = match failed {
+            NotReady::Died(_) => {
+                if !stderr.is_empty() {
+                    tracing::warn!(container = %container.id(), stderr = %String::from_utf8_lossy(&stderr), "sandbox stderr");
+                }
+                NotReady::Died(container.exit_state().await)
+            }
+            other => other,
+        };
+        container.remove().await;
+        Err(failed)
+    }
+
+    /// The container id.
+    pub fn id(&self) -> &str {
+        self.container.id()
+    }
+
+    /// True when it came from the warm pool.
+    pub fn is_warm(&self) -> bool {
+        self.warm
+    }
+
+    /// Mark it as kept in the warm pool.
+    pub(crate) fn into_warm(self) -> Self {
+        Self { warm: true, ..self }
+    }
+
+    /// The output stream, for the pool to notice a container that dies (or
+    /// speaks out of turn) while it waits.
+    pub(crate) fn output_mut(&mut self) -> &mut Output {
+        &mut self.output
+    }
+
+    /// Kill and remove it unused.
+    pub async fn remove(self) {
+        self.container.remove().await;
+    }
+}
 
 /// How one run ended, before it becomes a [`CellReport`].
 #[derive(Debug)]
@@ -44,7 +212,6 @@ struct Run<'a> {
     cell: &'a RunCell,
     output: String,
     truncated: bool,
-    ready: bool,
     calls_seen: HashSet<u64>,
     calls_sent: u32,
 }
@@ -66,36 +233,70 @@ impl Run<'_> {
     }
 }
 
-/// Run one cell in a started container; always removes the container.
+/// Run one cell in a ready container until `deadline`; always removes the
+/// container.
 pub async fn run(
-    container: Container,
-    output: Output,
-    input: Input,
+    ready: ReadyContainer,
     cell: &RunCell,
     bus: &Bus,
+    deadline: Instant,
     cancel: &CancellationToken,
 ) -> CellReport {
-    let mut run =
-        Run { cell, output: String::new(), truncated: false, ready: false, calls_seen: HashSet::new(), calls_sent: 0 };
+    let ReadyContainer { container, output, mut input, warm } = ready;
+    let mut run = Run { cell, output: String::new(), truncated: false, calls_seen: HashSet::new(), calls_sent: 0 };
     let started = std::time::Instant::now();
+    let message = ToRunner::Cell {
+        code: &cell.code,
+        tools: &cell.tools,
+        limits: RunnerLimits {
+            max_output: cell.limits.max_output,
+            stop_output: cell.limits.stop_output,
+            max_line: cell.limits.max_line,
+        },
+    };
+    // A write error means the container is gone; the output side ends the run.
+    let _ = input.write_all(&protocol::encode(&message)).await;
+    let _ = input.flush().await;
     let call_timeout = Duration::from_millis(cell.limits.call_timeout_ms);
-    let end = drive(&mut run, output, input, bus, call_timeout, cancel).await;
+    let end = drive(&mut run, output, input, bus, deadline, call_timeout, cancel).await;
     let died = if matches!(end, End::Died) { container.exit_state().await } else { None };
     let id = container.id().to_string();
     container.remove().await;
-    tracing::info!(cell = %cell.cell_id, container = %id, elapsed_ms = started.elapsed().as_millis() as u64, end = ?end, "cell ended");
-    let deadline_s = cell.limits.deadline_ms as f64 / 1000.0;
+    tracing::info!(cell = %cell.cell_id, container = %id, warm, elapsed_ms = started.elapsed().as_millis() as u64, end = ?end, "cell ended");
+    code_mode_telemetry::cell_ended(outcome(&end), started.elapsed());
     let (error, stopped) = match end {
         End::Done { error, truncated, stopped } => {
             run.truncated |= truncated;
             (error, stopped)
         }
-        End::Deadline => (Some(format!("stopped: the run passed its {deadline_s} s deadline")), true),
-        End::Violation(v) => (Some(format!("stopped: protocol violation: {v}")), true),
-        End::Died => (Some(died_message(died, run.ready)), true),
-        End::Shutdown => (Some("stopped: code-mode is shutting down".into()), true),
+        end => end_message(end, cell, died, true),
     };
     CellReport { stdout: run.output, error, truncated: run.truncated, stopped }
+}
+
+/// The error and `stopped` of a run: `died` is the exit state of a container
+/// that died, `ready` whether its runner had sent `ready`.
+fn end_message(end: End, cell: &RunCell, died: Option<(i64, bool)>, ready: bool) -> (Option<String>, bool) {
+    let deadline_s = cell.limits.deadline_ms as f64 / 1000.0;
+    match end {
+        End::Done { error, stopped, .. } => (error, stopped),
+        End::Deadline => (Some(format!("stopped: the run passed its {deadline_s} s deadline")), true),
+        End::Violation(v) => (Some(format!("stopped: protocol violation: {v}")), true),
+        End::Died => (Some(died_message(died, ready)), true),
+        End::Shutdown => (Some("stopped: code-mode is shutting down".into()), true),
+    }
+}
+
+/// The `outcome` label of a run's end.
+fn outcome(end: &End) -> CellOutcome {
+    match end {
+        End::Done { error: None, .. } => CellOutcome::Finished,
+        End::Done { .. } => CellOutcome::Error,
+        End::Deadline => CellOutcome::Deadline,
+        End::Violation(_) => CellOutcome::Violation,
+        End::Died => CellOutcome::Died,
+        End::Shutdown => CellOutcome::Shutdown,
+    }
 }
 
 fn died_message(state: Option<(i64, bool)>, ready: bool) -> String {
@@ -112,13 +313,11 @@ async fn drive(
     mut output: Output,
     mut input: Input,
     bus: &Bus,
+    deadline: Instant,
     call_timeout: Duration,
     cancel: &CancellationToken,
 ) -> End {
-    let limits = run.cell.limits;
-    let deadline = tokio::time::Instant::now() + Duration::from_millis(limits.deadline_ms);
-    let mut lines = LineReader::new(limits.max_line as usize);
-    let mut stderr: Vec<u8> = Vec::new();
+    let mut lines = LineReader::new(run.cell.limits.max_line as usize);
     let mut calls: JoinSet<(u64, ToolReply)> = JoinSet::new();
     let end = loop {
         tokio::select! {
@@ -134,11 +333,7 @@ async fn drive(
             chunk = output.next() => {
                 let bytes = match chunk {
                     Some(Ok(LogOutput::StdOut { message })) => message,
-                    Some(Ok(LogOutput::StdErr { message })) => {
-                        let room = STDERR_KEPT.saturating_sub(stderr.len());
-                        stderr.extend_from_slice(&message[..message.len().min(room)]);
-                        continue;
-                    }
+                    // stderr is /dev/null once the runner is up.
                     Some(Ok(_)) => continue,
                     Some(Err(e)) => {
                         tracing::warn!(cell = %run.cell.cell_id, error = %e, "attach stream failed");
@@ -162,9 +357,6 @@ async fn drive(
             }
         }
     };
-    if matches!(end, End::Died) && !stderr.is_empty() {
-        tracing::warn!(cell = %run.cell.cell_id, stderr = %String::from_utf8_lossy(&stderr), "sandbox stderr");
-    }
     calls.abort_all();
     end
 }
@@ -177,28 +369,8 @@ async fn handle_line(
     bus: &Bus,
     call_timeout: Duration,
 ) -> Result<Option<End>, Violation> {
-    let message = protocol::parse(line)?;
-    if !run.ready && !matches!(message, FromRunner::Ready {}) {
-        return Err(Violation::OutOfOrder("a message before ready"));
-    }
-    match message {
-        FromRunner::Ready {} => {
-            if run.ready {
-                return Err(Violation::OutOfOrder("a second ready"));
-            }
-            run.ready = true;
-            let cell = ToRunner::Cell {
-                code: &run.cell.code,
-                tools: &run.cell.tools,
-                limits: RunnerLimits {
-                    max_output: run.cell.limits.max_output,
-                    stop_output: run.cell.limits.stop_output,
-                    max_line: run.cell.limits.max_line,
-                },
-            };
-            let _ = input.write_all(&protocol::encode(&cell)).await;
-            let _ = input.flush().await;
-        }
+    match protocol::parse(line)? {
+        FromRunner::Ready {} => return Err(Violation::OutOfOrder("a second ready")),
         FromRunner::Output { data } => run.keep_output(&data),
         FromRunner::Call { id, tool, arguments } => {
             if id == 0 || !run.calls_seen.insert(id) {

@@ -179,6 +179,7 @@ pub async fn reap_orphans(docker: &Docker) -> Result<usize, SandboxError> {
             if docker.remove_container(&id, Some(options)).await.is_ok() {
                 tracing::info!(container = %id, owner = %owner, "removed a container left by a dead owner");
                 removed += 1;
+                code_mode_telemetry::containers_reaped(1);
             }
         }
     }
@@ -223,6 +224,7 @@ impl Container {
             .map_err(|e| SandboxError::from_create(e, &lockdown.image))?;
         // From here on the container exists: the guard removes it on any path.
         let container = Container { docker: docker.clone(), id: created.id, removed: false };
+        code_mode_telemetry::container_started();
         let attach = AttachContainerOptionsBuilder::new().stream(true).stdin(true).stdout(true).stderr(true).build();
         let streams = docker
             .attach_container(&container.id, Some(attach))
@@ -256,10 +258,12 @@ impl Container {
 
 async fn remove(docker: &Docker, id: &str) {
     let options = RemoveContainerOptionsBuilder::new().force(true).build();
-    match docker.remove_container(id, Some(options)).await {
+    let result = docker.remove_container(id, Some(options)).await;
+    match &result {
         Ok(()) => tracing::debug!(container = %id, "removed"),
         Err(e) => tracing::warn!(container = %id, error = %e, "could not remove the container"),
     }
+    code_mode_telemetry::container_removed(result.is_ok());
 }
 
 impl Drop for Container {

@@ -6,17 +6,22 @@
 //! - [`container`]: the lockdown of one container, its lifecycle, and the
 //!   label-based reaper of containers left by dead owners.
 //! - [`protocol`]: the untrusted line protocol with `runner.py`.
-//! - [`cell`]: the task that owns one run.
+//! - [`cell`]: bringing a container to `ready`, and the task that owns one
+//!   run.
+//! - [`pool`]: the warm pool of ready containers.
 //!
 //! [`SandboxRunner`] serves [`subjects::CELL_RUN`] in the `sandbox-runner`
-//! queue group, running at most `capacity` cells at once.
+//! queue group, running at most `capacity` cells at once. While it serves,
+//! its pool keeps `warm` containers ready; a cell takes one when there is
+//! one and starts a cold one otherwise.
 
 pub mod cell;
 pub mod container;
 pub mod image;
+pub mod pool;
 pub mod protocol;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bollard::Docker;
@@ -25,7 +30,9 @@ use code_mode_proto::{CellReport, RunCell, WireError, queue_groups, subjects};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::container::{Container, Lockdown};
+use crate::cell::ReadyContainer;
+use crate::container::Lockdown;
+use crate::pool::Pool;
 
 /// Errors of the sandbox layer.
 #[derive(Debug, thiserror::Error)]
@@ -107,11 +114,20 @@ pub struct RunnerConfig {
     /// Cells run at once; a cell arriving when all are taken is declined
     /// with `no_capacity`, so the frontend can try another runner.
     pub capacity: usize,
+    /// Containers kept started and ready ahead of need while serving, each
+    /// for one cell; 0 starts every cell cold. They do not count against
+    /// `capacity`.
+    pub warm: usize,
 }
+
+/// The warm pool of a long-running runner (`serve`, `sandbox-runner`) when
+/// nothing else is configured. The library default is 0: a runner that
+/// runs one cell (`run`) would only start containers to remove them.
+pub const DEFAULT_WARM: usize = 2;
 
 impl Default for RunnerConfig {
     fn default() -> Self {
-        Self { lockdown: Lockdown::default(), capacity: code_mode_core::defaults::MAX_CONCURRENT_CELLS }
+        Self { lockdown: Lockdown::default(), capacity: code_mode_core::defaults::MAX_CONCURRENT_CELLS, warm: 0 }
     }
 }
 
@@ -127,6 +143,8 @@ struct Inner {
     config: RunnerConfig,
     slots: Semaphore,
     bus: Bus,
+    /// Set by the first [`SandboxRunner::serve`].
+    pool: OnceLock<Pool>,
 }
 
 impl SandboxRunner {
@@ -139,7 +157,7 @@ impl SandboxRunner {
         }
         let config = RunnerConfig { capacity: config.capacity.max(1), ..config };
         let slots = Semaphore::new(config.capacity);
-        Ok(Self { inner: Arc::new(Inner { docker, config, slots, bus }) })
+        Ok(Self { inner: Arc::new(Inner { docker, config, slots, bus, pool: OnceLock::new() }) })
     }
 
     /// The Docker client.
@@ -147,9 +165,21 @@ impl SandboxRunner {
         &self.inner.docker
     }
 
-    /// Run one cell in a free slot: start a container, run, remove it. A
-    /// runner with every slot taken declines at once with
-    /// [`SandboxError::NoCapacity`].
+    /// The warm pool: disabled until [`SandboxRunner::serve`] starts it (and
+    /// with `warm` 0).
+    pub fn pool(&self) -> Pool {
+        self.inner.pool.get().cloned().unwrap_or_else(Pool::disabled)
+    }
+
+    /// Containers ready in the warm pool now.
+    pub fn pool_size(&self) -> usize {
+        self.inner.pool.get().map_or(0, Pool::size)
+    }
+
+    /// Run one cell in a free slot: take a warm container or start a cold
+    /// one, run, remove it. A runner with every slot taken declines at once
+    /// with [`SandboxError::NoCapacity`]. The deadline counts from here, so
+    /// a cold start counts against it.
     pub async fn run_cell(&self, cell: &RunCell, cancel: &CancellationToken) -> Result<CellReport, SandboxError> {
         let Ok(_slot) = self.inner.slots.try_acquire() else {
             return Err(SandboxError::NoCapacity { capacity: self.inner.config.capacity });
@@ -157,19 +187,35 @@ impl SandboxRunner {
         if cancel.is_cancelled() {
             return Ok(shutdown_report());
         }
-        let (container, output, input) =
-            Container::start(&self.inner.docker, &self.inner.config.lockdown, &cell.cell_id).await?;
-        Ok(cell::run(container, output, input, cell, &self.inner.bus, cancel).await)
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(cell.limits.deadline_ms);
+        let warm = match self.inner.pool.get() {
+            Some(pool) => pool.take().await,
+            None => None,
+        };
+        let ready = match warm {
+            Some(ready) => ready,
+            None => {
+                let (docker, lockdown) = (&self.inner.docker, &self.inner.config.lockdown);
+                match ReadyContainer::start(docker, lockdown, &cell.cell_id, deadline, cancel).await {
+                    Ok(ready) => ready,
+                    Err(not_ready) => return not_ready.into_report(cell),
+                }
+            }
+        };
+        Ok(cell::run(ready, cell, &self.inner.bus, deadline, cancel).await)
     }
 
-    /// Serve cells on the bus until `cancel`; cells in flight are stopped
-    /// and their containers removed before the returned task ends.
+    /// Serve cells on the bus until `cancel`, and keep the warm pool filled
+    /// meanwhile (the first call starts it). Cells in flight are stopped and
+    /// their containers removed, and so is every pooled container, before
+    /// the returned task ends.
     pub async fn serve(&self, cancel: CancellationToken) -> Result<tokio::task::JoinHandle<()>, BusError> {
         let me = self.clone();
         let token = cancel.clone();
-        self.inner
+        let served = self
+            .inner
             .bus
-            .serve(subjects::CELL_RUN, queue_groups::SANDBOX_RUNNER, cancel, move |cell: RunCell| {
+            .serve(subjects::CELL_RUN, queue_groups::SANDBOX_RUNNER, cancel.clone(), move |cell: RunCell| {
                 let me = me.clone();
                 let token = token.clone();
                 async move {
@@ -185,11 +231,36 @@ impl SandboxRunner {
                     })
                 }
             })
-            .await
+            .await?;
+        let pool = self.start_pool(cancel);
+        Ok(tokio::spawn(async move {
+            let _ = served.await;
+            if let Some(pool) = pool {
+                let _ = pool.await;
+            }
+        }))
+    }
+
+    /// Start the warm pool once; its task ends after it removed its
+    /// containers.
+    fn start_pool(&self, cancel: CancellationToken) -> Option<tokio::task::JoinHandle<()>> {
+        let inner = &self.inner;
+        if inner.config.warm == 0 {
+            return None;
+        }
+        let mut task = None;
+        inner.pool.get_or_init(|| {
+            let (pool, started) =
+                Pool::start(inner.docker.clone(), inner.config.lockdown.clone(), inner.config.warm, cancel);
+            task = Some(started);
+            pool
+        });
+        task
     }
 }
 
 fn shutdown_report() -> CellReport {
+    code_mode_telemetry::cell_ended_without_run(code_mode_telemetry::CellOutcome::Shutdown);
     CellReport {
         stdout: String::new(),
         error: Some("stopped: code-mode is shutting down".into()),

@@ -1,0 +1,49 @@
+//! Telemetry of the code-mode services: the Prometheus metrics every service
+//! records, and the small HTTP server that exposes them.
+//!
+//! - [`metrics`]: the metric definitions, held in one registry, and the
+//!   recording functions the services call at their end points
+//!   ([`cell_ended`], [`cell_ended_without_run`], [`tool_call`], [`bus_request_error`],
+//!   [`container_started`], [`containers_reaped`], [`container_removed`],
+//!   [`set_warm_pool_size`]). `docs/metrics.md` lists every metric.
+//! - [`server`]: the actix-web server answering `GET /metrics` (the text
+//!   exposition format) and `GET /healthz` (`{"service": ..., "ok": true}`),
+//!   started on a configured address and stopped by a cancellation token.
+//! - [`testing`]: a raw-socket HTTP GET and a parser of the exposition
+//!   format, for tests that scrape a live service.
+//!
+//! # One explicit registry, process-wide
+//!
+//! The metrics live in an explicit [`prometheus::Registry`] owned by a
+//! process-wide [`Metrics`] (reached through [`metrics()`]), not in the
+//! `prometheus` crate's global default registry:
+//!
+//! - `/metrics` shows exactly the documented set: nothing a dependency
+//!   happens to register in the default registry leaks into the scrape or
+//!   collides with our names.
+//! - The services record through free functions, so no constructor of the
+//!   bridge, the sandbox-runner or the bus grows a metrics parameter, and
+//!   the recording lines stay one call at each end point.
+//!
+//! A registry per service would buy nothing: in the all-in-one mode
+//! (`code-mode serve`) the three services share one process and one
+//! `/metrics`, and every metric belongs to exactly one service by its name
+//! (cells and containers: the sandbox-runner; tool calls: the bridge; bus
+//! request errors carry the `subject`, which names the requester). So the
+//! series carry no `service` label: when the services run apart, Prometheus
+//! tells them apart by the scrape target (`job`, `instance`), and
+//! `codemode_service_info{service}` says which service(s) a process runs.
+//!
+//! Tests that run several services (or several tests) in one process see
+//! cumulative counters: they assert on the change between two scrapes and on
+//! labels of their own, never on absolute values.
+
+pub mod metrics;
+pub mod server;
+pub mod testing;
+
+pub use metrics::{
+    CellOutcome, Decision, Metrics, bus_request_error, cell_ended, cell_ended_without_run, container_removed,
+    container_started, containers_reaped, metrics, set_warm_pool_size, tool_call,
+};
+pub use server::{MetricsServer, TelemetryError};

@@ -1,0 +1,266 @@
+//! `code-mode-loadtest`: how long cells take on this machine.
+//!
+//! Starts code-mode's three services in this process (the bridge wrapping
+//! the test MCP server, a sandbox-runner, a frontend), as `code-mode serve`
+//! does, and sends cells through the frontend:
+//!
+//! - `cold`: `print(1)` with no warm pool: every cell creates, starts and
+//!   removes its container;
+//! - `warm`: `print(1)` in a warm container, the pool refilled before each
+//!   sample;
+//! - `tool`: a warm cell making one call, `await add({"a": 1, "b": 2})`,
+//!   through the bridge to the test server; the call's round trip as the
+//!   code sees it is reported too;
+//! - `throughput`: `--cells N` cells of `print(1)`, `--concurrency C` at
+//!   once, without and with the warm pool.
+//!
+//! Everything runs over the in-process bus, then again over a nats-server
+//! when `--nats URL` is given. See `loadtests/README.md`.
+
+mod stack;
+mod stats;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail, ensure};
+use clap::{Parser, ValueEnum};
+use code_mode_proto::CellReport;
+use code_mode_sandbox_runner::DEFAULT_WARM;
+
+use crate::stack::{Stack, Transport};
+use crate::stats::Summary;
+
+/// Measure the latency and throughput of code-mode cells on this machine.
+#[derive(Debug, Parser)]
+#[command(name = "code-mode-loadtest")]
+struct Args {
+    /// Measured cells per latency scenario.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    samples: usize,
+    /// Unmeasured cells before each latency scenario.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    warmup: usize,
+    /// Warm containers of the runner in the warm, tool and warm-throughput
+    /// scenarios.
+    #[arg(long, default_value_t = DEFAULT_WARM, value_name = "N")]
+    warm: usize,
+    /// Cells at once in the throughput scenario (also the runner's capacity).
+    #[arg(long, default_value_t = code_mode_core::defaults::MAX_CONCURRENT_CELLS, value_name = "C")]
+    concurrency: usize,
+    /// Cells in the throughput scenario.
+    #[arg(long, default_value_t = 40, value_name = "N")]
+    cells: usize,
+    /// Also run every scenario with the services talking over this
+    /// nats-server (nothing else should use it meanwhile).
+    #[arg(long, value_name = "URL")]
+    nats: Option<String>,
+    /// Which scenarios to run.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "cold,warm,tool,throughput")]
+    scenarios: Vec<Scenario>,
+    /// The MCP server to wrap (default: `code-mode-test-server` next to this
+    /// binary).
+    #[arg(last = true, value_name = "SERVER_COMMAND")]
+    server: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Scenario {
+    Cold,
+    Warm,
+    Tool,
+    Throughput,
+}
+
+const PRINT_ONE: &str = "print(1)";
+const ONE_CALL: &str = "import time\nt = time.perf_counter()\nr = await add({\"a\": 1, \"b\": 2})\n\
+                        print(r)\nprint((time.perf_counter() - t) * 1000)";
+/// How long a warm pool may take to refill between samples.
+const REFILL_BOUND: Duration = Duration::from_secs(60);
+
+/// One line of the results.
+struct Row {
+    scenario: String,
+    transport: String,
+    summary: Summary,
+    note: String,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    code_mode_core::init_logging("warn");
+    let mut args = Args::parse();
+    ensure!(
+        args.samples > 0 && args.cells > 0 && args.concurrency > 0,
+        "--samples, --cells and --concurrency must be > 0"
+    );
+    if args.server.is_empty() {
+        args.server = vec![default_server()?.display().to_string()];
+    }
+    let mut transports = vec![Transport::InProcess];
+    if let Some(url) = &args.nats {
+        transports.push(Transport::Nats(url.clone()));
+    }
+    let docker = code_mode_sandbox_runner::connect_docker().await?;
+    let engine = docker.version().await.ok().and_then(|v| v.version).unwrap_or_else(|| "unknown".into());
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let mut rows = Vec::new();
+    for transport in &transports {
+        let wants = |s| args.scenarios.contains(&s);
+        if wants(Scenario::Cold) || wants(Scenario::Throughput) {
+            let stack = Stack::start(transport, &args.server, 0, args.concurrency).await?;
+            let measured = async {
+                if wants(Scenario::Cold) {
+                    eprintln!("loadtest: cold print(1) over {transport}");
+                    let (samples, _) = latency(&stack, PRINT_ONE, &args, false, check_print_one).await?;
+                    rows.push(row("cold print(1)", transport, &samples, String::new()));
+                }
+                if wants(Scenario::Throughput) {
+                    eprintln!("loadtest: {} cells, {} at once, cold, over {transport}", args.cells, args.concurrency);
+                    rows.push(throughput(&stack, &args, transport, "cold").await?);
+                }
+                anyhow::Ok(())
+            }
+            .await;
+            stack.stop().await;
+            measured?;
+        }
+        if args.warm > 0 && [Scenario::Warm, Scenario::Tool, Scenario::Throughput].into_iter().any(wants) {
+            let stack = Stack::start(transport, &args.server, args.warm, args.concurrency).await?;
+            let measured = async {
+                if wants(Scenario::Warm) {
+                    eprintln!("loadtest: warm print(1) over {transport}");
+                    let (samples, _) = latency(&stack, PRINT_ONE, &args, true, check_print_one).await?;
+                    rows.push(row("warm print(1)", transport, &samples, String::new()));
+                }
+                if wants(Scenario::Tool) {
+                    eprintln!("loadtest: warm cell with one tool call over {transport}");
+                    let (samples, calls) = latency(&stack, ONE_CALL, &args, true, check_one_call).await?;
+                    let calls: Vec<Duration> = calls.iter().map(|ms| Duration::from_secs_f64(ms / 1000.0)).collect();
+                    let note = Summary::of(&calls)
+                        .map(|c| format!("the call in the cell: p50 {:.1} ms, p90 {:.1} ms", c.p50_ms, c.p90_ms))
+                        .unwrap_or_default();
+                    rows.push(row("warm, one tool call", transport, &samples, note));
+                }
+                if wants(Scenario::Throughput) {
+                    eprintln!("loadtest: {} cells, {} at once, warm, over {transport}", args.cells, args.concurrency);
+                    stack.runner.pool().wait_for(args.warm).await;
+                    rows.push(throughput(&stack, &args, transport, "warm").await?);
+                }
+                anyhow::Ok(())
+            }
+            .await;
+            stack.stop().await;
+            measured?;
+        }
+    }
+    println!(
+        "code-mode-loadtest: {cores} cores, Docker {engine}, {} samples (+{} warm-up), warm pool {}, throughput {} cells {} at once",
+        args.samples, args.warmup, args.warm, args.cells, args.concurrency
+    );
+    println!("{:<28} {:<11} {:>4} {:>9} {:>9} {:>9}  note", "scenario", "bus", "n", "p50 ms", "p90 ms", "max ms");
+    for r in rows {
+        let s = r.summary;
+        println!(
+            "{:<28} {:<11} {:>4} {:>9.1} {:>9.1} {:>9.1}  {}",
+            r.scenario, r.transport, s.count, s.p50_ms, s.p90_ms, s.max_ms, r.note
+        );
+    }
+    Ok(())
+}
+
+/// `code-mode-test-server` built next to this binary.
+fn default_server() -> anyhow::Result<PathBuf> {
+    let path = std::env::current_exe()?.with_file_name("code-mode-test-server");
+    if !path.exists() {
+        bail!(
+            "{} is missing: build it with the same profile (`cargo build --release -p code-mode-test-server`), \
+             or pass a server command after --",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+fn row(scenario: &str, transport: &Transport, samples: &[Duration], note: String) -> Row {
+    let summary = Summary::of(samples).expect("every scenario takes at least one sample");
+    Row { scenario: scenario.into(), transport: transport.to_string(), summary, note }
+}
+
+/// Time `samples` cells of `code` one after the other (after `warmup`
+/// unmeasured ones), waiting for the warm pool to refill before each when
+/// `refill`. `check` refuses a wrong report and may return a number the
+/// cell measured itself.
+async fn latency(
+    stack: &Stack,
+    code: &str,
+    args: &Args,
+    refill: bool,
+    check: fn(&CellReport) -> anyhow::Result<Option<f64>>,
+) -> anyhow::Result<(Vec<Duration>, Vec<f64>)> {
+    let mut samples = Vec::with_capacity(args.samples);
+    let mut measured = Vec::new();
+    for i in 0..args.warmup + args.samples {
+        if refill {
+            let pool = stack.runner.pool();
+            let filled = tokio::time::timeout(REFILL_BOUND, pool.wait_for(pool.target())).await;
+            ensure!(matches!(filled, Ok(true)), "the warm pool did not refill within {REFILL_BOUND:?}");
+        }
+        let started = Instant::now();
+        let report = stack.frontend.run_code(code).await.context("running a cell")?;
+        let elapsed = started.elapsed();
+        let value = check(&report)?;
+        if i >= args.warmup {
+            samples.push(elapsed);
+            measured.extend(value);
+        }
+    }
+    Ok((samples, measured))
+}
+
+fn check_print_one(report: &CellReport) -> anyhow::Result<Option<f64>> {
+    ensure!(report.error.is_none() && report.stdout == "1\n", "unexpected report: {report:?}");
+    Ok(None)
+}
+
+fn check_one_call(report: &CellReport) -> anyhow::Result<Option<f64>> {
+    ensure!(report.error.is_none(), "unexpected report: {report:?}");
+    let mut lines = report.stdout.lines();
+    let result: serde_json::Value =
+        serde_json::from_str(lines.next().unwrap_or_default()).with_context(|| format!("{report:?}"))?;
+    ensure!(result["sum"] == 3, "add returned {result}");
+    let ms = lines.next().unwrap_or_default().trim().parse::<f64>().with_context(|| format!("{report:?}"))?;
+    Ok(Some(ms))
+}
+
+/// `args.cells` cells of `print(1)`, `args.concurrency` at once: cells per
+/// second over the whole batch, and each cell's latency.
+async fn throughput(stack: &Stack, args: &Args, transport: &Transport, label: &str) -> anyhow::Result<Row> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut workers = tokio::task::JoinSet::new();
+    let started = Instant::now();
+    for _ in 0..args.concurrency {
+        let (frontend, next, cells) = (stack.frontend.clone(), next.clone(), args.cells);
+        workers.spawn(async move {
+            let mut latencies = Vec::new();
+            while next.fetch_add(1, Ordering::Relaxed) < cells {
+                let t = Instant::now();
+                let report = frontend.run_code(PRINT_ONE).await.context("running a cell")?;
+                check_print_one(&report)?;
+                latencies.push(t.elapsed());
+            }
+            anyhow::Ok(latencies)
+        });
+    }
+    let mut latencies = Vec::with_capacity(args.cells);
+    while let Some(done) = workers.join_next().await {
+        latencies.extend(done??);
+    }
+    let elapsed = started.elapsed();
+    let rate = args.cells as f64 / elapsed.as_secs_f64();
+    let note = format!("{rate:.2} cells/s ({} cells in {:.1} s)", args.cells, elapsed.as_secs_f64());
+    let scenario = format!("throughput {label}, {} at once", args.concurrency);
+    Ok(row(&scenario, transport, &latencies, note))
+}

@@ -1,0 +1,143 @@
+//! One code-mode stack in this process: the bridge wrapping a stdio MCP
+//! server, a sandbox-runner and a frontend, over the in-process bus or over
+//! a nats-server (one connection per service, as if they were apart).
+//!
+//! The stack owns its cancellation token; [`Stack::stop`] cancels it, waits
+//! until the services drained (cells stopped, pooled containers removed) and
+//! the wrapped server is closed.
+
+use anyhow::{Context, bail};
+use code_mode_bridge::server::ServerSpec;
+use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, Closer, WrappedServer};
+use code_mode_core::bus::Bus;
+use code_mode_core::nats::{NatsOptions, NatsTransport};
+use code_mode_mcp_frontend::{Frontend, FrontendConfig};
+use code_mode_sandbox_runner::container::Lockdown;
+use code_mode_sandbox_runner::image::{self, BaseSource};
+use code_mode_sandbox_runner::{RunnerConfig, SandboxRunner, connect_docker};
+use tokio_util::sync::CancellationToken;
+
+/// How the services reach each other.
+#[derive(Debug, Clone)]
+pub enum Transport {
+    /// One in-process bus.
+    InProcess,
+    /// A nats-server at this URL.
+    Nats(String),
+}
+
+impl std::fmt::Display for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Transport::InProcess => f.write_str("in-process"),
+            Transport::Nats(_) => f.write_str("nats"),
+        }
+    }
+}
+
+impl Transport {
+    async fn bus(&self, service: &str) -> anyhow::Result<Bus> {
+        match self {
+            Transport::InProcess => bail!("the in-process bus is shared, not made per service"),
+            Transport::Nats(url) => {
+                let options =
+                    NatsOptions { url: url.clone(), name: Some(format!("loadtest-{service}")), ..Default::default() };
+                let transport =
+                    NatsTransport::connect(&options).await.with_context(|| format!("connecting to {url}"))?;
+                Ok(Bus::new(transport))
+            }
+        }
+    }
+}
+
+/// A running stack.
+pub struct Stack {
+    /// The frontend cells are sent through.
+    pub frontend: Frontend,
+    /// The runner (for its warm pool).
+    pub runner: SandboxRunner,
+    services: Services,
+}
+
+/// What stopping waits for.
+struct Services {
+    cancel: CancellationToken,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    closer: Closer,
+}
+
+impl Services {
+    async fn stop(self) {
+        self.cancel.cancel();
+        for task in self.tasks {
+            let _ = task.await;
+        }
+        self.closer.closed().await;
+    }
+}
+
+impl Stack {
+    /// Start the three services: the runner keeps `warm` containers ready
+    /// and runs up to `concurrency` cells, the frontend sends as many.
+    pub async fn start(
+        transport: &Transport,
+        server: &[String],
+        warm: usize,
+        concurrency: usize,
+    ) -> anyhow::Result<Stack> {
+        let (frontend_bus, bridge_bus, runner_bus) = match transport {
+            Transport::InProcess => {
+                let bus = Bus::in_process();
+                (bus.clone(), bus.clone(), bus)
+            }
+            Transport::Nats(_) => {
+                (transport.bus("frontend").await?, transport.bus("bridge").await?, transport.bus("runner").await?)
+            }
+        };
+        let docker = connect_docker().await?;
+        let tag = image::default_image_tag();
+        image::ensure_image(&docker, &tag, BaseSource::Auto, &|line: &str| eprintln!("loadtest: {line}")).await?;
+        let config =
+            RunnerConfig { lockdown: Lockdown { image: tag, ..Lockdown::default() }, capacity: concurrency, warm };
+        let runner = SandboxRunner::new(docker, config, runner_bus).await?;
+        let Some((command, args)) = server.split_first() else { bail!("no server command") };
+        let bridge_config = BridgeConfig {
+            servers: vec![WrappedServer {
+                spec: ServerSpec {
+                    name: "test-server".into(),
+                    command: command.clone(),
+                    args: args.to_vec(),
+                    pass_env: vec![],
+                    set_env: vec![],
+                    start_timeout: code_mode_core::defaults::START_TIMEOUT,
+                },
+                allow: None,
+            }],
+            limits: CallLimits::default(),
+            catalog: Default::default(),
+        };
+        let cancel = CancellationToken::new();
+        let (bridge, closer) = Bridge::start(bridge_config, cancel.child_token()).await?;
+        let mut tasks = Vec::new();
+        let started = async {
+            tasks.extend(bridge.serve(&bridge_bus, cancel.clone()).await?);
+            tasks.push(runner.serve(cancel.clone()).await?);
+            let config = FrontendConfig { max_concurrent_cells: concurrency.max(1), ..FrontendConfig::default() };
+            anyhow::Ok(Frontend::connect(frontend_bus, config).await?)
+        }
+        .await;
+        let services = Services { cancel, tasks, closer };
+        match started {
+            Ok(frontend) => Ok(Stack { frontend, runner, services }),
+            Err(e) => {
+                services.stop().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Stop everything and wait until it is gone.
+    pub async fn stop(self) {
+        self.services.stop().await;
+    }
+}

@@ -1,0 +1,237 @@
+//! The warm pool against the real Docker engine and the real image: a runner
+//! serving over an in-process bus, cells sent on the bus (no bridge: these
+//! cells make no tool call).
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use bollard::Docker;
+use bollard::query_parameters::{KillContainerOptions, ListContainersOptionsBuilder};
+use code_mode_core::bus::Bus;
+use code_mode_proto::{CellLimits, CellReport, RunCell, subjects};
+use code_mode_sandbox_runner::container::{LABEL_OWNER, LABEL_SANDBOX, owner_label};
+use code_mode_sandbox_runner::{RunnerConfig, SandboxRunner, image};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// The tests count the containers of this process, so they take turns
+/// (they share a process under `cargo test`).
+static DOCKER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// How long a pool may take to fill on a loaded machine.
+const FILL_BOUND: Duration = Duration::from_secs(60);
+
+const HOSTNAME: &str = "import os\nprint(os.uname().nodename)";
+
+/// A serving runner and what the test needs to talk to it.
+struct Serving {
+    docker: Docker,
+    runner: SandboxRunner,
+    bus: Bus,
+    cancel: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl Serving {
+    /// Docker and the image, or `None` (after `unavailable`) without them.
+    async fn start(warm: usize) -> Option<Serving> {
+        let docker = match code_mode_sandbox_runner::connect_docker().await {
+            Ok(d) => d,
+            Err(e) => {
+                code_mode_core::testing::unavailable("a Docker engine", &e.to_string());
+                return None;
+            }
+        };
+        let tag = image::default_image_tag();
+        if !image::image_exists(&docker, &tag).await.unwrap() {
+            code_mode_core::testing::unavailable("the sandbox image", &format!("{tag} is not built"));
+            return None;
+        }
+        let bus = Bus::in_process();
+        let config = RunnerConfig { warm, ..RunnerConfig::default() };
+        let runner = SandboxRunner::new(docker.clone(), config, bus.clone()).await.unwrap();
+        let cancel = CancellationToken::new();
+        let task = runner.serve(cancel.clone()).await.unwrap();
+        Some(Serving { docker, runner, bus, cancel, task })
+    }
+
+    async fn run(&self, code: &str) -> CellReport {
+        let cell = RunCell {
+            cell_id: uuid::Uuid::new_v4().to_string(),
+            session: "pool-test".into(),
+            code: code.into(),
+            tools: vec![],
+            limits: CellLimits {
+                deadline_ms: 60_000,
+                max_calls: 10,
+                call_timeout_ms: 5_000,
+                max_output: 8192,
+                stop_output: 1 << 20,
+                max_line: 1 << 18,
+            },
+        };
+        self.bus.call(subjects::CELL_RUN, &cell, Duration::from_secs(120)).await.expect("the runner answers")
+    }
+
+    /// The hostname a cell prints: the first 12 characters of its container id.
+    async fn hostname_of_a_cell(&self) -> String {
+        let report = self.run(HOSTNAME).await;
+        assert_eq!(report.error, None, "{report:?}");
+        report.stdout.trim().to_string()
+    }
+
+    /// Wait until the pool holds `n` ready containers; panics past the bound.
+    async fn wait_for_pool(&self, n: usize) {
+        let filled = tokio::time::timeout(FILL_BOUND, self.runner.pool().wait_for(n)).await;
+        assert!(matches!(filled, Ok(true)), "the pool did not reach {n} within {FILL_BOUND:?}");
+        assert_eq!(self.runner.pool_size(), n);
+    }
+
+    /// Ids of the sandbox containers (running or not) this process owns.
+    async fn containers(&self) -> HashSet<String> {
+        containers_of_this_process(&self.docker).await
+    }
+
+    /// Cancel and wait until the runner's task has ended.
+    async fn stop(self) -> Docker {
+        self.cancel.cancel();
+        tokio::time::timeout(Duration::from_secs(60), self.task)
+            .await
+            .expect("the runner stops within a minute")
+            .unwrap();
+        self.docker
+    }
+}
+
+async fn containers_of_this_process(docker: &Docker) -> HashSet<String> {
+    let filters = HashMap::from([(
+        "label".to_string(),
+        vec![LABEL_SANDBOX.to_string(), format!("{LABEL_OWNER}={}", owner_label())],
+    )]);
+    let options = ListContainersOptionsBuilder::new().all(true).filters(&filters).build();
+    let list = docker.list_containers(Some(options)).await.unwrap();
+    list.into_iter().filter_map(|c| c.id).collect()
+}
+
+fn is_one_of(hostname: &str, ids: &HashSet<String>) -> bool {
+    hostname.len() == 12 && ids.iter().any(|id| id.starts_with(hostname))
+}
+
+#[tokio::test]
+async fn a_runner_with_two_warm_has_two_ready_containers_shortly_after_it_starts_serving() {
+    let _turn = DOCKER.lock().await;
+    let Some(serving) = Serving::start(2).await else { return };
+    serving.wait_for_pool(2).await;
+    assert_eq!(serving.containers().await.len(), 2, "the two ready containers exist in Docker");
+    serving.stop().await;
+}
+
+#[tokio::test]
+async fn a_cell_runs_in_a_container_that_was_ready_before_it_was_sent_and_the_pool_refills() {
+    let _turn = DOCKER.lock().await;
+    let Some(serving) = Serving::start(2).await else { return };
+    serving.wait_for_pool(2).await;
+    let before = serving.containers().await;
+    let hostname = serving.hostname_of_a_cell().await;
+    assert!(is_one_of(&hostname, &before), "{hostname} is one of the pooled containers {before:?}");
+    // It is gone, and the pool is back to two without it.
+    serving.wait_for_pool(2).await;
+    let after = serving.containers().await;
+    assert_eq!(after.len(), 2, "{after:?}");
+    assert!(!is_one_of(&hostname, &after), "the used container {hostname} was removed: {after:?}");
+    serving.stop().await;
+}
+
+#[tokio::test]
+async fn each_warm_container_runs_one_cell_only() {
+    let _turn = DOCKER.lock().await;
+    let Some(serving) = Serving::start(1).await else { return };
+    let mut seen = HashSet::new();
+    for _ in 0..3 {
+        serving.wait_for_pool(1).await;
+        let pooled = serving.containers().await;
+        let hostname = serving.hostname_of_a_cell().await;
+        assert!(is_one_of(&hostname, &pooled), "{hostname} came from the pool {pooled:?}");
+        assert!(seen.insert(hostname.clone()), "{hostname} ran a second cell");
+    }
+    serving.stop().await;
+}
+
+#[tokio::test]
+async fn a_warm_container_that_dies_while_waiting_is_replaced() {
+    let _turn = DOCKER.lock().await;
+    let Some(serving) = Serving::start(1).await else { return };
+    serving.wait_for_pool(1).await;
+    let first = serving.containers().await;
+    let victim = first.iter().next().unwrap().clone();
+    serving.docker.kill_container(&victim, None::<KillContainerOptions>).await.unwrap();
+    // The pool notices, removes it and starts another.
+    let mut replaced = None;
+    for _ in 0..600 {
+        let now = serving.containers().await;
+        if serving.runner.pool_size() == 1 && now.len() == 1 && !now.contains(&victim) {
+            replaced = now.into_iter().next();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let replacement = replaced.expect("the dead container was replaced within a minute");
+    let hostname = serving.hostname_of_a_cell().await;
+    assert!(replacement.starts_with(&hostname), "the next cell ran in the replacement {replacement}, not {hostname}");
+    serving.stop().await;
+}
+
+#[tokio::test]
+async fn after_cancel_no_container_of_this_process_remains() {
+    let _turn = DOCKER.lock().await;
+    let Some(serving) = Serving::start(2).await else { return };
+    serving.wait_for_pool(2).await;
+    // A cell in flight as well as the pooled containers.
+    let bus = serving.bus.clone();
+    let runner = serving.runner.clone();
+    let long = tokio::spawn({
+        let cell = RunCell {
+            cell_id: uuid::Uuid::new_v4().to_string(),
+            session: "pool-test".into(),
+            code: "import time\ntime.sleep(60)".into(),
+            tools: vec![],
+            limits: CellLimits {
+                deadline_ms: 90_000,
+                max_calls: 1,
+                call_timeout_ms: 1_000,
+                max_output: 8192,
+                stop_output: 1 << 20,
+                max_line: 1 << 18,
+            },
+        };
+        async move { bus.call::<_, CellReport>(subjects::CELL_RUN, &cell, Duration::from_secs(120)).await }
+    });
+    // The cell took a pooled container; wait for the refill so three exist.
+    let mut three = false;
+    for _ in 0..600 {
+        if runner.pool_size() == 2 && serving.containers().await.len() == 3 {
+            three = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(three, "a running cell and two ready containers");
+    let docker = serving.stop().await;
+    let report = long.await.unwrap().unwrap();
+    assert!(report.stopped && report.error.as_deref().unwrap_or("").contains("shutting down"), "{report:?}");
+    let left = containers_of_this_process(&docker).await;
+    assert!(left.is_empty(), "containers left after the runner stopped: {left:?}");
+}
+
+#[tokio::test]
+async fn a_cell_still_runs_cold_without_a_warm_pool() {
+    let _turn = DOCKER.lock().await;
+    let Some(serving) = Serving::start(0).await else { return };
+    assert_eq!(serving.runner.pool_size(), 0);
+    let before = serving.containers().await;
+    assert!(before.is_empty(), "no container is started ahead of need: {before:?}");
+    let hostname = serving.hostname_of_a_cell().await;
+    assert_eq!(hostname.len(), 12, "{hostname}");
+    assert!(serving.containers().await.is_empty(), "its container was removed");
+    serving.stop().await;
+}
