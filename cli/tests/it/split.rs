@@ -107,3 +107,30 @@ async fn without_any_runner_a_cell_fails_saying_nobody_serves_it() {
     assert!(text.contains("no service answers on codemode.v1.cell.run"), "{text}");
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn tool_calls_spread_across_bridge_replicas() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some((nats, users)) = NatsServer::start_secured() else { return };
+    let url = nats.url();
+    // Two bridge replicas, each wrapping its own server process with its own log.
+    let logs: Vec<_> = (0..2).map(|i| support::log_path(&format!("replica-{i}"))).collect();
+    let _bridges: Vec<_> = logs
+        .iter()
+        .map(|log| spawn_service(&url, &users, "bridge", &[], Some(&["--log", log.to_str().unwrap()])))
+        .collect();
+    let _runner = spawn_service(&url, &users, "sandbox-runner", &[], None);
+    let client = frontend(&url, &users, &[]).await;
+    let code = "import json\ntotal = 0\nfor i in range(40):\n    total += json.loads(await add({'a': i, 'b': 1}))['sum']\nprint(total)";
+    let result = run_python(&client, code).await;
+    assert_eq!(report(&result)["stdout"], "820\n", "every call answered once, by one replica or the other");
+    let calls: Vec<usize> = logs.iter().map(|l| support::logged_calls(l).len()).collect();
+    assert_eq!(calls.iter().sum::<usize>(), 40, "{calls:?}");
+    assert!(calls.iter().all(|&c| c > 0), "both replicas served calls: {calls:?}");
+    client.cancel().await.unwrap();
+    for log in &logs {
+        let _ = std::fs::remove_file(log);
+    }
+}
