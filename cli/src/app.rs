@@ -19,6 +19,7 @@ use code_mode_bridge::server::ServerSpec;
 use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, Closer, WrappedServer};
 use code_mode_core::bus::Bus;
 use code_mode_core::nats::{NatsOptions, NatsTransport};
+use code_mode_core::state::{JetStreamConfig, SessionStore};
 use code_mode_mcp_frontend::{Frontend, FrontendConfig};
 use code_mode_sandbox_runner::container::Lockdown;
 use code_mode_sandbox_runner::image::{self, BaseSource};
@@ -68,8 +69,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Bridge(args) => {
             let _metrics = start_metrics(&args.metrics, "bridge", &root).await?;
-            let bus = nats_bus(&args.nats, "code-mode-bridge").await?;
-            let (bridge, closer) = start_bridge(&args.bridge, &args.server, &root).await?;
+            let transport = nats_transport(&args.nats, "code-mode-bridge").await?;
+            // The private-data taint lives in JetStream, so it outlives this
+            // process and is shared by every replica; without private tools
+            // the store is never used, so JetStream is not needed.
+            let state = if args.bridge.private.is_empty() {
+                SessionStore::in_memory()
+            } else {
+                SessionStore::over_nats(&transport, JetStreamConfig::default())
+                    .await
+                    .context("opening the session-state store (JetStream) for --private")?
+            };
+            let bus = Bus::new(transport);
+            let (bridge, closer) = start_bridge(&args.bridge, &args.server, state, &root).await?;
             let tasks = bridge.serve(&bus, root.clone()).await?;
             tracing::info!("bridge serving over NATS");
             root.cancelled().await;
@@ -104,6 +116,10 @@ async fn start_metrics(
 }
 
 async fn nats_bus(args: &NatsArgs, name: &str) -> anyhow::Result<Bus> {
+    Ok(Bus::new(nats_transport(args, name).await?))
+}
+
+async fn nats_transport(args: &NatsArgs, name: &str) -> anyhow::Result<NatsTransport> {
     let credentials = match (&args.nats_user, &args.nats_password) {
         (Some(u), Some(p)) => Some((u.clone(), p.clone())),
         (None, None) => None,
@@ -116,13 +132,14 @@ async fn nats_bus(args: &NatsArgs, name: &str) -> anyhow::Result<Bus> {
         name: Some(name.to_string()),
         inbox_prefix: Some(format!("_INBOX.{service}")),
     };
-    Ok(Bus::new(NatsTransport::connect(&options).await?))
+    Ok(NatsTransport::connect(&options).await?)
 }
 
-/// Start the bridge and its wrapped server.
+/// Start the bridge and its wrapped server, keeping session state in `state`.
 async fn start_bridge(
     args: &BridgeArgs,
     server: &[String],
+    state: SessionStore,
     root: &CancellationToken,
 ) -> anyhow::Result<(Bridge, Closer)> {
     let call_timeout = seconds(args.call_timeout, "--call-timeout")?;
@@ -140,9 +157,11 @@ async fn start_bridge(
                 start_timeout: code_mode_core::defaults::START_TIMEOUT,
             },
             allow: (!args.allow.is_empty()).then(|| args.allow.clone()),
+            private: args.private.clone(),
         }],
         limits: CallLimits { max_calls: args.max_calls, call_timeout, ..CallLimits::default() },
         catalog: Default::default(),
+        state,
     };
     Ok(Bridge::start(config, root.child_token()).await?)
 }
@@ -235,7 +254,8 @@ impl Stack {
         let bus = Bus::in_process();
         // Docker first: nothing to clean up if it is missing.
         let runner = start_runner(runner_args, max_concurrent.max(1), bus.clone()).await?;
-        let (bridge, closer) = start_bridge(bridge_args, server, root).await?;
+        // One process: the session state lives (and dies) with it.
+        let (bridge, closer) = start_bridge(bridge_args, server, SessionStore::in_memory(), root).await?;
         let mut tasks = Vec::new();
         // From here on a failure must close what was started.
         let started = async {

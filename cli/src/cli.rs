@@ -100,6 +100,12 @@ pub struct BridgeArgs {
     /// repeatable. Default: every tool.
     #[arg(long = "allow", value_name = "TOOL")]
     pub allow: Vec<String>,
+    /// Mark this tool as one that may see private data (the name the server
+    /// lists, or its Python name; it must be kept); repeatable. After a
+    /// session calls a private tool it may call only private tools, until
+    /// the client session ends.
+    #[arg(long = "private", value_name = "TOOL")]
+    pub private: Vec<String>,
     /// Pass this variable from code-mode's environment to the wrapped server;
     /// repeatable. The server otherwise gets only HOME, LOGNAME, PATH, SHELL,
     /// TERM and USER.

@@ -195,6 +195,9 @@ fn from_file(file: &std::path::Path, sub: &str, subcommand: &clap::Command) -> R
         }
         settings.push(Setting { flag, values, takes_value });
     }
+    // The parsed table does not keep the file's order: sort, so the command
+    // line built from it is the same every time.
+    settings.sort_by(|a, b| a.flag.cmp(&b.flag));
     Ok(settings)
 }
 
@@ -224,6 +227,7 @@ fn from_env(env: &[(String, String)], sub: &str, subcommand: &clap::Command) -> 
         }
         settings.push(Setting { flag, values, takes_value });
     }
+    settings.sort_by(|a, b| a.flag.cmp(&b.flag));
     Ok(settings)
 }
 

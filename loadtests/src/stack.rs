@@ -112,9 +112,11 @@ impl Stack {
                     start_timeout: code_mode_core::defaults::START_TIMEOUT,
                 },
                 allow: None,
+                private: vec![],
             }],
             limits: CallLimits::default(),
             catalog: Default::default(),
+            state: code_mode_core::state::SessionStore::in_memory(),
         };
         let cancel = CancellationToken::new();
         let (bridge, closer) = Bridge::start(bridge_config, cancel.child_token()).await?;

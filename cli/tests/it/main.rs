@@ -7,6 +7,7 @@
 mod faults;
 mod mcp_stdio;
 mod metrics;
+mod private;
 mod run_command;
 mod skill;
 mod split;

@@ -176,7 +176,7 @@ impl Guards {
 /// Which service takes an option (and how many values follow it).
 fn service_of(flag: &str) -> &'static str {
     match flag {
-        "--allow" | "--env" | "--max-calls" | "--call-timeout" => "bridge",
+        "--allow" | "--env" | "--max-calls" | "--call-timeout" | "--private" => "bridge",
         "--image" | "--base" => "runner",
         _ => "frontend",
     }

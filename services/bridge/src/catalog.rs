@@ -4,6 +4,10 @@
 //! Built once at startup from each server's `tools/list`, the allowlist and
 //! the schemas. Tools whose schema cannot be checked are left out with a
 //! warning; two kept tools that would get one Python name stop startup.
+//!
+//! It also resolves the private labels (`--private`): each must name a tool
+//! the catalog keeps, else startup stops naming the label. A private tool
+//! carries [`stubs::PRIVATE_LABEL`] in its stub and summary line.
 
 use std::collections::HashMap;
 
@@ -46,6 +50,9 @@ pub struct ServerTools {
     pub tools: Vec<ListedTool>,
     /// Tool names to keep (server names or Python names); `None` keeps all.
     pub allow: Option<Vec<String>>,
+    /// Tools that may see private data (server names or Python names); each
+    /// must be kept.
+    pub private: Vec<String>,
 }
 
 /// A kept tool.
@@ -65,6 +72,8 @@ pub struct CatalogTool {
     pub summary: String,
     /// Its compiled input schema.
     pub checker: ArgumentChecker,
+    /// It may see private data (`--private`).
+    pub private: bool,
 }
 
 /// A tool the catalog left out, and why.
@@ -111,6 +120,7 @@ impl Catalog {
         let mut taken: HashMap<String, (String, String)> = HashMap::new();
         for (index, server) in servers.iter().enumerate() {
             let keep = resolve_allow(server)?;
+            let private = resolve_private(server, &keep)?;
             for tool in &server.tools {
                 let base = python_name(&tool.name);
                 let name =
@@ -129,6 +139,13 @@ impl Catalog {
                 taken.insert(name.clone(), (server.server.clone(), tool.name.clone()));
                 let checker = match ArgumentChecker::compile(&tool.input_schema, limits.max_schema_depth) {
                     Ok(c) => c,
+                    Err(problem) if private.contains(&tool.name.as_str()) => {
+                        return Err(BridgeError::PrivateNotKept {
+                            server: server.server.clone(),
+                            name: tool.name.clone(),
+                            why: format!("its schema cannot be checked ({problem}), so the tool is left out"),
+                        });
+                    }
                     Err(problem) => {
                         tracing::warn!(server = %server.server, tool = %tool.name, "tool left out: {problem}");
                         catalog.left_out.push(LeftOut {
@@ -139,11 +156,13 @@ impl Catalog {
                         continue;
                     }
                 };
+                let is_private = private.contains(&tool.name.as_str());
+                let labels = if is_private { vec![stubs::PRIVATE_LABEL.to_string()] } else { Vec::new() };
                 let text = ToolText {
                     name: &name,
                     description: tool.description.as_deref(),
                     schema: &tool.input_schema,
-                    labels: &[],
+                    labels: &labels,
                 };
                 catalog.by_name.insert(name.clone(), catalog.tools.len());
                 catalog.tools.push(CatalogTool {
@@ -154,6 +173,7 @@ impl Catalog {
                     server: index,
                     server_name: server.server.clone(),
                     checker,
+                    private: is_private,
                 });
             }
         }
@@ -180,6 +200,38 @@ impl Catalog {
     pub fn left_out(&self) -> &[LeftOut] {
         &self.left_out
     }
+
+    /// The Python names of the private tools, in listing order.
+    pub fn private_tools(&self) -> impl Iterator<Item = &str> {
+        self.tools.iter().filter(|t| t.private).map(|t| t.name.as_str())
+    }
+
+    /// True when at least one kept tool is private: only then does the
+    /// private-data rule judge calls.
+    pub fn has_private(&self) -> bool {
+        self.tools.iter().any(|t| t.private)
+    }
+}
+
+/// The listed tool `wanted` names: its server name, else the Python name of
+/// exactly one listed tool.
+fn find_listed<'a>(server: &'a ServerTools, wanted: &str) -> Option<&'a ListedTool> {
+    server.tools.iter().find(|t| t.name == wanted).or_else(|| {
+        let mut by_python = server.tools.iter().filter(|t| python_name(&t.name) == wanted);
+        match (by_python.next(), by_python.next()) {
+            (Some(t), None) => Some(t),
+            _ => None,
+        }
+    })
+}
+
+/// Up to 20 of the server's tool names, for an error message.
+fn listed_names(server: &ServerTools) -> String {
+    let mut listed: Vec<&str> = server.tools.iter().map(|t| t.name.as_str()).take(20).collect();
+    if server.tools.len() > 20 {
+        listed.push("...");
+    }
+    listed.join(", ")
 }
 
 /// Check every allowlist name against the server's tools (server names
@@ -189,24 +241,13 @@ fn resolve_allow(server: &ServerTools) -> Result<impl Fn(&str) -> bool + '_, Bri
     if let Some(allow) = &server.allow {
         let mut names = Vec::new();
         for wanted in allow {
-            let found = server.tools.iter().find(|t| &t.name == wanted).or_else(|| {
-                let mut by_python = server.tools.iter().filter(|t| &python_name(&t.name) == wanted);
-                match (by_python.next(), by_python.next()) {
-                    (Some(t), None) => Some(t),
-                    _ => None,
-                }
-            });
-            match found {
+            match find_listed(server, wanted) {
                 Some(t) => names.push(t.name.as_str()),
                 None => {
-                    let mut listed: Vec<&str> = server.tools.iter().map(|t| t.name.as_str()).take(20).collect();
-                    if server.tools.len() > 20 {
-                        listed.push("...");
-                    }
                     return Err(BridgeError::UnknownAllowed {
                         server: server.server.clone(),
                         name: wanted.clone(),
-                        listed: listed.join(", "),
+                        listed: listed_names(server),
                     });
                 }
             }
@@ -214,6 +255,32 @@ fn resolve_allow(server: &ServerTools) -> Result<impl Fn(&str) -> bool + '_, Bri
         kept = Some(names);
     }
     Ok(move |name: &str| kept.as_ref().is_none_or(|k| k.contains(&name)))
+}
+
+/// Check every private label against the server's tools (server names
+/// first, then Python names) and the allowlist; return the server names of
+/// the private tools. (A private tool left out for its schema is caught
+/// while the catalog is built.)
+fn resolve_private<'a>(server: &'a ServerTools, keep: &impl Fn(&str) -> bool) -> Result<Vec<&'a str>, BridgeError> {
+    let mut names = Vec::new();
+    for wanted in &server.private {
+        let Some(tool) = find_listed(server, wanted) else {
+            return Err(BridgeError::UnknownPrivate {
+                server: server.server.clone(),
+                name: wanted.clone(),
+                listed: listed_names(server),
+            });
+        };
+        if !keep(&tool.name) {
+            return Err(BridgeError::PrivateNotKept {
+                server: server.server.clone(),
+                name: wanted.clone(),
+                why: "it is not on the allowlist (--allow), so the tool is not kept".into(),
+            });
+        }
+        names.push(tool.name.as_str());
+    }
+    Ok(names)
 }
 
 #[cfg(test)]
@@ -236,6 +303,7 @@ mod tests {
                 prefixed: false,
                 tools,
                 allow: allow.map(|a| a.into_iter().map(String::from).collect()),
+                private: Vec::new(),
             }],
             &CatalogLimits::default(),
         )
@@ -276,12 +344,80 @@ mod tests {
         assert_eq!(c.left_out()[0].tool, "bad");
     }
 
+    fn with_private(
+        tools: Vec<ListedTool>,
+        allow: Option<Vec<&str>>,
+        private: &[&str],
+    ) -> Result<Catalog, BridgeError> {
+        Catalog::build(
+            &[ServerTools {
+                server: "s".into(),
+                prefixed: false,
+                tools,
+                allow: allow.map(|a| a.into_iter().map(String::from).collect()),
+                private: private.iter().map(|p| p.to_string()).collect(),
+            }],
+            &CatalogLimits::default(),
+        )
+    }
+
+    #[test]
+    fn private_labels_accept_server_names_and_python_names_and_mark_the_stub_and_summary() {
+        let c =
+            with_private(vec![tool("read-mail"), tool("send"), tool("notes")], None, &["read_mail", "notes"]).unwrap();
+        let private: Vec<&str> = c.private_tools().collect();
+        assert_eq!(private, ["read_mail", "notes"]);
+        assert!(c.has_private());
+        let mail = c.get("read_mail").unwrap();
+        assert!(mail.stub.contains("[private]") && mail.summary.contains(") [private]: "), "{}", mail.summary);
+        let send = c.get("send").unwrap();
+        assert!(!send.private && !send.stub.contains("[private]") && !send.summary.contains("[private]"));
+        assert!(!with_private(vec![tool("a")], None, &[]).unwrap().has_private());
+    }
+
+    #[test]
+    fn a_private_label_on_a_tool_the_server_does_not_list_stops_startup_naming_it() {
+        let err = with_private(vec![tool("read_mail")], None, &["read_mial"]).unwrap_err();
+        assert!(matches!(err, BridgeError::UnknownPrivate { .. }), "{err:?}");
+        assert!(err.to_string().contains("--private read_mial"), "{err}");
+    }
+
+    #[test]
+    fn a_private_label_on_a_tool_the_allowlist_drops_stops_startup_naming_it() {
+        let err = with_private(vec![tool("read_mail"), tool("send")], Some(vec!["send"]), &["read_mail"]).unwrap_err();
+        assert!(matches!(err, BridgeError::PrivateNotKept { .. }), "{err:?}");
+        let msg = err.to_string();
+        assert!(msg.contains("--private read_mail") && msg.contains("allowlist"), "{msg}");
+    }
+
+    #[test]
+    fn a_private_label_on_a_tool_left_out_for_its_schema_stops_startup_naming_it() {
+        let mut bad = tool("bad");
+        bad.input_schema = json!({"type": "object", "properties": {"a": {"type": "no-such-type"}}});
+        let err = with_private(vec![bad, tool("good")], None, &["bad"]).unwrap_err();
+        assert!(matches!(err, BridgeError::PrivateNotKept { .. }), "{err:?}");
+        let msg = err.to_string();
+        assert!(msg.contains("--private bad") && msg.contains("schema"), "{msg}");
+    }
+
     #[test]
     fn several_servers_prefix_their_names() {
         let c = Catalog::build(
             &[
-                ServerTools { server: "notes".into(), prefixed: true, tools: vec![tool("search")], allow: None },
-                ServerTools { server: "tracker".into(), prefixed: true, tools: vec![tool("search")], allow: None },
+                ServerTools {
+                    server: "notes".into(),
+                    prefixed: true,
+                    tools: vec![tool("search")],
+                    allow: None,
+                    private: vec![],
+                },
+                ServerTools {
+                    server: "tracker".into(),
+                    prefixed: true,
+                    tools: vec![tool("search")],
+                    allow: None,
+                    private: vec![],
+                },
             ],
             &CatalogLimits::default(),
         )

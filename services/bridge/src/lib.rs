@@ -4,17 +4,19 @@
 //! It owns the wrapped servers (one actor each, [`server`]), the tool
 //! [`catalog`] built from their `tools/list`, and the checks of
 //! [`Bridge::call`]: the tool is kept, the run has calls left, the arguments
-//! are an object within the size limit that the tool's schema accepts. Only
-//! then does the call go out, with a timeout; the result comes back as a
-//! string (structured content as JSON, else text) or is refused when too
-//! large. Refusals carry the bridge's own short message; host faults only a
-//! type name.
+//! are an object within the size limit that the tool's schema accepts, and,
+//! when some tools are private, the [`private`] data rule (judged last,
+//! against the session-state store). Only then does the call go out, with a
+//! timeout; the result comes back as a string (structured content as JSON,
+//! else text) or is refused when too large. Refusals carry the bridge's own
+//! short message; host faults only a type name.
 //!
 //! Over the bus it answers [`subjects::CATALOG_GET`] and
 //! [`subjects::TOOL_CALL`] in the `bridge` queue group.
 
 pub mod catalog;
 pub mod naming;
+pub mod private;
 pub mod schema;
 pub mod server;
 pub mod stubs;
@@ -24,12 +26,14 @@ use std::time::Duration;
 
 use code_mode_core::bus::{Bus, BusError};
 use code_mode_core::defaults;
+use code_mode_core::state::SessionStore;
 use code_mode_proto::{self as proto, CatalogRequest, ToolCall, ToolReply, queue_groups, subjects};
 use code_mode_telemetry::Decision;
 use rmcp::model::{CallToolResult, ContentBlock};
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Catalog, CatalogLimits, ListedTool, ServerTools};
+use crate::private::PrivateRule;
 use crate::server::{ServerHandle, ServerSpec};
 
 /// Errors that stop the bridge from starting.
@@ -62,6 +66,26 @@ pub enum BridgeError {
         name: String,
         /// What the server lists.
         listed: String,
+    },
+    /// `--private` names a tool the server does not list.
+    #[error("server {server:?}: --private {name}: the server lists no such tool (it lists: {listed})")]
+    UnknownPrivate {
+        /// The server's name.
+        server: String,
+        /// The name in `--private`.
+        name: String,
+        /// What the server lists.
+        listed: String,
+    },
+    /// `--private` names a tool the catalog does not keep.
+    #[error("server {server:?}: --private {name}: {why}")]
+    PrivateNotKept {
+        /// The server's name.
+        server: String,
+        /// The name in `--private`.
+        name: String,
+        /// Why the tool is not kept.
+        why: String,
     },
     /// Two kept tools would get the same Python name.
     #[error("tools {first:?} and {second:?} would both be called {python}: allow only one of them")]
@@ -109,6 +133,10 @@ pub struct WrappedServer {
     pub spec: ServerSpec,
     /// Tool names to keep; `None` keeps all.
     pub allow: Option<Vec<String>>,
+    /// Tools that may see private data (server or Python names, each one a
+    /// kept tool): after a call to one of them, a session may call only
+    /// private tools.
+    pub private: Vec<String>,
 }
 
 /// Everything the bridge needs to start.
@@ -120,6 +148,10 @@ pub struct BridgeConfig {
     pub limits: CallLimits,
     /// Catalog bounds.
     pub catalog: CatalogLimits,
+    /// Where the private-data taint of each session lives: in memory for
+    /// one process, JetStream for the split deployment. Never touched when
+    /// no tool is private.
+    pub state: SessionStore,
 }
 
 /// A running bridge: a cheap handle.
@@ -133,6 +165,8 @@ struct Inner {
     catalog: Catalog,
     servers: Vec<ServerHandle>,
     limits: CallLimits,
+    /// The private-data rule, when some tool is private.
+    rule: Option<PrivateRule>,
 }
 
 /// The wrapped servers' owner tasks; await [`Closer::closed`] after
@@ -168,6 +202,7 @@ impl Bridge {
                         prefixed,
                         tools: tools.iter().map(ListedTool::from).collect(),
                         allow: wrapped.allow.clone(),
+                        private: wrapped.private.clone(),
                     });
                     handles.push(handle);
                     actors.push(actor);
@@ -189,8 +224,13 @@ impl Bridge {
                 return Err(e);
             }
         };
+        let rule = catalog.has_private().then(|| PrivateRule::new(config.state.clone(), catalog.private_tools()));
+        if rule.is_some() {
+            let private: Vec<&str> = catalog.private_tools().collect();
+            tracing::info!(?private, store = config.state.backend_kind(), "private-data rule on");
+        }
         tracing::info!(tools = catalog.tools().len(), left_out = catalog.left_out().len(), "bridge ready");
-        let bridge = Bridge { inner: Arc::new(Inner { catalog, servers: handles, limits: config.limits }) };
+        let bridge = Bridge { inner: Arc::new(Inner { catalog, servers: handles, limits: config.limits, rule }) };
         Ok((bridge, Closer { actors }))
     }
 
@@ -271,6 +311,13 @@ impl Bridge {
         let serde_json::Value::Object(arguments) = call.arguments.clone() else {
             return self.refuse(format!("{}: arguments must be a JSON object", tool.name));
         };
+        // Last, so that a call refused by any check above never taints; a
+        // private call taints here, before it goes out (see `private`).
+        if let Some(rule) = &self.inner.rule
+            && let Err(refusal) = rule.judge(&call.session, &tool.name, tool.private).await
+        {
+            return self.refuse(refusal.to_string());
+        }
         let server = &self.inner.servers[tool.server];
         match server.call(&tool.mcp_name, arguments, limits.call_timeout).await {
             Ok(result) => self.result_reply(&tool.name, &result),

@@ -43,6 +43,13 @@ const MAX_ALTERNATIVES: usize = 8;
 /// Characters of the description's first line in a summary.
 const MAX_SUMMARY_CHARS: usize = 160;
 
+/// The label of a tool that may see private data (`--private`).
+pub const PRIVATE_LABEL: &str = "[private]";
+
+/// What the stub of a private tool says about the private-data rule, under
+/// its label, so the model learns the rule before it runs into it.
+const PRIVATE_NOTE: &str = "It may see private data: once it is called, this session can call only [private] tools.";
+
 /// Cut `text` to at most `max` bytes on a character boundary, marking the cut.
 pub fn cut_bytes(text: &str, max: usize) -> String {
     if text.len() <= max {
@@ -248,6 +255,10 @@ pub fn stub(tool: &ToolText<'_>, limits: &StubLimits) -> String {
     if !tool.labels.is_empty() {
         doc.push_str(&tool.labels.join(" "));
         doc.push('\n');
+        if tool.labels.iter().any(|l| l == PRIVATE_LABEL) {
+            doc.push_str(PRIVATE_NOTE);
+            doc.push('\n');
+        }
     }
     let description = tool.description.map(str::trim).filter(|d| !d.is_empty());
     doc.push_str(&cut_bytes(description.unwrap_or("(no description)"), limits.max_description));
@@ -405,6 +416,20 @@ mod tests {
         let s = stub(&ToolText { name: "t", description: Some("x"), schema: &schema, labels: &[] }, &limits());
         assert!(s.chars().count() < 40 * (64 + 300 + 200 + 40) + 4096, "{}", s.len());
         assert!(s.contains("... and 4960 more parameters"));
+    }
+
+    #[test]
+    fn a_private_stub_carries_the_label_and_the_rule_above_its_description() {
+        let schema = json!({"properties": {"name": {"type": "string"}}, "required": ["name"]});
+        let labels = vec![PRIVATE_LABEL.to_string()];
+        let s = stub(
+            &ToolText { name: "read_mail", description: Some("Read a mail."), schema: &schema, labels: &labels },
+            &limits(),
+        );
+        let doc: Vec<&str> = s.lines().skip(2).take(3).map(str::trim).collect();
+        assert_eq!(doc, ["[private]", PRIVATE_NOTE, "Read a mail."], "{s}");
+        let plain = stub(&ToolText { name: "t", description: None, schema: &schema, labels: &[] }, &limits());
+        assert!(!plain.contains("[private]"), "{plain}");
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod calls;
 mod catalog;
 mod lifecycle;
 mod metrics;
+mod private;
 mod refusals;
 mod restart;
 mod startup;

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use code_mode_bridge::server::ServerSpec;
 use code_mode_bridge::{Bridge, BridgeConfig, BridgeError, CallLimits, Closer, WrappedServer};
+use code_mode_core::state::SessionStore;
 use code_mode_proto::{ToolCall, ToolReply};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -36,6 +37,10 @@ pub struct Setup {
     pub command: Option<(String, Vec<String>)>,
     /// The allowlist.
     pub allow: Option<Vec<String>>,
+    /// The private tools.
+    pub private: Vec<String>,
+    /// The session-state store (default: a fresh one in memory).
+    pub state: Option<SessionStore>,
     /// Call limits (a 10 s call timeout unless a test says otherwise, so
     /// nothing hangs for the 30 s default).
     pub limits: CallLimits,
@@ -55,6 +60,8 @@ impl Default for Setup {
             args: Vec::new(),
             command: None,
             allow: None,
+            private: Vec::new(),
+            state: None,
             limits: CallLimits { call_timeout: Duration::from_secs(10), ..CallLimits::default() },
             pass_env: Vec::new(),
             set_env: Vec::new(),
@@ -73,6 +80,18 @@ impl Setup {
     /// Keep only these tools.
     pub fn allow(mut self, names: &[&str]) -> Self {
         self.allow = Some(names.iter().map(|a| a.to_string()).collect());
+        self
+    }
+
+    /// Mark these tools private.
+    pub fn private(mut self, names: &[&str]) -> Self {
+        self.private = names.iter().map(|a| a.to_string()).collect();
+        self
+    }
+
+    /// Keep the private-data taint in this store.
+    pub fn state(mut self, store: SessionStore) -> Self {
+        self.state = Some(store);
         self
     }
 
@@ -98,9 +117,11 @@ impl Setup {
                     start_timeout: self.start_timeout,
                 },
                 allow: self.allow,
+                private: self.private,
             }],
             limits: self.limits,
             catalog: Default::default(),
+            state: self.state.unwrap_or_else(SessionStore::in_memory),
         };
         let cancel = CancellationToken::new();
         let (bridge, closer) = Bridge::start(config, cancel.clone()).await?;
