@@ -73,7 +73,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             // The private-data taint lives in JetStream, so it outlives this
             // process and is shared by every replica; without private tools
             // the store is never used, so JetStream is not needed.
-            let state = if args.bridge.private.is_empty() {
+            let servers = wrapped_servers(&args.bridge, &args.server)?;
+            let state = if servers.iter().all(|s| s.private.is_empty()) {
                 SessionStore::in_memory()
             } else {
                 SessionStore::over_nats(&transport, JetStreamConfig::default())
@@ -81,7 +82,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     .context("opening the session-state store (JetStream) for --private")?
             };
             let bus = Bus::new(transport);
-            let (bridge, closer) = start_bridge(&args.bridge, &args.server, state, &root).await?;
+            let (bridge, closer) = start_bridge(&args.bridge, servers, state, &root).await?;
             let tasks = bridge.serve(&bus, root.clone()).await?;
             tracing::info!("bridge serving over NATS");
             root.cancelled().await;
@@ -135,35 +136,51 @@ async fn nats_transport(args: &NatsArgs, name: &str) -> anyhow::Result<NatsTrans
     Ok(NatsTransport::connect(&options).await?)
 }
 
-/// Start the bridge and its wrapped server, keeping session state in `state`.
+/// The wrapped servers: the entries of the `--config` file, else the one
+/// server whose command follows `--`.
+fn wrapped_servers(args: &BridgeArgs, server: &[String]) -> anyhow::Result<Vec<WrappedServer>> {
+    if let Some(file) = &args.config {
+        return Ok(code_mode_bridge::config::load(file)?);
+    }
+    let Some((command, server_args)) = server.split_first() else {
+        bail!("no server command after -- (or --config FILE)");
+    };
+    Ok(vec![WrappedServer {
+        spec: ServerSpec {
+            name: command.clone(),
+            command: command.clone(),
+            args: server_args.to_vec(),
+            pass_env: args.env.clone(),
+            set_env: vec![],
+            start_timeout: code_mode_core::defaults::START_TIMEOUT,
+        },
+        allow: (!args.allow.is_empty()).then(|| args.allow.clone()),
+        private: args.private.clone(),
+    }])
+}
+
+/// Start the bridge and its wrapped servers, keeping session state in
+/// `state`. With `--config` every tool is named `<server>__<tool>`, even
+/// for one server, so names stay put when a server is added.
 async fn start_bridge(
     args: &BridgeArgs,
-    server: &[String],
+    servers: Vec<WrappedServer>,
     state: SessionStore,
     root: &CancellationToken,
 ) -> anyhow::Result<(Bridge, Closer)> {
     let call_timeout = seconds(args.call_timeout, "--call-timeout")?;
-    let Some((command, server_args)) = server.split_first() else {
-        bail!("no server command after --");
-    };
     let config = BridgeConfig {
-        servers: vec![WrappedServer {
-            spec: ServerSpec {
-                name: command.clone(),
-                command: command.clone(),
-                args: server_args.to_vec(),
-                pass_env: args.env.clone(),
-                set_env: vec![],
-                start_timeout: code_mode_core::defaults::START_TIMEOUT,
-            },
-            allow: (!args.allow.is_empty()).then(|| args.allow.clone()),
-            private: args.private.clone(),
-        }],
+        servers,
         limits: CallLimits { max_calls: args.max_calls, call_timeout, ..CallLimits::default() },
         catalog: Default::default(),
         state,
     };
-    Ok(Bridge::start(config, root.child_token()).await?)
+    let started = if args.config.is_some() {
+        Bridge::start_prefixed(config, root.child_token()).await?
+    } else {
+        Bridge::start(config, root.child_token()).await?
+    };
+    Ok(started)
 }
 
 /// Connect to Docker, make sure the image exists, and make a runner (its
@@ -251,11 +268,13 @@ impl Stack {
         root: &CancellationToken,
     ) -> anyhow::Result<Stack> {
         let frontend_config = frontend_config(frontend_args, max_concurrent)?;
+        // The config file is checked before anything starts.
+        let servers = wrapped_servers(bridge_args, server)?;
         let bus = Bus::in_process();
         // Docker first: nothing to clean up if it is missing.
         let runner = start_runner(runner_args, max_concurrent.max(1), bus.clone()).await?;
         // One process: the session state lives (and dies) with it.
-        let (bridge, closer) = start_bridge(bridge_args, server, SessionStore::in_memory(), root).await?;
+        let (bridge, closer) = start_bridge(bridge_args, servers, SessionStore::in_memory(), root).await?;
         let mut tasks = Vec::new();
         // From here on a failure must close what was started.
         let started = async {

@@ -62,8 +62,8 @@ pub struct ServeArgs {
     /// `run_python` calls that run at once; more wait for a slot.
     #[arg(long, default_value_t = defaults::MAX_CONCURRENT_CELLS, value_name = "N")]
     pub max_concurrent: usize,
-    /// The wrapped server's command and its arguments.
-    #[arg(last = true, required = true, value_name = "SERVER_COMMAND")]
+    /// The wrapped server's command and its arguments (not with `--config`).
+    #[arg(last = true, required_unless_present = "config", conflicts_with = "config", value_name = "SERVER_COMMAND")]
     pub server: Vec<String>,
 }
 
@@ -88,14 +88,20 @@ pub struct RunArgs {
     /// A file holding the code to run (default: read the code from stdin).
     #[arg(long, value_name = "PATH")]
     pub file: Option<PathBuf>,
-    /// The wrapped server's command and its arguments.
-    #[arg(last = true, required = true, value_name = "SERVER_COMMAND")]
+    /// The wrapped server's command and its arguments (not with `--config`).
+    #[arg(last = true, required_unless_present = "config", conflicts_with = "config", value_name = "SERVER_COMMAND")]
     pub server: Vec<String>,
 }
 
 /// Options of the bridge: which tools, and the limits of each call.
 #[derive(Debug, Args)]
 pub struct BridgeArgs {
+    /// Wrap the stdio servers of this JSON file instead of the one after
+    /// `--`: `{"mcpServers": {"NAME": {"command": ..., "args": [...], "env":
+    /// {...}, "allow": [...], "private": true or [...]}}}`. Every tool is then
+    /// named `NAME__TOOL`, even with one server.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["allow", "private", "env"])]
+    pub config: Option<PathBuf>,
     /// Keep only this tool (the name the server lists, or its Python name);
     /// repeatable. Default: every tool.
     #[arg(long = "allow", value_name = "TOOL")]
@@ -206,8 +212,8 @@ pub struct BridgeServiceArgs {
     /// Bridge options.
     #[command(flatten)]
     pub bridge: BridgeArgs,
-    /// The wrapped server's command and its arguments.
-    #[arg(last = true, required = true, value_name = "SERVER_COMMAND")]
+    /// The wrapped server's command and its arguments (not with `--config`).
+    #[arg(last = true, required_unless_present = "config", conflicts_with = "config", value_name = "SERVER_COMMAND")]
     pub server: Vec<String>,
 }
 

@@ -9,6 +9,7 @@ mod mcp_stdio;
 mod metrics;
 mod private;
 mod run_command;
+mod several;
 mod skill;
 mod split;
 mod support;

@@ -15,6 +15,7 @@
 //! [`subjects::TOOL_CALL`] in the `bridge` queue group.
 
 pub mod catalog;
+pub mod config;
 pub mod naming;
 pub mod private;
 pub mod schema;
@@ -139,10 +140,29 @@ pub struct WrappedServer {
     pub private: Vec<String>,
 }
 
+/// The private labels of `wrapped`, with [`config::ALL_TOOLS`] (`"private":
+/// true`) made into every tool it keeps: the allowlist, else every listed
+/// tool whose schema can be checked.
+fn every_private(wrapped: &WrappedServer, tools: &[rmcp::model::Tool], limits: &CatalogLimits) -> Vec<String> {
+    if wrapped.private.iter().all(|p| p != config::ALL_TOOLS) {
+        return wrapped.private.clone();
+    }
+    match &wrapped.allow {
+        Some(allow) => allow.clone(),
+        None => tools
+            .iter()
+            .map(ListedTool::from)
+            .filter(|t| schema::ArgumentChecker::compile(&t.input_schema, limits.max_schema_depth).is_ok())
+            .map(|t| t.name)
+            .collect(),
+    }
+}
+
 /// Everything the bridge needs to start.
 #[derive(Debug, Clone)]
 pub struct BridgeConfig {
-    /// The wrapped servers (one for now; names are prefixed when several).
+    /// The wrapped servers (names are prefixed when several, and always
+    /// with [`Bridge::start_prefixed`]).
     pub servers: Vec<WrappedServer>,
     /// Per-call limits.
     pub limits: CallLimits,
@@ -188,12 +208,31 @@ impl Closer {
 impl Bridge {
     /// Start every wrapped server and build the catalog. If one server fails
     /// to start, the ones already started are closed before the error returns.
+    /// Tool names get the `<server>__` prefix when there are several servers.
     pub async fn start(config: BridgeConfig, cancel: CancellationToken) -> Result<(Bridge, Closer), BridgeError> {
+        let prefixed = config.servers.len() > 1;
+        Self::start_with(config, cancel, prefixed).await
+    }
+
+    /// [`Bridge::start`], but every tool name gets the `<server>__` prefix,
+    /// even with one server (`--config`: names do not change when a second
+    /// server is added).
+    pub async fn start_prefixed(
+        config: BridgeConfig,
+        cancel: CancellationToken,
+    ) -> Result<(Bridge, Closer), BridgeError> {
+        Self::start_with(config, cancel, true).await
+    }
+
+    async fn start_with(
+        config: BridgeConfig,
+        cancel: CancellationToken,
+        prefixed: bool,
+    ) -> Result<(Bridge, Closer), BridgeError> {
         let servers_cancel = cancel.child_token();
         let mut handles = Vec::new();
         let mut actors = Vec::new();
         let mut listed = Vec::new();
-        let prefixed = config.servers.len() > 1;
         for wrapped in &config.servers {
             match server::start(&wrapped.spec, servers_cancel.clone()).await {
                 Ok((handle, tools, actor)) => {
@@ -202,7 +241,7 @@ impl Bridge {
                         prefixed,
                         tools: tools.iter().map(ListedTool::from).collect(),
                         allow: wrapped.allow.clone(),
-                        private: wrapped.private.clone(),
+                        private: every_private(wrapped, &tools, &config.catalog),
                     });
                     handles.push(handle);
                     actors.push(actor);

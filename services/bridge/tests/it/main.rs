@@ -7,6 +7,7 @@
 
 mod calls;
 mod catalog;
+mod config;
 mod lifecycle;
 mod metrics;
 mod private;

@@ -1,0 +1,279 @@
+//! `--config FILE` (the `mcpServers` shape): real files read by
+//! [`config::load`], and the servers they describe started as real test
+//! server processes under several names.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use code_mode_bridge::catalog::{Catalog, CatalogLimits, ListedTool, ServerTools};
+use code_mode_bridge::config::{self, ConfigError};
+use code_mode_bridge::{Bridge, BridgeConfig, BridgeError, CallLimits, Closer, WrappedServer};
+use code_mode_core::state::SessionStore;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::support::{
+    calls_in_log, children, gone_within, log_lines, ok, refused, test_server, tool_call, unique_path,
+};
+
+/// Write `text` to a fresh config file.
+fn config_file(tag: &str, text: &str) -> PathBuf {
+    let path = unique_path(tag).with_extension("json");
+    std::fs::write(&path, text).expect("the config file is written");
+    path
+}
+
+/// The error `load` gives for `text`, as its message, after checking that it
+/// names the file.
+fn load_error(tag: &str, text: &str) -> String {
+    let path = config_file(tag, text);
+    let err = config::load(&path).expect_err("the config is refused").to_string();
+    assert!(err.contains(&path.display().to_string()), "the error names the file: {err}");
+    err
+}
+
+/// A test-server entry logging to `log`, with more server arguments.
+fn entry(log: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["--log".to_string(), log.display().to_string()];
+    all.extend(args.iter().map(|a| a.to_string()));
+    json!({"command": test_server(), "args": all})
+}
+
+/// A bridge over these servers, always prefixing names (as `--config` does).
+async fn start(servers: Vec<WrappedServer>) -> Result<(Bridge, Closer, CancellationToken), BridgeError> {
+    let config = BridgeConfig {
+        servers,
+        limits: CallLimits { call_timeout: Duration::from_secs(10), ..CallLimits::default() },
+        catalog: Default::default(),
+        state: SessionStore::in_memory(),
+    };
+    let cancel = CancellationToken::new();
+    let (bridge, closer) = Bridge::start_prefixed(config, cancel.clone()).await?;
+    Ok((bridge, closer, cancel))
+}
+
+async fn close(closer: Closer, cancel: CancellationToken) {
+    cancel.cancel();
+    tokio::time::timeout(Duration::from_secs(15), closer.closed()).await.expect("the servers close within 15 s");
+}
+
+#[test]
+fn entries_become_servers_with_their_arguments_env_allowlist_and_private_tools() {
+    let path = config_file(
+        "shape",
+        r#"{"mcpServers": {
+            "notes": {"command": "notes-server", "args": ["--db", "x"], "env": {"TOKEN": "${CM_TOKEN}", "PLAIN": "a $b ${CM_TOKEN}!"}, "allow": ["search"], "private": true},
+            "tracker": {"type": "stdio", "command": "tracker-mcp", "allow": ["create_issue", "find_issue"], "private": ["create_issue"]}
+        }}"#,
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    let servers = config::parse(&path, &text, |v| (v == "CM_TOKEN").then(|| "t0k".to_string())).expect("it parses");
+    assert_eq!(servers.len(), 2);
+    let notes = &servers[0];
+    assert_eq!(notes.spec.name, "notes");
+    assert_eq!(notes.spec.command, "notes-server");
+    assert_eq!(notes.spec.args, ["--db", "x"]);
+    assert_eq!(
+        notes.spec.set_env,
+        [("TOKEN".to_string(), "t0k".to_string()), ("PLAIN".to_string(), "a $b t0k!".to_string())]
+    );
+    assert!(notes.spec.pass_env.is_empty(), "nothing else of code-mode's environment is passed");
+    assert_eq!(notes.allow.as_deref(), Some(&["search".to_string()][..]));
+    assert_eq!(notes.private, [config::ALL_TOOLS], "private: true is every kept tool");
+    let tracker = &servers[1];
+    assert_eq!(tracker.spec.name, "tracker");
+    assert!(tracker.spec.set_env.is_empty());
+    assert_eq!(tracker.private, ["create_issue"]);
+}
+
+#[test]
+fn config_errors_name_the_file_the_entry_and_the_key() {
+    let cases: &[(&str, &[&str])] = &[
+        (r#"{"mcpServers": {"notes": {"command": "x", "cmd": "y"}}}"#, &["\"notes\"", "unknown key \"cmd\""]),
+        (
+            r#"{"mcpServers": {"web": {"url": "https://example.com/mcp"}}}"#,
+            &["\"web\"", "\"url\"", "remote servers are not supported yet"],
+        ),
+        (
+            r#"{"mcpServers": {"web": {"command": "x", "headers": {"A": "b"}}}}"#,
+            &["\"web\"", "\"headers\"", "remote servers are not supported yet"],
+        ),
+        (
+            r#"{"mcpServers": {"web": {"type": "http", "command": "x"}}}"#,
+            &["\"web\"", "\"type\"", "remote servers are not supported yet"],
+        ),
+        (r#"{"mcpServers": {"notes": {"args": ["a"]}}}"#, &["\"notes\"", "\"command\" is missing"]),
+        (r#"{"mcpServers": {"notes": {"command": 3}}}"#, &["\"notes\"", "\"command\"", "a non-empty string"]),
+        (
+            r#"{"mcpServers": {"notes": {"command": "x", "args": "a b"}}}"#,
+            &["\"notes\"", "\"args\"", "a list of strings"],
+        ),
+        (
+            r#"{"mcpServers": {"notes": {"command": "x", "args": [1]}}}"#,
+            &["\"notes\"", "\"args\"", "a list of strings"],
+        ),
+        (
+            r#"{"mcpServers": {"notes": {"command": "x", "env": {"A": 1}}}}"#,
+            &["\"notes\"", "\"env\"", "an object of strings"],
+        ),
+        (
+            r#"{"mcpServers": {"notes": {"command": "x", "allow": "add"}}}"#,
+            &["\"notes\"", "\"allow\"", "a list of strings"],
+        ),
+        (
+            r#"{"mcpServers": {"notes": {"command": "x", "private": "yes"}}}"#,
+            &["\"notes\"", "\"private\"", "true, false or a list"],
+        ),
+        (r#"{"mcpServers": {"notes": "x"}}"#, &["\"notes\"", "an object"]),
+        (
+            r#"{"mcpServers": {"notes": {"command": "x", "env": {"T": "${CM_CONFIG_TEST_NEVER_SET}"}}}}"#,
+            &["\"notes\"", "\"env\".T", "${CM_CONFIG_TEST_NEVER_SET} is not set"],
+        ),
+        (
+            r#"{"mcpServers": {"notes": {"command": "x", "env": {"T": "${OPEN"}}}}"#,
+            &["\"notes\"", "\"env\".T", "closing"],
+        ),
+        (r#"{"servers": {}}"#, &["unknown top-level key \"servers\""]),
+        (r#"{"mcpServers": {}}"#, &["no servers"]),
+    ];
+    for (i, (text, wanted)) in cases.iter().enumerate() {
+        let err = load_error(&format!("bad-{i}"), text);
+        for w in *wanted {
+            assert!(err.contains(w), "case {i}: {err:?} should contain {w:?}");
+        }
+    }
+}
+
+#[test]
+fn bad_json_stops_startup_naming_the_file_and_the_position() {
+    let path = config_file("json", "{\"mcpServers\": {\n  \"notes\": {\"command\": \"x\",}\n}}");
+    let err = config::load(&path).expect_err("bad JSON is refused");
+    assert!(matches!(err, ConfigError::Json { line: 2, .. }), "{err:?}");
+    let message = err.to_string();
+    assert!(message.starts_with(&format!("{}: line 2 column", path.display())), "{message}");
+    let missing = Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-such-config.json");
+    let err = config::load(&missing).expect_err("a missing file is refused").to_string();
+    assert!(err.contains("no-such-config.json") && err.contains("cannot read"), "{err}");
+}
+
+#[test]
+fn server_names_must_be_unique_words() {
+    for (i, name) in ["", "a b", "a.b", "notes/x", "é"].iter().enumerate() {
+        let text = json!({"mcpServers": {*name: {"command": "x"}}}).to_string();
+        let err = load_error(&format!("name-{i}"), &text);
+        assert!(err.contains(&format!("server {name:?}")) && err.contains("non-empty word"), "{err}");
+    }
+    let err = load_error(
+        "dup",
+        r#"{"mcpServers": {"notes": {"command": "x"}, "other": {"command": "y"}, "notes": {"command": "z"}}}"#,
+    );
+    assert!(err.contains("server \"notes\" appears more than once"), "{err}");
+    // Words with digits, '_' and '-' are fine.
+    let path = config_file("good-names", r#"{"mcpServers": {"a-1": {"command": "x"}, "B_2": {"command": "y"}}}"#);
+    assert_eq!(config::load(&path).expect("good names").len(), 2);
+}
+
+#[tokio::test]
+async fn a_name_clash_across_servers_stops_startup_naming_both() {
+    // `a-b__add` and `a_b__add` both become the Python name `a_b__add`.
+    let (log_a, log_b) = (unique_path("clash-a"), unique_path("clash-b"));
+    let text = json!({"mcpServers": {"a-b": entry(&log_a, &[]), "a_b": entry(&log_b, &[])}}).to_string();
+    let servers = config::load(&config_file("clash", &text)).expect("it parses");
+    let err = start(servers).await.expect_err("the clash stops startup").to_string();
+    assert!(err.contains("a_b__add"), "{err}");
+    assert!(err.contains("a-b: add") && err.contains("a_b: add"), "both tools are named: {err}");
+}
+
+#[test]
+fn a_name_clash_through_the_separator_stops_startup_naming_both() {
+    // Server `a` tool `b__c` and server `a__b` tool `c` are both `a__b__c`.
+    let tool = |name: &str| ListedTool {
+        name: name.into(),
+        description: None,
+        input_schema: json!({"type": "object", "properties": {}}),
+    };
+    let server = |name: &str, tool_name: &str| ServerTools {
+        server: name.into(),
+        prefixed: true,
+        tools: vec![tool(tool_name)],
+        allow: None,
+        private: vec![],
+    };
+    let err = Catalog::build(&[server("a", "b__c"), server("a__b", "c")], &CatalogLimits::default())
+        .expect_err("the clash stops startup")
+        .to_string();
+    assert!(err.contains("a__b__c") && err.contains("a: b__c") && err.contains("a__b: c"), "{err}");
+}
+
+#[tokio::test]
+async fn a_failing_entry_closes_the_servers_already_started() {
+    let (log_one, log_two) = (unique_path("fail-one"), unique_path("fail-two"));
+    let text = json!({"mcpServers": {
+        "one": entry(&log_one, &[]),
+        "two": entry(&log_two, &["--exit-on-start"]),
+    }})
+    .to_string();
+    let servers = config::load(&config_file("fail", &text)).expect("it parses");
+    let err = start(servers).await.expect_err("the failing entry stops startup").to_string();
+    assert!(err.contains("\"two\""), "the failing server is named: {err}");
+    assert!(log_lines(&log_one).iter().any(|l| l.starts_with("initialize")), "server one had started");
+    let needle = log_one.display().to_string();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let left: Vec<u32> =
+            children().into_iter().filter(|p| p.cmdline.iter().any(|a| a == &needle)).map(|p| p.pid).collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "server one's process {left:?} is still there");
+        for pid in left {
+            gone_within(pid, Duration::from_millis(200)).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_entry_env_reaches_only_its_server() {
+    let (log_one, log_two) = (unique_path("env-one"), unique_path("env-two"));
+    let mut one = entry(&log_one, &[]);
+    one["env"] = json!({"CM_ONLY_ONE": "for one"});
+    let text = json!({"mcpServers": {"one": one, "two": entry(&log_two, &[])}}).to_string();
+    let servers = config::load(&config_file("env", &text)).expect("it parses");
+    let (bridge, closer, cancel) = start(servers).await.expect("both start");
+    let get = |tool: &str, i| tool_call(tool, json!({"name": "CM_ONLY_ONE"}), i);
+    assert_eq!(ok(bridge.call(&get("one__get_env", 1)).await), "for one");
+    assert_eq!(ok(bridge.call(&get("two__get_env", 2)).await), "<unset>");
+    close(closer, cancel).await;
+}
+
+#[tokio::test]
+async fn names_are_prefixed_even_for_one_server_and_private_true_marks_every_kept_tool() {
+    let log = unique_path("one");
+    let mut one = entry(&log, &[]);
+    one["allow"] = json!(["add", "get_env"]);
+    one["private"] = json!(true);
+    let text = json!({"mcpServers": {"one": one}}).to_string();
+    let servers = config::load(&config_file("one", &text)).expect("it parses");
+    let (bridge, closer, cancel) = start(servers).await.expect("it starts");
+    let names: Vec<&str> = bridge.catalog().tools().iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["one__add", "one__get_env"]);
+    let private: Vec<&str> = bridge.catalog().private_tools().collect();
+    assert_eq!(private, ["one__add", "one__get_env"]);
+    assert_eq!(ok(bridge.call(&tool_call("one__add", json!({"a": 1, "b": 2}), 1)).await), "{\"sum\":3}");
+    let message = refused(bridge.call(&tool_call("add", json!({"a": 1, "b": 2}), 2)).await);
+    assert!(message.contains("add"), "{message}");
+    assert_eq!(calls_in_log(&log), ["add"]);
+    close(closer, cancel).await;
+
+    // Without an allowlist, `true` is every tool the server lists.
+    let log = unique_path("all");
+    let mut all = entry(&log, &[]);
+    all["private"] = json!(true);
+    let text = json!({"mcpServers": {"all": all, "other": entry(&unique_path("other"), &[])}}).to_string();
+    let (bridge, closer, cancel) = start(config::load(&config_file("all", &text)).unwrap()).await.expect("starts");
+    let catalog = bridge.catalog();
+    let of_all = catalog.tools().iter().filter(|t| t.server_name == "all").count();
+    assert!(of_all >= 9, "{of_all}");
+    assert!(catalog.tools().iter().all(|t| t.private == (t.server_name == "all")), "only server all is private");
+    close(closer, cancel).await;
+}
