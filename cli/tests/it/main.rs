@@ -8,6 +8,7 @@ mod faults;
 mod mcp_stdio;
 mod metrics;
 mod private;
+mod readme;
 mod run_command;
 mod several;
 mod skill;
