@@ -83,7 +83,12 @@ impl Ran {
 
 /// `code-mode run [args] --code CODE -- <test server> [server_args]`.
 pub fn run(args: &[&str], code: &str, server_args: &[&str]) -> Ran {
-    let output = command(args, code, server_args).output().expect("code-mode runs");
+    run_prepared(command(args, code, server_args))
+}
+
+/// Run a prepared `code-mode run` command and parse its report; it must exit 0.
+pub fn run_prepared(mut command: Command) -> Ran {
+    let output = command.output().expect("code-mode runs");
     let report = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
     let ran = Ran { report, output };
     assert!(

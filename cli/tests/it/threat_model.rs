@@ -71,21 +71,6 @@ async def attempt(call):
         return "ToolError: " + str(e)
 "#;
 
-/// Run a prepared `code-mode run` command and parse its report; it must exit 0.
-fn run_command(mut command: Command) -> Ran {
-    let output = command.output().expect("code-mode runs");
-    let report = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
-    let ran = Ran { report, output };
-    assert!(
-        ran.output.status.success() && ran.report.is_object(),
-        "code-mode run failed: {:?}\nstdout: {}\nstderr: {}",
-        ran.output.status,
-        String::from_utf8_lossy(&ran.output.stdout),
-        ran.stderr()
-    );
-    ran
-}
-
 /// [`run`], timed from the process start to its exit.
 fn timed_run(args: &[&str], code: &str, server_args: &[&str]) -> (Ran, Duration) {
     let started = Instant::now();
@@ -136,7 +121,7 @@ for pid in os.listdir("/proc"):
 print(json.dumps({"environ": dict(os.environ), "procs": procs}))"#;
     let mut command = support::command(&["--deadline", "20"], code, &[]);
     command.env("CODE_MODE_THREAT_SECRET", &secret).env("AWS_SECRET_ACCESS_KEY", &secret).env("HOME", &home);
-    let ran = run_command(command);
+    let ran = support::run_prepared(command);
     let stdout = ran.ok();
     assert!(!stdout.contains(&secret), "a host secret is visible in the sandbox: {stdout}");
     assert!(!stdout.contains(&home), "the host's HOME is visible in the sandbox: {stdout}");
@@ -275,7 +260,7 @@ print(json.dumps({n: await get_env({"name": n}) for n in names}))"#;
     let env_of = |args: &[&str]| {
         let mut command = support::command(args, code, &[]);
         command.env("CODE_MODE_SERVER_SECRET", &secret).env("CODE_MODE_OTHER_SECRET", &secret).env("HOME", &home);
-        json_stdout(&run_command(command))
+        json_stdout(&support::run_prepared(command))
     };
     let path = std::env::var("PATH").expect("PATH is set");
 
