@@ -15,7 +15,7 @@ use std::io::Read;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use code_mode_bridge::server::ServerSpec;
+use code_mode_bridge::server::{ServerSpec, StdioSpec, Transport};
 use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, Closer, WrappedServer};
 use code_mode_core::bus::Bus;
 use code_mode_core::nats::{NatsOptions, NatsTransport};
@@ -148,10 +148,12 @@ fn wrapped_servers(args: &BridgeArgs, server: &[String]) -> anyhow::Result<Vec<W
     Ok(vec![WrappedServer {
         spec: ServerSpec {
             name: command.clone(),
-            command: command.clone(),
-            args: server_args.to_vec(),
-            pass_env: args.env.clone(),
-            set_env: vec![],
+            transport: Transport::Stdio(StdioSpec {
+                command: command.clone(),
+                args: server_args.to_vec(),
+                pass_env: args.env.clone(),
+                set_env: vec![],
+            }),
             start_timeout: code_mode_core::defaults::START_TIMEOUT,
         },
         allow: (!args.allow.is_empty()).then(|| args.allow.clone()),

@@ -7,7 +7,7 @@
 //! the wrapped server is closed.
 
 use anyhow::{Context, bail};
-use code_mode_bridge::server::ServerSpec;
+use code_mode_bridge::server::{ServerSpec, StdioSpec, Transport as ServerTransport};
 use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, Closer, WrappedServer};
 use code_mode_core::bus::Bus;
 use code_mode_core::nats::{NatsOptions, NatsTransport};
@@ -105,10 +105,12 @@ impl Stack {
             servers: vec![WrappedServer {
                 spec: ServerSpec {
                     name: "test-server".into(),
-                    command: command.clone(),
-                    args: args.to_vec(),
-                    pass_env: vec![],
-                    set_env: vec![],
+                    transport: ServerTransport::Stdio(StdioSpec {
+                        command: command.clone(),
+                        args: args.to_vec(),
+                        pass_env: vec![],
+                        set_env: vec![],
+                    }),
                     start_timeout: code_mode_core::defaults::START_TIMEOUT,
                 },
                 allow: None,

@@ -44,6 +44,10 @@ pub struct CatalogRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Catalog {
+    /// Which catalog this is: 1 at the bridge's start, higher after each
+    /// refresh (a wrapped server's tool list changed). Versions of different
+    /// bridge replicas are not comparable; compare the tools.
+    pub version: u64,
     /// The tools, in the order the servers listed them.
     pub tools: Vec<ToolEntry>,
     /// The calls one run may make.

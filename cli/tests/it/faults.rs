@@ -228,7 +228,7 @@ mod over_nats {
 }
 
 #[test]
-fn a_server_restarted_with_other_tools_is_logged_as_a_warning() {
+fn a_server_restarted_with_other_tools_refreshes_the_catalog_and_says_what_changed() {
     if !support::sandbox_available() {
         return;
     }
@@ -249,6 +249,7 @@ fn a_server_restarted_with_other_tools_is_logged_as_a_warning() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a report");
     assert_eq!(report["stdout"], SUM, "{stderr}");
-    assert!(stderr.contains("lists other tools than the catalog was built from"), "{stderr}");
+    assert!(stderr.contains("the restarted server lists other tools: refreshing the catalog"), "{stderr}");
     assert!(stderr.contains("extra_tool_0000"), "{stderr}");
+    assert!(stderr.contains("catalog refreshed version=2"), "{stderr}");
 }

@@ -5,10 +5,12 @@
 //! developer's machine they report that they did not run.
 
 mod faults;
+mod list_changed;
 mod mcp_stdio;
 mod metrics;
 mod private;
 mod readme;
+mod remote;
 mod run_command;
 mod several;
 mod skill;

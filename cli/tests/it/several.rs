@@ -146,8 +146,8 @@ fn config_errors_stop_startup_naming_the_file_the_entry_and_the_key() {
     let cases = [
         (json!({"notes": {"command": "x", "cwd": "/"}}), "server \"notes\": unknown key \"cwd\""),
         (
-            json!({"web": {"url": "https://example.com/mcp"}}),
-            "server \"web\": key \"url\": remote servers are not supported yet",
+            json!({"web": {"url": "https://example.com/mcp", "command": "x"}}),
+            "server \"web\": key \"url\": an entry has \"command\" (a local server) or \"url\" (a remote server), not both",
         ),
         (json!({"notes": {"args": []}}), "server \"notes\": key \"command\" is missing"),
         (

@@ -9,9 +9,9 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
 use code_mode_core::testing::{NatsServer, NatsUsers};
-use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService};
+use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
 
 /// The `code-mode` binary under test.
@@ -225,6 +225,17 @@ pub fn service_command(
 /// Returns the client, the frontend's process id and the guards. Cancelling
 /// the client closes the frontend's stdin: the client has gone away.
 pub async fn start(deployment: Deployment, args: &[&str], server_args: &[&str]) -> (Client, u32, Guards) {
+    start_with(deployment, args, server_args, ()).await
+}
+
+/// [`start`] with `handler` as the MCP client's handler (to see the
+/// notifications the frontend sends).
+pub async fn start_with<H: ClientHandler>(
+    deployment: Deployment,
+    args: &[&str],
+    server_args: &[&str],
+    handler: H,
+) -> (RunningService<RoleClient, H>, u32, Guards) {
     let mut frontend = tokio::process::Command::new(code_mode());
     let guards = match deployment {
         Deployment::AllInOne => {
@@ -255,13 +266,21 @@ pub async fn start(deployment: Deployment, args: &[&str], server_args: &[&str]) 
             Guards { nats: Some(nats), bridge: Some(bridge), runner: Some(runner), users: Some(users) }
         }
     };
-    let (client, pid) = connect_client(frontend).await;
+    let (client, pid) = connect_client_with(frontend, handler).await;
     (client, pid, guards)
 }
 
 /// Spawn a frontend (`serve` or `frontend`) command and connect an MCP
 /// client over its stdin and stdout.
-pub async fn connect_client(mut frontend: tokio::process::Command) -> (Client, u32) {
+pub async fn connect_client(frontend: tokio::process::Command) -> (Client, u32) {
+    connect_client_with(frontend, ()).await
+}
+
+/// [`connect_client`] with `handler` as the client's handler.
+pub async fn connect_client_with<H: ClientHandler>(
+    mut frontend: tokio::process::Command,
+    handler: H,
+) -> (RunningService<RoleClient, H>, u32) {
     let mut child = frontend
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -275,7 +294,7 @@ pub async fn connect_client(mut frontend: tokio::process::Command) -> (Client, u
     tokio::spawn(async move {
         let _ = child.wait().await;
     });
-    let client = ().serve(transport).await.expect("the MCP handshake succeeds");
+    let client = handler.serve(transport).await.expect("the MCP handshake succeeds");
     (client, pid)
 }
 

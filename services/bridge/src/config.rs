@@ -2,11 +2,13 @@
 //! MCP clients already use.
 //!
 //! It owns reading and checking that file and turning each entry into a
-//! [`WrappedServer`]: `command` (required), `args`, `env` (values as written,
-//! `${VAR}` expanded from code-mode's own environment), `allow`, `private`
-//! (`true` for every kept tool, or a list) and `type: "stdio"`. Remote
-//! servers (`url`, `headers`, another `type`) are not supported yet. Every
-//! error names the file, and the entry and key when there is one; server
+//! [`WrappedServer`]. A local server has `command`, `args` and `env` (values
+//! as written, `${VAR}` expanded from code-mode's own environment); a remote
+//! one, reached over streamable HTTP, has `url` and `headers` (values
+//! expanded the same way, so secrets stay out of the file). Both take
+//! `allow`, `private` (`true` for every kept tool, or a list) and `type`
+//! (`"stdio"` for a local server, `"http"` or `"streamable-http"` for a
+//! remote one). Every error names the file, and the entry and key when there is one; server
 //! names are checked here (non-empty words of letters, digits, `_` and `-`,
 //! each used once — a repeated JSON key is caught, not silently dropped).
 //! Python-name clashes between the servers' tools are caught later, by the
@@ -21,11 +23,14 @@ use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
 use crate::WrappedServer;
-use crate::server::ServerSpec;
+use crate::server::{HttpSpec, ServerSpec, StdioSpec, Transport};
 
 /// A `private` list holding only this name marks every kept tool of the
 /// server private (what `"private": true` means).
 pub const ALL_TOOLS: &str = "*";
+
+/// Headers the MCP transport sets itself; `headers` may not hold them.
+const TRANSPORT_HEADERS: &[&str] = &["accept", "mcp-session-id", "mcp-protocol-version", "last-event-id"];
 
 /// Why the config file cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -81,7 +86,9 @@ pub enum ConfigError {
         entry: String,
     },
     /// A key this version does not know.
-    #[error("{file}: server {entry:?}: unknown key {key:?} (known: command, args, env, allow, private, type)")]
+    #[error(
+        "{file}: server {entry:?}: unknown key {key:?} (known: command, args, env, url, headers, allow, private, type)"
+    )]
     UnknownKey {
         /// The file.
         file: PathBuf,
@@ -90,18 +97,34 @@ pub enum ConfigError {
         /// The key.
         key: String,
     },
-    /// An entry describing a remote server.
-    #[error("{file}: server {entry:?}: key {key:?}: remote servers are not supported yet (only stdio servers)")]
-    Remote {
+    /// Keys of a local and of a remote server in one entry.
+    #[error("{file}: server {entry:?}: key {key:?}: {why}")]
+    Conflict {
         /// The file.
         file: PathBuf,
         /// The entry.
         entry: String,
         /// The key.
         key: String,
+        /// What is wrong.
+        why: &'static str,
     },
-    /// An entry with no `command`.
-    #[error("{file}: server {entry:?}: key \"command\" is missing (the program to start)")]
+    /// A header name or value that cannot be sent.
+    #[error("{file}: server {entry:?}: key \"headers\".{header}: {why}")]
+    BadHeader {
+        /// The file.
+        file: PathBuf,
+        /// The entry.
+        entry: String,
+        /// The header.
+        header: String,
+        /// What is wrong (never the value, which may be a secret).
+        why: String,
+    },
+    /// An entry with neither `command` nor `url`.
+    #[error(
+        "{file}: server {entry:?}: key \"command\" is missing (the program to start; or \"url\" for a remote server)"
+    )]
     MissingCommand {
         /// The file.
         file: PathBuf,
@@ -121,25 +144,29 @@ pub enum ConfigError {
         expected: &'static str,
     },
     /// `${VAR}` names a variable code-mode's environment does not have.
-    #[error("{file}: server {entry:?}: key \"env\".{key}: ${{{var}}} is not set in code-mode's environment")]
+    #[error("{file}: server {entry:?}: key {section:?}.{key}: ${{{var}}} is not set in code-mode's environment")]
     EnvUnset {
         /// The file.
         file: PathBuf,
         /// The entry.
         entry: String,
-        /// The env key.
+        /// `env` or `headers`.
+        section: &'static str,
+        /// The env or header key.
         key: String,
         /// The variable.
         var: String,
     },
     /// A malformed `${...}`.
-    #[error("{file}: server {entry:?}: key \"env\".{key}: {why}")]
+    #[error("{file}: server {entry:?}: key {section:?}.{key}: {why}")]
     BadReference {
         /// The file.
         file: PathBuf,
         /// The entry.
         entry: String,
-        /// The env key.
+        /// `env` or `headers`.
+        section: &'static str,
+        /// The env or header key.
         key: String,
         /// What is wrong.
         why: String,
@@ -202,11 +229,14 @@ struct Entry<'a> {
 impl Entry<'_> {
     fn server(&self, value: &Value, lookup: &impl Fn(&str) -> Option<String>) -> Result<WrappedServer, ConfigError> {
         let Value::Object(map) = value else {
-            return Err(self.bad("", "an object with \"command\""));
+            return Err(self.bad("", "an object with \"command\" or \"url\""));
         };
         let mut command = None;
-        let mut args = Vec::new();
-        let mut set_env = Vec::new();
+        let mut url = None;
+        let mut args = None;
+        let mut set_env = None;
+        let mut headers = Vec::new();
+        let mut remote_type = None;
         let mut allow = None;
         let mut private = Vec::new();
         let mut private_all = false;
@@ -216,8 +246,13 @@ impl Entry<'_> {
                     Value::String(s) if !s.is_empty() => command = Some(s.clone()),
                     _ => return Err(self.bad(key, "a non-empty string")),
                 },
-                "args" => args = self.strings(key, v)?,
-                "env" => set_env = self.env(v, lookup)?,
+                "url" => match v {
+                    Value::String(s) if s.starts_with("http://") || s.starts_with("https://") => url = Some(s.clone()),
+                    _ => return Err(self.bad(key, "an http:// or https:// URL")),
+                },
+                "args" => args = Some(self.strings(key, v)?),
+                "env" => set_env = Some(self.values("env", v, lookup)?),
+                "headers" => headers = self.headers(v, lookup)?,
                 "allow" => allow = Some(self.strings(key, v)?),
                 "private" => match v {
                     Value::Bool(all) => private_all = *all,
@@ -225,12 +260,11 @@ impl Entry<'_> {
                         private = self.strings(key, v).map_err(|_| self.bad(key, "true, false or a list of strings"))?
                     }
                 },
-                "type" => match v {
-                    Value::String(t) if t == "stdio" => {}
-                    Value::String(_) => return Err(self.remote(key)),
-                    _ => return Err(self.bad(key, "\"stdio\"")),
+                "type" => match v.as_str() {
+                    Some("stdio") => remote_type = Some(false),
+                    Some("http" | "streamable-http") => remote_type = Some(true),
+                    _ => return Err(self.bad(key, "\"stdio\", \"http\" or \"streamable-http\"")),
                 },
-                "url" | "headers" => return Err(self.remote(key)),
                 _ => {
                     return Err(ConfigError::UnknownKey {
                         file: self.file.to_path_buf(),
@@ -240,19 +274,52 @@ impl Entry<'_> {
                 }
             }
         }
-        let Some(command) = command else {
-            return Err(ConfigError::MissingCommand { file: self.file.to_path_buf(), entry: self.name.to_string() });
-        };
         if private_all {
             private = vec![ALL_TOOLS.to_string()];
         }
+        let transport = match (command, url) {
+            (Some(_), Some(_)) => {
+                return Err(self.conflict(
+                    "url",
+                    "an entry has \"command\" (a local server) or \"url\" (a remote server), not both",
+                ));
+            }
+            (Some(command), None) => {
+                if remote_type == Some(true) {
+                    return Err(self.conflict("type", "a remote server (\"http\") needs \"url\", not \"command\""));
+                }
+                if map.contains_key("headers") {
+                    return Err(self.conflict("headers", "only for a remote server (\"url\"), not with \"command\""));
+                }
+                Transport::Stdio(StdioSpec {
+                    command,
+                    args: args.unwrap_or_default(),
+                    pass_env: Vec::new(),
+                    set_env: set_env.unwrap_or_default(),
+                })
+            }
+            (None, Some(url)) => {
+                if remote_type == Some(false) {
+                    return Err(self.conflict("type", "a local server (\"stdio\") needs \"command\", not \"url\""));
+                }
+                for key in ["args", "env"] {
+                    if map.contains_key(key) {
+                        return Err(self.conflict(key, "only for a local server (\"command\"), not with \"url\""));
+                    }
+                }
+                Transport::Http(HttpSpec { url, headers })
+            }
+            (None, None) => {
+                return Err(ConfigError::MissingCommand {
+                    file: self.file.to_path_buf(),
+                    entry: self.name.to_string(),
+                });
+            }
+        };
         Ok(WrappedServer {
             spec: ServerSpec {
                 name: self.name.to_string(),
-                command,
-                args,
-                pass_env: Vec::new(),
-                set_env,
+                transport,
                 start_timeout: code_mode_core::defaults::START_TIMEOUT,
             },
             allow,
@@ -260,41 +327,84 @@ impl Entry<'_> {
         })
     }
 
+    /// The `headers` object: names HTTP can carry and the transport does
+    /// not set itself, values expanded and checked.
+    fn headers(
+        &self,
+        v: &Value,
+        lookup: &impl Fn(&str) -> Option<String>,
+    ) -> Result<Vec<(String, String)>, ConfigError> {
+        let headers = self.values("headers", v, lookup)?;
+        for (name, value) in &headers {
+            let why = if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                Some("not a valid HTTP header name".to_string())
+            } else if TRANSPORT_HEADERS.iter().any(|t| name.eq_ignore_ascii_case(t)) {
+                Some("set by the MCP transport itself".to_string())
+            } else if http::HeaderValue::from_str(value).is_err() {
+                Some("the value (after ${VAR} expansion) is not a valid HTTP header value".to_string())
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(ConfigError::BadHeader {
+                    file: self.file.to_path_buf(),
+                    entry: self.name.to_string(),
+                    header: name.clone(),
+                    why,
+                });
+            }
+        }
+        Ok(headers)
+    }
+
     fn strings(&self, key: &str, v: &Value) -> Result<Vec<String>, ConfigError> {
         let Value::Array(items) = v else { return Err(self.bad(key, "a list of strings")) };
         items.iter().map(|i| i.as_str().map(str::to_string).ok_or_else(|| self.bad(key, "a list of strings"))).collect()
     }
 
-    fn env(&self, v: &Value, lookup: &impl Fn(&str) -> Option<String>) -> Result<Vec<(String, String)>, ConfigError> {
-        let Value::Object(map) = v else { return Err(self.bad("env", "an object of strings")) };
+    /// An object of strings (`env` or `headers`), `${VAR}` expanded.
+    fn values(
+        &self,
+        section: &'static str,
+        v: &Value,
+        lookup: &impl Fn(&str) -> Option<String>,
+    ) -> Result<Vec<(String, String)>, ConfigError> {
+        let Value::Object(map) = v else { return Err(self.bad(section, "an object of strings")) };
         let mut out = Vec::with_capacity(map.len());
         for (key, value) in map {
             let Value::String(value) = value else {
-                return Err(self.bad("env", "an object of strings"));
+                return Err(self.bad(section, "an object of strings"));
             };
-            out.push((key.clone(), self.expand(key, value, lookup)?));
+            out.push((key.clone(), self.expand(section, key, value, lookup)?));
         }
         Ok(out)
     }
 
     /// Replace every `${VAR}` in `value`; any other `$` stays as written.
-    fn expand(&self, key: &str, value: &str, lookup: &impl Fn(&str) -> Option<String>) -> Result<String, ConfigError> {
+    fn expand(
+        &self,
+        section: &'static str,
+        key: &str,
+        value: &str,
+        lookup: &impl Fn(&str) -> Option<String>,
+    ) -> Result<String, ConfigError> {
         let mut out = String::with_capacity(value.len());
         let mut rest = value;
         while let Some(start) = rest.find("${") {
             out.push_str(&rest[..start]);
             let after = &rest[start + 2..];
             let Some(end) = after.find('}') else {
-                return Err(self.reference(key, "\"${\" without a closing \"}\""));
+                return Err(self.reference(section, key, "\"${\" without a closing \"}\""));
             };
             let var = &after[..end];
             if var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                return Err(self.reference(key, &format!("${{{var}}} is not a variable name")));
+                return Err(self.reference(section, key, &format!("${{{var}}} is not a variable name")));
             }
             let Some(found) = lookup(var) else {
                 return Err(ConfigError::EnvUnset {
                     file: self.file.to_path_buf(),
                     entry: self.name.to_string(),
+                    section,
                     key: key.to_string(),
                     var: var.to_string(),
                 });
@@ -315,14 +425,15 @@ impl Entry<'_> {
         }
     }
 
-    fn remote(&self, key: &str) -> ConfigError {
-        ConfigError::Remote { file: self.file.to_path_buf(), entry: self.name.to_string(), key: key.to_string() }
+    fn conflict(&self, key: &str, why: &'static str) -> ConfigError {
+        ConfigError::Conflict { file: self.file.to_path_buf(), entry: self.name.to_string(), key: key.to_string(), why }
     }
 
-    fn reference(&self, key: &str, why: &str) -> ConfigError {
+    fn reference(&self, section: &'static str, key: &str, why: &str) -> ConfigError {
         ConfigError::BadReference {
             file: self.file.to_path_buf(),
             entry: self.name.to_string(),
+            section,
             key: key.to_string(),
             why: why.to_string(),
         }

@@ -13,10 +13,23 @@
 //!
 //! Over the bus it answers [`subjects::CATALOG_GET`] and
 //! [`subjects::TOOL_CALL`] in the `bridge` queue group.
+//!
+//! The catalog follows the wrapped servers' tool lists: when a server's list
+//! changes (`notifications/tools/list_changed`, or other tools after a
+//! restart, see [`server`]) a refresher task rebuilds the whole catalog from
+//! every server's current tools with the same allowlists, private labels and
+//! prefixes, and swaps it in with a higher [`Bridge::catalog_version`]. A
+//! call is checked against the catalog current when it arrives. A rebuild
+//! that fails (a new name clash, a private label whose tool is gone) keeps
+//! the old catalog and logs an error naming the problem: startup refuses such
+//! a configuration, but a running bridge keeps serving what it had rather
+//! than drop every tool. An allowlist is explicit, so a new tool that is not
+//! on it stays out.
 
 pub mod catalog;
 pub mod config;
 pub mod naming;
+pub mod policy;
 pub mod private;
 pub mod schema;
 pub mod server;
@@ -45,7 +58,7 @@ pub enum BridgeError {
     ServerStart {
         /// The server's name.
         server: String,
-        /// Its command.
+        /// Its command, or its URL for a remote server.
         command: String,
         /// Why.
         reason: String,
@@ -182,11 +195,52 @@ pub struct Bridge {
 
 #[derive(Debug)]
 struct Inner {
-    catalog: Catalog,
+    /// The current catalog; replaced whole by [`Bridge::refresh_catalog`].
+    current: std::sync::RwLock<Arc<Current>>,
     servers: Vec<ServerHandle>,
     limits: CallLimits,
+    /// What the catalog is rebuilt from, besides the servers' tools.
+    rebuild: Rebuild,
+}
+
+/// One catalog and the private rule that goes with it.
+#[derive(Debug)]
+struct Current {
+    catalog: Arc<Catalog>,
+    /// Starts at 1; each successful rebuild adds 1.
+    version: u64,
     /// The private-data rule, when some tool is private.
     rule: Option<PrivateRule>,
+}
+
+/// The configuration a catalog is built with.
+#[derive(Debug)]
+struct Rebuild {
+    servers: Vec<WrappedServer>,
+    prefixed: bool,
+    limits: CatalogLimits,
+    state: SessionStore,
+}
+
+impl Rebuild {
+    /// Build a catalog (and its private rule) from each server's tools.
+    fn build(&self, tools: &[Arc<Vec<rmcp::model::Tool>>]) -> Result<(Catalog, Option<PrivateRule>), BridgeError> {
+        let listed: Vec<ServerTools> = self
+            .servers
+            .iter()
+            .zip(tools)
+            .map(|(wrapped, tools)| ServerTools {
+                server: wrapped.spec.name.clone(),
+                prefixed: self.prefixed,
+                tools: tools.iter().map(ListedTool::from).collect(),
+                allow: wrapped.allow.clone(),
+                private: every_private(wrapped, tools, &self.limits),
+            })
+            .collect();
+        let catalog = Catalog::build(&listed, &self.limits)?;
+        let rule = catalog.has_private().then(|| PrivateRule::new(self.state.clone(), catalog.private_tools()));
+        Ok((catalog, rule))
+    }
 }
 
 /// The wrapped servers' owner tasks; await [`Closer::closed`] after
@@ -236,13 +290,7 @@ impl Bridge {
         for wrapped in &config.servers {
             match server::start(&wrapped.spec, servers_cancel.clone()).await {
                 Ok((handle, tools, actor)) => {
-                    listed.push(ServerTools {
-                        server: wrapped.spec.name.clone(),
-                        prefixed,
-                        tools: tools.iter().map(ListedTool::from).collect(),
-                        allow: wrapped.allow.clone(),
-                        private: every_private(wrapped, &tools, &config.catalog),
-                    });
+                    listed.push(Arc::new(tools));
                     handles.push(handle);
                     actors.push(actor);
                 }
@@ -254,8 +302,10 @@ impl Bridge {
                 }
             }
         }
-        let catalog = match Catalog::build(&listed, &config.catalog) {
-            Ok(c) => c,
+        let rebuild =
+            Rebuild { servers: config.servers, prefixed, limits: config.catalog, state: config.state.clone() };
+        let (catalog, rule) = match rebuild.build(&listed) {
+            Ok(built) => built,
             Err(e) => {
                 servers_cancel.cancel();
                 drop(handles);
@@ -263,26 +313,67 @@ impl Bridge {
                 return Err(e);
             }
         };
-        let rule = catalog.has_private().then(|| PrivateRule::new(config.state.clone(), catalog.private_tools()));
         if rule.is_some() {
             let private: Vec<&str> = catalog.private_tools().collect();
             tracing::info!(?private, store = config.state.backend_kind(), "private-data rule on");
         }
         tracing::info!(tools = catalog.tools().len(), left_out = catalog.left_out().len(), "bridge ready");
-        let bridge = Bridge { inner: Arc::new(Inner { catalog, servers: handles, limits: config.limits, rule }) };
+        let changes: Vec<_> = handles.iter().map(ServerHandle::tools_changes).collect();
+        let current = Current { catalog: Arc::new(catalog), version: 1, rule };
+        let bridge = Bridge {
+            inner: Arc::new(Inner {
+                current: std::sync::RwLock::new(Arc::new(current)),
+                servers: handles,
+                limits: config.limits,
+                rebuild,
+            }),
+        };
+        actors.push(tokio::spawn(refresher(Arc::downgrade(&bridge.inner), changes, servers_cancel)));
         Ok((bridge, Closer { actors }))
     }
 
-    /// The catalog.
-    pub fn catalog(&self) -> &Catalog {
-        &self.inner.catalog
+    fn current(&self) -> Arc<Current> {
+        self.inner.current.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+
+    /// Rebuild the catalog from every wrapped server's current tools and
+    /// swap it in with the next version. On failure the current catalog
+    /// stays and the error is returned (and logged).
+    pub fn refresh_catalog(&self) -> Result<u64, BridgeError> {
+        let tools: Vec<_> = self.inner.servers.iter().map(ServerHandle::tools).collect();
+        let built = self.inner.rebuild.build(&tools);
+        let mut current = self.inner.current.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match built {
+            Ok((catalog, rule)) => {
+                let version = current.version + 1;
+                tracing::info!(version, tools = catalog.tools().len(), "catalog refreshed");
+                *current = Arc::new(Current { catalog: Arc::new(catalog), version, rule });
+                Ok(version)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, version = current.version, "the changed tools make no valid catalog: keeping the old one");
+                Err(e)
+            }
+        }
+    }
+
+    /// The version of the current catalog: 1 at start, one more after each
+    /// refresh.
+    pub fn catalog_version(&self) -> u64 {
+        self.current().version
+    }
+
+    /// The current catalog.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.current().catalog.clone()
     }
 
     /// The catalog as the frontend receives it.
     pub fn catalog_message(&self) -> proto::Catalog {
+        let current = self.current();
         proto::Catalog {
-            tools: self
-                .inner
+            version: current.version,
+            tools: current
                 .catalog
                 .tools()
                 .iter()
@@ -310,8 +401,9 @@ impl Bridge {
     /// the code cannot mint series).
     pub async fn call(&self, call: &ToolCall) -> ToolReply {
         let started = std::time::Instant::now();
-        let reply = self.check_and_call(call).await;
-        let (server, tool) = match self.inner.catalog.get(&call.tool) {
+        let current = self.current();
+        let reply = self.check_and_call(&current, call).await;
+        let (server, tool) = match current.catalog.get(&call.tool) {
             Some(tool) => (self.inner.servers[tool.server].name(), tool.mcp_name.as_str()),
             None => ("<none>", "<unknown>"),
         };
@@ -324,9 +416,9 @@ impl Bridge {
         reply
     }
 
-    async fn check_and_call(&self, call: &ToolCall) -> ToolReply {
+    async fn check_and_call(&self, current: &Current, call: &ToolCall) -> ToolReply {
         let limits = &self.inner.limits;
-        let catalog = &self.inner.catalog;
+        let catalog = &current.catalog;
         let Some(tool) = catalog.get(&call.tool) else {
             let why = if catalog.is_not_kept(&call.tool) {
                 format!("{}: this tool is not on the allowlist", call.tool)
@@ -352,7 +444,7 @@ impl Bridge {
         };
         // Last, so that a call refused by any check above never taints; a
         // private call taints here, before it goes out (see `private`).
-        if let Some(rule) = &self.inner.rule
+        if let Some(rule) = &current.rule
             && let Err(refusal) = rule.judge(&call.session, &tool.name, tool.private).await
         {
             return self.refuse(refusal.to_string());
@@ -407,6 +499,30 @@ impl Bridge {
             })
             .await?;
         Ok(vec![catalog, calls])
+    }
+}
+
+/// Rebuild the catalog whenever a wrapped server publishes a new tool list,
+/// until the servers stop or the bridge is gone.
+async fn refresher(
+    bridge: std::sync::Weak<Inner>,
+    mut changes: Vec<tokio::sync::watch::Receiver<Arc<Vec<rmcp::model::Tool>>>>,
+    cancel: CancellationToken,
+) {
+    if changes.is_empty() {
+        return;
+    }
+    loop {
+        let changed = futures::future::select_all(changes.iter_mut().map(|rx| Box::pin(rx.changed())));
+        let (result, _, _) = tokio::select! {
+            _ = cancel.cancelled() => return,
+            changed = changed => changed,
+        };
+        if result.is_err() {
+            return;
+        }
+        let Some(inner) = bridge.upgrade() else { return };
+        let _ = Bridge { inner }.refresh_catalog();
     }
 }
 

@@ -1,4 +1,4 @@
-//! One wrapped MCP server over stdio, owned by one actor.
+//! One wrapped MCP server, over stdio or streamable HTTP, owned by one actor.
 //!
 //! The actor task owns the rmcp client session (and so the child process)
 //! and publishes the current state of the server on a `watch` channel: up
@@ -10,23 +10,38 @@
 //! When the server exits on its own (a crash), the calls in flight fail with
 //! `TransportClosed` and the actor starts it again after a delay that doubles
 //! from 100 ms up to 10 s with each exit or failed start, and starts over at
-//! 100 ms once a server stayed up for 30 s ([`Backoff`]). A restarted server
-//! whose tool list differs from the one the catalog was built from is logged
-//! as a warning; the catalog is not refreshed.
+//! 100 ms once a server stayed up for 30 s ([`Backoff`]).
+//!
+//! The actor also owns the server's current tool list and publishes it on a
+//! second `watch` ([`ServerHandle::tools_changes`]): the session's client
+//! handler ([`ToolsWatcher`]) turns a `notifications/tools/list_changed` from
+//! the server into a wake-up of the actor, which lists the tools again; a
+//! restarted server whose tools differ is published the same way. The bridge
+//! rebuilds its catalog from what is published.
+//!
+//! A remote server ([`Transport::Http`]) is handled the same way: starting
+//! it means connecting (`initialize` and `tools/list` within the start
+//! timeout), and when its session ends (the HTTP connection is lost) the
+//! actor reconnects with the same delays.
 //!
 //! The session ends for good on shutdown, or when every handle is gone. The
 //! child gets the minimal environment MCP clients give a stdio server plus
 //! the names the user passed, never this process's environment.
 
+use std::collections::HashMap;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::ServiceExt;
+use http::{HeaderName, HeaderValue};
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
-use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, ServiceExt};
 use tokio::io::AsyncBufReadExt;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -44,11 +59,41 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 pub const RESTART_BACKOFF: Backoff =
     Backoff::new(Duration::from_millis(100), Duration::from_secs(10), Duration::from_secs(30));
 
-/// How to start a wrapped stdio server.
+/// How to start (or reach) a wrapped server.
 #[derive(Debug, Clone)]
 pub struct ServerSpec {
     /// A name for logs and errors.
     pub name: String,
+    /// A local child over stdio, or a remote server over HTTP.
+    pub transport: Transport,
+    /// How long starting may take: spawn (or connect), `initialize` and
+    /// `tools/list` together ([`code_mode_core::defaults::START_TIMEOUT`] by
+    /// default).
+    pub start_timeout: Duration,
+}
+
+impl ServerSpec {
+    /// The command or URL of the server, for errors.
+    pub fn target(&self) -> &str {
+        match &self.transport {
+            Transport::Stdio(stdio) => &stdio.command,
+            Transport::Http(http) => &http.url,
+        }
+    }
+}
+
+/// How code-mode talks to a wrapped server.
+#[derive(Debug, Clone)]
+pub enum Transport {
+    /// A child process speaking MCP on its stdin/stdout.
+    Stdio(StdioSpec),
+    /// A remote server speaking streamable HTTP.
+    Http(HttpSpec),
+}
+
+/// A wrapped stdio server: the child process to start.
+#[derive(Debug, Clone)]
+pub struct StdioSpec {
     /// The program.
     pub command: String,
     /// Its arguments.
@@ -57,9 +102,23 @@ pub struct ServerSpec {
     pub pass_env: Vec<String>,
     /// Variables set to the given values.
     pub set_env: Vec<(String, String)>,
-    /// How long starting may take: spawn, `initialize` and `tools/list`
-    /// together ([`code_mode_core::defaults::START_TIMEOUT`] by default).
-    pub start_timeout: Duration,
+}
+
+/// A remote server over streamable HTTP.
+#[derive(Clone)]
+pub struct HttpSpec {
+    /// The MCP endpoint, e.g. `https://example.com/mcp`.
+    pub url: String,
+    /// Headers sent with every request (values may hold secrets).
+    pub headers: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for HttpSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Header values are often tokens: only their names are shown.
+        let names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("HttpSpec").field("url", &self.url).field("headers", &names).finish()
+    }
 }
 
 /// Why a call to the server failed on the host side.
@@ -153,6 +212,7 @@ enum Link {
 pub struct ServerHandle {
     name: String,
     link: watch::Receiver<Link>,
+    tools: watch::Receiver<Arc<Vec<Tool>>>,
 }
 
 impl std::fmt::Debug for ServerHandle {
@@ -161,7 +221,21 @@ impl std::fmt::Debug for ServerHandle {
     }
 }
 
-type Session = RunningService<RoleClient, ()>;
+type Session = RunningService<RoleClient, ToolsWatcher>;
+
+/// The client handler of a wrapped server's session: it only notes a
+/// `notifications/tools/list_changed` so that the actor lists the tools
+/// again (several notifications before the actor wakes count as one).
+#[derive(Debug, Default)]
+pub struct ToolsWatcher {
+    changed: Arc<Notify>,
+}
+
+impl ClientHandler for ToolsWatcher {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changed.notify_one();
+    }
+}
 
 /// The actor: owns the session and restarts the server when it exits.
 /// Dropping the last handle or cancelling the token closes the session and
@@ -172,8 +246,8 @@ struct ServerActor {
     /// `link.closed()` resolves once every handle is gone.
     link: watch::Sender<Link>,
     cancel: CancellationToken,
-    /// The tools the catalog was built from.
-    listed: Vec<Tool>,
+    /// The server's current tools, as last listed.
+    tools: watch::Sender<Arc<Vec<Tool>>>,
     backoff: Backoff,
 }
 
@@ -192,8 +266,9 @@ pub async fn start(
 ) -> Result<(ServerHandle, Vec<Tool>, tokio::task::JoinHandle<()>), BridgeError> {
     let (session, tools) = connect(spec).await?;
     let (link, link_rx) = watch::channel(Link::Up(session.peer().clone()));
-    let handle = ServerHandle { name: spec.name.clone(), link: link_rx };
-    let actor = ServerActor { spec: spec.clone(), link, cancel, listed: tools.clone(), backoff: RESTART_BACKOFF };
+    let (tools_tx, tools_rx) = watch::channel(Arc::new(tools.clone()));
+    let handle = ServerHandle { name: spec.name.clone(), link: link_rx, tools: tools_rx };
+    let actor = ServerActor { spec: spec.clone(), link, cancel, tools: tools_tx, backoff: RESTART_BACKOFF };
     let task = tokio::spawn(actor.run(session));
     Ok((handle, tools, task))
 }
@@ -201,50 +276,33 @@ pub async fn start(
 /// Spawn the server, initialize the session and list the tools, all within
 /// the start timeout.
 async fn connect(spec: &ServerSpec) -> Result<(Session, Vec<Tool>), BridgeError> {
-    let mut cmd = tokio::process::Command::new(&spec.command);
-    cmd.args(&spec.args).env_clear().kill_on_drop(true);
-    for key in DEFAULT_ENV {
-        if let Some(v) = std::env::var_os(key) {
-            cmd.env(key, v);
-        }
-    }
-    for key in &spec.pass_env {
-        match std::env::var_os(key) {
-            Some(v) => {
-                cmd.env(key, v);
-            }
-            None => {
-                return Err(BridgeError::EnvMissing { server: spec.name.clone(), name: key.clone() });
-            }
-        }
-    }
-    for (k, v) in &spec.set_env {
-        cmd.env(k, v);
-    }
-    let spawn_error = |e: std::io::Error| BridgeError::ServerStart {
+    let start_error = |reason: String| BridgeError::ServerStart {
         server: spec.name.clone(),
-        command: spec.command.clone(),
-        reason: e.to_string(),
+        command: spec.target().to_string(),
+        reason,
     };
-    let (transport, stderr) = TokioChildProcess::builder(cmd).stderr(Stdio::piped()).spawn().map_err(spawn_error)?;
-    if let Some(stderr) = stderr {
-        let name = spec.name.clone();
-        tokio::spawn(async move {
-            let mut lines = tokio::io::BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                tracing::info!(server = %name, "{line}");
-            }
-        });
-    }
-    let start_error =
-        |reason: String| BridgeError::ServerStart { server: spec.name.clone(), command: spec.command.clone(), reason };
     let no_answer =
         || start_error(format!("no answer to initialize/tools list within {} s", spec.start_timeout.as_secs_f64()));
     // One deadline covers initialize and tools/list. A server that never
     // answers is killed: dropping the transport (or closing the session)
-    // stops the child.
+    // stops the child (or drops the HTTP connection).
     let deadline = Instant::now() + spec.start_timeout;
-    let mut session = match tokio::time::timeout_at(deadline, ().serve(transport)).await {
+    let handler = ToolsWatcher::default();
+    let initialized = match &spec.transport {
+        Transport::Stdio(stdio) => {
+            let transport = spawn(&spec.name, stdio)?;
+            tokio::time::timeout_at(deadline, handler.serve(transport)).await
+        }
+        Transport::Http(http) => {
+            let config = http_config(http).map_err(start_error)?;
+            // https uses rustls with ring, the provider async-nats already
+            // brings; the client needs it installed as the process default.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let transport = StreamableHttpClientTransport::from_config(config);
+            tokio::time::timeout_at(deadline, handler.serve(transport)).await
+        }
+    };
+    let mut session = match initialized {
         Ok(Ok(session)) => session,
         Ok(Err(e)) => return Err(start_error(format!("MCP initialization failed: {e}"))),
         Err(_) => return Err(no_answer()),
@@ -259,6 +317,57 @@ async fn connect(spec: &ServerSpec) -> Result<(Session, Vec<Tool>), BridgeError>
             })
         }
     }
+}
+
+/// The client transport settings of a remote server: its URL and headers.
+fn http_config(http: &HttpSpec) -> Result<StreamableHttpClientTransportConfig, String> {
+    let mut headers = HashMap::with_capacity(http.headers.len());
+    for (name, value) in &http.headers {
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|e| format!("header {name:?}: {e}"))?;
+        let value = HeaderValue::from_str(value).map_err(|e| format!("header {name:?}: {e}"))?;
+        headers.insert(name, value);
+    }
+    Ok(StreamableHttpClientTransportConfig::with_uri(http.url.clone()).custom_headers(headers))
+}
+
+/// Spawn a stdio server with its environment; its stderr goes to the log.
+fn spawn(name: &str, spec: &StdioSpec) -> Result<TokioChildProcess, BridgeError> {
+    let mut cmd = tokio::process::Command::new(&spec.command);
+    cmd.args(&spec.args).env_clear().kill_on_drop(true);
+    for key in DEFAULT_ENV {
+        if let Some(v) = std::env::var_os(key) {
+            cmd.env(key, v);
+        }
+    }
+    for key in &spec.pass_env {
+        match std::env::var_os(key) {
+            Some(v) => {
+                cmd.env(key, v);
+            }
+            None => {
+                return Err(BridgeError::EnvMissing { server: name.to_string(), name: key.clone() });
+            }
+        }
+    }
+    for (k, v) in &spec.set_env {
+        cmd.env(k, v);
+    }
+    let spawn_error = |e: std::io::Error| BridgeError::ServerStart {
+        server: name.to_string(),
+        command: spec.command.clone(),
+        reason: e.to_string(),
+    };
+    let (transport, stderr) = TokioChildProcess::builder(cmd).stderr(Stdio::piped()).spawn().map_err(spawn_error)?;
+    if let Some(stderr) = stderr {
+        let name = name.to_string();
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::info!(server = %name, "{line}");
+            }
+        });
+    }
+    Ok(transport)
 }
 
 impl ServerActor {
@@ -288,7 +397,7 @@ impl ServerActor {
                 };
                 match started {
                     Ok((session, tools)) => {
-                        self.check_tools(&tools);
+                        self.publish_tools(tools, "the restarted server lists other tools");
                         break session;
                     }
                     Err(e) => {
@@ -305,15 +414,31 @@ impl ServerActor {
 
     /// Serve one session until it ends: closed by us on shutdown (or when
     /// every handle is gone), or exited on its own.
+    /// Meanwhile, list the tools again whenever the server says they changed.
     async fn serve(&self, session: Session) -> Ended {
         let stop = session.cancellation_token();
+        let changed = session.service().changed.clone();
+        let peer = session.peer().clone();
         let ended = session.waiting();
         tokio::pin!(ended);
-        tokio::select! {
-            _ = self.stopping() => {}
-            reason = &mut ended => {
-                tracing::debug!(server = %self.spec.name, ?reason, "the session ended");
-                return Ended::Exited;
+        loop {
+            tokio::select! {
+                _ = self.stopping() => break,
+                reason = &mut ended => {
+                    tracing::debug!(server = %self.spec.name, ?reason, "the session ended");
+                    return Ended::Exited;
+                }
+                _ = changed.notified() => {
+                    let listed = tokio::select! {
+                        listed = tokio::time::timeout(self.spec.start_timeout, peer.list_all_tools()) => listed,
+                        _ = self.stopping() => break,
+                    };
+                    match listed {
+                        Ok(Ok(tools)) => self.publish_tools(tools, "the server's tool list changed"),
+                        Ok(Err(e)) => tracing::warn!(server = %self.spec.name, error = %e, "listing the changed tools failed: the catalog keeps the old list"),
+                        Err(_) => tracing::warn!(server = %self.spec.name, "listing the changed tools timed out: the catalog keeps the old list"),
+                    }
+                }
             }
         }
         tracing::debug!(server = %self.spec.name, "closing the wrapped server");
@@ -342,27 +467,24 @@ impl ServerActor {
         }
     }
 
-    /// Warn when a restarted server lists other tools than the catalog holds.
-    fn check_tools(&self, tools: &[Tool]) {
-        if tools == self.listed.as_slice() {
+    /// Publish `tools` as the server's current tools when they differ from
+    /// the last ones, logging what changed.
+    fn publish_tools(&self, tools: Vec<Tool>, why: &str) {
+        let before = self.tools.borrow().clone();
+        if tools == *before {
             return;
         }
         let names = |list: &[Tool]| list.iter().map(|t| t.name.to_string()).collect::<std::collections::BTreeSet<_>>();
-        let (before, after) = (names(&self.listed), names(tools));
-        let added: Vec<_> = after.difference(&before).collect();
-        let removed: Vec<_> = before.difference(&after).collect();
+        let (old, new) = (names(&before), names(&tools));
+        let added: Vec<_> = new.difference(&old).collect();
+        let removed: Vec<_> = old.difference(&new).collect();
         let changed: Vec<_> = tools
             .iter()
-            .filter(|t| self.listed.iter().any(|old| old.name == t.name && old != *t))
+            .filter(|t| before.iter().any(|old| old.name == t.name && old != *t))
             .map(|t| t.name.to_string())
             .collect();
-        tracing::warn!(
-            server = %self.spec.name,
-            ?added,
-            ?removed,
-            ?changed,
-            "the restarted server lists other tools than the catalog was built from; the catalog is not refreshed"
-        );
+        tracing::info!(server = %self.spec.name, ?added, ?removed, ?changed, "{why}: refreshing the catalog");
+        self.tools.send_replace(Arc::new(tools));
     }
 }
 
@@ -370,6 +492,17 @@ impl ServerHandle {
     /// The server's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The server's current tools, as last listed.
+    pub fn tools(&self) -> Arc<Vec<Tool>> {
+        self.tools.borrow().clone()
+    }
+
+    /// A receiver that sees each new tool list of the server; its
+    /// `changed()` fails once the server's actor has stopped.
+    pub fn tools_changes(&self) -> watch::Receiver<Arc<Vec<Tool>>> {
+        self.tools.clone()
     }
 
     /// Call a tool by the name the server lists, with a timeout. Fails at

@@ -8,6 +8,13 @@
 //! client as structured content (with an output schema) and as the same JSON
 //! in a text block. Errors of code-mode itself come back as tool errors
 //! saying what went wrong.
+//!
+//! The bridge's catalog can change while the frontend runs (a wrapped
+//! server's tools changed). The bus only carries requests, so the frontend
+//! asks: before and after each cell, and every [`CATALOG_POLL`] while it
+//! serves. When the tools differ from the ones it holds, it swaps in the new
+//! catalog and description (later cells and `tools/list` use them) and sends
+//! the MCP client `notifications/tools/list_changed`.
 
 pub mod description;
 
@@ -21,7 +28,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -112,10 +119,17 @@ impl Default for FrontendConfig {
     }
 }
 
+/// How often a serving frontend asks the bridge whether the catalog changed
+/// (it also asks before and after each cell).
+pub const CATALOG_POLL: Duration = Duration::from_secs(3);
+
 /// How long to wait for the bridge's catalog at start, by default.
 pub const CATALOG_WAIT: Duration = Duration::from_secs(30);
 /// How long one catalog request may take.
 const CATALOG_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a catalog refresh may take; the current catalog stays on a
+/// timeout (kept short: it runs before and after each cell).
+const REFRESH_TIMEOUT: Duration = Duration::from_secs(1);
 /// Pause between two tries of a request that found no service free.
 const RETRY_PAUSE: Duration = Duration::from_millis(100);
 /// Margin over the deadline for a cell's reply. The runner counts the
@@ -136,9 +150,33 @@ struct Inner {
     bus: Bus,
     session: String,
     config: FrontendConfig,
+    /// The catalog and description offered now; replaced whole.
+    view: std::sync::RwLock<Arc<View>>,
+    /// The MCP client, once known, to tell it when the tools changed.
+    client: std::sync::OnceLock<Peer<RoleServer>>,
+    slots: Semaphore,
+}
+
+/// A catalog and the `run_python` description made from it.
+#[derive(Debug)]
+struct View {
     catalog: Catalog,
     description: String,
-    slots: Semaphore,
+}
+
+impl View {
+    fn new(catalog: Catalog, config: &FrontendConfig) -> Self {
+        let facts = RunFacts {
+            deadline_secs: config.deadline.as_secs(),
+            max_calls: catalog.max_calls,
+            call_timeout_secs: catalog.call_timeout_ms / 1000,
+            max_output: config.max_output,
+        };
+        let stubs: Vec<String> = catalog.tools.iter().map(|t| t.stub.clone()).collect();
+        let summaries: Vec<String> = catalog.tools.iter().map(|t| t.summary.clone()).collect();
+        let description = description::description(&facts, &stubs, &summaries, config.description_budget);
+        Self { catalog, description }
+    }
 }
 
 impl Frontend {
@@ -159,27 +197,65 @@ impl Frontend {
                 Err(e) => return Err(e.into()),
             }
         };
-        let facts = RunFacts {
-            deadline_secs: config.deadline.as_secs(),
-            max_calls: catalog.max_calls,
-            call_timeout_secs: catalog.call_timeout_ms / 1000,
-            max_output: config.max_output,
-        };
-        let stubs: Vec<String> = catalog.tools.iter().map(|t| t.stub.clone()).collect();
-        let summaries: Vec<String> = catalog.tools.iter().map(|t| t.summary.clone()).collect();
-        let description = description::description(&facts, &stubs, &summaries, config.description_budget);
+        let view = std::sync::RwLock::new(Arc::new(View::new(catalog, &config)));
         let slots = Semaphore::new(config.max_concurrent_cells.max(1));
-        Ok(Self { inner: Arc::new(Inner { bus, session, config, catalog, description, slots }) })
+        let client = std::sync::OnceLock::new();
+        Ok(Self { inner: Arc::new(Inner { bus, session, config, view, client, slots }) })
+    }
+
+    fn view(&self) -> Arc<View> {
+        self.inner.view.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
     }
 
     /// The `run_python` description.
-    pub fn description(&self) -> &str {
-        &self.inner.description
+    pub fn description(&self) -> String {
+        self.view().description.clone()
     }
 
-    /// The catalog this frontend offers.
-    pub fn catalog(&self) -> &Catalog {
-        &self.inner.catalog
+    /// The catalog this frontend offers now.
+    pub fn catalog(&self) -> Catalog {
+        self.view().catalog.clone()
+    }
+
+    /// Ask the bridge for its catalog; when its tools differ from the ones
+    /// offered now, offer the new ones and tell the MCP client (if known)
+    /// that the tool list changed. Returns whether the tools changed. A
+    /// failed request keeps the current catalog (logged).
+    pub async fn refresh_catalog(&self) -> bool {
+        let request = CatalogRequest { session: self.inner.session.clone() };
+        let catalog: Catalog = match self.inner.bus.call(subjects::CATALOG_GET, &request, REFRESH_TIMEOUT).await {
+            Ok(catalog) => catalog,
+            Err(e) => {
+                tracing::debug!(error = %e, "could not refresh the catalog: keeping the current one");
+                return false;
+            }
+        };
+        {
+            let mut view = self.inner.view.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let old = &view.catalog;
+            // Bridge replicas count versions apart: compare what is offered.
+            let same = old.tools == catalog.tools
+                && old.max_calls == catalog.max_calls
+                && old.call_timeout_ms == catalog.call_timeout_ms;
+            if same {
+                return false;
+            }
+            tracing::info!(version = catalog.version, tools = catalog.tools.len(), "the catalog changed");
+            *view = Arc::new(View::new(catalog, &self.inner.config));
+        }
+        if let Some(client) = self.inner.client.get()
+            && let Err(e) = client.notify_tool_list_changed().await
+        {
+            tracing::warn!(error = %e, "could not tell the client that the tool list changed");
+        }
+        true
+    }
+
+    /// Remember the MCP client to notify (the first one seen).
+    fn know_client(&self, peer: &Peer<RoleServer>) {
+        if self.inner.client.get().is_none() {
+            let _ = self.inner.client.set(peer.clone());
+        }
     }
 
     /// The session id of this frontend.
@@ -194,21 +270,26 @@ impl Frontend {
             return Err(FrontendError::CodeTooLarge { size: code.len(), max: config.max_code });
         }
         let _slot = self.inner.slots.acquire().await.expect("the semaphore is never closed");
+        self.refresh_catalog().await;
+        let report = self.run_cell(code).await;
+        // A cell may have changed the tools (a wrapped server's tool did):
+        // the client hears of it right after the cell.
+        self.refresh_catalog().await;
+        report
+    }
+
+    async fn run_cell(&self, code: &str) -> Result<CellReport, FrontendError> {
+        let config = &self.inner.config;
+        let view = self.view();
         let cell = RunCell {
             cell_id: uuid::Uuid::new_v4().to_string(),
             session: self.inner.session.clone(),
             code: code.to_string(),
-            tools: self
-                .inner
-                .catalog
-                .tools
-                .iter()
-                .map(|t| ToolStub { name: t.name.clone(), stub: t.stub.clone() })
-                .collect(),
+            tools: view.catalog.tools.iter().map(|t| ToolStub { name: t.name.clone(), stub: t.stub.clone() }).collect(),
             limits: CellLimits {
                 deadline_ms: config.deadline.as_millis() as u64,
-                max_calls: self.inner.catalog.max_calls,
-                call_timeout_ms: self.inner.catalog.call_timeout_ms,
+                max_calls: view.catalog.max_calls,
+                call_timeout_ms: view.catalog.call_timeout_ms,
                 max_output: config.max_output,
                 stop_output: config.stop_output,
                 max_line: config.max_line,
@@ -249,7 +330,7 @@ impl Frontend {
             "additionalProperties": false,
         });
         let output = serde_json::to_value(schemars_output_schema()).expect("schema is JSON");
-        let mut tool = Tool::new(TOOL_NAME, self.inner.description.clone(), Arc::new(as_object(input)));
+        let mut tool = Tool::new(TOOL_NAME, self.description(), Arc::new(as_object(input)));
         tool.output_schema = Some(Arc::new(as_object(output)));
         tool
     }
@@ -261,7 +342,18 @@ impl Frontend {
             .serve_with_ct(rmcp::transport::stdio(), cancel.child_token())
             .await
             .map_err(|e| FrontendError::Transport(e.to_string()))?;
-        service.waiting().await.map_err(|e| FrontendError::Transport(e.to_string()))?;
+        let frontend = service.service().clone();
+        frontend.know_client(service.peer());
+        // Stopped below once the session has ended.
+        let poll = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(CATALOG_POLL).await;
+                frontend.refresh_catalog().await;
+            }
+        });
+        let waited = service.waiting().await;
+        poll.abort();
+        waited.map_err(|e| FrontendError::Transport(e.to_string()))?;
         Ok(())
     }
 }
@@ -296,7 +388,7 @@ pub fn report_result(report: &CellReport) -> CallToolResult {
 
 impl ServerHandler for Frontend {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
             .with_server_info(Implementation::new("code-mode", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Call run_python with a short Python program; the wrapped tools are async functions in it.",
@@ -306,16 +398,18 @@ impl ServerHandler for Frontend {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        self.know_client(&context.peer);
         Ok(ListToolsResult::with_all_items(vec![self.tool()]))
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        self.know_client(&context.peer);
         if request.name != TOOL_NAME {
             return Err(McpError::invalid_params(
                 format!("unknown tool {:?}: the only tool is {TOOL_NAME}", request.name),
@@ -338,4 +432,70 @@ impl ServerHandler for Frontend {
 
 fn error_result(message: &str) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(message.to_string())])
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use code_mode_proto::{ToolEntry, queue_groups};
+
+    use super::*;
+
+    fn entry(name: &str) -> ToolEntry {
+        ToolEntry {
+            name: name.into(),
+            mcp_name: name.into(),
+            server: None,
+            stub: format!("async def {name}(params: dict) -> str:\n    \"\"\"The {name} tool.\"\"\""),
+            summary: format!("{name}(params): The {name} tool."),
+        }
+    }
+
+    fn catalog(version: u64, names: &[&str]) -> Catalog {
+        Catalog { version, tools: names.iter().map(|n| entry(n)).collect(), max_calls: 50, call_timeout_ms: 30_000 }
+    }
+
+    /// A frontend over an in-process bus whose bridge answers whatever
+    /// catalog the returned cell holds.
+    async fn frontend_over(first: Catalog) -> (Frontend, Arc<Mutex<Catalog>>, CancellationToken) {
+        let bus = Bus::in_process();
+        let current = Arc::new(Mutex::new(first));
+        let cancel = CancellationToken::new();
+        let served = current.clone();
+        bus.serve(subjects::CATALOG_GET, queue_groups::BRIDGE, cancel.clone(), move |_: CatalogRequest| {
+            let catalog = served.lock().unwrap().clone();
+            async move { Ok(catalog) }
+        })
+        .await
+        .expect("the fake bridge serves");
+        let frontend = Frontend::connect(bus, FrontendConfig::default()).await.expect("connects");
+        (frontend, current, cancel)
+    }
+
+    #[tokio::test]
+    async fn a_catalog_with_other_tools_replaces_the_description_and_the_stubs_of_later_cells() {
+        let (frontend, bridge, cancel) = frontend_over(catalog(1, &["add"])).await;
+        assert!(!frontend.description().contains("async def late("));
+        assert!(!frontend.refresh_catalog().await, "nothing changed yet");
+
+        *bridge.lock().unwrap() = catalog(2, &["add", "late"]);
+        assert!(frontend.refresh_catalog().await);
+        assert!(frontend.description().contains("async def late("), "{}", frontend.description());
+        assert!(frontend.tool().description.unwrap().contains("async def late("));
+        let offered = frontend.catalog();
+        assert_eq!(offered.version, 2);
+        assert_eq!(offered.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["add", "late"]);
+        cancel.cancel();
+    }
+
+    #[tokio::test]
+    async fn another_version_number_with_the_same_tools_is_not_a_change() {
+        // Bridge replicas count versions apart: only the tools matter.
+        let (frontend, bridge, cancel) = frontend_over(catalog(3, &["add"])).await;
+        *bridge.lock().unwrap() = catalog(1, &["add"]);
+        assert!(!frontend.refresh_catalog().await);
+        assert_eq!(frontend.catalog().version, 3);
+        cancel.cancel();
+    }
 }

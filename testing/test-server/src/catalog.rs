@@ -35,6 +35,10 @@ pub struct CatalogOptions {
     pub clash: bool,
     pub deep_schema: bool,
     pub deep_depth: usize,
+    /// Served over HTTP: add `get_header`.
+    pub http: bool,
+    /// Add `add_tool`, which adds tools at runtime.
+    pub add_tool: bool,
 }
 
 /// What a tool does when called.
@@ -48,7 +52,11 @@ pub enum Behavior {
     ProtocolError,
     Crash,
     GetEnv,
+    /// Answers with a header of the HTTP request that carried the call.
+    GetHeader,
     Count,
+    /// Adds a tool named by the `name` argument (behaving as [`Behavior::Ok`]).
+    AddTool,
     /// Answers with the text `ok <tool name>`.
     Ok,
     /// Answers with the received arguments as JSON text.
@@ -91,6 +99,30 @@ impl Catalog {
                 );
             }
         }
+        if options.http {
+            catalog.push(
+                "get_header",
+                "Return the value of a header of the HTTP request that carried this call, or \"<unset>\".",
+                json!({
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}},
+                    "required": ["name"]
+                }),
+                Behavior::GetHeader,
+            );
+        }
+        if options.add_tool {
+            catalog.push(
+                "add_tool",
+                "Add a tool with the given name (it answers \"ok <name>\") and tell the client that the tool list changed.",
+                json!({
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}},
+                    "required": ["name"]
+                }),
+                Behavior::AddTool,
+            );
+        }
         if options.deep_schema {
             catalog.add_deep_schema_tools(options.deep_depth);
         }
@@ -112,6 +144,20 @@ impl Catalog {
 
     pub fn tool(&self, name: &str) -> Option<&Tool> {
         self.tools.iter().find(|tool| tool.name == name)
+    }
+
+    /// Add a tool at runtime (`add_tool`): no arguments, answers `ok <name>`.
+    pub fn add_runtime_tool(&mut self, name: &str) -> Result<(), String> {
+        if self.behaviors.contains_key(name) {
+            return Err(format!("there is already a tool named {name}"));
+        }
+        self.push(
+            name,
+            format!("Added at runtime by add_tool. Answers \"ok {name}\"."),
+            json!({"type": "object", "properties": {}}),
+            Behavior::Ok,
+        );
+        Ok(())
     }
 
     fn push(
@@ -381,6 +427,8 @@ mod tests {
             clash: true,
             deep_schema: true,
             deep_depth: 40,
+            http: true,
+            add_tool: true,
         });
         assert_eq!(catalog.tools.len(), catalog.behaviors.len());
         let echo = catalog.tool("echo").expect("echo");
@@ -393,5 +441,6 @@ mod tests {
         let properties = hostile.input_schema["properties"].as_object().expect("props");
         assert_eq!(properties.len(), 1_000);
         assert!(properties.keys().all(|key| key.len() == 300));
+        assert!(catalog.tool("get_header").is_some());
     }
 }

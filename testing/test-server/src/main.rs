@@ -7,21 +7,28 @@
 //! more of them (`--many`, `--long-descriptions`, `--clash`, `--deep-schema`).
 //! `--log FILE` records every request that reaches the server, so tests can
 //! prove what got through; `--exit-on-start` makes it fail before serving.
+//! `--add-tool` adds `add_tool {name}`, which adds a tool at runtime
+//! (answering `ok <name>`) and sends `notifications/tools/list_changed`.
 //!
-//! Stdout is the MCP channel: logs go to stderr only.
+//! Stdout is the MCP channel: logs go to stderr only. With `--http ADDR` it
+//! serves the same tools plus `get_header` over streamable HTTP instead, at
+//! any path, prints `listening on http://HOST:PORT/mcp` as the one line of
+//! stdout, and serves until killed.
 
 mod catalog;
 mod server;
 
-use std::{fs::OpenOptions, path::PathBuf};
+use std::{fs::OpenOptions, io::Write as _, net::SocketAddr, path::PathBuf, sync::Arc};
 
 use anyhow::Context as _;
 use clap::Parser;
 use rmcp::ServiceExt as _;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 use crate::{
     catalog::{Catalog, CatalogOptions},
-    server::{RequestLog, TestServer},
+    server::{HttpLog, LogFile, RequestLog, TestServer},
 };
 
 /// A stdio MCP server with awkward tools, for the code-mode integration tests.
@@ -51,6 +58,14 @@ struct Args {
     /// Exit with code 2 before serving.
     #[arg(long)]
     exit_on_start: bool,
+    /// Serve over streamable HTTP on ADDR (e.g. `127.0.0.1:0`) instead of stdio,
+    /// with the extra tool `get_header`.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// Add the tool `add_tool {name}`, which adds a tool at runtime and sends
+    /// `notifications/tools/list_changed`.
+    #[arg(long)]
+    add_tool: bool,
 }
 
 #[tokio::main]
@@ -87,7 +102,12 @@ async fn main() -> anyhow::Result<()> {
         clash: args.clash,
         deep_schema: args.deep_schema,
         deep_depth: args.deep_depth,
+        http: args.http.is_some(),
+        add_tool: args.add_tool,
     });
+    if let Some(addr) = args.http {
+        return serve_http(addr, TestServer::new(catalog), log.map(|file| Arc::new(LogFile::new(file)))).await;
+    }
     tracing::info!(tools = catalog.tools.len(), "serving MCP over stdio");
 
     let service = RequestLog::new(TestServer::new(catalog), log)
@@ -96,4 +116,29 @@ async fn main() -> anyhow::Result<()> {
         .context("MCP initialization failed")?;
     service.waiting().await.context("MCP service failed")?;
     Ok(())
+}
+
+/// Serve `server` over streamable HTTP (HTTP/1.1) on `addr` until killed.
+async fn serve_http(addr: SocketAddr, server: TestServer, log: Option<Arc<LogFile>>) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+    let bound = listener.local_addr()?;
+    let service = StreamableHttpService::new(
+        move || Ok(HttpLog::new(server.clone(), log.clone())),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let mut stdout = std::io::stdout();
+    writeln!(stdout, "listening on http://{bound}/mcp")?;
+    stdout.flush()?;
+    tracing::info!(%bound, "serving MCP over streamable HTTP");
+    loop {
+        let (stream, _) = listener.accept().await.context("accept failed")?;
+        let service = hyper_util::service::TowerToHyperService::new(service.clone());
+        tokio::spawn(async move {
+            let io = hyper_util::rt::TokioIo::new(stream);
+            if let Err(error) = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await {
+                tracing::debug!(%error, "HTTP connection ended");
+            }
+        });
+    }
 }

@@ -1,11 +1,12 @@
 //! The MCP handler: `tools/list` returns the catalog, `tools/call` runs a tool,
-//! and [`RequestLog`] wraps it to record every request that arrives.
+//! and [`RequestLog`] (stdio) or [`HttpLog`] (HTTP) wraps it to record the
+//! requests that arrive in a [`LogFile`].
 
 use std::{
     fs::File,
     io::Write,
     sync::{
-        Arc, Mutex,
+        Arc, Mutex, RwLock,
         atomic::{AtomicU64, Ordering},
     },
     time::Duration,
@@ -24,16 +25,22 @@ use serde_json::{Value, json};
 
 use crate::catalog::{Behavior, Catalog};
 
-/// The test server's tools.
-#[derive(Debug)]
+/// The test server's tools. Clones share the catalog and the call count
+/// (one clone serves each HTTP session).
+#[derive(Debug, Clone)]
 pub struct TestServer {
-    catalog: Arc<Catalog>,
-    calls: AtomicU64,
+    /// Written only by `add_tool`.
+    catalog: Arc<RwLock<Catalog>>,
+    calls: Arc<AtomicU64>,
 }
 
 impl TestServer {
     pub fn new(catalog: Catalog) -> Self {
-        Self { catalog: Arc::new(catalog), calls: AtomicU64::new(0) }
+        Self { catalog: Arc::new(RwLock::new(catalog)), calls: Arc::new(AtomicU64::new(0)) }
+    }
+
+    fn catalog(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {
+        self.catalog.read().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     async fn run(
@@ -42,6 +49,7 @@ impl TestServer {
         behavior: Behavior,
         args: &JsonObject,
         calls_so_far: u64,
+        headers: Option<&http::HeaderMap>,
     ) -> Result<CallToolResult, McpError> {
         let result = match behavior {
             Behavior::Add => {
@@ -91,7 +99,21 @@ impl TestServer {
                     .unwrap_or_else(|| "<unset>".to_owned());
                 text_result(value)
             }
+            Behavior::GetHeader => {
+                let header = str_arg(args, "name")?.ok_or_else(|| missing("name"))?;
+                let value = headers
+                    .and_then(|headers| headers.get(header))
+                    .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+                    .unwrap_or_else(|| "<unset>".to_owned());
+                text_result(value)
+            }
             Behavior::Count => text_result(calls_so_far.to_string()),
+            Behavior::AddTool => {
+                let new = str_arg(args, "name")?.ok_or_else(|| missing("name"))?;
+                let mut catalog = self.catalog.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+                catalog.add_runtime_tool(new).map_err(|message| McpError::invalid_params(message, None))?;
+                text_result(format!("added {new}"))
+            }
             Behavior::Ok => text_result(format!("ok {name}")),
             Behavior::EchoArguments => text_result(Value::Object(args.clone()).to_string()),
             Behavior::Extra => {
@@ -105,7 +127,7 @@ impl TestServer {
 
 impl ServerHandler for TestServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
             .with_server_info(Implementation::new("code-mode-test-server", env!("CARGO_PKG_VERSION")))
             .with_instructions("A test server for the code-mode integration tests.")
     }
@@ -115,40 +137,65 @@ impl ServerHandler for TestServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.catalog.tools.clone()))
+        Ok(ListToolsResult::with_all_items(self.catalog().tools.clone()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.catalog.tool(name).cloned()
+        self.catalog().tool(name).cloned()
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let calls_so_far = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
         let name = request.name.as_ref();
         let behavior = self
-            .catalog
+            .catalog()
             .behavior(name)
             .ok_or_else(|| McpError::invalid_params(format!("unknown tool: {name}"), None))?;
         let args = request.arguments.unwrap_or_default();
-        self.run(name, behavior, &args, calls_so_far).await.map(CallToolResponse::from)
+        let headers = context.extensions.get::<http::request::Parts>().map(|parts| &parts.headers);
+        let result = self.run(name, behavior, &args, calls_so_far, headers).await?;
+        if behavior == Behavior::AddTool
+            && let Err(error) = context.peer.notify_tool_list_changed().await
+        {
+            tracing::warn!(%error, "cannot send notifications/tools/list_changed");
+        }
+        Ok(CallToolResponse::from(result))
     }
 }
 
-/// Wraps the handler and appends `<method> <tool name or ->` to a file for
-/// every request that reaches the server, before handling it.
+/// The `--log FILE`: one line `<method> <tool name or ->` per request.
+#[derive(Debug)]
+pub struct LogFile(Mutex<File>);
+
+impl LogFile {
+    pub fn new(file: File) -> Self {
+        Self(Mutex::new(file))
+    }
+
+    fn record(&self, method: &str, tool: &str) {
+        let line = format!("{method} {tool}\n");
+        let mut file = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Err(error) = file.write_all(line.as_bytes()).and_then(|()| file.flush()) {
+            tracing::error!(%error, "cannot write the request log");
+        }
+    }
+}
+
+/// Wraps the handler and records every request that reaches the server
+/// over stdio, before handling it.
 #[derive(Debug)]
 pub struct RequestLog<S> {
     inner: S,
-    file: Option<Mutex<File>>,
+    file: Option<LogFile>,
 }
 
 impl<S> RequestLog<S> {
     pub fn new(inner: S, file: Option<File>) -> Self {
-        Self { inner, file: file.map(Mutex::new) }
+        Self { inner, file: file.map(LogFile::new) }
     }
 
     fn record(&self, request: &ClientRequest) {
@@ -157,11 +204,56 @@ impl<S> RequestLog<S> {
             ClientRequest::CallToolRequest(call) => call.params.name.as_ref(),
             _ => "-",
         };
-        let line = format!("{} {tool}\n", request.method());
-        let mut file = file.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Err(error) = file.write_all(line.as_bytes()).and_then(|()| file.flush()) {
-            tracing::error!(%error, "cannot write the request log");
+        file.record(request.method(), tool);
+    }
+}
+
+/// Wraps the handler of one HTTP session and records its `tools/list` and
+/// `tools/call` requests (the HTTP service takes a [`ServerHandler`], so
+/// other requests are not seen here).
+#[derive(Debug, Clone)]
+pub struct HttpLog {
+    inner: TestServer,
+    file: Option<Arc<LogFile>>,
+}
+
+impl HttpLog {
+    pub fn new(inner: TestServer, file: Option<Arc<LogFile>>) -> Self {
+        Self { inner, file }
+    }
+
+    fn record(&self, method: &str, tool: &str) {
+        if let Some(file) = &self.file {
+            file.record(method, tool);
         }
+    }
+}
+
+impl ServerHandler for HttpLog {
+    fn get_info(&self) -> ServerConfig {
+        ServerHandler::get_info(&self.inner)
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        self.record("tools/list", "-");
+        self.inner.list_tools(request, context).await
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.inner.get_tool(name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        self.record("tools/call", request.name.as_ref());
+        self.inner.call_tool(request, context).await
     }
 }
 

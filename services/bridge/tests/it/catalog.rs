@@ -80,7 +80,8 @@ async fn awkward_tool_names_map_to_python_names_as_documented_and_calls_reach_th
         ("naïve", "na_ve"),
     ];
     for (mcp, python) in expected {
-        let tool = h.bridge.catalog().get(python).unwrap_or_else(|| panic!("{python} is in the catalog"));
+        let catalog = h.bridge.catalog();
+        let tool = catalog.get(python).unwrap_or_else(|| panic!("{python} is in the catalog"));
         assert_eq!(tool.mcp_name, mcp);
         assert!(tool.stub.starts_with(&format!("async def {python}(params: dict) -> str:")), "{}", tool.stub);
         assert!(h.bridge.catalog().get(mcp).is_none(), "the listed name {mcp} is not a Python name");
@@ -94,7 +95,8 @@ async fn awkward_tool_names_map_to_python_names_as_documented_and_calls_reach_th
 #[tokio::test]
 async fn the_awkward_params_stub_quotes_odd_names_cuts_long_ones_and_shows_enums_as_literal() {
     let h = Harness::with_args(&[]).await;
-    let tool = h.bridge.catalog().get("awkward_params").expect("awkward_params is in the catalog");
+    let catalog = h.bridge.catalog();
+    let tool = catalog.get("awkward_params").expect("awkward_params is in the catalog");
     let stub = &tool.stub;
     assert!(stub.contains("'first name': str - A property name with a space.\n"), "{stub}");
     assert!(stub.contains("'x-y': int, optional - A property name with a dash.\n"), "{stub}");
@@ -123,7 +125,8 @@ async fn the_awkward_params_stub_quotes_odd_names_cuts_long_ones_and_shows_enums
 #[tokio::test]
 async fn the_allowlist_keeps_tools_named_by_server_name_or_by_python_name() {
     let h = Setup::server(&[]).allow(&["get-weather", "print_", "add"]).start().await.expect("starts");
-    let names: Vec<&str> = h.bridge.catalog().tools().iter().map(|t| t.name.as_str()).collect();
+    let catalog = h.bridge.catalog();
+    let names: Vec<&str> = catalog.tools().iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["add", "get_weather", "print_"], "kept in listing order");
     assert_eq!(h.bridge.catalog_message().tools.len(), 3);
     assert_eq!(ok(h.call("get_weather", json!({"city": "Oslo"})).await), "ok get-weather");

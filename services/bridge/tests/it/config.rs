@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use code_mode_bridge::catalog::{Catalog, CatalogLimits, ListedTool, ServerTools};
 use code_mode_bridge::config::{self, ConfigError};
+use code_mode_bridge::server::Transport;
 use code_mode_bridge::{Bridge, BridgeConfig, BridgeError, CallLimits, Closer, WrappedServer};
 use code_mode_core::state::SessionStore;
 use serde_json::{Value, json};
@@ -63,27 +64,39 @@ fn entries_become_servers_with_their_arguments_env_allowlist_and_private_tools()
         "shape",
         r#"{"mcpServers": {
             "notes": {"command": "notes-server", "args": ["--db", "x"], "env": {"TOKEN": "${CM_TOKEN}", "PLAIN": "a $b ${CM_TOKEN}!"}, "allow": ["search"], "private": true},
-            "tracker": {"type": "stdio", "command": "tracker-mcp", "allow": ["create_issue", "find_issue"], "private": ["create_issue"]}
+            "tracker": {"type": "stdio", "command": "tracker-mcp", "allow": ["create_issue", "find_issue"], "private": ["create_issue"]},
+            "web": {"type": "streamable-http", "url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${CM_TOKEN}"}, "allow": ["fetch"]},
+            "plain": {"url": "http://127.0.0.1:9/mcp"}
         }}"#,
     );
     let text = std::fs::read_to_string(&path).unwrap();
     let servers = config::parse(&path, &text, |v| (v == "CM_TOKEN").then(|| "t0k".to_string())).expect("it parses");
-    assert_eq!(servers.len(), 2);
+    assert_eq!(servers.len(), 4);
     let notes = &servers[0];
     assert_eq!(notes.spec.name, "notes");
-    assert_eq!(notes.spec.command, "notes-server");
-    assert_eq!(notes.spec.args, ["--db", "x"]);
+    let Transport::Stdio(stdio) = &notes.spec.transport else { panic!("notes is a stdio server") };
+    assert_eq!(stdio.command, "notes-server");
+    assert_eq!(stdio.args, ["--db", "x"]);
     assert_eq!(
-        notes.spec.set_env,
+        stdio.set_env,
         [("TOKEN".to_string(), "t0k".to_string()), ("PLAIN".to_string(), "a $b t0k!".to_string())]
     );
-    assert!(notes.spec.pass_env.is_empty(), "nothing else of code-mode's environment is passed");
+    assert!(stdio.pass_env.is_empty(), "nothing else of code-mode's environment is passed");
     assert_eq!(notes.allow.as_deref(), Some(&["search".to_string()][..]));
     assert_eq!(notes.private, [config::ALL_TOOLS], "private: true is every kept tool");
     let tracker = &servers[1];
     assert_eq!(tracker.spec.name, "tracker");
-    assert!(tracker.spec.set_env.is_empty());
+    let Transport::Stdio(stdio) = &tracker.spec.transport else { panic!("tracker is a stdio server") };
+    assert!(stdio.set_env.is_empty());
     assert_eq!(tracker.private, ["create_issue"]);
+    let web = &servers[2];
+    let Transport::Http(http) = &web.spec.transport else { panic!("web is a remote server") };
+    assert_eq!(http.url, "https://example.com/mcp");
+    assert_eq!(http.headers, [("Authorization".to_string(), "Bearer t0k".to_string())]);
+    assert_eq!(web.allow.as_deref(), Some(&["fetch".to_string()][..]));
+    assert!(!format!("{:?}", web.spec).contains("t0k"), "header values stay out of debug output");
+    let Transport::Http(plain) = &servers[3].spec.transport else { panic!("a url makes a remote server") };
+    assert!(plain.headers.is_empty());
 }
 
 #[test]
@@ -91,16 +104,43 @@ fn config_errors_name_the_file_the_entry_and_the_key() {
     let cases: &[(&str, &[&str])] = &[
         (r#"{"mcpServers": {"notes": {"command": "x", "cmd": "y"}}}"#, &["\"notes\"", "unknown key \"cmd\""]),
         (
-            r#"{"mcpServers": {"web": {"url": "https://example.com/mcp"}}}"#,
-            &["\"web\"", "\"url\"", "remote servers are not supported yet"],
+            r#"{"mcpServers": {"web": {"url": "https://example.com/mcp", "command": "x"}}}"#,
+            &["\"web\"", "\"url\"", "not both"],
         ),
         (
             r#"{"mcpServers": {"web": {"command": "x", "headers": {"A": "b"}}}}"#,
-            &["\"web\"", "\"headers\"", "remote servers are not supported yet"],
+            &["\"web\"", "\"headers\"", "only for a remote server"],
         ),
         (
-            r#"{"mcpServers": {"web": {"type": "http", "command": "x"}}}"#,
-            &["\"web\"", "\"type\"", "remote servers are not supported yet"],
+            r#"{"mcpServers": {"web": {"url": "https://example.com/mcp", "env": {"A": "b"}}}}"#,
+            &["\"web\"", "\"env\"", "only for a local server"],
+        ),
+        (
+            r#"{"mcpServers": {"web": {"url": "https://example.com/mcp", "args": ["a"]}}}"#,
+            &["\"web\"", "\"args\"", "only for a local server"],
+        ),
+        (r#"{"mcpServers": {"web": {"type": "http", "command": "x"}}}"#, &["\"web\"", "\"type\"", "needs \"url\""]),
+        (
+            r#"{"mcpServers": {"web": {"type": "stdio", "url": "https://example.com/mcp"}}}"#,
+            &["\"web\"", "\"type\"", "needs \"command\""],
+        ),
+        (r#"{"mcpServers": {"web": {"type": "sse", "url": "https://x/"}}}"#, &["\"web\"", "\"type\"", "\"http\""]),
+        (r#"{"mcpServers": {"web": {"url": "example.com/mcp"}}}"#, &["\"web\"", "\"url\"", "http:// or https://"]),
+        (
+            r#"{"mcpServers": {"web": {"url": "https://x/", "headers": {"Authorization": "Bearer ${CM_CONFIG_TEST_NEVER_SET}"}}}}"#,
+            &["\"web\"", "\"headers\".Authorization", "${CM_CONFIG_TEST_NEVER_SET} is not set"],
+        ),
+        (
+            r#"{"mcpServers": {"web": {"url": "https://x/", "headers": {"Mcp-Session-Id": "1"}}}}"#,
+            &["\"web\"", "\"headers\".Mcp-Session-Id", "set by the MCP transport"],
+        ),
+        (
+            r#"{"mcpServers": {"web": {"url": "https://x/", "headers": {"bad name": "1"}}}}"#,
+            &["\"web\"", "\"headers\".bad name", "not a valid HTTP header name"],
+        ),
+        (
+            r#"{"mcpServers": {"web": {"url": "https://x/", "headers": {"X-Token": "a\nb"}}}}"#,
+            &["\"web\"", "\"headers\".X-Token", "not a valid HTTP header value"],
         ),
         (r#"{"mcpServers": {"notes": {"args": ["a"]}}}"#, &["\"notes\"", "\"command\" is missing"]),
         (r#"{"mcpServers": {"notes": {"command": 3}}}"#, &["\"notes\"", "\"command\"", "a non-empty string"]),
@@ -255,9 +295,10 @@ async fn names_are_prefixed_even_for_one_server_and_private_true_marks_every_kep
     let text = json!({"mcpServers": {"one": one}}).to_string();
     let servers = config::load(&config_file("one", &text)).expect("it parses");
     let (bridge, closer, cancel) = start(servers).await.expect("it starts");
-    let names: Vec<&str> = bridge.catalog().tools().iter().map(|t| t.name.as_str()).collect();
+    let catalog = bridge.catalog();
+    let names: Vec<&str> = catalog.tools().iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["one__add", "one__get_env"]);
-    let private: Vec<&str> = bridge.catalog().private_tools().collect();
+    let private: Vec<&str> = catalog.private_tools().collect();
     assert_eq!(private, ["one__add", "one__get_env"]);
     assert_eq!(ok(bridge.call(&tool_call("one__add", json!({"a": 1, "b": 2}), 1)).await), "{\"sum\":3}");
     let message = refused(bridge.call(&tool_call("add", json!({"a": 1, "b": 2}), 2)).await);

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use code_mode_bridge::server::ServerSpec;
+use code_mode_bridge::server::{ServerSpec, StdioSpec, Transport};
 use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, WrappedServer};
 use code_mode_proto::ToolReply;
 use code_mode_telemetry::MetricsServer;
@@ -32,10 +32,12 @@ async fn each_decision_counts_once_by_server_tool_and_decision_and_is_timed() {
         servers: vec![WrappedServer {
             spec: ServerSpec {
                 name: SERVER.into(),
-                command: test_server(),
-                args: vec!["--log".into(), log.display().to_string()],
-                pass_env: vec![],
-                set_env: vec![],
+                transport: Transport::Stdio(StdioSpec {
+                    command: test_server(),
+                    args: vec!["--log".into(), log.display().to_string()],
+                    pass_env: vec![],
+                    set_env: vec![],
+                }),
                 start_timeout: Duration::from_secs(20),
             },
             allow: Some(vec!["add".into(), "protocol_error".into()]),

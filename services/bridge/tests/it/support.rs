@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use code_mode_bridge::server::ServerSpec;
+use code_mode_bridge::server::{ServerSpec, StdioSpec, Transport};
 use code_mode_bridge::{Bridge, BridgeConfig, BridgeError, CallLimits, Closer, WrappedServer};
 use code_mode_core::state::SessionStore;
 use code_mode_proto::{ToolCall, ToolReply};
@@ -110,10 +110,12 @@ impl Setup {
             servers: vec![WrappedServer {
                 spec: ServerSpec {
                     name: "test".into(),
-                    command,
-                    args,
-                    pass_env: self.pass_env,
-                    set_env: self.set_env,
+                    transport: Transport::Stdio(StdioSpec {
+                        command,
+                        args,
+                        pass_env: self.pass_env,
+                        set_env: self.set_env,
+                    }),
                     start_timeout: self.start_timeout,
                 },
                 allow: self.allow,

@@ -1,0 +1,87 @@
+//! A wrapped server that adds a tool while code-mode runs: the MCP client is
+//! told (`notifications/tools/list_changed`), the `run_python` description
+//! then carries the new stub, and later cells see and call the tool.
+
+use std::time::Duration;
+
+use rmcp::ClientHandler;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{NotificationContext, Peer, RoleClient};
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use crate::support::{self, Deployment, report, start_with};
+
+/// A client handler that records each `notifications/tools/list_changed`.
+struct Recorder {
+    seen: mpsc::Sender<()>,
+}
+
+impl ClientHandler for Recorder {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.seen.try_send(());
+    }
+}
+
+async fn run_python(peer: &Peer<RoleClient>, code: &str) -> CallToolResult {
+    let mut params = CallToolRequestParams::new("run_python");
+    params.arguments = Some(json!({ "code": code }).as_object().unwrap().clone());
+    peer.call_tool(params).await.expect("run_python answers")
+}
+
+/// What a cell printed; it must have finished.
+fn stdout_of(result: &CallToolResult) -> String {
+    let report = report(result);
+    assert!(report["error"].is_null(), "{report}");
+    report["stdout"].as_str().unwrap().to_string()
+}
+
+async fn description(peer: &Peer<RoleClient>) -> String {
+    let tools = peer.list_all_tools().await.expect("tools/list answers");
+    assert_eq!(tools.len(), 1);
+    tools[0].description.as_deref().unwrap().to_string()
+}
+
+mod all_in_one {
+    #[tokio::test]
+    async fn a_tool_a_wrapped_server_adds_reaches_the_client_and_later_cells() {
+        super::a_tool_a_wrapped_server_adds_reaches_the_client_and_later_cells(super::Deployment::AllInOne).await
+    }
+}
+
+mod over_nats {
+    #[tokio::test]
+    async fn a_tool_a_wrapped_server_adds_reaches_the_client_and_later_cells() {
+        super::a_tool_a_wrapped_server_adds_reaches_the_client_and_later_cells(super::Deployment::OverNats).await
+    }
+}
+
+async fn a_tool_a_wrapped_server_adds_reaches_the_client_and_later_cells(deployment: Deployment) {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (seen, mut notified) = mpsc::channel(16);
+    let (client, _, _guards) = start_with(deployment, &[], &["--add-tool"], Recorder { seen }).await;
+    let peer = client.peer().clone();
+    let before = description(&peer).await;
+    assert!(before.contains("async def add_tool("), "{before}");
+    assert!(!before.contains("late_tool"), "{before}");
+
+    let added = stdout_of(&run_python(&peer, "print(await add_tool({'name': 'late-tool'}))").await);
+    assert_eq!(added.trim(), "added late-tool");
+
+    tokio::time::timeout(Duration::from_secs(20), notified.recv())
+        .await
+        .expect("the client is told within 20 s that the tool list changed")
+        .expect("the handler is alive");
+    let after = description(&peer).await;
+    assert!(after.contains("async def late_tool("), "the description carries the new stub: {after}");
+    assert!(after.contains("Added at runtime by add_tool."), "{after}");
+
+    let code = "print('late_tool' in TOOLS)\nprint(search_tools('late_tool')[0])\nprint(await late_tool({}))";
+    let lines: Vec<String> = stdout_of(&run_python(&peer, code).await).lines().map(str::to_string).collect();
+    assert_eq!(lines[0], "True", "TOOLS has the new tool: {lines:?}");
+    assert_eq!(lines[1], "late_tool", "search_tools finds it: {lines:?}");
+    assert_eq!(lines[2], "ok late-tool", "the cell calls it: {lines:?}");
+    client.cancel().await.unwrap();
+}

@@ -1,0 +1,123 @@
+//! A remote wrapped server (streamable HTTP) next to stdio ones, end to end:
+//! `code-mode serve --config FILE` driven by a real MCP client, the real
+//! sandbox, and the real test server, twice over stdio and once over HTTP
+//! on 127.0.0.1.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::support::{self, connect_client, log_path, logged_calls, report, run_python};
+
+/// The test server serving MCP over streamable HTTP; killed on drop.
+struct Remote {
+    child: Child,
+    url: String,
+    log: PathBuf,
+}
+
+impl Remote {
+    fn start() -> Self {
+        let log = log_path("remote");
+        let mut child = Command::new(support::test_server())
+            .args(["--http", "127.0.0.1:0", "--log"])
+            .arg(&log)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the test server starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("it prints its address");
+        let url = line.trim().strip_prefix("listening on ").expect("a `listening on URL` line").to_string();
+        Remote { child, url, log }
+    }
+}
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Write a config file of these entries (name -> entry).
+fn config_file(tag: &str, servers: Value) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("code-mode-remote-{tag}-{}.json", uuid::Uuid::new_v4().simple()));
+    std::fs::write(&path, json!({ "mcpServers": servers }).to_string()).expect("the config is written");
+    path
+}
+
+/// A stdio test-server entry logging to `log`.
+fn stdio_entry(log: &Path) -> Value {
+    json!({"command": support::test_server(), "args": ["--log", log.display().to_string()]})
+}
+
+#[tokio::test]
+async fn two_stdio_servers_and_a_remote_one_answer_in_one_cell() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let remote = Remote::start();
+    let (log_one, log_two) = (log_path("remote-one"), log_path("remote-two"));
+    let config = config_file(
+        "three",
+        json!({
+            "one": stdio_entry(&log_one),
+            "two": stdio_entry(&log_two),
+            "web": {
+                "type": "http",
+                "url": remote.url,
+                "headers": {"Authorization": "Bearer ${CM_REMOTE_E2E_TOKEN}"},
+                "allow": ["add", "echo", "get_header"],
+            },
+        }),
+    );
+    let mut cmd = tokio::process::Command::new(support::code_mode());
+    cmd.arg("serve").arg("--config").arg(&config).env("CM_REMOTE_E2E_TOKEN", "t0ken");
+    let (client, _) = connect_client(cmd).await;
+    let code = "print(await one__add(a=1, b=2), await two__echo(text='two'), await web__add(a=40, b=2))\n\
+                print(await web__get_header(name='authorization'))\n\
+                print(sorted(n for n in TOOLS if n.startswith('web__')))\n\
+                try:\n    await web__get_env(name='HOME')\nexcept Exception as e:\n    print(type(e).__name__)";
+    let result = run_python(&client, code).await;
+    let report = report(&result);
+    assert_eq!(report["error"], Value::Null, "{report}");
+    let stdout = report["stdout"].as_str().expect("the cell ran");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines[..3],
+        ["{\"sum\":3} two {\"sum\":42}", "Bearer t0ken", "['web__add', 'web__echo', 'web__get_header']"]
+    );
+    assert_eq!(lines.len(), 4, "{stdout}");
+    assert_eq!(logged_calls(&log_one), ["tools/call add"]);
+    assert_eq!(logged_calls(&log_two), ["tools/call echo"]);
+    assert_eq!(
+        logged_calls(&remote.log),
+        ["tools/call add", "tools/call get_header"],
+        "the tool left out by allow never reached the remote"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[test]
+fn an_unset_variable_in_headers_stops_startup_naming_it() {
+    let config = config_file(
+        "unset",
+        json!({"web": {"url": "http://127.0.0.1:9/mcp", "headers": {"X-Token": "${CM_REMOTE_NEVER_SET}"}}}),
+    );
+    let output = Command::new(support::code_mode())
+        .arg("serve")
+        .arg("--config")
+        .arg(&config)
+        .env_remove("CM_REMOTE_NEVER_SET")
+        .stdin(Stdio::null())
+        .output()
+        .expect("code-mode runs");
+    assert!(!output.status.success(), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let wanted =
+        format!("{}: server \"web\": key \"headers\".X-Token: ${{CM_REMOTE_NEVER_SET}} is not set", config.display());
+    assert!(stderr.contains(&wanted), "{stderr}");
+}

@@ -1,0 +1,1191 @@
+//! The per-tool policy: which tools a session may call, which need a
+//! person's approval, how often each may be called, and what their arguments
+//! must satisfy; plus the rate limiter that counts calls in the
+//! session-state store and the audit record of each decision.
+//!
+//! This module owns the policy file's format and its validation
+//! ([`Policy::parse`]), the verdict for a tool ([`Policy::verdict`]) and its
+//! stub label ([`Verdict::label`]), the policy's argument schemas
+//! ([`Policy::check_args`]), the rate-limit counters' names and values in
+//! the store ([`RateLimiter`]) and the audit line ([`AuditRecord`],
+//! [`AuditSink`]). It is not wired into [`crate::Bridge::call`] yet.
+//!
+//! # The file
+//!
+//! ```json
+//! {"version": "1", "default": "deny",
+//!  "tools": {"mcp_run_pytest": {"limits": [
+//!      {"counter": "mcp_run_pytest_rate", "window": "minute", "max": 10, "scope": "grant"}]}},
+//!  "categories": {"destructive": {"action": "approve"}}}
+//! ```
+//!
+//! - `version`: `"1"` (required).
+//! - `default`: `"allow"` or `"deny"` (default `"deny"`) for a tool that no
+//!   tool rule and no category rule decides.
+//! - `tools`: one rule per tool, keyed by the tool's name as its server lists
+//!   it. Keys: `action` (`allow`, `deny`, `approve`; `allow` when absent, so
+//!   an entry with only `limits` allows the tool within its limits),
+//!   `reason` (quoted in a refusal), `limits`, `args` (a JSON Schema the
+//!   arguments must also satisfy, compiled when the file is read).
+//! - `categories`: one rule per risk category (below), with `action`,
+//!   `reason` and `limits`.
+//! - a limit: `counter` (a name of `[A-Za-z0-9_-]`; tools naming the same
+//!   counter share its count, so they must give it the same window and
+//!   scope), `window` (`second`, `minute`, `hour`, `day` or a whole number
+//!   of seconds), `max` (calls per window, at least 1), `scope` (`grant`:
+//!   counted per client session, the default; `global`: across every
+//!   session). Limits go with `allow` only: a denied tool is never called and
+//!   an approved one is counted by whoever approves it.
+//!
+//! Anything else stops startup with a [`PolicyError`] naming the file, the
+//! JSON path (`/tools/mcp_run_pytest/limits/0/window`) and the reason:
+//! unparsable JSON, an unknown key, a value of the wrong kind, a bad window,
+//! a tool the servers do not have, a schema that does not compile.
+//!
+//! # Which rule decides
+//!
+//! 1. The tool's own rule, if it has one: an explicit rule beats a general
+//!    one, so a tool rule can allow one destructive tool that a category
+//!    rule would hold for approval.
+//! 2. Else the rules of the tool's categories. When several apply the most
+//!    restrictive wins: deny, then approve, then limits (every matching
+//!    category's limits apply), then allow.
+//! 3. Else `default`.
+//!
+//! # Categories from MCP tool annotations
+//!
+//! The annotations are hints; a missing hint takes the MCP specification's
+//! default (`readOnlyHint` false, `destructiveHint` true, `idempotentHint`
+//! false, `openWorldHint` true), so a tool without annotations counts as
+//! destructive and open-world, the cautious reading.
+//!
+//! | category | the tool's annotations |
+//! | --- | --- |
+//! | `read_only` | `readOnlyHint: true` |
+//! | `destructive` | not read-only, and `destructiveHint` is not `false` |
+//! | `additive` | not read-only, and `destructiveHint: false` |
+//! | `idempotent` | not read-only, and `idempotentHint: true` |
+//! | `open_world` | `openWorldHint` is not `false` |
+//!
+//! A tool is in exactly one of `read_only`, `destructive`, `additive`, and
+//! in `idempotent` and `open_world` besides when they apply.
+//!
+//! # Rate limits in the store
+//!
+//! Fixed windows: window `w` seconds starts at the Unix times divisible by
+//! `w`. A counter is one entry of the [`SessionStore`]: `rate.<counter>` in
+//! the caller's session for `grant` scope, `global.rate.<counter>` in the
+//! pseudo-session [`GLOBAL_SESSION`] for `global` scope, holding
+//! `{"start": <window start, Unix seconds>, "count": <calls admitted>}`. A
+//! call is admitted by a compare-and-set of `count + 1` on the revision it
+//! read, so concurrent bridges never admit more than `max`; a full window is
+//! refused without a write. Every store failure refuses the call (fail
+//! closed). When a tool has several limits they are taken in order, and a
+//! call refused by a later one has still used a slot of the earlier ones.
+//!
+//! # Audit
+//!
+//! One JSON line per decision ([`AuditRecord`]): time, session, server,
+//! tool, decision, the deciding rule, the reason, and the arguments' size and
+//! SHA-256, never the arguments themselves.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::hash::{BuildHasher, Hasher};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use code_mode_core::state::{SessionStore, StateError};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{mpsc, oneshot};
+
+/// The pseudo-session that holds the counters of `global` scope.
+pub const GLOBAL_SESSION: &str = "_global";
+
+/// The longest counter name (the store allows 64 bytes for the whole name).
+pub const MAX_COUNTER_CHARS: usize = 48;
+
+/// The longest `reason`.
+pub const MAX_REASON_CHARS: usize = 300;
+
+/// How many compare-and-set rounds [`RateLimiter::admit`] tries per limit
+/// before it refuses the call as "changing concurrently".
+const MAX_ADMIT_ATTEMPTS: u32 = 200;
+
+/// How many audit lines may wait for the writer.
+const AUDIT_QUEUE: usize = 1024;
+
+/// Why a policy cannot be used; each names the file, and each but the first
+/// two the JSON path of the offending value. All of them stop startup.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// The file could not be read.
+    #[error("{file}: cannot read the policy: {reason}")]
+    Read {
+        /// The file.
+        file: String,
+        /// Why.
+        reason: String,
+    },
+    /// Not JSON.
+    #[error("{file}: line {line}, column {column}: the policy is not valid JSON: {reason}")]
+    Syntax {
+        /// The file.
+        file: String,
+        /// Where (1-based).
+        line: usize,
+        /// Where (1-based).
+        column: usize,
+        /// What the parser said.
+        reason: String,
+    },
+    /// A key the format does not have.
+    #[error("{file}: {path}: unknown key {key:?} (expected one of: {expected})")]
+    UnknownKey {
+        /// The file.
+        file: String,
+        /// The path of the key itself.
+        path: String,
+        /// The key.
+        key: String,
+        /// The keys allowed there.
+        expected: String,
+    },
+    /// A value of the wrong kind or out of range.
+    #[error("{file}: {path}: {reason}")]
+    Invalid {
+        /// The file.
+        file: String,
+        /// The path of the value.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A tool rule names a tool no wrapped server has.
+    #[error("{file}: {path}: the servers have no tool {tool:?} (they have: {known})")]
+    UnknownTool {
+        /// The file.
+        file: String,
+        /// The path of the rule.
+        path: String,
+        /// The name.
+        tool: String,
+        /// The tools there are.
+        known: String,
+    },
+    /// An `args` schema does not compile.
+    #[error("{file}: {path}: the argument schema does not compile: {reason}")]
+    Schema {
+        /// The file.
+        file: String,
+        /// The path of the schema.
+        path: String,
+        /// What the compiler said.
+        reason: String,
+    },
+    /// The audit log could not be opened.
+    #[error("{file}: cannot open the audit log: {reason}")]
+    AuditOpen {
+        /// The file.
+        file: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A tool's MCP annotations (`None`: the server did not say).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Annotations {
+    /// `readOnlyHint`.
+    pub read_only: Option<bool>,
+    /// `destructiveHint`.
+    pub destructive: Option<bool>,
+    /// `idempotentHint`.
+    pub idempotent: Option<bool>,
+    /// `openWorldHint`.
+    pub open_world: Option<bool>,
+}
+
+impl From<&rmcp::model::ToolAnnotations> for Annotations {
+    fn from(a: &rmcp::model::ToolAnnotations) -> Self {
+        Self {
+            read_only: a.read_only_hint,
+            destructive: a.destructive_hint,
+            idempotent: a.idempotent_hint,
+            open_world: a.open_world_hint,
+        }
+    }
+}
+
+impl Annotations {
+    /// The tool's risk categories (see the module doc), in [`Category::ALL`]
+    /// order.
+    pub fn categories(&self) -> Vec<Category> {
+        let read_only = self.read_only == Some(true);
+        let mut out = Vec::new();
+        if read_only {
+            out.push(Category::ReadOnly);
+        } else if self.destructive == Some(false) {
+            out.push(Category::Additive);
+        } else {
+            out.push(Category::Destructive);
+        }
+        if !read_only && self.idempotent == Some(true) {
+            out.push(Category::Idempotent);
+        }
+        if self.open_world != Some(false) {
+            out.push(Category::OpenWorld);
+        }
+        out
+    }
+}
+
+/// What the policy needs to know of a tool the servers offer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolFacts {
+    /// Its name as the policy names it.
+    pub name: String,
+    /// Its annotations.
+    pub annotations: Annotations,
+}
+
+/// A risk category, derived from a tool's annotations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Category {
+    /// Does not modify its environment.
+    ReadOnly,
+    /// Modifies, but only by adding.
+    Additive,
+    /// May destroy or overwrite.
+    Destructive,
+    /// Repeating a call changes nothing more.
+    Idempotent,
+    /// Reaches outside entities.
+    OpenWorld,
+}
+
+impl Category {
+    /// Every category.
+    pub const ALL: [Category; 5] =
+        [Category::ReadOnly, Category::Additive, Category::Destructive, Category::Idempotent, Category::OpenWorld];
+
+    /// Its key in the file.
+    pub fn key(self) -> &'static str {
+        match self {
+            Category::ReadOnly => "read_only",
+            Category::Additive => "additive",
+            Category::Destructive => "destructive",
+            Category::Idempotent => "idempotent",
+            Category::OpenWorld => "open_world",
+        }
+    }
+
+    fn from_key(key: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.key() == key)
+    }
+}
+
+/// A rule's action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// The call may go out (within the rule's limits).
+    Allow,
+    /// The call is refused.
+    Deny,
+    /// The call needs a person's approval.
+    Approve,
+}
+
+/// A rate-limit window, in seconds (at least 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Window(u64);
+
+impl Window {
+    /// A window of `seconds` (at least 1).
+    pub fn from_secs(seconds: u64) -> Option<Self> {
+        (seconds > 0).then_some(Self(seconds))
+    }
+
+    /// Its length in seconds.
+    pub fn secs(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for Window {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            1 => f.write_str("second"),
+            60 => f.write_str("minute"),
+            3600 => f.write_str("hour"),
+            86_400 => f.write_str("day"),
+            n => write!(f, "{n} seconds"),
+        }
+    }
+}
+
+/// Whose calls a counter counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// Each client session's own.
+    Grant,
+    /// Every session's together.
+    Global,
+}
+
+/// One rate limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limit {
+    /// The counter (shared by every rule that names it).
+    pub counter: String,
+    /// The window.
+    pub window: Window,
+    /// Calls admitted per window.
+    pub max: u64,
+    /// Whose calls count.
+    pub scope: Scope,
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} per {}", self.max, self.window)?;
+        if self.scope == Scope::Global {
+            f.write_str(" (all sessions)")?;
+        }
+        Ok(())
+    }
+}
+
+/// The rule that decided a verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RuleSource {
+    /// The tool's own rule.
+    Tool(String),
+    /// A category rule.
+    Category(Category),
+    /// `default`.
+    Default,
+}
+
+impl fmt::Display for RuleSource {
+    /// The rule's JSON path in the file.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuleSource::Tool(name) => write!(f, "/tools/{}", pointer_token(name)),
+            RuleSource::Category(c) => write!(f, "/categories/{}", c.key()),
+            RuleSource::Default => f.write_str("/default"),
+        }
+    }
+}
+
+/// What the policy says of a tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Calls go out.
+    Allow {
+        /// Which rule said so.
+        rule: RuleSource,
+    },
+    /// Calls are refused.
+    Deny {
+        /// Why (from the rule's `reason`, else a stock sentence).
+        reason: String,
+        /// Which rule said so.
+        rule: RuleSource,
+    },
+    /// Calls need a person's approval.
+    Approve {
+        /// Which rule said so.
+        rule: RuleSource,
+    },
+    /// Calls go out within these limits.
+    Limited {
+        /// Every limit that applies, in order.
+        limits: Vec<Limit>,
+        /// Which rule said so (the first, when several categories add limits).
+        rule: RuleSource,
+    },
+}
+
+impl Verdict {
+    /// The rule that decided.
+    pub fn rule(&self) -> &RuleSource {
+        match self {
+            Verdict::Allow { rule } | Verdict::Deny { rule, .. } | Verdict::Approve { rule } => rule,
+            Verdict::Limited { rule, .. } => rule,
+        }
+    }
+
+    /// The tag for the tool's stub: `[needs approval]`, `[10 per minute]`,
+    /// `[denied: reason]`; none for a plain allow.
+    pub fn label(&self) -> Option<String> {
+        match self {
+            Verdict::Allow { .. } => None,
+            Verdict::Deny { reason, .. } => Some(format!("[denied: {reason}]")),
+            Verdict::Approve { .. } => Some("[needs approval]".to_string()),
+            Verdict::Limited { limits, .. } => {
+                Some(format!("[{}]", limits.iter().map(Limit::to_string).collect::<Vec<_>>().join(", ")))
+            }
+        }
+    }
+}
+
+/// One rule as read from the file.
+struct Rule {
+    action: Action,
+    reason: Option<String>,
+    limits: Vec<Limit>,
+    args: Option<jsonschema::Validator>,
+}
+
+impl fmt::Debug for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rule")
+            .field("action", &self.action)
+            .field("reason", &self.reason)
+            .field("limits", &self.limits)
+            .field("args", &self.args.is_some())
+            .finish()
+    }
+}
+
+impl Rule {
+    fn verdict(&self, rule: RuleSource) -> Verdict {
+        match self.action {
+            Action::Deny => Verdict::Deny { reason: self.deny_reason(), rule },
+            Action::Approve => Verdict::Approve { rule },
+            Action::Allow if self.limits.is_empty() => Verdict::Allow { rule },
+            Action::Allow => Verdict::Limited { limits: self.limits.clone(), rule },
+        }
+    }
+
+    fn deny_reason(&self) -> String {
+        self.reason.clone().unwrap_or_else(|| "the policy denies this tool".to_string())
+    }
+}
+
+/// A parsed, validated policy.
+#[derive(Debug)]
+pub struct Policy {
+    source: String,
+    default: Action,
+    tools: BTreeMap<String, Rule>,
+    categories: BTreeMap<Category, Rule>,
+    /// The categories of each known tool.
+    facts: HashMap<String, Vec<Category>>,
+}
+
+impl Policy {
+    /// Read and parse the policy file at `path`.
+    pub fn load(path: &Path, known_tools: &[ToolFacts]) -> Result<Self, PolicyError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| PolicyError::Read { file: file.clone(), reason: e.to_string() })?;
+        Self::parse(&text, &file, known_tools)
+    }
+
+    /// Parse a policy; `source_name` (the file) goes into every error;
+    /// `known_tools` are the tools the wrapped servers offer, with their
+    /// annotations.
+    pub fn parse(text: &str, source_name: &str, known_tools: &[ToolFacts]) -> Result<Self, PolicyError> {
+        let root: Value = serde_json::from_str(text).map_err(|e| PolicyError::Syntax {
+            file: source_name.to_string(),
+            line: e.line(),
+            column: e.column(),
+            reason: e.to_string(),
+        })?;
+        let p = Parser { file: source_name, known: known_tools, counters: HashMap::new() };
+        p.policy(&root)
+    }
+
+    /// The file it was read from.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The verdict for `tool` and the rule that decided it.
+    pub fn verdict(&self, tool: &str) -> Verdict {
+        if let Some(rule) = self.tools.get(tool) {
+            return rule.verdict(RuleSource::Tool(tool.to_string()));
+        }
+        let matching: Vec<(Category, &Rule)> = self
+            .facts
+            .get(tool)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| self.categories.get(c).map(|r| (*c, r)))
+            .collect();
+        if let Some((c, rule)) = matching.iter().find(|(_, r)| r.action == Action::Deny) {
+            return Verdict::Deny { reason: rule.deny_reason(), rule: RuleSource::Category(*c) };
+        }
+        if let Some((c, _)) = matching.iter().find(|(_, r)| r.action == Action::Approve) {
+            return Verdict::Approve { rule: RuleSource::Category(*c) };
+        }
+        let limited: Vec<&(Category, &Rule)> = matching.iter().filter(|(_, r)| !r.limits.is_empty()).collect();
+        if let Some((first, _)) = limited.first() {
+            let limits = limited.iter().flat_map(|(_, r)| r.limits.iter().cloned()).collect();
+            return Verdict::Limited { limits, rule: RuleSource::Category(*first) };
+        }
+        if let Some((c, _)) = matching.first() {
+            return Verdict::Allow { rule: RuleSource::Category(*c) };
+        }
+        match self.default {
+            Action::Deny => Verdict::Deny {
+                reason: "the policy denies every tool it does not name (default deny)".to_string(),
+                rule: RuleSource::Default,
+            },
+            _ => Verdict::Allow { rule: RuleSource::Default },
+        }
+    }
+
+    /// Check `arguments` against the tool rule's `args` schema, if it has
+    /// one; the error says where and why.
+    pub fn check_args(&self, tool: &str, arguments: &Value) -> Result<(), String> {
+        let Some(validator) = self.tools.get(tool).and_then(|r| r.args.as_ref()) else { return Ok(()) };
+        match validator.iter_errors(arguments).next() {
+            None => Ok(()),
+            Some(e) => {
+                let at = e.instance_path().to_string();
+                let at = if at.is_empty() { "top level".to_string() } else { at };
+                Err(format!("the policy's argument rule refuses them at {at}: {e}"))
+            }
+        }
+    }
+}
+
+/// Walks the JSON and keeps track of where it is.
+struct Parser<'a> {
+    file: &'a str,
+    known: &'a [ToolFacts],
+    /// Each counter's window and scope, and where they were first given.
+    counters: HashMap<String, (Window, Scope, String)>,
+}
+
+/// Escape one token of a JSON pointer.
+fn pointer_token(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl Parser<'_> {
+    fn invalid(&self, path: &str, reason: impl Into<String>) -> PolicyError {
+        PolicyError::Invalid { file: self.file.to_string(), path: path.to_string(), reason: reason.into() }
+    }
+
+    fn object<'v>(&self, v: &'v Value, path: &str, allowed: &[&str]) -> Result<&'v Map<String, Value>, PolicyError> {
+        let Value::Object(map) = v else {
+            return Err(self.invalid(path, format!("expected an object, found {}", kind(v))));
+        };
+        if let Some(key) = map.keys().find(|k| !allowed.contains(&k.as_str())) {
+            return Err(PolicyError::UnknownKey {
+                file: self.file.to_string(),
+                path: format!("{path}/{}", pointer_token(key)),
+                key: key.clone(),
+                expected: allowed.join(", "),
+            });
+        }
+        Ok(map)
+    }
+
+    fn string<'v>(&self, v: &'v Value, path: &str) -> Result<&'v str, PolicyError> {
+        v.as_str().ok_or_else(|| self.invalid(path, format!("expected a string, found {}", kind(v))))
+    }
+
+    fn policy(mut self, root: &Value) -> Result<Policy, PolicyError> {
+        let map = self.object(root, "", &["version", "default", "tools", "categories"])?;
+        match map.get("version") {
+            None => return Err(self.invalid("/version", "missing: the policy must say \"version\": \"1\"")),
+            Some(Value::String(v)) if v == "1" => {}
+            Some(other) => {
+                return Err(self.invalid("/version", format!("version {other} is not supported (only \"1\")")));
+            }
+        }
+        let default = match map.get("default") {
+            None => Action::Deny,
+            Some(v) => match self.string(v, "/default")? {
+                "allow" => Action::Allow,
+                "deny" => Action::Deny,
+                other => return Err(self.invalid("/default", format!("{other:?} is not \"allow\" or \"deny\""))),
+            },
+        };
+        let mut tools = BTreeMap::new();
+        if let Some(v) = map.get("tools") {
+            let Value::Object(entries) = v else {
+                return Err(self.invalid("/tools", format!("expected an object, found {}", kind(v))));
+            };
+            for (name, rule) in entries {
+                let path = format!("/tools/{}", pointer_token(name));
+                if !self.known.iter().any(|t| &t.name == name) {
+                    let mut known: Vec<&str> = self.known.iter().map(|t| t.name.as_str()).collect();
+                    known.sort_unstable();
+                    let more = known.len().saturating_sub(20);
+                    known.truncate(20);
+                    let mut known = known.join(", ");
+                    if more > 0 {
+                        known.push_str(&format!(" and {more} more"));
+                    }
+                    return Err(PolicyError::UnknownTool {
+                        file: self.file.to_string(),
+                        path,
+                        tool: name.clone(),
+                        known,
+                    });
+                }
+                tools.insert(name.clone(), self.rule(rule, &path, true)?);
+            }
+        }
+        let mut categories = BTreeMap::new();
+        if let Some(v) = map.get("categories") {
+            let keys: Vec<&str> = Category::ALL.iter().map(|c| c.key()).collect();
+            let entries = self.object(v, "/categories", &keys)?;
+            for (key, rule) in entries {
+                let category = Category::from_key(key).expect("checked by object()");
+                categories.insert(category, self.rule(rule, &format!("/categories/{key}"), false)?);
+            }
+        }
+        let facts = self.known.iter().map(|t| (t.name.clone(), t.annotations.categories())).collect();
+        Ok(Policy { source: self.file.to_string(), default, tools, categories, facts })
+    }
+
+    fn rule(&mut self, v: &Value, path: &str, tool: bool) -> Result<Rule, PolicyError> {
+        let allowed: &[&str] =
+            if tool { &["action", "reason", "limits", "args"] } else { &["action", "reason", "limits"] };
+        let map = self.object(v, path, allowed)?;
+        let action = match map.get("action") {
+            None => Action::Allow,
+            Some(v) => match self.string(v, &format!("{path}/action"))? {
+                "allow" => Action::Allow,
+                "deny" => Action::Deny,
+                "approve" => Action::Approve,
+                other => {
+                    return Err(self.invalid(
+                        &format!("{path}/action"),
+                        format!("{other:?} is not one of \"allow\", \"deny\", \"approve\""),
+                    ));
+                }
+            },
+        };
+        let reason = match map.get("reason") {
+            None => None,
+            Some(v) => {
+                let at = format!("{path}/reason");
+                let text = self.string(v, &at)?;
+                if text.trim().is_empty() || text.chars().count() > MAX_REASON_CHARS {
+                    return Err(self.invalid(&at, format!("a reason must have 1 to {MAX_REASON_CHARS} characters")));
+                }
+                Some(text.to_string())
+            }
+        };
+        let mut limits = Vec::new();
+        if let Some(v) = map.get("limits") {
+            let at = format!("{path}/limits");
+            let Value::Array(items) = v else {
+                return Err(self.invalid(&at, format!("expected an array of limits, found {}", kind(v))));
+            };
+            if action != Action::Allow && !items.is_empty() {
+                return Err(self.invalid(&at, "limits go only with \"action\": \"allow\" (or no action)"));
+            }
+            for (i, item) in items.iter().enumerate() {
+                limits.push(self.limit(item, &format!("{at}/{i}"))?);
+            }
+        }
+        let args = match map.get("args") {
+            None => None,
+            Some(schema) => {
+                let at = format!("{path}/args");
+                if !schema.is_object() {
+                    return Err(self.invalid(&at, format!("expected a JSON Schema object, found {}", kind(schema))));
+                }
+                let validator = jsonschema::validator_for(schema).map_err(|e| PolicyError::Schema {
+                    file: self.file.to_string(),
+                    path: at,
+                    reason: e.to_string(),
+                })?;
+                Some(validator)
+            }
+        };
+        Ok(Rule { action, reason, limits, args })
+    }
+
+    fn limit(&mut self, v: &Value, path: &str) -> Result<Limit, PolicyError> {
+        let map = self.object(v, path, &["counter", "window", "max", "scope"])?;
+        let field = |key: &str| {
+            map.get(key)
+                .ok_or_else(|| self.invalid(&format!("{path}/{key}"), format!("missing: a limit needs {key:?}")))
+        };
+        let at = format!("{path}/counter");
+        let counter = self.string(field("counter")?, &at)?.to_string();
+        let counter_ok = !counter.is_empty()
+            && counter.len() <= MAX_COUNTER_CHARS
+            && counter.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !counter_ok {
+            return Err(self.invalid(
+                &at,
+                format!("{counter:?} is not a counter name (1 to {MAX_COUNTER_CHARS} of A-Z a-z 0-9 _ -)"),
+            ));
+        }
+        let at = format!("{path}/window");
+        let window = match field("window")? {
+            Value::String(s) => match s.as_str() {
+                "second" => Window(1),
+                "minute" => Window(60),
+                "hour" => Window(3600),
+                "day" => Window(86_400),
+                other => {
+                    return Err(self.invalid(
+                        &at,
+                        format!("{other:?} is not a window: use second, minute, hour, day or a number of seconds"),
+                    ));
+                }
+            },
+            Value::Number(n) => match n.as_u64().and_then(Window::from_secs) {
+                Some(w) => w,
+                None => return Err(self.invalid(&at, format!("{n} is not a whole number of seconds of at least 1"))),
+            },
+            other => {
+                return Err(
+                    self.invalid(&at, format!("expected a window name or a number of seconds, found {}", kind(other)))
+                );
+            }
+        };
+        let at = format!("{path}/max");
+        let max = match field("max")?.as_u64() {
+            Some(n) if n >= 1 => n,
+            _ => return Err(self.invalid(&at, "max must be a whole number of at least 1")),
+        };
+        let scope = match map.get("scope") {
+            None => Scope::Grant,
+            Some(v) => {
+                let at = format!("{path}/scope");
+                match self.string(v, &at)? {
+                    "grant" => Scope::Grant,
+                    "global" => Scope::Global,
+                    other => return Err(self.invalid(&at, format!("{other:?} is not \"grant\" or \"global\""))),
+                }
+            }
+        };
+        if let Some((w, s, first)) = self.counters.get(&counter) {
+            if (*w, *s) != (window, scope) {
+                return Err(self.invalid(
+                    path,
+                    format!("counter {counter:?} is shared with {first}, so it needs the same window and scope"),
+                ));
+            }
+        } else {
+            self.counters.insert(counter.clone(), (window, scope, path.to_string()));
+        }
+        Ok(Limit { counter, window, max, scope })
+    }
+}
+
+/// Why [`RateLimiter::admit`] refused a call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LimitRefusal {
+    /// The window's calls are used up.
+    #[error("rate limit {counter}: at most {max} calls per {window}; try again in {} s", retry_after.as_secs().max(1))]
+    Exceeded {
+        /// The counter.
+        counter: String,
+        /// Its max.
+        max: u64,
+        /// Its window.
+        window: Window,
+        /// Until the window ends.
+        retry_after: Duration,
+    },
+    /// The counter could not be read or written.
+    #[error("rate limit {counter}: session state {what}, so the call is refused (fail closed)")]
+    State {
+        /// The counter.
+        counter: String,
+        /// `unavailable`, `invalid` or `changing concurrently`.
+        what: &'static str,
+    },
+}
+
+/// Counts calls against the policy's limits in a [`SessionStore`]. Cheap to
+/// clone; every bridge replica over the same store shares the counts.
+#[derive(Debug, Clone)]
+pub struct RateLimiter {
+    policy: Arc<Policy>,
+    store: SessionStore,
+}
+
+impl RateLimiter {
+    /// A limiter for `policy`'s limits over `store`.
+    pub fn new(policy: Arc<Policy>, store: SessionStore) -> Self {
+        Self { policy, store }
+    }
+
+    /// Admit one call of `tool` in `session` at time `now` (the caller's
+    /// clock, so tests can move it): `Ok` when every limit of the tool's
+    /// verdict has room, and then each has counted it. Only the limits are
+    /// judged here: a denied or approval-only tool has none, so ask
+    /// [`Policy::verdict`] first.
+    pub async fn admit(&self, session: &str, tool: &str, now: SystemTime) -> Result<(), LimitRefusal> {
+        let Verdict::Limited { limits, .. } = self.policy.verdict(tool) else { return Ok(()) };
+        for limit in &limits {
+            self.count(session, limit, now).await?;
+        }
+        Ok(())
+    }
+
+    async fn count(&self, session: &str, limit: &Limit, now: SystemTime) -> Result<(), LimitRefusal> {
+        let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+        let secs = since_epoch.as_secs();
+        let window = limit.window.secs();
+        let start = secs - secs % window;
+        let (owner, name) = match limit.scope {
+            Scope::Grant => (session, format!("rate.{}", limit.counter)),
+            Scope::Global => (GLOBAL_SESSION, format!("global.rate.{}", limit.counter)),
+        };
+        let fail = |e: StateError| {
+            tracing::warn!(session, counter = %limit.counter, error = %e, "rate limit refused: session state failed (fail closed)");
+            let what = match e {
+                StateError::Unavailable(_) => "unavailable",
+                StateError::Invalid(_) => "invalid",
+                StateError::Conflict(_) => "changing concurrently",
+            };
+            LimitRefusal::State { counter: limit.counter.clone(), what }
+        };
+        for attempt in 1..=MAX_ADMIT_ATTEMPTS {
+            let current = self.store.get(owner, &name).await.map_err(fail)?;
+            let (window_start, count, revision) = match &current {
+                None => (start, 0, None),
+                Some(entry) => {
+                    let stored_start = entry.value.get("start").and_then(Value::as_u64);
+                    let stored_count = entry.value.get("count").and_then(Value::as_u64);
+                    let (Some(stored_start), Some(stored_count)) = (stored_start, stored_count) else {
+                        return Err(fail(StateError::Invalid(format!("{name} holds {}", entry.value))));
+                    };
+                    // A window from a clock ahead of ours stays the current one.
+                    if stored_start >= start {
+                        (stored_start, stored_count, Some(entry.revision))
+                    } else {
+                        (start, 0, Some(entry.revision))
+                    }
+                }
+            };
+            if count >= limit.max {
+                let ends = Duration::from_secs(window_start + window);
+                return Err(LimitRefusal::Exceeded {
+                    counter: limit.counter.clone(),
+                    max: limit.max,
+                    window: limit.window,
+                    retry_after: ends.saturating_sub(since_epoch),
+                });
+            }
+            let value = json!({"start": window_start, "count": count + 1});
+            let written = match revision {
+                Some(revision) => self.store.compare_and_set(owner, &name, &value, revision).await,
+                None => self.store.create(owner, &name, &value).await,
+            };
+            match written {
+                Ok(_) => return Ok(()),
+                Err(StateError::Conflict(_)) => tokio::time::sleep(backoff(attempt)).await,
+                Err(e) => return Err(fail(e)),
+            }
+        }
+        Err(fail(StateError::Conflict(format!("{name}: still changing after {MAX_ADMIT_ATTEMPTS} attempts"))))
+    }
+}
+
+/// A short random pause after a lost compare-and-set.
+fn backoff(attempt: u32) -> Duration {
+    let random = std::collections::hash_map::RandomState::new().build_hasher().finish();
+    Duration::from_micros(random % (300 * u64::from(attempt.min(10))))
+}
+
+/// What became of a call, as the audit log says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditDecision {
+    /// It went out.
+    Allowed,
+    /// The policy denies the tool.
+    Denied,
+    /// It waits for (or lacked) approval.
+    ApprovalRequired,
+    /// A rate limit refused it.
+    RateLimited,
+    /// Another check refused it (arguments, store failure).
+    Refused,
+}
+
+/// One decision on one call, as one JSON line. It carries the arguments'
+/// size and SHA-256 only, never the arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AuditRecord {
+    /// When, RFC 3339 UTC with milliseconds.
+    pub time: String,
+    /// The client session.
+    pub session: String,
+    /// The wrapped server.
+    pub server: String,
+    /// The tool.
+    pub tool: String,
+    /// The decision.
+    pub decision: AuditDecision,
+    /// The deciding rule's JSON path in the policy (`/tools/x`,
+    /// `/categories/destructive`, `/default`).
+    pub rule: String,
+    /// The reason, for a refusal.
+    pub reason: Option<String>,
+    /// Bytes of the arguments as compact JSON.
+    pub argument_bytes: usize,
+    /// SHA-256 of those bytes, lowercase hex.
+    pub argument_sha256: String,
+}
+
+/// Who made a call and which tool it named, for an [`AuditRecord`].
+#[derive(Debug, Clone, Copy)]
+pub struct CallSite<'a> {
+    /// The client session.
+    pub session: &'a str,
+    /// The wrapped server.
+    pub server: &'a str,
+    /// The tool.
+    pub tool: &'a str,
+}
+
+impl AuditRecord {
+    /// The record of `decision` on a call at `time` with `arguments`.
+    pub fn new(
+        time: SystemTime,
+        call: CallSite<'_>,
+        decision: AuditDecision,
+        rule: &RuleSource,
+        reason: Option<String>,
+        arguments: &Value,
+    ) -> Self {
+        let bytes = serde_json::to_vec(arguments).unwrap_or_default();
+        Self {
+            time: rfc3339(time),
+            session: call.session.to_string(),
+            server: call.server.to_string(),
+            tool: call.tool.to_string(),
+            decision,
+            rule: rule.to_string(),
+            reason,
+            argument_bytes: bytes.len(),
+            argument_sha256: format!("{:x}", Sha256::digest(&bytes)),
+        }
+    }
+
+    /// The record as one line of JSON (no newline).
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// `time` as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub fn rfc3339(time: SystemTime) -> String {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let days = secs / 86_400;
+    let rest = secs % 86_400;
+    let (year, month, day) = civil_date(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60,
+        since.subsec_millis()
+    )
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01.
+fn civil_date(days: u64) -> (u64, u64, u64) {
+    // Count in 400-year eras starting on 0000-03-01, so leap days fall at
+    // the end of each year.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let day_of_era = z % 146_097;
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_from_march = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
+    let month = if month_from_march < 10 { month_from_march + 3 } else { month_from_march - 9 };
+    let year = year_of_era + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+enum AuditCommand {
+    Line(String),
+    Flush(oneshot::Sender<()>),
+}
+
+/// Where audit lines go: a writer task owning a file (appended to) or
+/// stderr, fed through a bounded queue. Cheap to clone; the task ends, after
+/// writing everything queued, when the last handle is dropped.
+#[derive(Debug, Clone)]
+pub struct AuditSink {
+    tx: mpsc::Sender<AuditCommand>,
+}
+
+impl AuditSink {
+    /// Append lines to the file at `path` (created if missing).
+    pub async fn file(path: &Path) -> Result<(Self, tokio::task::JoinHandle<()>), PolicyError> {
+        let file = tokio::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .await
+            .map_err(|e| PolicyError::AuditOpen { file: path.display().to_string(), reason: e.to_string() })?;
+        Ok(Self::spawn(Box::new(file), path.display().to_string()))
+    }
+
+    /// Write lines to this process's stderr.
+    pub fn stderr() -> (Self, tokio::task::JoinHandle<()>) {
+        Self::spawn(Box::new(tokio::io::stderr()), "stderr".to_string())
+    }
+
+    fn spawn(
+        mut out: Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
+        name: String,
+    ) -> (Self, tokio::task::JoinHandle<()>) {
+        let (tx, mut rx) = mpsc::channel(AUDIT_QUEUE);
+        let task = tokio::spawn(async move {
+            while let Some(command) = rx.recv().await {
+                match command {
+                    AuditCommand::Line(mut line) => {
+                        line.push('\n');
+                        if let Err(e) = out.write_all(line.as_bytes()).await {
+                            tracing::error!(audit = %name, error = %e, "an audit line could not be written");
+                        }
+                    }
+                    AuditCommand::Flush(done) => {
+                        if let Err(e) = out.flush().await {
+                            tracing::error!(audit = %name, error = %e, "the audit log could not be flushed");
+                        }
+                        let _ = done.send(());
+                    }
+                }
+            }
+            let _ = out.flush().await;
+        });
+        (Self { tx }, task)
+    }
+
+    /// Queue one record (waits while the queue is full).
+    pub async fn record(&self, record: &AuditRecord) {
+        if self.tx.send(AuditCommand::Line(record.to_line())).await.is_err() {
+            tracing::error!(line = %record.to_line(), "the audit writer is gone: record lost");
+        }
+    }
+
+    /// Wait until every record queued before this call is written out.
+    pub async fn flush(&self) {
+        let (done, wait) = oneshot::channel();
+        if self.tx.send(AuditCommand::Flush(done)).await.is_ok() {
+            let _ = wait.await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(name: &str, annotations: Annotations) -> ToolFacts {
+        ToolFacts { name: name.to_string(), annotations }
+    }
+
+    #[test]
+    fn annotations_map_onto_categories_with_the_spec_defaults() {
+        let none = Annotations::default();
+        assert_eq!(none.categories(), [Category::Destructive, Category::OpenWorld]);
+        let read = Annotations { read_only: Some(true), open_world: Some(false), idempotent: Some(true), ..none };
+        assert_eq!(read.categories(), [Category::ReadOnly]);
+        let add = Annotations { read_only: Some(false), destructive: Some(false), idempotent: Some(true), ..none };
+        assert_eq!(add.categories(), [Category::Additive, Category::Idempotent, Category::OpenWorld]);
+    }
+
+    #[test]
+    fn labels_read_like_stub_tags() {
+        let limit = Limit { counter: "c".into(), window: Window(60), max: 10, scope: Scope::Grant };
+        let global = Limit { counter: "g".into(), window: Window(90), max: 3, scope: Scope::Global };
+        let limited = Verdict::Limited { limits: vec![limit, global], rule: RuleSource::Default };
+        assert_eq!(limited.label().unwrap(), "[10 per minute, 3 per 90 seconds (all sessions)]");
+        assert_eq!(Verdict::Approve { rule: RuleSource::Default }.label().unwrap(), "[needs approval]");
+        let deny = Verdict::Deny { reason: "no".into(), rule: RuleSource::Default };
+        assert_eq!(deny.label().unwrap(), "[denied: no]");
+        assert_eq!(Verdict::Allow { rule: RuleSource::Default }.label(), None);
+    }
+
+    #[test]
+    fn rule_sources_are_json_paths_with_escaped_names() {
+        assert_eq!(RuleSource::Tool("a/b~c".into()).to_string(), "/tools/a~1b~0c");
+        assert_eq!(RuleSource::Category(Category::OpenWorld).to_string(), "/categories/open_world");
+    }
+
+    #[test]
+    fn a_counter_shared_with_a_different_window_is_refused() {
+        let text = r#"{"version": "1", "tools": {
+            "a": {"limits": [{"counter": "c", "window": "minute", "max": 1}]},
+            "b": {"limits": [{"counter": "c", "window": "hour", "max": 1}]}}}"#;
+        let known = [facts("a", Annotations::default()), facts("b", Annotations::default())];
+        let e = Policy::parse(text, "p.json", &known).unwrap_err();
+        assert!(matches!(&e, PolicyError::Invalid { path, .. } if path == "/tools/b/limits/0"), "{e}");
+        assert!(e.to_string().contains("same window and scope"), "{e}");
+    }
+
+    #[test]
+    fn limits_with_deny_or_approve_are_refused() {
+        let text = r#"{"version": "1", "tools": {"a": {"action": "deny",
+            "limits": [{"counter": "c", "window": "minute", "max": 1}]}}}"#;
+        let e = Policy::parse(text, "p.json", &[facts("a", Annotations::default())]).unwrap_err();
+        assert!(matches!(&e, PolicyError::Invalid { path, .. } if path == "/tools/a/limits"), "{e}");
+    }
+
+    #[test]
+    fn the_limits_of_every_matching_category_apply_and_a_deny_beats_them() {
+        let text = r#"{"version": "1", "default": "allow", "categories": {
+            "destructive": {"limits": [{"counter": "d", "window": "hour", "max": 5}]},
+            "open_world": {"limits": [{"counter": "o", "window": "day", "max": 50, "scope": "global"}]},
+            "idempotent": {"action": "deny", "reason": "no retries"}}}"#;
+        let retry = Annotations { read_only: Some(false), idempotent: Some(true), ..Annotations::default() };
+        let known = [facts("rm", Annotations::default()), facts("put", retry)];
+        let policy = Policy::parse(text, "p.json", &known).unwrap();
+        let rm = policy.verdict("rm");
+        assert_eq!(rm.rule(), &RuleSource::Category(Category::Destructive));
+        assert_eq!(rm.label().unwrap(), "[5 per hour, 50 per day (all sessions)]");
+        let put = policy.verdict("put");
+        assert_eq!(
+            put,
+            Verdict::Deny { reason: "no retries".into(), rule: RuleSource::Category(Category::Idempotent) }
+        );
+    }
+
+    #[test]
+    fn rmcp_annotations_convert_hint_by_hint() {
+        let mut a = rmcp::model::ToolAnnotations::new();
+        a.read_only_hint = Some(true);
+        a.open_world_hint = Some(false);
+        let converted = Annotations::from(&a);
+        assert_eq!(converted, Annotations { read_only: Some(true), open_world: Some(false), ..Annotations::default() });
+        assert_eq!(converted.categories(), [Category::ReadOnly]);
+    }
+
+    #[test]
+    fn rfc3339_formats_utc_dates_including_leap_days() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let leap = UNIX_EPOCH + Duration::from_millis(951_782_400_123 + 3_723_000);
+        assert_eq!(rfc3339(leap), "2000-02-29T01:02:03.123Z");
+        assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(1_798_761_599)), "2026-12-31T23:59:59.000Z");
+    }
+}

@@ -1,0 +1,456 @@
+//! The per-tool policy as a library: the seed policies load unchanged,
+//! verdicts come from the tool rule, the category rules or the default,
+//! configuration errors name the file, the JSON path and the reason, and the
+//! rate limiter counts exactly in the session-state store (in memory and in
+//! JetStream on a real nats-server), per session or globally, across tools
+//! sharing a counter, per window of an injected clock, and fails closed when
+//! the store is down. Audit lines carry the arguments' size and hash only.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use code_mode_bridge::policy::{
+    Annotations, AuditDecision, AuditRecord, AuditSink, CallSite, Category, Limit, LimitRefusal, Policy, PolicyError,
+    RateLimiter, RuleSource, Scope, ToolFacts, Verdict, Window,
+};
+use code_mode_core::nats::{NatsOptions, NatsTransport};
+use code_mode_core::state::{JetStreamConfig, SessionStore};
+use code_mode_core::testing::NatsServer;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::support::unique_path;
+
+/// The policy of the `mcp_run_pytest` seed page, as it stands there.
+const PYTEST_SEED: &str = r#"{
+  "version": "1",
+  "default": "deny",
+  "tools": {
+    "mcp_run_pytest": {
+      "limits": [
+        {
+          "counter": "mcp_run_pytest_rate",
+          "window": "minute",
+          "max": 10,
+          "scope": "grant"
+        }
+      ]
+    }
+  }
+}"#;
+
+/// The policy of the `run_python_script` registry record, as it stands there.
+const PYTHON_SCRIPT_SEED: &str = r#"{
+  "version": "1",
+  "default": "deny",
+  "tools": {
+    "run_python_script": {
+      "limits": [
+        {
+          "counter": "run_python_script_rate",
+          "window": "minute",
+          "max": 10,
+          "scope": "grant"
+        }
+      ]
+    }
+  }
+}"#;
+
+/// The policy of the `debugpy_connect` seed page, as it stands there.
+const DEBUGPY_SEED: &str = r#"{
+  "version": "1",
+  "default": "deny",
+  "tools": {
+    "debugpy_connect": {
+      "limits": [
+        {
+          "counter": "debugpy_connect_rate",
+          "window": "minute",
+          "max": 10,
+          "scope": "grant"
+        }
+      ]
+    }
+  }
+}"#;
+
+const SESSION: &str = "5d0c2a7e-91b4-4f6e-a3c8-0e7b1d2f4a96";
+const OTHER_SESSION: &str = "c8e4f1a2-3b5d-4c7e-9f10-2a4b6c8d0e13";
+
+fn tool(name: &str) -> ToolFacts {
+    ToolFacts { name: name.to_string(), annotations: Annotations::default() }
+}
+
+fn tool_with(name: &str, annotations: Annotations) -> ToolFacts {
+    ToolFacts { name: name.to_string(), annotations }
+}
+
+fn parse(text: &str, known: &[ToolFacts]) -> Policy {
+    Policy::parse(text, "policy.json", known).unwrap_or_else(|e| panic!("the policy parses: {e}"))
+}
+
+fn parse_error(text: &str, known: &[ToolFacts]) -> PolicyError {
+    Policy::parse(text, "/etc/code-mode/policy.json", known).expect_err("the policy is refused")
+}
+
+/// A moment at the very start of a window of `window` seconds.
+fn window_start(window: u64) -> SystemTime {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    UNIX_EPOCH + Duration::from_secs(now - now % window + window)
+}
+
+/// A policy limiting `a` (and `b`, sharing the counter) to `max` per
+/// `window` seconds in `scope`.
+fn limited(max: u64, window: u64, scope: &str) -> Arc<Policy> {
+    let limit = json!([{"counter": "shared", "window": window, "max": max, "scope": scope}]);
+    let text = json!({"version": "1", "tools": {"a": {"limits": limit}, "b": {"limits": limit}}}).to_string();
+    Arc::new(parse(&text, &[tool("a"), tool("b"), tool("free")]))
+}
+
+async fn jetstream_store(server: &NatsServer, timeout: Duration) -> SessionStore {
+    let transport = NatsTransport::connect(&NatsOptions { url: server.url(), ..Default::default() })
+        .await
+        .expect("connects to the test nats-server");
+    let config = JetStreamConfig { timeout, ..Default::default() };
+    SessionStore::over_nats(&transport, config).await.expect("the bucket opens")
+}
+
+#[test]
+fn the_three_seed_policies_load_unchanged_rate_limit_their_tool_and_deny_every_other() {
+    for (text, name, counter) in [
+        (PYTEST_SEED, "mcp_run_pytest", "mcp_run_pytest_rate"),
+        (PYTHON_SCRIPT_SEED, "run_python_script", "run_python_script_rate"),
+        (DEBUGPY_SEED, "debugpy_connect", "debugpy_connect_rate"),
+    ] {
+        let policy = parse(text, &[tool(name), tool("other_tool")]);
+        let verdict = policy.verdict(name);
+        let expected = Limit {
+            counter: counter.to_string(),
+            window: Window::from_secs(60).unwrap(),
+            max: 10,
+            scope: Scope::Grant,
+        };
+        assert_eq!(verdict, Verdict::Limited { limits: vec![expected], rule: RuleSource::Tool(name.to_string()) });
+        assert_eq!(verdict.label().as_deref(), Some("[10 per minute]"));
+        assert_eq!(verdict.rule().to_string(), format!("/tools/{name}"));
+        let other = policy.verdict("other_tool");
+        assert!(matches!(&other, Verdict::Deny { rule: RuleSource::Default, .. }), "{other:?}");
+        assert!(other.label().unwrap().starts_with("[denied: "), "{other:?}");
+    }
+}
+
+#[test]
+fn the_default_decides_every_tool_the_policy_does_not_name() {
+    let known = [tool("named"), tool("unnamed")];
+    let allow = parse(r#"{"version": "1", "default": "allow", "tools": {"named": {"action": "deny"}}}"#, &known);
+    assert_eq!(allow.verdict("unnamed"), Verdict::Allow { rule: RuleSource::Default });
+    assert_eq!(allow.verdict("unnamed").label(), None);
+    assert!(matches!(allow.verdict("named"), Verdict::Deny { .. }));
+
+    let deny = parse(r#"{"version": "1", "default": "deny", "tools": {"named": {"action": "allow"}}}"#, &known);
+    assert!(matches!(deny.verdict("unnamed"), Verdict::Deny { rule: RuleSource::Default, .. }));
+    assert_eq!(deny.verdict("named"), Verdict::Allow { rule: RuleSource::Tool("named".into()) });
+
+    let silent = parse(r#"{"version": "1"}"#, &known);
+    assert!(matches!(silent.verdict("named"), Verdict::Deny { .. }), "no default means deny");
+}
+
+#[test]
+fn a_denied_tool_is_refused_with_the_reason_its_rule_gives() {
+    let text = r#"{"version": "1", "default": "allow",
+        "tools": {"drop_table": {"action": "deny", "reason": "schema changes go through review"}}}"#;
+    let policy = parse(text, &[tool("drop_table")]);
+    let verdict = policy.verdict("drop_table");
+    assert_eq!(
+        verdict,
+        Verdict::Deny {
+            reason: "schema changes go through review".into(),
+            rule: RuleSource::Tool("drop_table".into())
+        }
+    );
+    assert_eq!(verdict.label().unwrap(), "[denied: schema changes go through review]");
+}
+
+#[test]
+fn the_args_schema_refuses_arguments_it_does_not_accept_and_passes_the_rest() {
+    let text = r#"{"version": "1", "tools": {"mcp_run_pytest": {
+        "args": {"type": "object", "properties": {"path": {"type": "string", "pattern": "^tests/"}},
+                 "required": ["path"]},
+        "limits": [{"counter": "pytest", "window": "minute", "max": 10}]}}}"#;
+    let policy = parse(text, &[tool("mcp_run_pytest"), tool("echo")]);
+    policy.check_args("mcp_run_pytest", &json!({"path": "tests/unit"})).expect("a path under tests/ passes");
+    let refused = policy.check_args("mcp_run_pytest", &json!({"path": "/etc/passwd"})).unwrap_err();
+    assert!(refused.contains("/path"), "{refused}");
+    let missing = policy.check_args("mcp_run_pytest", &json!({})).unwrap_err();
+    assert!(missing.contains("path"), "{missing}");
+    policy.check_args("echo", &json!({"anything": 1})).expect("a tool without an args rule is not checked here");
+}
+
+#[test]
+fn category_rules_follow_the_tools_annotations_and_a_tool_rule_overrides_them() {
+    let read_only = Annotations { read_only: Some(true), open_world: Some(false), ..Default::default() };
+    let destructive =
+        Annotations { read_only: Some(false), destructive: Some(true), open_world: Some(false), ..Default::default() };
+    let additive_open =
+        Annotations { read_only: Some(false), destructive: Some(false), open_world: Some(true), ..Default::default() };
+    let known = [
+        tool_with("list_files", read_only),
+        tool_with("delete_file", destructive),
+        tool_with("wipe_disk", destructive),
+        tool_with("post_message", additive_open),
+        tool("unannotated"),
+    ];
+    let text = r#"{"version": "1", "default": "deny",
+        "tools": {"wipe_disk": {"action": "deny", "reason": "never"}},
+        "categories": {
+            "read_only": {"action": "allow"},
+            "destructive": {"action": "approve"},
+            "open_world": {"limits": [{"counter": "outside", "window": "hour", "max": 5, "scope": "global"}]}}}"#;
+    let policy = parse(text, &known);
+    assert_eq!(policy.verdict("list_files"), Verdict::Allow { rule: RuleSource::Category(Category::ReadOnly) });
+    assert_eq!(policy.verdict("delete_file"), Verdict::Approve { rule: RuleSource::Category(Category::Destructive) });
+    assert_eq!(policy.verdict("delete_file").label().unwrap(), "[needs approval]");
+    assert!(matches!(policy.verdict("wipe_disk"), Verdict::Deny { rule: RuleSource::Tool(_), .. }));
+    let post = policy.verdict("post_message");
+    assert!(matches!(&post, Verdict::Limited { rule: RuleSource::Category(Category::OpenWorld), .. }), "{post:?}");
+    assert_eq!(post.label().unwrap(), "[5 per hour (all sessions)]");
+    // No annotations: destructive and open-world by the spec's defaults;
+    // approval beats limits.
+    assert_eq!(policy.verdict("unannotated"), Verdict::Approve { rule: RuleSource::Category(Category::Destructive) });
+}
+
+#[test]
+fn each_configuration_error_names_the_file_the_json_path_and_the_reason() {
+    let known = [tool("mcp_run_pytest")];
+    let cases: Vec<(&str, &str, &str)> = vec![
+        (
+            r#"{"version": "1", "tools": {"mcp_run_pytest": {"limits": [{"counter": "c", "window": "fortnight", "max": 1}]}}}"#,
+            "/tools/mcp_run_pytest/limits/0/window",
+            "\"fortnight\" is not a window",
+        ),
+        (
+            r#"{"version": "1", "tools": {"mcp_run_pytest": {"limits": [{"counter": "c", "window": 0, "max": 1}]}}}"#,
+            "/tools/mcp_run_pytest/limits/0/window",
+            "at least 1",
+        ),
+        (
+            r#"{"version": "1", "tools": {"mcp_run_pytest": {"limits": [{"counter": "c", "window": "minute", "max": 1, "per": "x"}]}}}"#,
+            "/tools/mcp_run_pytest/limits/0/per",
+            "unknown key \"per\"",
+        ),
+        (r#"{"version": "1", "defualt": "deny"}"#, "/defualt", "unknown key \"defualt\""),
+        (r#"{"version": "1", "categories": {"scary": {"action": "deny"}}}"#, "/categories/scary", "unknown key"),
+        (
+            r#"{"version": "1", "tools": {"mcp_run_pytset": {"action": "allow"}}}"#,
+            "/tools/mcp_run_pytset",
+            "the servers have no tool \"mcp_run_pytset\" (they have: mcp_run_pytest)",
+        ),
+        (
+            r#"{"version": "1", "tools": {"mcp_run_pytest": {"args": {"type": "no-such-type"}}}}"#,
+            "/tools/mcp_run_pytest/args",
+            "the argument schema does not compile",
+        ),
+        (
+            r#"{"version": "1", "tools": {"mcp_run_pytest": {"action": "maybe"}}}"#,
+            "/tools/mcp_run_pytest/action",
+            "\"maybe\"",
+        ),
+        (r#"{"version": "2"}"#, "/version", "not supported"),
+        (r#"{"version": "1", "default": "approve"}"#, "/default", "is not \"allow\" or \"deny\""),
+        (
+            r#"{"version": "1", "tools": {"mcp_run_pytest": {"limits": [{"counter": "a.b", "window": 1, "max": 1}]}}}"#,
+            "/tools/mcp_run_pytest/limits/0/counter",
+            "not a counter name",
+        ),
+        (
+            r#"{"version": "1", "tools": {"mcp_run_pytest": {"limits": [{"counter": "c", "window": 1, "max": 0}]}}}"#,
+            "/tools/mcp_run_pytest/limits/0/max",
+            "at least 1",
+        ),
+    ];
+    for (text, path, reason) in cases {
+        let error = parse_error(text, &known);
+        let message = error.to_string();
+        assert!(message.starts_with(&format!("/etc/code-mode/policy.json: {path}: ")), "{path}: {message}");
+        assert!(message.contains(reason), "{path}: {message}");
+    }
+    let broken = parse_error("{\"version\": \"1\",\n \"tools\": {", &known);
+    assert!(matches!(broken, PolicyError::Syntax { line: 2, .. }), "{broken:?}");
+    assert!(broken.to_string().starts_with("/etc/code-mode/policy.json: line 2, column "), "{broken}");
+
+    let missing = Policy::load(&unique_path("no-such-policy"), &known).unwrap_err();
+    assert!(matches!(missing, PolicyError::Read { .. }), "{missing:?}");
+}
+
+/// Run `tasks` concurrent admissions of tool `a` in one session; how many passed.
+async fn concurrent_admits(limiter: &RateLimiter, tasks: usize, now: SystemTime) -> usize {
+    let handles: Vec<_> = (0..tasks)
+        .map(|_| {
+            let limiter = limiter.clone();
+            tokio::spawn(async move { limiter.admit(SESSION, "a", now).await })
+        })
+        .collect();
+    let mut passed = 0;
+    for handle in handles {
+        match handle.await.expect("the task ran") {
+            Ok(()) => passed += 1,
+            Err(LimitRefusal::Exceeded { max: 10, .. }) => {}
+            Err(other) => panic!("refused for another reason: {other}"),
+        }
+    }
+    passed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_ten_of_fifty_concurrent_calls_pass_a_limit_of_ten_in_memory() {
+    let limiter = RateLimiter::new(limited(10, 3600, "grant"), SessionStore::in_memory());
+    assert_eq!(concurrent_admits(&limiter, 50, window_start(3600)).await, 10);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_ten_of_fifty_concurrent_calls_pass_a_limit_of_ten_over_jetstream() {
+    let Some(server) = NatsServer::start(&[]) else { return };
+    let limiter = RateLimiter::new(limited(10, 3600, "grant"), jetstream_store(&server, Duration::from_secs(5)).await);
+    assert_eq!(concurrent_admits(&limiter, 50, window_start(3600)).await, 10);
+    // A second bridge over the same bucket sees the same full window.
+    let replica = RateLimiter::new(limited(10, 3600, "grant"), jetstream_store(&server, Duration::from_secs(5)).await);
+    let refusal = replica.admit(SESSION, "a", window_start(3600)).await.unwrap_err();
+    assert!(matches!(refusal, LimitRefusal::Exceeded { .. }), "{refusal:?}");
+}
+
+#[tokio::test]
+async fn a_grant_limit_counts_each_session_apart_and_a_global_limit_counts_them_together() {
+    let now = window_start(60);
+    let per_session = RateLimiter::new(limited(2, 60, "grant"), SessionStore::in_memory());
+    for session in [SESSION, OTHER_SESSION] {
+        per_session.admit(session, "a", now).await.unwrap();
+        per_session.admit(session, "a", now).await.unwrap();
+        per_session.admit(session, "a", now).await.expect_err("the third call of a session is over");
+    }
+
+    let global = RateLimiter::new(limited(2, 60, "global"), SessionStore::in_memory());
+    global.admit(SESSION, "a", now).await.unwrap();
+    global.admit(OTHER_SESSION, "a", now).await.unwrap();
+    for session in [SESSION, OTHER_SESSION, "_global"] {
+        global.admit(session, "a", now).await.expect_err("the window is full for everyone");
+    }
+}
+
+#[tokio::test]
+async fn two_tools_naming_one_counter_share_its_count() {
+    let now = window_start(60);
+    let limiter = RateLimiter::new(limited(3, 60, "grant"), SessionStore::in_memory());
+    limiter.admit(SESSION, "a", now).await.unwrap();
+    limiter.admit(SESSION, "b", now).await.unwrap();
+    limiter.admit(SESSION, "a", now).await.unwrap();
+    let refusal = limiter.admit(SESSION, "b", now).await.unwrap_err();
+    assert!(matches!(&refusal, LimitRefusal::Exceeded { counter, max: 3, .. } if counter == "shared"), "{refusal:?}");
+    limiter.admit(SESSION, "free", now).await.expect("a tool without limits is not counted");
+}
+
+#[tokio::test]
+async fn a_full_window_refuses_until_the_injected_clock_reaches_the_next_one() {
+    let limiter = RateLimiter::new(limited(2, 1, "grant"), SessionStore::in_memory());
+    let start = window_start(1);
+    limiter.admit(SESSION, "a", start).await.unwrap();
+    limiter.admit(SESSION, "a", start + Duration::from_millis(400)).await.unwrap();
+    let refusal = limiter.admit(SESSION, "a", start + Duration::from_millis(900)).await.unwrap_err();
+    assert_eq!(
+        refusal,
+        LimitRefusal::Exceeded {
+            counter: "shared".into(),
+            max: 2,
+            window: Window::from_secs(1).unwrap(),
+            retry_after: Duration::from_millis(100),
+        }
+    );
+    let next = start + Duration::from_secs(1);
+    limiter.admit(SESSION, "a", next).await.expect("a new window has room");
+    limiter.admit(SESSION, "a", next).await.unwrap();
+    limiter.admit(SESSION, "a", next).await.expect_err("and fills up again");
+
+    // A one-minute window rolls the same way.
+    let minute = RateLimiter::new(limited(1, 60, "global"), SessionStore::in_memory());
+    let t = window_start(60);
+    minute.admit(SESSION, "a", t + Duration::from_secs(59)).await.unwrap();
+    let LimitRefusal::Exceeded { retry_after, .. } =
+        minute.admit(SESSION, "a", t + Duration::from_secs(59)).await.unwrap_err()
+    else {
+        panic!("refused for the limit")
+    };
+    assert_eq!(retry_after, Duration::from_secs(1));
+    minute.admit(SESSION, "a", t + Duration::from_secs(60)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_nats_server_is_down_every_limited_call_is_refused_fail_closed() {
+    let Some(mut server) = NatsServer::start(&[]) else { return };
+    let limiter = RateLimiter::new(limited(100, 60, "grant"), jetstream_store(&server, Duration::from_secs(1)).await);
+    let now = window_start(60);
+    limiter.admit(SESSION, "a", now).await.expect("admitted while the store is up");
+    server.stop();
+    for tool in ["a", "b"] {
+        let refusal = limiter.admit(SESSION, tool, now).await.unwrap_err();
+        assert_eq!(refusal, LimitRefusal::State { counter: "shared".into(), what: "unavailable" });
+        assert!(refusal.to_string().contains("(fail closed)"), "{refusal}");
+    }
+    limiter.admit(SESSION, "free", now).await.expect("a tool without limits never touches the store");
+}
+
+#[tokio::test]
+async fn a_corrupt_counter_in_the_store_refuses_the_call() {
+    let store = SessionStore::in_memory();
+    store.create(SESSION, "rate.shared", &json!({"start": "yesterday"})).await.unwrap();
+    let limiter = RateLimiter::new(limited(5, 60, "grant"), store);
+    let refusal = limiter.admit(SESSION, "a", window_start(60)).await.unwrap_err();
+    assert_eq!(refusal, LimitRefusal::State { counter: "shared".into(), what: "invalid" });
+}
+
+#[tokio::test]
+async fn the_audit_line_has_the_arguments_size_and_hash_but_never_the_arguments() {
+    let path = unique_path("audit");
+    let (sink, writer) = AuditSink::file(&path).await.expect("the audit file opens");
+    let arguments = json!({"path": "tests/secret_token_4f7a", "verbose": true});
+    let at = UNIX_EPOCH + Duration::from_millis(1_764_460_800_250);
+    let site = CallSite { session: SESSION, server: "local-code", tool: "mcp_run_pytest" };
+    let rule = RuleSource::Tool("mcp_run_pytest".into());
+    sink.record(&AuditRecord::new(
+        at,
+        site,
+        AuditDecision::RateLimited,
+        &rule,
+        Some("10 per minute".into()),
+        &arguments,
+    ))
+    .await;
+    sink.record(&AuditRecord::new(at, site, AuditDecision::Allowed, &RuleSource::Default, None, &json!({}))).await;
+    sink.flush().await;
+    drop(sink);
+    writer.await.unwrap();
+
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(!text.contains("secret_token_4f7a"), "{text}");
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("each line is JSON")).collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    let bytes = serde_json::to_vec(&arguments).unwrap();
+    let sha = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect::<String>();
+    assert_eq!(
+        lines[0],
+        json!({
+            "time": "2025-11-30T00:00:00.250Z",
+            "session": SESSION,
+            "server": "local-code",
+            "tool": "mcp_run_pytest",
+            "decision": "rate_limited",
+            "rule": "/tools/mcp_run_pytest",
+            "reason": "10 per minute",
+            "argument_bytes": bytes.len(),
+            "argument_sha256": sha,
+        })
+    );
+    assert_eq!(lines[1]["decision"], "allowed");
+    assert_eq!(lines[1]["rule"], "/default");
+    assert_eq!(lines[1]["argument_bytes"], 2);
+    let _ = std::fs::remove_file(&path);
+}
