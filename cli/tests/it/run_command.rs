@@ -175,3 +175,12 @@ fn settings_come_from_a_file_and_the_environment_under_the_flags() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("CODE_MODE_RUN__MAX_CAL: [run] max_cal: no such setting"), "{stderr}");
 }
+
+#[test]
+fn a_cell_without_top_level_await_may_run_its_own_event_loop() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = "import asyncio\nasync def main():\n    return await add({'a': 2, 'b': 3})\nprint(asyncio.run(main()))";
+    assert_eq!(run(&[], code, &[]).ok(), "{\"sum\":5}\n");
+}
