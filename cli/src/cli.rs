@@ -98,10 +98,15 @@ pub struct RunArgs {
 pub struct BridgeArgs {
     /// Wrap the stdio servers of this JSON file instead of the one after
     /// `--`: `{"mcpServers": {"NAME": {"command": ..., "args": [...], "env":
-    /// {...}, "allow": [...], "private": true or [...]}}}`. Every tool is then
+    /// {...}, "allow": [...], "private": true or [...], "policy": "FILE"}}}`. Every tool is then
     /// named `NAME__TOOL`, even with one server.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["allow", "private", "env"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["allow", "private", "env", "policy"])]
     pub config: Option<PathBuf>,
+    /// Apply this policy file to the server's tools (which may be called,
+    /// how often, with which arguments; tools named as the server lists
+    /// them). With `--config`, give each entry its own `"policy"`.
+    #[arg(long = "policy", value_name = "FILE")]
+    pub policy: Option<PathBuf>,
     /// Keep only this tool (the name the server lists, or its Python name);
     /// repeatable. Default: every tool.
     #[arg(long = "allow", value_name = "TOOL")]

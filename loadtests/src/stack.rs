@@ -115,6 +115,7 @@ impl Stack {
                 },
                 allow: None,
                 private: vec![],
+                policy: None,
             }],
             limits: CallLimits::default(),
             catalog: Default::default(),

@@ -8,6 +8,7 @@ mod faults;
 mod list_changed;
 mod mcp_stdio;
 mod metrics;
+mod policy;
 mod private;
 mod readme;
 mod remote;

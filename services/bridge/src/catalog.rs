@@ -53,6 +53,9 @@ pub struct ServerTools {
     /// Tools that may see private data (server names or Python names); each
     /// must be kept.
     pub private: Vec<String>,
+    /// Policy labels by the server's tool name (`[denied: ...]`,
+    /// `[2 per minute]`), shown next to `[private]` in stubs and summaries.
+    pub labels: HashMap<String, String>,
 }
 
 /// A kept tool.
@@ -157,7 +160,8 @@ impl Catalog {
                     }
                 };
                 let is_private = private.contains(&tool.name.as_str());
-                let labels = if is_private { vec![stubs::PRIVATE_LABEL.to_string()] } else { Vec::new() };
+                let mut labels = if is_private { vec![stubs::PRIVATE_LABEL.to_string()] } else { Vec::new() };
+                labels.extend(server.labels.get(&tool.name).cloned());
                 let text = ToolText {
                     name: &name,
                     description: tool.description.as_deref(),
@@ -304,6 +308,7 @@ mod tests {
                 tools,
                 allow: allow.map(|a| a.into_iter().map(String::from).collect()),
                 private: Vec::new(),
+                labels: HashMap::new(),
             }],
             &CatalogLimits::default(),
         )
@@ -356,6 +361,7 @@ mod tests {
                 tools,
                 allow: allow.map(|a| a.into_iter().map(String::from).collect()),
                 private: private.iter().map(|p| p.to_string()).collect(),
+                labels: HashMap::new(),
             }],
             &CatalogLimits::default(),
         )
@@ -410,6 +416,7 @@ mod tests {
                     tools: vec![tool("search")],
                     allow: None,
                     private: vec![],
+                    labels: HashMap::new(),
                 },
                 ServerTools {
                     server: "tracker".into(),
@@ -417,6 +424,7 @@ mod tests {
                     tools: vec![tool("search")],
                     allow: None,
                     private: vec![],
+                    labels: HashMap::new(),
                 },
             ],
             &CatalogLimits::default(),

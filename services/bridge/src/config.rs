@@ -6,7 +6,9 @@
 //! as written, `${VAR}` expanded from code-mode's own environment); a remote
 //! one, reached over streamable HTTP, has `url` and `headers` (values
 //! expanded the same way, so secrets stay out of the file). Both take
-//! `allow`, `private` (`true` for every kept tool, or a list) and `type`
+//! `allow`, `private` (`true` for every kept tool, or a list), `policy`
+//! (the path of a [`crate::policy`] file, relative to this file's folder;
+//! inline policy objects are not read yet) and `type`
 //! (`"stdio"` for a local server, `"http"` or `"streamable-http"` for a
 //! remote one). Every error names the file, and the entry and key when there is one; server
 //! names are checked here (non-empty words of letters, digits, `_` and `-`,
@@ -87,7 +89,7 @@ pub enum ConfigError {
     },
     /// A key this version does not know.
     #[error(
-        "{file}: server {entry:?}: unknown key {key:?} (known: command, args, env, url, headers, allow, private, type)"
+        "{file}: server {entry:?}: unknown key {key:?} (known: command, args, env, url, headers, allow, private, policy, type)"
     )]
     UnknownKey {
         /// The file.
@@ -240,6 +242,7 @@ impl Entry<'_> {
         let mut allow = None;
         let mut private = Vec::new();
         let mut private_all = false;
+        let mut policy = None;
         for (key, v) in map {
             match key.as_str() {
                 "command" => match v {
@@ -259,6 +262,12 @@ impl Entry<'_> {
                     _ => {
                         private = self.strings(key, v).map_err(|_| self.bad(key, "true, false or a list of strings"))?
                     }
+                },
+                "policy" => match v {
+                    Value::String(s) if !s.is_empty() => {
+                        policy = Some(self.file.parent().unwrap_or(Path::new(".")).join(s));
+                    }
+                    _ => return Err(self.bad(key, "the path of a policy file (relative to this file's folder)")),
                 },
                 "type" => match v.as_str() {
                     Some("stdio") => remote_type = Some(false),
@@ -324,6 +333,7 @@ impl Entry<'_> {
             },
             allow,
             private,
+            policy,
         })
     }
 

@@ -6,7 +6,13 @@
 //! [`Bridge::call`]: the tool is kept, the run has calls left, the arguments
 //! are an object within the size limit that the tool's schema accepts, and,
 //! when some tools are private, the [`private`] data rule (judged last,
-//! against the session-state store). Only then does the call go out, with a
+//! against the session-state store). A server with a [`policy`] has its
+//! rules applied after the schema check and before the private rule, so a
+//! call the policy refuses never taints and never reaches the server: a
+//! denied tool or one needing approval (not available yet) is refused, the
+//! policy's argument schema must accept the arguments, and the tool's rate
+//! limits are counted in the same session-state store. Only then does the
+//! call go out, with a
 //! timeout; the result comes back as a string (structured content as JSON,
 //! else text) or is refused when too large. Refusals carry the bridge's own
 //! short message; host faults only a type name.
@@ -35,8 +41,10 @@ pub mod schema;
 pub mod server;
 pub mod stubs;
 
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use code_mode_core::bus::{Bus, BusError};
 use code_mode_core::defaults;
@@ -47,6 +55,7 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Catalog, CatalogLimits, ListedTool, ServerTools};
+use crate::policy::{Annotations, Policy, PolicyError, RateLimiter, RuleSource, ToolFacts, Verdict};
 use crate::private::PrivateRule;
 use crate::server::{ServerHandle, ServerSpec};
 
@@ -101,6 +110,15 @@ pub enum BridgeError {
         /// Why the tool is not kept.
         why: String,
     },
+    /// A server's policy file cannot be used (the error names the file, the
+    /// JSON path and the reason).
+    #[error("server {server:?}: {error}")]
+    Policy {
+        /// The server's name.
+        server: String,
+        /// Why (boxed: it is large, and rare).
+        error: Box<PolicyError>,
+    },
     /// Two kept tools would get the same Python name.
     #[error("tools {first:?} and {second:?} would both be called {python}: allow only one of them")]
     NameClash {
@@ -151,6 +169,9 @@ pub struct WrappedServer {
     /// kept tool): after a call to one of them, a session may call only
     /// private tools.
     pub private: Vec<String>,
+    /// The [`policy`] file for its tools (named as the server lists them);
+    /// `None`: every kept tool may be called.
+    pub policy: Option<PathBuf>,
 }
 
 /// The private labels of `wrapped`, with [`config::ALL_TOOLS`] (`"private":
@@ -181,9 +202,10 @@ pub struct BridgeConfig {
     pub limits: CallLimits,
     /// Catalog bounds.
     pub catalog: CatalogLimits,
-    /// Where the private-data taint of each session lives: in memory for
-    /// one process, JetStream for the split deployment. Never touched when
-    /// no tool is private.
+    /// Where the private-data taint and the policies' rate-limit counters
+    /// of each session live: in memory for one process, JetStream for the
+    /// split deployment. Never touched when no tool is private and no
+    /// policy has limits.
     pub state: SessionStore,
 }
 
@@ -211,7 +233,19 @@ struct Current {
     version: u64,
     /// The private-data rule, when some tool is private.
     rule: Option<PrivateRule>,
+    /// Each server's policy, by server index.
+    policies: Vec<Option<Applied>>,
 }
+
+/// A server's policy and the limiter counting its limits.
+#[derive(Debug)]
+struct Applied {
+    policy: Arc<Policy>,
+    limiter: RateLimiter,
+}
+
+/// What one build makes: the catalog, its private rule, each server's policy.
+type Built = (Catalog, Option<PrivateRule>, Vec<Option<Applied>>);
 
 /// The configuration a catalog is built with.
 #[derive(Debug)]
@@ -223,23 +257,56 @@ struct Rebuild {
 }
 
 impl Rebuild {
-    /// Build a catalog (and its private rule) from each server's tools.
-    fn build(&self, tools: &[Arc<Vec<rmcp::model::Tool>>]) -> Result<(Catalog, Option<PrivateRule>), BridgeError> {
-        let listed: Vec<ServerTools> = self
-            .servers
-            .iter()
-            .zip(tools)
-            .map(|(wrapped, tools)| ServerTools {
+    /// Build a catalog (and its private rule) from each server's tools,
+    /// reading each server's policy against the tools it lists.
+    fn build(&self, tools: &[Arc<Vec<rmcp::model::Tool>>]) -> Result<Built, BridgeError> {
+        let mut listed = Vec::with_capacity(self.servers.len());
+        let mut policies = Vec::with_capacity(self.servers.len());
+        for (wrapped, tools) in self.servers.iter().zip(tools) {
+            let applied = match &wrapped.policy {
+                Some(path) => Some(self.load_policy(wrapped, path, tools)?),
+                None => None,
+            };
+            let labels: HashMap<String, String> = match &applied {
+                Some(a) => tools
+                    .iter()
+                    .filter_map(|t| a.policy.verdict(&t.name).label().map(|l| (t.name.to_string(), l)))
+                    .collect(),
+                None => HashMap::new(),
+            };
+            listed.push(ServerTools {
                 server: wrapped.spec.name.clone(),
                 prefixed: self.prefixed,
                 tools: tools.iter().map(ListedTool::from).collect(),
                 allow: wrapped.allow.clone(),
                 private: every_private(wrapped, tools, &self.limits),
-            })
-            .collect();
+                labels,
+            });
+            policies.push(applied);
+        }
         let catalog = Catalog::build(&listed, &self.limits)?;
         let rule = catalog.has_private().then(|| PrivateRule::new(self.state.clone(), catalog.private_tools()));
-        Ok((catalog, rule))
+        Ok((catalog, rule, policies))
+    }
+
+    /// Read `wrapped`'s policy file against every tool the server lists.
+    fn load_policy(
+        &self,
+        wrapped: &WrappedServer,
+        path: &std::path::Path,
+        tools: &[rmcp::model::Tool],
+    ) -> Result<Applied, BridgeError> {
+        let facts: Vec<ToolFacts> = tools
+            .iter()
+            .map(|t| ToolFacts {
+                name: t.name.to_string(),
+                annotations: t.annotations.as_ref().map(Annotations::from).unwrap_or_default(),
+            })
+            .collect();
+        let policy = Policy::load(path, &facts)
+            .map_err(|error| BridgeError::Policy { server: wrapped.spec.name.clone(), error: Box::new(error) })?;
+        let policy = Arc::new(policy);
+        Ok(Applied { limiter: RateLimiter::new(policy.clone(), self.state.clone()), policy })
     }
 }
 
@@ -304,7 +371,7 @@ impl Bridge {
         }
         let rebuild =
             Rebuild { servers: config.servers, prefixed, limits: config.catalog, state: config.state.clone() };
-        let (catalog, rule) = match rebuild.build(&listed) {
+        let (catalog, rule, policies) = match rebuild.build(&listed) {
             Ok(built) => built,
             Err(e) => {
                 servers_cancel.cancel();
@@ -319,7 +386,12 @@ impl Bridge {
         }
         tracing::info!(tools = catalog.tools().len(), left_out = catalog.left_out().len(), "bridge ready");
         let changes: Vec<_> = handles.iter().map(ServerHandle::tools_changes).collect();
-        let current = Current { catalog: Arc::new(catalog), version: 1, rule };
+        for (wrapped, applied) in rebuild.servers.iter().zip(&policies) {
+            if let Some(applied) = applied {
+                tracing::info!(server = %wrapped.spec.name, policy = applied.policy.source(), "policy on");
+            }
+        }
+        let current = Current { catalog: Arc::new(catalog), version: 1, rule, policies };
         let bridge = Bridge {
             inner: Arc::new(Inner {
                 current: std::sync::RwLock::new(Arc::new(current)),
@@ -344,10 +416,10 @@ impl Bridge {
         let built = self.inner.rebuild.build(&tools);
         let mut current = self.inner.current.write().unwrap_or_else(|poisoned| poisoned.into_inner());
         match built {
-            Ok((catalog, rule)) => {
+            Ok((catalog, rule, policies)) => {
                 let version = current.version + 1;
                 tracing::info!(version, tools = catalog.tools().len(), "catalog refreshed");
-                *current = Arc::new(Current { catalog: Arc::new(catalog), version, rule });
+                *current = Arc::new(Current { catalog: Arc::new(catalog), version, rule, policies });
                 Ok(version)
             }
             Err(e) => {
@@ -442,6 +514,11 @@ impl Bridge {
         let serde_json::Value::Object(arguments) = call.arguments.clone() else {
             return self.refuse(format!("{}: arguments must be a JSON object", tool.name));
         };
+        if let Some(applied) = &current.policies[tool.server]
+            && let Err(refusal) = self.apply_policy(applied, call, tool).await
+        {
+            return refusal;
+        }
         // Last, so that a call refused by any check above never taints; a
         // private call taints here, before it goes out (see `private`).
         if let Some(rule) = &current.rule
@@ -461,6 +538,38 @@ impl Bridge {
                 ToolReply::Fault { kind: e.kind().to_string() }
             }
         }
+    }
+
+    /// The policy's verdict, argument rule and rate limits for one call;
+    /// `Err` holds the refusal.
+    async fn apply_policy(
+        &self,
+        applied: &Applied,
+        call: &ToolCall,
+        tool: &catalog::CatalogTool,
+    ) -> Result<(), ToolReply> {
+        let name = &tool.name;
+        match applied.policy.verdict(&tool.mcp_name) {
+            Verdict::Deny { reason, rule } => {
+                tracing::info!(tool = %name, cell = %call.cell_id, %rule, "refused: denied by policy");
+                return Err(self.refuse(format!("{name}: denied by policy ({rule}): {reason}")));
+            }
+            Verdict::Approve { rule } => {
+                tracing::info!(tool = %name, cell = %call.cell_id, %rule, "refused: needs approval");
+                return Err(self.refuse(format!("{name}: needs approval ({rule}), and approval is not available yet")));
+            }
+            Verdict::Allow { .. } | Verdict::Limited { .. } => {}
+        }
+        if let Err(why) = applied.policy.check_args(&tool.mcp_name, &call.arguments) {
+            let rule = RuleSource::Tool(tool.mcp_name.clone());
+            tracing::info!(tool = %name, cell = %call.cell_id, "refused by the policy's argument rule");
+            return Err(self.refuse(format!("{name}: {why} ({rule}/args)")));
+        }
+        if let Err(refusal) = applied.limiter.admit(&call.session, &tool.mcp_name, SystemTime::now()).await {
+            tracing::info!(tool = %name, cell = %call.cell_id, "refused: {refusal}");
+            return Err(self.refuse(format!("{name}: {refusal}")));
+        }
+        Ok(())
     }
 
     fn result_reply(&self, tool: &str, result: &CallToolResult) -> ToolReply {

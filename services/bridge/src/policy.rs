@@ -8,7 +8,8 @@
 //! stub label ([`Verdict::label`]), the policy's argument schemas
 //! ([`Policy::check_args`]), the rate-limit counters' names and values in
 //! the store ([`RateLimiter`]) and the audit line ([`AuditRecord`],
-//! [`AuditSink`]). It is not wired into [`crate::Bridge::call`] yet.
+//! [`AuditSink`]). [`crate::Bridge::call`] applies the verdict, the
+//! argument rule and the limits; the audit sink is not wired in yet.
 //!
 //! # The file
 //!

@@ -238,6 +238,7 @@ fn a_name_clash_through_the_separator_stops_startup_naming_both() {
         tools: vec![tool(tool_name)],
         allow: None,
         private: vec![],
+        labels: Default::default(),
     };
     let err = Catalog::build(&[server("a", "b__c"), server("a__b", "c")], &CatalogLimits::default())
         .expect_err("the clash stops startup")

@@ -12,6 +12,7 @@ mod lifecycle;
 mod list_changed;
 mod metrics;
 mod policy;
+mod policy_applied;
 mod private;
 mod refusals;
 mod remote;

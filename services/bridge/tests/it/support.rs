@@ -39,6 +39,8 @@ pub struct Setup {
     pub allow: Option<Vec<String>>,
     /// The private tools.
     pub private: Vec<String>,
+    /// The policy file.
+    pub policy: Option<PathBuf>,
     /// The session-state store (default: a fresh one in memory).
     pub state: Option<SessionStore>,
     /// Call limits (a 10 s call timeout unless a test says otherwise, so
@@ -61,6 +63,7 @@ impl Default for Setup {
             command: None,
             allow: None,
             private: Vec::new(),
+            policy: None,
             state: None,
             limits: CallLimits { call_timeout: Duration::from_secs(10), ..CallLimits::default() },
             pass_env: Vec::new(),
@@ -86,6 +89,14 @@ impl Setup {
     /// Mark these tools private.
     pub fn private(mut self, names: &[&str]) -> Self {
         self.private = names.iter().map(|a| a.to_string()).collect();
+        self
+    }
+
+    /// Apply this policy (written to a fresh file).
+    pub fn policy(mut self, text: &str) -> Self {
+        let path = unique_path("policy.json");
+        std::fs::write(&path, text).expect("the policy file is written");
+        self.policy = Some(path);
         self
     }
 
@@ -120,6 +131,7 @@ impl Setup {
                 },
                 allow: self.allow,
                 private: self.private,
+                policy: self.policy,
             }],
             limits: self.limits,
             catalog: Default::default(),

@@ -1,0 +1,216 @@
+//! The policy applied by the bridge against the real test server: denied
+//! and unnamed tools are refused before they reach the server, the policy's
+//! argument schema and rate limits refuse calls, a refused call does not
+//! taint, a policy naming a tool the server lacks stops startup, and the
+//! verdicts show as labels in the stubs.
+
+use code_mode_bridge::BridgeError;
+use code_mode_proto::ToolCall;
+use serde_json::json;
+
+use crate::support::{Setup, ok, refused};
+
+const SUM: &str = r#"{"sum":5}"#;
+
+#[tokio::test]
+async fn default_deny_refuses_a_tool_the_policy_does_not_name_and_it_never_reaches_the_server() {
+    let h = Setup::default()
+        .policy(r#"{"version": "1", "default": "deny", "tools": {"add": {}}}"#)
+        .start()
+        .await
+        .expect("the bridge starts");
+    let message = refused(h.call("echo", json!({"text": "hi"})).await);
+    assert!(message.starts_with("echo: denied by policy (/default): "), "{message}");
+    assert!(message.contains("default deny"), "{message}");
+    assert_eq!(ok(h.call("add", json!({"a": 2, "b": 3})).await), SUM);
+    assert_eq!(h.calls_seen(), ["add"], "the denied echo never reached the server");
+    h.close().await;
+}
+
+#[tokio::test]
+async fn a_tool_denied_with_a_reason_is_refused_quoting_the_rule_and_the_reason() {
+    let h = Setup::default()
+        .policy(
+            r#"{"version": "1", "default": "allow",
+                "tools": {"echo": {"action": "deny", "reason": "echo leaks text"}}}"#,
+        )
+        .start()
+        .await
+        .expect("the bridge starts");
+    let message = refused(h.call("echo", json!({"text": "hi"})).await);
+    assert_eq!(message, "echo: denied by policy (/tools/echo): echo leaks text");
+    assert_eq!(ok(h.call("add", json!({"a": 2, "b": 3})).await), SUM, "default allow lets add through");
+    assert_eq!(h.calls_seen(), ["add"]);
+    h.close().await;
+}
+
+#[tokio::test]
+async fn a_tool_needing_approval_is_refused_because_approval_is_not_available() {
+    let h = Setup::default()
+        .policy(r#"{"version": "1", "default": "allow", "tools": {"add": {"action": "approve"}}}"#)
+        .start()
+        .await
+        .expect("the bridge starts");
+    let message = refused(h.call("add", json!({"a": 2, "b": 3})).await);
+    assert_eq!(message, "add: needs approval (/tools/add), and approval is not available yet");
+    assert!(h.calls_seen().is_empty(), "{:?}", h.calls_seen());
+    h.close().await;
+}
+
+#[tokio::test]
+async fn arguments_the_policy_schema_refuses_are_refused_naming_the_rule_and_never_sent() {
+    let h = Setup::default()
+        .policy(
+            r#"{"version": "1", "default": "deny",
+                "tools": {"add": {"args": {"properties": {"a": {"maximum": 10}}}}}}"#,
+        )
+        .start()
+        .await
+        .expect("the bridge starts");
+    let message = refused(h.call("add", json!({"a": 11, "b": 3})).await);
+    assert!(message.starts_with("add: the policy's argument rule refuses them at /a"), "{message}");
+    assert!(message.ends_with("(/tools/add/args)"), "{message}");
+    assert_eq!(ok(h.call("add", json!({"a": 2, "b": 3})).await), SUM);
+    assert_eq!(h.calls_seen(), ["add"], "only the accepted call reached the server");
+    h.close().await;
+}
+
+#[tokio::test]
+async fn a_limit_of_three_per_minute_lets_exactly_three_of_ten_concurrent_calls_through() {
+    let h = Setup::default()
+        .policy(
+            r#"{"version": "1", "default": "deny",
+                "tools": {"add": {"limits": [{"counter": "add_rate", "window": 60, "max": 3}]}}}"#,
+        )
+        .start()
+        .await
+        .expect("the bridge starts");
+    let calls = (1..=10u32).map(|i| {
+        let bridge = h.bridge.clone();
+        async move {
+            let call = ToolCall {
+                session: "it".into(),
+                cell_id: "cell-1".into(),
+                call_index: i,
+                tool: "add".into(),
+                arguments: json!({"a": 2, "b": 3}),
+            };
+            bridge.call(&call).await
+        }
+    });
+    let replies = futures::future::join_all(calls).await;
+    let (passed, refusals): (Vec<_>, Vec<_>) =
+        replies.into_iter().partition(|r| matches!(r, code_mode_proto::ToolReply::Ok { .. }));
+    assert_eq!(passed.len(), 3, "exactly three pass: {refusals:?}");
+    for r in refusals {
+        let message = refused(r);
+        assert!(message.starts_with("add: rate limit add_rate: at most 3 calls per "), "{message}");
+        assert!(message.contains("try again in "), "{message}");
+    }
+    assert_eq!(h.calls_seen().len(), 3, "the refused calls never reached the server");
+    h.close().await;
+}
+
+#[tokio::test]
+async fn a_call_the_policy_refuses_does_not_taint_the_session() {
+    let h = Setup::default()
+        .private(&["echo"])
+        .policy(
+            r#"{"version": "1", "default": "allow",
+                "tools": {"echo": {"args": {"properties": {"text": {"maxLength": 3}}}}}}"#,
+        )
+        .start()
+        .await
+        .expect("the bridge starts");
+    let message = refused(h.call("echo", json!({"text": "too long"})).await);
+    assert!(message.contains("(/tools/echo/args)"), "{message}");
+    assert_eq!(
+        ok(h.call("add", json!({"a": 2, "b": 3})).await),
+        SUM,
+        "the refused private call did not taint the session"
+    );
+    assert_eq!(ok(h.call("echo", json!({"text": "hi"})).await), "hi");
+    let message = refused(h.call("add", json!({"a": 2, "b": 3})).await);
+    assert!(message.contains("private-data rule"), "the allowed private call taints: {message}");
+    assert_eq!(h.calls_seen(), ["add", "echo"]);
+    h.close().await;
+}
+
+#[tokio::test]
+async fn a_policy_naming_a_tool_the_server_does_not_have_stops_startup_naming_it() {
+    let err = Setup::default()
+        .policy(r#"{"version": "1", "tools": {"no_such_tool": {}}}"#)
+        .start()
+        .await
+        .expect_err("the policy stops startup");
+    assert!(matches!(err, BridgeError::Policy { .. }), "{err:?}");
+    let message = err.to_string();
+    assert!(message.contains("no_such_tool") && message.contains("/tools/no_such_tool"), "{message}");
+    assert!(message.contains("policy.json"), "the error names the file: {message}");
+}
+
+#[tokio::test]
+async fn the_verdicts_show_as_labels_in_the_stubs_and_summaries() {
+    let h = Setup::default()
+        .policy(
+            r#"{"version": "1", "default": "deny",
+                "tools": {"add": {"limits": [{"counter": "add_rate", "window": "minute", "max": 2}]},
+                          "sleep": {"action": "approve"}, "count": {}}}"#,
+        )
+        .start()
+        .await
+        .expect("the bridge starts");
+    let catalog = h.bridge.catalog();
+    let tool = |name: &str| catalog.get(name).unwrap_or_else(|| panic!("{name} is in the catalog"));
+    assert!(tool("add").stub.contains("[2 per minute]"), "{}", tool("add").stub);
+    assert!(tool("add").summary.contains(") [2 per minute]: "), "{}", tool("add").summary);
+    assert!(tool("sleep").stub.contains("[needs approval]"), "{}", tool("sleep").stub);
+    assert!(tool("echo").stub.contains("[denied: "), "a denied tool stays, labelled: {}", tool("echo").stub);
+    assert!(!tool("count").stub.contains('['), "a plain allow has no label: {}", tool("count").stub);
+    h.close().await;
+}
+
+#[tokio::test]
+async fn a_config_entry_policy_is_a_path_relative_to_the_config_file_and_is_applied() {
+    let dir = crate::support::unique_path("config-dir");
+    std::fs::create_dir_all(dir.join("policies")).expect("the folder is made");
+    std::fs::write(dir.join("policies/test.json"), r#"{"version": "1", "default": "deny", "tools": {"add": {}}}"#)
+        .expect("the policy is written");
+    let log = crate::support::unique_path("requests");
+    let config = json!({"mcpServers": {"test": {
+        "command": crate::support::test_server(),
+        "args": ["--log", log.display().to_string()],
+        "policy": "policies/test.json"
+    }}});
+    let file = dir.join("servers.json");
+    std::fs::write(&file, config.to_string()).expect("the config is written");
+    let servers = code_mode_bridge::config::load(&file).expect("the config loads");
+    assert_eq!(servers[0].policy.as_deref(), Some(dir.join("policies/test.json").as_path()));
+    let config = code_mode_bridge::BridgeConfig {
+        servers,
+        limits: Default::default(),
+        catalog: Default::default(),
+        state: code_mode_core::state::SessionStore::in_memory(),
+    };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let (bridge, closer) = code_mode_bridge::Bridge::start_prefixed(config, cancel.clone()).await.expect("it starts");
+    let call = |tool: &str, arguments| crate::support::tool_call(tool, arguments, 1);
+    assert_eq!(ok(bridge.call(&call("test__add", json!({"a": 2, "b": 3}))).await), SUM);
+    let message = refused(bridge.call(&call("test__echo", json!({"text": "hi"}))).await);
+    assert!(message.starts_with("test__echo: denied by policy (/default): "), "{message}");
+    assert_eq!(crate::support::calls_in_log(&log), ["add"]);
+    cancel.cancel();
+    closer.closed().await;
+}
+
+#[test]
+fn a_config_entry_policy_that_is_not_a_path_is_refused_naming_the_key() {
+    let err = code_mode_bridge::config::parse(
+        std::path::Path::new("/etc/servers.json"),
+        r#"{"mcpServers": {"test": {"command": "x", "policy": {"version": "1"}}}}"#,
+        |_| None,
+    )
+    .expect_err("an inline policy is not read yet");
+    let message = err.to_string();
+    assert!(message.contains("policy") && message.contains("relative to this file's folder"), "{message}");
+}
