@@ -3,44 +3,13 @@
 //! sandbox, and the real test server, twice over stdio and once over HTTP
 //! on 127.0.0.1.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
+use code_mode_core::testing::HttpTestServer;
 use serde_json::{Value, json};
 
 use crate::support::{self, connect_client, log_path, logged_calls, report, run_python};
-
-/// The test server serving MCP over streamable HTTP; killed on drop.
-struct Remote {
-    child: Child,
-    url: String,
-    log: PathBuf,
-}
-
-impl Remote {
-    fn start() -> Self {
-        let log = log_path("remote");
-        let mut child = Command::new(support::test_server())
-            .args(["--http", "127.0.0.1:0", "--log"])
-            .arg(&log)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("the test server starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("it prints its address");
-        let url = line.trim().strip_prefix("listening on ").expect("a `listening on URL` line").to_string();
-        Remote { child, url, log }
-    }
-}
-
-impl Drop for Remote {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Write a config file of these entries (name -> entry).
 fn config_file(tag: &str, servers: Value) -> PathBuf {
@@ -59,7 +28,7 @@ async fn two_stdio_servers_and_a_remote_one_answer_in_one_cell() {
     if !support::sandbox_available() {
         return;
     }
-    let remote = Remote::start();
+    let remote = HttpTestServer::start("127.0.0.1:0", &[]);
     let (log_one, log_two) = (log_path("remote-one"), log_path("remote-two"));
     let config = config_file(
         "three",

@@ -229,3 +229,49 @@ impl NatsServer {
         Some((server, users))
     }
 }
+
+/// The test MCP server (`code-mode-test-server`) serving streamable HTTP on
+/// loopback, with its request log; killed on drop.
+#[derive(Debug)]
+pub struct HttpTestServer {
+    child: std::process::Child,
+    /// Its MCP endpoint (`http://127.0.0.1:PORT/mcp`).
+    pub url: String,
+    /// Its request log (`--log`).
+    pub log: PathBuf,
+}
+
+impl HttpTestServer {
+    /// Start one on `addr` (`127.0.0.1:0` for any port) with `extra` flags,
+    /// and wait for the address it prints.
+    pub fn start(addr: &str, extra: &[&str]) -> Self {
+        use std::io::BufRead;
+        let log = std::env::temp_dir().join(format!("code-mode-remote-{}-{}.log", std::process::id(), unique()));
+        let mut child = std::process::Command::new(workspace_binary("code-mode-test-server"))
+            .args(["--http", addr, "--log"])
+            .arg(&log)
+            .args(extra)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("the test server starts");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("it prints its address");
+        let url = line.trim().strip_prefix("listening on ").expect("a `listening on URL` line").to_string();
+        Self { child, url, log }
+    }
+
+    /// The `host:port` it listens on.
+    pub fn addr(&self) -> &str {
+        self.url.trim_start_matches("http://").trim_end_matches("/mcp")
+    }
+}
+
+impl Drop for HttpTestServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -301,17 +301,7 @@ mod tests {
     }
 
     fn one(tools: Vec<ListedTool>, allow: Option<Vec<&str>>) -> Result<Catalog, BridgeError> {
-        Catalog::build(
-            &[ServerTools {
-                server: "s".into(),
-                prefixed: false,
-                tools,
-                allow: allow.map(|a| a.into_iter().map(String::from).collect()),
-                private: Vec::new(),
-                labels: HashMap::new(),
-            }],
-            &CatalogLimits::default(),
-        )
+        with_private(tools, allow, &[])
     }
 
     #[test]

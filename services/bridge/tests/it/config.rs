@@ -8,13 +8,11 @@ use std::time::Duration;
 use code_mode_bridge::catalog::{Catalog, CatalogLimits, ListedTool, ServerTools};
 use code_mode_bridge::config::{self, ConfigError};
 use code_mode_bridge::server::Transport;
-use code_mode_bridge::{Bridge, BridgeConfig, BridgeError, CallLimits, Closer, WrappedServer};
-use code_mode_core::state::SessionStore;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 use crate::support::{
-    calls_in_log, children, gone_within, log_lines, ok, refused, test_server, tool_call, unique_path,
+    calls_in_log, children, close, gone_within, log_lines, ok, refused, start_prefixed as start, test_server,
+    tool_call, unique_path,
 };
 
 /// Write `text` to a fresh config file.
@@ -38,24 +36,6 @@ fn entry(log: &Path, args: &[&str]) -> Value {
     let mut all = vec!["--log".to_string(), log.display().to_string()];
     all.extend(args.iter().map(|a| a.to_string()));
     json!({"command": test_server(), "args": all})
-}
-
-/// A bridge over these servers, always prefixing names (as `--config` does).
-async fn start(servers: Vec<WrappedServer>) -> Result<(Bridge, Closer, CancellationToken), BridgeError> {
-    let config = BridgeConfig {
-        servers,
-        limits: CallLimits { call_timeout: Duration::from_secs(10), ..CallLimits::default() },
-        catalog: Default::default(),
-        state: SessionStore::in_memory(),
-    };
-    let cancel = CancellationToken::new();
-    let (bridge, closer) = Bridge::start_prefixed(config, cancel.clone()).await?;
-    Ok((bridge, closer, cancel))
-}
-
-async fn close(closer: Closer, cancel: CancellationToken) {
-    cancel.cancel();
-    tokio::time::timeout(Duration::from_secs(15), closer.closed()).await.expect("the servers close within 15 s");
 }
 
 #[test]

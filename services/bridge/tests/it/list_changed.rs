@@ -2,8 +2,7 @@
 //! (`notifications/tools/list_changed`, or other tools after a restart):
 //! the bridge rebuilds its catalog with the same rules and a higher version.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use code_mode_core::testing::HttpTestServer;
 use std::time::Duration;
 
 use code_mode_bridge::server::{HttpSpec, ServerSpec, Transport};
@@ -13,7 +12,7 @@ use code_mode_proto::ToolReply;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{Harness, Setup, ok, refused, test_server, tool_call};
+use crate::support::{Harness, Setup, ok, refused, tool_call};
 
 /// Wait until the catalog's version is above `version`; return the new one.
 async fn version_above(h: &Harness, version: u64) -> u64 {
@@ -105,16 +104,8 @@ async fn a_change_that_would_clash_keeps_the_old_catalog() {
 
 #[tokio::test]
 async fn a_remote_server_that_adds_a_tool_over_http_refreshes_the_catalog() {
-    let mut child = Command::new(test_server())
-        .args(["--http", "127.0.0.1:0", "--add-tool"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the test server starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("it prints its address");
-    let url = line.trim().strip_prefix("listening on ").expect("a `listening on URL` line").to_string();
-    let _server = Killed(child);
+    let server = HttpTestServer::start("127.0.0.1:0", &["--add-tool"]);
+    let url = server.url.clone();
     let config = BridgeConfig {
         servers: vec![WrappedServer {
             spec: ServerSpec {
@@ -144,14 +135,4 @@ async fn a_remote_server_that_adds_a_tool_over_http_refreshes_the_catalog() {
 
     cancel.cancel();
     closer.closed().await;
-}
-
-/// A child process killed (and reaped) on drop, even when the test fails.
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }

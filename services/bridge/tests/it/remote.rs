@@ -2,55 +2,16 @@
 //! real test server speaking streamable HTTP on 127.0.0.1
 //! (`code-mode-test-server --http 127.0.0.1:0`).
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use code_mode_bridge::WrappedServer;
 use code_mode_bridge::config;
-use code_mode_bridge::{Bridge, BridgeConfig, BridgeError, CallLimits, Closer, WrappedServer};
-use code_mode_core::state::SessionStore;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-use crate::support::{calls_in_log, ok, refused, test_server, tool_call, unique_path};
+use code_mode_core::testing::HttpTestServer;
 
-/// A test server serving MCP over streamable HTTP; killed on drop.
-struct Remote {
-    child: Child,
-    url: String,
-    log: PathBuf,
-}
-
-impl Remote {
-    /// Start one on `addr` (`127.0.0.1:0` for any port) and wait for the
-    /// address it prints.
-    fn start(addr: &str) -> Self {
-        let log = unique_path("remote");
-        let mut child = Command::new(test_server())
-            .args(["--http", addr, "--log", &log.display().to_string()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("the test server starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("it prints its address");
-        let url = line.trim().strip_prefix("listening on ").expect("a `listening on URL` line").to_string();
-        Remote { child, url, log }
-    }
-
-    /// The `host:port` it listens on.
-    fn addr(&self) -> &str {
-        self.url.trim_start_matches("http://").trim_end_matches("/mcp")
-    }
-}
-
-impl Drop for Remote {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::support::{calls_in_log, close, ok, refused, start_prefixed as start, test_server, tool_call, unique_path};
 
 /// Write a config file of these servers.
 fn config_file(tag: &str, servers: Value) -> PathBuf {
@@ -65,26 +26,9 @@ fn parse(path: &Path, vars: &[(&str, &str)]) -> Result<Vec<WrappedServer>, confi
     config::parse(path, &text, |name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))
 }
 
-async fn start(servers: Vec<WrappedServer>) -> Result<(Bridge, Closer, CancellationToken), BridgeError> {
-    let config = BridgeConfig {
-        servers,
-        limits: CallLimits { call_timeout: Duration::from_secs(10), ..CallLimits::default() },
-        catalog: Default::default(),
-        state: SessionStore::in_memory(),
-    };
-    let cancel = CancellationToken::new();
-    let (bridge, closer) = Bridge::start_prefixed(config, cancel.clone()).await?;
-    Ok((bridge, closer, cancel))
-}
-
-async fn close(closer: Closer, cancel: CancellationToken) {
-    cancel.cancel();
-    tokio::time::timeout(Duration::from_secs(15), closer.closed()).await.expect("the servers close within 15 s");
-}
-
 #[tokio::test]
 async fn a_remote_servers_tools_are_wrapped_with_the_same_names_allow_and_private_rules() {
-    let remote = Remote::start("127.0.0.1:0");
+    let remote = HttpTestServer::start("127.0.0.1:0", &[]);
     let local_log = unique_path("local");
     let path = config_file(
         "wrapped",
@@ -114,7 +58,7 @@ async fn a_remote_servers_tools_are_wrapped_with_the_same_names_allow_and_privat
 
 #[tokio::test]
 async fn headers_with_var_references_reach_the_remote_server() {
-    let remote = Remote::start("127.0.0.1:0");
+    let remote = HttpTestServer::start("127.0.0.1:0", &[]);
     let path = config_file(
         "headers",
         json!({"web": {
@@ -166,7 +110,7 @@ async fn a_remote_server_that_is_down_fails_startup_naming_the_entry_within_the_
 
 #[tokio::test]
 async fn a_remote_server_that_comes_back_is_reconnected() {
-    let remote = Remote::start("127.0.0.1:0");
+    let remote = HttpTestServer::start("127.0.0.1:0", &[]);
     let addr = remote.addr().to_string();
     let path = config_file("again", json!({"web": {"url": remote.url}}));
     let (bridge, closer, cancel) = start(parse(&path, &[]).expect("it parses")).await.expect("it starts");
@@ -175,7 +119,7 @@ async fn a_remote_server_that_comes_back_is_reconnected() {
     drop(remote);
     // While it is gone the calls fail; once it is back on the same address
     // the bridge reconnects and calls reach the new process.
-    let again = Remote::start(&addr);
+    let again = HttpTestServer::start(&addr, &[]);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let mut index = 2;
     loop {
@@ -194,7 +138,7 @@ async fn a_remote_server_that_comes_back_is_reconnected() {
 
 #[tokio::test]
 async fn an_https_url_is_reached_over_tls_and_a_server_without_tls_fails_startup_naming_the_entry() {
-    let remote = Remote::start("127.0.0.1:0");
+    let remote = HttpTestServer::start("127.0.0.1:0", &[]);
     let url = remote.url.replacen("http://", "https://", 1);
     let path = config_file("tls", json!({"web": {"url": url}}));
     let mut servers = parse(&path, &[]).expect("it parses");

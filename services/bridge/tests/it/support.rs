@@ -268,3 +268,22 @@ pub async fn gone_within(pid: u32, within: Duration) -> bool {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// A bridge over these servers, always prefixing names (as `--config` does).
+pub async fn start_prefixed(servers: Vec<WrappedServer>) -> Result<(Bridge, Closer, CancellationToken), BridgeError> {
+    let config = BridgeConfig {
+        servers,
+        limits: CallLimits { call_timeout: Duration::from_secs(10), ..CallLimits::default() },
+        catalog: Default::default(),
+        state: SessionStore::in_memory(),
+    };
+    let cancel = CancellationToken::new();
+    let (bridge, closer) = Bridge::start_prefixed(config, cancel.clone()).await?;
+    Ok((bridge, closer, cancel))
+}
+
+/// Stop a bridge of [`start_prefixed`] and wait for its servers to close.
+pub async fn close(closer: Closer, cancel: CancellationToken) {
+    cancel.cancel();
+    tokio::time::timeout(Duration::from_secs(15), closer.closed()).await.expect("the servers close within 15 s");
+}
