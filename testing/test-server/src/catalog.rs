@@ -3,7 +3,7 @@
 
 use std::{collections::HashMap, sync::Arc};
 
-use rmcp::model::{JsonObject, Tool};
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
 /// JSON Schema dialect some real servers announce in their input schemas.
@@ -174,6 +174,11 @@ impl Catalog {
         self.tools.last_mut().expect("just pushed")
     }
 
+    fn annotate(&mut self, name: &str, annotations: ToolAnnotations) {
+        let tool = self.tools.iter_mut().find(|t| t.name == name).expect("the tool is defined");
+        tool.annotations = Some(annotations);
+    }
+
     fn add_core_tools(&mut self, long_descriptions: bool) {
         self.push(
             "add",
@@ -194,6 +199,11 @@ impl Catalog {
             "properties": {"sum": {"type": "integer"}},
             "required": ["sum"]
         })));
+        // Annotations for the policies' category rules: `add` and `echo`
+        // only read, `count` changes its counter but is additive; every
+        // other core tool is unannotated (destructive and open-world by the
+        // specification's defaults).
+        self.annotate("add", ToolAnnotations::new().read_only(true).open_world(false));
 
         let echo_description = if long_descriptions {
             filled("Echo text back. ", "This sentence pads the echo description to ten thousand characters. ", 10_000)
@@ -219,6 +229,7 @@ impl Catalog {
             }),
             Behavior::Echo,
         );
+        self.annotate("echo", ToolAnnotations::new().read_only(true).open_world(false));
         self.push(
             "sleep",
             "Sleep for the given number of seconds, then answer \"slept\".",
@@ -278,6 +289,7 @@ impl Catalog {
             json!({"type": "object", "properties": {}}),
             Behavior::Count,
         );
+        self.annotate("count", ToolAnnotations::new().read_only(false).destructive(false).open_world(false));
     }
 
     fn add_awkward_tools(&mut self) {
