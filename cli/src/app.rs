@@ -3,7 +3,9 @@
 //! `serve` and `run` put the bridge, a sandbox-runner and the frontend in
 //! this one process over the in-process bus, under one root cancellation
 //! token. `frontend`, `bridge` and `sandbox-runner` start one service each,
-//! talking to the others over NATS.
+//! talking to the others over NATS. `policy check` starts only the wrapped
+//! servers, to print what their policies say of each tool
+//! ([`code_mode_bridge::policy_check`]).
 //!
 //! Start order fails fast: the Docker engine and the image first (nothing to
 //! clean up yet), then the wrapped server, then the services. Shutdown runs
@@ -15,8 +17,9 @@ use std::io::Read;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use code_mode_bridge::policy::AuditSink;
 use code_mode_bridge::server::{ServerSpec, StdioSpec, Transport};
-use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, Closer, WrappedServer};
+use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, Closer, PolicyOptions, PolicySource, WrappedServer};
 use code_mode_core::bus::Bus;
 use code_mode_core::nats::{NatsOptions, NatsTransport};
 use code_mode_core::state::{JetStreamConfig, SessionStore};
@@ -27,7 +30,9 @@ use code_mode_sandbox_runner::{DEFAULT_WARM, RunnerConfig, SandboxRunner, connec
 use code_mode_telemetry::MetricsServer;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{BridgeArgs, Cli, Command, FrontendArgs, MetricsArgs, NatsArgs, RunnerArgs};
+use crate::cli::{
+    BridgeArgs, Cli, Command, FrontendArgs, MetricsArgs, NatsArgs, PolicyCheckArgs, PolicyCommand, RunnerArgs,
+};
 
 type Tasks = Vec<tokio::task::JoinHandle<()>>;
 
@@ -70,16 +75,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bridge(args) => {
             let _metrics = start_metrics(&args.metrics, "bridge", &root).await?;
             let transport = nats_transport(&args.nats, "code-mode-bridge").await?;
-            // The private-data taint lives in JetStream, so it outlives this
-            // process and is shared by every replica; without private tools
-            // the store is never used, so JetStream is not needed.
+            // The private-data taint and the policies' rate-limit counters
+            // live in JetStream, so they outlive this process and every
+            // replica shares them; without private tools and policies the
+            // store is never used, so JetStream is not needed.
             let servers = wrapped_servers(&args.bridge, &args.server)?;
-            let state = if servers.iter().all(|s| s.private.is_empty()) {
+            let state = if servers.iter().all(|s| s.private.is_empty() && s.policy.is_none()) {
                 SessionStore::in_memory()
             } else {
                 SessionStore::over_nats(&transport, JetStreamConfig::default())
                     .await
-                    .context("opening the session-state store (JetStream) for --private")?
+                    .context("opening the session-state store (JetStream) for --private or a policy")?
             };
             let bus = Bus::new(transport);
             let (bridge, closer) = start_bridge(&args.bridge, servers, state, &root).await?;
@@ -99,7 +105,29 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             stop(root.clone(), vec![task], None).await;
             Ok(())
         }
+        Command::Policy(args) => match args.command {
+            PolicyCommand::Check(args) => policy_check(args, &root).await,
+        },
     }
+}
+
+/// `policy check`: start the server(s), print each listed tool's verdict; an
+/// invalid policy is the error.
+async fn policy_check(args: PolicyCheckArgs, root: &CancellationToken) -> anyhow::Result<()> {
+    let servers = match (&args.config, args.file) {
+        (Some(config), _) => code_mode_bridge::config::load(config)?,
+        (None, Some(file)) => {
+            let Some(server) = code_mode_bridge::policy_check::command_server(&args.server, args.env, args.allow, file)
+            else {
+                bail!("no server command after -- (or --config FILE)");
+            };
+            vec![server]
+        }
+        (None, None) => bail!("give a policy FILE and the server command after --, or --config FILE"),
+    };
+    let report = code_mode_bridge::policy_check::check(servers, args.config.is_some(), root.child_token()).await?;
+    print!("{report}");
+    Ok(())
 }
 
 /// Serve `/metrics` and `/healthz` when `--metrics-addr` is given, until the
@@ -158,7 +186,7 @@ fn wrapped_servers(args: &BridgeArgs, server: &[String]) -> anyhow::Result<Vec<W
         },
         allow: (!args.allow.is_empty()).then(|| args.allow.clone()),
         private: args.private.clone(),
-        policy: args.policy.clone(),
+        policy: args.policy.clone().map(PolicySource::File),
     }])
 }
 
@@ -172,11 +200,18 @@ async fn start_bridge(
     root: &CancellationToken,
 ) -> anyhow::Result<(Bridge, Closer)> {
     let call_timeout = seconds(args.call_timeout, "--call-timeout")?;
+    let approval_timeout = seconds(args.approval_timeout, "--approval-timeout")?;
+    let audit = match args.audit.as_deref() {
+        None => None,
+        Some("stderr") => Some(AuditSink::stderr().0),
+        Some(file) => Some(AuditSink::file(std::path::Path::new(file)).await.context("--audit")?.0),
+    };
     let config = BridgeConfig {
         servers,
-        limits: CallLimits { max_calls: args.max_calls, call_timeout, ..CallLimits::default() },
+        limits: CallLimits { max_calls: args.max_calls, call_timeout, approval_timeout, ..CallLimits::default() },
         catalog: Default::default(),
         state,
+        policy_options: PolicyOptions { audit, offer_denied: args.offer_denied },
     };
     let started = if args.config.is_some() {
         Bridge::start_prefixed(config, root.child_token()).await?

@@ -42,6 +42,48 @@ pub enum Command {
     Bridge(BridgeServiceArgs),
     /// The sandbox-runner service alone: runs cells sent over NATS.
     SandboxRunner(RunnerServiceArgs),
+    /// Work with policy files.
+    Policy(PolicyArgs),
+}
+
+/// Options of `policy`.
+#[derive(Debug, Args)]
+pub struct PolicyArgs {
+    /// What to do with the policy.
+    #[command(subcommand)]
+    pub command: PolicyCommand,
+}
+
+/// The subcommands of `policy`.
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Start the wrapped server(s), read the policy against the tools they
+    /// list and print, one line per tool, the verdict and the rule that gives
+    /// it; exit non-zero, naming the file, JSON path and reason, when the
+    /// policy is invalid.
+    Check(PolicyCheckArgs),
+}
+
+/// Options of `policy check`.
+#[derive(Debug, Args)]
+pub struct PolicyCheckArgs {
+    /// The policy file (not with `--config`, whose entries give their own
+    /// `"policy"`).
+    #[arg(value_name = "FILE", required_unless_present = "config", conflicts_with = "config")]
+    pub file: Option<PathBuf>,
+    /// Check the policies of every entry of this `mcpServers` file (as
+    /// `serve --config` reads it) instead.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Keep only this tool (as `serve --allow`); repeatable.
+    #[arg(long = "allow", value_name = "TOOL", conflicts_with = "config")]
+    pub allow: Vec<String>,
+    /// Pass this variable to the wrapped server (as `serve --env`); repeatable.
+    #[arg(long = "env", value_name = "NAME", conflicts_with = "config")]
+    pub env: Vec<String>,
+    /// The wrapped server's command and its arguments (not with `--config`).
+    #[arg(last = true, required_unless_present = "config", conflicts_with = "config", value_name = "SERVER_COMMAND")]
+    pub server: Vec<String>,
 }
 
 /// Options of `serve`.
@@ -98,7 +140,8 @@ pub struct RunArgs {
 pub struct BridgeArgs {
     /// Wrap the stdio servers of this JSON file instead of the one after
     /// `--`: `{"mcpServers": {"NAME": {"command": ..., "args": [...], "env":
-    /// {...}, "allow": [...], "private": true or [...], "policy": "FILE"}}}`. Every tool is then
+    /// {...}, "allow": [...], "private": true or [...], "policy": "FILE" or
+    /// {...}}}}`. Every tool is then
     /// named `NAME__TOOL`, even with one server.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["allow", "private", "env", "policy"])]
     pub config: Option<PathBuf>,
@@ -128,6 +171,20 @@ pub struct BridgeArgs {
     /// Time one tool call may take, in seconds.
     #[arg(long, default_value_t = defaults::CALL_TIMEOUT.as_secs_f64(), value_name = "SECONDS")]
     pub call_timeout: f64,
+    /// Write each policy decision as one JSON line (time, session, server,
+    /// tool, decision, rule, reason, argument size and SHA-256; never the
+    /// arguments) to this file, appended, or to `stderr`.
+    #[arg(long, value_name = "FILE|stderr")]
+    pub audit: Option<String>,
+    /// Time a call the policy holds for approval waits for the person's
+    /// answer, in seconds (then it is refused).
+    #[arg(long, default_value_t = defaults::APPROVAL_TIMEOUT.as_secs_f64(), value_name = "SECONDS")]
+    pub approval_timeout: f64,
+    /// Offer tools the policy denies outright, labelled `[denied: reason]`
+    /// in their stubs; by default they are left out (a call naming one is
+    /// refused all the same).
+    #[arg(long)]
+    pub offer_denied: bool,
 }
 
 /// Options of the sandbox: which image.

@@ -120,6 +120,7 @@ impl Stack {
             limits: CallLimits::default(),
             catalog: Default::default(),
             state: code_mode_core::state::SessionStore::in_memory(),
+            policy_options: Default::default(),
         };
         let cancel = CancellationToken::new();
         let (bridge, closer) = Bridge::start(bridge_config, cancel.child_token()).await?;

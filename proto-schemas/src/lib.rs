@@ -20,8 +20,24 @@ pub mod subjects {
     pub const TOOL_CALL: &str = "codemode.v1.tool.call";
     /// frontend -> sandbox-runner: [`crate::RunCell`] -> [`crate::CellReport`].
     pub const CELL_RUN: &str = "codemode.v1.cell.run";
-    /// Every subject, for documentation and permission checks.
-    pub const ALL: [&str; 3] = [CATALOG_GET, TOOL_CALL, CELL_RUN];
+    /// bridge -> the frontend of one client session:
+    /// [`crate::ApprovalRequest`] -> [`crate::ApprovalReply`]. The subject
+    /// ends with the session id (see [`approval`]); only that session's
+    /// frontend listens on it.
+    pub const APPROVAL: &str = "codemode.v1.approval";
+    /// Every subject, for documentation and permission checks (the approval
+    /// subject is a prefix: one subject per session below it).
+    pub const ALL: [&str; 4] = [CATALOG_GET, TOOL_CALL, CELL_RUN, APPROVAL];
+
+    /// The approval subject of one client session, or `None` when the
+    /// session id cannot be one NATS subject token (empty, or holding a
+    /// dot, a wildcard or white space): such a session can never be asked.
+    pub fn approval(session: &str) -> Option<String> {
+        let token_ok = !session.is_empty()
+            && session.len() <= 128
+            && !session.chars().any(|c| matches!(c, '.' | '*' | '>') || c.is_whitespace() || c.is_control());
+        token_ok.then(|| format!("{APPROVAL}.{session}"))
+    }
 }
 
 /// Queue groups: each request reaches one member of the group.
@@ -54,6 +70,10 @@ pub struct Catalog {
     pub max_calls: u32,
     /// How long one call may take, in milliseconds.
     pub call_timeout_ms: u64,
+    /// How long a call that needs approval may wait for the person's answer,
+    /// in milliseconds, on top of `call_timeout_ms` (0: no tool needs it).
+    #[serde(default)]
+    pub approval_timeout_ms: u64,
 }
 
 /// One wrapped tool as the sandbox and the model see it.
@@ -92,6 +112,10 @@ pub struct CellLimits {
     pub max_calls: u32,
     /// How long the bridge lets one call take, in milliseconds.
     pub call_timeout_ms: u64,
+    /// How long a call may wait for a person's approval on top of
+    /// `call_timeout_ms`, in milliseconds.
+    #[serde(default)]
+    pub approval_timeout_ms: u64,
     /// Bytes of printed output kept.
     pub max_output: u32,
     /// Bytes of printed output after which the run is stopped.
@@ -169,6 +193,50 @@ pub enum ToolReply {
     },
 }
 
+/// The bridge asks the person behind a client session whether one tool
+/// call may go out (the policy says `approve`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalRequest {
+    /// The client session whose code made the call.
+    pub session: String,
+    /// The run making the call: the frontend asks on the MCP request that
+    /// runs this cell.
+    pub cell_id: String,
+    /// The wrapped server's name.
+    pub server: String,
+    /// The tool as the server lists it.
+    pub tool: String,
+    /// A readable summary of the arguments (cut, never more than a few
+    /// hundred characters).
+    pub arguments: String,
+    /// The policy rule that asks for approval (a JSON path such as
+    /// `/tools/delete_file`).
+    pub rule: String,
+    /// How long the person has to answer, in milliseconds.
+    pub timeout_ms: u64,
+}
+
+/// The person's answer to an [`ApprovalRequest`]: only `approved` lets the
+/// call go out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "decision", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ApprovalReply {
+    /// The person accepted the call.
+    Approved,
+    /// The person declined it.
+    Declined,
+    /// The person dismissed the question without choosing.
+    Cancelled,
+    /// No answer came in time.
+    TimedOut,
+    /// The person could not be asked.
+    Unavailable {
+        /// Why (e.g. the client does not support elicitation).
+        reason: String,
+    },
+}
+
 /// Why a service could not answer a request at all.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -202,5 +270,7 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         ("run_cell_reply", schema::<Reply<CellReport>>()),
         ("tool_call", schema::<ToolCall>()),
         ("tool_call_reply", schema::<Reply<ToolReply>>()),
+        ("approval_request", schema::<ApprovalRequest>()),
+        ("approval_reply", schema::<Reply<ApprovalReply>>()),
     ]
 }

@@ -45,3 +45,22 @@ fn a_tool_reply_is_tagged_by_status() {
     let json = serde_json::to_value(&reply).unwrap();
     assert_eq!(json, serde_json::json!({"status": "refused", "message": "no"}));
 }
+
+#[test]
+fn a_session_id_that_is_not_one_subject_token_gets_no_approval_subject() {
+    use code_mode_proto::subjects::approval;
+    assert_eq!(approval("0b7f3c1e-aa").as_deref(), Some("codemode.v1.approval.0b7f3c1e-aa"));
+    for bad in ["", "a.b", "a*", ">", "a b", "a\nb"] {
+        assert_eq!(approval(bad), None, "{bad:?}");
+    }
+}
+
+#[test]
+fn an_approval_reply_is_tagged_by_decision() {
+    let reply = code_mode_proto::ApprovalReply::Unavailable { reason: "no elicitation".into() };
+    let json = serde_json::to_value(&reply).unwrap();
+    assert_eq!(json, serde_json::json!({"decision": "unavailable", "reason": "no elicitation"}));
+    let back: code_mode_proto::ApprovalReply =
+        serde_json::from_value(serde_json::json!({"decision": "approved"})).unwrap();
+    assert_eq!(back, code_mode_proto::ApprovalReply::Approved);
+}

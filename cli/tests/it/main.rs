@@ -4,11 +4,14 @@
 //! Under `CI=true` a missing engine or image fails these tests; on a
 //! developer's machine they report that they did not run.
 
+mod approval;
 mod faults;
 mod list_changed;
 mod mcp_stdio;
 mod metrics;
 mod policy;
+mod policy_categories;
+mod policy_check;
 mod private;
 mod readme;
 mod remote;

@@ -1,4 +1,4 @@
-//! The examples in README.md run as written.
+//! The examples in README.md run as written and print what it says.
 
 use std::process::Command;
 
@@ -42,4 +42,54 @@ fn the_several_servers_example_of_the_readme_runs_as_written() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["stdout"], "{\"sum\":3}\nt0k\n", "{report}");
+}
+
+/// The text between the README's policy example markers.
+fn policy_example(text: &str) -> &str {
+    let start = text.find("<!-- policy example:").expect("README.md marks the start of the policy example");
+    let rest = &text[start..];
+    let end = rest.find("<!-- end of policy example -->").expect("README.md marks the end of the policy example");
+    &rest[..end]
+}
+
+/// `text` with the number of seconds of every "try again in N s" as `N`.
+fn any_wait(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("try again in ") {
+        let (before, after) = rest.split_at(at + "try again in ".len());
+        out.push_str(before);
+        let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        out.push('N');
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn the_policy_example_of_the_readme_prints_what_the_readme_says() {
+    if !support::sandbox_available() {
+        return;
+    }
+    // The example's limit counts per minute: keep its calls in one minute.
+    crate::policy::inside_one_window(60, 15);
+    let text = readme();
+    let example = policy_example(&text);
+    let policy = block(example, "json", "{\"version\"");
+    let command = block(example, "sh", "./target/debug/code-mode run --policy policy.json");
+    let expected = block(example, "text", "");
+    let dir = code_mode_core::testing::TempDir::new("readme-policy");
+    let policy_path = dir.0.join("policy.json");
+    std::fs::write(&policy_path, policy).unwrap();
+    let command = command
+        .replace("policy.json", policy_path.to_str().unwrap())
+        .replace("./target/debug/code-mode ", &format!("{} ", support::code_mode().display()));
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let out = Command::new("bash").arg("-c").arg(&command).current_dir(root).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["error"], Value::Null, "{report}");
+    let stdout = report["stdout"].as_str().expect("stdout");
+    assert_eq!(any_wait(stdout), any_wait(&format!("{}\n", expected.trim_end())), "{report}");
 }

@@ -9,9 +9,9 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
 use code_mode_core::testing::{NatsServer, NatsUsers};
+use rmcp::ClientHandler;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::{RoleClient, RunningService};
-use rmcp::{ClientHandler, ServiceExt};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
 use serde_json::{Value, json};
 
 /// The `code-mode` binary under test.
@@ -181,7 +181,8 @@ impl Guards {
 /// Which service takes an option (and how many values follow it).
 fn service_of(flag: &str) -> &'static str {
     match flag {
-        "--allow" | "--env" | "--max-calls" | "--call-timeout" | "--private" => "bridge",
+        "--allow" | "--env" | "--max-calls" | "--call-timeout" | "--private" | "--policy" | "--audit"
+        | "--approval-timeout" => "bridge",
         "--image" | "--base" => "runner",
         _ => "frontend",
     }
@@ -236,6 +237,19 @@ pub async fn start_with<H: ClientHandler>(
     server_args: &[&str],
     handler: H,
 ) -> (RunningService<RoleClient, H>, u32, Guards) {
+    start_with_lifecycle(deployment, args, server_args, handler, ClientLifecycleMode::Initialize).await
+}
+
+/// [`start_with`], the client starting its session as `lifecycle` says
+/// (`Initialize`: protocol 2025-11-25 and before; `Discover`: the
+/// stateless 2026-07-28).
+pub async fn start_with_lifecycle<H: ClientHandler>(
+    deployment: Deployment,
+    args: &[&str],
+    server_args: &[&str],
+    handler: H,
+    lifecycle: ClientLifecycleMode,
+) -> (RunningService<RoleClient, H>, u32, Guards) {
     let mut frontend = tokio::process::Command::new(code_mode());
     let guards = match deployment {
         Deployment::AllInOne => {
@@ -266,7 +280,7 @@ pub async fn start_with<H: ClientHandler>(
             Guards { nats: Some(nats), bridge: Some(bridge), runner: Some(runner), users: Some(users) }
         }
     };
-    let (client, pid) = connect_client_with(frontend, handler).await;
+    let (client, pid) = connect_client_lifecycle(frontend, handler, lifecycle).await;
     (client, pid, guards)
 }
 
@@ -278,8 +292,17 @@ pub async fn connect_client(frontend: tokio::process::Command) -> (Client, u32) 
 
 /// [`connect_client`] with `handler` as the client's handler.
 pub async fn connect_client_with<H: ClientHandler>(
+    frontend: tokio::process::Command,
+    handler: H,
+) -> (RunningService<RoleClient, H>, u32) {
+    connect_client_lifecycle(frontend, handler, ClientLifecycleMode::Initialize).await
+}
+
+/// [`connect_client_with`], starting the session as `lifecycle` says.
+pub async fn connect_client_lifecycle<H: ClientHandler>(
     mut frontend: tokio::process::Command,
     handler: H,
+    lifecycle: ClientLifecycleMode,
 ) -> (RunningService<RoleClient, H>, u32) {
     let mut child = frontend
         .stdin(Stdio::piped())
@@ -294,7 +317,7 @@ pub async fn connect_client_with<H: ClientHandler>(
     tokio::spawn(async move {
         let _ = child.wait().await;
     });
-    let client = handler.serve(transport).await.expect("the MCP handshake succeeds");
+    let client = handler.serve_with_lifecycle(transport, lifecycle).await.expect("the MCP handshake succeeds");
     (client, pid)
 }
 

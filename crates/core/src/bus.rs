@@ -143,6 +143,27 @@ impl Bus {
         result
     }
 
+    /// [`Bus::call`] on a subject made per session (such as an approval
+    /// subject), counted under `metric_subject` so that the metric's label
+    /// values stay few.
+    pub async fn call_counted_as<Q, R>(
+        &self,
+        subject: &str,
+        metric_subject: &'static str,
+        request: &Q,
+        timeout: Duration,
+    ) -> Result<R, BusError>
+    where
+        Q: Serialize + Sync,
+        R: DeserializeOwned,
+    {
+        let result = self.call_unrecorded(subject, request, timeout).await;
+        if let Err(e) = &result {
+            code_mode_telemetry::bus_request_error(metric_subject, e.kind());
+        }
+        result
+    }
+
     async fn call_unrecorded<Q, R>(&self, subject: &str, request: &Q, timeout: Duration) -> Result<R, BusError>
     where
         Q: Serialize + Sync,

@@ -12,6 +12,9 @@ pub const DEADLINE: Duration = Duration::from_secs(90);
 pub const MAX_CALLS: u32 = 200;
 /// How long one tool call may take on the wrapped server.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a call that a policy holds for approval waits for the person's
+/// answer (on top of [`CALL_TIMEOUT`]; the run's deadline still bounds it).
+pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a wrapped server may take to start: spawn, `initialize` and
 /// `tools/list`.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);

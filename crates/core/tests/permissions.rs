@@ -114,3 +114,24 @@ async fn the_bridge_cannot_run_cells_and_nobody_joins_another_services_queue_gro
     assert_eq!(outsider.load(Ordering::SeqCst), 0, "a subscription in another queue group is refused");
     assert_eq!(cells.load(Ordering::SeqCst), 5);
 }
+
+#[tokio::test]
+async fn only_the_bridge_may_ask_a_session_for_approval_and_only_a_frontend_may_answer() {
+    let Some((server, users)) = NatsServer::start_secured() else { return };
+    let bridge = connect(&server, &users, "bridge").await;
+    let frontend = connect(&server, &users, "frontend").await;
+    let runner = connect(&server, &users, "sandbox-runner").await;
+    let session = subjects::approval("0b7f3c1e").expect("a session token");
+    let answers = counting_service(&frontend, &session, "0b7f3c1e").await;
+    assert_eq!(ask(&bridge, &session).await.unwrap(), "served");
+    // The runner relays the code's calls: it must not ask (and so cannot
+    // flood the person with questions) ...
+    assert!(ask(&runner, &session).await.is_err());
+    assert_eq!(answers.load(Ordering::SeqCst), 1);
+    // ... nor answer a question in the person's place.
+    let other = subjects::approval("5d1e9a02").expect("a session token");
+    let forged = counting_service(&runner, &other, "5d1e9a02").await;
+    let err = ask(&bridge, &other).await.unwrap_err();
+    assert!(matches!(err, BusError::NoResponders { .. } | BusError::Timeout { .. }), "{err:?}");
+    assert_eq!(forged.load(Ordering::SeqCst), 0, "the runner never saw the question");
+}

@@ -44,6 +44,6 @@ pub mod testing;
 
 pub use metrics::{
     CellOutcome, Decision, Metrics, bus_request_error, cell_ended, cell_ended_without_run, container_removed,
-    container_started, containers_reaped, metrics, set_warm_pool_size, tool_call,
+    container_started, containers_reaped, metrics, policy_decision, set_warm_pool_size, tool_call,
 };
 pub use server::{MetricsServer, TelemetryError};

@@ -103,6 +103,8 @@ pub struct Metrics {
     pub tool_calls: IntCounterVec,
     /// `codemode_tool_call_duration_seconds{server, tool, decision}`.
     pub tool_call_duration: HistogramVec,
+    /// `codemode_policy_decisions_total{server, tool, decision}`.
+    pub policy_decisions: IntCounterVec,
     /// `codemode_warm_pool_size`.
     pub warm_pool_size: IntGauge,
     /// `codemode_containers_started_total`.
@@ -156,6 +158,14 @@ impl Metrics {
             &["server", "tool", "decision"],
         )
         .expect("valid metric");
+        let policy_decisions = IntCounterVec::new(
+            Opts::new(
+                "codemode_policy_decisions_total",
+                "Decisions of the tool policies on calls, by server, tool and decision (one per audit line).",
+            ),
+            &["server", "tool", "decision"],
+        )
+        .expect("valid metric");
         let warm_pool_size =
             IntGauge::new("codemode_warm_pool_size", "Started containers waiting in the warm pool for a cell.")
                 .expect("valid metric");
@@ -188,6 +198,7 @@ impl Metrics {
             cell_duration,
             tool_calls,
             tool_call_duration,
+            policy_decisions,
             warm_pool_size,
             containers_started,
             containers_removed,
@@ -209,11 +220,12 @@ impl Metrics {
     }
 
     fn register_all(&self) {
-        let collectors: [Box<dyn prometheus::core::Collector>; 10] = [
+        let collectors: [Box<dyn prometheus::core::Collector>; 11] = [
             Box::new(self.cells.clone()),
             Box::new(self.cell_duration.clone()),
             Box::new(self.tool_calls.clone()),
             Box::new(self.tool_call_duration.clone()),
+            Box::new(self.policy_decisions.clone()),
             Box::new(self.warm_pool_size.clone()),
             Box::new(self.containers_started.clone()),
             Box::new(self.containers_removed.clone()),
@@ -274,6 +286,12 @@ pub fn tool_call(server: &str, tool: &str, decision: Decision, elapsed: Duration
     m.tool_call_duration.with_label_values(&labels).observe(elapsed.as_secs_f64());
 }
 
+/// A policy decided a call of `tool` on `server` (`decision` is one of the
+/// audit log's fixed words; names come from the catalog).
+pub fn policy_decision(server: &str, tool: &str, decision: &str) {
+    metrics().policy_decisions.with_label_values(&[server, tool, decision]).inc();
+}
+
 /// A bus request on `subject` failed with `kind` (a fixed word per error).
 pub fn bus_request_error(subject: &str, kind: &'static str) {
     metrics().bus_request_errors.with_label_values(&[subject, kind]).inc();
@@ -311,6 +329,7 @@ mod tests {
         m.cell_duration.with_label_values(&["finished"]).observe(0.3);
         m.tool_calls.with_label_values(&["s", "t", "ok"]).inc();
         m.tool_call_duration.with_label_values(&["s", "t", "ok"]).observe(0.002);
+        m.policy_decisions.with_label_values(&["s", "t", "denied"]).inc();
         m.warm_pool_size.set(3);
         m.containers_started.inc();
         m.containers_removed.with_label_values(&["removed"]).inc();
@@ -323,6 +342,7 @@ mod tests {
             "codemode_cell_duration_seconds",
             "codemode_tool_calls_total",
             "codemode_tool_call_duration_seconds",
+            "codemode_policy_decisions_total",
             "codemode_warm_pool_size",
             "codemode_containers_started_total",
             "codemode_containers_removed_total",

@@ -56,6 +56,29 @@ pub struct ServerTools {
     /// Policy labels by the server's tool name (`[denied: ...]`,
     /// `[2 per minute]`), shown next to `[private]` in stubs and summaries.
     pub labels: HashMap<String, String>,
+    /// Tools a policy denies outright, by the server's tool name: not
+    /// offered (no stub), and a call naming one is refused with its rule.
+    pub withheld: HashMap<String, Denial>,
+}
+
+/// Why a policy denies a tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    /// The deciding rule.
+    pub rule: crate::policy::RuleSource,
+    /// Its reason.
+    pub reason: String,
+}
+
+/// A tool the policy withholds, as a call names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WithheldTool {
+    /// Index of its server.
+    pub server: usize,
+    /// The name the server lists.
+    pub mcp_name: String,
+    /// Why.
+    pub denial: Denial,
 }
 
 /// A kept tool.
@@ -97,6 +120,8 @@ pub struct Catalog {
     by_name: HashMap<String, usize>,
     /// Python names of tools the server lists that are not kept.
     not_kept: HashMap<String, String>,
+    /// Python names of tools a policy denies outright (not offered).
+    withheld: HashMap<String, WithheldTool>,
     left_out: Vec<LeftOut>,
 }
 
@@ -130,6 +155,11 @@ impl Catalog {
                     if server.prefixed { python_name(&format!("{}__{}", server.server, tool.name)) } else { base };
                 if !keep(&tool.name) {
                     catalog.not_kept.insert(name, server.server.clone());
+                    continue;
+                }
+                if let Some(denial) = server.withheld.get(&tool.name) {
+                    let withheld = WithheldTool { server: index, mcp_name: tool.name.clone(), denial: denial.clone() };
+                    catalog.withheld.insert(name, withheld);
                     continue;
                 }
                 if let Some((other_server, other_tool)) = taken.get(&name) {
@@ -198,6 +228,12 @@ impl Catalog {
     /// allowlist does not keep.
     pub fn is_not_kept(&self, name: &str) -> bool {
         self.not_kept.contains_key(name)
+    }
+
+    /// A tool the server lists that its policy denies outright and the
+    /// catalog therefore does not offer, by Python name.
+    pub fn withheld(&self, name: &str) -> Option<&WithheldTool> {
+        self.withheld.get(name)
     }
 
     /// The tools left out for their schema.
@@ -352,6 +388,7 @@ mod tests {
                 allow: allow.map(|a| a.into_iter().map(String::from).collect()),
                 private: private.iter().map(|p| p.to_string()).collect(),
                 labels: HashMap::new(),
+                withheld: HashMap::new(),
             }],
             &CatalogLimits::default(),
         )
@@ -407,6 +444,7 @@ mod tests {
                     allow: None,
                     private: vec![],
                     labels: HashMap::new(),
+                    withheld: HashMap::new(),
                 },
                 ServerTools {
                     server: "tracker".into(),
@@ -415,6 +453,7 @@ mod tests {
                     allow: None,
                     private: vec![],
                     labels: HashMap::new(),
+                    withheld: HashMap::new(),
                 },
             ],
             &CatalogLimits::default(),

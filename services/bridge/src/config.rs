@@ -7,14 +7,18 @@
 //! one, reached over streamable HTTP, has `url` and `headers` (values
 //! expanded the same way, so secrets stay out of the file). Both take
 //! `allow`, `private` (`true` for every kept tool, or a list), `policy`
-//! (the path of a [`crate::policy`] file, relative to this file's folder;
-//! inline policy objects are not read yet) and `type`
+//! (the path of a [`crate::policy`] file, relative to this file's folder, or
+//! the policy itself as an object in the same shape, see
+//! [`crate::PolicySource`]) and `type`
 //! (`"stdio"` for a local server, `"http"` or `"streamable-http"` for a
 //! remote one). Every error names the file, and the entry and key when there is one; server
 //! names are checked here (non-empty words of letters, digits, `_` and `-`,
 //! each used once — a repeated JSON key is caught, not silently dropped).
 //! Python-name clashes between the servers' tools are caught later, by the
-//! catalog, once the tools are listed.
+//! catalog, once the tools are listed; so is a policy (file or inline), which
+//! is read against the tools its server lists: an inline policy's errors
+//! name it as `<this file> mcpServers.<entry>.policy`, then the JSON path
+//! inside it and the reason.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -24,8 +28,8 @@ use serde::Deserialize;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
-use crate::WrappedServer;
 use crate::server::{HttpSpec, ServerSpec, StdioSpec, Transport};
+use crate::{PolicySource, WrappedServer};
 
 /// A `private` list holding only this name marks every kept tool of the
 /// server private (what `"private": true` means).
@@ -265,9 +269,18 @@ impl Entry<'_> {
                 },
                 "policy" => match v {
                     Value::String(s) if !s.is_empty() => {
-                        policy = Some(self.file.parent().unwrap_or(Path::new(".")).join(s));
+                        policy = Some(PolicySource::File(self.file.parent().unwrap_or(Path::new(".")).join(s)));
                     }
-                    _ => return Err(self.bad(key, "the path of a policy file (relative to this file's folder)")),
+                    Value::Object(_) => {
+                        let origin = format!("{} mcpServers.{}.policy", self.file.display(), self.name);
+                        policy = Some(PolicySource::Inline { value: v.clone(), origin });
+                    }
+                    _ => {
+                        return Err(self.bad(
+                            key,
+                            "the path of a policy file (relative to this file's folder) or a policy object",
+                        ));
+                    }
                 },
                 "type" => match v.as_str() {
                     Some("stdio") => remote_type = Some(false),

@@ -9,16 +9,19 @@
 //! against the session-state store). A server with a [`policy`] has its
 //! rules applied after the schema check and before the private rule, so a
 //! call the policy refuses never taints and never reaches the server: a
-//! denied tool or one needing approval (not available yet) is refused, the
-//! policy's argument schema must accept the arguments, and the tool's rate
-//! limits are counted in the same session-state store. Only then does the
-//! call go out, with a
+//! denied tool is refused (and, unless [`PolicyOptions::offer_denied`], not
+//! offered at all), the policy's argument schema must accept the arguments,
+//! the tool's rate limits are counted in the same session-state store, and a
+//! tool needing approval waits for the person's answer, asked through the
+//! frontend of the call's client session ([`approval`]). Each policy
+//! decision is audited and counted. Only then does the call go out, with a
 //! timeout; the result comes back as a string (structured content as JSON,
 //! else text) or is refused when too large. Refusals carry the bridge's own
 //! short message; host faults only a type name.
 //!
 //! Over the bus it answers [`subjects::CATALOG_GET`] and
-//! [`subjects::TOOL_CALL`] in the `bridge` queue group.
+//! [`subjects::TOOL_CALL`] in the `bridge` queue group, and asks approvals
+//! on [`subjects::approval`] of the call's session.
 //!
 //! The catalog follows the wrapped servers' tool lists: when a server's list
 //! changes (`notifications/tools/list_changed`, or other tools after a
@@ -32,10 +35,12 @@
 //! than drop every tool. An allowlist is explicit, so a new tool that is not
 //! on it stays out.
 
+pub mod approval;
 pub mod catalog;
 pub mod config;
 pub mod naming;
 pub mod policy;
+pub mod policy_check;
 pub mod private;
 pub mod schema;
 pub mod server;
@@ -49,13 +54,16 @@ use std::time::{Duration, SystemTime};
 use code_mode_core::bus::{Bus, BusError};
 use code_mode_core::defaults;
 use code_mode_core::state::SessionStore;
-use code_mode_proto::{self as proto, CatalogRequest, ToolCall, ToolReply, queue_groups, subjects};
+use code_mode_proto::{self as proto, ApprovalReply, CatalogRequest, ToolCall, ToolReply, queue_groups, subjects};
 use code_mode_telemetry::Decision;
 use rmcp::model::{CallToolResult, ContentBlock};
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Catalog, CatalogLimits, ListedTool, ServerTools};
-use crate::policy::{Annotations, Policy, PolicyError, RateLimiter, RuleSource, ToolFacts, Verdict};
+use crate::policy::{
+    Annotations, AuditDecision, AuditRecord, AuditSink, CallSite, Policy, PolicyError, RateLimiter, RuleSource,
+    ToolFacts, Verdict,
+};
 use crate::private::PrivateRule;
 use crate::server::{ServerHandle, ServerSpec};
 
@@ -144,6 +152,8 @@ pub struct CallLimits {
     pub max_result: usize,
     /// Longest refusal message, in characters.
     pub max_message_chars: usize,
+    /// How long a call a policy holds for approval waits for the answer.
+    pub approval_timeout: Duration,
 }
 
 impl Default for CallLimits {
@@ -154,6 +164,7 @@ impl Default for CallLimits {
             max_arguments: defaults::MAX_ARGUMENTS,
             max_result: defaults::MAX_RESULT,
             max_message_chars: defaults::MAX_MESSAGE_CHARS,
+            approval_timeout: defaults::APPROVAL_TIMEOUT,
         }
     }
 }
@@ -169,9 +180,24 @@ pub struct WrappedServer {
     /// kept tool): after a call to one of them, a session may call only
     /// private tools.
     pub private: Vec<String>,
-    /// The [`policy`] file for its tools (named as the server lists them);
-    /// `None`: every kept tool may be called.
-    pub policy: Option<PathBuf>,
+    /// The [`policy`] for its tools (named as the server lists them), from a
+    /// file or written inline in the `--config` file; `None`: every kept tool
+    /// may be called.
+    pub policy: Option<PolicySource>,
+}
+
+/// Where a server's [`policy`] comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PolicySource {
+    /// A policy file (`--policy FILE`, or a path in a `--config` entry).
+    File(PathBuf),
+    /// A policy object written in the `--config` file itself.
+    Inline {
+        /// The policy, in the policy file's shape.
+        value: serde_json::Value,
+        /// Where it was written, for errors: `<config file> mcpServers.<entry>.policy`.
+        origin: String,
+    },
 }
 
 /// The private labels of `wrapped`, with [`config::ALL_TOOLS`] (`"private":
@@ -207,6 +233,20 @@ pub struct BridgeConfig {
     /// split deployment. Never touched when no tool is private and no
     /// policy has limits.
     pub state: SessionStore,
+    /// What to do with the policies' decisions besides enforcing them.
+    pub policy_options: PolicyOptions,
+}
+
+/// Options of the policies, shared by every server's policy.
+#[derive(Debug, Clone, Default)]
+pub struct PolicyOptions {
+    /// Where each decision is written as one JSON line (`None`: nowhere;
+    /// each decision is still counted in `codemode_policy_decisions_total`).
+    pub audit: Option<AuditSink>,
+    /// Offer tools the policy denies outright (in the stubs, labelled
+    /// `[denied: ...]`); by default they are left out of the catalog, and a
+    /// call naming one is refused with the rule and reason all the same.
+    pub offer_denied: bool,
 }
 
 /// A running bridge: a cheap handle.
@@ -223,6 +263,11 @@ struct Inner {
     limits: CallLimits,
     /// What the catalog is rebuilt from, besides the servers' tools.
     rebuild: Rebuild,
+    /// Where decisions are written.
+    audit: Option<AuditSink>,
+    /// The bus to ask a client session's frontend for approvals on (set by
+    /// [`Bridge::serve`]; without it an approval cannot be asked for).
+    approvals: std::sync::OnceLock<Bus>,
 }
 
 /// One catalog and the private rule that goes with it.
@@ -235,6 +280,17 @@ struct Current {
     rule: Option<PrivateRule>,
     /// Each server's policy, by server index.
     policies: Vec<Option<Applied>>,
+}
+
+impl Current {
+    /// True when a policy holds some offered tool for approval.
+    fn needs_approval(&self) -> bool {
+        self.catalog.tools().iter().any(|t| {
+            self.policies[t.server]
+                .as_ref()
+                .is_some_and(|a| matches!(a.policy.verdict(&t.mcp_name), Verdict::Approve { .. }))
+        })
+    }
 }
 
 /// A server's policy and the limiter counting its limits.
@@ -254,6 +310,8 @@ struct Rebuild {
     prefixed: bool,
     limits: CatalogLimits,
     state: SessionStore,
+    /// Keep tools the policy denies outright in the catalog.
+    offer_denied: bool,
 }
 
 impl Rebuild {
@@ -264,7 +322,7 @@ impl Rebuild {
         let mut policies = Vec::with_capacity(self.servers.len());
         for (wrapped, tools) in self.servers.iter().zip(tools) {
             let applied = match &wrapped.policy {
-                Some(path) => Some(self.load_policy(wrapped, path, tools)?),
+                Some(source) => Some(self.load_policy(wrapped, source, tools)?),
                 None => None,
             };
             let labels: HashMap<String, String> = match &applied {
@@ -274,6 +332,16 @@ impl Rebuild {
                     .collect(),
                 None => HashMap::new(),
             };
+            let withheld: HashMap<String, catalog::Denial> = match &applied {
+                Some(a) if !self.offer_denied => tools
+                    .iter()
+                    .filter_map(|t| match a.policy.verdict(&t.name) {
+                        Verdict::Deny { reason, rule } => Some((t.name.to_string(), catalog::Denial { rule, reason })),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => HashMap::new(),
+            };
             listed.push(ServerTools {
                 server: wrapped.spec.name.clone(),
                 prefixed: self.prefixed,
@@ -281,6 +349,7 @@ impl Rebuild {
                 allow: wrapped.allow.clone(),
                 private: every_private(wrapped, tools, &self.limits),
                 labels,
+                withheld,
             });
             policies.push(applied);
         }
@@ -289,11 +358,12 @@ impl Rebuild {
         Ok((catalog, rule, policies))
     }
 
-    /// Read `wrapped`'s policy file against every tool the server lists.
+    /// Read `wrapped`'s policy (a file or inline) against every tool the
+    /// server lists.
     fn load_policy(
         &self,
         wrapped: &WrappedServer,
-        path: &std::path::Path,
+        source: &PolicySource,
         tools: &[rmcp::model::Tool],
     ) -> Result<Applied, BridgeError> {
         let facts: Vec<ToolFacts> = tools
@@ -303,7 +373,11 @@ impl Rebuild {
                 annotations: t.annotations.as_ref().map(Annotations::from).unwrap_or_default(),
             })
             .collect();
-        let policy = Policy::load(path, &facts)
+        let policy = match source {
+            PolicySource::File(path) => Policy::load(path, &facts),
+            PolicySource::Inline { value, origin } => Policy::from_value(value, origin, &facts),
+        };
+        let policy = policy
             .map_err(|error| BridgeError::Policy { server: wrapped.spec.name.clone(), error: Box::new(error) })?;
         let policy = Arc::new(policy);
         Ok(Applied { limiter: RateLimiter::new(policy.clone(), self.state.clone()), policy })
@@ -315,13 +389,18 @@ impl Rebuild {
 #[derive(Debug)]
 pub struct Closer {
     actors: Vec<tokio::task::JoinHandle<()>>,
+    audit: Option<AuditSink>,
 }
 
 impl Closer {
-    /// Wait until every wrapped server has been closed.
+    /// Wait until every wrapped server has been closed and every audit
+    /// line queued so far is written.
     pub async fn closed(self) {
         for a in self.actors {
             let _ = a.await;
+        }
+        if let Some(audit) = self.audit {
+            audit.flush().await;
         }
     }
 }
@@ -364,19 +443,24 @@ impl Bridge {
                 Err(e) => {
                     servers_cancel.cancel();
                     drop(handles);
-                    Closer { actors }.closed().await;
+                    Closer { actors, audit: None }.closed().await;
                     return Err(e);
                 }
             }
         }
-        let rebuild =
-            Rebuild { servers: config.servers, prefixed, limits: config.catalog, state: config.state.clone() };
+        let rebuild = Rebuild {
+            servers: config.servers,
+            prefixed,
+            limits: config.catalog,
+            state: config.state.clone(),
+            offer_denied: config.policy_options.offer_denied,
+        };
         let (catalog, rule, policies) = match rebuild.build(&listed) {
             Ok(built) => built,
             Err(e) => {
                 servers_cancel.cancel();
                 drop(handles);
-                Closer { actors }.closed().await;
+                Closer { actors, audit: None }.closed().await;
                 return Err(e);
             }
         };
@@ -392,16 +476,19 @@ impl Bridge {
             }
         }
         let current = Current { catalog: Arc::new(catalog), version: 1, rule, policies };
+        let audit_for_closer = config.policy_options.audit.clone();
         let bridge = Bridge {
             inner: Arc::new(Inner {
                 current: std::sync::RwLock::new(Arc::new(current)),
                 servers: handles,
                 limits: config.limits,
                 rebuild,
+                audit: config.policy_options.audit.clone(),
+                approvals: std::sync::OnceLock::new(),
             }),
         };
         actors.push(tokio::spawn(refresher(Arc::downgrade(&bridge.inner), changes, servers_cancel)));
-        Ok((bridge, Closer { actors }))
+        Ok((bridge, Closer { actors, audit: audit_for_closer }))
     }
 
     fn current(&self) -> Arc<Current> {
@@ -459,6 +546,13 @@ impl Bridge {
                 .collect(),
             max_calls: self.inner.limits.max_calls,
             call_timeout_ms: self.inner.limits.call_timeout.as_millis() as u64,
+            // Only a catalog with a tool that needs approval makes calls
+            // wait longer (and a lost bridge slower to notice).
+            approval_timeout_ms: if current.needs_approval() {
+                self.inner.limits.approval_timeout.as_millis() as u64
+            } else {
+                0
+            },
         }
     }
 
@@ -491,6 +585,17 @@ impl Bridge {
     async fn check_and_call(&self, current: &Current, call: &ToolCall) -> ToolReply {
         let limits = &self.inner.limits;
         let catalog = &current.catalog;
+        if let Some(withheld) = catalog.withheld(&call.tool) {
+            let catalog::Denial { rule, reason } = &withheld.denial;
+            let site = CallSite {
+                session: &call.session,
+                server: self.inner.servers[withheld.server].name(),
+                tool: &withheld.mcp_name,
+            };
+            tracing::info!(tool = %call.tool, cell = %call.cell_id, %rule, "refused: denied by policy (not offered)");
+            self.decided(site, AuditDecision::Denied, rule, Some(reason.clone()), &call.arguments).await;
+            return self.refuse(format!("{}: denied by policy ({rule}): {reason}", call.tool));
+        }
         let Some(tool) = catalog.get(&call.tool) else {
             let why = if catalog.is_not_kept(&call.tool) {
                 format!("{}: this tool is not on the allowlist", call.tool)
@@ -540,8 +645,10 @@ impl Bridge {
         }
     }
 
-    /// The policy's verdict, argument rule and rate limits for one call;
-    /// `Err` holds the refusal.
+    /// The policy's verdict, argument rule and rate limits for one call,
+    /// then the person's answer when the policy asks for approval. Each
+    /// decision is written to the audit log and counted. `Err` holds the
+    /// refusal.
     async fn apply_policy(
         &self,
         applied: &Applied,
@@ -549,27 +656,94 @@ impl Bridge {
         tool: &catalog::CatalogTool,
     ) -> Result<(), ToolReply> {
         let name = &tool.name;
-        match applied.policy.verdict(&tool.mcp_name) {
-            Verdict::Deny { reason, rule } => {
-                tracing::info!(tool = %name, cell = %call.cell_id, %rule, "refused: denied by policy");
-                return Err(self.refuse(format!("{name}: denied by policy ({rule}): {reason}")));
-            }
-            Verdict::Approve { rule } => {
-                tracing::info!(tool = %name, cell = %call.cell_id, %rule, "refused: needs approval");
-                return Err(self.refuse(format!("{name}: needs approval ({rule}), and approval is not available yet")));
-            }
-            Verdict::Allow { .. } | Verdict::Limited { .. } => {}
+        let site =
+            CallSite { session: &call.session, server: self.inner.servers[tool.server].name(), tool: &tool.mcp_name };
+        let verdict = applied.policy.verdict(&tool.mcp_name);
+        if let Verdict::Deny { reason, rule } = &verdict {
+            tracing::info!(tool = %name, cell = %call.cell_id, %rule, "refused: denied by policy");
+            self.decided(site, AuditDecision::Denied, rule, Some(reason.clone()), &call.arguments).await;
+            return Err(self.refuse(format!("{name}: denied by policy ({rule}): {reason}")));
         }
         if let Err(why) = applied.policy.check_args(&tool.mcp_name, &call.arguments) {
             let rule = RuleSource::Tool(tool.mcp_name.clone());
             tracing::info!(tool = %name, cell = %call.cell_id, "refused by the policy's argument rule");
+            let reason = format!("{} ({rule}/args)", why.without_values());
+            self.decided(site, AuditDecision::Refused, &rule, Some(reason), &call.arguments).await;
             return Err(self.refuse(format!("{name}: {why} ({rule}/args)")));
         }
         if let Err(refusal) = applied.limiter.admit(&call.session, &tool.mcp_name, SystemTime::now()).await {
             tracing::info!(tool = %name, cell = %call.cell_id, "refused: {refusal}");
+            let decision = match refusal {
+                policy::LimitRefusal::Exceeded { .. } => AuditDecision::RateLimited,
+                policy::LimitRefusal::State { .. } => AuditDecision::Refused,
+            };
+            self.decided(site, decision, verdict.rule(), Some(refusal.to_string()), &call.arguments).await;
             return Err(self.refuse(format!("{name}: {refusal}")));
         }
-        Ok(())
+        let Verdict::Approve { rule, .. } = &verdict else {
+            self.decided(site, AuditDecision::Allowed, verdict.rule(), None, &call.arguments).await;
+            return Ok(());
+        };
+        let answer = self.ask_approval(call, site, rule).await;
+        if answer == ApprovalReply::Approved {
+            tracing::info!(tool = %name, cell = %call.cell_id, %rule, "approved");
+            self.decided(site, AuditDecision::Approved, rule, None, &call.arguments).await;
+            return Ok(());
+        }
+        let why = approval::refusal(&answer, self.inner.limits.approval_timeout);
+        tracing::info!(tool = %name, cell = %call.cell_id, %rule, "refused: not approved: {why}");
+        self.decided(site, AuditDecision::NotApproved, rule, Some(why.clone()), &call.arguments).await;
+        Err(self.refuse(format!("{name}: needs approval ({rule}): {why}")))
+    }
+
+    /// Ask the person behind the call's client session, through its
+    /// frontend, whether the call may go out.
+    async fn ask_approval(&self, call: &ToolCall, site: CallSite<'_>, rule: &RuleSource) -> ApprovalReply {
+        let timeout = self.inner.limits.approval_timeout;
+        let Some(bus) = self.inner.approvals.get() else {
+            return ApprovalReply::Unavailable { reason: "this bridge is not connected to any client session".into() };
+        };
+        let Some(subject) = subjects::approval(&call.session) else {
+            return ApprovalReply::Unavailable { reason: "the call's session id cannot be addressed".into() };
+        };
+        let request = proto::ApprovalRequest {
+            session: call.session.clone(),
+            cell_id: call.cell_id.clone(),
+            server: site.server.to_string(),
+            tool: site.tool.to_string(),
+            arguments: approval::summarize_arguments(&call.arguments, approval::SUMMARY_CHARS),
+            rule: rule.to_string(),
+            timeout_ms: timeout.as_millis() as u64,
+        };
+        // The frontend answers `timed_out` itself when the person does not;
+        // the margin covers the hops.
+        let wait = timeout + approval::MARGIN;
+        match bus.call_counted_as::<_, ApprovalReply>(&subject, subjects::APPROVAL, &request, wait).await {
+            Ok(reply) => reply,
+            Err(BusError::NoResponders { .. }) => ApprovalReply::Unavailable {
+                reason: "the client session that ran the code is gone, so nobody can be asked".into(),
+            },
+            Err(BusError::Timeout { .. }) => ApprovalReply::TimedOut,
+            Err(e) => {
+                tracing::warn!(error = %e, "an approval request failed");
+                ApprovalReply::Unavailable { reason: "the client session could not be asked".into() }
+            }
+        }
+    }
+
+    /// Write one policy decision to the audit log (if any) and count it.
+    async fn decided(
+        &self,
+        site: CallSite<'_>,
+        decision: AuditDecision,
+        rule: &RuleSource,
+        reason: Option<String>,
+        arguments: &serde_json::Value,
+    ) {
+        code_mode_telemetry::policy_decision(site.server, site.tool, decision.as_str());
+        if let Some(audit) = &self.inner.audit {
+            audit.record(&AuditRecord::new(SystemTime::now(), site, decision, rule, reason, arguments)).await;
+        }
     }
 
     fn result_reply(&self, tool: &str, result: &CallToolResult) -> ToolReply {
@@ -593,6 +767,8 @@ impl Bridge {
         bus: &Bus,
         cancel: CancellationToken,
     ) -> Result<Vec<tokio::task::JoinHandle<()>>, BusError> {
+        // Approvals are asked of the client sessions on this bus.
+        let _ = self.inner.approvals.set(bus.clone());
         let me = self.clone();
         let catalog = bus
             .serve(subjects::CATALOG_GET, queue_groups::BRIDGE, cancel.clone(), move |_: CatalogRequest| {

@@ -35,8 +35,10 @@
 //!   scope), `window` (`second`, `minute`, `hour`, `day` or a whole number
 //!   of seconds), `max` (calls per window, at least 1), `scope` (`grant`:
 //!   counted per client session, the default; `global`: across every
-//!   session). Limits go with `allow` only: a denied tool is never called and
-//!   an approved one is counted by whoever approves it.
+//!   session). Limits go with `allow` and `approve`, not with `deny` (a
+//!   denied tool is never called). With `approve` a call is counted before
+//!   the person is asked, so the limit also bounds how often the code can
+//!   ask; a declined call still counts.
 //!
 //! Anything else stops startup with a [`PolicyError`] naming the file, the
 //! JSON path (`/tools/mcp_run_pytest/limits/0/window`) and the reason:
@@ -361,6 +363,13 @@ impl fmt::Display for Limit {
     }
 }
 
+impl Limit {
+    /// Limits as one comma-separated phrase.
+    pub fn list(limits: &[Limit]) -> String {
+        limits.iter().map(Limit::to_string).collect::<Vec<_>>().join(", ")
+    }
+}
+
 /// The rule that decided a verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RuleSource {
@@ -398,10 +407,14 @@ pub enum Verdict {
         /// Which rule said so.
         rule: RuleSource,
     },
-    /// Calls need a person's approval.
+    /// Calls need a person's approval; the approved ones also count
+    /// against these limits (checked before the person is asked, so a
+    /// flood of calls cannot flood the person with questions).
     Approve {
         /// Which rule said so.
         rule: RuleSource,
+        /// The approving rule's limits (often none).
+        limits: Vec<Limit>,
     },
     /// Calls go out within these limits.
     Limited {
@@ -416,8 +429,8 @@ impl Verdict {
     /// The rule that decided.
     pub fn rule(&self) -> &RuleSource {
         match self {
-            Verdict::Allow { rule } | Verdict::Deny { rule, .. } | Verdict::Approve { rule } => rule,
-            Verdict::Limited { rule, .. } => rule,
+            Verdict::Allow { rule } | Verdict::Deny { rule, .. } => rule,
+            Verdict::Approve { rule, .. } | Verdict::Limited { rule, .. } => rule,
         }
     }
 
@@ -427,10 +440,9 @@ impl Verdict {
         match self {
             Verdict::Allow { .. } => None,
             Verdict::Deny { reason, .. } => Some(format!("[denied: {reason}]")),
-            Verdict::Approve { .. } => Some("[needs approval]".to_string()),
-            Verdict::Limited { limits, .. } => {
-                Some(format!("[{}]", limits.iter().map(Limit::to_string).collect::<Vec<_>>().join(", ")))
-            }
+            Verdict::Approve { limits, .. } if limits.is_empty() => Some("[needs approval]".to_string()),
+            Verdict::Approve { limits, .. } => Some(format!("[needs approval; {}]", Limit::list(limits))),
+            Verdict::Limited { limits, .. } => Some(format!("[{}]", Limit::list(limits))),
         }
     }
 }
@@ -458,7 +470,7 @@ impl Rule {
     fn verdict(&self, rule: RuleSource) -> Verdict {
         match self.action {
             Action::Deny => Verdict::Deny { reason: self.deny_reason(), rule },
-            Action::Approve => Verdict::Approve { rule },
+            Action::Approve => Verdict::Approve { rule, limits: self.limits.clone() },
             Action::Allow if self.limits.is_empty() => Verdict::Allow { rule },
             Action::Allow => Verdict::Limited { limits: self.limits.clone(), rule },
         }
@@ -499,11 +511,19 @@ impl Policy {
             column: e.column(),
             reason: e.to_string(),
         })?;
-        let p = Parser { file: source_name, known: known_tools, counters: HashMap::new() };
-        p.policy(&root)
+        Self::from_value(&root, source_name, known_tools)
     }
 
-    /// The file it was read from.
+    /// [`Policy::parse`] of a policy already read as JSON (an inline
+    /// `"policy"` object of a `--config` entry); `source_name` says where it
+    /// was written.
+    pub fn from_value(root: &Value, source_name: &str, known_tools: &[ToolFacts]) -> Result<Self, PolicyError> {
+        let p = Parser { file: source_name, known: known_tools, counters: HashMap::new() };
+        p.policy(root)
+    }
+
+    /// The file it was read from (or, for an inline policy, where it was
+    /// written).
     pub fn source(&self) -> &str {
         &self.source
     }
@@ -523,8 +543,8 @@ impl Policy {
         if let Some((c, rule)) = matching.iter().find(|(_, r)| r.action == Action::Deny) {
             return Verdict::Deny { reason: rule.deny_reason(), rule: RuleSource::Category(*c) };
         }
-        if let Some((c, _)) = matching.iter().find(|(_, r)| r.action == Action::Approve) {
-            return Verdict::Approve { rule: RuleSource::Category(*c) };
+        if let Some((c, r)) = matching.iter().find(|(_, r)| r.action == Action::Approve) {
+            return Verdict::Approve { rule: RuleSource::Category(*c), limits: r.limits.clone() };
         }
         let limited: Vec<&(Category, &Rule)> = matching.iter().filter(|(_, r)| !r.limits.is_empty()).collect();
         if let Some((first, _)) = limited.first() {
@@ -545,16 +565,36 @@ impl Policy {
 
     /// Check `arguments` against the tool rule's `args` schema, if it has
     /// one; the error says where and why.
-    pub fn check_args(&self, tool: &str, arguments: &Value) -> Result<(), String> {
+    pub fn check_args(&self, tool: &str, arguments: &Value) -> Result<(), ArgsRefusal> {
         let Some(validator) = self.tools.get(tool).and_then(|r| r.args.as_ref()) else { return Ok(()) };
         match validator.iter_errors(arguments).next() {
             None => Ok(()),
             Some(e) => {
                 let at = e.instance_path().to_string();
                 let at = if at.is_empty() { "top level".to_string() } else { at };
-                Err(format!("the policy's argument rule refuses them at {at}: {e}"))
+                Err(ArgsRefusal { at, keyword: e.schema_path().to_string(), detail: e.to_string() })
             }
         }
+    }
+}
+
+/// Arguments the policy's `args` schema refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the policy's argument rule refuses them at {at}: {detail}")]
+pub struct ArgsRefusal {
+    /// Where in the arguments (a JSON pointer, or `top level`).
+    pub at: String,
+    /// The schema keyword that failed (a JSON pointer into `args`).
+    pub keyword: String,
+    /// The validator's message; it may quote the arguments, so it goes to
+    /// the code only, never to the audit log.
+    pub detail: String,
+}
+
+impl ArgsRefusal {
+    /// The refusal without any of the arguments' values, for the audit log.
+    pub fn without_values(&self) -> String {
+        format!("the policy's argument rule refuses them at {} (args schema {})", self.at, self.keyword)
     }
 }
 
@@ -697,8 +737,8 @@ impl Parser<'_> {
             let Value::Array(items) = v else {
                 return Err(self.invalid(&at, format!("expected an array of limits, found {}", kind(v))));
             };
-            if action != Action::Allow && !items.is_empty() {
-                return Err(self.invalid(&at, "limits go only with \"action\": \"allow\" (or no action)"));
+            if action == Action::Deny && !items.is_empty() {
+                return Err(self.invalid(&at, "a denied tool is never called: limits go with allow or approve"));
             }
             for (i, item) in items.iter().enumerate() {
                 limits.push(self.limit(item, &format!("{at}/{i}"))?);
@@ -838,7 +878,10 @@ impl RateLimiter {
     /// judged here: a denied or approval-only tool has none, so ask
     /// [`Policy::verdict`] first.
     pub async fn admit(&self, session: &str, tool: &str, now: SystemTime) -> Result<(), LimitRefusal> {
-        let Verdict::Limited { limits, .. } = self.policy.verdict(tool) else { return Ok(()) };
+        let limits = match self.policy.verdict(tool) {
+            Verdict::Limited { limits, .. } | Verdict::Approve { limits, .. } => limits,
+            _ => return Ok(()),
+        };
         for limit in &limits {
             self.count(session, limit, now).await?;
         }
@@ -915,16 +958,34 @@ fn backoff(attempt: u32) -> Duration {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AuditDecision {
-    /// It went out.
+    /// The policy let it go out.
     Allowed,
     /// The policy denies the tool.
     Denied,
-    /// It waits for (or lacked) approval.
-    ApprovalRequired,
+    /// The person approved it, so it went out (rate limits permitting).
+    Approved,
+    /// It needed approval and did not get it (declined, dismissed, no
+    /// answer in time, or nobody could be asked: the reason says which).
+    NotApproved,
     /// A rate limit refused it.
     RateLimited,
-    /// Another check refused it (arguments, store failure).
+    /// Another policy check refused it (the argument schema, or the
+    /// counters' store failing).
     Refused,
+}
+
+impl AuditDecision {
+    /// The word in the audit line and the metric's label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditDecision::Allowed => "allowed",
+            AuditDecision::Denied => "denied",
+            AuditDecision::Approved => "approved",
+            AuditDecision::NotApproved => "not_approved",
+            AuditDecision::RateLimited => "rate_limited",
+            AuditDecision::Refused => "refused",
+        }
+    }
 }
 
 /// One decision on one call, as one JSON line. It carries the arguments'
@@ -1122,7 +1183,7 @@ mod tests {
         let global = Limit { counter: "g".into(), window: Window(90), max: 3, scope: Scope::Global };
         let limited = Verdict::Limited { limits: vec![limit, global], rule: RuleSource::Default };
         assert_eq!(limited.label().unwrap(), "[10 per minute, 3 per 90 seconds (all sessions)]");
-        assert_eq!(Verdict::Approve { rule: RuleSource::Default }.label().unwrap(), "[needs approval]");
+        assert_eq!(Verdict::Approve { rule: RuleSource::Default, limits: vec![] }.label().unwrap(), "[needs approval]");
         let deny = Verdict::Deny { reason: "no".into(), rule: RuleSource::Default };
         assert_eq!(deny.label().unwrap(), "[denied: no]");
         assert_eq!(Verdict::Allow { rule: RuleSource::Default }.label(), None);

@@ -15,24 +15,35 @@
 //! serves. When the tools differ from the ones it holds, it swaps in the new
 //! catalog and description (later cells and `tools/list` use them) and sends
 //! the MCP client `notifications/tools/list_changed`.
+//!
+//! When a policy holds a tool call for approval, the bridge asks this
+//! session on its own approval subject; the frontend routes the question to
+//! the `run_python` request running the cell, which asks the client through
+//! elicitation ([`approval`]).
 
+pub mod approval;
 pub mod description;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use code_mode_core::bus::{Bus, BusError};
 use code_mode_core::defaults;
-use code_mode_proto::{Catalog, CatalogRequest, CellLimits, CellReport, RunCell, ToolStub, subjects};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+use code_mode_proto::{
+    ApprovalReply, ApprovalRequest, Catalog, CatalogRequest, CellLimits, CellReport, RunCell, ToolStub, subjects,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, Implementation, InputRequest,
+    InputRequests, InputRequiredResult, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, Tool,
+};
+use rmcp::service::{Peer, RequestContext, ServiceError};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::approval::{Asking, Pending};
 use crate::description::RunFacts;
 
 /// The kind of error a sandbox-runner answers when every slot is taken
@@ -155,6 +166,43 @@ struct Inner {
     /// The MCP client, once known, to tell it when the tools changed.
     client: std::sync::OnceLock<Peer<RoleServer>>,
     slots: Semaphore,
+    /// Cells running on a `run_python` request, by cell id: where the
+    /// approvals the bridge asks for reach that request.
+    cells: Mutex<HashMap<String, mpsc::UnboundedSender<Pending>>>,
+    /// Cells whose request returned an input-required result, by its
+    /// `requestState`, until the client calls again with the answers.
+    parked: Mutex<HashMap<String, Parked>>,
+    /// Ends the approval subscription when the frontend is dropped.
+    stop: CancellationToken,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// A cell running in its own task, and the approvals it waits for.
+#[derive(Debug)]
+struct CellRun {
+    result: tokio::task::JoinHandle<Result<CellReport, FrontendError>>,
+    approvals: mpsc::UnboundedReceiver<Pending>,
+}
+
+/// A cell whose request asked the client for answers, and the questions.
+#[derive(Debug)]
+struct Parked {
+    run: CellRun,
+    pending: Vec<Pending>,
+}
+
+/// How long a cell's request waits after one approval for others from the
+/// same moment (an `asyncio.gather`), so that they go to the client in one
+/// round.
+const GATHER_PAUSE: Duration = Duration::from_millis(50);
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A catalog and the `run_python` description made from it.
@@ -200,7 +248,173 @@ impl Frontend {
         let view = std::sync::RwLock::new(Arc::new(View::new(catalog, &config)));
         let slots = Semaphore::new(config.max_concurrent_cells.max(1));
         let client = std::sync::OnceLock::new();
-        Ok(Self { inner: Arc::new(Inner { bus, session, config, view, client, slots }) })
+        let inner = Inner {
+            bus,
+            session,
+            config,
+            view,
+            client,
+            slots,
+            cells: Mutex::new(HashMap::new()),
+            parked: Mutex::new(HashMap::new()),
+            stop: CancellationToken::new(),
+        };
+        let frontend = Self { inner: Arc::new(inner) };
+        frontend.serve_approvals().await?;
+        Ok(frontend)
+    }
+
+    /// Answer the bridge's approval requests for this session (its own
+    /// subject; the handler holds the frontend weakly, so dropping the
+    /// frontend ends the subscription).
+    async fn serve_approvals(&self) -> Result<(), FrontendError> {
+        let Some(subject) = subjects::approval(&self.inner.session) else {
+            unreachable!("a UUID is one subject token");
+        };
+        let weak: Weak<Inner> = Arc::downgrade(&self.inner);
+        let stop = self.inner.stop.clone();
+        self.inner
+            .bus
+            .serve(&subject, &self.inner.session, stop, move |request: ApprovalRequest| {
+                let weak = weak.clone();
+                async move {
+                    Ok(match weak.upgrade() {
+                        Some(inner) => Frontend { inner }.approve(request).await,
+                        None => ApprovalReply::Unavailable { reason: "the client session has ended".into() },
+                    })
+                }
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Route one approval request to the `run_python` request running its
+    /// cell and wait for the answer, at most the request's timeout.
+    async fn approve(&self, request: ApprovalRequest) -> ApprovalReply {
+        let route = lock(&self.inner.cells).get(&request.cell_id).cloned();
+        let Some(route) = route else {
+            return ApprovalReply::Unavailable {
+                reason: "the cell does not run on an MCP request of this session, so there is nobody to ask".into(),
+            };
+        };
+        let timeout = Duration::from_millis(request.timeout_ms);
+        let (answer, wait) = oneshot::channel();
+        if route.send(Pending { request, answer }).is_err() {
+            return ApprovalReply::Unavailable { reason: "the cell has ended".into() };
+        }
+        match tokio::time::timeout(timeout, wait).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => {
+                ApprovalReply::Unavailable { reason: "the run_python request ended before the person answered".into() }
+            }
+            Err(_) => ApprovalReply::TimedOut,
+        }
+    }
+
+    /// Start a cell in its own task, with a route for its approvals.
+    fn start_cell(&self, code: String) -> CellRun {
+        let cell_id = uuid::Uuid::new_v4().to_string();
+        let (route, approvals) = mpsc::unbounded_channel();
+        lock(&self.inner.cells).insert(cell_id.clone(), route);
+        let me = self.clone();
+        let result = tokio::spawn(async move {
+            let report = me.run_code_as(&cell_id, &code).await;
+            lock(&me.inner.cells).remove(&cell_id);
+            report
+        });
+        CellRun { result, approvals }
+    }
+
+    /// Wait for a cell's end while answering its approvals; an approval that
+    /// needs the client's retried call parks the cell and returns the
+    /// input-required result.
+    async fn drive(&self, mut run: CellRun, context: &RequestContext<RoleServer>) -> CallToolResponse {
+        let asking = asking(context);
+        loop {
+            tokio::select! {
+                joined = &mut run.result => {
+                    return match joined {
+                        Ok(Ok(report)) => report_result(&report).into(),
+                        Ok(Err(e)) => {
+                            tracing::warn!(error = %e, "run_python failed");
+                            error_result(&format!("{TOOL_NAME}: {e}")).into()
+                        }
+                        Err(e) => {
+                            tracing::error!(error = %e, "the cell's task failed");
+                            error_result(&format!("{TOOL_NAME}: the cell's task failed")).into()
+                        }
+                    };
+                }
+                Some(first) = run.approvals.recv() => match asking {
+                    Asking::Unsupported => {
+                        let reason = "the MCP client did not declare support for (form) elicitation".to_string();
+                        let _ = first.answer.send(ApprovalReply::Unavailable { reason });
+                    }
+                    Asking::Request => {
+                        let peer = context.peer.clone();
+                        tokio::spawn(async move {
+                            let answer = elicit(&peer, &first.request).await;
+                            let _ = first.answer.send(answer);
+                        });
+                    }
+                    Asking::InputRequired => {
+                        let mut pending = vec![first];
+                        tokio::time::sleep(GATHER_PAUSE).await;
+                        while let Ok(more) = run.approvals.try_recv() {
+                            pending.push(more);
+                        }
+                        return self.park(run, pending).into();
+                    }
+                },
+            }
+        }
+    }
+
+    /// Keep `run` until the client calls again with answers to `pending`
+    /// (or the longest approval timeout passes); the result asks them.
+    fn park(&self, run: CellRun, pending: Vec<Pending>) -> InputRequiredResult {
+        let token = uuid::Uuid::new_v4().to_string();
+        let mut questions = InputRequests::new();
+        for (i, p) in pending.iter().enumerate() {
+            let question = ElicitRequest::new(approval::question(&p.request));
+            questions.insert(format!("approval-{i}"), InputRequest::Elicitation(question));
+        }
+        let longest = pending.iter().map(|p| p.request.timeout_ms).max().unwrap_or(0);
+        tracing::info!(questions = pending.len(), "asking the client for approval (input required)");
+        lock(&self.inner.parked).insert(token.clone(), Parked { run, pending });
+        let weak = Arc::downgrade(&self.inner);
+        let expired = token.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(longest) + approval::PARK_MARGIN).await;
+            if let Some(inner) = weak.upgrade()
+                && lock(&inner.parked).remove(&expired).is_some()
+            {
+                tracing::warn!("the client never called again with the approval answers: the cell's result is dropped");
+            }
+        });
+        InputRequiredResult::new(Some(questions), Some(token))
+    }
+
+    /// The client's retried call: hand its answers to the parked cell's
+    /// waiting calls and go on with the cell.
+    async fn resume(
+        &self,
+        token: &str,
+        answers: Option<&rmcp::model::InputResponses>,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let Some(parked) = lock(&self.inner.parked).remove(token) else {
+            return error_result(&format!(
+                "{TOOL_NAME}: no cell waits for answers under this requestState (answered already, or it waited too \
+                 long and was dropped): run the code again"
+            ))
+            .into();
+        };
+        for (i, p) in parked.pending.into_iter().enumerate() {
+            let answer = approval::answer_of_value(answers.and_then(|a| a.get(&format!("approval-{i}"))));
+            let _ = p.answer.send(answer);
+        }
+        self.drive(parked.run, context).await
     }
 
     fn view(&self) -> Arc<View> {
@@ -263,26 +477,32 @@ impl Frontend {
         &self.inner.session
     }
 
-    /// Run one cell of code and return its report.
+    /// Run one cell of code and return its report. Nobody can be asked for
+    /// approvals here: a call that needs one is refused (the MCP path,
+    /// [`ServerHandler::call_tool`], asks the client).
     pub async fn run_code(&self, code: &str) -> Result<CellReport, FrontendError> {
+        self.run_code_as(&uuid::Uuid::new_v4().to_string(), code).await
+    }
+
+    async fn run_code_as(&self, cell_id: &str, code: &str) -> Result<CellReport, FrontendError> {
         let config = &self.inner.config;
         if code.len() > config.max_code {
             return Err(FrontendError::CodeTooLarge { size: code.len(), max: config.max_code });
         }
         let _slot = self.inner.slots.acquire().await.expect("the semaphore is never closed");
         self.refresh_catalog().await;
-        let report = self.run_cell(code).await;
+        let report = self.run_cell(cell_id, code).await;
         // A cell may have changed the tools (a wrapped server's tool did):
         // the client hears of it right after the cell.
         self.refresh_catalog().await;
         report
     }
 
-    async fn run_cell(&self, code: &str) -> Result<CellReport, FrontendError> {
+    async fn run_cell(&self, cell_id: &str, code: &str) -> Result<CellReport, FrontendError> {
         let config = &self.inner.config;
         let view = self.view();
         let cell = RunCell {
-            cell_id: uuid::Uuid::new_v4().to_string(),
+            cell_id: cell_id.to_string(),
             session: self.inner.session.clone(),
             code: code.to_string(),
             tools: view.catalog.tools.iter().map(|t| ToolStub { name: t.name.clone(), stub: t.stub.clone() }).collect(),
@@ -290,6 +510,7 @@ impl Frontend {
                 deadline_ms: config.deadline.as_millis() as u64,
                 max_calls: view.catalog.max_calls,
                 call_timeout_ms: view.catalog.call_timeout_ms,
+                approval_timeout_ms: view.catalog.approval_timeout_ms,
                 max_output: config.max_output,
                 stop_output: config.stop_output,
                 max_line: config.max_line,
@@ -416,16 +637,49 @@ impl ServerHandler for Frontend {
                 None,
             ));
         }
+        if let Some(token) = request.request_state.as_deref() {
+            return Ok(self.resume(token, request.input_responses.as_ref(), &context).await);
+        }
         let code = request.arguments.as_ref().and_then(|a| a.get("code"));
         let Some(serde_json::Value::String(code)) = code else {
             return Ok(error_result(&format!("{TOOL_NAME} needs a string argument \"code\"")).into());
         };
-        match self.run_code(code).await {
-            Ok(report) => Ok(report_result(&report).into()),
-            Err(e) => {
-                tracing::warn!(error = %e, "run_python failed");
-                Ok(error_result(&format!("{TOOL_NAME}: {e}")).into())
-            }
+        if code.len() > self.inner.config.max_code {
+            let e = FrontendError::CodeTooLarge { size: code.len(), max: self.inner.config.max_code };
+            return Ok(error_result(&format!("{TOOL_NAME}: {e}")).into());
+        }
+        let run = self.start_cell(code.clone());
+        Ok(self.drive(run, &context).await)
+    }
+}
+
+/// How this request's client can be asked for an approval.
+fn asking(context: &RequestContext<RoleServer>) -> Asking {
+    let form = context
+        .client_capabilities()
+        .and_then(|c| c.elicitation)
+        // No mode named means form (the older capability shape).
+        .is_some_and(|e| e.form.is_some() || e.url.is_none());
+    if !form {
+        return Asking::Unsupported;
+    }
+    match context.protocol_version() {
+        Some(version) if !version.has_initialize() => Asking::InputRequired,
+        _ => Asking::Request,
+    }
+}
+
+/// Ask the client with `elicitation/create` and wait for the answer, at
+/// most the request's timeout.
+async fn elicit(peer: &Peer<RoleServer>, request: &ApprovalRequest) -> ApprovalReply {
+    let timeout = Duration::from_millis(request.timeout_ms);
+    match peer.create_elicitation_with_timeout(approval::question(request), Some(timeout)).await {
+        Ok(result) => approval::answer_of(&result),
+        Err(ServiceError::Timeout { .. }) => ApprovalReply::TimedOut,
+        Err(e) => {
+            tracing::warn!(error = %e, "elicitation failed");
+            let reason: String = format!("the client could not be asked ({e})").chars().take(200).collect();
+            ApprovalReply::Unavailable { reason }
         }
     }
 }
@@ -453,7 +707,13 @@ mod tests {
     }
 
     fn catalog(version: u64, names: &[&str]) -> Catalog {
-        Catalog { version, tools: names.iter().map(|n| entry(n)).collect(), max_calls: 50, call_timeout_ms: 30_000 }
+        Catalog {
+            version,
+            tools: names.iter().map(|n| entry(n)).collect(),
+            max_calls: 50,
+            call_timeout_ms: 30_000,
+            approval_timeout_ms: 0,
+        }
     }
 
     /// A frontend over an in-process bus whose bridge answers whatever

@@ -257,7 +257,9 @@ pub async fn run(
     // A write error means the container is gone; the output side ends the run.
     let _ = input.write_all(&protocol::encode(&message)).await;
     let _ = input.flush().await;
-    let call_timeout = Duration::from_millis(cell.limits.call_timeout_ms);
+    // A call may first wait for a person's approval, then for the server.
+    let call_timeout =
+        Duration::from_millis(cell.limits.call_timeout_ms.saturating_add(cell.limits.approval_timeout_ms));
     let end = drive(&mut run, output, input, bus, deadline, call_timeout, cancel).await;
     let died = if matches!(end, End::Died) { container.exit_state().await } else { None };
     let id = container.id().to_string();

@@ -1,10 +1,12 @@
 //! `--config FILE` (the `mcpServers` shape): real files read by
 //! [`config::load`], and the servers they describe started as real test
-//! server processes under several names.
+//! server processes under several names, with their policies (files or
+//! inline objects).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use code_mode_bridge::PolicySource;
 use code_mode_bridge::catalog::{Catalog, CatalogLimits, ListedTool, ServerTools};
 use code_mode_bridge::config::{self, ConfigError};
 use code_mode_bridge::server::Transport;
@@ -219,6 +221,7 @@ fn a_name_clash_through_the_separator_stops_startup_naming_both() {
         allow: None,
         private: vec![],
         labels: Default::default(),
+        withheld: Default::default(),
     };
     let err = Catalog::build(&[server("a", "b__c"), server("a__b", "c")], &CatalogLimits::default())
         .expect_err("the clash stops startup")
@@ -298,4 +301,48 @@ async fn names_are_prefixed_even_for_one_server_and_private_true_marks_every_kep
     assert!(of_all >= 9, "{of_all}");
     assert!(catalog.tools().iter().all(|t| t.private == (t.server_name == "all")), "only server all is private");
     close(closer, cancel).await;
+}
+
+#[tokio::test]
+async fn an_inline_policy_object_in_an_entry_denies_a_tool_before_it_reaches_the_server() {
+    let log = unique_path("inline-policy");
+    let mut math = entry(&log, &[]);
+    math["policy"] = json!({"version": "1", "default": "allow",
+        "tools": {"echo": {"action": "deny", "reason": "echo is switched off"}}});
+    let path = config_file("inline-policy", &json!({"mcpServers": {"math": math}}).to_string());
+    let servers = config::load(&path).expect("it parses");
+    let Some(PolicySource::Inline { origin, value }) = &servers[0].policy else {
+        panic!("an object is an inline policy: {:?}", servers[0].policy)
+    };
+    assert_eq!(origin, &format!("{} mcpServers.math.policy", path.display()));
+    assert_eq!(value["default"], "allow");
+    let (bridge, closer, cancel) = start(servers).await.expect("it starts");
+    let message = refused(bridge.call(&tool_call("math__echo", json!({"text": "hi"}), 1)).await);
+    assert!(message.contains("echo is switched off"), "the refusal quotes the inline rule's reason: {message}");
+    assert_eq!(ok(bridge.call(&tool_call("math__add", json!({"a": 1, "b": 2}), 2)).await), "{\"sum\":3}");
+    assert_eq!(calls_in_log(&log), ["add"], "the denied echo never reached the server");
+    close(closer, cancel).await;
+}
+
+#[tokio::test]
+async fn a_bad_inline_policy_stops_startup_naming_the_config_file_the_entry_and_the_json_path() {
+    let cases = [
+        (
+            json!({"version": "1", "tools": {"add": {"limits": [{"counter": "c", "window": "fortnight", "max": 1}]}}}),
+            "/tools/add/limits/0/window",
+        ),
+        (json!({"version": "1", "tools": {"no_such_tool": {}}}), "/tools/no_such_tool"),
+        (json!({"version": "1", "defualt": "deny"}), "/defualt"),
+    ];
+    for (policy, pointer) in cases {
+        let mut math = entry(&unique_path("bad-inline"), &[]);
+        math["policy"] = policy;
+        let path = config_file("bad-inline", &json!({"mcpServers": {"math": math}}).to_string());
+        let servers = config::load(&path).expect("the config itself parses: the policy is read against the tools");
+        let err = start(servers).await.expect_err("the bad policy stops startup");
+        assert!(matches!(err, code_mode_bridge::BridgeError::Policy { .. }), "{err:?}");
+        let message = err.to_string();
+        let named = format!("{} mcpServers.math.policy: {pointer}: ", path.display());
+        assert!(message.contains(&named), "the error names file, entry and JSON path ({named}): {message}");
+    }
 }

@@ -120,6 +120,7 @@ async fn a_remote_server_that_adds_a_tool_over_http_refreshes_the_catalog() {
         limits: CallLimits { call_timeout: Duration::from_secs(10), ..CallLimits::default() },
         catalog: Default::default(),
         state: SessionStore::in_memory(),
+        policy_options: Default::default(),
     };
     let cancel = CancellationToken::new();
     let (bridge, closer) = Bridge::start(config, cancel.clone()).await.expect("the bridge starts");

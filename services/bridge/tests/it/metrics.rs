@@ -47,6 +47,7 @@ async fn each_decision_counts_once_by_server_tool_and_decision_and_is_timed() {
         limits: CallLimits { call_timeout: Duration::from_secs(10), ..CallLimits::default() },
         catalog: Default::default(),
         state: code_mode_core::state::SessionStore::in_memory(),
+        policy_options: Default::default(),
     };
     let (bridge, closer) = Bridge::start(config, cancel.child_token()).await.expect("the bridge starts");
     let before = scrape(metrics.local_addr()).await;

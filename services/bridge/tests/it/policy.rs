@@ -181,9 +181,11 @@ fn the_args_schema_refuses_arguments_it_does_not_accept_and_passes_the_rest() {
     let policy = parse(text, &[tool("mcp_run_pytest"), tool("echo")]);
     policy.check_args("mcp_run_pytest", &json!({"path": "tests/unit"})).expect("a path under tests/ passes");
     let refused = policy.check_args("mcp_run_pytest", &json!({"path": "/etc/passwd"})).unwrap_err();
-    assert!(refused.contains("/path"), "{refused}");
+    assert!(refused.to_string().contains("/path"), "{refused}");
+    assert_eq!(refused.keyword, "/properties/path/pattern");
+    assert!(!refused.without_values().contains("passwd"), "{}", refused.without_values());
     let missing = policy.check_args("mcp_run_pytest", &json!({})).unwrap_err();
-    assert!(missing.contains("path"), "{missing}");
+    assert!(missing.to_string().contains("path"), "{missing}");
     policy.check_args("echo", &json!({"anything": 1})).expect("a tool without an args rule is not checked here");
 }
 
@@ -209,7 +211,10 @@ fn category_rules_follow_the_tools_annotations_and_a_tool_rule_overrides_them() 
             "open_world": {"limits": [{"counter": "outside", "window": "hour", "max": 5, "scope": "global"}]}}}"#;
     let policy = parse(text, &known);
     assert_eq!(policy.verdict("list_files"), Verdict::Allow { rule: RuleSource::Category(Category::ReadOnly) });
-    assert_eq!(policy.verdict("delete_file"), Verdict::Approve { rule: RuleSource::Category(Category::Destructive) });
+    assert_eq!(
+        policy.verdict("delete_file"),
+        Verdict::Approve { rule: RuleSource::Category(Category::Destructive), limits: vec![] }
+    );
     assert_eq!(policy.verdict("delete_file").label().unwrap(), "[needs approval]");
     assert!(matches!(policy.verdict("wipe_disk"), Verdict::Deny { rule: RuleSource::Tool(_), .. }));
     let post = policy.verdict("post_message");
@@ -217,7 +222,20 @@ fn category_rules_follow_the_tools_annotations_and_a_tool_rule_overrides_them() 
     assert_eq!(post.label().unwrap(), "[5 per hour (all sessions)]");
     // No annotations: destructive and open-world by the spec's defaults;
     // approval beats limits.
-    assert_eq!(policy.verdict("unannotated"), Verdict::Approve { rule: RuleSource::Category(Category::Destructive) });
+    assert_eq!(
+        policy.verdict("unannotated"),
+        Verdict::Approve { rule: RuleSource::Category(Category::Destructive), limits: vec![] }
+    );
+}
+
+#[test]
+fn an_approve_rule_may_carry_limits_which_its_label_shows() {
+    let known = [tool("delete_file")];
+    let text = r#"{"version": "1", "tools": {"delete_file": {"action": "approve",
+        "limits": [{"counter": "deletes", "window": "hour", "max": 3}]}}}"#;
+    let verdict = parse(text, &known).verdict("delete_file");
+    assert!(matches!(&verdict, Verdict::Approve { limits, .. } if limits.len() == 1), "{verdict:?}");
+    assert_eq!(verdict.label().unwrap(), "[needs approval; 3 per hour]");
 }
 
 #[test]
@@ -258,6 +276,11 @@ fn each_configuration_error_names_the_file_the_json_path_and_the_reason() {
         ),
         (r#"{"version": "2"}"#, "/version", "not supported"),
         (r#"{"version": "1", "default": "approve"}"#, "/default", "is not \"allow\" or \"deny\""),
+        (
+            r#"{"version": "1", "tools": {"mcp_run_pytest": {"action": "deny", "limits": [{"counter": "c", "window": 1, "max": 1}]}}}"#,
+            "/tools/mcp_run_pytest/limits",
+            "never called",
+        ),
         (
             r#"{"version": "1", "tools": {"mcp_run_pytest": {"limits": [{"counter": "a.b", "window": 1, "max": 1}]}}}"#,
             "/tools/mcp_run_pytest/limits/0/counter",

@@ -8,7 +8,7 @@ use code_mode_bridge::BridgeError;
 use code_mode_proto::ToolCall;
 use serde_json::json;
 
-use crate::support::{Setup, ok, refused};
+use crate::support::{Harness, Setup, ok, refused};
 
 const SUM: &str = r#"{"sum":5}"#;
 
@@ -45,14 +45,17 @@ async fn a_tool_denied_with_a_reason_is_refused_quoting_the_rule_and_the_reason(
 }
 
 #[tokio::test]
-async fn a_tool_needing_approval_is_refused_because_approval_is_not_available() {
+async fn a_tool_needing_approval_is_refused_when_the_bridge_has_no_client_session_to_ask() {
     let h = Setup::default()
         .policy(r#"{"version": "1", "default": "allow", "tools": {"add": {"action": "approve"}}}"#)
         .start()
         .await
         .expect("the bridge starts");
     let message = refused(h.call("add", json!({"a": 2, "b": 3})).await);
-    assert_eq!(message, "add: needs approval (/tools/add), and approval is not available yet");
+    assert_eq!(
+        message,
+        "add: needs approval (/tools/add): nobody could be asked: this bridge is not connected to any client session"
+    );
     assert!(h.calls_seen().is_empty(), "{:?}", h.calls_seen());
     h.close().await;
 }
@@ -165,9 +168,90 @@ async fn the_verdicts_show_as_labels_in_the_stubs_and_summaries() {
     assert!(tool("add").stub.contains("[2 per minute]"), "{}", tool("add").stub);
     assert!(tool("add").summary.contains(") [2 per minute]: "), "{}", tool("add").summary);
     assert!(tool("sleep").stub.contains("[needs approval]"), "{}", tool("sleep").stub);
-    assert!(tool("echo").stub.contains("[denied: "), "a denied tool stays, labelled: {}", tool("echo").stub);
+    assert!(catalog.get("echo").is_none(), "a tool the policy denies outright is not offered");
     assert!(!tool("count").stub.contains('['), "a plain allow has no label: {}", tool("count").stub);
+    // Not offered, yet a call naming it is refused with its rule, not as unknown.
+    let message = refused(h.call("echo", json!({"text": "hi"})).await);
+    assert!(message.starts_with("echo: denied by policy (/default): "), "{message}");
+    assert!(h.calls_seen().is_empty(), "{:?}", h.calls_seen());
     h.close().await;
+}
+
+#[tokio::test]
+async fn with_offer_denied_a_denied_tool_stays_in_the_catalog_labelled_with_its_reason() {
+    let mut setup = Setup::default().policy(
+        r#"{"version": "1", "default": "allow", "tools": {"echo": {"action": "deny", "reason": "echo leaks text"}}}"#,
+    );
+    setup.policy_options.offer_denied = true;
+    let h = setup.start().await.expect("the bridge starts");
+    let catalog = h.bridge.catalog();
+    let echo = catalog.get("echo").expect("echo is offered");
+    assert!(echo.stub.contains("[denied: echo leaks text]"), "{}", echo.stub);
+    let message = refused(h.call("echo", json!({"text": "hi"})).await);
+    assert_eq!(message, "echo: denied by policy (/tools/echo): echo leaks text");
+    h.close().await;
+}
+
+#[tokio::test]
+async fn each_policy_decision_is_one_audit_line_with_the_arguments_size_and_hash_but_never_the_arguments() {
+    let audit_path = crate::support::unique_path("audit.jsonl");
+    let (sink, writer) = code_mode_bridge::policy::AuditSink::file(&audit_path).await.expect("the audit file opens");
+    let mut setup = Setup::default().policy(
+        r#"{"version": "1", "default": "deny",
+            "tools": {"add": {"limits": [{"counter": "adds", "window": "minute", "max": 1}]},
+                      "echo": {"args": {"properties": {"text": {"maxLength": 5}}}},
+                      "sleep": {"action": "approve"}}}"#,
+    );
+    setup.policy_options.audit = Some(sink);
+    let h = setup.start().await.expect("the bridge starts");
+    let before = |decision: &str| {
+        code_mode_telemetry::metrics().policy_decisions.with_label_values(&["test", "add", decision]).get()
+    };
+    let (allowed_before, limited_before) = (before("allowed"), before("rate_limited"));
+    ok(h.call("add", json!({"a": 2, "b": 3})).await);
+    refused(h.call("add", json!({"a": 2, "b": 3})).await);
+    ok(h.call("echo", json!({"text": "top"})).await);
+    refused(h.call("echo", json!({"text": "secret-payload"})).await);
+    refused(h.call("sleep", json!({"seconds": 0})).await);
+    refused(h.call("count", json!({})).await);
+    let Harness { bridge, closer, cancel, .. } = h;
+    drop(bridge);
+    cancel.cancel();
+    closer.closed().await;
+    drop(writer);
+    let text = std::fs::read_to_string(&audit_path).expect("the audit log is written");
+    assert!(!text.contains("secret-payload"), "the arguments never reach the audit log:\n{text}");
+    let lines: Vec<serde_json::Value> =
+        text.lines().map(|l| serde_json::from_str(l).expect("each line is one JSON object")).collect();
+    let seen: Vec<(&str, &str, &str)> = lines
+        .iter()
+        .map(|l| (l["tool"].as_str().unwrap(), l["decision"].as_str().unwrap(), l["rule"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("add", "allowed", "/tools/add"),
+            ("add", "rate_limited", "/tools/add"),
+            ("echo", "allowed", "/tools/echo"),
+            ("echo", "refused", "/tools/echo"),
+            ("sleep", "not_approved", "/tools/sleep"),
+            ("count", "denied", "/default"),
+        ]
+    );
+    let add = &lines[0];
+    assert_eq!(add["server"], "test");
+    assert_eq!(add["argument_bytes"], r#"{"a":2,"b":3}"#.len());
+    assert_eq!(add["argument_sha256"].as_str().unwrap().len(), 64);
+    assert!(add["session"].is_string() && add["time"].as_str().unwrap().ends_with('Z'), "{add}");
+    assert!(lines[1]["reason"].as_str().unwrap().contains("at most 1 calls per minute"), "{}", lines[1]);
+    assert!(
+        lines[3]["reason"].as_str().unwrap().contains("at /text (args schema /properties/text/maxLength)"),
+        "{}",
+        lines[3]
+    );
+    assert!(lines[4]["reason"].as_str().unwrap().contains("nobody could be asked"), "{}", lines[4]);
+    assert_eq!(before("allowed"), allowed_before + 1, "the metric counts each decision");
+    assert_eq!(before("rate_limited"), limited_before + 1);
 }
 
 #[tokio::test]
@@ -185,12 +269,13 @@ async fn a_config_entry_policy_is_a_path_relative_to_the_config_file_and_is_appl
     let file = dir.join("servers.json");
     std::fs::write(&file, config.to_string()).expect("the config is written");
     let servers = code_mode_bridge::config::load(&file).expect("the config loads");
-    assert_eq!(servers[0].policy.as_deref(), Some(dir.join("policies/test.json").as_path()));
+    assert_eq!(servers[0].policy, Some(code_mode_bridge::PolicySource::File(dir.join("policies/test.json"))));
     let config = code_mode_bridge::BridgeConfig {
         servers,
         limits: Default::default(),
         catalog: Default::default(),
         state: code_mode_core::state::SessionStore::in_memory(),
+        policy_options: Default::default(),
     };
     let cancel = tokio_util::sync::CancellationToken::new();
     let (bridge, closer) = code_mode_bridge::Bridge::start_prefixed(config, cancel.clone()).await.expect("it starts");
@@ -204,13 +289,13 @@ async fn a_config_entry_policy_is_a_path_relative_to_the_config_file_and_is_appl
 }
 
 #[test]
-fn a_config_entry_policy_that_is_not_a_path_is_refused_naming_the_key() {
+fn a_config_entry_policy_that_is_neither_a_path_nor_an_object_is_refused_naming_the_key() {
     let err = code_mode_bridge::config::parse(
         std::path::Path::new("/etc/servers.json"),
-        r#"{"mcpServers": {"test": {"command": "x", "policy": {"version": "1"}}}}"#,
+        r#"{"mcpServers": {"test": {"command": "x", "policy": 7}}}"#,
         |_| None,
     )
-    .expect_err("an inline policy is not read yet");
+    .expect_err("a number is not a policy");
     let message = err.to_string();
-    assert!(message.contains("policy") && message.contains("relative to this file's folder"), "{message}");
+    assert!(message.contains("\"policy\"") && message.contains("or a policy object"), "{message}");
 }

@@ -54,6 +54,8 @@ pub struct Setup {
     pub start_timeout: Duration,
     /// The test server's request log (a fresh file).
     pub log: PathBuf,
+    /// The audit log and whether denied tools are offered.
+    pub policy_options: code_mode_bridge::PolicyOptions,
 }
 
 impl Default for Setup {
@@ -70,6 +72,7 @@ impl Default for Setup {
             set_env: Vec::new(),
             start_timeout: Duration::from_secs(20),
             log: unique_path("requests"),
+            policy_options: Default::default(),
         }
     }
 }
@@ -131,11 +134,12 @@ impl Setup {
                 },
                 allow: self.allow,
                 private: self.private,
-                policy: self.policy,
+                policy: self.policy.map(code_mode_bridge::PolicySource::File),
             }],
             limits: self.limits,
             catalog: Default::default(),
             state: self.state.unwrap_or_else(SessionStore::in_memory),
+            policy_options: self.policy_options,
         };
         let cancel = CancellationToken::new();
         let (bridge, closer) = Bridge::start(config, cancel.clone()).await?;
@@ -276,6 +280,7 @@ pub async fn start_prefixed(servers: Vec<WrappedServer>) -> Result<(Bridge, Clos
         limits: CallLimits { call_timeout: Duration::from_secs(10), ..CallLimits::default() },
         catalog: Default::default(),
         state: SessionStore::in_memory(),
+        policy_options: Default::default(),
     };
     let cancel = CancellationToken::new();
     let (bridge, closer) = Bridge::start_prefixed(config, cancel.clone()).await?;
