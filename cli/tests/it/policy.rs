@@ -81,6 +81,76 @@ await asyncio.sleep(3)
 print(await add({'a': 1, 'b': 1}))
 ";
 
+/// A deny with a reason (offered with `--offer-denied`), an argument schema
+/// and a counter shared by two tools.
+const RULES: &str = r#"{"version": "1", "default": "allow", "tools": {
+    "get_env": {"action": "deny", "reason": "the server's environment is off limits"},
+    "echo": {"args": {"properties": {"text": {"enum": ["hi", "bye"]}}},
+             "limits": [{"counter": "chatter", "window": "hour", "max": 3}]},
+    "add": {"limits": [{"counter": "chatter", "window": "hour", "max": 3}]}}}"#;
+
+const RULES_CODE: &str = "\
+async def attempt(call):
+    try:
+        print(await call)
+    except ToolError as e:
+        print('refused:', e)
+await attempt(get_env({'name': 'HOME'}))
+await attempt(echo({'text': 'rm -rf /'}))
+await attempt(echo({'text': 'hi'}))
+await attempt(add({'a': 1, 'b': 1}))
+await attempt(echo({'text': 'bye'}))
+await attempt(add({'a': 2, 'b': 2}))
+";
+
+#[test]
+fn a_denied_tool_refuses_with_its_reason_an_args_schema_refuses_other_arguments_and_two_tools_share_a_counter() {
+    if !support::sandbox_available() {
+        return;
+    }
+    inside_one_window(3600, 30);
+    let policy = log_path("policy-rules").with_extension("json");
+    std::fs::write(&policy, RULES).expect("the policy is written");
+    let log = log_path("policy-rules-calls");
+    let ran =
+        run(&["--policy", policy.to_str().unwrap(), "--offer-denied"], RULES_CODE, &["--log", log.to_str().unwrap()]);
+    let stdout = ran.ok();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 6, "{stdout}");
+    assert_eq!(lines[0], "refused: get_env: denied by policy (/tools/get_env): the server's environment is off limits");
+    assert!(lines[1].starts_with("refused: echo: the policy's argument rule refuses them at /text: "), "{stdout}");
+    assert!(lines[1].ends_with("(/tools/echo/args)"), "{stdout}");
+    assert_eq!(lines[2..5], ["hi", "{\"sum\":2}", "bye"], "{stdout}");
+    assert!(
+        lines[5].starts_with("refused: add: rate limit chatter: at most 3 calls per hour; try again in "),
+        "echo and add share the counter: {stdout}"
+    );
+    assert_eq!(logged_calls(&log).len(), 3, "only the three admitted calls reached the server");
+    let _ = std::fs::remove_file(&policy);
+    let _ = std::fs::remove_file(&log);
+}
+
+#[test]
+fn a_policy_with_a_bad_window_stops_run_naming_the_file_the_json_path_and_the_reason() {
+    // `run` checks Docker first, then starts the bridge, which reads the policy.
+    if !support::sandbox_available() {
+        return;
+    }
+    let policy = log_path("policy-bad").with_extension("json");
+    std::fs::write(
+        &policy,
+        r#"{"version": "1", "tools": {"add": {"limits": [{"counter": "c", "window": "fortnight", "max": 1}]}}}"#,
+    )
+    .expect("the policy is written");
+    let output = support::command(&["--policy", policy.to_str().unwrap()], "print(1)", &[]).output().expect("it runs");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(policy.to_str().unwrap()), "the file is named: {stderr}");
+    assert!(stderr.contains("/tools/add/limits/0/window"), "the JSON path is named: {stderr}");
+    assert!(stderr.contains("fortnight"), "the bad value is named: {stderr}");
+    let _ = std::fs::remove_file(&policy);
+}
+
 #[test]
 fn a_limit_refuses_the_third_call_of_a_window_and_admits_calls_again_once_the_window_rolls_over() {
     if !support::sandbox_available() {
