@@ -16,6 +16,8 @@ as_root() {
 need_pkgs=()
 command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || need_pkgs+=(debootstrap)
+# The deploy/ stack's test runs docker-compose (v1, Debian's).
+command -v docker-compose >/dev/null 2>&1 || need_pkgs+=(docker-compose)
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   log "installing ${need_pkgs[*]}"

@@ -1,0 +1,133 @@
+//! The docker-compose stack of `deploy/`: images built by `deploy/build.sh`
+//! from this workspace's binaries, nats-server with the deployment's users,
+//! a bridge, two sandbox-runners (`--scale`) that start cells through the
+//! host's Docker socket, and a frontend per client session started with
+//! `docker-compose run --rm -T frontend`, to which a real MCP client talks
+//! over that command's stdin and stdout.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::support::{self, report, run_python};
+
+/// The workspace root (the compose file is in `deploy/`).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the cli crate is in the workspace").to_path_buf()
+}
+
+/// True when `docker-compose` runs; under CI its absence fails the test.
+fn compose_available() -> bool {
+    match Command::new("docker-compose").arg("version").output() {
+        Ok(out) if out.status.success() => true,
+        Ok(out) => code_mode_core::testing::unavailable("docker-compose", &String::from_utf8_lossy(&out.stderr)),
+        Err(e) => code_mode_core::testing::unavailable("docker-compose", &e.to_string()),
+    }
+}
+
+/// One compose project, taken down (volumes too) when dropped.
+struct Project {
+    name: String,
+    passwords: [(String, String); 3],
+}
+
+impl Project {
+    fn new() -> Self {
+        let password = || uuid::Uuid::new_v4().simple().to_string();
+        Self {
+            name: format!("codemodetest{}", std::process::id()),
+            passwords: [
+                ("CODE_MODE_NATS_FRONTEND_PASSWORD".into(), password()),
+                ("CODE_MODE_NATS_BRIDGE_PASSWORD".into(), password()),
+                ("CODE_MODE_NATS_RUNNER_PASSWORD".into(), password()),
+            ],
+        }
+    }
+
+    fn compose(&self) -> Command {
+        let mut command = Command::new("docker-compose");
+        command.args(["-p", &self.name, "-f"]).arg(root().join("deploy/docker-compose.yml"));
+        command.envs(self.passwords.iter().map(|(k, v)| (k, v)));
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = self.compose().args(args).output().expect("docker-compose runs");
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "docker-compose {args:?} failed:\n{text}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for Project {
+    fn drop(&mut self) {
+        let _ = self.compose().args(["down", "-v", "--remove-orphans", "-t", "20"]).output();
+    }
+}
+
+#[tokio::test]
+async fn the_compose_stack_serves_a_client_started_with_compose_run_through_two_scaled_runners() {
+    if !support::sandbox_available() || !compose_available() {
+        return;
+    }
+    let bin_dir = support::code_mode().parent().expect("the binary is in a folder").to_path_buf();
+    let built = Command::new("bash")
+        .arg(root().join("deploy/build.sh"))
+        .arg("--bin-dir")
+        .arg(&bin_dir)
+        .output()
+        .expect("build.sh runs");
+    assert!(built.status.success(), "deploy/build.sh failed:\n{}", String::from_utf8_lossy(&built.stderr));
+
+    let project = Project::new();
+    project.run(&["up", "-d", "--scale", "sandbox-runner=2"]);
+    let runners: Vec<String> = project.run(&["ps", "-q", "sandbox-runner"]).lines().map(str::to_string).collect();
+    assert_eq!(runners.len(), 2, "two sandbox-runners: {runners:?}");
+
+    let mut frontend = tokio::process::Command::new("docker-compose");
+    frontend.args(["-p", &project.name, "-f"]).arg(root().join("deploy/docker-compose.yml"));
+    frontend.args(["run", "--rm", "-T", "frontend"]);
+    frontend.envs(project.passwords.iter().map(|(k, v)| (k, v)));
+    let (client, _pid) = support::connect_client(frontend).await;
+
+    let tools = client.list_all_tools().await.expect("the frontend lists its tool");
+    let description = tools[0].description.as_deref().unwrap_or_default();
+    assert!(description.contains("async def test__add("), "the bridge's catalog reached the frontend");
+
+    let cells = (0..4).map(|i| {
+        let client = &client;
+        async move {
+            let code = format!("import asyncio\nawait asyncio.sleep(1)\nprint(await test__add({{'a': {i}, 'b': 10}}))");
+            report(&run_python(client, &code).await)
+        }
+    });
+    let reports = futures::future::join_all(cells).await;
+    for (i, report) in reports.iter().enumerate() {
+        assert_eq!(report["stdout"], format!("{{\"sum\":{}}}\n", i + 10), "{report}");
+    }
+
+    // Each runner reached the host's engine: sandbox containers (its warm
+    // pool) carry its container's hostname in their owner label.
+    let owners = sandbox_owners();
+    for runner in &runners {
+        let host = &runner[..12];
+        assert!(owners.iter().any(|o| o.starts_with(&format!("{host}:"))), "runner {host} owns none of {owners:?}");
+    }
+    client.cancel().await.ok();
+    drop(project);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let left: Vec<String> = sandbox_owners()
+        .into_iter()
+        .filter(|o| runners.iter().any(|r| o.starts_with(&format!("{}:", &r[..12]))))
+        .collect();
+    assert!(left.is_empty(), "the runners removed their containers when the stack went down: {left:?}");
+}
+
+/// The owner labels of every sandbox container on the engine.
+fn sandbox_owners() -> Vec<String> {
+    let out = Command::new("docker")
+        .args(["ps", "-a", "--filter", "label=code-mode.sandbox", "--format", "{{.Label \"code-mode.owner\"}}"])
+        .output()
+        .expect("docker runs");
+    String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
+}

