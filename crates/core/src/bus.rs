@@ -136,11 +136,7 @@ impl Bus {
         Q: Serialize + Sync,
         R: DeserializeOwned,
     {
-        let result = self.call_unrecorded(subject, request, timeout).await;
-        if let Err(e) = &result {
-            code_mode_telemetry::bus_request_error(subject, e.kind());
-        }
-        result
+        self.call_counted_as(subject, subject, request, timeout).await
     }
 
     /// [`Bus::call`] on a subject made per session (such as an approval
@@ -149,7 +145,7 @@ impl Bus {
     pub async fn call_counted_as<Q, R>(
         &self,
         subject: &str,
-        metric_subject: &'static str,
+        metric_subject: &str,
         request: &Q,
         timeout: Duration,
     ) -> Result<R, BusError>
