@@ -12,7 +12,11 @@
 //!   through the bridge to the test server; the call's round trip as the
 //!   code sees it is reported too;
 //! - `throughput`: `--cells N` cells of `print(1)`, `--concurrency C` at
-//!   once, without and with the warm pool.
+//!   once, without and with the warm pool;
+//! - `policy`: a warm cell making 20 calls of `add` one after the other,
+//!   without a policy and with one rate-limiting `add` (counters in memory
+//!   in process, in JetStream over NATS): the mean time per call shows what
+//!   a rate-limit check costs.
 //!
 //! Everything runs over the in-process bus, then again over a nats-server
 //! when `--nats URL` is given. See `loadtests/README.md`.
@@ -58,7 +62,7 @@ struct Args {
     #[arg(long, value_name = "URL")]
     nats: Option<String>,
     /// Which scenarios to run.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "cold,warm,tool,throughput")]
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "cold,warm,tool,throughput,policy")]
     scenarios: Vec<Scenario>,
     /// The MCP server to wrap (default: `code-mode-test-server` next to this
     /// binary).
@@ -72,11 +76,22 @@ enum Scenario {
     Warm,
     Tool,
     Throughput,
+    Policy,
 }
 
 const PRINT_ONE: &str = "print(1)";
 const ONE_CALL: &str = "import time\nt = time.perf_counter()\nr = await add({\"a\": 1, \"b\": 2})\n\
                         print(r)\nprint((time.perf_counter() - t) * 1000)";
+/// Calls in one sample of the `policy` scenario.
+const SERIAL_CALLS: usize = 20;
+/// `SERIAL_CALLS` calls one after the other; prints the mean per call in ms.
+const SERIAL: &str = "import time\nt = time.perf_counter()\nfor i in range(20):\n    r = await add({\"a\": i, \"b\": 1})\n\
+                      print(r)\nprint((time.perf_counter() - t) * 1000 / 20)";
+/// A rate limit on `add` that never refuses in a load test, so that every
+/// call pays for the counter's check and update.
+const LIMITED: &str = r#"{"version": "1", "default": "allow",
+  "tools": {"add": {"limits": [{"counter": "loadtest", "window": "hour", "max": 1000000000}]}}}"#;
+
 /// How long a warm pool may take to refill between samples.
 const REFILL_BOUND: Duration = Duration::from_secs(60);
 
@@ -110,7 +125,7 @@ async fn main() -> anyhow::Result<()> {
     for transport in &transports {
         let wants = |s| args.scenarios.contains(&s);
         if wants(Scenario::Cold) || wants(Scenario::Throughput) {
-            let stack = Stack::start(transport, &args.server, 0, args.concurrency).await?;
+            let stack = Stack::start(transport, &args.server, 0, args.concurrency, None).await?;
             let measured = async {
                 if wants(Scenario::Cold) {
                     eprintln!("loadtest: cold print(1) over {transport}");
@@ -127,8 +142,10 @@ async fn main() -> anyhow::Result<()> {
             stack.stop().await;
             measured?;
         }
-        if args.warm > 0 && [Scenario::Warm, Scenario::Tool, Scenario::Throughput].into_iter().any(wants) {
-            let stack = Stack::start(transport, &args.server, args.warm, args.concurrency).await?;
+        if args.warm > 0
+            && [Scenario::Warm, Scenario::Tool, Scenario::Throughput, Scenario::Policy].into_iter().any(wants)
+        {
+            let stack = Stack::start(transport, &args.server, args.warm, args.concurrency, None).await?;
             let measured = async {
                 if wants(Scenario::Warm) {
                     eprintln!("loadtest: warm print(1) over {transport}");
@@ -149,11 +166,26 @@ async fn main() -> anyhow::Result<()> {
                     stack.runner.pool().wait_for(args.warm).await;
                     rows.push(throughput(&stack, &args, transport, "warm").await?);
                 }
+                if wants(Scenario::Policy) {
+                    eprintln!("loadtest: {SERIAL_CALLS} calls in a row, no policy, over {transport}");
+                    rows.push(serial_calls(&stack, &args, transport, "no policy").await?);
+                }
                 anyhow::Ok(())
             }
             .await;
             stack.stop().await;
             measured?;
+        }
+        if args.warm > 0 && wants(Scenario::Policy) {
+            let policy = std::env::temp_dir().join(format!("code-mode-loadtest-policy-{}.json", std::process::id()));
+            std::fs::write(&policy, LIMITED).context("writing the load test's policy")?;
+            let stack = Stack::start(transport, &args.server, args.warm, args.concurrency, Some(policy.clone())).await;
+            let _ = std::fs::remove_file(&policy);
+            let stack = stack?;
+            eprintln!("loadtest: {SERIAL_CALLS} calls in a row, rate-limited, over {transport}");
+            let measured = serial_calls(&stack, &args, transport, "rate limit").await;
+            stack.stop().await;
+            rows.push(measured?);
         }
     }
     println!(
@@ -218,6 +250,27 @@ async fn latency(
         }
     }
     Ok((samples, measured))
+}
+
+/// Cells of [`SERIAL`]: each cell's latency, and in the note the mean time
+/// per call as the code measured it.
+async fn serial_calls(stack: &Stack, args: &Args, transport: &Transport, label: &str) -> anyhow::Result<Row> {
+    let (samples, per_call) = latency(stack, SERIAL, args, true, check_serial).await?;
+    let per_call: Vec<Duration> = per_call.iter().map(|ms| Duration::from_secs_f64(ms / 1000.0)).collect();
+    let note = Summary::of(&per_call)
+        .map(|c| format!("mean per call in the cell: p50 {:.2} ms, p90 {:.2} ms", c.p50_ms, c.p90_ms))
+        .unwrap_or_default();
+    Ok(row(&format!("warm, {SERIAL_CALLS} calls, {label}"), transport, &samples, note))
+}
+
+fn check_serial(report: &CellReport) -> anyhow::Result<Option<f64>> {
+    ensure!(report.error.is_none(), "unexpected report: {report:?}");
+    let mut lines = report.stdout.lines();
+    let result: serde_json::Value =
+        serde_json::from_str(lines.next().unwrap_or_default()).with_context(|| format!("{report:?}"))?;
+    ensure!(result["sum"] == SERIAL_CALLS, "the last add returned {result}");
+    let ms = lines.next().unwrap_or_default().trim().parse::<f64>().with_context(|| format!("{report:?}"))?;
+    Ok(Some(ms))
 }
 
 fn check_print_one(report: &CellReport) -> anyhow::Result<Option<f64>> {

@@ -8,9 +8,12 @@
 
 use anyhow::{Context, bail};
 use code_mode_bridge::server::{ServerSpec, StdioSpec, Transport as ServerTransport};
-use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, Closer, WrappedServer};
+use std::path::PathBuf;
+
+use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, Closer, PolicySource, WrappedServer};
 use code_mode_core::bus::Bus;
 use code_mode_core::nats::{NatsOptions, NatsTransport};
+use code_mode_core::state::{JetStreamConfig, SessionStore};
 use code_mode_mcp_frontend::{Frontend, FrontendConfig};
 use code_mode_sandbox_runner::container::Lockdown;
 use code_mode_sandbox_runner::image::{self, BaseSource};
@@ -36,17 +39,19 @@ impl std::fmt::Display for Transport {
 }
 
 impl Transport {
-    async fn bus(&self, service: &str) -> anyhow::Result<Bus> {
+    async fn connect(&self, service: &str) -> anyhow::Result<NatsTransport> {
         match self {
             Transport::InProcess => bail!("the in-process bus is shared, not made per service"),
             Transport::Nats(url) => {
                 let options =
                     NatsOptions { url: url.clone(), name: Some(format!("loadtest-{service}")), ..Default::default() };
-                let transport =
-                    NatsTransport::connect(&options).await.with_context(|| format!("connecting to {url}"))?;
-                Ok(Bus::new(transport))
+                NatsTransport::connect(&options).await.with_context(|| format!("connecting to {url}"))
             }
         }
+    }
+
+    async fn bus(&self, service: &str) -> anyhow::Result<Bus> {
+        Ok(Bus::new(self.connect(service).await?))
     }
 }
 
@@ -84,14 +89,23 @@ impl Stack {
         server: &[String],
         warm: usize,
         concurrency: usize,
+        policy: Option<PathBuf>,
     ) -> anyhow::Result<Stack> {
-        let (frontend_bus, bridge_bus, runner_bus) = match transport {
+        // The policy's counters live where `code-mode` keeps them: in memory
+        // for one process, in JetStream for the split services.
+        let (frontend_bus, bridge_bus, runner_bus, state) = match transport {
             Transport::InProcess => {
                 let bus = Bus::in_process();
-                (bus.clone(), bus.clone(), bus)
+                (bus.clone(), bus.clone(), bus, SessionStore::in_memory())
             }
             Transport::Nats(_) => {
-                (transport.bus("frontend").await?, transport.bus("bridge").await?, transport.bus("runner").await?)
+                let bridge = transport.connect("bridge").await?;
+                let state = if policy.is_some() {
+                    SessionStore::over_nats(&bridge, JetStreamConfig::default()).await?
+                } else {
+                    SessionStore::in_memory()
+                };
+                (transport.bus("frontend").await?, Bus::new(bridge), transport.bus("runner").await?, state)
             }
         };
         let docker = connect_docker().await?;
@@ -115,11 +129,11 @@ impl Stack {
                 },
                 allow: None,
                 private: vec![],
-                policy: None,
+                policy: policy.map(PolicySource::File),
             }],
             limits: CallLimits::default(),
             catalog: Default::default(),
-            state: code_mode_core::state::SessionStore::in_memory(),
+            state,
             policy_options: Default::default(),
         };
         let cancel = CancellationToken::new();
