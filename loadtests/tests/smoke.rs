@@ -1,0 +1,38 @@
+//! The load test itself runs: one sample of the warm and policy scenarios,
+//! in process and over a real nats-server with JetStream, through the real
+//! sandbox and test server. (The numbers are not judged here: they are
+//! measured with a release build, see `loadtests/README.md`.)
+
+use std::process::Command;
+
+/// True when a Docker engine answers; under CI its absence fails the test.
+fn docker_available() -> bool {
+    match Command::new("docker").arg("info").output() {
+        Ok(out) if out.status.success() => true,
+        Ok(out) => code_mode_core::testing::unavailable("a Docker engine", &String::from_utf8_lossy(&out.stderr)),
+        Err(e) => code_mode_core::testing::unavailable("a Docker engine", &e.to_string()),
+    }
+}
+
+#[test]
+fn one_sample_of_the_warm_and_policy_scenarios_runs_in_process_and_over_nats() {
+    if !docker_available() {
+        return;
+    }
+    let Some(nats) = code_mode_core::testing::NatsServer::start(&[]) else { return };
+    let out = Command::new(env!("CARGO_BIN_EXE_code-mode-loadtest"))
+        .args(["--samples", "1", "--warmup", "0", "--scenarios", "warm,policy", "--nats", &nats.url()])
+        .arg("--")
+        .arg(code_mode_core::testing::workspace_binary("code-mode-test-server"))
+        .output()
+        .expect("the load test runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    for bus in ["in-process", "nats"] {
+        for scenario in ["warm print(1)", "warm, 20 calls, no policy", "warm, 20 calls, rate limit"] {
+            let row = stdout.lines().find(|l| l.starts_with(scenario) && l.contains(bus));
+            assert!(row.is_some(), "no row {scenario:?} over {bus} in:\n{stdout}");
+        }
+    }
+    assert_eq!(stdout.matches("mean per call in the cell: p50 ").count(), 4, "{stdout}");
+}
