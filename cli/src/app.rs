@@ -23,7 +23,8 @@ use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, Closer, PolicyOptions, 
 use code_mode_core::bus::Bus;
 use code_mode_core::nats::{NatsOptions, NatsTransport};
 use code_mode_core::state::{JetStreamConfig, SessionStore};
-use code_mode_mcp_frontend::{Frontend, FrontendConfig};
+use code_mode_mcp_frontend::http::{HttpOptions, MCP_PATH, McpHttpServer};
+use code_mode_mcp_frontend::{Frontend, FrontendConfig, FrontendFactory};
 use code_mode_sandbox_runner::container::Lockdown;
 use code_mode_sandbox_runner::image::{self, BaseSource};
 use code_mode_sandbox_runner::{DEFAULT_WARM, RunnerConfig, SandboxRunner, connect_docker};
@@ -67,6 +68,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let bus = nats_bus(&args.nats, "code-mode-frontend").await?;
             let mut config = frontend_config(&args.frontend, args.max_concurrent)?;
             config.capacity_wait = seconds(args.capacity_wait, "--capacity-wait")?;
+            if let Some(addr) = &args.http {
+                let factory = FrontendFactory::connect(bus, config).await?;
+                let options = HttpOptions { addr: addr.clone(), allowed_hosts: args.allowed_hosts.clone() };
+                let server = McpHttpServer::start(factory, &options, root.child_token()).await?;
+                eprintln!("code-mode: MCP on http://{}{MCP_PATH}", server.local_addr());
+                root.cancelled().await;
+                server.stopped().await;
+                return Ok(());
+            }
             let frontend = Frontend::connect(bus, config).await?;
             let served = frontend.serve_stdio(root.clone()).await;
             root.cancel();

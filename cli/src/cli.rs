@@ -260,6 +260,16 @@ pub struct FrontendServiceArgs {
     /// fails with "no capacity", in seconds.
     #[arg(long, default_value_t = defaults::CAPACITY_WAIT.as_secs_f64(), value_name = "SECONDS")]
     pub capacity_wait: f64,
+    /// Serve MCP over streamable HTTP at http://ADDR/mcp instead of
+    /// stdin/stdout, one session per MCP client (port 0 picks a free port;
+    /// the address is printed on stderr).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub http: Option<String>,
+    /// With `--http`: a `Host` header value the server accepts (`name` or
+    /// `name:port`), repeatable; default loopback only (DNS-rebinding
+    /// protection). Name the hosts clients reach this server by.
+    #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
+    pub allowed_hosts: Vec<String>,
 }
 
 /// Options of `bridge`.

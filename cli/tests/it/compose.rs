@@ -3,7 +3,8 @@
 //! a bridge, two sandbox-runners (`--scale`) that start cells through the
 //! host's Docker socket, and a frontend per client session started with
 //! `docker-compose run --rm -T frontend`, to which a real MCP client talks
-//! over that command's stdin and stdout.
+//! over that command's stdin and stdout, and the long-running HTTP frontend
+//! (`--profile http`), to which another connects by URL.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,6 +30,7 @@ fn compose_available() -> bool {
 struct Project {
     name: String,
     passwords: [(String, String); 3],
+    http_port: u16,
 }
 
 impl Project {
@@ -41,13 +43,19 @@ impl Project {
                 ("CODE_MODE_NATS_BRIDGE_PASSWORD".into(), password()),
                 ("CODE_MODE_NATS_RUNNER_PASSWORD".into(), password()),
             ],
+            http_port: std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map(|a| a.port())
+                .expect("a free port"),
         }
     }
 
     fn compose(&self) -> Command {
         let mut command = Command::new("docker-compose");
         command.args(["-p", &self.name, "-f"]).arg(root().join("deploy/docker-compose.yml"));
+        command.args(["--profile", "http"]);
         command.envs(self.passwords.iter().map(|(k, v)| (k, v)));
+        command.env("CODE_MODE_HTTP_PORT", self.http_port.to_string());
         command
     }
 
@@ -66,7 +74,7 @@ impl Drop for Project {
 }
 
 #[tokio::test]
-async fn the_compose_stack_serves_a_client_started_with_compose_run_through_two_scaled_runners() {
+async fn the_compose_stack_serves_clients_through_compose_run_and_over_http_with_two_scaled_runners() {
     if !support::sandbox_available() || !compose_available() {
         return;
     }
@@ -114,6 +122,27 @@ async fn the_compose_stack_serves_a_client_started_with_compose_run_through_two_
         assert!(owners.iter().any(|o| o.starts_with(&format!("{host}:"))), "runner {host} owns none of {owners:?}");
     }
     client.cancel().await.ok();
+
+    // The HTTP frontend serves a client connecting by URL.
+    let url = format!("http://127.0.0.1:{}/mcp", project.http_port);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let give_up = std::time::Instant::now() + Duration::from_secs(60);
+    let http_client = loop {
+        let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.clone());
+        match rmcp::ServiceExt::serve((), transport).await {
+            Ok(client) => break client,
+            Err(e) => {
+                assert!(std::time::Instant::now() < give_up, "the HTTP frontend did not answer at {url}: {e}");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    };
+    let mut params = rmcp::model::CallToolRequestParams::new("run_python");
+    params.arguments =
+        Some(serde_json::json!({"code": "print(await test__add({'a': 20, 'b': 22}))"}).as_object().unwrap().clone());
+    let result = http_client.call_tool(params).await.expect("run_python answers over HTTP");
+    assert_eq!(report(&result)["stdout"], "{\"sum\":42}\n");
+    http_client.cancel().await.ok();
     drop(project);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let left: Vec<String> = sandbox_owners()

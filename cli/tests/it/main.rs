@@ -7,6 +7,7 @@
 mod approval;
 mod compose;
 mod faults;
+mod http;
 mod list_changed;
 mod mcp_stdio;
 mod metrics;

@@ -16,6 +16,10 @@
 //! catalog and description (later cells and `tools/list` use them) and sends
 //! the MCP client `notifications/tools/list_changed`.
 //!
+//! A [`FrontendFactory`] fetches the catalog once per process and makes one
+//! [`Frontend`] per client session: the stdio client, or each MCP session
+//! of the HTTP server ([`http`]).
+//!
 //! When a policy holds a tool call for approval, the bridge asks this
 //! session on its own approval subject; the frontend routes the question to
 //! the `run_python` request running the cell, which asks the client through
@@ -23,6 +27,7 @@
 
 pub mod approval;
 pub mod description;
+pub mod http;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -88,6 +93,14 @@ pub enum FrontendError {
     /// The MCP transport failed.
     #[error("MCP transport: {0}")]
     Transport(String),
+    /// The MCP HTTP server could not listen.
+    #[error("cannot serve MCP over HTTP on {addr}: {reason}")]
+    Http {
+        /// The address asked for.
+        addr: String,
+        /// Why.
+        reason: std::io::Error,
+    },
 }
 
 /// Settings of the frontend.
@@ -158,22 +171,96 @@ pub struct Frontend {
 
 #[derive(Debug)]
 struct Inner {
-    bus: Bus,
+    shared: Arc<Shared>,
     session: String,
-    config: FrontendConfig,
     /// The catalog and description offered now; replaced whole.
     view: std::sync::RwLock<Arc<View>>,
     /// The MCP client, once known, to tell it when the tools changed.
     client: std::sync::OnceLock<Peer<RoleServer>>,
-    slots: Semaphore,
     /// Cells running on a `run_python` request, by cell id: where the
     /// approvals the bridge asks for reach that request.
     cells: Mutex<HashMap<String, mpsc::UnboundedSender<Pending>>>,
-    /// Cells whose request returned an input-required result, by its
-    /// `requestState`, until the client calls again with the answers.
-    parked: Mutex<HashMap<String, Parked>>,
+    /// Set once this session answers on its approval subject.
+    approvals: tokio::sync::OnceCell<()>,
     /// Ends the approval subscription when the frontend is dropped.
     stop: CancellationToken,
+}
+
+/// What every client session of one frontend process shares.
+#[derive(Debug)]
+struct Shared {
+    bus: Bus,
+    config: FrontendConfig,
+    /// The catalog a new session starts from; kept current by the sessions'
+    /// refreshes (and, over HTTP, by a poll).
+    view: std::sync::RwLock<Arc<View>>,
+    /// `run_python` calls that run at once, across the process's sessions.
+    slots: Semaphore,
+    /// Cells whose request returned an input-required result, by its
+    /// `requestState`, until the client calls again with the answers. Shared:
+    /// over stateless HTTP the retried call reaches a new session object.
+    parked: Mutex<HashMap<String, Parked>>,
+}
+
+/// Makes the [`Frontend`] of each client session of one process: fetches the
+/// bridge's catalog once, then makes sessions without waiting (the MCP
+/// HTTP transport asks for one per session, or per request from a stateless
+/// client). Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct FrontendFactory {
+    shared: Arc<Shared>,
+}
+
+impl FrontendFactory {
+    /// Fetch the catalog from the bridge (waiting up to the configured time
+    /// for one to answer: services may start in any order).
+    pub async fn connect(bus: Bus, config: FrontendConfig) -> Result<Self, FrontendError> {
+        let request = CatalogRequest { session: uuid::Uuid::new_v4().to_string() };
+        let give_up = tokio::time::Instant::now() + config.catalog_wait;
+        let catalog: Catalog = loop {
+            match bus.call(subjects::CATALOG_GET, &request, CATALOG_TIMEOUT).await {
+                Ok(catalog) => break catalog,
+                Err(e @ (BusError::NoResponders { .. } | BusError::Timeout { .. }))
+                    if tokio::time::Instant::now() < give_up =>
+                {
+                    tracing::info!(error = %e, "waiting for a bridge");
+                    tokio::time::sleep(RETRY_PAUSE * 5).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let shared = Shared {
+            view: std::sync::RwLock::new(Arc::new(View::new(catalog, &config))),
+            slots: Semaphore::new(config.max_concurrent_cells.max(1)),
+            parked: Mutex::new(HashMap::new()),
+            bus,
+            config,
+        };
+        Ok(Self { shared: Arc::new(shared) })
+    }
+
+    /// A new client session with its own id, offering the current catalog.
+    /// It answers approvals once it runs its first cell (or after
+    /// [`Frontend::listen_for_approvals`]).
+    pub fn session(&self) -> Frontend {
+        let view = self.shared.view.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
+        let inner = Inner {
+            shared: self.shared.clone(),
+            session: uuid::Uuid::new_v4().to_string(),
+            view: std::sync::RwLock::new(view),
+            client: std::sync::OnceLock::new(),
+            cells: Mutex::new(HashMap::new()),
+            approvals: tokio::sync::OnceCell::new(),
+            stop: CancellationToken::new(),
+        };
+        Frontend { inner: Arc::new(inner) }
+    }
+
+    /// Refresh the catalog new sessions start from (a throwaway session
+    /// asks the bridge).
+    pub async fn refresh_catalog(&self) -> bool {
+        self.session().refresh_catalog().await
+    }
 }
 
 impl Drop for Inner {
@@ -228,63 +315,41 @@ impl View {
 }
 
 impl Frontend {
-    /// Fetch the catalog from the bridge and prepare the tool.
+    /// Fetch the catalog from the bridge and prepare the tool: one client
+    /// session, answering approvals from the start.
     pub async fn connect(bus: Bus, config: FrontendConfig) -> Result<Self, FrontendError> {
-        let session = uuid::Uuid::new_v4().to_string();
-        let request = CatalogRequest { session: session.clone() };
-        let give_up = tokio::time::Instant::now() + config.catalog_wait;
-        let catalog: Catalog = loop {
-            match bus.call(subjects::CATALOG_GET, &request, CATALOG_TIMEOUT).await {
-                Ok(catalog) => break catalog,
-                Err(e @ (BusError::NoResponders { .. } | BusError::Timeout { .. }))
-                    if tokio::time::Instant::now() < give_up =>
-                {
-                    tracing::info!(error = %e, "waiting for a bridge");
-                    tokio::time::sleep(RETRY_PAUSE * 5).await;
-                }
-                Err(e) => return Err(e.into()),
-            }
-        };
-        let view = std::sync::RwLock::new(Arc::new(View::new(catalog, &config)));
-        let slots = Semaphore::new(config.max_concurrent_cells.max(1));
-        let client = std::sync::OnceLock::new();
-        let inner = Inner {
-            bus,
-            session,
-            config,
-            view,
-            client,
-            slots,
-            cells: Mutex::new(HashMap::new()),
-            parked: Mutex::new(HashMap::new()),
-            stop: CancellationToken::new(),
-        };
-        let frontend = Self { inner: Arc::new(inner) };
-        frontend.serve_approvals().await?;
+        let frontend = FrontendFactory::connect(bus, config).await?.session();
+        frontend.listen_for_approvals().await?;
         Ok(frontend)
+    }
+
+    /// Start answering the bridge's approval requests for this session, if
+    /// not already.
+    pub async fn listen_for_approvals(&self) -> Result<(), FrontendError> {
+        self.inner.approvals.get_or_try_init(|| self.serve_approvals()).await?;
+        Ok(())
     }
 
     /// Answer the bridge's approval requests for this session (its own
     /// subject; the handler holds the frontend weakly, so dropping the
     /// frontend ends the subscription).
     async fn serve_approvals(&self) -> Result<(), FrontendError> {
+        let bus = &self.inner.shared.bus;
         let Some(subject) = subjects::approval(&self.inner.session) else {
             unreachable!("a UUID is one subject token");
         };
         let weak: Weak<Inner> = Arc::downgrade(&self.inner);
         let stop = self.inner.stop.clone();
-        self.inner
-            .bus
-            .serve(&subject, &self.inner.session, stop, move |request: ApprovalRequest| {
-                let weak = weak.clone();
-                async move {
-                    Ok(match weak.upgrade() {
-                        Some(inner) => Frontend { inner }.approve(request).await,
-                        None => ApprovalReply::Unavailable { reason: "the client session has ended".into() },
-                    })
-                }
-            })
-            .await?;
+        bus.serve(&subject, &self.inner.session, stop, move |request: ApprovalRequest| {
+            let weak = weak.clone();
+            async move {
+                Ok(match weak.upgrade() {
+                    Some(inner) => Frontend { inner }.approve(request).await,
+                    None => ApprovalReply::Unavailable { reason: "the client session has ended".into() },
+                })
+            }
+        })
+        .await?;
         Ok(())
     }
 
@@ -381,13 +446,13 @@ impl Frontend {
         }
         let longest = pending.iter().map(|p| p.request.timeout_ms).max().unwrap_or(0);
         tracing::info!(questions = pending.len(), "asking the client for approval (input required)");
-        lock(&self.inner.parked).insert(token.clone(), Parked { run, pending });
-        let weak = Arc::downgrade(&self.inner);
+        lock(&self.inner.shared.parked).insert(token.clone(), Parked { run, pending });
+        let weak = Arc::downgrade(&self.inner.shared);
         let expired = token.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(longest) + approval::PARK_MARGIN).await;
-            if let Some(inner) = weak.upgrade()
-                && lock(&inner.parked).remove(&expired).is_some()
+            if let Some(shared) = weak.upgrade()
+                && lock(&shared.parked).remove(&expired).is_some()
             {
                 tracing::warn!("the client never called again with the approval answers: the cell's result is dropped");
             }
@@ -403,7 +468,7 @@ impl Frontend {
         answers: Option<&rmcp::model::InputResponses>,
         context: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
-        let Some(parked) = lock(&self.inner.parked).remove(token) else {
+        let Some(parked) = lock(&self.inner.shared.parked).remove(token) else {
             return error_result(&format!(
                 "{TOOL_NAME}: no cell waits for answers under this requestState (answered already, or it waited too \
                  long and was dropped): run the code again"
@@ -437,7 +502,8 @@ impl Frontend {
     /// failed request keeps the current catalog (logged).
     pub async fn refresh_catalog(&self) -> bool {
         let request = CatalogRequest { session: self.inner.session.clone() };
-        let catalog: Catalog = match self.inner.bus.call(subjects::CATALOG_GET, &request, REFRESH_TIMEOUT).await {
+        let catalog: Catalog = match self.inner.shared.bus.call(subjects::CATALOG_GET, &request, REFRESH_TIMEOUT).await
+        {
             Ok(catalog) => catalog,
             Err(e) => {
                 tracing::debug!(error = %e, "could not refresh the catalog: keeping the current one");
@@ -450,12 +516,16 @@ impl Frontend {
             // Bridge replicas count versions apart: compare what is offered.
             let same = old.tools == catalog.tools
                 && old.max_calls == catalog.max_calls
-                && old.call_timeout_ms == catalog.call_timeout_ms;
+                && old.call_timeout_ms == catalog.call_timeout_ms
+                && old.approval_timeout_ms == catalog.approval_timeout_ms;
             if same {
                 return false;
             }
             tracing::info!(version = catalog.version, tools = catalog.tools.len(), "the catalog changed");
-            *view = Arc::new(View::new(catalog, &self.inner.config));
+            let fresh = Arc::new(View::new(catalog, &self.inner.shared.config));
+            *view = fresh.clone();
+            // Sessions started from now on offer it too.
+            *self.inner.shared.view.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = fresh;
         }
         if let Some(client) = self.inner.client.get()
             && let Err(e) = client.notify_tool_list_changed().await
@@ -485,11 +555,11 @@ impl Frontend {
     }
 
     async fn run_code_as(&self, cell_id: &str, code: &str) -> Result<CellReport, FrontendError> {
-        let config = &self.inner.config;
+        let config = &self.inner.shared.config;
         if code.len() > config.max_code {
             return Err(FrontendError::CodeTooLarge { size: code.len(), max: config.max_code });
         }
-        let _slot = self.inner.slots.acquire().await.expect("the semaphore is never closed");
+        let _slot = self.inner.shared.slots.acquire().await.expect("the semaphore is never closed");
         self.refresh_catalog().await;
         let report = self.run_cell(cell_id, code).await;
         // A cell may have changed the tools (a wrapped server's tool did):
@@ -499,7 +569,7 @@ impl Frontend {
     }
 
     async fn run_cell(&self, cell_id: &str, code: &str) -> Result<CellReport, FrontendError> {
-        let config = &self.inner.config;
+        let config = &self.inner.shared.config;
         let view = self.view();
         let cell = RunCell {
             cell_id: cell_id.to_string(),
@@ -521,7 +591,7 @@ impl Frontend {
         let started = tokio::time::Instant::now();
         loop {
             let wait = config.deadline + CELL_MARGIN;
-            let last = match self.inner.bus.call(subjects::CELL_RUN, &cell, wait).await {
+            let last = match self.inner.shared.bus.call(subjects::CELL_RUN, &cell, wait).await {
                 Err(BusError::Remote { error, .. }) if error.kind == NO_CAPACITY => None,
                 Err(e @ BusError::NoResponders { .. }) => Some(e),
                 // A runner took the cell and never answered (or dropped it).
@@ -644,8 +714,12 @@ impl ServerHandler for Frontend {
         let Some(serde_json::Value::String(code)) = code else {
             return Ok(error_result(&format!("{TOOL_NAME} needs a string argument \"code\"")).into());
         };
-        if code.len() > self.inner.config.max_code {
-            let e = FrontendError::CodeTooLarge { size: code.len(), max: self.inner.config.max_code };
+        if code.len() > self.inner.shared.config.max_code {
+            let e = FrontendError::CodeTooLarge { size: code.len(), max: self.inner.shared.config.max_code };
+            return Ok(error_result(&format!("{TOOL_NAME}: {e}")).into());
+        }
+        if let Err(e) = self.listen_for_approvals().await {
+            tracing::warn!(error = %e, "this session cannot answer approvals");
             return Ok(error_result(&format!("{TOOL_NAME}: {e}")).into());
         }
         let run = self.start_cell(code.clone());

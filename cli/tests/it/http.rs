@@ -1,0 +1,202 @@
+//! MCP over streamable HTTP (`code-mode frontend --http ADDR`): the split
+//! services over a real nats-server, and real rmcp clients connecting to
+//! the URL, both as a client of protocol 2025-11-25 (an `initialize`
+//! handshake and an `Mcp-Session-Id`) and as a stateless 2026-07-28 client.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::sync::{Arc, Mutex};
+
+use code_mode_core::testing::{NatsServer, NatsUsers};
+use rmcp::ClientHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability, FormElicitationCapability, ProtocolVersion,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use serde_json::json;
+
+use crate::support::{self, log_path, logged_calls, report, service_command, spawn_service};
+
+/// A client that answers every approval question as told and counts them.
+#[derive(Debug, Clone)]
+struct Person {
+    accept: bool,
+    asked: Arc<Mutex<usize>>,
+}
+
+impl ClientHandler for Person {
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        *self.asked.lock().unwrap() += 1;
+        Ok(if self.accept {
+            ElicitResult::new(ElicitationAction::Accept).with_content(json!({}))
+        } else {
+            ElicitResult::new(ElicitationAction::Decline)
+        })
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(ElicitationCapability::new().with_form(FormElicitationCapability::default()));
+        let mut info = ClientConfig::default();
+        info.capabilities = capabilities;
+        info
+    }
+}
+
+/// nats-server, a bridge (with `bridge_args`), a runner and an HTTP
+/// frontend; the MCP URL. Dropping it stops everything.
+struct Split {
+    url: String,
+    _processes: Vec<tokio::process::Child>,
+    _nats: NatsServer,
+    _users: NatsUsers,
+}
+
+async fn split(bridge_args: &[&str], server_args: &[&str]) -> Split {
+    let Some((nats, users)) = NatsServer::start_secured() else { panic!("nats-server is needed") };
+    let bridge = spawn_service(&nats.url(), &users, "bridge", bridge_args, Some(server_args));
+    let runner = spawn_service(&nats.url(), &users, "sandbox-runner", &[], None);
+    let mut frontend = service_command(&nats.url(), &users, "frontend", &["--http", "127.0.0.1:0"], None);
+    let mut frontend = frontend.stderr(std::process::Stdio::piped()).spawn().expect("the frontend starts");
+    let stderr = frontend.stderr.take().expect("stderr is piped").into_owned_fd().expect("a file descriptor");
+    // The frontend prints its URL once it listens; the rest of its log is
+    // passed on to ours.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sent = false;
+        for line in BufReader::new(std::fs::File::from(stderr)).lines().map_while(Result::ok) {
+            if !sent && let Some(url) = line.strip_prefix("code-mode: MCP on ") {
+                let _ = tx.send(url.to_string());
+                sent = true;
+            }
+            eprintln!("frontend: {line}");
+        }
+    });
+    let url = tokio::task::spawn_blocking(move || rx.recv_timeout(std::time::Duration::from_secs(60)))
+        .await
+        .unwrap()
+        .expect("the frontend prints its URL within 60 s");
+    Split { url, _processes: vec![bridge, runner, frontend], _nats: nats, _users: users }
+}
+
+async fn connect<H: ClientHandler>(
+    url: &str,
+    handler: H,
+    lifecycle: ClientLifecycleMode,
+) -> RunningService<RoleClient, H> {
+    // reqwest's rustls needs a crypto provider (ring, as async-nats uses).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let transport = StreamableHttpClientTransport::from_uri(url.to_string());
+    handler.serve_with_lifecycle(transport, lifecycle).await.expect("the MCP client connects over HTTP")
+}
+
+async fn run_python<H: ClientHandler>(client: &RunningService<RoleClient, H>, code: &str) -> CallToolResult {
+    let mut params = CallToolRequestParams::new("run_python");
+    params.arguments = Some(json!({ "code": code }).as_object().unwrap().clone());
+    client.call_tool(params).await.expect("run_python answers")
+}
+
+fn stdout(result: &CallToolResult) -> String {
+    report(result)["stdout"].as_str().unwrap().to_string()
+}
+
+const LEGACY: fn() -> ClientLifecycleMode = || ClientLifecycleMode::Initialize;
+const STATELESS: fn() -> ClientLifecycleMode =
+    || ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+
+const TAINT_THEN_ADD: &str = "\
+print(await echo({'text': 'secret'}))
+try:
+    print(await add({'a': 1, 'b': 2}))
+except ToolError as e:
+    print('refused:', e)
+";
+
+#[tokio::test]
+async fn each_http_session_is_its_own_client_session_for_the_private_data_rule() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let log = log_path("http-private");
+    let stack = split(&["--private", "echo"], &["--log", log.to_str().unwrap()]).await;
+    let first = connect(&stack.url, (), LEGACY()).await;
+    let tools = first.list_all_tools().await.expect("tools/list answers over HTTP");
+    assert_eq!(tools.len(), 1);
+    assert!(tools[0].description.as_deref().unwrap().contains("async def add("));
+    let out = stdout(&run_python(&first, TAINT_THEN_ADD).await);
+    assert!(out.starts_with("secret\nrefused: add: "), "the first session is tainted: {out}");
+    // The same session stays tainted in its next call ...
+    let again = stdout(
+        &run_python(&first, "try:\n    await add({'a': 1, 'b': 2})\nexcept ToolError as e:\n    print('refused')")
+            .await,
+    );
+    assert_eq!(again, "refused\n");
+    // ... and another client's session is not.
+    let second = connect(&stack.url, (), LEGACY()).await;
+    assert_eq!(stdout(&run_python(&second, "print(await add({'a': 1, 'b': 2}))").await), "{\"sum\":3}\n");
+    assert_eq!(logged_calls(&log).len(), 2, "echo and the second session's add reached the server");
+    first.cancel().await.ok();
+    second.cancel().await.ok();
+}
+
+const APPROVE_ECHO: &str = r#"{"version": "1", "default": "allow", "tools": {"echo": {"action": "approve"}}}"#;
+const GATHERED_ECHOES: &str = "\
+import asyncio
+async def attempt(i):
+    try:
+        return await echo({'text': f'n{i}'})
+    except ToolError as e:
+        return 'refused: ' + str(e)
+print(await asyncio.gather(*[attempt(i) for i in range(3)]))
+";
+
+#[tokio::test]
+async fn a_stateless_http_client_approves_calls_whose_retried_request_finds_the_waiting_cell() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let policy = log_path("http-policy").with_extension("json");
+    std::fs::write(&policy, APPROVE_ECHO).expect("the policy is written");
+    let stack = split(&["--policy", policy.to_str().unwrap()], &[]).await;
+    let yes = Person { accept: true, asked: Arc::default() };
+    let client = connect(&stack.url, yes.clone(), STATELESS()).await;
+    assert_eq!(stdout(&run_python(&client, GATHERED_ECHOES).await), "['n0', 'n1', 'n2']\n");
+    assert_eq!(*yes.asked.lock().unwrap(), 3);
+    client.cancel().await.ok();
+
+    let no = Person { accept: false, asked: Arc::default() };
+    let client = connect(&stack.url, no.clone(), LEGACY()).await;
+    let out = stdout(&run_python(&client, GATHERED_ECHOES).await);
+    assert_eq!(out.matches("the person declined the call").count(), 3, "{out}");
+    client.cancel().await.ok();
+    let _ = std::fs::remove_file(&policy);
+}
+
+#[tokio::test]
+async fn a_request_naming_a_host_that_is_not_allowed_is_refused() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let stack = split(&[], &[]).await;
+    let authority = stack.url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+    let status = |host: &str| {
+        let mut stream = std::net::TcpStream::connect(&authority).expect("the frontend listens");
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        answer.lines().next().unwrap_or_default().to_string()
+    };
+    assert!(status("attacker.example").contains(" 403 "), "a foreign Host is refused");
+    assert!(status(&authority).contains(" 200 "), "the loopback address is served");
+}

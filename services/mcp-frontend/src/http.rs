@@ -1,0 +1,105 @@
+//! MCP over streamable HTTP: the same `run_python` tool at `POST /mcp`,
+//! served by actix-web through `rmcp-actix-web`, for clients that connect
+//! to a URL instead of starting a process.
+//!
+//! Each MCP session gets its own [`Frontend`] from the
+//! [`FrontendFactory`]: its own session id (so the private-data taint, the
+//! `grant` rate limits and approval questions stay per session), the
+//! process's shared cell slots. A client of protocol 2025-11-25 and older
+//! holds a session (`Mcp-Session-Id`) across calls. The stateless protocol
+//! 2026-07-28 has no sessions: each request gets a new session object, so
+//! for such a client one `run_python` call is one session (a taint lasts
+//! for that cell, a `grant` limit counts per call), and an approval's
+//! retried call finds its parked cell through the factory, not the session.
+//!
+//! Requests whose `Host` is not allowed are refused (403): loopback only by
+//! default, against DNS rebinding; name the hosts the server is reached by.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use actix_web::{App, HttpServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp_actix_web::transport::StreamableHttpService;
+use tokio_util::sync::CancellationToken;
+
+use crate::{CATALOG_POLL, Frontend, FrontendError, FrontendFactory};
+
+/// The path the MCP endpoint is served at.
+pub const MCP_PATH: &str = "/mcp";
+
+/// Where and for whom to serve.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// `host:port` to listen on (port 0 picks a free one).
+    pub addr: String,
+    /// Accepted `Host` header values (`host` or `host:port`); empty keeps
+    /// the loopback-only default.
+    pub allowed_hosts: Vec<String>,
+}
+
+/// A running MCP HTTP server.
+#[derive(Debug)]
+pub struct McpHttpServer {
+    addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl McpHttpServer {
+    /// Bind `options.addr` and serve MCP at [`MCP_PATH`] until `cancel`
+    /// fires (sessions are closed then, and the server stops).
+    pub async fn start(
+        factory: FrontendFactory,
+        options: &HttpOptions,
+        cancel: CancellationToken,
+    ) -> Result<Self, FrontendError> {
+        let bind_error = |reason: std::io::Error| FrontendError::Http { addr: options.addr.clone(), reason };
+        let sessions = factory.clone();
+        // An empty list would switch the check off: keep the default then.
+        let hosts = (!options.allowed_hosts.is_empty()).then(|| options.allowed_hosts.clone());
+        let service = StreamableHttpService::builder()
+            .service_factory(Arc::new(move || -> Result<Frontend, std::io::Error> { Ok(sessions.session()) }))
+            .session_manager(Arc::new(LocalSessionManager::default()))
+            .cancellation_token(cancel.child_token())
+            .maybe_allowed_hosts(hosts)
+            .build();
+        let server = HttpServer::new(move || App::new().service(service.clone().scope_with_path(MCP_PATH)))
+            .workers(1)
+            .shutdown_timeout(2)
+            .shutdown_signal(cancel.clone().cancelled_owned())
+            .bind(&options.addr)
+            .map_err(bind_error)?;
+        let addr = *server
+            .addrs()
+            .first()
+            .ok_or_else(|| bind_error(std::io::Error::other("the address resolved to nothing")))?;
+        let running = server.run();
+        // New sessions start from a current catalog.
+        let poll_cancel = cancel.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = poll_cancel.cancelled() => return,
+                    _ = tokio::time::sleep(CATALOG_POLL) => { factory.refresh_catalog().await; }
+                }
+            }
+        });
+        let task = tokio::spawn(async move {
+            if let Err(e) = running.await {
+                tracing::warn!(error = %e, "the MCP HTTP server stopped with an error");
+            }
+        });
+        tracing::info!(%addr, path = MCP_PATH, "serving MCP over streamable HTTP");
+        Ok(Self { addr, task })
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Wait until the server has stopped (after the token fired).
+    pub async fn stopped(self) {
+        let _ = self.task.await;
+    }
+}
