@@ -32,7 +32,7 @@ use code_mode_telemetry::MetricsServer;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{
-    BridgeArgs, Cli, Command, FrontendArgs, MetricsArgs, NatsArgs, PolicyCheckArgs, PolicyCommand, RunnerArgs,
+    BridgeArgs, Cli, Command, FrontendArgs, HttpArgs, MetricsArgs, NatsArgs, PolicyCheckArgs, PolicyCommand, RunnerArgs,
 };
 
 type Tasks = Vec<tokio::task::JoinHandle<()>>;
@@ -47,6 +47,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let stack =
                 Stack::start(&args.bridge, &args.runner, &args.frontend, &args.server, args.max_concurrent, &root)
                     .await?;
+            if let Some(options) = http_options(&args.http) {
+                let served = serve_http(stack.factory.clone(), &options, &root).await;
+                stack.stop(&root).await;
+                return served;
+            }
             let served = stack.frontend.clone().serve_stdio(root.clone()).await;
             stack.stop(&root).await;
             served.context("serving MCP on stdio")
@@ -68,14 +73,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let bus = nats_bus(&args.nats, "code-mode-frontend").await?;
             let mut config = frontend_config(&args.frontend, args.max_concurrent)?;
             config.capacity_wait = seconds(args.capacity_wait, "--capacity-wait")?;
-            if let Some(addr) = &args.http {
+            if let Some(options) = http_options(&args.http) {
                 let factory = FrontendFactory::connect(bus, config).await?;
-                let options = HttpOptions { addr: addr.clone(), allowed_hosts: args.allowed_hosts.clone() };
-                let server = McpHttpServer::start(factory, &options, root.child_token()).await?;
-                eprintln!("code-mode: MCP on http://{}{MCP_PATH}", server.local_addr());
-                root.cancelled().await;
-                server.stopped().await;
-                return Ok(());
+                return serve_http(factory, &options, &root).await;
             }
             let frontend = Frontend::connect(bus, config).await?;
             let served = frontend.serve_stdio(root.clone()).await;
@@ -137,6 +137,20 @@ async fn policy_check(args: PolicyCheckArgs, root: &CancellationToken) -> anyhow
     };
     let report = code_mode_bridge::policy_check::check(servers, args.config.is_some(), root.child_token()).await?;
     print!("{report}");
+    Ok(())
+}
+
+fn http_options(args: &HttpArgs) -> Option<HttpOptions> {
+    let addr = args.http.clone()?;
+    Some(HttpOptions { addr, allowed_hosts: args.allowed_hosts.clone() })
+}
+
+/// Serve MCP over HTTP until a signal; the URL goes to stderr.
+async fn serve_http(factory: FrontendFactory, options: &HttpOptions, root: &CancellationToken) -> anyhow::Result<()> {
+    let server = McpHttpServer::start(factory, options, root.child_token()).await?;
+    eprintln!("code-mode: MCP on http://{}{MCP_PATH}", server.local_addr());
+    root.cancelled().await;
+    server.stopped().await;
     Ok(())
 }
 
@@ -299,7 +313,9 @@ fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
 
 /// The three services of one process.
 pub struct Stack {
-    /// The frontend.
+    /// Makes client sessions (one per MCP session over HTTP).
+    pub factory: FrontendFactory,
+    /// The first client session (stdio, and `run`).
     pub frontend: Frontend,
     closer: Closer,
     tasks: Tasks,
@@ -328,11 +344,14 @@ impl Stack {
         let started = async {
             tasks.extend(bridge.serve(&bus, root.clone()).await?);
             tasks.push(runner.serve(root.clone()).await?);
-            anyhow::Ok(Frontend::connect(bus, frontend_config).await?)
+            let factory = FrontendFactory::connect(bus, frontend_config).await?;
+            let frontend = factory.session();
+            frontend.listen_for_approvals().await?;
+            anyhow::Ok((factory, frontend))
         }
         .await;
         match started {
-            Ok(frontend) => Ok(Stack { frontend, closer, tasks }),
+            Ok((factory, frontend)) => Ok(Stack { factory, frontend, closer, tasks }),
             Err(e) => {
                 stop(root.clone(), tasks, Some(closer)).await;
                 Err(e)

@@ -104,6 +104,9 @@ pub struct ServeArgs {
     /// `run_python` calls that run at once; more wait for a slot.
     #[arg(long, default_value_t = defaults::MAX_CONCURRENT_CELLS, value_name = "N")]
     pub max_concurrent: usize,
+    /// MCP over HTTP.
+    #[command(flatten)]
+    pub http: HttpArgs,
     /// The wrapped server's command and its arguments (not with `--config`).
     #[arg(last = true, required_unless_present = "config", conflicts_with = "config", value_name = "SERVER_COMMAND")]
     pub server: Vec<String>,
@@ -260,6 +263,14 @@ pub struct FrontendServiceArgs {
     /// fails with "no capacity", in seconds.
     #[arg(long, default_value_t = defaults::CAPACITY_WAIT.as_secs_f64(), value_name = "SECONDS")]
     pub capacity_wait: f64,
+    /// MCP over HTTP.
+    #[command(flatten)]
+    pub http: HttpArgs,
+}
+
+/// Options of MCP over streamable HTTP (`serve` and `frontend`).
+#[derive(Debug, Args)]
+pub struct HttpArgs {
     /// Serve MCP over streamable HTTP at http://ADDR/mcp instead of
     /// stdin/stdout, one session per MCP client (port 0 picks a free port;
     /// the address is printed on stderr).

@@ -62,8 +62,14 @@ async fn split(bridge_args: &[&str], server_args: &[&str]) -> Split {
     let bridge = spawn_service(&nats.url(), &users, "bridge", bridge_args, Some(server_args));
     let runner = spawn_service(&nats.url(), &users, "sandbox-runner", &[], None);
     let mut frontend = service_command(&nats.url(), &users, "frontend", &["--http", "127.0.0.1:0"], None);
-    let mut frontend = frontend.stderr(std::process::Stdio::piped()).spawn().expect("the frontend starts");
-    let stderr = frontend.stderr.take().expect("stderr is piped").into_owned_fd().expect("a file descriptor");
+    let (frontend, url) = spawn_http(&mut frontend).await;
+    Split { url, _processes: vec![bridge, runner, frontend], _nats: nats, _users: users }
+}
+
+/// Spawn a `--http` command; the child and the URL it prints once it listens.
+async fn spawn_http(command: &mut tokio::process::Command) -> (tokio::process::Child, String) {
+    let mut child = command.stderr(std::process::Stdio::piped()).spawn().expect("the frontend starts");
+    let stderr = child.stderr.take().expect("stderr is piped").into_owned_fd().expect("a file descriptor");
     // The frontend prints its URL once it listens; the rest of its log is
     // passed on to ours.
     let (tx, rx) = std::sync::mpsc::channel();
@@ -81,7 +87,7 @@ async fn split(bridge_args: &[&str], server_args: &[&str]) -> Split {
         .await
         .unwrap()
         .expect("the frontend prints its URL within 60 s");
-    Split { url, _processes: vec![bridge, runner, frontend], _nats: nats, _users: users }
+    (child, url)
 }
 
 async fn connect<H: ClientHandler>(
@@ -199,4 +205,26 @@ async fn a_request_naming_a_host_that_is_not_allowed_is_refused() {
     };
     assert!(status("attacker.example").contains(" 403 "), "a foreign Host is refused");
     assert!(status(&authority).contains(" 200 "), "the loopback address is served");
+}
+
+#[tokio::test]
+async fn serve_over_http_runs_cells_for_a_session_client_and_a_stateless_one() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let mut serve = tokio::process::Command::new(support::code_mode());
+    serve.args(["serve", "--http", "127.0.0.1:0", "--"]).arg(support::test_server());
+    serve.stdin(std::process::Stdio::null()).kill_on_drop(true);
+    let (mut serve, url) = spawn_http(&mut serve).await;
+    for lifecycle in [LEGACY(), STATELESS()] {
+        let client = connect(&url, (), lifecycle).await;
+        assert_eq!(stdout(&run_python(&client, "print(await add({'a': 40, 'b': 2}))").await), "{\"sum\":42}\n");
+        client.cancel().await.ok();
+    }
+    // A signal drains it: it exits and leaves no container behind.
+    let pid = serve.id().expect("serve runs");
+    support::terminate(pid);
+    let status = tokio::time::timeout(std::time::Duration::from_secs(30), serve.wait()).await;
+    assert!(matches!(status, Ok(Ok(s)) if s.success()), "serve exits cleanly on SIGTERM: {status:?}");
+    assert!(support::containers_of(pid).is_empty(), "its containers are removed");
 }

@@ -236,7 +236,7 @@ async fn each_split_service_serves_its_own_metrics_and_the_runner_counts_request
 
     // The bridge stops (SIGTERM: it leaves its queue group); the next call finds no responder.
     let bridge_pid = bridge.child.id().expect("the bridge runs");
-    terminate(bridge_pid);
+    support::terminate(bridge_pid);
     let mut bridge = bridge;
     tokio::time::timeout(Duration::from_secs(30), bridge.child.wait()).await.expect("the bridge exits").unwrap();
     let tool_call = [("subject", "codemode.v1.tool.call"), ("kind", "no_responders")];
@@ -246,13 +246,6 @@ async fn each_split_service_serves_its_own_metrics_and_the_runner_counts_request
     let errors_after = scrape(runner.metrics).await.value_or_zero("codemode_bus_request_errors_total", &tool_call);
     assert_eq!(errors_after - errors_before, 1.0);
     client.cancel().await.expect("the client closes");
-}
-
-/// Send SIGTERM to `pid` (a child of this test) with the `kill` command:
-/// the workspace forbids `unsafe`.
-fn terminate(pid: u32) {
-    let status = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().expect("kill runs");
-    assert!(status.success(), "kill -TERM {pid}: {status}");
 }
 
 #[tokio::test]

@@ -355,3 +355,10 @@ pub fn children_of(parent: u32) -> Vec<u32> {
     }
     out
 }
+
+/// Send SIGTERM to `pid` (a child of this test) with the `kill` command:
+/// the workspace forbids `unsafe`.
+pub fn terminate(pid: u32) {
+    let status = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().expect("kill runs");
+    assert!(status.success(), "kill -TERM {pid}: {status}");
+}
