@@ -32,7 +32,8 @@ use code_mode_telemetry::MetricsServer;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{
-    BridgeArgs, Cli, Command, FrontendArgs, HttpArgs, MetricsArgs, NatsArgs, PolicyCheckArgs, PolicyCommand, RunnerArgs,
+    BridgeArgs, Cli, Command, FrontendArgs, HttpArgs, MetricsArgs, NatsArgs, PolicyCheckArgs, PolicyCommand,
+    RunnerArgs, StackArgs,
 };
 
 type Tasks = Vec<tokio::task::JoinHandle<()>>;
@@ -43,10 +44,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::BuildImage(args) => build_image(args.base, args.if_missing).await,
         Command::Serve(args) => {
-            let _metrics = start_metrics(&args.metrics, "serve", &root).await?;
-            let stack =
-                Stack::start(&args.bridge, &args.runner, &args.frontend, &args.server, args.max_concurrent, &root)
-                    .await?;
+            let _metrics = start_metrics(&args.stack.metrics, "serve", &root).await?;
+            let stack = Stack::start(&args.stack, args.max_concurrent, &root).await?;
             if let Some(options) = http_options(&args.http) {
                 let served = serve_http(stack.factory.clone(), &options, &root).await;
                 stack.stop(&root).await;
@@ -58,10 +57,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Run(mut args) => {
             // One cell: a warm pool would only start containers to remove them.
-            args.runner.warm.get_or_insert(0);
-            let _metrics = start_metrics(&args.metrics, "run", &root).await?;
+            args.stack.runner.warm.get_or_insert(0);
+            let _metrics = start_metrics(&args.stack.metrics, "run", &root).await?;
             let code = read_code(args.code, args.file)?;
-            let stack = Stack::start(&args.bridge, &args.runner, &args.frontend, &args.server, 1, &root).await?;
+            let stack = Stack::start(&args.stack, 1, &root).await?;
             let report = stack.frontend.run_code(&code).await;
             stack.stop(&root).await;
             let report = report.context("running the cell")?;
@@ -323,14 +322,8 @@ pub struct Stack {
 
 impl Stack {
     /// Start everything for one wrapped server over the in-process bus.
-    pub async fn start(
-        bridge_args: &BridgeArgs,
-        runner_args: &RunnerArgs,
-        frontend_args: &FrontendArgs,
-        server: &[String],
-        max_concurrent: usize,
-        root: &CancellationToken,
-    ) -> anyhow::Result<Stack> {
+    pub async fn start(args: &StackArgs, max_concurrent: usize, root: &CancellationToken) -> anyhow::Result<Stack> {
+        let StackArgs { bridge: bridge_args, runner: runner_args, frontend: frontend_args, server, .. } = args;
         let frontend_config = frontend_config(frontend_args, max_concurrent)?;
         // The config file is checked before anything starts.
         let servers = wrapped_servers(bridge_args, server)?;

@@ -86,9 +86,10 @@ pub struct PolicyCheckArgs {
     pub server: Vec<String>,
 }
 
-/// Options of `serve`.
+/// What `serve` and `run` both start: the three services in one process
+/// around the wrapped server.
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub struct StackArgs {
     /// Bridge options.
     #[command(flatten)]
     pub bridge: BridgeArgs,
@@ -101,41 +102,37 @@ pub struct ServeArgs {
     /// Frontend options.
     #[command(flatten)]
     pub frontend: FrontendArgs,
+    /// The wrapped server's command and its arguments (not with `--config`).
+    #[arg(last = true, required_unless_present = "config", conflicts_with = "config", value_name = "SERVER_COMMAND")]
+    pub server: Vec<String>,
+}
+
+/// Options of `serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The services and the wrapped server.
+    #[command(flatten)]
+    pub stack: StackArgs,
     /// `run_python` calls that run at once; more wait for a slot.
     #[arg(long, default_value_t = defaults::MAX_CONCURRENT_CELLS, value_name = "N")]
     pub max_concurrent: usize,
     /// MCP over HTTP.
     #[command(flatten)]
     pub http: HttpArgs,
-    /// The wrapped server's command and its arguments (not with `--config`).
-    #[arg(last = true, required_unless_present = "config", conflicts_with = "config", value_name = "SERVER_COMMAND")]
-    pub server: Vec<String>,
 }
 
 /// Options of `run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Bridge options.
+    /// The services and the wrapped server.
     #[command(flatten)]
-    pub bridge: BridgeArgs,
-    /// Metrics and health.
-    #[command(flatten)]
-    pub metrics: MetricsArgs,
-    /// Sandbox options.
-    #[command(flatten)]
-    pub runner: RunnerArgs,
-    /// Frontend options.
-    #[command(flatten)]
-    pub frontend: FrontendArgs,
+    pub stack: StackArgs,
     /// The code to run.
     #[arg(long, conflicts_with = "file")]
     pub code: Option<String>,
     /// A file holding the code to run (default: read the code from stdin).
     #[arg(long, value_name = "PATH")]
     pub file: Option<PathBuf>,
-    /// The wrapped server's command and its arguments (not with `--config`).
-    #[arg(last = true, required_unless_present = "config", conflicts_with = "config", value_name = "SERVER_COMMAND")]
-    pub server: Vec<String>,
 }
 
 /// Options of the bridge: which tools, and the limits of each call.
