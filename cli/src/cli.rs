@@ -25,17 +25,17 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve MCP on stdin/stdout with one tool, run_python, wrapping the
-    /// stdio MCP server whose command follows `--` (all three services in
-    /// this process).
+    /// Serve MCP on stdin/stdout (or over HTTP with `--http`) with one
+    /// tool, run_python, wrapping the stdio MCP server whose command follows
+    /// `--` (all three services in this process).
     Serve(ServeArgs),
     /// Run one cell of code against the server whose command follows `--`
     /// and print the result as JSON on stdout.
     Run(RunArgs),
     /// Build the sandbox image.
     BuildImage(BuildImageArgs),
-    /// The frontend service alone: MCP on stdin/stdout, the other services
-    /// reached over NATS.
+    /// The frontend service alone: MCP on stdin/stdout (or over HTTP with
+    /// `--http`), the other services reached over NATS.
     Frontend(FrontendServiceArgs),
     /// The bridge service alone: wraps the server whose command follows `--`
     /// and answers catalog requests and tool calls over NATS.
