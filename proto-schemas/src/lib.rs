@@ -54,6 +54,10 @@ pub mod queue_groups {
 pub struct CatalogRequest {
     /// The client session asking (for per-session verdicts in later versions).
     pub session: String,
+    /// The [`Catalog::fingerprint`] of the catalog the asker holds: when it
+    /// is still current the reply is [`Catalog::unchanged`], without tools.
+    #[serde(default)]
+    pub known: Option<String>,
 }
 
 /// Every tool the bridge offers to the sandbox, and how to present them.
@@ -74,6 +78,14 @@ pub struct Catalog {
     /// in milliseconds, on top of `call_timeout_ms` (0: no tool needs it).
     #[serde(default)]
     pub approval_timeout_ms: u64,
+    /// SHA-256 (hex) of what this catalog offers: the tools and the limits
+    /// above, not the version, so bridge replicas with the same tools agree.
+    #[serde(default)]
+    pub fingerprint: String,
+    /// True when the request's `known` fingerprint is this one: `tools` is
+    /// then empty and the asker keeps what it holds.
+    #[serde(default)]
+    pub unchanged: bool,
 }
 
 /// One wrapped tool as the sandbox and the model see it.

@@ -280,6 +280,8 @@ struct Current {
     rule: Option<PrivateRule>,
     /// Each server's policy, by server index.
     policies: Vec<Option<Applied>>,
+    /// The catalog message, made on the first request for it.
+    message: std::sync::OnceLock<proto::Catalog>,
 }
 
 impl Current {
@@ -475,7 +477,7 @@ impl Bridge {
                 tracing::info!(server = %wrapped.spec.name, policy = applied.policy.source(), "policy on");
             }
         }
-        let current = Current { catalog: Arc::new(catalog), version: 1, rule, policies };
+        let current = Current { catalog: Arc::new(catalog), version: 1, rule, policies, message: Default::default() };
         let audit_for_closer = config.policy_options.audit.clone();
         let bridge = Bridge {
             inner: Arc::new(Inner {
@@ -506,7 +508,13 @@ impl Bridge {
             Ok((catalog, rule, policies)) => {
                 let version = current.version + 1;
                 tracing::info!(version, tools = catalog.tools().len(), "catalog refreshed");
-                *current = Arc::new(Current { catalog: Arc::new(catalog), version, rule, policies });
+                *current = Arc::new(Current {
+                    catalog: Arc::new(catalog),
+                    version,
+                    rule,
+                    policies,
+                    message: Default::default(),
+                });
                 Ok(version)
             }
             Err(e) => {
@@ -530,29 +538,58 @@ impl Bridge {
     /// The catalog as the frontend receives it.
     pub fn catalog_message(&self) -> proto::Catalog {
         let current = self.current();
+        current.message.get_or_init(|| self.make_message(&current)).clone()
+    }
+
+    /// The answer to a catalog request: the catalog, or only "unchanged"
+    /// when the asker already holds this one (same fingerprint).
+    pub fn catalog_reply(&self, request: &CatalogRequest) -> proto::Catalog {
+        let current = self.current();
+        let message = current.message.get_or_init(|| self.make_message(&current));
+        if request.known.as_deref() == Some(message.fingerprint.as_str()) {
+            return proto::Catalog {
+                version: message.version,
+                tools: Vec::new(),
+                max_calls: message.max_calls,
+                call_timeout_ms: message.call_timeout_ms,
+                approval_timeout_ms: message.approval_timeout_ms,
+                fingerprint: message.fingerprint.clone(),
+                unchanged: true,
+            };
+        }
+        message.clone()
+    }
+
+    fn make_message(&self, current: &Current) -> proto::Catalog {
+        let tools: Vec<proto::ToolEntry> = current
+            .catalog
+            .tools()
+            .iter()
+            .map(|t| proto::ToolEntry {
+                name: t.name.clone(),
+                mcp_name: t.mcp_name.clone(),
+                server: (self.inner.servers.len() > 1).then(|| t.server_name.clone()),
+                stub: t.stub.clone(),
+                summary: t.summary.clone(),
+            })
+            .collect();
+        let max_calls = self.inner.limits.max_calls;
+        let call_timeout_ms = self.inner.limits.call_timeout.as_millis() as u64;
+        // Only a catalog with a tool that needs approval makes calls wait
+        // longer (and a lost bridge slower to notice).
+        let approval_timeout_ms =
+            if current.needs_approval() { self.inner.limits.approval_timeout.as_millis() as u64 } else { 0 };
+        let offered =
+            serde_json::to_vec(&(&tools, max_calls, call_timeout_ms, approval_timeout_ms)).unwrap_or_default();
+        let fingerprint = format!("{:x}", <sha2::Sha256 as sha2::Digest>::digest(&offered));
         proto::Catalog {
             version: current.version,
-            tools: current
-                .catalog
-                .tools()
-                .iter()
-                .map(|t| proto::ToolEntry {
-                    name: t.name.clone(),
-                    mcp_name: t.mcp_name.clone(),
-                    server: (self.inner.servers.len() > 1).then(|| t.server_name.clone()),
-                    stub: t.stub.clone(),
-                    summary: t.summary.clone(),
-                })
-                .collect(),
-            max_calls: self.inner.limits.max_calls,
-            call_timeout_ms: self.inner.limits.call_timeout.as_millis() as u64,
-            // Only a catalog with a tool that needs approval makes calls
-            // wait longer (and a lost bridge slower to notice).
-            approval_timeout_ms: if current.needs_approval() {
-                self.inner.limits.approval_timeout.as_millis() as u64
-            } else {
-                0
-            },
+            tools,
+            max_calls,
+            call_timeout_ms,
+            approval_timeout_ms,
+            fingerprint,
+            unchanged: false,
         }
     }
 
@@ -771,8 +808,8 @@ impl Bridge {
         let _ = self.inner.approvals.set(bus.clone());
         let me = self.clone();
         let catalog = bus
-            .serve(subjects::CATALOG_GET, queue_groups::BRIDGE, cancel.clone(), move |_: CatalogRequest| {
-                let message = me.catalog_message();
+            .serve(subjects::CATALOG_GET, queue_groups::BRIDGE, cancel.clone(), move |request: CatalogRequest| {
+                let message = me.catalog_reply(&request);
                 async move { Ok(message) }
             })
             .await?;

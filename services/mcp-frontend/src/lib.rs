@@ -12,7 +12,9 @@
 //! The bridge's catalog can change while the frontend runs (a wrapped
 //! server's tools changed). The bus only carries requests, so the frontend
 //! asks: before and after each cell, and every [`CATALOG_POLL`] while it
-//! serves. When the tools differ from the ones it holds, it swaps in the new
+//! serves, naming the fingerprint of the catalog it holds, so that an
+//! unchanged catalog comes back as "unchanged" without its tools. When the
+//! tools differ from the ones it holds, it swaps in the new
 //! catalog and description (later cells and `tools/list` use them) and sends
 //! the MCP client `notifications/tools/list_changed`.
 //!
@@ -215,7 +217,7 @@ impl FrontendFactory {
     /// Fetch the catalog from the bridge (waiting up to the configured time
     /// for one to answer: services may start in any order).
     pub async fn connect(bus: Bus, config: FrontendConfig) -> Result<Self, FrontendError> {
-        let request = CatalogRequest { session: uuid::Uuid::new_v4().to_string() };
+        let request = CatalogRequest { session: uuid::Uuid::new_v4().to_string(), known: None };
         let give_up = tokio::time::Instant::now() + config.catalog_wait;
         let catalog: Catalog = loop {
             match bus.call(subjects::CATALOG_GET, &request, CATALOG_TIMEOUT).await {
@@ -501,7 +503,10 @@ impl Frontend {
     /// that the tool list changed. Returns whether the tools changed. A
     /// failed request keeps the current catalog (logged).
     pub async fn refresh_catalog(&self) -> bool {
-        let request = CatalogRequest { session: self.inner.session.clone() };
+        // Only a changed catalog comes back whole.
+        let held = self.view().catalog.fingerprint.clone();
+        let known = (!held.is_empty()).then_some(held);
+        let request = CatalogRequest { session: self.inner.session.clone(), known };
         let catalog: Catalog = match self.inner.shared.bus.call(subjects::CATALOG_GET, &request, REFRESH_TIMEOUT).await
         {
             Ok(catalog) => catalog,
@@ -510,6 +515,9 @@ impl Frontend {
                 return false;
             }
         };
+        if catalog.unchanged {
+            return false;
+        }
         {
             let mut view = self.inner.view.write().unwrap_or_else(|poisoned| poisoned.into_inner());
             let old = &view.catalog;
@@ -787,6 +795,8 @@ mod tests {
             max_calls: 50,
             call_timeout_ms: 30_000,
             approval_timeout_ms: 0,
+            fingerprint: String::new(),
+            unchanged: false,
         }
     }
 
@@ -820,6 +830,38 @@ mod tests {
         let offered = frontend.catalog();
         assert_eq!(offered.version, 2);
         assert_eq!(offered.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["add", "late"]);
+        cancel.cancel();
+    }
+
+    #[tokio::test]
+    async fn a_frontend_holding_the_current_catalog_asks_with_its_fingerprint_and_keeps_it_when_unchanged() {
+        let bus = Bus::in_process();
+        let mut first = catalog(1, &["add"]);
+        first.fingerprint = "f1".into();
+        let current = Arc::new(Mutex::new(first));
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let cancel = CancellationToken::new();
+        let (served, seen) = (current.clone(), asked.clone());
+        bus.serve(subjects::CATALOG_GET, queue_groups::BRIDGE, cancel.clone(), move |request: CatalogRequest| {
+            seen.lock().unwrap().push(request.known.clone());
+            let mut catalog = served.lock().unwrap().clone();
+            if request.known.as_deref() == Some(catalog.fingerprint.as_str()) {
+                catalog.tools.clear();
+                catalog.unchanged = true;
+            }
+            async move { Ok(catalog) }
+        })
+        .await
+        .expect("the fake bridge serves");
+        let frontend = Frontend::connect(bus, FrontendConfig::default()).await.expect("connects");
+        assert!(!frontend.refresh_catalog().await);
+        assert_eq!(frontend.catalog().tools.len(), 1, "an unchanged reply keeps the tools held");
+        let mut second = catalog(2, &["add", "late"]);
+        second.fingerprint = "f2".into();
+        *current.lock().unwrap() = second;
+        assert!(frontend.refresh_catalog().await);
+        assert_eq!(frontend.catalog().tools.len(), 2);
+        assert_eq!(*asked.lock().unwrap(), [None, Some("f1".to_string()), Some("f1".to_string())]);
         cancel.cancel();
     }
 

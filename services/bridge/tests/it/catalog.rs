@@ -152,3 +152,28 @@ async fn an_allowlist_name_the_server_does_not_list_stops_startup_naming_it_and_
     assert!(log_lines(std::path::Path::new(&log)).contains(&"tools/list -".to_string()));
     assert!(child_with_arg(&log).is_none(), "the server was closed before the error returned");
 }
+
+#[tokio::test]
+async fn a_catalog_request_holding_the_current_fingerprint_is_answered_unchanged_without_tools() {
+    let h = Harness::with_args(&[]).await;
+    let full = h.bridge.catalog_message();
+    assert_eq!(full.fingerprint.len(), 64, "a SHA-256 in hex: {}", full.fingerprint);
+    assert!(!full.unchanged);
+    let ask = |known: Option<&str>| code_mode_proto::CatalogRequest {
+        session: "it".into(),
+        known: known.map(str::to_string),
+    };
+    let same = h.bridge.catalog_reply(&ask(Some(&full.fingerprint)));
+    assert!(same.unchanged && same.tools.is_empty(), "{same:?}");
+    assert_eq!(same.fingerprint, full.fingerprint);
+    for stale in [None, Some("0".repeat(64).as_str())] {
+        let reply = h.bridge.catalog_reply(&ask(stale));
+        assert!(!reply.unchanged, "{stale:?}");
+        assert_eq!(reply.tools, full.tools, "a stale or missing fingerprint gets the whole catalog");
+    }
+    // Another bridge over the same server offers the same: same fingerprint.
+    let other = Harness::with_args(&[]).await;
+    assert_eq!(other.bridge.catalog_message().fingerprint, full.fingerprint);
+    other.close().await;
+    h.close().await;
+}
