@@ -62,6 +62,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let code = read_code(args.code, args.file)?;
             let stack = Stack::start(&args.stack, 1, &root).await?;
             let report = stack.frontend.run_code(&code).await;
+            stack.frontend.end_session().await;
             stack.stop(&root).await;
             let report = report.context("running the cell")?;
             println!("{}", serde_json::to_string(&report)?);

@@ -25,9 +25,12 @@ pub mod subjects {
     /// ends with the session id (see [`approval`]); only that session's
     /// frontend listens on it.
     pub const APPROVAL: &str = "codemode.v1.approval";
+    /// frontend -> bridge: [`crate::SessionEnd`] -> [`crate::SessionEnded`]:
+    /// a client session is over, its state may go.
+    pub const SESSION_END: &str = "codemode.v1.session.end";
     /// Every subject, for documentation and permission checks (the approval
     /// subject is a prefix: one subject per session below it).
-    pub const ALL: [&str; 4] = [CATALOG_GET, TOOL_CALL, CELL_RUN, APPROVAL];
+    pub const ALL: [&str; 5] = [CATALOG_GET, TOOL_CALL, CELL_RUN, APPROVAL, SESSION_END];
 
     /// The approval subject of one client session, or `None` when the
     /// session id cannot be one NATS subject token (empty, or holding a
@@ -249,6 +252,24 @@ pub enum ApprovalReply {
     },
 }
 
+/// A client session has ended (its client went away, or its MCP session
+/// closed): the bridge forgets the session's state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionEnd {
+    /// The session.
+    pub session: String,
+}
+
+/// What the bridge forgot of an ended session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionEnded {
+    /// Entries removed from the session-state store (its private-data taint,
+    /// its `grant` rate-limit counters).
+    pub removed: u32,
+}
+
 /// Why a service could not answer a request at all.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -284,5 +305,7 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         ("tool_call_reply", schema::<Reply<ToolReply>>()),
         ("approval_request", schema::<ApprovalRequest>()),
         ("approval_reply", schema::<Reply<ApprovalReply>>()),
+        ("session_end", schema::<SessionEnd>()),
+        ("session_end_reply", schema::<Reply<SessionEnded>>()),
     ]
 }

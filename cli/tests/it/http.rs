@@ -52,6 +52,8 @@ impl ClientHandler for Person {
 /// frontend; the MCP URL. Dropping it stops everything.
 struct Split {
     url: String,
+    /// The frontend's log lines so far.
+    log: Arc<Mutex<Vec<String>>>,
     _processes: Vec<tokio::process::Child>,
     _nats: NatsServer,
     _users: NatsUsers,
@@ -62,12 +64,15 @@ async fn split(bridge_args: &[&str], server_args: &[&str]) -> Split {
     let bridge = spawn_service(&nats.url(), &users, "bridge", bridge_args, Some(server_args));
     let runner = spawn_service(&nats.url(), &users, "sandbox-runner", &[], None);
     let mut frontend = service_command(&nats.url(), &users, "frontend", &["--http", "127.0.0.1:0"], None);
-    let (frontend, url) = spawn_http(&mut frontend).await;
-    Split { url, _processes: vec![bridge, runner, frontend], _nats: nats, _users: users }
+    let (frontend, url, log) = spawn_http(&mut frontend).await;
+    Split { url, log, _processes: vec![bridge, runner, frontend], _nats: nats, _users: users }
 }
 
-/// Spawn a `--http` command; the child and the URL it prints once it listens.
-async fn spawn_http(command: &mut tokio::process::Command) -> (tokio::process::Child, String) {
+/// Spawn a `--http` command; the child, the URL it prints once it listens,
+/// and its log lines (kept as they come).
+async fn spawn_http(command: &mut tokio::process::Command) -> (tokio::process::Child, String, Arc<Mutex<Vec<String>>>) {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let kept = log.clone();
     let mut child = command.stderr(std::process::Stdio::piped()).spawn().expect("the frontend starts");
     let stderr = child.stderr.take().expect("stderr is piped").into_owned_fd().expect("a file descriptor");
     // The frontend prints its URL once it listens; the rest of its log is
@@ -81,13 +86,14 @@ async fn spawn_http(command: &mut tokio::process::Command) -> (tokio::process::C
                 sent = true;
             }
             eprintln!("frontend: {line}");
+            kept.lock().unwrap().push(line);
         }
     });
     let url = tokio::task::spawn_blocking(move || rx.recv_timeout(std::time::Duration::from_secs(60)))
         .await
         .unwrap()
         .expect("the frontend prints its URL within 60 s");
-    (child, url)
+    (child, url, log)
 }
 
 async fn connect<H: ClientHandler>(
@@ -124,7 +130,7 @@ except ToolError as e:
 ";
 
 #[tokio::test]
-async fn each_http_session_is_its_own_client_session_for_the_private_data_rule() {
+async fn each_http_session_is_its_own_client_session_and_its_taint_is_forgotten_when_it_closes() {
     if !support::sandbox_available() {
         return;
     }
@@ -146,7 +152,15 @@ async fn each_http_session_is_its_own_client_session_for_the_private_data_rule()
     let second = connect(&stack.url, (), LEGACY()).await;
     assert_eq!(stdout(&run_python(&second, "print(await add({'a': 1, 'b': 2}))").await), "{\"sum\":3}\n");
     assert_eq!(logged_calls(&log).len(), 2, "echo and the second session's add reached the server");
+    // Closing the first session tells the bridge, which forgets its taint.
     first.cancel().await.ok();
+    let forgotten =
+        |log: &[String]| log.iter().any(|l| l.contains("the bridge forgot its state") && l.contains("removed=1"));
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !forgotten(&stack.log.lock().unwrap()) {
+        assert!(std::time::Instant::now() < give_up, "the closed session's taint was not forgotten");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     second.cancel().await.ok();
 }
 
@@ -215,7 +229,7 @@ async fn serve_over_http_runs_cells_for_a_session_client_and_a_stateless_one() {
     let mut serve = tokio::process::Command::new(support::code_mode());
     serve.args(["serve", "--http", "127.0.0.1:0", "--"]).arg(support::test_server());
     serve.stdin(std::process::Stdio::null()).kill_on_drop(true);
-    let (mut serve, url) = spawn_http(&mut serve).await;
+    let (mut serve, url, _log) = spawn_http(&mut serve).await;
     for lifecycle in [LEGACY(), STATELESS()] {
         let client = connect(&url, (), lifecycle).await;
         assert_eq!(stdout(&run_python(&client, "print(await add({'a': 40, 'b': 2}))").await), "{\"sum\":42}\n");

@@ -20,7 +20,7 @@
 //! [`MAX_VALUE_BYTES`]) and the mapping of backend failures onto
 //! [`StateError`]. It does not own any session's lifetime: nothing here
 //! expires or removes a session's state except an explicit
-//! [`SessionStore::delete`].
+//! [`SessionStore::delete`] (the bridge deletes an ended session's entries).
 
 use std::collections::HashMap;
 use std::fmt;

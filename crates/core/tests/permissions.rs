@@ -135,3 +135,17 @@ async fn only_the_bridge_may_ask_a_session_for_approval_and_only_a_frontend_may_
     assert!(matches!(err, BusError::NoResponders { .. } | BusError::Timeout { .. }), "{err:?}");
     assert_eq!(forged.load(Ordering::SeqCst), 0, "the runner never saw the question");
 }
+
+#[tokio::test]
+async fn only_a_frontend_may_end_a_session_so_a_runner_cannot_clear_a_taint() {
+    let Some((server, users)) = NatsServer::start_secured() else { return };
+    let bridge = connect(&server, &users, "bridge").await;
+    let frontend = connect(&server, &users, "frontend").await;
+    let runner = connect(&server, &users, "sandbox-runner").await;
+    let ends = counting_service(&bridge, subjects::SESSION_END, queue_groups::BRIDGE).await;
+    assert_eq!(ask(&frontend, subjects::SESSION_END).await.unwrap(), "served");
+    // The runner relays the code's calls: were it able to end sessions, a
+    // tainted session could be cleared from below.
+    assert!(ask(&runner, subjects::SESSION_END).await.is_err());
+    assert_eq!(ends.load(Ordering::SeqCst), 1);
+}

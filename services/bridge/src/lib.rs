@@ -127,6 +127,15 @@ pub enum BridgeError {
         /// Why (boxed: it is large, and rare).
         error: Box<PolicyError>,
     },
+    /// A session end named the `global` pseudo-session or an id no session has.
+    #[error("{session:?} is not a client session: refused to forget its state")]
+    NotASession {
+        /// The id given (cut).
+        session: String,
+    },
+    /// The session-state store failed.
+    #[error("session state: {0}")]
+    State(code_mode_core::state::StateError),
     /// Two kept tools would get the same Python name.
     #[error("tools {first:?} and {second:?} would both be called {python}: allow only one of them")]
     NameClash {
@@ -798,6 +807,34 @@ impl Bridge {
         ToolReply::Ok { value: text }
     }
 
+    /// Forget an ended client session's state: its private-data taint and
+    /// its `grant` rate-limit counters under every server's policy (`global`
+    /// counters stay). Returns how many entries were there. The `global`
+    /// pseudo-session and ids that are no session's are refused.
+    pub async fn end_session(&self, session: &str) -> Result<u32, BridgeError> {
+        if session == policy::GLOBAL_SESSION || subjects::approval(session).is_none() {
+            return Err(BridgeError::NotASession { session: session.chars().take(80).collect() });
+        }
+        let current = self.current();
+        let mut names = vec![private::TAINT.to_string()];
+        for applied in current.policies.iter().flatten() {
+            names.extend(applied.policy.session_keys());
+        }
+        names.sort_unstable();
+        names.dedup();
+        let store = &self.inner.rebuild.state;
+        let mut removed = 0;
+        for name in &names {
+            let there = store.get(session, name).await.map_err(BridgeError::State)?.is_some();
+            if there {
+                store.delete(session, name).await.map_err(BridgeError::State)?;
+                removed += 1;
+            }
+        }
+        tracing::info!(%session, removed, "client session ended: its state is forgotten");
+        Ok(removed)
+    }
+
     /// Answer catalog requests and tool calls on the bus until `cancel`.
     pub async fn serve(
         &self,
@@ -815,12 +852,27 @@ impl Bridge {
             .await?;
         let me = self.clone();
         let calls = bus
-            .serve(subjects::TOOL_CALL, queue_groups::BRIDGE, cancel, move |call: ToolCall| {
+            .serve(subjects::TOOL_CALL, queue_groups::BRIDGE, cancel.clone(), move |call: ToolCall| {
                 let me = me.clone();
                 async move { Ok(me.call(&call).await) }
             })
             .await?;
-        Ok(vec![catalog, calls])
+        let me = self.clone();
+        let ends = bus
+            .serve(subjects::SESSION_END, queue_groups::BRIDGE, cancel, move |end: proto::SessionEnd| {
+                let me = me.clone();
+                async move {
+                    match me.end_session(&end.session).await {
+                        Ok(removed) => Ok(proto::SessionEnded { removed }),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "could not forget an ended session");
+                            Err(proto::WireError { kind: "session_end_failed".into(), message: e.to_string() })
+                        }
+                    }
+                }
+            })
+            .await?;
+        Ok(vec![catalog, calls, ends])
     }
 }
 

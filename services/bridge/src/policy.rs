@@ -522,6 +522,22 @@ impl Policy {
         p.policy(root)
     }
 
+    /// The store keys this policy may write under a client session: one per
+    /// `grant` counter (the `global` ones live under [`GLOBAL_SESSION`]).
+    pub fn session_keys(&self) -> Vec<String> {
+        let mut counters: Vec<&str> = self
+            .tools
+            .values()
+            .chain(self.categories.values())
+            .flat_map(|r| r.limits.iter())
+            .filter(|l| l.scope == Scope::Grant)
+            .map(|l| l.counter.as_str())
+            .collect();
+        counters.sort_unstable();
+        counters.dedup();
+        counters.into_iter().map(grant_key).collect()
+    }
+
     /// The file it was read from (or, for an inline policy, where it was
     /// written).
     pub fn source(&self) -> &str {
@@ -894,7 +910,7 @@ impl RateLimiter {
         let window = limit.window.secs();
         let start = secs - secs % window;
         let (owner, name) = match limit.scope {
-            Scope::Grant => (session, format!("rate.{}", limit.counter)),
+            Scope::Grant => (session, grant_key(&limit.counter)),
             Scope::Global => (GLOBAL_SESSION, format!("global.rate.{}", limit.counter)),
         };
         let fail = |e: StateError| {
@@ -946,6 +962,11 @@ impl RateLimiter {
         }
         Err(fail(StateError::Conflict(format!("{name}: still changing after {MAX_ADMIT_ATTEMPTS} attempts"))))
     }
+}
+
+/// The store key of a `grant` counter under its session.
+pub fn grant_key(counter: &str) -> String {
+    format!("rate.{counter}")
 }
 
 /// A short random pause after a lost compare-and-set.

@@ -184,6 +184,9 @@ struct Inner {
     cells: Mutex<HashMap<String, mpsc::UnboundedSender<Pending>>>,
     /// Set once this session answers on its approval subject.
     approvals: tokio::sync::OnceCell<()>,
+    /// The session ran a cell, so the bridge may hold state for it (told
+    /// to forget it when the session ends).
+    ran: std::sync::atomic::AtomicBool,
     /// Ends the approval subscription when the frontend is dropped.
     stop: CancellationToken,
 }
@@ -253,6 +256,7 @@ impl FrontendFactory {
             client: std::sync::OnceLock::new(),
             cells: Mutex::new(HashMap::new()),
             approvals: tokio::sync::OnceCell::new(),
+            ran: std::sync::atomic::AtomicBool::new(false),
             stop: CancellationToken::new(),
         };
         Frontend { inner: Arc::new(inner) }
@@ -268,6 +272,29 @@ impl FrontendFactory {
 impl Drop for Inner {
     fn drop(&mut self) {
         self.stop.cancel();
+        // The session is over (an HTTP session closed, a stateless request
+        // answered): the bridge may forget it, in the background.
+        if self.ran.swap(false, std::sync::atomic::Ordering::SeqCst)
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let (bus, session) = (self.shared.bus.clone(), self.session.clone());
+            runtime.spawn(async move { tell_session_ended(&bus, session).await });
+        }
+    }
+}
+
+/// How long telling the bridge that a session ended may take.
+const SESSION_END_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Tell the bridge that `session` ended, so it forgets its state; a
+/// failure is only logged (the state then stays, as it did before).
+async fn tell_session_ended(bus: &Bus, session: String) {
+    let end = code_mode_proto::SessionEnd { session: session.clone() };
+    match bus.call::<_, code_mode_proto::SessionEnded>(subjects::SESSION_END, &end, SESSION_END_TIMEOUT).await {
+        Ok(ended) => {
+            tracing::info!(%session, removed = ended.removed, "client session ended; the bridge forgot its state")
+        }
+        Err(e) => tracing::info!(%session, error = %e, "client session ended, but the bridge could not be told"),
     }
 }
 
@@ -375,6 +402,14 @@ impl Frontend {
                 ApprovalReply::Unavailable { reason: "the run_python request ended before the person answered".into() }
             }
             Err(_) => ApprovalReply::TimedOut,
+        }
+    }
+
+    /// Tell the bridge now that this session is over (if it ran a cell), so
+    /// it forgets the session's state; a later drop sends nothing more.
+    pub async fn end_session(&self) {
+        if self.inner.ran.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            tell_session_ended(&self.inner.shared.bus, self.inner.session.clone()).await;
         }
     }
 
@@ -564,6 +599,7 @@ impl Frontend {
 
     async fn run_code_as(&self, cell_id: &str, code: &str) -> Result<CellReport, FrontendError> {
         let config = &self.inner.shared.config;
+        self.inner.ran.store(true, std::sync::atomic::Ordering::SeqCst);
         if code.len() > config.max_code {
             return Err(FrontendError::CodeTooLarge { size: code.len(), max: config.max_code });
         }
@@ -644,14 +680,16 @@ impl Frontend {
         let frontend = service.service().clone();
         frontend.know_client(service.peer());
         // Stopped below once the session has ended.
+        let polling = frontend.clone();
         let poll = tokio::spawn(async move {
             loop {
                 tokio::time::sleep(CATALOG_POLL).await;
-                frontend.refresh_catalog().await;
+                polling.refresh_catalog().await;
             }
         });
         let waited = service.waiting().await;
         poll.abort();
+        frontend.end_session().await;
         waited.map_err(|e| FrontendError::Transport(e.to_string()))?;
         Ok(())
     }

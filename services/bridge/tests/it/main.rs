@@ -17,5 +17,6 @@ mod private;
 mod refusals;
 mod remote;
 mod restart;
+mod session_end;
 mod startup;
 mod support;
