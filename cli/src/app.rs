@@ -60,7 +60,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             args.stack.runner.warm.get_or_insert(0);
             let _metrics = start_metrics(&args.stack.metrics, "run", &root).await?;
             let code = read_code(args.code, args.file)?;
+            let asker =
+                if args.ask { Some(crate::terminal::TerminalAsker::open().map_err(anyhow::Error::msg)?) } else { None };
             let stack = Stack::start(&args.stack, 1, &root).await?;
+            if let Some(asker) = asker {
+                stack.frontend.ask_locally_with(asker);
+            }
             let report = stack.frontend.run_code(&code).await;
             stack.frontend.end_session().await;
             stack.stop(&root).await;

@@ -133,6 +133,11 @@ pub struct RunArgs {
     /// A file holding the code to run (default: read the code from stdin).
     #[arg(long, value_name = "PATH")]
     pub file: Option<PathBuf>,
+    /// Ask on the terminal (`/dev/tty`) whether a call the policy holds for
+    /// approval may go out; without it such calls are refused, as nobody
+    /// can be asked.
+    #[arg(long)]
+    pub ask: bool,
 }
 
 /// Options of the bridge: which tools, and the limits of each call.

@@ -9,6 +9,7 @@
 pub mod app;
 pub mod cli;
 pub mod settings;
+pub mod terminal;
 
 /// Entry point of the binary.
 pub fn main() -> std::process::ExitCode {

@@ -325,3 +325,80 @@ async fn an_approval_question_for_one_session_never_reaches_another_session() {
     client.cancel().await.ok();
     let _ = std::fs::remove_file(&policy);
 }
+
+/// Run `code-mode run --ask` on a pseudo-terminal (`script`), answer the
+/// terminal's question with `answer` once it is shown, and return the
+/// report's stdout and what the terminal showed.
+async fn run_on_a_terminal(answer: &str) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = code_mode_core::testing::TempDir::new("approval-tty");
+    let policy = dir.0.join("policy.json");
+    std::fs::write(&policy, POLICY).expect("the policy is written");
+    let code = dir.0.join("cell.py");
+    std::fs::write(&code, ONE_ECHO).expect("the code is written");
+    let command = format!(
+        "{} run --ask --policy {} --file {} -- {} 2>/dev/null",
+        support::code_mode().display(),
+        policy.display(),
+        code.display(),
+        support::test_server().display()
+    );
+    let mut script = tokio::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("script (util-linux) runs");
+    let mut stdin = script.stdin.take().unwrap();
+    let mut stdout = script.stdout.take().unwrap();
+    let mut shown = String::new();
+    let mut buffer = [0u8; 4096];
+    let asked = tokio::time::timeout(Duration::from_secs(60), async {
+        while !shown.contains("Allow this call? [y/N]") {
+            let n = stdout.read(&mut buffer).await.expect("the terminal is read");
+            assert!(n > 0, "the run ended without asking: {shown}");
+            shown.push_str(&String::from_utf8_lossy(&buffer[..n]));
+        }
+    })
+    .await;
+    assert!(asked.is_ok(), "no question within 60 s: {shown}");
+    stdin.write_all(format!("{answer}\n").as_bytes()).await.expect("the answer is typed");
+    let mut rest = String::new();
+    tokio::time::timeout(Duration::from_secs(60), stdout.read_to_string(&mut rest))
+        .await
+        .expect("the run ends within 60 s")
+        .expect("the terminal is read");
+    let report_line = rest.lines().map(|l| l.trim()).find(|l| l.starts_with("{\"stdout\"")).unwrap_or_default();
+    let report: serde_json::Value = serde_json::from_str(report_line).unwrap_or_else(|_| panic!("no report in {rest}"));
+    (report["stdout"].as_str().unwrap().to_string(), shown)
+}
+
+#[tokio::test]
+async fn code_mode_run_with_ask_asks_on_the_terminal_and_only_a_yes_lets_the_call_out() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (stdout, shown) = run_on_a_terminal("y").await;
+    assert_eq!(stdout, "launch-code-4711\n{\"sum\":5}\n");
+    for part in ["\"echo\"", r#""text" = "launch-code-4711""#, "/tools/echo"] {
+        assert!(shown.contains(part), "{part} missing from the terminal's question: {shown}");
+    }
+    let (stdout, _) = run_on_a_terminal("n").await;
+    assert_eq!(stdout, "refused: echo: needs approval (/tools/echo): the person declined the call\n{\"sum\":5}\n");
+}
+
+#[test]
+fn run_with_ask_and_no_terminal_stops_saying_it_needs_one() {
+    // setsid: no controlling terminal, whatever runs the tests.
+    let out = std::process::Command::new("setsid")
+        .arg(support::code_mode())
+        .args(["run", "--ask", "--code", "print(1)", "--"])
+        .arg(support::test_server())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("setsid (util-linux) runs");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--ask needs a terminal, and /dev/tty cannot be opened"), "{stderr}");
+}

@@ -51,9 +51,22 @@ pub enum Asking {
 /// the approval timeout, before it is dropped.
 pub const PARK_MARGIN: Duration = Duration::from_secs(5);
 
-/// The question the person sees.
+/// The question the person sees, as an elicitation form with no fields.
 pub fn question(request: &ApprovalRequest) -> ElicitRequestParams {
-    let message = format!(
+    ElicitRequestParams::FormElicitationParams { meta: None, message: message(request), requested_schema: empty_form() }
+}
+
+/// Someone to ask when a cell does not run on an MCP request (`code-mode
+/// run`): the person at the terminal, say. An implementation answers within
+/// its own time or is cut off at the request's timeout.
+pub trait LocalAsker: Send + Sync + std::fmt::Debug {
+    /// Ask about one call.
+    fn ask(&self, request: ApprovalRequest) -> std::pin::Pin<Box<dyn Future<Output = ApprovalReply> + Send>>;
+}
+
+/// The text of the question: tool, server, arguments, rule, time to answer.
+pub fn message(request: &ApprovalRequest) -> String {
+    format!(
         "code-mode: the code wants to call the tool {tool:?} of the server {server:?}.\n\
          Arguments: {arguments}\n\
          The policy rule {rule} needs your approval. Accept to let this one call go out; decline to refuse it \
@@ -63,8 +76,7 @@ pub fn question(request: &ApprovalRequest) -> ElicitRequestParams {
         arguments = request.arguments,
         rule = request.rule,
         secs = request.timeout_ms / 1000,
-    );
-    ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: empty_form() }
+    )
 }
 
 /// A form with no fields: accepting is the approval.

@@ -184,6 +184,8 @@ struct Inner {
     cells: Mutex<HashMap<String, mpsc::UnboundedSender<Pending>>>,
     /// Set once this session answers on its approval subject.
     approvals: tokio::sync::OnceCell<()>,
+    /// Who answers approvals for cells that run outside an MCP request.
+    local: std::sync::OnceLock<Arc<dyn approval::LocalAsker>>,
     /// The session ran a cell, so the bridge may hold state for it (told
     /// to forget it when the session ends).
     ran: std::sync::atomic::AtomicBool,
@@ -256,6 +258,7 @@ impl FrontendFactory {
             client: std::sync::OnceLock::new(),
             cells: Mutex::new(HashMap::new()),
             approvals: tokio::sync::OnceCell::new(),
+            local: std::sync::OnceLock::new(),
             ran: std::sync::atomic::AtomicBool::new(false),
             stop: CancellationToken::new(),
         };
@@ -386,12 +389,15 @@ impl Frontend {
     /// cell and wait for the answer, at most the request's timeout.
     async fn approve(&self, request: ApprovalRequest) -> ApprovalReply {
         let route = lock(&self.inner.cells).get(&request.cell_id).cloned();
+        let timeout = Duration::from_millis(request.timeout_ms);
         let Some(route) = route else {
+            if let Some(local) = self.inner.local.get() {
+                return tokio::time::timeout(timeout, local.ask(request)).await.unwrap_or(ApprovalReply::TimedOut);
+            }
             return ApprovalReply::Unavailable {
                 reason: "the cell does not run on an MCP request of this session, so there is nobody to ask".into(),
             };
         };
-        let timeout = Duration::from_millis(request.timeout_ms);
         let (answer, wait) = oneshot::channel();
         if route.send(Pending { request, answer }).is_err() {
             return ApprovalReply::Unavailable { reason: "the cell has ended".into() };
@@ -403,6 +409,12 @@ impl Frontend {
             }
             Err(_) => ApprovalReply::TimedOut,
         }
+    }
+
+    /// Ask `asker` about the approvals of cells this session runs outside an
+    /// MCP request ([`Frontend::run_code`]); the first one set stays.
+    pub fn ask_locally_with(&self, asker: Arc<dyn approval::LocalAsker>) {
+        let _ = self.inner.local.set(asker);
     }
 
     /// Tell the bridge now that this session is over (if it ran a cell), so
