@@ -367,8 +367,9 @@ impl Frontend {
     /// frontend ends the subscription).
     async fn serve_approvals(&self) -> Result<(), FrontendError> {
         let bus = &self.inner.shared.bus;
+        // Session ids are UUIDs: always one subject token.
         let Some(subject) = subjects::approval(&self.inner.session) else {
-            unreachable!("a UUID is one subject token");
+            return Err(FrontendError::Transport(format!("session id {:?} cannot name a subject", self.inner.session)));
         };
         let weak: Weak<Inner> = Arc::downgrade(&self.inner);
         let stop = self.inner.stop.clone();
