@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Build the images the docker-compose stack needs, from this checkout:
-#   code-mode-services:latest  the services and nats-server (services.Dockerfile)
-#   code-mode-sandbox:<hash>   the sandbox image the runners start cells in
+#   code-mode-services:latest    the services and nats-server (services.Dockerfile)
+#   code-mode-sandbox:<hash>     the sandbox image the runners start cells in
+#   code-mode-prometheus:latest  Prometheus for the `monitoring` profile, from the
+#                                prometheus binary on PATH (skipped without one)
 # Usage: deploy/build.sh [--bin-dir DIR]
 #   --bin-dir DIR  take code-mode and code-mode-test-server from DIR instead
 #                  of building them (cargo build --release)
@@ -44,3 +46,14 @@ trap 'rm -rf "$context"' EXIT
 cp "$bin_dir/code-mode" "$bin_dir/code-mode-test-server" "$nats" "$context/"
 docker build -q -t code-mode-services:latest --build-arg "BASE=$base" -f deploy/services.Dockerfile "$context" >&2
 echo "build.sh: code-mode-services:latest built on $base" >&2
+
+prometheus=$(command -v prometheus || true)
+if [ -n "$prometheus" ]; then
+  prom_context=$(mktemp -d)
+  cp "$prometheus" "$prom_context/"
+  docker build -q -t code-mode-prometheus:latest --build-arg "BASE=$base" -f deploy/prometheus.Dockerfile "$prom_context" >&2
+  rm -rf "$prom_context"
+  echo "build.sh: code-mode-prometheus:latest built from $prometheus" >&2
+else
+  echo "build.sh: no prometheus on PATH: code-mode-prometheus not built (set CODE_MODE_PROMETHEUS_IMAGE=prom/prometheus)" >&2
+fi

@@ -4,11 +4,14 @@
 //! host's Docker socket, and a frontend per client session started with
 //! `docker-compose run --rm -T frontend`, to which a real MCP client talks
 //! over that command's stdin and stdout, and the long-running HTTP frontend
-//! (`--profile http`), to which another connects by URL.
+//! (`--profile http`), to which another connects by URL; Prometheus
+//! (`--profile monitoring`) scrapes every replica.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
+
+use serde_json::Value;
 
 use crate::support::{self, report, run_python};
 
@@ -17,13 +20,18 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the cli crate is in the workspace").to_path_buf()
 }
 
-/// True when `docker-compose` runs; under CI its absence fails the test.
+/// True when `docker-compose` runs and `prometheus` (whose binary
+/// build.sh puts in an image) is installed; under CI their absence fails
+/// the test.
 fn compose_available() -> bool {
-    match Command::new("docker-compose").arg("version").output() {
-        Ok(out) if out.status.success() => true,
-        Ok(out) => code_mode_core::testing::unavailable("docker-compose", &String::from_utf8_lossy(&out.stderr)),
-        Err(e) => code_mode_core::testing::unavailable("docker-compose", &e.to_string()),
+    for (tool, arg) in [("docker-compose", "version"), ("prometheus", "--version")] {
+        match Command::new(tool).arg(arg).output() {
+            Ok(out) if out.status.success() => {}
+            Ok(out) => return code_mode_core::testing::unavailable(tool, &String::from_utf8_lossy(&out.stderr)),
+            Err(e) => return code_mode_core::testing::unavailable(tool, &e.to_string()),
+        }
     }
+    true
 }
 
 /// One compose project, taken down (volumes too) when dropped.
@@ -31,6 +39,11 @@ struct Project {
     name: String,
     passwords: [(String, String); 3],
     http_port: u16,
+    prometheus_port: u16,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
 }
 
 impl Project {
@@ -43,19 +56,18 @@ impl Project {
                 ("CODE_MODE_NATS_BRIDGE_PASSWORD".into(), password()),
                 ("CODE_MODE_NATS_RUNNER_PASSWORD".into(), password()),
             ],
-            http_port: std::net::TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .map(|a| a.port())
-                .expect("a free port"),
+            http_port: free_port(),
+            prometheus_port: free_port(),
         }
     }
 
     fn compose(&self) -> Command {
         let mut command = Command::new("docker-compose");
         command.args(["-p", &self.name, "-f"]).arg(root().join("deploy/docker-compose.yml"));
-        command.args(["--profile", "http"]);
+        command.args(["--profile", "http", "--profile", "monitoring"]);
         command.envs(self.passwords.iter().map(|(k, v)| (k, v)));
         command.env("CODE_MODE_HTTP_PORT", self.http_port.to_string());
+        command.env("CODE_MODE_PROMETHEUS_PORT", self.prometheus_port.to_string());
         command
     }
 
@@ -74,7 +86,7 @@ impl Drop for Project {
 }
 
 #[tokio::test]
-async fn the_compose_stack_serves_clients_through_compose_run_and_over_http_with_two_scaled_runners() {
+async fn the_compose_stack_serves_clients_through_compose_run_and_over_http_and_prometheus_scrapes_both_runners() {
     if !support::sandbox_available() || !compose_available() {
         return;
     }
@@ -143,6 +155,22 @@ async fn the_compose_stack_serves_clients_through_compose_run_and_over_http_with
     let result = http_client.call_tool(params).await.expect("run_python answers over HTTP");
     assert_eq!(report(&result)["stdout"], "{\"sum\":42}\n");
     http_client.cancel().await.ok();
+
+    // Prometheus found both runners and counted the five cells.
+    let web = std::net::SocketAddr::from(([127, 0, 0, 1], project.prometheus_port));
+    let runners_up = "count(up%7Bjob%3D%22sandbox-runner%22%7D%20%3D%3D%201)";
+    let cells = "sum(codemode_cells_total%7Boutcome%3D%22finished%22%7D)";
+    let give_up = std::time::Instant::now() + Duration::from_secs(90);
+    let (mut up, mut counted) = (Value::Null, Value::Null);
+    loop {
+        up = support::prometheus_query(web, runners_up).await.unwrap_or(up);
+        counted = support::prometheus_query(web, cells).await.unwrap_or(counted);
+        if up[0]["value"][1] == "2" && counted[0]["value"][1] == "5" {
+            break;
+        }
+        assert!(std::time::Instant::now() < give_up, "Prometheus: runners up {up}, finished cells {counted}");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
     drop(project);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let left: Vec<String> = sandbox_owners()

@@ -293,7 +293,7 @@ async fn a_real_prometheus_scrapes_serve_and_answers_a_query_for_its_finished_ce
         if let Ok(Some(status)) = prom.try_wait() {
             panic!("prometheus exited: {status}");
         }
-        if let Some(result) = query(web, finished).await {
+        if let Some(result) = support::prometheus_query(web, finished).await {
             last = result.clone();
             if let Some(value) = result.get(0).and_then(|r| r["value"][1].as_str()) {
                 seen = Some(value.to_string());
@@ -303,9 +303,10 @@ async fn a_real_prometheus_scrapes_serve_and_answers_a_query_for_its_finished_ce
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     assert_eq!(seen.as_deref(), Some("1"), "no codemode_cells_total series within 60 s; last result: {last}");
-    let up = query(web, "up%7Bjob%3D%22code-mode%22%7D").await.expect("up is queryable");
+    let up = support::prometheus_query(web, "up%7Bjob%3D%22code-mode%22%7D").await.expect("up is queryable");
     assert_eq!(up[0]["value"][1], "1", "the target is up: {up}");
-    let calls = query(web, "sum(codemode_tool_calls_total%7Bdecision%3D%22ok%22%7D)").await.expect("a sum");
+    let calls =
+        support::prometheus_query(web, "sum(codemode_tool_calls_total%7Bdecision%3D%22ok%22%7D)").await.expect("a sum");
     assert_eq!(calls[0]["value"][1], "1", "{calls}");
 
     client.cancel().await.expect("the client closes");
@@ -314,16 +315,4 @@ async fn a_real_prometheus_scrapes_serve_and_answers_a_query_for_its_finished_ce
 
 fn free_addr() -> SocketAddr {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port")
-}
-
-/// `GET /api/v1/query?query=...` (already URL-encoded): the `data.result`
-/// array of a successful answer, else `None` (not up yet, or an error).
-async fn query(web: SocketAddr, encoded: &str) -> Option<Value> {
-    let path = format!("/api/v1/query?query={encoded}");
-    let response = tokio::task::spawn_blocking(move || http_get(web, &path)).await.unwrap().ok()?;
-    if response.status != 200 {
-        return None;
-    }
-    let body: Value = serde_json::from_str(&response.body).ok()?;
-    (body["status"] == "success").then(|| body["data"]["result"].clone())
 }

@@ -362,3 +362,17 @@ pub fn terminate(pid: u32) {
     let status = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().expect("kill runs");
     assert!(status.success(), "kill -TERM {pid}: {status}");
 }
+
+/// A Prometheus `GET /api/v1/query?query=...` (already URL-encoded): the
+/// `data.result` array of a successful answer, else `None` (not up yet, or
+/// an error).
+pub async fn prometheus_query(web: std::net::SocketAddr, encoded: &str) -> Option<Value> {
+    let path = format!("/api/v1/query?query={encoded}");
+    let response =
+        tokio::task::spawn_blocking(move || code_mode_telemetry::testing::http_get(web, &path)).await.unwrap().ok()?;
+    if response.status != 200 {
+        return None;
+    }
+    let body: Value = serde_json::from_str(&response.body).ok()?;
+    (body["status"] == "success").then(|| body["data"]["result"].clone())
+}
