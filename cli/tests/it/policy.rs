@@ -33,6 +33,7 @@ fn a_policy_file_limits_add_to_two_calls_and_does_not_offer_the_tools_it_denies_
     if !support::sandbox_available() {
         return;
     }
+    inside_one_window(60, 10);
     let policy = log_path("policy").with_extension("json");
     std::fs::write(&policy, SEED).expect("the policy is written");
     let log = log_path("policy-calls");
@@ -350,4 +351,26 @@ async fn over_nats_bridge_replicas_share_the_rate_limit_counters_and_a_restarted
     assert!(out.starts_with(refused) && out.ends_with(" s\n"), "the count outlived the replicas: {out}");
     assert_eq!(calls_of(&logs[2], "add"), 0, "the refused call never reached the server");
     client.cancel().await.unwrap();
+}
+
+#[test]
+fn audit_stderr_writes_one_json_line_per_decision_to_stderr_and_keeps_stdout_for_the_report() {
+    if !support::sandbox_available() {
+        return;
+    }
+    inside_one_window(60, 10);
+    let policy = log_path("policy-audit-stderr").with_extension("json");
+    std::fs::write(&policy, SEED).expect("the policy is written");
+    let ran = run(&["--policy", policy.to_str().unwrap(), "--audit", "stderr"], CODE, &[]);
+    ran.ok();
+    let decisions: Vec<Value> = ran
+        .stderr()
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).expect("an audit line is one JSON object"))
+        .collect();
+    let words: Vec<&str> = decisions.iter().map(|d| d["decision"].as_str().unwrap()).collect();
+    assert_eq!(words, ["allowed", "allowed", "rate_limited"], "{decisions:?}");
+    assert!(decisions.iter().all(|d| d["rule"] == "/tools/add" && d["argument_bytes"] == 13), "{decisions:?}");
+    let _ = std::fs::remove_file(&policy);
 }
