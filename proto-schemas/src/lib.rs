@@ -33,13 +33,19 @@ pub mod subjects {
     pub const ALL: [&str; 5] = [CATALOG_GET, TOOL_CALL, CELL_RUN, APPROVAL, SESSION_END];
 
     /// The approval subject of one client session, or `None` when the
-    /// session id cannot be one NATS subject token (empty, or holding a
-    /// dot, a wildcard or white space): such a session can never be asked.
+    /// id is no session's ([`is_session_id`]): such a session can never be
+    /// asked.
     pub fn approval(session: &str) -> Option<String> {
-        let token_ok = !session.is_empty()
+        is_session_id(session).then(|| format!("{APPROVAL}.{session}"))
+    }
+
+    /// True when `session` can be a client session's id: one NATS subject
+    /// token of at most 128 bytes (not empty, no dot, wildcard or white
+    /// space), as the frontend's UUIDs are.
+    pub fn is_session_id(session: &str) -> bool {
+        !session.is_empty()
             && session.len() <= 128
-            && !session.chars().any(|c| matches!(c, '.' | '*' | '>') || c.is_whitespace() || c.is_control());
-        token_ok.then(|| format!("{APPROVAL}.{session}"))
+            && !session.chars().any(|c| matches!(c, '.' | '*' | '>') || c.is_whitespace() || c.is_control())
     }
 }
 

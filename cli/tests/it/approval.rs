@@ -24,7 +24,7 @@ const POLICY: &str = r#"{"version": "1", "default": "allow", "tools": {"echo": {
 
 /// What the stand-in person answers.
 #[derive(Debug, Clone, Copy)]
-enum Answer {
+pub(crate) enum Answer {
     Accept,
     Decline,
     Cancel,
@@ -35,7 +35,7 @@ enum Answer {
 /// An MCP client handler that answers every elicitation as told and keeps
 /// the questions it saw.
 #[derive(Debug, Clone)]
-struct Person {
+pub(crate) struct Person {
     answer: Answer,
     /// Declare form elicitation support.
     capable: bool,
@@ -43,11 +43,11 @@ struct Person {
 }
 
 impl Person {
-    fn new(answer: Answer) -> Self {
+    pub(crate) fn new(answer: Answer) -> Self {
         Self { answer, capable: true, asked: Arc::default() }
     }
 
-    fn asked(&self) -> Vec<String> {
+    pub(crate) fn asked(&self) -> Vec<String> {
         self.asked.lock().unwrap().clone()
     }
 }

@@ -42,10 +42,6 @@ struct Project {
     prometheus_port: u16,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
-}
-
 impl Project {
     fn new() -> Self {
         let password = || uuid::Uuid::new_v4().simple().to_string();
@@ -56,8 +52,8 @@ impl Project {
                 ("CODE_MODE_NATS_BRIDGE_PASSWORD".into(), password()),
                 ("CODE_MODE_NATS_RUNNER_PASSWORD".into(), password()),
             ],
-            http_port: free_port(),
-            prometheus_port: free_port(),
+            http_port: code_mode_core::testing::free_port(),
+            prometheus_port: code_mode_core::testing::free_port(),
         }
     }
 

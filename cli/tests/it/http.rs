@@ -8,45 +8,13 @@ use std::sync::{Arc, Mutex};
 
 use code_mode_core::testing::{NatsServer, NatsUsers};
 use rmcp::ClientHandler;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
-    ElicitationAction, ElicitationCapability, FormElicitationCapability, ProtocolVersion,
-};
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RoleClient, RunningService};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ProtocolVersion};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::json;
 
+use crate::approval::{Answer, Person};
 use crate::support::{self, log_path, logged_calls, report, service_command, spawn_service};
-
-/// A client that answers every approval question as told and counts them.
-#[derive(Debug, Clone)]
-struct Person {
-    accept: bool,
-    asked: Arc<Mutex<usize>>,
-}
-
-impl ClientHandler for Person {
-    async fn create_elicitation(
-        &self,
-        _request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, rmcp::ErrorData> {
-        *self.asked.lock().unwrap() += 1;
-        Ok(if self.accept {
-            ElicitResult::new(ElicitationAction::Accept).with_content(json!({}))
-        } else {
-            ElicitResult::new(ElicitationAction::Decline)
-        })
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        let mut capabilities = ClientCapabilities::default();
-        capabilities.elicitation = Some(ElicitationCapability::new().with_form(FormElicitationCapability::default()));
-        let mut info = ClientConfig::default();
-        info.capabilities = capabilities;
-        info
-    }
-}
 
 /// nats-server, a bridge (with `bridge_args`), a runner and an HTTP
 /// frontend; the MCP URL. Dropping it stops everything.
@@ -183,13 +151,13 @@ async fn a_stateless_http_client_approves_calls_whose_retried_request_finds_the_
     let policy = log_path("http-policy").with_extension("json");
     std::fs::write(&policy, APPROVE_ECHO).expect("the policy is written");
     let stack = split(&["--policy", policy.to_str().unwrap()], &[]).await;
-    let yes = Person { accept: true, asked: Arc::default() };
+    let yes = Person::new(Answer::Accept);
     let client = connect(&stack.url, yes.clone(), STATELESS()).await;
     assert_eq!(stdout(&run_python(&client, GATHERED_ECHOES).await), "['n0', 'n1', 'n2']\n");
-    assert_eq!(*yes.asked.lock().unwrap(), 3);
+    assert_eq!(yes.asked().len(), 3);
     client.cancel().await.ok();
 
-    let no = Person { accept: false, asked: Arc::default() };
+    let no = Person::new(Answer::Decline);
     let client = connect(&stack.url, no.clone(), LEGACY()).await;
     let out = stdout(&run_python(&client, GATHERED_ECHOES).await);
     assert_eq!(out.matches("the person declined the call").count(), 3, "{out}");

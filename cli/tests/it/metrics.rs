@@ -274,7 +274,7 @@ async fn a_real_prometheus_scrapes_serve_and_answers_a_query_for_its_finished_ce
         ),
     )
     .unwrap();
-    let web = free_addr();
+    let web = SocketAddr::from(([127, 0, 0, 1], code_mode_core::testing::free_port()));
     let mut prom = Command::new(&prometheus)
         .arg(format!("--config.file={}", config.display()))
         .arg(format!("--storage.tsdb.path={}", dir.0.join("data").display()))
@@ -311,8 +311,4 @@ async fn a_real_prometheus_scrapes_serve_and_answers_a_query_for_its_finished_ce
 
     client.cancel().await.expect("the client closes");
     let _ = prom.kill().await;
-}
-
-fn free_addr() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port")
 }

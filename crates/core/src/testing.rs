@@ -104,7 +104,8 @@ fn unique() -> u64 {
     (nanos as u64) ^ NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
-fn free_port() -> u16 {
+/// A loopback port free right now (a test binds it soon after).
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
 }
 

@@ -103,11 +103,11 @@ fn increment(current: Option<Value>) -> Value {
     json!(current.and_then(|v| v.as_u64()).unwrap_or(0) + 1)
 }
 
-async fn concurrent_updates_from_four_tasks_lose_no_increment(kind: &str) {
-    let Some((store, _server)) = store(kind).await else { return };
-    let tasks: Vec<_> = (0..4)
-        .map(|_| {
-            let store = store.clone();
+/// One task per store, each adding 1 to `calls` 25 times, all at once.
+async fn add_25_from_each(stores: Vec<SessionStore>) {
+    let tasks: Vec<_> = stores
+        .into_iter()
+        .map(|store| {
             tokio::spawn(async move {
                 for _ in 0..25 {
                     store.update(SESSION, "calls", increment).await.unwrap();
@@ -118,6 +118,11 @@ async fn concurrent_updates_from_four_tasks_lose_no_increment(kind: &str) {
     for task in tasks {
         task.await.unwrap();
     }
+}
+
+async fn concurrent_updates_from_four_tasks_lose_no_increment(kind: &str) {
+    let Some((store, _server)) = store(kind).await else { return };
+    add_25_from_each(vec![store.clone(); 4]).await;
     assert_eq!(store.get(SESSION, "calls").await.unwrap().unwrap().value, json!(100));
 }
 
@@ -269,19 +274,7 @@ async fn two_replicas_on_separate_connections_share_state_and_compare_and_set_ex
     assert!(matches!(err, StateError::Conflict(_)), "{err:?}");
     assert_eq!(a.get(SESSION, "taint").await.unwrap().unwrap().revision, b_revision);
 
-    let tasks: Vec<_> = [a.clone(), a, b.clone(), b.clone()]
-        .into_iter()
-        .map(|store| {
-            tokio::spawn(async move {
-                for _ in 0..25 {
-                    store.update(SESSION, "calls", increment).await.unwrap();
-                }
-            })
-        })
-        .collect();
-    for task in tasks {
-        task.await.unwrap();
-    }
+    add_25_from_each(vec![a.clone(), a, b.clone(), b.clone()]).await;
     assert_eq!(b.get(SESSION, "calls").await.unwrap().unwrap().value, json!(100));
 }
 

@@ -375,23 +375,30 @@ mod tests {
         assert_eq!(c.left_out()[0].tool, "bad");
     }
 
+    /// A server's tools with no allowlist, labels or policy.
+    fn server(name: &str, prefixed: bool, tools: Vec<ListedTool>) -> ServerTools {
+        ServerTools {
+            server: name.into(),
+            prefixed,
+            tools,
+            allow: None,
+            private: vec![],
+            labels: HashMap::new(),
+            withheld: HashMap::new(),
+        }
+    }
+
     fn with_private(
         tools: Vec<ListedTool>,
         allow: Option<Vec<&str>>,
         private: &[&str],
     ) -> Result<Catalog, BridgeError> {
-        Catalog::build(
-            &[ServerTools {
-                server: "s".into(),
-                prefixed: false,
-                tools,
-                allow: allow.map(|a| a.into_iter().map(String::from).collect()),
-                private: private.iter().map(|p| p.to_string()).collect(),
-                labels: HashMap::new(),
-                withheld: HashMap::new(),
-            }],
-            &CatalogLimits::default(),
-        )
+        let server = ServerTools {
+            allow: allow.map(|a| a.into_iter().map(String::from).collect()),
+            private: private.iter().map(|p| p.to_string()).collect(),
+            ..server("s", false, tools)
+        };
+        Catalog::build(&[server], &CatalogLimits::default())
     }
 
     #[test]
@@ -435,30 +442,8 @@ mod tests {
 
     #[test]
     fn several_servers_prefix_their_names() {
-        let c = Catalog::build(
-            &[
-                ServerTools {
-                    server: "notes".into(),
-                    prefixed: true,
-                    tools: vec![tool("search")],
-                    allow: None,
-                    private: vec![],
-                    labels: HashMap::new(),
-                    withheld: HashMap::new(),
-                },
-                ServerTools {
-                    server: "tracker".into(),
-                    prefixed: true,
-                    tools: vec![tool("search")],
-                    allow: None,
-                    private: vec![],
-                    labels: HashMap::new(),
-                    withheld: HashMap::new(),
-                },
-            ],
-            &CatalogLimits::default(),
-        )
-        .unwrap();
+        let servers = [server("notes", true, vec![tool("search")]), server("tracker", true, vec![tool("search")])];
+        let c = Catalog::build(&servers, &CatalogLimits::default()).unwrap();
         assert!(c.get("notes__search").is_some());
         assert_eq!(c.get("tracker__search").unwrap().server, 1);
     }

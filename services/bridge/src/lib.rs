@@ -812,7 +812,7 @@ impl Bridge {
     /// counters stay). Returns how many entries were there. The `global`
     /// pseudo-session and ids that are no session's are refused.
     pub async fn end_session(&self, session: &str) -> Result<u32, BridgeError> {
-        if session == policy::GLOBAL_SESSION || subjects::approval(session).is_none() {
+        if session == policy::GLOBAL_SESSION || !subjects::is_session_id(session) {
             return Err(BridgeError::NotASession { session: session.chars().take(80).collect() });
         }
         let current = self.current();
