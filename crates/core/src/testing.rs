@@ -276,3 +276,50 @@ impl Drop for HttpTestServer {
         let _ = self.child.wait();
     }
 }
+
+/// Real third-party peers the tests use, installed by `scripts/setup.sh`:
+/// npm packages under `testing/peers/node_modules` (the reference MCP
+/// servers, an OAuth authorization server) and a Python virtual environment
+/// at `.venv` (the official MCP SDK as a client, `mcp-server-time`).
+pub mod peers {
+    use std::path::PathBuf;
+
+    /// The workspace root (this crate sits at `crates/core`).
+    pub fn workspace_root() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("the workspace root exists")
+    }
+
+    /// The command of an npm binary of `testing/peers` (for example
+    /// `mcp-server-everything`), or `None` (after [`super::unavailable`]:
+    /// a panic under CI) when `scripts/setup.sh` has not installed it.
+    pub fn npm_bin(name: &str) -> Option<PathBuf> {
+        let path = workspace_root().join("testing/peers/node_modules/.bin").join(name);
+        if path.exists() {
+            Some(path)
+        } else {
+            super::unavailable(name, "testing/peers is not installed: run scripts/setup.sh").then_some(path)
+        }
+    }
+
+    /// The folder of an npm package of `testing/peers` (for example
+    /// `oidc-provider`), or `None` as [`npm_bin`].
+    pub fn npm_package(name: &str) -> Option<PathBuf> {
+        let path = workspace_root().join("testing/peers/node_modules").join(name);
+        if path.exists() {
+            Some(path)
+        } else {
+            super::unavailable(name, "testing/peers is not installed: run scripts/setup.sh").then_some(path)
+        }
+    }
+
+    /// A program of the tests' Python environment (`python`, `mcp-server-time`),
+    /// or `None` as [`npm_bin`].
+    pub fn venv_bin(name: &str) -> Option<PathBuf> {
+        let path = workspace_root().join(".venv/bin").join(name);
+        if path.exists() {
+            Some(path)
+        } else {
+            super::unavailable(name, ".venv is not installed: run scripts/setup.sh").then_some(path)
+        }
+    }
+}
