@@ -1,0 +1,204 @@
+//! The JetStream backend: one stream ([`STREAM`], subject [`SUBJECT`]) that
+//! every bridge and sandbox-runner replica of a stack appends to, so the
+//! stack has one ordered, durable record.
+//!
+//! Replicas chain concurrently by optimistic concurrency on the stream's
+//! own sequence: a writer builds its record on the head it knows (`seq` =
+//! head + 1, `prev` = the head's hash) and publishes it with
+//! `Nats-Expected-Last-Sequence` = head. The stream stores it only if no
+//! one appended in between, so a stored record's `seq` is its stream
+//! sequence and its `prev` the hash of the message just before it. A
+//! writer that lost the race reads the new last message, rebuilds its
+//! record on it and tries again. Each logical record carries one
+//! `Nats-Msg-Id` across its attempts, so an attempt whose acknowledgement
+//! was lost is not stored twice (the stream's duplicate window).
+//!
+//! The stream is created when missing (file storage, the retention
+//! setting as its maximum age, `deny_delete` and `deny_purge`, direct get
+//! on); `deploy/nats-server.conf` lets the bridge and sandbox-runner users
+//! create it, read it and publish to it, and nobody delete, purge or
+//! change it.
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, context::PublishErrorKind, stream};
+use bytes::Bytes;
+
+use crate::AuditError;
+use crate::record::line_hash;
+use crate::sink::{Head, Wrote, unwritable};
+
+/// The stream.
+pub const STREAM: &str = "CODEMODE_AUDIT";
+/// Its one subject.
+pub const SUBJECT: &str = "codemode.v1.audit";
+/// The bound on each call to JetStream.
+pub const TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How the stream is made when it is missing.
+#[derive(Debug, Clone)]
+pub struct StreamConfig {
+    /// The stream's name.
+    pub stream: String,
+    /// Its subject.
+    pub subject: String,
+    /// How long records are kept (`None`: for ever).
+    pub retention: Option<Duration>,
+    /// Replicas (1 for one server, 3 in a cluster).
+    pub replicas: usize,
+}
+
+impl Default for StreamConfig {
+    fn default() -> Self {
+        Self { stream: STREAM.into(), subject: SUBJECT.into(), retention: None, replicas: 1 }
+    }
+}
+
+/// Appends to the stream.
+pub struct NatsBackend {
+    js: jetstream::Context,
+    stream: stream::Stream,
+    config: StreamConfig,
+    /// The head as last seen; `None` when it must be read again.
+    head: Option<Head>,
+}
+
+fn sink_name(config: &StreamConfig) -> String {
+    format!("nats:{}", config.stream)
+}
+
+/// The stream, created as `config` says when it is missing.
+pub async fn open_stream(js: &jetstream::Context, config: &StreamConfig) -> Result<stream::Stream, AuditError> {
+    let fail = |e: &dyn std::fmt::Display| AuditError::Open { sink: sink_name(config), reason: e.to_string() };
+    match js.get_stream(&config.stream).await {
+        Ok(s) => {
+            let wanted = config.retention.unwrap_or_default();
+            if s.cached_info().config.max_age != wanted {
+                tracing::warn!(stream = %config.stream, kept = ?s.cached_info().config.max_age, wanted = ?wanted,
+                    "the audit stream exists with another retention: it is kept (an operator changes it)");
+            }
+            Ok(s)
+        }
+        Err(e) if is_not_found(&e) => js
+            .create_stream(stream::Config {
+                name: config.stream.clone(),
+                subjects: vec![config.subject.clone()],
+                storage: stream::StorageType::File,
+                max_age: config.retention.unwrap_or_default(),
+                num_replicas: config.replicas.max(1),
+                deny_delete: true,
+                deny_purge: true,
+                allow_direct: true,
+                duplicate_window: Duration::from_secs(120),
+                description: Some("code-mode audit records (hash-chained)".into()),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| fail(&e)),
+        Err(e) => Err(fail(&e)),
+    }
+}
+
+fn is_not_found(e: &jetstream::context::GetStreamError) -> bool {
+    matches!(e.kind(), jetstream::context::GetStreamErrorKind::JetStream(j)
+        if j.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND)
+}
+
+impl NatsBackend {
+    /// Open (or create) the stream.
+    pub async fn open(client: async_nats::Client, config: StreamConfig) -> Result<Self, AuditError> {
+        let mut js = jetstream::new(client);
+        js.set_timeout(TIMEOUT);
+        let stream = open_stream(&js, &config).await?;
+        Ok(Self { js, stream, config, head: None })
+    }
+
+    /// The stream's name.
+    pub fn stream_name(&self) -> &str {
+        &self.config.stream
+    }
+
+    /// The head: cached, else the stream's last message.
+    pub(crate) async fn head(&mut self) -> Result<Head, AuditError> {
+        if let Some(head) = &self.head {
+            return Ok(head.clone());
+        }
+        let sink = sink_name(&self.config);
+        let head = match self.stream.direct_get_last_for_subject(self.config.subject.clone()).await {
+            Ok(message) => Some((message.sequence, Some(line_hash(&String::from_utf8_lossy(&message.payload))))),
+            Err(e) if matches!(e.kind(), stream::DirectGetErrorKind::NotFound) => {
+                // Empty, or every record aged out: the chain goes on from
+                // the stream's last sequence, with no hash to name.
+                let info = self.stream.get_info().await.map_err(|e| unwritable(&sink, &e))?;
+                let last = info.state.last_sequence;
+                (last > 0).then_some((last, None))
+            }
+            Err(e) => return Err(unwritable(&sink, &e)),
+        };
+        self.head = Some(head.clone());
+        Ok(head)
+    }
+
+    pub(crate) async fn write(&mut self, seq: u64, line: &str, id: &str) -> Result<Wrote, AuditError> {
+        let sink = sink_name(&self.config);
+        let publish = jetstream::message::PublishMessage::build()
+            .payload(Bytes::copy_from_slice(line.as_bytes()))
+            .expected_last_sequence(seq - 1)
+            .message_id(id);
+        let acked = match self.js.send_publish(self.config.subject.clone(), publish).await {
+            Ok(future) => future.await,
+            Err(e) => Err(e),
+        };
+        match acked {
+            Ok(ack) if ack.duplicate || ack.sequence != seq => {
+                // An earlier attempt of this record was stored after all.
+                self.head = None;
+                Ok(Wrote::At(ack.sequence))
+            }
+            Ok(ack) => {
+                self.head = Some(Some((ack.sequence, Some(line_hash(line)))));
+                Ok(Wrote::At(ack.sequence))
+            }
+            Err(e) if e.kind() == PublishErrorKind::WrongLastSequence => {
+                self.head = None;
+                Ok(Wrote::Conflict)
+            }
+            Err(e) => {
+                self.head = None;
+                Err(unwritable(&sink, &e))
+            }
+        }
+    }
+
+    /// Writable again? The stream answers.
+    pub(crate) async fn probe(&mut self) -> Result<(), AuditError> {
+        let sink = sink_name(&self.config);
+        self.stream.get_info().await.map_err(|e| unwritable(&sink, &e))?;
+        self.head = None;
+        Ok(())
+    }
+}
+
+/// Every record still in the stream, oldest first, as `(sequence, line)`;
+/// also whether records before the first were removed (retention).
+pub async fn read_all(client: async_nats::Client, stream_name: &str) -> Result<(Vec<(u64, String)>, bool), AuditError> {
+    let mut js = jetstream::new(client);
+    js.set_timeout(TIMEOUT);
+    let fail =
+        |e: &dyn std::fmt::Display| AuditError::Open { sink: format!("nats:{stream_name}"), reason: e.to_string() };
+    let stream = js.get_stream(stream_name).await.map_err(|e| fail(&e))?;
+    let info = stream.get_info().await.map_err(|e| fail(&e))?;
+    let (first, last) = (info.state.first_sequence, info.state.last_sequence);
+    let mut out = Vec::new();
+    if info.state.messages > 0 {
+        for seq in first..=last {
+            match stream.direct_get(seq).await {
+                Ok(m) => out.push((m.sequence, String::from_utf8_lossy(&m.payload).into_owned())),
+                // A record no longer there shows up as missing when checked.
+                Err(e) if matches!(e.kind(), stream::DirectGetErrorKind::NotFound) => {}
+                Err(e) => return Err(fail(&e)),
+            }
+        }
+    }
+    Ok((out, first > 1))
+}
