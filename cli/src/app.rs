@@ -5,7 +5,8 @@
 //! token. `frontend`, `bridge` and `sandbox-runner` start one service each,
 //! talking to the others over NATS. `policy check` starts only the wrapped
 //! servers, to print what their policies say of each tool
-//! ([`code_mode_bridge::policy_check`]).
+//! ([`code_mode_bridge::policy_check`]); `policy replay` and `audit`
+//! read audit records ([`crate::audit`]).
 //!
 //! Start order fails fast: the Docker engine and the image first (nothing to
 //! clean up yet), then the wrapped server, then the services. Shutdown runs
@@ -17,7 +18,7 @@ use std::io::Read;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use code_mode_bridge::policy::AuditSink;
+use code_mode_audit::AuditSink;
 use code_mode_bridge::server::{ServerSpec, StdioSpec, Transport};
 use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, Closer, PolicyOptions, PolicySource, WrappedServer};
 use code_mode_core::bus::Bus;
@@ -102,8 +103,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     .await
                     .context("opening the session-state store (JetStream) for --private or a policy")?
             };
+            let audit = crate::audit::open_sink(&args.audit, "bridge", Some(transport.client())).await?;
             let bus = Bus::new(transport);
-            let (bridge, closer) = start_bridge(&args.bridge, servers, state, &root).await?;
+            let (bridge, closer) = start_bridge(&args.bridge, servers, state, audit, &root).await?;
             let tasks = bridge.serve(&bus, root.clone()).await?;
             tracing::info!("bridge serving over NATS");
             root.cancelled().await;
@@ -112,17 +114,23 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::SandboxRunner(args) => {
             let _metrics = start_metrics(&args.metrics, "sandbox-runner", &root).await?;
-            let bus = nats_bus(&args.nats, "code-mode-sandbox-runner").await?;
-            let runner = start_runner(&args.runner, args.capacity, bus).await?;
+            let transport = nats_transport(&args.nats, "code-mode-sandbox-runner").await?;
+            let audit = crate::audit::open_sink(&args.audit, "sandbox-runner", Some(transport.client())).await?;
+            let runner = start_runner(&args.runner, args.capacity, Bus::new(transport), audit.clone()).await?;
             let task = runner.serve(root.clone()).await?;
             tracing::info!(capacity = args.capacity, "sandbox-runner serving over NATS");
             root.cancelled().await;
             stop(root.clone(), vec![task], None).await;
+            if let Some(audit) = audit {
+                audit.close().await;
+            }
             Ok(())
         }
         Command::Policy(args) => match args.command {
             PolicyCommand::Check(args) => policy_check(args, &root).await,
+            PolicyCommand::Replay(args) => crate::audit::replay(args).await,
         },
+        Command::Audit(args) => crate::audit::command(args).await,
     }
 }
 
@@ -226,15 +234,11 @@ async fn start_bridge(
     args: &BridgeArgs,
     servers: Vec<WrappedServer>,
     state: SessionStore,
+    audit: Option<AuditSink>,
     root: &CancellationToken,
 ) -> anyhow::Result<(Bridge, Closer)> {
     let call_timeout = seconds(args.call_timeout, "--call-timeout")?;
     let approval_timeout = seconds(args.approval_timeout, "--approval-timeout")?;
-    let audit = match args.audit.as_deref() {
-        None => None,
-        Some("stderr") => Some(AuditSink::stderr().0),
-        Some(file) => Some(AuditSink::file(std::path::Path::new(file)).await.context("--audit")?.0),
-    };
     let config = BridgeConfig {
         servers,
         limits: CallLimits { max_calls: args.max_calls, call_timeout, approval_timeout, ..CallLimits::default() },
@@ -252,14 +256,19 @@ async fn start_bridge(
 
 /// Connect to Docker, make sure the image exists, and make a runner (its
 /// warm pool starts when it serves).
-async fn start_runner(args: &RunnerArgs, capacity: usize, bus: Bus) -> anyhow::Result<SandboxRunner> {
+async fn start_runner(
+    args: &RunnerArgs,
+    capacity: usize,
+    bus: Bus,
+    audit: Option<AuditSink>,
+) -> anyhow::Result<SandboxRunner> {
     let docker = connect_docker().await?;
     let image = args.image.clone().unwrap_or_else(image::default_image_tag);
     let progress = |line: &str| eprintln!("code-mode: {line}");
     image::ensure_image(&docker, &image, args.base, &progress).await?;
     let lockdown = Lockdown { image, ..Lockdown::default() };
     let warm = args.warm.unwrap_or(DEFAULT_WARM);
-    Ok(SandboxRunner::new(docker, RunnerConfig { lockdown, capacity, warm }, bus).await?)
+    Ok(SandboxRunner::new(docker, RunnerConfig { lockdown, capacity, warm, audit }, bus).await?)
 }
 
 fn frontend_config(args: &FrontendArgs, max_concurrent: usize) -> anyhow::Result<FrontendConfig> {
@@ -329,15 +338,18 @@ pub struct Stack {
 impl Stack {
     /// Start everything for one wrapped server over the in-process bus.
     pub async fn start(args: &StackArgs, max_concurrent: usize, root: &CancellationToken) -> anyhow::Result<Stack> {
-        let StackArgs { bridge: bridge_args, runner: runner_args, frontend: frontend_args, server, .. } = args;
+        let StackArgs { bridge: bridge_args, runner: runner_args, frontend: frontend_args, server, audit, .. } = args;
         let frontend_config = frontend_config(frontend_args, max_concurrent)?;
         // The config file is checked before anything starts.
         let servers = wrapped_servers(bridge_args, server)?;
         let bus = Bus::in_process();
+        // One sink, one chain: the runner's cell records and the bridge's
+        // call records (the bridge's closer closes it last).
+        let audit = crate::audit::open_sink(audit, "serve", None).await?;
         // Docker first: nothing to clean up if it is missing.
-        let runner = start_runner(runner_args, max_concurrent.max(1), bus.clone()).await?;
+        let runner = start_runner(runner_args, max_concurrent.max(1), bus.clone(), audit.clone()).await?;
         // One process: the session state lives (and dies) with it.
-        let (bridge, closer) = start_bridge(bridge_args, servers, SessionStore::in_memory(), root).await?;
+        let (bridge, closer) = start_bridge(bridge_args, servers, SessionStore::in_memory(), audit, root).await?;
         let mut tasks = Vec::new();
         // From here on a failure must close what was started.
         let started = async {

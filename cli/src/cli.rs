@@ -44,6 +44,111 @@ pub enum Command {
     SandboxRunner(RunnerServiceArgs),
     /// Work with policy files.
     Policy(PolicyArgs),
+    /// Check and read audit records.
+    Audit(AuditCommandArgs),
+}
+
+/// Where the audit record goes (serve, run, bridge, sandbox-runner).
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Record every cell and every decision on a tool call, hash-chained:
+    /// to this file (appended; a restart continues its chain), to `stderr`,
+    /// or to the JetStream stream CODEMODE_AUDIT: `nats` (bridge and
+    /// sandbox-runner: on their own NATS connection) or `nats://HOST:PORT`.
+    /// A sink that cannot be written refuses new cells and calls.
+    #[arg(long, value_name = "FILE|stderr|nats|nats://HOST:PORT")]
+    pub audit: Option<String>,
+    /// With a file: once it holds this many bytes, rename it to
+    /// FILE.<first seq> and go on in a new FILE (the chain goes on); 0
+    /// never.
+    #[arg(long, default_value_t = 0, value_name = "BYTES")]
+    pub audit_rotate_bytes: u64,
+    /// With nats: days the stream keeps records, when this creates it (0:
+    /// for ever).
+    #[arg(long, default_value_t = 0, value_name = "DAYS")]
+    pub audit_retention_days: u64,
+    /// Seconds between checkpoint records (the chain head, also logged)
+    /// while records come in.
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    pub audit_checkpoint: f64,
+}
+
+/// Options of `audit`.
+#[derive(Debug, Args)]
+pub struct AuditCommandArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: AuditCommand,
+}
+
+/// The subcommands of `audit`.
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Check the hash chain of audit files (given oldest first: rotated
+    /// files, then the current one) or of the stream; exit 1 naming the
+    /// first altered, missing, reordered or inserted record.
+    Verify(AuditVerifyArgs),
+    /// Print audit records readably, filtered.
+    Show(AuditShowArgs),
+}
+
+/// Where records are read from.
+#[derive(Debug, Args)]
+pub struct AuditSourceArgs {
+    /// Audit files, oldest first.
+    #[arg(value_name = "FILE", required_unless_present = "nats", conflicts_with = "nats")]
+    pub files: Vec<PathBuf>,
+    /// Read the JetStream stream at this NATS server instead (user and
+    /// password from CODE_MODE_NATS_USER and CODE_MODE_NATS_PASSWORD).
+    #[arg(long, value_name = "URL")]
+    pub nats: Option<String>,
+    /// The stream.
+    #[arg(long, default_value = "CODEMODE_AUDIT", value_name = "NAME")]
+    pub stream: String,
+}
+
+/// Options of `audit verify`.
+#[derive(Debug, Args)]
+pub struct AuditVerifyArgs {
+    /// What to read.
+    #[command(flatten)]
+    pub source: AuditSourceArgs,
+    /// The first record need not be the sink's start (older files were
+    /// removed): check the chain from it on.
+    #[arg(long)]
+    pub partial: bool,
+    /// A chain head kept elsewhere, `SEQ:HASH` (a checkpoint's `records`
+    /// and `head`, or any record's seq and hash): the chain must hold it.
+    #[arg(long = "checkpoint", value_name = "SEQ:HASH")]
+    pub checkpoints: Vec<String>,
+}
+
+/// Options of `audit show`.
+#[derive(Debug, Args)]
+pub struct AuditShowArgs {
+    /// What to read.
+    #[command(flatten)]
+    pub source: AuditSourceArgs,
+    /// Only records of this client session.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Only cells of this identity and their calls.
+    #[arg(long)]
+    pub identity: Option<String>,
+    /// Only calls of this tool (`TOOL` or `SERVER/TOOL`).
+    #[arg(long)]
+    pub tool: Option<String>,
+    /// Only calls with this decision (allowed, approved, denied,
+    /// not_approved, rate_limited, refused).
+    #[arg(long)]
+    pub decision: Option<String>,
+    /// Only records of this kind (open, checkpoint, tools, cell_start,
+    /// cell, call).
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Print the records themselves, one JSON line each (as stored).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Options of `policy`.
@@ -62,6 +167,28 @@ pub enum PolicyCommand {
     /// it; exit non-zero, naming the file, JSON path and reason, when the
     /// policy is invalid.
     Check(PolicyCheckArgs),
+    /// Run every call recorded in audit files through another policy, in
+    /// order and at the recorded times, and print per tool what would
+    /// change; exit 1 when anything would, 0 when nothing would.
+    Replay(PolicyReplayArgs),
+}
+
+/// Options of `policy replay`.
+#[derive(Debug, Args)]
+pub struct PolicyReplayArgs {
+    /// The policy to try.
+    #[arg(long, value_name = "FILE")]
+    pub policy: PathBuf,
+    /// The server whose calls to replay (needed when the records hold
+    /// several).
+    #[arg(long, value_name = "NAME")]
+    pub server: Option<String>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Audit files, oldest first.
+    #[arg(value_name = "AUDIT", required = true)]
+    pub files: Vec<PathBuf>,
 }
 
 /// Options of `policy check`.
@@ -102,6 +229,9 @@ pub struct StackArgs {
     /// Frontend options.
     #[command(flatten)]
     pub frontend: FrontendArgs,
+    /// The audit record.
+    #[command(flatten)]
+    pub audit: AuditArgs,
     /// The wrapped server's command and its arguments (not with `--config`).
     #[arg(last = true, required_unless_present = "config", conflicts_with = "config", value_name = "SERVER_COMMAND")]
     pub server: Vec<String>,
@@ -176,11 +306,6 @@ pub struct BridgeArgs {
     /// Time one tool call may take, in seconds.
     #[arg(long, default_value_t = defaults::CALL_TIMEOUT.as_secs_f64(), value_name = "SECONDS")]
     pub call_timeout: f64,
-    /// Write each policy decision as one JSON line (time, session, server,
-    /// tool, decision, rule, reason, argument size and SHA-256; never the
-    /// arguments) to this file, appended, or to `stderr`.
-    #[arg(long, value_name = "FILE|stderr")]
-    pub audit: Option<String>,
     /// Time a call the policy holds for approval waits for the person's
     /// answer, in seconds (then it is refused).
     #[arg(long, default_value_t = defaults::APPROVAL_TIMEOUT.as_secs_f64(), value_name = "SECONDS")]
@@ -297,6 +422,9 @@ pub struct BridgeServiceArgs {
     /// Bridge options.
     #[command(flatten)]
     pub bridge: BridgeArgs,
+    /// The audit record.
+    #[command(flatten)]
+    pub audit: AuditArgs,
     /// The wrapped server's command and its arguments (not with `--config`).
     #[arg(last = true, required_unless_present = "config", conflicts_with = "config", value_name = "SERVER_COMMAND")]
     pub server: Vec<String>,
@@ -318,6 +446,9 @@ pub struct RunnerServiceArgs {
     /// waits at the frontend, then fails with "no capacity".
     #[arg(long, default_value_t = defaults::MAX_CONCURRENT_CELLS, value_name = "N")]
     pub capacity: usize,
+    /// The audit record.
+    #[command(flatten)]
+    pub audit: AuditArgs,
 }
 
 /// Options of `build-image`.

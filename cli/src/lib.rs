@@ -7,6 +7,7 @@
 //! [`app`]; `main.rs` only calls [`main`].
 
 pub mod app;
+pub mod audit;
 pub mod cli;
 pub mod settings;
 pub mod terminal;
@@ -33,9 +34,13 @@ pub fn main() -> std::process::ExitCode {
     };
     match runtime.block_on(app::run(args)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("code-mode: {e:#}");
-            std::process::ExitCode::from(1)
-        }
+        Err(e) => match e.downcast_ref::<audit::Exit>() {
+            // The command printed its verdict already.
+            Some(audit::Exit(status)) => std::process::ExitCode::from(*status),
+            None => {
+                eprintln!("code-mode: {e:#}");
+                std::process::ExitCode::from(1)
+            }
+        },
     }
 }

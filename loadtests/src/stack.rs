@@ -111,8 +111,12 @@ impl Stack {
         let docker = connect_docker().await?;
         let tag = image::default_image_tag();
         image::ensure_image(&docker, &tag, BaseSource::Auto, &|line: &str| eprintln!("loadtest: {line}")).await?;
-        let config =
-            RunnerConfig { lockdown: Lockdown { image: tag, ..Lockdown::default() }, capacity: concurrency, warm };
+        let config = RunnerConfig {
+            lockdown: Lockdown { image: tag, ..Lockdown::default() },
+            capacity: concurrency,
+            warm,
+            audit: None,
+        };
         let runner = SandboxRunner::new(docker, config, runner_bus).await?;
         let Some((command, args)) = server.split_first() else { bail!("no server command") };
         let bridge_config = BridgeConfig {

@@ -153,6 +153,10 @@ pub struct RunCell {
     pub cell_id: String,
     /// The client session that sent it.
     pub session: String,
+    /// Who the client is, once the frontend authenticates clients (`None`
+    /// until then); the audit record of the cell names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
     /// The Python code.
     pub code: String,
     /// The tools the code may call.

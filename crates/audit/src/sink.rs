@@ -382,7 +382,7 @@ impl Writer {
         match Box::pin(self.append(&body, Durability::Synced)).await {
             Ok(seq) => {
                 self.since_checkpoint = 0;
-                tracing::info!(target: "code_mode::audit", sink = %self.backend.describe(), seq, records = head.0, head = %head.1, "audit checkpoint");
+                tracing::info!(target: "code_mode::audit", sink = %self.backend.describe(), seq, head_seq = head.0, head = %head.1, "audit checkpoint (audit verify --checkpoint HEAD_SEQ:HEAD checks it later)");
             }
             Err(e) => tracing::warn!(error = %e, "the audit checkpoint could not be written"),
         }

@@ -149,3 +149,73 @@ async fn only_a_frontend_may_end_a_session_so_a_runner_cannot_clear_a_taint() {
     assert!(ask(&runner, subjects::SESSION_END).await.is_err());
     assert_eq!(ends.load(Ordering::SeqCst), 1);
 }
+
+/// A raw connection as `user` of the deployment's file.
+async fn raw(server: &NatsServer, users: &NatsUsers, user: &str) -> async_nats::Client {
+    let options = NatsOptions {
+        url: server.url(),
+        credentials: Some((user.to_string(), users.password(user).to_string())),
+        name: Some(user.to_string()),
+        inbox_prefix: Some(format!("_INBOX.{user}")),
+    };
+    NatsTransport::connect(&options).await.unwrap_or_else(|e| panic!("{user} connects: {e}")).client().clone()
+}
+
+/// Append `text` to the audit stream as the connection's user; true when
+/// the stream acknowledged it.
+async fn append_audit(client: &async_nats::Client, text: &str) -> bool {
+    let mut js = async_nats::jetstream::new(client.clone());
+    js.set_timeout(Duration::from_millis(700));
+    match js.publish("codemode.v1.audit", text.to_string().into()).await {
+        Ok(ack) => ack.await.is_ok(),
+        Err(_) => false,
+    }
+}
+
+/// A JetStream API request as the connection's user: `Ok` with the reply,
+/// `Err` when nothing answered (a refused publish is dropped by the server).
+async fn js_api(client: &async_nats::Client, api: &str, body: &str) -> Result<String, ()> {
+    let request =
+        async_nats::client::Request::new().payload(body.to_string().into()).timeout(Some(Duration::from_millis(700)));
+    client
+        .send_request(format!("$JS.API.{api}"), request)
+        .await
+        .map(|m| String::from_utf8_lossy(&m.payload).into_owned())
+        .map_err(|_| ())
+}
+
+#[tokio::test]
+async fn bridges_and_runners_may_append_to_the_audit_stream_but_nobody_may_rewrite_it_and_a_frontend_may_not_write() {
+    let Some((server, users)) = NatsServer::start_secured() else { return };
+    let bridge = raw(&server, &users, "bridge").await;
+    let runner = raw(&server, &users, "sandbox-runner").await;
+    let frontend = raw(&server, &users, "frontend").await;
+    // The first writer creates the stream as the audit sink does.
+    let mut js = async_nats::jetstream::new(runner.clone());
+    js.set_timeout(Duration::from_secs(2));
+    let stream = code_mode_audit::jetstream::open_stream(&js, &Default::default()).await.expect("a runner creates it");
+    assert!(stream.cached_info().config.deny_delete && stream.cached_info().config.deny_purge);
+    assert!(append_audit(&runner, "from the runner").await, "a runner appends");
+    assert!(append_audit(&bridge, "from the bridge").await, "a bridge appends");
+    assert!(!append_audit(&frontend, "from the frontend").await, "a frontend may not append");
+    let mut attempts = Vec::new();
+    for (who, client) in [("bridge", &bridge), ("sandbox-runner", &runner), ("frontend", &frontend)] {
+        for (api, body) in [
+            ("STREAM.PURGE.CODEMODE_AUDIT", "{}"),
+            ("STREAM.MSG.DELETE.CODEMODE_AUDIT", r#"{"seq": 1}"#),
+            ("STREAM.DELETE.CODEMODE_AUDIT", "{}"),
+            ("STREAM.UPDATE.CODEMODE_AUDIT", r#"{"name": "CODEMODE_AUDIT", "subjects": ["codemode.v1.audit"]}"#),
+        ] {
+            attempts.push(async move { (who, api, js_api(client, api, body).await) });
+        }
+    }
+    for (who, api, answer) in futures::future::join_all(attempts).await {
+        assert!(answer.is_err(), "{who} may not call {api}: {answer:?}");
+    }
+    // Both appends are still there, in order, and nothing else.
+    let info = js_api(&bridge, "STREAM.INFO.CODEMODE_AUDIT", "{}").await.expect("the bridge reads the stream");
+    let info: serde_json::Value = serde_json::from_str(&info).unwrap();
+    assert_eq!(info["state"]["messages"], 2, "{info}");
+    let last = stream.direct_get(2).await.expect("the bridge's record is the second");
+    assert_eq!(&last.payload[..], b"from the bridge");
+}

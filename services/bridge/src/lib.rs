@@ -42,6 +42,7 @@ pub mod naming;
 pub mod policy;
 pub mod policy_check;
 pub mod private;
+pub mod replay;
 pub mod schema;
 pub mod server;
 pub mod stubs;
@@ -61,11 +62,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Catalog, CatalogLimits, ListedTool, ServerTools};
 use crate::policy::{
-    Annotations, AuditDecision, AuditRecord, AuditSink, CallSite, Policy, PolicyError, RateLimiter, RuleSource,
-    ToolFacts, Verdict,
+    Annotations, AuditDecision, CallSite, Policy, PolicyError, RateLimiter, RuleSource, ToolFacts, Verdict,
 };
 use crate::private::PrivateRule;
 use crate::server::{ServerHandle, ServerSpec};
+use code_mode_audit::record::{self as audit_record, CallResult};
+use code_mode_audit::{AuditSink, Durability};
 
 /// Errors that stop the bridge from starting.
 #[derive(Debug, thiserror::Error)]
@@ -133,6 +135,9 @@ pub enum BridgeError {
         /// The id given (cut).
         session: String,
     },
+    /// The audit sink could not be written at start.
+    #[error("{0}")]
+    Audit(code_mode_audit::AuditError),
     /// The session-state store failed.
     #[error("session state: {0}")]
     State(code_mode_core::state::StateError),
@@ -249,8 +254,9 @@ pub struct BridgeConfig {
 /// Options of the policies, shared by every server's policy.
 #[derive(Debug, Clone, Default)]
 pub struct PolicyOptions {
-    /// Where each decision is written as one JSON line (`None`: nowhere;
-    /// each decision is still counted in `codemode_policy_decisions_total`).
+    /// The audit sink: every call becomes one `call` record, every wrapped
+    /// server's tools one `tools` record (`None`: nowhere; each policy
+    /// decision is still counted in `codemode_policy_decisions_total`).
     pub audit: Option<AuditSink>,
     /// Offer tools the policy denies outright (in the stubs, labelled
     /// `[denied: ...]`); by default they are left out of the catalog, and a
@@ -404,14 +410,14 @@ pub struct Closer {
 }
 
 impl Closer {
-    /// Wait until every wrapped server has been closed and every audit
-    /// line queued so far is written.
+    /// Wait until every wrapped server has been closed, then close the
+    /// audit sink (a last checkpoint, synced).
     pub async fn closed(self) {
         for a in self.actors {
             let _ = a.await;
         }
         if let Some(audit) = self.audit {
-            audit.flush().await;
+            audit.close().await;
         }
     }
 }
@@ -486,6 +492,16 @@ impl Bridge {
                 tracing::info!(server = %wrapped.spec.name, policy = applied.policy.source(), "policy on");
             }
         }
+        if let Some(audit) = &config.policy_options.audit {
+            for (handle, tools) in handles.iter().zip(&listed) {
+                if let Err(e) = audit.append(tools_record(handle.name(), tools), Durability::Written).await {
+                    servers_cancel.cancel();
+                    drop(handles);
+                    Closer { actors, audit: None }.closed().await;
+                    return Err(BridgeError::Audit(e));
+                }
+            }
+        }
         let current = Current { catalog: Arc::new(catalog), version: 1, rule, policies, message: Default::default() };
         let audit_for_closer = config.policy_options.audit.clone();
         let bridge = Bridge {
@@ -515,6 +531,17 @@ impl Bridge {
         let mut current = self.inner.current.write().unwrap_or_else(|poisoned| poisoned.into_inner());
         match built {
             Ok((catalog, rule, policies)) => {
+                if let Some(audit) = self.inner.audit.clone() {
+                    let records: Vec<_> =
+                        self.inner.servers.iter().zip(&tools).map(|(h, t)| tools_record(h.name(), t)).collect();
+                    tokio::spawn(async move {
+                        for record in records {
+                            if let Err(e) = audit.append(record, Durability::Written).await {
+                                tracing::error!(error = %e, "the changed tools could not be recorded");
+                            }
+                        }
+                    });
+                }
                 let version = current.version + 1;
                 tracing::info!(version, tools = catalog.tools().len(), "catalog refreshed");
                 *current = Arc::new(Current {
@@ -610,11 +637,21 @@ impl Bridge {
     /// `codemode_tool_calls_total` and its time in
     /// `codemode_tool_call_duration_seconds`, labelled by the catalog's
     /// server and tool names (`<none>` / `<unknown>` for a name it lacks, so
-    /// the code cannot mint series).
+    /// the code cannot mint series). With an audit sink, every call is one
+    /// `call` record, written before the reply goes back; a record that
+    /// cannot be written turns the reply into a refusal (fail closed), and
+    /// no call goes out while the sink is failing.
     pub async fn call(&self, call: &ToolCall) -> ToolReply {
         let started = std::time::Instant::now();
         let current = self.current();
-        let reply = self.check_and_call(&current, call).await;
+        let mut trail = Trail::new(call);
+        let mut reply = self.check_and_call(&current, call, &mut trail).await;
+        if let Some(audit) = &self.inner.audit
+            && let Err(e) = audit.append(trail.record(call), Durability::Written).await
+        {
+            tracing::error!(tool = %call.tool, cell = %call.cell_id, error = %e, "the call's audit record was not written: its result is withheld");
+            reply = self.refuse(format!("{}: {e}", call.tool));
+        }
         let (server, tool) = match current.catalog.get(&call.tool) {
             Some(tool) => (self.inner.servers[tool.server].name(), tool.mcp_name.as_str()),
             None => ("<none>", "<unknown>"),
@@ -628,7 +665,7 @@ impl Bridge {
         reply
     }
 
-    async fn check_and_call(&self, current: &Current, call: &ToolCall) -> ToolReply {
+    async fn check_and_call(&self, current: &Current, call: &ToolCall, trail: &mut Trail) -> ToolReply {
         let limits = &self.inner.limits;
         let catalog = &current.catalog;
         if let Some(withheld) = catalog.withheld(&call.tool) {
@@ -639,53 +676,84 @@ impl Bridge {
                 tool: &withheld.mcp_name,
             };
             tracing::info!(tool = %call.tool, cell = %call.cell_id, %rule, "refused: denied by policy (not offered)");
-            self.decided(site, AuditDecision::Denied, rule, Some(reason.clone()), &call.arguments).await;
+            trail.at(site.server, site.tool);
+            self.decided(trail, site, AuditDecision::Denied, rule, Some(reason.clone()));
             return self.refuse(format!("{}: denied by policy ({rule}): {reason}", call.tool));
         }
         let Some(tool) = catalog.get(&call.tool) else {
-            let why = if catalog.is_not_kept(&call.tool) {
-                format!("{}: this tool is not on the allowlist", call.tool)
+            let (why, check) = if catalog.is_not_kept(&call.tool) {
+                (format!("{}: this tool is not on the allowlist", call.tool), "bridge:allowlist")
             } else {
-                format!("there is no tool named {:?}; TOOLS lists the tools", call.tool)
+                (format!("there is no tool named {:?}; TOOLS lists the tools", call.tool), "bridge:unknown_tool")
             };
             tracing::info!(tool = %call.tool, cell = %call.cell_id, "refused: unknown or not allowed");
+            trail.refused(check, &why);
             return self.refuse(why);
         };
+        trail.at(self.inner.servers[tool.server].name(), &tool.mcp_name);
         if call.call_index == 0 {
             tracing::warn!(tool = %tool.name, cell = %call.cell_id, "refused: call_index 0 (calls count from 1)");
-            return self.refuse(format!("{}: call_index 0 is not a call of this run (calls count from 1)", tool.name));
+            let why = format!("{}: call_index 0 is not a call of this run (calls count from 1)", tool.name);
+            trail.refused("bridge:budget", &why);
+            return self.refuse(why);
         }
         if call.call_index > limits.max_calls {
-            return self.refuse(format!("{}: this run has used all of its {} tool calls", tool.name, limits.max_calls));
+            let why = format!("{}: this run has used all of its {} tool calls", tool.name, limits.max_calls);
+            trail.refused("bridge:budget", &why);
+            return self.refuse(why);
         }
         if let Err(problem) = tool.checker.check(&call.arguments, limits.max_arguments) {
             tracing::info!(tool = %tool.name, cell = %call.cell_id, "refused: {problem}");
+            // The checker's message may quote the arguments: the record
+            // says which check, not what it saw.
+            trail.refused("bridge:arguments", "the arguments do not fit the tool's schema or size limit");
             return self.refuse(format!("{}: {problem}", tool.name));
         }
         let serde_json::Value::Object(arguments) = call.arguments.clone() else {
+            trail.refused("bridge:arguments", "the arguments are not a JSON object");
             return self.refuse(format!("{}: arguments must be a JSON object", tool.name));
         };
         if let Some(applied) = &current.policies[tool.server]
-            && let Err(refusal) = self.apply_policy(applied, call, tool).await
+            && let Err(refusal) = self.apply_policy(applied, call, tool, trail).await
         {
             return refusal;
         }
         // Last, so that a call refused by any check above never taints; a
         // private call taints here, before it goes out (see `private`).
-        if let Some(rule) = &current.rule
-            && let Err(refusal) = rule.judge(&call.session, &tool.name, tool.private).await
-        {
-            return self.refuse(refusal.to_string());
+        if let Some(rule) = &current.rule {
+            match rule.judge(&call.session, &tool.name, tool.private).await {
+                Ok(()) => trail.tainted = Some(tool.private),
+                Err(refusal) => {
+                    trail.tainted = matches!(refusal, private::RuleRefusal::Tainted { .. }).then_some(true);
+                    trail.refused("bridge:private_data", &refusal.to_string());
+                    return self.refuse(refusal.to_string());
+                }
+            }
         }
+        // Nothing goes out that could not be recorded afterwards.
+        if let Some(audit) = &self.inner.audit
+            && let Err(e) = audit.ready().await
+        {
+            tracing::error!(tool = %tool.name, cell = %call.cell_id, error = %e, "refused: the audit sink cannot be written");
+            trail.refused("bridge:audit", &e.to_string());
+            return self.refuse(format!("{}: {e}", tool.name));
+        }
+        trail.went_out();
         let server = &self.inner.servers[tool.server];
         match server.call(&tool.mcp_name, arguments, limits.call_timeout).await {
-            Ok(result) => self.result_reply(&tool.name, &result),
+            Ok(result) => {
+                let (reply, kind, text) = self.result_reply(&tool.name, &result);
+                trail.result = Some((kind, Some(text)));
+                reply
+            }
             Err(server::CallError::Timeout(after)) => {
                 tracing::warn!(tool = %tool.name, server = %server.name(), "call timed out");
+                trail.result = Some((CallResult::Timeout, None));
                 self.refuse(format!("{}: no answer within {} s", tool.name, after.as_secs_f64()))
             }
             Err(e) => {
                 tracing::warn!(tool = %tool.name, server = %server.name(), error = %e, "call failed on the host");
+                trail.result = Some((CallResult::Fault, None));
                 ToolReply::Fault { kind: e.kind().to_string() }
             }
         }
@@ -693,52 +761,54 @@ impl Bridge {
 
     /// The policy's verdict, argument rule and rate limits for one call,
     /// then the person's answer when the policy asks for approval. Each
-    /// decision is written to the audit log and counted. `Err` holds the
-    /// refusal.
+    /// decision goes into the call's audit trail and is counted. `Err`
+    /// holds the refusal.
     async fn apply_policy(
         &self,
         applied: &Applied,
         call: &ToolCall,
         tool: &catalog::CatalogTool,
+        trail: &mut Trail,
     ) -> Result<(), ToolReply> {
         let name = &tool.name;
         let site =
             CallSite { session: &call.session, server: self.inner.servers[tool.server].name(), tool: &tool.mcp_name };
+        trail.record_args = applied.policy.records_args(&tool.mcp_name);
         let verdict = applied.policy.verdict(&tool.mcp_name);
         if let Verdict::Deny { reason, rule } = &verdict {
             tracing::info!(tool = %name, cell = %call.cell_id, %rule, "refused: denied by policy");
-            self.decided(site, AuditDecision::Denied, rule, Some(reason.clone()), &call.arguments).await;
+            self.decided(trail, site, AuditDecision::Denied, rule, Some(reason.clone()));
             return Err(self.refuse(format!("{name}: denied by policy ({rule}): {reason}")));
         }
         if let Err(why) = applied.policy.check_args(&tool.mcp_name, &call.arguments) {
             let rule = RuleSource::Tool(tool.mcp_name.clone());
             tracing::info!(tool = %name, cell = %call.cell_id, "refused by the policy's argument rule");
             let reason = format!("{} ({rule}/args)", why.without_values());
-            self.decided(site, AuditDecision::Refused, &rule, Some(reason), &call.arguments).await;
+            self.decided(trail, site, AuditDecision::Refused, &rule, Some(reason));
             return Err(self.refuse(format!("{name}: {why} ({rule}/args)")));
         }
-        if let Err(refusal) = applied.limiter.admit(&call.session, &tool.mcp_name, SystemTime::now()).await {
+        if let Err(refusal) = applied.limiter.admit(&call.session, &tool.mcp_name, trail.decided).await {
             tracing::info!(tool = %name, cell = %call.cell_id, "refused: {refusal}");
             let decision = match refusal {
                 policy::LimitRefusal::Exceeded { .. } => AuditDecision::RateLimited,
                 policy::LimitRefusal::State { .. } => AuditDecision::Refused,
             };
-            self.decided(site, decision, verdict.rule(), Some(refusal.to_string()), &call.arguments).await;
+            self.decided(trail, site, decision, verdict.rule(), Some(refusal.to_string()));
             return Err(self.refuse(format!("{name}: {refusal}")));
         }
         let Verdict::Approve { rule, .. } = &verdict else {
-            self.decided(site, AuditDecision::Allowed, verdict.rule(), None, &call.arguments).await;
+            self.decided(trail, site, AuditDecision::Allowed, verdict.rule(), None);
             return Ok(());
         };
         let answer = self.ask_approval(call, site, rule).await;
         if answer == ApprovalReply::Approved {
             tracing::info!(tool = %name, cell = %call.cell_id, %rule, "approved");
-            self.decided(site, AuditDecision::Approved, rule, None, &call.arguments).await;
+            self.decided(trail, site, AuditDecision::Approved, rule, None);
             return Ok(());
         }
         let why = approval::refusal(&answer, self.inner.limits.approval_timeout);
         tracing::info!(tool = %name, cell = %call.cell_id, %rule, "refused: not approved: {why}");
-        self.decided(site, AuditDecision::NotApproved, rule, Some(why.clone()), &call.arguments).await;
+        self.decided(trail, site, AuditDecision::NotApproved, rule, Some(why.clone()));
         Err(self.refuse(format!("{name}: needs approval ({rule}): {why}")))
     }
 
@@ -777,34 +847,38 @@ impl Bridge {
         }
     }
 
-    /// Write one policy decision to the audit log (if any) and count it.
-    async fn decided(
+    /// Note one policy decision in the call's trail and count it.
+    fn decided(
         &self,
+        trail: &mut Trail,
         site: CallSite<'_>,
         decision: AuditDecision,
         rule: &RuleSource,
         reason: Option<String>,
-        arguments: &serde_json::Value,
     ) {
         code_mode_telemetry::policy_decision(site.server, site.tool, decision.as_str());
-        if let Some(audit) = &self.inner.audit {
-            audit.record(&AuditRecord::new(SystemTime::now(), site, decision, rule, reason, arguments)).await;
-        }
+        trail.decision = decision;
+        trail.policy = Some(decision);
+        trail.rule = Some(rule.to_string());
+        trail.reason = reason;
     }
 
-    fn result_reply(&self, tool: &str, result: &CallToolResult) -> ToolReply {
+    /// The reply for a result, how it came back, and the text whose size
+    /// and hash the audit record keeps.
+    fn result_reply(&self, tool: &str, result: &CallToolResult) -> (ToolReply, CallResult, String) {
         let text = result_text(result);
         if result.is_error == Some(true) {
-            return self.refuse(format!("{tool} failed: {text}"));
+            return (self.refuse(format!("{tool} failed: {text}")), CallResult::Error, text);
         }
         if text.len() > self.inner.limits.max_result {
-            return self.refuse(format!(
+            let reply = self.refuse(format!(
                 "{tool}: the result is {} bytes, over the {} byte limit (refused, not cut): ask for less",
                 text.len(),
                 self.inner.limits.max_result
             ));
+            return (reply, CallResult::TooLarge, text);
         }
-        ToolReply::Ok { value: text }
+        (ToolReply::Ok { value: text.clone() }, CallResult::Ok, text)
     }
 
     /// Forget an ended client session's state: its private-data taint and
@@ -874,6 +948,109 @@ impl Bridge {
             .await?;
         Ok(vec![catalog, calls, ends])
     }
+}
+
+/// What becomes the audit record of one call, filled in as its checks run.
+#[derive(Debug)]
+struct Trail {
+    server: Option<String>,
+    tool: String,
+    decision: AuditDecision,
+    rule: Option<String>,
+    policy: Option<AuditDecision>,
+    reason: Option<String>,
+    /// When the call was judged: what the rate limits count by.
+    decided: SystemTime,
+    tainted: Option<bool>,
+    /// How it came back and the text returned, for a call that went out.
+    result: Option<(CallResult, Option<String>)>,
+    record_args: bool,
+}
+
+impl Trail {
+    fn new(call: &ToolCall) -> Self {
+        Self {
+            server: None,
+            tool: call.tool.clone(),
+            decision: AuditDecision::Refused,
+            rule: None,
+            policy: None,
+            reason: None,
+            decided: SystemTime::now(),
+            tainted: None,
+            result: None,
+            record_args: false,
+        }
+    }
+
+    /// The call names this server's tool.
+    fn at(&mut self, server: &str, tool: &str) {
+        self.server = Some(server.to_string());
+        self.tool = tool.to_string();
+    }
+
+    /// One of the bridge's own checks (or a later one) refused it.
+    fn refused(&mut self, check: &str, why: &str) {
+        self.decision = AuditDecision::Refused;
+        self.rule = Some(check.to_string());
+        self.reason = Some(why.to_string());
+    }
+
+    /// It passed every check and goes out: allowed, or as the policy said.
+    fn went_out(&mut self) {
+        self.decision = self.policy.unwrap_or(AuditDecision::Allowed);
+        self.reason = None;
+    }
+
+    fn record(&self, call: &ToolCall) -> audit_record::Body {
+        let args = serde_json::to_vec(&call.arguments).unwrap_or_default();
+        let (args_bytes, args_sha256) = audit_record::size_and_hash(&args);
+        let (result, result_bytes, result_sha256) = match &self.result {
+            None => (None, None, None),
+            Some((kind, None)) => (Some(*kind), None, None),
+            Some((kind, Some(text))) => {
+                let (n, sha) = audit_record::size_and_hash(text.as_bytes());
+                (Some(*kind), Some(n), Some(sha))
+            }
+        };
+        audit_record::Body::Call(audit_record::Call {
+            session: call.session.clone(),
+            cell: call.cell_id.clone(),
+            call: call.call_index,
+            server: self.server.clone(),
+            tool: self.tool.clone(),
+            decision: self.decision,
+            rule: self.rule.clone(),
+            policy: self.policy,
+            reason: self.reason.clone(),
+            decided: audit_record::rfc3339(self.decided),
+            args_bytes,
+            args_sha256,
+            args: self.record_args.then(|| call.arguments.clone()),
+            result,
+            result_bytes,
+            result_sha256,
+            tainted: self.tainted,
+        })
+    }
+}
+
+/// The `tools` record of one server: its tools and their annotations.
+fn tools_record(server: &str, tools: &[rmcp::model::Tool]) -> audit_record::Body {
+    let tools = tools
+        .iter()
+        .map(|t| {
+            let a = t.annotations.as_ref().map(Annotations::from).unwrap_or_default();
+            audit_record::ToolInfo {
+                name: t.name.to_string(),
+                read_only: a.read_only,
+                destructive: a.destructive,
+                idempotent: a.idempotent,
+                open_world: a.open_world,
+            }
+        })
+        .collect();
+    audit_record::Body::Tools(audit_record::Tools { server: server.to_string(), tools })
 }
 
 /// Rebuild the catalog whenever a wrapped server publishes a new tool list,

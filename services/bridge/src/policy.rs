@@ -7,9 +7,10 @@
 //! ([`Policy::parse`]), the verdict for a tool ([`Policy::verdict`]) and its
 //! stub label ([`Verdict::label`]), the policy's argument schemas
 //! ([`Policy::check_args`]), the rate-limit counters' names and values in
-//! the store ([`RateLimiter`]) and the audit line ([`AuditRecord`],
-//! [`AuditSink`]). [`crate::Bridge::call`] applies the verdict, the
-//! argument rule and the limits; the audit sink is not wired in yet.
+//! the store ([`RateLimiter`], which counts at the time it is given, so a
+//! replay counts at recorded times). [`crate::Bridge::call`] applies the
+//! verdict, the argument rule and the limits, and records each decision in
+//! the audit sink ([`code_mode_audit`]).
 //!
 //! # The file
 //!
@@ -27,7 +28,10 @@
 //!   it. Keys: `action` (`allow`, `deny`, `approve`; `allow` when absent, so
 //!   an entry with only `limits` allows the tool within its limits),
 //!   `reason` (quoted in a refusal), `limits`, `args` (a JSON Schema the
-//!   arguments must also satisfy, compiled when the file is read).
+//!   arguments must also satisfy, compiled when the file is read),
+//!   `record_args` (`true`: the audit record of each call keeps the
+//!   arguments' values, so `policy replay` can check `args` rules against
+//!   them; by default only their size and SHA-256).
 //! - `categories`: one rule per risk category (below), with `action`,
 //!   `reason` and `limits`.
 //! - a limit: `counter` (a name of `[A-Za-z0-9_-]`; tools naming the same
@@ -88,9 +92,11 @@
 //!
 //! # Audit
 //!
-//! One JSON line per decision ([`AuditRecord`]): time, session, server,
-//! tool, decision, the deciding rule, the reason, and the arguments' size and
-//! SHA-256, never the arguments themselves.
+//! Every call's decision is one `call` record of the audit chain
+//! ([`code_mode_audit::record::Call`]): session, cell, server, tool,
+//! decision, the deciding rule, the reason, the arguments' and the result's
+//! size and SHA-256, never their values (the arguments only where
+//! `record_args` says so).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -100,11 +106,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use code_mode_core::state::{SessionStore, StateError};
-use serde::Serialize;
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
-use tokio::io::AsyncWriteExt;
-use tokio::sync::{mpsc, oneshot};
 
 /// The pseudo-session that holds the counters of `global` scope.
 pub const GLOBAL_SESSION: &str = "_global";
@@ -118,9 +120,6 @@ pub const MAX_REASON_CHARS: usize = 300;
 /// How many compare-and-set rounds [`RateLimiter::admit`] tries per limit
 /// before it refuses the call as "changing concurrently".
 const MAX_ADMIT_ATTEMPTS: u32 = 200;
-
-/// How many audit lines may wait for the writer.
-const AUDIT_QUEUE: usize = 1024;
 
 /// Why a policy cannot be used; each names the file, and each but the first
 /// two the JSON path of the offending value. All of them stop startup.
@@ -188,14 +187,6 @@ pub enum PolicyError {
         /// The path of the schema.
         path: String,
         /// What the compiler said.
-        reason: String,
-    },
-    /// The audit log could not be opened.
-    #[error("{file}: cannot open the audit log: {reason}")]
-    AuditOpen {
-        /// The file.
-        file: String,
-        /// Why.
         reason: String,
     },
 }
@@ -453,6 +444,8 @@ struct Rule {
     reason: Option<String>,
     limits: Vec<Limit>,
     args: Option<jsonschema::Validator>,
+    /// Record the arguments' values in the audit record (for replay).
+    record_args: bool,
 }
 
 impl fmt::Debug for Rule {
@@ -462,6 +455,7 @@ impl fmt::Debug for Rule {
             .field("reason", &self.reason)
             .field("limits", &self.limits)
             .field("args", &self.args.is_some())
+            .field("record_args", &self.record_args)
             .finish()
     }
 }
@@ -577,6 +571,18 @@ impl Policy {
             },
             _ => Verdict::Allow { rule: RuleSource::Default },
         }
+    }
+
+    /// True when the tool's rule says `"record_args": true`: its audit
+    /// records carry the arguments' values, so a replay can check `args`
+    /// rules against them.
+    pub fn records_args(&self, tool: &str) -> bool {
+        self.tools.get(tool).is_some_and(|r| r.record_args)
+    }
+
+    /// True when the tool's rule has an `args` schema.
+    pub fn has_args_rule(&self, tool: &str) -> bool {
+        self.tools.get(tool).is_some_and(|r| r.args.is_some())
     }
 
     /// Check `arguments` against the tool rule's `args` schema, if it has
@@ -720,7 +726,7 @@ impl Parser<'_> {
 
     fn rule(&mut self, v: &Value, path: &str, tool: bool) -> Result<Rule, PolicyError> {
         let allowed: &[&str] =
-            if tool { &["action", "reason", "limits", "args"] } else { &["action", "reason", "limits"] };
+            if tool { &["action", "reason", "limits", "args", "record_args"] } else { &["action", "reason", "limits"] };
         let map = self.object(v, path, allowed)?;
         let action = match map.get("action") {
             None => Action::Allow,
@@ -775,7 +781,17 @@ impl Parser<'_> {
                 Some(validator)
             }
         };
-        Ok(Rule { action, reason, limits, args })
+        let record_args = match map.get("record_args") {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(other) => {
+                return Err(self.invalid(
+                    &format!("{path}/record_args"),
+                    format!("expected true or false, found {}", kind(other)),
+                ));
+            }
+        };
+        Ok(Rule { action, reason, limits, args, record_args })
     }
 
     fn limit(&mut self, v: &Value, path: &str) -> Result<Limit, PolicyError> {
@@ -975,66 +991,13 @@ fn backoff(attempt: u32) -> Duration {
     Duration::from_micros(random % (300 * u64::from(attempt.min(10))))
 }
 
-/// What became of a call, as the audit log says it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AuditDecision {
-    /// The policy let it go out.
-    Allowed,
-    /// The policy denies the tool.
-    Denied,
-    /// The person approved it, so it went out (rate limits permitting).
-    Approved,
-    /// It needed approval and did not get it (declined, dismissed, no
-    /// answer in time, or nobody could be asked: the reason says which).
-    NotApproved,
-    /// A rate limit refused it.
-    RateLimited,
-    /// Another policy check refused it (the argument schema, or the
-    /// counters' store failing).
-    Refused,
-}
+/// What became of a call, as the audit record says it (and the metric's
+/// `decision` label).
+pub use code_mode_audit::Decision as AuditDecision;
+/// `time` as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub use code_mode_audit::record::rfc3339;
 
-impl AuditDecision {
-    /// The word in the audit line and the metric's label.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AuditDecision::Allowed => "allowed",
-            AuditDecision::Denied => "denied",
-            AuditDecision::Approved => "approved",
-            AuditDecision::NotApproved => "not_approved",
-            AuditDecision::RateLimited => "rate_limited",
-            AuditDecision::Refused => "refused",
-        }
-    }
-}
-
-/// One decision on one call, as one JSON line. It carries the arguments'
-/// size and SHA-256 only, never the arguments.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AuditRecord {
-    /// When, RFC 3339 UTC with milliseconds.
-    pub time: String,
-    /// The client session.
-    pub session: String,
-    /// The wrapped server.
-    pub server: String,
-    /// The tool.
-    pub tool: String,
-    /// The decision.
-    pub decision: AuditDecision,
-    /// The deciding rule's JSON path in the policy (`/tools/x`,
-    /// `/categories/destructive`, `/default`).
-    pub rule: String,
-    /// The reason, for a refusal.
-    pub reason: Option<String>,
-    /// Bytes of the arguments as compact JSON.
-    pub argument_bytes: usize,
-    /// SHA-256 of those bytes, lowercase hex.
-    pub argument_sha256: String,
-}
-
-/// Who made a call and which tool it named, for an [`AuditRecord`].
+/// Who made a call and which tool it named.
 #[derive(Debug, Clone, Copy)]
 pub struct CallSite<'a> {
     /// The client session.
@@ -1043,141 +1006,6 @@ pub struct CallSite<'a> {
     pub server: &'a str,
     /// The tool.
     pub tool: &'a str,
-}
-
-impl AuditRecord {
-    /// The record of `decision` on a call at `time` with `arguments`.
-    pub fn new(
-        time: SystemTime,
-        call: CallSite<'_>,
-        decision: AuditDecision,
-        rule: &RuleSource,
-        reason: Option<String>,
-        arguments: &Value,
-    ) -> Self {
-        let bytes = serde_json::to_vec(arguments).unwrap_or_default();
-        Self {
-            time: rfc3339(time),
-            session: call.session.to_string(),
-            server: call.server.to_string(),
-            tool: call.tool.to_string(),
-            decision,
-            rule: rule.to_string(),
-            reason,
-            argument_bytes: bytes.len(),
-            argument_sha256: format!("{:x}", Sha256::digest(&bytes)),
-        }
-    }
-
-    /// The record as one line of JSON (no newline).
-    pub fn to_line(&self) -> String {
-        serde_json::to_string(self).unwrap_or_default()
-    }
-}
-
-/// `time` as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-pub fn rfc3339(time: SystemTime) -> String {
-    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let days = secs / 86_400;
-    let rest = secs % 86_400;
-    let (year, month, day) = civil_date(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60,
-        since.subsec_millis()
-    )
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01.
-fn civil_date(days: u64) -> (u64, u64, u64) {
-    // Count in 400-year eras starting on 0000-03-01, so leap days fall at
-    // the end of each year.
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let day_of_era = z % 146_097;
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_from_march = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
-    let month = if month_from_march < 10 { month_from_march + 3 } else { month_from_march - 9 };
-    let year = year_of_era + era * 400 + u64::from(month <= 2);
-    (year, month, day)
-}
-
-enum AuditCommand {
-    Line(String),
-    Flush(oneshot::Sender<()>),
-}
-
-/// Where audit lines go: a writer task owning a file (appended to) or
-/// stderr, fed through a bounded queue. Cheap to clone; the task ends, after
-/// writing everything queued, when the last handle is dropped.
-#[derive(Debug, Clone)]
-pub struct AuditSink {
-    tx: mpsc::Sender<AuditCommand>,
-}
-
-impl AuditSink {
-    /// Append lines to the file at `path` (created if missing).
-    pub async fn file(path: &Path) -> Result<(Self, tokio::task::JoinHandle<()>), PolicyError> {
-        let file = tokio::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .await
-            .map_err(|e| PolicyError::AuditOpen { file: path.display().to_string(), reason: e.to_string() })?;
-        Ok(Self::spawn(Box::new(file), path.display().to_string()))
-    }
-
-    /// Write lines to this process's stderr.
-    pub fn stderr() -> (Self, tokio::task::JoinHandle<()>) {
-        Self::spawn(Box::new(tokio::io::stderr()), "stderr".to_string())
-    }
-
-    fn spawn(
-        mut out: Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
-        name: String,
-    ) -> (Self, tokio::task::JoinHandle<()>) {
-        let (tx, mut rx) = mpsc::channel(AUDIT_QUEUE);
-        let task = tokio::spawn(async move {
-            while let Some(command) = rx.recv().await {
-                match command {
-                    AuditCommand::Line(mut line) => {
-                        line.push('\n');
-                        if let Err(e) = out.write_all(line.as_bytes()).await {
-                            tracing::error!(audit = %name, error = %e, "an audit line could not be written");
-                        }
-                    }
-                    AuditCommand::Flush(done) => {
-                        if let Err(e) = out.flush().await {
-                            tracing::error!(audit = %name, error = %e, "the audit log could not be flushed");
-                        }
-                        let _ = done.send(());
-                    }
-                }
-            }
-            let _ = out.flush().await;
-        });
-        (Self { tx }, task)
-    }
-
-    /// Queue one record (waits while the queue is full).
-    pub async fn record(&self, record: &AuditRecord) {
-        if self.tx.send(AuditCommand::Line(record.to_line())).await.is_err() {
-            tracing::error!(line = %record.to_line(), "the audit writer is gone: record lost");
-        }
-    }
-
-    /// Wait until every record queued before this call is written out.
-    pub async fn flush(&self) {
-        let (done, wait) = oneshot::channel();
-        if self.tx.send(AuditCommand::Flush(done)).await.is_ok() {
-            let _ = wait.await;
-        }
-    }
 }
 
 #[cfg(test)]
@@ -1262,13 +1090,5 @@ mod tests {
         let converted = Annotations::from(&a);
         assert_eq!(converted, Annotations { read_only: Some(true), open_world: Some(false), ..Annotations::default() });
         assert_eq!(converted.categories(), [Category::ReadOnly]);
-    }
-
-    #[test]
-    fn rfc3339_formats_utc_dates_including_leap_days() {
-        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
-        let leap = UNIX_EPOCH + Duration::from_millis(951_782_400_123 + 3_723_000);
-        assert_eq!(rfc3339(leap), "2000-02-29T01:02:03.123Z");
-        assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(1_798_761_599)), "2026-12-31T23:59:59.000Z");
     }
 }

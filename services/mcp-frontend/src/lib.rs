@@ -631,6 +631,7 @@ impl Frontend {
         let cell = RunCell {
             cell_id: cell_id.to_string(),
             session: self.inner.session.clone(),
+            identity: None,
             code: code.to_string(),
             tools: view.catalog.tools.iter().map(|t| ToolStub { name: t.name.clone(), stub: t.stub.clone() }).collect(),
             limits: CellLimits {

@@ -11,7 +11,10 @@
 //! - [`pool`]: the warm pool of ready containers.
 //!
 //! [`SandboxRunner`] serves [`subjects::CELL_RUN`] in the `sandbox-runner`
-//! queue group, running at most `capacity` cells at once. While it serves,
+//! queue group, running at most `capacity` cells at once. With an audit
+//! sink, each cell is recorded before its code reaches a container (a
+//! cell whose start cannot be recorded is refused) and again, synced, when
+//! it ends. While it serves,
 //! its pool keeps `warm` containers ready; a cell takes one when there is
 //! one and starts a cold one otherwise.
 
@@ -22,9 +25,11 @@ pub mod pool;
 pub mod protocol;
 
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bollard::Docker;
+use code_mode_audit::record::{self, Body, CellOutcome};
+use code_mode_audit::{AuditSink, Durability};
 use code_mode_core::bus::{Bus, BusError};
 use code_mode_proto::{CellReport, RunCell, WireError, queue_groups, subjects};
 use tokio::sync::Semaphore;
@@ -65,6 +70,10 @@ pub enum SandboxError {
     /// Building the image failed.
     #[error("building the sandbox image failed: {0}")]
     ImageBuild(String),
+    /// The audit sink cannot be written, so the cell is refused (or its
+    /// report withheld when its end could not be recorded).
+    #[error("{0}")]
+    Audit(code_mode_audit::AuditError),
     /// Every slot of this runner is taken.
     #[error("this sandbox-runner is running its {capacity} cells already")]
     NoCapacity {
@@ -75,6 +84,10 @@ pub enum SandboxError {
 
 /// The [`WireError`] kind of a runner that declines a cell for lack of a slot.
 pub const NO_CAPACITY: &str = "no_capacity";
+
+/// The [`WireError`] kind of a cell refused because the audit sink cannot
+/// be written (fail closed).
+pub const AUDIT_UNWRITABLE: &str = "audit_unwritable";
 
 impl SandboxError {
     /// A mapper for a failed Docker call.
@@ -118,6 +131,10 @@ pub struct RunnerConfig {
     /// for one cell; 0 starts every cell cold. They do not count against
     /// `capacity`.
     pub warm: usize,
+    /// The audit sink: a `cell_start` record before each cell's code reaches
+    /// its container, a `cell` record (synced) when it ends. A cell whose
+    /// start cannot be recorded does not run.
+    pub audit: Option<AuditSink>,
 }
 
 /// The warm pool of a long-running runner (`serve`, `sandbox-runner`) when
@@ -127,7 +144,12 @@ pub const DEFAULT_WARM: usize = 2;
 
 impl Default for RunnerConfig {
     fn default() -> Self {
-        Self { lockdown: Lockdown::default(), capacity: code_mode_core::defaults::MAX_CONCURRENT_CELLS, warm: 0 }
+        Self {
+            lockdown: Lockdown::default(),
+            capacity: code_mode_core::defaults::MAX_CONCURRENT_CELLS,
+            warm: 0,
+            audit: None,
+        }
     }
 }
 
@@ -145,6 +167,8 @@ struct Inner {
     bus: Bus,
     /// Set by the first [`SandboxRunner::serve`].
     pool: OnceLock<Pool>,
+    /// The runtime and image as cell records name them, found once.
+    sandbox: tokio::sync::OnceCell<(String, String)>,
 }
 
 impl SandboxRunner {
@@ -157,7 +181,8 @@ impl SandboxRunner {
         }
         let config = RunnerConfig { capacity: config.capacity.max(1), ..config };
         let slots = Semaphore::new(config.capacity);
-        Ok(Self { inner: Arc::new(Inner { docker, config, slots, bus, pool: OnceLock::new() }) })
+        let inner = Inner { docker, config, slots, bus, pool: OnceLock::new(), sandbox: Default::default() };
+        Ok(Self { inner: Arc::new(inner) })
     }
 
     /// The Docker client.
@@ -184,6 +209,74 @@ impl SandboxRunner {
         let Ok(_slot) = self.inner.slots.try_acquire() else {
             return Err(SandboxError::NoCapacity { capacity: self.inner.config.capacity });
         };
+        let Some(audit) = &self.inner.config.audit else { return self.run_in_slot(cell, cancel).await };
+        // Recorded before the code reaches a container: no record, no run.
+        let facts = self.cell_facts(cell).await;
+        let start = SystemTime::now();
+        let started = Body::CellStart(record::CellStart { cell: facts.clone() });
+        if let Err(e) = audit.append(started, Durability::Written).await {
+            tracing::error!(cell = %cell.cell_id, error = %e, "cell refused: its start cannot be recorded");
+            return Err(SandboxError::Audit(e));
+        }
+        let ran = self.run_in_slot(cell, cancel).await;
+        let outcome = match &ran {
+            Ok(report) if report.stopped => CellOutcome::Stopped,
+            Ok(report) if report.error.is_some() => CellOutcome::Error,
+            Ok(_) => CellOutcome::Ok,
+            Err(_) => CellOutcome::Failed,
+        };
+        let end = Body::Cell(record::Cell {
+            cell: facts,
+            start: record::rfc3339(start),
+            end: record::rfc3339(SystemTime::now()),
+            outcome,
+        });
+        if let Err(e) = audit.append(end, Durability::Synced).await {
+            tracing::error!(cell = %cell.cell_id, error = %e, "the cell's end could not be recorded: its report is withheld");
+            return Err(SandboxError::Audit(e));
+        }
+        ran
+    }
+
+    /// What a cell record says of `cell` and of this runner's sandbox.
+    async fn cell_facts(&self, cell: &RunCell) -> record::CellFacts {
+        let (runtime, image) = self
+            .inner
+            .sandbox
+            .get_or_init(|| async {
+                let lockdown = &self.inner.config.lockdown;
+                let runtime = match &lockdown.runtime {
+                    Some(r) => r.clone(),
+                    None => self
+                        .inner
+                        .docker
+                        .info()
+                        .await
+                        .ok()
+                        .and_then(|i| i.default_runtime)
+                        .unwrap_or_else(|| "runc".into()),
+                };
+                let image = match self.inner.docker.inspect_image(&lockdown.image).await.ok().and_then(|i| i.id) {
+                    Some(id) => format!("{}@{id}", lockdown.image),
+                    None => lockdown.image.clone(),
+                };
+                (runtime, image)
+            })
+            .await
+            .clone();
+        let (code_bytes, code_sha256) = record::size_and_hash(cell.code.as_bytes());
+        record::CellFacts {
+            session: cell.session.clone(),
+            identity: cell.identity.clone(),
+            cell: cell.cell_id.clone(),
+            code_bytes,
+            code_sha256,
+            runtime,
+            image,
+        }
+    }
+
+    async fn run_in_slot(&self, cell: &RunCell, cancel: &CancellationToken) -> Result<CellReport, SandboxError> {
         if cancel.is_cancelled() {
             return Ok(shutdown_report());
         }
@@ -222,6 +315,7 @@ impl SandboxRunner {
                     me.run_cell(&cell, &token).await.map_err(|e| {
                         let kind = match e {
                             SandboxError::NoCapacity { .. } => NO_CAPACITY,
+                            SandboxError::Audit(_) => AUDIT_UNWRITABLE,
                             _ => {
                                 tracing::error!(cell = %cell.cell_id, error = %e, "cell could not run");
                                 "sandbox"

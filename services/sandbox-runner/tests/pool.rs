@@ -59,6 +59,7 @@ impl Serving {
         let cell = RunCell {
             cell_id: uuid::Uuid::new_v4().to_string(),
             session: "pool-test".into(),
+            identity: None,
             code: code.into(),
             tools: vec![],
             limits: CellLimits {
@@ -194,6 +195,7 @@ async fn after_cancel_no_container_of_this_process_remains() {
         let cell = RunCell {
             cell_id: uuid::Uuid::new_v4().to_string(),
             session: "pool-test".into(),
+            identity: None,
             code: "import time\ntime.sleep(60)".into(),
             tools: vec![],
             limits: CellLimits {

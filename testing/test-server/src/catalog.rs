@@ -31,6 +31,8 @@ pub const MANY_WORDS: &[&str] =
 #[derive(Debug, Clone, Default)]
 pub struct CatalogOptions {
     pub many: usize,
+    /// Extra tools by name (`--tool`): each echoes its arguments.
+    pub named: Vec<String>,
     pub long_descriptions: bool,
     pub clash: bool,
     pub deep_schema: bool,
@@ -125,6 +127,14 @@ impl Catalog {
         }
         if options.deep_schema {
             catalog.add_deep_schema_tools(options.deep_depth);
+        }
+        for name in &options.named {
+            catalog.push(
+                name.clone(),
+                format!("A tool named {name} for policy tests: answers with its arguments as JSON."),
+                json!({"type": "object", "properties": {"path": {"type": "string"}, "verbose": {"type": "boolean"}}}),
+                Behavior::EchoArguments,
+            );
         }
         for k in 0..options.many {
             let word = MANY_WORDS[k % MANY_WORDS.len()];
@@ -435,6 +445,7 @@ mod tests {
     fn full_catalog_builds_with_unique_names() {
         let catalog = Catalog::build(&CatalogOptions {
             many: 25,
+            named: vec!["mcp_run_pytest".into()],
             long_descriptions: true,
             clash: true,
             deep_schema: true,

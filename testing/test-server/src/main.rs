@@ -41,6 +41,11 @@ struct Args {
     /// Add N tools named `extra_tool_0000`, `extra_tool_0001`, ...
     #[arg(long, value_name = "N", default_value_t = 0)]
     many: usize,
+    /// Add a tool with this name (repeatable), taking `path` and `verbose`
+    /// and answering with its arguments as JSON (for policies written for
+    /// other servers' tools).
+    #[arg(long = "tool", value_name = "NAME")]
+    tools: Vec<String>,
     /// Give `echo` a 10,000-character description and add `long_desc_tool`
     /// (50,000 characters).
     #[arg(long)]
@@ -98,6 +103,7 @@ async fn main() -> anyhow::Result<()> {
 
     let catalog = Catalog::build(&CatalogOptions {
         many: args.many,
+        named: args.tools,
         long_descriptions: args.long_descriptions,
         clash: args.clash,
         deep_schema: args.deep_schema,

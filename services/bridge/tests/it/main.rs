@@ -5,6 +5,7 @@
 //! Every test starts its own server with its own request log (`--log`), so
 //! a test can prove what reached the server and what did not.
 
+mod audit;
 mod calls;
 mod catalog;
 mod config;
@@ -16,6 +17,7 @@ mod policy_applied;
 mod private;
 mod refusals;
 mod remote;
+mod replay;
 mod restart;
 mod session_end;
 mod startup;

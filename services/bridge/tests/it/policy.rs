@@ -4,25 +4,24 @@
 //! rate limiter counts exactly in the session-state store (in memory and in
 //! JetStream on a real nats-server), per session or globally, across tools
 //! sharing a counter, per window of an injected clock, and fails closed when
-//! the store is down. Audit lines carry the arguments' size and hash only.
+//! the store is down. `record_args` is a boolean of a tool rule.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use code_mode_bridge::policy::{
-    Annotations, AuditDecision, AuditRecord, AuditSink, CallSite, Category, Limit, LimitRefusal, Policy, PolicyError,
-    RateLimiter, RuleSource, Scope, ToolFacts, Verdict, Window,
+    Annotations, Category, Limit, LimitRefusal, Policy, PolicyError, RateLimiter, RuleSource, Scope, ToolFacts,
+    Verdict, Window,
 };
 use code_mode_core::nats::{NatsOptions, NatsTransport};
 use code_mode_core::state::{JetStreamConfig, SessionStore};
 use code_mode_core::testing::NatsServer;
-use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
+use serde_json::json;
 
 use crate::support::unique_path;
 
 /// The policy of the `mcp_run_pytest` seed page, as it stands there.
-const PYTEST_SEED: &str = r#"{
+pub const PYTEST_SEED: &str = r#"{
   "version": "1",
   "default": "deny",
   "tools": {
@@ -40,7 +39,7 @@ const PYTEST_SEED: &str = r#"{
 }"#;
 
 /// The policy of the `run_python_script` registry record, as it stands there.
-const PYTHON_SCRIPT_SEED: &str = r#"{
+pub const PYTHON_SCRIPT_SEED: &str = r#"{
   "version": "1",
   "default": "deny",
   "tools": {
@@ -58,7 +57,7 @@ const PYTHON_SCRIPT_SEED: &str = r#"{
 }"#;
 
 /// The policy of the `debugpy_connect` seed page, as it stands there.
-const DEBUGPY_SEED: &str = r#"{
+pub const DEBUGPY_SEED: &str = r#"{
   "version": "1",
   "default": "deny",
   "tools": {
@@ -430,50 +429,19 @@ async fn a_corrupt_counter_in_the_store_refuses_the_call() {
     assert_eq!(refusal, LimitRefusal::State { counter: "shared".into(), what: "invalid" });
 }
 
-#[tokio::test]
-async fn the_audit_line_has_the_arguments_size_and_hash_but_never_the_arguments() {
-    let path = unique_path("audit");
-    let (sink, writer) = AuditSink::file(&path).await.expect("the audit file opens");
-    let arguments = json!({"path": "tests/secret_token_4f7a", "verbose": true});
-    let at = UNIX_EPOCH + Duration::from_millis(1_764_460_800_250);
-    let site = CallSite { session: SESSION, server: "local-code", tool: "mcp_run_pytest" };
-    let rule = RuleSource::Tool("mcp_run_pytest".into());
-    sink.record(&AuditRecord::new(
-        at,
-        site,
-        AuditDecision::RateLimited,
-        &rule,
-        Some("10 per minute".into()),
-        &arguments,
-    ))
-    .await;
-    sink.record(&AuditRecord::new(at, site, AuditDecision::Allowed, &RuleSource::Default, None, &json!({}))).await;
-    sink.flush().await;
-    drop(sink);
-    writer.await.unwrap();
-
-    let text = std::fs::read_to_string(&path).unwrap();
-    assert!(!text.contains("secret_token_4f7a"), "{text}");
-    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("each line is JSON")).collect();
-    assert_eq!(lines.len(), 2, "{text}");
-    let bytes = serde_json::to_vec(&arguments).unwrap();
-    let sha = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect::<String>();
-    assert_eq!(
-        lines[0],
-        json!({
-            "time": "2025-11-30T00:00:00.250Z",
-            "session": SESSION,
-            "server": "local-code",
-            "tool": "mcp_run_pytest",
-            "decision": "rate_limited",
-            "rule": "/tools/mcp_run_pytest",
-            "reason": "10 per minute",
-            "argument_bytes": bytes.len(),
-            "argument_sha256": sha,
-        })
-    );
-    assert_eq!(lines[1]["decision"], "allowed");
-    assert_eq!(lines[1]["rule"], "/default");
-    assert_eq!(lines[1]["argument_bytes"], 2);
-    let _ = std::fs::remove_file(&path);
+#[test]
+fn record_args_is_a_boolean_of_a_tool_rule_only() {
+    let known = [tool("mcp_run_pytest"), tool("other_tool")];
+    let text = r#"{"version": "1", "tools": {"mcp_run_pytest": {"record_args": true,
+        "args": {"properties": {"path": {"pattern": "^tests/"}}}}}}"#;
+    let policy = parse(text, &known);
+    assert!(policy.records_args("mcp_run_pytest") && policy.has_args_rule("mcp_run_pytest"));
+    assert!(!policy.records_args("other_tool") && !policy.has_args_rule("other_tool"));
+    let e = Policy::parse(r#"{"version": "1", "tools": {"mcp_run_pytest": {"record_args": "yes"}}}"#, "p.json", &known)
+        .unwrap_err();
+    assert!(matches!(&e, PolicyError::Invalid { path, .. } if path == "/tools/mcp_run_pytest/record_args"), "{e}");
+    let e =
+        Policy::parse(r#"{"version": "1", "categories": {"destructive": {"record_args": true}}}"#, "p.json", &known)
+            .unwrap_err();
+    assert!(matches!(&e, PolicyError::UnknownKey { key, .. } if key == "record_args"), "{e}");
 }

@@ -8,7 +8,7 @@ use code_mode_bridge::BridgeError;
 use code_mode_proto::ToolCall;
 use serde_json::json;
 
-use crate::support::{Harness, Setup, ok, refused};
+use crate::support::{Setup, ok, refused};
 
 const SUM: &str = r#"{"sum":5}"#;
 
@@ -193,9 +193,9 @@ async fn with_offer_denied_a_denied_tool_stays_in_the_catalog_labelled_with_its_
 }
 
 #[tokio::test]
-async fn each_policy_decision_is_one_audit_line_with_the_arguments_size_and_hash_but_never_the_arguments() {
+async fn each_policy_decision_is_one_call_record_with_the_arguments_size_and_hash_but_never_the_arguments() {
     let audit_path = crate::support::unique_path("audit.jsonl");
-    let (sink, writer) = code_mode_bridge::policy::AuditSink::file(&audit_path).await.expect("the audit file opens");
+    let sink = crate::audit::file_sink(&audit_path).await;
     let mut setup = Setup::default().policy(
         r#"{"version": "1", "default": "deny",
             "tools": {"add": {"limits": [{"counter": "adds", "window": "minute", "max": 1}]},
@@ -214,35 +214,36 @@ async fn each_policy_decision_is_one_audit_line_with_the_arguments_size_and_hash
     refused(h.call("echo", json!({"text": "secret-payload"})).await);
     refused(h.call("sleep", json!({"seconds": 0})).await);
     refused(h.call("count", json!({})).await);
-    let Harness { bridge, closer, cancel, .. } = h;
-    drop(bridge);
-    cancel.cancel();
-    closer.closed().await;
-    drop(writer);
+    h.close().await;
     let text = std::fs::read_to_string(&audit_path).expect("the audit log is written");
     assert!(!text.contains("secret-payload"), "the arguments never reach the audit log:\n{text}");
-    let lines: Vec<serde_json::Value> =
-        text.lines().map(|l| serde_json::from_str(l).expect("each line is one JSON object")).collect();
-    let seen: Vec<(&str, &str, &str)> = lines
+    let lines: Vec<serde_json::Value> = crate::audit::records(&audit_path, "call");
+    let seen: Vec<(&str, &str, &str, &str)> = lines
         .iter()
-        .map(|l| (l["tool"].as_str().unwrap(), l["decision"].as_str().unwrap(), l["rule"].as_str().unwrap()))
+        .map(|l| {
+            let s = |k: &str| l[k].as_str().unwrap();
+            (s("tool"), s("decision"), s("policy"), s("rule"))
+        })
         .collect();
     assert_eq!(
         seen,
         [
-            ("add", "allowed", "/tools/add"),
-            ("add", "rate_limited", "/tools/add"),
-            ("echo", "allowed", "/tools/echo"),
-            ("echo", "refused", "/tools/echo"),
-            ("sleep", "not_approved", "/tools/sleep"),
-            ("count", "denied", "/default"),
+            ("add", "allowed", "allowed", "/tools/add"),
+            ("add", "rate_limited", "rate_limited", "/tools/add"),
+            ("echo", "allowed", "allowed", "/tools/echo"),
+            ("echo", "refused", "refused", "/tools/echo"),
+            ("sleep", "not_approved", "not_approved", "/tools/sleep"),
+            ("count", "denied", "denied", "/default"),
         ]
     );
     let add = &lines[0];
     assert_eq!(add["server"], "test");
-    assert_eq!(add["argument_bytes"], r#"{"a":2,"b":3}"#.len());
-    assert_eq!(add["argument_sha256"].as_str().unwrap().len(), 64);
-    assert!(add["session"].is_string() && add["time"].as_str().unwrap().ends_with('Z'), "{add}");
+    assert_eq!(add["args_bytes"], r#"{"a":2,"b":3}"#.len());
+    assert_eq!(add["args_sha256"].as_str().unwrap().len(), 64);
+    assert!(add.get("args").is_none(), "no values without record_args: {add}");
+    assert_eq!((add["result"].as_str(), add["result_bytes"].as_u64()), (Some("ok"), Some(r#"{"sum":5}"#.len() as u64)));
+    assert!(add["session"] == "it" && add["decided"].as_str().unwrap().ends_with('Z'), "{add}");
+    assert_eq!(lines[1]["result"], serde_json::Value::Null, "a refused call has no result");
     assert!(lines[1]["reason"].as_str().unwrap().contains("at most 1 calls per minute"), "{}", lines[1]);
     assert!(
         lines[3]["reason"].as_str().unwrap().contains("at /text (args schema /properties/text/maxLength)"),
