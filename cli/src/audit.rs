@@ -80,11 +80,14 @@ fn nats_credentials() -> anyhow::Result<Option<(String, String)>> {
 /// The records of the files, or of the stream.
 async fn read(source: &AuditSourceArgs) -> anyhow::Result<(Vec<SourceLine>, bool)> {
     let Some(url) = &source.nats else { return Ok((read_files(&source.files)?, false)) };
+    let credentials = nats_credentials()?;
+    // The deployment's users may read replies only under their own inbox.
+    let inbox_prefix = credentials.as_ref().map(|(user, _)| format!("_INBOX.{user}"));
     let transport = NatsTransport::connect(&NatsOptions {
         url: url.clone(),
-        credentials: nats_credentials()?,
+        credentials,
         name: Some("code-mode-audit".into()),
-        inbox_prefix: None,
+        inbox_prefix,
     })
     .await?;
     let (records, trimmed) = jetstream::read_all(transport.client().clone(), &source.stream).await?;

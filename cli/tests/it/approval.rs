@@ -133,12 +133,12 @@ async fn run_python_as(
     client.call_tool(params).await.expect("run_python answers")
 }
 
-/// The audit file once it has `n` lines (written by a task of the
-/// serving process; give it a moment).
+/// The audit file once it has `n` call records (written by the serving
+/// process as each call ends; give it a moment).
 async fn wait_for_lines(path: &std::path::Path, n: usize) -> String {
     for _ in 0..50 {
         let text = std::fs::read_to_string(path).unwrap_or_default();
-        if text.lines().count() >= n {
+        if text.lines().filter(|l| l.contains("\"kind\":\"call\"")).count() >= n {
             return text;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -165,12 +165,13 @@ async fn an_accepted_question_lets_the_call_out_and_names_the_tool_server_argume
     let (lines, calls) = run_with(Deployment::AllInOne, person.clone(), legacy(), &audit_arg, ONE_ECHO).await;
     assert_eq!(lines, ["launch-code-4711", "{\"sum\":5}"], "{lines:?}");
     assert_eq!(calls.len(), 2, "echo and add reached the server: {calls:?}");
-    // The audit log holds one line per decision, without the arguments.
+    // The audit log holds one record per call, without the arguments.
     let text = wait_for_lines(&audit, 2).await;
     assert!(!text.contains("launch-code-4711"), "{text}");
     let decisions: Vec<(String, String)> = text
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a JSON line"))
+        .filter(|l| l["kind"] == "call")
         .map(|l| (l["tool"].as_str().unwrap().to_string(), l["decision"].as_str().unwrap().to_string()))
         .collect();
     let expected = [("echo", "approved"), ("add", "allowed")].map(|(t, d)| (t.to_string(), d.to_string()));

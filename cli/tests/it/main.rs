@@ -5,6 +5,7 @@
 //! developer's machine they report that they did not run.
 
 mod approval;
+mod audit;
 mod compose;
 mod faults;
 mod http;

@@ -272,6 +272,10 @@ pub async fn start_with_lifecycle<H: ClientHandler>(
                 if pair[0] == "--max-concurrent" {
                     runner_args.extend_from_slice(&["--capacity", pair[1]]);
                 }
+                // Both write audit records: the runner its cells, the bridge its calls.
+                if pair[0] == "--audit" {
+                    runner_args.extend_from_slice(pair);
+                }
             }
             let bridge = spawn_service(&nats.url(), &users, "bridge", &bridge_args, Some(server_args));
             let runner = spawn_service(&nats.url(), &users, "sandbox-runner", &runner_args, None);

@@ -5,7 +5,9 @@
 //! Replicas chain concurrently by optimistic concurrency on the stream's
 //! own sequence: a writer builds its record on the head it knows (`seq` =
 //! head + 1, `prev` = the head's hash) and publishes it with
-//! `Nats-Expected-Last-Sequence` = head. The stream stores it only if no
+//! `Nats-Expected-Last-Sequence` = head (for the very first record, which
+//! the server would not check against 0,
+//! `Nats-Expected-Last-Subject-Sequence` = 0). The stream stores it only if no
 //! one appended in between, so a stored record's `seq` is its stream
 //! sequence and its `prev` the hash of the message just before it. A
 //! writer that lost the race reads the new last message, rebuilds its
@@ -124,27 +126,37 @@ impl NatsBackend {
             return Ok(head.clone());
         }
         let sink = sink_name(&self.config);
-        let head = match self.stream.direct_get_last_for_subject(self.config.subject.clone()).await {
-            Ok(message) => Some((message.sequence, Some(line_hash(&String::from_utf8_lossy(&message.payload))))),
-            Err(e) if matches!(e.kind(), stream::DirectGetErrorKind::NotFound) => {
-                // Empty, or every record aged out: the chain goes on from
-                // the stream's last sequence, with no hash to name.
-                let info = self.stream.get_info().await.map_err(|e| unwritable(&sink, &e))?;
-                let last = info.state.last_sequence;
-                (last > 0).then_some((last, None))
-            }
-            Err(e) => return Err(unwritable(&sink, &e)),
-        };
-        self.head = Some(head.clone());
-        Ok(head)
+        for _ in 0..10 {
+            let head = match self.stream.direct_get_last_for_subject(self.config.subject.clone()).await {
+                Ok(message) => Some((message.sequence, Some(line_hash(&String::from_utf8_lossy(&message.payload))))),
+                Err(e) if matches!(e.kind(), stream::DirectGetErrorKind::NotFound) => {
+                    let info = self.stream.get_info().await.map_err(|e| unwritable(&sink, &e))?;
+                    if info.state.messages > 0 {
+                        // A record landed between the two requests: read it.
+                        continue;
+                    }
+                    // Empty, or every record aged out: the chain goes on
+                    // from the stream's last sequence, with no hash to name.
+                    let last = info.state.last_sequence;
+                    (last > 0).then_some((last, None))
+                }
+                Err(e) => return Err(unwritable(&sink, &e)),
+            };
+            self.head = Some(head.clone());
+            return Ok(head);
+        }
+        Err(unwritable(&sink, &"the stream's last record could not be read"))
     }
 
     pub(crate) async fn write(&mut self, seq: u64, line: &str, id: &str) -> Result<Wrote, AuditError> {
         let sink = sink_name(&self.config);
-        let publish = jetstream::message::PublishMessage::build()
-            .payload(Bytes::copy_from_slice(line.as_bytes()))
-            .expected_last_sequence(seq - 1)
-            .message_id(id);
+        let publish =
+            jetstream::message::PublishMessage::build().payload(Bytes::copy_from_slice(line.as_bytes())).message_id(id);
+        // The server ignores an expected last stream sequence of 0, so the
+        // first record expects "no record yet" of the stream's one subject
+        // (as a key-value create does).
+        let publish =
+            if seq == 1 { publish.expected_last_subject_sequence(0) } else { publish.expected_last_sequence(seq - 1) };
         let acked = match self.js.send_publish(self.config.subject.clone(), publish).await {
             Ok(future) => future.await,
             Err(e) => Err(e),

@@ -205,12 +205,16 @@ async fn stream_lines(server: &NatsServer) -> Vec<SourceLine> {
 #[tokio::test]
 async fn replicas_appending_to_one_stream_at_once_make_one_chain_in_stream_order() {
     let Some(server) = NatsServer::start(&[]) else { return };
-    let mut sinks = Vec::new();
+    // Started at once, so their opening records race for the first seq too.
+    let mut starting = tokio::task::JoinSet::new();
     for w in 0..3 {
-        let sink = AuditSink::nats(client(&server).await, Default::default(), options(&format!("replica-{w}")))
-            .await
-            .expect("the stream opens");
-        sinks.push(sink);
+        let client = client(&server).await;
+        starting
+            .spawn(async move { AuditSink::nats(client, Default::default(), options(&format!("replica-{w}"))).await });
+    }
+    let mut sinks = Vec::new();
+    while let Some(started) = starting.join_next().await {
+        sinks.push(started.unwrap().expect("the stream opens"));
     }
     let mut tasks = tokio::task::JoinSet::new();
     for (w, sink) in sinks.iter().enumerate() {
@@ -231,7 +235,12 @@ async fn replicas_appending_to_one_stream_at_once_make_one_chain_in_stream_order
     }
     let lines = stream_lines(&server).await;
     let report = verify(&lines, &VerifyOptions::default());
-    assert!(report.ok(), "{:?}", report.problem);
+    assert!(
+        report.ok(),
+        "{:?}\n{}",
+        report.problem,
+        lines.iter().take(4).map(|l| l.text.clone()).collect::<Vec<_>>().join("\n")
+    );
     // 3 opens + 60 cells + 3 closing checkpoints; every seq is the stream's.
     assert_eq!(lines.len(), 66);
     for l in &lines {
