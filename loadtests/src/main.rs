@@ -16,7 +16,10 @@
 //! - `policy`: a warm cell making 20 calls of `add` one after the other,
 //!   without a policy and with one rate-limiting `add` (counters in memory
 //!   in process, in JetStream over NATS): the mean time per call shows what
-//!   a rate-limit check costs.
+//!   a rate-limit check costs;
+//! - `audit`: the same 20 calls with every cell and call recorded by an
+//!   audit sink (a file in process, the JetStream stream over NATS): what a
+//!   record costs per call, next to `policy`'s "no policy" row.
 //!
 //! Everything runs over the in-process bus, then again over a nats-server
 //! when `--nats URL` is given. See `loadtests/README.md`.
@@ -34,7 +37,7 @@ use clap::{Parser, ValueEnum};
 use code_mode_proto::CellReport;
 use code_mode_sandbox_runner::DEFAULT_WARM;
 
-use crate::stack::{Stack, Transport};
+use crate::stack::{Audit, Stack, Transport};
 use crate::stats::Summary;
 
 /// Measure the latency and throughput of code-mode cells on this machine.
@@ -62,7 +65,7 @@ struct Args {
     #[arg(long, value_name = "URL")]
     nats: Option<String>,
     /// Which scenarios to run.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "cold,warm,tool,throughput,policy")]
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "cold,warm,tool,throughput,policy,audit")]
     scenarios: Vec<Scenario>,
     /// The MCP server to wrap (default: `code-mode-test-server` next to this
     /// binary).
@@ -77,6 +80,7 @@ enum Scenario {
     Tool,
     Throughput,
     Policy,
+    Audit,
 }
 
 const PRINT_ONE: &str = "print(1)";
@@ -125,7 +129,7 @@ async fn main() -> anyhow::Result<()> {
     for transport in &transports {
         let wants = |s| args.scenarios.contains(&s);
         if wants(Scenario::Cold) || wants(Scenario::Throughput) {
-            let stack = Stack::start(transport, &args.server, 0, args.concurrency, None).await?;
+            let stack = Stack::start(transport, &args.server, 0, args.concurrency, None, None).await?;
             let measured = async {
                 if wants(Scenario::Cold) {
                     eprintln!("loadtest: cold print(1) over {transport}");
@@ -145,7 +149,7 @@ async fn main() -> anyhow::Result<()> {
         if args.warm > 0
             && [Scenario::Warm, Scenario::Tool, Scenario::Throughput, Scenario::Policy].into_iter().any(wants)
         {
-            let stack = Stack::start(transport, &args.server, args.warm, args.concurrency, None).await?;
+            let stack = Stack::start(transport, &args.server, args.warm, args.concurrency, None, None).await?;
             let measured = async {
                 if wants(Scenario::Warm) {
                     eprintln!("loadtest: warm print(1) over {transport}");
@@ -179,12 +183,32 @@ async fn main() -> anyhow::Result<()> {
         if args.warm > 0 && wants(Scenario::Policy) {
             let policy = std::env::temp_dir().join(format!("code-mode-loadtest-policy-{}.json", std::process::id()));
             std::fs::write(&policy, LIMITED).context("writing the load test's policy")?;
-            let stack = Stack::start(transport, &args.server, args.warm, args.concurrency, Some(policy.clone())).await;
+            let stack =
+                Stack::start(transport, &args.server, args.warm, args.concurrency, Some(policy.clone()), None).await;
             let _ = std::fs::remove_file(&policy);
             let stack = stack?;
             eprintln!("loadtest: {SERIAL_CALLS} calls in a row, rate-limited, over {transport}");
             let measured = serial_calls(&stack, &args, transport, "rate limit").await;
             stack.stop().await;
+            rows.push(measured?);
+        }
+        if args.warm > 0 && wants(Scenario::Audit) {
+            let (audit, label) = match transport {
+                Transport::InProcess => {
+                    let file =
+                        std::env::temp_dir().join(format!("code-mode-loadtest-audit-{}.jsonl", std::process::id()));
+                    (Audit::File(file), "audit file")
+                }
+                Transport::Nats(_) => (Audit::Nats, "audit stream"),
+            };
+            let stack =
+                Stack::start(transport, &args.server, args.warm, args.concurrency, None, Some(audit.clone())).await?;
+            eprintln!("loadtest: {SERIAL_CALLS} calls in a row, {label}, over {transport}");
+            let measured = serial_calls(&stack, &args, transport, label).await;
+            stack.stop().await;
+            if let Audit::File(file) = audit {
+                let _ = std::fs::remove_file(file);
+            }
             rows.push(measured?);
         }
     }

@@ -10,7 +10,8 @@ use anyhow::{Context, bail};
 use code_mode_bridge::server::{ServerSpec, StdioSpec, Transport as ServerTransport};
 use std::path::PathBuf;
 
-use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, Closer, PolicySource, WrappedServer};
+use code_mode_audit::{AuditSink, SinkOptions};
+use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, Closer, PolicyOptions, PolicySource, WrappedServer};
 use code_mode_core::bus::Bus;
 use code_mode_core::nats::{NatsOptions, NatsTransport};
 use code_mode_core::state::{JetStreamConfig, SessionStore};
@@ -36,6 +37,15 @@ impl std::fmt::Display for Transport {
             Transport::Nats(_) => f.write_str("nats"),
         }
     }
+}
+
+/// Where a stack writes its audit records.
+#[derive(Debug, Clone)]
+pub enum Audit {
+    /// A file (appended).
+    File(PathBuf),
+    /// The JetStream stream on the stack's nats-server.
+    Nats,
 }
 
 impl Transport {
@@ -90,6 +100,7 @@ impl Stack {
         warm: usize,
         concurrency: usize,
         policy: Option<PathBuf>,
+        audit: Option<Audit>,
     ) -> anyhow::Result<Stack> {
         // The policy's counters live where `code-mode` keeps them: in memory
         // for one process, in JetStream for the split services.
@@ -108,6 +119,19 @@ impl Stack {
                 (transport.bus("frontend").await?, Bus::new(bridge), transport.bus("runner").await?, state)
             }
         };
+        // One sink for the runner's cell records and the bridge's call
+        // records, as `code-mode serve --audit` has.
+        let audit = match (audit, transport) {
+            (None, _) => None,
+            (Some(Audit::File(path)), _) => {
+                Some(AuditSink::file(&path, None, SinkOptions::for_service("loadtest")).await?)
+            }
+            (Some(Audit::Nats), Transport::Nats(_)) => {
+                let client = transport.connect("audit").await?.client().clone();
+                Some(AuditSink::nats(client, Default::default(), SinkOptions::for_service("loadtest")).await?)
+            }
+            (Some(Audit::Nats), Transport::InProcess) => bail!("the NATS audit sink needs --nats"),
+        };
         let docker = connect_docker().await?;
         let tag = image::default_image_tag();
         image::ensure_image(&docker, &tag, BaseSource::Auto, &|line: &str| eprintln!("loadtest: {line}")).await?;
@@ -115,7 +139,7 @@ impl Stack {
             lockdown: Lockdown { image: tag, ..Lockdown::default() },
             capacity: concurrency,
             warm,
-            audit: None,
+            audit: audit.clone(),
         };
         let runner = SandboxRunner::new(docker, config, runner_bus).await?;
         let Some((command, args)) = server.split_first() else { bail!("no server command") };
@@ -138,7 +162,7 @@ impl Stack {
             limits: CallLimits::default(),
             catalog: Default::default(),
             state,
-            policy_options: Default::default(),
+            policy_options: PolicyOptions { audit, ..Default::default() },
         };
         let cancel = CancellationToken::new();
         let (bridge, closer) = Bridge::start(bridge_config, cancel.child_token()).await?;

@@ -93,3 +93,60 @@ fn the_policy_example_of_the_readme_prints_what_the_readme_says() {
     let stdout = report["stdout"].as_str().expect("stdout");
     assert_eq!(any_wait(stdout), any_wait(&format!("{}\n", expected.trim_end())), "{report}");
 }
+
+/// The text between the README's audit example markers.
+fn audit_example(text: &str) -> &str {
+    let start = text.find("<!-- audit example:").expect("README.md marks the start of the audit example");
+    let rest = &text[start..];
+    let end = rest.find("<!-- end of audit example -->").expect("README.md marks the end of the audit example");
+    &rest[..end]
+}
+
+#[test]
+fn the_audit_example_of_the_readme_runs_as_written() {
+    if !support::sandbox_available() {
+        return;
+    }
+    // The policy's limit counts per minute: keep the example's calls in one.
+    crate::policy::inside_one_window(60, 15);
+    let text = readme();
+    let example = audit_example(&text);
+    // A folder laid out like the workspace root: the binaries under test at
+    // ./target/debug, the policy of the README's policy example.
+    let dir = code_mode_core::testing::TempDir::new("readme-audit");
+    let debug = dir.0.join("target/debug");
+    std::fs::create_dir_all(&debug).unwrap();
+    std::os::unix::fs::symlink(support::code_mode(), debug.join("code-mode")).unwrap();
+    std::os::unix::fs::symlink(support::test_server(), debug.join("code-mode-test-server")).unwrap();
+    std::fs::write(dir.0.join("policy.json"), block(policy_example(&text), "json", "{\"version\"")).unwrap();
+    std::fs::write(dir.0.join("stricter.json"), block(example, "json", "{\"version\"")).unwrap();
+    let sh = |command: &str| Command::new("bash").arg("-c").arg(command).current_dir(&dir.0).output().unwrap();
+
+    let recorded = sh(&block(example, "sh", "./target/debug/code-mode run --policy policy.json --audit"));
+    assert!(recorded.status.success(), "{}", String::from_utf8_lossy(&recorded.stderr));
+    let out = String::from_utf8_lossy(&recorded.stdout).into_owned();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 4, "the verdict and three calls: {out}");
+    assert!(
+        lines[0].starts_with("audit.jsonl: 8 records, seq 1 to 8, 1 checkpoints, head ")
+            && lines[0].ends_with(": the chain holds"),
+        "{out}"
+    );
+    for (line, decision) in lines[1..].iter().zip(["allowed", "allowed", "rate_limited"]) {
+        assert!(line.contains(&format!("code-mode-test-server/add {decision} /tools/add args 13 B")), "{out}");
+    }
+
+    let replayed = sh(&block(example, "sh", "./target/debug/code-mode policy replay"));
+    assert_eq!(replayed.status.code(), Some(1), "something would change");
+    assert_eq!(
+        String::from_utf8_lossy(&replayed.stdout),
+        format!("{}\n", block(example, "text", "replayed").trim_end())
+    );
+
+    let tampered = sh(&block(example, "sh", "sed -i"));
+    assert_eq!(tampered.status.code(), Some(1), "a broken chain exits 1");
+    assert_eq!(
+        String::from_utf8_lossy(&tampered.stdout),
+        format!("{}\n", block(example, "text", "audit.jsonl: the chain is broken").trim_end())
+    );
+}
