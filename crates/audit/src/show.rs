@@ -163,3 +163,40 @@ pub fn readable(r: &Value) -> String {
     };
     format!("{head} {body}").trim_end().to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn lines(records: &[Value]) -> Vec<SourceLine> {
+        records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| SourceLine { source: "a".into(), line: i as u64 + 1, text: r.to_string() })
+            .collect()
+    }
+
+    #[test]
+    fn filters_pick_records_by_session_identity_tool_and_decision() {
+        let records = [
+            json!({"seq": 1, "kind": "open"}),
+            json!({"seq": 2, "kind": "cell_start", "session": "s1", "identity": "alice", "cell": "c1"}),
+            json!({"seq": 3, "kind": "call", "session": "s1", "cell": "c1", "server": "srv", "tool": "add", "decision": "allowed"}),
+            json!({"seq": 4, "kind": "cell_start", "session": "s2", "identity": "bob", "cell": "c2"}),
+            json!({"seq": 5, "kind": "call", "session": "s2", "cell": "c2", "server": "srv", "tool": "echo", "decision": "denied"}),
+            json!({"seq": 6, "kind": "call", "session": "s2", "cell": "c2", "server": "srv", "tool": "add", "decision": "rate_limited"}),
+        ];
+        let seqs = |filter: Filter| -> Vec<u64> {
+            select(&lines(&records), &filter).iter().map(|r| r["seq"].as_u64().unwrap()).collect()
+        };
+        assert_eq!(seqs(Filter { identity: Some("alice".into()), ..Default::default() }), [2, 3]);
+        assert_eq!(seqs(Filter { session: Some("s2".into()), ..Default::default() }), [4, 5, 6]);
+        assert_eq!(seqs(Filter { tool: Some("add".into()), ..Default::default() }), [3, 6]);
+        assert_eq!(seqs(Filter { tool: Some("srv/echo".into()), ..Default::default() }), [5]);
+        assert_eq!(seqs(Filter { decision: Some("denied".into()), ..Default::default() }), [5]);
+        assert_eq!(seqs(Filter { identity: Some("bob".into()), tool: Some("add".into()), ..Default::default() }), [6]);
+        let shown = readable(&records[5]);
+        assert!(shown.contains("srv/add rate_limited"), "{shown}");
+    }
+}

@@ -273,3 +273,35 @@ async fn with_nats_server_killed_writes_fail_and_come_back_with_it() {
     let lines = stream_lines(&server).await;
     assert!(verify(&lines, &VerifyOptions::default()).ok());
 }
+
+#[tokio::test]
+async fn checkpoints_come_every_n_records_and_after_a_quiet_interval_each_naming_the_head_before_it() {
+    let dir = TempDir::new("audit-checkpoints");
+    let path = dir.0.join("audit.jsonl");
+    let options =
+        SinkOptions { writer: "cp".into(), checkpoint_every: 3, checkpoint_interval: Duration::from_millis(300) };
+    let sink = AuditSink::file(&path, None, options).await.unwrap();
+    for i in 0..2 {
+        sink.append(cell(i), Durability::Written).await.unwrap();
+    }
+    // The open record and two cells make three: a checkpoint follows.
+    let kinds = |p: &Path| -> Vec<String> {
+        lines_of(p)
+            .iter()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(kinds(&path).last().map(String::as_str), Some("checkpoint"), "{:?}", kinds(&path));
+    sink.append(cell(3), Durability::Written).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let lines = lines_of(&path);
+    let last: serde_json::Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    assert_eq!(last["kind"], "checkpoint", "a quiet interval after a record brings a checkpoint: {:?}", kinds(&path));
+    assert_eq!(last["head"].as_str(), Some(line_hash(&lines[lines.len() - 2]).as_str()));
+    assert_eq!(last["records"].as_u64(), Some(lines.len() as u64 - 1));
+    let before = lines.len();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(lines_of(&path).len(), before, "no checkpoint without new records");
+    sink.close().await;
+    assert_eq!(check(&lines_of(&path)), None);
+}

@@ -713,6 +713,15 @@ impl Bridge {
             trail.refused("bridge:arguments", "the arguments are not a JSON object");
             return self.refuse(format!("{}: arguments must be a JSON object", tool.name));
         };
+        // Nothing goes out that could not be recorded afterwards; checked
+        // before the policy counts the call and the private rule taints.
+        if let Some(audit) = &self.inner.audit
+            && let Err(e) = audit.ready().await
+        {
+            tracing::error!(tool = %tool.name, cell = %call.cell_id, error = %e, "refused: the audit sink cannot be written");
+            trail.refused("bridge:audit", &e.to_string());
+            return self.refuse(format!("{}: {e}", tool.name));
+        }
         if let Some(applied) = &current.policies[tool.server]
             && let Err(refusal) = self.apply_policy(applied, call, tool, trail).await
         {
@@ -729,14 +738,6 @@ impl Bridge {
                     return self.refuse(refusal.to_string());
                 }
             }
-        }
-        // Nothing goes out that could not be recorded afterwards.
-        if let Some(audit) = &self.inner.audit
-            && let Err(e) = audit.ready().await
-        {
-            tracing::error!(tool = %tool.name, cell = %call.cell_id, error = %e, "refused: the audit sink cannot be written");
-            trail.refused("bridge:audit", &e.to_string());
-            return self.refuse(format!("{}: {e}", tool.name));
         }
         trail.went_out();
         let server = &self.inner.servers[tool.server];

@@ -182,7 +182,8 @@ impl fmt::Display for ReplayReport {
 
 /// The bridge checks that come before any policy: a call they refused was
 /// never judged by one.
-const BEFORE_POLICY: [&str; 4] = ["bridge:unknown_tool", "bridge:allowlist", "bridge:budget", "bridge:arguments"];
+const BEFORE_POLICY: [&str; 5] =
+    ["bridge:unknown_tool", "bridge:allowlist", "bridge:budget", "bridge:arguments", "bridge:audit"];
 
 /// A policy's outcome on one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
