@@ -172,7 +172,7 @@ pub fn verify(lines: &[SourceLine], options: &VerifyOptions) -> Report {
             }
         } else {
             let c = parsed[i - 1].as_ref().expect("checked at its turn");
-            if let Some(p) = locate(i, e, c, &parsed, &hashes, &prevs, &named_at, &first_at) {
+            if let Some(p) = locate(i, e, c, &hashes, &prevs, &named_at, &first_at) {
                 report.problem = Some(problem(p.0, p.1, p.2));
                 return report;
             }
@@ -229,7 +229,6 @@ fn locate(
     i: usize,
     e: &ParsedLine,
     c: &ParsedLine,
-    parsed: &[Result<ParsedLine, LineError>],
     hashes: &[Option<&str>],
     prevs: &[Option<&str>],
     named_at: &HashMap<&str, Vec<usize>>,
@@ -285,7 +284,6 @@ fn locate(
         // its old bytes) or this one's `prev` was: if the next record still
         // chains to this one, this one is intact.
         let next_intact = prevs.get(i + 1).copied().flatten() == Some(e.hash.as_str());
-        let _ = parsed;
         return if next_intact || i + 1 == prevs.len() {
             Some((
                 ProblemKind::Altered,

@@ -271,7 +271,7 @@ pub async fn replay(policy_path: &Path, records: &[Value], server: Option<&str>)
         })?;
         ordered.push((at, seq, call));
     }
-    ordered.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    ordered.sort_by_key(|a| (a.0, a.1));
 
     let mut report = ReplayReport {
         server: server.clone(),
