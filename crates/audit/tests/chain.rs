@@ -305,3 +305,21 @@ async fn checkpoints_come_every_n_records_and_after_a_quiet_interval_each_naming
     sink.close().await;
     assert_eq!(check(&lines_of(&path)), None);
 }
+
+#[tokio::test]
+async fn the_stream_is_made_with_the_retention_setting_and_refuses_deleting_or_purging_records() {
+    let Some(server) = NatsServer::start(&[]) else { return };
+    let config = jetstream::StreamConfig { retention: Some(Duration::from_secs(7 * 86_400)), ..Default::default() };
+    let sink = AuditSink::nats(client(&server).await, config, options("r")).await.unwrap();
+    sink.append(cell(0), Durability::Written).await.unwrap();
+    let js = async_nats::jetstream::new(client(&server).await);
+    let mut stream = js.get_stream(jetstream::STREAM).await.unwrap();
+    let info = stream.info().await.unwrap().clone();
+    assert_eq!(info.config.max_age, Duration::from_secs(7 * 86_400));
+    assert!(info.config.deny_delete && info.config.deny_purge);
+    // Even a user the server lets do anything cannot remove a record.
+    assert!(stream.delete_message(1).await.is_err(), "deleting a record is refused");
+    assert!(stream.purge().await.is_err(), "purging the stream is refused");
+    sink.close().await;
+    assert!(verify(&stream_lines(&server).await, &VerifyOptions::default()).ok());
+}
