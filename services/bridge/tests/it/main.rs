@@ -19,6 +19,7 @@ mod refusals;
 mod remote;
 mod replay;
 mod restart;
+mod search;
 mod session_end;
 mod startup;
 mod support;
