@@ -109,8 +109,46 @@ pub struct ToolEntry {
     pub server: Option<String>,
     /// A readable Python stub: signature and docstring.
     pub stub: String,
-    /// One line: `name(params): first line of the description`.
+    /// One line: `name(params) [labels]: first line of the description`.
     pub summary: String,
+    /// Its labels as short marks for the names-only description
+    /// (`private`, `approval`, `limited`, `denied`, comma-separated); empty
+    /// when it has none.
+    #[serde(default)]
+    pub mark: String,
+    /// The text `search_tools` ranks it by.
+    #[serde(default)]
+    pub search: SearchText,
+}
+
+/// The text of one tool that `search_tools` ranks it by, field by field (a
+/// word in the name weighs more than one in a parameter's description).
+/// Built by the bridge from what the server listed, bounded like the stub.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchText {
+    /// The tool's name as its server lists it (without the server prefix).
+    #[serde(default)]
+    pub name: String,
+    /// Its server's name, when its Python name carries it as a prefix.
+    #[serde(default)]
+    pub server: String,
+    /// Its title (`title`, else `annotations.title`), if it has one.
+    #[serde(default)]
+    pub title: String,
+    /// Its description, cut as in the stub.
+    #[serde(default)]
+    pub description: String,
+    /// Its parameters' names, one per line.
+    #[serde(default)]
+    pub params: String,
+    /// Its parameters' own descriptions, one per line.
+    #[serde(default)]
+    pub param_text: String,
+    /// The names and descriptions of the fields of its result (from its
+    /// `outputSchema`), one per line.
+    #[serde(default)]
+    pub output: String,
 }
 
 /// What the sandbox gets of one tool.
@@ -119,8 +157,27 @@ pub struct ToolEntry {
 pub struct ToolStub {
     /// The Python name.
     pub name: String,
-    /// Its stub, shown by `TOOLS[name]` and searched by `search_tools`.
+    /// Its stub, shown by `TOOLS[name]`.
     pub stub: String,
+    /// Its one-line summary, which `search_tools` returns with its name.
+    #[serde(default)]
+    pub summary: String,
+    /// The text `search_tools` ranks it by.
+    #[serde(default)]
+    pub search: SearchText,
+}
+
+impl From<&ToolEntry> for ToolStub {
+    /// What a cell carries of a catalog entry: everything `TOOLS` and
+    /// `search_tools` need, nothing about the server.
+    fn from(entry: &ToolEntry) -> Self {
+        Self {
+            name: entry.name.clone(),
+            stub: entry.stub.clone(),
+            summary: entry.summary.clone(),
+            search: entry.search.clone(),
+        }
+    }
 }
 
 /// The limits of one run, fixed by the frontend when it asks for the run.

@@ -27,6 +27,10 @@ pub struct ListedTool {
     pub description: Option<String>,
     /// Its input schema.
     pub input_schema: Value,
+    /// Its output schema, if it declares one.
+    pub output_schema: Option<Value>,
+    /// Its title (`title`, else `annotations.title`), if any.
+    pub title: Option<String>,
 }
 
 impl From<&rmcp::model::Tool> for ListedTool {
@@ -35,7 +39,34 @@ impl From<&rmcp::model::Tool> for ListedTool {
             name: t.name.to_string(),
             description: t.description.as_ref().map(|d| d.to_string()),
             input_schema: Value::Object((*t.input_schema).clone()),
+            output_schema: t.output_schema.as_ref().map(|o| Value::Object((**o).clone())),
+            title: t.title.clone().or_else(|| t.annotations.as_ref().and_then(|a| a.title.clone())),
         }
+    }
+}
+
+/// A policy's label of one tool: the text its stub and summary line show,
+/// and the short mark the names-only description shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolLabel {
+    /// `[denied: reason]`, `[needs approval]`, `[2 per minute]`.
+    pub text: String,
+    /// `denied`, `approval`, `limited`, or `approval,limited`.
+    pub mark: String,
+}
+
+impl ToolLabel {
+    /// The label of a policy verdict, if it has one.
+    pub fn of(verdict: &crate::policy::Verdict) -> Option<Self> {
+        use crate::policy::Verdict;
+        let mark = match verdict {
+            Verdict::Allow { .. } => return None,
+            Verdict::Deny { .. } => "denied",
+            Verdict::Approve { limits, .. } if limits.is_empty() => "approval",
+            Verdict::Approve { .. } => "approval,limited",
+            Verdict::Limited { .. } => "limited",
+        };
+        Some(Self { text: verdict.label()?, mark: mark.to_string() })
     }
 }
 
@@ -54,8 +85,9 @@ pub struct ServerTools {
     /// must be kept.
     pub private: Vec<String>,
     /// Policy labels by the server's tool name (`[denied: ...]`,
-    /// `[2 per minute]`), shown next to `[private]` in stubs and summaries.
-    pub labels: HashMap<String, String>,
+    /// `[2 per minute]`), shown next to `[private]` in stubs and summaries,
+    /// and as a short mark in the names-only description.
+    pub labels: HashMap<String, ToolLabel>,
     /// Tools a policy denies outright, by the server's tool name: not
     /// offered (no stub), and a call naming one is refused with its rule.
     pub withheld: HashMap<String, Denial>,
@@ -96,6 +128,11 @@ pub struct CatalogTool {
     pub stub: String,
     /// Its summary line.
     pub summary: String,
+    /// Its labels as short marks (`private`, `approval`, `limited`,
+    /// `denied`, comma-separated), or empty.
+    pub mark: String,
+    /// The text `search_tools` ranks it by.
+    pub search: code_mode_proto::SearchText,
     /// Its compiled input schema.
     pub checker: ArgumentChecker,
     /// It may see private data (`--private`).
@@ -191,17 +228,25 @@ impl Catalog {
                 };
                 let is_private = private.contains(&tool.name.as_str());
                 let mut labels = if is_private { vec![stubs::PRIVATE_LABEL.to_string()] } else { Vec::new() };
-                labels.extend(server.labels.get(&tool.name).cloned());
+                let mut marks = if is_private { vec!["private"] } else { Vec::new() };
+                if let Some(label) = server.labels.get(&tool.name) {
+                    labels.push(label.text.clone());
+                    marks.push(&label.mark);
+                }
                 let text = ToolText {
                     name: &name,
                     description: tool.description.as_deref(),
                     schema: &tool.input_schema,
+                    output_schema: tool.output_schema.as_ref(),
                     labels: &labels,
                 };
+                let prefix = server.prefixed.then_some(server.server.as_str());
                 catalog.by_name.insert(name.clone(), catalog.tools.len());
                 catalog.tools.push(CatalogTool {
                     stub: stubs::stub(&text, &limits.stubs),
                     summary: stubs::summary(&text, &limits.stubs),
+                    search: stubs::search_text(&text, &tool.name, prefix, tool.title.as_deref(), &limits.stubs),
+                    mark: marks.join(","),
                     name,
                     mcp_name: tool.name.clone(),
                     server: index,
@@ -217,6 +262,23 @@ impl Catalog {
     /// The kept tools, in listing order.
     pub fn tools(&self) -> &[CatalogTool] {
         &self.tools
+    }
+
+    /// The kept tools as the catalog message carries them to the frontend;
+    /// `several`: name each tool's server (there is more than one).
+    pub fn entries(&self, several: bool) -> Vec<code_mode_proto::ToolEntry> {
+        self.tools
+            .iter()
+            .map(|t| code_mode_proto::ToolEntry {
+                name: t.name.clone(),
+                mcp_name: t.mcp_name.clone(),
+                server: several.then(|| t.server_name.clone()),
+                stub: t.stub.clone(),
+                summary: t.summary.clone(),
+                mark: t.mark.clone(),
+                search: t.search.clone(),
+            })
+            .collect()
     }
 
     /// A kept tool by Python name.
@@ -333,6 +395,8 @@ mod tests {
             name: name.into(),
             description: Some(format!("The {name} tool.")),
             input_schema: json!({"type": "object", "properties": {"x": {"type": "integer"}}}),
+            output_schema: None,
+            title: None,
         }
     }
 

@@ -342,10 +342,10 @@ impl Rebuild {
                 Some(source) => Some(self.load_policy(wrapped, source, tools)?),
                 None => None,
             };
-            let labels: HashMap<String, String> = match &applied {
+            let labels: HashMap<String, catalog::ToolLabel> = match &applied {
                 Some(a) => tools
                     .iter()
-                    .filter_map(|t| a.policy.verdict(&t.name).label().map(|l| (t.name.to_string(), l)))
+                    .filter_map(|t| catalog::ToolLabel::of(&a.policy.verdict(&t.name)).map(|l| (t.name.to_string(), l)))
                     .collect(),
                 None => HashMap::new(),
             };
@@ -597,18 +597,7 @@ impl Bridge {
     }
 
     fn make_message(&self, current: &Current) -> proto::Catalog {
-        let tools: Vec<proto::ToolEntry> = current
-            .catalog
-            .tools()
-            .iter()
-            .map(|t| proto::ToolEntry {
-                name: t.name.clone(),
-                mcp_name: t.mcp_name.clone(),
-                server: (self.inner.servers.len() > 1).then(|| t.server_name.clone()),
-                stub: t.stub.clone(),
-                summary: t.summary.clone(),
-            })
-            .collect();
+        let tools = current.catalog.entries(self.inner.servers.len() > 1);
         let max_calls = self.inner.limits.max_calls;
         let call_timeout_ms = self.inner.limits.call_timeout.as_millis() as u64;
         // Only a catalog with a tool that needs approval makes calls wait

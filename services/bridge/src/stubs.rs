@@ -244,6 +244,8 @@ pub struct ToolText<'a> {
     pub description: Option<&'a str>,
     /// The input schema.
     pub schema: &'a Value,
+    /// The output schema (`outputSchema`): what its JSON result holds.
+    pub output_schema: Option<&'a Value>,
     /// Extra labels shown after the name (`[private]`, ...).
     pub labels: &'a [String],
 }
@@ -262,7 +264,7 @@ pub fn stub(tool: &ToolText<'_>, limits: &StubLimits) -> String {
     }
     let description = tool.description.map(str::trim).filter(|d| !d.is_empty());
     doc.push_str(&cut_bytes(description.unwrap_or("(no description)"), limits.max_description));
-    let params = param_lines(tool.schema, limits);
+    let params = param_lines(tool.schema, limits, "parameters");
     if params.is_empty() {
         doc.push_str("\n\nparams: none");
     } else {
@@ -270,6 +272,21 @@ pub fn stub(tool: &ToolText<'_>, limits: &StubLimits) -> String {
         for line in params {
             doc.push_str("\n    ");
             doc.push_str(&line);
+        }
+    }
+    if let Some(output) = tool.output_schema {
+        // The result string is this object as JSON text (the bridge hands
+        // structured content over as JSON), so the code can parse it
+        // without a trial call.
+        let fields = param_lines(output, limits, "fields");
+        if fields.is_empty() {
+            doc.push_str(&format!("\n\nreturns JSON: {}", python_type(output, output, limits)));
+        } else {
+            doc.push_str("\n\nreturns JSON:");
+            for line in fields {
+                doc.push_str("\n    ");
+                doc.push_str(&line);
+            }
         }
     }
     let mut out = format!("async def {}(params: dict) -> str:\n    \"\"\"\n", tool.name);
@@ -286,9 +303,10 @@ pub fn stub(tool: &ToolText<'_>, limits: &StubLimits) -> String {
     out
 }
 
-/// One line per top-level parameter: `name: type` (`, optional`), then the
-/// start of its own description.
-fn param_lines(schema: &Value, limits: &StubLimits) -> Vec<String> {
+/// One line per top-level property of an object schema (the parameters, or
+/// the fields of a result): `name: type` (`, optional`), then the start of
+/// its own description.
+fn param_lines(schema: &Value, limits: &StubLimits, what: &str) -> Vec<String> {
     let Some(props) = schema.get("properties").and_then(Value::as_object) else {
         return Vec::new();
     };
@@ -312,7 +330,7 @@ fn param_lines(schema: &Value, limits: &StubLimits) -> Vec<String> {
         })
         .collect();
     if props.len() > MAX_PARAMS_SHOWN {
-        lines.push(format!("... and {} more parameters", props.len() - MAX_PARAMS_SHOWN));
+        lines.push(format!("... and {} more {what}", props.len() - MAX_PARAMS_SHOWN));
     }
     lines
 }
@@ -335,6 +353,58 @@ pub fn summary(tool: &ToolText<'_>, limits: &StubLimits) -> String {
     format!("{}({params}){labels}: {}", tool.name, cut_chars(first, MAX_SUMMARY_CHARS))
 }
 
+/// Characters of a title kept for search.
+const MAX_TITLE_CHARS: usize = 200;
+
+/// The text `search_tools` ranks a tool by, field by field, bounded like
+/// its stub: the description cut the same way, at most
+/// [`MAX_PARAMS_SHOWN`] parameters and result fields, the first line of
+/// each one's description cut to [`MAX_PARAM_DESCRIPTION`] characters.
+/// `name` is the tool's name as the server lists it; `server` the prefix of
+/// its Python name, if any.
+pub fn search_text(
+    tool: &ToolText<'_>,
+    mcp_name: &str,
+    server: Option<&str>,
+    title: Option<&str>,
+    limits: &StubLimits,
+) -> code_mode_proto::SearchText {
+    let fields = |schema: Option<&Value>| -> Vec<(String, String)> {
+        let Some(props) = schema.and_then(|s| s.get("properties")).and_then(Value::as_object) else {
+            return Vec::new();
+        };
+        props
+            .iter()
+            .take(MAX_PARAMS_SHOWN)
+            .map(|(name, prop)| {
+                let about = prop
+                    .get("description")
+                    .or_else(|| prop.get("title"))
+                    .and_then(Value::as_str)
+                    .and_then(|d| d.trim().lines().next())
+                    .unwrap_or("");
+                (cut_chars(name, limits.max_param_name), cut_chars(about, MAX_PARAM_DESCRIPTION))
+            })
+            .collect()
+    };
+    let params = fields(Some(tool.schema));
+    let output = fields(tool.output_schema);
+    let description = tool.description.map(str::trim).unwrap_or("");
+    code_mode_proto::SearchText {
+        name: cut_chars(mcp_name, limits.max_param_name),
+        server: server.unwrap_or("").to_string(),
+        title: cut_chars(title.map(str::trim).unwrap_or(""), MAX_TITLE_CHARS),
+        description: cut_bytes(description, limits.max_description),
+        params: params.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join("\n"),
+        param_text: params.iter().map(|(_, d)| d.as_str()).filter(|d| !d.is_empty()).collect::<Vec<_>>().join("\n"),
+        output: output
+            .iter()
+            .map(|(n, d)| if d.is_empty() { n.clone() } else { format!("{n} {d}") })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,7 +418,13 @@ mod tests {
     fn a_stub_shows_the_signature_description_and_typed_parameters() {
         let schema = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer", "description": "second"}}, "required": ["a"]});
         let s = stub(
-            &ToolText { name: "add", description: Some("Add two integers."), schema: &schema, labels: &[] },
+            &ToolText {
+                name: "add",
+                description: Some("Add two integers."),
+                schema: &schema,
+                output_schema: None,
+                labels: &[],
+            },
             &limits(),
         );
         assert!(s.starts_with("async def add(params: dict) -> str:\n    \"\"\"\n    Add two integers.\n"), "{s}");
@@ -391,7 +467,10 @@ mod tests {
     fn long_descriptions_are_cut_at_the_byte_limit() {
         let long = "é".repeat(5000);
         let schema = json!({});
-        let s = stub(&ToolText { name: "t", description: Some(&long), schema: &schema, labels: &[] }, &limits());
+        let s = stub(
+            &ToolText { name: "t", description: Some(&long), schema: &schema, output_schema: None, labels: &[] },
+            &limits(),
+        );
         assert!(s.len() < 2048 + 200, "{}", s.len());
         assert!(s.contains("..."));
     }
@@ -400,7 +479,13 @@ mod tests {
     fn a_description_cannot_close_the_docstring() {
         let schema = json!({});
         let s = stub(
-            &ToolText { name: "t", description: Some("x\"\"\"\nimport os"), schema: &schema, labels: &[] },
+            &ToolText {
+                name: "t",
+                description: Some("x\"\"\"\nimport os"),
+                schema: &schema,
+                output_schema: None,
+                labels: &[],
+            },
             &limits(),
         );
         assert_eq!(s.matches("\"\"\"").count(), 2, "{s}");
@@ -413,7 +498,10 @@ mod tests {
             props.insert(format!("{i}{}", "n".repeat(300)), json!({"type": "string", "description": "d".repeat(3000)}));
         }
         let schema = json!({"type": "object", "properties": props});
-        let s = stub(&ToolText { name: "t", description: Some("x"), schema: &schema, labels: &[] }, &limits());
+        let s = stub(
+            &ToolText { name: "t", description: Some("x"), schema: &schema, output_schema: None, labels: &[] },
+            &limits(),
+        );
         assert!(s.chars().count() < 40 * (64 + 300 + 200 + 40) + 4096, "{}", s.len());
         assert!(s.contains("... and 4960 more parameters"));
     }
@@ -423,12 +511,21 @@ mod tests {
         let schema = json!({"properties": {"name": {"type": "string"}}, "required": ["name"]});
         let labels = vec![PRIVATE_LABEL.to_string()];
         let s = stub(
-            &ToolText { name: "read_mail", description: Some("Read a mail."), schema: &schema, labels: &labels },
+            &ToolText {
+                name: "read_mail",
+                description: Some("Read a mail."),
+                schema: &schema,
+                output_schema: None,
+                labels: &labels,
+            },
             &limits(),
         );
         let doc: Vec<&str> = s.lines().skip(2).take(3).map(str::trim).collect();
         assert_eq!(doc, ["[private]", PRIVATE_NOTE, "Read a mail."], "{s}");
-        let plain = stub(&ToolText { name: "t", description: None, schema: &schema, labels: &[] }, &limits());
+        let plain = stub(
+            &ToolText { name: "t", description: None, schema: &schema, output_schema: None, labels: &[] },
+            &limits(),
+        );
         assert!(!plain.contains("[private]"), "{plain}");
     }
 
@@ -441,10 +538,88 @@ mod tests {
                 name: "create_issue",
                 description: Some("File an issue.\nMore."),
                 schema: &schema,
+                output_schema: None,
                 labels: &labels,
             },
             &limits(),
         );
         assert_eq!(s, "create_issue(title, body) [private]: File an issue.");
+    }
+
+    #[test]
+    fn a_stub_shows_the_fields_and_types_of_a_json_result() {
+        let schema = json!({"properties": {"timezone": {"type": "string"}}, "required": ["timezone"]});
+        let output = json!({
+            "type": "object",
+            "$defs": {"When": {"type": "object", "properties": {"datetime": {"type": "string"}, "is_dst": {"type": "boolean"}}, "required": ["datetime"]}},
+            "properties": {
+                "source": {"$ref": "#/$defs/When", "description": "The time where it started."},
+                "hours": {"type": "number"},
+                "note": {"type": ["string", "null"]}
+            },
+            "required": ["source", "hours"]
+        });
+        let s = stub(
+            &ToolText {
+                name: "convert",
+                description: Some("Convert a time."),
+                schema: &schema,
+                output_schema: Some(&output),
+                labels: &[],
+            },
+            &limits(),
+        );
+        let expected = "    params:\n        timezone: str\n\n    returns JSON:\n        source: {datetime: str, is_dst?: bool} - The time where it started.\n        hours: float\n        note: str | None, optional\n    \"\"\"";
+        assert!(s.ends_with(expected), "{s}");
+        // A result that is not an object with fields shows its type.
+        let list = json!({"type": "array", "items": {"type": "string"}});
+        let text = ToolText { name: "t", description: None, schema: &schema, output_schema: Some(&list), labels: &[] };
+        assert!(stub(&text, &limits()).contains("    returns JSON: list[str]\n"));
+        // Without an output schema the stub says nothing about the result.
+        let text = ToolText { name: "t", description: None, schema: &schema, output_schema: None, labels: &[] };
+        assert!(!stub(&text, &limits()).contains("returns"));
+    }
+
+    #[test]
+    fn a_hostile_output_schema_renders_as_bounded_as_a_hostile_input_schema() {
+        let mut props = serde_json::Map::new();
+        for i in 0..5000 {
+            props.insert(format!("{i}{}", "n".repeat(300)), json!({"type": "string", "description": "d".repeat(3000)}));
+        }
+        let hostile = json!({"type": "object", "properties": props});
+        let empty = json!({});
+        let text =
+            ToolText { name: "t", description: Some("x"), schema: &empty, output_schema: Some(&hostile), labels: &[] };
+        let s = stub(&text, &limits());
+        assert!(s.chars().count() < 40 * (64 + 300 + 200 + 40) + 4096, "{}", s.len());
+        assert!(s.contains("... and 4960 more fields"));
+        let search = search_text(&text, "t", None, None, &limits());
+        assert_eq!(search.params, "");
+        assert!(search.output.chars().count() < 40 * (64 + 200 + 2), "{}", search.output.len());
+    }
+
+    #[test]
+    fn search_text_keeps_each_field_apart_and_bounded() {
+        let schema = json!({"properties": {
+            "timezone": {"type": "string", "description": "IANA timezone name.\nMore lines are not kept."},
+            "x": {"type": "integer"}
+        }});
+        let output = json!({"properties": {"is_dst": {"type": "boolean", "title": "Is Dst"}, "when": {}}});
+        let long = "word ".repeat(1000);
+        let text = ToolText {
+            name: "time__get_current_time",
+            description: Some(&long),
+            schema: &schema,
+            output_schema: Some(&output),
+            labels: &[],
+        };
+        let s = search_text(&text, "get_current_time", Some("time"), Some(" Current Time "), &limits());
+        assert_eq!(s.name, "get_current_time");
+        assert_eq!(s.server, "time");
+        assert_eq!(s.title, "Current Time");
+        assert!(s.description.len() <= 2048 && s.description.ends_with("..."), "{}", s.description.len());
+        assert_eq!(s.params, "timezone\nx");
+        assert_eq!(s.param_text, "IANA timezone name.");
+        assert_eq!(s.output, "is_dst Is Dst\nwhen");
     }
 }

@@ -339,9 +339,7 @@ impl View {
             call_timeout_secs: catalog.call_timeout_ms / 1000,
             max_output: config.max_output,
         };
-        let stubs: Vec<String> = catalog.tools.iter().map(|t| t.stub.clone()).collect();
-        let summaries: Vec<String> = catalog.tools.iter().map(|t| t.summary.clone()).collect();
-        let description = description::description(&facts, &stubs, &summaries, config.description_budget);
+        let description = description::description(&facts, &catalog.tools, config.description_budget);
         Self { catalog, description }
     }
 }
@@ -633,7 +631,7 @@ impl Frontend {
             session: self.inner.session.clone(),
             identity: None,
             code: code.to_string(),
-            tools: view.catalog.tools.iter().map(|t| ToolStub { name: t.name.clone(), stub: t.stub.clone() }).collect(),
+            tools: view.catalog.tools.iter().map(ToolStub::from).collect(),
             limits: CellLimits {
                 deadline_ms: config.deadline.as_millis() as u64,
                 max_calls: view.catalog.max_calls,
@@ -837,6 +835,8 @@ mod tests {
             server: None,
             stub: format!("async def {name}(params: dict) -> str:\n    \"\"\"The {name} tool.\"\"\""),
             summary: format!("{name}(params): The {name} tool."),
+            mark: String::new(),
+            search: Default::default(),
         }
     }
 

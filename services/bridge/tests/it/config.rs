@@ -213,6 +213,8 @@ fn a_name_clash_through_the_separator_stops_startup_naming_both() {
         name: name.into(),
         description: None,
         input_schema: json!({"type": "object", "properties": {}}),
+        output_schema: None,
+        title: None,
     };
     let server = |name: &str, tool_name: &str| ServerTools {
         server: name.into(),
