@@ -33,6 +33,7 @@ import io
 import itertools
 import json
 import linecache
+import math
 import os
 import re
 import sys
@@ -340,36 +341,361 @@ def _settle(future, outcome):
 # --------------------------------------------------------------------------
 
 
-def make_search_tools(catalog):
-    """``search_tools(query, limit=10)`` over ``catalog`` (name -> stub)."""
-    entries = [(name, name.lower(), stub.lower())
-               for name, stub in catalog.items()]
+# --------------------------------------------------------------------------
+# Finding tools: search_tools
+#
+# Ranking knows words, not substrings: names are split at snake, kebab and
+# camel case, every word is lower-cased and lightly stemmed ("directories",
+# "directory"; "created", "creating", "create"), and a small table of
+# generic synonyms lets a query word also match its near-synonyms, at a
+# lower weight ("folder" finds "directory"). Tools are ranked by BM25F over
+# the fields of SearchText (proto-schemas): a word in the name weighs more
+# than one in the description, which weighs more than one in a parameter's
+# description. Everything here runs on the catalog the cell carries: no
+# server is asked and no call is spent. The evaluation in
+# testing/search-eval runs this very code (see its README).
+# --------------------------------------------------------------------------
 
-    def search_tools(query, limit=10):
-        """The names of the tools matching a query, best first.
+# Field -> (weight, length normalisation b). The name, title and server are
+# short, so their length matters little.
+SEARCH_FIELDS = {
+    "name": (4.0, 0.3),
+    "title": (1.0, 0.3),
+    "server": (0.6, 0.0),
+    "description": (1.0, 0.6),
+    "params": (0.8, 0.3),
+    "param_text": (0.3, 0.6),
+    "output": (0.3, 0.6),
+}
+SEARCH_K1 = 1.2
+# A synonym counts this much of the word itself.
+SYNONYM_WEIGHT = 0.5
+# How much a tool gains when the query names all of its name's words.
+NAME_COVER_BONUS = 0.3
+# A tool holding more of the query's words is preferred: its score is
+# multiplied by (the share of the query it holds) to this power.
+COORDINATION = 0.25
+# A tool whose title or description says it is deprecated is ranked as if
+# it matched this fraction as well: its replacement should come first.
+DEPRECATED_FACTOR = 0.9
+# A question (what, which, when, ...) asks for something to be read: these
+# words join the query at this weight ("what time is it" -> get the time).
+QUESTION_WORDS = frozenset(
+    "what what's whats which when where who whose how is are does do".split())
+QUESTION_HINTS = ("get", "list", "read")
+QUESTION_WEIGHT = 0.3
+# After "how", these words make the question ("how many", "how long").
+HOW_WORDS = frozenset("many much long often".split())
+# A name in the query (a capitalised word after the first) weighs this much.
+PROPER_NAME_WEIGHT = 0.3
 
-        Each word of the query (letters and digits) found in a tool's name
-        scores 2, found in its stub scores 1; tools scoring 0 are left out
-        and ties keep catalog order.
+# Words that say nothing about which tool is wanted.
+STOP_WORDS = frozenset("""
+a an the of to in on at by for from with without into onto about as and or
+but if then than so is are was were be been being am it its it's this that
+these those there here what what's whats which who whom whose how why when
+where do does did doing done can could would should will shall may might
+must please me my mine i i'm you your yours we us our they them their he
+she his her him some any each every all just also only very really quite
+want wants need needs like let let's give tell using use via s t d ll re ve
+""".split())
+
+# Words that stand for several (command names): they join the query as the
+# words they stand for.
+COMPOUND_WORDS = {
+    "mkdir": "make directory",
+    "rmdir": "remove directory",
+    "ls": "list",
+    "rm": "remove",
+    "mv": "move",
+    "cp": "copy",
+    "cat": "read",
+    "grep": "search",
+    "unlink": "remove link",
+}
+
+# Groups of words that name one thing or action in tool catalogs. Generic
+# vocabulary of files, records, time and actions, not tuned to any query.
+SYNONYM_GROUPS = [
+    "create make new add generate build",
+    "add sum plus total addition",
+    "delete remove erase drop forget destroy purge clear wipe",
+    "read get fetch load open view show display retrieve see",
+    "write save store put overwrite persist",
+    "edit modify change update patch alter replace amend",
+    "list enumerate browse entries",
+    "search find lookup look locate query match filter seek",
+    "directory folder dir",
+    "file document",
+    "move rename relocate",
+    "time clock hour minute date datetime",
+    "current now present today latest",
+    "timezone zone tz",
+    "convert translate transform",
+    "size big large bytes",
+    "metadata info information details stat stats attributes",
+    "compress zip gzip pack",
+    "image picture photo png jpg jpeg gif icon",
+    "media audio video sound",
+    "environment env",
+    "variable var",
+    "echo repeat parrot",
+    "message text string",
+    "toggle switch enable disable turn activate deactivate",
+    "trigger start run launch begin kick",
+    "observation fact note",
+    "entity node person people organization thing",
+    "relation relationship link connect connection edge associate",
+    "research investigate investigation study explore analyze",
+    "number integer digit",
+    "slow long lengthy",
+    "operation task job process",
+    "tree hierarchy recursive",
+    "allowed allow access permitted",
+    "permission privilege mode owner",
+    "pattern glob wildcard regex",
+    "multiple several many batch bulk together simultaneously",
+]
+
+_CAMEL_LOWER_UPPER = re.compile(r"([a-z0-9])([A-Z])")
+_CAMEL_ACRONYM = re.compile(r"([A-Z]+)([A-Z][a-z])")
+_WORD = re.compile(r"[^\W\d_]+|\d+")
+# A parenthesis of examples in a description: "(e.g., 'Asia/Tokyo')". Its
+# values show a format, not what the tool is for.
+_EXAMPLES = re.compile(r"\((?:e\.g\.|eg\b|for example|such as)[^)]*\)", re.I)
+# A capitalised word (not an acronym): "Tokyo", "Alice".
+_PROPER_NAME = re.compile(r"\b[A-Z][a-z]+\b")
+# A file name in a query ("notes.txt", "main.py"): it asks about a file.
+_FILE_NAME = re.compile(r"[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4}\b")
+
+
+def _stem(word):
+    """A light stemmer: plurals, -ing, -ed, a final -e; never below 3 letters."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith(("xes", "ches", "shes", "zes")):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
+        stem = word[:-len(suffix)]
+        if (word.endswith(suffix) and len(stem) >= 3
+                and any(c in "aeiouy" for c in stem)):
+            word = stem
+            if word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]  # running -> run, logging -> log
+            elif word.endswith("i"):
+                word = word[:-1] + "y"  # modified -> modify
+            break
+    if word.endswith("e") and len(word) > 3:
+        word = word[:-1]
+    return word
+
+
+def _raw_words(text):
+    """Lower-cased words of ``text``, names split at snake, kebab and camel
+    case, letters and digits apart."""
+    text = _CAMEL_LOWER_UPPER.sub(r"\1 \2", text)
+    text = _CAMEL_ACRONYM.sub(r"\1 \2", text)
+    return _WORD.findall(text.lower())
+
+
+def search_words(text):
+    """The stemmed words of ``text``, in order, without stop words, single
+    letters, or example values in parentheses."""
+    words = []
+    for word in _raw_words(_EXAMPLES.sub(" ", text)):
+        if word in STOP_WORDS or (len(word) < 2 and not word.isdigit()):
+            continue
+        words.append(_stem(word))
+    return words
+
+
+def _synonyms():
+    """Stemmed word -> the other stemmed words of its groups."""
+    table = {}
+    for group in SYNONYM_GROUPS:
+        stems = {_stem(w) for w in group.split()}
+        for stem in stems:
+            table.setdefault(stem, set()).update(stems - {stem})
+    return table
+
+
+SYNONYMS = _synonyms()
+
+
+def query_terms(query):
+    """The query as weighted groups of stemmed words: for each word of the
+    query, ``(weight, {word: 1, synonym: SYNONYM_WEIGHT, ...})``."""
+    raw = _raw_words(query)
+    extra = []
+    if raw and raw[0] in QUESTION_WORDS:
+        extra += [(word, QUESTION_WEIGHT) for word in QUESTION_HINTS]
+    if _FILE_NAME.search(query):
+        extra.append(("file", 1.0))
+    # Capitalised words after the first are names (Tokyo, New York,
+    # Alice): arguments of the call, not words of the tool.
+    names = {w.lower() for w in _PROPER_NAME.findall(query)[1:]}
+    if _PROPER_NAME.match(query.lstrip()) is None:
+        names |= {w.lower() for w in _PROPER_NAME.findall(query)[:1]}
+    weighted = []
+    previous = None
+    for word in raw:
+        if previous == "how" and word in HOW_WORDS:
+            previous = word
+            continue  # "how many": a question, not "many" things
+        previous = word
+        expansion = COMPOUND_WORDS.get(word)
+        for part in (expansion.split() if expansion else [word]):
+            if part in STOP_WORDS or (len(part) < 2 and not part.isdigit()):
+                continue
+            weighted.append((_stem(part), PROPER_NAME_WEIGHT if word in names else 1.0))
+    weighted += [(_stem(word), weight) for word, weight in extra]
+    groups = {}
+    for word, weight in weighted:
+        if word in groups:
+            groups[word] = (max(weight, groups[word][0]), groups[word][1])
+            continue
+        members = {other: SYNONYM_WEIGHT for other in SYNONYMS.get(word, ())}
+        members[word] = 1.0
+        groups[word] = (weight, members)
+    return list(groups.values())
+
+
+class SearchIndex:
+    """BM25F over the tools' search fields, built once per cell on first use."""
+
+    def __init__(self, tools):
+        self.names = []
+        self.summaries = []
+        self.exact = {}  # a tool's Python or listed name, lower-cased -> index
+        self.postings = {}  # word -> {tool index: {field: count}}
+        self.lengths = []  # per tool: {field: words}
+        self.name_words = []  # per tool: the distinct words of its name
+        self.factors = []  # per tool: 1, or DEPRECATED_FACTOR
+        totals = dict.fromkeys(SEARCH_FIELDS, 0)
+        for index, tool in enumerate(tools):
+            name = tool["name"]
+            search = tool.get("search") or {}
+            summary = tool.get("summary") or ""
+            if summary.startswith(name):
+                summary = summary[len(name):]  # "(a, b): What it does."
+            self.names.append(name)
+            self.summaries.append(summary)
+            self.exact.setdefault(name.lower(), index)
+            listed = search.get("name") or ""
+            if listed:
+                self.exact.setdefault(listed.lower(), index)
+            texts = {field: search.get(field) or "" for field in SEARCH_FIELDS}
+            if not texts["name"]:
+                texts["name"] = name
+            if not texts["description"]:
+                texts["description"] = tool.get("stub") or ""
+            lengths = {}
+            for field, text in texts.items():
+                words = search_words(text)
+                lengths[field] = len(words)
+                totals[field] += len(words)
+                for word in words:
+                    fields = self.postings.setdefault(word, {}).setdefault(index, {})
+                    fields[field] = fields.get(field, 0) + 1
+            self.lengths.append(lengths)
+            self.name_words.append(set(search_words(texts["name"])))
+            deprecated = "deprecat" in (texts["title"] + " " + texts["description"]).lower()
+            self.factors.append(DEPRECATED_FACTOR if deprecated else 1.0)
+        count = max(1, len(tools))
+        self.average = {f: max(1.0, totals[f] / count) for f in SEARCH_FIELDS}
+        self.count = len(tools)
+
+    def _tf(self, index, fields):
+        """The weighted, length-normalised count of a word in one tool."""
+        lengths = self.lengths[index]
+        tf = 0.0
+        for field, count in fields.items():
+            field_weight, b = SEARCH_FIELDS[field]
+            norm = 1.0 - b + b * lengths[field] / self.average[field]
+            tf += field_weight * count / norm
+        return tf
+
+    def rank(self, query):
+        """Tool indexes matching ``query``, best first (ties: catalog order)."""
+        scores = {}
+        matched = {}  # tool -> the weight of the query's words it holds
+        total_weight = 0.0
+        asked = {}  # word -> the highest weight the query gives it
+        for weight, members in query_terms(query):
+            # A word and its synonyms count as one term (BM25F with
+            # synonyms): its idf is that of its most common member, so a
+            # rare synonym cannot outweigh the word itself.
+            present = [w for w in members if w in self.postings]
+            if not present:
+                continue
+            df = max(len(self.postings[w]) for w in present)
+            idf = math.log(1.0 + (self.count - df + 0.5) / (df + 0.5))
+            total_weight += weight
+            tfs = {}
+            best = {}  # tool -> the best member weight it holds
+            for word in present:
+                for index, fields in self.postings[word].items():
+                    tf = members[word] * self._tf(index, fields)
+                    tfs[index] = tfs.get(index, 0.0) + tf
+                    best[index] = max(best.get(index, 0.0), members[word])
+            for index, tf in tfs.items():
+                scores[index] = scores.get(index, 0.0) + weight * idf * tf / (SEARCH_K1 + tf)
+                matched[index] = matched.get(index, 0.0) + weight * best[index]
+            for word, member_weight in members.items():
+                asked[word] = max(asked.get(word, 0.0), weight * member_weight)
+        ranked = []
+        for index, score in scores.items():
+            if score <= 0:
+                continue
+            words = self.name_words[index]
+            cover = sum(min(1.0, asked.get(w, 0.0)) for w in words) / len(words) if words else 0.0
+            score *= (1.0 + NAME_COVER_BONUS * cover ** 2) * self.factors[index]
+            score *= (matched[index] / total_weight) ** COORDINATION
+            ranked.append((-score, index))
+        ranked.sort()
+        order = [index for _, index in ranked]
+        # A query that is exactly a tool's name finds that tool first.
+        exact = self.exact.get(query.strip().lower())
+        if exact is not None:
+            order = [exact] + [i for i in order if i != exact]
+        return order
+
+
+def make_search_tools(tools):
+    """``search_tools(query, limit=5)`` over ``tools`` (the cell's list of
+    ``{"name", "stub", "summary", "search"}``)."""
+    tools = list(tools)
+    index = []  # built on the first search: a cell that never searches pays nothing
+
+    def search_tools(query, limit=5):
+        """The tools that best match a query, best first, as a dict from name
+        to one-line summary (parameters, labels, what it does).
+
+        Words of the query are matched against each tool's name, title,
+        description, parameters and result fields (a word in the name counts
+        most), after splitting names at snake, kebab and camel case and
+        reducing words to their stem; a few generic synonyms also match
+        ("folder" finds "directory"). Tools matching nothing are left out.
         """
         if not isinstance(query, str):
             raise TypeError(f"search_tools: query must be a str, "
                             f"got {type(query).__name__}")
-        words = re.findall(r"[^\W_]+", query.lower())
-        scored = []
-        for position, (name, name_lower, stub_lower) in enumerate(entries):
-            score = 0
-            for word in words:
-                if word in name_lower:
-                    score += 2
-                if word in stub_lower:
-                    score += 1
-            if score > 0:
-                scored.append((-score, position, name))
-        scored.sort()
+        if limit is not None and not isinstance(limit, int):
+            raise TypeError(f"search_tools: limit must be an int or None, "
+                            f"got {type(limit).__name__}")
+        if not index:
+            index.append(SearchIndex(tools))
+        found = index[0]
+        order = found.rank(query)
         if limit is not None:
-            scored = scored[:max(0, limit)]
-        return [name for _, _, name in scored]
+            order = order[:max(0, limit)]
+        return {found.names[i]: found.summaries[i] for i in order}
 
     return search_tools
 
@@ -386,7 +712,7 @@ def make_globals(tools, caller):
         namespace[name] = caller.make_tool(name, stub)
     # The documented helpers win over a tool of the same name.
     namespace["TOOLS"] = dict(catalog)
-    namespace["search_tools"] = make_search_tools(catalog)
+    namespace["search_tools"] = make_search_tools(tools)
     namespace["ToolError"] = ToolError
     return module
 

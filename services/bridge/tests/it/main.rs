@@ -20,6 +20,7 @@ mod remote;
 mod replay;
 mod restart;
 mod search;
+mod search_eval;
 mod session_end;
 mod startup;
 mod support;

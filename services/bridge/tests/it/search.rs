@@ -9,23 +9,28 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use code_mode_bridge::server::{self, ServerSpec, StdioSpec, Transport};
-use code_mode_core::testing::peers::{npm_bin, venv_bin, workspace_root};
+use code_mode_core::testing::peers::{npm_bin, venv_bin};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-/// The folder of the evaluation set.
-pub fn eval_dir() -> PathBuf {
-    workspace_root().join("testing/search-eval")
-}
+use code_mode_mcp_frontend::description::{RunFacts, Tier, describe};
+
+use crate::search_eval::{
+    Query, SERVERS, catalog_of, cell_tools, eval_dir, listed_json, python, queries, rank, real_catalog,
+};
 
 /// A folder for the filesystem and memory servers, removed after the test.
 fn scratch() -> PathBuf {
     std::env::temp_dir().join(format!("code-mode-search-fixtures-{}", std::process::id()))
 }
 
+/// How to start one real server: its name, command, arguments and
+/// environment.
+type RealServer = (&'static str, String, Vec<String>, Vec<(String, String)>);
+
 /// The four real servers, by the names their tools get as a prefix, in the
-/// order of the catalog: (name, command, args, environment).
-fn real_servers() -> Option<Vec<(&'static str, String, Vec<String>, Vec<(String, String)>)>> {
+/// order of the catalog.
+fn real_servers() -> Option<Vec<RealServer>> {
     let scratch = scratch();
     std::fs::create_dir_all(&scratch).ok()?;
     let memory_file = scratch.join("memory.jsonl").display().to_string();
@@ -74,4 +79,119 @@ async fn the_committed_tool_lists_are_what_the_real_servers_list() {
         assert_eq!(listed, committed, "{name} lists other tools than {}: rerun with UPDATE_FIXTURES=1", path.display());
     }
     let _ = std::fs::remove_dir_all(scratch());
+}
+
+/// Recall of one set: (questions, wanted tool first, wanted tool in the top three).
+fn recall(results: &[(&Query, usize)], set: Option<&str>) -> (usize, usize, usize) {
+    let chosen: Vec<usize> =
+        results.iter().filter(|(q, _)| set.is_none_or(|s| q.set == s)).map(|(_, rank)| *rank).collect();
+    (chosen.len(), chosen.iter().filter(|&&r| r == 1).count(), chosen.iter().filter(|&&r| r <= 3).count())
+}
+
+fn percent(part: usize, whole: usize) -> f64 {
+    100.0 * part as f64 / whole.max(1) as f64
+}
+
+#[test]
+fn search_tools_ranks_the_wanted_tool_first_for_nine_questions_in_ten_and_in_the_top_three_for_98_in_100() {
+    let Some(python) = python() else { return };
+    let catalog = real_catalog();
+    let tools = cell_tools(&catalog);
+    assert_eq!(tools.len(), 38);
+    let queries = queries();
+    assert!(queries.len() >= 60, "{} questions", queries.len());
+    for q in &queries {
+        assert!(catalog.get(&q.want).is_some(), "{:?} wants {}, which the catalog does not hold", q.query, q.want);
+    }
+    let texts: Vec<&str> = queries.iter().map(|q| q.query.as_str()).collect();
+    let ranked = rank(&python, &tools, &texts, 10);
+    // The rank of the wanted tool, 1 for first; 99 when not in the top ten.
+    let results: Vec<(&Query, usize)> = queries
+        .iter()
+        .zip(&ranked)
+        .map(|(q, names)| (q, names.iter().position(|n| *n == q.want).map_or(99, |p| p + 1)))
+        .collect();
+    println!("search_tools over the 38 tools of 4 real servers (testing/search-eval):");
+    println!("{:<8} {:>9} {:>16} {:>16}", "set", "questions", "wanted first", "wanted in top 3");
+    for (label, set) in [("tune", Some("tune")), ("holdout", Some("holdout")), ("all", None)] {
+        let (n, first, top3) = recall(&results, set);
+        println!("{label:<8} {n:>9} {:>8} {:>6.1}% {:>8} {:>6.1}%", first, percent(first, n), top3, percent(top3, n));
+    }
+    for ((q, rank), names) in results.iter().zip(&ranked) {
+        if *rank > 1 {
+            let top: Vec<&str> = names.iter().take(3).map(String::as_str).collect();
+            println!("  [{}] {:?} wants {} (rank {rank}), got {top:?}", q.set, q.query, q.want);
+        }
+    }
+    let (n, first, top3) = recall(&results, None);
+    assert!(percent(first, n) >= 90.0, "the wanted tool is first for only {first} of {n}");
+    assert!(percent(top3, n) >= 98.0, "the wanted tool is in the top three for only {top3} of {n}");
+}
+
+/// The `run_python` description's facts with the default limits.
+fn default_facts() -> RunFacts {
+    use code_mode_core::defaults as d;
+    RunFacts {
+        deadline_secs: d::DEADLINE.as_secs(),
+        max_calls: d::MAX_CALLS,
+        call_timeout_secs: d::CALL_TIMEOUT.as_secs(),
+        max_output: d::MAX_OUTPUT,
+    }
+}
+
+#[test]
+fn the_description_of_150_real_tools_fits_4000_characters_and_search_tools_still_finds_each_one() {
+    let Some(python) = python() else { return };
+    let budget = code_mode_core::defaults::DESCRIPTION_BUDGET;
+    let cl100k = tiktoken_rs::cl100k_base().expect("cl100k_base ships with tiktoken-rs");
+    let raw: usize =
+        SERVERS.iter().map(|s| serde_json::to_string(&listed_json(s)).expect("JSON").chars().count()).sum();
+    println!("run_python description with the default budget ({budget} characters), real tools (testing/search-eval)");
+    println!("{:>5}  {:<9} {:>10} {:>12} {:>14}", "tools", "tier", "characters", "tokens (c/4)", "tokens (cl100k)");
+    for n in [10, 38, 150, 300] {
+        let catalog = catalog_of(n);
+        let entries = catalog.entries(true);
+        let (tier, text) = describe(&default_facts(), &entries, budget);
+        let chars = text.chars().count();
+        let tokens = cl100k.encode_with_special_tokens(&text).len();
+        println!("{n:>5}  {:<9} {chars:>10} {:>12} {tokens:>14}", format!("{tier:?}"), chars.div_ceil(4));
+        assert!(chars <= budget, "{n} tools: {chars} characters");
+        match n {
+            38 => assert_eq!(tier, Tier::Summaries),
+            150 => {
+                assert_eq!(tier, Tier::Names);
+                assert!(chars <= 4_000, "150 tools take {chars} characters");
+            }
+            300 => assert_eq!(tier, Tier::Names),
+            _ => {}
+        }
+        if n == 150 {
+            // Every tool is in the description by name, and search_tools
+            // finds it from the words the names tier shows: its server's
+            // and its own ("everything bravo get sum"). Only a deprecated
+            // tool may come after its replacement.
+            let tools = cell_tools(&catalog);
+            let queries: Vec<String> = entries
+                .iter()
+                .map(|e| format!("{} {}", e.search.server, e.search.name).replace(['_', '-'], " "))
+                .collect();
+            let texts: Vec<&str> = queries.iter().map(String::as_str).collect();
+            let ranked = rank(&python, &tools, &texts, 3);
+            let mut first = 0;
+            for ((entry, query), found) in entries.iter().zip(&queries).zip(&ranked) {
+                let short = entry.name.rsplit("__").next().unwrap();
+                assert!(text.contains(&format!(" {short}")), "{} is not in the description", entry.name);
+                let deprecated = entry.search.description.contains("DEPRECATED");
+                match found.iter().position(|n| *n == entry.name) {
+                    Some(0) => first += 1,
+                    Some(_) if deprecated => {}
+                    _ => panic!("{query:?} does not find {} first: {found:?}", entry.name),
+                }
+            }
+            println!(
+                "      search_tools(<server and tool name words>) finds {first} of 150 first, all in the top three"
+            );
+        }
+    }
+    println!("(the 38 tools' own tools/list JSON: {raw} characters)");
 }

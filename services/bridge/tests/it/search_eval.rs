@@ -1,0 +1,145 @@
+//! The search evaluation's data and its runner, shared by the tests in
+//! `search.rs` and by `benches/discovery.rs`.
+//!
+//! The catalog is built by the bridge's own [`Catalog::build`] from the
+//! committed `tools/list` of four real servers (`testing/search-eval/tools`),
+//! prefixed as `--config` names them; the cell's tool list is made from it
+//! as the frontend makes it ([`ToolStub::from`]); and the ranking is
+//! `search_tools` of `runner.py` itself, run by the host's `python3`
+//! through `testing/search-eval/rank.py`. Nothing here re-implements the
+//! search.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use code_mode_bridge::catalog::{Catalog, CatalogLimits, ListedTool, ServerTools};
+use code_mode_core::testing::peers::workspace_root;
+use code_mode_proto::ToolStub;
+use serde::Deserialize;
+
+/// The real servers of the evaluation, in catalog order.
+pub const SERVERS: [&str; 4] = ["everything", "memory", "filesystem", "time"];
+
+/// Words that tell the copies of the real servers apart in big catalogs.
+const COPIES: [&str; 10] = ["", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"];
+
+/// The folder of the evaluation set.
+pub fn eval_dir() -> PathBuf {
+    workspace_root().join("testing/search-eval")
+}
+
+/// One question of the evaluation set.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Query {
+    /// What a model asks.
+    pub query: String,
+    /// The Python name of the tool it wants.
+    pub want: String,
+    /// `tune` or `holdout` (never looked at while tuning).
+    pub set: String,
+}
+
+/// Every question of `queries.json`.
+pub fn queries() -> Vec<Query> {
+    #[derive(Deserialize)]
+    struct File {
+        queries: Vec<Query>,
+    }
+    let text = std::fs::read_to_string(eval_dir().join("queries.json")).expect("queries.json is readable");
+    serde_json::from_str::<File>(&text).expect("queries.json holds queries").queries
+}
+
+/// The `tools` the real server `name` lists, from its committed fixture.
+pub fn listed_json(name: &str) -> serde_json::Value {
+    let path = eval_dir().join("tools").join(format!("{name}.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// What the real server `name` lists, as the bridge reads it.
+pub fn listed(name: &str) -> Vec<ListedTool> {
+    let tools: Vec<rmcp::model::Tool> = serde_json::from_value(listed_json(name)).expect("fixtures are MCP tools");
+    tools.iter().map(ListedTool::from).collect()
+}
+
+fn server(name: String, tools: Vec<ListedTool>) -> ServerTools {
+    ServerTools {
+        server: name,
+        prefixed: true,
+        tools,
+        allow: None,
+        private: vec![],
+        labels: HashMap::new(),
+        withheld: HashMap::new(),
+    }
+}
+
+/// The catalog of the four real servers (38 tools), as `--config` builds it.
+pub fn real_catalog() -> Catalog {
+    catalog_of(38)
+}
+
+/// A catalog of `n` real tools: the four servers, then copies of them
+/// under other server names (`everything_bravo`, ...), cut at `n` tools.
+pub fn catalog_of(n: usize) -> Catalog {
+    let originals: Vec<(&str, Vec<ListedTool>)> = SERVERS.iter().map(|s| (*s, listed(s))).collect();
+    let mut servers = Vec::new();
+    let mut left = n;
+    'copies: for copy in COPIES {
+        for (name, tools) in &originals {
+            if left == 0 {
+                break 'copies;
+            }
+            let take: Vec<ListedTool> = tools.iter().take(left).cloned().collect();
+            left -= take.len();
+            let name = if copy.is_empty() { name.to_string() } else { format!("{name}_{copy}") };
+            servers.push(server(name, take));
+        }
+    }
+    assert_eq!(left, 0, "at most {} tools", COPIES.len() * 38);
+    Catalog::build(&servers, &CatalogLimits::default()).expect("the real tools make a catalog")
+}
+
+/// The tools a cell carries for this catalog, as the frontend sends them.
+pub fn cell_tools(catalog: &Catalog) -> Vec<ToolStub> {
+    let several = catalog.tools().iter().map(|t| t.server).max().unwrap_or(0) > 0;
+    catalog.entries(several).iter().map(ToolStub::from).collect()
+}
+
+/// `runner.py`, the code the sandbox runs.
+pub fn runner_py() -> PathBuf {
+    workspace_root().join("services/sandbox-runner/image/runner.py")
+}
+
+/// The host's Python, or `None` (after [`code_mode_core::testing::unavailable`]:
+/// a panic under CI) when there is none.
+pub fn python() -> Option<String> {
+    let ok = Command::new("python3").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
+    if ok {
+        Some("python3".into())
+    } else {
+        code_mode_core::testing::unavailable("python3", "not on PATH").then(String::new)
+    }
+}
+
+/// `search_tools(query, limit)` of `runner.py` for each query, over `tools`:
+/// the names it returns, best first.
+pub fn rank(python: &str, tools: &[ToolStub], queries: &[&str], limit: usize) -> Vec<Vec<String>> {
+    let request = serde_json::json!({"tools": tools, "queries": queries, "limit": limit});
+    let mut child = Command::new(python)
+        .arg(eval_dir().join("rank.py"))
+        .arg(runner_py())
+        .arg("rank")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 starts");
+    child.stdin.take().unwrap().write_all(request.to_string().as_bytes()).expect("the request is written");
+    let output = child.wait_with_output().expect("rank.py finishes");
+    assert!(output.status.success(), "rank.py failed");
+    serde_json::from_slice(&output.stdout).expect("rank.py prints JSON")
+}

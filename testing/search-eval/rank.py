@@ -1,0 +1,69 @@
+"""Run runner.py's own ``search_tools`` on the host, for the evaluation and the bench.
+
+Usage: ``python3 rank.py RUNNER_PY [rank|bench]``, with one JSON object on stdin
+(``rank``) or one per command (``bench``):
+
+- ``rank``: stdin holds ``{"tools": [...], "queries": [...], "limit": N}``, where
+  ``tools`` is exactly the list a cell carries (``ToolStub`` of proto-schemas).
+  Prints one JSON list per query: the names ``search_tools(query, limit=N)``
+  returns, best first.
+- ``bench``: the first line holds ``{"tools": [...], "queries": [...]}``; each
+  later line holds a command, ``search N`` (N searches, cycling through the
+  queries, over one index built before) or ``index N`` (N fresh indexes, each
+  with one search). After each it prints the nanoseconds they took, so a
+  criterion bench can time the Python code alone, without the process start.
+
+The module is loaded from its path, as the sandbox runs it; its ``main`` does
+not run (it only runs as ``__main__``).
+"""
+
+import importlib.util
+import json
+import sys
+import time
+
+
+def load_runner(path):
+    spec = importlib.util.spec_from_file_location("code_mode_runner", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def rank(runner):
+    request = json.load(sys.stdin)
+    search = runner.make_search_tools(request["tools"])
+    limit = request.get("limit", 10)
+    results = [list(search(query, limit=limit)) for query in request["queries"]]
+    json.dump(results, sys.stdout)
+
+
+def bench(runner):
+    first = json.loads(sys.stdin.readline())
+    tools, queries = first["tools"], first["queries"]
+    search = runner.make_search_tools(tools)
+    search(queries[0])  # build the index outside the timed part
+    for line in sys.stdin:
+        command, count = line.split()
+        count = int(count)
+        start = time.perf_counter_ns()
+        if command == "search":
+            for i in range(count):
+                search(queries[i % len(queries)])
+        elif command == "index":
+            for i in range(count):
+                runner.make_search_tools(tools)(queries[i % len(queries)])
+        else:
+            raise SystemExit(f"unknown command {command!r}")
+        elapsed = time.perf_counter_ns() - start
+        print(elapsed, flush=True)
+
+
+def main():
+    runner = load_runner(sys.argv[1])
+    mode = sys.argv[2] if len(sys.argv) > 2 else "rank"
+    {"rank": rank, "bench": bench}[mode](runner)
+
+
+if __name__ == "__main__":
+    main()
