@@ -376,3 +376,31 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         ("session_end_reply", schema::<Reply<SessionEnded>>()),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_carries_the_stub_summary_and_search_text_of_an_entry_and_nothing_about_its_server() {
+        let entry = ToolEntry {
+            name: "notes__search".into(),
+            mcp_name: "search".into(),
+            server: Some("notes".into()),
+            stub: "async def notes__search(params: dict) -> str: ...".into(),
+            summary: "notes__search(query): Search the notes.".into(),
+            mark: "private".into(),
+            search: SearchText { name: "search".into(), server: "notes".into(), ..Default::default() },
+        };
+        let stub = ToolStub::from(&entry);
+        assert_eq!(stub.name, entry.name);
+        assert_eq!(stub.stub, entry.stub);
+        assert_eq!(stub.summary, entry.summary);
+        assert_eq!(stub.search, entry.search);
+        let json = serde_json::to_value(&stub).unwrap();
+        assert!(json.get("mcp_name").is_none() && json.get("mark").is_none(), "{json}");
+        // A sender that does not know the new fields still makes a valid cell.
+        let old: ToolStub = serde_json::from_str(r#"{"name": "add", "stub": "s"}"#).unwrap();
+        assert_eq!((old.summary.as_str(), old.search), ("", SearchText::default()));
+    }
+}

@@ -7,11 +7,15 @@ Usage: ``python3 rank.py RUNNER_PY [rank|bench]``, with one JSON object on stdin
   ``tools`` is exactly the list a cell carries (``ToolStub`` of proto-schemas).
   Prints one JSON list per query: the names ``search_tools(query, limit=N)``
   returns, best first.
+- ``words``: stdin holds a JSON list of texts; prints, for each, the words
+  ``search_tools`` indexes it by (``search_words``) and the weighted word
+  groups a query of that text asks for (``query_terms``).
 - ``bench``: the first line holds ``{"tools": [...], "queries": [...]}``; each
   later line holds a command, ``search N`` (N searches, cycling through the
   queries, over one index built before) or ``index N`` (N fresh indexes, each
-  with one search). After each it prints the nanoseconds they took, so a
-  criterion bench can time the Python code alone, without the process start.
+  with one search, the stem cache emptied first as in a fresh sandbox).
+  After each it prints the nanoseconds they took, so a criterion bench can
+  time the Python code alone, without the process start.
 
 The module is loaded from its path, as the sandbox runs it; its ``main`` does
 not run (it only runs as ``__main__``).
@@ -38,6 +42,15 @@ def rank(runner):
     json.dump(results, sys.stdout)
 
 
+def words(runner):
+    texts = json.load(sys.stdin)
+    results = []
+    for text in texts:
+        groups = [[weight, sorted(members)] for weight, members in runner.query_terms(text)]
+        results.append({"index": runner.search_words(text), "query": groups})
+    json.dump(results, sys.stdout)
+
+
 def bench(runner):
     first = json.loads(sys.stdin.readline())
     tools, queries = first["tools"], first["queries"]
@@ -52,6 +65,8 @@ def bench(runner):
                 search(queries[i % len(queries)])
         elif command == "index":
             for i in range(count):
+                # As in a fresh sandbox: nothing of an earlier index is kept.
+                runner._STEMS.clear()
                 runner.make_search_tools(tools)(queries[i % len(queries)])
         else:
             raise SystemExit(f"unknown command {command!r}")
@@ -62,7 +77,7 @@ def bench(runner):
 def main():
     runner = load_runner(sys.argv[1])
     mode = sys.argv[2] if len(sys.argv) > 2 else "rank"
-    {"rank": rank, "bench": bench}[mode](runner)
+    {"rank": rank, "words": words, "bench": bench}[mode](runner)
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ async fn a_tool_a_wrapped_server_adds_reaches_the_client_and_later_cells(deploym
     assert!(after.contains("async def late_tool("), "the description carries the new stub: {after}");
     assert!(after.contains("Added at runtime by add_tool."), "{after}");
 
-    let code = "print('late_tool' in TOOLS)\nprint(search_tools('late_tool')[0])\nprint(await late_tool({}))";
+    let code = "print('late_tool' in TOOLS)\nprint(list(search_tools('late_tool'))[0])\nprint(await late_tool({}))";
     let lines: Vec<String> = stdout_of(&run_python(&peer, code).await).lines().map(str::to_string).collect();
     assert_eq!(lines[0], "True", "TOOLS has the new tool: {lines:?}");
     assert_eq!(lines[1], "late_tool", "search_tools finds it: {lines:?}");

@@ -7,6 +7,7 @@
 mod approval;
 mod audit;
 mod compose;
+mod discovery;
 mod faults;
 mod http;
 mod list_changed;

@@ -228,8 +228,8 @@ async fn three_hundred_tools_over_three_servers_fit_the_description_and_are_each
     let code = "servers = ['alpha', 'beta', 'gamma']\nmissed = []\nfor k in range(30):\n    \
                 server, n = servers[k % 3], (k * 37) % 100\n    \
                 want = f'{server}__extra_tool_{n:04d}'\n    \
-                found = search_tools(f'{server} {n:04d}')\n    \
-                if not found or found[0] != want:\n        missed.append((want, found[:3]))\n\
+                found = list(search_tools(f'{server} {n:04d}', limit=3))\n    \
+                if found[:1] != [want]:\n        missed.append((want, found))\n\
                 print(len(TOOLS), sum(n.endswith('__add') for n in TOOLS), missed)";
     let result = run_python(&client, code).await;
     let report = report(&result);

@@ -840,7 +840,7 @@ print("print still works")"#;
     assert_eq!(seen["print"], "ok print");
     assert_eq!(seen["nine"], "ok 9lives");
     assert_eq!(seen["weather"], "ok get-weather");
-    assert_eq!(seen["helpers"], serde_json::json!(["dict", "list", true]));
+    assert_eq!(seen["helpers"], serde_json::json!(["dict", "dict", true]));
     assert_eq!(
         support::logged_calls(&log),
         vec!["tools/call class", "tools/call print", "tools/call 9lives", "tools/call get-weather"]
@@ -848,29 +848,39 @@ print("print still works")"#;
 }
 
 #[test]
-fn search_tools_finds_tools_by_their_description_best_first() {
+fn search_tools_returns_names_with_summaries_best_first_by_the_words_of_names_descriptions_and_parameters() {
     if !support::sandbox_available() {
         return;
     }
     let code = r#"import json
-print(json.dumps([search_tools("bravo"), search_tools("echo bravo"), search_tools("bravo", limit=2)]))"#;
+print(json.dumps([
+    search_tools("echo text back", limit=1),
+    list(search_tools("bravo")),
+    list(search_tools("bravo", limit=2)),
+    list(search_tools("how many times to repeat"))[:1],
+    list(search_tools("weather in Oslo"))[:1],
+    list(search_tools("a number of seconds to wait"))[:1],
+    list(search_tools("echo bravo")),
+    search_tools("zzzz"),
+    len(search_tools("tool")),
+]))"#;
     let seen = json_stdout(&run(&["--deadline", "20"], code, &["--many", "30"]));
-    assert_eq!(seen[0], serde_json::json!(["extra_tool_0001", "extra_tool_0011", "extra_tool_0021"]));
-    // `echo` has the word in its name (2) and its stub (1); the extra tools
-    // only in their stubs (1 each), in catalog order.
-    assert_eq!(
-        seen[1],
-        serde_json::json!([
-            "echo",
-            "extra_tool_0001",
-            "extra_tool_0004",
-            "extra_tool_0011",
-            "extra_tool_0014",
-            "extra_tool_0021",
-            "extra_tool_0024"
-        ])
-    );
+    // The name and the one-line summary (parameters, what it does).
+    assert_eq!(seen[0], serde_json::json!({"echo": "(text, repeat): Echo text back."}));
+    // A word of the descriptions only: equal scores keep catalog order.
+    assert_eq!(seen[1], serde_json::json!(["extra_tool_0001", "extra_tool_0011", "extra_tool_0021"]));
     assert_eq!(seen[2], serde_json::json!(["extra_tool_0001", "extra_tool_0011"]));
+    // A parameter's own description; a kebab-case name (`get-weather`); a
+    // parameter's name and a stemmed word ("seconds", "Sleep for the given
+    // number of seconds").
+    assert_eq!(seen[3], serde_json::json!(["echo"]));
+    assert_eq!(seen[4], serde_json::json!(["get_weather"]));
+    assert_eq!(seen[5], serde_json::json!(["sleep"]));
+    // A word in the name outranks the same word in descriptions.
+    assert_eq!(seen[6][0], "echo");
+    assert_eq!(seen[6].as_array().unwrap().len(), 5, "five by default: {}", seen[6]);
+    assert_eq!(seen[7], serde_json::json!({}));
+    assert_eq!(seen[8], 5);
 }
 
 #[test]
@@ -892,7 +902,7 @@ print(await attempt(add(a=1, b=2)))"
     let ran = run(&["--deadline", "20", "--max-calls", "1"], &code, &["--many", "30", "--log", log.to_str().unwrap()]);
     let lines: Vec<&str> = ran.ok().lines().collect();
     assert_eq!(lines.len(), 3, "{lines:?}");
-    assert_eq!(lines[0], "6 True");
+    assert_eq!(lines[0], "5 True");
     assert_eq!(lines[1], r#"ok: {"sum":3}"#, "discovery used up the budget");
     assert!(lines[2].contains("used all of its 1 tool calls"), "the budget of 1 was not enforced: {}", lines[2]);
     assert_eq!(support::logged_calls(&log), vec!["tools/call add"]);

@@ -337,11 +337,6 @@ def _settle(future, outcome):
 
 
 # --------------------------------------------------------------------------
-# The code's globals
-# --------------------------------------------------------------------------
-
-
-# --------------------------------------------------------------------------
 # Finding tools: search_tools
 #
 # Ranking knows words, not substrings: names are split at snake, kebab and
@@ -352,8 +347,9 @@ def _settle(future, outcome):
 # the fields of SearchText (proto-schemas): a word in the name weighs more
 # than one in the description, which weighs more than one in a parameter's
 # description. Everything here runs on the catalog the cell carries: no
-# server is asked and no call is spent. The evaluation in
-# testing/search-eval runs this very code (see its README).
+# server is asked, no call is spent, no model is used. The evaluation in
+# testing/search-eval runs this very code; its README says how the numbers
+# below were chosen.
 # --------------------------------------------------------------------------
 
 # Field -> (weight, length normalisation b). The name, title and server are
@@ -362,7 +358,7 @@ SEARCH_FIELDS = {
     "name": (4.0, 0.3),
     "title": (1.0, 0.3),
     "server": (0.6, 0.0),
-    "description": (1.0, 0.6),
+    "description": (1.0, 0.75),
     "params": (0.8, 0.3),
     "param_text": (0.3, 0.6),
     "output": (0.3, 0.6),
@@ -375,8 +371,9 @@ NAME_COVER_BONUS = 0.3
 # A tool holding more of the query's words is preferred: its score is
 # multiplied by (the share of the query it holds) to this power.
 COORDINATION = 0.25
-# A tool whose title or description says it is deprecated is ranked as if
-# it matched this fraction as well: its replacement should come first.
+# A tool whose title or description says it is deprecated has its score
+# multiplied by this: when it ties with its replacement, the replacement
+# comes first.
 DEPRECATED_FACTOR = 0.9
 # A question (what, which, when, ...) asks for something to be read: these
 # words join the query at this weight ("what time is it" -> get the time).
@@ -398,6 +395,7 @@ where do does did doing done can could would should will shall may might
 must please me my mine i i'm you your yours we us our they them their he
 she his her him some any each every all just also only very really quite
 want wants need needs like let let's give tell using use via s t d ll re ve
+not no nor
 """.split())
 
 # Words that stand for several (command names): they join the query as the
@@ -414,8 +412,9 @@ COMPOUND_WORDS = {
     "unlink": "remove link",
 }
 
-# Groups of words that name one thing or action in tool catalogs. Generic
-# vocabulary of files, records, time and actions, not tuned to any query.
+# Groups of words that name one thing or action in tool catalogs: generic
+# vocabulary of files, records, time and actions, written before tuning
+# (testing/search-eval/README.md lists what tuning changed).
 SYNONYM_GROUPS = [
     "create make new add generate build",
     "add sum plus total addition",
@@ -460,17 +459,28 @@ SYNONYM_GROUPS = [
 _CAMEL_LOWER_UPPER = re.compile(r"([a-z0-9])([A-Z])")
 _CAMEL_ACRONYM = re.compile(r"([A-Z]+)([A-Z][a-z])")
 _WORD = re.compile(r"[^\W\d_]+|\d+")
+_ASCII_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 # A parenthesis of examples in a description: "(e.g., 'Asia/Tokyo')". Its
 # values show a format, not what the tool is for.
 _EXAMPLES = re.compile(r"\((?:e\.g\.|eg\b|for example|such as)[^)]*\)", re.I)
 # A capitalised word (not an acronym): "Tokyo", "Alice".
 _PROPER_NAME = re.compile(r"\b[A-Z][a-z]+\b")
 # A file name in a query ("notes.txt", "main.py"): it asks about a file.
-_FILE_NAME = re.compile(r"[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4}\b")
+_FILE_NAME = re.compile(r"[\w-]+\.[A-Za-z][A-Za-z0-9]{1,4}\b")
+
+
+_STEMS = {}  # word -> its stem: catalogs repeat their words
 
 
 def _stem(word):
     """A light stemmer: plurals, -ing, -ed, a final -e; never below 3 letters."""
+    stem = _STEMS.get(word)
+    if stem is None:
+        stem = _STEMS[word] = _stem_word(word)
+    return stem
+
+
+def _stem_word(word):
     if len(word) <= 3 or not word.isalpha():
         return word
     if word.endswith("ies") and len(word) > 4:
@@ -499,6 +509,10 @@ def _stem(word):
 def _raw_words(text):
     """Lower-cased words of ``text``, names split at snake, kebab and camel
     case, letters and digits apart."""
+    if text.isascii():
+        # One pass: an acronym before a capitalised word ("HTTPServer"),
+        # a capitalised or lower-case word, an acronym, digits.
+        return [w.lower() for w in _ASCII_WORD.findall(text)]
     text = _CAMEL_LOWER_UPPER.sub(r"\1 \2", text)
     text = _CAMEL_ACRONYM.sub(r"\1 \2", text)
     return _WORD.findall(text.lower())
@@ -698,6 +712,11 @@ def make_search_tools(tools):
         return {found.names[i]: found.summaries[i] for i in order}
 
     return search_tools
+
+
+# --------------------------------------------------------------------------
+# The code's globals
+# --------------------------------------------------------------------------
 
 
 def make_globals(tools, caller):

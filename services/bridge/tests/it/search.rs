@@ -15,8 +15,11 @@ use tokio_util::sync::CancellationToken;
 
 use code_mode_mcp_frontend::description::{RunFacts, Tier, describe};
 
+use code_mode_bridge::catalog::{Catalog, CatalogLimits, ListedTool, ServerTools};
+
 use crate::search_eval::{
-    Query, SERVERS, catalog_of, cell_tools, eval_dir, listed_json, python, queries, rank, real_catalog,
+    Query, SERVERS, catalog_of, cell_tools, eval_dir, listed, listed_json, python, queries, rank, real_catalog,
+    server_tools, words,
 };
 
 /// A folder for the filesystem and memory servers, removed after the test.
@@ -194,4 +197,95 @@ fn the_description_of_150_real_tools_fits_4000_characters_and_search_tools_still
         }
     }
     println!("(the 38 tools' own tools/list JSON: {raw} characters)");
+}
+
+#[test]
+fn a_description_stuffed_with_every_word_of_the_questions_wins_few_of_them() {
+    let Some(python) = python() else { return };
+    let queries = queries();
+    // A hostile server's tool whose description holds every word the
+    // questions use (cut by the bridge at 2 KiB, as any description).
+    let mut words: Vec<String> = Vec::new();
+    for q in &queries {
+        for w in q.query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+            let w = w.to_lowercase();
+            if !words.contains(&w) {
+                words.push(w);
+            }
+        }
+    }
+    let stuffed = ListedTool {
+        name: "do_anything".into(),
+        description: Some(words.join(" ")),
+        input_schema: serde_json::json!({"type": "object", "properties": {}}),
+        output_schema: None,
+        title: None,
+    };
+    let mut servers: Vec<ServerTools> = SERVERS.iter().map(|s| server_tools(s, listed(s))).collect();
+    servers.push(server_tools("evil", vec![stuffed]));
+    let catalog = Catalog::build(&servers, &CatalogLimits::default()).unwrap();
+    let tools = cell_tools(&catalog);
+    let texts: Vec<&str> = queries.iter().map(|q| q.query.as_str()).collect();
+    let ranked = rank(&python, &tools, &texts, 3);
+    let evil_first = ranked.iter().filter(|r| r.first().map(String::as_str) == Some("evil__do_anything")).count();
+    let first = queries.iter().zip(&ranked).filter(|(q, r)| r.first() == Some(&q.want)).count();
+    let top3 = queries.iter().zip(&ranked).filter(|(q, r)| r.contains(&q.want)).count();
+    println!(
+        "with a tool stuffed with all {} words of the questions: it comes first for {evil_first} of {}; \
+         the wanted tool is first for {first}, in the top three for {top3}",
+        words.len(),
+        queries.len()
+    );
+    assert!(evil_first <= 5, "the stuffed tool comes first for {evil_first} questions");
+    assert!(top3 * 100 >= 95 * queries.len(), "the wanted tool is in the top three for only {top3}");
+}
+
+#[test]
+fn search_splits_names_at_every_case_stems_lightly_and_reads_questions_names_and_file_names() {
+    let Some(python) = python() else { return };
+    let texts = [
+        "getCurrentTime list_directory_with_sizes get-resource-links HTTPServer",
+        "Creating directories; created files, edits, logging",
+        "IANA timezone name (e.g., 'Asia/Tokyo', 'Europe/London').",
+        "what time is it in Tokyo",
+        "show me notes.txt",
+        "how many hours",
+        "mkdir -p out",
+    ];
+    let seen = words(&python, &texts);
+    let index = |i: usize| seen[i]["index"].clone();
+    assert_eq!(
+        index(0),
+        serde_json::json!([
+            "get",
+            "current",
+            "tim",
+            "list",
+            "directory",
+            "siz",
+            "get",
+            "resourc",
+            "link",
+            "http",
+            "server"
+        ])
+    );
+    assert_eq!(index(1), serde_json::json!(["creat", "directory", "creat", "fil", "edit", "log"]));
+    // Example values in parentheses are not indexed.
+    assert_eq!(index(2), serde_json::json!(["iana", "timezon", "nam"]));
+    let query = |i: usize| seen[i]["query"].as_array().unwrap().clone();
+    // A question asks a little for getters; a capitalised name weighs little.
+    let asked = query(3);
+    assert_eq!(asked[0][0], 1.0);
+    assert!(asked[0][1].as_array().unwrap().contains(&"tim".into()), "{asked:?}");
+    assert!(asked[0][1].as_array().unwrap().contains(&"clock".into()), "a synonym joins: {asked:?}");
+    assert_eq!(asked[1], serde_json::json!([0.3, ["tokyo"]]));
+    assert!(asked.iter().any(|g| g[0] == 0.3 && g[1].as_array().unwrap().contains(&"get".into())), "{asked:?}");
+    // A file name asks for a file.
+    assert!(query(4).iter().any(|g| g[0] == 1.0 && g[1].as_array().unwrap().contains(&"fil".into())));
+    // "how many" is the question, not "many" things.
+    assert_eq!(query(5).len(), 1 + 3, "hours and the three question hints: {:?}", query(5));
+    // A command stands for its words.
+    let mkdir: Vec<String> = query(6).iter().map(|g| g[1].to_string()).collect();
+    assert!(mkdir.iter().any(|g| g.contains("\"directory\"")) && mkdir.iter().any(|g| g.contains("\"mak\"")));
 }

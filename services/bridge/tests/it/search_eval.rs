@@ -66,9 +66,10 @@ pub fn listed(name: &str) -> Vec<ListedTool> {
     tools.iter().map(ListedTool::from).collect()
 }
 
-fn server(name: String, tools: Vec<ListedTool>) -> ServerTools {
+/// A server's tools as `--config` wraps them: prefixed, all kept.
+pub fn server_tools(name: &str, tools: Vec<ListedTool>) -> ServerTools {
     ServerTools {
-        server: name,
+        server: name.to_string(),
         prefixed: true,
         tools,
         allow: None,
@@ -97,7 +98,7 @@ pub fn catalog_of(n: usize) -> Catalog {
             let take: Vec<ListedTool> = tools.iter().take(left).cloned().collect();
             left -= take.len();
             let name = if copy.is_empty() { name.to_string() } else { format!("{name}_{copy}") };
-            servers.push(server(name, take));
+            servers.push(server_tools(&name, take));
         }
     }
     assert_eq!(left, 0, "at most {} tools", COPIES.len() * 38);
@@ -139,6 +140,23 @@ pub fn rank(python: &str, tools: &[ToolStub], queries: &[&str], limit: usize) ->
         .spawn()
         .expect("python3 starts");
     child.stdin.take().unwrap().write_all(request.to_string().as_bytes()).expect("the request is written");
+    let output = child.wait_with_output().expect("rank.py finishes");
+    assert!(output.status.success(), "rank.py failed");
+    serde_json::from_slice(&output.stdout).expect("rank.py prints JSON")
+}
+
+/// What `runner.py` makes of each text: the words it indexes the text by,
+/// and the query's word groups as `[weight, [word and synonyms]]`.
+pub fn words(python: &str, texts: &[&str]) -> Vec<serde_json::Value> {
+    let mut child = Command::new(python)
+        .arg(eval_dir().join("rank.py"))
+        .arg(runner_py())
+        .arg("words")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 starts");
+    child.stdin.take().unwrap().write_all(serde_json::to_string(texts).unwrap().as_bytes()).unwrap();
     let output = child.wait_with_output().expect("rank.py finishes");
     assert!(output.status.success(), "rank.py failed");
     serde_json::from_slice(&output.stdout).expect("rank.py prints JSON")

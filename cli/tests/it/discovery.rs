@@ -1,0 +1,77 @@
+//! What the model finds of four real servers' tools from inside a cell:
+//! `search_tools` on questions phrased as a model asks them, and result
+//! shapes in `TOOLS`, through the real `code-mode run --config`, the real
+//! sandbox and the reference servers (npm `@modelcontextprotocol/server-
+//! everything`, `-memory`, `-filesystem`, PyPI `mcp-server-time`).
+//!
+//! The full evaluation (100 questions, recall printed) runs the same
+//! `runner.py` code on the host: `services/bridge/tests/it/search.rs`.
+
+use std::process::{Command, Stdio};
+
+use code_mode_core::testing::peers::{npm_bin, venv_bin};
+use serde_json::{Value, json};
+
+use crate::support::{self, Ran, run_prepared};
+
+#[test]
+fn in_the_sandbox_search_tools_finds_real_tools_from_questions_and_stubs_show_their_result_fields() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (Some(everything), Some(memory), Some(filesystem), Some(time)) = (
+        npm_bin("mcp-server-everything"),
+        npm_bin("mcp-server-memory"),
+        npm_bin("mcp-server-filesystem"),
+        venv_bin("mcp-server-time"),
+    ) else {
+        return;
+    };
+    let scratch = std::env::temp_dir().join(format!("code-mode-discovery-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let config = scratch.join("servers.json");
+    let servers = json!({"mcpServers": {
+        "everything": {"command": everything, "args": ["stdio"]},
+        "memory": {"command": memory, "env": {"MEMORY_FILE_PATH": scratch.join("memory.jsonl")}},
+        "filesystem": {"command": filesystem, "args": [&scratch]},
+        "time": {"command": time}
+    }});
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let code = r#"import json
+questions = ["what time is it in Tokyo", "make a new folder", "apply line edits to a file",
+             "add two numbers", "forget an entity from the knowledge graph"]
+now = json.loads(await time__get_current_time({"timezone": "Asia/Tokyo"}))
+print(json.dumps({
+    "first": [list(search_tools(q, limit=1)) for q in questions],
+    "summary": search_tools("what time is it in Tokyo", limit=1),
+    "stub": TOOLS["time__get_current_time"],
+    "keys": sorted(now),
+}))"#;
+    let mut cmd = Command::new(support::code_mode());
+    cmd.args(["run", "--deadline", "60", "--config"]).arg(&config).arg("--code").arg(code);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let ran: Ran = run_prepared(cmd);
+    let seen: Value = serde_json::from_str(ran.ok()).unwrap_or_else(|e| panic!("{e}: {}", ran.stdout()));
+    assert_eq!(
+        seen["first"],
+        json!([
+            ["time__get_current_time"],
+            ["filesystem__create_directory"],
+            ["filesystem__edit_file"],
+            ["everything__get_sum"],
+            ["memory__delete_entities"]
+        ])
+    );
+    assert_eq!(
+        seen["summary"],
+        json!({"time__get_current_time": "(timezone): Get current time in a specific timezone"})
+    );
+    // The stub says what the JSON result holds, and the result holds that.
+    let stub = seen["stub"].as_str().unwrap();
+    assert!(
+        stub.contains("\n    returns JSON:\n        timezone: str\n        datetime: str\n        day_of_week: str\n        is_dst: bool\n"),
+        "{stub}"
+    );
+    assert_eq!(seen["keys"], json!(["datetime", "day_of_week", "is_dst", "timezone"]));
+    let _ = std::fs::remove_dir_all(&scratch);
+}
