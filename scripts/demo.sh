@@ -9,5 +9,5 @@ source scripts/setup.sh
 import asyncio, json
 sums = await asyncio.gather(*(add({"a": n, "b": 10}) for n in range(3)))
 print([json.loads(s)["sum"] for s in sums])
-print(search_tools("echo text"))
+print(search_tools("echo text back", limit=1))
 ' -- ./target/debug/code-mode-test-server
