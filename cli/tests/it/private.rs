@@ -189,11 +189,19 @@ async fn private_tools_say_private_in_the_description_and_in_the_sandbox() {
     client.cancel().await.unwrap();
 
     // One line per tool when the stubs do not fit: the summary says it too.
-    let (client, _, _guards) = start(Deployment::AllInOne, &["--private", "get_env"], &["--many", "300"]).await;
+    let (client, _, _guards) = start(Deployment::AllInOne, &["--private", "get_env"], &["--many", "60"]).await;
     let tools = client.peer().list_all_tools().await.unwrap();
     let description = tools[0].description.as_deref().unwrap();
     assert!(description.contains("\nget_env(name) [private]: Return the value"), "{description}");
     assert!(description.contains("\nadd(a, b): Add two integers."), "{description}");
+    client.cancel().await.unwrap();
+
+    // Names only when the summaries do not fit either: a short mark.
+    let (client, _, _guards) = start(Deployment::AllInOne, &["--private", "get_env"], &["--many", "300"]).await;
+    let tools = client.peer().list_all_tools().await.unwrap();
+    let description = tools[0].description.as_deref().unwrap();
+    assert!(description.contains(", get_env[private], count, "), "{description}");
+    assert!(description.contains("\nadd, echo, "), "{description}");
     client.cancel().await.unwrap();
 }
 

@@ -289,3 +289,28 @@ fn search_splits_names_at_every_case_stems_lightly_and_reads_questions_names_and
     let mkdir: Vec<String> = query(6).iter().map(|g| g[1].to_string()).collect();
     assert!(mkdir.iter().any(|g| g.contains("\"directory\"")) && mkdir.iter().any(|g| g.contains("\"mak\"")));
 }
+
+#[tokio::test]
+async fn policy_labels_and_the_private_label_reach_the_frontend_as_short_marks() {
+    let mut setup = crate::support::Setup::default().private(&["count"]).policy(
+        r#"{"version": "1", "default": "allow",
+            "tools": {"add": {"limits": [{"counter": "add_rate", "window": "minute", "max": 2}]},
+                      "sleep": {"action": "approve"},
+                      "huge": {"action": "approve", "limits": [{"counter": "h", "window": "hour", "max": 1}]},
+                      "echo": {"action": "deny", "reason": "echo leaks text"}}}"#,
+    );
+    setup.policy_options.offer_denied = true;
+    let h = setup.start().await.expect("the bridge starts");
+    let message = h.bridge.catalog_message();
+    let mark = |name: &str| message.tools.iter().find(|t| t.name == name).map(|t| t.mark.clone()).unwrap();
+    assert_eq!(mark("add"), "limited");
+    assert_eq!(mark("sleep"), "approval");
+    assert_eq!(mark("huge"), "approval,limited");
+    assert_eq!(mark("echo"), "denied");
+    assert_eq!(mark("count"), "private");
+    assert_eq!(mark("fail"), "");
+    // The stub keeps the full label the mark stands for.
+    let stub = |name: &str| message.tools.iter().find(|t| t.name == name).map(|t| t.stub.clone()).unwrap();
+    assert!(stub("echo").contains("[denied: echo leaks text]") && stub("add").contains("[2 per minute]"));
+    h.close().await;
+}
