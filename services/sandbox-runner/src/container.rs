@@ -2,8 +2,14 @@
 //!
 //! [`Lockdown`] holds every restriction a sandbox container gets; nothing
 //! from the host reaches it: no environment, no mounts, no network, no
-//! Docker socket. A [`Container`] is created, attached (before start, so no
-//! output is lost) and started before it gets its cell; whoever holds it
+//! Docker socket. It runs under one [`Runtime`]: runc (the host kernel,
+//! behind our seccomp filter) or gVisor's runsc (a kernel of its own between
+//! the code and the host, with the same filter loaded inside it); what
+//! differs between the two is decided here, and [`check_runtime`] refuses
+//! an engine that does not have the runtime registered as we need it.
+//!
+//! A [`Container`] is created, attached (before start, so no output is
+//! lost) and started before it gets its cell; whoever holds it
 //! must call [`Container::remove`], and a drop without removal still removes
 //! it in the background. Every container carries labels naming its owner
 //! process, so [`reap_orphans`] can remove what a dead owner left behind.
@@ -30,9 +36,131 @@ pub const LABEL_OWNER: &str = "code-mode.owner";
 /// The cell it ran.
 pub const LABEL_CELL: &str = "code-mode.cell";
 
-/// Our seccomp profile: Docker's default model (deny unless listed) with
-/// our own list, which also refuses `io_uring_*`.
+/// Our seccomp profile under runc: Docker's default model (deny unless
+/// listed) with our own list, which also refuses `io_uring_*`,
+/// `memfd_create`, `execveat` and device nodes (see `image/SECCOMP.md`).
 pub const SECCOMP_PROFILE: &str = include_str!("../image/seccomp.json");
+
+/// The same profile for gVisor, where runsc's `--oci-seccomp` loads it
+/// inside the sandbox: it differs only in `clone3` (see `image/SECCOMP.md`).
+pub const SECCOMP_PROFILE_RUNSC: &str = include_str!("../image/seccomp-runsc.json");
+
+/// The host-side process limit of a gVisor sandbox. Under runsc the
+/// container's pids cgroup holds gVisor's own kernel (the Sentry, a Go
+/// program with dozens of threads) and the host processes it uses to run
+/// the code (measured here: 535 host pids for 63 sleeping processes of the
+/// code); at 64 the Sentry cannot start a thread and the sandbox dies. The
+/// code's own limit is then `RLIMIT_NPROC`, which gVisor's kernel counts
+/// inside the sandbox.
+pub const RUNSC_HOST_PIDS: i64 = 1024;
+
+/// The OCI runtime a sandbox container runs under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Runtime {
+    /// runc, Docker's default: the code talks to the host kernel through
+    /// our seccomp filter.
+    #[default]
+    Runc,
+    /// gVisor's runsc: the code talks to gVisor's own kernel (the Sentry),
+    /// which runs on the host behind gVisor's own filter; our profile is
+    /// loaded inside the sandbox too (`--oci-seccomp`).
+    Runsc,
+}
+
+impl Runtime {
+    /// Every runtime code-mode can run containers under.
+    pub const ALL: [Runtime; 2] = [Runtime::Runc, Runtime::Runsc];
+
+    /// The name the engine knows it by (`HostConfig.Runtime`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Runtime::Runc => "runc",
+            Runtime::Runsc => "runsc",
+        }
+    }
+
+    /// Our seccomp profile for this runtime.
+    pub fn seccomp_profile(self) -> &'static str {
+        match self {
+            Runtime::Runc => SECCOMP_PROFILE,
+            Runtime::Runsc => SECCOMP_PROFILE_RUNSC,
+        }
+    }
+
+    /// Arguments the engine's registration of the runtime must pass it:
+    /// runsc fails to set up networking here without `--network=none`, and
+    /// without `--oci-seccomp` it would not load our filter at all.
+    pub fn required_args(self) -> &'static [&'static str] {
+        match self {
+            Runtime::Runc => &[],
+            Runtime::Runsc => &["--network=none", "--oci-seccomp"],
+        }
+    }
+
+    /// How to register the runtime with a Docker engine.
+    pub fn how_to_register(self) -> String {
+        match self {
+            Runtime::Runc => "runc is Docker's default runtime; reinstall the engine (Debian: `apt-get install \
+                              docker.io runc`)"
+                .into(),
+            Runtime::Runsc => {
+                let args: Vec<String> = self.required_args().iter().map(|a| format!("\"{a}\"")).collect();
+                format!(
+                    "install gVisor (Debian: `apt-get install runsc`), add {{\"runtimes\": {{\"runsc\": {{\"path\": \
+                     \"/usr/bin/runsc\", \"runtimeArgs\": [{}]}}}}}} to /etc/docker/daemon.json and send dockerd \
+                     SIGHUP (`kill -HUP $(pidof dockerd)`); scripts/setup.sh does all three",
+                    args.join(", ")
+                )
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Runtime {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "runc" => Ok(Runtime::Runc),
+            "runsc" => Ok(Runtime::Runsc),
+            "crun" => Err("crun is not supported: it refuses hosts whose cgroups are in hybrid mode (v1 and v2 \
+                           mounted together, as Debian 12's Docker runs them); use runc or runsc"
+                .into()),
+            other => Err(format!("unknown runtime {other:?}: use runc or runsc")),
+        }
+    }
+}
+
+/// Check that the engine has `runtime` registered the way the lockdown
+/// needs it; the error names the runtime and how to register it.
+pub async fn check_runtime(docker: &Docker, runtime: Runtime) -> Result<(), SandboxError> {
+    let info = docker.info().await.map_err(SandboxError::docker("read the engine's runtimes"))?;
+    let registered = info.runtimes.unwrap_or_default();
+    let problem = match registered.get(runtime.name()) {
+        None => {
+            let mut names: Vec<&str> = registered.keys().map(String::as_str).collect();
+            names.sort_unstable();
+            format!("is not registered with the Docker engine (it has: {})", names.join(", "))
+        }
+        Some(found) => {
+            let args = found.runtime_args.clone().unwrap_or_default();
+            let missing: Vec<&str> =
+                runtime.required_args().iter().copied().filter(|a| !args.iter().any(|g| g == a)).collect();
+            if missing.is_empty() {
+                return Ok(());
+            }
+            format!("is registered without the runtimeArgs {} (it has {args:?})", missing.join(" "))
+        }
+    };
+    Err(SandboxError::Runtime { runtime, problem, how: runtime.how_to_register() })
+}
 
 /// Every restriction of a sandbox container.
 #[derive(Debug, Clone)]
@@ -41,7 +169,8 @@ pub struct Lockdown {
     pub image: String,
     /// Memory limit in bytes; swap is set to the same, so there is none.
     pub memory_bytes: i64,
-    /// Process (and thread) limit.
+    /// Process (and thread) limit of the code: the pids cgroup under runc,
+    /// `RLIMIT_NPROC` inside gVisor's kernel under runsc.
     pub pids: i64,
     /// Open-file limit.
     pub nofile: i64,
@@ -53,12 +182,19 @@ pub struct Lockdown {
     pub user: String,
     /// The seccomp profile (JSON), or `None` for the engine's default.
     pub seccomp: Option<String>,
-    /// An OCI runtime other than the engine's default (e.g. `runsc`).
-    pub runtime: Option<String>,
+    /// The OCI runtime, always named to the engine (whatever its default).
+    pub runtime: Runtime,
 }
 
 impl Default for Lockdown {
     fn default() -> Self {
+        Self::for_runtime(Runtime::Runc)
+    }
+}
+
+impl Lockdown {
+    /// The full lockdown under `runtime`, with its seccomp profile.
+    pub fn for_runtime(runtime: Runtime) -> Self {
         Self {
             image: crate::image::default_image_tag(),
             memory_bytes: 256 * 1024 * 1024,
@@ -67,26 +203,38 @@ impl Default for Lockdown {
             nano_cpus: 1_000_000_000,
             tmp_bytes: 16 * 1024 * 1024,
             user: "65534:65534".into(),
-            seccomp: Some(SECCOMP_PROFILE.to_string()),
-            runtime: None,
+            seccomp: Some(runtime.seccomp_profile().to_string()),
+            runtime,
         }
     }
-}
 
-impl Lockdown {
     /// The create request for one container.
     pub fn create_body(&self, labels: HashMap<String, String>) -> ContainerCreateBody {
         let mut security_opt = vec!["no-new-privileges:true".to_string()];
         if let Some(profile) = &self.seccomp {
             security_opt.push(format!("seccomp={profile}"));
         }
+        let mut tmpfs =
+            HashMap::from([("/tmp".to_string(), format!("rw,noexec,nosuid,nodev,size={}", self.tmp_bytes))]);
+        let mut ulimits =
+            vec![ResourcesUlimits { name: Some("nofile".into()), soft: Some(self.nofile), hard: Some(self.nofile) }];
+        let mut pids_limit = self.pids;
+        if self.runtime == Runtime::Runsc {
+            // gVisor's /dev has tun and fuse, which any uid may open (runc's
+            // has neither): an empty read-only tmpfs hides each (gVisor
+            // ignores the engine's masked paths).
+            for hidden in ["/dev/net", "/dev/fuse"] {
+                tmpfs.insert(hidden.to_string(), "ro,noexec,nosuid,nodev,size=4096,mode=0555".to_string());
+            }
+            // The pids cgroup counts gVisor's own threads: the code's limit
+            // is RLIMIT_NPROC inside the sandbox instead.
+            pids_limit = RUNSC_HOST_PIDS;
+            ulimits.push(ResourcesUlimits { name: Some("nproc".into()), soft: Some(self.pids), hard: Some(self.pids) });
+        }
         let host_config = HostConfig {
             network_mode: Some("none".into()),
             readonly_rootfs: Some(true),
-            tmpfs: Some(HashMap::from([(
-                "/tmp".to_string(),
-                format!("rw,noexec,nosuid,nodev,size={}", self.tmp_bytes),
-            )])),
+            tmpfs: Some(tmpfs),
             // A private IPC namespace with no /dev/shm at all.
             ipc_mode: Some("none".into()),
             cap_drop: Some(vec!["ALL".into()]),
@@ -94,19 +242,15 @@ impl Lockdown {
             memory: Some(self.memory_bytes),
             memory_swap: Some(self.memory_bytes),
             memory_swappiness: None,
-            pids_limit: Some(self.pids),
+            pids_limit: Some(pids_limit),
             nano_cpus: Some(self.nano_cpus),
-            ulimits: Some(vec![ResourcesUlimits {
-                name: Some("nofile".into()),
-                soft: Some(self.nofile),
-                hard: Some(self.nofile),
-            }]),
+            ulimits: Some(ulimits),
             binds: Some(vec![]),
             mounts: Some(vec![]),
             privileged: Some(false),
             // Output goes through the attach stream only; nothing is logged to disk.
             log_config: Some(HostConfigLogConfig { typ: Some("none".into()), config: None }),
-            runtime: self.runtime.clone(),
+            runtime: Some(self.runtime.name().to_string()),
             ..Default::default()
         };
         ContainerCreateBody {
@@ -211,6 +355,18 @@ impl Container {
         lockdown: &Lockdown,
         cell: &str,
     ) -> Result<(Container, Output, Input), SandboxError> {
+        Self::start_with(docker, lockdown, cell, None).await
+    }
+
+    /// [`Container::start`], running `entrypoint` instead of the image's
+    /// (the posture probe runs in place of the runner, under the same
+    /// lockdown).
+    pub async fn start_with(
+        docker: &Docker,
+        lockdown: &Lockdown,
+        cell: &str,
+        entrypoint: Option<Vec<String>>,
+    ) -> Result<(Container, Output, Input), SandboxError> {
         let labels = HashMap::from([
             (LABEL_SANDBOX.to_string(), "1".to_string()),
             (LABEL_OWNER.to_string(), owner_label()),
@@ -219,7 +375,7 @@ impl Container {
         let name = format!("code-mode-{}", uuid::Uuid::new_v4().simple());
         let options = CreateContainerOptionsBuilder::new().name(&name).build();
         let created = docker
-            .create_container(Some(options), lockdown.create_body(labels))
+            .create_container(Some(options), ContainerCreateBody { entrypoint, ..lockdown.create_body(labels) })
             .await
             .map_err(|e| SandboxError::from_create(e, &lockdown.image))?;
         // From here on the container exists: the guard removes it on any path.
@@ -301,6 +457,82 @@ mod tests {
         assert!(opts.iter().any(|o| o == "no-new-privileges:true"));
         assert!(opts.iter().any(|o| o.starts_with("seccomp={")));
         assert!(hc.tmpfs.as_ref().unwrap()["/tmp"].contains("noexec,nosuid"));
+    }
+
+    /// The allow rules of a profile: `(name, has argument checks)`.
+    fn allowed(profile: &str) -> Vec<(String, bool)> {
+        let profile: serde_json::Value = serde_json::from_str(profile).expect("the profile is JSON");
+        let mut out = Vec::new();
+        for rule in profile["syscalls"].as_array().unwrap() {
+            if rule["action"] == "SCMP_ACT_ALLOW" {
+                let checked = rule["args"].as_array().is_some_and(|a| !a.is_empty());
+                out.extend(
+                    rule["names"].as_array().unwrap().iter().map(|n| (n.as_str().unwrap().to_string(), checked)),
+                );
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn both_profiles_refuse_memfd_execveat_and_devices_and_differ_only_in_clone3() {
+        for profile in [SECCOMP_PROFILE, SECCOMP_PROFILE_RUNSC] {
+            let allowed = allowed(profile);
+            for refused in ["memfd_create", "execveat", "io_uring_setup", "unshare", "mount", "bpf"] {
+                assert!(allowed.iter().all(|(n, _)| n != refused), "{refused} is allowed");
+            }
+            for checked in ["mknod", "mknodat", "clone", "socket", "personality"] {
+                assert!(
+                    allowed.iter().filter(|(n, _)| n == checked).all(|(_, c)| *c),
+                    "{checked} is allowed unchecked"
+                );
+            }
+        }
+        let mut runc: serde_json::Value = serde_json::from_str(SECCOMP_PROFILE).unwrap();
+        let runsc: serde_json::Value = serde_json::from_str(SECCOMP_PROFILE_RUNSC).unwrap();
+        let clone3 = |p: &serde_json::Value| {
+            p["syscalls"].as_array().unwrap().iter().position(|r| r["names"] == serde_json::json!(["clone3"])).unwrap()
+        };
+        let (i, j) = (clone3(&runc), clone3(&runsc));
+        assert_eq!(runc["syscalls"][i]["errnoRet"], 38, "runc: clone3 answers ENOSYS");
+        assert_eq!(runsc["syscalls"][j]["action"], "SCMP_ACT_ALLOW", "runsc: gVisor answers ENOSYS itself");
+        runc["syscalls"][i] = runsc["syscalls"][j].clone();
+        assert_eq!(runc, runsc, "the profiles differ in more than clone3");
+    }
+
+    #[test]
+    fn under_runsc_the_lockdown_hides_tun_and_fuse_and_limits_processes_inside_gvisor() {
+        let lockdown = Lockdown::for_runtime(Runtime::Runsc);
+        let body = lockdown.create_body(HashMap::new());
+        let hc = body.host_config.as_ref().unwrap();
+        assert_eq!(hc.runtime.as_deref(), Some("runsc"));
+        let tmpfs = hc.tmpfs.as_ref().unwrap();
+        assert!(tmpfs["/dev/net"].starts_with("ro,") && tmpfs["/dev/fuse"].starts_with("ro,"), "{tmpfs:?}");
+        assert_eq!(hc.pids_limit, Some(RUNSC_HOST_PIDS));
+        let nproc = hc.ulimits.as_ref().unwrap().iter().find(|u| u.name.as_deref() == Some("nproc")).expect("nproc");
+        assert_eq!((nproc.soft, nproc.hard), (Some(lockdown.pids), Some(lockdown.pids)));
+        let opts = hc.security_opt.as_ref().unwrap();
+        assert!(opts.contains(&format!("seccomp={SECCOMP_PROFILE_RUNSC}")));
+
+        let runc = Lockdown::default().create_body(HashMap::new());
+        let hc = runc.host_config.as_ref().unwrap();
+        assert_eq!(hc.runtime.as_deref(), Some("runc"), "runc is named, whatever the engine's default");
+        assert_eq!(hc.pids_limit, Some(64));
+        assert!(
+            hc.ulimits.as_ref().unwrap().iter().all(|u| u.name.as_deref() != Some("nproc")),
+            "nproc is per host user under runc"
+        );
+        assert_eq!(hc.tmpfs.as_ref().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn runtimes_parse_by_name_and_crun_is_refused_saying_why() {
+        assert_eq!("runc".parse::<Runtime>(), Ok(Runtime::Runc));
+        assert_eq!("runsc".parse::<Runtime>(), Ok(Runtime::Runsc));
+        let crun = "crun".parse::<Runtime>().unwrap_err();
+        assert!(crun.contains("not supported") && crun.contains("hybrid"), "{crun}");
+        assert!("kata".parse::<Runtime>().unwrap_err().contains("runc or runsc"));
+        assert!(Runtime::Runsc.how_to_register().contains(r#""--network=none", "--oci-seccomp""#));
     }
 
     #[test]

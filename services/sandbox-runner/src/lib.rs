@@ -9,6 +9,8 @@
 //! - [`cell`]: bringing a container to `ready`, and the task that owns one
 //!   run.
 //! - [`pool`]: the warm pool of ready containers.
+//! - [`posture`]: the posture check of `code-mode doctor`, from inside a
+//!   throwaway container under the real lockdown.
 //!
 //! [`SandboxRunner`] serves [`subjects::CELL_RUN`] in the `sandbox-runner`
 //! queue group, running at most `capacity` cells at once. With an audit
@@ -22,6 +24,7 @@ pub mod cell;
 pub mod container;
 pub mod image;
 pub mod pool;
+pub mod posture;
 pub mod protocol;
 
 use std::sync::{Arc, OnceLock};
@@ -74,6 +77,17 @@ pub enum SandboxError {
     /// report withheld when its end could not be recorded).
     #[error("{0}")]
     Audit(code_mode_audit::AuditError),
+    /// The engine lacks the runtime, or has it registered without what the
+    /// lockdown needs.
+    #[error("the container runtime {runtime} {problem}. To register it: {how}")]
+    Runtime {
+        /// The runtime asked for.
+        runtime: container::Runtime,
+        /// What is wrong with the engine's registration.
+        problem: String,
+        /// How to register it.
+        how: String,
+    },
     /// Every slot of this runner is taken.
     #[error("this sandbox-runner is running its {capacity} cells already")]
     NoCapacity {
@@ -172,9 +186,11 @@ struct Inner {
 }
 
 impl SandboxRunner {
-    /// A runner on `docker`, relaying tool calls over `bus`. Removes the
-    /// containers that dead owners left behind first.
+    /// A runner on `docker`, relaying tool calls over `bus`. Stops when the
+    /// engine does not have the lockdown's runtime registered as it needs;
+    /// removes the containers that dead owners left behind first.
     pub async fn new(docker: Docker, config: RunnerConfig, bus: Bus) -> Result<Self, SandboxError> {
+        container::check_runtime(&docker, config.lockdown.runtime).await?;
         let reaped = container::reap_orphans(&docker).await?;
         if reaped > 0 {
             tracing::info!(reaped, "removed leftover sandbox containers");
@@ -245,17 +261,8 @@ impl SandboxRunner {
             .sandbox
             .get_or_init(|| async {
                 let lockdown = &self.inner.config.lockdown;
-                let runtime = match &lockdown.runtime {
-                    Some(r) => r.clone(),
-                    None => self
-                        .inner
-                        .docker
-                        .info()
-                        .await
-                        .ok()
-                        .and_then(|i| i.default_runtime)
-                        .unwrap_or_else(|| "runc".into()),
-                };
+                // Always named to the engine, whatever its default.
+                let runtime = lockdown.runtime.name().to_string();
                 let image = match self.inner.docker.inspect_image(&lockdown.image).await.ok().and_then(|i| i.id) {
                     Some(id) => format!("{}@{id}", lockdown.image),
                     None => lockdown.image.clone(),
