@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The test suite, on a fresh machine: set up (Docker engine, image), check
-# formatting and lints, then run every test with cargo-nextest. Tests that
+# The test suite, on a fresh machine: set up (Docker engine, gVisor, image),
+# check formatting and lints, check the isolation with `code-mode doctor`
+# under both runtimes, then run every test with cargo-nextest. Tests that
 # need Docker fail under CI=true when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,6 +9,10 @@ cd "$(dirname "$0")/.."
 source scripts/setup.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The posture of this host under each runtime: exits non-zero when a
+# required control does not hold.
+./target/debug/code-mode doctor --runtime runc
+./target/debug/code-mode doctor --runtime runsc
 if ! command -v cargo-nextest >/dev/null 2>&1; then
   cargo install cargo-nextest --locked
 fi

@@ -8,6 +8,7 @@ mod approval;
 mod audit;
 mod compose;
 mod discovery;
+mod doctor;
 mod faults;
 mod http;
 mod list_changed;

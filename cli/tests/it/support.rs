@@ -4,11 +4,13 @@
 
 #![allow(dead_code)]
 
+use std::cell::Cell;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
 use code_mode_core::testing::{NatsServer, NatsUsers};
+use code_mode_sandbox_runner::container::Runtime;
 use rmcp::ClientHandler;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
@@ -24,22 +26,54 @@ pub fn test_server() -> PathBuf {
     code_mode_core::testing::workspace_binary("code-mode-test-server")
 }
 
-/// True when a Docker engine answers and the default sandbox image exists.
+thread_local! {
+    /// The runtime the current test runs its sandboxes under (see [`under`]).
+    static RUNTIME: Cell<Option<Runtime>> = const { Cell::new(None) };
+}
+
+/// Run `test` with every `code-mode run` it starts ([`command`], [`run`])
+/// under `runtime`, and [`sandbox_available`] checking that runtime: the
+/// harness behind the threat model's `runc::*` and `runsc::*` tests.
+pub fn under(runtime: Runtime, test: fn()) {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            RUNTIME.set(None);
+        }
+    }
+    RUNTIME.set(Some(runtime));
+    let _reset = Reset;
+    test();
+}
+
+/// The runtime of the current test: the one [`under`] set, else runc.
+pub fn runtime() -> Runtime {
+    RUNTIME.get().unwrap_or_default()
+}
+
+/// True when a Docker engine answers, the default sandbox image exists and
+/// the current test's [`runtime`] is registered as the lockdown needs it.
 /// Under CI a missing one fails the test; elsewhere the test does not run.
 pub fn sandbox_available() -> bool {
-    static STATE: OnceLock<Result<(), String>> = OnceLock::new();
+    static STATE: [OnceLock<Result<(), String>>; 2] = [OnceLock::new(), OnceLock::new()];
+    let runtime = runtime();
+    let slot = Runtime::ALL.iter().position(|r| *r == runtime).expect("a known runtime");
     // Checked on a thread of its own, so async tests can call this too.
-    let state = STATE.get_or_init(|| std::thread::spawn(check_sandbox).join().expect("the check ran"));
+    let state =
+        STATE[slot].get_or_init(|| std::thread::spawn(move || check_sandbox(runtime)).join().expect("the check ran"));
     match state {
         Ok(()) => true,
-        Err(why) => code_mode_core::testing::unavailable("a Docker engine with the sandbox image", why),
+        Err(why) => {
+            code_mode_core::testing::unavailable(&format!("a Docker engine with the sandbox image and {runtime}"), why)
+        }
     }
 }
 
-fn check_sandbox() -> Result<(), String> {
+fn check_sandbox(runtime: Runtime) -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let docker = code_mode_sandbox_runner::connect_docker().await.map_err(|e| e.to_string())?;
+        code_mode_sandbox_runner::container::check_runtime(&docker, runtime).await.map_err(|e| e.to_string())?;
         let image = code_mode_sandbox_runner::image::default_image_tag();
         match code_mode_sandbox_runner::image::image_exists(&docker, &image).await {
             Ok(true) => Ok(()),
@@ -104,7 +138,11 @@ pub fn run_prepared(mut command: Command) -> Ran {
 /// The command line of [`run`], for tests that need the process itself.
 pub fn command(args: &[&str], code: &str, server_args: &[&str]) -> Command {
     let mut cmd = Command::new(code_mode());
-    cmd.arg("run").args(args).arg("--code").arg(code).arg("--").arg(test_server()).args(server_args);
+    cmd.arg("run");
+    if let Some(runtime) = RUNTIME.get() {
+        cmd.args(["--runtime", runtime.name()]);
+    }
+    cmd.args(args).arg("--code").arg(code).arg("--").arg(test_server()).args(server_args);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd
 }

@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use code_mode_sandbox_runner::container::Runtime;
+
 use crate::support::{self, Ran, run};
 
 /// Deadline (seconds) of the runs that are meant to be stopped by it.
@@ -88,11 +90,14 @@ fn unique(tag: &str) -> String {
     format!("{tag}-{}", uuid::Uuid::new_v4().simple())
 }
 
-/// Assert a run was stopped at its deadline, in time.
+/// Assert a run was stopped at its deadline, in time. Under gVisor a fork
+/// bomb may be stopped earlier, by the memory limit: the sandbox's 256 MiB
+/// also pay for its kernel's side of each process.
 fn assert_stopped_at_deadline(ran: &Ran, elapsed: Duration) {
     assert!(ran.stopped(), "the run was not stopped: {ran:#?}");
     let error = ran.error().unwrap_or_default();
-    assert!(error.contains("deadline"), "the error does not name the deadline: {error}");
+    let out_of_memory = support::runtime() == Runtime::Runsc && error.contains("out of memory");
+    assert!(error.contains("deadline") || out_of_memory, "the error does not name the deadline: {error}");
     assert!(
         elapsed < Duration::from_secs(SHORT_DEADLINE) + MARGIN,
         "code-mode took {elapsed:?} with a {SHORT_DEADLINE} s deadline"
@@ -103,7 +108,6 @@ fn assert_stopped_at_deadline(ran: &Ran, elapsed: Duration) {
 // What the sandbox holds
 // ---------------------------------------------------------------------------
 
-#[test]
 fn nothing_from_the_hosts_environment_reaches_the_code() {
     if !support::sandbox_available() {
         return;
@@ -149,7 +153,6 @@ print(json.dumps({"environ": dict(os.environ), "procs": procs}))"#;
     assert!(procs.contains_key("1"), "pid 1 (the runner) is not visible: {procs:?}");
 }
 
-#[test]
 fn no_secret_from_the_host_is_inside_the_sandbox() {
     if !support::sandbox_available() {
         return;
@@ -190,9 +193,13 @@ print(json.dumps({
     assert_eq!(seen["known"], serde_json::json!([]), "a Docker socket path exists");
     assert_eq!(seen["docker_host"], Value::Null);
     let mounts = seen["mounts"].as_array().expect("mounts");
+    // Under gVisor every file the container sees comes through its gofer, as
+    // 9p: the image's overlay and Docker's own files alike.
+    let gvisor = support::runtime() == Runtime::Runsc;
+    let root_fs = if gvisor { "9p" } else { "overlay" };
     assert!(
-        mounts.iter().any(|m| m["point"] == "/" && m["fstype"] == "overlay"),
-        "the root is not the image's overlay: {mounts:?}"
+        mounts.iter().any(|m| m["point"] == "/" && m["fstype"] == root_fs),
+        "the root is not the image's {root_fs}: {mounts:?}"
     );
     // Pseudo filesystems aside, only the files Docker writes for each
     // container may be mounted: a host directory would show up here.
@@ -204,14 +211,21 @@ print(json.dumps({
         if pseudo.contains(&fstype) {
             continue;
         }
+        if gvisor && point == "/" {
+            continue; // the image's root, checked above
+        }
         assert!(docker_files.contains(&point), "a host filesystem is mounted at {point}: {m}");
+        if gvisor {
+            // gVisor shows neither the source path nor another type.
+            assert!(fstype == "9p" && root == "/", "{point} is not Docker's own file: {m}");
+            continue;
+        }
         let base = point.rsplit('/').next().unwrap();
         assert!(root.ends_with(&format!("/{base}")), "{point} is not Docker's own file: {m}");
     }
     assert_eq!(seen["pids"], serde_json::json!([1]), "processes other than the runner are visible");
 }
 
-#[test]
 fn neither_this_project_nor_an_mcp_client_is_installed() {
     if !support::sandbox_available() {
         return;
@@ -247,7 +261,6 @@ print(json.dumps({
     assert_eq!(seen["which"], serde_json::json!([]));
 }
 
-#[test]
 fn the_wrapped_server_gets_only_the_variables_it_is_given() {
     if !support::sandbox_available() {
         return;
@@ -279,7 +292,6 @@ print(json.dumps({n: await get_env({"name": n}) for n in names}))"#;
 // Isolation of the container
 // ---------------------------------------------------------------------------
 
-#[test]
 fn the_sandbox_has_no_network_and_its_loopback_is_its_own() {
     if !support::sandbox_available() {
         return;
@@ -316,7 +328,6 @@ print(json.dumps(seen))"#
     }
 }
 
-#[test]
 fn the_root_filesystem_is_read_only_and_tmp_cannot_run_programs() {
     if !support::sandbox_available() {
         return;
@@ -353,8 +364,11 @@ print(json.dumps(seen))"##;
     let ran = run(&["--deadline", "20"], code, &[]);
     let seen = json_stdout(&ran);
     assert_eq!(seen["var_tmp_mode"], "0o1777", "{seen}");
-    for path in ["/x", "/etc/x", "/var/tmp/x"] {
-        assert_eq!(seen[path], "EROFS", "writing {path}: {seen}");
+    assert_eq!(seen["/var/tmp/x"], "EROFS", "writing /var/tmp/x: {seen}");
+    // gVisor checks permissions before the read-only mount: EACCES there.
+    let not_ours = if support::runtime() == Runtime::Runsc { "EACCES" } else { "EROFS" };
+    for path in ["/x", "/etc/x"] {
+        assert_eq!(seen[path], not_ours, "writing {path}: {seen}");
     }
     assert_ne!(seen["/opt/code-mode/runner.py"], "written", "the runner was modified: {seen}");
     assert_eq!(seen["tmp_written"], true, "/tmp is not writable: {seen}");
@@ -363,35 +377,46 @@ print(json.dumps(seen))"##;
     assert_ne!(seen["shm"], "written", "/dev/shm is writable: {seen}");
 }
 
-#[test]
 fn the_code_runs_as_nobody_with_no_capabilities_and_a_seccomp_filter() {
     if !support::sandbox_available() {
         return;
     }
-    let code = r#"import json, os
+    // gVisor's /proc/self/status has no CapAmb or NoNewPrivs line: prctl
+    // asks the kernel itself, under either runtime.
+    let code = r#"import ctypes, json, os
 status = dict(l.split(":\t", 1) for l in open("/proc/self/status").read().splitlines() if ":\t" in l)
 keys = ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp"]
+libc = ctypes.CDLL(None)
 print(json.dumps({"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "groups": os.getgroups(),
-                  **{k: status[k].strip() for k in keys}}))"#;
+                  "prctl_no_new_privs": libc.prctl(39, 0, 0, 0, 0), "prctl_seccomp": libc.prctl(21, 0, 0, 0, 0),
+                  **{k: status[k].strip() for k in keys if k in status}}))"#;
     let seen = json_stdout(&run(&["--deadline", "20"], code, &[]));
     assert_eq!(seen["uid"], 65534);
     assert_eq!(seen["euid"], 65534);
     assert_eq!(seen["gid"], 65534);
     assert!(seen["groups"].as_array().unwrap().iter().all(|g| g == 65534), "{seen}");
+    let gvisor = support::runtime() == Runtime::Runsc;
     for cap in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+        if gvisor && cap == "CapAmb" {
+            assert_eq!(seen[cap], Value::Null, "gVisor shows CapAmb now: check it: {seen}");
+            continue;
+        }
         assert_eq!(seen[cap], "0000000000000000", "{cap}: {seen}");
     }
-    assert_eq!(seen["NoNewPrivs"], "1");
+    assert_eq!(seen["prctl_no_new_privs"], 1, "{seen}");
+    if !gvisor {
+        assert_eq!(seen["NoNewPrivs"], "1");
+    }
+    assert_eq!(seen["prctl_seccomp"], 2, "no seccomp filter: {seen}");
     assert_eq!(seen["Seccomp"], "2", "no seccomp filter");
 }
 
-#[test]
 fn io_uring_and_user_namespaces_are_refused_by_seccomp() {
     if !support::sandbox_available() {
         return;
     }
     // io_uring_setup is 425 on both x86_64 and aarch64; CLONE_NEWUSER is 0x10000000.
-    let code = r#"import ctypes, json, os
+    let code = r#"import ctypes, json, os, threading
 libc = ctypes.CDLL(None, use_errno=True)
 def attempt(call):
     ctypes.set_errno(0)
@@ -403,6 +428,8 @@ print(json.dumps({
     "io_uring_setup": attempt(lambda: libc.syscall(425, 8, params)),
     "unshare_user": attempt(lambda: libc.unshare(0x10000000)),
     "unshare_net": attempt(lambda: libc.unshare(0x40000000)),
+    "clone3": attempt(lambda: libc.syscall(435, ctypes.create_string_buffer(88), 88)),
+    "thread": threading.Thread(target=lambda: None).start() is None,
 }))"#;
     let seen = json_stdout(&run(&["--deadline", "20"], code, &[]));
     // A raw system call through ctypes works at all ...
@@ -411,13 +438,140 @@ print(json.dumps({
     assert_eq!(seen["io_uring_setup"], serde_json::json!([-1, 1]), "{seen}");
     assert_eq!(seen["unshare_user"], serde_json::json!([-1, 1]), "{seen}");
     assert_eq!(seen["unshare_net"], serde_json::json!([-1, 1]), "{seen}");
+    // clone3 hides its flags from seccomp: it answers ENOSYS (the runc
+    // profile's rule; gVisor's own kernel lacks it), so threads go through
+    // the checked clone, and they do start.
+    assert_eq!(seen["clone3"], serde_json::json!([-1, 38]), "{seen}");
+    assert_eq!(seen["thread"], true, "{seen}");
+}
+
+fn a_program_written_to_an_anonymous_memory_file_cannot_run() {
+    if !support::sandbox_available() {
+        return;
+    }
+    // noexec on /tmp stops a program written there; an anonymous memory file
+    // (memfd_create) has no mount to be noexec, so it is refused itself, and
+    // so is exec by descriptor (execveat, behind os.execve(fd)).
+    let code = r#"import errno, json, os, subprocess
+seen = {}
+def name(e):
+    return errno.errorcode.get(e.errno, str(e.errno))
+try:
+    fd = os.memfd_create("payload", 0)
+    with open("/bin/true", "rb") as f:
+        os.write(fd, f.read())
+    seen["memfd"] = subprocess.run([f"/proc/self/fd/{fd}"], pass_fds=[fd]).returncode
+except OSError as e:
+    seen["memfd"] = name(e)
+fd = os.open("/bin/true", os.O_RDONLY)
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execve(fd, ["true"], {})
+    except OSError as e:
+        os._exit(100 + e.errno)
+seen["exec_by_fd"] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+seen["exec_by_path"] = subprocess.run(["/bin/true"]).returncode
+print(json.dumps(seen))"#;
+    let seen = json_stdout(&run(&["--deadline", "20"], code, &[]));
+    assert_eq!(seen["memfd"], "EPERM", "a program in an anonymous memory file ran: {seen}");
+    assert_eq!(seen["exec_by_fd"], 100 + 1, "exec by descriptor was not refused with EPERM: {seen}");
+    assert_eq!(seen["exec_by_path"], 0, "programs of the image do not run: {seen}");
+}
+
+fn device_nodes_cannot_be_made_and_no_tun_or_fuse_device_opens() {
+    if !support::sandbox_available() {
+        return;
+    }
+    // runc's /dev has neither device and the kernel refuses mknod without
+    // CAP_MKNOD; gVisor's own /dev has both and its kernel lets any uid make
+    // a device node, so under runsc this is the seccomp rule on mknod's
+    // mode and the empty tmpfs mounted over /dev/net and /dev/fuse.
+    let code = r#"import errno, json, os, stat
+seen = {}
+def attempt(key, call):
+    try:
+        call()
+        seen[key] = "ok"
+    except OSError as e:
+        seen[key] = errno.errorcode.get(e.errno, str(e.errno))
+attempt("char", lambda: os.mknod("/tmp/null", 0o666 | stat.S_IFCHR, os.makedev(1, 3)))
+attempt("block", lambda: os.mknod("/tmp/loop", 0o666 | stat.S_IFBLK, os.makedev(7, 0)))
+attempt("fifo", lambda: os.mkfifo("/tmp/fifo"))
+for path in ["/dev/net/tun", "/dev/fuse"]:
+    attempt(path, lambda: os.close(os.open(path, os.O_RDWR)))
+print(json.dumps(seen))"#;
+    let seen = json_stdout(&run(&["--deadline", "20"], code, &[]));
+    assert_eq!(seen["char"], "EPERM", "{seen}");
+    assert_eq!(seen["block"], "EPERM", "{seen}");
+    assert_eq!(seen["fifo"], "ok", "a FIFO (os.mkfifo) must still work: {seen}");
+    for device in ["/dev/net/tun", "/dev/fuse"] {
+        assert_ne!(seen[device], "ok", "{device} opened: {seen}");
+    }
+}
+
+/// runc only: under gVisor (20221219) the Sentry does not apply `noexec`
+/// to `mmap(PROT_EXEC)` of a file, so ld.so can load a program from /tmp
+/// there. That cannot be closed by a filter (ld.so maps every library the
+/// same way) and buys nothing ctypes does not already give the code inside
+/// its own process; it runs inside gVisor's kernel under the same filter.
+/// See "What is not protected" in docs/architecture.md.
+fn the_dynamic_loader_cannot_load_a_program_from_tmp() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = r#"import shutil, subprocess
+shutil.copy("/bin/true", "/tmp/true")
+loader = "/lib64/ld-linux-x86-64.so.2" if __import__("os").uname().machine == "x86_64" else "/lib/ld-linux-aarch64.so.1"
+p = subprocess.run([loader, "/tmp/true"], capture_output=True, text=True)
+print(p.returncode, "failed to map segment" in p.stderr)"#;
+    let stdout = run(&["--deadline", "20"], code, &[]).ok().to_string();
+    assert_eq!(stdout, "127 True\n", "ld.so ran a program from the noexec /tmp");
+}
+
+fn the_posture_check_passes_under_this_runtime() {
+    if !support::sandbox_available() {
+        return;
+    }
+    // The same check as `code-mode doctor`, from the library.
+    let runtime = support::runtime();
+    let image = code_mode_sandbox_runner::image::default_image_tag();
+    let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let report = tokio.block_on(code_mode_sandbox_runner::posture::check(runtime, &image));
+    assert!(report.passed(), "{report}");
+    let names: Vec<&str> = report.checks.iter().map(|c| c.name).collect();
+    for name in [
+        "engine",
+        "runtime",
+        "runc-version",
+        "image",
+        "uid",
+        "capabilities",
+        "no-new-privileges",
+        "seccomp",
+        "read-only-root",
+        "tmp-noexec",
+        "no-dev-shm",
+        "network",
+        "pids-limit",
+        "memory-limit",
+        "io-uring",
+        "memfd",
+        "namespaces",
+        "devices",
+        "image-contents",
+    ] {
+        assert!(names.contains(&name), "no {name} check: {report}");
+    }
+    let kernel = &report.get("kernel").expect("kernel").detail;
+    // gVisor's Sentry presents itself as Linux 4.4.0.
+    assert_eq!(kernel.ends_with(" 4.4.0"), runtime == Runtime::Runsc, "{kernel}");
 }
 
 // ---------------------------------------------------------------------------
 // Runaway code
 // ---------------------------------------------------------------------------
 
-#[test]
 fn a_fork_bomb_is_stopped_at_the_deadline() {
     if !support::sandbox_available() {
         return;
@@ -427,7 +581,6 @@ fn a_fork_bomb_is_stopped_at_the_deadline() {
     assert_stopped_at_deadline(&ran, elapsed);
 }
 
-#[test]
 fn an_endless_loop_is_stopped_at_the_deadline() {
     if !support::sandbox_available() {
         return;
@@ -436,7 +589,6 @@ fn an_endless_loop_is_stopped_at_the_deadline() {
     assert_stopped_at_deadline(&ran, elapsed);
 }
 
-#[test]
 fn a_gigabyte_allocation_is_stopped_for_running_out_of_memory() {
     if !support::sandbox_available() {
         return;
@@ -451,12 +603,11 @@ fn a_gigabyte_allocation_is_stopped_for_running_out_of_memory() {
     assert!(elapsed < Duration::from_secs(SHORT_DEADLINE) + MARGIN, "took {elapsed:?}");
 }
 
-#[test]
 fn the_process_limit_holds() {
     if !support::sandbox_available() {
         return;
     }
-    let code = r#"import errno, os, time
+    let code = r#"import errno, os
 started, refused = 0, set()
 for _ in range(100):
     try:
@@ -465,11 +616,15 @@ for _ in range(100):
         refused.add(errno.errorcode.get(e.errno, str(e.errno)))
         continue
     if pid == 0:
-        time.sleep(3)
-        os._exit(0)
+        # A small program, not a copy of Python: under gVisor the sandbox's
+        # 256 MiB also hold its kernel's cost of each process.
+        try:
+            os.execv("/bin/sleep", ["sleep", "3"])
+        finally:
+            os._exit(127)
     started += 1
 print(started, sorted(refused))"#;
-    let ran = run(&["--deadline", "20"], code, &[]);
+    let ran = run(&["--deadline", "40"], code, &[]);
     let stdout = ran.ok();
     let (started, refused) = stdout.trim().split_once(' ').expect("two fields");
     let started: u32 = started.parse().unwrap();
@@ -477,7 +632,6 @@ print(started, sorted(refused))"#;
     assert_eq!(refused, "['EAGAIN']");
 }
 
-#[test]
 fn open_files_are_limited() {
     if !support::sandbox_available() {
         return;
@@ -501,7 +655,6 @@ except OSError as e:
 // Output
 // ---------------------------------------------------------------------------
 
-#[test]
 fn printed_output_is_cut_to_its_first_8192_bytes() {
     if !support::sandbox_available() {
         return;
@@ -513,7 +666,6 @@ fn printed_output_is_cut_to_its_first_8192_bytes() {
     assert!(!ran.stopped(), "{ran:#?}");
 }
 
-#[test]
 fn an_output_flood_is_stopped_long_before_the_deadline() {
     if !support::sandbox_available() {
         return;
@@ -532,7 +684,6 @@ fn an_output_flood_is_stopped_long_before_the_deadline() {
 // The protocol pipe
 // ---------------------------------------------------------------------------
 
-#[test]
 fn printed_protocol_lines_stay_plain_output_and_make_no_call() {
     if !support::sandbox_available() {
         return;
@@ -553,7 +704,6 @@ print(await add({"a": 2, "b": 3}))"#;
     assert_eq!(support::logged_calls(&log), vec!["tools/call add"], "a printed line became a call");
 }
 
-#[test]
 fn garbage_on_the_protocol_pipe_ends_the_cell_as_a_violation() {
     if !support::sandbox_available() {
         return;
@@ -572,7 +722,6 @@ time.sleep(30)"#;
     assert!(elapsed < Duration::from_secs(8), "took {elapsed:?}: the violation did not end the run");
 }
 
-#[test]
 fn an_over_long_line_on_the_protocol_pipe_ends_the_cell_as_a_violation() {
     if !support::sandbox_available() {
         return;
@@ -594,7 +743,6 @@ time.sleep(30)"
     assert!(elapsed < Duration::from_secs(8), "took {elapsed:?}: the violation did not end the run");
 }
 
-#[test]
 fn forged_calls_to_unknown_tools_are_refused_before_the_server_sees_them() {
     if !support::sandbox_available() {
         return;
@@ -619,7 +767,6 @@ print(await add({{'a': 1, 'b': 2}}))"
 // The bridge's checks
 // ---------------------------------------------------------------------------
 
-#[test]
 fn the_allowlist_keeps_other_tools_out_of_the_code() {
     if !support::sandbox_available() {
         return;
@@ -637,7 +784,6 @@ print(json.dumps({"echo": defined, "TOOLS": sorted(TOOLS), "globals": "crash" in
     assert_eq!(seen["globals"], false);
 }
 
-#[test]
 fn arguments_outside_the_schema_never_reach_the_server() {
     if !support::sandbox_available() {
         return;
@@ -662,7 +808,6 @@ print(await attempt(add(a=1, b=2)))"
     assert_eq!(support::logged_calls(&log), vec!["tools/call add"], "a refused call reached the server");
 }
 
-#[test]
 fn oversized_arguments_are_refused_naming_the_limit() {
     if !support::sandbox_available() {
         return;
@@ -676,7 +821,6 @@ fn oversized_arguments_are_refused_naming_the_limit() {
     assert!(support::logged_calls(&log).is_empty(), "the oversized call reached the server");
 }
 
-#[test]
 fn calls_past_the_budget_are_refused() {
     if !support::sandbox_available() {
         return;
@@ -695,7 +839,6 @@ fn calls_past_the_budget_are_refused() {
     assert_eq!(support::logged_calls(&log).len(), 5);
 }
 
-#[test]
 fn a_call_refused_for_its_arguments_still_counts_against_the_budget() {
     if !support::sandbox_available() {
         return;
@@ -716,7 +859,6 @@ print(await attempt(add(a=2, b=2)))"
     assert_eq!(support::logged_calls(&log), vec!["tools/call add"]);
 }
 
-#[test]
 fn a_slow_tool_times_out_and_the_session_survives() {
     if !support::sandbox_available() {
         return;
@@ -738,7 +880,6 @@ print(await attempt(add(a=1, b=1)))"
     assert_eq!(lines[2], r#"ok: {"sum":2}"#, "the session did not survive the timeout");
 }
 
-#[test]
 fn an_oversized_result_is_refused_not_cut() {
     if !support::sandbox_available() {
         return;
@@ -762,7 +903,6 @@ fn is_type_name(text: &str) -> bool {
     !text.is_empty() && text.chars().all(|c| c.is_ascii_alphabetic())
 }
 
-#[test]
 fn a_server_protocol_error_reaches_the_code_as_a_type_name_only() {
     if !support::sandbox_available() {
         return;
@@ -778,7 +918,6 @@ fn a_server_protocol_error_reaches_the_code_as_a_type_name_only() {
     assert_eq!(rest, "{\"sum\":3}\n", "the session did not survive the error");
 }
 
-#[test]
 fn a_crashed_server_reaches_the_code_as_a_type_name_only() {
     if !support::sandbox_available() {
         return;
@@ -794,7 +933,6 @@ fn a_crashed_server_reaches_the_code_as_a_type_name_only() {
     assert!(!stdout.contains(server.to_str().unwrap()), "host details leaked: {stdout}");
 }
 
-#[test]
 fn a_tools_own_failure_reaches_the_code_cut_to_500_characters() {
     if !support::sandbox_available() {
         return;
@@ -812,7 +950,6 @@ fn a_tools_own_failure_reaches_the_code_cut_to_500_characters() {
 // The catalog
 // ---------------------------------------------------------------------------
 
-#[test]
 fn awkward_tool_names_become_identifiers_that_hide_nothing() {
     if !support::sandbox_available() {
         return;
@@ -847,7 +984,6 @@ print("print still works")"#;
     );
 }
 
-#[test]
 fn search_tools_returns_names_with_summaries_best_first_by_the_words_of_names_descriptions_and_parameters() {
     if !support::sandbox_available() {
         return;
@@ -883,7 +1019,6 @@ print(json.dumps([
     assert_eq!(seen[8], 5);
 }
 
-#[test]
 fn discovery_never_reaches_the_server_nor_uses_the_call_budget() {
     if !support::sandbox_available() {
         return;
@@ -908,7 +1043,6 @@ print(await attempt(add(a=1, b=2)))"
     assert_eq!(support::logged_calls(&log), vec!["tools/call add"]);
 }
 
-#[test]
 fn long_descriptions_are_cut_in_the_stubs() {
     if !support::sandbox_available() {
         return;
@@ -924,7 +1058,6 @@ print(json.dumps([len(stub), len(TOOLS["echo"]), "A tool with a very long descri
     assert_eq!(seen[2], true, "the description's start is not in the stub");
 }
 
-#[test]
 fn hostile_schemas_are_left_out_or_bounded() {
     if !support::sandbox_available() {
         return;
@@ -947,7 +1080,6 @@ print(json.dumps({
     assert_eq!(seen["add"], r#"{"sum":4}"#);
 }
 
-#[test]
 fn a_name_clash_stops_startup_naming_both_tools() {
     if !support::sandbox_available() {
         return;
@@ -963,7 +1095,6 @@ fn a_name_clash_stops_startup_naming_both_tools() {
 // Errors
 // ---------------------------------------------------------------------------
 
-#[test]
 fn a_traceback_shows_only_the_cells_own_frames() {
     if !support::sandbox_available() {
         return;
@@ -975,4 +1106,69 @@ fn a_traceback_shows_only_the_cells_own_frames() {
     assert!(error.ends_with("ZeroDivisionError: division by zero"), "{error}");
     assert!(error.contains("File \"<cell>\", line 2, in divide"), "{error}");
     assert!(!error.contains("runner.py") && !error.contains("/opt/code-mode"), "runner frames shown: {error}");
+}
+
+// ---------------------------------------------------------------------------
+// The matrix: every test above runs under each runtime
+// ---------------------------------------------------------------------------
+
+/// `runc::<test>` and `runsc::<test>` for each test named in `both`;
+/// `runc_only` tests say in their doc comment why they do not apply to the
+/// other runtime. A test function left out of the lists is dead code, which
+/// the lints refuse.
+macro_rules! matrix {
+    (both: [$($both:ident),* $(,)?], runc_only: [$($runc:ident),* $(,)?] $(,)?) => {
+        mod runc {
+            $(#[test] fn $both() { crate::support::under(super::Runtime::Runc, super::$both) })*
+            $(#[test] fn $runc() { crate::support::under(super::Runtime::Runc, super::$runc) })*
+        }
+        mod runsc {
+            $(#[test] fn $both() { crate::support::under(super::Runtime::Runsc, super::$both) })*
+        }
+    };
+}
+
+matrix! {
+    both: [
+        nothing_from_the_hosts_environment_reaches_the_code,
+        no_secret_from_the_host_is_inside_the_sandbox,
+        neither_this_project_nor_an_mcp_client_is_installed,
+        the_wrapped_server_gets_only_the_variables_it_is_given,
+        the_sandbox_has_no_network_and_its_loopback_is_its_own,
+        the_root_filesystem_is_read_only_and_tmp_cannot_run_programs,
+        the_code_runs_as_nobody_with_no_capabilities_and_a_seccomp_filter,
+        io_uring_and_user_namespaces_are_refused_by_seccomp,
+        a_program_written_to_an_anonymous_memory_file_cannot_run,
+        device_nodes_cannot_be_made_and_no_tun_or_fuse_device_opens,
+        the_posture_check_passes_under_this_runtime,
+        a_fork_bomb_is_stopped_at_the_deadline,
+        an_endless_loop_is_stopped_at_the_deadline,
+        a_gigabyte_allocation_is_stopped_for_running_out_of_memory,
+        the_process_limit_holds,
+        open_files_are_limited,
+        printed_output_is_cut_to_its_first_8192_bytes,
+        an_output_flood_is_stopped_long_before_the_deadline,
+        printed_protocol_lines_stay_plain_output_and_make_no_call,
+        garbage_on_the_protocol_pipe_ends_the_cell_as_a_violation,
+        an_over_long_line_on_the_protocol_pipe_ends_the_cell_as_a_violation,
+        forged_calls_to_unknown_tools_are_refused_before_the_server_sees_them,
+        the_allowlist_keeps_other_tools_out_of_the_code,
+        arguments_outside_the_schema_never_reach_the_server,
+        oversized_arguments_are_refused_naming_the_limit,
+        calls_past_the_budget_are_refused,
+        a_call_refused_for_its_arguments_still_counts_against_the_budget,
+        a_slow_tool_times_out_and_the_session_survives,
+        an_oversized_result_is_refused_not_cut,
+        a_server_protocol_error_reaches_the_code_as_a_type_name_only,
+        a_crashed_server_reaches_the_code_as_a_type_name_only,
+        a_tools_own_failure_reaches_the_code_cut_to_500_characters,
+        awkward_tool_names_become_identifiers_that_hide_nothing,
+        search_tools_returns_names_with_summaries_best_first_by_the_words_of_names_descriptions_and_parameters,
+        discovery_never_reaches_the_server_nor_uses_the_call_budget,
+        long_descriptions_are_cut_in_the_stubs,
+        hostile_schemas_are_left_out_or_bounded,
+        a_name_clash_stops_startup_naming_both_tools,
+        a_traceback_shows_only_the_cells_own_frames,
+    ],
+    runc_only: [the_dynamic_loader_cannot_load_a_program_from_tmp],
 }

@@ -142,24 +142,27 @@ impl std::str::FromStr for Runtime {
 /// needs it; the error names the runtime and how to register it.
 pub async fn check_runtime(docker: &Docker, runtime: Runtime) -> Result<(), SandboxError> {
     let info = docker.info().await.map_err(SandboxError::docker("read the engine's runtimes"))?;
-    let registered = info.runtimes.unwrap_or_default();
-    let problem = match registered.get(runtime.name()) {
-        None => {
-            let mut names: Vec<&str> = registered.keys().map(String::as_str).collect();
-            names.sort_unstable();
-            format!("is not registered with the Docker engine (it has: {})", names.join(", "))
-        }
-        Some(found) => {
-            let args = found.runtime_args.clone().unwrap_or_default();
-            let missing: Vec<&str> =
-                runtime.required_args().iter().copied().filter(|a| !args.iter().any(|g| g == a)).collect();
-            if missing.is_empty() {
-                return Ok(());
-            }
-            format!("is registered without the runtimeArgs {} (it has {args:?})", missing.join(" "))
-        }
+    match registration_problem(&info.runtimes.unwrap_or_default(), runtime) {
+        None => Ok(()),
+        Some(problem) => Err(SandboxError::Runtime { runtime, problem, how: runtime.how_to_register() }),
+    }
+}
+
+/// What is wrong with the engine's `registered` runtimes for `runtime`:
+/// missing, or registered without an argument the lockdown needs.
+pub fn registration_problem(
+    registered: &HashMap<String, bollard::models::Runtime>,
+    runtime: Runtime,
+) -> Option<String> {
+    let Some(found) = registered.get(runtime.name()) else {
+        let mut names: Vec<&str> = registered.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        return Some(format!("is not registered with the Docker engine (it has: {})", names.join(", ")));
     };
-    Err(SandboxError::Runtime { runtime, problem, how: runtime.how_to_register() })
+    let args = found.runtime_args.clone().unwrap_or_default();
+    let missing: Vec<&str> = runtime.required_args().iter().copied().filter(|a| !args.iter().any(|g| g == a)).collect();
+    (!missing.is_empty())
+        .then(|| format!("is registered without the runtimeArgs {} (it has {args:?})", missing.join(" ")))
 }
 
 /// Every restriction of a sandbox container.
@@ -523,6 +526,32 @@ mod tests {
             "nproc is per host user under runc"
         );
         assert_eq!(hc.tmpfs.as_ref().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_runtime_the_engine_lacks_or_registered_without_our_arguments_is_named() {
+        let entry = |args: &[&str]| bollard::models::Runtime {
+            path: Some("/usr/bin/runsc".into()),
+            runtime_args: Some(args.iter().map(|a| a.to_string()).collect()),
+            ..Default::default()
+        };
+        let mut engine = HashMap::from([("runc".to_string(), bollard::models::Runtime::default())]);
+        assert_eq!(registration_problem(&engine, Runtime::Runc), None);
+        let missing = registration_problem(&engine, Runtime::Runsc).expect("runsc is missing");
+        assert!(missing.contains("not registered") && missing.contains("it has: runc"), "{missing}");
+
+        engine.insert("runsc".into(), entry(&["--network=none"]));
+        let partial = registration_problem(&engine, Runtime::Runsc).expect("--oci-seccomp is missing");
+        assert!(partial.contains("--oci-seccomp") && !partial.contains("--network=none "), "{partial}");
+
+        engine.insert("runsc".into(), entry(&["--network=none", "--oci-seccomp", "--platform=ptrace"]));
+        assert_eq!(registration_problem(&engine, Runtime::Runsc), None);
+
+        let error =
+            SandboxError::Runtime { runtime: Runtime::Runsc, problem: missing, how: Runtime::Runsc.how_to_register() }
+                .to_string();
+        assert!(error.starts_with("the container runtime runsc is not registered"), "{error}");
+        assert!(error.contains("/etc/docker/daemon.json") && error.contains("SIGHUP"), "{error}");
     }
 
     #[test]
