@@ -22,7 +22,8 @@
 //!   record costs per call, next to `policy`'s "no policy" row.
 //!
 //! Everything runs over the in-process bus, then again over a nats-server
-//! when `--nats URL` is given. See `loadtests/README.md`.
+//! when `--nats URL` is given, under each runtime of `--runtimes` (runc by
+//! default; `runc,runsc` measures gVisor beside it). See `loadtests/README.md`.
 
 mod stack;
 mod stats;
@@ -36,6 +37,7 @@ use anyhow::{Context, bail, ensure};
 use clap::{Parser, ValueEnum};
 use code_mode_proto::CellReport;
 use code_mode_sandbox_runner::DEFAULT_WARM;
+use code_mode_sandbox_runner::container::Runtime;
 
 use crate::stack::{Audit, Stack, Transport};
 use crate::stats::Summary;
@@ -67,6 +69,10 @@ struct Args {
     /// Which scenarios to run.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "cold,warm,tool,throughput,policy,audit")]
     scenarios: Vec<Scenario>,
+    /// The container runtimes to measure, one after the other in this run
+    /// (`runc,runsc` puts gVisor's cost beside runc's).
+    #[arg(long, value_delimiter = ',', default_value = "runc", value_name = "LIST")]
+    runtimes: Vec<Runtime>,
     /// The MCP server to wrap (default: `code-mode-test-server` next to this
     /// binary).
     #[arg(last = true, value_name = "SERVER_COMMAND")]
@@ -102,6 +108,7 @@ const REFILL_BOUND: Duration = Duration::from_secs(60);
 /// One line of the results.
 struct Row {
     scenario: String,
+    runtime: Runtime,
     transport: String,
     summary: Summary,
     note: String,
@@ -126,10 +133,11 @@ async fn main() -> anyhow::Result<()> {
     let engine = docker.version().await.ok().and_then(|v| v.version).unwrap_or_else(|| "unknown".into());
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
     let mut rows = Vec::new();
-    for transport in &transports {
+    for (runtime, transport) in args.runtimes.iter().flat_map(|r| transports.iter().map(move |t| (*r, t))) {
+        let first_row = rows.len();
         let wants = |s| args.scenarios.contains(&s);
         if wants(Scenario::Cold) || wants(Scenario::Throughput) {
-            let stack = Stack::start(transport, &args.server, 0, args.concurrency, None, None).await?;
+            let stack = Stack::start(transport, runtime, &args.server, 0, args.concurrency, None, None).await?;
             let measured = async {
                 if wants(Scenario::Cold) {
                     eprintln!("loadtest: cold print(1) over {transport}");
@@ -149,7 +157,7 @@ async fn main() -> anyhow::Result<()> {
         if args.warm > 0
             && [Scenario::Warm, Scenario::Tool, Scenario::Throughput, Scenario::Policy].into_iter().any(wants)
         {
-            let stack = Stack::start(transport, &args.server, args.warm, args.concurrency, None, None).await?;
+            let stack = Stack::start(transport, runtime, &args.server, args.warm, args.concurrency, None, None).await?;
             let measured = async {
                 if wants(Scenario::Warm) {
                     eprintln!("loadtest: warm print(1) over {transport}");
@@ -184,7 +192,8 @@ async fn main() -> anyhow::Result<()> {
             let policy = std::env::temp_dir().join(format!("code-mode-loadtest-policy-{}.json", std::process::id()));
             std::fs::write(&policy, LIMITED).context("writing the load test's policy")?;
             let stack =
-                Stack::start(transport, &args.server, args.warm, args.concurrency, Some(policy.clone()), None).await;
+                Stack::start(transport, runtime, &args.server, args.warm, args.concurrency, Some(policy.clone()), None)
+                    .await;
             let _ = std::fs::remove_file(&policy);
             let stack = stack?;
             eprintln!("loadtest: {SERIAL_CALLS} calls in a row, rate-limited, over {transport}");
@@ -202,7 +211,8 @@ async fn main() -> anyhow::Result<()> {
                 Transport::Nats(_) => (Audit::Nats, "audit stream"),
             };
             let stack =
-                Stack::start(transport, &args.server, args.warm, args.concurrency, None, Some(audit.clone())).await?;
+                Stack::start(transport, runtime, &args.server, args.warm, args.concurrency, None, Some(audit.clone()))
+                    .await?;
             eprintln!("loadtest: {SERIAL_CALLS} calls in a row, {label}, over {transport}");
             let measured = serial_calls(&stack, &args, transport, label).await;
             stack.stop().await;
@@ -211,17 +221,23 @@ async fn main() -> anyhow::Result<()> {
             }
             rows.push(measured?);
         }
+        for row in &mut rows[first_row..] {
+            row.runtime = runtime;
+        }
     }
     println!(
         "code-mode-loadtest: {cores} cores, Docker {engine}, {} samples (+{} warm-up), warm pool {}, throughput {} cells {} at once",
         args.samples, args.warmup, args.warm, args.cells, args.concurrency
     );
-    println!("{:<28} {:<11} {:>4} {:>9} {:>9} {:>9}  note", "scenario", "bus", "n", "p50 ms", "p90 ms", "max ms");
+    println!(
+        "{:<28} {:<7} {:<11} {:>4} {:>9} {:>9} {:>9}  note",
+        "scenario", "runtime", "bus", "n", "p50 ms", "p90 ms", "max ms"
+    );
     for r in rows {
         let s = r.summary;
         println!(
-            "{:<28} {:<11} {:>4} {:>9.1} {:>9.1} {:>9.1}  {}",
-            r.scenario, r.transport, s.count, s.p50_ms, s.p90_ms, s.max_ms, r.note
+            "{:<28} {:<7} {:<11} {:>4} {:>9.1} {:>9.1} {:>9.1}  {}",
+            r.scenario, r.runtime, r.transport, s.count, s.p50_ms, s.p90_ms, s.max_ms, r.note
         );
     }
     Ok(())
@@ -242,7 +258,8 @@ fn default_server() -> anyhow::Result<PathBuf> {
 
 fn row(scenario: &str, transport: &Transport, samples: &[Duration], note: String) -> Row {
     let summary = Summary::of(samples).expect("every scenario takes at least one sample");
-    Row { scenario: scenario.into(), transport: transport.to_string(), summary, note }
+    // The runtime is set by the loop over runtimes in `main`.
+    Row { scenario: scenario.into(), runtime: Runtime::default(), transport: transport.to_string(), summary, note }
 }
 
 /// Time `samples` cells of `code` one after the other (after `warmup`

@@ -16,7 +16,7 @@ use code_mode_core::bus::Bus;
 use code_mode_core::nats::{NatsOptions, NatsTransport};
 use code_mode_core::state::{JetStreamConfig, SessionStore};
 use code_mode_mcp_frontend::{Frontend, FrontendConfig};
-use code_mode_sandbox_runner::container::Lockdown;
+use code_mode_sandbox_runner::container::{Lockdown, Runtime};
 use code_mode_sandbox_runner::image::{self, BaseSource};
 use code_mode_sandbox_runner::{RunnerConfig, SandboxRunner, connect_docker};
 use tokio_util::sync::CancellationToken;
@@ -93,9 +93,11 @@ impl Services {
 
 impl Stack {
     /// Start the three services: the runner keeps `warm` containers ready
-    /// and runs up to `concurrency` cells, the frontend sends as many.
+    /// under `runtime` and runs up to `concurrency` cells, the frontend
+    /// sends as many.
     pub async fn start(
         transport: &Transport,
+        runtime: Runtime,
         server: &[String],
         warm: usize,
         concurrency: usize,
@@ -136,7 +138,7 @@ impl Stack {
         let tag = image::default_image_tag();
         image::ensure_image(&docker, &tag, BaseSource::Auto, &|line: &str| eprintln!("loadtest: {line}")).await?;
         let config = RunnerConfig {
-            lockdown: Lockdown { image: tag, ..Lockdown::default() },
+            lockdown: Lockdown { image: tag, ..Lockdown::for_runtime(runtime) },
             capacity: concurrency,
             warm,
             audit: audit.clone(),

@@ -36,3 +36,23 @@ fn one_sample_of_the_warm_and_policy_scenarios_runs_in_process_and_over_nats() {
     }
     assert_eq!(stdout.matches("mean per call in the cell: p50 ").count(), 4, "{stdout}");
 }
+
+#[test]
+fn one_cold_sample_runs_under_each_runtime_side_by_side() {
+    if !docker_available() {
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_code-mode-loadtest"))
+        .args(["--samples", "1", "--warmup", "0", "--scenarios", "cold", "--runtimes", "runc,runsc"])
+        .arg("--")
+        .arg(code_mode_core::testing::workspace_binary("code-mode-test-server"))
+        .output()
+        .expect("the load test runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    for runtime in ["runc", "runsc"] {
+        let row =
+            stdout.lines().find(|l| l.starts_with("cold print(1)") && l.split_whitespace().nth(2) == Some(runtime));
+        assert!(row.is_some(), "no cold row under {runtime} in:\n{stdout}");
+    }
+}
