@@ -150,3 +150,19 @@ fn the_audit_example_of_the_readme_runs_as_written() {
         format!("{}\n", block(example, "text", "audit.jsonl: the chain is broken").trim_end())
     );
 }
+
+#[test]
+fn the_runtime_example_of_the_readme_runs_under_gvisor_as_written() {
+    if !support::under_runsc_available() {
+        return;
+    }
+    let text = readme();
+    let command = block(&text, "sh", "./target/debug/code-mode run --runtime runsc")
+        .replace("./target/debug/code-mode-test-server", support::test_server().to_str().unwrap())
+        .replace("./target/debug/code-mode ", &format!("{} ", support::code_mode().display()));
+    let out = Command::new("bash").arg("-c").arg(&command).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // gVisor's kernel presents itself as Linux 4.4.0, whatever the host runs.
+    assert_eq!(report["stdout"], "4.4.0\n", "{report}");
+}

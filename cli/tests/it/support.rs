@@ -46,6 +46,14 @@ pub fn under(runtime: Runtime, test: fn()) {
     test();
 }
 
+/// [`sandbox_available`] under runsc, for a test outside the matrix.
+pub fn under_runsc_available() -> bool {
+    RUNTIME.set(Some(Runtime::Runsc));
+    let available = sandbox_available();
+    RUNTIME.set(None);
+    available
+}
+
 /// The runtime of the current test: the one [`under`] set, else runc.
 pub fn runtime() -> Runtime {
     RUNTIME.get().unwrap_or_default()
