@@ -73,3 +73,33 @@ fn the_runtime_can_come_from_the_settings_file() {
     assert!(!output.status.success() && stderr.contains("crun is not supported"), "{stderr}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_probe_container_left_by_a_killed_doctor_is_reaped_at_the_next_start() {
+    if !support::sandbox_available() {
+        return;
+    }
+    // The probe's container carries the same owner labels as a cell's, so a
+    // doctor killed mid-probe leaves nothing the next runner keeps.
+    let mut doctor = Command::new(support::code_mode())
+        .args(["doctor", "--runtime", "runc"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("doctor starts");
+    let pid = doctor.id();
+    let mut left = Vec::new();
+    for _ in 0..200 {
+        left = support::containers_of(pid);
+        if !left.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    let killed = Command::new("kill").args(["-s", "KILL", &pid.to_string()]).status().unwrap();
+    assert!(killed.success());
+    doctor.wait().unwrap();
+    assert!(!left.is_empty(), "doctor started no probe container");
+    support::run(&[], "print('next')", &[]);
+    assert!(support::containers_of(pid).is_empty(), "the next start reaped the probe container");
+}
