@@ -80,6 +80,78 @@ impl ServerSpec {
             Transport::Http(http) => &http.url,
         }
     }
+
+    /// The command line (program and arguments, cut to
+    /// [`MAX_COMMAND_LINE`] characters) or URL of the server, for errors:
+    /// `node /srv/index.js` says more than `node`.
+    pub fn command_line(&self) -> String {
+        match &self.transport {
+            Transport::Stdio(stdio) => {
+                let line = std::iter::once(&stdio.command).chain(&stdio.args).cloned().collect::<Vec<_>>().join(" ");
+                crate::stubs::cut_chars(&line, MAX_COMMAND_LINE)
+            }
+            Transport::Http(http) => http.url.clone(),
+        }
+    }
+}
+
+/// Longest command line quoted in an error, in characters.
+const MAX_COMMAND_LINE: usize = 200;
+/// Lines of a starting server's stderr kept for its start error.
+const STDERR_TAIL_LINES: usize = 5;
+/// Longest stderr line kept for a start error, in characters.
+const STDERR_TAIL_CHARS: usize = 200;
+/// How long a failed start waits for the rest of the server's stderr.
+const STDERR_DRAIN: Duration = Duration::from_millis(300);
+
+/// The last lines a stdio server wrote on stderr, kept so that a server
+/// that dies while starting can say why (a missing module, a bad flag).
+#[derive(Debug, Clone, Default)]
+struct StderrTail {
+    lines: Arc<std::sync::Mutex<std::collections::VecDeque<String>>>,
+    /// Set when the server closed its stderr (it exited).
+    closed: Arc<Notify>,
+}
+
+impl StderrTail {
+    fn push(&self, line: &str) {
+        let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        if lines.len() == STDERR_TAIL_LINES {
+            lines.pop_front();
+        }
+        lines.push_back(crate::stubs::cut_chars(line.trim_end(), STDERR_TAIL_CHARS));
+    }
+
+    /// What to add to a start error: the last lines, once the server closed
+    /// stderr (or after a short wait), or nothing when it wrote none.
+    async fn describe(&self) -> String {
+        let _ = tokio::time::timeout(STDERR_DRAIN, self.closed.notified()).await;
+        let lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        let lines: Vec<&str> = lines.iter().map(String::as_str).filter(|l| !l.trim().is_empty()).collect();
+        if lines.is_empty() { String::new() } else { format!("; its last stderr lines: {}", lines.join(" | ")) }
+    }
+}
+
+/// Why spawning `command` failed, in words that name the path tried.
+fn spawn_failure(command: &str, e: &std::io::Error) -> String {
+    if e.kind() != std::io::ErrorKind::NotFound {
+        return e.to_string();
+    }
+    if command.contains('/') {
+        // `./x` is shown as `<dir>/x`: the `.` steps say nothing.
+        let path: std::path::PathBuf =
+            std::path::Path::new(command).components().filter(|c| *c != std::path::Component::CurDir).collect();
+        match std::env::current_dir() {
+            Ok(dir) if path.is_relative() => format!(
+                "the program {} does not exist (a relative path is taken from the working directory, {})",
+                dir.join(&path).display(),
+                dir.display()
+            ),
+            _ => format!("the program {} does not exist", path.display()),
+        }
+    } else {
+        format!("no program named {command:?} on PATH (give its full path, or add its folder to PATH)")
+    }
 }
 
 /// How code-mode talks to a wrapped server.
@@ -276,11 +348,8 @@ pub async fn start(
 /// Spawn the server, initialize the session and list the tools, all within
 /// the start timeout.
 async fn connect(spec: &ServerSpec) -> Result<(Session, Vec<Tool>), BridgeError> {
-    let start_error = |reason: String| BridgeError::ServerStart {
-        server: spec.name.clone(),
-        command: spec.target().to_string(),
-        reason,
-    };
+    let start_error =
+        |reason: String| BridgeError::ServerStart { server: spec.name.clone(), command: spec.command_line(), reason };
     let no_answer =
         || start_error(format!("no answer to initialize/tools list within {} s", spec.start_timeout.as_secs_f64()));
     // One deadline covers initialize and tools/list. A server that never
@@ -288,9 +357,10 @@ async fn connect(spec: &ServerSpec) -> Result<(Session, Vec<Tool>), BridgeError>
     // stops the child (or drops the HTTP connection).
     let deadline = Instant::now() + spec.start_timeout;
     let handler = ToolsWatcher::default();
+    let stderr = StderrTail::default();
     let initialized = match &spec.transport {
         Transport::Stdio(stdio) => {
-            let transport = spawn(&spec.name, stdio)?;
+            let transport = spawn(&spec.name, stdio, stderr.clone())?;
             tokio::time::timeout_at(deadline, handler.serve(transport)).await
         }
         Transport::Http(http) => {
@@ -304,7 +374,7 @@ async fn connect(spec: &ServerSpec) -> Result<(Session, Vec<Tool>), BridgeError>
     };
     let mut session = match initialized {
         Ok(Ok(session)) => session,
-        Ok(Err(e)) => return Err(start_error(format!("MCP initialization failed: {e}"))),
+        Ok(Err(e)) => return Err(start_error(format!("MCP initialization failed: {e}{}", stderr.describe().await))),
         Err(_) => return Err(no_answer()),
     };
     match tokio::time::timeout_at(deadline, session.peer().list_all_tools()).await {
@@ -330,8 +400,9 @@ fn http_config(http: &HttpSpec) -> Result<StreamableHttpClientTransportConfig, S
     Ok(StreamableHttpClientTransportConfig::with_uri(http.url.clone()).custom_headers(headers))
 }
 
-/// Spawn a stdio server with its environment; its stderr goes to the log.
-fn spawn(name: &str, spec: &StdioSpec) -> Result<TokioChildProcess, BridgeError> {
+/// Spawn a stdio server with its environment; its stderr goes to the log,
+/// and its last lines to `tail`.
+fn spawn(name: &str, spec: &StdioSpec, tail: StderrTail) -> Result<TokioChildProcess, BridgeError> {
     let mut cmd = tokio::process::Command::new(&spec.command);
     cmd.args(&spec.args).env_clear().kill_on_drop(true);
     for key in DEFAULT_ENV {
@@ -354,17 +425,23 @@ fn spawn(name: &str, spec: &StdioSpec) -> Result<TokioChildProcess, BridgeError>
     }
     let spawn_error = |e: std::io::Error| BridgeError::ServerStart {
         server: name.to_string(),
-        command: spec.command.clone(),
-        reason: e.to_string(),
+        command: crate::stubs::cut_chars(
+            &std::iter::once(&spec.command).chain(&spec.args).cloned().collect::<Vec<_>>().join(" "),
+            MAX_COMMAND_LINE,
+        ),
+        reason: spawn_failure(&spec.command, &e),
     };
     let (transport, stderr) = TokioChildProcess::builder(cmd).stderr(Stdio::piped()).spawn().map_err(spawn_error)?;
     if let Some(stderr) = stderr {
         let name = name.to_string();
+        // Ends when the child closes stderr (it exited or was killed).
         tokio::spawn(async move {
             let mut lines = tokio::io::BufReader::new(stderr).lines();
             while let Ok(Some(line)) = lines.next_line().await {
                 tracing::info!(server = %name, "{line}");
+                tail.push(&line);
             }
+            tail.closed.notify_one();
         });
     }
     Ok(transport)

@@ -66,7 +66,7 @@ async fn a_server_that_exits_at_start_fails_startup_naming_its_command() {
     match &err {
         BridgeError::ServerStart { server, command, reason } => {
             assert_eq!(server, "test");
-            assert_eq!(command, &test_server());
+            assert!(command.starts_with(&test_server()) && command.ends_with("--exit-on-start"), "{command}");
             assert!(reason.starts_with("MCP initialization failed"), "{reason}");
         }
         other => panic!("expected ServerStart, got {other:?}"),
@@ -110,7 +110,7 @@ async fn a_server_that_never_answers_initialize_fails_startup_within_the_start_t
     assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
     match &err {
         BridgeError::ServerStart { command, reason, .. } => {
-            assert_eq!(command, "sleep");
+            assert_eq!(command, "sleep 987654", "the command line with its arguments");
             assert_eq!(reason, "no answer to initialize/tools list within 0.5 s");
         }
         other => panic!("expected ServerStart, got {other:?}"),
@@ -174,4 +174,32 @@ async fn passing_an_unset_variable_stops_startup_naming_it() {
     }
     assert!(err.to_string().contains(name), "{err}");
     assert!(!log.exists(), "the server was never started");
+}
+
+/// The start error of a server run as `command args...`.
+async fn start_error_of(command: &str, args: &[&str]) -> String {
+    let setup = Setup {
+        command: Some((command.to_string(), args.iter().map(|a| a.to_string()).collect())),
+        ..Setup::default()
+    };
+    setup.start().await.expect_err("the server cannot start").to_string()
+}
+
+#[tokio::test]
+async fn a_server_that_dies_while_starting_is_named_by_its_command_line_and_its_last_stderr_lines() {
+    let script = "import sys; sys.stderr.write('starting\\nError: Cannot find module /srv/missing.js\\n'); sys.exit(3)";
+    let err = start_error_of("python3", &["-c", script]).await;
+    assert!(err.contains("(python3 -c import sys;"), "the whole command line is shown: {err}");
+    assert!(err.contains("its last stderr lines: starting | Error: Cannot find module /srv/missing.js"), "{err}");
+}
+
+#[tokio::test]
+async fn a_server_program_that_does_not_exist_is_named_by_the_path_tried() {
+    let err = start_error_of("./no/such/server", &["--flag"]).await;
+    let tried = std::env::current_dir().unwrap().join("no/such/server");
+    assert!(err.contains(&format!("the program {} does not exist", tried.display())), "{err}");
+    assert!(err.contains("(./no/such/server --flag)"), "{err}");
+
+    let err = start_error_of("code-mode-no-such-server-7f3a", &[]).await;
+    assert!(err.contains("no program named \"code-mode-no-such-server-7f3a\" on PATH"), "{err}");
 }
