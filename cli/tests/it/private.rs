@@ -22,7 +22,8 @@ const SUM: &str = "{\"sum\":5}\n";
 fn add_refused_after(by: &str, private: &str) -> String {
     format!(
         "refused: add: refused by the private-data rule: this session has called the private tool {by}, so from \
-         then on it may call only private tools ({private})\n"
+         then on it may call only private tools ({private}). The rule lasts for the rest of the client session: \
+         call other tools before the first private call, or in a new session\n"
     )
 }
 

@@ -58,7 +58,8 @@ pub enum RuleRefusal {
     /// The session has called a private tool, and this tool is not private.
     #[error(
         "{tool}: refused by the private-data rule: this session has called the private tool {by}, so from then \
-         on it may call only private tools ({allowed})"
+         on it may call only private tools ({allowed}). The rule lasts for the rest of the client session: call \
+         other tools before the first private call, or in a new session"
     )]
     Tainted {
         /// The refused tool (Python name).
@@ -78,6 +79,32 @@ pub enum RuleRefusal {
     },
 }
 
+/// Most characters of private tool names a refusal lists, so that what to do
+/// next still fits in the 500 characters a `ToolError` carries.
+const MAX_ALLOWED_CHARS: usize = 160;
+
+/// The private tools' names, comma-separated, at most
+/// [`MAX_ALLOWED_CHARS`] of them and then how many more.
+fn bounded_list<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    let names: Vec<&str> = names.into_iter().collect();
+    let mut list = String::new();
+    let mut shown = 0;
+    for name in &names {
+        if shown > 0 && list.len() + name.len() + 2 > MAX_ALLOWED_CHARS {
+            break;
+        }
+        if shown > 0 {
+            list.push_str(", ");
+        }
+        list.push_str(name);
+        shown += 1;
+    }
+    if names.len() > shown {
+        list.push_str(&format!(" and {} more", names.len() - shown));
+    }
+    list
+}
+
 /// The rule of one bridge: its private tools and the store of the taint.
 #[derive(Debug, Clone)]
 pub struct PrivateRule {
@@ -89,7 +116,7 @@ pub struct PrivateRule {
 impl PrivateRule {
     /// A rule over `store` for these private tools (Python names).
     pub fn new<'a>(store: SessionStore, private: impl IntoIterator<Item = &'a str>) -> Self {
-        Self { store, allowed: private.into_iter().collect::<Vec<_>>().join(", ") }
+        Self { store, allowed: bounded_list(private) }
     }
 
     /// Judge a call of `tool` (Python name) in `session` that passed every
@@ -176,5 +203,16 @@ mod tests {
         assert_eq!(by.chars().count(), MAX_QUOTED_NAME);
         let RuleRefusal::Tainted { by, .. } = rule.judge("b", "send", false).await.unwrap_err() else { panic!() };
         assert_eq!(by, "(unknown)");
+    }
+
+    #[tokio::test]
+    async fn a_refusal_says_what_to_do_even_with_hundreds_of_private_tools() {
+        let names: Vec<String> = (0..300).map(|i| format!("private_tool_{i:03}")).collect();
+        let rule = PrivateRule::new(SessionStore::in_memory(), names.iter().map(String::as_str));
+        rule.judge("s", "private_tool_000", true).await.unwrap();
+        let text = rule.judge("s", "send", false).await.unwrap_err().to_string();
+        assert!(text.contains(" more)"), "the list is cut: {text}");
+        assert!(text.ends_with("call other tools before the first private call, or in a new session"), "{text}");
+        assert!(text.chars().count() <= code_mode_core::defaults::MAX_MESSAGE_CHARS, "{}", text.chars().count());
     }
 }

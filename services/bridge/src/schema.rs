@@ -44,8 +44,14 @@ pub enum ArgumentProblem {
         max: usize,
     },
     /// Names the schema does not know.
-    #[error("the schema does not name {0}")]
-    Unnamed(String),
+    #[error("the schema does not name {names}; {takes}")]
+    Unnamed {
+        /// The unknown names, quoted (at most five).
+        names: String,
+        /// What the tool takes instead: `it takes "a", "b"` or
+        /// `it takes no arguments` (bounded, see [`takes`]).
+        takes: String,
+    },
     /// The schema rejects them.
     #[error("arguments do not match the schema: {0}")]
     Invalid(String),
@@ -57,6 +63,8 @@ pub struct ArgumentChecker {
     /// The property names allowed when the schema does not say whether
     /// others are; `None` when the schema decides itself.
     named_only: Option<BTreeSet<String>>,
+    /// The top-level property names, listed when a call names another.
+    named: BTreeSet<String>,
 }
 
 impl std::fmt::Debug for ArgumentChecker {
@@ -96,17 +104,10 @@ impl ArgumentChecker {
         let decides_itself = obj.contains_key("additionalProperties")
             || obj.contains_key("patternProperties")
             || obj.contains_key("unevaluatedProperties");
-        let named_only = if decides_itself {
-            None
-        } else {
-            Some(
-                obj.get("properties")
-                    .and_then(Value::as_object)
-                    .map(|p| p.keys().cloned().collect())
-                    .unwrap_or_default(),
-            )
-        };
-        Ok(Self { validator, named_only })
+        let named: BTreeSet<String> =
+            obj.get("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect()).unwrap_or_default();
+        let named_only = if decides_itself { None } else { Some(named.clone()) };
+        Ok(Self { validator, named_only, named })
     }
 
     /// Check one call's arguments: an object of at most `max_bytes` of JSON,
@@ -127,17 +128,62 @@ impl ArgumentChecker {
         if let Some(named) = &self.named_only {
             let unnamed: Vec<&str> = map.keys().filter(|k| !named.contains(*k)).map(String::as_str).collect();
             if !unnamed.is_empty() {
-                let list = unnamed.iter().take(5).map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", ");
-                return Err(ArgumentProblem::Unnamed(list));
+                let names = unnamed.iter().take(5).map(|k| quoted(k)).collect::<Vec<_>>().join(", ");
+                return Err(ArgumentProblem::Unnamed { names, takes: takes(named) });
             }
         }
         if let Some(e) = self.validator.iter_errors(arguments).next() {
             let at = e.instance_path().to_string();
+            let unexpected_name = at.is_empty() && e.schema_path().to_string().ends_with("/additionalProperties");
             let at = if at.is_empty() { "top level".to_string() } else { at };
-            return Err(ArgumentProblem::Invalid(format!("at {at}: {e}")));
+            // A name the schema refuses: say what it takes instead.
+            let takes = if unexpected_name { format!("; {}", takes(&self.named)) } else { String::new() };
+            return Err(ArgumentProblem::Invalid(format!("at {at}: {e}{takes}")));
         }
         Ok(())
     }
+}
+
+/// Longest parameter name quoted in a refusal, in characters.
+const MAX_QUOTED_NAME: usize = 64;
+/// Most characters of parameter names a refusal lists, so that the whole
+/// refusal stays within the 500 characters a `ToolError` carries.
+const MAX_LISTED_CHARS: usize = 300;
+
+/// A name quoted for a refusal, cut to [`MAX_QUOTED_NAME`] characters (names
+/// come from the code or from the server's schema: neither is trusted).
+fn quoted(name: &str) -> String {
+    if name.chars().count() <= MAX_QUOTED_NAME {
+        format!("{name:?}")
+    } else {
+        let cut: String = name.chars().take(MAX_QUOTED_NAME).collect();
+        format!("{cut:?}...")
+    }
+}
+
+/// What a tool takes, for a refusal that names an unknown parameter: the
+/// code can correct the call without reading the stub again.
+fn takes(named: &BTreeSet<String>) -> String {
+    if named.is_empty() {
+        return "it takes no arguments".to_string();
+    }
+    let mut list = String::new();
+    let mut shown = 0;
+    for name in named {
+        let name = quoted(name);
+        if shown > 0 && list.chars().count() + name.chars().count() + 2 > MAX_LISTED_CHARS {
+            break;
+        }
+        if shown > 0 {
+            list.push_str(", ");
+        }
+        list.push_str(&name);
+        shown += 1;
+    }
+    if named.len() > shown {
+        list.push_str(&format!(" and {} more", named.len() - shown));
+    }
+    format!("it takes {list}")
 }
 
 #[cfg(test)]
@@ -167,9 +213,27 @@ mod tests {
     fn arguments_the_schema_does_not_name_are_refused_unless_it_allows_them() {
         let c = ArgumentChecker::compile(&add_schema(), 64).unwrap();
         let e = c.check(&json!({"a": 1, "b": 2, "extra": 3}), 16384).unwrap_err();
-        assert_eq!(e, ArgumentProblem::Unnamed("\"extra\"".into()));
+        assert_eq!(
+            e.to_string(),
+            "the schema does not name \"extra\"; it takes \"a\", \"b\"",
+            "the refusal lists what the tool takes"
+        );
         let open = json!({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": true});
         ArgumentChecker::compile(&open, 64).unwrap().check(&json!({"a": "x", "z": 1}), 16384).unwrap();
+    }
+
+    #[test]
+    fn a_refused_unknown_name_lists_parameters_within_a_bound_each_cut() {
+        let properties: serde_json::Map<String, Value> =
+            (0..30).map(|i| (format!("p{i:02}{}", "x".repeat(100)), json!({"type": "string"}))).collect();
+        let schema = json!({"type": "object", "properties": properties});
+        let e = ArgumentChecker::compile(&schema, 64).unwrap().check(&json!({"q": 1}), 16384).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("\"p00") && text.contains(" more"), "{text}");
+        assert!(text.chars().count() < 400, "bounded: {} characters: {text}", text.chars().count());
+        let none = json!({"type": "object", "properties": {}});
+        let e = ArgumentChecker::compile(&none, 64).unwrap().check(&json!({"q": 1}), 16384).unwrap_err();
+        assert!(e.to_string().ends_with("it takes no arguments"), "{e}");
     }
 
     #[test]

@@ -66,7 +66,8 @@ async fn after_a_private_call_a_session_may_call_only_private_tools() {
     assert_eq!(
         message,
         "add: refused by the private-data rule: this session has called the private tool get_env, so from then on \
-         it may call only private tools (get_env, count)"
+         it may call only private tools (get_env, count). The rule lasts for the rest of the client session: call \
+         other tools before the first private call, or in a new session"
     );
     refused(call_in(&h, "s1", "echo", json!({"text": "leak"})).await);
     // Private tools still work, in this session and in later runs of it.

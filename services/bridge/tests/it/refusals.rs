@@ -51,11 +51,12 @@ async fn arguments_of_the_wrong_type_are_refused_naming_the_place() {
 async fn an_argument_the_schema_does_not_name_is_refused() {
     let h = Harness::with_args(&[]).await;
     let message = refused(h.call("add", json!({"a": 1, "b": 2, "c": 3})).await);
-    assert_eq!(message, "add: the schema does not name \"c\"");
+    assert_eq!(message, "add: the schema does not name \"c\"; it takes \"a\", \"b\"");
     // A schema that says `additionalProperties: false` refuses through the validator.
     let message = refused(h.call("awkward_params", json!({"first name": "x", "extra": 1})).await);
     assert!(message.starts_with("awkward_params: arguments do not match the schema"), "{message}");
     assert!(message.contains("extra"), "{message}");
+    assert!(message.contains("; it takes \"class\", \"first name\", \"ids\""), "what it takes instead: {message}");
     assert_eq!(h.calls_seen(), Vec::<String>::new());
     h.close().await;
 }
