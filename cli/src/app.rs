@@ -241,6 +241,7 @@ fn wrapped_servers(args: &BridgeArgs, server: &[String]) -> anyhow::Result<Vec<W
         allow: (!args.allow.is_empty()).then(|| args.allow.clone()),
         private: args.private.clone(),
         policy: args.policy.clone().map(PolicySource::File),
+        origin: code_mode_bridge::Origin::Flags,
     }])
 }
 

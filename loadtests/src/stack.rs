@@ -160,6 +160,7 @@ impl Stack {
                 allow: None,
                 private: vec![],
                 policy: policy.map(PolicySource::File),
+                origin: code_mode_bridge::Origin::Flags,
             }],
             limits: CallLimits::default(),
             catalog: Default::default(),

@@ -77,7 +77,7 @@ fn a_valid_policy_prints_each_listed_tools_verdict_and_rule_and_exits_zero() {
     let log = log_path("policy-check-valid");
     let lines = lines_of(&check_file(&policy, &log, &[]));
     for expected in [
-        "add: limited [2 per minute] — /tools/add",
+        "add: limited [2 per minute, counter add_rate] — /tools/add",
         "echo: deny — /tools/echo: echo leaks text",
         "sleep: needs approval — /tools/sleep",
         "count: allow — /tools/count",
@@ -157,9 +157,9 @@ fn with_config_each_entrys_policy_file_or_inline_gives_verdicts_named_by_server(
     let config = write(&dir, "servers.json", &config.to_string());
     let lines = lines_of(&policy_check(&["--config", config.to_str().unwrap()]));
     for expected in [
-        "math add: limited [2 per minute] — /tools/add",
+        "math add: limited [2 per minute, counter add_rate] — /tools/add",
         "math echo: deny — /tools/echo: echo leaks text",
-        "words echo: limited [5 per 10 seconds (all sessions)] — /tools/echo",
+        "words echo: limited [5 per 10 seconds (all sessions), counter echo_rate] — /tools/echo",
         "words add: allow — /default",
     ] {
         assert!(lines.iter().any(|l| l == expected), "{expected:?} is printed: {lines:#?}");

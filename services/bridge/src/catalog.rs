@@ -84,6 +84,8 @@ pub struct ServerTools {
     /// Tools that may see private data (server names or Python names); each
     /// must be kept.
     pub private: Vec<String>,
+    /// Where `allow` and `private` were written, for errors.
+    pub origin: crate::Origin,
     /// Policy labels by the server's tool name (`[denied: ...]`,
     /// `[2 per minute]`), shown next to `[private]` in stubs and summaries,
     /// and as a short mark in the names-only description.
@@ -211,6 +213,7 @@ impl Catalog {
                     Ok(c) => c,
                     Err(problem) if private.contains(&tool.name.as_str()) => {
                         return Err(BridgeError::PrivateNotKept {
+                            at: server.origin.setting("private", &tool.name),
                             server: server.server.clone(),
                             name: tool.name.clone(),
                             why: format!("its schema cannot be checked ({problem}), so the tool is left out"),
@@ -316,15 +319,27 @@ impl Catalog {
 }
 
 /// The listed tool `wanted` names: its server name, else the Python name of
-/// exactly one listed tool.
+/// exactly one listed tool, else (when names are prefixed) the name the code
+/// calls it by, `<server>__<tool>`.
 fn find_listed<'a>(server: &'a ServerTools, wanted: &str) -> Option<&'a ListedTool> {
-    server.tools.iter().find(|t| t.name == wanted).or_else(|| {
-        let mut by_python = server.tools.iter().filter(|t| python_name(&t.name) == wanted);
-        match (by_python.next(), by_python.next()) {
-            (Some(t), None) => Some(t),
-            _ => None,
-        }
-    })
+    server
+        .tools
+        .iter()
+        .find(|t| t.name == wanted)
+        .or_else(|| unique(server.tools.iter().filter(|t| python_name(&t.name) == wanted)))
+        // The name the code calls (`fs__read_file`), when names are prefixed.
+        .or_else(|| {
+            let served = |t: &&ListedTool| python_name(&format!("{}__{}", server.server, t.name)) == wanted;
+            if server.prefixed { unique(server.tools.iter().filter(served)) } else { None }
+        })
+}
+
+/// The only item, or `None` when there are none or several.
+fn unique<T>(mut found: impl Iterator<Item = T>) -> Option<T> {
+    match (found.next(), found.next()) {
+        (Some(t), None) => Some(t),
+        _ => None,
+    }
 }
 
 /// Up to 20 of the server's tool names, for an error message.
@@ -347,6 +362,7 @@ fn resolve_allow(server: &ServerTools) -> Result<impl Fn(&str) -> bool + '_, Bri
                 Some(t) => names.push(t.name.as_str()),
                 None => {
                     return Err(BridgeError::UnknownAllowed {
+                        at: server.origin.setting("allow", wanted),
                         server: server.server.clone(),
                         name: wanted.clone(),
                         listed: listed_names(server),
@@ -368,16 +384,22 @@ fn resolve_private<'a>(server: &'a ServerTools, keep: &impl Fn(&str) -> bool) ->
     for wanted in &server.private {
         let Some(tool) = find_listed(server, wanted) else {
             return Err(BridgeError::UnknownPrivate {
+                at: server.origin.setting("private", wanted),
                 server: server.server.clone(),
                 name: wanted.clone(),
                 listed: listed_names(server),
             });
         };
         if !keep(&tool.name) {
+            let allow = match server.origin {
+                crate::Origin::Flags => "--allow",
+                crate::Origin::Entry { .. } => "\"allow\"",
+            };
             return Err(BridgeError::PrivateNotKept {
+                at: server.origin.setting("private", wanted),
                 server: server.server.clone(),
                 name: wanted.clone(),
-                why: "it is not on the allowlist (--allow), so the tool is not kept".into(),
+                why: format!("it is not on the allowlist ({allow}), so the tool is not kept"),
             });
         }
         names.push(tool.name.as_str());
@@ -447,6 +469,7 @@ mod tests {
             tools,
             allow: None,
             private: vec![],
+            origin: crate::Origin::Flags,
             labels: HashMap::new(),
             withheld: HashMap::new(),
         }

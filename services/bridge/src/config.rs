@@ -347,6 +347,7 @@ impl Entry<'_> {
             allow,
             private,
             policy,
+            origin: crate::Origin::Entry { file: self.file.to_path_buf(), entry: self.name.to_string() },
         })
     }
 

@@ -83,7 +83,7 @@ pub enum BridgeError {
         reason: String,
     },
     /// `--env NAME` names a variable this process does not have.
-    #[error("server {server:?}: --env {name}: {name} is not set in code-mode's environment")]
+    #[error("--env {name}: {name} is not set in code-mode's environment")]
     EnvMissing {
         /// The server's name.
         server: String,
@@ -91,8 +91,10 @@ pub enum BridgeError {
         name: String,
     },
     /// An allowlist names a tool the server does not list.
-    #[error("server {server:?}: --allow {name}: the server lists no such tool (it lists: {listed})")]
+    #[error("{at}: the server lists no such tool (it lists: {listed})")]
     UnknownAllowed {
+        /// Where the name was written ([`Origin::setting`]).
+        at: String,
         /// The server's name.
         server: String,
         /// The name in the allowlist.
@@ -101,8 +103,10 @@ pub enum BridgeError {
         listed: String,
     },
     /// `--private` names a tool the server does not list.
-    #[error("server {server:?}: --private {name}: the server lists no such tool (it lists: {listed})")]
+    #[error("{at}: the server lists no such tool (it lists: {listed})")]
     UnknownPrivate {
+        /// Where the name was written ([`Origin::setting`]).
+        at: String,
         /// The server's name.
         server: String,
         /// The name in `--private`.
@@ -111,8 +115,10 @@ pub enum BridgeError {
         listed: String,
     },
     /// `--private` names a tool the catalog does not keep.
-    #[error("server {server:?}: --private {name}: {why}")]
+    #[error("{at}: {why}")]
     PrivateNotKept {
+        /// Where the name was written ([`Origin::setting`]).
+        at: String,
         /// The server's name.
         server: String,
         /// The name in `--private`.
@@ -122,8 +128,11 @@ pub enum BridgeError {
     },
     /// A server's policy file cannot be used (the error names the file, the
     /// JSON path and the reason).
-    #[error("server {server:?}: {error}")]
+    #[error("{at}{error}")]
     Policy {
+        /// Before the error: the config entry it belongs to, or nothing for
+        /// `--policy` ([`Origin::server_prefix`]).
+        at: String,
         /// The server's name.
         server: String,
         /// Why (boxed: it is large, and rare).
@@ -198,6 +207,49 @@ pub struct WrappedServer {
     /// file or written inline in the `--config` file; `None`: every kept tool
     /// may be called.
     pub policy: Option<PolicySource>,
+    /// Where these settings were written, so that an error about them
+    /// points there (a flag, or a key of a config entry).
+    pub origin: Origin,
+}
+
+/// Where a wrapped server's settings were written: errors about a tool
+/// label or a policy name the place the user wrote them, in the user's own
+/// words (`--private read_file`, or the config file, entry and key).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Origin {
+    /// Command-line flags for the one server after `--` (`--allow`,
+    /// `--private`, `--policy`).
+    #[default]
+    Flags,
+    /// An entry of an `mcpServers` config file.
+    Entry {
+        /// The config file.
+        file: PathBuf,
+        /// The entry's key: the server's name.
+        entry: String,
+    },
+}
+
+impl Origin {
+    /// Where the setting `key` (as a config entry names it: `allow`,
+    /// `private`) with the value `value` was written: `--allow add`, or
+    /// `servers.json: server "fs": key "allow": "add"`.
+    pub fn setting(&self, key: &str, value: &str) -> String {
+        match self {
+            Origin::Flags => format!("--{key} {value}"),
+            Origin::Entry { file, entry } => format!("{}: server {entry:?}: key {key:?}: {value:?}", file.display()),
+        }
+    }
+
+    /// What to put before an error that already names its own file (a
+    /// policy's): nothing for flags (there is one server), the entry for a
+    /// config file.
+    pub fn server_prefix(&self) -> String {
+        match self {
+            Origin::Flags => String::new(),
+            Origin::Entry { file, entry } => format!("{}: server {entry:?}: ", file.display()),
+        }
+    }
 }
 
 /// Where a server's [`policy`] comes from.
@@ -365,6 +417,7 @@ impl Rebuild {
                 tools: tools.iter().map(ListedTool::from).collect(),
                 allow: wrapped.allow.clone(),
                 private: every_private(wrapped, tools, &self.limits),
+                origin: wrapped.origin.clone(),
                 labels,
                 withheld,
             });
@@ -388,14 +441,27 @@ impl Rebuild {
             .map(|t| ToolFacts {
                 name: t.name.to_string(),
                 annotations: t.annotations.as_ref().map(Annotations::from).unwrap_or_default(),
+                // With prefixed names, a policy may name a tool as the code calls it.
+                aliases: if self.prefixed {
+                    vec![naming::python_name(&format!("{}__{}", wrapped.spec.name, t.name))]
+                } else {
+                    Vec::new()
+                },
             })
             .collect();
         let policy = match source {
             PolicySource::File(path) => Policy::load(path, &facts),
             PolicySource::Inline { value, origin } => Policy::from_value(value, origin, &facts),
         };
-        let policy = policy
-            .map_err(|error| BridgeError::Policy { server: wrapped.spec.name.clone(), error: Box::new(error) })?;
+        let policy = policy.map_err(|error| BridgeError::Policy {
+            // An inline policy's errors name the config file and entry already.
+            at: match source {
+                PolicySource::File(_) => wrapped.origin.server_prefix(),
+                PolicySource::Inline { .. } => String::new(),
+            },
+            server: wrapped.spec.name.clone(),
+            error: Box::new(error),
+        })?;
         let policy = Arc::new(policy);
         Ok(Applied { limiter: RateLimiter::new(policy.clone(), self.state.clone()), policy })
     }

@@ -239,12 +239,16 @@ impl Annotations {
 }
 
 /// What the policy needs to know of a tool the servers offer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ToolFacts {
-    /// Its name as the policy names it.
+    /// Its name as the server lists it.
     pub name: String,
     /// Its annotations.
     pub annotations: Annotations,
+    /// Other names a policy may give it: the name the code calls it by
+    /// (`fs__read_file` with `--config`). A rule written under one of these
+    /// is the tool's rule.
+    pub aliases: Vec<String>,
 }
 
 /// A risk category, derived from a tool's annotations.
@@ -690,8 +694,23 @@ impl Parser<'_> {
             let Value::Object(entries) = v else {
                 return Err(self.invalid("/tools", format!("expected an object, found {}", kind(v))));
             };
-            for (name, rule) in entries {
-                let path = format!("/tools/{}", pointer_token(name));
+            for (written, rule) in entries {
+                let path = format!("/tools/{}", pointer_token(written));
+                let name = match self.known.iter().find(|t| &t.name == written) {
+                    Some(t) => &t.name,
+                    None => match self.known.iter().find(|t| t.aliases.contains(written)) {
+                        Some(t) => &t.name,
+                        None => written,
+                    },
+                };
+                if tools.contains_key(name) {
+                    return Err(self.invalid(
+                        &path,
+                        format!(
+                            "{written:?} names the tool {name:?}, which already has a rule: give each tool one rule"
+                        ),
+                    ));
+                }
                 if !self.known.iter().any(|t| &t.name == name) {
                     let mut known: Vec<&str> = self.known.iter().map(|t| t.name.as_str()).collect();
                     known.sort_unstable();
@@ -1013,7 +1032,7 @@ mod tests {
     use super::*;
 
     fn facts(name: &str, annotations: Annotations) -> ToolFacts {
-        ToolFacts { name: name.to_string(), annotations }
+        ToolFacts { name: name.to_string(), annotations, aliases: Vec::new() }
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! then closes the servers. The [`PolicyReport`] prints one line per tool:
 //!
 //! ```text
-//! add: limited [2 per minute] — /tools/add
+//! add: limited [2 per minute, counter add_rate] — /tools/add
 //! echo: deny — /default: the policy denies every tool it does not name (default deny)
 //! sleep: needs approval — /categories/destructive
 //! count: allow — /tools/count (not offered: not on the allowlist)
@@ -115,6 +115,7 @@ pub fn command_server(
         allow: (!allow.is_empty()).then_some(allow),
         private: Vec::new(),
         policy: Some(PolicySource::File(policy)),
+        origin: crate::Origin::Flags,
     })
 }
 
@@ -167,8 +168,9 @@ fn why_not_offered(
     verdict: Option<&Verdict>,
 ) -> Option<String> {
     let python = crate::naming::python_name(tool);
+    let served = crate::naming::python_name(&format!("{}__{tool}", wrapped.spec.name));
     if let Some(allow) = &wrapped.allow
-        && !allow.iter().any(|a| a == tool || *a == python)
+        && !allow.iter().any(|a| a == tool || *a == python || *a == served)
     {
         return Some("not on the allowlist".to_string());
     }
@@ -183,14 +185,14 @@ fn why_not_offered(
 
 impl ToolReport {
     /// The verdict as a word or two: `allow`, `deny`, `needs approval`,
-    /// `limited [2 per minute]`.
+    /// `limited [2 per minute, counter add_rate]`.
     pub fn verdict_text(&self) -> String {
         match &self.verdict {
             None | Some(Verdict::Allow { .. }) => "allow".to_string(),
             Some(Verdict::Deny { .. }) => "deny".to_string(),
             Some(Verdict::Approve { limits, .. }) if limits.is_empty() => "needs approval".to_string(),
-            Some(Verdict::Approve { limits, .. }) => format!("needs approval [{}]", Limit::list(limits)),
-            Some(Verdict::Limited { limits, .. }) => format!("limited [{}]", Limit::list(limits)),
+            Some(Verdict::Approve { limits, .. }) => format!("needs approval [{}]", with_counters(limits)),
+            Some(Verdict::Limited { limits, .. }) => format!("limited [{}]", with_counters(limits)),
         }
     }
 
@@ -202,6 +204,12 @@ impl ToolReport {
             Some(v) => v.rule().to_string(),
         }
     }
+}
+
+/// Limits with the counter each one counts in (tools naming one counter
+/// share it): `2 per minute, counter add_rate`.
+fn with_counters(limits: &[Limit]) -> String {
+    limits.iter().map(|l| format!("{l}, counter {}", l.counter)).collect::<Vec<_>>().join("; ")
 }
 
 impl fmt::Display for PolicyReport {
@@ -263,7 +271,7 @@ mod tests {
         };
         assert_eq!(
             report.to_string(),
-            "add: limited [2 per minute] — /tools/add\n\
+            "add: limited [2 per minute, counter add_rate] — /tools/add\n\
              echo: deny — /default: no\n\
              sleep: needs approval — /tools/sleep\n\
              count: allow — /default (not offered: not on the allowlist)\n"

@@ -222,6 +222,7 @@ fn a_name_clash_through_the_separator_stops_startup_naming_both() {
         tools: vec![tool(tool_name)],
         allow: None,
         private: vec![],
+        origin: Default::default(),
         labels: Default::default(),
         withheld: Default::default(),
     };
@@ -347,4 +348,55 @@ async fn a_bad_inline_policy_stops_startup_naming_the_config_file_the_entry_and_
         let named = format!("{} mcpServers.math.policy: {pointer}: ", path.display());
         assert!(message.contains(&named), "the error names file, entry and JSON path ({named}): {message}");
     }
+}
+
+#[tokio::test]
+async fn allow_private_and_policy_tools_accept_the_names_the_code_calls() {
+    let log = unique_path("served-names");
+    let mut math = entry(&log, &[]);
+    math["allow"] = json!(["math__add", "echo", "math__get_env"]);
+    math["private"] = json!(["math__get_env"]);
+    math["policy"] = json!({"version": "1", "default": "allow",
+        "tools": {"math__echo": {"action": "deny", "reason": "no echoes"}}});
+    let path = config_file("served-names", &json!({"mcpServers": {"math": math}}).to_string());
+    let (bridge, closer, cancel) = start(config::load(&path).expect("it parses")).await.expect("it starts");
+    let catalog = bridge.catalog();
+    let kept: Vec<&str> = catalog.tools().iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(kept, ["math__add", "math__get_env"], "allow took served names; echo is denied by its served name");
+    assert!(catalog.get("math__get_env").unwrap().private, "private took the served name");
+    let message = refused(bridge.call(&tool_call("math__echo", json!({"text": "hi"}), 1)).await);
+    assert!(message.contains("no echoes"), "{message}");
+    close(closer, cancel).await;
+}
+
+#[tokio::test]
+async fn errors_about_an_entry_name_its_key_and_the_server_by_its_entry_not_a_flag() {
+    for (key, value, says) in [
+        ("private", json!(["nope"]), "key \"private\": \"nope\": the server lists no such tool"),
+        ("allow", json!(["nope"]), "key \"allow\": \"nope\": the server lists no such tool"),
+    ] {
+        let mut math = entry(&unique_path("entry-errors"), &[]);
+        math[key] = value;
+        let path = config_file("entry-errors", &json!({"mcpServers": {"math": math}}).to_string());
+        let err = start(config::load(&path).expect("it parses")).await.expect_err("refused").to_string();
+        let at = format!("{}: server \"math\": {says}", path.display());
+        assert!(err.starts_with(&at), "{at:?} starts {err:?}");
+        assert!(!err.contains("--"), "no flag is named: {err}");
+    }
+    // A private label on a tool the entry's allowlist drops names "allow", not --allow.
+    let mut math = entry(&unique_path("entry-errors"), &[]);
+    math["allow"] = json!(["add"]);
+    math["private"] = json!(["echo"]);
+    let path = config_file("entry-errors", &json!({"mcpServers": {"math": math}}).to_string());
+    let err = start(config::load(&path).expect("it parses")).await.expect_err("refused").to_string();
+    assert!(err.contains("key \"private\": \"echo\": it is not on the allowlist (\"allow\")"), "{err}");
+
+    // A policy file of an entry: the entry, then the policy file's own error.
+    let policy = unique_path("entry-policy").with_extension("json");
+    std::fs::write(&policy, r#"{"version": "1", "tools": {"nope": {}}}"#).unwrap();
+    let mut math = entry(&unique_path("entry-errors"), &[]);
+    math["policy"] = json!(policy.display().to_string());
+    let path = config_file("entry-errors", &json!({"mcpServers": {"math": math}}).to_string());
+    let err = start(config::load(&path).expect("it parses")).await.expect_err("refused").to_string();
+    assert!(err.starts_with(&format!("{}: server \"math\": {}", path.display(), policy.display())), "{err}");
 }

@@ -116,6 +116,7 @@ async fn a_remote_server_that_adds_a_tool_over_http_refreshes_the_catalog() {
             allow: None,
             private: Vec::new(),
             policy: None,
+            origin: code_mode_bridge::Origin::Flags,
         }],
         limits: CallLimits { call_timeout: Duration::from_secs(10), ..CallLimits::default() },
         catalog: Default::default(),

@@ -43,6 +43,7 @@ async fn each_decision_counts_once_by_server_tool_and_decision_and_is_timed() {
             allow: Some(vec!["add".into(), "protocol_error".into()]),
             private: vec![],
             policy: None,
+            origin: code_mode_bridge::Origin::Flags,
         }],
         limits: CallLimits { call_timeout: Duration::from_secs(10), ..CallLimits::default() },
         catalog: Default::default(),

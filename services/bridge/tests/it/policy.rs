@@ -78,11 +78,11 @@ const SESSION: &str = "5d0c2a7e-91b4-4f6e-a3c8-0e7b1d2f4a96";
 const OTHER_SESSION: &str = "c8e4f1a2-3b5d-4c7e-9f10-2a4b6c8d0e13";
 
 fn tool(name: &str) -> ToolFacts {
-    ToolFacts { name: name.to_string(), annotations: Annotations::default() }
+    ToolFacts { name: name.to_string(), ..ToolFacts::default() }
 }
 
 fn tool_with(name: &str, annotations: Annotations) -> ToolFacts {
-    ToolFacts { name: name.to_string(), annotations }
+    ToolFacts { name: name.to_string(), annotations, ..ToolFacts::default() }
 }
 
 fn parse(text: &str, known: &[ToolFacts]) -> Policy {

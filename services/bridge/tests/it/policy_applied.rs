@@ -150,6 +150,10 @@ async fn a_policy_naming_a_tool_the_server_does_not_have_stops_startup_naming_it
     let message = err.to_string();
     assert!(message.contains("no_such_tool") && message.contains("/tools/no_such_tool"), "{message}");
     assert!(message.contains("policy.json"), "the error names the file: {message}");
+    // One server from flags: the message starts with the policy file, not a
+    // server named after the command's basename.
+    assert!(!message.contains("server \""), "{message}");
+    assert!(message.starts_with('/') && message.split(':').next().unwrap().contains("policy.json"), "{message}");
 }
 
 #[tokio::test]

@@ -135,6 +135,7 @@ impl Setup {
                 allow: self.allow,
                 private: self.private,
                 policy: self.policy.map(code_mode_bridge::PolicySource::File),
+                origin: code_mode_bridge::Origin::Flags,
             }],
             limits: self.limits,
             catalog: Default::default(),
