@@ -293,11 +293,12 @@ pub struct RunArgs {
 /// Options of the bridge: which tools, and the limits of each call.
 #[derive(Debug, Args)]
 pub struct BridgeArgs {
-    /// Wrap the stdio servers of this JSON file instead of the one after
-    /// `--`: `{"mcpServers": {"NAME": {"command": ..., "args": [...], "env":
-    /// {...}, "allow": [...], "private": true or [...], "policy": "FILE" or
-    /// {...}}}}`. Every tool is then
-    /// named `NAME__TOOL`, even with one server.
+    /// Wrap the servers of this JSON file instead of the one after `--`:
+    /// local ones `{"mcpServers": {"NAME": {"command": ..., "args": [...],
+    /// "env": {...}, "allow": [...], "private": true or [...], "policy":
+    /// "FILE" or {...}}}}`, remote ones (streamable HTTP) with `"url"` and
+    /// `"headers"` instead of `"command"`. Every tool is then named
+    /// `NAME__TOOL`, even with one server.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["allow", "private", "env", "policy"])]
     pub config: Option<PathBuf>,
     /// Apply this policy file to the server's tools (which may be called,
@@ -486,4 +487,37 @@ pub struct BuildImageArgs {
     /// Do nothing when the image already exists.
     #[arg(long)]
     pub if_missing: bool,
+}
+
+/// The subcommands that wrap servers, and so take `-- <server command>` or
+/// `--config FILE`.
+const WRAPPING: [&str; 3] = ["serve", "run", "bridge"];
+
+/// A clearer message for the commonest mistake with a subcommand that
+/// wraps servers: the server's command given without `--`, or no server
+/// at all. Both forms are shown. `None` for any other error (clap's own
+/// message stands).
+pub fn server_form_hint(error: &clap::Error, argv: &[std::ffi::OsString]) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let command = argv.iter().skip(1).filter_map(|a| a.to_str()).find(|a| WRAPPING.contains(a))?;
+    let invalid = match error.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(s)) => vec![s.clone()],
+        Some(ContextValue::Strings(v)) => v.clone(),
+        _ => Vec::new(),
+    };
+    let forms = format!(
+        "give the server to wrap in one of two forms:\n  \
+         code-mode {command} [OPTIONS] -- <server command> [its arguments...]\n  \
+         code-mode {command} [OPTIONS] --config servers.json   (the mcpServers shape; several servers, remote ones too)"
+    );
+    match error.kind() {
+        ErrorKind::UnknownArgument => {
+            let stray = invalid.first().filter(|a| !a.starts_with('-'))?;
+            Some(format!("code-mode {command}: unexpected argument {stray:?}: a server's command goes after `--`; {forms}"))
+        }
+        ErrorKind::MissingRequiredArgument if invalid.iter().any(|a| a.contains("SERVER_COMMAND")) => {
+            Some(format!("code-mode {command}: no server to wrap: {forms}"))
+        }
+        _ => None,
+    }
 }

@@ -23,7 +23,16 @@ pub fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    let args = cli::Cli::parse_from(argv);
+    let args = match cli::Cli::try_parse_from(&argv) {
+        Ok(args) => args,
+        Err(e) => match cli::server_form_hint(&e, &argv) {
+            Some(hint) => {
+                eprintln!("{hint}");
+                return std::process::ExitCode::from(2);
+            }
+            None => e.exit(),
+        },
+    };
     code_mode_core::init_logging("warn,code_mode=info");
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,

@@ -10,6 +10,7 @@ mod compose;
 mod discovery;
 mod doctor;
 mod faults;
+mod first_hour;
 mod http;
 mod list_changed;
 mod mcp_stdio;
