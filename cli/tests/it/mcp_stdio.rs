@@ -28,6 +28,7 @@ macro_rules! over_both_deployments {
 over_both_deployments!(
     a_client_sees_one_tool_whose_description_carries_the_stubs,
     run_python_returns_the_report_as_structured_content_and_as_text,
+    a_cell_that_fails_is_an_error_result_with_the_same_report,
     code_over_the_size_limit_is_refused_with_a_clear_error,
     concurrent_cells_run_at_the_same_time_each_in_its_own_container,
     a_run_stopped_at_its_deadline_leaves_nothing_for_the_next_run,
@@ -70,6 +71,27 @@ print([json.loads(s)["sum"] for s in sums])"#;
         report(&result),
         json!({"stdout": "[10, 11, 12]\n", "error": null, "truncated": false, "stopped": false})
     );
+    client.cancel().await.unwrap();
+}
+
+async fn a_cell_that_fails_is_an_error_result_with_the_same_report(deployment: Deployment) {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (client, _, _guards) = start(deployment, &["--deadline", "3"], &[]).await;
+    let failed = run_python(&client, "print('before')\nraise ValueError('bad input')").await;
+    assert_eq!(failed.is_error, Some(true), "a report with an error is an error result: {failed:?}");
+    let failed_report = report(&failed);
+    assert_eq!(failed_report["stdout"], "before\n");
+    assert!(failed_report["error"].as_str().unwrap().contains("ValueError: bad input"), "{failed_report}");
+    let text = &failed.content[0].as_text().expect("a text block").text;
+    assert_eq!(serde_json::from_str::<serde_json::Value>(text).unwrap(), failed_report, "the text is the same JSON");
+    // A run stopped at its deadline is an error result too; a clean one is not.
+    let stopped = run_python(&client, "import time\ntime.sleep(30)").await;
+    assert_eq!(stopped.is_error, Some(true));
+    assert_eq!(report(&stopped)["stopped"], true);
+    let fine = run_python(&client, "print(1)").await;
+    assert_eq!(fine.is_error, Some(false), "{fine:?}");
     client.cancel().await.unwrap();
 }
 

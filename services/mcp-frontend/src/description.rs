@@ -56,8 +56,9 @@ pub fn description(facts: &RunFacts, tools: &[ToolEntry], budget: usize) -> Stri
 pub fn describe(facts: &RunFacts, tools: &[ToolEntry], budget: usize) -> (Tier, String) {
     let header = format!(
         "Run Python code in a fresh, locked-down sandbox (no network, nothing kept between runs, a {deadline} s \
-         deadline). Each wrapped tool is an async function that takes one dict of arguments and returns a \
-         string (JSON text for structured results): `r = await tool({{...}})`. Use top-level await; \
+         deadline). Each wrapped tool is an async function that takes its arguments as one dict or as keyword \
+         arguments and returns a string (JSON text for structured results): `r = await tool({{\"a\": 1}})` or \
+         `r = await tool(a=1)`. Use top-level await; \
          `asyncio.gather` runs calls concurrently. A refused or failed call raises ToolError. At most \
          {calls} calls per run, {timeout} s per call. Only what the code prints comes back, the first {kib} KiB, \
          with the end of the traceback if it fails. Inside the code, TOOLS[name] is a tool's stub (parameters, \
@@ -192,6 +193,13 @@ mod tests {
             mark: mark.into(),
             search: Default::default(),
         }
+    }
+
+    #[test]
+    fn the_description_says_a_tool_takes_a_dict_or_keyword_arguments() {
+        let d = description(&facts(), &[], &[], 12_000);
+        assert!(d.contains("as one dict or as keyword arguments"), "{d}");
+        assert!(d.contains("`r = await tool({\"a\": 1})` or `r = await tool(a=1)`"), "{d}");
     }
 
     #[test]

@@ -730,9 +730,14 @@ fn schemars_output_schema() -> serde_json::Value {
     })
 }
 
-/// The MCP result of a report: structured content plus the same JSON as text.
+/// The MCP result of a report: structured content plus the same JSON as
+/// text, marked `isError` when the report has an error (the code raised, or
+/// the run was stopped), so that clients which only look at the flag see the
+/// failure.
 pub fn report_result(report: &CellReport) -> CallToolResult {
-    CallToolResult::structured(serde_json::to_value(report).expect("a report is JSON"))
+    let mut result = CallToolResult::structured(serde_json::to_value(report).expect("a report is JSON"));
+    result.is_error = Some(report.error.is_some());
+    result
 }
 
 impl ServerHandler for Frontend {
