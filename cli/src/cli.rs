@@ -513,7 +513,9 @@ pub fn server_form_hint(error: &clap::Error, argv: &[std::ffi::OsString]) -> Opt
     match error.kind() {
         ErrorKind::UnknownArgument => {
             let stray = invalid.first().filter(|a| !a.starts_with('-'))?;
-            Some(format!("code-mode {command}: unexpected argument {stray:?}: a server's command goes after `--`; {forms}"))
+            Some(format!(
+                "code-mode {command}: unexpected argument {stray:?}: a server's command goes after `--`; {forms}"
+            ))
         }
         ErrorKind::MissingRequiredArgument if invalid.iter().any(|a| a.contains("SERVER_COMMAND")) => {
             Some(format!("code-mode {command}: no server to wrap: {forms}"))

@@ -16,7 +16,10 @@ fn a_server_command_without_the_separator_is_refused_showing_both_forms() {
     for command in ["serve", "run", "bridge"] {
         let (code, stderr) = code_mode(&[command, "/path/to/server"]);
         assert_eq!(code, Some(2), "{stderr}");
-        assert!(stderr.contains("unexpected argument \"/path/to/server\": a server's command goes after `--`"), "{stderr}");
+        assert!(
+            stderr.contains("unexpected argument \"/path/to/server\": a server's command goes after `--`"),
+            "{stderr}"
+        );
         assert!(stderr.contains(&format!("code-mode {command} [OPTIONS] -- <server command>")), "{stderr}");
         assert!(stderr.contains(&format!("code-mode {command} [OPTIONS] --config servers.json")), "{stderr}");
     }

@@ -210,3 +210,21 @@ async fn serve_over_http_runs_cells_for_a_session_client_and_a_stateless_one() {
     assert!(matches!(status, Ok(Ok(s)) if s.success()), "serve exits cleanly on SIGTERM: {status:?}");
     assert!(support::containers_of(pid).is_empty(), "its containers are removed");
 }
+
+#[tokio::test]
+async fn the_python_sdk_runs_a_cell_over_http_and_ends_its_session_cleanly() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let mut serve = tokio::process::Command::new(support::code_mode());
+    serve.args(["serve", "--http", "127.0.0.1:0", "--"]).arg(support::test_server());
+    serve.stdin(std::process::Stdio::null()).kill_on_drop(true);
+    let (_serve, url, _log) = spawn_http(&mut serve).await;
+    let steps = json!([{"op": "call", "tool": "run_python", "arguments": {"code": "print(await add(a=1, b=2))"}}]);
+    // The legacy mode holds an MCP session, which the SDK ends with a DELETE.
+    let Some((results, stderr)) = support::python_sdk(&["--url", &url, "--mode", "legacy"], &steps).await else {
+        return;
+    };
+    assert_eq!(results[0]["result"]["structuredContent"]["stdout"], "{\"sum\":3}\n", "{results:?}");
+    assert!(!stderr.contains("Session termination failed"), "the DELETE is answered as the SDK expects: {stderr}");
+}

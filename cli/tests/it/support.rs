@@ -426,3 +426,27 @@ pub async fn prometheus_query(web: std::net::SocketAddr, encoded: &str) -> Optio
     let body: Value = serde_json::from_str(&response.body).ok()?;
     (body["status"] == "success").then(|| body["data"]["result"].clone())
 }
+
+/// Run the official Python MCP SDK (`testing/peers/mcp_client.py`) with
+/// `args` (`--url URL`, `--header ...`, `--mode ...`) over `steps` (a JSON
+/// list, see the script); one JSON value per step, and its stderr. `None`
+/// (after `unavailable`: a panic under CI) when the SDK is not installed.
+pub async fn python_sdk(args: &[&str], steps: &Value) -> Option<(Vec<Value>, String)> {
+    let python = code_mode_core::testing::peers::venv_bin("python")?;
+    let script = code_mode_core::testing::peers::workspace_root().join("testing/peers/mcp_client.py");
+    let out = tokio::process::Command::new(python)
+        .arg(script)
+        .args(args)
+        .arg(steps.to_string())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("the Python SDK client runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "the Python SDK client failed: {stderr}");
+    let results = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("a JSON line ({e}): {l}")))
+        .collect();
+    Some((results, stderr))
+}

@@ -38,6 +38,32 @@ pub struct HttpOptions {
     pub allowed_hosts: Vec<String>,
 }
 
+/// Answer a session's `DELETE` with 200 OK instead of the transport's 202
+/// Accepted: the session is gone when the answer leaves, and clients (the
+/// official Python SDK) take only 200 or 204 as a clean end and warn on
+/// every exit otherwise.
+fn session_end_is_ok<S>(
+    request: actix_web::dev::ServiceRequest,
+    service: &S,
+) -> impl std::future::Future<Output = Result<actix_web::dev::ServiceResponse, actix_web::Error>> + use<S>
+where
+    S: actix_web::dev::Service<
+            actix_web::dev::ServiceRequest,
+            Response = actix_web::dev::ServiceResponse,
+            Error = actix_web::Error,
+        >,
+{
+    let delete = request.method() == actix_web::http::Method::DELETE;
+    let answer = service.call(request);
+    async move {
+        let mut response = answer.await?;
+        if delete && response.status() == actix_web::http::StatusCode::ACCEPTED {
+            *response.response_mut().status_mut() = actix_web::http::StatusCode::OK;
+        }
+        Ok(response)
+    }
+}
+
 /// A running MCP HTTP server.
 #[derive(Debug)]
 pub struct McpHttpServer {
@@ -63,12 +89,14 @@ impl McpHttpServer {
             .cancellation_token(cancel.child_token())
             .maybe_allowed_hosts(hosts)
             .build();
-        let server = HttpServer::new(move || App::new().service(service.clone().scope_with_path(MCP_PATH)))
-            .workers(1)
-            .shutdown_timeout(2)
-            .shutdown_signal(cancel.clone().cancelled_owned())
-            .bind(&options.addr)
-            .map_err(bind_error)?;
+        let server = HttpServer::new(move || {
+            App::new().wrap_fn(session_end_is_ok).service(service.clone().scope_with_path(MCP_PATH))
+        })
+        .workers(1)
+        .shutdown_timeout(2)
+        .shutdown_signal(cancel.clone().cancelled_owned())
+        .bind(&options.addr)
+        .map_err(bind_error)?;
         let addr = *server
             .addrs()
             .first()

@@ -1,0 +1,79 @@
+"""A real MCP client for the tests: the official Python SDK driving a server.
+
+The Rust tests run this with the `.venv` Python (installed by
+scripts/setup.sh) to talk to code-mode as third-party clients do.
+
+    python mcp_client.py (--url URL | --stdio COMMAND [ARG...] --) [--header 'Name: value']...
+                         [--mode legacy|auto|VERSION] STEPS
+
+STEPS is a JSON list, run in order in one client session:
+    {"op": "list_tools"}
+    {"op": "call", "tool": NAME, "arguments": {...}}
+Each step prints one JSON line on stdout: {"op": ..., "result": ...} (the
+SDK's result as JSON) or {"op": ..., "error": "..."} when the step raised.
+Everything the SDK logs goes to stderr, which the tests read too.
+"""
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+
+import httpx2
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+
+def parse_args(argv):
+    stdio = None
+    if "--stdio" in argv:
+        start = argv.index("--stdio")
+        end = argv.index("--", start)
+        stdio = argv[start + 1 : end]
+        argv = argv[:start] + argv[end + 1 :]
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--url")
+    parser.add_argument("--header", action="append", default=[])
+    parser.add_argument("--mode", default="auto")
+    parser.add_argument("steps")
+    args = parser.parse_args(argv)
+    args.stdio = stdio
+    if (args.url is None) == (stdio is None):
+        parser.error("give exactly one of --url or --stdio COMMAND ... --")
+    return args
+
+
+def as_json(value):
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return value
+
+
+async def main(argv):
+    args = parse_args(argv)
+    steps = json.loads(args.steps)
+    if args.stdio:
+        server = StdioServerParameters(command=args.stdio[0], args=args.stdio[1:])
+    else:
+        headers = dict(h.split(": ", 1) for h in args.header)
+        http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(120.0))
+        server = streamable_http_client(args.url, http_client=http)
+    async with Client(server, mode=args.mode) as client:
+        for step in steps:
+            op = step["op"]
+            try:
+                if op == "list_tools":
+                    result = await client.list_tools()
+                elif op == "call":
+                    result = await client.call_tool(step["tool"], step.get("arguments", {}))
+                else:
+                    raise ValueError(f"unknown op {op!r}")
+                print(json.dumps({"op": op, "result": as_json(result)}), flush=True)
+            except Exception as e:  # the test reads what failed
+                print(json.dumps({"op": op, "error": f"{type(e).__name__}: {e}"}), flush=True)
+
+
+if __name__ == "__main__":
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    asyncio.run(main(sys.argv[1:]))
