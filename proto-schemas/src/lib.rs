@@ -95,6 +95,11 @@ pub struct Catalog {
     /// then empty and the asker keeps what it holds.
     #[serde(default)]
     pub unchanged: bool,
+    /// Python names of tools a policy denies outright: not offered (no stub,
+    /// not in `TOOLS`), but the code may still call one by name, and the
+    /// bridge then refuses it with the rule and its reason.
+    #[serde(default)]
+    pub withheld: Vec<String>,
 }
 
 /// One wrapped tool as the sandbox and the model see it.
@@ -119,6 +124,10 @@ pub struct ToolEntry {
     /// The text `search_tools` ranks it by.
     #[serde(default)]
     pub search: SearchText,
+    /// It may see private data: after a call to it, a session may call only
+    /// private tools.
+    #[serde(default)]
+    pub private: bool,
 }
 
 /// The text of one tool that `search_tools` ranks it by, field by field (a
@@ -218,6 +227,10 @@ pub struct RunCell {
     pub code: String,
     /// The tools the code may call.
     pub tools: Vec<ToolStub>,
+    /// Tools a policy denies outright ([`Catalog::withheld`]): a function of
+    /// that name raises the bridge's refusal, and nothing lists them.
+    #[serde(default)]
+    pub withheld: Vec<String>,
     /// Its limits.
     pub limits: CellLimits,
 }
@@ -391,6 +404,7 @@ mod tests {
             summary: "notes__search(query): Search the notes.".into(),
             mark: "private".into(),
             search: SearchText { name: "search".into(), server: "notes".into(), ..Default::default() },
+            private: true,
         };
         let stub = ToolStub::from(&entry);
         assert_eq!(stub.name, entry.name);

@@ -78,10 +78,10 @@ async fn a_cell_that_fails_is_an_error_result_with_the_same_report(deployment: D
     if !support::sandbox_available() {
         return;
     }
-    let (client, _, _guards) = start(deployment, &["--deadline", "3"], &[]).await;
+    let (client, _, _guards) = start(deployment, &["--deadline", "8"], &[]).await;
     let failed = run_python(&client, "print('before')\nraise ValueError('bad input')").await;
-    assert_eq!(failed.is_error, Some(true), "a report with an error is an error result: {failed:?}");
     let failed_report = report(&failed);
+    assert_eq!(failed.is_error, Some(true), "a report with an error is an error result: {failed_report}");
     assert_eq!(failed_report["stdout"], "before\n");
     assert!(failed_report["error"].as_str().unwrap().contains("ValueError: bad input"), "{failed_report}");
     let text = &failed.content[0].as_text().expect("a text block").text;

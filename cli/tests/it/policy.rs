@@ -52,6 +52,40 @@ fn a_policy_file_limits_add_to_two_calls_and_does_not_offer_the_tools_it_denies_
     let _ = std::fs::remove_file(&log);
 }
 
+#[test]
+fn calling_a_tool_the_policy_denies_raises_its_rule_and_reason_though_nothing_lists_it() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let policy = log_path("policy-withheld").with_extension("json");
+    std::fs::write(
+        &policy,
+        r#"{"version":"1","default":"deny","tools":{"add":{},"echo":{"action":"deny","reason":"echo leaks text"}}}"#,
+    )
+    .expect("the policy is written");
+    let log = log_path("policy-withheld-calls");
+    let code = "\
+for tool in (echo, sleep):
+    try:
+        await tool(text='hi')
+    except ToolError as e:
+        print('refused:', e)
+print(sorted(TOOLS), search_tools('echo'), search_tools('sleep'))
+";
+    let ran = run(&["--policy", policy.to_str().unwrap()], code, &["--log", log.to_str().unwrap()]);
+    let stdout = ran.ok();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "refused: echo: denied by policy (/tools/echo): echo leaks text", "{stdout}");
+    assert_eq!(
+        lines[1],
+        "refused: sleep: denied by policy (/default): the policy denies every tool it does not name (default deny)",
+        "{stdout}"
+    );
+    assert_eq!(lines[2], "['add'] [] []", "TOOLS and search_tools still list only what is offered: {stdout}");
+    assert!(logged_calls(&log).is_empty(), "no denied call reached the server");
+    let _ = std::fs::remove_file(&policy);
+}
+
 /// Wait, if need be, until at least `need` seconds are left of the current
 /// window of `window` seconds, so that a test's calls all fall in one window.
 /// (A window is fixed: it starts at a multiple of its length since the epoch.)

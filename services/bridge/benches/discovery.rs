@@ -64,6 +64,7 @@ fn stub_rendering(c: &mut Criterion) {
                 .collect(),
             allow: None,
             private: vec![],
+            origin: Default::default(),
             labels: Default::default(),
             withheld: Default::default(),
         })

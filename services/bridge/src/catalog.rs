@@ -280,6 +280,7 @@ impl Catalog {
                 summary: t.summary.clone(),
                 mark: t.mark.clone(),
                 search: t.search.clone(),
+                private: t.private,
             })
             .collect()
     }
@@ -299,6 +300,11 @@ impl Catalog {
     /// catalog therefore does not offer, by Python name.
     pub fn withheld(&self, name: &str) -> Option<&WithheldTool> {
         self.withheld.get(name)
+    }
+
+    /// The Python names of the tools a policy withholds.
+    pub fn withheld_names(&self) -> impl Iterator<Item = &str> {
+        self.withheld.keys().map(String::as_str)
     }
 
     /// The tools left out for their schema.

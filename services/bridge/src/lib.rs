@@ -657,6 +657,7 @@ impl Bridge {
                 approval_timeout_ms: message.approval_timeout_ms,
                 fingerprint: message.fingerprint.clone(),
                 unchanged: true,
+                withheld: Vec::new(),
             };
         }
         message.clone()
@@ -664,14 +665,16 @@ impl Bridge {
 
     fn make_message(&self, current: &Current) -> proto::Catalog {
         let tools = current.catalog.entries(self.inner.servers.len() > 1);
+        let mut withheld: Vec<String> = current.catalog.withheld_names().map(str::to_string).collect();
+        withheld.sort_unstable();
         let max_calls = self.inner.limits.max_calls;
         let call_timeout_ms = self.inner.limits.call_timeout.as_millis() as u64;
         // Only a catalog with a tool that needs approval makes calls wait
         // longer (and a lost bridge slower to notice).
         let approval_timeout_ms =
             if current.needs_approval() { self.inner.limits.approval_timeout.as_millis() as u64 } else { 0 };
-        let offered =
-            serde_json::to_vec(&(&tools, max_calls, call_timeout_ms, approval_timeout_ms)).unwrap_or_default();
+        let offered = serde_json::to_vec(&(&tools, &withheld, max_calls, call_timeout_ms, approval_timeout_ms))
+            .unwrap_or_default();
         let fingerprint = format!("{:x}", <sha2::Sha256 as sha2::Digest>::digest(&offered));
         proto::Catalog {
             version: current.version,
@@ -681,6 +684,7 @@ impl Bridge {
             approval_timeout_ms,
             fingerprint,
             unchanged: false,
+            withheld,
         }
     }
 

@@ -257,6 +257,8 @@ pub async fn replay(policy_path: &Path, records: &[Value], server: Option<&str>)
                 idempotent: t.idempotent,
                 open_world: t.open_world,
             },
+            // A policy may name a tool as the code calls it with --config.
+            aliases: vec![crate::naming::python_name(&format!("{server}__{}", t.name))],
         })
         .collect();
     let policy = Arc::new(Policy::load(policy_path, &facts)?);

@@ -31,6 +31,12 @@ pub struct RunFacts {
     pub max_output: u32,
 }
 
+/// What the description says when some tool is private: the rule, how long
+/// it lasts, and how to work with it.
+const PRIVATE_RULE: &str = "Tools marked [private] may see private data: after the first call to one, only private \
+     tools can be called for the rest of this client session (other calls raise ToolError), so make the calls to \
+     other tools first.\n";
+
 /// Which tier a description uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tier {
@@ -70,6 +76,7 @@ pub fn describe(facts: &RunFacts, tools: &[ToolEntry], budget: usize) -> (Tier, 
         timeout = facts.call_timeout_secs,
         kib = facts.max_output / 1024,
     );
+    let header = if tools.iter().any(|t| t.private) { format!("{header}{PRIVATE_RULE}") } else { header };
     if tools.is_empty() {
         return (Tier::Empty, format!("{header}\nNo tools are available."));
     }
@@ -180,6 +187,16 @@ mod tests {
         RunFacts { deadline_secs: 90, max_calls: 200, call_timeout_secs: 30, max_output: 8192 }
     }
 
+    #[test]
+    fn the_private_rule_is_stated_only_when_some_tool_is_private() {
+        let plain = [tool(None, "a", "STUB_A", "a()", "")];
+        assert!(!description(&facts(), &plain, 12_000).contains("private data"));
+        let private = [ToolEntry { private: true, ..tool(None, "a", "STUB_A", "a() [private]", "private") }];
+        let d = description(&facts(), &private, 12_000);
+        assert!(d.contains("for the rest of this client session"), "{d}");
+        assert!(d.contains("make the calls to other tools first"), "{d}");
+    }
+
     fn tool(server: Option<&str>, name: &str, stub: &str, summary: &str, mark: &str) -> ToolEntry {
         ToolEntry {
             name: match server {
@@ -192,12 +209,13 @@ mod tests {
             summary: summary.into(),
             mark: mark.into(),
             search: Default::default(),
+            private: false,
         }
     }
 
     #[test]
     fn the_description_says_a_tool_takes_a_dict_or_keyword_arguments() {
-        let d = description(&facts(), &[], &[], 12_000);
+        let d = description(&facts(), &[], 12_000);
         assert!(d.contains("as one dict or as keyword arguments"), "{d}");
         assert!(d.contains("`r = await tool({\"a\": 1})` or `r = await tool(a=1)`"), "{d}");
     }

@@ -632,6 +632,7 @@ impl Frontend {
             identity: None,
             code: code.to_string(),
             tools: view.catalog.tools.iter().map(ToolStub::from).collect(),
+            withheld: view.catalog.withheld.clone(),
             limits: CellLimits {
                 deadline_ms: config.deadline.as_millis() as u64,
                 max_calls: view.catalog.max_calls,
@@ -842,6 +843,7 @@ mod tests {
             summary: format!("{name}(params): The {name} tool."),
             mark: String::new(),
             search: Default::default(),
+            private: false,
         }
     }
 
@@ -854,6 +856,7 @@ mod tests {
             approval_timeout_ms: 0,
             fingerprint: String::new(),
             unchanged: false,
+            withheld: Vec::new(),
         }
     }
 

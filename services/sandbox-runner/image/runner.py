@@ -719,11 +719,19 @@ def make_search_tools(tools):
 # --------------------------------------------------------------------------
 
 
-def make_globals(tools, caller):
-    """A fresh module namespace holding only what the code is promised."""
+def make_globals(tools, caller, withheld=()):
+    """A fresh module namespace holding only what the code is promised.
+
+    ``withheld`` names tools a policy denies outright: they get a function,
+    so that calling one raises the host's refusal (its rule and reason)
+    instead of a NameError, but ``TOOLS`` and ``search_tools`` never list
+    them."""
     module = types.ModuleType("__main__")
     namespace = module.__dict__
     namespace["__builtins__"] = builtins
+    for name in withheld:
+        if isinstance(name, str) and name.isidentifier():
+            namespace[name] = caller.make_tool(name, "")
     catalog = {}
     for tool in tools:
         name, stub = tool["name"], tool.get("stub", "")
@@ -821,6 +829,7 @@ def main():
         cell = json.loads(line)
         code = cell["code"]
         tools = cell.get("tools") or []
+        withheld = cell.get("withheld") or []
         limits = cell.get("limits") or {}
         max_output = int(limits.get("max_output", DEFAULT_MAX_OUTPUT))
         stop_output = int(limits.get("stop_output", DEFAULT_STOP_OUTPUT))
@@ -837,7 +846,7 @@ def main():
     caller = ToolCaller(channel, max_line)
     caller.start_reader()
 
-    module = make_globals(tools, caller)
+    module = make_globals(tools, caller, withheld)
     # `import __main__` (pickle, for one) finds the code's namespace; the
     # runner's own module stays referenced by this frame.
     runner_module, sys.modules["__main__"] = sys.modules["__main__"], module

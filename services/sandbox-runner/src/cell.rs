@@ -248,6 +248,7 @@ pub async fn run(
     let message = ToRunner::Cell {
         code: &cell.code,
         tools: &cell.tools,
+        withheld: &cell.withheld,
         limits: RunnerLimits {
             max_output: cell.limits.max_output,
             stop_output: cell.limits.stop_output,

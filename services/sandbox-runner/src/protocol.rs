@@ -50,6 +50,9 @@ pub enum ToRunner<'a> {
         code: &'a str,
         /// The tools with their stubs.
         tools: &'a [code_mode_proto::ToolStub],
+        /// Tools denied by policy: callable by name (the bridge refuses
+        /// them), listed nowhere.
+        withheld: &'a [String],
         /// Output and line limits.
         limits: RunnerLimits,
     },

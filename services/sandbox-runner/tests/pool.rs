@@ -62,6 +62,7 @@ impl Serving {
             identity: None,
             code: code.into(),
             tools: vec![],
+            withheld: vec![],
             limits: CellLimits {
                 deadline_ms: 60_000,
                 max_calls: 10,
@@ -198,6 +199,7 @@ async fn after_cancel_no_container_of_this_process_remains() {
             identity: None,
             code: "import time\ntime.sleep(60)".into(),
             tools: vec![],
+            withheld: vec![],
             limits: CellLimits {
                 deadline_ms: 90_000,
                 max_calls: 1,

@@ -74,6 +74,7 @@ pub fn server_tools(name: &str, tools: Vec<ListedTool>) -> ServerTools {
         tools,
         allow: None,
         private: vec![],
+        origin: Default::default(),
         labels: HashMap::new(),
         withheld: HashMap::new(),
     }
