@@ -34,12 +34,35 @@ fn compose_available() -> bool {
     true
 }
 
+/// Build the stack's images with `deploy/build.sh` from this workspace's
+/// binaries, once per test process (the tests of this file share them).
+fn build_services_image() {
+    static BUILT: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    if *built {
+        return;
+    }
+    let bin_dir = support::code_mode().parent().expect("the binary is in a folder").to_path_buf();
+    let out = Command::new("bash")
+        .arg(root().join("deploy/build.sh"))
+        .arg("--bin-dir")
+        .arg(&bin_dir)
+        .output()
+        .expect("build.sh runs");
+    assert!(out.status.success(), "deploy/build.sh failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    *built = true;
+}
+
 /// One compose project, taken down (volumes too) when dropped.
 struct Project {
     name: String,
     passwords: [(String, String); 3],
     http_port: u16,
     prometheus_port: u16,
+    /// More variables for docker-compose (`CODE_MODE_BRIDGE_IMAGE`, ...).
+    env: Vec<(String, String)>,
+    /// The profiles to start besides the default services.
+    profiles: Vec<&'static str>,
 }
 
 impl Project {
@@ -54,14 +77,28 @@ impl Project {
             ],
             http_port: code_mode_core::testing::free_port(),
             prometheus_port: code_mode_core::testing::free_port(),
+            env: Vec::new(),
+            profiles: vec!["http", "monitoring"],
         }
+    }
+
+    /// `docker-compose` for this project, for `run` and `down`.
+    fn base_command(&self) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new("docker-compose");
+        command.args(["-p", &self.name, "-f"]).arg(root().join("deploy/docker-compose.yml"));
+        command.envs(self.passwords.iter().map(|(k, v)| (k, v)));
+        command.envs(self.env.iter().map(|(k, v)| (k, v)));
+        command
     }
 
     fn compose(&self) -> Command {
         let mut command = Command::new("docker-compose");
         command.args(["-p", &self.name, "-f"]).arg(root().join("deploy/docker-compose.yml"));
-        command.args(["--profile", "http", "--profile", "monitoring"]);
+        for profile in &self.profiles {
+            command.args(["--profile", profile]);
+        }
         command.envs(self.passwords.iter().map(|(k, v)| (k, v)));
+        command.envs(self.env.iter().map(|(k, v)| (k, v)));
         command.env("CODE_MODE_HTTP_PORT", self.http_port.to_string());
         command.env("CODE_MODE_PROMETHEUS_PORT", self.prometheus_port.to_string());
         command
@@ -86,14 +123,7 @@ async fn the_compose_stack_serves_clients_through_compose_run_and_over_http_and_
     if !support::sandbox_available() || !compose_available() {
         return;
     }
-    let bin_dir = support::code_mode().parent().expect("the binary is in a folder").to_path_buf();
-    let built = Command::new("bash")
-        .arg(root().join("deploy/build.sh"))
-        .arg("--bin-dir")
-        .arg(&bin_dir)
-        .output()
-        .expect("build.sh runs");
-    assert!(built.status.success(), "deploy/build.sh failed:\n{}", String::from_utf8_lossy(&built.stderr));
+    build_services_image();
 
     let project = Project::new();
     project.run(&["up", "-d", "--scale", "sandbox-runner=2"]);
@@ -183,4 +213,59 @@ fn sandbox_owners() -> Vec<String> {
         .output()
         .expect("docker runs");
     String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
+}
+
+/// Build `deploy/examples/own-servers` (an npm and a PyPI server added to
+/// the services image) as `tag`, passing this machine's extra CA
+/// certificates (a TLS-inspecting proxy) as the example says.
+fn build_own_servers_image(tag: &str) {
+    let context = code_mode_core::testing::TempDir::new("own-servers");
+    let example = root().join("deploy/examples/own-servers");
+    for file in ["Dockerfile", "servers.json"] {
+        std::fs::copy(example.join(file), context.0.join(file)).expect("the example is copied");
+    }
+    let extra = context.0.join("extra-ca");
+    std::fs::create_dir_all(&extra).unwrap();
+    if let Ok(certs) = std::fs::read_dir("/usr/local/share/ca-certificates") {
+        for cert in certs.flatten().filter(|c| c.path().extension().is_some_and(|e| e == "crt")) {
+            std::fs::copy(cert.path(), extra.join(cert.file_name())).unwrap();
+        }
+    }
+    let out = Command::new("docker").args(["build", "-q", "-t", tag]).arg(&context.0).output().expect("docker runs");
+    assert!(out.status.success(), "the example image did not build:\n{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[tokio::test]
+async fn your_own_npm_and_pypi_servers_run_in_the_stack_from_the_example_dockerfile() {
+    if !support::sandbox_available() || !compose_available() {
+        return;
+    }
+    build_services_image();
+    let tag = "code-mode-own-servers-test:latest";
+    build_own_servers_image(tag);
+    let mut project = Project::new();
+    project.profiles.clear();
+    project.env = vec![
+        ("CODE_MODE_BRIDGE_IMAGE".into(), tag.into()),
+        ("CODE_MODE_SERVERS".into(), "./examples/own-servers/servers.json".into()),
+    ];
+    project.run(&["up", "-d"]);
+
+    let mut frontend = project.base_command();
+    frontend.args(["run", "--rm", "-T", "frontend"]);
+    let (client, _pid) = support::connect_client(frontend).await;
+    let code = r#"import json
+await fs__write_file(path="/tmp/note.txt", content="hello from the sandbox")
+print(json.loads(await fs__read_text_file(path="/tmp/note.txt"))["content"])
+now = json.loads(await time__get_current_time(timezone="Asia/Tokyo"))
+print(now["timezone"])"#;
+    let result = run_python(&client, code).await;
+    assert_eq!(report(&result)["stdout"], "hello from the sandbox\nAsia/Tokyo\n", "{result:?}");
+    client.cancel().await.ok();
+
+    // README's way down: `down` with the same variables.
+    let down = project.base_command().args(["down", "-v", "-t", "20"]).output().await.expect("docker-compose runs");
+    assert!(down.status.success(), "{}", String::from_utf8_lossy(&down.stderr));
+    let left = project.compose().args(["ps", "-q"]).output().expect("docker-compose runs");
+    assert!(String::from_utf8_lossy(&left.stdout).trim().is_empty(), "nothing of the stack is left");
 }
