@@ -801,7 +801,7 @@ print(await attempt(add(a=1, b=2)))"
     assert_eq!(lines.len(), 4, "{lines:?}");
     assert!(lines[0].starts_with("ToolError: add: arguments do not match the schema"), "{}", lines[0]);
     assert!(lines[0].contains("/a") && lines[0].contains("integer"), "the problem is not named: {}", lines[0]);
-    assert_eq!(lines[1], r#"ToolError: add: the schema does not name "extra""#);
+    assert_eq!(lines[1], r#"ToolError: add: the schema does not name "extra"; it takes "a", "b""#);
     assert!(lines[2].starts_with("ToolError: add: arguments do not match the schema"), "{}", lines[2]);
     assert!(lines[2].contains("\"b\""), "the missing property is not named: {}", lines[2]);
     assert_eq!(lines[3], r#"ok: {"sum":3}"#);
