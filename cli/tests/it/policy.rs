@@ -81,7 +81,7 @@ print(sorted(TOOLS), search_tools('echo'), search_tools('sleep'))
         "refused: sleep: denied by policy (/default): the policy denies every tool it does not name (default deny)",
         "{stdout}"
     );
-    assert_eq!(lines[2], "['add'] [] []", "TOOLS and search_tools still list only what is offered: {stdout}");
+    assert_eq!(lines[2], "['add'] {} {}", "TOOLS and search_tools still list only what is offered: {stdout}");
     assert!(logged_calls(&log).is_empty(), "no denied call reached the server");
     let _ = std::fs::remove_file(&policy);
 }
