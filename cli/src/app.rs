@@ -99,9 +99,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let state = if servers.iter().all(|s| s.private.is_empty() && s.policy.is_none()) {
                 SessionStore::in_memory()
             } else {
-                SessionStore::over_nats(&transport, JetStreamConfig::default())
+                let store = SessionStore::over_nats(&transport, JetStreamConfig::default())
                     .await
-                    .context("opening the session-state store (JetStream) for --private or a policy")?
+                    .context("opening the session-state store (JetStream) for --private or a policy")?;
+                // codemode_state_store_up follows the store while idle too.
+                store.watch(code_mode_core::state::PROBE_EVERY, root.child_token());
+                store
             };
             let audit = crate::audit::open_sink(&args.audit, "bridge", Some(transport.client())).await?;
             let bus = Bus::new(transport);

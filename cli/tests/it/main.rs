@@ -15,6 +15,7 @@ mod http;
 mod list_changed;
 mod mcp_stdio;
 mod metrics;
+mod monitoring;
 mod policy;
 mod policy_categories;
 mod policy_check;

@@ -190,6 +190,7 @@ impl AuditSink {
         let head = writer.backend.head().await?;
         let open = Body::Open(Open { sink: name.clone(), resumed: writer.backend.resumes(&head) });
         writer.append(&open, Durability::Synced).await?;
+        code_mode_telemetry::audit_write(true);
         let (tx, rx) = mpsc::channel(QUEUE);
         tokio::spawn(writer.run(rx));
         Ok(Self { tx, shared: Arc::new(Shared { name, failure: Mutex::new(None), probed: Mutex::new(None) }) })
@@ -215,6 +216,7 @@ impl AuditSink {
             Ok(()) => answer.await.unwrap_or(Err(AuditError::Closed)),
             Err(_) => Err(AuditError::Closed),
         };
+        code_mode_telemetry::audit_write(result.is_ok());
         let mut failure = self.shared.failure.lock().unwrap_or_else(|p| p.into_inner());
         match &result {
             Ok(_) => *failure = None,
@@ -247,7 +249,9 @@ impl AuditSink {
         if self.tx.send(Command::Probe { reply }).await.is_err() {
             return Err(AuditError::Closed);
         }
-        match answer.await.unwrap_or(Err(AuditError::Closed)) {
+        let probed = answer.await.unwrap_or(Err(AuditError::Closed));
+        code_mode_telemetry::audit_probed(probed.is_ok());
+        match probed {
             Ok(()) => {
                 *self.shared.failure.lock().unwrap_or_else(|p| p.into_inner()) = None;
                 tracing::info!(sink = %self.shared.name, "the audit sink is writable again");

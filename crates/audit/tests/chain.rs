@@ -254,9 +254,14 @@ async fn with_nats_server_killed_writes_fail_and_come_back_with_it() {
     let Some(mut server) = NatsServer::start(&[]) else { return };
     let sink = AuditSink::nats(client(&server).await, Default::default(), options("k")).await.unwrap();
     sink.append(cell(0), Durability::Written).await.unwrap();
+    let metrics = code_mode_telemetry::metrics();
+    let failed = || metrics.audit_records.with_label_values(&["failed"]).get();
+    let failed_before = failed();
+    assert_eq!(metrics.audit_sink_up.get(), 1, "codemode_audit_sink_up: the sink takes records");
     server.stop();
     let err = sink.append(cell(1), Durability::Written).await.unwrap_err();
     assert!(matches!(err, AuditError::Unwritable { .. }), "{err}");
+    assert_eq!((metrics.audit_sink_up.get(), failed()), (0, failed_before + 1), "the failed write shows");
     assert!(sink.ready().await.is_err());
     server.restart();
     let mut back = false;
@@ -268,6 +273,7 @@ async fn with_nats_server_killed_writes_fail_and_come_back_with_it() {
         }
     }
     assert!(back, "the sink is writable again once nats-server is back");
+    assert_eq!(metrics.audit_sink_up.get(), 1, "the probe that found it writable shows it up");
     sink.append(cell(2), Durability::Written).await.unwrap();
     sink.close().await;
     let lines = stream_lines(&server).await;

@@ -33,7 +33,9 @@ use async_nats::jetstream;
 use async_nats::jetstream::kv;
 use async_trait::async_trait;
 use bytes::Bytes;
+use code_mode_telemetry::StateResult;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::nats::NatsTransport;
 
@@ -52,6 +54,14 @@ pub const MAX_SESSION_BYTES: usize = 128;
 
 /// The longest state name accepted.
 pub const MAX_NAME_BYTES: usize = 64;
+
+/// The session id of the probe's key: no frontend makes such an id (they
+/// are UUIDs), and the probe only reads, so even a session of that name
+/// would lose nothing.
+const PROBE_SESSION: &str = "-probe-";
+
+/// How often a serving bridge probes the store by default.
+pub const PROBE_EVERY: Duration = Duration::from_secs(10);
 
 /// How many compare-and-set rounds [`SessionStore::update`] tries before it
 /// gives up with [`StateError::Conflict`].
@@ -185,6 +195,33 @@ impl SessionStore {
         Self::jetstream(transport.client().clone(), config).await
     }
 
+    /// Read a key no session uses, only to learn whether the backend
+    /// answers (counted like any call, so `codemode_state_store_up` follows
+    /// it).
+    pub async fn probe(&self) -> Result<(), StateError> {
+        let key = encode_key(PROBE_SESSION, "reachable")?;
+        bounded(self.timeout, "probing", self.backend.get(&key)).await.map(drop)
+    }
+
+    /// Probe the store every `every` until `cancel`, so that
+    /// `codemode_state_store_up` says whether it answers even while no
+    /// call needs it (a store lost while idle shows before the first call is
+    /// refused).
+    pub fn watch(&self, every: Duration, cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
+        let store = self.clone();
+        tokio::spawn(async move {
+            loop {
+                if let Err(e) = store.probe().await {
+                    tracing::warn!(store = store.kind, error = %e, "the session-state store does not answer");
+                }
+                tokio::select! {
+                    _ = cancel.cancelled() => break,
+                    _ = tokio::time::sleep(every) => {}
+                }
+            }
+        })
+    }
+
     /// `"memory"` or `"jetstream"`.
     pub fn backend_kind(&self) -> &'static str {
         self.kind
@@ -264,15 +301,25 @@ impl SessionStore {
 }
 
 /// Run one backend call within `timeout`; running out is `Unavailable`.
+/// Every backend call passes here, so this is where it is counted in
+/// `codemode_state_store_operations_total` and where
+/// `codemode_state_store_up` learns whether the store answers.
 async fn bounded<T>(
     timeout: Duration,
     what: &str,
     call: impl Future<Output = Result<T, StateError>>,
 ) -> Result<T, StateError> {
-    match tokio::time::timeout(timeout, call).await {
+    let result = match tokio::time::timeout(timeout, call).await {
         Ok(result) => result,
         Err(_) => Err(StateError::Unavailable(format!("{what} timed out after {timeout:?}"))),
-    }
+    };
+    code_mode_telemetry::state_store_call(match &result {
+        Ok(_) => StateResult::Ok,
+        Err(StateError::Conflict(_)) => StateResult::Conflict,
+        Err(StateError::Invalid(_)) => StateResult::Invalid,
+        Err(StateError::Unavailable(_)) => StateResult::Unavailable,
+    });
+    result
 }
 
 /// A short random pause after a lost compare-and-set, growing with the

@@ -239,11 +239,38 @@ async fn a_store_whose_nats_server_is_down_fails_closed_then_recovers_by_itself(
     assert!(matches!(write, Err(StateError::Unavailable(_))), "{write:?}");
     let message = read.unwrap_err().to_string();
     assert!(message.contains("unavailable") && message.contains("refused"), "{message}");
+    let metrics = code_mode_telemetry::metrics();
+    assert_eq!(metrics.state_store_up.get(), 0, "codemode_state_store_up says the store is gone");
+    assert!(metrics.state_store_operations.with_label_values(&["unavailable"]).get() >= 2);
 
     server.restart();
 
     let entry = get_when_back(&store, SESSION, "taint").await.expect("the taint is still there");
     assert_eq!(entry.value, json!(true));
+    assert_eq!(metrics.state_store_up.get(), 1, "and back once it answers");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_probe_of_a_watched_store_shows_an_idle_store_going_away_and_coming_back() {
+    let Some(mut server) = NatsServer::start(&[]) else { return };
+    let store = jetstream_store(&server, Duration::from_millis(500)).await;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let watching = store.watch(Duration::from_millis(200), cancel.clone());
+    let up = || code_mode_telemetry::metrics().state_store_up.get();
+    let until = |want: i64| async move {
+        let give_up = tokio::time::Instant::now() + Duration::from_secs(20);
+        while up() != want {
+            assert!(tokio::time::Instant::now() < give_up, "codemode_state_store_up stayed {} (want {want})", up());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    until(1).await;
+    server.stop();
+    until(0).await;
+    server.restart();
+    until(1).await;
+    cancel.cancel();
+    watching.await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

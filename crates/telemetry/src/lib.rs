@@ -5,7 +5,10 @@
 //!   recording functions the services call at their end points
 //!   ([`cell_ended`], [`cell_ended_without_run`], [`tool_call`], [`bus_request_error`],
 //!   [`container_started`], [`containers_reaped`], [`container_removed`],
-//!   [`set_warm_pool_size`]). `docs/metrics.md` lists every metric.
+//!   [`set_warm_pool_size`], [`frontend_cell`], [`approval_answered`],
+//!   [`server_exited`], [`state_store_call`], [`session_taint`],
+//!   [`audit_write`], ...). `docs/metrics.md` lists every metric, and
+//!   `deploy/prometheus/alerts.yml` and `deploy/grafana/` use them.
 //! - [`server`]: the actix-web server answering `GET /metrics` (the text
 //!   exposition format) and `GET /healthz` (`{"service": ..., "ok": true}`),
 //!   started on a configured address and stopped by a cancellation token.
@@ -43,7 +46,9 @@ pub mod server;
 pub mod testing;
 
 pub use metrics::{
-    CellOutcome, Decision, Metrics, bus_request_error, cell_ended, cell_ended_without_run, container_removed,
-    container_started, containers_reaped, metrics, policy_decision, set_warm_pool_size, tool_call,
+    ApprovalAnswer, CellOutcome, Decision, FrontendCellResult, Metrics, StateResult, approval_answered, audit_probed,
+    audit_write, bus_request_error, cell_ended, cell_ended_without_run, container_removed, container_started,
+    containers_reaped, frontend_cell, metrics, policy_decision, server_exited, server_up, session_taint,
+    set_runner_capacity, set_runner_cells_running, set_warm_pool_size, state_store_call, tool_call,
 };
 pub use server::{MetricsServer, TelemetryError};

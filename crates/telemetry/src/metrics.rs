@@ -91,6 +91,115 @@ impl Decision {
     }
 }
 
+/// How the frontend's request for one cell ended, as the client sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrontendCellResult {
+    /// A sandbox-runner answered with the cell's report (whatever the code
+    /// did: its outcome is in `codemode_cells_total` of the runner).
+    Reported,
+    /// The code was over the size limit and was not sent.
+    CodeTooLarge,
+    /// Every runner declined it for lack of a free slot until the
+    /// capacity wait passed.
+    NoCapacity,
+    /// Nobody serves cells (no sandbox-runner is connected).
+    NoRunner,
+    /// The runner that took it stopped answering (killed, crashed, cut off).
+    RunnerLost,
+    /// Any other failure (a runner's own error, the bus, the audit sink).
+    Failed,
+}
+
+impl FrontendCellResult {
+    /// Every result.
+    pub const ALL: [FrontendCellResult; 6] = [
+        FrontendCellResult::Reported,
+        FrontendCellResult::CodeTooLarge,
+        FrontendCellResult::NoCapacity,
+        FrontendCellResult::NoRunner,
+        FrontendCellResult::RunnerLost,
+        FrontendCellResult::Failed,
+    ];
+
+    /// The `result` label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FrontendCellResult::Reported => "reported",
+            FrontendCellResult::CodeTooLarge => "code_too_large",
+            FrontendCellResult::NoCapacity => "no_capacity",
+            FrontendCellResult::NoRunner => "no_runner",
+            FrontendCellResult::RunnerLost => "runner_lost",
+            FrontendCellResult::Failed => "failed",
+        }
+    }
+}
+
+/// The answer to one approval question the bridge asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalAnswer {
+    /// The person accepted.
+    Approved,
+    /// The person declined.
+    Declined,
+    /// The person dismissed the question.
+    Dismissed,
+    /// Nobody answered within the approval timeout.
+    TimedOut,
+    /// Nobody could be asked (no client session, no elicitation support).
+    Unavailable,
+}
+
+impl ApprovalAnswer {
+    /// Every answer.
+    pub const ALL: [ApprovalAnswer; 5] = [
+        ApprovalAnswer::Approved,
+        ApprovalAnswer::Declined,
+        ApprovalAnswer::Dismissed,
+        ApprovalAnswer::TimedOut,
+        ApprovalAnswer::Unavailable,
+    ];
+
+    /// The `answer` label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalAnswer::Approved => "approved",
+            ApprovalAnswer::Declined => "declined",
+            ApprovalAnswer::Dismissed => "dismissed",
+            ApprovalAnswer::TimedOut => "timed_out",
+            ApprovalAnswer::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// The result of one call to the session-state store's backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateResult {
+    /// It answered.
+    Ok,
+    /// A compare-and-set or create lost (the backend answered).
+    Conflict,
+    /// The backend answered that the key or value is invalid.
+    Invalid,
+    /// The backend could not be reached or did not answer in time.
+    Unavailable,
+}
+
+impl StateResult {
+    /// Every result.
+    pub const ALL: [StateResult; 4] =
+        [StateResult::Ok, StateResult::Conflict, StateResult::Invalid, StateResult::Unavailable];
+
+    /// The `result` label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StateResult::Ok => "ok",
+            StateResult::Conflict => "conflict",
+            StateResult::Invalid => "invalid",
+            StateResult::Unavailable => "unavailable",
+        }
+    }
+}
+
 /// Every metric of code-mode, registered in one registry.
 #[derive(Debug, Clone)]
 pub struct Metrics {
@@ -103,8 +212,30 @@ pub struct Metrics {
     pub tool_calls: IntCounterVec,
     /// `codemode_tool_call_duration_seconds{server, tool, decision}`.
     pub tool_call_duration: HistogramVec,
-    /// `codemode_policy_decisions_total{server, tool, decision}`.
+    /// `codemode_policy_decisions_total{server, tool, decision, rule}`.
     pub policy_decisions: IntCounterVec,
+    /// `codemode_approvals_total{answer}`.
+    pub approvals: IntCounterVec,
+    /// `codemode_server_exits_total{server}`.
+    pub server_exits: IntCounterVec,
+    /// `codemode_server_up{server}`.
+    pub server_up: IntGaugeVec,
+    /// `codemode_state_store_operations_total{result}`.
+    pub state_store_operations: IntCounterVec,
+    /// `codemode_state_store_up`.
+    pub state_store_up: IntGauge,
+    /// `codemode_session_taints_total{event}`.
+    pub session_taints: IntCounterVec,
+    /// `codemode_audit_records_total{result}`.
+    pub audit_records: IntCounterVec,
+    /// `codemode_audit_sink_up`.
+    pub audit_sink_up: IntGauge,
+    /// `codemode_frontend_cells_total{result}`.
+    pub frontend_cells: IntCounterVec,
+    /// `codemode_runner_capacity`.
+    pub runner_capacity: IntGauge,
+    /// `codemode_runner_cells_running`.
+    pub runner_cells_running: IntGauge,
     /// `codemode_warm_pool_size`.
     pub warm_pool_size: IntGauge,
     /// `codemode_containers_started_total`.
@@ -161,11 +292,52 @@ impl Metrics {
         let policy_decisions = IntCounterVec::new(
             Opts::new(
                 "codemode_policy_decisions_total",
-                "Decisions of the tool policies on calls, by server, tool and decision (one per audit line).",
+                "Decisions of the tool policies on calls, by server, tool, decision and the rule that decided.",
             ),
-            &["server", "tool", "decision"],
+            &["server", "tool", "decision", "rule"],
         )
         .expect("valid metric");
+        let counter = |name: &str, help: &str, labels: &[&str]| {
+            IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric")
+        };
+        let gauge = |name: &str, help: &str| IntGauge::new(name, help).expect("valid metric");
+        let approvals = counter(
+            "codemode_approvals_total",
+            "Approval questions the bridge asked, by the answer that came back.",
+            &["answer"],
+        );
+        let server_exits = counter(
+            "codemode_server_exits_total",
+            "Times a wrapped server exited on its own (each is followed by a restart).",
+            &["server"],
+        );
+        let server_up = IntGaugeVec::new(
+            Opts::new("codemode_server_up", "1 while a wrapped server is up, 0 while it is being restarted."),
+            &["server"],
+        )
+        .expect("valid metric");
+        let state_store_operations = counter(
+            "codemode_state_store_operations_total",
+            "Calls to the session-state store's backend, by result.",
+            &["result"],
+        );
+        let state_store_up =
+            gauge("codemode_state_store_up", "1 when the session-state store answered its last call or probe, else 0.");
+        let session_taints = counter(
+            "codemode_session_taints_total",
+            "Sessions tainted by a private call (set) and tainted sessions forgotten when they ended (forgotten).",
+            &["event"],
+        );
+        let audit_records = counter("codemode_audit_records_total", "Audit records appended, by result.", &["result"]);
+        let audit_sink_up =
+            gauge("codemode_audit_sink_up", "1 when the audit sink took its last record or probe, 0 while it fails.");
+        let frontend_cells = counter(
+            "codemode_frontend_cells_total",
+            "Cells the frontend sent (or refused to send), by how the request ended.",
+            &["result"],
+        );
+        let runner_capacity = gauge("codemode_runner_capacity", "Cells this sandbox-runner runs at once at most.");
+        let runner_cells_running = gauge("codemode_runner_cells_running", "Cells this sandbox-runner is running now.");
         let warm_pool_size =
             IntGauge::new("codemode_warm_pool_size", "Started containers waiting in the warm pool for a cell.")
                 .expect("valid metric");
@@ -199,6 +371,17 @@ impl Metrics {
             tool_calls,
             tool_call_duration,
             policy_decisions,
+            approvals,
+            server_exits,
+            server_up,
+            state_store_operations,
+            state_store_up,
+            session_taints,
+            audit_records,
+            audit_sink_up,
+            frontend_cells,
+            runner_capacity,
+            runner_cells_running,
             warm_pool_size,
             containers_started,
             containers_removed,
@@ -216,16 +399,42 @@ impl Metrics {
         for result in ["removed", "failed"] {
             metrics.containers_removed.with_label_values(&[result]);
         }
+        for answer in ApprovalAnswer::ALL {
+            metrics.approvals.with_label_values(&[answer.as_str()]);
+        }
+        for result in StateResult::ALL {
+            metrics.state_store_operations.with_label_values(&[result.as_str()]);
+        }
+        for event in ["set", "forgotten"] {
+            metrics.session_taints.with_label_values(&[event]);
+        }
+        for result in ["written", "failed"] {
+            metrics.audit_records.with_label_values(&[result]);
+        }
+        for result in FrontendCellResult::ALL {
+            metrics.frontend_cells.with_label_values(&[result.as_str()]);
+        }
         metrics
     }
 
     fn register_all(&self) {
-        let collectors: [Box<dyn prometheus::core::Collector>; 11] = [
+        let collectors: [Box<dyn prometheus::core::Collector>; 22] = [
             Box::new(self.cells.clone()),
             Box::new(self.cell_duration.clone()),
             Box::new(self.tool_calls.clone()),
             Box::new(self.tool_call_duration.clone()),
             Box::new(self.policy_decisions.clone()),
+            Box::new(self.approvals.clone()),
+            Box::new(self.server_exits.clone()),
+            Box::new(self.server_up.clone()),
+            Box::new(self.state_store_operations.clone()),
+            Box::new(self.state_store_up.clone()),
+            Box::new(self.session_taints.clone()),
+            Box::new(self.audit_records.clone()),
+            Box::new(self.audit_sink_up.clone()),
+            Box::new(self.frontend_cells.clone()),
+            Box::new(self.runner_capacity.clone()),
+            Box::new(self.runner_cells_running.clone()),
             Box::new(self.warm_pool_size.clone()),
             Box::new(self.containers_started.clone()),
             Box::new(self.containers_removed.clone()),
@@ -286,10 +495,74 @@ pub fn tool_call(server: &str, tool: &str, decision: Decision, elapsed: Duration
     m.tool_call_duration.with_label_values(&labels).observe(elapsed.as_secs_f64());
 }
 
-/// A policy decided a call of `tool` on `server` (`decision` is one of the
-/// audit log's fixed words; names come from the catalog).
-pub fn policy_decision(server: &str, tool: &str, decision: &str) {
-    metrics().policy_decisions.with_label_values(&[server, tool, decision]).inc();
+/// A policy decided a call of `tool` on `server` by `rule` (`decision` is
+/// one of the audit log's fixed words; names come from the catalog, the rule
+/// is a JSON path into the policy, so the label values are bounded by the
+/// catalog and the policy).
+pub fn policy_decision(server: &str, tool: &str, decision: &str, rule: &str) {
+    metrics().policy_decisions.with_label_values(&[server, tool, decision, rule]).inc();
+}
+
+/// An approval question came back with `answer`.
+pub fn approval_answered(answer: ApprovalAnswer) {
+    metrics().approvals.with_label_values(&[answer.as_str()]).inc();
+}
+
+/// The wrapped server `server` is up (`true`) or being restarted; starting
+/// at up also creates its exit counter at 0.
+pub fn server_up(server: &str, up: bool) {
+    let m = metrics();
+    m.server_up.with_label_values(&[server]).set(i64::from(up));
+    m.server_exits.with_label_values(&[server]);
+}
+
+/// The wrapped server `server` exited on its own.
+pub fn server_exited(server: &str) {
+    let m = metrics();
+    m.server_exits.with_label_values(&[server]).inc();
+    m.server_up.with_label_values(&[server]).set(0);
+}
+
+/// One call to the session-state store's backend ended with `result`; an
+/// answer of any kind means the store is reachable.
+pub fn state_store_call(result: StateResult) {
+    let m = metrics();
+    m.state_store_operations.with_label_values(&[result.as_str()]).inc();
+    m.state_store_up.set(i64::from(result != StateResult::Unavailable));
+}
+
+/// A session was tainted (`true`), or a tainted session's taint was
+/// forgotten when it ended.
+pub fn session_taint(set: bool) {
+    metrics().session_taints.with_label_values(&[if set { "set" } else { "forgotten" }]).inc();
+}
+
+/// An audit record was written (`true`) or not; a probe of a failed sink
+/// passes `written` as whether it can be written again.
+pub fn audit_write(written: bool) {
+    let m = metrics();
+    m.audit_records.with_label_values(&[if written { "written" } else { "failed" }]).inc();
+    m.audit_sink_up.set(i64::from(written));
+}
+
+/// A probe of a failed audit sink found it writable (`true`) or not.
+pub fn audit_probed(writable: bool) {
+    metrics().audit_sink_up.set(i64::from(writable));
+}
+
+/// The frontend's request for one cell ended with `result`.
+pub fn frontend_cell(result: FrontendCellResult) {
+    metrics().frontend_cells.with_label_values(&[result.as_str()]).inc();
+}
+
+/// This sandbox-runner runs at most `n` cells at once.
+pub fn set_runner_capacity(n: usize) {
+    metrics().runner_capacity.set(i64::try_from(n).unwrap_or(i64::MAX));
+}
+
+/// This sandbox-runner runs `n` cells now.
+pub fn set_runner_cells_running(n: usize) {
+    metrics().runner_cells_running.set(i64::try_from(n).unwrap_or(i64::MAX));
 }
 
 /// A bus request on `subject` failed with `kind` (a fixed word per error).
@@ -329,7 +602,14 @@ mod tests {
         m.cell_duration.with_label_values(&["finished"]).observe(0.3);
         m.tool_calls.with_label_values(&["s", "t", "ok"]).inc();
         m.tool_call_duration.with_label_values(&["s", "t", "ok"]).observe(0.002);
-        m.policy_decisions.with_label_values(&["s", "t", "denied"]).inc();
+        m.policy_decisions.with_label_values(&["s", "t", "denied", "/tools/t"]).inc();
+        m.approvals.with_label_values(&["timed_out"]).inc();
+        m.server_exits.with_label_values(&["s"]).inc();
+        m.server_up.with_label_values(&["s"]).set(1);
+        m.state_store_up.set(1);
+        m.audit_sink_up.set(1);
+        m.runner_capacity.set(4);
+        m.runner_cells_running.set(2);
         m.warm_pool_size.set(3);
         m.containers_started.inc();
         m.containers_removed.with_label_values(&["removed"]).inc();
@@ -343,6 +623,17 @@ mod tests {
             "codemode_tool_calls_total",
             "codemode_tool_call_duration_seconds",
             "codemode_policy_decisions_total",
+            "codemode_approvals_total",
+            "codemode_server_exits_total",
+            "codemode_server_up",
+            "codemode_state_store_operations_total",
+            "codemode_state_store_up",
+            "codemode_session_taints_total",
+            "codemode_audit_records_total",
+            "codemode_audit_sink_up",
+            "codemode_frontend_cells_total",
+            "codemode_runner_capacity",
+            "codemode_runner_cells_running",
             "codemode_warm_pool_size",
             "codemode_containers_started_total",
             "codemode_containers_removed_total",

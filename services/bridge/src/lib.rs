@@ -56,7 +56,7 @@ use code_mode_core::bus::{Bus, BusError};
 use code_mode_core::defaults;
 use code_mode_core::state::SessionStore;
 use code_mode_proto::{self as proto, ApprovalReply, CatalogRequest, ToolCall, ToolReply, queue_groups, subjects};
-use code_mode_telemetry::Decision;
+use code_mode_telemetry::{ApprovalAnswer, Decision};
 use rmcp::model::{CallToolResult, ContentBlock};
 use tokio_util::sync::CancellationToken;
 
@@ -861,6 +861,13 @@ impl Bridge {
             return Ok(());
         };
         let answer = self.ask_approval(call, site, rule).await;
+        code_mode_telemetry::approval_answered(match &answer {
+            ApprovalReply::Approved => ApprovalAnswer::Approved,
+            ApprovalReply::Declined => ApprovalAnswer::Declined,
+            ApprovalReply::Cancelled => ApprovalAnswer::Dismissed,
+            ApprovalReply::TimedOut => ApprovalAnswer::TimedOut,
+            ApprovalReply::Unavailable { .. } => ApprovalAnswer::Unavailable,
+        });
         if answer == ApprovalReply::Approved {
             tracing::info!(tool = %name, cell = %call.cell_id, %rule, "approved");
             self.decided(trail, site, AuditDecision::Approved, rule, None);
@@ -916,10 +923,11 @@ impl Bridge {
         rule: &RuleSource,
         reason: Option<String>,
     ) {
-        code_mode_telemetry::policy_decision(site.server, site.tool, decision.as_str());
+        let rule = rule.to_string();
+        code_mode_telemetry::policy_decision(site.server, site.tool, decision.as_str(), &rule);
         trail.decision = decision;
         trail.policy = Some(decision);
-        trail.rule = Some(rule.to_string());
+        trail.rule = Some(rule);
         trail.reason = reason;
     }
 
@@ -963,6 +971,9 @@ impl Bridge {
             if there {
                 store.delete(session, name).await.map_err(BridgeError::State)?;
                 removed += 1;
+                if name == private::TAINT {
+                    code_mode_telemetry::session_taint(false);
+                }
             }
         }
         tracing::info!(%session, removed, "client session ended: its state is forgotten");

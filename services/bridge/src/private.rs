@@ -129,6 +129,7 @@ impl PrivateRule {
     async fn taint(&self, session: &str, tool: &str) -> Result<(), RuleRefusal> {
         match self.store.create(session, TAINT, &json!({ "by": tool })).await {
             Ok(_) => {
+                code_mode_telemetry::session_taint(true);
                 tracing::info!(session, tool, "session tainted: from now on only private tools may be called");
                 Ok(())
             }

@@ -337,6 +337,7 @@ pub async fn start(
     cancel: CancellationToken,
 ) -> Result<(ServerHandle, Vec<Tool>, tokio::task::JoinHandle<()>), BridgeError> {
     let (session, tools) = connect(spec).await?;
+    code_mode_telemetry::server_up(&spec.name, true);
     let (link, link_rx) = watch::channel(Link::Up(session.peer().clone()));
     let (tools_tx, tools_rx) = watch::channel(Arc::new(tools.clone()));
     let handle = ServerHandle { name: spec.name.clone(), link: link_rx, tools: tools_rx };
@@ -455,6 +456,7 @@ impl ServerActor {
             if let Ended::Stopped = self.serve(session).await {
                 break;
             }
+            code_mode_telemetry::server_exited(&name);
             self.link.send_replace(Link::Restarting);
             let uptime = up_since.elapsed();
             let mut delay = self.backoff.after_exit(uptime);
@@ -483,6 +485,7 @@ impl ServerActor {
                     }
                 }
             };
+            code_mode_telemetry::server_up(&name, true);
             tracing::info!(server = %name, "the wrapped server runs again");
             self.link.send_replace(Link::Up(session.peer().clone()));
         }

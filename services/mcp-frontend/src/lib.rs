@@ -40,6 +40,7 @@ use code_mode_core::defaults;
 use code_mode_proto::{
     ApprovalReply, ApprovalRequest, Catalog, CatalogRequest, CellLimits, CellReport, RunCell, ToolStub, subjects,
 };
+use code_mode_telemetry::FrontendCellResult;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, Implementation, InputRequest,
     InputRequests, InputRequiredResult, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
@@ -103,6 +104,20 @@ pub enum FrontendError {
         /// Why.
         reason: std::io::Error,
     },
+}
+
+impl FrontendError {
+    /// How a cell's request ended, for `codemode_frontend_cells_total`.
+    pub fn metric_result<T>(result: &Result<T, FrontendError>) -> FrontendCellResult {
+        match result {
+            Ok(_) => FrontendCellResult::Reported,
+            Err(FrontendError::CodeTooLarge { .. }) => FrontendCellResult::CodeTooLarge,
+            Err(FrontendError::NoCapacity { .. }) => FrontendCellResult::NoCapacity,
+            Err(FrontendError::RunnerLost { .. }) => FrontendCellResult::RunnerLost,
+            Err(FrontendError::Bus(BusError::NoResponders { .. })) => FrontendCellResult::NoRunner,
+            Err(_) => FrontendCellResult::Failed,
+        }
+    }
 }
 
 /// Settings of the frontend.
@@ -609,6 +624,12 @@ impl Frontend {
     }
 
     async fn run_code_as(&self, cell_id: &str, code: &str) -> Result<CellReport, FrontendError> {
+        let result = self.run_code_counted(cell_id, code).await;
+        code_mode_telemetry::frontend_cell(FrontendError::metric_result(&result));
+        result
+    }
+
+    async fn run_code_counted(&self, cell_id: &str, code: &str) -> Result<CellReport, FrontendError> {
         let config = &self.inner.shared.config;
         self.inner.ran.store(true, std::sync::atomic::Ordering::SeqCst);
         if code.len() > config.max_code {
@@ -875,6 +896,31 @@ mod tests {
         .expect("the fake bridge serves");
         let frontend = Frontend::connect(bus, FrontendConfig::default()).await.expect("connects");
         (frontend, current, cancel)
+    }
+
+    #[tokio::test]
+    async fn cells_refused_for_their_size_or_finding_no_runner_are_counted_by_result() {
+        let bus = Bus::in_process();
+        let cancel = CancellationToken::new();
+        bus.serve(subjects::CATALOG_GET, queue_groups::BRIDGE, cancel.clone(), |_: CatalogRequest| async {
+            Ok(catalog(1, &["add"]))
+        })
+        .await
+        .expect("the bridge side serves");
+        let config = FrontendConfig { max_code: 10, capacity_wait: Duration::from_millis(200), ..Default::default() };
+        let frontend = Frontend::connect(bus, config).await.expect("connects");
+        let count = |result: FrontendCellResult| {
+            code_mode_telemetry::metrics().frontend_cells.with_label_values(&[result.as_str()]).get()
+        };
+        let (large, none) = (count(FrontendCellResult::CodeTooLarge), count(FrontendCellResult::NoRunner));
+        let too_large = frontend.run_code("print('far too long')").await;
+        assert!(matches!(too_large, Err(FrontendError::CodeTooLarge { .. })), "{too_large:?}");
+        // No sandbox-runner serves this bus.
+        let no_runner = frontend.run_code("print(1)").await;
+        assert!(matches!(no_runner, Err(FrontendError::Bus(BusError::NoResponders { .. }))), "{no_runner:?}");
+        assert_eq!(count(FrontendCellResult::CodeTooLarge), large + 1);
+        assert_eq!(count(FrontendCellResult::NoRunner), none + 1);
+        cancel.cancel();
     }
 
     #[tokio::test]

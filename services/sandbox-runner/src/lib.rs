@@ -197,6 +197,8 @@ impl SandboxRunner {
         }
         let config = RunnerConfig { capacity: config.capacity.max(1), ..config };
         let slots = Semaphore::new(config.capacity);
+        code_mode_telemetry::set_runner_capacity(config.capacity);
+        code_mode_telemetry::set_runner_cells_running(0);
         let inner = Inner { docker, config, slots, bus, pool: OnceLock::new(), sandbox: Default::default() };
         Ok(Self { inner: Arc::new(inner) })
     }
@@ -222,9 +224,10 @@ impl SandboxRunner {
     /// with [`SandboxError::NoCapacity`]. The deadline counts from here, so
     /// a cold start counts against it.
     pub async fn run_cell(&self, cell: &RunCell, cancel: &CancellationToken) -> Result<CellReport, SandboxError> {
-        let Ok(_slot) = self.inner.slots.try_acquire() else {
+        let Ok(slot) = self.inner.slots.try_acquire() else {
             return Err(SandboxError::NoCapacity { capacity: self.inner.config.capacity });
         };
+        let _slot = Slot::counted(slot, &self.inner);
         let Some(audit) = &self.inner.config.audit else { return self.run_in_slot(cell, cancel).await };
         // Recorded before the code reaches a container: no record, no run.
         let facts = self.cell_facts(cell).await;
@@ -357,6 +360,28 @@ impl SandboxRunner {
             pool
         });
         task
+    }
+}
+
+/// A taken slot that keeps `codemode_runner_cells_running` equal to the
+/// slots in use while it lives.
+struct Slot<'a> {
+    permit: Option<tokio::sync::SemaphorePermit<'a>>,
+    inner: &'a Inner,
+}
+
+impl<'a> Slot<'a> {
+    fn counted(permit: tokio::sync::SemaphorePermit<'a>, inner: &'a Inner) -> Self {
+        code_mode_telemetry::set_runner_cells_running(inner.config.capacity - inner.slots.available_permits());
+        Self { permit: Some(permit), inner }
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        drop(self.permit.take());
+        let inner = self.inner;
+        code_mode_telemetry::set_runner_cells_running(inner.config.capacity - inner.slots.available_permits());
     }
 }
 

@@ -241,3 +241,24 @@ async fn a_cell_still_runs_cold_without_a_warm_pool() {
     assert!(serving.containers().await.is_empty(), "its container was removed");
     serving.stop().await;
 }
+
+#[tokio::test]
+async fn the_capacity_in_use_counts_the_cells_running_and_returns_to_zero() {
+    let _turn = DOCKER.lock().await;
+    let Some(serving) = Serving::start(0).await else { return };
+    let metrics = code_mode_telemetry::metrics();
+    assert_eq!(metrics.runner_capacity.get(), code_mode_core::defaults::MAX_CONCURRENT_CELLS as i64);
+    assert_eq!(metrics.runner_cells_running.get(), 0);
+    let long = serving.run("import time\ntime.sleep(3)\nprint('done')");
+    let watch = async {
+        let give_up = tokio::time::Instant::now() + FILL_BOUND;
+        while metrics.runner_cells_running.get() != 1 {
+            assert!(tokio::time::Instant::now() < give_up, "the running cell never showed");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let (report, ()) = tokio::join!(long, watch);
+    assert_eq!(report.stdout, "done\n", "{report:?}");
+    assert_eq!(metrics.runner_cells_running.get(), 0, "the slot is given back with the report");
+    serving.stop().await;
+}

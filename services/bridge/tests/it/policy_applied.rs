@@ -208,10 +208,13 @@ async fn each_policy_decision_is_one_call_record_with_the_arguments_size_and_has
     );
     setup.policy_options.audit = Some(sink);
     let h = setup.start().await.expect("the bridge starts");
-    let before = |decision: &str| {
-        code_mode_telemetry::metrics().policy_decisions.with_label_values(&["test", "add", decision]).get()
-    };
-    let (allowed_before, limited_before) = (before("allowed"), before("rate_limited"));
+    let metrics = code_mode_telemetry::metrics();
+    let before =
+        |decision: &str| metrics.policy_decisions.with_label_values(&["test", "add", decision, "/tools/add"]).get();
+    let by_default = || metrics.policy_decisions.with_label_values(&["test", "count", "denied", "/default"]).get();
+    let unasked = || metrics.approvals.with_label_values(&["unavailable"]).get();
+    let (allowed_before, limited_before, default_before, unasked_before) =
+        (before("allowed"), before("rate_limited"), by_default(), unasked());
     ok(h.call("add", json!({"a": 2, "b": 3})).await);
     refused(h.call("add", json!({"a": 2, "b": 3})).await);
     ok(h.call("echo", json!({"text": "top"})).await);
@@ -257,6 +260,8 @@ async fn each_policy_decision_is_one_call_record_with_the_arguments_size_and_has
     assert!(lines[4]["reason"].as_str().unwrap().contains("nobody could be asked"), "{}", lines[4]);
     assert_eq!(before("allowed"), allowed_before + 1, "the metric counts each decision");
     assert_eq!(before("rate_limited"), limited_before + 1);
+    assert_eq!(by_default(), default_before + 1, "a refusal is counted under the rule that decided it");
+    assert!(unasked() > unasked_before, "the approval nobody could answer is counted as unavailable");
 }
 
 #[tokio::test]

@@ -35,9 +35,15 @@ async fn a_crashed_server_is_started_again_and_later_calls_reach_the_new_process
     let h = Harness::with_args(&[]).await;
     let log = h.log.display().to_string();
     let first = child_with_arg(&log).expect("the test server is a child of this process");
+    let metrics = code_mode_telemetry::metrics();
+    let exits = || metrics.server_exits.with_label_values(&["test"]).get();
+    let exits_before = exits();
+    assert_eq!(metrics.server_up.with_label_values(&["test"]).get(), 1, "a started server is up");
 
     assert_eq!(h.call("crash", json!({})).await, ToolReply::Fault { kind: "TransportClosed".into() });
     assert_eq!(add_once_back(&h, Duration::from_secs(10)).await, r#"{"sum":3}"#);
+    assert_eq!(exits(), exits_before + 1, "the exit is counted (what the restart-loop alert watches)");
+    assert_eq!(metrics.server_up.with_label_values(&["test"]).get(), 1, "up again");
 
     let second = child_with_arg(&log).expect("a new test server runs");
     assert_ne!(second.pid, first.pid, "a new process");

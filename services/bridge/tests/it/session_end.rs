@@ -45,6 +45,8 @@ async fn ending_a_session_forgets_its_taint_and_grant_counters_but_not_global_co
             .await
             .expect("the bucket opens");
     let h = Setup::default().private(&["echo"]).policy(POLICY).state(store.clone()).start().await.expect("it starts");
+    let taints = |event: &str| code_mode_telemetry::metrics().session_taints.with_label_values(&[event]).get();
+    let (set_before, forgotten_before) = (taints("set"), taints("forgotten"));
     let add = json!({"a": 1, "b": 2});
     for session in ["s-1", "s-2"] {
         assert!(passed(&h.bridge.call(&call(session, 1, "add", add.clone())).await));
@@ -56,7 +58,9 @@ async fn ending_a_session_forgets_its_taint_and_grant_counters_but_not_global_co
     assert!(passed(&h.bridge.call(&call("s-9", 1, "count", json!({}))).await));
     assert!(store.get("s-1", "taint").await.unwrap().is_some());
 
+    assert_eq!(taints("set"), set_before + 2, "two sessions were tainted (each once)");
     assert_eq!(h.bridge.end_session("s-1").await.expect("it ends"), 2, "the taint and the adds counter");
+    assert_eq!(taints("forgotten"), forgotten_before + 1, "one tainted session was forgotten");
     assert!(store.get("s-1", "taint").await.unwrap().is_none());
     assert!(store.get("s-1", "rate.adds").await.unwrap().is_none());
     // The other session keeps its taint and its count ...
