@@ -5,7 +5,11 @@
 //! `docker-compose run --rm -T frontend`, to which a real MCP client talks
 //! over that command's stdin and stdout, and the long-running HTTP frontend
 //! (`--profile http`), to which another connects by URL; Prometheus
-//! (`--profile monitoring`) scrapes every replica.
+//! (`--profile monitoring`) scrapes every replica. After a short load of
+//! HTTP sessions (tool calls, a private call, a rate-limited one, runners
+//! full), every query of every Grafana dashboard (`deploy/grafana/`)
+//! returns series from that Prometheus, so a renamed metric fails here.
+//! (Grafana itself comes from a registry, so it is not started here.)
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -53,6 +57,22 @@ fn build_services_image() {
     *built = true;
 }
 
+/// The wrapped server of the test stack: `add` for the cells, `echo`
+/// private (a call taints its session), `count` limited to one call a
+/// minute per session (a second call is refused by the policy), `sleep`
+/// needing approval (the test's HTTP client cannot be asked, so it is
+/// refused after a question to its frontend).
+const SERVERS: &str = r#"{"mcpServers": {
+  "test": {"command": "code-mode-test-server", "allow": ["add", "echo", "count", "sleep"], "private": ["echo"],
+           "policy": {"version": "1", "default": "allow",
+                      "tools": {"count": {"limits": [{"counter": "counts", "window": "minute", "max": 1}]},
+                                "sleep": {"action": "approve"}}}}
+}}"#;
+
+/// The services `up` starts: the stack with Prometheus, not Grafana (whose
+/// image comes from a registry).
+const SERVICES: [&str; 5] = ["nats", "bridge", "sandbox-runner", "frontend-http", "prometheus"];
+
 /// One compose project, taken down (volumes too) when dropped.
 struct Project {
     name: String,
@@ -63,11 +83,16 @@ struct Project {
     env: Vec<(String, String)>,
     /// The profiles to start besides the default services.
     profiles: Vec<&'static str>,
+    /// Holds the test's `servers.json` (`SERVERS`).
+    _servers: code_mode_core::testing::TempDir,
 }
 
 impl Project {
     fn new() -> Self {
         let password = || uuid::Uuid::new_v4().simple().to_string();
+        let servers = code_mode_core::testing::TempDir::new("compose-servers");
+        std::fs::write(servers.0.join("servers.json"), SERVERS).unwrap();
+        let servers_file = servers.0.join("servers.json").to_string_lossy().into_owned();
         Self {
             name: format!("codemodetest{}", std::process::id()),
             passwords: [
@@ -77,8 +102,11 @@ impl Project {
             ],
             http_port: code_mode_core::testing::free_port(),
             prometheus_port: code_mode_core::testing::free_port(),
-            env: Vec::new(),
+            // One cell per runner: the four cells at once of the HTTP
+            // frontend find runners full, as the no-capacity panels need.
+            env: vec![("CODE_MODE_SERVERS".into(), servers_file), ("CODE_MODE_RUNNER_CAPACITY".into(), "1".into())],
             profiles: vec!["http", "monitoring"],
+            _servers: servers,
         }
     }
 
@@ -119,21 +147,21 @@ impl Drop for Project {
 }
 
 #[tokio::test]
-async fn the_compose_stack_serves_clients_through_compose_run_and_over_http_and_prometheus_scrapes_both_runners() {
+async fn the_compose_stack_serves_clients_through_compose_run_and_http_and_every_dashboard_query_has_series() {
     if !support::sandbox_available() || !compose_available() {
         return;
     }
     build_services_image();
 
     let project = Project::new();
-    project.run(&["up", "-d", "--scale", "sandbox-runner=2"]);
+    let mut up = vec!["up", "-d", "--scale", "sandbox-runner=2"];
+    up.extend(SERVICES);
+    project.run(&up);
     let runners: Vec<String> = project.run(&["ps", "-q", "sandbox-runner"]).lines().map(str::to_string).collect();
     assert_eq!(runners.len(), 2, "two sandbox-runners: {runners:?}");
 
-    let mut frontend = tokio::process::Command::new("docker-compose");
-    frontend.args(["-p", &project.name, "-f"]).arg(root().join("deploy/docker-compose.yml"));
+    let mut frontend = project.base_command();
     frontend.args(["run", "--rm", "-T", "frontend"]);
-    frontend.envs(project.passwords.iter().map(|(k, v)| (k, v)));
     let (client, _pid) = support::connect_client(frontend).await;
 
     let tools = client.list_all_tools().await.expect("the frontend lists its tool");
@@ -182,21 +210,47 @@ async fn the_compose_stack_serves_clients_through_compose_run_and_over_http_and_
     assert_eq!(report(&result)["stdout"], "{\"sum\":42}\n");
     http_client.cancel().await.ok();
 
-    // Prometheus found both runners and counted the five cells.
+    // A short load: sessions at once, each a few cells (a tool call, a
+    // private call that taints, a call over the policy's limit), then the
+    // session ends.
+    let loaded = futures::future::join_all((0..LOAD_SESSIONS).map(|i| http_session(&url, i))).await;
+    assert!(loaded.iter().all(|n| *n == LOAD_CELLS), "every load cell reported: {loaded:?}");
+    let finished = 5 + LOAD_SESSIONS * LOAD_CELLS;
+
+    // Prometheus found both runners and counted every cell.
     let web = std::net::SocketAddr::from(([127, 0, 0, 1], project.prometheus_port));
-    let runners_up = "count(up%7Bjob%3D%22sandbox-runner%22%7D%20%3D%3D%201)";
-    let cells = "sum(codemode_cells_total%7Boutcome%3D%22finished%22%7D)";
     let give_up = std::time::Instant::now() + Duration::from_secs(90);
     let (mut up, mut counted) = (Value::Null, Value::Null);
     loop {
-        up = support::prometheus_query(web, runners_up).await.unwrap_or(up);
-        counted = support::prometheus_query(web, cells).await.unwrap_or(counted);
-        if up[0]["value"][1] == "2" && counted[0]["value"][1] == "5" {
+        up = query(web, r#"count(up{job="sandbox-runner"} == 1)"#).await.unwrap_or(up);
+        counted = query(web, r#"sum(codemode_cells_total{outcome="finished"})"#).await.unwrap_or(counted);
+        if up[0]["value"][1] == "2" && counted[0]["value"][1].as_str() == Some(finished.to_string().as_str()) {
             break;
         }
         assert!(std::time::Instant::now() < give_up, "Prometheus: runners up {up}, finished cells {counted}");
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
+
+    // Every dashboard query returns series. A counter created during the
+    // load needs two scrapes before a rate over it exists: retry a while.
+    let queries = crate::monitoring::dashboard_queries();
+    let give_up = std::time::Instant::now() + Duration::from_secs(30);
+    let mut empty: Vec<String> = Vec::new();
+    for q in &queries {
+        loop {
+            let series = query(web, &q.expr).await.and_then(|r| r.as_array().map(Vec::len)).unwrap_or(0);
+            if series > 0 {
+                break;
+            }
+            if std::time::Instant::now() > give_up {
+                empty.push(format!("{} / {}: {}", q.dashboard, q.panel, q.expr));
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+    assert!(empty.is_empty(), "dashboard queries without a series from the stack's Prometheus:\n{}", empty.join("\n"));
+    eprintln!("compose: {} dashboard queries each returned series", queries.len());
     drop(project);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let left: Vec<String> = sandbox_owners()
@@ -204,6 +258,49 @@ async fn the_compose_stack_serves_clients_through_compose_run_and_over_http_and_
         .filter(|o| runners.iter().any(|r| o.starts_with(&format!("{}:", &r[..12]))))
         .collect();
     assert!(left.is_empty(), "the runners removed their containers when the stack went down: {left:?}");
+}
+
+/// HTTP sessions of the short load, and cells each.
+const LOAD_SESSIONS: usize = 6;
+const LOAD_CELLS: usize = 3;
+
+/// A Prometheus instant query; its `result`, or `None` on any failure.
+async fn query(web: std::net::SocketAddr, promql: &str) -> Option<Value> {
+    let encoded: String = promql
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    support::prometheus_query(web, &encoded).await
+}
+
+/// One MCP session over HTTP running the load's cells; returns how many
+/// reported. Every cell ends without an error (refusals are caught), so
+/// each counts as `finished`.
+async fn http_session(url: &str, i: usize) -> usize {
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.to_string());
+    let client = rmcp::ServiceExt::serve((), transport).await.expect("an HTTP session opens");
+    let cells = [
+        format!("print(await test__add({{'a': {i}, 'b': 1}}))"),
+        // The second count is over the policy's limit of one a minute;
+        // sleep needs an approval nobody can give here.
+        "for _ in range(2):\n    try:\n        print(await test__count({}))\n    except ToolError as e:\n        print('refused', e)\ntry:\n    await test__sleep({'seconds': 0})\nexcept ToolError as e:\n    print('refused', e)".to_string(),
+        // A private call taints the session; add is then refused.
+        "print(await test__echo({'text': 'x'}))\ntry:\n    await test__add({'a': 1, 'b': 1})\nexcept ToolError as e:\n    print('refused', e)".to_string(),
+    ];
+    let mut reported = 0;
+    for code in cells {
+        let mut params = rmcp::model::CallToolRequestParams::new("run_python");
+        params.arguments = Some(serde_json::json!({ "code": code }).as_object().unwrap().clone());
+        let result = client.call_tool(params).await.expect("run_python answers");
+        let report = report(&result);
+        assert_eq!(report["error"], Value::Null, "{report}");
+        reported += 1;
+    }
+    client.cancel().await.ok();
+    reported
 }
 
 /// The owner labels of every sandbox container on the engine.

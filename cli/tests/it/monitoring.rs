@@ -70,3 +70,141 @@ fn the_stack_prometheus_configuration_loads_the_alert_rules() {
     assert!(ok, "promtool check config:\n{out}");
     assert!(out.contains("alerts.yml") && out.contains("8 rules found"), "the rules are loaded:\n{out}");
 }
+
+/// One query of a dashboard: where it is and its PromQL.
+#[derive(Debug, Clone)]
+pub struct PanelQuery {
+    /// The dashboard's file name.
+    pub dashboard: String,
+    /// The panel's title.
+    pub panel: String,
+    /// The expression, with the dashboard's variables substituted.
+    pub expr: String,
+}
+
+fn grafana_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/grafana")
+}
+
+/// The dashboards of `deploy/grafana/dashboards`, parsed, by file name.
+pub fn dashboards() -> Vec<(String, serde_json::Value)> {
+    let mut found: Vec<(String, serde_json::Value)> = std::fs::read_dir(grafana_dir().join("dashboards"))
+        .expect("deploy/grafana/dashboards exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            (p.file_name().unwrap().to_string_lossy().into_owned(), json)
+        })
+        .collect();
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found
+}
+
+/// Grafana's variables as a Prometheus query sees them when "All" is
+/// picked: `$instance` matches every instance, `$__rate_interval` is a
+/// window that holds several scrapes of the stack (5 s apart).
+pub fn substitute(expr: &str) -> String {
+    expr.replace("${instance}", ".*")
+        .replace("$instance", ".*")
+        .replace("${__rate_interval}", "1m")
+        .replace("$__rate_interval", "1m")
+}
+
+/// Every panel's every expression (panels in rows included), variables
+/// substituted; and every query variable's series selector
+/// (`label_values(SELECTOR, label)`), as a panel named after the variable.
+pub fn dashboard_queries() -> Vec<PanelQuery> {
+    fn walk(dashboard: &str, panels: &[serde_json::Value], out: &mut Vec<PanelQuery>) {
+        for panel in panels {
+            let title = panel["title"].as_str().unwrap_or("(untitled)");
+            for target in panel["targets"].as_array().into_iter().flatten() {
+                if let Some(expr) = target["expr"].as_str() {
+                    out.push(PanelQuery { dashboard: dashboard.into(), panel: title.into(), expr: substitute(expr) });
+                }
+            }
+            walk(dashboard, panel["panels"].as_array().map(Vec::as_slice).unwrap_or(&[]), out);
+        }
+    }
+    let mut out = Vec::new();
+    for (name, dashboard) in dashboards() {
+        walk(&name, dashboard["panels"].as_array().expect("panels"), &mut out);
+        for variable in dashboard["templating"]["list"].as_array().into_iter().flatten() {
+            if variable["type"] != "query" {
+                continue;
+            }
+            let query = variable["query"]["query"].as_str().or(variable["query"].as_str()).unwrap_or_default();
+            let selector = query
+                .strip_prefix("label_values(")
+                .and_then(|rest| rest.rsplit_once(','))
+                .map(|(selector, _)| selector.trim().to_string())
+                .unwrap_or_else(|| panic!("{name}: variable query {query:?} is not label_values(SELECTOR, LABEL)"));
+            let panel = format!("variable {}", variable["name"]);
+            out.push(PanelQuery { dashboard: name.clone(), panel, expr: substitute(&selector) });
+        }
+    }
+    out
+}
+
+#[test]
+fn the_dashboards_are_grafana_json_with_a_query_on_every_panel_and_the_overview_shows_what_the_issue_lists() {
+    let dashboards = dashboards();
+    let names: Vec<&str> = dashboards.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["bridge.json", "frontend.json", "overview.json", "sandbox-runner.json"]);
+    let mut uids = std::collections::HashSet::new();
+    for (name, dashboard) in &dashboards {
+        assert!(uids.insert(dashboard["uid"].as_str().expect("a uid").to_string()), "{name}: uid used twice");
+        assert!(dashboard["schemaVersion"].as_u64().is_some_and(|v| v >= 36), "{name}: schemaVersion");
+        let mut ids = std::collections::HashSet::new();
+        for panel in dashboard["panels"].as_array().unwrap() {
+            let title = panel["title"].as_str().unwrap_or_default();
+            assert!(ids.insert(panel["id"].as_u64().expect("a numeric id")), "{name}: panel id used twice");
+            let grid = &panel["gridPos"];
+            assert!(["h", "w", "x", "y"].iter().all(|k| grid[k].is_u64()), "{name} {title}: gridPos");
+            if panel["type"] == "row" {
+                continue;
+            }
+            assert_eq!(panel["datasource"]["uid"], "${datasource}", "{name} {title}: the datasource variable");
+            let targets = panel["targets"].as_array().map(Vec::len).unwrap_or(0);
+            assert!(targets > 0, "{name} {title}: a panel without a query");
+            assert!(!panel["description"].as_str().unwrap_or_default().is_empty(), "{name} {title}: no description");
+        }
+    }
+    let queries = dashboard_queries();
+    for q in &queries {
+        assert!(!q.expr.contains('$'), "{} {}: a variable left in {}", q.dashboard, q.panel, q.expr);
+    }
+    let overview: Vec<&str> =
+        queries.iter().filter(|q| q.dashboard == "overview.json").map(|q| q.expr.as_str()).collect();
+    for metric in [
+        "codemode_cells_total",
+        "codemode_cell_duration_seconds_bucket",
+        "codemode_warm_pool_size",
+        "codemode_runner_cells_running",
+        "codemode_runner_capacity",
+        "codemode_tool_calls_total",
+        "codemode_policy_decisions_total",
+        "codemode_approvals_total",
+        "codemode_session_taints_total",
+        "codemode_bus_request_errors_total",
+        "codemode_state_store_up",
+        "codemode_audit_sink_up",
+    ] {
+        assert!(overview.iter().any(|e| e.contains(metric)), "the overview has no panel on {metric}");
+    }
+    for quantile in ["0.5", "0.95", "0.99"] {
+        let wanted = format!("histogram_quantile({quantile}, sum by (le) (rate(codemode_cell_duration_seconds_bucket");
+        assert!(overview.iter().any(|e| e.contains(&wanted)), "no cell latency p{quantile}");
+    }
+
+    // Provisioning: the data source is the stack's Prometheus, and the
+    // dashboards' folder is where the compose file mounts them.
+    let datasource = std::fs::read_to_string(grafana_dir().join("provisioning/datasources/prometheus.yml")).unwrap();
+    assert!(datasource.contains("url: http://prometheus:9090"), "{datasource}");
+    let provider = std::fs::read_to_string(grafana_dir().join("provisioning/dashboards/code-mode.yml")).unwrap();
+    let compose = std::fs::read_to_string(grafana_dir().join("../docker-compose.yml")).unwrap();
+    let path = provider.lines().find_map(|l| l.trim().strip_prefix("path: ")).expect("the provider's path");
+    assert!(compose.contains(&format!("./grafana/dashboards:{path}:ro")), "compose mounts the dashboards at {path}");
+    assert!(compose.contains("./grafana/provisioning:/etc/grafana/provisioning:ro"));
+}

@@ -70,6 +70,9 @@ pub enum BusError {
 impl BusError {
     /// A fixed word naming the error, the `kind` label of
     /// `codemode_bus_request_errors_total`.
+    /// Every [`BusError::kind`] value (the metric's `kind` label values).
+    pub const KINDS: [&'static str; 6] = ["no_responders", "timeout", "dropped", "codec", "remote", "transport"];
+
     pub fn kind(&self) -> &'static str {
         match self {
             BusError::NoResponders { .. } => "no_responders",
@@ -129,8 +132,9 @@ impl Bus {
         Self::new(InProcess::default())
     }
 
-    /// Send a typed request and decode the typed reply. A failure counts
-    /// in `codemode_bus_request_errors_total{subject, kind}`.
+    /// Send a typed request and decode the typed reply. It counts in
+    /// `codemode_bus_requests_total{subject}`, a failure in
+    /// `codemode_bus_request_errors_total{subject, kind}`.
     pub async fn call<Q, R>(&self, subject: &str, request: &Q, timeout: Duration) -> Result<R, BusError>
     where
         Q: Serialize + Sync,
@@ -153,6 +157,7 @@ impl Bus {
         Q: Serialize + Sync,
         R: DeserializeOwned,
     {
+        code_mode_telemetry::bus_request(metric_subject, &BusError::KINDS);
         let result = self.call_unrecorded(subject, request, timeout).await;
         if let Err(e) = &result {
             code_mode_telemetry::bus_request_error(metric_subject, e.kind());

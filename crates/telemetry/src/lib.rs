@@ -47,8 +47,8 @@ pub mod testing;
 
 pub use metrics::{
     ApprovalAnswer, CellOutcome, Decision, FrontendCellResult, Metrics, StateResult, approval_answered, audit_probed,
-    audit_write, bus_request_error, cell_ended, cell_ended_without_run, container_removed, container_started,
-    containers_reaped, frontend_cell, metrics, policy_decision, server_exited, server_up, session_taint,
-    set_runner_capacity, set_runner_cells_running, set_warm_pool_size, state_store_call, tool_call,
+    audit_write, bus_request, bus_request_error, cell_ended, cell_ended_without_run, container_removed,
+    container_started, containers_reaped, frontend_cell, metrics, policy_decision, server_exited, server_up,
+    session_taint, set_runner_capacity, set_runner_cells_running, set_warm_pool_size, state_store_call, tool_call,
 };
 pub use server::{MetricsServer, TelemetryError};

@@ -244,6 +244,8 @@ pub struct Metrics {
     pub containers_removed: IntCounterVec,
     /// `codemode_containers_reaped_total`.
     pub containers_reaped: IntCounter,
+    /// `codemode_bus_requests_total{subject}`.
+    pub bus_requests: IntCounterVec,
     /// `codemode_bus_request_errors_total{subject, kind}`.
     pub bus_request_errors: IntCounterVec,
     /// `codemode_service_info{service, version}`.
@@ -359,6 +361,11 @@ impl Metrics {
             &["subject", "kind"],
         )
         .expect("valid metric");
+        let bus_requests = IntCounterVec::new(
+            Opts::new("codemode_bus_requests_total", "Bus requests sent, by subject."),
+            &["subject"],
+        )
+        .expect("valid metric");
         let service_info = IntGaugeVec::new(
             Opts::new("codemode_service_info", "1 for each code-mode service this process runs."),
             &["service", "version"],
@@ -386,6 +393,7 @@ impl Metrics {
             containers_started,
             containers_removed,
             containers_reaped,
+            bus_requests,
             bus_request_errors,
             service_info,
         };
@@ -418,7 +426,7 @@ impl Metrics {
     }
 
     fn register_all(&self) {
-        let collectors: [Box<dyn prometheus::core::Collector>; 22] = [
+        let collectors: [Box<dyn prometheus::core::Collector>; 23] = [
             Box::new(self.cells.clone()),
             Box::new(self.cell_duration.clone()),
             Box::new(self.tool_calls.clone()),
@@ -439,6 +447,7 @@ impl Metrics {
             Box::new(self.containers_started.clone()),
             Box::new(self.containers_removed.clone()),
             Box::new(self.containers_reaped.clone()),
+            Box::new(self.bus_requests.clone()),
             Box::new(self.bus_request_errors.clone()),
             Box::new(self.service_info.clone()),
         ];
@@ -565,6 +574,20 @@ pub fn set_runner_cells_running(n: usize) {
     metrics().runner_cells_running.set(i64::try_from(n).unwrap_or(i64::MAX));
 }
 
+/// A bus request on `subject` is sent. The first one creates the subject's
+/// error series for every `kind` at 0, so that an error rate per subject is
+/// defined (and shows 0) as soon as the subject is used.
+pub fn bus_request(subject: &str, kinds: &[&str]) {
+    let m = metrics();
+    let requests = m.bus_requests.with_label_values(&[subject]);
+    requests.inc();
+    if requests.get() == 1 {
+        for kind in kinds {
+            m.bus_request_errors.with_label_values(&[subject, kind]);
+        }
+    }
+}
+
 /// A bus request on `subject` failed with `kind` (a fixed word per error).
 pub fn bus_request_error(subject: &str, kind: &'static str) {
     metrics().bus_request_errors.with_label_values(&[subject, kind]).inc();
@@ -614,6 +637,7 @@ mod tests {
         m.containers_started.inc();
         m.containers_removed.with_label_values(&["removed"]).inc();
         m.containers_reaped.inc_by(2);
+        m.bus_requests.with_label_values(&["codemode.v1.tool.call"]).inc();
         m.bus_request_errors.with_label_values(&["codemode.v1.tool.call", "timeout"]).inc();
         m.set_service("bridge");
         let text = m.render();
@@ -638,6 +662,7 @@ mod tests {
             "codemode_containers_started_total",
             "codemode_containers_removed_total",
             "codemode_containers_reaped_total",
+            "codemode_bus_requests_total",
             "codemode_bus_request_errors_total",
             "codemode_service_info",
         ] {

@@ -36,6 +36,8 @@ async fn a_scrape_shows_what_was_recorded_with_its_labels_and_types() {
     code_mode_telemetry::container_started();
     code_mode_telemetry::container_removed(true);
     code_mode_telemetry::containers_reaped(2);
+    code_mode_telemetry::bus_request("test.subject.scrape", &["no_responders", "timeout"]);
+    code_mode_telemetry::bus_request("test.subject.scrape", &["no_responders", "timeout"]);
     code_mode_telemetry::bus_request_error("test.subject.scrape", "no_responders");
     code_mode_telemetry::set_warm_pool_size(4);
     let after = scrape(addr).await;
@@ -59,6 +61,12 @@ async fn a_scrape_shows_what_was_recorded_with_its_labels_and_types() {
     assert_eq!(
         delta("codemode_bus_request_errors_total", &[("subject", "test.subject.scrape"), ("kind", "no_responders")]),
         1.0
+    );
+    assert_eq!(delta("codemode_bus_requests_total", &[("subject", "test.subject.scrape")]), 2.0);
+    assert_eq!(
+        after.value("codemode_bus_request_errors_total", &[("subject", "test.subject.scrape"), ("kind", "timeout")]),
+        Some(0.0),
+        "the first request of a subject starts its error series at 0"
     );
     assert_eq!(after.value("codemode_warm_pool_size", &[]), Some(4.0));
     assert_eq!(
