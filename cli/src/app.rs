@@ -99,14 +99,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let state = if servers.iter().all(|s| s.private.is_empty() && s.policy.is_none()) {
                 SessionStore::in_memory()
             } else {
-                let store = SessionStore::over_nats(&transport, JetStreamConfig::default())
+                let config = JetStreamConfig { replicas: replicas(&args.nats), ..Default::default() };
+                let store = SessionStore::over_nats(&transport, config)
                     .await
                     .context("opening the session-state store (JetStream) for --private or a policy")?;
                 // codemode_state_store_up follows the store while idle too.
                 store.watch(code_mode_core::state::PROBE_EVERY, root.child_token());
                 store
             };
-            let audit = crate::audit::open_sink(&args.audit, "bridge", Some(transport.client())).await?;
+            let audit =
+                crate::audit::open_sink(&args.audit, "bridge", Some(transport.client()), replicas(&args.nats)).await?;
             let bus = Bus::new(transport);
             let (bridge, closer) = start_bridge(&args.bridge, servers, state, audit, &root).await?;
             let tasks = bridge.serve(&bus, root.clone()).await?;
@@ -118,7 +120,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::SandboxRunner(args) => {
             let _metrics = start_metrics(&args.metrics, "sandbox-runner", &root).await?;
             let transport = nats_transport(&args.nats, "code-mode-sandbox-runner").await?;
-            let audit = crate::audit::open_sink(&args.audit, "sandbox-runner", Some(transport.client())).await?;
+            let audit =
+                crate::audit::open_sink(&args.audit, "sandbox-runner", Some(transport.client()), replicas(&args.nats))
+                    .await?;
             let runner = start_runner(&args.runner, args.capacity, Bus::new(transport), audit.clone()).await?;
             let task = runner.serve(root.clone()).await?;
             tracing::info!(capacity = args.capacity, "sandbox-runner serving over NATS");
@@ -199,6 +203,11 @@ async fn start_metrics(
     let server = MetricsServer::start(addr, service, root.child_token()).await?;
     eprintln!("code-mode: {service} metrics on http://{}/metrics", server.local_addr());
     Ok(Some(server))
+}
+
+/// Replicas of what the service creates in JetStream.
+fn replicas(args: &NatsArgs) -> usize {
+    usize::from(args.jetstream_replicas)
 }
 
 async fn nats_bus(args: &NatsArgs, name: &str) -> anyhow::Result<Bus> {
@@ -368,7 +377,7 @@ impl Stack {
         let bus = Bus::in_process();
         // One sink, one chain: the runner's cell records and the bridge's
         // call records (the bridge's closer closes it last).
-        let audit = crate::audit::open_sink(audit, "serve", None).await?;
+        let audit = crate::audit::open_sink(audit, "serve", None, 1).await?;
         // Docker first: nothing to clean up if it is missing.
         let runner = start_runner(runner_args, max_concurrent.max(1), bus.clone(), audit.clone()).await?;
         // One process: the session state lives (and dies) with it.

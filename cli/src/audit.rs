@@ -21,11 +21,13 @@ use crate::cli::{AuditArgs, AuditCommand, AuditCommandArgs, AuditSourceArgs, Pol
 pub struct Exit(pub u8);
 
 /// Open the sink `--audit` names for `service` (`nats` uses `nats`, the
-/// service's own connection); `None` without `--audit`.
+/// service's own connection); `None` without `--audit`. A stream it creates
+/// gets `replicas` replicas.
 pub async fn open_sink(
     args: &AuditArgs,
     service: &str,
     nats: Option<&async_nats::Client>,
+    replicas: usize,
 ) -> anyhow::Result<Option<AuditSink>> {
     let Some(target) = args.audit.as_deref() else { return Ok(None) };
     if !(args.audit_checkpoint.is_finite() && args.audit_checkpoint > 0.0) {
@@ -37,6 +39,7 @@ pub async fn open_sink(
     };
     let stream = StreamConfig {
         retention: (args.audit_retention_days > 0).then(|| Duration::from_secs(args.audit_retention_days * 86_400)),
+        replicas,
         ..StreamConfig::default()
     };
     let sink = match target {

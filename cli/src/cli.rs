@@ -386,8 +386,9 @@ pub struct MetricsArgs {
 /// How a service reaches NATS.
 #[derive(Debug, Args)]
 pub struct NatsArgs {
-    /// The NATS server (`nats://host:port`).
-    #[arg(long = "nats", env = "CODE_MODE_NATS_URL", value_name = "URL")]
+    /// The NATS server (`nats://host:port`), or the servers of a cluster,
+    /// comma-separated (`nats://a:4222,nats://b:4222,nats://c:4222`).
+    #[arg(long = "nats", env = "CODE_MODE_NATS_URL", value_name = "URL[,URL...]")]
     pub url: String,
     /// The NATS user of this service.
     #[arg(long, env = "CODE_MODE_NATS_USER", value_name = "USER")]
@@ -395,6 +396,13 @@ pub struct NatsArgs {
     /// Its password (prefer the environment variable to the flag).
     #[arg(long, env = "CODE_MODE_NATS_PASSWORD", value_name = "PASSWORD", hide_env_values = true)]
     pub nats_password: Option<String>,
+    /// Replicas of the JetStream bucket (session state, bridge) and stream
+    /// (audit, bridge and sandbox-runner) when this service creates them: 1
+    /// for one nats-server, 3 in a cluster of three (an existing bucket or
+    /// stream keeps its own). The frontend creates neither.
+    #[arg(long, env = "CODE_MODE_JETSTREAM_REPLICAS", default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u8).range(1..=5))]
+    pub jetstream_replicas: u8,
 }
 
 /// Options of `frontend`.

@@ -6,6 +6,7 @@
 
 mod approval;
 mod audit;
+mod cluster;
 mod compose;
 mod discovery;
 mod doctor;

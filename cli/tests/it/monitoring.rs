@@ -208,3 +208,52 @@ fn the_dashboards_are_grafana_json_with_a_query_on_every_panel_and_the_overview_
     assert!(compose.contains(&format!("./grafana/dashboards:{path}:ro")), "compose mounts the dashboards at {path}");
     assert!(compose.contains("./grafana/provisioning:/etc/grafana/provisioning:ro"));
 }
+
+#[test]
+fn the_cluster_env_file_runs_three_nats_nodes_and_gives_the_services_all_three_with_three_replicas() {
+    let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
+    let out = match Command::new("docker-compose")
+        .arg("--env-file")
+        .arg(deploy.join("cluster.env"))
+        .arg("-f")
+        .arg(deploy.join("docker-compose.yml"))
+        .args(["config"])
+        .envs([
+            ("CODE_MODE_NATS_FRONTEND_PASSWORD", "f"),
+            ("CODE_MODE_NATS_BRIDGE_PASSWORD", "b"),
+            ("CODE_MODE_NATS_RUNNER_PASSWORD", "r"),
+            ("CODE_MODE_NATS_ROUTE_PASSWORD", "route-secret"),
+        ])
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => {
+            code_mode_core::testing::unavailable("docker-compose", &e.to_string());
+            return;
+        }
+    };
+    let config = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let urls = "nats://nats:4222,nats://nats-2:4222,nats://nats-3:4222";
+    // `docker-compose config` prints each service as a block of its own:
+    // `  name:` under `services:`, its lines indented deeper.
+    let service = |name: &str| -> String {
+        let mut lines = config.lines().skip_while(|l| *l != "services:").skip(1);
+        let header = format!("  {name}:");
+        lines.find(|l| *l == header).unwrap_or_else(|| panic!("no service {name}:\n{config}"));
+        lines.take_while(|l| l.starts_with("   ")).collect::<Vec<_>>().join("\n")
+    };
+    for node in ["nats", "nats-2", "nats-3"] {
+        let block = service(node);
+        assert!(block.contains(&format!("CODE_MODE_NATS_NODE: {node}")), "{block}");
+        assert!(block.contains("CODE_MODE_NATS_ROUTES: nats:6222,nats-2:6222,nats-3:6222"), "{block}");
+    }
+    for name in ["bridge", "sandbox-runner", "frontend-http"] {
+        let block = service(name);
+        assert!(block.contains(urls), "{name} is given the three nodes:\n{block}");
+    }
+    for name in ["bridge", "sandbox-runner"] {
+        let block = service(name);
+        assert!(block.contains("- --jetstream-replicas\n    - '3'"), "{name} makes 3 replicas:\n{block}");
+    }
+}

@@ -65,6 +65,12 @@ pub struct NatsBackend {
     head: Option<Head>,
 }
 
+/// How long a record waits for a replicated stream to elect a new leader.
+const FAILOVER_WAIT: Duration = Duration::from_secs(5);
+
+/// How long opening waits for a replicated stream's leader.
+const LEADER_WAIT: Duration = Duration::from_secs(10);
+
 fn sink_name(config: &StreamConfig) -> String {
     format!("nats:{}", config.stream)
 }
@@ -111,7 +117,22 @@ impl NatsBackend {
     pub async fn open(client: async_nats::Client, config: StreamConfig) -> Result<Self, AuditError> {
         let mut js = jetstream::new(client);
         js.set_timeout(TIMEOUT);
-        let stream = open_stream(&js, &config).await?;
+        // Services starting together create the stream at once; under load
+        // creating a replicated stream can take longer than one request.
+        let give_up = tokio::time::Instant::now() + LEADER_WAIT;
+        let stream = loop {
+            match open_stream(&js, &config).await {
+                Ok(stream) => break stream,
+                Err(e) if tokio::time::Instant::now() >= give_up => return Err(e),
+                Err(e) => {
+                    tracing::info!(error = %e, "the audit stream is not ready yet; trying again");
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+            }
+        };
+        // Created with replicas by this or another service a moment ago,
+        // it answers reads only once it has a leader.
+        code_mode_core::nats::wait_for_stream_leader(&stream, LEADER_WAIT).await;
         Ok(Self { js, stream, config, head: None })
     }
 
@@ -157,10 +178,7 @@ impl NatsBackend {
         // (as a key-value create does).
         let publish =
             if seq == 1 { publish.expected_last_subject_sequence(0) } else { publish.expected_last_sequence(seq - 1) };
-        let acked = match self.js.send_publish(self.config.subject.clone(), publish).await {
-            Ok(future) => future.await,
-            Err(e) => Err(e),
-        };
+        let acked = self.publish(publish).await;
         match acked {
             Ok(ack) if ack.duplicate || ack.sequence != seq => {
                 // An earlier attempt of this record was stored after all.
@@ -178,6 +196,36 @@ impl NatsBackend {
             Err(e) => {
                 self.head = None;
                 Err(unwritable(&sink, &e))
+            }
+        }
+    }
+
+    /// Publish one record, riding out a leader election: in a cluster, a
+    /// replicated stream whose leader's node died answers "no stream" until
+    /// its replicas elect another (about 2 s), while the client is already
+    /// connected to a live node. Retrying then is safe: every attempt
+    /// carries the record's message id and expected sequence, so the stream
+    /// stores it at most once. A client that is not connected fails at once
+    /// (a lone nats-server is down: the sink fails closed as before).
+    async fn publish(
+        &self,
+        publish: jetstream::message::PublishMessage,
+    ) -> Result<jetstream::publish::PublishAck, jetstream::context::PublishError> {
+        let give_up = tokio::time::Instant::now() + FAILOVER_WAIT;
+        loop {
+            let acked = match self.js.send_publish(self.config.subject.clone(), publish.clone()).await {
+                Ok(future) => future.await,
+                Err(e) => Err(e),
+            };
+            match acked {
+                Err(e)
+                    if e.kind() == PublishErrorKind::StreamNotFound
+                        && self.js.client().connection_state() == async_nats::connection::State::Connected
+                        && tokio::time::Instant::now() < give_up =>
+                {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                other => return other,
             }
         }
     }

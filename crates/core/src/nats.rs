@@ -23,7 +23,8 @@ pub struct NatsTransport {
 /// How to reach and log in to NATS.
 #[derive(Clone, Debug, Default)]
 pub struct NatsOptions {
-    /// `nats://host:port`, comma-separated for several servers.
+    /// `nats://host:port`, comma-separated for several servers (see
+    /// [`server_list`]).
     pub url: String,
     /// User and password, when the server requires them.
     pub credentials: Option<(String, String)>,
@@ -61,8 +62,9 @@ impl NatsTransport {
                 }
             }
         });
+        let servers = server_list(&options.url)?;
         let client = connect
-            .connect(options.url.as_str())
+            .connect(servers)
             .await
             .map_err(|e| BusError::Transport(format!("cannot connect to NATS at {}: {e}", options.url)))?;
         Ok(Self { client })
@@ -86,6 +88,46 @@ impl NatsTransport {
     /// The underlying client (for JetStream).
     pub fn client(&self) -> &async_nats::Client {
         &self.client
+    }
+}
+
+/// The servers of a `--nats` value: one URL, or several separated by
+/// commas (the nodes of a cluster; the client connects to one and fails
+/// over to the others, and learns further nodes from the cluster itself).
+/// An entry that is not a URL is an error naming it.
+pub fn server_list(urls: &str) -> Result<Vec<async_nats::ServerAddr>, BusError> {
+    let servers: Vec<async_nats::ServerAddr> = urls
+        .split(',')
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .map(|u| {
+            u.parse::<async_nats::ServerAddr>()
+                .map_err(|e| BusError::Transport(format!("{u:?} in the NATS server list is not a NATS URL: {e}")))
+        })
+        .collect::<Result<_, _>>()?;
+    if servers.is_empty() {
+        return Err(BusError::Transport(format!("no NATS server URL in {urls:?}")));
+    }
+    Ok(servers)
+}
+
+/// Wait (up to `within`) until a JetStream stream answers with a leader.
+/// A stream or key-value bucket just created with several replicas answers
+/// reads only once its replicas have elected one (a few hundred ms in a
+/// cluster); a stream on a single server has one at once. Returns whether
+/// it has one; the caller's next request fails, saying why, if not.
+pub async fn wait_for_stream_leader(stream: &async_nats::jetstream::stream::Stream, within: Duration) -> bool {
+    let give_up = tokio::time::Instant::now() + within;
+    loop {
+        if let Ok(info) = stream.get_info().await
+            && info.cluster.as_ref().is_none_or(|c| c.leader.is_some())
+        {
+            return true;
+        }
+        if tokio::time::Instant::now() >= give_up {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -153,5 +195,20 @@ impl Transport for NatsTransport {
             let _ = subscription.unsubscribe().await;
         });
         Ok(rx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_comma_separated_list_names_every_server_and_a_bad_entry_is_named() {
+        let servers = server_list("nats://a:4222, nats://b:4223,nats://c:4224").unwrap();
+        assert_eq!(servers.len(), 3);
+        assert_eq!(server_list("nats://only:4222").unwrap().len(), 1);
+        let err = server_list("nats://a:4222,nats://b:notaport").unwrap_err().to_string();
+        assert!(err.contains("\"nats://b:notaport\" in the NATS server list"), "{err}");
+        assert!(server_list(" , ").is_err());
     }
 }

@@ -43,6 +43,9 @@ use crate::nats::NatsTransport;
 /// (`deploy/nats-server.conf` grants the bridge user exactly this bucket).
 pub const DEFAULT_BUCKET: &str = "codemode_sessions";
 
+/// How long opening waits for a replicated bucket's leader.
+const LEADER_WAIT: Duration = Duration::from_secs(10);
+
 /// The default bound on one backend call.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -186,6 +189,9 @@ impl SessionStore {
             }
         };
         let store = bounded(config.timeout, "opening the key-value bucket", open).await?;
+        // A bucket just created with replicas answers only once it has a
+        // leader: until then every call would fail closed.
+        crate::nats::wait_for_stream_leader(&store.stream, LEADER_WAIT).await;
         Ok(Self { backend: Arc::new(JetStreamKv { store }), kind: "jetstream", timeout: config.timeout })
     }
 

