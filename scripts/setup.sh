@@ -22,6 +22,8 @@ command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || need_p
 command -v docker-compose >/dev/null 2>&1 || need_pkgs+=(docker-compose)
 # gVisor, the second sandbox runtime (`--runtime runsc`).
 [ -x /usr/bin/runsc ] || need_pkgs+=(runsc)
+# The TLS test makes its certificates with the openssl command.
+command -v openssl >/dev/null 2>&1 || need_pkgs+=(openssl)
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   log "installing ${need_pkgs[*]}"

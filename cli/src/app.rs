@@ -22,7 +22,7 @@ use code_mode_audit::AuditSink;
 use code_mode_bridge::server::{ServerSpec, StdioSpec, Transport};
 use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, Closer, PolicyOptions, PolicySource, WrappedServer};
 use code_mode_core::bus::Bus;
-use code_mode_core::nats::{NatsOptions, NatsTransport};
+use code_mode_core::nats::{NatsOptions, NatsTls, NatsTransport};
 use code_mode_core::state::{JetStreamConfig, SessionStore};
 use code_mode_mcp_frontend::http::{HttpOptions, MCP_PATH, McpHttpServer};
 use code_mode_mcp_frontend::{Frontend, FrontendConfig, FrontendFactory};
@@ -226,6 +226,7 @@ async fn nats_transport(args: &NatsArgs, name: &str) -> anyhow::Result<NatsTrans
         credentials,
         name: Some(name.to_string()),
         inbox_prefix: Some(format!("_INBOX.{service}")),
+        tls: NatsTls { ca: args.nats_ca.clone(), cert_and_key: args.nats_cert.clone().zip(args.nats_key.clone()) },
     };
     Ok(NatsTransport::connect(&options).await?)
 }

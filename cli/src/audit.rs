@@ -9,7 +9,7 @@ use code_mode_audit::jetstream::{self, StreamConfig};
 use code_mode_audit::show::{Filter, read_files, readable, select};
 use code_mode_audit::verify::{SourceLine, VerifyOptions, verify};
 use code_mode_audit::{AuditSink, SinkOptions};
-use code_mode_core::nats::{NatsOptions, NatsTransport};
+use code_mode_core::nats::{NatsOptions, NatsTls, NatsTransport};
 
 use crate::cli::{AuditArgs, AuditCommand, AuditCommandArgs, AuditSourceArgs, PolicyReplayArgs};
 
@@ -58,6 +58,7 @@ pub async fn open_sink(
                 credentials: nats_credentials()?,
                 name: Some(format!("code-mode-{service}-audit")),
                 inbox_prefix: Some(format!("_INBOX.{service}")),
+                tls: tls_from_env(),
             })
             .await
             .context("--audit: connecting to NATS")?;
@@ -69,6 +70,14 @@ pub async fn open_sink(
         }
     };
     Ok(Some(sink.context("--audit")?))
+}
+
+/// TLS files from `CODE_MODE_NATS_CA`, `CODE_MODE_NATS_CERT` and
+/// `CODE_MODE_NATS_KEY` (the services' `--nats-ca`, `--nats-cert`,
+/// `--nats-key`), for the connections opened here by URL.
+fn tls_from_env() -> NatsTls {
+    let path = |name: &str| std::env::var_os(name).map(std::path::PathBuf::from);
+    NatsTls { ca: path("CODE_MODE_NATS_CA"), cert_and_key: path("CODE_MODE_NATS_CERT").zip(path("CODE_MODE_NATS_KEY")) }
 }
 
 /// User and password from `CODE_MODE_NATS_USER` and `CODE_MODE_NATS_PASSWORD`.
@@ -91,6 +100,7 @@ async fn read(source: &AuditSourceArgs) -> anyhow::Result<(Vec<SourceLine>, bool
         credentials,
         name: Some("code-mode-audit".into()),
         inbox_prefix,
+        tls: tls_from_env(),
     })
     .await?;
     let (records, trimmed) = jetstream::read_all(transport.client().clone(), &source.stream).await?;

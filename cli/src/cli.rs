@@ -396,6 +396,17 @@ pub struct NatsArgs {
     /// Its password (prefer the environment variable to the flag).
     #[arg(long, env = "CODE_MODE_NATS_PASSWORD", value_name = "PASSWORD", hide_env_values = true)]
     pub nats_password: Option<String>,
+    /// TLS: a PEM file of the certificate authorities that sign the NATS
+    /// servers' certificates (the connection then requires TLS).
+    #[arg(long, env = "CODE_MODE_NATS_CA", value_name = "FILE")]
+    pub nats_ca: Option<std::path::PathBuf>,
+    /// TLS: this service's client certificate (PEM), for servers that
+    /// verify clients; with --nats-key.
+    #[arg(long, env = "CODE_MODE_NATS_CERT", value_name = "FILE", requires = "nats_key")]
+    pub nats_cert: Option<std::path::PathBuf>,
+    /// TLS: the key of --nats-cert (PEM).
+    #[arg(long, env = "CODE_MODE_NATS_KEY", value_name = "FILE", requires = "nats_cert")]
+    pub nats_key: Option<std::path::PathBuf>,
     /// Replicas of the JetStream bucket (session state, bridge) and stream
     /// (audit, bridge and sandbox-runner) when this service creates them: 1
     /// for one nats-server, 3 in a cluster of three (an existing bucket or

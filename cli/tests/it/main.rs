@@ -29,3 +29,4 @@ mod skill;
 mod split;
 mod support;
 mod threat_model;
+mod tls;

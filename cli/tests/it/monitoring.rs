@@ -257,3 +257,38 @@ fn the_cluster_env_file_runs_three_nats_nodes_and_gives_the_services_all_three_w
         assert!(block.contains("- --jetstream-replicas\n    - '3'"), "{name} makes 3 replicas:\n{block}");
     }
 }
+
+#[test]
+fn the_runner_host_compose_file_joins_the_cluster_over_tls_with_its_certificate() {
+    let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
+    let urls = "tls://nats-1.example:4222,tls://nats-2.example:4222,tls://nats-3.example:4222";
+    let out = match Command::new("docker-compose")
+        .arg("-f")
+        .arg(deploy.join("runner-host.yml"))
+        .arg("config")
+        .envs([
+            ("CODE_MODE_NATS_URLS", urls),
+            ("CODE_MODE_NATS_RUNNER_PASSWORD", "r"),
+            ("CODE_MODE_TLS_DIR", "/etc/code-mode/tls-here"),
+        ])
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => {
+            code_mode_core::testing::unavailable("docker-compose", &e.to_string());
+            return;
+        }
+    };
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let config = String::from_utf8_lossy(&out.stdout);
+    for wanted in [
+        urls,
+        "- --nats-ca\n    - /etc/code-mode/tls/ca.pem",
+        "- --nats-cert\n    - /etc/code-mode/tls/runner.pem",
+        "- --nats-key\n    - /etc/code-mode/tls/runner.key",
+        "- /etc/code-mode/tls-here:/etc/code-mode/tls:ro",
+        "CODE_MODE_NATS_USER: sandbox-runner",
+    ] {
+        assert!(config.contains(wanted), "no {wanted:?} in\n{config}");
+    }
+}

