@@ -15,7 +15,6 @@
 //! is closed.
 
 use std::io::Read;
-use std::time::Duration;
 
 use anyhow::{Context, bail};
 use code_mode_audit::AuditSink;
@@ -78,7 +77,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let _metrics = start_metrics(&args.metrics, "frontend", &root).await?;
             let bus = nats_bus(&args.nats, "code-mode-frontend").await?;
             let mut config = frontend_config(&args.frontend, args.max_concurrent)?;
-            config.capacity_wait = seconds(args.capacity_wait, "--capacity-wait")?;
+            config.capacity_wait = args.capacity_wait;
             if let Some(options) = http_options(&args.http) {
                 let factory = FrontendFactory::connect(bus, config).await?;
                 return serve_http(factory, &options, &root).await;
@@ -268,8 +267,7 @@ async fn start_bridge(
     audit: Option<AuditSink>,
     root: &CancellationToken,
 ) -> anyhow::Result<(Bridge, Closer)> {
-    let call_timeout = seconds(args.call_timeout, "--call-timeout")?;
-    let approval_timeout = seconds(args.approval_timeout, "--approval-timeout")?;
+    let (call_timeout, approval_timeout) = (args.call_timeout, args.approval_timeout);
     let config = BridgeConfig {
         servers,
         limits: CallLimits { max_calls: args.max_calls, call_timeout, approval_timeout, ..CallLimits::default() },
@@ -308,7 +306,7 @@ fn frontend_config(args: &FrontendArgs, max_concurrent: usize) -> anyhow::Result
     Ok(FrontendConfig {
         max_code: args.max_code,
         max_concurrent_cells: max_concurrent.max(1),
-        deadline: seconds(args.deadline, "--deadline")?,
+        deadline: args.deadline,
         description_budget: args.description_budget,
         ..FrontendConfig::default()
     })
@@ -349,13 +347,6 @@ async fn build_image(base: BaseSource, if_missing: bool) -> anyhow::Result<()> {
     }
     println!("{tag}");
     Ok(())
-}
-
-fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
-    if !(value.is_finite() && value > 0.0) {
-        bail!("{flag} must be a positive number of seconds, got {value}");
-    }
-    Ok(Duration::from_secs_f64(value))
 }
 
 /// The three services of one process.

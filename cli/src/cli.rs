@@ -1,12 +1,18 @@
 //! Command-line options. Every limit defaults to the value in
-//! `code_mode_core::defaults`.
+//! `code_mode_core::defaults`, and every numeric option is held to its range
+//! by a parser of [`crate::ranges`] (numeric options also take values that
+//! start with `-`, so `--deadline -1` is refused for its range, not taken for
+//! a flag).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use code_mode_core::defaults;
 use code_mode_sandbox_runner::container::Runtime;
 use code_mode_sandbox_runner::image::BaseSource;
+
+use crate::ranges;
 
 /// Let a model drive any MCP server by writing Python, run in a locked-down
 /// Docker sandbox, with every tool call checked on the host.
@@ -263,8 +269,9 @@ pub struct ServeArgs {
     /// The services and the wrapped server.
     #[command(flatten)]
     pub stack: StackArgs,
-    /// `run_python` calls that run at once; more wait for a slot.
-    #[arg(long, default_value_t = defaults::MAX_CONCURRENT_CELLS, value_name = "N")]
+    /// `run_python` calls that run at once; more wait for a slot (1 to 1024).
+    #[arg(long, default_value_t = defaults::MAX_CONCURRENT_CELLS, value_name = "N", allow_hyphen_values = true,
+          value_parser = ranges::CELLS.parser::<usize>())]
     pub max_concurrent: usize,
     /// MCP over HTTP.
     #[command(flatten)]
@@ -321,16 +328,19 @@ pub struct BridgeArgs {
     /// TERM and USER.
     #[arg(long = "env", value_name = "NAME")]
     pub env: Vec<String>,
-    /// Tool calls one run may make.
-    #[arg(long, default_value_t = defaults::MAX_CALLS, value_name = "N")]
+    /// Tool calls one run may make (0 to 1000000).
+    #[arg(long, default_value_t = defaults::MAX_CALLS, value_name = "N", allow_hyphen_values = true,
+          value_parser = ranges::CALLS.parser::<u32>())]
     pub max_calls: u32,
-    /// Time one tool call may take, in seconds.
-    #[arg(long, default_value_t = defaults::CALL_TIMEOUT.as_secs_f64(), value_name = "SECONDS")]
-    pub call_timeout: f64,
+    /// Time one tool call may take, in seconds (0.001 to 86400).
+    #[arg(long, default_value = "30", value_name = "SECONDS", allow_hyphen_values = true,
+          value_parser = ranges::TIME.parser())]
+    pub call_timeout: Duration,
     /// Time a call the policy holds for approval waits for the person's
-    /// answer, in seconds (then it is refused).
-    #[arg(long, default_value_t = defaults::APPROVAL_TIMEOUT.as_secs_f64(), value_name = "SECONDS")]
-    pub approval_timeout: f64,
+    /// answer, in seconds (then it is refused; 0.001 to 86400).
+    #[arg(long, default_value = "60", value_name = "SECONDS", allow_hyphen_values = true,
+          value_parser = ranges::TIME.parser())]
+    pub approval_timeout: Duration,
     /// Offer tools the policy denies outright, labelled `[denied: reason]`
     /// in their stubs; by default they are left out (a call naming one is
     /// refused all the same).
@@ -349,8 +359,8 @@ pub struct RunnerArgs {
     pub base: BaseSource,
     /// Containers kept started and ready ahead of need, each for one cell
     /// (default: 2 for serve and sandbox-runner, 0 for run); 0 starts every
-    /// cell cold.
-    #[arg(long, value_name = "N")]
+    /// cell cold (0 to 64).
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = ranges::WARM.parser::<usize>())]
     pub warm: Option<usize>,
     /// The container runtime: runc (the host kernel behind our seccomp
     /// filter) or runsc (gVisor: a kernel of its own in between; must be
@@ -362,14 +372,17 @@ pub struct RunnerArgs {
 /// Options of the frontend: the limits of a run and the description.
 #[derive(Debug, Args)]
 pub struct FrontendArgs {
-    /// Deadline of one run, in seconds.
-    #[arg(long, default_value_t = defaults::DEADLINE.as_secs_f64(), value_name = "SECONDS")]
-    pub deadline: f64,
-    /// Largest code accepted, in bytes.
-    #[arg(long, default_value_t = defaults::MAX_CODE, value_name = "BYTES")]
+    /// Deadline of one run, in seconds (0.001 to 86400).
+    #[arg(long, default_value = "90", value_name = "SECONDS", allow_hyphen_values = true,
+          value_parser = ranges::TIME.parser())]
+    pub deadline: Duration,
+    /// Largest code accepted, in bytes (1 to 1048576).
+    #[arg(long, default_value_t = defaults::MAX_CODE, value_name = "BYTES", allow_hyphen_values = true,
+          value_parser = ranges::CODE_BYTES.parser::<usize>())]
     pub max_code: usize,
-    /// Characters of the run_python description.
-    #[arg(long, default_value_t = defaults::DESCRIPTION_BUDGET, value_name = "CHARS")]
+    /// Characters of the run_python description (0 to 1000000).
+    #[arg(long, default_value_t = defaults::DESCRIPTION_BUDGET, value_name = "CHARS", allow_hyphen_values = true,
+          value_parser = ranges::DESCRIPTION_CHARS.parser::<usize>())]
     pub description_budget: usize,
 }
 
@@ -428,13 +441,15 @@ pub struct FrontendServiceArgs {
     /// Frontend options.
     #[command(flatten)]
     pub frontend: FrontendArgs,
-    /// `run_python` calls that run at once; more wait for a slot.
-    #[arg(long, default_value_t = defaults::MAX_CONCURRENT_CELLS, value_name = "N")]
+    /// `run_python` calls that run at once; more wait for a slot (1 to 1024).
+    #[arg(long, default_value_t = defaults::MAX_CONCURRENT_CELLS, value_name = "N", allow_hyphen_values = true,
+          value_parser = ranges::CELLS.parser::<usize>())]
     pub max_concurrent: usize,
     /// How long a cell waits for a sandbox-runner with a free slot before it
-    /// fails with "no capacity", in seconds.
-    #[arg(long, default_value_t = defaults::CAPACITY_WAIT.as_secs_f64(), value_name = "SECONDS")]
-    pub capacity_wait: f64,
+    /// fails with "no capacity", in seconds (0.001 to 86400).
+    #[arg(long, default_value = "30", value_name = "SECONDS", allow_hyphen_values = true,
+          value_parser = ranges::TIME.parser())]
+    pub capacity_wait: Duration,
     /// MCP over HTTP.
     #[command(flatten)]
     pub http: HttpArgs,
@@ -488,8 +503,9 @@ pub struct RunnerServiceArgs {
     #[command(flatten)]
     pub runner: RunnerArgs,
     /// Cells this runner runs at once; a cell finding every runner full
-    /// waits at the frontend, then fails with "no capacity".
-    #[arg(long, default_value_t = defaults::MAX_CONCURRENT_CELLS, value_name = "N")]
+    /// waits at the frontend, then fails with "no capacity" (1 to 1024).
+    #[arg(long, default_value_t = defaults::MAX_CONCURRENT_CELLS, value_name = "N", allow_hyphen_values = true,
+          value_parser = ranges::CELLS.parser::<usize>())]
     pub capacity: usize,
     /// The audit record.
     #[command(flatten)]

@@ -3,12 +3,14 @@
 //! `serve` and `run` start the bridge (with its wrapped server), a
 //! sandbox-runner and the frontend in this one process over the in-process
 //! bus; `build-image` builds the sandbox image. Parsing lives in [`cli`]
-//! (with [`settings`] from a file and the environment), composition in
+//! (with [`settings`] from a file and the environment, and [`ranges`] holding
+//! every numeric option to its range), composition in
 //! [`app`]; `main.rs` only calls [`main`].
 
 pub mod app;
 pub mod audit;
 pub mod cli;
+pub mod ranges;
 pub mod settings;
 pub mod terminal;
 

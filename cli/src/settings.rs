@@ -14,8 +14,15 @@
 //!
 //! The file and environment values are turned into flags placed before the
 //! user's own, and the parser lets a later flag override an earlier one. A
-//! key that is not a flag of the subcommand stops startup, naming the file
-//! (or variable), the table and the key.
+//! key that is not a flag of the subcommand, or a value its flag's parser
+//! refuses (a wrong type such as `deadline = "5s"`, a number out of its
+//! range), stops startup naming the file (or variable), the table and the
+//! key; the value is checked here, by the flag's own parser, so the message
+//! names where the value came from rather than a flag the user never typed.
+//!
+//! `--settings` is a global option: `code-mode --settings FILE run ...` and
+//! `code-mode run --settings FILE ...` read the same file. A file is never
+//! dropped silently: two different `--settings` stop startup.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -50,7 +57,14 @@ pub enum SettingsError {
         /// The settings the subcommand has.
         known: String,
     },
-    /// A value of the wrong kind.
+    /// `--settings` given more than once (before and after the subcommand,
+    /// or twice), naming different files: which one wins would be a guess.
+    #[error("--settings is given more than once ({}): give one settings file", .files.join(", "))]
+    Repeated {
+        /// The files, in the order given.
+        files: Vec<String>,
+    },
+    /// A value of the wrong kind or out of range.
     #[error("{source_name}: [{table}] {key}: {reason}")]
     BadValue {
         /// The file or the variable.
@@ -75,16 +89,38 @@ struct Setting {
 /// The command line with the settings of the file and the environment
 /// placed before the user's own flags. `env` is the process environment.
 pub fn apply(argv: Vec<OsString>, env: &[(String, String)]) -> Result<Vec<OsString>, SettingsError> {
-    let Some(sub) = argv.get(1).and_then(|s| s.to_str()).map(str::to_string) else {
+    // Global options may come before the subcommand:
+    // `code-mode --settings FILE run ...`.
+    let mut at = 1;
+    let mut leading = Vec::new();
+    while let Some(arg) = argv.get(at).and_then(|s| s.to_str()) {
+        if arg == "--settings" {
+            leading.extend(argv.get(at + 1).and_then(|v| v.to_str()));
+            at += 2;
+        } else if let Some(path) = arg.strip_prefix("--settings=") {
+            leading.push(path);
+            at += 1;
+        } else {
+            break;
+        }
+    }
+    let Some(sub) = argv.get(at).and_then(|s| s.to_str()).map(str::to_string) else {
         return Ok(argv);
     };
     let command = Cli::command();
     let Some(subcommand) = command.find_subcommand(&sub) else {
         return Ok(argv); // clap reports it
     };
-    let user = &argv[2..];
+    let user = &argv[at + 1..];
     let before_dashdash: Vec<&str> = user.iter().take_while(|a| *a != "--").filter_map(|a| a.to_str()).collect();
-    let file = settings_file(&before_dashdash, env);
+    let mut given_files: Vec<&str> = leading;
+    given_files.extend(settings_files(&before_dashdash));
+    let file = match given_files.as_slice() {
+        [] => env.iter().find(|(k, _)| k == SETTINGS_ENV).map(|(_, v)| PathBuf::from(v)),
+        [one] => Some(PathBuf::from(one)),
+        [first, rest @ ..] if rest.iter().all(|f| f == first) => Some(PathBuf::from(first)),
+        many => return Err(SettingsError::Repeated { files: many.iter().map(|f| f.to_string()).collect() }),
+    };
 
     let mut settings: Vec<(String, Setting)> = Vec::new();
     if let Some(file) = &file {
@@ -98,7 +134,7 @@ pub fn apply(argv: Vec<OsString>, env: &[(String, String)]) -> Result<Vec<OsStri
     }
     let given =
         |flag: &str| before_dashdash.iter().any(|a| *a == format!("--{flag}") || a.starts_with(&format!("--{flag}=")));
-    let mut out: Vec<OsString> = argv[..2].to_vec();
+    let mut out: Vec<OsString> = argv[..=at].to_vec();
     for (flag, setting) in settings {
         if given(&flag) {
             continue;
@@ -116,16 +152,45 @@ pub fn apply(argv: Vec<OsString>, env: &[(String, String)]) -> Result<Vec<OsStri
     Ok(out)
 }
 
-fn settings_file(args: &[&str], env: &[(String, String)]) -> Option<PathBuf> {
+/// True when the flag may be given several times (`--allow`, `--env`, ...).
+fn is_list(subcommand: &clap::Command, flag: &str) -> bool {
+    subcommand.get_arguments().any(|a| a.get_long() == Some(flag) && matches!(a.get_action(), clap::ArgAction::Append))
+}
+
+/// The `--settings` values among the subcommand's arguments.
+fn settings_files<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    let mut files = Vec::new();
     for (i, a) in args.iter().enumerate() {
         if *a == "--settings" {
-            return args.get(i + 1).map(PathBuf::from);
-        }
-        if let Some(path) = a.strip_prefix("--settings=") {
-            return Some(PathBuf::from(path));
+            files.extend(args.get(i + 1).copied());
+        } else if let Some(path) = a.strip_prefix("--settings=") {
+            files.push(path);
         }
     }
-    env.iter().find(|(k, _)| k == SETTINGS_ENV).map(|(_, v)| PathBuf::from(v))
+    files
+}
+
+/// Check `value` with the parser of the subcommand's flag `--{flag}`, so a
+/// wrong type or a number out of range is reported against the file or
+/// variable it came from. `Err` holds the reason.
+fn check_value(subcommand: &clap::Command, flag: &str, value: &str) -> Result<(), String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    // clap parses values before it checks for missing arguments, so parsing
+    // the subcommand with only this flag reports a bad value first; any
+    // other complaint (a required argument missing) means the value passed.
+    let argv = [subcommand.get_name().to_string(), format!("--{flag}={value}")];
+    let Err(error) = subcommand.clone().try_get_matches_from(argv) else { return Ok(()) };
+    match error.kind() {
+        ErrorKind::ValueValidation | ErrorKind::InvalidValue => {}
+        _ => return Ok(()),
+    }
+    if let Some(source) = std::error::Error::source(&error) {
+        return Err(format!("{value:?}: {source}"));
+    }
+    if let Some(ContextValue::Strings(valid)) = error.get(ContextKind::ValidValue) {
+        return Err(format!("{value:?} is not one of {}", valid.join(", ")));
+    }
+    Err(format!("{value:?} is not a valid value"))
 }
 
 fn known_flags(subcommand: &clap::Command) -> Vec<(String, bool)> {
@@ -183,6 +248,9 @@ fn from_file(file: &std::path::Path, sub: &str, subcommand: &clap::Command) -> R
             reason,
         };
         let values = match value.kind {
+            config::ValueKind::Array(_) if !is_list(subcommand, &flag) => {
+                return Err(bad("this setting takes one value, not a list".into()));
+            }
             config::ValueKind::Array(items) => {
                 items.into_iter().map(|v| v.into_string().map_err(|e| bad(e.to_string()))).collect::<Result<_, _>>()?
             }
@@ -192,6 +260,11 @@ fn from_file(file: &std::path::Path, sub: &str, subcommand: &clap::Command) -> R
         };
         if !takes_value && values.iter().any(|v| v != "true" && v != "false") {
             return Err(bad("this setting is true or false".into()));
+        }
+        if takes_value {
+            for v in &values {
+                check_value(subcommand, &flag, v).map_err(bad)?;
+            }
         }
         settings.push(Setting { flag, values, takes_value });
     }
@@ -208,11 +281,7 @@ fn from_env(env: &[(String, String)], sub: &str, subcommand: &clap::Command) -> 
         let Some(key) = name.strip_prefix(&prefix) else { continue };
         let key = key.to_lowercase();
         let (flag, takes_value) = lookup(subcommand, name, sub, &key)?;
-        let values: Vec<String> = if takes_value
-            && subcommand
-                .get_arguments()
-                .any(|a| a.get_long() == Some(flag.as_str()) && matches!(a.get_action(), clap::ArgAction::Append))
-        {
+        let values: Vec<String> = if takes_value && is_list(subcommand, &flag) {
             value.split(',').map(str::trim).filter(|v| !v.is_empty()).map(String::from).collect()
         } else {
             vec![value.clone()]
@@ -224,6 +293,16 @@ fn from_env(env: &[(String, String)], sub: &str, subcommand: &clap::Command) -> 
                 key,
                 reason: "this setting is true or false".into(),
             });
+        }
+        if takes_value {
+            for v in &values {
+                check_value(subcommand, &flag, v).map_err(|reason| SettingsError::BadValue {
+                    source_name: name.clone(),
+                    table: sub.to_string(),
+                    key: key.clone(),
+                    reason,
+                })?;
+            }
         }
         settings.push(Setting { flag, values, takes_value });
     }
@@ -317,6 +396,73 @@ mod tests {
         assert!(err.starts_with(&format!("settings file {path}")), "{err}");
         let err = apply(argv(&["bridge", "--settings", "/nonexistent/s.toml"]), &[]).unwrap_err().to_string();
         assert!(err.contains("/nonexistent/s.toml"), "{err}");
+    }
+
+    #[test]
+    fn a_settings_file_before_the_subcommand_is_applied_like_one_after_it() {
+        let (_d, path) = file("[run]\nmax-calls = 1\nallow = [\"add\"]\n");
+        let before = apply(argv(&["--settings", &path, "run", "--code", "1", "--", "srv"]), &[]).unwrap();
+        assert_eq!(
+            strings(before),
+            ["code-mode", "--settings", &path, "run", "--allow", "add", "--max-calls", "1", "--code", "1", "--", "srv"]
+        );
+        let equals = apply(argv(&[&format!("--settings={path}"), "run", "--", "srv"]), &[]).unwrap();
+        assert_eq!(strings(equals)[2..6], ["run", "--allow", "add", "--max-calls"]);
+        // The flag wins over CODE_MODE_SETTINGS in either position.
+        let (_d2, other) = file("[run]\nmax-calls = 9\n");
+        let env = vec![(SETTINGS_ENV.to_string(), other)];
+        let out = apply(argv(&["--settings", &path, "run", "--", "srv"]), &env).unwrap();
+        assert!(strings(out).windows(2).any(|w| w == ["--max-calls", "1"]));
+        // And the parsed command line holds the file's values.
+        let out = apply(argv(&["--settings", &path, "run", "--code", "1", "--", "srv"]), &[]).unwrap();
+        let Cli { command: crate::cli::Command::Run(run), settings } = <Cli as clap::Parser>::parse_from(out) else {
+            panic!("not run")
+        };
+        assert_eq!(settings.as_deref(), Some(std::path::Path::new(&path)));
+        assert_eq!((run.stack.bridge.max_calls, run.stack.bridge.allow), (1, vec!["add".to_string()]));
+    }
+
+    #[test]
+    fn a_bad_file_before_the_subcommand_stops_startup_naming_it() {
+        let (_d, path) = file("[run]\nmax-calls = 1\nno-such = 2\n");
+        let err = apply(argv(&["--settings", &path, "run", "--", "srv"]), &[]).unwrap_err().to_string();
+        assert!(err.contains(&path) && err.contains("[run] no-such: no such setting"), "{err}");
+    }
+
+    #[test]
+    fn two_different_settings_files_stop_startup_naming_both() {
+        let (_d, a) = file("[run]\nmax-calls = 1\n");
+        let (_d2, b) = file("[run]\nmax-calls = 2\n");
+        for args in [
+            vec!["--settings", &a, "run", "--settings", &b, "--", "srv"],
+            vec!["run", "--settings", &a, "--settings", &b, "--", "srv"],
+        ] {
+            let err = apply(argv(&args), &[]).unwrap_err().to_string();
+            assert_eq!(err, format!("--settings is given more than once ({a}, {b}): give one settings file"));
+        }
+        // The same file twice is no ambiguity.
+        assert!(apply(argv(&["--settings", &a, "run", "--settings", &a, "--", "srv"]), &[]).is_ok());
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_names_the_file_table_and_key_not_a_flag() {
+        let (_d, path) = file("[run]\ndeadline = \"5s\"\n");
+        let err = apply(argv(&["run", "--settings", &path, "--", "srv"]), &[]).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!("{path}: [run] deadline: \"5s\": not a number; a number of seconds from 0.001 to 86400 is allowed")
+        );
+        let (_d, path) = file("[sandbox-runner]\nbase = \"floppy\"\n");
+        let err = apply(argv(&["sandbox-runner", "--settings", &path]), &[]).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("{path}: [sandbox-runner] base: \"floppy\"")), "{err}");
+        assert!(err.contains("auto") && err.contains("debootstrap"), "the allowed values are listed: {err}");
+        let env = vec![("CODE_MODE_FRONTEND__MAX_CONCURRENT".to_string(), "0".to_string())];
+        let err = apply(argv(&["frontend"]), &env).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "CODE_MODE_FRONTEND__MAX_CONCURRENT: [frontend] max_concurrent: \"0\": out of range; a whole number \
+             from 1 to 1024 is allowed"
+        );
     }
 
     #[test]

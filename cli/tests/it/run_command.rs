@@ -170,6 +170,13 @@ fn settings_come_from_a_file_and_the_environment_under_the_flags() {
         "['add']\nok\nok\nok\n",
         "a flag overrides both"
     );
+    // `--settings` before the subcommand is the same file, not dropped.
+    let mut before = Command::new(support::code_mode());
+    before.arg("--settings").arg(&file).args(["run", "--code", code, "--"]).arg(support::test_server());
+    let out = before.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["stdout"], "['add']\nok\nrefused\nrefused\n", "--settings before `run` applies");
     let out = support::command(&[], "print(1)", &[]).env("CODE_MODE_RUN__MAX_CAL", "2").output().unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -183,4 +190,56 @@ fn a_cell_without_top_level_await_may_run_its_own_event_loop() {
     }
     let code = "import asyncio\nasync def main():\n    return await add({'a': 2, 'b': 3})\nprint(asyncio.run(main()))";
     assert_eq!(run(&[], code, &[]).ok(), "{\"sum\":5}\n");
+}
+
+#[test]
+fn a_settings_file_given_before_the_subcommand_is_read_not_dropped() {
+    // Needs no Docker: the file's unknown key stops startup before anything
+    // starts, which shows the file was read.
+    let dir = code_mode_core::testing::TempDir::new("settings-before");
+    let file = dir.0.join("code-mode.toml");
+    std::fs::write(&file, "[run]\nmax-calls = 1\nno-such-setting = 2\n").unwrap();
+    let out = Command::new(support::code_mode())
+        .arg("--settings")
+        .arg(&file)
+        .args(["run", "--code", "print(1)", "--"])
+        .arg(support::test_server())
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&format!("{}: [run] no-such-setting: no such setting", file.display())), "{stderr}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn numbers_out_of_range_stop_startup_naming_the_option_value_and_range_without_a_panic() {
+    let refused = |args: &[&str], env: &[(&str, &str)]| {
+        let mut cmd = Command::new(support::code_mode());
+        cmd.args(args).env("DOCKER_HOST", "unix:///nonexistent/docker.sock");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?} exits 2, not 101 (a panic)");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let stderr = refused(&["run", "--deadline", "1e20", "--code", "1", "--", "srv"], &[]);
+    assert!(
+        stderr.contains(
+            "invalid value '1e20' for '--deadline <SECONDS>': out of range; a number of seconds from 0.001 to 86400 \
+             is allowed"
+        ),
+        "{stderr}"
+    );
+    let stderr = refused(&["serve", "--max-concurrent", "18446744073709551615", "--", "srv"], &[]);
+    assert!(stderr.contains("'18446744073709551615' for '--max-concurrent <N>'"), "{stderr}");
+    assert!(stderr.contains("a whole number from 1 to 1024"), "{stderr}");
+    let stderr =
+        refused(&["frontend", "--nats", "nats://127.0.0.1:1"], &[("CODE_MODE_FRONTEND__CAPACITY_WAIT", "inf")]);
+    assert!(
+        stderr.contains("CODE_MODE_FRONTEND__CAPACITY_WAIT: [frontend] capacity_wait: \"inf\": out of range"),
+        "{stderr}"
+    );
 }

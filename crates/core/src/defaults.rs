@@ -2,7 +2,12 @@
 //!
 //! Each is configurable where it is enforced; these are the values used when
 //! nothing is configured. `skills/code-mode/SKILL.md` quotes them, and a test
-//! keeps it in line.
+//! keeps it in line. The `*_RANGE`-style bounds at the end are what a
+//! configured value may be: the command line refuses anything outside them
+//! (naming the option, the value and the range), and a sandbox-runner
+//! refuses a cell whose limits fall outside them, so no value from a flag, a
+//! settings file, the environment or the bus can overflow a timer or ask for
+//! an absurd number of containers.
 
 use std::time::Duration;
 
@@ -46,3 +51,25 @@ pub const MAX_SCHEMA_DEPTH: usize = 64;
 pub const MAX_CONCURRENT_CELLS: usize = 4;
 /// How long a cell waits for a sandbox-runner with a free slot.
 pub const CAPACITY_WAIT: Duration = Duration::from_secs(30);
+
+/// Shortest duration a time setting (deadline, call timeout, approval
+/// timeout, capacity wait) may be: one millisecond, the resolution at which
+/// limits cross the bus.
+pub const MIN_SECONDS: Duration = Duration::from_millis(1);
+/// Longest duration a time setting may be: a day. A run or a call that may
+/// last longer is a mistake, and every timer stays far from overflowing.
+pub const MAX_SECONDS: Duration = Duration::from_secs(86_400);
+/// Most tool calls a run may be allowed (0 is allowed: no calls at all).
+pub const MAX_CALLS_LIMIT: u32 = 1_000_000;
+/// Largest code size a frontend may be set to accept: 1 MiB, the default
+/// largest message of nats-server, which carries the code in a `RunCell`.
+pub const MAX_CODE_LIMIT: usize = 1024 * 1024;
+/// Largest `run_python` description budget, in characters.
+pub const MAX_DESCRIPTION_BUDGET: usize = 1_000_000;
+/// Most cells one frontend or one sandbox-runner may run at once
+/// (`--max-concurrent`, `--capacity`; at least 1).
+pub const MAX_CELLS_LIMIT: usize = 1024;
+/// Most warm containers a sandbox-runner may keep ready.
+pub const MAX_WARM: usize = 64;
+/// Longest protocol line a cell may allow (`CellLimits::max_line`).
+pub const MAX_LINE_LIMIT: u32 = 16 * 1024 * 1024;
