@@ -64,3 +64,32 @@ fn an_approval_reply_is_tagged_by_decision() {
         serde_json::from_value(serde_json::json!({"decision": "approved"})).unwrap();
     assert_eq!(back, code_mode_proto::ApprovalReply::Approved);
 }
+
+#[test]
+fn error_kinds_keep_their_wire_spelling_and_unknown_kinds_still_decode() {
+    use code_mode_proto::{ErrorKind, ToolReply, WireError};
+    let known = [
+        (ErrorKind::BadRequest, "bad_request"),
+        (ErrorKind::NoCapacity, "no_capacity"),
+        (ErrorKind::Sandbox, "sandbox"),
+        (ErrorKind::SessionEndFailed, "session_end_failed"),
+        (ErrorKind::McpError, "McpError"),
+        (ErrorKind::TransportClosed, "TransportClosed"),
+        (ErrorKind::ServerRestarting, "ServerRestarting"),
+        (ErrorKind::BridgeUnavailable, "BridgeUnavailable"),
+    ];
+    for (kind, text) in known {
+        assert_eq!(serde_json::to_value(&kind).unwrap(), serde_json::json!(text));
+        assert_eq!(serde_json::from_value::<ErrorKind>(serde_json::json!(text)).unwrap(), kind);
+        assert_eq!(kind.as_str(), text);
+    }
+    // A kind from a newer peer decodes, and encodes back as it came.
+    let reply: ToolReply = serde_json::from_str(r#"{"status":"fault","kind":"QuotaExceeded"}"#).unwrap();
+    assert_eq!(reply, ToolReply::Fault { kind: ErrorKind::Other("QuotaExceeded".into()) });
+    assert_eq!(serde_json::to_string(&reply).unwrap(), r#"{"status":"fault","kind":"QuotaExceeded"}"#);
+    let error: WireError = serde_json::from_str(r#"{"kind":"draining","message":"m"}"#).unwrap();
+    assert_eq!(error.kind, ErrorKind::Other("draining".into()));
+    assert_eq!(error.kind.to_string(), "draining");
+    // Not a string is still not a kind.
+    assert!(serde_json::from_str::<ErrorKind>("7").is_err());
+}

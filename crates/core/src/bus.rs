@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use code_mode_proto::{Reply, WireError};
+use code_mode_proto::{ErrorKind, Reply, WireError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::{mpsc, oneshot};
@@ -215,7 +215,7 @@ impl Bus {
                             Err(e) => Reply::Err(e),
                         },
                         Err(e) => Reply::Err(WireError {
-                            kind: "bad_request".into(),
+                            kind: ErrorKind::BadRequest,
                             message: format!("request on {subject} is not valid: {e}"),
                         }),
                     };

@@ -97,7 +97,7 @@ async fn a_malformed_request_gets_a_bad_request_error(kind: &str) {
     bus.serve("t.num", "g", CancellationToken::new(), |q: u32| async move { Ok::<_, WireError>(q + 1) }).await.unwrap();
     let err = bus.call::<_, u32>("t.num", &"not a number", Duration::from_secs(2)).await.unwrap_err();
     match err {
-        BusError::Remote { error, .. } => assert_eq!(error.kind, "bad_request"),
+        BusError::Remote { error, .. } => assert_eq!(error.kind, code_mode_proto::ErrorKind::BadRequest),
         other => panic!("unexpected {other:?}"),
     }
 }

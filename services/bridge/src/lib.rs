@@ -46,6 +46,7 @@ pub mod replay;
 pub mod schema;
 pub mod server;
 pub mod stubs;
+pub mod wire;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -689,7 +690,7 @@ impl Bridge {
     }
 
     fn refuse(&self, message: String) -> ToolReply {
-        ToolReply::Refused { message: stubs::cut_chars(&message, self.inner.limits.max_message_chars) }
+        wire::tool_reply(wire::CallFailure::Refused(message), self.inner.limits.max_message_chars)
     }
 
     /// Check one call and, if it passes, make it. The decision counts in
@@ -814,7 +815,7 @@ impl Bridge {
             Err(e) => {
                 tracing::warn!(tool = %tool.name, server = %server.name(), error = %e, "call failed on the host");
                 trail.result = Some((CallResult::Fault, None));
-                ToolReply::Fault { kind: e.kind().to_string() }
+                wire::tool_reply(wire::CallFailure::Host(e), limits.max_message_chars)
             }
         }
     }
@@ -1011,7 +1012,7 @@ impl Bridge {
                         Ok(removed) => Ok(proto::SessionEnded { removed }),
                         Err(e) => {
                             tracing::warn!(error = %e, "could not forget an ended session");
-                            Err(proto::WireError { kind: "session_end_failed".into(), message: e.to_string() })
+                            Err(wire::service_error(&e))
                         }
                     }
                 }

@@ -210,26 +210,6 @@ pub enum CallError {
     Closed,
 }
 
-impl CallError {
-    /// The type name the sandbox may see of this fault, never its details.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            CallError::Timeout(_) => "TimeoutError",
-            CallError::Restarting => "ServerRestarting",
-            CallError::Closed => "ServerClosed",
-            CallError::Service(e) => match e {
-                ServiceError::McpError(_) => "McpError",
-                ServiceError::TransportSend(_) => "TransportSendError",
-                ServiceError::TransportClosed => "TransportClosed",
-                ServiceError::UnexpectedResponse => "UnexpectedResponse",
-                ServiceError::Cancelled { .. } => "Cancelled",
-                ServiceError::Timeout { .. } => "TimeoutError",
-                _ => "ServiceError",
-            },
-        }
-    }
-}
-
 /// Restart delays: `initial` after the first exit, doubled after each
 /// further exit or failed start up to `max`, and back to `initial` after an
 /// exit of a server that had stayed up for `stable`.

@@ -38,7 +38,8 @@ use std::time::Duration;
 use code_mode_core::bus::{Bus, BusError};
 use code_mode_core::defaults;
 use code_mode_proto::{
-    ApprovalReply, ApprovalRequest, Catalog, CatalogRequest, CellLimits, CellReport, RunCell, ToolStub, subjects,
+    ApprovalReply, ApprovalRequest, Catalog, CatalogRequest, CellLimits, CellReport, ErrorKind, RunCell, ToolStub,
+    subjects,
 };
 use code_mode_telemetry::FrontendCellResult;
 use rmcp::model::{
@@ -53,10 +54,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approval::{Asking, Pending};
 use crate::description::RunFacts;
-
-/// The kind of error a sandbox-runner answers when every slot is taken
-/// (same value as the runner's `NO_CAPACITY`).
-pub const NO_CAPACITY: &str = "no_capacity";
 
 /// The one tool's name.
 pub const TOOL_NAME: &str = "run_python";
@@ -670,7 +667,7 @@ impl Frontend {
         loop {
             let wait = config.deadline + CELL_MARGIN;
             let last = match self.inner.shared.bus.call(subjects::CELL_RUN, &cell, wait).await {
-                Err(BusError::Remote { error, .. }) if error.kind == NO_CAPACITY => None,
+                Err(BusError::Remote { error, .. }) if error.kind == ErrorKind::NoCapacity => None,
                 Err(e @ BusError::NoResponders { .. }) => Some(e),
                 // A runner took the cell and never answered (or dropped it).
                 Err(BusError::Timeout { .. } | BusError::Dropped { .. }) => {

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use bollard::Docker;
 use bollard::container::LogOutput;
-use code_mode_core::bus::{Bus, BusError};
+use code_mode_core::bus::Bus;
 use code_mode_proto::{CellReport, RunCell, ToolCall, ToolReply, subjects};
 use code_mode_telemetry::CellOutcome;
 use futures::StreamExt;
@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use crate::SandboxError;
 use crate::container::{Container, Input, Lockdown, Output};
 use crate::protocol::{self, FromRunner, LineReader, RunnerLimits, ToRunner, Violation};
+use crate::wire;
 
 /// How long a bus request for one tool call may wait beyond the call's own
 /// timeout at the bridge.
@@ -328,7 +329,7 @@ async fn drive(
             _ = cancel.cancelled() => break End::Shutdown,
             Some(done) = calls.join_next(), if !calls.is_empty() => {
                 let Ok((id, reply)) = done else { continue };
-                let line = protocol::encode(&result_message(id, reply));
+                let line = protocol::encode(&wire::to_code(id, reply));
                 // A write error means the container is gone; the output side ends the run.
                 let _ = input.write_all(&line).await;
                 let _ = input.flush().await;
@@ -384,7 +385,7 @@ async fn handle_line(
                 // Refused here so a runaway loop costs no bus traffic; the
                 // bridge refuses past the budget too.
                 let message = format!("{tool}: this run has used all of its {} tool calls", run.cell.limits.max_calls);
-                let _ = input.write_all(&protocol::encode(&result_message(id, ToolReply::Refused { message }))).await;
+                let _ = input.write_all(&protocol::encode(&wire::to_code(id, ToolReply::Refused { message }))).await;
                 let _ = input.flush().await;
                 return Ok(None);
             }
@@ -413,20 +414,7 @@ async fn relay(bus: &Bus, call: &ToolCall, timeout: Duration) -> ToolReply {
         Ok(reply) => reply,
         Err(e) => {
             tracing::warn!(tool = %call.tool, cell = %call.cell_id, error = %e, "tool call did not reach the bridge");
-            let kind = match e {
-                BusError::NoResponders { .. } => "BridgeUnavailable",
-                BusError::Timeout { .. } => "BridgeTimeout",
-                _ => "BridgeError",
-            };
-            ToolReply::Fault { kind: kind.into() }
+            ToolReply::Fault { kind: wire::bus_fault(&e) }
         }
-    }
-}
-
-fn result_message(id: u64, reply: ToolReply) -> ToRunner<'static> {
-    match reply {
-        ToolReply::Ok { value } => ToRunner::Result { id, ok: true, value: Some(value), error: None },
-        ToolReply::Refused { message } => ToRunner::Result { id, ok: false, value: None, error: Some(message) },
-        ToolReply::Fault { kind } => ToRunner::Result { id, ok: false, value: None, error: Some(kind) },
     }
 }

@@ -26,6 +26,7 @@ pub mod image;
 pub mod pool;
 pub mod posture;
 pub mod protocol;
+pub mod wire;
 
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
@@ -34,7 +35,7 @@ use bollard::Docker;
 use code_mode_audit::record::{self, Body, CellOutcome};
 use code_mode_audit::{AuditSink, Durability};
 use code_mode_core::bus::{Bus, BusError};
-use code_mode_proto::{CellReport, RunCell, WireError, queue_groups, subjects};
+use code_mode_proto::{CellReport, RunCell, queue_groups, subjects};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -94,14 +95,13 @@ pub enum SandboxError {
         /// The runner's capacity.
         capacity: usize,
     },
+    /// The cell itself is unusable (limits out of range).
+    #[error("the cell was refused: {reason}")]
+    BadCell {
+        /// What is wrong with it.
+        reason: String,
+    },
 }
-
-/// The [`WireError`] kind of a runner that declines a cell for lack of a slot.
-pub const NO_CAPACITY: &str = "no_capacity";
-
-/// The [`WireError`] kind of a cell refused because the audit sink cannot
-/// be written (fail closed).
-pub const AUDIT_UNWRITABLE: &str = "audit_unwritable";
 
 impl SandboxError {
     /// A mapper for a failed Docker call.
@@ -139,7 +139,8 @@ pub struct RunnerConfig {
     /// The container restrictions (and image).
     pub lockdown: Lockdown,
     /// Cells run at once; a cell arriving when all are taken is declined
-    /// with `no_capacity`, so the frontend can try another runner.
+    /// with [`code_mode_proto::ErrorKind::NoCapacity`], so the frontend can
+    /// try another runner.
     pub capacity: usize,
     /// Containers kept started and ready ahead of need while serving, each
     /// for one cell; 0 starts every cell cold. They do not count against
@@ -224,6 +225,7 @@ impl SandboxRunner {
     /// with [`SandboxError::NoCapacity`]. The deadline counts from here, so
     /// a cold start counts against it.
     pub async fn run_cell(&self, cell: &RunCell, cancel: &CancellationToken) -> Result<CellReport, SandboxError> {
+        wire::check_limits(&cell.limits)?;
         let Ok(slot) = self.inner.slots.try_acquire() else {
             return Err(SandboxError::NoCapacity { capacity: self.inner.config.capacity });
         };
@@ -323,15 +325,10 @@ impl SandboxRunner {
                 let token = token.clone();
                 async move {
                     me.run_cell(&cell, &token).await.map_err(|e| {
-                        let kind = match e {
-                            SandboxError::NoCapacity { .. } => NO_CAPACITY,
-                            SandboxError::Audit(_) => AUDIT_UNWRITABLE,
-                            _ => {
-                                tracing::error!(cell = %cell.cell_id, error = %e, "cell could not run");
-                                "sandbox"
-                            }
-                        };
-                        WireError { kind: kind.into(), message: e.to_string() }
+                        if !matches!(e, SandboxError::NoCapacity { .. } | SandboxError::Audit(_)) {
+                            tracing::error!(cell = %cell.cell_id, error = %e, "cell could not run");
+                        }
+                        wire::service_error(&e)
                     })
                 }
             })

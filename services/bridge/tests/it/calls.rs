@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use code_mode_bridge::CallLimits;
-use code_mode_proto::ToolReply;
+use code_mode_proto::{ErrorKind, ToolReply};
 use serde_json::json;
 
 use crate::support::{Harness, Setup, ok, refused, tool_call};
@@ -74,7 +74,7 @@ async fn a_result_under_the_limit_passes_whole() {
 async fn a_protocol_error_reaches_the_caller_only_as_a_type_name() {
     let h = Harness::with_args(&[]).await;
     let reply = h.call("protocol_error", json!({})).await;
-    assert_eq!(reply, ToolReply::Fault { kind: "McpError".into() });
+    assert_eq!(reply, ToolReply::Fault { kind: ErrorKind::McpError });
     let wire = serde_json::to_string(&reply).expect("JSON");
     assert_eq!(wire, r#"{"status":"fault","kind":"McpError"}"#, "no message, path or pid on the wire");
     assert_eq!(h.calls_seen(), ["protocol_error"]);
@@ -87,7 +87,7 @@ async fn a_protocol_error_reaches_the_caller_only_as_a_type_name() {
 async fn a_crashed_server_gives_a_transport_fault_without_details() {
     let h = Harness::with_args(&[]).await;
     let reply = h.call("crash", json!({})).await;
-    assert_eq!(reply, ToolReply::Fault { kind: "TransportClosed".into() });
+    assert_eq!(reply, ToolReply::Fault { kind: ErrorKind::TransportClosed });
     let wire = serde_json::to_string(&reply).expect("JSON");
     assert_eq!(wire, r#"{"status":"fault","kind":"TransportClosed"}"#, "no exit code, path or pid on the wire");
     // Refusals still come from the bridge itself (restarts: see `restart`).

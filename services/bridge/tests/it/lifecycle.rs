@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use code_mode_core::bus::Bus;
-use code_mode_proto::{self as proto, CatalogRequest, ToolCall, ToolReply, subjects};
+use code_mode_proto::{self as proto, CatalogRequest, ErrorKind, ToolCall, ToolReply, subjects};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -34,7 +34,7 @@ async fn the_bridge_answers_catalog_requests_and_tool_calls_over_the_in_process_
 
     let reply: ToolReply =
         bus.call(subjects::TOOL_CALL, &tool_call("protocol_error", json!({}), 3), timeout).await.expect("a reply");
-    assert_eq!(reply, ToolReply::Fault { kind: "McpError".into() });
+    assert_eq!(reply, ToolReply::Fault { kind: ErrorKind::McpError });
     assert_eq!(h.calls_seen(), ["add", "protocol_error"]);
 
     serving.cancel();

@@ -8,7 +8,7 @@ use std::time::Duration;
 use code_mode_bridge::server::{HttpSpec, ServerSpec, Transport};
 use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, WrappedServer};
 use code_mode_core::state::SessionStore;
-use code_mode_proto::ToolReply;
+use code_mode_proto::{ErrorKind, ToolReply};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -77,7 +77,7 @@ async fn a_restarted_server_with_other_tools_refreshes_the_catalog() {
     assert!(h.bridge.catalog().get("late").is_some());
 
     // The restarted process lists only its built-in tools.
-    assert_eq!(h.call("crash", json!({})).await, ToolReply::Fault { kind: "TransportClosed".into() });
+    assert_eq!(h.call("crash", json!({})).await, ToolReply::Fault { kind: ErrorKind::TransportClosed });
     version_above(&h, with_late).await;
     assert!(h.bridge.catalog().get("late").is_none(), "the tool the old process added is gone");
     assert!(refused(h.call("late", json!({})).await).contains("there is no tool named"));

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use code_mode_bridge::server::{ServerSpec, StdioSpec, Transport};
 use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, WrappedServer};
-use code_mode_proto::ToolReply;
+use code_mode_proto::{ErrorKind, ToolReply};
 use code_mode_telemetry::MetricsServer;
 use code_mode_telemetry::testing::{Exposition, http_get};
 use serde_json::json;
@@ -60,7 +60,7 @@ async fn each_decision_counts_once_by_server_tool_and_decision_and_is_timed() {
     let refused_again = bridge.call(&tool_call("add", json!({"a": 1, "b": 1}), 10_000)).await;
     assert!(matches!(refused_again, ToolReply::Refused { .. }), "over the budget: {refused_again:?}");
     let fault = bridge.call(&tool_call("protocol_error", json!({}), 3)).await;
-    assert_eq!(fault, ToolReply::Fault { kind: "McpError".into() });
+    assert_eq!(fault, ToolReply::Fault { kind: ErrorKind::McpError });
     let made_up = bridge.call(&tool_call("tool_the_code_made_up_1234", json!({}), 4)).await;
     assert!(matches!(made_up, ToolReply::Refused { .. }), "{made_up:?}");
 

@@ -12,7 +12,7 @@ use code_mode_bridge::BridgeError;
 use code_mode_core::nats::{NatsOptions, NatsTransport};
 use code_mode_core::state::{JetStreamConfig, SessionStore};
 use code_mode_core::testing::NatsServer;
-use code_mode_proto::{ToolCall, ToolReply};
+use code_mode_proto::{ErrorKind, ToolCall, ToolReply};
 use serde_json::{Value, json};
 
 use crate::support::{Harness, Setup, calls_in_log, ok, refused};
@@ -116,7 +116,10 @@ async fn a_private_call_that_fails_after_going_out_still_taints() {
     assert_tainted_refusal(call_in(&h, "by-timeout", "add", add()).await, "add", "sleep");
 
     // The server dies under the call.
-    assert_eq!(call_in(&h, "by-crash", "crash", json!({})).await, ToolReply::Fault { kind: "TransportClosed".into() });
+    assert_eq!(
+        call_in(&h, "by-crash", "crash", json!({})).await,
+        ToolReply::Fault { kind: ErrorKind::TransportClosed }
+    );
     assert_tainted_refusal(call_in(&h, "by-crash", "add", add()).await, "add", "crash");
 
     let seen = h.calls_seen();

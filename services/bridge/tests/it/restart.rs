@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use code_mode_proto::ToolReply;
+use code_mode_proto::{ErrorKind, ToolReply};
 use serde_json::json;
 
 use crate::support::{Harness, Setup, child_with_arg, ok, read_proc, test_server, unique_path};
@@ -21,7 +21,10 @@ async fn add_once_back(h: &Harness, within: Duration) -> String {
             ToolReply::Ok { value } => return value,
             ToolReply::Fault { kind } => {
                 // Until the actor has seen the exit, calls still reach the dead session.
-                assert!(kind == "ServerRestarting" || kind == "TransportClosed", "unexpected fault {kind}");
+                assert!(
+                    matches!(kind, ErrorKind::ServerRestarting | ErrorKind::TransportClosed),
+                    "unexpected fault {kind}"
+                );
             }
             other => panic!("unexpected reply {other:?}"),
         }
@@ -40,7 +43,7 @@ async fn a_crashed_server_is_started_again_and_later_calls_reach_the_new_process
     let exits_before = exits();
     assert_eq!(metrics.server_up.with_label_values(&["test"]).get(), 1, "a started server is up");
 
-    assert_eq!(h.call("crash", json!({})).await, ToolReply::Fault { kind: "TransportClosed".into() });
+    assert_eq!(h.call("crash", json!({})).await, ToolReply::Fault { kind: ErrorKind::TransportClosed });
     assert_eq!(add_once_back(&h, Duration::from_secs(10)).await, r#"{"sum":3}"#);
     assert_eq!(exits(), exits_before + 1, "the exit is counted (what the restart-loop alert watches)");
     assert_eq!(metrics.server_up.with_label_values(&["test"]).get(), 1, "up again");
@@ -79,7 +82,7 @@ async fn while_a_server_cannot_start_again_calls_fail_at_once_and_the_retries_ba
     let h = Setup { command: Some(("sh".into(), args)), ..setup }.start().await.expect("the bridge starts");
 
     std::fs::write(&block, "").unwrap();
-    assert_eq!(h.call("crash", json!({})).await, ToolReply::Fault { kind: "TransportClosed".into() });
+    assert_eq!(h.call("crash", json!({})).await, ToolReply::Fault { kind: ErrorKind::TransportClosed });
 
     // Four failed restarts: with delays of 100, 200, 400 and 800 ms.
     let give_up = tokio::time::Instant::now() + Duration::from_secs(15);
@@ -91,7 +94,7 @@ async fn while_a_server_cannot_start_again_calls_fail_at_once_and_the_retries_ba
     let reply = tokio::time::timeout(Duration::from_secs(2), h.call("add", json!({"a": 1, "b": 2})))
         .await
         .expect("a call while the server is down fails at once");
-    assert_eq!(reply, ToolReply::Fault { kind: "ServerRestarting".into() });
+    assert_eq!(reply, ToolReply::Fault { kind: ErrorKind::ServerRestarting });
 
     let starts = attempts(&tries);
     let gaps: Vec<f64> = starts.windows(2).skip(1).map(|w| w[1] - w[0]).collect();
