@@ -14,6 +14,9 @@ pub mod ranges;
 pub mod settings;
 pub mod terminal;
 
+#[doc(hidden)]
+pub mod fuzzing;
+
 /// Entry point of the binary.
 pub fn main() -> std::process::ExitCode {
     use clap::Parser;

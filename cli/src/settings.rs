@@ -89,6 +89,16 @@ struct Setting {
 /// The command line with the settings of the file and the environment
 /// placed before the user's own flags. `env` is the process environment.
 pub fn apply(argv: Vec<OsString>, env: &[(String, String)]) -> Result<Vec<OsString>, SettingsError> {
+    apply_reading(argv, env, |file| std::fs::read_to_string(file).map_err(|e| e.to_string()))
+}
+
+/// [`apply`] with the settings file's text from `read` (the fuzz target
+/// hands it the text under test; `Err` is why the file cannot be read).
+pub(crate) fn apply_reading(
+    argv: Vec<OsString>,
+    env: &[(String, String)],
+    read: impl Fn(&std::path::Path) -> Result<String, String>,
+) -> Result<Vec<OsString>, SettingsError> {
     // Global options may come before the subcommand:
     // `code-mode --settings FILE run ...`.
     let mut at = 1;
@@ -124,7 +134,8 @@ pub fn apply(argv: Vec<OsString>, env: &[(String, String)]) -> Result<Vec<OsStri
 
     let mut settings: Vec<(String, Setting)> = Vec::new();
     if let Some(file) = &file {
-        for s in from_file(file, &sub, subcommand)? {
+        let text = read(file).map_err(|reason| SettingsError::File { file: file.display().to_string(), reason })?;
+        for s in from_file(file, &text, &sub, subcommand)? {
             settings.push((s.flag.clone(), s));
         }
     }
@@ -217,11 +228,16 @@ fn lookup(
     })
 }
 
-fn from_file(file: &std::path::Path, sub: &str, subcommand: &clap::Command) -> Result<Vec<Setting>, SettingsError> {
+fn from_file(
+    file: &std::path::Path,
+    text: &str,
+    sub: &str,
+    subcommand: &clap::Command,
+) -> Result<Vec<Setting>, SettingsError> {
     let name = file.display().to_string();
     let file_error = |reason: String| SettingsError::File { file: name.clone(), reason };
     let config = config::Config::builder()
-        .add_source(config::File::from(file.to_path_buf()).format(config::FileFormat::Toml).required(true))
+        .add_source(config::File::from_str(text, config::FileFormat::Toml))
         .build()
         .map_err(|e| file_error(e.to_string()))?;
     let tables = config

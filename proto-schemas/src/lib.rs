@@ -14,6 +14,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+#[doc(hidden)]
+pub mod fuzzing;
+
 /// Named, versioned subjects. A new incompatible message gets a new version.
 pub mod subjects {
     /// frontend -> bridge: [`crate::CatalogRequest`] -> [`crate::Catalog`].

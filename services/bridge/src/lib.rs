@@ -48,6 +48,9 @@ pub mod server;
 pub mod stubs;
 pub mod wire;
 
+#[doc(hidden)]
+pub mod fuzzing;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;

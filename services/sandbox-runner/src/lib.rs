@@ -28,6 +28,9 @@ pub mod posture;
 pub mod protocol;
 pub mod wire;
 
+#[doc(hidden)]
+pub mod fuzzing;
+
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
