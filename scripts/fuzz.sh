@@ -45,6 +45,6 @@ for target in $targets; do
         echo "fuzz.sh: $target failed; the input is in fuzz/artifacts/$target/" >&2
         exit 1
     }
-    grep -E '^(#[0-9]+ +DONE|stat::)' "logs/$target.log" || tail -n 3 "logs/$target.log"
+    grep -E '^(#[0-9]+[[:space:]]+DONE|stat::)' "logs/$target.log" || tail -n 3 "logs/$target.log"
     echo "corpus: $(find "corpus/$target" -type f | wc -l) inputs"
 done
