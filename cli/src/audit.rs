@@ -30,13 +30,8 @@ pub async fn open_sink(
     replicas: usize,
 ) -> anyhow::Result<Option<AuditSink>> {
     let Some(target) = args.audit.as_deref() else { return Ok(None) };
-    if !(args.audit_checkpoint.is_finite() && args.audit_checkpoint > 0.0) {
-        bail!("--audit-checkpoint must be a positive number of seconds, got {}", args.audit_checkpoint);
-    }
-    let options = SinkOptions {
-        checkpoint_interval: Duration::from_secs_f64(args.audit_checkpoint),
-        ..SinkOptions::for_service(service)
-    };
+    // The options' parsers hold each value to its range (`crate::ranges`).
+    let options = SinkOptions { checkpoint_interval: args.audit_checkpoint, ..SinkOptions::for_service(service) };
     let stream = StreamConfig {
         retention: (args.audit_retention_days > 0).then(|| Duration::from_secs(args.audit_retention_days * 86_400)),
         replicas,

@@ -72,17 +72,20 @@ pub struct AuditArgs {
     pub audit: Option<String>,
     /// With a file: once it holds this many bytes, rename it to
     /// FILE.<first seq> and go on in a new FILE (the chain goes on); 0
-    /// never.
-    #[arg(long, default_value_t = 0, value_name = "BYTES")]
+    /// never (0 to 1099511627776).
+    #[arg(long, default_value_t = 0, value_name = "BYTES", allow_hyphen_values = true,
+          value_parser = ranges::AUDIT_ROTATE_BYTES.parser::<u64>())]
     pub audit_rotate_bytes: u64,
     /// With nats: days the stream keeps records, when this creates it (0:
-    /// for ever).
-    #[arg(long, default_value_t = 0, value_name = "DAYS")]
+    /// for ever; 0 to 36500).
+    #[arg(long, default_value_t = 0, value_name = "DAYS", allow_hyphen_values = true,
+          value_parser = ranges::RETENTION_DAYS.parser::<u64>())]
     pub audit_retention_days: u64,
     /// Seconds between checkpoint records (the chain head, also logged)
-    /// while records come in.
-    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
-    pub audit_checkpoint: f64,
+    /// while records come in (0.001 to 86400).
+    #[arg(long, default_value = "60", value_name = "SECONDS", allow_hyphen_values = true,
+          value_parser = ranges::TIME.parser())]
+    pub audit_checkpoint: Duration,
 }
 
 /// Options of `audit`.

@@ -72,6 +72,11 @@ pub const DESCRIPTION_CHARS: Count = Count { min: 0, max: defaults::MAX_DESCRIPT
 pub const CELLS: Count = Count { min: 1, max: defaults::MAX_CELLS_LIMIT as u64 };
 /// `--warm`.
 pub const WARM: Count = Count { min: 0, max: defaults::MAX_WARM as u64 };
+/// `--audit-rotate-bytes` (0: never; at most 1 TiB).
+pub const AUDIT_ROTATE_BYTES: Count = Count { min: 0, max: 1 << 40 };
+/// `--audit-retention-days` (0: for ever; at most a hundred years, so the
+/// days in seconds never overflow).
+pub const RETENTION_DAYS: Count = Count { min: 0, max: 36_500 };
 
 impl Count {
     /// The range as people read it.
@@ -166,7 +171,7 @@ mod every_option {
     }
 
     /// Value names of the duration and size options.
-    const NUMERIC_VALUE_NAMES: [&str; 4] = ["SECONDS", "N", "BYTES", "CHARS"];
+    const NUMERIC_VALUE_NAMES: [&str; 5] = ["SECONDS", "N", "BYTES", "CHARS", "DAYS"];
 
     /// The arguments a subcommand needs besides the option under test.
     fn required(sub: &str) -> &'static [&'static str] {
@@ -232,6 +237,11 @@ mod every_option {
             expected.push(format!("bridge --{long}"));
         }
         expected.extend(["sandbox-runner --capacity".to_string(), "sandbox-runner --warm".to_string()]);
+        for sub in ["serve", "run", "bridge", "sandbox-runner"] {
+            for long in ["audit-checkpoint", "audit-retention-days", "audit-rotate-bytes"] {
+                expected.push(format!("{sub} --{long}"));
+            }
+        }
         expected.sort();
         assert_eq!(seen, expected);
     }

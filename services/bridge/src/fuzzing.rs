@@ -88,7 +88,8 @@ fn docstring_end(stub: &str, start: usize) -> Option<usize> {
 /// description and input schema go through the catalog as the bridge
 /// builds it (Python name, stub, summary, compiled schema), then a call's
 /// arguments through the compiled checker. Input: a JSON object with
-/// `inputSchema` (and optionally `name`, `description`), or any other JSON
+/// `inputSchema` (and optionally `name`, `description`, `title`,
+/// `outputSchema`), or any other JSON
 /// value taken as the schema itself; then optionally a NUL and the
 /// arguments (JSON).
 ///
@@ -100,18 +101,21 @@ pub fn tool_schema(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let (tool_text, arguments) = text.split_once('\0').unwrap_or((text, "{}"));
     let Ok(value) = serde_json::from_str::<Value>(tool_text) else { return };
-    let (name, description, schema) = match &value {
+    let text_of = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
+    let (name, description, title, schema, output) = match &value {
         Value::Object(map) if map.contains_key("inputSchema") => (
-            map.get("name").and_then(Value::as_str).unwrap_or("tool").to_string(),
-            map.get("description").and_then(Value::as_str).map(str::to_string),
+            text_of("name").unwrap_or_else(|| "tool".to_string()),
+            text_of("description"),
+            text_of("title"),
             map["inputSchema"].clone(),
+            map.get("outputSchema").cloned(),
         ),
-        other => ("tool".to_string(), None, other.clone()),
+        other => ("tool".to_string(), None, None, other.clone(), None),
     };
     let server = ServerTools {
         server: "fuzz".into(),
         prefixed: data.len().is_multiple_of(2),
-        tools: vec![ListedTool { name, description, input_schema: schema }],
+        tools: vec![ListedTool { name, description, input_schema: schema, output_schema: output, title }],
         allow: None,
         private: Vec::new(),
         labels: HashMap::new(),
@@ -125,10 +129,11 @@ pub fn tool_schema(data: &[u8]) {
         assert!(stub.starts_with(&head), "{stub:?}");
         let end = docstring_end(stub, head.len()).expect("the docstring is closed");
         assert_eq!(end + 3, stub.len(), "the docstring closes early: {stub:?}");
-        // Description 2 KiB, at most 40 parameter lines of a cut name, a cut
-        // type and a cut description, and a few fixed lines.
+        // Description 2 KiB, at most 40 parameter lines and as many result
+        // lines, each of a cut name, a cut type and a cut description, and
+        // a few fixed lines.
         let body = stub.chars().count() - tool.name.chars().count();
-        assert!(body <= 2048 + 41 * 1200 + 400, "a stub of {body} characters");
+        assert!(body <= 2048 + 2 * 41 * 1200 + 1000, "a stub of {body} characters");
         let summary = tool.summary.chars().count() - tool.name.chars().count();
         assert!(summary <= 6 * 300 + 400, "a summary of {summary} characters");
         if let Ok(arguments) = serde_json::from_str::<Value>(arguments)
