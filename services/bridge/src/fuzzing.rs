@@ -32,6 +32,7 @@ fn known_tools() -> Vec<ToolFacts> {
     let facts = |name: &str, read_only, destructive, idempotent, open_world| ToolFacts {
         name: name.to_string(),
         annotations: Annotations { read_only, destructive, idempotent, open_world },
+        aliases: vec![format!("fuzz__{}", name.replace('-', "_"))],
     };
     vec![
         facts("read_file", Some(true), None, None, Some(false)),
@@ -118,6 +119,7 @@ pub fn tool_schema(data: &[u8]) {
         tools: vec![ListedTool { name, description, input_schema: schema, output_schema: output, title }],
         allow: None,
         private: Vec::new(),
+        origin: crate::Origin::Flags,
         labels: HashMap::new(),
         withheld: HashMap::new(),
     };
