@@ -426,9 +426,9 @@ pub struct NatsArgs {
     /// Replicas of the JetStream bucket (session state, bridge) and stream
     /// (audit, bridge and sandbox-runner) when this service creates them: 1
     /// for one nats-server, 3 in a cluster of three (an existing bucket or
-    /// stream keeps its own). The frontend creates neither.
+    /// stream keeps its own). The frontend creates neither (1 to 5).
     #[arg(long, env = "CODE_MODE_JETSTREAM_REPLICAS", default_value_t = 1, value_name = "N",
-          value_parser = clap::value_parser!(u8).range(1..=5))]
+          allow_hyphen_values = true, value_parser = ranges::REPLICAS.parser::<u8>())]
     pub jetstream_replicas: u8,
 }
 

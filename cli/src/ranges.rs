@@ -72,6 +72,8 @@ pub const DESCRIPTION_CHARS: Count = Count { min: 0, max: defaults::MAX_DESCRIPT
 pub const CELLS: Count = Count { min: 1, max: defaults::MAX_CELLS_LIMIT as u64 };
 /// `--warm`.
 pub const WARM: Count = Count { min: 0, max: defaults::MAX_WARM as u64 };
+/// `--jetstream-replicas` (a JetStream stream has at most 5 replicas).
+pub const REPLICAS: Count = Count { min: 1, max: 5 };
 /// `--audit-rotate-bytes` (0: never; at most 1 TiB).
 pub const AUDIT_ROTATE_BYTES: Count = Count { min: 0, max: 1 << 40 };
 /// `--audit-retention-days` (0: for ever; at most a hundred years, so the
@@ -241,6 +243,9 @@ mod every_option {
             for long in ["audit-checkpoint", "audit-retention-days", "audit-rotate-bytes"] {
                 expected.push(format!("{sub} --{long}"));
             }
+        }
+        for sub in ["frontend", "bridge", "sandbox-runner"] {
+            expected.push(format!("{sub} --jetstream-replicas"));
         }
         expected.sort();
         assert_eq!(seen, expected);
