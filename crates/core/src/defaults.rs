@@ -73,3 +73,10 @@ pub const MAX_CELLS_LIMIT: usize = 1024;
 pub const MAX_WARM: usize = 64;
 /// Longest protocol line a cell may allow (`CellLimits::max_line`).
 pub const MAX_LINE_LIMIT: u32 = 16 * 1024 * 1024;
+/// How long a kept session's container (`--keep-variables`) lives without a
+/// cell before it is removed (`--session-idle`).
+pub const SESSION_IDLE: Duration = Duration::from_secs(10 * 60);
+
+/// How long a kept session's container lives at most, from its first cell
+/// (`--session-max`).
+pub const SESSION_MAX: Duration = Duration::from_secs(60 * 60);

@@ -2,7 +2,7 @@
 //! served by actix-web through `rmcp-actix-web`, for clients that connect
 //! to a URL instead of starting a process.
 //!
-//! Each MCP session gets its own [`Frontend`] from the
+//! Each MCP session gets its own [`Frontend`] (a session actor) from the
 //! [`FrontendFactory`]: its own session id (so the private-data taint, the
 //! `grant` rate limits and approval questions stay per session), the
 //! process's shared cell slots. A client of protocol 2025-11-25 and older
@@ -23,7 +23,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp_actix_web::transport::StreamableHttpService;
 use tokio_util::sync::CancellationToken;
 
-use crate::{CATALOG_POLL, Frontend, FrontendError, FrontendFactory};
+use crate::{Frontend, FrontendError, FrontendFactory};
 
 /// The path the MCP endpoint is served at.
 pub const MCP_PATH: &str = "/mcp";
@@ -80,7 +80,7 @@ impl McpHttpServer {
         cancel: CancellationToken,
     ) -> Result<Self, FrontendError> {
         let bind_error = |reason: std::io::Error| FrontendError::Http { addr: options.addr.clone(), reason };
-        let sessions = factory.clone();
+        let sessions = factory;
         // An empty list would switch the check off: keep the default then.
         let hosts = (!options.allowed_hosts.is_empty()).then(|| options.allowed_hosts.clone());
         let service = StreamableHttpService::builder()
@@ -102,16 +102,6 @@ impl McpHttpServer {
             .first()
             .ok_or_else(|| bind_error(std::io::Error::other("the address resolved to nothing")))?;
         let running = server.run();
-        // New sessions start from a current catalog.
-        let poll_cancel = cancel.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = poll_cancel.cancelled() => return,
-                    _ = tokio::time::sleep(CATALOG_POLL) => { factory.refresh_catalog().await; }
-                }
-            }
-        });
         let task = tokio::spawn(async move {
             if let Err(e) = running.await {
                 tracing::warn!(error = %e, "the MCP HTTP server stopped with an error");

@@ -9,39 +9,46 @@
 //! in a text block. Errors of code-mode itself come back as tool errors
 //! saying what went wrong.
 //!
-//! The bridge's catalog can change while the frontend runs (a wrapped
-//! server's tools changed). The bus only carries requests, so the frontend
-//! asks: before and after each cell, and every [`CATALOG_POLL`] while it
-//! serves, naming the fingerprint of the catalog it holds, so that an
-//! unchanged catalog comes back as "unchanged" without its tools. When the
-//! tools differ from the ones it holds, it swaps in the new
-//! catalog and description (later cells and `tools/list` use them) and sends
-//! the MCP client `notifications/tools/list_changed`.
+//! State has owners, each a plain tokio actor behind a cheap handle:
 //!
-//! A [`FrontendFactory`] fetches the catalog once per process and makes one
-//! [`Frontend`] per client session: the stdio client, or each MCP session
-//! of the HTTP server ([`http`]).
+//! - [`catalog`]: one watcher per process owns the bridge's catalog and the
+//!   description made from it. It asks the bridge every [`CATALOG_POLL`]
+//!   and before and after each cell, naming the fingerprint of the catalog
+//!   it holds (an unchanged catalog comes back without its tools), and
+//!   publishes a changed one through a `watch` channel: later cells and
+//!   `tools/list` use it, and every session tells its MCP client
+//!   (`notifications/tools/list_changed`).
+//! - [`session`]: one actor per client session (the stdio client, or each
+//!   MCP session of the HTTP server, [`http`]) owns its cells, where their
+//!   approval questions go, its approval subscription and its client.
+//! - [`parking`]: one actor per process owns the cells waiting for a
+//!   stateless client's retried call.
+//!
+//! A [`FrontendFactory`] fetches the catalog once per process, starts the
+//! watcher and the parking lot, and makes one [`Frontend`] (a handle on a
+//! session actor, and the rmcp [`ServerHandler`]) per client session.
 //!
 //! When a policy holds a tool call for approval, the bridge asks this
-//! session on its own approval subject; the frontend routes the question to
+//! session on its own approval subject; the session routes the question to
 //! the `run_python` request running the cell, which asks the client through
 //! elicitation ([`approval`]).
 
 pub mod approval;
+pub mod catalog;
 pub mod description;
 pub mod http;
+mod parking;
+mod session;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use code_mode_core::bus::{Bus, BusError};
 use code_mode_core::defaults;
-use code_mode_proto::{
-    ApprovalReply, ApprovalRequest, Catalog, CatalogRequest, CellLimits, CellReport, ErrorKind, RunCell, ToolStub,
-    subjects,
-};
+use code_mode_proto::{ApprovalReply, ApprovalRequest, Catalog, CatalogRequest, CellReport, subjects};
 use code_mode_telemetry::FrontendCellResult;
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, Implementation, InputRequest,
     InputRequests, InputRequiredResult, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
@@ -49,11 +56,14 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, RequestContext, ServiceError};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{Asking, Pending};
-use crate::description::RunFacts;
+pub use crate::catalog::CATALOG_POLL;
+use crate::catalog::CatalogHandle;
+use crate::parking::{Parked, ParkingLot};
+use crate::session::{CellOrder, CellRun, QUESTIONS_PER_CELL, SessionHandle};
 
 /// The one tool's name.
 pub const TOOL_NAME: &str = "run_python";
@@ -90,6 +100,9 @@ pub enum FrontendError {
         /// How long the cell waited.
         waited: Duration,
     },
+    /// The client session ended before the cell did.
+    #[error("the client session has ended, and its cells with it")]
+    SessionEnded,
     /// The MCP transport failed.
     #[error("MCP transport: {0}")]
     Transport(String),
@@ -139,6 +152,24 @@ pub struct FrontendConfig {
     /// How long to wait for the bridge's catalog at start (services may start
     /// in any order).
     pub catalog_wait: Duration,
+    /// Keep each session's variables between its cells (`--keep-variables`):
+    /// `None` runs every cell in a fresh container.
+    pub keep: Option<KeepConfig>,
+}
+
+/// How long a kept session's container lives (`--keep-variables`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeepConfig {
+    /// Removed after this long without a cell (`--session-idle`).
+    pub idle: Duration,
+    /// Removed this long after it started, whatever happens (`--session-max`).
+    pub max: Duration,
+}
+
+impl Default for KeepConfig {
+    fn default() -> Self {
+        Self { idle: defaults::SESSION_IDLE, max: defaults::SESSION_MAX }
+    }
 }
 
 impl Default for FrontendConfig {
@@ -153,23 +184,25 @@ impl Default for FrontendConfig {
             description_budget: defaults::DESCRIPTION_BUDGET,
             capacity_wait: defaults::CAPACITY_WAIT,
             catalog_wait: CATALOG_WAIT,
+            keep: None,
         }
     }
 }
 
-/// How often a serving frontend asks the bridge whether the catalog changed
-/// (it also asks before and after each cell).
-pub const CATALOG_POLL: Duration = Duration::from_secs(3);
+/// Options of one cell, beyond the frontend's settings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CellOptions {
+    /// Tool calls this cell may make, at most the bridge's `--max-calls`
+    /// (`None`: that many).
+    pub max_calls: Option<u32>,
+}
 
 /// How long to wait for the bridge's catalog at start, by default.
 pub const CATALOG_WAIT: Duration = Duration::from_secs(30);
-/// How long one catalog request may take.
+/// How long one catalog request may take at start.
 const CATALOG_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long a catalog refresh may take; the current catalog stays on a
-/// timeout (kept short: it runs before and after each cell).
-const REFRESH_TIMEOUT: Duration = Duration::from_secs(1);
 /// Pause between two tries of a request that found no service free.
-const RETRY_PAUSE: Duration = Duration::from_millis(100);
+pub(crate) const RETRY_PAUSE: Duration = Duration::from_millis(100);
 /// Margin over the deadline for a cell's reply. The runner counts the
 /// deadline from the cell's arrival (container start included), so this
 /// covers removing the container and the hops. A runner that has not
@@ -177,48 +210,17 @@ const RETRY_PAUSE: Duration = Duration::from_millis(100);
 /// deadline plus this, not a hang.
 pub const CELL_MARGIN: Duration = Duration::from_secs(5);
 
-/// The frontend of one client session: a cheap handle.
-#[derive(Clone, Debug)]
-pub struct Frontend {
-    inner: Arc<Inner>,
-}
-
+/// What the sessions of one frontend process share: the bus, the settings,
+/// the cell slots, and handles on the catalog watcher and the parking lot.
+/// Nothing here is guarded by a lock: each piece of state has its actor.
 #[derive(Debug)]
-struct Inner {
-    shared: Arc<Shared>,
-    session: String,
-    /// The catalog and description offered now; replaced whole.
-    view: std::sync::RwLock<Arc<View>>,
-    /// The MCP client, once known, to tell it when the tools changed.
-    client: std::sync::OnceLock<Peer<RoleServer>>,
-    /// Cells running on a `run_python` request, by cell id: where the
-    /// approvals the bridge asks for reach that request.
-    cells: Mutex<HashMap<String, mpsc::UnboundedSender<Pending>>>,
-    /// Set once this session answers on its approval subject.
-    approvals: tokio::sync::OnceCell<()>,
-    /// Who answers approvals for cells that run outside an MCP request.
-    local: std::sync::OnceLock<Arc<dyn approval::LocalAsker>>,
-    /// The session ran a cell, so the bridge may hold state for it (told
-    /// to forget it when the session ends).
-    ran: std::sync::atomic::AtomicBool,
-    /// Ends the approval subscription when the frontend is dropped.
-    stop: CancellationToken,
-}
-
-/// What every client session of one frontend process shares.
-#[derive(Debug)]
-struct Shared {
-    bus: Bus,
-    config: FrontendConfig,
-    /// The catalog a new session starts from; kept current by the sessions'
-    /// refreshes (and, over HTTP, by a poll).
-    view: std::sync::RwLock<Arc<View>>,
+pub(crate) struct Shared {
+    pub bus: Bus,
+    pub config: FrontendConfig,
     /// `run_python` calls that run at once, across the process's sessions.
-    slots: Semaphore,
-    /// Cells whose request returned an input-required result, by its
-    /// `requestState`, until the client calls again with the answers. Shared:
-    /// over stateless HTTP the retried call reaches a new session object.
-    parked: Mutex<HashMap<String, Parked>>,
+    pub slots: Semaphore,
+    pub catalog: CatalogHandle,
+    pub parking: ParkingLot,
 }
 
 /// Makes the [`Frontend`] of each client session of one process: fetches the
@@ -232,7 +234,8 @@ pub struct FrontendFactory {
 
 impl FrontendFactory {
     /// Fetch the catalog from the bridge (waiting up to the configured time
-    /// for one to answer: services may start in any order).
+    /// for one to answer: services may start in any order), and start the
+    /// catalog watcher.
     pub async fn connect(bus: Bus, config: FrontendConfig) -> Result<Self, FrontendError> {
         let request = CatalogRequest { session: uuid::Uuid::new_v4().to_string(), known: None };
         let give_up = tokio::time::Instant::now() + config.catalog_wait;
@@ -249,9 +252,9 @@ impl FrontendFactory {
             }
         };
         let shared = Shared {
-            view: std::sync::RwLock::new(Arc::new(View::new(catalog, &config))),
+            catalog: CatalogHandle::start(bus.clone(), config, catalog),
+            parking: ParkingLot::start(),
             slots: Semaphore::new(config.max_concurrent_cells.max(1)),
-            parked: Mutex::new(HashMap::new()),
             bus,
             config,
         };
@@ -262,69 +265,13 @@ impl FrontendFactory {
     /// It answers approvals once it runs its first cell (or after
     /// [`Frontend::listen_for_approvals`]).
     pub fn session(&self) -> Frontend {
-        let view = self.shared.view.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
-        let inner = Inner {
-            shared: self.shared.clone(),
-            session: uuid::Uuid::new_v4().to_string(),
-            view: std::sync::RwLock::new(view),
-            client: std::sync::OnceLock::new(),
-            cells: Mutex::new(HashMap::new()),
-            approvals: tokio::sync::OnceCell::new(),
-            local: std::sync::OnceLock::new(),
-            ran: std::sync::atomic::AtomicBool::new(false),
-            stop: CancellationToken::new(),
-        };
-        Frontend { inner: Arc::new(inner) }
+        Frontend { session: SessionHandle::start(self.shared.clone()), shared: self.shared.clone() }
     }
 
-    /// Refresh the catalog new sessions start from (a throwaway session
-    /// asks the bridge).
+    /// Ask the bridge for its catalog now; true when the tools changed.
     pub async fn refresh_catalog(&self) -> bool {
-        self.session().refresh_catalog().await
+        self.shared.catalog.refresh().await
     }
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        self.stop.cancel();
-        // The session is over (an HTTP session closed, a stateless request
-        // answered): the bridge may forget it, in the background.
-        if self.ran.swap(false, std::sync::atomic::Ordering::SeqCst)
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            let (bus, session) = (self.shared.bus.clone(), self.session.clone());
-            runtime.spawn(async move { tell_session_ended(&bus, session).await });
-        }
-    }
-}
-
-/// How long telling the bridge that a session ended may take.
-const SESSION_END_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Tell the bridge that `session` ended, so it forgets its state; a
-/// failure is only logged (the state then stays, as it did before).
-async fn tell_session_ended(bus: &Bus, session: String) {
-    let end = code_mode_proto::SessionEnd { session: session.clone() };
-    match bus.call::<_, code_mode_proto::SessionEnded>(subjects::SESSION_END, &end, SESSION_END_TIMEOUT).await {
-        Ok(ended) => {
-            tracing::info!(%session, removed = ended.removed, "client session ended; the bridge forgot its state")
-        }
-        Err(e) => tracing::info!(%session, error = %e, "client session ended, but the bridge could not be told"),
-    }
-}
-
-/// A cell running in its own task, and the approvals it waits for.
-#[derive(Debug)]
-struct CellRun {
-    result: tokio::task::JoinHandle<Result<CellReport, FrontendError>>,
-    approvals: mpsc::UnboundedReceiver<Pending>,
-}
-
-/// A cell whose request asked the client for answers, and the questions.
-#[derive(Debug)]
-struct Parked {
-    run: CellRun,
-    pending: Vec<Pending>,
 }
 
 /// How long a cell's request waits after one approval for others from the
@@ -332,28 +279,12 @@ struct Parked {
 /// round.
 const GATHER_PAUSE: Duration = Duration::from_millis(50);
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// A catalog and the `run_python` description made from it.
-#[derive(Debug)]
-struct View {
-    catalog: Catalog,
-    description: String,
-}
-
-impl View {
-    fn new(catalog: Catalog, config: &FrontendConfig) -> Self {
-        let facts = RunFacts {
-            deadline_secs: config.deadline.as_secs(),
-            max_calls: catalog.max_calls,
-            call_timeout_secs: catalog.call_timeout_ms / 1000,
-            max_output: config.max_output,
-        };
-        let description = description::description(&facts, &catalog.tools, config.description_budget);
-        Self { catalog, description }
-    }
+/// The frontend of one client session: a cheap handle on its session actor
+/// and the rmcp [`ServerHandler`] of the session.
+#[derive(Clone, Debug)]
+pub struct Frontend {
+    shared: Arc<Shared>,
+    session: SessionHandle,
 }
 
 impl Frontend {
@@ -368,86 +299,33 @@ impl Frontend {
     /// Start answering the bridge's approval requests for this session, if
     /// not already.
     pub async fn listen_for_approvals(&self) -> Result<(), FrontendError> {
-        self.inner.approvals.get_or_try_init(|| self.serve_approvals()).await?;
-        Ok(())
-    }
-
-    /// Answer the bridge's approval requests for this session (its own
-    /// subject; the handler holds the frontend weakly, so dropping the
-    /// frontend ends the subscription).
-    async fn serve_approvals(&self) -> Result<(), FrontendError> {
-        let bus = &self.inner.shared.bus;
-        // Session ids are UUIDs: always one subject token.
-        let Some(subject) = subjects::approval(&self.inner.session) else {
-            return Err(FrontendError::Transport(format!("session id {:?} cannot name a subject", self.inner.session)));
-        };
-        let weak: Weak<Inner> = Arc::downgrade(&self.inner);
-        let stop = self.inner.stop.clone();
-        bus.serve(&subject, &self.inner.session, stop, move |request: ApprovalRequest| {
-            let weak = weak.clone();
-            async move {
-                Ok(match weak.upgrade() {
-                    Some(inner) => Frontend { inner }.approve(request).await,
-                    None => ApprovalReply::Unavailable { reason: "the client session has ended".into() },
-                })
-            }
-        })
-        .await?;
-        Ok(())
-    }
-
-    /// Route one approval request to the `run_python` request running its
-    /// cell and wait for the answer, at most the request's timeout.
-    async fn approve(&self, request: ApprovalRequest) -> ApprovalReply {
-        let route = lock(&self.inner.cells).get(&request.cell_id).cloned();
-        let timeout = Duration::from_millis(request.timeout_ms);
-        let Some(route) = route else {
-            if let Some(local) = self.inner.local.get() {
-                return tokio::time::timeout(timeout, local.ask(request)).await.unwrap_or(ApprovalReply::TimedOut);
-            }
-            return ApprovalReply::Unavailable {
-                reason: "the cell does not run on an MCP request of this session, so there is nobody to ask".into(),
-            };
-        };
-        let (answer, wait) = oneshot::channel();
-        if route.send(Pending { request, answer }).is_err() {
-            return ApprovalReply::Unavailable { reason: "the cell has ended".into() };
-        }
-        match tokio::time::timeout(timeout, wait).await {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => {
-                ApprovalReply::Unavailable { reason: "the run_python request ended before the person answered".into() }
-            }
-            Err(_) => ApprovalReply::TimedOut,
-        }
+        self.session.listen().await
     }
 
     /// Ask `asker` about the approvals of cells this session runs outside an
     /// MCP request ([`Frontend::run_code`]); the first one set stays.
     pub fn ask_locally_with(&self, asker: Arc<dyn approval::LocalAsker>) {
-        let _ = self.inner.local.set(asker);
+        self.session.ask_locally(asker);
     }
 
-    /// Tell the bridge now that this session is over (if it ran a cell), so
-    /// it forgets the session's state; a later drop sends nothing more.
+    /// End this session now: its running cells are stopped, and the bridge
+    /// is told (if a cell ran) so it forgets the session's state. Later
+    /// cells of the session fail with [`FrontendError::SessionEnded`].
     pub async fn end_session(&self) {
-        if self.inner.ran.swap(false, std::sync::atomic::Ordering::SeqCst) {
-            tell_session_ended(&self.inner.shared.bus, self.inner.session.clone()).await;
-        }
+        self.session.end().await;
     }
 
-    /// Start a cell in its own task, with a route for its approvals.
-    fn start_cell(&self, code: String) -> CellRun {
-        let cell_id = uuid::Uuid::new_v4().to_string();
-        let (route, approvals) = mpsc::unbounded_channel();
-        lock(&self.inner.cells).insert(cell_id.clone(), route);
-        let me = self.clone();
-        let result = tokio::spawn(async move {
-            let report = me.run_code_as(&cell_id, &code).await;
-            lock(&me.inner.cells).remove(&cell_id);
-            report
-        });
-        CellRun { result, approvals }
+    /// Start a cell, with a route for its approvals when it runs on an MCP
+    /// request.
+    async fn start_cell(&self, code: String, asked: bool) -> CellRun {
+        let (route, approvals) = mpsc::channel(QUESTIONS_PER_CELL);
+        let order = CellOrder {
+            cell_id: uuid::Uuid::new_v4().to_string(),
+            code,
+            route: asked.then_some(route),
+            options: CellOptions::default(),
+        };
+        CellRun { result: self.session.run(order).await, approvals }
     }
 
     /// Wait for a cell's end while answering its approvals; an approval that
@@ -455,18 +333,17 @@ impl Frontend {
     /// input-required result.
     async fn drive(&self, mut run: CellRun, context: &RequestContext<RoleServer>) -> CallToolResponse {
         let asking = asking(context);
+        // Questions put to the client by `elicitation/create`, owned by this
+        // request: dropped with it.
+        let mut elicitations = FuturesUnordered::new();
         loop {
             tokio::select! {
-                joined = &mut run.result => {
-                    return match joined {
-                        Ok(Ok(report)) => report_result(&report).into(),
-                        Ok(Err(e)) => {
+                result = &mut run.result => {
+                    return match result.unwrap_or(Err(FrontendError::SessionEnded)) {
+                        Ok(report) => report_result(&report).into(),
+                        Err(e) => {
                             tracing::warn!(error = %e, "run_python failed");
                             error_result(&format!("{TOOL_NAME}: {e}")).into()
-                        }
-                        Err(e) => {
-                            tracing::error!(error = %e, "the cell's task failed");
-                            error_result(&format!("{TOOL_NAME}: the cell's task failed")).into()
                         }
                     };
                 }
@@ -477,7 +354,7 @@ impl Frontend {
                     }
                     Asking::Request => {
                         let peer = context.peer.clone();
-                        tokio::spawn(async move {
+                        elicitations.push(async move {
                             let answer = elicit(&peer, &first.request).await;
                             let _ = first.answer.send(answer);
                         });
@@ -488,16 +365,18 @@ impl Frontend {
                         while let Ok(more) = run.approvals.try_recv() {
                             pending.push(more);
                         }
-                        return self.park(run, pending).into();
+                        return self.park(run, pending).await.into();
                     }
                 },
+                Some(()) = elicitations.next(), if !elicitations.is_empty() => {}
             }
         }
     }
 
-    /// Keep `run` until the client calls again with answers to `pending`
-    /// (or the longest approval timeout passes); the result asks them.
-    fn park(&self, run: CellRun, pending: Vec<Pending>) -> InputRequiredResult {
+    /// Hand `run` to the parking lot until the client calls again with
+    /// answers to `pending` (or the longest approval timeout passes); the
+    /// result asks them.
+    async fn park(&self, run: CellRun, pending: Vec<Pending>) -> InputRequiredResult {
         let token = uuid::Uuid::new_v4().to_string();
         let mut questions = InputRequests::new();
         for (i, p) in pending.iter().enumerate() {
@@ -506,17 +385,8 @@ impl Frontend {
         }
         let longest = pending.iter().map(|p| p.request.timeout_ms).max().unwrap_or(0);
         tracing::info!(questions = pending.len(), "asking the client for approval (input required)");
-        lock(&self.inner.shared.parked).insert(token.clone(), Parked { run, pending });
-        let weak = Arc::downgrade(&self.inner.shared);
-        let expired = token.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(longest) + approval::PARK_MARGIN).await;
-            if let Some(shared) = weak.upgrade()
-                && lock(&shared.parked).remove(&expired).is_some()
-            {
-                tracing::warn!("the client never called again with the approval answers: the cell's result is dropped");
-            }
-        });
+        let until = tokio::time::Instant::now() + Duration::from_millis(longest);
+        self.shared.parking.park(token.clone(), Parked { run, pending }, until).await;
         InputRequiredResult::new(Some(questions), Some(token))
     }
 
@@ -528,7 +398,7 @@ impl Frontend {
         answers: Option<&rmcp::model::InputResponses>,
         context: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
-        let Some(parked) = lock(&self.inner.shared.parked).remove(token) else {
+        let Some(parked) = self.shared.parking.take(token).await else {
             return error_result(&format!(
                 "{TOOL_NAME}: no cell waits for answers under this requestState (answered already, or it waited too \
                  long and was dropped): run the code again"
@@ -542,149 +412,42 @@ impl Frontend {
         self.drive(parked.run, context).await
     }
 
-    fn view(&self) -> Arc<View> {
-        self.inner.view.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
-    }
-
     /// The `run_python` description.
     pub fn description(&self) -> String {
-        self.view().description.clone()
+        self.shared.catalog.current().description.clone()
     }
 
     /// The catalog this frontend offers now.
     pub fn catalog(&self) -> Catalog {
-        self.view().catalog.clone()
+        self.shared.catalog.current().catalog.clone()
     }
 
-    /// Ask the bridge for its catalog; when its tools differ from the ones
-    /// offered now, offer the new ones and tell the MCP client (if known)
-    /// that the tool list changed. Returns whether the tools changed. A
+    /// Ask the bridge for its catalog now; when its tools differ from the
+    /// ones offered, offer the new ones (every session's client is told
+    /// that the tool list changed). Returns whether the tools changed. A
     /// failed request keeps the current catalog (logged).
     pub async fn refresh_catalog(&self) -> bool {
-        // Only a changed catalog comes back whole.
-        let held = self.view().catalog.fingerprint.clone();
-        let known = (!held.is_empty()).then_some(held);
-        let request = CatalogRequest { session: self.inner.session.clone(), known };
-        let catalog: Catalog = match self.inner.shared.bus.call(subjects::CATALOG_GET, &request, REFRESH_TIMEOUT).await
-        {
-            Ok(catalog) => catalog,
-            Err(e) => {
-                tracing::debug!(error = %e, "could not refresh the catalog: keeping the current one");
-                return false;
-            }
-        };
-        if catalog.unchanged {
-            return false;
-        }
-        {
-            let mut view = self.inner.view.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-            let old = &view.catalog;
-            // Bridge replicas count versions apart: compare what is offered.
-            let same = old.tools == catalog.tools
-                && old.max_calls == catalog.max_calls
-                && old.call_timeout_ms == catalog.call_timeout_ms
-                && old.approval_timeout_ms == catalog.approval_timeout_ms;
-            if same {
-                return false;
-            }
-            tracing::info!(version = catalog.version, tools = catalog.tools.len(), "the catalog changed");
-            let fresh = Arc::new(View::new(catalog, &self.inner.shared.config));
-            *view = fresh.clone();
-            // Sessions started from now on offer it too.
-            *self.inner.shared.view.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = fresh;
-        }
-        if let Some(client) = self.inner.client.get()
-            && let Err(e) = client.notify_tool_list_changed().await
-        {
-            tracing::warn!(error = %e, "could not tell the client that the tool list changed");
-        }
-        true
-    }
-
-    /// Remember the MCP client to notify (the first one seen).
-    fn know_client(&self, peer: &Peer<RoleServer>) {
-        if self.inner.client.get().is_none() {
-            let _ = self.inner.client.set(peer.clone());
-        }
+        self.shared.catalog.refresh().await
     }
 
     /// The session id of this frontend.
     pub fn session(&self) -> &str {
-        &self.inner.session
+        self.session.id()
     }
 
     /// Run one cell of code and return its report. Nobody can be asked for
-    /// approvals here: a call that needs one is refused (the MCP path,
+    /// approvals here but the local asker ([`Frontend::ask_locally_with`]):
+    /// without one, a call that needs approval is refused (the MCP path,
     /// [`ServerHandler::call_tool`], asks the client).
     pub async fn run_code(&self, code: &str) -> Result<CellReport, FrontendError> {
-        self.run_code_as(&uuid::Uuid::new_v4().to_string(), code).await
+        self.run_code_with(code, CellOptions::default()).await
     }
 
-    async fn run_code_as(&self, cell_id: &str, code: &str) -> Result<CellReport, FrontendError> {
-        let result = self.run_code_counted(cell_id, code).await;
-        code_mode_telemetry::frontend_cell(FrontendError::metric_result(&result));
-        result
-    }
-
-    async fn run_code_counted(&self, cell_id: &str, code: &str) -> Result<CellReport, FrontendError> {
-        let config = &self.inner.shared.config;
-        self.inner.ran.store(true, std::sync::atomic::Ordering::SeqCst);
-        if code.len() > config.max_code {
-            return Err(FrontendError::CodeTooLarge { size: code.len(), max: config.max_code });
-        }
-        let _slot = self.inner.shared.slots.acquire().await.expect("the semaphore is never closed");
-        self.refresh_catalog().await;
-        let report = self.run_cell(cell_id, code).await;
-        // A cell may have changed the tools (a wrapped server's tool did):
-        // the client hears of it right after the cell.
-        self.refresh_catalog().await;
-        report
-    }
-
-    async fn run_cell(&self, cell_id: &str, code: &str) -> Result<CellReport, FrontendError> {
-        let config = &self.inner.shared.config;
-        let view = self.view();
-        let cell = RunCell {
-            cell_id: cell_id.to_string(),
-            session: self.inner.session.clone(),
-            identity: None,
-            code: code.to_string(),
-            tools: view.catalog.tools.iter().map(ToolStub::from).collect(),
-            withheld: view.catalog.withheld.clone(),
-            limits: CellLimits {
-                deadline_ms: config.deadline.as_millis() as u64,
-                max_calls: view.catalog.max_calls,
-                call_timeout_ms: view.catalog.call_timeout_ms,
-                approval_timeout_ms: view.catalog.approval_timeout_ms,
-                max_output: config.max_output,
-                stop_output: config.stop_output,
-                max_line: config.max_line,
-            },
-        };
-        // A runner with every slot taken declines at once; the queue group
-        // then offers the cell to the next. Give up after `capacity_wait`.
-        let started = tokio::time::Instant::now();
-        loop {
-            let wait = config.deadline + CELL_MARGIN;
-            let last = match self.inner.shared.bus.call(subjects::CELL_RUN, &cell, wait).await {
-                Err(BusError::Remote { error, .. }) if error.kind == ErrorKind::NoCapacity => None,
-                Err(e @ BusError::NoResponders { .. }) => Some(e),
-                // A runner took the cell and never answered (or dropped it).
-                Err(BusError::Timeout { .. } | BusError::Dropped { .. }) => {
-                    tracing::warn!(cell = %cell.cell_id, "the sandbox-runner running the cell was lost");
-                    return Err(FrontendError::RunnerLost { waited: wait, margin: CELL_MARGIN });
-                }
-                other => return Ok(other?),
-            };
-            if started.elapsed() >= config.capacity_wait {
-                return Err(match last {
-                    // Nobody declined: there is no runner at all.
-                    Some(no_runner) => no_runner.into(),
-                    None => FrontendError::NoCapacity { waited: started.elapsed() },
-                });
-            }
-            tokio::time::sleep(RETRY_PAUSE).await;
-        }
+    /// [`Frontend::run_code`] with per-cell options (a smaller call budget).
+    pub async fn run_code_with(&self, code: &str, options: CellOptions) -> Result<CellReport, FrontendError> {
+        let order =
+            CellOrder { cell_id: uuid::Uuid::new_v4().to_string(), code: code.to_string(), route: None, options };
+        self.session.run(order).await.await.unwrap_or(Err(FrontendError::SessionEnded))
     }
 
     /// The `run_python` tool as listed to the client.
@@ -702,24 +465,15 @@ impl Frontend {
     }
 
     /// Serve MCP over this process's stdin/stdout until the client goes
-    /// away or `cancel` fires.
+    /// away or `cancel` fires; the session then ends.
     pub async fn serve_stdio(self, cancel: CancellationToken) -> Result<(), FrontendError> {
         let service = self
             .serve_with_ct(rmcp::transport::stdio(), cancel.child_token())
             .await
             .map_err(|e| FrontendError::Transport(e.to_string()))?;
         let frontend = service.service().clone();
-        frontend.know_client(service.peer());
-        // Stopped below once the session has ended.
-        let polling = frontend.clone();
-        let poll = tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(CATALOG_POLL).await;
-                polling.refresh_catalog().await;
-            }
-        });
+        frontend.session.know_client(service.peer());
         let waited = service.waiting().await;
-        poll.abort();
         frontend.end_session().await;
         waited.map_err(|e| FrontendError::Transport(e.to_string()))?;
         Ok(())
@@ -773,7 +527,7 @@ impl ServerHandler for Frontend {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        self.know_client(&context.peer);
+        self.session.know_client(&context.peer);
         Ok(ListToolsResult::with_all_items(vec![self.tool()]))
     }
 
@@ -782,7 +536,7 @@ impl ServerHandler for Frontend {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.know_client(&context.peer);
+        self.session.know_client(&context.peer);
         if request.name != TOOL_NAME {
             return Err(McpError::invalid_params(
                 format!("unknown tool {:?}: the only tool is {TOOL_NAME}", request.name),
@@ -796,15 +550,15 @@ impl ServerHandler for Frontend {
         let Some(serde_json::Value::String(code)) = code else {
             return Ok(error_result(&format!("{TOOL_NAME} needs a string argument \"code\"")).into());
         };
-        if code.len() > self.inner.shared.config.max_code {
-            let e = FrontendError::CodeTooLarge { size: code.len(), max: self.inner.shared.config.max_code };
+        if code.len() > self.shared.config.max_code {
+            let e = FrontendError::CodeTooLarge { size: code.len(), max: self.shared.config.max_code };
             return Ok(error_result(&format!("{TOOL_NAME}: {e}")).into());
         }
         if let Err(e) = self.listen_for_approvals().await {
             tracing::warn!(error = %e, "this session cannot answer approvals");
             return Ok(error_result(&format!("{TOOL_NAME}: {e}")).into());
         }
-        let run = self.start_cell(code.clone());
+        let run = self.start_cell(code.clone(), true).await;
         Ok(self.drive(run, &context).await)
     }
 }
@@ -975,6 +729,105 @@ mod tests {
         *bridge.lock().unwrap() = catalog(1, &["add"]);
         assert!(!frontend.refresh_catalog().await);
         assert_eq!(frontend.catalog().version, 3);
+        cancel.cancel();
+    }
+
+    /// A fake runner whose cells end only when `release` is notified, and a
+    /// fake bridge counting session ends; a frontend over them.
+    async fn frontend_with_held_cells()
+    -> (FrontendFactory, Arc<tokio::sync::Notify>, Arc<Mutex<Vec<String>>>, CancellationToken) {
+        let bus = Bus::in_process();
+        let cancel = CancellationToken::new();
+        bus.serve(subjects::CATALOG_GET, queue_groups::BRIDGE, cancel.clone(), |_: CatalogRequest| async {
+            Ok(catalog(1, &["add"]))
+        })
+        .await
+        .unwrap();
+        let ended = Arc::new(Mutex::new(Vec::new()));
+        let seen = ended.clone();
+        bus.serve(
+            subjects::SESSION_END,
+            queue_groups::BRIDGE,
+            cancel.clone(),
+            move |end: code_mode_proto::SessionEnd| {
+                seen.lock().unwrap().push(end.session);
+                async { Ok(code_mode_proto::SessionEnded { removed: 0 }) }
+            },
+        )
+        .await
+        .unwrap();
+        let release = Arc::new(tokio::sync::Notify::new());
+        let held = release.clone();
+        bus.serve(
+            subjects::CELL_RUN,
+            queue_groups::SANDBOX_RUNNER,
+            cancel.clone(),
+            move |cell: code_mode_proto::RunCell| {
+                let held = held.clone();
+                async move {
+                    held.notified().await;
+                    Ok(CellReport { stdout: cell.code, error: None, truncated: false, stopped: false })
+                }
+            },
+        )
+        .await
+        .unwrap();
+        let factory = FrontendFactory::connect(bus, FrontendConfig::default()).await.unwrap();
+        (factory, release, ended, cancel)
+    }
+
+    async fn until(what: &str, check: impl Fn() -> bool) {
+        for _ in 0..200 {
+            if check() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("{what} did not happen within 2 s");
+    }
+
+    #[tokio::test]
+    async fn a_session_whose_handles_are_gone_ends_and_tells_the_bridge_only_after_its_last_cell() {
+        let (factory, release, ended, cancel) = frontend_with_held_cells().await;
+        let frontend = factory.session();
+        let id = frontend.session().to_string();
+        let order =
+            CellOrder { cell_id: "c1".into(), code: "print(1)".into(), route: None, options: Default::default() };
+        let report = frontend.session.run(order).await;
+        // Every handle is gone while the cell runs: the session lives on.
+        drop(frontend);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(ended.lock().unwrap().is_empty(), "the session ended while its cell ran");
+        release.notify_one();
+        assert_eq!(report.await.unwrap().unwrap().stdout, "print(1)");
+        until("the session end", || *ended.lock().unwrap() == [id.clone()]).await;
+        cancel.cancel();
+    }
+
+    #[tokio::test]
+    async fn ending_a_session_stops_its_running_cells_and_its_later_cells_fail_saying_so() {
+        let (factory, _release, ended, cancel) = frontend_with_held_cells().await;
+        let frontend = factory.session();
+        let running = tokio::spawn({
+            let frontend = frontend.clone();
+            async move { frontend.run_code("import time; time.sleep(60)").await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        frontend.end_session().await;
+        let stopped = tokio::time::timeout(Duration::from_secs(2), running).await.expect("the cell stopped").unwrap();
+        assert!(matches!(stopped, Err(FrontendError::SessionEnded)), "{stopped:?}");
+        assert!(matches!(frontend.run_code("print(1)").await, Err(FrontendError::SessionEnded)));
+        assert_eq!(*ended.lock().unwrap(), [frontend.session().to_string()], "the bridge was told once");
+        cancel.cancel();
+    }
+
+    #[tokio::test]
+    async fn a_session_that_ran_no_cell_ends_without_telling_the_bridge() {
+        let (factory, _release, ended, cancel) = frontend_with_held_cells().await;
+        let frontend = factory.session();
+        frontend.listen_for_approvals().await.unwrap();
+        frontend.end_session().await;
+        assert!(ended.lock().unwrap().is_empty());
         cancel.cancel();
     }
 }
