@@ -24,7 +24,7 @@ use code_mode_core::bus::Bus;
 use code_mode_core::nats::{NatsOptions, NatsTls, NatsTransport};
 use code_mode_core::state::{JetStreamConfig, SessionStore};
 use code_mode_mcp_frontend::http::{HttpOptions, MCP_PATH, McpHttpServer};
-use code_mode_mcp_frontend::{Frontend, FrontendConfig, FrontendFactory};
+use code_mode_mcp_frontend::{Frontend, FrontendConfig, FrontendFactory, KeepConfig};
 use code_mode_sandbox_runner::container::Lockdown;
 use code_mode_sandbox_runner::image::{self, BaseSource};
 use code_mode_sandbox_runner::{DEFAULT_WARM, RunnerConfig, SandboxRunner, connect_docker};
@@ -32,7 +32,7 @@ use code_mode_telemetry::MetricsServer;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{
-    BridgeArgs, Cli, Command, FrontendArgs, HttpArgs, MetricsArgs, NatsArgs, PolicyCheckArgs, PolicyCommand,
+    BridgeArgs, Cli, Command, FrontendArgs, HttpArgs, KeepArgs, MetricsArgs, NatsArgs, PolicyCheckArgs, PolicyCommand,
     RunnerArgs, StackArgs,
 };
 
@@ -45,7 +45,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::BuildImage(args) => build_image(args.base, args.if_missing).await,
         Command::Serve(args) => {
             let _metrics = start_metrics(&args.stack.metrics, "serve", &root).await?;
-            let stack = Stack::start(&args.stack, args.max_concurrent, &root).await?;
+            let keep = keep_config(&args.keep);
+            let stack = Stack::start(&args.stack, args.max_concurrent, keep, &root).await?;
             if let Some(options) = http_options(&args.http) {
                 let served = serve_http(stack.factory.clone(), &options, &root).await;
                 stack.stop(&root).await;
@@ -62,7 +63,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let code = read_code(args.code, args.file)?;
             let asker =
                 if args.ask { Some(crate::terminal::TerminalAsker::open().map_err(anyhow::Error::msg)?) } else { None };
-            let stack = Stack::start(&args.stack, 1, &root).await?;
+            let stack = Stack::start(&args.stack, 1, None, &root).await?;
             if let Some(asker) = asker {
                 stack.frontend.ask_locally_with(asker);
             }
@@ -78,6 +79,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let bus = nats_bus(&args.nats, "code-mode-frontend").await?;
             let mut config = frontend_config(&args.frontend, args.max_concurrent)?;
             config.capacity_wait = args.capacity_wait;
+            config.keep = keep_config(&args.keep);
             if let Some(options) = http_options(&args.http) {
                 let factory = FrontendFactory::connect(bus, config).await?;
                 return serve_http(factory, &options, &root).await;
@@ -312,6 +314,11 @@ fn frontend_config(args: &FrontendArgs, max_concurrent: usize) -> anyhow::Result
     })
 }
 
+/// The kept-session settings, when `--keep-variables` is on.
+fn keep_config(args: &KeepArgs) -> Option<KeepConfig> {
+    args.keep_variables.then_some(KeepConfig { idle: args.session_idle, max: args.session_max })
+}
+
 /// Cancel the root token, wait for the services to drain, then close the
 /// wrapped servers.
 async fn stop(root: CancellationToken, tasks: Tasks, closer: Option<Closer>) {
@@ -360,10 +367,16 @@ pub struct Stack {
 }
 
 impl Stack {
-    /// Start everything for one wrapped server over the in-process bus.
-    pub async fn start(args: &StackArgs, max_concurrent: usize, root: &CancellationToken) -> anyhow::Result<Stack> {
+    /// Start everything for one wrapped server over the in-process bus
+    /// (`keep`: sessions keep their variables between cells).
+    pub async fn start(
+        args: &StackArgs,
+        max_concurrent: usize,
+        keep: Option<KeepConfig>,
+        root: &CancellationToken,
+    ) -> anyhow::Result<Stack> {
         let StackArgs { bridge: bridge_args, runner: runner_args, frontend: frontend_args, server, audit, .. } = args;
-        let frontend_config = frontend_config(frontend_args, max_concurrent)?;
+        let frontend_config = FrontendConfig { keep, ..frontend_config(frontend_args, max_concurrent)? };
         // The config file is checked before anything starts.
         let servers = wrapped_servers(bridge_args, server)?;
         let bus = Bus::in_process();

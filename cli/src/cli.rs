@@ -276,9 +276,36 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = defaults::MAX_CONCURRENT_CELLS, value_name = "N", allow_hyphen_values = true,
           value_parser = ranges::CELLS.parser::<usize>())]
     pub max_concurrent: usize,
+    /// Kept sessions.
+    #[command(flatten)]
+    pub keep: KeepArgs,
     /// MCP over HTTP.
     #[command(flatten)]
     pub http: HttpArgs,
+}
+
+/// Kept sessions: variables kept between the cells of a client session
+/// (`serve` and `frontend`).
+#[derive(Debug, Args)]
+pub struct KeepArgs {
+    /// Keep each client session's variables, imports and files in /tmp
+    /// between its run_python calls: its cells run one after the other in
+    /// one container that lives across them (each cell still with its own
+    /// deadline, output caps and call budget). Off: every cell gets a fresh
+    /// container.
+    #[arg(long)]
+    pub keep_variables: bool,
+    /// With --keep-variables: remove a session's container after this many
+    /// seconds without a cell (its next cell starts fresh, saying so)
+    /// (0.001 to 86400).
+    #[arg(long, default_value = "600", value_name = "SECONDS", allow_hyphen_values = true,
+          value_parser = ranges::TIME.parser())]
+    pub session_idle: Duration,
+    /// With --keep-variables: remove a session's container this many
+    /// seconds after its first cell, whatever happens (0.001 to 86400).
+    #[arg(long, default_value = "3600", value_name = "SECONDS", allow_hyphen_values = true,
+          value_parser = ranges::TIME.parser())]
+    pub session_max: Duration,
 }
 
 /// Options of `run`.
@@ -453,6 +480,9 @@ pub struct FrontendServiceArgs {
     #[arg(long, default_value = "30", value_name = "SECONDS", allow_hyphen_values = true,
           value_parser = ranges::TIME.parser())]
     pub capacity_wait: Duration,
+    /// Kept sessions.
+    #[command(flatten)]
+    pub keep: KeepArgs,
     /// MCP over HTTP.
     #[command(flatten)]
     pub http: HttpArgs,

@@ -247,6 +247,10 @@ mod every_option {
         for sub in ["frontend", "bridge", "sandbox-runner"] {
             expected.push(format!("{sub} --jetstream-replicas"));
         }
+        for sub in ["serve", "frontend"] {
+            expected.push(format!("{sub} --session-idle"));
+            expected.push(format!("{sub} --session-max"));
+        }
         expected.sort();
         assert_eq!(seen, expected);
     }

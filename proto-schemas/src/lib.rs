@@ -33,9 +33,21 @@ pub mod subjects {
     /// frontend -> bridge: [`crate::SessionEnd`] -> [`crate::SessionEnded`]:
     /// a client session is over, its state may go.
     pub const SESSION_END: &str = "codemode.v1.session.end";
+    /// frontend -> one sandbox-runner: [`crate::KeptRequest`] ->
+    /// [`crate::KeptReply`]. The subject ends with the runner's id (see
+    /// [`runner`]); the later cells of a kept session go to the runner
+    /// holding its container.
+    pub const RUNNER: &str = "codemode.v1.runner";
     /// Every subject, for documentation and permission checks (the approval
-    /// subject is a prefix: one subject per session below it).
-    pub const ALL: [&str; 5] = [CATALOG_GET, TOOL_CALL, CELL_RUN, APPROVAL, SESSION_END];
+    /// and runner subjects are prefixes: one subject per session or runner
+    /// below them).
+    pub const ALL: [&str; 6] = [CATALOG_GET, TOOL_CALL, CELL_RUN, APPROVAL, SESSION_END, RUNNER];
+
+    /// The subject of one sandbox-runner, or `None` when `id` cannot be one
+    /// subject token (the same rule as [`is_session_id`]).
+    pub fn runner(id: &str) -> Option<String> {
+        is_session_id(id).then(|| format!("{RUNNER}.{id}"))
+    }
 
     /// The approval subject of one client session, or `None` when the
     /// id is no session's ([`is_session_id`]): such a session can never be
@@ -238,6 +250,89 @@ pub struct RunCell {
     pub withheld: Vec<String>,
     /// Its limits.
     pub limits: CellLimits,
+    /// Set for a cell of a kept session (`--keep-variables`): it runs in the
+    /// session's container, which lives on after it. Absent: a fresh
+    /// container, removed after the cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep: Option<Keep>,
+}
+
+/// Where a kept session's cell runs, and how long its container lives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Keep {
+    /// The kept container to run in: the [`KeptContainer::key`] of the
+    /// session's previous cell, sent to the runner holding it
+    /// ([`subjects::runner`]). `None` (on [`subjects::CELL_RUN`]): start the
+    /// session's container with this cell.
+    #[serde(default)]
+    pub key: Option<String>,
+    /// The runner removes the container after this long without a cell, in
+    /// milliseconds.
+    pub idle_ms: u64,
+    /// The runner removes the container this long after its first cell, in
+    /// milliseconds, whatever happens.
+    pub max_ms: u64,
+}
+
+/// A kept session's container, as the frontend remembers it between cells.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KeptContainer {
+    /// The id of the runner holding it: the session's next cell goes to
+    /// [`subjects::runner`] of this id.
+    pub runner: String,
+    /// The container's key at that runner (random, bound to the session).
+    pub key: String,
+}
+
+/// The reply to a [`RunCell`]: the report, and where a kept container lives
+/// on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CellRan {
+    /// What the run produced.
+    pub report: CellReport,
+    /// Set when the cell ran in a kept container that lives on after it;
+    /// absent for a fresh container, and for a kept one the cell's end
+    /// removed (stopped, or past its time).
+    #[serde(default)]
+    pub kept: Option<KeptContainer>,
+}
+
+/// A request on one runner's own subject ([`subjects::runner`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum KeptRequest {
+    /// Run a kept session's next cell in its container (`keep.key` names it;
+    /// the container must be the cell's session's).
+    Run(RunCell),
+    /// The session ended: remove its container (stopping a cell running in
+    /// it).
+    End(KeptEnd),
+}
+
+/// A kept session is over.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KeptEnd {
+    /// The session.
+    pub session: String,
+    /// Its container's key.
+    pub key: String,
+}
+
+/// The answer on a runner's own subject.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum KeptReply {
+    /// The cell ran.
+    Ran(CellRan),
+    /// The session's container is gone (it was there: `removed`).
+    Ended {
+        /// The runner held the container and removed it.
+        removed: bool,
+    },
 }
 
 /// What a run produced: the `run_python` result.
@@ -395,6 +490,15 @@ pub enum ErrorKind {
     /// refused (fail closed).
     #[serde(rename = "audit_unwritable")]
     AuditUnwritable,
+    /// A service's error: the sandbox-runner holds no kept container under
+    /// the key a kept session's cell names, so the session's variables are
+    /// gone (its next cell starts a fresh container, saying so).
+    #[serde(rename = "kept_lost")]
+    KeptLost,
+    /// A service's error: the kept container is running another cell of
+    /// its session.
+    #[serde(rename = "kept_busy")]
+    KeptBusy,
     /// A host fault: the wrapped server answered with a JSON-RPC error.
     McpError,
     /// A host fault: the wrapped server's transport closed (it crashed).
@@ -435,6 +539,8 @@ impl ErrorKind {
             ErrorKind::Sandbox => "sandbox",
             ErrorKind::SessionEndFailed => "session_end_failed",
             ErrorKind::AuditUnwritable => "audit_unwritable",
+            ErrorKind::KeptLost => "kept_lost",
+            ErrorKind::KeptBusy => "kept_busy",
             ErrorKind::McpError => "McpError",
             ErrorKind::TransportClosed => "TransportClosed",
             ErrorKind::TransportSendError => "TransportSendError",
@@ -488,13 +594,15 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         ("catalog_request", schema::<CatalogRequest>()),
         ("catalog_reply", schema::<Reply<Catalog>>()),
         ("run_cell", schema::<RunCell>()),
-        ("run_cell_reply", schema::<Reply<CellReport>>()),
+        ("run_cell_reply", schema::<Reply<CellRan>>()),
         ("tool_call", schema::<ToolCall>()),
         ("tool_call_reply", schema::<Reply<ToolReply>>()),
         ("approval_request", schema::<ApprovalRequest>()),
         ("approval_reply", schema::<Reply<ApprovalReply>>()),
         ("session_end", schema::<SessionEnd>()),
         ("session_end_reply", schema::<Reply<SessionEnded>>()),
+        ("kept_request", schema::<KeptRequest>()),
+        ("kept_reply", schema::<Reply<KeptReply>>()),
     ]
 }
 

@@ -93,3 +93,43 @@ fn error_kinds_keep_their_wire_spelling_and_unknown_kinds_still_decode() {
     // Not a string is still not a kind.
     assert!(serde_json::from_str::<ErrorKind>("7").is_err());
 }
+
+#[test]
+fn a_fresh_cell_carries_no_keep_field_and_a_kept_request_is_tagged_by_its_operation() {
+    use code_mode_proto::{CellLimits, Keep, KeptEnd, KeptRequest, RunCell};
+    let limits = CellLimits {
+        deadline_ms: 1,
+        max_calls: 1,
+        call_timeout_ms: 1,
+        approval_timeout_ms: 0,
+        max_output: 1,
+        stop_output: 1,
+        max_line: 1,
+    };
+    let cell = RunCell {
+        cell_id: "c".into(),
+        session: "s".into(),
+        identity: None,
+        code: "1".into(),
+        tools: vec![],
+        withheld: vec![],
+        limits,
+        keep: None,
+    };
+    assert!(serde_json::to_value(&cell).unwrap().get("keep").is_none(), "a fresh cell's message is as before");
+    let kept = RunCell { keep: Some(Keep { key: Some("k".into()), idle_ms: 5, max_ms: 9 }), ..cell };
+    let json = serde_json::to_value(KeptRequest::Run(kept.clone())).unwrap();
+    assert_eq!(json["run"]["keep"], serde_json::json!({"key": "k", "idle_ms": 5, "max_ms": 9}));
+    assert_eq!(serde_json::from_value::<KeptRequest>(json).unwrap(), KeptRequest::Run(kept));
+    let end = serde_json::to_value(KeptRequest::End(KeptEnd { session: "s".into(), key: "k".into() })).unwrap();
+    assert_eq!(end, serde_json::json!({"end": {"session": "s", "key": "k"}}));
+}
+
+#[test]
+fn a_runner_id_that_is_not_one_subject_token_gets_no_subject() {
+    use code_mode_proto::subjects::runner;
+    assert_eq!(runner("5f2c").as_deref(), Some("codemode.v1.runner.5f2c"));
+    for bad in ["", "a.b", "*", ">"] {
+        assert_eq!(runner(bad), None, "{bad:?}");
+    }
+}

@@ -38,7 +38,9 @@ async fn split(bridge_args: &[&str], server_args: &[&str]) -> Split {
 
 /// Spawn a `--http` command; the child, the URL it prints once it listens,
 /// and its log lines (kept as they come).
-async fn spawn_http(command: &mut tokio::process::Command) -> (tokio::process::Child, String, Arc<Mutex<Vec<String>>>) {
+pub(crate) async fn spawn_http(
+    command: &mut tokio::process::Command,
+) -> (tokio::process::Child, String, Arc<Mutex<Vec<String>>>) {
     let log = Arc::new(Mutex::new(Vec::new()));
     let kept = log.clone();
     let mut child = command.stderr(std::process::Stdio::piped()).spawn().expect("the frontend starts");
@@ -64,7 +66,7 @@ async fn spawn_http(command: &mut tokio::process::Command) -> (tokio::process::C
     (child, url, log)
 }
 
-async fn connect<H: ClientHandler>(
+pub(crate) async fn connect<H: ClientHandler>(
     url: &str,
     handler: H,
     lifecycle: ClientLifecycleMode,
@@ -75,17 +77,17 @@ async fn connect<H: ClientHandler>(
     handler.serve_with_lifecycle(transport, lifecycle).await.expect("the MCP client connects over HTTP")
 }
 
-async fn run_python<H: ClientHandler>(client: &RunningService<RoleClient, H>, code: &str) -> CallToolResult {
+pub(crate) async fn run_python<H: ClientHandler>(client: &RunningService<RoleClient, H>, code: &str) -> CallToolResult {
     let mut params = CallToolRequestParams::new("run_python");
     params.arguments = Some(json!({ "code": code }).as_object().unwrap().clone());
     client.call_tool(params).await.expect("run_python answers")
 }
 
-fn stdout(result: &CallToolResult) -> String {
+pub(crate) fn stdout(result: &CallToolResult) -> String {
     report(result)["stdout"].as_str().unwrap().to_string()
 }
 
-const LEGACY: fn() -> ClientLifecycleMode = || ClientLifecycleMode::Initialize;
+pub(crate) const LEGACY: fn() -> ClientLifecycleMode = || ClientLifecycleMode::Initialize;
 const STATELESS: fn() -> ClientLifecycleMode =
     || ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
 

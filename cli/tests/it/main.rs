@@ -13,6 +13,7 @@ mod doctor;
 mod faults;
 mod first_hour;
 mod http;
+mod kept;
 mod list_changed;
 mod mcp_stdio;
 mod metrics;

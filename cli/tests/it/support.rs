@@ -228,8 +228,8 @@ impl Guards {
 fn service_of(flag: &str) -> &'static str {
     match flag {
         "--allow" | "--env" | "--max-calls" | "--call-timeout" | "--private" | "--policy" | "--audit"
-        | "--approval-timeout" => "bridge",
-        "--image" | "--base" => "runner",
+        | "--approval-timeout" | "--offer-denied" => "bridge",
+        "--image" | "--base" | "--warm" => "runner",
         _ => "frontend",
     }
 }
@@ -308,19 +308,26 @@ pub async fn start_with_lifecycle<H: ClientHandler>(
                 panic!("nats-server is needed for the split deployment");
             };
             let (mut bridge_args, mut runner_args, mut frontend_args) = (vec![], vec![], vec![]);
-            for pair in args.chunks(2) {
-                let target = match service_of(pair[0]) {
+            let mut rest = args;
+            while let Some((&flag, after)) = rest.split_first() {
+                // Flags that take no value stand alone; the others have one.
+                let takes = usize::from(!matches!(flag, "--keep-variables" | "--offer-denied"));
+                let (value, next) = after.split_at(takes);
+                rest = next;
+                let target = match service_of(flag) {
                     "bridge" => &mut bridge_args,
                     "runner" => &mut runner_args,
                     _ => &mut frontend_args,
                 };
-                target.extend_from_slice(pair);
-                if pair[0] == "--max-concurrent" {
-                    runner_args.extend_from_slice(&["--capacity", pair[1]]);
+                target.push(flag);
+                target.extend_from_slice(value);
+                if flag == "--max-concurrent" {
+                    runner_args.extend_from_slice(&["--capacity", value[0]]);
                 }
                 // Both write audit records: the runner its cells, the bridge its calls.
-                if pair[0] == "--audit" {
-                    runner_args.extend_from_slice(pair);
+                if flag == "--audit" {
+                    runner_args.push(flag);
+                    runner_args.extend_from_slice(value);
                 }
             }
             let bridge = spawn_service(&nats.url(), &users, "bridge", &bridge_args, Some(server_args));

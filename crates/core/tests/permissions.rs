@@ -221,3 +221,29 @@ async fn bridges_and_runners_may_append_to_the_audit_stream_but_nobody_may_rewri
     let last = stream.direct_get(2).await.expect("the bridge's record is the second");
     assert_eq!(&last.payload[..], b"from the bridge");
 }
+
+#[tokio::test]
+async fn only_a_frontend_may_send_to_a_runners_own_subject_and_only_a_runner_may_serve_it() {
+    let Some((server, users)) = NatsServer::start_secured() else { return };
+    let frontend = connect(&server, &users, "frontend").await;
+    let bridge = connect(&server, &users, "bridge").await;
+    let runner = connect(&server, &users, "sandbox-runner").await;
+    let other_runner = connect(&server, &users, "sandbox-runner").await;
+    let own = subjects::runner("5f2c9a").expect("a runner token");
+    let kept = counting_service(&runner, &own, queue_groups::SANDBOX_RUNNER).await;
+    // A kept session's later cells: from the frontend to the runner holding it.
+    assert_eq!(ask(&frontend, &own).await.unwrap(), "served");
+    // Neither the bridge nor another runner (which relays the code's calls)
+    // can run cells in a session's kept container or end it.
+    assert!(ask(&bridge, &own).await.is_err());
+    assert!(ask(&other_runner, &own).await.is_err());
+    assert_eq!(kept.load(Ordering::SeqCst), 1);
+    // Only runners serve runner subjects: a frontend or bridge that tried
+    // would see a kept session's code.
+    let other = subjects::runner("77aa01").expect("a runner token");
+    let forged_by_frontend = counting_service(&frontend, &other, queue_groups::SANDBOX_RUNNER).await;
+    let forged_by_bridge = counting_service(&bridge, &other, queue_groups::SANDBOX_RUNNER).await;
+    let err = ask(&frontend, &other).await.unwrap_err();
+    assert!(matches!(err, BusError::NoResponders { .. } | BusError::Timeout { .. }), "{err:?}");
+    assert_eq!(forged_by_frontend.load(Ordering::SeqCst) + forged_by_bridge.load(Ordering::SeqCst), 0);
+}

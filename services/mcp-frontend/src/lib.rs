@@ -315,15 +315,16 @@ impl Frontend {
         self.session.end().await;
     }
 
-    /// Start a cell, with a route for its approvals when it runs on an MCP
-    /// request.
-    async fn start_cell(&self, code: String, asked: bool) -> CellRun {
+    /// Start a cell on an MCP request, with a route for its approvals
+    /// (`keep`: in the session's kept container, if variables are kept).
+    async fn start_cell(&self, code: String, keep: bool) -> CellRun {
         let (route, approvals) = mpsc::channel(QUESTIONS_PER_CELL);
         let order = CellOrder {
             cell_id: uuid::Uuid::new_v4().to_string(),
             code,
-            route: asked.then_some(route),
+            route: Some(route),
             options: CellOptions::default(),
+            keep,
         };
         CellRun { result: self.session.run(order).await, approvals }
     }
@@ -445,8 +446,13 @@ impl Frontend {
 
     /// [`Frontend::run_code`] with per-cell options (a smaller call budget).
     pub async fn run_code_with(&self, code: &str, options: CellOptions) -> Result<CellReport, FrontendError> {
-        let order =
-            CellOrder { cell_id: uuid::Uuid::new_v4().to_string(), code: code.to_string(), route: None, options };
+        let order = CellOrder {
+            cell_id: uuid::Uuid::new_v4().to_string(),
+            code: code.to_string(),
+            route: None,
+            options,
+            keep: true,
+        };
         self.session.run(order).await.await.unwrap_or(Err(FrontendError::SessionEnded))
     }
 
@@ -558,7 +564,10 @@ impl ServerHandler for Frontend {
             tracing::warn!(error = %e, "this session cannot answer approvals");
             return Ok(error_result(&format!("{TOOL_NAME}: {e}")).into());
         }
-        let run = self.start_cell(code.clone(), true).await;
+        // A stateless client has no session to keep variables for: each of
+        // its calls is a session of its own.
+        let stateless = context.protocol_version().is_some_and(|v| !v.has_initialize());
+        let run = self.start_cell(code.clone(), !stateless).await;
         Ok(self.drive(run, &context).await)
     }
 }
@@ -766,7 +775,8 @@ mod tests {
                 let held = held.clone();
                 async move {
                     held.notified().await;
-                    Ok(CellReport { stdout: cell.code, error: None, truncated: false, stopped: false })
+                    let report = CellReport { stdout: cell.code, error: None, truncated: false, stopped: false };
+                    Ok(code_mode_proto::CellRan { report, kept: None })
                 }
             },
         )
@@ -792,14 +802,14 @@ mod tests {
         let frontend = factory.session();
         let id = frontend.session().to_string();
         let order =
-            CellOrder { cell_id: "c1".into(), code: "print(1)".into(), route: None, options: Default::default() };
+            CellOrder { cell_id: "c1".into(), code: "1".into(), route: None, options: Default::default(), keep: false };
         let report = frontend.session.run(order).await;
         // Every handle is gone while the cell runs: the session lives on.
         drop(frontend);
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(ended.lock().unwrap().is_empty(), "the session ended while its cell ran");
         release.notify_one();
-        assert_eq!(report.await.unwrap().unwrap().stdout, "print(1)");
+        assert_eq!(report.await.unwrap().unwrap().stdout, "1");
         until("the session end", || *ended.lock().unwrap() == [id.clone()]).await;
         cancel.cancel();
     }

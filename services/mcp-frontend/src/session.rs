@@ -16,6 +16,16 @@
 //! bridge that the session ended, so the bridge forgets its taint and
 //! `grant` counters.
 //!
+//! A kept session (`--keep-variables`) also owns where its container lives
+//! (which runner, under which key) and why its variables were lost, if they
+//! were: its cells run one at a time, the first in a new container taken
+//! from the runners' queue group, the later ones on the runner holding it
+//! ([`subjects::runner`]). A runner that no longer holds the container
+//! (idle expiry, past its longest life, a stopped cell, a runner that died
+//! or restarted) makes the cell start in a fresh container, and its output
+//! then starts with a line saying that earlier variables are gone. When
+//! the session ends, the runner is told to remove the container.
+//!
 //! Approval questions from the bridge arrive on the session's subject; the
 //! subscription's handler asks the actor, on a channel of its own, where the
 //! question goes (the `run_python` request running the cell, the local
@@ -24,13 +34,16 @@
 //! session whose handles are gone still routes the questions of its
 //! running cells (a stateless client answers them on a later request).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use code_mode_core::bus::BusError;
-use code_mode_proto::{ApprovalReply, ApprovalRequest, CellLimits, CellReport, ErrorKind, RunCell, ToolStub, subjects};
+use code_mode_proto::{
+    ApprovalReply, ApprovalRequest, CellLimits, CellRan, CellReport, ErrorKind, Keep, KeptContainer, KeptEnd, KeptReply,
+    KeptRequest, RunCell, ToolStub, subjects,
+};
 use rmcp::RoleServer;
 use rmcp::service::Peer;
 use tokio::sync::{mpsc, oneshot};
@@ -39,7 +52,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approval::{LocalAsker, Pending};
 use crate::catalog::View;
-use crate::{CELL_MARGIN, CellOptions, FrontendError, RETRY_PAUSE, Shared};
+use crate::{CELL_MARGIN, CellOptions, FrontendError, KeepConfig, RETRY_PAUSE, Shared};
 
 /// Commands that may wait at a session actor.
 const COMMANDS: usize = 32;
@@ -48,7 +61,8 @@ const ROUTE_REQUESTS: usize = 64;
 /// Approval questions of one cell that may wait for its request to take
 /// them (one per concurrent call at most).
 pub(crate) const QUESTIONS_PER_CELL: usize = 64;
-/// How long telling the bridge that a session ended may take.
+/// How long telling the bridge that a session ended may take (and the
+/// runner, that a kept container may go).
 const SESSION_END_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A cell started for a request: its report to come, and its approval
@@ -73,6 +87,10 @@ pub(crate) struct CellOrder {
     pub route: Option<mpsc::Sender<Pending>>,
     /// Per-cell options.
     pub options: CellOptions,
+    /// Run it in the session's kept container, when the frontend keeps
+    /// variables (`false` for a stateless client's request, which has no
+    /// session to keep them for).
+    pub keep: bool,
 }
 
 /// Where an approval question goes.
@@ -126,6 +144,7 @@ impl SessionHandle {
             cells: JoinSet::new(),
             cell_ids: HashMap::new(),
             side: JoinSet::new(),
+            kept: Kept::default(),
         };
         tokio::spawn(actor.run(inbox, routes_inbox));
         SessionHandle { commands, id: id.into(), told_client: Arc::new(AtomicBool::new(false)) }
@@ -202,12 +221,39 @@ struct SessionActor {
     subscription: Option<Subscription>,
     /// Handed to the subscription's handler.
     route_requests: mpsc::Sender<RouteRequest>,
-    /// The running cells.
-    cells: JoinSet<()>,
+    /// The running cells; a kept cell's task returns what became of the
+    /// session's container.
+    cells: JoinSet<Option<Container>>,
     /// Cell id of each cell task.
     cell_ids: HashMap<tokio::task::Id, String>,
     /// Notifications to the client in flight.
     side: JoinSet<()>,
+    /// The kept container, in a kept session.
+    kept: Kept,
+}
+
+/// A kept session's container as its session knows it.
+#[derive(Debug, Clone, Default)]
+struct Container {
+    /// Where it lives, once a cell made it.
+    at: Option<KeptContainer>,
+    /// When its first cell started.
+    born: Option<tokio::time::Instant>,
+    /// When its last cell ended.
+    last: Option<tokio::time::Instant>,
+    /// Why the container that held the session's variables is gone, for the
+    /// next cell to say.
+    lost: Option<String>,
+}
+
+/// The kept side of a session: its container and its cells in order.
+#[derive(Default)]
+struct Kept {
+    container: Container,
+    /// The task of the kept cell running now.
+    running: Option<tokio::task::Id>,
+    /// Kept cells waiting for it, in order.
+    waiting: VecDeque<(CellOrder, oneshot::Sender<Result<CellReport, FrontendError>>)>,
 }
 
 impl SessionActor {
@@ -230,15 +276,24 @@ impl SessionActor {
                     let _ = request.reply.send(self.route(&request.cell_id));
                 }
                 Some(ended) = self.cells.join_next_with_id(), if !self.cells.is_empty() => {
-                    let id = match ended {
-                        Ok((id, ())) => id,
+                    let (id, container) = match ended {
+                        Ok((id, container)) => (id, container),
                         Err(e) => {
                             tracing::error!(session = %self.id, error = %e, "a cell's task failed");
-                            e.id()
+                            (e.id(), None)
                         }
                     };
                     if let Some(cell_id) = self.cell_ids.remove(&id) {
                         self.routes.remove(&cell_id);
+                    }
+                    if self.kept.running == Some(id) {
+                        self.kept.running = None;
+                        if let Some(container) = container {
+                            self.kept.container = container;
+                        }
+                        if let Some((order, reply)) = self.kept.waiting.pop_front() {
+                            self.start_cell(order, reply);
+                        }
                     }
                 }
                 changed = catalog.changed(), if watching => match changed {
@@ -268,21 +323,38 @@ impl SessionActor {
     }
 
     fn start_cell(&mut self, order: CellOrder, reply: oneshot::Sender<Result<CellReport, FrontendError>>) {
+        let kept = self.shared.config.keep.filter(|_| order.keep);
+        if kept.is_some() && self.kept.running.is_some() {
+            // A kept session's cells run one after the other, in order.
+            self.kept.waiting.push_back((order, reply));
+            return;
+        }
         self.ran = true;
         let cell_id = order.cell_id.clone();
         if let Some(route) = order.route.clone() {
             self.routes.insert(cell_id.clone(), route);
         }
         let (shared, session) = (self.shared.clone(), self.id.clone());
+        let container = self.kept.container.clone();
         let task = self.cells.spawn(async move {
-            let result = run_cell(&shared, &session, &order).await;
+            let (result, container) = match kept {
+                None => (run_cell(&shared, &session, &order).await, None),
+                Some(keep) => {
+                    let (result, container) = run_kept_cell(&shared, &session, &order, keep, container).await;
+                    (result, Some(container))
+                }
+            };
             code_mode_telemetry::frontend_cell(FrontendError::metric_result(&result));
             let _ = reply.send(result);
             // A cell may have changed the tools (a wrapped server's tool
             // did): the clients hear of it right after the cell.
             shared.catalog.refresh().await;
+            container
         });
         self.cell_ids.insert(task.id(), cell_id);
+        if kept.is_some() {
+            self.kept.running = Some(task.id());
+        }
     }
 
     fn route(&self, cell_id: &str) -> Route {
@@ -325,16 +397,36 @@ impl SessionActor {
         });
     }
 
-    /// Stop everything the session owns; tell the bridge if a cell ran.
+    /// Stop everything the session owns: its cells, its kept container
+    /// (the runner holding it is told), its approval subscription; tell the
+    /// bridge if a cell ran.
     async fn end(&mut self) {
         self.cells.abort_all();
         while self.cells.join_next().await.is_some() {}
+        self.kept.waiting.clear();
         self.side.abort_all();
         if let Some(subscription) = self.subscription.take() {
             subscription.stop.cancel();
         }
+        if let Some(at) = self.kept.container.at.take() {
+            end_kept(&self.shared, &self.id, at).await;
+        }
         if std::mem::take(&mut self.ran) {
             tell_session_ended(&self.shared, &self.id).await;
+        }
+    }
+}
+
+/// Tell the runner holding a kept container that its session ended (it
+/// stops a cell still running there and removes the container). A runner
+/// that cannot be told removes it after the session's idle time.
+async fn end_kept(shared: &Shared, session: &str, at: KeptContainer) {
+    let Some(subject) = subjects::runner(&at.runner) else { return };
+    let end = KeptRequest::End(KeptEnd { session: session.to_string(), key: at.key });
+    match shared.bus.call::<_, KeptReply>(&subject, &end, SESSION_END_TIMEOUT + CELL_MARGIN).await {
+        Ok(reply) => tracing::info!(%session, ?reply, "client session ended; its kept container was removed"),
+        Err(e) => {
+            tracing::info!(%session, error = %e, "client session ended, but the runner holding its kept container could not be told")
         }
     }
 }
@@ -397,7 +489,139 @@ async fn run_cell(shared: &Shared, session: &str, order: &CellOrder) -> Result<C
     shared.catalog.refresh().await;
     let view = shared.catalog.current();
     let cell = cell_message(shared, session, order, &view);
-    send_fresh(shared, &cell).await
+    Ok(send_fresh(shared, &cell).await?.report)
+}
+
+/// Run one cell of a kept session: in its container when it has one, else
+/// (or when that container is gone) in a new one, whose output then starts
+/// by saying that earlier variables are gone. Returns the report and what
+/// became of the container.
+async fn run_kept_cell(
+    shared: &Shared,
+    session: &str,
+    order: &CellOrder,
+    keep: KeepConfig,
+    mut container: Container,
+) -> (Result<CellReport, FrontendError>, Container) {
+    let config = &shared.config;
+    if order.code.len() > config.max_code {
+        return (Err(FrontendError::CodeTooLarge { size: order.code.len(), max: config.max_code }), container);
+    }
+    let _slot = shared.slots.acquire().await.expect("the semaphore is never closed");
+    shared.catalog.refresh().await;
+    let view = shared.catalog.current();
+    let mut cell = cell_message(shared, session, order, &view);
+    let settings = Keep { key: None, idle_ms: keep.idle.as_millis() as u64, max_ms: keep.max.as_millis() as u64 };
+    let started = tokio::time::Instant::now();
+    if let Some(at) = container.at.take() {
+        cell.keep = Some(Keep { key: Some(at.key.clone()), ..settings.clone() });
+        match send_to_runner(shared, &at, &cell).await {
+            Ok(ran) => return finish_kept(ran, container, None),
+            Err(Next::Lost(reason)) => {
+                let reason = if reason.is_empty() { why_removed(&container, keep) } else { reason };
+                tracing::info!(%session, %reason, "the kept session's container is gone: starting a fresh one");
+                container.lost = Some(reason);
+            }
+            Err(Next::Fail(e, lost)) => {
+                // The container may live on at its runner: keep pointing
+                // there unless the runner itself was lost.
+                if lost.is_none() {
+                    container.at = Some(at);
+                }
+                container.lost = lost.or(container.lost);
+                return (Err(e), container);
+            }
+        }
+    }
+    let lost = container.lost.take();
+    cell.keep = Some(settings);
+    let ran = match send_fresh(shared, &cell).await {
+        Ok(ran) => ran,
+        Err(e) => {
+            container.lost = lost;
+            return (Err(e), container);
+        }
+    };
+    container.born = Some(started);
+    finish_kept(ran, container, lost)
+}
+
+/// Why a runner no longer holds a kept container, as far as the session's
+/// own clocks tell.
+fn why_removed(container: &Container, keep: KeepConfig) -> String {
+    let now = tokio::time::Instant::now();
+    if container.last.is_some_and(|last| now.duration_since(last) >= keep.idle) {
+        format!("it was removed after {} s without a run (--session-idle)", keep.idle.as_secs())
+    } else if container.born.is_some_and(|born| now.duration_since(born) >= keep.max) {
+        format!("it reached the session's longest life, {} s (--session-max)", keep.max.as_secs())
+    } else {
+        "its sandbox-runner no longer holds it".into()
+    }
+}
+
+/// What to do when a kept cell could not run in its container.
+enum Next {
+    /// Start a fresh container, saying why the old one is gone.
+    Lost(String),
+    /// Fail the cell (and, with a reason, forget the container).
+    Fail(FrontendError, Option<String>),
+}
+
+/// Send a kept session's cell to the runner holding its container.
+async fn send_to_runner(shared: &Shared, at: &KeptContainer, cell: &RunCell) -> Result<CellRan, Next> {
+    let gone = "its sandbox-runner stopped or restarted";
+    let Some(subject) = subjects::runner(&at.runner) else { return Err(Next::Lost(gone.into())) };
+    let wait = shared.config.deadline + CELL_MARGIN;
+    match shared.bus.call::<_, KeptReply>(&subject, &KeptRequest::Run(cell.clone()), wait).await {
+        Ok(KeptReply::Ran(ran)) => Ok(ran),
+        Ok(KeptReply::Ended { .. }) => Err(Next::Lost("its sandbox-runner no longer holds it".into())),
+        Err(BusError::Remote { error, .. }) if error.kind == ErrorKind::KeptLost => Err(Next::Lost(String::new())),
+        Err(BusError::NoResponders { .. }) => Err(Next::Lost(gone.into())),
+        Err(BusError::Timeout { .. } | BusError::Dropped { .. }) => {
+            tracing::warn!(cell = %cell.cell_id, "the sandbox-runner holding the kept container was lost");
+            Err(Next::Fail(
+                FrontendError::RunnerLost { waited: wait, margin: CELL_MARGIN },
+                Some("its sandbox-runner was lost during an earlier run".into()),
+            ))
+        }
+        Err(e) => Err(Next::Fail(e.into(), None)),
+    }
+}
+
+/// The report of a kept cell (its output led by `lost`, when the session's
+/// earlier variables are gone) and what became of the container.
+fn finish_kept(
+    ran: CellRan,
+    mut container: Container,
+    lost: Option<String>,
+) -> (Result<CellReport, FrontendError>, Container) {
+    let mut report = ran.report;
+    if let Some(reason) = lost {
+        report.stdout = format!("{}\n{}", lost_line(&reason), report.stdout);
+    }
+    container.last = Some(tokio::time::Instant::now());
+    container.lost = None;
+    container.at = ran.kept;
+    if container.at.is_none() {
+        // The runner removed the container at the end of this cell.
+        container.born = None;
+        container.lost = Some(if report.stopped {
+            "the previous run was stopped, which removed it".into()
+        } else {
+            "it reached the session's longest life (--session-max)".into()
+        });
+    }
+    (Ok(report), container)
+}
+
+/// The line that leads the output of a kept session's cell whose earlier
+/// variables are gone.
+fn lost_line(reason: &str) -> String {
+    let why = if reason.is_empty() { String::new() } else { format!(" ({reason})") };
+    format!(
+        "code-mode: the session's sandbox is gone{why}: this run starts in a fresh one, and the variables, imports \
+         and files of earlier runs are gone."
+    )
 }
 
 /// The [`RunCell`] of `order` over the catalog of `view`.
@@ -423,13 +647,14 @@ fn cell_message(shared: &Shared, session: &str, order: &CellOrder, view: &View) 
             stop_output: config.stop_output,
             max_line: config.max_line,
         },
+        keep: None,
     }
 }
 
 /// Send a cell to the runners' queue group. A runner with every slot taken
 /// declines at once; the queue group then offers the cell to the next.
 /// Gives up after `capacity_wait`.
-async fn send_fresh(shared: &Shared, cell: &RunCell) -> Result<CellReport, FrontendError> {
+async fn send_fresh(shared: &Shared, cell: &RunCell) -> Result<CellRan, FrontendError> {
     let config = &shared.config;
     let started = tokio::time::Instant::now();
     loop {

@@ -18,6 +18,15 @@ container's stdin and stdout, one JSON object per line:
 4. It sends ``done`` (with the end of the traceback if the code raised) and
    exits at once, so that no stray thread can keep the container alive.
 
+A cell message with ``"keep": true`` starts the kept mode of a session whose
+variables persist: the runner sends ``done`` without exiting and waits for
+the session's next ``cell``, running each in the same namespace with its own
+limits. Output and calls are tied to the cell whose code made them (a
+context variable, carried into the threads and executor jobs the code
+starts): what code left running by an earlier cell prints is dropped, and a
+call it makes is refused without being sent, as is everything between
+cells. The host enforces the same between cells on its side.
+
 The code runs in this same process and could tamper with anything here; that
 is accepted. The host treats every line from the container as untrusted, so
 this runner only has to be correct for code that does not try to subvert it.
@@ -28,6 +37,8 @@ Only the standard library is used.
 import ast
 import asyncio
 import builtins
+import concurrent.futures
+import contextvars
 import inspect
 import io
 import itertools
@@ -35,6 +46,7 @@ import json
 import linecache
 import math
 import os
+import queue
 import re
 import sys
 import threading
@@ -47,7 +59,13 @@ DEFAULT_STOP_OUTPUT = 1024 * 1024
 DEFAULT_MAX_LINE = 256 * 1024
 
 # The file name the cell is compiled under; only its frames are reported.
+# Kept cells are compiled as "<cell N>", so a function defined in one cell
+# still shows its own source when a later cell calls it.
 CELL_FILENAME = "<cell>"
+KEPT_FILENAME = re.compile(r"<cell \d+>")
+
+# Sources of kept cells kept for tracebacks (the most recent ones).
+KEPT_SOURCES = 64
 
 # How much of a traceback the host gets (the end is kept).
 ERROR_MAX_LINES = 20
@@ -120,6 +138,53 @@ class Channel:
 
 
 # --------------------------------------------------------------------------
+# Which cell runs
+# --------------------------------------------------------------------------
+
+# The number of the kept cell whose code is executing in this context; None
+# outside any cell (the runner itself, threads the runner did not start).
+CURRENT_CELL = contextvars.ContextVar("code_mode_cell", default=None)
+
+
+class Gate:
+    """Decides whether printed text and calls belong to the running cell.
+
+    A fresh container runs one cell: everything belongs to it. A kept
+    container runs one cell at a time; text and calls count only when they
+    come from the context of the cell that runs now.
+    """
+
+    def __init__(self, kept):
+        self.kept = kept
+        self.running = None if kept else 0
+
+    def admits(self):
+        if not self.kept:
+            return True
+        return self.running is not None and CURRENT_CELL.get() == self.running
+
+
+def carry_cell_into_threads():
+    """Threads and executor jobs run in the context of the code that
+    started or submitted them, so they count for that code's cell."""
+    start = threading.Thread.start
+
+    def start_in_context(self):
+        context = contextvars.copy_context()
+        run = self.run
+        self.run = lambda: context.run(run)
+        start(self)
+
+    threading.Thread.start = start_in_context
+    submit = concurrent.futures.ThreadPoolExecutor.submit
+
+    def submit_in_context(self, fn, /, *args, **kwargs):
+        return submit(self, contextvars.copy_context().run, fn, *args, **kwargs)
+
+    concurrent.futures.ThreadPoolExecutor.submit = submit_in_context
+
+
+# --------------------------------------------------------------------------
 # Captured output
 # --------------------------------------------------------------------------
 
@@ -132,8 +197,9 @@ class OutputCapture:
     reaches ``stop_output`` the run ends at once with ``stopped: true``.
     """
 
-    def __init__(self, channel, max_output, stop_output, max_line):
+    def __init__(self, channel, max_output, stop_output, max_line, gate):
         self._channel = channel
+        self._gate = gate
         self._max_output = max_output
         self._stop_output = stop_output
         # Largest piece of output per message: even if every byte became a
@@ -155,6 +221,8 @@ class OutputCapture:
             head = text.encode("utf-8", "backslashreplace")
             size = len(head)
         with self._lock:
+            if not self._gate.admits():
+                return  # not the running cell's: dropped, not counted
             room = self._max_output - self.total
             self.total += size
             if room > 0:
@@ -167,6 +235,12 @@ class OutputCapture:
                     "truncated": True,
                     "stopped": True,
                 })
+
+    def end_cell(self, message):
+        """Close the gate and send ``done``: no text of the cell follows it."""
+        with self._lock:
+            self._gate.running = None
+            self._channel.send(message)
 
     def _forward(self, data):
         # Dropping the bytes of a character cut at the end is the only
@@ -185,6 +259,8 @@ class CapturedStream(io.TextIOBase):
 
     def __init__(self, capture, name):
         super().__init__()
+        # An OutputCapture, or a holder whose ``capture`` is the running
+        # cell's (kept mode).
         self._capture = capture
         self.name = name
 
@@ -198,7 +274,8 @@ class CapturedStream(io.TextIOBase):
         if self.closed:
             raise ValueError("I/O operation on closed file.")
         if text:
-            self._capture.write(text)
+            capture = getattr(self._capture, "capture", self._capture)
+            capture.write(text)
         return len(text)
 
 
@@ -223,15 +300,20 @@ class ToolCaller:
     its call with ``call_soon_threadsafe``.
     """
 
-    def __init__(self, channel, max_line):
+    def __init__(self, channel, max_line, gate):
         self._channel = channel
         self._max_line = max_line
+        self._gate = gate
+        self._cells = None  # kept mode: where the host's next cells go
         self._ids = itertools.count(1)
         self._pending = {}  # call id -> future
         self._lock = threading.Lock()
         self._closed = False  # the host closed its side
 
-    def start_reader(self):
+    def start_reader(self, cells=None):
+        """Read the host's lines; with ``cells`` (a queue), kept mode: the
+        host's next ``cell`` messages go there, and None at the end."""
+        self._cells = cells
         thread = threading.Thread(
             target=self._read_results, name="code-mode-reader", daemon=True)
         thread.start()
@@ -270,6 +352,10 @@ class ToolCaller:
         with self._lock:
             if self._closed:
                 raise ToolError("the host closed the channel")
+            if not self._gate.admits():
+                raise ToolError(
+                    f"{name}: this call comes from code left running by a "
+                    "cell that has ended; it is not sent")
             call_id = next(self._ids)
             message = {"type": "call", "id": call_id, "tool": name,
                        "arguments": arguments}
@@ -281,8 +367,10 @@ class ToolCaller:
                     f"(the call must fit in {_size(self._max_line)})")
             # Registered before sending so that a quick result is not missed.
             self._pending[call_id] = future
-        try:
+            # Sent under the lock: the cell cannot end between the check
+            # above and the line.
             self._channel.send(message)
+        try:
             return await future
         finally:
             with self._lock:
@@ -297,7 +385,12 @@ class ToolCaller:
                 message = json.loads(line)
             except ValueError:
                 continue
-            if not isinstance(message, dict) or message.get("type") != "result":
+            if not isinstance(message, dict):
+                continue
+            if message.get("type") == "cell" and self._cells is not None:
+                self._cells.put(message)
+                continue
+            if message.get("type") != "result":
                 continue
             with self._lock:
                 future = self._pending.pop(message.get("id"), None)
@@ -317,6 +410,19 @@ class ToolCaller:
         for future in waiting:
             self._settle_threadsafe(
                 future, (False, ToolError("the host closed the channel")))
+        if self._cells is not None:
+            self._cells.put(None)
+
+    def end_cell(self, capture, message):
+        """Kept mode: close the gate, send ``done``, and fail the calls the
+        cell left waiting (the host answers none of them any more)."""
+        with self._lock:
+            capture.end_cell(message)
+            waiting = list(self._pending.values())
+            self._pending.clear()
+        for future in waiting:
+            self._settle_threadsafe(
+                future, (False, ToolError("the cell that made this call has ended")))
 
     @staticmethod
     def _settle_threadsafe(future, outcome):
@@ -744,18 +850,42 @@ def make_globals(tools, caller, withheld=()):
     return module
 
 
+def refresh_globals(module, tools, caller, installed, withheld=()):
+    """Kept mode: (re)bind this cell's tools and helpers in the session's
+    namespace (withheld tools as in ``make_globals``). A tool function of an
+    earlier cell that is gone from the catalog is removed, unless the code
+    rebound its name."""
+    namespace = module.__dict__
+    catalog = {}
+    current = {}
+    for name in withheld:
+        if isinstance(name, str) and name.isidentifier():
+            current[name] = namespace[name] = caller.make_tool(name, "")
+    for tool in tools:
+        name, stub = tool["name"], tool.get("stub", "")
+        catalog[name] = stub
+        current[name] = namespace[name] = caller.make_tool(name, stub)
+    for name, function in installed.items():
+        if name not in current and namespace.get(name) is function:
+            del namespace[name]
+    namespace["TOOLS"] = dict(catalog)
+    namespace["search_tools"] = make_search_tools(tools)
+    namespace["ToolError"] = ToolError
+    return current
+
+
 # --------------------------------------------------------------------------
 # Running the cell
 # --------------------------------------------------------------------------
 
 
-def run_cell(code, namespace):
+def run_cell(code, namespace, filename=CELL_FILENAME):
     """Run the code; return None, or the error text for ``done``."""
     # Let tracebacks show the cell's source lines.
-    linecache.cache[CELL_FILENAME] = (
-        len(code), None, code.splitlines(True), CELL_FILENAME)
+    linecache.cache[filename] = (
+        len(code), None, code.splitlines(True), filename)
     try:
-        compiled = compile(code, CELL_FILENAME, "exec",
+        compiled = compile(code, filename, "exec",
                            flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
                            dont_inherit=True)
         if compiled.co_flags & inspect.CO_COROUTINE:
@@ -795,7 +925,7 @@ def _keep_cell_frames(report, seen):
         return
     seen.add(id(report))
     report.stack = traceback.StackSummary.from_list(
-        [frame for frame in report.stack if frame.filename == CELL_FILENAME])
+        [frame for frame in report.stack if _is_cell_file(frame.filename)])
     _keep_cell_frames(report.__cause__, seen)
     _keep_cell_frames(report.__context__, seen)
     for member in getattr(report, "exceptions", None) or ():
@@ -805,6 +935,10 @@ def _keep_cell_frames(report, seen):
 # --------------------------------------------------------------------------
 # Entry point
 # --------------------------------------------------------------------------
+
+
+def _is_cell_file(filename):
+    return filename == CELL_FILENAME or KEPT_FILENAME.fullmatch(filename)
 
 
 def take_protocol_descriptors():
@@ -818,6 +952,21 @@ def take_protocol_descriptors():
     return Channel(in_fd, out_fd)
 
 
+def read_limits(cell):
+    """The code, tools, withheld tool names and limits of a cell message
+    (ValueError, TypeError, KeyError on a bad one)."""
+    code = cell["code"]
+    if not isinstance(code, str):
+        raise TypeError("code is not a string")
+    tools = cell.get("tools") or []
+    withheld = cell.get("withheld") or []
+    limits = cell.get("limits") or {}
+    return (code, tools, withheld,
+            int(limits.get("max_output", DEFAULT_MAX_OUTPUT)),
+            int(limits.get("stop_output", DEFAULT_STOP_OUTPUT)),
+            int(limits.get("max_line", DEFAULT_MAX_LINE)))
+
+
 def main():
     channel = take_protocol_descriptors()
     channel.send({"type": "ready"})
@@ -827,23 +976,21 @@ def main():
         os._exit(0)  # the host went away before sending the cell
     try:
         cell = json.loads(line)
-        code = cell["code"]
-        tools = cell.get("tools") or []
-        withheld = cell.get("withheld") or []
-        limits = cell.get("limits") or {}
-        max_output = int(limits.get("max_output", DEFAULT_MAX_OUTPUT))
-        stop_output = int(limits.get("stop_output", DEFAULT_STOP_OUTPUT))
-        max_line = int(limits.get("max_line", DEFAULT_MAX_LINE))
-    except (ValueError, TypeError, KeyError) as exc:
+        kept = cell.get("keep") is True
+        code, tools, withheld, max_output, stop_output, max_line = read_limits(cell)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
         channel.send_last({"type": "done",
                            "error": f"runner: bad cell message: {exc!r}",
                            "truncated": False, "stopped": False})
+    if kept:
+        run_kept(channel, cell)
 
-    capture = OutputCapture(channel, max_output, stop_output, max_line)
+    gate = Gate(kept=False)
+    capture = OutputCapture(channel, max_output, stop_output, max_line, gate)
     sys.stdout = sys.__stdout__ = CapturedStream(capture, "<stdout>")
     sys.stderr = sys.__stderr__ = CapturedStream(capture, "<stderr>")
 
-    caller = ToolCaller(channel, max_line)
+    caller = ToolCaller(channel, max_line, gate)
     caller.start_reader()
 
     module = make_globals(tools, caller, withheld)
@@ -855,6 +1002,64 @@ def main():
     # Captured output is sent as it is written: nothing is left to flush.
     channel.send_last({"type": "done", "error": error,
                        "truncated": capture.truncated, "stopped": False})
+
+
+class CurrentCapture:
+    """Kept mode: where ``sys.stdout`` writes, the running cell's capture."""
+
+    def __init__(self, capture):
+        self.capture = capture
+
+
+def run_kept(channel, cell):
+    """Run the cells of one session in one namespace until the host closes
+    the channel; each cell gets its own limits and output capture."""
+    carry_cell_into_threads()
+    gate = Gate(kept=True)
+    cells = queue.Queue()
+    first_line = int((cell.get("limits") or {}).get("max_line", DEFAULT_MAX_LINE))
+    caller = ToolCaller(channel, first_line, gate)
+    caller.start_reader(cells)
+    module = types.ModuleType("__main__")
+    module.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = module
+    current = CurrentCapture(None)
+    streams = (CapturedStream(current, "<stdout>"),
+               CapturedStream(current, "<stderr>"))
+    installed = {}
+    number = 0
+    while cell is not None:
+        number += 1
+        try:
+            code, tools, withheld, max_output, stop_output, max_line = read_limits(cell)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            channel.send({"type": "done",
+                          "error": f"runner: bad cell message: {exc!r}",
+                          "truncated": False, "stopped": False})
+            cell = cells.get()
+            continue
+        capture = OutputCapture(channel, max_output, stop_output, max_line, gate)
+        current.capture = capture
+        # A cell that redirected them does not silence the next one.
+        sys.stdout = sys.__stdout__ = streams[0]
+        sys.stderr = sys.__stderr__ = streams[1]
+        caller._max_line = max_line
+        installed = refresh_globals(module, tools, caller, installed, withheld)
+        filename = f"<cell {number}>"
+        linecache.cache.pop(f"<cell {number - KEPT_SOURCES}>", None)
+        gate.running = number
+        context = contextvars.copy_context()
+        error = context.run(_run_numbered, number, code, module.__dict__, filename)
+        caller.end_cell(capture, {"type": "done", "error": error,
+                                  "truncated": capture.truncated,
+                                  "stopped": False})
+        cell = cells.get()
+    os._exit(0)
+
+
+def _run_numbered(number, code, namespace, filename):
+    CURRENT_CELL.set(number)
+    return run_cell(code, namespace, filename)
 
 
 if __name__ == "__main__":

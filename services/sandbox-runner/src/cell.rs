@@ -196,11 +196,42 @@ impl ReadyContainer {
     pub async fn remove(self) {
         self.container.remove().await;
     }
+
+    /// The container and its attach streams, for an owner that runs
+    /// several cells in it ([`crate::kept`]).
+    pub(crate) fn into_parts(self) -> (Container, Streams, bool) {
+        (self.container, Streams { output: self.output, input: self.input, lines: None }, self.warm)
+    }
+}
+
+/// A ready container's attach streams, and the line reader that splits its
+/// output (kept across the cells of a kept container, so a line cut
+/// between two chunks is never lost).
+pub(crate) struct Streams {
+    pub output: Output,
+    pub input: Input,
+    pub lines: Option<LineReader>,
+}
+
+impl Streams {
+    /// The line reader, made on first use, accepting lines of `max` bytes.
+    pub fn lines(&mut self, max: usize) -> &mut LineReader {
+        let lines = self.lines.get_or_insert_with(|| LineReader::new(max));
+        lines.set_max(max);
+        lines
+    }
+
+    /// Write one message; a write error means the container is gone, which
+    /// the output side notices.
+    pub async fn send(&mut self, message: &ToRunner<'_>) {
+        let _ = self.input.write_all(&protocol::encode(message)).await;
+        let _ = self.input.flush().await;
+    }
 }
 
 /// How one run ended, before it becomes a [`CellReport`].
 #[derive(Debug)]
-enum End {
+pub(crate) enum End {
     Done { error: Option<String>, truncated: bool, stopped: bool },
     Deadline,
     Violation(Violation),
@@ -209,7 +240,7 @@ enum End {
 }
 
 /// The state of one run that the loop owns.
-struct Run<'a> {
+pub(crate) struct Run<'a> {
     cell: &'a RunCell,
     output: String,
     truncated: bool,
@@ -217,7 +248,12 @@ struct Run<'a> {
     calls_sent: u32,
 }
 
-impl Run<'_> {
+impl<'a> Run<'a> {
+    /// A run of `cell` that has printed nothing yet.
+    pub fn new(cell: &'a RunCell) -> Self {
+        Run { cell, output: String::new(), truncated: false, calls_seen: HashSet::new(), calls_sent: 0 }
+    }
+
     /// Keep printed text up to the limit, on a character boundary.
     fn keep_output(&mut self, data: &str) {
         let room = (self.cell.limits.max_output as usize).saturating_sub(self.output.len());
@@ -243,9 +279,29 @@ pub async fn run(
     deadline: Instant,
     cancel: &CancellationToken,
 ) -> CellReport {
-    let ReadyContainer { container, output, mut input, warm } = ready;
-    let mut run = Run { cell, output: String::new(), truncated: false, calls_seen: HashSet::new(), calls_sent: 0 };
+    let (container, mut streams, warm) = ready.into_parts();
+    let mut run = Run::new(cell);
     let started = std::time::Instant::now();
+    let end = run_in(&mut run, &mut streams, false, bus, deadline, cancel).await;
+    let died = if matches!(end, End::Died) { container.exit_state().await } else { None };
+    let id = container.id().to_string();
+    container.remove().await;
+    tracing::info!(cell = %cell.cell_id, container = %id, warm, elapsed_ms = started.elapsed().as_millis() as u64, end = ?end, "cell ended");
+    code_mode_telemetry::cell_ended(outcome(&end), started.elapsed());
+    report_of(run, end, died)
+}
+
+/// Send `cell` to the runner in the container (`keep`: it stays for the
+/// session's next cell) and drive it to its end.
+pub(crate) async fn run_in(
+    run: &mut Run<'_>,
+    streams: &mut Streams,
+    keep: bool,
+    bus: &Bus,
+    deadline: Instant,
+    cancel: &CancellationToken,
+) -> End {
+    let cell = run.cell;
     let message = ToRunner::Cell {
         code: &cell.code,
         tools: &cell.tools,
@@ -255,32 +311,31 @@ pub async fn run(
             stop_output: cell.limits.stop_output,
             max_line: cell.limits.max_line,
         },
+        keep,
     };
-    // A write error means the container is gone; the output side ends the run.
-    let _ = input.write_all(&protocol::encode(&message)).await;
-    let _ = input.flush().await;
+    streams.send(&message).await;
     // A call may first wait for a person's approval, then for the server.
     let call_timeout =
         Duration::from_millis(cell.limits.call_timeout_ms.saturating_add(cell.limits.approval_timeout_ms));
-    let end = drive(&mut run, output, input, bus, deadline, call_timeout, cancel).await;
-    let died = if matches!(end, End::Died) { container.exit_state().await } else { None };
-    let id = container.id().to_string();
-    container.remove().await;
-    tracing::info!(cell = %cell.cell_id, container = %id, warm, elapsed_ms = started.elapsed().as_millis() as u64, end = ?end, "cell ended");
-    code_mode_telemetry::cell_ended(outcome(&end), started.elapsed());
+    drive(run, streams, bus, deadline, call_timeout, cancel).await
+}
+
+/// The report of a run that ended with `end` (`died`: the exit state of a
+/// container that died).
+pub(crate) fn report_of(mut run: Run<'_>, end: End, died: Option<(i64, bool)>) -> CellReport {
     let (error, stopped) = match end {
         End::Done { error, truncated, stopped } => {
             run.truncated |= truncated;
             (error, stopped)
         }
-        end => end_message(end, cell, died, true),
+        end => end_message(end, run.cell, died, true),
     };
     CellReport { stdout: run.output, error, truncated: run.truncated, stopped }
 }
 
 /// The error and `stopped` of a run: `died` is the exit state of a container
 /// that died, `ready` whether its runner had sent `ready`.
-fn end_message(end: End, cell: &RunCell, died: Option<(i64, bool)>, ready: bool) -> (Option<String>, bool) {
+pub(crate) fn end_message(end: End, cell: &RunCell, died: Option<(i64, bool)>, ready: bool) -> (Option<String>, bool) {
     let deadline_s = cell.limits.deadline_ms as f64 / 1000.0;
     match end {
         End::Done { error, stopped, .. } => (error, stopped),
@@ -292,7 +347,7 @@ fn end_message(end: End, cell: &RunCell, died: Option<(i64, bool)>, ready: bool)
 }
 
 /// The `outcome` label of a run's end.
-fn outcome(end: &End) -> CellOutcome {
+pub(crate) fn outcome(end: &End) -> CellOutcome {
     match end {
         End::Done { error: None, .. } => CellOutcome::Finished,
         End::Done { .. } => CellOutcome::Error,
@@ -314,14 +369,13 @@ fn died_message(state: Option<(i64, bool)>, ready: bool) -> String {
 
 async fn drive(
     run: &mut Run<'_>,
-    mut output: Output,
-    mut input: Input,
+    streams: &mut Streams,
     bus: &Bus,
     deadline: Instant,
     call_timeout: Duration,
     cancel: &CancellationToken,
 ) -> End {
-    let mut lines = LineReader::new(run.cell.limits.max_line as usize);
+    let max_line = run.cell.limits.max_line as usize;
     let mut calls: JoinSet<(u64, ToolReply)> = JoinSet::new();
     let end = loop {
         tokio::select! {
@@ -329,12 +383,9 @@ async fn drive(
             _ = cancel.cancelled() => break End::Shutdown,
             Some(done) = calls.join_next(), if !calls.is_empty() => {
                 let Ok((id, reply)) = done else { continue };
-                let line = protocol::encode(&wire::to_code(id, reply));
-                // A write error means the container is gone; the output side ends the run.
-                let _ = input.write_all(&line).await;
-                let _ = input.flush().await;
+                streams.send(&wire::to_code(id, reply)).await;
             }
-            chunk = output.next() => {
+            chunk = streams.output.next() => {
                 let bytes = match chunk {
                     Some(Ok(LogOutput::StdOut { message })) => message,
                     // stderr is /dev/null once the runner is up.
@@ -345,13 +396,13 @@ async fn drive(
                     }
                     None => break End::Died,
                 };
-                let parsed = match lines.feed(&bytes) {
+                let parsed = match streams.lines(max_line).feed(&bytes) {
                     Ok(l) => l,
                     Err(v) => break End::Violation(v),
                 };
                 let mut finished = None;
                 for line in parsed {
-                    match handle_line(run, &line, &mut input, &mut calls, bus, call_timeout).await {
+                    match handle_line(run, &line, streams, &mut calls, bus, call_timeout).await {
                         Ok(None) => {}
                         Ok(Some(end)) => { finished = Some(end); break; }
                         Err(v) => { finished = Some(End::Violation(v)); break; }
@@ -368,7 +419,7 @@ async fn drive(
 async fn handle_line(
     run: &mut Run<'_>,
     line: &[u8],
-    input: &mut Input,
+    streams: &mut Streams,
     calls: &mut JoinSet<(u64, ToolReply)>,
     bus: &Bus,
     call_timeout: Duration,
@@ -385,8 +436,7 @@ async fn handle_line(
                 // Refused here so a runaway loop costs no bus traffic; the
                 // bridge refuses past the budget too.
                 let message = format!("{tool}: this run has used all of its {} tool calls", run.cell.limits.max_calls);
-                let _ = input.write_all(&protocol::encode(&wire::to_code(id, ToolReply::Refused { message }))).await;
-                let _ = input.flush().await;
+                streams.send(&wire::to_code(id, ToolReply::Refused { message })).await;
                 return Ok(None);
             }
             let call = ToolCall {

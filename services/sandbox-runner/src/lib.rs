@@ -11,18 +11,24 @@
 //! - [`pool`]: the warm pool of ready containers.
 //! - [`posture`]: the posture check of `code-mode doctor`, from inside a
 //!   throwaway container under the real lockdown.
+//! - [`kept`]: the containers of kept sessions (`--keep-variables`), each
+//!   living across its session's cells.
 //!
 //! [`SandboxRunner`] serves [`subjects::CELL_RUN`] in the `sandbox-runner`
-//! queue group, running at most `capacity` cells at once. With an audit
+//! queue group, running at most `capacity` cells at once (a kept
+//! container holds one of those slots for its whole life). With an audit
 //! sink, each cell is recorded before its code reaches a container (a
 //! cell whose start cannot be recorded is refused) and again, synced, when
-//! it ends. While it serves,
-//! its pool keeps `warm` containers ready; a cell takes one when there is
-//! one and starts a cold one otherwise.
+//! it ends. While it serves, its pool keeps `warm` containers ready; a cell
+//! takes one when there is one and starts a cold one otherwise. It also
+//! serves its own subject, [`subjects::runner`] of its
+//! [`SandboxRunner::id`], where the later cells of the kept sessions it
+//! holds arrive, and their ends.
 
 pub mod cell;
 pub mod container;
 pub mod image;
+pub mod kept;
 pub mod pool;
 pub mod posture;
 pub mod protocol;
@@ -38,12 +44,13 @@ use bollard::Docker;
 use code_mode_audit::record::{self, Body, CellOutcome};
 use code_mode_audit::{AuditSink, Durability};
 use code_mode_core::bus::{Bus, BusError};
-use code_mode_proto::{CellReport, RunCell, queue_groups, subjects};
+use code_mode_proto::{CellRan, CellReport, KeptReply, KeptRequest, RunCell, queue_groups, subjects};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::cell::ReadyContainer;
 use crate::container::Lockdown;
+use crate::kept::{KeptError, KeptSet, Lifetime};
 use crate::pool::Pool;
 
 /// Errors of the sandbox layer.
@@ -93,7 +100,7 @@ pub enum SandboxError {
         how: String,
     },
     /// Every slot of this runner is taken.
-    #[error("this sandbox-runner is running its {capacity} cells already")]
+    #[error("this sandbox-runner is running its {capacity} cells (or holding kept sessions' containers) already")]
     NoCapacity {
         /// The runner's capacity.
         capacity: usize,
@@ -104,6 +111,12 @@ pub enum SandboxError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A kept session's cell cannot run in its container.
+    #[error("{0}")]
+    Kept(#[from] KeptError),
+    /// A request this runner cannot take as sent.
+    #[error("bad request: {0}")]
+    BadRequest(String),
 }
 
 impl SandboxError {
@@ -179,14 +192,19 @@ pub struct SandboxRunner {
 
 #[derive(Debug)]
 struct Inner {
+    /// This runner's id: its own subject ends with it.
+    id: String,
     docker: Docker,
     config: RunnerConfig,
-    slots: Semaphore,
+    /// Running cells and kept containers.
+    slots: Arc<Semaphore>,
     bus: Bus,
     /// Set by the first [`SandboxRunner::serve`].
     pool: OnceLock<Pool>,
     /// The runtime and image as cell records name them, found once.
     sandbox: tokio::sync::OnceCell<(String, String)>,
+    /// Set by the first [`SandboxRunner::serve`].
+    kept: OnceLock<KeptSet>,
 }
 
 impl SandboxRunner {
@@ -200,11 +218,35 @@ impl SandboxRunner {
             tracing::info!(reaped, "removed leftover sandbox containers");
         }
         let config = RunnerConfig { capacity: config.capacity.max(1), ..config };
-        let slots = Semaphore::new(config.capacity);
+        let slots = Arc::new(Semaphore::new(config.capacity));
         code_mode_telemetry::set_runner_capacity(config.capacity);
         code_mode_telemetry::set_runner_cells_running(0);
-        let inner = Inner { docker, config, slots, bus, pool: OnceLock::new(), sandbox: Default::default() };
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let inner = Inner {
+            id,
+            docker,
+            config,
+            slots,
+            bus,
+            pool: OnceLock::new(),
+            sandbox: Default::default(),
+            kept: OnceLock::new(),
+        };
         Ok(Self { inner: Arc::new(inner) })
+    }
+
+    /// This runner's id (a new one at every start): the later cells of the
+    /// kept sessions it holds come on [`subjects::runner`] of it.
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// Kept sessions' containers this runner holds now.
+    pub async fn kept_containers(&self) -> usize {
+        match self.inner.kept.get() {
+            Some(kept) => kept.count().await,
+            None => 0,
+        }
     }
 
     /// The Docker client.
@@ -226,14 +268,27 @@ impl SandboxRunner {
     /// Run one cell in a free slot: take a warm container or start a cold
     /// one, run, remove it. A runner with every slot taken declines at once
     /// with [`SandboxError::NoCapacity`]. The deadline counts from here, so
-    /// a cold start counts against it.
-    pub async fn run_cell(&self, cell: &RunCell, cancel: &CancellationToken) -> Result<CellReport, SandboxError> {
+    /// a cold start counts against it. A cell with [`RunCell::keep`] (and no
+    /// key) starts its session's kept container instead, which keeps the
+    /// slot after the cell ([`kept`]; needs [`SandboxRunner::serve`]).
+    pub async fn run_cell(&self, cell: &RunCell, cancel: &CancellationToken) -> Result<CellRan, SandboxError> {
         wire::check_limits(&cell.limits)?;
-        let Ok(slot) = self.inner.slots.try_acquire() else {
+        let Ok(slot) = self.inner.slots.clone().try_acquire_owned() else {
             return Err(SandboxError::NoCapacity { capacity: self.inner.config.capacity });
         };
-        let _slot = Slot::counted(slot, &self.inner);
-        let Some(audit) = &self.inner.config.audit else { return self.run_in_slot(cell, cancel).await };
+        let slot = Slot::counted(slot, &self.inner);
+        self.audited(cell, self.run_in_slot(cell, slot, cancel)).await
+    }
+
+    /// Run `run` (one cell), recording its start first and its end after
+    /// when this runner has an audit sink: no record, no run; a cell whose
+    /// end cannot be recorded has its report withheld.
+    async fn audited(
+        &self,
+        cell: &RunCell,
+        run: impl Future<Output = Result<CellRan, SandboxError>>,
+    ) -> Result<CellRan, SandboxError> {
+        let Some(audit) = &self.inner.config.audit else { return run.await };
         // Recorded before the code reaches a container: no record, no run.
         let facts = self.cell_facts(cell).await;
         let start = SystemTime::now();
@@ -242,10 +297,10 @@ impl SandboxRunner {
             tracing::error!(cell = %cell.cell_id, error = %e, "cell refused: its start cannot be recorded");
             return Err(SandboxError::Audit(e));
         }
-        let ran = self.run_in_slot(cell, cancel).await;
+        let ran = run.await;
         let outcome = match &ran {
-            Ok(report) if report.stopped => CellOutcome::Stopped,
-            Ok(report) if report.error.is_some() => CellOutcome::Error,
+            Ok(ran) if ran.report.stopped => CellOutcome::Stopped,
+            Ok(ran) if ran.report.error.is_some() => CellOutcome::Error,
             Ok(_) => CellOutcome::Ok,
             Err(_) => CellOutcome::Failed,
         };
@@ -291,9 +346,14 @@ impl SandboxRunner {
         }
     }
 
-    async fn run_in_slot(&self, cell: &RunCell, cancel: &CancellationToken) -> Result<CellReport, SandboxError> {
+    async fn run_in_slot(
+        &self,
+        cell: &RunCell,
+        slot: Slot,
+        cancel: &CancellationToken,
+    ) -> Result<CellRan, SandboxError> {
         if cancel.is_cancelled() {
-            return Ok(shutdown_report());
+            return Ok(CellRan { report: shutdown_report(), kept: None });
         }
         let deadline = tokio::time::Instant::now() + Duration::from_millis(cell.limits.deadline_ms);
         let warm = match self.inner.pool.get() {
@@ -306,18 +366,77 @@ impl SandboxRunner {
                 let (docker, lockdown) = (&self.inner.docker, &self.inner.config.lockdown);
                 match ReadyContainer::start(docker, lockdown, &cell.cell_id, deadline, cancel).await {
                     Ok(ready) => ready,
-                    Err(not_ready) => return not_ready.into_report(cell),
+                    Err(not_ready) => return Ok(CellRan { report: not_ready.into_report(cell)?, kept: None }),
                 }
             }
         };
-        Ok(cell::run(ready, cell, &self.inner.bus, deadline, cancel).await)
+        match &cell.keep {
+            None => Ok(CellRan { report: cell::run(ready, cell, &self.inner.bus, deadline, cancel).await, kept: None }),
+            Some(keep) if keep.key.is_some() => {
+                ready.remove().await;
+                Err(SandboxError::BadRequest(format!(
+                    "a kept session's later cells go to the runner holding its container ({}), not to {}",
+                    subjects::RUNNER,
+                    subjects::CELL_RUN
+                )))
+            }
+            Some(keep) => {
+                let Some(kept) = self.inner.kept.get() else {
+                    ready.remove().await;
+                    return Err(SandboxError::BadRequest("kept sessions need a serving runner".into()));
+                };
+                Ok(kept.adopt(ready, slot, Lifetime::of(keep), cell.clone(), deadline).await?)
+            }
+        }
     }
 
-    /// Serve cells on the bus until `cancel`, and keep the warm pool filled
-    /// meanwhile (the first call starts it). Cells in flight are stopped and
-    /// their containers removed, and so is every pooled container, before
-    /// the returned task ends.
+    /// Answer a request on this runner's own subject: the next cell of a
+    /// kept session it holds (the deadline counts from here), or a session's
+    /// end.
+    pub async fn kept_request(
+        &self,
+        request: KeptRequest,
+        cancel: &CancellationToken,
+    ) -> Result<KeptReply, SandboxError> {
+        match request {
+            KeptRequest::Run(cell) => {
+                if cell.keep.as_ref().and_then(|k| k.key.as_ref()).is_none() {
+                    return Err(SandboxError::BadRequest(
+                        "a cell on a runner's own subject names its kept container".into(),
+                    ));
+                }
+                if cancel.is_cancelled() {
+                    return Ok(KeptReply::Ran(CellRan { report: shutdown_report(), kept: None }));
+                }
+                let deadline = tokio::time::Instant::now() + Duration::from_millis(cell.limits.deadline_ms);
+                let Some(kept) = self.inner.kept.get() else { return Err(KeptError::Lost.into()) };
+                let run = async { Ok(kept.run(cell.clone(), deadline).await?) };
+                Ok(KeptReply::Ran(self.audited(&cell, run).await?))
+            }
+            KeptRequest::End(end) => {
+                let removed = match self.inner.kept.get() {
+                    Some(kept) => kept.end(&end.session, &end.key).await,
+                    None => false,
+                };
+                Ok(KeptReply::Ended { removed })
+            }
+        }
+    }
+
+    /// Serve cells on the bus until `cancel` (on the queue group's subject,
+    /// and the kept sessions' cells on this runner's own), and keep the warm
+    /// pool filled meanwhile (the first call starts it). Cells in flight are
+    /// stopped and their containers removed, and so is every pooled and
+    /// kept container, before the returned task ends.
     pub async fn serve(&self, cancel: CancellationToken) -> Result<tokio::task::JoinHandle<()>, BusError> {
+        let (kept, kept_task) = KeptSet::start(self.inner.id.clone(), self.inner.bus.clone(), cancel.clone());
+        let kept_task = match self.inner.kept.set(kept) {
+            Ok(()) => Some(kept_task),
+            Err(_) => {
+                kept_task.abort();
+                None
+            }
+        };
         let me = self.clone();
         let token = cancel.clone();
         let served = self
@@ -336,9 +455,30 @@ impl SandboxRunner {
                 }
             })
             .await?;
+        let own = subjects::runner(&self.inner.id).expect("runner ids are one subject token");
+        let me = self.clone();
+        let token = cancel.clone();
+        let kept_served = self
+            .inner
+            .bus
+            .serve(&own, queue_groups::SANDBOX_RUNNER, cancel.clone(), move |request: KeptRequest| {
+                let me = me.clone();
+                let token = token.clone();
+                async move {
+                    me.kept_request(request, &token).await.map_err(|e| {
+                        tracing::info!(error = %e, "a kept session's request could not be served");
+                        wire::service_error(&e)
+                    })
+                }
+            })
+            .await?;
         let pool = self.start_pool(cancel);
         Ok(tokio::spawn(async move {
             let _ = served.await;
+            let _ = kept_served.await;
+            if let Some(kept) = kept_task {
+                let _ = kept.await;
+            }
             if let Some(pool) = pool {
                 let _ = pool.await;
             }
@@ -364,24 +504,26 @@ impl SandboxRunner {
 }
 
 /// A taken slot that keeps `codemode_runner_cells_running` equal to the
-/// slots in use while it lives.
-struct Slot<'a> {
-    permit: Option<tokio::sync::SemaphorePermit<'a>>,
-    inner: &'a Inner,
+/// slots in use while it lives (a cell's, or a kept container's for its
+/// whole life).
+pub(crate) struct Slot {
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    slots: Arc<Semaphore>,
+    capacity: usize,
 }
 
-impl<'a> Slot<'a> {
-    fn counted(permit: tokio::sync::SemaphorePermit<'a>, inner: &'a Inner) -> Self {
-        code_mode_telemetry::set_runner_cells_running(inner.config.capacity - inner.slots.available_permits());
-        Self { permit: Some(permit), inner }
+impl Slot {
+    fn counted(permit: tokio::sync::OwnedSemaphorePermit, inner: &Inner) -> Self {
+        let capacity = inner.config.capacity;
+        code_mode_telemetry::set_runner_cells_running(capacity - inner.slots.available_permits());
+        Self { permit: Some(permit), slots: inner.slots.clone(), capacity }
     }
 }
 
-impl Drop for Slot<'_> {
+impl Drop for Slot {
     fn drop(&mut self) {
         drop(self.permit.take());
-        let inner = self.inner;
-        code_mode_telemetry::set_runner_cells_running(inner.config.capacity - inner.slots.available_permits());
+        code_mode_telemetry::set_runner_cells_running(self.capacity - self.slots.available_permits());
     }
 }
 

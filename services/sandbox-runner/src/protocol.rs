@@ -55,6 +55,10 @@ pub enum ToRunner<'a> {
         withheld: &'a [String],
         /// Output and line limits.
         limits: RunnerLimits,
+        /// Kept mode: the runner waits for the session's next cell after
+        /// `done` instead of exiting (left out when false).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        keep: bool,
     },
     /// A call's answer.
     Result {
@@ -146,6 +150,17 @@ impl LineReader {
         }
         self.buffer.extend_from_slice(rest);
         Ok(lines)
+    }
+
+    /// Accept lines of at most `max` bytes from now on (each cell of a kept
+    /// container brings its own limit).
+    pub fn set_max(&mut self, max: usize) {
+        self.max = max;
+    }
+
+    /// The longest line accepted now.
+    pub fn max(&self) -> usize {
+        self.max
     }
 
     /// True when a partial line is waiting for its end.

@@ -22,7 +22,9 @@ use crate::protocol::ToRunner;
 pub fn service_error(e: &SandboxError) -> WireError {
     let kind = match e {
         SandboxError::NoCapacity { .. } => ErrorKind::NoCapacity,
-        SandboxError::BadCell { .. } => ErrorKind::BadRequest,
+        SandboxError::BadCell { .. } | SandboxError::BadRequest(_) => ErrorKind::BadRequest,
+        SandboxError::Kept(crate::KeptError::Lost) => ErrorKind::KeptLost,
+        SandboxError::Kept(crate::KeptError::Busy) => ErrorKind::KeptBusy,
         SandboxError::Audit(_) => ErrorKind::AuditUnwritable,
         _ => ErrorKind::Sandbox,
     };

@@ -8,7 +8,8 @@ use std::time::Duration;
 use bollard::Docker;
 use bollard::query_parameters::{KillContainerOptions, ListContainersOptionsBuilder};
 use code_mode_core::bus::Bus;
-use code_mode_proto::{CellLimits, CellReport, RunCell, subjects};
+use code_mode_core::bus::BusError;
+use code_mode_proto::{CellLimits, CellRan, CellReport, Keep, KeptEnd, KeptReply, KeptRequest, RunCell, subjects};
 use code_mode_sandbox_runner::container::{LABEL_OWNER, LABEL_SANDBOX, owner_label};
 use code_mode_sandbox_runner::{RunnerConfig, SandboxRunner, image};
 use tokio::task::JoinHandle;
@@ -22,6 +23,28 @@ static DOCKER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 const FILL_BOUND: Duration = Duration::from_secs(60);
 
 const HOSTNAME: &str = "import os\nprint(os.uname().nodename)";
+
+/// A cell of `session` (kept when `keep` is given).
+fn cell(session: &str, code: &str, keep: Option<Keep>) -> RunCell {
+    RunCell {
+        cell_id: uuid::Uuid::new_v4().to_string(),
+        session: session.into(),
+        identity: None,
+        code: code.into(),
+        tools: vec![],
+        withheld: vec![],
+        limits: CellLimits {
+            deadline_ms: 60_000,
+            max_calls: 10,
+            call_timeout_ms: 5_000,
+            approval_timeout_ms: 0,
+            max_output: 8192,
+            stop_output: 1 << 20,
+            max_line: 1 << 18,
+        },
+        keep,
+    }
+}
 
 /// A serving runner and what the test needs to talk to it.
 struct Serving {
@@ -56,24 +79,12 @@ impl Serving {
     }
 
     async fn run(&self, code: &str) -> CellReport {
-        let cell = RunCell {
-            cell_id: uuid::Uuid::new_v4().to_string(),
-            session: "pool-test".into(),
-            identity: None,
-            code: code.into(),
-            tools: vec![],
-            withheld: vec![],
-            limits: CellLimits {
-                deadline_ms: 60_000,
-                max_calls: 10,
-                call_timeout_ms: 5_000,
-                approval_timeout_ms: 0,
-                max_output: 8192,
-                stop_output: 1 << 20,
-                max_line: 1 << 18,
-            },
-        };
-        self.bus.call(subjects::CELL_RUN, &cell, Duration::from_secs(120)).await.expect("the runner answers")
+        let ran: CellRan = self
+            .bus
+            .call(subjects::CELL_RUN, &cell("pool-test", code, None), Duration::from_secs(120))
+            .await
+            .expect("the runner answers");
+        ran.report
     }
 
     /// The hostname a cell prints: the first 12 characters of its container id.
@@ -209,8 +220,11 @@ async fn after_cancel_no_container_of_this_process_remains() {
                 stop_output: 1 << 20,
                 max_line: 1 << 18,
             },
+            keep: None,
         };
-        async move { bus.call::<_, CellReport>(subjects::CELL_RUN, &cell, Duration::from_secs(120)).await }
+        async move {
+            bus.call::<_, CellRan>(subjects::CELL_RUN, &cell, Duration::from_secs(120)).await.map(|ran| ran.report)
+        }
     });
     // The cell took a pooled container; wait for the refill so three exist.
     let mut three = false;
@@ -261,4 +275,37 @@ async fn the_capacity_in_use_counts_the_cells_running_and_returns_to_zero() {
     assert_eq!(report.stdout, "done\n", "{report:?}");
     assert_eq!(metrics.runner_cells_running.get(), 0, "the slot is given back with the report");
     serving.stop().await;
+}
+
+#[tokio::test]
+async fn a_kept_container_serves_only_its_own_session_and_is_removed_when_the_runner_stops() {
+    let _turn = DOCKER.lock().await;
+    let Some(serving) = Serving::start(0).await else { return };
+    let keep = |key: Option<String>| Some(Keep { key, idle_ms: 60_000, max_ms: 600_000 });
+    let wait = Duration::from_secs(120);
+    let first: CellRan = serving.bus.call(subjects::CELL_RUN, &cell("s1", "x = 41", keep(None)), wait).await.unwrap();
+    assert_eq!(first.report.error, None, "{first:?}");
+    let kept = first.kept.expect("the container lives on");
+    assert_eq!(kept.runner, serving.runner.id());
+    assert_eq!(serving.runner.kept_containers().await, 1);
+    let own = subjects::runner(&kept.runner).unwrap();
+    let next = KeptRequest::Run(cell("s1", "print(x + 1)", keep(Some(kept.key.clone()))));
+    let KeptReply::Ran(second) = serving.bus.call(&own, &next, wait).await.unwrap() else { panic!("a cell ran") };
+    assert_eq!(second.report.stdout, "42\n");
+    // Another session presenting the key finds nothing: a key is bound to
+    // the session it was made for.
+    let stolen = KeptRequest::Run(cell("s2", "print(x)", keep(Some(kept.key.clone()))));
+    let err = serving.bus.call::<_, KeptReply>(&own, &stolen, wait).await.unwrap_err();
+    assert!(
+        matches!(&err, BusError::Remote { error, .. } if error.kind == code_mode_proto::ErrorKind::KeptLost),
+        "{err:?}"
+    );
+    let wrong_end = KeptRequest::End(KeptEnd { session: "s2".into(), key: kept.key.clone() });
+    let ended: KeptReply = serving.bus.call(&own, &wrong_end, wait).await.unwrap();
+    assert_eq!(ended, KeptReply::Ended { removed: false }, "another session cannot end it either");
+    assert_eq!(serving.containers().await.len(), 1);
+    // Stopping the runner removes the kept container.
+    let docker = serving.stop().await;
+    let left = containers_of_this_process(&docker).await;
+    assert!(left.is_empty(), "containers left after the runner stopped: {left:?}");
 }

@@ -139,6 +139,7 @@ fn default_facts() -> RunFacts {
         max_calls: d::MAX_CALLS,
         call_timeout_secs: d::CALL_TIMEOUT.as_secs(),
         max_output: d::MAX_OUTPUT,
+        keep: None,
     }
 }
 

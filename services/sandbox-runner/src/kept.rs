@@ -1,0 +1,448 @@
+//! Kept containers: one client session's container, living across its
+//! cells (`--keep-variables`).
+//!
+//! A session's first cell arrives on the queue group with
+//! [`RunCell::keep`] and no key: the runner takes a slot and a ready
+//! container (warm or cold) as for any cell and hands both to
+//! [`KeptSet::adopt`]. From then on one task, a [`KeptActor`], owns that
+//! container, its attach streams and its slot (a kept container counts
+//! against the runner's capacity for its whole life), and runs the
+//! session's cells one at a time: each with its own deadline, output caps
+//! and call budget, each call relayed with that cell's id and call index.
+//! The session's later cells reach it through the runner's own subject
+//! ([`code_mode_proto::subjects::runner`]) with the key this runner made,
+//! which is bound to the session: a key presented for another session is
+//! unknown.
+//!
+//! Between cells the container may still hold code an earlier cell left
+//! running. Nothing it sends counts: printed text is dropped, a call is
+//! refused without reaching the bridge, a flood (more than the cell's
+//! `stop_output` bytes between two cells) or any other message ends the
+//! container.
+//!
+//! The container is removed when its session ends ([`KeptSet::end`]),
+//! after `idle_ms` without a cell, `max_ms` after its first cell (checked
+//! between cells), when a cell is stopped (deadline, protocol violation,
+//! the container died or ran out of memory, an output flood), or on
+//! shutdown. A session whose next cell finds no container under its key
+//! gets [`KeptError::Lost`] and starts fresh.
+//!
+//! [`KeptSet`] is the handle on the registry actor that owns the map from
+//! key to kept container and the `JoinSet` of their tasks; on shutdown it
+//! waits until each has removed its container.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+use code_mode_core::bus::Bus;
+use code_mode_proto::{CellRan, CellReport, KeptContainer, RunCell, ToolReply};
+use futures::StreamExt;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::Slot;
+use crate::cell::{self, End, ReadyContainer, Run, Streams};
+use crate::wire;
+use crate::container::Container;
+use crate::protocol::{self, FromRunner, Violation};
+
+/// Commands that may wait at the registry.
+const REQUESTS: usize = 64;
+/// Cells that may wait at one kept container (its session sends one at a
+/// time).
+const CELLS: usize = 2;
+
+/// Why a kept session's cell cannot run in its container.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeptError {
+    /// No container of this session under this key: it was removed (idle,
+    /// past its time, stopped, the session ended) or never was here.
+    #[error("this sandbox-runner holds no kept container under that key for this session (it was removed)")]
+    Lost,
+    /// A cell is running in it already.
+    #[error("a cell of this session is running in its kept container already")]
+    Busy,
+}
+
+/// How long a kept container lives.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Lifetime {
+    idle: Duration,
+    max: Duration,
+}
+
+impl Lifetime {
+    /// The lifetime a cell asks for.
+    pub fn of(keep: &code_mode_proto::Keep) -> Lifetime {
+        Lifetime { idle: Duration::from_millis(keep.idle_ms), max: Duration::from_millis(keep.max_ms) }
+    }
+}
+
+/// (Boxed where large: a ready container and a cell.)
+enum Command {
+    Adopt {
+        ready: Box<ReadyContainer>,
+        permit: Slot,
+        lifetime: Lifetime,
+        cell: Box<RunCell>,
+        deadline: Instant,
+        reply: oneshot::Sender<Result<CellRan, KeptError>>,
+    },
+    Run {
+        cell: RunCell,
+        deadline: Instant,
+        reply: oneshot::Sender<Result<CellRan, KeptError>>,
+    },
+    End {
+        session: String,
+        key: String,
+        reply: oneshot::Sender<bool>,
+    },
+    Count {
+        reply: oneshot::Sender<usize>,
+    },
+}
+
+/// A handle on the registry of one runner's kept containers. Cheap to
+/// clone.
+#[derive(Clone, Debug)]
+pub struct KeptSet {
+    requests: mpsc::Sender<Command>,
+}
+
+impl KeptSet {
+    /// Start the registry of runner `runner` (its id, named in the replies)
+    /// relaying calls over `bus`; on `cancel` every kept container is
+    /// removed before the returned task ends.
+    pub fn start(runner: String, bus: Bus, cancel: CancellationToken) -> (KeptSet, tokio::task::JoinHandle<()>) {
+        let (requests, inbox) = mpsc::channel(REQUESTS);
+        let registry = Registry {
+            runner,
+            bus,
+            cancel,
+            containers: HashMap::new(),
+            tasks: JoinSet::new(),
+            task_keys: HashMap::new(),
+        };
+        (KeptSet { requests }, tokio::spawn(registry.run(inbox)))
+    }
+
+    /// Make `ready` the kept container of `cell`'s session (holding
+    /// `permit`, a slot of the runner, until it is removed) and run `cell`
+    /// in it.
+    pub(crate) async fn adopt(
+        &self,
+        ready: ReadyContainer,
+        permit: Slot,
+        lifetime: Lifetime,
+        cell: RunCell,
+        deadline: Instant,
+    ) -> Result<CellRan, KeptError> {
+        let (reply, ran) = oneshot::channel();
+        let command =
+            Command::Adopt { ready: Box::new(ready), permit, lifetime, cell: Box::new(cell), deadline, reply };
+        self.requests.send(command).await.map_err(|_| KeptError::Lost)?;
+        ran.await.map_err(|_| KeptError::Lost)?
+    }
+
+    /// Run a kept session's next cell in the container its key names.
+    pub async fn run(&self, cell: RunCell, deadline: Instant) -> Result<CellRan, KeptError> {
+        let (reply, ran) = oneshot::channel();
+        self.requests.send(Command::Run { cell, deadline, reply }).await.map_err(|_| KeptError::Lost)?;
+        ran.await.map_err(|_| KeptError::Lost)?
+    }
+
+    /// Remove the session's kept container (stopping a cell running in it);
+    /// true when there was one. Returns once it is removed.
+    pub async fn end(&self, session: &str, key: &str) -> bool {
+        let (reply, done) = oneshot::channel();
+        let command = Command::End { session: session.to_string(), key: key.to_string(), reply };
+        if self.requests.send(command).await.is_err() {
+            return false;
+        }
+        done.await.unwrap_or(false)
+    }
+
+    /// Kept containers alive now.
+    pub async fn count(&self) -> usize {
+        let (reply, count) = oneshot::channel();
+        if self.requests.send(Command::Count { reply }).await.is_err() {
+            return 0;
+        }
+        count.await.unwrap_or(0)
+    }
+}
+
+/// One kept container as the registry knows it.
+struct Entry {
+    session: String,
+    cells: mpsc::Sender<KeptCell>,
+    /// Fires to remove it (its session ended).
+    end: CancellationToken,
+    /// Waiting for its removal.
+    ended: Vec<oneshot::Sender<bool>>,
+}
+
+/// The state the registry owns.
+struct Registry {
+    runner: String,
+    bus: Bus,
+    cancel: CancellationToken,
+    containers: HashMap<String, Entry>,
+    tasks: JoinSet<()>,
+    task_keys: HashMap<tokio::task::Id, String>,
+}
+
+impl Registry {
+    async fn run(mut self, mut inbox: mpsc::Receiver<Command>) {
+        loop {
+            tokio::select! {
+                _ = self.cancel.cancelled() => break,
+                command = inbox.recv() => match command {
+                    None => break,
+                    Some(command) => self.handle(command),
+                },
+                Some(done) = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => {
+                    let id = match done {
+                        Ok((id, ())) => id,
+                        Err(e) => {
+                            tracing::error!(error = %e, "a kept container's task failed");
+                            e.id()
+                        }
+                    };
+                    self.forget(id);
+                }
+            }
+        }
+        // Each kept container sees the cancel (or the end of its inbox) and
+        // removes itself; wait for all of them.
+        drop(inbox);
+        for entry in self.containers.values() {
+            entry.end.cancel();
+        }
+        while let Some(done) = self.tasks.join_next_with_id().await {
+            let id = done.map(|(id, ())| id).unwrap_or_else(|e| e.id());
+            self.forget(id);
+        }
+        tracing::debug!("kept containers removed");
+    }
+
+    fn forget(&mut self, task: tokio::task::Id) {
+        let Some(key) = self.task_keys.remove(&task) else { return };
+        if let Some(entry) = self.containers.remove(&key) {
+            for waiter in entry.ended {
+                let _ = waiter.send(true);
+            }
+        }
+    }
+
+    fn handle(&mut self, command: Command) {
+        match command {
+            Command::Adopt { ready, permit, lifetime, cell, deadline, reply } => {
+                let key = uuid::Uuid::new_v4().simple().to_string();
+                let session = cell.session.clone();
+                let (cells, inbox) = mpsc::channel(CELLS);
+                let end = self.cancel.child_token();
+                let (container, streams, warm) = ready.into_parts();
+                let cell = *cell;
+                tracing::info!(session = %cell.session, container = %container.id(), warm, "a kept session's container starts");
+                let actor = KeptActor {
+                    kept: KeptContainer { runner: self.runner.clone(), key: key.clone() },
+                    session: session.clone(),
+                    container,
+                    streams,
+                    _permit: permit,
+                    lifetime,
+                    born: Instant::now(),
+                    bus: self.bus.clone(),
+                    shutdown: self.cancel.clone(),
+                    end: end.clone(),
+                    between: 0,
+                };
+                let first = KeptCell { cell, deadline, reply };
+                let _ = cells.try_send(first);
+                let task = self.tasks.spawn(actor.run(inbox));
+                self.task_keys.insert(task.id(), key.clone());
+                self.containers.insert(key, Entry { session, cells, end, ended: Vec::new() });
+            }
+            Command::Run { cell, deadline, reply } => {
+                let key = cell.keep.as_ref().and_then(|k| k.key.clone()).unwrap_or_default();
+                let Some(entry) = self.containers.get(&key).filter(|e| e.session == cell.session) else {
+                    let _ = reply.send(Err(KeptError::Lost));
+                    return;
+                };
+                match entry.cells.try_send(KeptCell { cell, deadline, reply }) {
+                    Ok(()) => {}
+                    Err(mpsc::error::TrySendError::Full(cell)) => {
+                        let _ = cell.reply.send(Err(KeptError::Busy));
+                    }
+                    Err(mpsc::error::TrySendError::Closed(cell)) => {
+                        let _ = cell.reply.send(Err(KeptError::Lost));
+                    }
+                }
+            }
+            Command::End { session, key, reply } => match self.containers.get_mut(&key) {
+                Some(entry) if entry.session == session => {
+                    entry.end.cancel();
+                    entry.ended.push(reply);
+                }
+                _ => {
+                    let _ = reply.send(false);
+                }
+            },
+            Command::Count { reply } => {
+                let _ = reply.send(self.containers.len());
+            }
+        }
+    }
+}
+
+/// A cell for a kept container, and where its outcome goes.
+struct KeptCell {
+    cell: RunCell,
+    deadline: Instant,
+    reply: oneshot::Sender<Result<CellRan, KeptError>>,
+}
+
+/// The task that owns one kept container.
+struct KeptActor {
+    kept: KeptContainer,
+    session: String,
+    container: Container,
+    streams: Streams,
+    /// The runner's slot, held for the container's life.
+    _permit: Slot,
+    lifetime: Lifetime,
+    born: Instant,
+    bus: Bus,
+    shutdown: CancellationToken,
+    /// Fires on shutdown too (a child of it).
+    end: CancellationToken,
+    /// Bytes the container sent since its last cell ended.
+    between: usize,
+}
+
+/// Why a kept container ended.
+enum Gone {
+    Idle,
+    PastMax,
+    Stopped,
+    Ended,
+    Shutdown,
+    Flood,
+    Violation(Violation),
+    Died,
+}
+
+impl std::fmt::Display for Gone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Gone::Idle => f.write_str("no cell within the idle time"),
+            Gone::PastMax => f.write_str("past its longest life"),
+            Gone::Stopped => f.write_str("a cell was stopped"),
+            Gone::Ended => f.write_str("the session ended"),
+            Gone::Shutdown => f.write_str("shutting down"),
+            Gone::Flood => f.write_str("it sent more than a cell's output limit between cells"),
+            Gone::Violation(v) => write!(f, "protocol violation between cells: {v}"),
+            Gone::Died => f.write_str("it died between cells"),
+        }
+    }
+}
+
+impl KeptActor {
+    async fn run(mut self, mut cells: mpsc::Receiver<KeptCell>) {
+        let mut idle_until = Instant::now() + self.lifetime.idle;
+        // Between cells, the limits of the last cell apply.
+        let mut stop_output = usize::MAX;
+        let gone = loop {
+            tokio::select! {
+                _ = self.end.cancelled() => {
+                    break if self.shutdown.is_cancelled() { Gone::Shutdown } else { Gone::Ended };
+                }
+                _ = tokio::time::sleep_until(idle_until) => break Gone::Idle,
+                next = cells.recv() => {
+                    let Some(KeptCell { cell, deadline, reply }) = next else { break Gone::Ended };
+                    stop_output = cell.limits.stop_output as usize;
+                    let (report, lives) = self.run_cell(&cell, deadline).await;
+                    let past_max = self.born.elapsed() >= self.lifetime.max;
+                    let kept = (lives && !past_max).then(|| self.kept.clone());
+                    let _ = reply.send(Ok(CellRan { report, kept }));
+                    if !lives {
+                        break Gone::Stopped;
+                    }
+                    if past_max {
+                        break Gone::PastMax;
+                    }
+                    idle_until = Instant::now() + self.lifetime.idle;
+                    self.between = 0;
+                }
+                chunk = self.streams.output.next() => {
+                    if let Err(gone) = self.between_cells(chunk, stop_output).await {
+                        break gone;
+                    }
+                }
+            }
+        };
+        let id = self.container.id().to_string();
+        tracing::info!(session = %self.session, container = %id, why = %gone, "a kept session's container is removed");
+        self.container.remove().await;
+    }
+
+    /// Run one cell; the report, and whether the container lives on.
+    async fn run_cell(&mut self, cell: &RunCell, deadline: Instant) -> (CellReport, bool) {
+        let started = std::time::Instant::now();
+        let mut run = Run::new(cell);
+        let end = cell::run_in(&mut run, &mut self.streams, true, &self.bus, deadline, &self.end).await;
+        let lives = matches!(end, End::Done { stopped: false, .. });
+        let died = if matches!(end, End::Died) { self.container.exit_state().await } else { None };
+        tracing::info!(cell = %cell.cell_id, container = %self.container.id(), kept = true, elapsed_ms = started.elapsed().as_millis() as u64, end = ?end, "cell ended");
+        code_mode_telemetry::cell_ended(cell::outcome(&end), started.elapsed());
+        let mut report = cell::report_of(run, end, died);
+        if !lives {
+            let error = report.error.take().unwrap_or_else(|| "stopped".into());
+            report.error = Some(format!(
+                "{error}\n(the session's sandbox was removed with this run: the next run starts in a fresh one, \
+                 without the variables, imports and files of earlier runs)"
+            ));
+        }
+        (report, lives)
+    }
+
+    /// What the container sent while no cell ran: text is dropped, a call
+    /// is refused without reaching the bridge; anything else, a flood, or
+    /// the end of the stream ends the container.
+    async fn between_cells(
+        &mut self,
+        chunk: Option<Result<bollard::container::LogOutput, bollard::errors::Error>>,
+        stop_output: usize,
+    ) -> Result<(), Gone> {
+        let bytes: Bytes = match chunk {
+            Some(Ok(bollard::container::LogOutput::StdOut { message })) => message,
+            Some(Ok(_)) => return Ok(()),
+            Some(Err(_)) | None => return Err(Gone::Died),
+        };
+        self.between = self.between.saturating_add(bytes.len());
+        if self.between > stop_output {
+            return Err(Gone::Flood);
+        }
+        let max = self.streams.lines.as_ref().map_or(code_mode_core::defaults::MAX_LINE as usize, |l| l.max());
+        let lines = self.streams.lines(max).feed(&bytes).map_err(Gone::Violation)?;
+        for line in lines {
+            match protocol::parse(&line).map_err(Gone::Violation)? {
+                FromRunner::Output { .. } => {}
+                FromRunner::Call { id, tool, .. } => {
+                    tracing::info!(session = %self.session, %tool, "refused a call made while no cell runs");
+                    let message = format!("{tool}: no cell is running: a call made between cells is refused");
+                    self.streams.send(&wire::to_code(id, ToolReply::Refused { message })).await;
+                }
+                FromRunner::Ready {} | FromRunner::Done { .. } => {
+                    return Err(Gone::Violation(Violation::OutOfOrder("a message between cells")));
+                }
+            }
+        }
+        Ok(())
+    }
+}
