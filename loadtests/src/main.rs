@@ -20,11 +20,18 @@
 //! - `audit`: the same 20 calls with every cell and call recorded by an
 //!   audit sink (a file in process, the JetStream stream over NATS): what a
 //!   record costs per call, next to `policy`'s "no policy" row.
+//! - `kept`: `print(1)` in a kept session (`--keep-variables`: the cell runs
+//!   in the session's container, started by its first cell), in process
+//!   (and over NATS), then through MCP stdio: `code-mode serve
+//!   --keep-variables` and, beside it in the same run, `code-mode serve`
+//!   with its warm pool, each driven by an MCP client over its
+//!   stdin/stdout.
 //!
 //! Everything runs over the in-process bus, then again over a nats-server
 //! when `--nats URL` is given, under each runtime of `--runtimes` (runc by
 //! default; `runc,runsc` measures gVisor beside it). See `loadtests/README.md`.
 
+mod mcp;
 mod stack;
 mod stats;
 
@@ -35,6 +42,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail, ensure};
 use clap::{Parser, ValueEnum};
+use code_mode_mcp_frontend::KeepConfig;
 use code_mode_proto::CellReport;
 use code_mode_sandbox_runner::DEFAULT_WARM;
 use code_mode_sandbox_runner::container::Runtime;
@@ -67,7 +75,7 @@ struct Args {
     #[arg(long, value_name = "URL")]
     nats: Option<String>,
     /// Which scenarios to run.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "cold,warm,tool,throughput,policy,audit")]
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "cold,warm,tool,throughput,policy,audit,kept")]
     scenarios: Vec<Scenario>,
     /// The container runtimes to measure, one after the other in this run
     /// (`runc,runsc` puts gVisor's cost beside runc's).
@@ -87,6 +95,7 @@ enum Scenario {
     Throughput,
     Policy,
     Audit,
+    Kept,
 }
 
 const PRINT_ONE: &str = "print(1)";
@@ -137,7 +146,7 @@ async fn main() -> anyhow::Result<()> {
         let first_row = rows.len();
         let wants = |s| args.scenarios.contains(&s);
         if wants(Scenario::Cold) || wants(Scenario::Throughput) {
-            let stack = Stack::start(transport, runtime, &args.server, 0, args.concurrency, None, None).await?;
+            let stack = Stack::start(transport, runtime, &args.server, 0, args.concurrency, None, None, None).await?;
             let measured = async {
                 if wants(Scenario::Cold) {
                     eprintln!("loadtest: cold print(1) over {transport}");
@@ -157,7 +166,7 @@ async fn main() -> anyhow::Result<()> {
         if args.warm > 0
             && [Scenario::Warm, Scenario::Tool, Scenario::Throughput, Scenario::Policy].into_iter().any(wants)
         {
-            let stack = Stack::start(transport, runtime, &args.server, args.warm, args.concurrency, None, None).await?;
+            let stack = Stack::start(transport, runtime, &args.server, args.warm, args.concurrency, None, None, None).await?;
             let measured = async {
                 if wants(Scenario::Warm) {
                     eprintln!("loadtest: warm print(1) over {transport}");
@@ -192,7 +201,7 @@ async fn main() -> anyhow::Result<()> {
             let policy = std::env::temp_dir().join(format!("code-mode-loadtest-policy-{}.json", std::process::id()));
             std::fs::write(&policy, LIMITED).context("writing the load test's policy")?;
             let stack =
-                Stack::start(transport, runtime, &args.server, args.warm, args.concurrency, Some(policy.clone()), None)
+                Stack::start(transport, runtime, &args.server, args.warm, args.concurrency, Some(policy.clone()), None, None)
                     .await;
             let _ = std::fs::remove_file(&policy);
             let stack = stack?;
@@ -211,7 +220,7 @@ async fn main() -> anyhow::Result<()> {
                 Transport::Nats(_) => (Audit::Nats, "audit stream"),
             };
             let stack =
-                Stack::start(transport, runtime, &args.server, args.warm, args.concurrency, None, Some(audit.clone()))
+                Stack::start(transport, runtime, &args.server, args.warm, args.concurrency, None, Some(audit.clone()), None)
                     .await?;
             eprintln!("loadtest: {SERIAL_CALLS} calls in a row, {label}, over {transport}");
             let measured = serial_calls(&stack, &args, transport, label).await;
@@ -221,8 +230,34 @@ async fn main() -> anyhow::Result<()> {
             }
             rows.push(measured?);
         }
+        if wants(Scenario::Kept) {
+            let keep = Some(KeepConfig::default());
+            let stack = Stack::start(transport, runtime, &args.server, args.warm, args.concurrency, None, None, keep).await?;
+            eprintln!("loadtest: print(1) in a kept session over {transport}");
+            let measured = latency(&stack, PRINT_ONE, &args, false, check_print_one).await;
+            stack.stop().await;
+            let (samples, _) = measured?;
+            rows.push(row("kept print(1)", transport, &samples, "the session's own container".into()));
+        }
         for row in &mut rows[first_row..] {
             row.runtime = runtime;
+        }
+    }
+    if args.scenarios.contains(&Scenario::Kept) {
+        let code_mode = sibling("code-mode", "-p code-mode")?;
+        for (label, extra, note) in [
+            ("kept print(1)", &["--keep-variables"][..], "serve --keep-variables"),
+            ("warm print(1)", &[][..], "serve, warm pool of 2, refilled between samples"),
+        ] {
+            eprintln!("loadtest: {label} through MCP stdio");
+            let samples = mcp::latency(&code_mode, extra, &args.server, PRINT_ONE, args.warmup, args.samples).await?;
+            rows.push(Row {
+                scenario: label.into(),
+                runtime: Runtime::Runc,
+                transport: "mcp stdio".into(),
+                summary: Summary::of(&samples).expect("at least one sample"),
+                note: note.into(),
+            });
         }
     }
     println!(
@@ -245,13 +280,14 @@ async fn main() -> anyhow::Result<()> {
 
 /// `code-mode-test-server` built next to this binary.
 fn default_server() -> anyhow::Result<PathBuf> {
-    let path = std::env::current_exe()?.with_file_name("code-mode-test-server");
+    sibling("code-mode-test-server", "-p code-mode-test-server").context("or pass a server command after --")
+}
+
+/// The binary `name` built next to this one (by `cargo build -p ...`).
+fn sibling(name: &str, package: &str) -> anyhow::Result<PathBuf> {
+    let path = std::env::current_exe()?.with_file_name(name);
     if !path.exists() {
-        bail!(
-            "{} is missing: build it with the same profile (`cargo build --release -p code-mode-test-server`), \
-             or pass a server command after --",
-            path.display()
-        );
+        bail!("{} is missing: build it with the same profile (`cargo build --release {package}`)", path.display());
     }
     Ok(path)
 }

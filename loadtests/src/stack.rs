@@ -15,7 +15,7 @@ use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, Closer, PolicyOptions, 
 use code_mode_core::bus::Bus;
 use code_mode_core::nats::{NatsOptions, NatsTransport};
 use code_mode_core::state::{JetStreamConfig, SessionStore};
-use code_mode_mcp_frontend::{Frontend, FrontendConfig};
+use code_mode_mcp_frontend::{Frontend, FrontendConfig, KeepConfig};
 use code_mode_sandbox_runner::container::{Lockdown, Runtime};
 use code_mode_sandbox_runner::image::{self, BaseSource};
 use code_mode_sandbox_runner::{RunnerConfig, SandboxRunner, connect_docker};
@@ -94,7 +94,7 @@ impl Services {
 impl Stack {
     /// Start the three services: the runner keeps `warm` containers ready
     /// under `runtime` and runs up to `concurrency` cells, the frontend
-    /// sends as many.
+    /// sends as many (its sessions keep their variables with `keep`).
     pub async fn start(
         transport: &Transport,
         runtime: Runtime,
@@ -103,6 +103,7 @@ impl Stack {
         concurrency: usize,
         policy: Option<PathBuf>,
         audit: Option<Audit>,
+        keep: Option<KeepConfig>,
     ) -> anyhow::Result<Stack> {
         // The policy's counters live where `code-mode` keeps them: in memory
         // for one process, in JetStream for the split services.
@@ -173,7 +174,7 @@ impl Stack {
         let started = async {
             tasks.extend(bridge.serve(&bridge_bus, cancel.clone()).await?);
             tasks.push(runner.serve(cancel.clone()).await?);
-            let config = FrontendConfig { max_concurrent_cells: concurrency.max(1), ..FrontendConfig::default() };
+            let config = FrontendConfig { max_concurrent_cells: concurrency.max(1), keep, ..FrontendConfig::default() };
             anyhow::Ok(Frontend::connect(frontend_bus, config).await?)
         }
         .await;
