@@ -17,3 +17,5 @@ if ! command -v cargo-nextest >/dev/null 2>&1; then
   cargo install cargo-nextest --locked
 fi
 cargo nextest run --workspace --locked --profile ci
+# nextest does not run doc tests: the library's examples in its rustdoc.
+cargo test --doc --locked -p code-mode

@@ -1,10 +1,42 @@
-//! The `code-mode` command: composes the three services.
+//! `code-mode`: let a model drive any MCP server by writing Python, run in a
+//! locked-down Docker sandbox, with every tool call checked on the host.
 //!
-//! `serve` and `run` start the bridge (with its wrapped server), a
-//! sandbox-runner and the frontend in this one process over the in-process
-//! bus; `build-image` builds the sandbox image. Parsing lives in [`cli`]
-//! (with [`settings`] from a file and the environment, and [`ranges`] holding
-//! every numeric option to its range), composition in
+//! This crate is the `code-mode` command and a library for your own agent
+//! loop. The library runs everything in this process (no NATS):
+//!
+//! - [`Bridge`] starts the wrapped MCP servers ([`Server`], or an
+//!   `mcpServers` file) and checks every call; [`Bridge::stubs`] gives the
+//!   tools' Python stubs for your own prompt.
+//! - [`run_code`] runs one cell of Python in a fresh container.
+//! - [`Sandbox`] keeps variables between cells, with a call [`Budget`] per
+//!   cell.
+//! - [`build_server`] gives the `run_python` MCP server without starting it.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), code_mode::Error> {
+//! use code_mode::{Bridge, Sandbox, Server, run_code};
+//!
+//! let bridge = Bridge::start(Server::command("my-mcp-server").allow(["add"])).await?;
+//! let prompt = format!("You can call these tools:\n{}", bridge.stubs());
+//! let cell = run_code(&bridge, "print(await add({'a': 2, 'b': 3}))").await?;
+//! let sandbox = Sandbox::new(&bridge).await?;
+//! sandbox.run("x = 1", bridge.budget(0)).await?;
+//! let next = sandbox.run("print(x + 1)", bridge.budget(3)).await?;
+//! # let _ = (prompt, cell, next);
+//! sandbox.close().await;
+//! bridge.close().await;
+//! # Ok(()) }
+//! ```
+//!
+//! `examples/one_cell.rs` and `examples/agent_loop.rs` run against a real
+//! server; `docs/library.md` maps the Python API of the reference project
+//! to this one.
+//!
+//! The command: `serve` and `run` start the bridge (with its wrapped
+//! server), a sandbox-runner and the frontend in this one process over the
+//! in-process bus; `build-image` builds the sandbox image. Parsing lives in
+//! [`cli`] (with [`settings`] from a file and the environment, and
+//! [`ranges`] holding every numeric option to its range), composition in
 //! [`app`]; `main.rs` only calls [`main`].
 
 pub mod app;
@@ -16,6 +48,10 @@ pub mod terminal;
 
 #[doc(hidden)]
 pub mod fuzzing;
+mod library;
+
+pub use code_mode_mcp_frontend::KeepConfig;
+pub use library::{Bridge, Budget, CellReport, Error, McpServer, Options, Sandbox, Server, build_server, run_code};
 
 /// Entry point of the binary.
 pub fn main() -> std::process::ExitCode {

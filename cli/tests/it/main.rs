@@ -14,6 +14,7 @@ mod faults;
 mod first_hour;
 mod http;
 mod kept;
+mod library;
 mod list_changed;
 mod mcp_stdio;
 mod metrics;

@@ -166,3 +166,22 @@ fn the_runtime_example_of_the_readme_runs_under_gvisor_as_written() {
     // gVisor's kernel presents itself as Linux 4.4.0, whatever the host runs.
     assert_eq!(report["stdout"], "4.4.0\n", "{report}");
 }
+
+#[tokio::test]
+async fn the_kept_sessions_example_of_the_readme_prints_what_the_readme_says() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let text = readme();
+    let first = block(&text, "python", "# first run_python");
+    let later = block(&text, "python", "# a later run_python of the same session");
+    // The comment after the print is what it prints.
+    let expected = later.lines().last().and_then(|l| l.split_once("# ")).map(|(_, e)| e.trim()).unwrap().to_string();
+    let (client, _, _guards) = support::start(support::Deployment::AllInOne, &["--keep-variables"], &[]).await;
+    for (code, printed) in [(first, String::new()), (later, format!("{expected}\n"))] {
+        let report = support::report(&support::run_python(&client, &code).await);
+        assert_eq!(report["error"], Value::Null, "{report}");
+        assert_eq!(report["stdout"], printed.as_str(), "{report}");
+    }
+    client.cancel().await.unwrap();
+}

@@ -4,7 +4,7 @@
 //! At start it asks the bridge for the tool catalog and builds the tool's
 //! description ([`description`]). Each `run_python` call is checked (code
 //! size), waits for one of a bounded number of slots, and is sent to a
-//! sandbox-runner as a [`RunCell`]; the [`CellReport`] comes back to the
+//! sandbox-runner as a `RunCell`; the [`CellReport`] comes back to the
 //! client as structured content (with an output schema) and as the same JSON
 //! in a text block. Errors of code-mode itself come back as tool errors
 //! saying what went wrong.
@@ -18,10 +18,10 @@
 //!   publishes a changed one through a `watch` channel: later cells and
 //!   `tools/list` use it, and every session tells its MCP client
 //!   (`notifications/tools/list_changed`).
-//! - [`session`]: one actor per client session (the stdio client, or each
+//! - `session`: one actor per client session (the stdio client, or each
 //!   MCP session of the HTTP server, [`http`]) owns its cells, where their
 //!   approval questions go, its approval subscription and its client.
-//! - [`parking`]: one actor per process owns the cells waiting for a
+//! - `parking`: one actor per process owns the cells waiting for a
 //!   stateless client's retried call.
 //!
 //! A [`FrontendFactory`] fetches the catalog once per process, starts the
@@ -265,7 +265,14 @@ impl FrontendFactory {
     /// It answers approvals once it runs its first cell (or after
     /// [`Frontend::listen_for_approvals`]).
     pub fn session(&self) -> Frontend {
-        Frontend { session: SessionHandle::start(self.shared.clone()), shared: self.shared.clone() }
+        self.session_keeping(self.shared.config.keep)
+    }
+
+    /// A new client session that keeps its variables between cells as
+    /// `keep` says (`None`: a fresh container per cell), whatever the
+    /// process's setting; the description stays the process's.
+    pub fn session_keeping(&self, keep: Option<KeepConfig>) -> Frontend {
+        Frontend { session: SessionHandle::start(self.shared.clone(), keep), shared: self.shared.clone() }
     }
 
     /// Ask the bridge for its catalog now; true when the tools changed.

@@ -127,8 +127,9 @@ pub(crate) struct SessionHandle {
 }
 
 impl SessionHandle {
-    /// Start the actor of a new session with its own id.
-    pub fn start(shared: Arc<Shared>) -> SessionHandle {
+    /// Start the actor of a new session with its own id (`keep`: its cells
+    /// share one kept container).
+    pub fn start(shared: Arc<Shared>, keep: Option<KeepConfig>) -> SessionHandle {
         let id = uuid::Uuid::new_v4().to_string();
         let (commands, inbox) = mpsc::channel(COMMANDS);
         let (route_requests, routes_inbox) = mpsc::channel(ROUTE_REQUESTS);
@@ -144,6 +145,7 @@ impl SessionHandle {
             cells: JoinSet::new(),
             cell_ids: HashMap::new(),
             side: JoinSet::new(),
+            keep,
             kept: Kept::default(),
         };
         tokio::spawn(actor.run(inbox, routes_inbox));
@@ -228,6 +230,8 @@ struct SessionActor {
     cell_ids: HashMap<tokio::task::Id, String>,
     /// Notifications to the client in flight.
     side: JoinSet<()>,
+    /// Whether (and how long) the session keeps its container.
+    keep: Option<KeepConfig>,
     /// The kept container, in a kept session.
     kept: Kept,
 }
@@ -323,7 +327,7 @@ impl SessionActor {
     }
 
     fn start_cell(&mut self, order: CellOrder, reply: oneshot::Sender<Result<CellReport, FrontendError>>) {
-        let kept = self.shared.config.keep.filter(|_| order.keep);
+        let kept = self.keep.filter(|_| order.keep);
         if kept.is_some() && self.kept.running.is_some() {
             // A kept session's cells run one after the other, in order.
             self.kept.waiting.push_back((order, reply));

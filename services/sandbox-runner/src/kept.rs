@@ -4,7 +4,7 @@
 //! A session's first cell arrives on the queue group with
 //! [`RunCell::keep`] and no key: the runner takes a slot and a ready
 //! container (warm or cold) as for any cell and hands both to
-//! [`KeptSet::adopt`]. From then on one task, a [`KeptActor`], owns that
+//! `KeptSet::adopt`. From then on one task, a `KeptActor`, owns that
 //! container, its attach streams and its slot (a kept container counts
 //! against the runner's capacity for its whole life), and runs the
 //! session's cells one at a time: each with its own deadline, output caps
@@ -355,6 +355,7 @@ impl std::fmt::Display for Gone {
 impl KeptActor {
     async fn run(mut self, mut cells: mpsc::Receiver<KeptCell>) {
         let mut idle_until = Instant::now() + self.lifetime.idle;
+        let last_moment = self.born + self.lifetime.max;
         // Between cells, the limits of the last cell apply.
         let mut stop_output = usize::MAX;
         let gone = loop {
@@ -362,7 +363,9 @@ impl KeptActor {
                 _ = self.end.cancelled() => {
                     break if self.shutdown.is_cancelled() { Gone::Shutdown } else { Gone::Ended };
                 }
-                _ = tokio::time::sleep_until(idle_until) => break Gone::Idle,
+                _ = tokio::time::sleep_until(idle_until.min(last_moment)) => {
+                    break if idle_until <= last_moment { Gone::Idle } else { Gone::PastMax };
+                }
                 next = cells.recv() => {
                     let Some(KeptCell { cell, deadline, reply }) = next else { break Gone::Ended };
                     stop_output = cell.limits.stop_output as usize;
