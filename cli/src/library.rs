@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use code_mode_bridge::server::{HttpSpec, ServerSpec, StdioSpec, Transport};
-use code_mode_bridge::{BridgeConfig, CallLimits, Closer, PolicySource, WrappedServer};
+use code_mode_bridge::{BridgeConfig, CallLimits, Closer, Origin, PolicySource, WrappedServer};
 use code_mode_core::bus::Bus;
 use code_mode_core::defaults;
 use code_mode_core::state::SessionStore;
@@ -102,7 +102,7 @@ impl Server {
 
     fn with(name: String, transport: Transport) -> Server {
         let spec = ServerSpec { name, transport, start_timeout: defaults::START_TIMEOUT };
-        Server { wrapped: WrappedServer { spec, allow: None, private: vec![], policy: None } }
+        Server { wrapped: WrappedServer { spec, allow: None, private: vec![], policy: None, origin: Origin::Flags } }
     }
 
     /// Arguments of the command (a command server only).

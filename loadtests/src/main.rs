@@ -166,7 +166,8 @@ async fn main() -> anyhow::Result<()> {
         if args.warm > 0
             && [Scenario::Warm, Scenario::Tool, Scenario::Throughput, Scenario::Policy].into_iter().any(wants)
         {
-            let stack = Stack::start(transport, runtime, &args.server, args.warm, args.concurrency, None, None, None).await?;
+            let stack =
+                Stack::start(transport, runtime, &args.server, args.warm, args.concurrency, None, None, None).await?;
             let measured = async {
                 if wants(Scenario::Warm) {
                     eprintln!("loadtest: warm print(1) over {transport}");
@@ -200,9 +201,17 @@ async fn main() -> anyhow::Result<()> {
         if args.warm > 0 && wants(Scenario::Policy) {
             let policy = std::env::temp_dir().join(format!("code-mode-loadtest-policy-{}.json", std::process::id()));
             std::fs::write(&policy, LIMITED).context("writing the load test's policy")?;
-            let stack =
-                Stack::start(transport, runtime, &args.server, args.warm, args.concurrency, Some(policy.clone()), None, None)
-                    .await;
+            let stack = Stack::start(
+                transport,
+                runtime,
+                &args.server,
+                args.warm,
+                args.concurrency,
+                Some(policy.clone()),
+                None,
+                None,
+            )
+            .await;
             let _ = std::fs::remove_file(&policy);
             let stack = stack?;
             eprintln!("loadtest: {SERIAL_CALLS} calls in a row, rate-limited, over {transport}");
@@ -219,9 +228,17 @@ async fn main() -> anyhow::Result<()> {
                 }
                 Transport::Nats(_) => (Audit::Nats, "audit stream"),
             };
-            let stack =
-                Stack::start(transport, runtime, &args.server, args.warm, args.concurrency, None, Some(audit.clone()), None)
-                    .await?;
+            let stack = Stack::start(
+                transport,
+                runtime,
+                &args.server,
+                args.warm,
+                args.concurrency,
+                None,
+                Some(audit.clone()),
+                None,
+            )
+            .await?;
             eprintln!("loadtest: {SERIAL_CALLS} calls in a row, {label}, over {transport}");
             let measured = serial_calls(&stack, &args, transport, label).await;
             stack.stop().await;
@@ -232,7 +249,8 @@ async fn main() -> anyhow::Result<()> {
         }
         if wants(Scenario::Kept) {
             let keep = Some(KeepConfig::default());
-            let stack = Stack::start(transport, runtime, &args.server, args.warm, args.concurrency, None, None, keep).await?;
+            let stack =
+                Stack::start(transport, runtime, &args.server, args.warm, args.concurrency, None, None, keep).await?;
             eprintln!("loadtest: print(1) in a kept session over {transport}");
             let measured = latency(&stack, PRINT_ONE, &args, false, check_print_one).await;
             stack.stop().await;

@@ -95,6 +95,8 @@ impl Stack {
     /// Start the three services: the runner keeps `warm` containers ready
     /// under `runtime` and runs up to `concurrency` cells, the frontend
     /// sends as many (its sessions keep their variables with `keep`).
+    // Each scenario names every knob it varies, in one call.
+    #[allow(clippy::too_many_arguments)]
     pub async fn start(
         transport: &Transport,
         runtime: Runtime,
