@@ -354,7 +354,7 @@ impl Bridge {
         match self.inner.bridge.call(&call).await {
             ToolReply::Ok { value } => Ok(value),
             ToolReply::Refused { message } => Err(Error::Refused(message)),
-            ToolReply::Fault { kind } => Err(Error::Fault(kind)),
+            ToolReply::Fault { kind } => Err(Error::Fault(kind.to_string())),
         }
     }
 

@@ -73,6 +73,8 @@ fn error_kinds_keep_their_wire_spelling_and_unknown_kinds_still_decode() {
         (ErrorKind::NoCapacity, "no_capacity"),
         (ErrorKind::Sandbox, "sandbox"),
         (ErrorKind::SessionEndFailed, "session_end_failed"),
+        (ErrorKind::KeptLost, "kept_lost"),
+        (ErrorKind::KeptBusy, "kept_busy"),
         (ErrorKind::McpError, "McpError"),
         (ErrorKind::TransportClosed, "TransportClosed"),
         (ErrorKind::ServerRestarting, "ServerRestarting"),

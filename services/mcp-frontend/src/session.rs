@@ -41,8 +41,8 @@ use std::time::Duration;
 
 use code_mode_core::bus::BusError;
 use code_mode_proto::{
-    ApprovalReply, ApprovalRequest, CellLimits, CellRan, CellReport, ErrorKind, Keep, KeptContainer, KeptEnd, KeptReply,
-    KeptRequest, RunCell, ToolStub, subjects,
+    ApprovalReply, ApprovalRequest, CellLimits, CellRan, CellReport, ErrorKind, Keep, KeptContainer, KeptEnd,
+    KeptReply, KeptRequest, RunCell, ToolStub, subjects,
 };
 use rmcp::RoleServer;
 use rmcp::service::Peer;

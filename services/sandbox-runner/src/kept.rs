@@ -45,9 +45,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::Slot;
 use crate::cell::{self, End, ReadyContainer, Run, Streams};
-use crate::wire;
 use crate::container::Container;
 use crate::protocol::{self, FromRunner, Violation};
+use crate::wire;
 
 /// Commands that may wait at the registry.
 const REQUESTS: usize = 64;
