@@ -157,12 +157,13 @@ impl SessionStore {
 
     /// A store in a JetStream key-value bucket over `client`, opening the
     /// bucket or creating it when it does not exist yet. Fails with
-    /// [`StateError::Unavailable`] within `config.timeout` when JetStream
-    /// cannot be reached.
+    /// [`StateError::Unavailable`] when JetStream cannot be reached: each
+    /// try is bounded by `config.timeout`, and tries go on for 10 s (a
+    /// fresh cluster elects its JetStream leader meanwhile).
     pub async fn jetstream(client: async_nats::Client, config: JetStreamConfig) -> Result<Self, StateError> {
         let mut context = jetstream::new(client);
         context.set_timeout(config.timeout);
-        let open = async {
+        let open = || async {
             match context.get_key_value(config.bucket.as_str()).await {
                 Ok(store) => Ok(store),
                 Err(get_error) => {
@@ -188,7 +189,20 @@ impl SessionStore {
                 }
             }
         };
-        let store = bounded(config.timeout, "opening the key-value bucket", open).await?;
+        // Services starting with a fresh NATS cluster ask before JetStream
+        // has a meta leader; under load that takes longer than one request,
+        // so keep asking (each try bounded) until LEADER_WAIT has passed.
+        let give_up = tokio::time::Instant::now() + LEADER_WAIT;
+        let store = loop {
+            match bounded(config.timeout, "opening the key-value bucket", open()).await {
+                Ok(store) => break store,
+                Err(e) if tokio::time::Instant::now() >= give_up => return Err(e),
+                Err(e) => {
+                    tracing::info!(error = %e, "the session-state bucket is not ready yet; trying again");
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+            }
+        };
         // A bucket just created with replicas answers only once it has a
         // leader: until then every call would fail closed.
         crate::nats::wait_for_stream_leader(&store.stream, LEADER_WAIT).await;
