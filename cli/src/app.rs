@@ -23,6 +23,7 @@ use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, Closer, PolicyOptions, 
 use code_mode_core::bus::Bus;
 use code_mode_core::nats::{NatsOptions, NatsTls, NatsTransport};
 use code_mode_core::state::{JetStreamConfig, SessionStore};
+use code_mode_mcp_frontend::auth::{AuthOptions, SessionLimits};
 use code_mode_mcp_frontend::http::{HttpOptions, MCP_PATH, McpHttpServer};
 use code_mode_mcp_frontend::{Frontend, FrontendConfig, FrontendFactory, KeepConfig};
 use code_mode_sandbox_runner::container::Lockdown;
@@ -33,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::{
     BridgeArgs, Cli, Command, FrontendArgs, HttpArgs, KeepArgs, MetricsArgs, NatsArgs, PolicyCheckArgs, PolicyCommand,
-    RunnerArgs, StackArgs,
+    RunnerArgs, StackArgs, TokenCommand,
 };
 
 type Tasks = Vec<tokio::task::JoinHandle<()>>;
@@ -46,6 +47,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(args) => {
             let _metrics = start_metrics(&args.stack.metrics, "serve", &root).await?;
             let keep = keep_config(&args.keep);
+            if let Some(options) = http_options(&args.http) {
+                code_mode_mcp_frontend::http::preflight(&options).await?;
+            }
             let stack = Stack::start(&args.stack, args.max_concurrent, keep, &root).await?;
             if let Some(options) = http_options(&args.http) {
                 let served = serve_http(stack.factory.clone(), &options, &root).await;
@@ -81,6 +85,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             config.capacity_wait = args.capacity_wait;
             config.keep = keep_config(&args.keep);
             if let Some(options) = http_options(&args.http) {
+                code_mode_mcp_frontend::http::preflight(&options).await?;
                 let factory = FrontendFactory::connect(bus, config).await?;
                 return serve_http(factory, &options, &root).await;
             }
@@ -140,6 +145,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         },
         Command::Audit(args) => crate::audit::command(args).await,
         Command::Doctor(args) => doctor(args).await,
+        Command::Token(args) => match args.command {
+            TokenCommand::New { name } => {
+                let (token, line) = code_mode_mcp_frontend::auth::static_tokens::new_token(&name)
+                    .map_err(|e| anyhow::anyhow!("code-mode token new: {e}"))?;
+                println!("token: {token}");
+                println!("line: {line}");
+                eprintln!(
+                    "code-mode: give the token to {name} (it is not shown again) and add the line to the \
+                     --auth-tokens file, then send the server SIGHUP"
+                );
+                Ok(())
+            }
+        },
     }
 }
 
@@ -180,7 +198,13 @@ async fn policy_check(args: PolicyCheckArgs, root: &CancellationToken) -> anyhow
 
 fn http_options(args: &HttpArgs) -> Option<HttpOptions> {
     let addr = args.http.clone()?;
-    Some(HttpOptions { addr, allowed_hosts: args.allowed_hosts.clone() })
+    let auth = AuthOptions {
+        tokens_file: args.auth_tokens.clone(),
+        allowed_origins: args.allowed_origins.clone(),
+        insecure_no_auth: args.insecure_no_auth,
+        limits: SessionLimits { max_sessions: args.max_sessions, max_per_identity: args.max_sessions_per_identity },
+    };
+    Some(HttpOptions { addr, allowed_hosts: args.allowed_hosts.clone(), auth })
 }
 
 /// Serve MCP over HTTP until a signal; the URL goes to stderr.

@@ -58,6 +58,29 @@ pub enum Command {
     /// sandbox container every control of the lockdown; one verdict per
     /// line, exit 1 when a required check fails.
     Doctor(DoctorArgs),
+    /// Make bearer tokens for `--auth-tokens`.
+    Token(TokenArgs),
+}
+
+/// Options of `token`.
+#[derive(Debug, Args)]
+pub struct TokenArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: TokenCommand,
+}
+
+/// The subcommands of `token`.
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Print a fresh random token for the client NAME (shown this once;
+    /// give it to the client) and the line to add to the `--auth-tokens`
+    /// file (which holds only the token's SHA-256).
+    New {
+        /// The client's name: its identity in audit records, logs and
+        /// approval questions (letters, digits, `-_.@`, at most 64).
+        name: String,
+    },
 }
 
 /// Where the audit record goes (serve, run, bridge, sandbox-runner).
@@ -501,6 +524,29 @@ pub struct HttpArgs {
     /// protection). Name the hosts clients reach this server by.
     #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
     pub allowed_hosts: Vec<String>,
+    /// With `--http`: the static bearer tokens, one line per client, `NAME
+    /// sha256:HEX` (lines from `code-mode token new NAME`); reread on
+    /// SIGHUP. A request without one of these tokens gets 401.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub auth_tokens: Option<std::path::PathBuf>,
+    /// With `--http`: a browser origin allowed to call (`https://host[:port]`),
+    /// repeatable; a request carrying any other `Origin` gets 403 (none is
+    /// allowed by default; clients that are not browsers send none).
+    #[arg(long = "allowed-origin", value_name = "ORIGIN", requires = "http")]
+    pub allowed_origins: Vec<String>,
+    /// With `--http`: serve an address that is not loopback without
+    /// authentication (anyone who reaches the port can run code and call
+    /// every tool); refused without this flag.
+    #[arg(long, requires = "http")]
+    pub insecure_no_auth: bool,
+    /// With `--http`: MCP sessions open at once, across clients (a
+    /// stateless client's call counts as one while it runs); over it a new
+    /// session gets 429.
+    #[arg(long, value_name = "N", requires = "http")]
+    pub max_sessions: Option<usize>,
+    /// With `--http`: MCP sessions one identity may hold open at once.
+    #[arg(long, value_name = "N", requires = "http")]
+    pub max_sessions_per_identity: Option<usize>,
 }
 
 /// Options of `bridge`.

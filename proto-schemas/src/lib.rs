@@ -236,8 +236,10 @@ pub struct RunCell {
     pub cell_id: String,
     /// The client session that sent it.
     pub session: String,
-    /// Who the client is, once the frontend authenticates clients (`None`
-    /// until then); the audit record of the cell names it.
+    /// Who the client is, when the frontend authenticates clients (the
+    /// static token's name, or the access token's `sub`); `None` without
+    /// authentication. The audit records of the cell and of its calls name
+    /// it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<String>,
     /// The Python code.
@@ -357,6 +359,11 @@ pub struct CellReport {
 pub struct ToolCall {
     /// The client session the run belongs to.
     pub session: String,
+    /// Who the client is, when the frontend authenticates clients (the
+    /// cell's [`RunCell::identity`]): named in the call's audit record and
+    /// counted by `"scope": "identity"` limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
     /// The run making the call.
     pub cell_id: String,
     /// 1 for the run's first call, counting every call the run sent.

@@ -6,6 +6,7 @@
 
 mod approval;
 mod audit;
+mod auth;
 mod cluster;
 mod compose;
 mod discovery;

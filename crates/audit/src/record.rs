@@ -145,7 +145,7 @@ pub struct ToolInfo {
 pub struct CellFacts {
     /// The client session.
     pub session: String,
-    /// Who the client is, once clients authenticate (`None` until then).
+    /// Who the client is, when the frontend authenticates clients.
     pub identity: Option<String>,
     /// The cell's id.
     pub cell: String,
@@ -271,6 +271,10 @@ pub enum CallResult {
 pub struct Call {
     /// The client session.
     pub session: String,
+    /// Who the client is, when the frontend authenticates clients (left
+    /// out of the record otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
     /// The cell that made the call.
     pub cell: String,
     /// Its index in the cell (from 1).

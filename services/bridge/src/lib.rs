@@ -1090,6 +1090,7 @@ impl Trail {
         };
         audit_record::Body::Call(audit_record::Call {
             session: call.session.clone(),
+            identity: call.identity.clone(),
             cell: call.cell_id.clone(),
             call: call.call_index,
             server: self.server.clone(),

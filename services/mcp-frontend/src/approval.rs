@@ -26,6 +26,8 @@ use code_mode_proto::{ApprovalReply, ApprovalRequest};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
 use tokio::sync::oneshot;
 
+use crate::auth::Identity;
+
 /// One approval the bridge waits for, routed to the request running its
 /// cell.
 #[derive(Debug)]
@@ -53,7 +55,18 @@ pub const PARK_MARGIN: Duration = Duration::from_secs(5);
 
 /// The question the person sees, as an elicitation form with no fields.
 pub fn question(request: &ApprovalRequest) -> ElicitRequestParams {
-    ElicitRequestParams::FormElicitationParams { meta: None, message: message(request), requested_schema: empty_form() }
+    question_for(request, None)
+}
+
+/// [`question`] for a session opened by `identity`, which the question
+/// names (so a person answering for several identities knows whose code
+/// asks).
+pub fn question_for(request: &ApprovalRequest, identity: Option<&Identity>) -> ElicitRequestParams {
+    let message = match identity {
+        Some(identity) => message(request).replacen("the code wants", &format!("the code of {identity} wants"), 1),
+        None => message(request),
+    };
+    ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: empty_form() }
 }
 
 /// Someone to ask when a cell does not run on an MCP request (`code-mode
@@ -135,6 +148,19 @@ mod tests {
             assert!(message.contains(part), "{part} missing from {message}");
         }
         assert!(requested_schema.properties.is_empty());
+    }
+
+    #[test]
+    fn the_question_of_an_authenticated_session_names_its_identity() {
+        let ElicitRequestParams::FormElicitationParams { message, .. } =
+            question_for(&request(), Some(&Identity::new("alice")))
+        else {
+            panic!("a form question");
+        };
+        assert!(
+            message.starts_with("code-mode: the code of alice wants to call the tool \"delete_file\""),
+            "{message}"
+        );
     }
 
     #[test]

@@ -14,15 +14,21 @@
 //!
 //! Requests whose `Host` is not allowed are refused (403): loopback only by
 //! default, against DNS rebinding; name the hosts the server is reached by.
+//! Before the transport, every request passes the [`auth`](crate::auth)
+//! gate: origin, bearer token, session owner and session limits. An
+//! address that is not loopback is served only with authentication, or
+//! with `--insecure-no-auth`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp_actix_web::transport::StreamableHttpService;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::{self, AuthError, AuthOptions, Gate};
 use crate::{Frontend, FrontendError, FrontendFactory};
 
 /// The path the MCP endpoint is served at.
@@ -36,6 +42,32 @@ pub struct HttpOptions {
     /// Accepted `Host` header values (`host` or `host:port`); empty keeps
     /// the loopback-only default.
     pub allowed_hosts: Vec<String>,
+    /// Who may call, and how many sessions they may hold.
+    pub auth: AuthOptions,
+}
+
+/// Whether every address `addr` resolves to is a loopback address.
+async fn is_loopback(addr: &str) -> bool {
+    match tokio::net::lookup_host(addr).await {
+        Ok(addrs) => {
+            let addrs: Vec<SocketAddr> = addrs.collect();
+            !addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback())
+        }
+        Err(_) => false,
+    }
+}
+
+/// Check what can be checked before anything starts: an address that is not
+/// loopback needs authentication (or `--insecure-no-auth`, logged as a
+/// warning when the server starts), and the token file must read.
+pub async fn preflight(options: &HttpOptions) -> Result<(), FrontendError> {
+    if let Some(path) = &options.auth.tokens_file {
+        crate::auth::static_tokens::TokenSet::read(path)?;
+    }
+    if !options.auth.authenticates() && !options.auth.insecure_no_auth && !is_loopback(&options.addr).await {
+        return Err(AuthError::Unauthenticated { addr: options.addr.clone() }.into());
+    }
+    Ok(())
 }
 
 /// Answer a session's `DELETE` with 200 OK instead of the transport's 202
@@ -80,6 +112,15 @@ impl McpHttpServer {
         cancel: CancellationToken,
     ) -> Result<Self, FrontendError> {
         let bind_error = |reason: std::io::Error| FrontendError::Http { addr: options.addr.clone(), reason };
+        preflight(options).await?;
+        if options.auth.insecure_no_auth && !options.auth.authenticates() {
+            tracing::warn!(
+                addr = %options.addr,
+                "--insecure-no-auth: MCP over HTTP without authentication; anyone who reaches the port can run code \
+                 and call every tool"
+            );
+        }
+        let gate = Gate::new(&options.auth, cancel.clone())?;
         let sessions = factory;
         // An empty list would switch the check off: keep the default then.
         let hosts = (!options.allowed_hosts.is_empty()).then(|| options.allowed_hosts.clone());
@@ -88,9 +129,15 @@ impl McpHttpServer {
             .session_manager(Arc::new(LocalSessionManager::default()))
             .cancellation_token(cancel.child_token())
             .maybe_allowed_hosts(hosts)
+            .on_request_fn(auth::carry_caller)
             .build();
         let server = HttpServer::new(move || {
-            App::new().wrap_fn(session_end_is_ok).service(service.clone().scope_with_path(MCP_PATH))
+            let gate = gate.clone();
+            let guarded = service
+                .clone()
+                .scope_with_path(MCP_PATH)
+                .wrap(from_fn(move |request, next| auth::gate(gate.clone(), request, next)));
+            App::new().wrap_fn(session_end_is_ok).service(guarded)
         })
         .workers(1)
         .shutdown_timeout(2)

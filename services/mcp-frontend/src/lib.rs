@@ -34,6 +34,7 @@
 //! elicitation ([`approval`]).
 
 pub mod approval;
+pub mod auth;
 pub mod catalog;
 pub mod description;
 pub mod http;
@@ -60,6 +61,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{Asking, Pending};
+use crate::auth::Identity;
 pub use crate::catalog::CATALOG_POLL;
 use crate::catalog::CatalogHandle;
 use crate::parking::{Parked, ParkingLot};
@@ -106,6 +108,9 @@ pub enum FrontendError {
     /// The MCP transport failed.
     #[error("MCP transport: {0}")]
     Transport(String),
+    /// Authentication's settings are wrong or missing.
+    #[error(transparent)]
+    Auth(#[from] auth::AuthError),
     /// The MCP HTTP server could not listen.
     #[error("cannot serve MCP over HTTP on {addr}: {reason}")]
     Http {
@@ -341,6 +346,7 @@ impl Frontend {
     /// input-required result.
     async fn drive(&self, mut run: CellRun, context: &RequestContext<RoleServer>) -> CallToolResponse {
         let asking = asking(context);
+        let identity = auth::caller_of(context).and_then(|c| c.identity);
         // Questions put to the client by `elicitation/create`, owned by this
         // request: dropped with it.
         let mut elicitations = FuturesUnordered::new();
@@ -362,8 +368,9 @@ impl Frontend {
                     }
                     Asking::Request => {
                         let peer = context.peer.clone();
+                        let identity = identity.clone();
                         elicitations.push(async move {
-                            let answer = elicit(&peer, &first.request).await;
+                            let answer = elicit(&peer, &first.request, identity.as_ref()).await;
                             let _ = first.answer.send(answer);
                         });
                     }
@@ -373,7 +380,7 @@ impl Frontend {
                         while let Ok(more) = run.approvals.try_recv() {
                             pending.push(more);
                         }
-                        return self.park(run, pending).await.into();
+                        return self.park(run, pending, identity).await.into();
                     }
                 },
                 Some(()) = elicitations.next(), if !elicitations.is_empty() => {}
@@ -384,17 +391,17 @@ impl Frontend {
     /// Hand `run` to the parking lot until the client calls again with
     /// answers to `pending` (or the longest approval timeout passes); the
     /// result asks them.
-    async fn park(&self, run: CellRun, pending: Vec<Pending>) -> InputRequiredResult {
+    async fn park(&self, run: CellRun, pending: Vec<Pending>, identity: Option<Identity>) -> InputRequiredResult {
         let token = uuid::Uuid::new_v4().to_string();
         let mut questions = InputRequests::new();
         for (i, p) in pending.iter().enumerate() {
-            let question = ElicitRequest::new(approval::question(&p.request));
+            let question = ElicitRequest::new(approval::question_for(&p.request, identity.as_ref()));
             questions.insert(format!("approval-{i}"), InputRequest::Elicitation(question));
         }
         let longest = pending.iter().map(|p| p.request.timeout_ms).max().unwrap_or(0);
         tracing::info!(questions = pending.len(), "asking the client for approval (input required)");
         let until = tokio::time::Instant::now() + Duration::from_millis(longest);
-        self.shared.parking.park(token.clone(), Parked { run, pending }, until).await;
+        self.shared.parking.park(token.clone(), Parked { run, pending, identity }, until).await;
         InputRequiredResult::new(Some(questions), Some(token))
     }
 
@@ -406,7 +413,8 @@ impl Frontend {
         answers: Option<&rmcp::model::InputResponses>,
         context: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
-        let Some(parked) = self.shared.parking.take(token).await else {
+        let identity = auth::caller_of(context).and_then(|c| c.identity);
+        let Some(parked) = self.shared.parking.take(token, identity).await else {
             return error_result(&format!(
                 "{TOOL_NAME}: no cell waits for answers under this requestState (answered already, or it waited too \
                  long and was dropped): run the code again"
@@ -535,6 +543,20 @@ impl ServerHandler for Frontend {
             )
     }
 
+    async fn initialize(
+        &self,
+        request: rmcp::model::InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::InitializeResult, McpError> {
+        // The session takes its caller (and its place among the open
+        // sessions) at the handshake, before the client can send more.
+        if let Some(caller) = auth::caller_of(&context) {
+            self.session.know_caller(caller).await;
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -550,6 +572,9 @@ impl ServerHandler for Frontend {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         self.session.know_client(&context.peer);
+        if let Some(caller) = auth::caller_of(&context) {
+            self.session.know_caller(caller).await;
+        }
         if request.name != TOOL_NAME {
             return Err(McpError::invalid_params(
                 format!("unknown tool {:?}: the only tool is {TOOL_NAME}", request.name),
@@ -597,9 +622,9 @@ fn asking(context: &RequestContext<RoleServer>) -> Asking {
 
 /// Ask the client with `elicitation/create` and wait for the answer, at
 /// most the request's timeout.
-async fn elicit(peer: &Peer<RoleServer>, request: &ApprovalRequest) -> ApprovalReply {
+async fn elicit(peer: &Peer<RoleServer>, request: &ApprovalRequest, identity: Option<&Identity>) -> ApprovalReply {
     let timeout = Duration::from_millis(request.timeout_ms);
-    match peer.create_elicitation_with_timeout(approval::question(request), Some(timeout)).await {
+    match peer.create_elicitation_with_timeout(approval::question_for(request, identity), Some(timeout)).await {
         Ok(result) => approval::answer_of(&result),
         Err(ServiceError::Timeout { .. }) => ApprovalReply::TimedOut,
         Err(e) => {

@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::approval::{PARK_MARGIN, Pending};
+use crate::auth::Identity;
 use crate::session::CellRun;
 
 /// Park requests that may wait at the actor.
@@ -29,11 +30,13 @@ pub(crate) struct Parked {
     pub run: CellRun,
     /// The questions asked, in the order of their keys (`approval-<i>`).
     pub pending: Vec<Pending>,
+    /// Who ran it: only a retried call of the same identity takes it.
+    pub identity: Option<Identity>,
 }
 
 enum Command {
     Park { token: String, parked: Parked, until: Instant },
-    Take { token: String, reply: oneshot::Sender<Option<Parked>> },
+    Take { token: String, identity: Option<Identity>, reply: oneshot::Sender<Option<Parked>> },
 }
 
 /// A handle on the parking lot. Cheap to clone.
@@ -57,10 +60,12 @@ impl ParkingLot {
         let _ = self.requests.send(Command::Park { token, parked, until }).await;
     }
 
-    /// Take the cell parked under `token`, if it is still there.
-    pub async fn take(&self, token: &str) -> Option<Parked> {
+    /// Take the cell parked under `token`, if it is still there and was
+    /// parked by `identity` (a call of another identity finds nothing, and
+    /// the cell stays for its own client).
+    pub async fn take(&self, token: &str, identity: Option<Identity>) -> Option<Parked> {
         let (reply, answer) = oneshot::channel();
-        self.requests.send(Command::Take { token: token.to_string(), reply }).await.ok()?;
+        self.requests.send(Command::Take { token: token.to_string(), identity, reply }).await.ok()?;
         answer.await.ok().flatten()
     }
 }
@@ -73,7 +78,16 @@ async fn run(mut inbox: mpsc::Receiver<Command>) {
             command = inbox.recv() => match command {
                 None => break,
                 Some(Command::Park { token, parked: cell, until }) => { parked.insert(token, (cell, until)); }
-                Some(Command::Take { token, reply }) => { let _ = reply.send(parked.remove(&token).map(|(p, _)| p)); }
+                Some(Command::Take { token, identity, reply }) => {
+                    let mine = parked.get(&token).is_some_and(|(p, _)| p.identity == identity);
+                    if !mine && parked.contains_key(&token) {
+                        tracing::warn!(
+                            identity = crate::auth::shown(identity.as_ref()),
+                            "refused a retried call whose cell another identity ran"
+                        );
+                    }
+                    let _ = reply.send(if mine { parked.remove(&token).map(|(p, _)| p) } else { None });
+                }
             },
             _ = sleep_until(next_expiry) => {
                 let now = Instant::now();

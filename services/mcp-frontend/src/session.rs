@@ -50,7 +50,10 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use tracing::Instrument;
+
 use crate::approval::{LocalAsker, Pending};
+use crate::auth::{Caller, Identity, shown};
 use crate::catalog::View;
 use crate::{CELL_MARGIN, CellOptions, FrontendError, KeepConfig, RETRY_PAUSE, Shared};
 
@@ -113,6 +116,7 @@ enum Command {
     Run { order: CellOrder, reply: oneshot::Sender<Result<CellReport, FrontendError>> },
     AskLocally(Arc<dyn LocalAsker>),
     KnowClient(Peer<RoleServer>),
+    KnowCaller(Caller),
     End { reply: oneshot::Sender<()> },
 }
 
@@ -147,6 +151,8 @@ impl SessionHandle {
             side: JoinSet::new(),
             keep,
             kept: Kept::default(),
+            identity: None,
+            lease: None,
         };
         tokio::spawn(actor.run(inbox, routes_inbox));
         SessionHandle { commands, id: id.into(), told_client: Arc::new(AtomicBool::new(false)) }
@@ -194,6 +200,13 @@ impl SessionHandle {
         }
     }
 
+    /// Tell the actor who its caller is (the first one told stays: the HTTP
+    /// gate refuses requests of another identity on an open session). The
+    /// actor keeps the caller's session place while it lives.
+    pub async fn know_caller(&self, caller: Caller) {
+        let _ = self.commands.send(Command::KnowCaller(caller)).await;
+    }
+
     /// End the session now: stop its cells, stop answering approvals, and
     /// tell the bridge (if it ran a cell). Returns once done.
     pub async fn end(&self) {
@@ -234,6 +247,11 @@ struct SessionActor {
     keep: Option<KeepConfig>,
     /// The kept container, in a kept session.
     kept: Kept,
+    /// Who opened the session (`None`: nobody authenticated).
+    identity: Option<Identity>,
+    /// The session's place among the open sessions, given back when the
+    /// actor ends.
+    lease: Option<crate::auth::owners::Lease>,
 }
 
 /// A kept session's container as its session knows it.
@@ -322,6 +340,14 @@ impl SessionActor {
             Command::KnowClient(peer) => {
                 self.client.get_or_insert(peer);
             }
+            Command::KnowCaller(caller) => {
+                if self.identity.is_none() && self.lease.is_none() {
+                    self.identity = caller.identity;
+                }
+                if self.lease.is_none() {
+                    self.lease = caller.lease;
+                }
+            }
             Command::End { .. } => unreachable!("handled by the loop"),
         }
     }
@@ -340,21 +366,34 @@ impl SessionActor {
         }
         let (shared, session) = (self.shared.clone(), self.id.clone());
         let container = self.kept.container.clone();
-        let task = self.cells.spawn(async move {
-            let (result, container) = match kept {
-                None => (run_cell(&shared, &session, &order).await, None),
-                Some(keep) => {
-                    let (result, container) = run_kept_cell(&shared, &session, &order, keep, container).await;
-                    (result, Some(container))
+        let identity = self.identity.clone();
+        let span = tracing::info_span!("cell", %session, cell = %cell_id, identity = %shown(identity.as_ref()));
+        let task = self.cells.spawn(
+            async move {
+                tracing::info!(code_bytes = order.code.len(), "cell started");
+                let (result, container) = match kept {
+                    None => (run_cell(&shared, &session, identity.as_ref(), &order).await, None),
+                    Some(keep) => {
+                        let (result, container) =
+                            run_kept_cell(&shared, &session, identity.as_ref(), &order, keep, container).await;
+                        (result, Some(container))
+                    }
+                };
+                match &result {
+                    Ok(report) => {
+                        tracing::info!(error = report.error.is_some(), stopped = report.stopped, "cell ended")
+                    }
+                    Err(e) => tracing::warn!(error = %e, "cell failed"),
                 }
-            };
-            code_mode_telemetry::frontend_cell(FrontendError::metric_result(&result));
-            let _ = reply.send(result);
-            // A cell may have changed the tools (a wrapped server's tool
-            // did): the clients hear of it right after the cell.
-            shared.catalog.refresh().await;
-            container
-        });
+                code_mode_telemetry::frontend_cell(FrontendError::metric_result(&result));
+                let _ = reply.send(result);
+                // A cell may have changed the tools (a wrapped server's tool
+                // did): the clients hear of it right after the cell.
+                shared.catalog.refresh().await;
+                container
+            }
+            .instrument(span),
+        );
         self.cell_ids.insert(task.id(), cell_id);
         if kept.is_some() {
             self.kept.running = Some(task.id());
@@ -484,7 +523,12 @@ async fn approve(routes: &mpsc::Sender<RouteRequest>, request: ApprovalRequest) 
 
 /// Run one cell: wait for one of the process's cell slots, refresh the
 /// catalog, send the cell to a sandbox-runner.
-async fn run_cell(shared: &Shared, session: &str, order: &CellOrder) -> Result<CellReport, FrontendError> {
+async fn run_cell(
+    shared: &Shared,
+    session: &str,
+    identity: Option<&Identity>,
+    order: &CellOrder,
+) -> Result<CellReport, FrontendError> {
     let config = &shared.config;
     if order.code.len() > config.max_code {
         return Err(FrontendError::CodeTooLarge { size: order.code.len(), max: config.max_code });
@@ -492,7 +536,7 @@ async fn run_cell(shared: &Shared, session: &str, order: &CellOrder) -> Result<C
     let _slot = shared.slots.acquire().await.expect("the semaphore is never closed");
     shared.catalog.refresh().await;
     let view = shared.catalog.current();
-    let cell = cell_message(shared, session, order, &view);
+    let cell = cell_message(shared, session, identity, order, &view);
     Ok(send_fresh(shared, &cell).await?.report)
 }
 
@@ -503,6 +547,7 @@ async fn run_cell(shared: &Shared, session: &str, order: &CellOrder) -> Result<C
 async fn run_kept_cell(
     shared: &Shared,
     session: &str,
+    identity: Option<&Identity>,
     order: &CellOrder,
     keep: KeepConfig,
     mut container: Container,
@@ -514,7 +559,7 @@ async fn run_kept_cell(
     let _slot = shared.slots.acquire().await.expect("the semaphore is never closed");
     shared.catalog.refresh().await;
     let view = shared.catalog.current();
-    let mut cell = cell_message(shared, session, order, &view);
+    let mut cell = cell_message(shared, session, identity, order, &view);
     let settings = Keep { key: None, idle_ms: keep.idle.as_millis() as u64, max_ms: keep.max.as_millis() as u64 };
     let started = tokio::time::Instant::now();
     if let Some(at) = container.at.take() {
@@ -629,7 +674,13 @@ fn lost_line(reason: &str) -> String {
 }
 
 /// The [`RunCell`] of `order` over the catalog of `view`.
-fn cell_message(shared: &Shared, session: &str, order: &CellOrder, view: &View) -> RunCell {
+fn cell_message(
+    shared: &Shared,
+    session: &str,
+    identity: Option<&Identity>,
+    order: &CellOrder,
+    view: &View,
+) -> RunCell {
     let config = &shared.config;
     let max_calls = match order.options.max_calls {
         Some(budget) => budget.min(view.catalog.max_calls),
@@ -638,7 +689,7 @@ fn cell_message(shared: &Shared, session: &str, order: &CellOrder, view: &View) 
     RunCell {
         cell_id: order.cell_id.clone(),
         session: session.to_string(),
-        identity: None,
+        identity: identity.map(|i| i.to_string()),
         code: order.code.clone(),
         tools: view.catalog.tools.iter().map(ToolStub::from).collect(),
         withheld: view.catalog.withheld.clone(),

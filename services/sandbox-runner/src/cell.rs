@@ -286,7 +286,7 @@ pub async fn run(
     let died = if matches!(end, End::Died) { container.exit_state().await } else { None };
     let id = container.id().to_string();
     container.remove().await;
-    tracing::info!(cell = %cell.cell_id, container = %id, warm, elapsed_ms = started.elapsed().as_millis() as u64, end = ?end, "cell ended");
+    tracing::info!(cell = %cell.cell_id, identity = cell.identity.as_deref().unwrap_or("anonymous"), container = %id, warm, elapsed_ms = started.elapsed().as_millis() as u64, end = ?end, "cell ended");
     code_mode_telemetry::cell_ended(outcome(&end), started.elapsed());
     report_of(run, end, died)
 }
@@ -441,6 +441,7 @@ async fn handle_line(
             }
             let call = ToolCall {
                 session: run.cell.session.clone(),
+                identity: run.cell.identity.clone(),
                 cell_id: run.cell.cell_id.clone(),
                 call_index: run.calls_sent,
                 tool,

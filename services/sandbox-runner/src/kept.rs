@@ -401,7 +401,7 @@ impl KeptActor {
         let end = cell::run_in(&mut run, &mut self.streams, true, &self.bus, deadline, &self.end).await;
         let lives = matches!(end, End::Done { stopped: false, .. });
         let died = if matches!(end, End::Died) { self.container.exit_state().await } else { None };
-        tracing::info!(cell = %cell.cell_id, container = %self.container.id(), kept = true, elapsed_ms = started.elapsed().as_millis() as u64, end = ?end, "cell ended");
+        tracing::info!(cell = %cell.cell_id, identity = cell.identity.as_deref().unwrap_or("anonymous"), container = %self.container.id(), kept = true, elapsed_ms = started.elapsed().as_millis() as u64, end = ?end, "cell ended");
         code_mode_telemetry::cell_ended(cell::outcome(&end), started.elapsed());
         let mut report = cell::report_of(run, end, died);
         if !lives {

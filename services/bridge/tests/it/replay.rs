@@ -15,7 +15,14 @@ use crate::policy::{DEBUGPY_SEED, PYTEST_SEED, PYTHON_SCRIPT_SEED};
 use crate::support::{Setup, ok, refused, unique_path};
 
 fn call(session: &str, cell: &str, index: u32, tool: &str, arguments: Value) -> ToolCall {
-    ToolCall { session: session.into(), cell_id: cell.into(), call_index: index, tool: tool.into(), arguments }
+    ToolCall {
+        session: session.into(),
+        identity: None,
+        cell_id: cell.into(),
+        call_index: index,
+        tool: tool.into(),
+        arguments,
+    }
 }
 
 fn records(path: &Path) -> Vec<Value> {

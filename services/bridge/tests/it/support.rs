@@ -185,7 +185,14 @@ impl Harness {
 
 /// A call from cell `cell-1` of session `it`.
 pub fn tool_call(tool: &str, arguments: Value, call_index: u32) -> ToolCall {
-    ToolCall { session: "it".into(), cell_id: "cell-1".into(), call_index, tool: tool.into(), arguments }
+    ToolCall {
+        session: "it".into(),
+        identity: None,
+        cell_id: "cell-1".into(),
+        call_index,
+        tool: tool.into(),
+        arguments,
+    }
 }
 
 /// The tool names of every `tools/call` line in a request log.

@@ -1,0 +1,424 @@
+//! Authentication of MCP over HTTP: static bearer tokens (`--auth-tokens`,
+//! made by `code-mode token new`), the `Origin` check, sessions bound to the
+//! identity that opened them, session limits, and the refusal to serve an
+//! address that is not loopback without authentication. Clients are the
+//! official Python SDK (with a bearer header), rmcp's client, and raw
+//! HTTP/1.1 requests where a test needs to see the status and headers.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::ClientHandler;
+use rmcp::service::{ClientServiceExt, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+
+use crate::approval::{Answer, Person};
+use crate::http::{LEGACY, run_python, spawn_http, stdout};
+use crate::support::{self, log_path};
+
+/// A client made with `code-mode token new NAME`: its token and line.
+struct Client {
+    token: String,
+    line: String,
+}
+
+fn token_new(name: &str) -> Client {
+    let out = std::process::Command::new(support::code_mode()).args(["token", "new", name]).output().unwrap();
+    assert!(out.status.success(), "token new: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let field = |label: &str| {
+        text.lines().find_map(|l| l.strip_prefix(label)).unwrap_or_else(|| panic!("no {label} in {text}")).to_string()
+    };
+    Client { token: field("token: "), line: field("line: ") }
+}
+
+fn write_tokens(path: &Path, clients: &[&Client]) {
+    let lines: Vec<&str> = clients.iter().map(|c| c.line.as_str()).collect();
+    std::fs::write(path, format!("# code-mode clients\n{}\n", lines.join("\n"))).unwrap();
+}
+
+/// `serve --http` on a free loopback port with `args`, wrapping the test
+/// server; the child, its URL and its log.
+async fn serve(args: &[&str]) -> (tokio::process::Child, String, Arc<Mutex<Vec<String>>>) {
+    let mut serve = tokio::process::Command::new(support::code_mode());
+    serve.args(["serve", "--http", "127.0.0.1:0"]).args(args).arg("--").arg(support::test_server());
+    serve.stdin(std::process::Stdio::null()).kill_on_drop(true);
+    spawn_http(&mut serve).await
+}
+
+/// An answer to a raw request: the status, the headers (names in lower
+/// case) and the body.
+#[derive(Debug)]
+struct Answered {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Answered {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Send one HTTP/1.1 request to the MCP endpoint of `url` and read the whole
+/// answer.
+fn request(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -> Answered {
+    let authority = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let mut stream = std::net::TcpStream::connect(authority).expect("the server listens");
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut head = format!(
+        "{method} /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, \
+         text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    write!(stream, "{head}\r\n{body}").unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let mut lines = head.lines();
+    let status = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    Answered { status, headers, body: body.to_string() }
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+const LIST_TOOLS: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+
+fn bearer(client: &Client) -> String {
+    format!("Bearer {}", client.token)
+}
+
+/// Open an MCP session with raw requests as `client`; its session id.
+fn open_session(url: &str, client: &Client) -> String {
+    let auth = bearer(client);
+    let opened = request(url, "POST", &[("Authorization", &auth)], INITIALIZE);
+    assert_eq!(opened.status, 200, "{opened:?}");
+    let session = opened.header("mcp-session-id").expect("a session id").to_string();
+    let done = request(
+        url,
+        "POST",
+        &[("Authorization", &auth), ("Mcp-Session-Id", &session), ("MCP-Protocol-Version", "2025-11-25")],
+        INITIALIZED,
+    );
+    assert_eq!(done.status, 202, "{done:?}");
+    session
+}
+
+/// `tools/list` on `session` as `client`.
+fn list_tools(url: &str, client: &Client, session: &str) -> Answered {
+    let auth = bearer(client);
+    request(
+        url,
+        "POST",
+        &[("Authorization", &auth), ("Mcp-Session-Id", session), ("MCP-Protocol-Version", "2025-11-25")],
+        LIST_TOOLS,
+    )
+}
+
+/// An rmcp client sending `client`'s token.
+async fn connect_as<H: ClientHandler>(url: &str, client: &Client, handler: H) -> RunningService<RoleClient, H> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(client.token.clone());
+    let transport = StreamableHttpClientTransport::from_config(config);
+    handler.serve_with_lifecycle(transport, LEGACY()).await.expect("the MCP client connects with its token")
+}
+
+/// Send SIGHUP to our child `pid` (the workspace forbids `unsafe`).
+fn hangup(pid: u32) {
+    let status = std::process::Command::new("kill").args(["-HUP", &pid.to_string()]).status().expect("kill runs");
+    assert!(status.success(), "kill -HUP {pid}: {status}");
+}
+
+fn tokens_path(tag: &str) -> PathBuf {
+    log_path(tag).with_extension("tokens")
+}
+
+/// Lines of a JSON-lines audit file.
+fn audit_records(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("an audit line is JSON"))
+        .collect()
+}
+
+const APPROVE_ECHO: &str = r#"{"version": "1", "default": "allow", "tools": {"echo": {"action": "approve"}}}"#;
+
+#[tokio::test]
+async fn clients_with_static_tokens_run_cells_and_their_identity_is_in_audit_records_questions_and_log_lines() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (alice, bob) = (token_new("alice"), token_new("bob"));
+    let tokens = tokens_path("auth-identity");
+    write_tokens(&tokens, &[&alice, &bob]);
+    let audit = log_path("auth-identity-audit");
+    let policy = log_path("auth-identity-policy").with_extension("json");
+    std::fs::write(&policy, APPROVE_ECHO).unwrap();
+    let (_serve, url, log) = serve(&[
+        "--auth-tokens",
+        tokens.to_str().unwrap(),
+        "--audit",
+        audit.to_str().unwrap(),
+        "--policy",
+        policy.to_str().unwrap(),
+    ])
+    .await;
+
+    // The official Python SDK with a static bearer header.
+    let steps = json!([{"op": "call", "tool": "run_python", "arguments": {"code": "print(await add(a=1, b=2))"}}]);
+    let header = format!("Authorization: {}", bearer(&alice));
+    let Some((results, _)) =
+        support::python_sdk(&["--url", &url, "--mode", "legacy", "--header", &header], &steps).await
+    else {
+        return;
+    };
+    assert_eq!(results[0]["result"]["structuredContent"]["stdout"], "{\"sum\":3}\n", "{results:?}");
+
+    // rmcp's client as bob, asked to approve an echo.
+    let person = Person::new(Answer::Accept);
+    let client = connect_as(&url, &bob, person.clone()).await;
+    assert_eq!(stdout(&run_python(&client, "print(await echo({'text': 'hi'}))").await), "hi\n");
+    client.cancel().await.ok();
+    let asked = person.asked();
+    assert_eq!(asked.len(), 1);
+    assert!(asked[0].starts_with("code-mode: the code of bob wants to call the tool \"echo\""), "{asked:?}");
+
+    let records = audit_records(&audit);
+    let of = |kind: &str, who: &str| records.iter().filter(|r| r["kind"] == kind && r["identity"] == who).count();
+    assert_eq!((of("cell_start", "alice"), of("cell", "alice"), of("call", "alice")), (1, 1, 1), "{records:#?}");
+    assert_eq!((of("cell_start", "bob"), of("cell", "bob"), of("call", "bob")), (1, 1, 1), "{records:#?}");
+    let echo = records.iter().find(|r| r["kind"] == "call" && r["tool"] == "echo").unwrap();
+    assert_eq!(echo["decision"], "approved");
+
+    let log = log.lock().unwrap().join("\n");
+    for who in ["alice", "bob"] {
+        assert!(log.lines().any(|l| l.contains("cell started") && l.contains(&format!("identity={who}"))), "{log}");
+        assert!(log.lines().any(|l| l.contains("cell ended") && l.contains(&format!("identity={who}"))), "{log}");
+    }
+    for secret in [&alice.token, &bob.token] {
+        assert!(!log.contains(&secret[3..]), "a token reached the log");
+        assert!(!std::fs::read_to_string(&audit).unwrap().contains(&secret[3..]), "a token reached the audit");
+    }
+    for file in [tokens, audit, policy] {
+        let _ = std::fs::remove_file(file);
+    }
+}
+
+#[tokio::test]
+async fn requests_without_a_valid_token_get_401_with_a_bearer_challenge_and_no_token_detail() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let alice = token_new("alice");
+    let tokens = tokens_path("auth-401");
+    write_tokens(&tokens, &[&alice]);
+    let (_serve, url, log) = serve(&["--warm", "0", "--auth-tokens", tokens.to_str().unwrap()]).await;
+
+    let none = request(&url, "POST", &[], INITIALIZE);
+    assert_eq!(none.status, 401, "{none:?}");
+    assert_eq!(none.header("www-authenticate"), Some("Bearer realm=\"code-mode\""));
+
+    let forged = format!("cm_{}", "0".repeat(64));
+    for sent in [format!("Bearer {forged}"), format!("Bearer {}x", alice.token), format!("Basic {}", alice.token)] {
+        let refused = request(&url, "POST", &[("Authorization", &sent)], INITIALIZE);
+        assert_eq!(refused.status, 401, "{refused:?}");
+        let challenge = refused.header("www-authenticate").unwrap();
+        assert!(challenge.starts_with("Bearer realm=\"code-mode\""), "{challenge}");
+        assert!(!refused.body.contains("cm_") && !refused.body.contains(&alice.token[3..]), "{}", refused.body);
+    }
+    let wrong = request(&url, "POST", &[("Authorization", &format!("Bearer {forged}"))], INITIALIZE);
+    assert_eq!(wrong.header("www-authenticate"), Some("Bearer realm=\"code-mode\", error=\"invalid_token\""));
+    assert!(wrong.body.contains("invalid_token"), "{}", wrong.body);
+
+    assert_eq!(request(&url, "POST", &[("Authorization", &bearer(&alice))], INITIALIZE).status, 200);
+    let log = log.lock().unwrap().join("\n");
+    assert!(log.contains("refused an MCP request whose bearer token is not valid"), "{log}");
+    assert!(!log.contains(&forged[3..]) && !log.contains(&alice.token[3..]), "a token reached the log: {log}");
+    let _ = std::fs::remove_file(tokens);
+}
+
+#[tokio::test]
+async fn another_identitys_token_on_an_open_session_is_refused_and_the_session_goes_on() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (alice, mallory) = (token_new("alice"), token_new("mallory"));
+    let tokens = tokens_path("auth-owner");
+    write_tokens(&tokens, &[&alice, &mallory]);
+    let (_serve, url, _log) = serve(&["--warm", "0", "--auth-tokens", tokens.to_str().unwrap()]).await;
+    let session = open_session(&url, &alice);
+
+    let stolen = list_tools(&url, &mallory, &session);
+    assert_eq!(stolen.status, 403, "{stolen:?}");
+    assert!(stolen.body.contains("belongs to another identity"), "{}", stolen.body);
+    let auth = bearer(&mallory);
+    let ended = request(&url, "DELETE", &[("Authorization", &auth), ("Mcp-Session-Id", &session)], "");
+    assert_eq!(ended.status, 403, "another identity cannot end the session: {ended:?}");
+
+    let listed = list_tools(&url, &alice, &session);
+    assert_eq!(listed.status, 200, "{listed:?}");
+    assert!(listed.body.contains("run_python"), "the session goes on: {}", listed.body);
+    let _ = std::fs::remove_file(tokens);
+}
+
+#[tokio::test]
+async fn a_token_added_to_the_file_works_after_sighup_and_a_removed_one_stops_working() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (alice, bob) = (token_new("alice"), token_new("bob"));
+    let tokens = tokens_path("auth-sighup");
+    write_tokens(&tokens, &[&alice]);
+    let (serve, url, log) = serve(&["--warm", "0", "--auth-tokens", tokens.to_str().unwrap()]).await;
+    let status = |client: &Client| request(&url, "POST", &[("Authorization", &bearer(client))], INITIALIZE).status;
+    assert_eq!((status(&alice), status(&bob)), (200, 401));
+
+    write_tokens(&tokens, &[&bob]);
+    hangup(serve.id().unwrap());
+    let give_up = std::time::Instant::now() + Duration::from_secs(10);
+    while !log.lock().unwrap().iter().any(|l| l.contains("static bearer tokens reread")) {
+        assert!(std::time::Instant::now() < give_up, "the file was not reread");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!((status(&alice), status(&bob)), (401, 200));
+
+    // A file that no longer parses keeps the tokens in force.
+    std::fs::write(&tokens, "bob sha256:nothex\n").unwrap();
+    hangup(serve.id().unwrap());
+    let give_up = std::time::Instant::now() + Duration::from_secs(10);
+    while !log.lock().unwrap().iter().any(|l| l.contains("the token file was not reread")) {
+        assert!(std::time::Instant::now() < give_up, "the bad file was not reported");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(log.lock().unwrap().iter().any(|l| l.contains("line 1")), "the error names the line");
+    assert_eq!(status(&bob), 200);
+    let _ = std::fs::remove_file(tokens);
+}
+
+#[tokio::test]
+async fn a_request_from_an_origin_not_allowed_is_refused_with_403() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let alice = token_new("alice");
+    let tokens = tokens_path("auth-origin");
+    write_tokens(&tokens, &[&alice]);
+    let (_serve, url, _log) = serve(&[
+        "--warm",
+        "0",
+        "--auth-tokens",
+        tokens.to_str().unwrap(),
+        "--allowed-origin",
+        "https://app.example.com",
+    ])
+    .await;
+    let auth = bearer(&alice);
+    let from = |origin: &str| request(&url, "POST", &[("Authorization", &auth), ("Origin", origin)], INITIALIZE);
+    let evil = from("https://evil.example");
+    assert_eq!(evil.status, 403, "{evil:?}");
+    assert!(evil.body.contains("Origin is not allowed"), "{}", evil.body);
+    assert_eq!(from("null").status, 403);
+    assert_eq!(from("https://app.example.com").status, 200);
+    assert_eq!(request(&url, "POST", &[("Authorization", &auth)], INITIALIZE).status, 200, "no Origin: not a browser");
+    let _ = std::fs::remove_file(tokens);
+}
+
+#[tokio::test]
+async fn over_the_session_limits_a_new_session_gets_429_saying_which_limit_until_one_closes() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (alice, bob, carol) = (token_new("alice"), token_new("bob"), token_new("carol"));
+    let tokens = tokens_path("auth-limits");
+    write_tokens(&tokens, &[&alice, &bob, &carol]);
+    let (_serve, url, _log) = serve(&[
+        "--warm",
+        "0",
+        "--auth-tokens",
+        tokens.to_str().unwrap(),
+        "--max-sessions",
+        "2",
+        "--max-sessions-per-identity",
+        "1",
+    ])
+    .await;
+    let first = open_session(&url, &alice);
+    let again = request(&url, "POST", &[("Authorization", &bearer(&alice))], INITIALIZE);
+    assert_eq!(again.status, 429, "{again:?}");
+    let error: Value = serde_json::from_str(&again.body).unwrap();
+    assert!(error["error"]["message"].as_str().unwrap().contains("--max-sessions-per-identity"), "{error}");
+    let _second = open_session(&url, &bob);
+    let full = request(&url, "POST", &[("Authorization", &bearer(&carol))], INITIALIZE);
+    assert_eq!(full.status, 429, "{full:?}");
+    assert!(full.body.contains("(2, --max-sessions)"), "{}", full.body);
+
+    // Alice ends her session: her place and the server's come back.
+    let auth = bearer(&alice);
+    let ended = request(&url, "DELETE", &[("Authorization", &auth), ("Mcp-Session-Id", &first)], "");
+    assert_eq!(ended.status, 200, "{ended:?}");
+    let give_up = std::time::Instant::now() + Duration::from_secs(10);
+    while request(&url, "POST", &[("Authorization", &bearer(&carol))], INITIALIZE).status != 200 {
+        assert!(std::time::Instant::now() < give_up, "the ended session's place did not come back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = std::fs::remove_file(tokens);
+}
+
+#[tokio::test]
+async fn serving_http_on_a_non_loopback_address_without_authentication_refuses_to_start() {
+    let out = tokio::process::Command::new(support::code_mode())
+        .args(["serve", "--http", "0.0.0.0:0", "--"])
+        .arg(support::test_server())
+        .stdin(std::process::Stdio::null())
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(60), out).await.expect("it stops at once").unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("refusing to serve MCP on 0.0.0.0:0 without authentication")
+            && stderr.contains("--auth-tokens")
+            && stderr.contains("--insecure-no-auth"),
+        "{stderr}"
+    );
+    let bad = tokens_path("auth-bad");
+    std::fs::write(&bad, "alice sha256:12\n").unwrap();
+    let out = tokio::process::Command::new(support::code_mode())
+        .args(["serve", "--http", "0.0.0.0:0", "--auth-tokens", bad.to_str().unwrap(), "--"])
+        .arg(support::test_server())
+        .stdin(std::process::Stdio::null())
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(60), out).await.expect("it stops at once").unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains(&format!("{}, line 1", bad.display())) && stderr.contains("64 hexadecimal"), "{stderr}");
+    let _ = std::fs::remove_file(bad);
+}
+
+#[tokio::test]
+async fn insecure_no_auth_serves_a_non_loopback_address_and_says_so_in_a_warning() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let mut serve = tokio::process::Command::new(support::code_mode());
+    serve.args(["serve", "--warm", "0", "--http", "0.0.0.0:0", "--insecure-no-auth", "--"]).arg(support::test_server());
+    serve.stdin(std::process::Stdio::null()).kill_on_drop(true);
+    let (_serve, url, log) = spawn_http(&mut serve).await;
+    let port = url.rsplit(':').next().unwrap().trim_end_matches("/mcp");
+    let answer = request(&format!("http://127.0.0.1:{port}/mcp"), "POST", &[], INITIALIZE);
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert!(log.lock().unwrap().iter().any(|l| l.contains("WARN") && l.contains("--insecure-no-auth")));
+}

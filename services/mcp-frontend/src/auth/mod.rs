@@ -1,0 +1,320 @@
+//! Authentication of the MCP HTTP endpoint, and the identity it gives each
+//! client session.
+//!
+//! Every request to `/mcp` passes one gate ([`gate`], actix-web middleware
+//! in front of the MCP transport), in this order:
+//!
+//! 1. **Origin** ([`origin`]): a request carrying an `Origin` that is not
+//!    allowed gets 403 (the `Host` check stays with the transport).
+//! 2. **Bearer token**: with `--auth-tokens` ([`static_tokens`]) a request
+//!    without a valid token gets 401 and a `WWW-Authenticate: Bearer`
+//!    challenge (`error="invalid_token"` when one was sent). The token never
+//!    reaches a log line or an answer; the transport strips the
+//!    `Authorization` header before the MCP handlers see the request.
+//! 3. **Session owner** ([`owners`]): a request naming an MCP session opened
+//!    by another identity gets 403 and the session is not touched. A
+//!    request that may open a session (a `POST` without `Mcp-Session-Id`)
+//!    takes a place within `--max-sessions` and
+//!    `--max-sessions-per-identity`, or gets 429 with a JSON-RPC error
+//!    saying which limit.
+//!
+//! What passes carries a [`Caller`] (the identity, and the session's place)
+//! to the MCP handlers through the request's extensions; the session's
+//! actor keeps it for the session's life, names the identity in its cells
+//! (so in the audit records of the cell and of every tool call), in its
+//! log lines and in its approval questions.
+//!
+//! Without authentication (`--insecure-no-auth`, or a loopback address)
+//! every caller has no identity and the gate still checks origins and
+//! limits. Listening on an address that is not loopback without
+//! authentication is refused unless `--insecure-no-auth` says so.
+
+pub mod origin;
+pub(crate) mod owners;
+pub mod static_tokens;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use actix_web::body::{EitherBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::middleware::Next;
+use actix_web::{HttpMessage, HttpResponse};
+use rmcp::RoleServer;
+use rmcp::service::RequestContext;
+
+pub use self::origin::Origins;
+use self::owners::{Lease, Owners};
+pub use self::owners::{LimitError, SessionLimits};
+pub use self::static_tokens::StaticTokens;
+
+/// Who a client is: a static token's name, or an access token's subject.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Identity(Arc<str>);
+
+impl Identity {
+    /// An identity of this name.
+    pub fn new(name: &str) -> Self {
+        Self(name.into())
+    }
+
+    /// Its name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Identity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// How an identity is shown in log lines: `anonymous` without
+/// authentication.
+pub(crate) fn shown(identity: Option<&Identity>) -> &str {
+    identity.map_or("anonymous", Identity::as_str)
+}
+
+/// Errors of authentication's settings.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// A line of the token file is wrong.
+    #[error("{}, line {line}: {reason}", path.display())]
+    TokenFile {
+        /// The file.
+        path: PathBuf,
+        /// Its line (from 1).
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The token file cannot be read.
+    #[error("cannot read the token file {}: {reason}", path.display())]
+    TokenFileUnreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// Listening on the network with nobody checked.
+    #[error(
+        "refusing to serve MCP on {addr} without authentication: it is not a loopback address, so anyone who \
+         reaches the port could run code and call every tool. Give --auth-tokens FILE (see `code-mode token new`), \
+         or --insecure-no-auth to serve it open anyway"
+    )]
+    Unauthenticated {
+        /// The address asked for.
+        addr: String,
+    },
+}
+
+/// How the HTTP endpoint checks its callers.
+#[derive(Debug, Clone, Default)]
+pub struct AuthOptions {
+    /// The static token file (`--auth-tokens`).
+    pub tokens_file: Option<PathBuf>,
+    /// Browser origins allowed (`--allowed-origin`); none by default.
+    pub allowed_origins: Vec<String>,
+    /// Serve without authentication on an address that is not loopback
+    /// (`--insecure-no-auth`).
+    pub insecure_no_auth: bool,
+    /// Open sessions allowed.
+    pub limits: SessionLimits,
+}
+
+impl AuthOptions {
+    /// Whether any authentication is configured.
+    pub fn authenticates(&self) -> bool {
+        self.tokens_file.is_some()
+    }
+}
+
+/// What the gate learned of a request, handed to the MCP handlers.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Caller {
+    /// Who it is (`None` without authentication).
+    pub identity: Option<Identity>,
+    /// The place of the session it may open (a request without a session
+    /// id); the session's actor keeps it while it lives.
+    pub lease: Option<Lease>,
+}
+
+/// The caller of an MCP request, as the gate left it (`None` over stdio).
+pub(crate) fn caller_of(context: &RequestContext<RoleServer>) -> Option<Caller> {
+    let parts = context.extensions.get::<http::request::Parts>()?;
+    parts.extensions.get::<rmcp::model::Extensions>()?.get::<Caller>().cloned()
+}
+
+/// Copy the gate's [`Caller`] from the actix request into the MCP
+/// request's extensions (the transport's `on_request` hook).
+pub(crate) fn carry_caller(request: &actix_web::HttpRequest, extensions: &mut rmcp::model::Extensions) {
+    if let Some(caller) = request.extensions().get::<Caller>() {
+        extensions.insert(caller.clone());
+    }
+}
+
+/// What checks a bearer token.
+#[derive(Debug, Clone)]
+enum Verifier {
+    /// Nobody is checked.
+    Open,
+    /// `--auth-tokens`.
+    Static(StaticTokens),
+}
+
+/// What a token check says.
+enum Verdict {
+    /// Let in, as this identity.
+    Pass(Option<Identity>),
+    /// No bearer token.
+    Missing,
+    /// A token that is not valid here.
+    Invalid,
+}
+
+/// The gate in front of the MCP transport (see the module's doc).
+#[derive(Debug, Clone)]
+pub(crate) struct Gate {
+    verifier: Verifier,
+    origins: Origins,
+    owners: Owners,
+}
+
+impl Gate {
+    /// The gate of `options`: the token file is read now (a bad one stops
+    /// startup) and reread on SIGHUP until `cancel` fires.
+    pub fn new(options: &AuthOptions, cancel: tokio_util::sync::CancellationToken) -> Result<Self, AuthError> {
+        let verifier = match &options.tokens_file {
+            Some(path) => Verifier::Static(StaticTokens::open(path, cancel)?),
+            None => Verifier::Open,
+        };
+        Ok(Self { verifier, origins: Origins::new(&options.allowed_origins), owners: Owners::start(options.limits) })
+    }
+
+    fn verify(&self, request: &ServiceRequest) -> Verdict {
+        let token = bearer(request);
+        match (&self.verifier, token) {
+            (Verifier::Open, _) => Verdict::Pass(None),
+            (_, None) => Verdict::Missing,
+            (Verifier::Static(tokens), Some(token)) => match tokens.identify(token) {
+                Some(identity) => Verdict::Pass(Some(identity)),
+                None => Verdict::Invalid,
+            },
+        }
+    }
+}
+
+/// The bearer token of a request, if it sent one (`None` for another
+/// scheme or a header that is not text).
+fn bearer(request: &ServiceRequest) -> Option<&str> {
+    let value = request.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// The MCP session a request names.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The gate as actix-web middleware (`middleware::from_fn`).
+pub(crate) async fn gate(
+    gate: Gate,
+    request: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<EitherBody<impl MessageBody + 'static>>, actix_web::Error> {
+    let origin = match request.headers().get(header::ORIGIN).map(HeaderValue::to_str) {
+        None => None,
+        Some(Ok(origin)) => Some(origin),
+        Some(Err(_)) => Some("(not text)"),
+    };
+    if !gate.origins.admits(origin) {
+        tracing::info!(origin = origin.unwrap_or_default(), "refused an MCP request from an origin not allowed");
+        let message = "this Origin is not allowed (--allowed-origin)";
+        return Ok(refusal(request, StatusCode::FORBIDDEN, json_error("forbidden_origin", message)));
+    }
+    let identity = match gate.verify(&request) {
+        Verdict::Pass(identity) => identity,
+        Verdict::Missing => {
+            tracing::info!(peer = ?request.peer_addr(), "refused an MCP request without a bearer token");
+            let mut answer = refusal(request, StatusCode::UNAUTHORIZED, json_error("unauthorized", "no bearer token"));
+            challenge(&mut answer, None);
+            return Ok(answer);
+        }
+        Verdict::Invalid => {
+            tracing::info!(peer = ?request.peer_addr(), "refused an MCP request whose bearer token is not valid");
+            let description = "the bearer token is not valid for this server";
+            let mut answer = refusal(request, StatusCode::UNAUTHORIZED, json_error("invalid_token", description));
+            challenge(&mut answer, Some("invalid_token"));
+            return Ok(answer);
+        }
+    };
+    let session = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let mut lease = None;
+    match &session {
+        Some(session) => {
+            if let Some(owner) = gate.owners.owner(session).await
+                && owner != identity
+            {
+                tracing::warn!(
+                    identity = shown(identity.as_ref()),
+                    owner = shown(owner.as_ref()),
+                    "refused a request naming an MCP session another identity opened"
+                );
+                let message = "this MCP session belongs to another identity";
+                return Ok(refusal(request, StatusCode::FORBIDDEN, json_error("forbidden_session", message)));
+            }
+        }
+        None if request.method() == actix_web::http::Method::POST => {
+            match gate.owners.reserve(identity.clone()).await {
+                Ok(granted) => lease = Some(granted),
+                Err(limit) => {
+                    tracing::info!(identity = shown(identity.as_ref()), %limit, "refused a new MCP session");
+                    return Ok(refusal(request, StatusCode::TOO_MANY_REQUESTS, jsonrpc_error(&limit.to_string())));
+                }
+            }
+        }
+        None => {}
+    }
+    request.extensions_mut().insert(Caller { identity, lease: lease.clone() });
+    let response = next.call(request).await?;
+    if let Some(lease) = &lease
+        && let Some(session) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok())
+    {
+        gate.owners.bind(lease, session.to_string()).await;
+    }
+    Ok(response.map_into_left_body())
+}
+
+/// Answer `request` with `status` and a JSON body, without passing it on.
+fn refusal<B>(request: ServiceRequest, status: StatusCode, body: serde_json::Value) -> ServiceResponse<EitherBody<B>> {
+    let answer = HttpResponse::build(status).content_type("application/json").body(body.to_string());
+    request.into_response(answer).map_into_right_body()
+}
+
+/// The `WWW-Authenticate` challenge of a 401 (RFC 6750).
+fn challenge<B>(answer: &mut ServiceResponse<B>, error: Option<&str>) {
+    let mut value = String::from("Bearer realm=\"code-mode\"");
+    if let Some(error) = error {
+        value.push_str(&format!(", error=\"{error}\""));
+    }
+    if let Ok(value) = HeaderValue::from_str(&value) {
+        answer.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+}
+
+/// An OAuth-style error body: a code and a description, never the token.
+fn json_error(code: &str, description: &str) -> serde_json::Value {
+    serde_json::json!({"error": code, "error_description": description})
+}
+
+/// A JSON-RPC error body (the request's id is not read).
+fn jsonrpc_error(message: &str) -> serde_json::Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": LIMIT_ERROR_CODE, "message": message}})
+}
+
+/// The JSON-RPC error code of a refusal by a limit.
+pub const LIMIT_ERROR_CODE: i64 = -32001;
