@@ -23,6 +23,7 @@ use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, Closer, PolicyOptions, 
 use code_mode_core::bus::Bus;
 use code_mode_core::nats::{NatsOptions, NatsTls, NatsTransport};
 use code_mode_core::state::{JetStreamConfig, SessionStore};
+use code_mode_mcp_frontend::auth::oauth::OAuthOptions;
 use code_mode_mcp_frontend::auth::{AuthOptions, SessionLimits};
 use code_mode_mcp_frontend::http::{HttpOptions, MCP_PATH, McpHttpServer};
 use code_mode_mcp_frontend::{Frontend, FrontendConfig, FrontendFactory, KeepConfig};
@@ -200,6 +201,11 @@ fn http_options(args: &HttpArgs) -> Option<HttpOptions> {
     let addr = args.http.clone()?;
     let auth = AuthOptions {
         tokens_file: args.auth_tokens.clone(),
+        oauth: args.oauth_issuer.as_ref().map(|issuer| OAuthOptions {
+            issuer: issuer.clone(),
+            resource: args.oauth_resource.clone().unwrap_or_default(),
+            scopes: args.oauth_scopes.clone(),
+        }),
         allowed_origins: args.allowed_origins.clone(),
         insecure_no_auth: args.insecure_no_auth,
         limits: SessionLimits { max_sessions: args.max_sessions, max_per_identity: args.max_sessions_per_identity },

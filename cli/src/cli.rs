@@ -527,8 +527,23 @@ pub struct HttpArgs {
     /// With `--http`: the static bearer tokens, one line per client, `NAME
     /// sha256:HEX` (lines from `code-mode token new NAME`); reread on
     /// SIGHUP. A request without one of these tokens gets 401.
-    #[arg(long, value_name = "FILE", requires = "http")]
+    #[arg(long, value_name = "FILE", requires = "http", conflicts_with = "oauth_issuer")]
     pub auth_tokens: Option<std::path::PathBuf>,
+    /// With `--http`: accept OAuth 2.1 access tokens (JWTs) of this
+    /// authorization server (its issuer URL; its keys are found from its
+    /// metadata), served as this resource's authorization server in
+    /// `/.well-known/oauth-protected-resource`.
+    #[arg(long, value_name = "URL", requires_all = ["http", "oauth_resource"])]
+    pub oauth_issuer: Option<String>,
+    /// With `--oauth-issuer`: this server's canonical URI (as clients reach
+    /// it, e.g. `https://mcp.example.com/mcp`), the audience a token must
+    /// carry.
+    #[arg(long, value_name = "URI", requires = "oauth_issuer")]
+    pub oauth_resource: Option<String>,
+    /// With `--oauth-issuer`: a scope every token must hold (repeatable);
+    /// a token without it gets 403 insufficient_scope.
+    #[arg(long = "oauth-scope", value_name = "SCOPE", requires = "oauth_issuer")]
+    pub oauth_scopes: Vec<String>,
     /// With `--http`: a browser origin allowed to call (`https://host[:port]`),
     /// repeatable; a request carrying any other `Origin` gets 403 (none is
     /// allowed by default; clients that are not browsers send none).

@@ -4,7 +4,11 @@ The Rust tests run this with the `.venv` Python (installed by
 scripts/setup.sh) to talk to code-mode as third-party clients do.
 
     python mcp_client.py (--url URL | --stdio COMMAND [ARG...] --) [--header 'Name: value']...
-                         [--mode legacy|auto|VERSION] STEPS
+                         [--oauth ISSUER CLIENT_ID SECRET SCOPE] [--mode legacy|auto|VERSION] STEPS
+
+--oauth authenticates with the SDK's ClientCredentialsOAuthProvider: it
+reads the server's Protected Resource Metadata, discovers ISSUER, asks it
+for a token with client_credentials, and sends it.
 
 STEPS is a JSON list, run in order in one client session:
     {"op": "list_tools"}
@@ -36,12 +40,33 @@ def parse_args(argv):
     parser.add_argument("--url")
     parser.add_argument("--header", action="append", default=[])
     parser.add_argument("--mode", default="auto")
+    parser.add_argument("--oauth", nargs=4, metavar=("ISSUER", "CLIENT_ID", "SECRET", "SCOPE"))
     parser.add_argument("steps")
     args = parser.parse_args(argv)
     args.stdio = stdio
     if (args.url is None) == (stdio is None):
         parser.error("give exactly one of --url or --stdio COMMAND ... --")
     return args
+
+
+class MemoryStorage:
+    """Token storage for one run (the SDK's TokenStorage protocol)."""
+
+    def __init__(self):
+        self.tokens = None
+        self.client_info = None
+
+    async def get_tokens(self):
+        return self.tokens
+
+    async def set_tokens(self, tokens):
+        self.tokens = tokens
+
+    async def get_client_info(self):
+        return self.client_info
+
+    async def set_client_info(self, client_info):
+        self.client_info = client_info
 
 
 def as_json(value):
@@ -57,7 +82,20 @@ async def main(argv):
         server = StdioServerParameters(command=args.stdio[0], args=args.stdio[1:])
     else:
         headers = dict(h.split(": ", 1) for h in args.header)
-        http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(120.0))
+        auth = None
+        if args.oauth:
+            from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+
+            issuer, client_id, secret, scope = args.oauth
+            auth = ClientCredentialsOAuthProvider(
+                server_url=args.url,
+                storage=MemoryStorage(),
+                client_id=client_id,
+                client_secret=secret,
+                scope=scope,
+                issuer=issuer,
+            )
+        http = httpx2.AsyncClient(headers=headers, auth=auth, timeout=httpx2.Timeout(120.0))
         server = streamable_http_client(args.url, http_client=http)
     async with Client(server, mode=args.mode) as client:
         for step in steps:

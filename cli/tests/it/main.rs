@@ -20,6 +20,7 @@ mod list_changed;
 mod mcp_stdio;
 mod metrics;
 mod monitoring;
+mod oauth;
 mod policy;
 mod policy_categories;
 mod policy_check;

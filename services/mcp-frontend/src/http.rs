@@ -120,7 +120,10 @@ impl McpHttpServer {
                  and call every tool"
             );
         }
-        let gate = Gate::new(&options.auth, cancel.clone())?;
+        let gate = Gate::new(&options.auth, cancel.clone()).await?;
+        // The Protected Resource Metadata (RFC 9728), outside the gate: a
+        // client reads it before it has a token.
+        let metadata = gate.oauth().map(|o| (o.metadata_url(), o.metadata()));
         let sessions = factory;
         // An empty list would switch the check off: keep the default then.
         let hosts = (!options.allowed_hosts.is_empty()).then(|| options.allowed_hosts.clone());
@@ -137,7 +140,21 @@ impl McpHttpServer {
                 .clone()
                 .scope_with_path(MCP_PATH)
                 .wrap(from_fn(move |request, next| auth::gate(gate.clone(), request, next)));
-            App::new().wrap_fn(session_end_is_ok).service(guarded)
+            let mut app = App::new().wrap_fn(session_end_is_ok).service(guarded);
+            if let Some((url, document)) = &metadata {
+                let (_, path) = url.split_at(url.find(auth::oauth::METADATA_PATH).unwrap_or(0));
+                for path in [path.to_string(), auth::oauth::METADATA_PATH.to_string()] {
+                    let document = document.clone();
+                    app = app.route(
+                        &path,
+                        actix_web::web::get().to(move || {
+                            let document = document.clone();
+                            async move { actix_web::HttpResponse::Ok().json(document) }
+                        }),
+                    );
+                }
+            }
+            app
         })
         .workers(1)
         .shutdown_timeout(2)

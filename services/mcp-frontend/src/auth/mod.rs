@@ -6,11 +6,14 @@
 //!
 //! 1. **Origin** ([`origin`]): a request carrying an `Origin` that is not
 //!    allowed gets 403 (the `Host` check stays with the transport).
-//! 2. **Bearer token**: with `--auth-tokens` ([`static_tokens`]) a request
-//!    without a valid token gets 401 and a `WWW-Authenticate: Bearer`
-//!    challenge (`error="invalid_token"` when one was sent). The token never
-//!    reaches a log line or an answer; the transport strips the
-//!    `Authorization` header before the MCP handlers see the request.
+//! 2. **Bearer token**: with `--auth-tokens` ([`static_tokens`]) or an OAuth
+//!    issuer ([`oauth`]: JWT access tokens) a request without a valid token
+//!    gets 401 and a `WWW-Authenticate: Bearer` challenge
+//!    (`error="invalid_token"` when one was sent; with OAuth it names the
+//!    Protected Resource Metadata), a token lacking a required scope 403
+//!    `insufficient_scope`. The token never reaches a log line or an
+//!    answer; the transport strips the `Authorization` header before the
+//!    MCP handlers see the request.
 //! 3. **Session owner** ([`owners`]): a request naming an MCP session opened
 //!    by another identity gets 403 and the session is not touched. A
 //!    request that may open a session (a `POST` without `Mcp-Session-Id`)
@@ -29,6 +32,7 @@
 //! limits. Listening on an address that is not loopback without
 //! authentication is refused unless `--insecure-no-auth` says so.
 
+pub mod oauth;
 pub mod origin;
 pub(crate) mod owners;
 pub mod static_tokens;
@@ -46,6 +50,7 @@ use actix_web::{HttpMessage, HttpResponse};
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 
+use self::oauth::{OAuth, OAuthOptions, Refusal};
 pub use self::origin::Origins;
 use self::owners::{Lease, Owners};
 pub use self::owners::{LimitError, SessionLimits};
@@ -100,11 +105,19 @@ pub enum AuthError {
         /// Why.
         reason: String,
     },
+    /// An OAuth setting is wrong.
+    #[error("{name}: {reason}")]
+    OAuthSetting {
+        /// The flag.
+        name: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
     /// Listening on the network with nobody checked.
     #[error(
         "refusing to serve MCP on {addr} without authentication: it is not a loopback address, so anyone who \
-         reaches the port could run code and call every tool. Give --auth-tokens FILE (see `code-mode token new`), \
-         or --insecure-no-auth to serve it open anyway"
+         reaches the port could run code and call every tool. Give --auth-tokens FILE (see `code-mode token new`) \
+         or --oauth-issuer URL with --oauth-resource URI, or --insecure-no-auth to serve it open anyway"
     )]
     Unauthenticated {
         /// The address asked for.
@@ -117,6 +130,9 @@ pub enum AuthError {
 pub struct AuthOptions {
     /// The static token file (`--auth-tokens`).
     pub tokens_file: Option<PathBuf>,
+    /// The OAuth issuer and this resource (`--oauth-issuer`,
+    /// `--oauth-resource`, `--oauth-scope`).
+    pub oauth: Option<OAuthOptions>,
     /// Browser origins allowed (`--allowed-origin`); none by default.
     pub allowed_origins: Vec<String>,
     /// Serve without authentication on an address that is not loopback
@@ -129,7 +145,7 @@ pub struct AuthOptions {
 impl AuthOptions {
     /// Whether any authentication is configured.
     pub fn authenticates(&self) -> bool {
-        self.tokens_file.is_some()
+        self.tokens_file.is_some() || self.oauth.is_some()
     }
 }
 
@@ -164,6 +180,8 @@ enum Verifier {
     Open,
     /// `--auth-tokens`.
     Static(StaticTokens),
+    /// An OAuth issuer's access tokens.
+    OAuth(OAuth),
 }
 
 /// What a token check says.
@@ -172,8 +190,10 @@ enum Verdict {
     Pass(Option<Identity>),
     /// No bearer token.
     Missing,
-    /// A token that is not valid here.
-    Invalid,
+    /// A token that is not valid here (why, for the log).
+    Invalid(String),
+    /// A valid token without a required scope.
+    Insufficient,
 }
 
 /// The gate in front of the MCP transport (see the module's doc).
@@ -186,25 +206,57 @@ pub(crate) struct Gate {
 
 impl Gate {
     /// The gate of `options`: the token file is read now (a bad one stops
-    /// startup) and reread on SIGHUP until `cancel` fires.
-    pub fn new(options: &AuthOptions, cancel: tokio_util::sync::CancellationToken) -> Result<Self, AuthError> {
-        let verifier = match &options.tokens_file {
-            Some(path) => Verifier::Static(StaticTokens::open(path, cancel)?),
-            None => Verifier::Open,
+    /// startup) and reread on SIGHUP until `cancel` fires; an OAuth
+    /// issuer's keys are fetched now (tried again when a token comes, if it
+    /// does not answer).
+    pub async fn new(options: &AuthOptions, cancel: tokio_util::sync::CancellationToken) -> Result<Self, AuthError> {
+        let verifier = match (&options.tokens_file, &options.oauth) {
+            (Some(path), _) => Verifier::Static(StaticTokens::open(path, cancel)?),
+            (None, Some(oauth)) => Verifier::OAuth(OAuth::start(oauth.clone()).await?),
+            (None, None) => Verifier::Open,
         };
         Ok(Self { verifier, origins: Origins::new(&options.allowed_origins), owners: Owners::start(options.limits) })
     }
 
-    fn verify(&self, request: &ServiceRequest) -> Verdict {
+    async fn verify(&self, request: &ServiceRequest) -> Verdict {
         let token = bearer(request);
         match (&self.verifier, token) {
             (Verifier::Open, _) => Verdict::Pass(None),
             (_, None) => Verdict::Missing,
             (Verifier::Static(tokens), Some(token)) => match tokens.identify(token) {
                 Some(identity) => Verdict::Pass(Some(identity)),
-                None => Verdict::Invalid,
+                None => Verdict::Invalid("no client of the token file has this token".into()),
+            },
+            (Verifier::OAuth(oauth), Some(token)) => match oauth.verify(token).await {
+                Ok(verified) => Verdict::Pass(Some(verified.identity)),
+                Err(Refusal::Scope) => Verdict::Insufficient,
+                Err(refusal) => Verdict::Invalid(refusal.to_string()),
             },
         }
+    }
+
+    /// The OAuth settings, when tokens come from an issuer.
+    pub fn oauth(&self) -> Option<&OAuthOptions> {
+        match &self.verifier {
+            Verifier::OAuth(oauth) => Some(oauth.options()),
+            _ => None,
+        }
+    }
+
+    /// The `WWW-Authenticate` challenge of a refusal (RFC 6750, and RFC
+    /// 9728's `resource_metadata` with OAuth).
+    fn challenge(&self, error: Option<&str>) -> String {
+        let mut value = String::from("Bearer realm=\"code-mode\"");
+        if let Some(error) = error {
+            value.push_str(&format!(", error=\"{error}\""));
+        }
+        if let Some(oauth) = self.oauth() {
+            if error == Some("insufficient_scope") {
+                value.push_str(&format!(", scope=\"{}\"", oauth.scopes.join(" ")));
+            }
+            value.push_str(&format!(", resource_metadata=\"{}\"", oauth.metadata_url()));
+        }
+        value
     }
 }
 
@@ -236,19 +288,26 @@ pub(crate) async fn gate(
         let message = "this Origin is not allowed (--allowed-origin)";
         return Ok(refusal(request, StatusCode::FORBIDDEN, json_error("forbidden_origin", message)));
     }
-    let identity = match gate.verify(&request) {
+    let identity = match gate.verify(&request).await {
         Verdict::Pass(identity) => identity,
         Verdict::Missing => {
             tracing::info!(peer = ?request.peer_addr(), "refused an MCP request without a bearer token");
             let mut answer = refusal(request, StatusCode::UNAUTHORIZED, json_error("unauthorized", "no bearer token"));
-            challenge(&mut answer, None);
+            set_challenge(&mut answer, &gate.challenge(None));
             return Ok(answer);
         }
-        Verdict::Invalid => {
-            tracing::info!(peer = ?request.peer_addr(), "refused an MCP request whose bearer token is not valid");
+        Verdict::Invalid(why) => {
+            tracing::info!(peer = ?request.peer_addr(), %why, "refused an MCP request whose bearer token is not valid");
             let description = "the bearer token is not valid for this server";
             let mut answer = refusal(request, StatusCode::UNAUTHORIZED, json_error("invalid_token", description));
-            challenge(&mut answer, Some("invalid_token"));
+            set_challenge(&mut answer, &gate.challenge(Some("invalid_token")));
+            return Ok(answer);
+        }
+        Verdict::Insufficient => {
+            tracing::info!(peer = ?request.peer_addr(), "refused an MCP request whose token lacks a required scope");
+            let description = "the access token lacks a scope this server requires";
+            let mut answer = refusal(request, StatusCode::FORBIDDEN, json_error("insufficient_scope", description));
+            set_challenge(&mut answer, &gate.challenge(Some("insufficient_scope")));
             return Ok(answer);
         }
     };
@@ -295,13 +354,9 @@ fn refusal<B>(request: ServiceRequest, status: StatusCode, body: serde_json::Val
     request.into_response(answer).map_into_right_body()
 }
 
-/// The `WWW-Authenticate` challenge of a 401 (RFC 6750).
-fn challenge<B>(answer: &mut ServiceResponse<B>, error: Option<&str>) {
-    let mut value = String::from("Bearer realm=\"code-mode\"");
-    if let Some(error) = error {
-        value.push_str(&format!(", error=\"{error}\""));
-    }
-    if let Ok(value) = HeaderValue::from_str(&value) {
+/// Put a `WWW-Authenticate` challenge on a refusal.
+fn set_challenge<B>(answer: &mut ServiceResponse<B>, value: &str) {
+    if let Ok(value) = HeaderValue::from_str(value) {
         answer.headers_mut().insert(header::WWW_AUTHENTICATE, value);
     }
 }

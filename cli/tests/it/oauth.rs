@@ -1,0 +1,370 @@
+//! OAuth 2.1 on MCP over HTTP, against a real authorization server: npm
+//! `oidc-provider` (`testing/peers/oidc_issuer.mjs`) with a
+//! client_credentials client and resource indicators, issuing RS256 JWT
+//! access tokens for our resource. The official Python SDK's
+//! `ClientCredentialsOAuthProvider` finds the issuer from our Protected
+//! Resource Metadata; each way a token can be wrong is its own test, with
+//! the token minted by the test's issuer process (its own key, a key it
+//! does not publish, HS256 keyed with its public key, or no signature).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{self, log_path};
+
+/// The test's authorization server; killed when dropped.
+struct Issuer {
+    url: String,
+    _child: std::process::Child,
+}
+
+impl Drop for Issuer {
+    fn drop(&mut self) {
+        let _ = self._child.kill();
+        let _ = self._child.wait();
+    }
+}
+
+impl Issuer {
+    /// Start oidc-provider for `resource`; `None` off CI when the peers
+    /// are not installed.
+    fn start(resource: &str) -> Option<Issuer> {
+        code_mode_core::testing::peers::npm_package("oidc-provider")?;
+        let script = code_mode_core::testing::peers::workspace_root().join("testing/peers/oidc_issuer.mjs");
+        let mut child = std::process::Command::new("node")
+            .arg(script)
+            .arg(resource)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("node runs the issuer");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(url) = line.strip_prefix("issuer=") {
+                    let _ = tx.send(url.to_string());
+                }
+            }
+        });
+        let url = rx.recv_timeout(Duration::from_secs(60)).expect("the issuer starts within 60 s");
+        Some(Issuer { url, _child: child })
+    }
+
+    /// A token the issuer would never issue: `claims` signed as `how`.
+    fn mint(&self, claims: &Value, how: &str) -> String {
+        let (status, body) =
+            http(&self.url, "POST", "/test/mint", &[], &json!({"claims": claims, "sign": how}).to_string());
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// A real access token from the token endpoint (client_credentials).
+    fn token(&self, resource: &str, scope: Option<&str>) -> String {
+        let mut form = format!("grant_type=client_credentials&resource={}", encode(resource));
+        if let Some(scope) = scope {
+            form.push_str(&format!("&scope={}", encode(scope)));
+        }
+        let headers = [("Content-Type", "application/x-www-form-urlencoded")];
+        let form = format!("{form}&client_id=code-mode-test&client_secret=test-secret");
+        let (status, body) = http(&self.url, "POST", "/token", &headers, &form);
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str::<Value>(&body).unwrap()["access_token"].as_str().unwrap().to_string()
+    }
+
+    /// Claims a valid token of this issuer for `resource` would carry.
+    fn claims(&self, resource: &str) -> Value {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        json!({"iss": self.url, "aud": resource, "sub": "svc-a", "iat": now, "exp": now + 300,
+               "scope": "mcp:run", "client_id": "code-mode-test"})
+    }
+}
+
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// One HTTP/1.1 request to `base` (`http://host:port`); the status and body.
+fn http(base: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let answered = request(base, method, path, headers, body);
+    (answered.0, answered.2)
+}
+
+/// One HTTP/1.1 request; the status, the headers (names in lower case) and
+/// the body.
+fn request(
+    base: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, Vec<(String, String)>, String) {
+    let authority = base.trim_start_matches("http://").split('/').next().unwrap().to_string();
+    let mut stream = std::net::TcpStream::connect(&authority).expect("the server listens");
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    write!(stream, "{head}\r\n{body}").unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let mut lines = head.lines();
+    let status = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    (status, headers, body.to_string())
+}
+
+/// A free loopback port (the resource URI must name it before the server
+/// starts).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// `serve --http` with OAuth against a fresh issuer; dropping it stops both.
+struct Served {
+    url: String,
+    issuer: Issuer,
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    _serve: tokio::process::Child,
+}
+
+async fn serve_with_oauth(extra: &[&str]) -> Option<Served> {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let issuer = Issuer::start(&url)?;
+    let mut serve = tokio::process::Command::new(support::code_mode());
+    serve
+        .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--oauth-issuer", &issuer.url])
+        .args(["--oauth-resource", &url, "--oauth-scope", "mcp:run"])
+        .args(extra)
+        .arg("--")
+        .arg(support::test_server());
+    serve.stdin(std::process::Stdio::null()).kill_on_drop(true);
+    let (serve, printed, log) = crate::http::spawn_http(&mut serve).await;
+    assert_eq!(printed, url);
+    Some(Served { url, issuer, log, _serve: serve })
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+
+/// `initialize` with `token` (if any): the status, the `WWW-Authenticate`
+/// header and the body.
+fn initialize(served: &Served, token: Option<&str>) -> (u16, String, String) {
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
+    if let Some(auth) = &auth {
+        headers.push(("Authorization", auth));
+    }
+    let (status, answer_headers, body) = request(&served.url, "POST", "/mcp", &headers, INITIALIZE);
+    let challenge =
+        answer_headers.into_iter().find(|(n, _)| n == "www-authenticate").map(|(_, v)| v).unwrap_or_default();
+    (status, challenge, body)
+}
+
+/// `token` is refused with 401 `invalid_token` pointing at the metadata,
+/// the log saying `why`, while a well-made token of the same issuer passes,
+/// and the log holds no part of the token.
+async fn assert_refused(served: &Served, token: &str, why: &str) {
+    let (status, challenge, body) = initialize(served, Some(token));
+    assert_eq!(status, 401, "{body}");
+    let metadata = format!("resource_metadata=\"{}\"", metadata_url(served));
+    assert!(challenge.contains("error=\"invalid_token\"") && challenge.contains(&metadata), "{challenge}");
+    let good = served.issuer.mint(&served.issuer.claims(&served.url), "issuer-key");
+    assert_eq!(initialize(served, Some(&good)).0, 200, "a well-made token passes");
+    let signature = token.rsplit('.').next().unwrap();
+    let give_up = std::time::Instant::now() + Duration::from_secs(5);
+    while !served.log.lock().unwrap().iter().any(|l| l.contains("bearer token is not valid") && l.contains(why)) {
+        assert!(std::time::Instant::now() < give_up, "no log line says {why:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let log = served.log.lock().unwrap().join("\n");
+    assert!(signature.len() < 8 || !log.contains(signature), "a token reached the log");
+    assert!(!body.contains(token.split('.').nth(1).unwrap()), "the answer quotes the token: {body}");
+}
+
+fn metadata_url(served: &Served) -> String {
+    served.url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
+}
+
+#[tokio::test]
+async fn the_python_sdk_finds_the_issuer_from_our_metadata_gets_a_token_and_runs_a_cell_as_its_client() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let audit = log_path("oauth-audit");
+    let Some(served) = serve_with_oauth(&["--audit", audit.to_str().unwrap()]).await else { return };
+    let steps = json!([{"op": "call", "tool": "run_python", "arguments": {"code": "print(await add(a=2, b=3))"}}]);
+    let oauth = ["--oauth", &served.issuer.url, "code-mode-test", "test-secret", "mcp:run"];
+    let mut args = vec!["--url", served.url.as_str(), "--mode", "legacy"];
+    args.extend(oauth);
+    let Some((results, stderr)) = support::python_sdk(&args, &steps).await else { return };
+    assert_eq!(results[0]["result"]["structuredContent"]["stdout"], "{\"sum\":5}\n", "{results:?} {stderr}");
+    let records: Vec<Value> =
+        std::fs::read_to_string(&audit).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let cell = records.iter().find(|r| r["kind"] == "cell").expect("a cell record");
+    assert_eq!(cell["identity"], "code-mode-test", "the token's sub is the identity");
+    let call = records.iter().find(|r| r["kind"] == "call").expect("a call record");
+    assert_eq!(call["identity"], "code-mode-test");
+    let _ = std::fs::remove_file(audit);
+}
+
+#[tokio::test]
+async fn a_request_without_a_token_gets_401_pointing_at_the_protected_resource_metadata_which_names_the_issuer() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some(served) = serve_with_oauth(&["--warm", "0"]).await else { return };
+    let (status, challenge, _) = initialize(&served, None);
+    assert_eq!(status, 401);
+    assert_eq!(challenge, format!("Bearer realm=\"code-mode\", resource_metadata=\"{}\"", metadata_url(&served)));
+    let path = metadata_url(&served).replace(&served.url.replace("/mcp", ""), "");
+    let (status, body) = http(&served.url, "GET", &path, &[], "");
+    assert_eq!(status, 200, "{body}");
+    let metadata: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(metadata["resource"], served.url);
+    assert_eq!(metadata["authorization_servers"], json!([served.issuer.url]));
+    assert_eq!(metadata["scopes_supported"], json!(["mcp:run"]));
+    let (root_status, _) = http(&served.url, "GET", "/.well-known/oauth-protected-resource", &[], "");
+    assert_eq!(root_status, 200);
+}
+
+#[tokio::test]
+async fn a_token_for_another_audience_is_refused() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some(served) = serve_with_oauth(&["--warm", "0"]).await else { return };
+    let mut claims = served.issuer.claims(&served.url);
+    claims["aud"] = json!("http://127.0.0.1:1/mcp");
+    assert_refused(&served, &served.issuer.mint(&claims, "issuer-key"), "for another audience").await;
+}
+
+#[tokio::test]
+async fn an_expired_token_is_refused() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some(served) = serve_with_oauth(&["--warm", "0"]).await else { return };
+    let mut claims = served.issuer.claims(&served.url);
+    let now = claims["iat"].as_u64().unwrap();
+    claims["exp"] = json!(now - 120);
+    assert_refused(&served, &served.issuer.mint(&claims, "issuer-key"), "has expired").await;
+}
+
+#[tokio::test]
+async fn a_token_from_another_issuer_is_refused() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some(served) = serve_with_oauth(&["--warm", "0"]).await else { return };
+    let mut claims = served.issuer.claims(&served.url);
+    claims["iss"] = json!("http://127.0.0.1:1");
+    assert_refused(&served, &served.issuer.mint(&claims, "issuer-key"), "from another issuer").await;
+}
+
+#[tokio::test]
+async fn a_token_whose_signature_was_tampered_with_is_refused() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some(served) = serve_with_oauth(&["--warm", "0"]).await else { return };
+    let claims = served.issuer.claims(&served.url);
+    // Signed by a key the issuer does not publish, under its key's kid.
+    assert_refused(&served, &served.issuer.mint(&claims, "other-key"), "signature does not verify").await;
+    // A real token whose claims were changed after signing.
+    let real = served.issuer.token(&served.url, Some("mcp:run"));
+    let parts: Vec<&str> = real.split('.').collect();
+    let mut changed: Value = serde_json::from_slice(&base64_url_decode(parts[1])).expect("the token's claims are JSON");
+    changed["sub"] = json!("admin");
+    let forged = format!("{}.{}.{}", parts[0], base64_url_encode(changed.to_string().as_bytes()), parts[2]);
+    assert_refused(&served, &forged, "signature does not verify").await;
+}
+
+#[tokio::test]
+async fn a_token_with_alg_none_is_refused() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some(served) = serve_with_oauth(&["--warm", "0"]).await else { return };
+    assert_refused(&served, &served.issuer.mint(&served.issuer.claims(&served.url), "none"), "algorithm \"none\"")
+        .await;
+}
+
+#[tokio::test]
+async fn an_hs256_token_keyed_with_the_issuers_public_key_is_refused() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some(served) = serve_with_oauth(&["--warm", "0"]).await else { return };
+    assert_refused(
+        &served,
+        &served.issuer.mint(&served.issuer.claims(&served.url), "hmac-public"),
+        "algorithm \"HS256\"",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_real_token_lacking_the_required_scope_gets_403_insufficient_scope() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some(served) = serve_with_oauth(&["--warm", "0"]).await else { return };
+    let unscoped = served.issuer.token(&served.url, None);
+    let (status, challenge, body) = initialize(&served, Some(&unscoped));
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        challenge.contains("error=\"insufficient_scope\"") && challenge.contains("scope=\"mcp:run\""),
+        "{challenge}"
+    );
+    assert!(body.contains("insufficient_scope") && !body.contains(unscoped.split('.').nth(1).unwrap()), "{body}");
+    let scoped = served.issuer.token(&served.url, Some("mcp:run"));
+    assert_eq!(initialize(&served, Some(&scoped)).0, 200);
+}
+
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+fn base64_url_encode(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..=chunk.len() {
+            out.push(B64[((n >> (18 - 6 * i)) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+fn base64_url_decode(text: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    let (mut n, mut bits) = (0u32, 0);
+    for c in text.bytes() {
+        let v = B64.iter().position(|b| *b == c).expect("base64url") as u32;
+        n = (n << 6) | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((n >> bits) as u8);
+        }
+    }
+    out
+}
