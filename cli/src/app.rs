@@ -210,7 +210,7 @@ fn http_options(args: &HttpArgs) -> Option<HttpOptions> {
         insecure_no_auth: args.insecure_no_auth,
         limits: SessionLimits { max_sessions: args.max_sessions, max_per_identity: args.max_sessions_per_identity },
     };
-    Some(HttpOptions { addr, allowed_hosts: args.allowed_hosts.clone(), auth })
+    Some(HttpOptions { addr, allowed_hosts: args.allowed_hosts.clone(), auth, max_body: args.max_body })
 }
 
 /// Serve MCP over HTTP until a signal; the URL goes to stderr.
@@ -340,6 +340,7 @@ fn frontend_config(args: &FrontendArgs, max_concurrent: usize) -> anyhow::Result
         max_concurrent_cells: max_concurrent.max(1),
         deadline: args.deadline,
         description_budget: args.description_budget,
+        max_cells_per_session: args.max_cells_per_session,
         ..FrontendConfig::default()
     })
 }

@@ -437,6 +437,11 @@ pub struct FrontendArgs {
     #[arg(long, default_value_t = defaults::DESCRIPTION_BUDGET, value_name = "CHARS", allow_hyphen_values = true,
           value_parser = ranges::DESCRIPTION_CHARS.parser::<usize>())]
     pub description_budget: usize,
+    /// Cells one client session may run at once; one more is refused at
+    /// once, saying so (no limit by default but `--max-concurrent`; 1 to
+    /// 1024).
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = ranges::CELLS.parser::<usize>())]
+    pub max_cells_per_session: Option<usize>,
 }
 
 /// Where a service serves its Prometheus metrics and health.
@@ -556,12 +561,21 @@ pub struct HttpArgs {
     pub insecure_no_auth: bool,
     /// With `--http`: MCP sessions open at once, across clients (a
     /// stateless client's call counts as one while it runs); over it a new
-    /// session gets 429.
-    #[arg(long, value_name = "N", requires = "http")]
+    /// session gets 429 (1 to 100000).
+    #[arg(long, value_name = "N", allow_hyphen_values = true,
+          value_parser = ranges::SESSIONS.parser::<usize>())]
     pub max_sessions: Option<usize>,
-    /// With `--http`: MCP sessions one identity may hold open at once.
-    #[arg(long, value_name = "N", requires = "http")]
+    /// With `--http`: MCP sessions one identity may hold open at once (1 to
+    /// 100000).
+    #[arg(long, value_name = "N", allow_hyphen_values = true,
+          value_parser = ranges::SESSIONS.parser::<usize>())]
     pub max_sessions_per_identity: Option<usize>,
+    /// With `--http`: the largest request body accepted, in bytes (default
+    /// 4 MiB); a larger one gets 413 before it is read to the end (1024 to
+    /// 67108864).
+    #[arg(long, value_name = "BYTES", allow_hyphen_values = true,
+          value_parser = ranges::BODY_BYTES.parser::<usize>())]
+    pub max_body: Option<usize>,
 }
 
 /// Options of `bridge`.

@@ -74,6 +74,10 @@ pub const CELLS: Count = Count { min: 1, max: defaults::MAX_CELLS_LIMIT as u64 }
 pub const WARM: Count = Count { min: 0, max: defaults::MAX_WARM as u64 };
 /// `--jetstream-replicas` (a JetStream stream has at most 5 replicas).
 pub const REPLICAS: Count = Count { min: 1, max: 5 };
+/// `--max-sessions` and `--max-sessions-per-identity`.
+pub const SESSIONS: Count = Count { min: 1, max: 100_000 };
+/// `--max-body`, in bytes (1 KiB to 64 MiB).
+pub const BODY_BYTES: Count = Count { min: 1024, max: 64 << 20 };
 /// `--audit-rotate-bytes` (0: never; at most 1 TiB).
 pub const AUDIT_ROTATE_BYTES: Count = Count { min: 0, max: 1 << 40 };
 /// `--audit-retention-days` (0: for ever; at most a hundred years, so the
@@ -235,6 +239,12 @@ mod every_option {
         for long in ["capacity-wait", "deadline", "description-budget", "max-code", "max-concurrent"] {
             expected.push(format!("frontend --{long}"));
         }
+        for sub in ["serve", "frontend"] {
+            for long in ["max-cells-per-session", "max-sessions", "max-sessions-per-identity", "max-body"] {
+                expected.push(format!("{sub} --{long}"));
+            }
+        }
+        expected.push("run --max-cells-per-session".into());
         for long in ["approval-timeout", "call-timeout", "max-calls"] {
             expected.push(format!("bridge --{long}"));
         }

@@ -338,7 +338,8 @@ async fn a_request_from_an_origin_not_allowed_is_refused_with_403() {
 }
 
 #[tokio::test]
-async fn over_the_session_limits_a_new_session_gets_429_saying_which_limit_until_one_closes() {
+async fn over_the_session_limits_a_new_session_gets_429_saying_which_limit_until_one_closes_and_a_body_over_max_body_gets_413()
+ {
     if !support::sandbox_available() {
         return;
     }
@@ -354,6 +355,8 @@ async fn over_the_session_limits_a_new_session_gets_429_saying_which_limit_until
         "2",
         "--max-sessions-per-identity",
         "1",
+        "--max-body",
+        "4096",
     ])
     .await;
     let first = open_session(&url, &alice);
@@ -361,7 +364,14 @@ async fn over_the_session_limits_a_new_session_gets_429_saying_which_limit_until
     assert_eq!(again.status, 429, "{again:?}");
     let error: Value = serde_json::from_str(&again.body).unwrap();
     assert!(error["error"]["message"].as_str().unwrap().contains("--max-sessions-per-identity"), "{error}");
-    let _second = open_session(&url, &bob);
+    let second = open_session(&url, &bob);
+    // A body over --max-body is refused as it streams in.
+    let big = format!(r#"{{"jsonrpc":"2.0","id":9,"method":"ping","pad":"{}"}}"#, "x".repeat(8000));
+    let auth = bearer(&bob);
+    let headers =
+        [("Authorization", auth.as_str()), ("Mcp-Session-Id", second.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+    let too_big = request(&url, "POST", &headers, &big);
+    assert_eq!(too_big.status, 413, "{too_big:?}");
     let full = request(&url, "POST", &[("Authorization", &bearer(&carol))], INITIALIZE);
     assert_eq!(full.status, 429, "{full:?}");
     assert!(full.body.contains("(2, --max-sessions)"), "{}", full.body);
@@ -375,6 +385,32 @@ async fn over_the_session_limits_a_new_session_gets_429_saying_which_limit_until
         assert!(std::time::Instant::now() < give_up, "the ended session's place did not come back");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let _ = std::fs::remove_file(tokens);
+}
+
+#[tokio::test]
+async fn a_cell_over_max_cells_per_session_is_refused_at_once_saying_so_while_the_first_runs() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let alice = token_new("alice");
+    let tokens = tokens_path("auth-cells");
+    write_tokens(&tokens, &[&alice]);
+    let (_serve, url, _log) = serve(&["--auth-tokens", tokens.to_str().unwrap(), "--max-cells-per-session", "1"]).await;
+    let client = connect_as(&url, &alice, ()).await;
+    let slow = run_python(&client, "import asyncio\nawait asyncio.sleep(4)\nprint('slow done')");
+    let second = async {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let started = std::time::Instant::now();
+        (run_python(&client, "print('second')").await, started.elapsed())
+    };
+    let (slow, (second, waited)) = tokio::join!(slow, second);
+    assert_eq!(stdout(&slow), "slow done\n");
+    let text = format!("{:?}", second.content);
+    assert!(second.is_error == Some(true) && text.contains("--max-cells-per-session"), "{text}");
+    assert!(waited < Duration::from_secs(2), "refused at once, not queued: {waited:?}");
+    assert_eq!(stdout(&run_python(&client, "print('third')").await), "third\n", "free again after the first");
+    client.cancel().await.ok();
     let _ = std::fs::remove_file(tokens);
 }
 

@@ -851,7 +851,9 @@ impl Bridge {
             self.decided(trail, site, AuditDecision::Refused, &rule, Some(reason));
             return Err(self.refuse(format!("{name}: {why} ({rule}/args)")));
         }
-        if let Err(refusal) = applied.limiter.admit(&call.session, &tool.mcp_name, trail.decided).await {
+        if let Err(refusal) =
+            applied.limiter.admit_as(&call.session, call.identity.as_deref(), &tool.mcp_name, trail.decided).await
+        {
             tracing::info!(tool = %name, cell = %call.cell_id, "refused: {refusal}");
             let decision = match refusal {
                 policy::LimitRefusal::Exceeded { .. } => AuditDecision::RateLimited,

@@ -82,7 +82,11 @@
 //! Fixed windows: window `w` seconds starts at the Unix times divisible by
 //! `w`. A counter is one entry of the [`SessionStore`]: `rate.<counter>` in
 //! the caller's session for `grant` scope, `global.rate.<counter>` in the
-//! pseudo-session [`GLOBAL_SESSION`] for `global` scope, holding
+//! pseudo-session [`GLOBAL_SESSION`] for `global` scope, and
+//! `identity.rate.<counter>` in the identity's pseudo-session
+//! ([`identity_session`]) for `identity` scope (all sessions of one
+//! authenticated client; without authentication every caller is the one
+//! identity `anonymous`), holding
 //! `{"start": <window start, Unix seconds>, "count": <calls admitted>}`. A
 //! call is admitted by a compare-and-set of `count + 1` on the revision it
 //! read, so concurrent bridges never admit more than `max`; a full window is
@@ -110,6 +114,15 @@ use serde_json::{Map, Value, json};
 
 /// The pseudo-session that holds the counters of `global` scope.
 pub const GLOBAL_SESSION: &str = "_global";
+
+/// The identity of calls made without authentication (one for them all).
+pub const ANONYMOUS: &str = "anonymous";
+
+/// The pseudo-session that holds the counters of `identity` scope for one
+/// identity (the store escapes it into one key token, like any session).
+pub fn identity_session(identity: Option<&str>) -> String {
+    format!("_identity.{}", identity.unwrap_or(ANONYMOUS))
+}
 
 /// The longest counter name (the store allows 64 bytes for the whole name).
 pub const MAX_COUNTER_CHARS: usize = 48;
@@ -333,6 +346,8 @@ pub enum Scope {
     Grant,
     /// Every session's together.
     Global,
+    /// All sessions of one identity together (the authenticated client).
+    Identity,
 }
 
 /// One rate limit.
@@ -351,8 +366,10 @@ pub struct Limit {
 impl fmt::Display for Limit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} per {}", self.max, self.window)?;
-        if self.scope == Scope::Global {
-            f.write_str(" (all sessions)")?;
+        match self.scope {
+            Scope::Global => f.write_str(" (all sessions)")?,
+            Scope::Identity => f.write_str(" (per identity)")?,
+            Scope::Grant => {}
         }
         Ok(())
     }
@@ -866,6 +883,7 @@ impl Parser<'_> {
                 match self.string(v, &at)? {
                     "grant" => Scope::Grant,
                     "global" => Scope::Global,
+                    "identity" => Scope::Identity,
                     other => return Err(self.invalid(&at, format!("{other:?} is not \"grant\" or \"global\""))),
                 }
             }
@@ -929,24 +947,45 @@ impl RateLimiter {
     /// judged here: a denied or approval-only tool has none, so ask
     /// [`Policy::verdict`] first.
     pub async fn admit(&self, session: &str, tool: &str, now: SystemTime) -> Result<(), LimitRefusal> {
+        self.admit_as(session, None, tool, now).await
+    }
+
+    /// [`RateLimiter::admit`] for a call of `identity` (who the client is,
+    /// when the frontend authenticates clients), which `identity` limits
+    /// count.
+    pub async fn admit_as(
+        &self,
+        session: &str,
+        identity: Option<&str>,
+        tool: &str,
+        now: SystemTime,
+    ) -> Result<(), LimitRefusal> {
         let limits = match self.policy.verdict(tool) {
             Verdict::Limited { limits, .. } | Verdict::Approve { limits, .. } => limits,
             _ => return Ok(()),
         };
         for limit in &limits {
-            self.count(session, limit, now).await?;
+            self.count(session, identity, limit, now).await?;
         }
         Ok(())
     }
 
-    async fn count(&self, session: &str, limit: &Limit, now: SystemTime) -> Result<(), LimitRefusal> {
+    async fn count(
+        &self,
+        session: &str,
+        identity: Option<&str>,
+        limit: &Limit,
+        now: SystemTime,
+    ) -> Result<(), LimitRefusal> {
         let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
         let secs = since_epoch.as_secs();
         let window = limit.window.secs();
         let start = secs - secs % window;
+        let by_identity = identity_session(identity);
         let (owner, name) = match limit.scope {
             Scope::Grant => (session, grant_key(&limit.counter)),
             Scope::Global => (GLOBAL_SESSION, format!("global.rate.{}", limit.counter)),
+            Scope::Identity => (by_identity.as_str(), format!("identity.rate.{}", limit.counter)),
         };
         let fail = |e: StateError| {
             tracing::warn!(session, counter = %limit.counter, error = %e, "rate limit refused: session state failed (fail closed)");

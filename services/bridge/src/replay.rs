@@ -309,7 +309,7 @@ pub async fn replay(policy_path: &Path, records: &[Value], server: Option<&str>)
             if let Some(why) = args {
                 (Outcome::ArgsRefused, format!("{}/args: {why}", RuleSource::Tool(call.tool.clone())))
             } else {
-                match limiter.admit(&call.session, &call.tool, at).await {
+                match limiter.admit_as(&call.session, call.identity.as_deref(), &call.tool, at).await {
                     Err(refusal @ LimitRefusal::Exceeded { .. }) => (Outcome::OverLimit, limit_phrase(&refusal)),
                     Err(other) => (Outcome::OverLimit, other.to_string()),
                     Ok(()) if matches!(verdict, Verdict::Approve { .. }) => {

@@ -44,6 +44,9 @@ pub struct HttpOptions {
     pub allowed_hosts: Vec<String>,
     /// Who may call, and how many sessions they may hold.
     pub auth: AuthOptions,
+    /// Largest request body accepted (`--max-body`); larger ones get 413.
+    /// `None`: rmcp's default, 4 MiB.
+    pub max_body: Option<usize>,
 }
 
 /// Whether every address `addr` resolves to is a loopback address.
@@ -133,6 +136,7 @@ impl McpHttpServer {
             .cancellation_token(cancel.child_token())
             .maybe_allowed_hosts(hosts)
             .on_request_fn(auth::carry_caller)
+            .maybe_max_request_body_bytes(options.max_body)
             .build();
         let server = HttpServer::new(move || {
             let gate = gate.clone();

@@ -105,6 +105,15 @@ pub enum FrontendError {
     /// The client session ended before the cell did.
     #[error("the client session has ended, and its cells with it")]
     SessionEnded,
+    /// The session already runs (or queues) its most cells.
+    #[error(
+        "this session already runs {max} cell(s) at once (--max-cells-per-session): wait for one to end, or use \
+         another session"
+    )]
+    SessionBusy {
+        /// The limit.
+        max: usize,
+    },
     /// The MCP transport failed.
     #[error("MCP transport: {0}")]
     Transport(String),
@@ -160,6 +169,10 @@ pub struct FrontendConfig {
     /// Keep each session's variables between its cells (`--keep-variables`):
     /// `None` runs every cell in a fresh container.
     pub keep: Option<KeepConfig>,
+    /// Cells one session may run (or queue) at once
+    /// (`--max-cells-per-session`); `None`: no limit but the process's
+    /// slots.
+    pub max_cells_per_session: Option<usize>,
 }
 
 /// How long a kept session's container lives (`--keep-variables`).
@@ -190,6 +203,7 @@ impl Default for FrontendConfig {
             capacity_wait: defaults::CAPACITY_WAIT,
             catalog_wait: CATALOG_WAIT,
             keep: None,
+            max_cells_per_session: None,
         }
     }
 }

@@ -353,6 +353,13 @@ impl SessionActor {
     }
 
     fn start_cell(&mut self, order: CellOrder, reply: oneshot::Sender<Result<CellReport, FrontendError>>) {
+        if let Some(max) = self.shared.config.max_cells_per_session
+            && self.cells.len() + self.kept.waiting.len() >= max
+        {
+            tracing::info!(session = %self.id, identity = %shown(self.identity.as_ref()), max, "a cell was refused: the session runs its most cells");
+            let _ = reply.send(Err(FrontendError::SessionBusy { max }));
+            return;
+        }
         let kept = self.keep.filter(|_| order.keep);
         if kept.is_some() && self.kept.running.is_some() {
             // A kept session's cells run one after the other, in order.

@@ -341,6 +341,49 @@ async fn exactly_ten_of_fifty_concurrent_calls_pass_a_limit_of_ten_over_jetstrea
     assert!(matches!(refusal, LimitRefusal::Exceeded { .. }), "{refusal:?}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_identity_limit_lets_exactly_ten_of_fifty_concurrent_calls_from_two_sessions_of_one_identity_through_over_jetstream()
+ {
+    let Some(server) = NatsServer::start(&[]) else { return };
+    // Two bridges (replicas) over one bucket, each with one of the
+    // identity's two sessions.
+    let first = RateLimiter::new(limited(10, 3600, "identity"), jetstream_store(&server, Duration::from_secs(5)).await);
+    let second =
+        RateLimiter::new(limited(10, 3600, "identity"), jetstream_store(&server, Duration::from_secs(5)).await);
+    let now = window_start(3600);
+    let handles: Vec<_> = (0..50)
+        .map(|i| {
+            let (limiter, session) =
+                if i % 2 == 0 { (first.clone(), SESSION) } else { (second.clone(), OTHER_SESSION) };
+            tokio::spawn(async move { limiter.admit_as(session, Some("alice"), "a", now).await })
+        })
+        .collect();
+    let mut passed = 0;
+    for handle in handles {
+        match handle.await.expect("the task ran") {
+            Ok(()) => passed += 1,
+            Err(LimitRefusal::Exceeded { max: 10, .. }) => {}
+            Err(other) => panic!("refused for another reason: {other}"),
+        }
+    }
+    assert_eq!(passed, 10, "alice's two sessions share one count");
+    // Another identity, and alice in a new session, are counted apart and
+    // together respectively.
+    first.admit_as("a-third-session", Some("bob"), "a", now).await.expect("bob has his own count");
+    let refusal = second.admit_as("a-third-session", Some("alice"), "a", now).await.unwrap_err();
+    assert!(matches!(refusal, LimitRefusal::Exceeded { max: 10, .. }), "{refusal:?}");
+}
+
+#[tokio::test]
+async fn without_authentication_an_identity_limit_counts_every_caller_as_one() {
+    let now = window_start(60);
+    let limiter = RateLimiter::new(limited(2, 60, "identity"), SessionStore::in_memory());
+    limiter.admit(SESSION, "a", now).await.unwrap();
+    limiter.admit(OTHER_SESSION, "a", now).await.unwrap();
+    limiter.admit("a-third-session", "a", now).await.expect_err("anonymous callers share one count");
+    limiter.admit_as(SESSION, Some("carol"), "a", now).await.expect("an authenticated identity has its own");
+}
+
 #[tokio::test]
 async fn a_grant_limit_counts_each_session_apart_and_a_global_limit_counts_them_together() {
     let now = window_start(60);
