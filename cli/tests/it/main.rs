@@ -8,6 +8,7 @@ mod approval;
 mod audit;
 mod cluster;
 mod compose;
+mod direct;
 mod discovery;
 mod doctor;
 mod faults;

@@ -36,6 +36,7 @@
 pub mod approval;
 pub mod catalog;
 pub mod description;
+pub mod direct;
 pub mod http;
 mod parking;
 mod session;
@@ -62,8 +63,9 @@ use tokio_util::sync::CancellationToken;
 use crate::approval::{Asking, Pending};
 pub use crate::catalog::CATALOG_POLL;
 use crate::catalog::CatalogHandle;
+pub use crate::direct::Expose;
 use crate::parking::{Parked, ParkingLot};
-use crate::session::{CellOrder, CellRun, QUESTIONS_PER_CELL, SessionHandle};
+use crate::session::{CellOrder, CellRun, DirectOrder, QUESTIONS_PER_CELL, SessionHandle};
 
 /// The one tool's name.
 pub const TOOL_NAME: &str = "run_python";
@@ -155,6 +157,12 @@ pub struct FrontendConfig {
     /// Keep each session's variables between its cells (`--keep-variables`):
     /// `None` runs every cell in a fresh container.
     pub keep: Option<KeepConfig>,
+    /// Offer the wrapped tools directly beside `run_python`, or instead of
+    /// it (`--expose-tools`).
+    pub expose: Expose,
+    /// Direct tool calls one client session may make
+    /// (`--max-direct-calls`); `None`: no limit.
+    pub max_direct_calls: Option<u32>,
 }
 
 /// How long a kept session's container lives (`--keep-variables`).
@@ -185,6 +193,8 @@ impl Default for FrontendConfig {
             capacity_wait: defaults::CAPACITY_WAIT,
             catalog_wait: CATALOG_WAIT,
             keep: None,
+            expose: Expose::Off,
+            max_direct_calls: None,
         }
     }
 }
@@ -237,7 +247,8 @@ impl FrontendFactory {
     /// for one to answer: services may start in any order), and start the
     /// catalog watcher.
     pub async fn connect(bus: Bus, config: FrontendConfig) -> Result<Self, FrontendError> {
-        let request = CatalogRequest { session: uuid::Uuid::new_v4().to_string(), known: None };
+        let request =
+            CatalogRequest { session: uuid::Uuid::new_v4().to_string(), known: None, direct: config.expose.direct() };
         let give_up = tokio::time::Instant::now() + config.catalog_wait;
         let catalog: Catalog = loop {
             match bus.call(subjects::CATALOG_GET, &request, CATALOG_TIMEOUT).await {
@@ -333,7 +344,31 @@ impl Frontend {
             options: CellOptions::default(),
             keep,
         };
-        CellRun { result: self.session.run(order).await, approvals }
+        let report = self.session.run(order).await;
+        let result = async move { report.await.unwrap_or(Err(FrontendError::SessionEnded)).map(|r| report_result(&r)) };
+        CellRun { result: Box::pin(result), approvals, tool: TOOL_NAME.into() }
+    }
+
+    /// Call a wrapped tool directly on an MCP request (`--expose-tools`):
+    /// the session sends it to the bridge, which checks it as a call from
+    /// code; its approval questions are asked on this request, as a cell's.
+    async fn call_direct(
+        &self,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let tool = request.name.to_string();
+        if let Err(e) = self.listen_for_approvals().await {
+            tracing::warn!(error = %e, "this session cannot answer approvals");
+            return error_result(&format!("{tool}: {e}")).into();
+        }
+        let (route, approvals) = mpsc::channel(QUESTIONS_PER_CELL);
+        let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
+        let order =
+            DirectOrder { call_id: format!("direct-{}", uuid::Uuid::new_v4()), tool: tool.clone(), arguments, route };
+        let result = self.session.direct(order).await;
+        let result = async move { result.await.unwrap_or(Err(FrontendError::SessionEnded)) };
+        self.drive(CellRun { result: Box::pin(result), approvals, tool }, context).await
     }
 
     /// Wait for a cell's end while answering its approvals; an approval that
@@ -347,11 +382,11 @@ impl Frontend {
         loop {
             tokio::select! {
                 result = &mut run.result => {
-                    return match result.unwrap_or(Err(FrontendError::SessionEnded)) {
-                        Ok(report) => report_result(&report).into(),
+                    return match result {
+                        Ok(result) => result.into(),
                         Err(e) => {
-                            tracing::warn!(error = %e, "run_python failed");
-                            error_result(&format!("{TOOL_NAME}: {e}")).into()
+                            tracing::warn!(error = %e, tool = %run.tool, "the call failed");
+                            error_result(&format!("{}: {e}", run.tool)).into()
                         }
                     };
                 }
@@ -541,7 +576,15 @@ impl ServerHandler for Frontend {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         self.session.know_client(&context.peer);
-        Ok(ListToolsResult::with_all_items(vec![self.tool()]))
+        let expose = self.shared.config.expose;
+        let mut tools = Vec::new();
+        if expose.run_python() {
+            tools.push(self.tool());
+        }
+        if expose.direct() {
+            tools.extend(direct::tools(&self.shared.catalog.current().catalog));
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -550,7 +593,8 @@ impl ServerHandler for Frontend {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         self.session.know_client(&context.peer);
-        if request.name != TOOL_NAME {
+        let expose = self.shared.config.expose;
+        if !expose.direct() && request.name != TOOL_NAME {
             return Err(McpError::invalid_params(
                 format!("unknown tool {:?}: the only tool is {TOOL_NAME}", request.name),
                 None,
@@ -558,6 +602,9 @@ impl ServerHandler for Frontend {
         }
         if let Some(token) = request.request_state.as_deref() {
             return Ok(self.resume(token, request.input_responses.as_ref(), &context).await);
+        }
+        if request.name != TOOL_NAME || !expose.run_python() {
+            return Ok(self.call_direct(request, &context).await);
         }
         let code = request.arguments.as_ref().and_then(|a| a.get("code"));
         let Some(serde_json::Value::String(code)) = code else {
@@ -610,7 +657,7 @@ async fn elicit(peer: &Peer<RoleServer>, request: &ApprovalRequest) -> ApprovalR
     }
 }
 
-fn error_result(message: &str) -> CallToolResult {
+pub(crate) fn error_result(message: &str) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(message.to_string())])
 }
 
@@ -632,6 +679,7 @@ mod tests {
             mark: String::new(),
             search: Default::default(),
             private: false,
+            direct: None,
         }
     }
 
