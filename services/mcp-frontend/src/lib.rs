@@ -1,5 +1,6 @@
 //! The MCP frontend: the server an MCP client sees, with one tool,
-//! `run_python`.
+//! `run_python` (and, with `--expose-tools`, the wrapped tools themselves,
+//! called directly under the bridge's checks: [`direct`]).
 //!
 //! At start it asks the bridge for the tool catalog and builds the tool's
 //! description ([`description`]). Each `run_python` call is checked (code
@@ -565,9 +566,10 @@ impl ServerHandler for Frontend {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
             .with_server_info(Implementation::new("code-mode", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "Call run_python with a short Python program; the wrapped tools are async functions in it.",
-            )
+            .with_instructions(match self.shared.config.expose {
+                Expose::Only => "Call the tools directly; every call passes a policy gateway.",
+                _ => "Call run_python with a short Python program; the wrapped tools are async functions in it.",
+            })
     }
 
     async fn list_tools(
