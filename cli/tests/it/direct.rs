@@ -463,3 +463,47 @@ async fn server_everythings_image_and_structured_results_arrive_unchanged_throug
     client.cancel().await.ok();
     let _ = std::fs::remove_file(&config);
 }
+
+/// Call `add` directly until it answers 5, at most `within`.
+async fn until_add_answers(peer: &Peer<RoleClient>, within: Duration) {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let result = call(peer, "add", json!({"a": 2, "b": 3})).await;
+        if result.structured_content == Some(json!({"sum": 5})) {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "add did not answer within {within:?}: {result:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn over_nats_a_crashed_server_and_a_killed_bridge_fail_direct_calls_by_type_name_until_they_are_back() {
+    let Some((nats, users)) = NatsServer::start_secured() else { panic!("nats-server is needed") };
+    let mut bridge = spawn_service(&nats.url(), &users, "bridge", &[], Some(&[]));
+    // A pure gateway: a frontend and a bridge, no sandbox-runner at all.
+    let frontend = support::service_command(&nats.url(), &users, "frontend", &["--expose-tools=only"], None);
+    let (client, _pid) = connect_client(frontend).await;
+    let peer = client.peer().clone();
+    until_add_answers(&peer, Duration::from_secs(10)).await;
+
+    // The wrapped server dies under a call: only the fault's type name
+    // reaches the client; the bridge starts the server again.
+    assert_eq!(refusal(&call(&peer, "crash", json!({})).await), "TransportClosed");
+    until_add_answers(&peer, Duration::from_secs(15)).await;
+
+    // The bridge is killed: direct calls fail at once, saying so.
+    let pid = bridge.id().expect("the bridge runs").to_string();
+    let killed = std::process::Command::new("kill").args(["-s", "KILL", &pid]).status().expect("kill runs");
+    assert!(killed.success());
+    bridge.wait().await.expect("the killed bridge is reaped");
+    let during = tokio::time::timeout(Duration::from_secs(10), call(&peer, "add", json!({"a": 2, "b": 3})))
+        .await
+        .expect("a direct call during the outage fails at once");
+    assert_eq!(refusal(&during), "BridgeUnavailable");
+
+    // A bridge started again serves them.
+    let _bridge = spawn_service(&nats.url(), &users, "bridge", &[], Some(&[]));
+    until_add_answers(&peer, Duration::from_secs(30)).await;
+    client.cancel().await.ok();
+}
