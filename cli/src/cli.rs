@@ -331,9 +331,9 @@ pub struct DirectArgs {
         default_value = "off"
     )]
     pub expose_tools: ExposeTools,
-    /// Direct tool calls one client session may make (0 to 1000000); later
-    /// ones are refused. Counted apart from the per-run budget of cells
-    /// (--max-calls). Default: no limit.
+    /// Direct tool calls one client session may make, counted apart from
+    /// each cell's --max-calls; later ones are refused. Default: no limit
+    /// (0 to 1000000).
     #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = ranges::CALLS.parser::<u32>())]
     pub max_direct_calls: Option<u32>,
 }
