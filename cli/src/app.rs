@@ -26,7 +26,7 @@ use code_mode_core::state::{JetStreamConfig, SessionStore};
 use code_mode_mcp_frontend::auth::oauth::OAuthOptions;
 use code_mode_mcp_frontend::auth::{AuthOptions, SessionLimits};
 use code_mode_mcp_frontend::http::{HttpOptions, MCP_PATH, McpHttpServer};
-use code_mode_mcp_frontend::{Frontend, FrontendConfig, FrontendFactory, KeepConfig};
+use code_mode_mcp_frontend::{Expose, Frontend, FrontendConfig, FrontendFactory, KeepConfig};
 use code_mode_sandbox_runner::container::Lockdown;
 use code_mode_sandbox_runner::image::{self, BaseSource};
 use code_mode_sandbox_runner::{DEFAULT_WARM, RunnerConfig, SandboxRunner, connect_docker};
@@ -34,8 +34,8 @@ use code_mode_telemetry::MetricsServer;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{
-    BridgeArgs, Cli, Command, FrontendArgs, HttpArgs, KeepArgs, MetricsArgs, NatsArgs, PolicyCheckArgs, PolicyCommand,
-    RunnerArgs, StackArgs, TokenCommand,
+    BridgeArgs, Cli, Command, DirectArgs, ExposeTools, FrontendArgs, HttpArgs, KeepArgs, MetricsArgs, NatsArgs,
+    PolicyCheckArgs, PolicyCommand, RunnerArgs, StackArgs, TokenCommand,
 };
 
 type Tasks = Vec<tokio::task::JoinHandle<()>>;
@@ -51,7 +51,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             if let Some(options) = http_options(&args.http) {
                 code_mode_mcp_frontend::http::preflight(&options).await?;
             }
-            let stack = Stack::start(&args.stack, args.max_concurrent, keep, &root).await?;
+            let direct = direct_config(&args.direct);
+            let stack = Stack::start(&args.stack, args.max_concurrent, keep, direct, &root).await?;
             if let Some(options) = http_options(&args.http) {
                 let served = serve_http(stack.factory.clone(), &options, &root).await;
                 stack.stop(&root).await;
@@ -68,7 +69,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let code = read_code(args.code, args.file)?;
             let asker =
                 if args.ask { Some(crate::terminal::TerminalAsker::open().map_err(anyhow::Error::msg)?) } else { None };
-            let stack = Stack::start(&args.stack, 1, None, &root).await?;
+            let stack = Stack::start(&args.stack, 1, None, Direct::default(), &root).await?;
             if let Some(asker) = asker {
                 stack.frontend.ask_locally_with(asker);
             }
@@ -85,6 +86,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let mut config = frontend_config(&args.frontend, args.max_concurrent)?;
             config.capacity_wait = args.capacity_wait;
             config.keep = keep_config(&args.keep);
+            let direct = direct_config(&args.direct);
+            (config.expose, config.max_direct_calls) = (direct.expose, direct.max_calls);
             if let Some(options) = http_options(&args.http) {
                 code_mode_mcp_frontend::http::preflight(&options).await?;
                 let factory = FrontendFactory::connect(bus, config).await?;
@@ -350,6 +353,25 @@ fn keep_config(args: &KeepArgs) -> Option<KeepConfig> {
     args.keep_variables.then_some(KeepConfig { idle: args.session_idle, max: args.session_max })
 }
 
+/// The wrapped tools offered directly (`--expose-tools`,
+/// `--max-direct-calls`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Direct {
+    /// Which tools `tools/list` offers.
+    pub expose: Expose,
+    /// Direct calls per client session.
+    pub max_calls: Option<u32>,
+}
+
+fn direct_config(args: &DirectArgs) -> Direct {
+    let expose = match args.expose_tools {
+        ExposeTools::Off => Expose::Off,
+        ExposeTools::Beside => Expose::Beside,
+        ExposeTools::Only => Expose::Only,
+    };
+    Direct { expose, max_calls: args.max_direct_calls }
+}
+
 /// Cancel the root token, wait for the services to drain, then close the
 /// wrapped servers.
 async fn stop(root: CancellationToken, tasks: Tasks, closer: Option<Closer>) {
@@ -399,15 +421,23 @@ pub struct Stack {
 
 impl Stack {
     /// Start everything for one wrapped server over the in-process bus
-    /// (`keep`: sessions keep their variables between cells).
+    /// (`keep`: sessions keep their variables between cells; `direct`: the
+    /// wrapped tools offered directly). With `--expose-tools=only` nothing
+    /// runs code: no sandbox-runner starts, and Docker is never contacted.
     pub async fn start(
         args: &StackArgs,
         max_concurrent: usize,
         keep: Option<KeepConfig>,
+        direct: Direct,
         root: &CancellationToken,
     ) -> anyhow::Result<Stack> {
         let StackArgs { bridge: bridge_args, runner: runner_args, frontend: frontend_args, server, audit, .. } = args;
-        let frontend_config = FrontendConfig { keep, ..frontend_config(frontend_args, max_concurrent)? };
+        let frontend_config = FrontendConfig {
+            keep,
+            expose: direct.expose,
+            max_direct_calls: direct.max_calls,
+            ..frontend_config(frontend_args, max_concurrent)?
+        };
         // The config file is checked before anything starts.
         let servers = wrapped_servers(bridge_args, server)?;
         let bus = Bus::in_process();
@@ -415,14 +445,19 @@ impl Stack {
         // call records (the bridge's closer closes it last).
         let audit = crate::audit::open_sink(audit, "serve", None, 1).await?;
         // Docker first: nothing to clean up if it is missing.
-        let runner = start_runner(runner_args, max_concurrent.max(1), bus.clone(), audit.clone()).await?;
+        let runner = match direct.expose {
+            Expose::Only => None,
+            _ => Some(start_runner(runner_args, max_concurrent.max(1), bus.clone(), audit.clone()).await?),
+        };
         // One process: the session state lives (and dies) with it.
         let (bridge, closer) = start_bridge(bridge_args, servers, SessionStore::in_memory(), audit, root).await?;
         let mut tasks = Vec::new();
         // From here on a failure must close what was started.
         let started = async {
             tasks.extend(bridge.serve(&bus, root.clone()).await?);
-            tasks.push(runner.serve(root.clone()).await?);
+            if let Some(runner) = &runner {
+                tasks.push(runner.serve(root.clone()).await?);
+            }
             let factory = FrontendFactory::connect(bus, frontend_config).await?;
             let frontend = factory.session();
             frontend.listen_for_approvals().await?;

@@ -302,6 +302,9 @@ pub struct ServeArgs {
     /// Kept sessions.
     #[command(flatten)]
     pub keep: KeepArgs,
+    /// The wrapped tools offered directly.
+    #[command(flatten)]
+    pub direct: DirectArgs,
     /// MCP over HTTP.
     #[command(flatten)]
     pub http: HttpArgs,
@@ -329,6 +332,44 @@ pub struct KeepArgs {
     #[arg(long, default_value = "3600", value_name = "SECONDS", allow_hyphen_values = true,
           value_parser = ranges::TIME.parser())]
     pub session_max: Duration,
+}
+
+/// The wrapped tools offered directly, beside `run_python` or instead of it
+/// (`serve` and `frontend`).
+#[derive(Debug, Args)]
+pub struct DirectArgs {
+    /// Offer the wrapped tools themselves in tools/list, under the names
+    /// the code calls them by, with their own schemas, titles and
+    /// annotations and their policy labels in their descriptions:
+    /// `--expose-tools` (or `=beside`) beside run_python, `=only` instead
+    /// of it (a policy gateway: nothing runs code, and Docker is never
+    /// contacted), `off` (default) only run_python. A direct call passes
+    /// the bridge's checks as a call from code does.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "beside|only|off",
+        num_args = 0..=1,
+        default_missing_value = "beside",
+        default_value = "off"
+    )]
+    pub expose_tools: ExposeTools,
+    /// Direct tool calls one client session may make, counted apart from
+    /// each cell's --max-calls; later ones are refused. Default: no limit
+    /// (0 to 1000000).
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = ranges::CALLS.parser::<u32>())]
+    pub max_direct_calls: Option<u32>,
+}
+
+/// Which tools `tools/list` offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExposeTools {
+    /// Only run_python.
+    Off,
+    /// run_python and the wrapped tools.
+    Beside,
+    /// Only the wrapped tools.
+    Only,
 }
 
 /// Options of `run`.
@@ -511,6 +552,9 @@ pub struct FrontendServiceArgs {
     /// Kept sessions.
     #[command(flatten)]
     pub keep: KeepArgs,
+    /// The wrapped tools offered directly.
+    #[command(flatten)]
+    pub direct: DirectArgs,
     /// MCP over HTTP.
     #[command(flatten)]
     pub http: HttpArgs,

@@ -260,6 +260,7 @@ mod every_option {
         for sub in ["serve", "frontend"] {
             expected.push(format!("{sub} --session-idle"));
             expected.push(format!("{sub} --session-max"));
+            expected.push(format!("{sub} --max-direct-calls"));
         }
         expected.sort();
         assert_eq!(seen, expected);

@@ -482,6 +482,26 @@ mod tests {
     }
 
     #[test]
+    fn expose_tools_is_a_setting_and_the_bare_flag_means_beside() {
+        use clap::Parser;
+
+        use crate::cli::{Command, ExposeTools};
+        let parsed = |args: Vec<OsString>| match Cli::try_parse_from(args).expect("parses").command {
+            Command::Serve(serve) => (serve.direct.expose_tools, serve.direct.max_direct_calls),
+            _ => unreachable!(),
+        };
+        let (_d, path) = file("[serve]\nexpose-tools = \"only\"\nmax-direct-calls = 5\n");
+        let out = apply(argv(&["serve", "--settings", &path, "--", "srv"]), &[]).unwrap();
+        assert_eq!(parsed(out), (ExposeTools::Only, Some(5)));
+        let env = vec![("CODE_MODE_SERVE__EXPOSE_TOOLS".to_string(), "beside".to_string())];
+        assert_eq!(parsed(apply(argv(&["serve", "--", "srv"]), &env).unwrap()).0, ExposeTools::Beside);
+        assert_eq!(parsed(argv(&["serve", "--expose-tools", "--", "srv"])).0, ExposeTools::Beside);
+        assert_eq!(parsed(argv(&["serve", "--", "srv"])).0, ExposeTools::Off);
+        let err = Cli::try_parse_from(argv(&["serve", "--expose-tools=all", "--", "srv"])).unwrap_err().to_string();
+        assert!(err.contains("'all'") && err.contains("beside, only"), "{err}");
+    }
+
+    #[test]
     fn a_switch_takes_true_or_false() {
         let (_d, path) = file("[build-image]\nif-missing = true\n");
         let out = apply(argv(&["build-image", "--settings", &path]), &[]).unwrap();

@@ -23,6 +23,10 @@ pub mod subjects {
     pub const CATALOG_GET: &str = "codemode.v1.catalog.get";
     /// sandbox-runner -> bridge: [`crate::ToolCall`] -> [`crate::ToolReply`].
     pub const TOOL_CALL: &str = "codemode.v1.tool.call";
+    /// frontend -> bridge: [`crate::DirectCall`] -> [`crate::DirectReply`]:
+    /// a client called a wrapped tool directly (`--expose-tools`), not
+    /// from code. The bridge checks it as it checks a [`TOOL_CALL`].
+    pub const TOOL_DIRECT: &str = "codemode.v1.tool.direct";
     /// frontend -> sandbox-runner: [`crate::RunCell`] -> [`crate::CellReport`].
     pub const CELL_RUN: &str = "codemode.v1.cell.run";
     /// bridge -> the frontend of one client session:
@@ -41,7 +45,7 @@ pub mod subjects {
     /// Every subject, for documentation and permission checks (the approval
     /// and runner subjects are prefixes: one subject per session or runner
     /// below them).
-    pub const ALL: [&str; 6] = [CATALOG_GET, TOOL_CALL, CELL_RUN, APPROVAL, SESSION_END, RUNNER];
+    pub const ALL: [&str; 7] = [CATALOG_GET, TOOL_CALL, TOOL_DIRECT, CELL_RUN, APPROVAL, SESSION_END, RUNNER];
 
     /// The subject of one sandbox-runner, or `None` when `id` cannot be one
     /// subject token (the same rule as [`is_session_id`]).
@@ -84,6 +88,10 @@ pub struct CatalogRequest {
     /// is still current the reply is [`Catalog::unchanged`], without tools.
     #[serde(default)]
     pub known: Option<String>,
+    /// Send each tool's MCP definition too ([`ToolEntry::direct`]): the
+    /// asker offers the wrapped tools directly (`--expose-tools`).
+    #[serde(default)]
+    pub direct: bool,
 }
 
 /// Every tool the bridge offers to the sandbox, and how to present them.
@@ -145,6 +153,33 @@ pub struct ToolEntry {
     /// private tools.
     #[serde(default)]
     pub private: bool,
+    /// The tool as a client calling it directly sees it (`--expose-tools`):
+    /// present only when the catalog was asked for with
+    /// [`CatalogRequest::direct`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct: Option<DirectTool>,
+}
+
+/// One wrapped tool as `tools/list` offers it to a client that calls it
+/// directly: the server's own definition, under the tool's Python name,
+/// its policy and private labels leading its description.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DirectTool {
+    /// Its title, if the server gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Its labels (`[private]`, `[needs approval]`, `[2 per minute]`), then
+    /// the server's description, cut like the stub's.
+    pub description: String,
+    /// The server's input schema.
+    pub input_schema: serde_json::Value,
+    /// The server's output schema, if it declares one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
+    /// The server's annotations (hints), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<serde_json::Value>,
 }
 
 /// The text of one tool that `search_tools` ranks it by, field by field (a
@@ -396,6 +431,53 @@ pub enum ToolReply {
     },
 }
 
+/// One tool call a client made directly (`--expose-tools`), on its way
+/// from the frontend to the bridge. The bridge checks it with the same code,
+/// in the same order, as a [`ToolCall`] from a cell; only the budget
+/// differs: the session's direct calls, not a run's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DirectCall {
+    /// The client session calling.
+    pub session: String,
+    /// This call's id: an approval question about it names it (where a
+    /// cell's names the cell), and its audit record carries it as the cell.
+    pub call_id: String,
+    /// 1 for the session's first direct call, counting every one it made.
+    pub call_index: u32,
+    /// The direct calls the session may make (`--max-direct-calls`);
+    /// absent: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_calls: Option<u32>,
+    /// The tool's Python name (the name `tools/list` offered it under).
+    pub tool: String,
+    /// The arguments exactly as the client sent them (checked by the bridge).
+    pub arguments: serde_json::Value,
+}
+
+/// The bridge's answer to a [`DirectCall`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]
+pub enum DirectReply {
+    /// The server's result as it sent it: an MCP `CallToolResult` (content
+    /// blocks, structured content).
+    Ok {
+        /// The result, as JSON.
+        result: serde_json::Value,
+    },
+    /// The bridge refused the call, or the tool reported a failure: the
+    /// message a call from code would get.
+    Refused {
+        /// Why, at most 500 characters.
+        message: String,
+    },
+    /// A fault on the host side; only its kind reaches the client.
+    Fault {
+        /// A type name, never details.
+        kind: ErrorKind,
+    },
+}
+
 /// The bridge asks the person behind a client session whether one tool
 /// call may go out (the policy says `approve`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -604,6 +686,8 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         ("run_cell_reply", schema::<Reply<CellRan>>()),
         ("tool_call", schema::<ToolCall>()),
         ("tool_call_reply", schema::<Reply<ToolReply>>()),
+        ("direct_call", schema::<DirectCall>()),
+        ("direct_call_reply", schema::<Reply<DirectReply>>()),
         ("approval_request", schema::<ApprovalRequest>()),
         ("approval_reply", schema::<Reply<ApprovalReply>>()),
         ("session_end", schema::<SessionEnd>()),
@@ -628,6 +712,7 @@ mod tests {
             mark: "private".into(),
             search: SearchText { name: "search".into(), server: "notes".into(), ..Default::default() },
             private: true,
+            direct: None,
         };
         let stub = ToolStub::from(&entry);
         assert_eq!(stub.name, entry.name);

@@ -9,6 +9,7 @@ mod audit;
 mod auth;
 mod cluster;
 mod compose;
+mod direct;
 mod discovery;
 mod doctor;
 mod faults;

@@ -185,3 +185,39 @@ async fn the_kept_sessions_example_of_the_readme_prints_what_the_readme_says() {
     }
     client.cancel().await.unwrap();
 }
+
+/// The text between the README's direct-tools example markers.
+fn direct_example(text: &str) -> &str {
+    let start = text.find("<!-- direct example:").expect("README.md marks the start of the direct example");
+    let rest = &text[start..];
+    let end = rest.find("<!-- end of direct example -->").expect("README.md marks the end of the direct example");
+    &rest[..end]
+}
+
+#[test]
+fn the_direct_tools_example_of_the_readme_prints_what_the_readme_says_with_no_docker_engine() {
+    let Some(python) = code_mode_core::testing::peers::venv_bin("python") else { return };
+    // The example's limit counts per minute: keep its calls in one minute.
+    crate::policy::inside_one_window(60, 15);
+    let text = readme();
+    let example = direct_example(&text);
+    // A folder laid out like the workspace root: the binaries under test at
+    // ./target/debug, the example's two files.
+    let dir = code_mode_core::testing::TempDir::new("readme-direct");
+    let debug = dir.0.join("target/debug");
+    std::fs::create_dir_all(&debug).unwrap();
+    std::os::unix::fs::symlink(support::code_mode(), debug.join("code-mode")).unwrap();
+    std::os::unix::fs::symlink(support::test_server(), debug.join("code-mode-test-server")).unwrap();
+    std::fs::write(dir.0.join("gateway.json"), block(example, "json", "{\"mcpServers\"")).unwrap();
+    std::fs::write(dir.0.join("gateway.py"), block(example, "python", "import asyncio")).unwrap();
+    let out = Command::new(python)
+        .arg("gateway.py")
+        .current_dir(&dir.0)
+        // No Docker engine: the gateway never asks for one.
+        .env("DOCKER_HOST", "unix:///nonexistent/code-mode-readme/docker.sock")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let expected = block(example, "text", "[(");
+    assert_eq!(any_wait(&String::from_utf8_lossy(&out.stdout)), any_wait(&format!("{}\n", expected.trim_end())));
+}

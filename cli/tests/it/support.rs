@@ -311,7 +311,9 @@ pub async fn start_with_lifecycle<H: ClientHandler>(
             let mut rest = args;
             while let Some((&flag, after)) = rest.split_first() {
                 // Flags that take no value stand alone; the others have one.
-                let takes = usize::from(!matches!(flag, "--keep-variables" | "--offer-denied"));
+                let takes = usize::from(
+                    !flag.contains('=') && !matches!(flag, "--keep-variables" | "--offer-denied" | "--expose-tools"),
+                );
                 let (value, next) = after.split_at(takes);
                 rest = next;
                 let target = match service_of(flag) {

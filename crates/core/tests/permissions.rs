@@ -85,6 +85,28 @@ async fn a_frontend_cannot_pose_as_the_bridge_or_call_tools() {
 }
 
 #[tokio::test]
+async fn only_a_frontend_may_send_direct_tool_calls_and_only_the_bridge_may_answer_them() {
+    let Some((server, users)) = NatsServer::start_secured() else { return };
+    let frontend = connect(&server, &users, "frontend").await;
+    let runner = connect(&server, &users, "sandbox-runner").await;
+    let bridge = connect(&server, &users, "bridge").await;
+    // A runner taking code's calls past the cell (and its budget) is refused.
+    let real = counting_service(&bridge, subjects::TOOL_DIRECT, queue_groups::BRIDGE).await;
+    assert!(ask(&runner, subjects::TOOL_DIRECT).await.is_err());
+    assert_eq!(real.load(Ordering::SeqCst), 0, "the bridge never got the runner's direct call");
+    assert_eq!(ask(&frontend, subjects::TOOL_DIRECT).await.unwrap(), "served");
+    // Nobody but the bridge may answer them.
+    let impostor_frontend = connect(&server, &users, "frontend").await;
+    let impostor = counting_service(&impostor_frontend, subjects::TOOL_DIRECT, queue_groups::BRIDGE).await;
+    let runner_impostor = counting_service(&runner, subjects::TOOL_DIRECT, queue_groups::BRIDGE).await;
+    for _ in 0..4 {
+        assert_eq!(ask(&frontend, subjects::TOOL_DIRECT).await.unwrap(), "served");
+    }
+    assert_eq!(impostor.load(Ordering::SeqCst) + runner_impostor.load(Ordering::SeqCst), 0);
+    assert_eq!(real.load(Ordering::SeqCst), 5);
+}
+
+#[tokio::test]
 async fn a_runner_cannot_send_cells_or_ask_for_the_catalog() {
     let Some((server, users)) = NatsServer::start_secured() else { return };
     let runner = connect(&server, &users, "sandbox-runner").await;

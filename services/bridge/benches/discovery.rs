@@ -72,7 +72,7 @@ fn stub_rendering(c: &mut Criterion) {
     c.bench_function("build the catalog of 300 tools (schemas compiled, stubs rendered)", |b| {
         b.iter(|| Catalog::build(&servers, &CatalogLimits::default()).expect("a catalog").tools().len())
     });
-    let entries = catalog_of(300).entries(true);
+    let entries = catalog_of(300).entries(true, false);
     let facts = RunFacts { deadline_secs: 90, max_calls: 200, call_timeout_secs: 30, max_output: 8192, keep: None };
     c.bench_function("write the run_python description of 300 tools", |b| {
         b.iter(|| describe(&facts, &entries, 12_000).1.len())

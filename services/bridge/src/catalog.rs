@@ -31,6 +31,8 @@ pub struct ListedTool {
     pub output_schema: Option<Value>,
     /// Its title (`title`, else `annotations.title`), if any.
     pub title: Option<String>,
+    /// Its annotations as the server sent them, if any.
+    pub annotations: Option<Value>,
 }
 
 impl From<&rmcp::model::Tool> for ListedTool {
@@ -41,6 +43,7 @@ impl From<&rmcp::model::Tool> for ListedTool {
             input_schema: Value::Object((*t.input_schema).clone()),
             output_schema: t.output_schema.as_ref().map(|o| Value::Object((**o).clone())),
             title: t.title.clone().or_else(|| t.annotations.as_ref().and_then(|a| a.title.clone())),
+            annotations: t.annotations.as_ref().and_then(|a| serde_json::to_value(a).ok()),
         }
     }
 }
@@ -139,6 +142,8 @@ pub struct CatalogTool {
     pub checker: ArgumentChecker,
     /// It may see private data (`--private`).
     pub private: bool,
+    /// Its definition for clients that call it directly (`--expose-tools`).
+    pub direct: code_mode_proto::DirectTool,
 }
 
 /// A tool the catalog left out, and why.
@@ -244,6 +249,7 @@ impl Catalog {
                     labels: &labels,
                 };
                 let prefix = server.prefixed.then_some(server.server.as_str());
+                let direct = direct_tool(tool, &labels, &limits.stubs);
                 catalog.by_name.insert(name.clone(), catalog.tools.len());
                 catalog.tools.push(CatalogTool {
                     stub: stubs::stub(&text, &limits.stubs),
@@ -256,6 +262,7 @@ impl Catalog {
                     server_name: server.server.clone(),
                     checker,
                     private: is_private,
+                    direct,
                 });
             }
         }
@@ -268,8 +275,9 @@ impl Catalog {
     }
 
     /// The kept tools as the catalog message carries them to the frontend;
-    /// `several`: name each tool's server (there is more than one).
-    pub fn entries(&self, several: bool) -> Vec<code_mode_proto::ToolEntry> {
+    /// `several`: name each tool's server (there is more than one);
+    /// `direct`: with each tool's definition for direct calls.
+    pub fn entries(&self, several: bool, direct: bool) -> Vec<code_mode_proto::ToolEntry> {
         self.tools
             .iter()
             .map(|t| code_mode_proto::ToolEntry {
@@ -281,6 +289,7 @@ impl Catalog {
                 mark: t.mark.clone(),
                 search: t.search.clone(),
                 private: t.private,
+                direct: direct.then(|| t.direct.clone()),
             })
             .collect()
     }
@@ -321,6 +330,26 @@ impl Catalog {
     /// private-data rule judge calls.
     pub fn has_private(&self) -> bool {
         self.tools.iter().any(|t| t.private)
+    }
+}
+
+/// A kept tool as a client calling it directly sees it: the server's
+/// schemas, title and annotations, and its description led by its labels
+/// (so a client that never sees the stubs still sees them) and cut as the
+/// stub's is.
+fn direct_tool(tool: &ListedTool, labels: &[String], limits: &StubLimits) -> code_mode_proto::DirectTool {
+    let description = stubs::cut_bytes(tool.description.as_deref().unwrap_or(""), limits.max_description);
+    let description = match labels.join(" ") {
+        labels if labels.is_empty() => description,
+        labels if description.is_empty() => labels,
+        labels => format!("{labels} {description}"),
+    };
+    code_mode_proto::DirectTool {
+        title: tool.title.clone(),
+        description,
+        input_schema: tool.input_schema.clone(),
+        output_schema: tool.output_schema.clone(),
+        annotations: tool.annotations.clone(),
     }
 }
 
@@ -425,6 +454,7 @@ mod tests {
             input_schema: json!({"type": "object", "properties": {"x": {"type": "integer"}}}),
             output_schema: None,
             title: None,
+            annotations: None,
         }
     }
 

@@ -116,7 +116,14 @@ pub fn tool_schema(data: &[u8]) {
     let server = ServerTools {
         server: "fuzz".into(),
         prefixed: data.len().is_multiple_of(2),
-        tools: vec![ListedTool { name, description, input_schema: schema, output_schema: output, title }],
+        tools: vec![ListedTool {
+            name,
+            description,
+            input_schema: schema,
+            output_schema: output,
+            title,
+            annotations: None,
+        }],
         allow: None,
         private: Vec::new(),
         origin: crate::Origin::Flags,

@@ -59,7 +59,9 @@ use std::time::{Duration, SystemTime};
 use code_mode_core::bus::{Bus, BusError};
 use code_mode_core::defaults;
 use code_mode_core::state::SessionStore;
-use code_mode_proto::{self as proto, ApprovalReply, CatalogRequest, ToolCall, ToolReply, queue_groups, subjects};
+use code_mode_proto::{
+    self as proto, ApprovalReply, CatalogRequest, DirectCall, DirectReply, ToolCall, ToolReply, queue_groups, subjects,
+};
 use code_mode_telemetry::{ApprovalAnswer, Decision};
 use rmcp::model::{CallToolResult, ContentBlock};
 use tokio_util::sync::CancellationToken;
@@ -353,6 +355,9 @@ struct Current {
     policies: Vec<Option<Applied>>,
     /// The catalog message, made on the first request for it.
     message: std::sync::OnceLock<proto::Catalog>,
+    /// The same with each tool's definition for direct calls, made on the
+    /// first request for it.
+    direct_message: std::sync::OnceLock<proto::Catalog>,
 }
 
 impl Current {
@@ -572,7 +577,14 @@ impl Bridge {
                 }
             }
         }
-        let current = Current { catalog: Arc::new(catalog), version: 1, rule, policies, message: Default::default() };
+        let current = Current {
+            catalog: Arc::new(catalog),
+            version: 1,
+            rule,
+            policies,
+            message: Default::default(),
+            direct_message: Default::default(),
+        };
         let audit_for_closer = config.policy_options.audit.clone();
         let bridge = Bridge {
             inner: Arc::new(Inner {
@@ -620,6 +632,7 @@ impl Bridge {
                     rule,
                     policies,
                     message: Default::default(),
+                    direct_message: Default::default(),
                 });
                 Ok(version)
             }
@@ -644,14 +657,18 @@ impl Bridge {
     /// The catalog as the frontend receives it.
     pub fn catalog_message(&self) -> proto::Catalog {
         let current = self.current();
-        current.message.get_or_init(|| self.make_message(&current)).clone()
+        current.message.get_or_init(|| self.make_message(&current, false)).clone()
     }
 
-    /// The answer to a catalog request: the catalog, or only "unchanged"
-    /// when the asker already holds this one (same fingerprint).
+    /// The answer to a catalog request: the catalog (with each tool's
+    /// definition for direct calls when asked), or only "unchanged" when
+    /// the asker already holds this one (same fingerprint).
     pub fn catalog_reply(&self, request: &CatalogRequest) -> proto::Catalog {
         let current = self.current();
-        let message = current.message.get_or_init(|| self.make_message(&current));
+        let message = match request.direct {
+            false => current.message.get_or_init(|| self.make_message(&current, false)),
+            true => current.direct_message.get_or_init(|| self.make_message(&current, true)),
+        };
         if request.known.as_deref() == Some(message.fingerprint.as_str()) {
             return proto::Catalog {
                 version: message.version,
@@ -667,8 +684,8 @@ impl Bridge {
         message.clone()
     }
 
-    fn make_message(&self, current: &Current) -> proto::Catalog {
-        let tools = current.catalog.entries(self.inner.servers.len() > 1);
+    fn make_message(&self, current: &Current, direct: bool) -> proto::Catalog {
+        let tools = current.catalog.entries(self.inner.servers.len() > 1, direct);
         let mut withheld: Vec<String> = current.catalog.withheld_names().map(str::to_string).collect();
         withheld.sort_unstable();
         let max_calls = self.inner.limits.max_calls;
@@ -692,8 +709,8 @@ impl Bridge {
         }
     }
 
-    fn refuse(&self, message: String) -> ToolReply {
-        wire::tool_reply(wire::CallFailure::Refused(message), self.inner.limits.max_message_chars)
+    fn refuse(&self, message: String) -> Answer {
+        Answer::Failed(wire::tool_reply(wire::CallFailure::Refused(message), self.inner.limits.max_message_chars))
     }
 
     /// Check one call and, if it passes, make it. The decision counts in
@@ -705,30 +722,69 @@ impl Bridge {
     /// cannot be written turns the reply into a refusal (fail closed), and
     /// no call goes out while the sink is failing.
     pub async fn call(&self, call: &ToolCall) -> ToolReply {
+        match self.checked(call, Caller::Code).await {
+            Answer::Text(value) => ToolReply::Ok { value },
+            Answer::Result(result) => ToolReply::Ok { value: result_text(&result) },
+            Answer::Failed(reply) => reply,
+        }
+    }
+
+    /// Check one call a client made directly (`--expose-tools`) and, if it
+    /// passes, make it: the same checks as [`Bridge::call`], by the same
+    /// code and in the same order (the budget counted is the session's
+    /// direct calls, not a run's), the same audit record and metrics, the
+    /// same refusal messages. A result that passes comes back whole, in its
+    /// MCP shape (content blocks, structured content); its size is measured
+    /// as that JSON.
+    pub async fn call_direct(&self, direct: &DirectCall) -> DirectReply {
+        let call = ToolCall {
+            session: direct.session.clone(),
+            cell_id: direct.call_id.clone(),
+            call_index: direct.call_index,
+            tool: direct.tool.clone(),
+            arguments: direct.arguments.clone(),
+        };
+        match self.checked(&call, Caller::Direct { max_calls: direct.max_calls }).await {
+            Answer::Result(result) => match serde_json::to_value(&*result) {
+                Ok(result) => DirectReply::Ok { result },
+                Err(_) => DirectReply::Fault { kind: proto::ErrorKind::UnexpectedResponse },
+            },
+            Answer::Text(text) | Answer::Failed(ToolReply::Ok { value: text }) => {
+                DirectReply::Ok { result: serde_json::json!({"content": [{"type": "text", "text": text}]}) }
+            }
+            Answer::Failed(ToolReply::Refused { message }) => DirectReply::Refused { message },
+            Answer::Failed(ToolReply::Fault { kind }) => DirectReply::Fault { kind },
+        }
+    }
+
+    /// The one path every call takes, from code or direct: the checks, the
+    /// call, the audit record (a record that cannot be written withholds
+    /// the result), the metrics.
+    async fn checked(&self, call: &ToolCall, caller: Caller) -> Answer {
         let started = std::time::Instant::now();
         let current = self.current();
         let mut trail = Trail::new(call);
-        let mut reply = self.check_and_call(&current, call, &mut trail).await;
+        let mut answer = self.check_and_call(&current, call, caller, &mut trail).await;
         if let Some(audit) = &self.inner.audit
             && let Err(e) = audit.append(trail.record(call), Durability::Written).await
         {
             tracing::error!(tool = %call.tool, cell = %call.cell_id, error = %e, "the call's audit record was not written: its result is withheld");
-            reply = self.refuse(format!("{}: {e}", call.tool));
+            answer = self.refuse(format!("{}: {e}", call.tool));
         }
         let (server, tool) = match current.catalog.get(&call.tool) {
             Some(tool) => (self.inner.servers[tool.server].name(), tool.mcp_name.as_str()),
             None => ("<none>", "<unknown>"),
         };
-        let decision = match &reply {
-            ToolReply::Ok { .. } => Decision::Ok,
-            ToolReply::Refused { .. } => Decision::Refused,
-            ToolReply::Fault { .. } => Decision::Fault,
+        let decision = match &answer {
+            Answer::Text(_) | Answer::Result(_) | Answer::Failed(ToolReply::Ok { .. }) => Decision::Ok,
+            Answer::Failed(ToolReply::Refused { .. }) => Decision::Refused,
+            Answer::Failed(ToolReply::Fault { .. }) => Decision::Fault,
         };
         code_mode_telemetry::tool_call(server, tool, decision, started.elapsed());
-        reply
+        answer
     }
 
-    async fn check_and_call(&self, current: &Current, call: &ToolCall, trail: &mut Trail) -> ToolReply {
+    async fn check_and_call(&self, current: &Current, call: &ToolCall, caller: Caller, trail: &mut Trail) -> Answer {
         let limits = &self.inner.limits;
         let catalog = &current.catalog;
         if let Some(withheld) = catalog.withheld(&call.tool) {
@@ -760,8 +816,14 @@ impl Bridge {
             trail.refused("bridge:budget", &why);
             return self.refuse(why);
         }
-        if call.call_index > limits.max_calls {
-            let why = format!("{}: this run has used all of its {} tool calls", tool.name, limits.max_calls);
+        let spent = match caller {
+            Caller::Code => (call.call_index > limits.max_calls)
+                .then(|| format!("{}: this run has used all of its {} tool calls", tool.name, limits.max_calls)),
+            Caller::Direct { max_calls } => max_calls.filter(|max| call.call_index > *max).map(|max| {
+                format!("{}: this session has used all of its {max} direct tool calls (--max-direct-calls)", tool.name)
+            }),
+        };
+        if let Some(why) = spent {
             trail.refused("bridge:budget", &why);
             return self.refuse(why);
         }
@@ -806,9 +868,9 @@ impl Bridge {
         let server = &self.inner.servers[tool.server];
         match server.call(&tool.mcp_name, arguments, limits.call_timeout).await {
             Ok(result) => {
-                let (reply, kind, text) = self.result_reply(&tool.name, &result);
+                let (answer, kind, text) = self.result_answer(&tool.name, result, caller);
                 trail.result = Some((kind, Some(text)));
-                reply
+                answer
             }
             Err(server::CallError::Timeout(after)) => {
                 tracing::warn!(tool = %tool.name, server = %server.name(), "call timed out");
@@ -818,7 +880,7 @@ impl Bridge {
             Err(e) => {
                 tracing::warn!(tool = %tool.name, server = %server.name(), error = %e, "call failed on the host");
                 trail.result = Some((CallResult::Fault, None));
-                wire::tool_reply(wire::CallFailure::Host(e), limits.max_message_chars)
+                Answer::Failed(wire::tool_reply(wire::CallFailure::Host(e), limits.max_message_chars))
             }
         }
     }
@@ -833,7 +895,7 @@ impl Bridge {
         call: &ToolCall,
         tool: &catalog::CatalogTool,
         trail: &mut Trail,
-    ) -> Result<(), ToolReply> {
+    ) -> Result<(), Answer> {
         let name = &tool.name;
         let site =
             CallSite { session: &call.session, server: self.inner.servers[tool.server].name(), tool: &tool.mcp_name };
@@ -937,22 +999,37 @@ impl Bridge {
         trail.reason = reason;
     }
 
-    /// The reply for a result, how it came back, and the text whose size
-    /// and hash the audit record keeps.
-    fn result_reply(&self, tool: &str, result: &CallToolResult) -> (ToolReply, CallResult, String) {
-        let text = result_text(result);
+    /// The answer for a result, how it came back, and the text whose size
+    /// and hash the audit record keeps (what the caller is handed: for code
+    /// the text, for a direct call the whole result as JSON). A tool's own
+    /// failure is refused with its text either way. The size checked is the
+    /// text's, plus for a direct call the blocks code never gets (images,
+    /// audio, resources), so a result without them gets the very message
+    /// code gets.
+    fn result_answer(&self, tool: &str, result: CallToolResult, caller: Caller) -> (Answer, CallResult, String) {
+        let text = result_text(&result);
         if result.is_error == Some(true) {
             return (self.refuse(format!("{tool} failed: {text}")), CallResult::Error, text);
         }
-        if text.len() > self.inner.limits.max_result {
-            let reply = self.refuse(format!(
-                "{tool}: the result is {} bytes, over the {} byte limit (refused, not cut): ask for less",
-                text.len(),
+        let size = match caller {
+            Caller::Code => text.len(),
+            Caller::Direct { .. } => text.len() + non_text_bytes(&result),
+        };
+        let handed = match caller {
+            Caller::Code => text,
+            Caller::Direct { .. } => serde_json::to_string(&result).unwrap_or_default(),
+        };
+        if size > self.inner.limits.max_result {
+            let answer = self.refuse(format!(
+                "{tool}: the result is {size} bytes, over the {} byte limit (refused, not cut): ask for less",
                 self.inner.limits.max_result
             ));
-            return (reply, CallResult::TooLarge, text);
+            return (answer, CallResult::TooLarge, handed);
         }
-        (ToolReply::Ok { value: text.clone() }, CallResult::Ok, text)
+        match caller {
+            Caller::Code => (Answer::Text(handed.clone()), CallResult::Ok, handed),
+            Caller::Direct { .. } => (Answer::Result(Box::new(result)), CallResult::Ok, handed),
+        }
     }
 
     /// Forget an ended client session's state: its private-data taint and
@@ -1009,6 +1086,13 @@ impl Bridge {
             })
             .await?;
         let me = self.clone();
+        let direct = bus
+            .serve(subjects::TOOL_DIRECT, queue_groups::BRIDGE, cancel.clone(), move |call: DirectCall| {
+                let me = me.clone();
+                async move { Ok(me.call_direct(&call).await) }
+            })
+            .await?;
+        let me = self.clone();
         let ends = bus
             .serve(subjects::SESSION_END, queue_groups::BRIDGE, cancel, move |end: proto::SessionEnd| {
                 let me = me.clone();
@@ -1023,8 +1107,32 @@ impl Bridge {
                 }
             })
             .await?;
-        Ok(vec![catalog, calls, ends])
+        Ok(vec![catalog, calls, direct, ends])
     }
+}
+
+/// Where a call comes from: a cell's code, or a client calling the tool
+/// directly. Only the budget checked and the shape of the result differ.
+#[derive(Debug, Clone, Copy)]
+enum Caller {
+    /// A cell's code: the run's budget (`call_index` of `max_calls`); the
+    /// result as a string.
+    Code,
+    /// A client's direct call: the session's direct calls (`call_index` of
+    /// `max_calls`, none: no limit); the result in its MCP shape.
+    Direct { max_calls: Option<u32> },
+}
+
+/// What a checked call came to, before it takes its caller's shape.
+#[derive(Debug)]
+enum Answer {
+    /// The result as code receives it.
+    Text(String),
+    /// The result as the server sent it (direct calls).
+    Result(Box<CallToolResult>),
+    /// Refused (the bridge's message, cut) or a host fault (its kind
+    /// only), as [`wire::tool_reply`] puts it on the wire.
+    Failed(ToolReply),
 }
 
 /// What becomes the audit record of one call, filled in as its checks run.
@@ -1175,6 +1283,18 @@ pub fn result_text(result: &CallToolResult) -> String {
         })
         .collect();
     parts.join("\n")
+}
+
+/// Bytes of a result's blocks that [`result_text`] names without inlining
+/// (images, audio, resources), as JSON: what a direct caller gets beyond
+/// the text code gets.
+fn non_text_bytes(result: &CallToolResult) -> usize {
+    result
+        .content
+        .iter()
+        .filter(|block| !matches!(block, ContentBlock::Text(_)))
+        .map(|block| serde_json::to_vec(block).map(|v| v.len()).unwrap_or(0))
+        .sum()
 }
 
 /// The default timeout of a bus request carrying one tool call: the call's

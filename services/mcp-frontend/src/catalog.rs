@@ -141,7 +141,7 @@ impl Watcher {
     async fn fetch(&self) -> bool {
         let held = self.publish.borrow().catalog.fingerprint.clone();
         let known = (!held.is_empty()).then_some(held);
-        let request = CatalogRequest { session: self.asker.clone(), known };
+        let request = CatalogRequest { session: self.asker.clone(), known, direct: self.config.expose.direct() };
         let catalog: Catalog = match self.bus.call(subjects::CATALOG_GET, &request, REFRESH_TIMEOUT).await {
             Ok(catalog) => catalog,
             Err(e) => {

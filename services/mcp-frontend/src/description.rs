@@ -249,6 +249,7 @@ mod tests {
             mark: mark.into(),
             search: Default::default(),
             private: false,
+            direct: None,
         }
     }
 

@@ -1,5 +1,6 @@
 //! The MCP frontend: the server an MCP client sees, with one tool,
-//! `run_python`.
+//! `run_python` (and, with `--expose-tools`, the wrapped tools themselves,
+//! called directly under the bridge's checks: [`direct`]).
 //!
 //! At start it asks the bridge for the tool catalog and builds the tool's
 //! description ([`description`]). Each `run_python` call is checked (code
@@ -37,6 +38,7 @@ pub mod approval;
 pub mod auth;
 pub mod catalog;
 pub mod description;
+pub mod direct;
 pub mod http;
 mod parking;
 mod session;
@@ -64,8 +66,9 @@ use crate::approval::{Asking, Pending};
 use crate::auth::Identity;
 pub use crate::catalog::CATALOG_POLL;
 use crate::catalog::CatalogHandle;
+pub use crate::direct::Expose;
 use crate::parking::{Parked, ParkingLot};
-use crate::session::{CellOrder, CellRun, QUESTIONS_PER_CELL, SessionHandle};
+use crate::session::{CellOrder, CellRun, DirectOrder, QUESTIONS_PER_CELL, SessionHandle};
 
 /// The one tool's name.
 pub const TOOL_NAME: &str = "run_python";
@@ -173,6 +176,12 @@ pub struct FrontendConfig {
     /// (`--max-cells-per-session`); `None`: no limit but the process's
     /// slots.
     pub max_cells_per_session: Option<usize>,
+    /// Offer the wrapped tools directly beside `run_python`, or instead of
+    /// it (`--expose-tools`).
+    pub expose: Expose,
+    /// Direct tool calls one client session may make
+    /// (`--max-direct-calls`); `None`: no limit.
+    pub max_direct_calls: Option<u32>,
 }
 
 /// How long a kept session's container lives (`--keep-variables`).
@@ -204,6 +213,8 @@ impl Default for FrontendConfig {
             catalog_wait: CATALOG_WAIT,
             keep: None,
             max_cells_per_session: None,
+            expose: Expose::Off,
+            max_direct_calls: None,
         }
     }
 }
@@ -256,7 +267,8 @@ impl FrontendFactory {
     /// for one to answer: services may start in any order), and start the
     /// catalog watcher.
     pub async fn connect(bus: Bus, config: FrontendConfig) -> Result<Self, FrontendError> {
-        let request = CatalogRequest { session: uuid::Uuid::new_v4().to_string(), known: None };
+        let request =
+            CatalogRequest { session: uuid::Uuid::new_v4().to_string(), known: None, direct: config.expose.direct() };
         let give_up = tokio::time::Instant::now() + config.catalog_wait;
         let catalog: Catalog = loop {
             match bus.call(subjects::CATALOG_GET, &request, CATALOG_TIMEOUT).await {
@@ -352,7 +364,31 @@ impl Frontend {
             options: CellOptions::default(),
             keep,
         };
-        CellRun { result: self.session.run(order).await, approvals }
+        let report = self.session.run(order).await;
+        let result = async move { report.await.unwrap_or(Err(FrontendError::SessionEnded)).map(|r| report_result(&r)) };
+        CellRun { result: Box::pin(result), approvals, tool: TOOL_NAME.into() }
+    }
+
+    /// Call a wrapped tool directly on an MCP request (`--expose-tools`):
+    /// the session sends it to the bridge, which checks it as a call from
+    /// code; its approval questions are asked on this request, as a cell's.
+    async fn call_direct(
+        &self,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let tool = request.name.to_string();
+        if let Err(e) = self.listen_for_approvals().await {
+            tracing::warn!(error = %e, "this session cannot answer approvals");
+            return error_result(&format!("{tool}: {e}")).into();
+        }
+        let (route, approvals) = mpsc::channel(QUESTIONS_PER_CELL);
+        let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
+        let order =
+            DirectOrder { call_id: format!("direct-{}", uuid::Uuid::new_v4()), tool: tool.clone(), arguments, route };
+        let result = self.session.direct(order).await;
+        let result = async move { result.await.unwrap_or(Err(FrontendError::SessionEnded)) };
+        self.drive(CellRun { result: Box::pin(result), approvals, tool }, context).await
     }
 
     /// Wait for a cell's end while answering its approvals; an approval that
@@ -367,11 +403,11 @@ impl Frontend {
         loop {
             tokio::select! {
                 result = &mut run.result => {
-                    return match result.unwrap_or(Err(FrontendError::SessionEnded)) {
-                        Ok(report) => report_result(&report).into(),
+                    return match result {
+                        Ok(result) => result.into(),
                         Err(e) => {
-                            tracing::warn!(error = %e, "run_python failed");
-                            error_result(&format!("{TOOL_NAME}: {e}")).into()
+                            tracing::warn!(error = %e, tool = %run.tool, "the call failed");
+                            error_result(&format!("{}: {e}", run.tool)).into()
                         }
                     };
                 }
@@ -552,9 +588,10 @@ impl ServerHandler for Frontend {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
             .with_server_info(Implementation::new("code-mode", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "Call run_python with a short Python program; the wrapped tools are async functions in it.",
-            )
+            .with_instructions(match self.shared.config.expose {
+                Expose::Only => "Call the tools directly; every call passes a policy gateway.",
+                _ => "Call run_python with a short Python program; the wrapped tools are async functions in it.",
+            })
     }
 
     async fn initialize(
@@ -577,7 +614,15 @@ impl ServerHandler for Frontend {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         self.session.know_client(&context.peer);
-        Ok(ListToolsResult::with_all_items(vec![self.tool()]))
+        let expose = self.shared.config.expose;
+        let mut tools = Vec::new();
+        if expose.run_python() {
+            tools.push(self.tool());
+        }
+        if expose.direct() {
+            tools.extend(direct::tools(&self.shared.catalog.current().catalog));
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -589,7 +634,8 @@ impl ServerHandler for Frontend {
         if let Some(caller) = auth::caller_of(&context) {
             self.session.know_caller(caller).await;
         }
-        if request.name != TOOL_NAME {
+        let expose = self.shared.config.expose;
+        if !expose.direct() && request.name != TOOL_NAME {
             return Err(McpError::invalid_params(
                 format!("unknown tool {:?}: the only tool is {TOOL_NAME}", request.name),
                 None,
@@ -597,6 +643,9 @@ impl ServerHandler for Frontend {
         }
         if let Some(token) = request.request_state.as_deref() {
             return Ok(self.resume(token, request.input_responses.as_ref(), &context).await);
+        }
+        if request.name != TOOL_NAME || !expose.run_python() {
+            return Ok(self.call_direct(request, &context).await);
         }
         let code = request.arguments.as_ref().and_then(|a| a.get("code"));
         let Some(serde_json::Value::String(code)) = code else {
@@ -649,7 +698,7 @@ async fn elicit(peer: &Peer<RoleServer>, request: &ApprovalRequest, identity: Op
     }
 }
 
-fn error_result(message: &str) -> CallToolResult {
+pub(crate) fn error_result(message: &str) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(message.to_string())])
 }
 
@@ -671,6 +720,7 @@ mod tests {
             mark: String::new(),
             search: Default::default(),
             private: false,
+            direct: None,
         }
     }
 

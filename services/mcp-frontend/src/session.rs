@@ -41,10 +41,11 @@ use std::time::Duration;
 
 use code_mode_core::bus::BusError;
 use code_mode_proto::{
-    ApprovalReply, ApprovalRequest, CellLimits, CellRan, CellReport, ErrorKind, Keep, KeptContainer, KeptEnd,
-    KeptReply, KeptRequest, RunCell, ToolStub, subjects,
+    ApprovalReply, ApprovalRequest, CellLimits, CellRan, CellReport, DirectCall, ErrorKind, Keep, KeptContainer,
+    KeptEnd, KeptReply, KeptRequest, RunCell, ToolStub, subjects,
 };
 use rmcp::RoleServer;
+use rmcp::model::CallToolResult;
 use rmcp::service::Peer;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
@@ -68,14 +69,35 @@ pub(crate) const QUESTIONS_PER_CELL: usize = 64;
 /// runner, that a kept container may go).
 const SESSION_END_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// A cell started for a request: its report to come, and its approval
-/// questions as they arrive.
-#[derive(Debug)]
+/// A cell (or a direct tool call) started for a request: its MCP result to
+/// come, and its approval questions as they arrive.
 pub(crate) struct CellRun {
-    /// The report (or why there is none).
-    pub result: oneshot::Receiver<Result<CellReport, FrontendError>>,
-    /// The questions the bridge asks about the cell's calls.
+    /// The result (or why there is none).
+    pub result: std::pin::Pin<Box<dyn Future<Output = Result<CallToolResult, FrontendError>> + Send>>,
+    /// The questions the bridge asks about its calls.
     pub approvals: mpsc::Receiver<Pending>,
+    /// The tool the request called (`run_python`, or a wrapped tool called
+    /// directly), named in an error.
+    pub tool: String,
+}
+
+impl std::fmt::Debug for CellRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CellRun").field("tool", &self.tool).finish_non_exhaustive()
+    }
+}
+
+/// A wrapped tool a client calls directly (`--expose-tools`).
+#[derive(Debug)]
+pub(crate) struct DirectOrder {
+    /// The call's id (approval questions name it).
+    pub call_id: String,
+    /// The tool's name, as `tools/list` offered it.
+    pub tool: String,
+    /// The arguments as the client sent them.
+    pub arguments: serde_json::Value,
+    /// Where its approval questions go: the request making it.
+    pub route: mpsc::Sender<Pending>,
 }
 
 /// A cell to run.
@@ -114,6 +136,7 @@ struct RouteRequest {
 enum Command {
     Listen { reply: oneshot::Sender<Result<(), FrontendError>> },
     Run { order: CellOrder, reply: oneshot::Sender<Result<CellReport, FrontendError>> },
+    Direct { order: DirectOrder, reply: oneshot::Sender<Result<CallToolResult, FrontendError>> },
     AskLocally(Arc<dyn LocalAsker>),
     KnowClient(Peer<RoleServer>),
     KnowCaller(Caller),
@@ -153,6 +176,7 @@ impl SessionHandle {
             kept: Kept::default(),
             identity: None,
             lease: None,
+            direct_calls: 0,
         };
         tokio::spawn(actor.run(inbox, routes_inbox));
         SessionHandle { commands, id: id.into(), told_client: Arc::new(AtomicBool::new(false)) }
@@ -175,6 +199,18 @@ impl SessionHandle {
         let (reply, result) = oneshot::channel();
         if let Err(mpsc::error::SendError(Command::Run { reply, .. })) =
             self.commands.send(Command::Run { order, reply }).await
+        {
+            let _ = reply.send(Err(FrontendError::SessionEnded));
+        }
+        result
+    }
+
+    /// Call a wrapped tool directly; its MCP result comes on the returned
+    /// receiver.
+    pub async fn direct(&self, order: DirectOrder) -> oneshot::Receiver<Result<CallToolResult, FrontendError>> {
+        let (reply, result) = oneshot::channel();
+        if let Err(mpsc::error::SendError(Command::Direct { reply, .. })) =
+            self.commands.send(Command::Direct { order, reply }).await
         {
             let _ = reply.send(Err(FrontendError::SessionEnded));
         }
@@ -252,6 +288,9 @@ struct SessionActor {
     /// The session's place among the open sessions, given back when the
     /// actor ends.
     lease: Option<crate::auth::owners::Lease>,
+    /// Direct tool calls the session made (`--max-direct-calls` counts
+    /// them; the bridge checks the count).
+    direct_calls: u32,
 }
 
 /// A kept session's container as its session knows it.
@@ -334,6 +373,7 @@ impl SessionActor {
                 let _ = reply.send(self.listen().await);
             }
             Command::Run { order, reply } => self.start_cell(order, reply),
+            Command::Direct { order, reply } => self.start_direct(order, reply),
             Command::AskLocally(asker) => {
                 self.local.get_or_insert(asker);
             }
@@ -405,6 +445,33 @@ impl SessionActor {
         if kept.is_some() {
             self.kept.running = Some(task.id());
         }
+    }
+
+    /// Send a direct call to the bridge as a task of the session, like a
+    /// cell: its approval questions come to the request making it, the
+    /// session's end stops it, and the session counts it (the bridge
+    /// refuses calls past `--max-direct-calls` in the place of the run's
+    /// budget, and forgets the session's taint when it ends).
+    fn start_direct(&mut self, order: DirectOrder, reply: oneshot::Sender<Result<CallToolResult, FrontendError>>) {
+        self.ran = true;
+        self.direct_calls = self.direct_calls.saturating_add(1);
+        let call = DirectCall {
+            session: self.id.clone(),
+            call_id: order.call_id.clone(),
+            call_index: self.direct_calls,
+            max_calls: self.shared.config.max_direct_calls,
+            tool: order.tool,
+            arguments: order.arguments,
+        };
+        self.routes.insert(order.call_id.clone(), order.route);
+        let shared = self.shared.clone();
+        let task = self.cells.spawn(async move {
+            let _ = reply.send(Ok(crate::direct::call(&shared, &call).await));
+            // A call may have changed the tools: the clients hear of it now.
+            shared.catalog.refresh().await;
+            None
+        });
+        self.cell_ids.insert(task.id(), order.call_id);
     }
 
     fn route(&self, cell_id: &str) -> Route {

@@ -162,6 +162,7 @@ async fn a_catalog_request_holding_the_current_fingerprint_is_answered_unchanged
     let ask = |known: Option<&str>| code_mode_proto::CatalogRequest {
         session: "it".into(),
         known: known.map(str::to_string),
+        direct: false,
     };
     let same = h.bridge.catalog_reply(&ask(Some(&full.fingerprint)));
     assert!(same.unchanged && same.tools.is_empty(), "{same:?}");

@@ -215,6 +215,7 @@ fn a_name_clash_through_the_separator_stops_startup_naming_both() {
         input_schema: json!({"type": "object", "properties": {}}),
         output_schema: None,
         title: None,
+        annotations: None,
     };
     let server = |name: &str, tool_name: &str| ServerTools {
         server: name.into(),

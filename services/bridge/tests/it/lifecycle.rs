@@ -18,7 +18,7 @@ async fn the_bridge_answers_catalog_requests_and_tool_calls_over_the_in_process_
     let timeout = Duration::from_secs(10);
 
     let catalog: proto::Catalog = bus
-        .call(subjects::CATALOG_GET, &CatalogRequest { session: "it".into(), known: None }, timeout)
+        .call(subjects::CATALOG_GET, &CatalogRequest { session: "it".into(), known: None, direct: false }, timeout)
         .await
         .expect("the catalog comes back");
     assert_eq!(catalog, h.bridge.catalog_message());

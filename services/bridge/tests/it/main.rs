@@ -9,6 +9,7 @@ mod audit;
 mod calls;
 mod catalog;
 mod config;
+mod direct;
 mod lifecycle;
 mod list_changed;
 mod metrics;

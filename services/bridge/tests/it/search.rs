@@ -154,7 +154,7 @@ fn the_description_of_150_real_tools_fits_4000_characters_and_search_tools_still
     println!("{:>5}  {:<9} {:>10} {:>12} {:>14}", "tools", "tier", "characters", "tokens (c/4)", "tokens (cl100k)");
     for n in [10, 38, 150, 300] {
         let catalog = catalog_of(n);
-        let entries = catalog.entries(true);
+        let entries = catalog.entries(true, false);
         let (tier, text) = describe(&default_facts(), &entries, budget);
         let chars = text.chars().count();
         let tokens = cl100k.encode_with_special_tokens(&text).len();
@@ -221,6 +221,7 @@ fn a_description_stuffed_with_every_word_of_the_questions_wins_few_of_them() {
         input_schema: serde_json::json!({"type": "object", "properties": {}}),
         output_schema: None,
         title: None,
+        annotations: None,
     };
     let mut servers: Vec<ServerTools> = SERVERS.iter().map(|s| server_tools(s, listed(s))).collect();
     servers.push(server_tools("evil", vec![stuffed]));

@@ -109,7 +109,7 @@ pub fn catalog_of(n: usize) -> Catalog {
 /// The tools a cell carries for this catalog, as the frontend sends them.
 pub fn cell_tools(catalog: &Catalog) -> Vec<ToolStub> {
     let several = catalog.tools().iter().map(|t| t.server).max().unwrap_or(0) > 0;
-    catalog.entries(several).iter().map(ToolStub::from).collect()
+    catalog.entries(several, false).iter().map(ToolStub::from).collect()
 }
 
 /// `runner.py`, the code the sandbox runs.
