@@ -33,9 +33,22 @@ pub mod subjects {
     /// frontend -> bridge: [`crate::SessionEnd`] -> [`crate::SessionEnded`]:
     /// a client session is over, its state may go.
     pub const SESSION_END: &str = "codemode.v1.session.end";
+    /// frontend -> the sandbox-runner running one cell:
+    /// [`crate::LeaseCheck`] -> [`crate::LeaseHeld`]. A runner answers on it
+    /// from taking a cell until it replies, so a frontend that hears no
+    /// answer for a few seconds knows the runner died (see [`cell_lease`]).
+    pub const CELL_LEASE: &str = "codemode.v1.cell.lease";
     /// Every subject, for documentation and permission checks (the approval
-    /// subject is a prefix: one subject per session below it).
-    pub const ALL: [&str; 5] = [CATALOG_GET, TOOL_CALL, CELL_RUN, APPROVAL, SESSION_END];
+    /// and lease subjects are prefixes: one subject per session or cell
+    /// below each).
+    pub const ALL: [&str; 6] = [CATALOG_GET, TOOL_CALL, CELL_RUN, APPROVAL, SESSION_END, CELL_LEASE];
+
+    /// The lease subject of one cell, or `None` when the cell id is not one
+    /// subject token (such a cell runs without a lease: its frontend waits
+    /// for the deadline).
+    pub fn cell_lease(cell_id: &str) -> Option<String> {
+        is_session_id(cell_id).then(|| format!("{CELL_LEASE}.{cell_id}"))
+    }
 
     /// The approval subject of one client session, or `None` when the
     /// id is no session's ([`is_session_id`]): such a session can never be
@@ -458,6 +471,23 @@ impl std::fmt::Display for ErrorKind {
     }
 }
 
+/// A frontend asking whether the runner of one of its cells still runs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseCheck {
+    /// The cell.
+    pub cell_id: String,
+}
+
+/// The runner's answer: it runs the cell still.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseHeld {
+    /// Which runner (its owner label: host, process id and start time),
+    /// for logs.
+    pub runner: String,
+}
+
 /// Why a service could not answer a request at all.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -495,6 +525,8 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         ("approval_reply", schema::<Reply<ApprovalReply>>()),
         ("session_end", schema::<SessionEnd>()),
         ("session_end_reply", schema::<Reply<SessionEnded>>()),
+        ("lease_check", schema::<LeaseCheck>()),
+        ("lease_check_reply", schema::<Reply<LeaseHeld>>()),
     ]
 }
 

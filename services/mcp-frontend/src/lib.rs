@@ -84,6 +84,17 @@ pub enum FrontendError {
         /// The margin over the deadline.
         margin: Duration,
     },
+    /// The sandbox-runner that took the cell stopped answering its lease
+    /// (`code_mode_core::lease`): killed, crashed or cut off from NATS.
+    #[error(
+        "the sandbox-runner running this cell was lost: it stopped answering for {silent:.1?} (killed, crashed \
+         or cut off from NATS), so the cell's outcome is unknown and calls it made may have happened: run it \
+         again if that is safe"
+    )]
+    RunnerSilent {
+        /// How long it had not answered.
+        silent: Duration,
+    },
     /// No sandbox-runner had a free slot in time.
     #[error("no sandbox-runner had room for the cell within {waited:?}: try again later")]
     NoCapacity {
@@ -110,7 +121,9 @@ impl FrontendError {
             Ok(_) => FrontendCellResult::Reported,
             Err(FrontendError::CodeTooLarge { .. }) => FrontendCellResult::CodeTooLarge,
             Err(FrontendError::NoCapacity { .. }) => FrontendCellResult::NoCapacity,
-            Err(FrontendError::RunnerLost { .. }) => FrontendCellResult::RunnerLost,
+            Err(FrontendError::RunnerLost { .. } | FrontendError::RunnerSilent { .. }) => {
+                FrontendCellResult::RunnerLost
+            }
             Err(FrontendError::Bus(BusError::NoResponders { .. })) => FrontendCellResult::NoRunner,
             Err(_) => FrontendCellResult::Failed,
         }
@@ -666,7 +679,17 @@ impl Frontend {
         let started = tokio::time::Instant::now();
         loop {
             let wait = config.deadline + CELL_MARGIN;
-            let last = match self.inner.shared.bus.call(subjects::CELL_RUN, &cell, wait).await {
+            let bus = &self.inner.shared.bus;
+            // The runner that takes the cell holds its lease until it
+            // replies; a runner that dies stops answering it.
+            let answer = tokio::select! {
+                answer = bus.call(subjects::CELL_RUN, &cell, wait) => answer,
+                silent = code_mode_core::lease::lost(bus, &cell.cell_id) => {
+                    tracing::warn!(cell = %cell.cell_id, ?silent, "the sandbox-runner running the cell stopped answering");
+                    return Err(FrontendError::RunnerSilent { silent });
+                }
+            };
+            let last = match answer {
                 Err(BusError::Remote { error, .. }) if error.kind == ErrorKind::NoCapacity => None,
                 Err(e @ BusError::NoResponders { .. }) => Some(e),
                 // A runner took the cell and never answered (or dropped it).

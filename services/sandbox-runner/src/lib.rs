@@ -18,7 +18,10 @@
 //! cell whose start cannot be recorded is refused) and again, synced, when
 //! it ends. While it serves,
 //! its pool keeps `warm` containers ready; a cell takes one when there is
-//! one and starts a cold one otherwise.
+//! one and starts a cold one otherwise. While a cell runs, the runner holds
+//! its lease (`code_mode_core::lease`), so the frontend learns of the
+//! runner's death within seconds; every [`REAP_EVERY`] it removes the
+//! containers that dead runners on its engine left.
 
 pub mod cell;
 pub mod container;
@@ -92,6 +95,9 @@ pub enum SandboxError {
         /// How to register it.
         how: String,
     },
+    /// The cell's lease could not be held (see `code_mode_core::lease`).
+    #[error("the cell's lease could not be held: {0}")]
+    Lease(String),
     /// Every slot of this runner is taken.
     #[error("this sandbox-runner is running its {capacity} cells already")]
     NoCapacity {
@@ -154,6 +160,11 @@ pub struct RunnerConfig {
     /// start cannot be recorded does not run.
     pub audit: Option<AuditSink>,
 }
+
+/// How often a serving runner removes the containers of dead owners on its
+/// engine: a runner killed with cells and warm containers leaves them to
+/// the other runners on the same engine.
+pub const REAP_EVERY: Duration = Duration::from_secs(5);
 
 /// The warm pool of a long-running runner (`serve`, `sandbox-runner`) when
 /// nothing else is configured. The library default is 0: a runner that
@@ -233,6 +244,12 @@ impl SandboxRunner {
             return Err(SandboxError::NoCapacity { capacity: self.inner.config.capacity });
         };
         let _slot = Slot::counted(slot, &self.inner);
+        // Answered until the cell ends: the frontend sees this runner's
+        // death within seconds. A cell whose lease cannot be held is
+        // refused (NATS is unreachable: its report could not go back either).
+        let _lease = code_mode_core::lease::hold(&self.inner.bus, &cell.cell_id, &container::owner_label())
+            .await
+            .map_err(|e| SandboxError::Lease(e.to_string()))?;
         let Some(audit) = &self.inner.config.audit else { return self.run_in_slot(cell, cancel).await };
         // Recorded before the code reaches a container: no record, no run.
         let facts = self.cell_facts(cell).await;
@@ -336,9 +353,11 @@ impl SandboxRunner {
                 }
             })
             .await?;
+        let reaper = tokio::spawn(container::reap_every(self.inner.docker.clone(), REAP_EVERY, cancel.clone()));
         let pool = self.start_pool(cancel);
         Ok(tokio::spawn(async move {
             let _ = served.await;
+            let _ = reaper.await;
             if let Some(pool) = pool {
                 let _ = pool.await;
             }
