@@ -5,7 +5,12 @@
 # load and takes the stack down; the JSON reports go to $OUT.
 #
 #   scripts/scale-throughput.sh [--bin-dir target/debug] [--runners "1 2 3"] \
-#       [--sessions 12] [--cells 5] [--mix print=2,tool=2,cpu=1]
+#       [--sessions 12] [--cells 5] [--mix print=2,tool=2,cpu=1] [--kill-runner-after S]
+#
+# With --kill-runner-after S, one runner container is killed (`docker kill`)
+# S seconds into each load: its cells must fail clearly (the load test's
+# `failed`), none may be lost or hung (the load test exits 1 if one is), and
+# no sandbox container it owned may be left 20 s after the load.
 #
 # Images come from deploy/build.sh with the same --bin-dir. Takes the
 # compose lock (/tmp/code-mode-compose.lock) while a stack is up, uses its
@@ -17,6 +22,7 @@ runners="1 2 3"
 sessions=12
 cells=5
 mix=print=2,tool=2,cpu=1
+kill_after=
 out=${OUT:-$root/target/scale-throughput}
 while [ $# -gt 0 ]; do
   case $1 in
@@ -25,6 +31,7 @@ while [ $# -gt 0 ]; do
     --sessions) sessions=$2; shift 2 ;;
     --cells) cells=$2; shift 2 ;;
     --mix) mix=$2; shift 2 ;;
+    --kill-runner-after) kill_after=$2; shift 2 ;;
     *) echo "scale-throughput.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -49,7 +56,26 @@ for n in $runners; do
   done
   sleep 5   # the runners' warm pools fill
   echo "== $n sandbox-runner(s)"
+  victim=
+  if [ -n "$kill_after" ]; then
+    victim=$("${compose[@]}" ps -q sandbox-runner | head -1)
+    owners=$out/owners-$n.txt
+    (
+      sleep "$kill_after"
+      # Its owner labels now (a runner the engine starts again is another owner).
+      docker ps -a --filter label=code-mode.sandbox --format '{{.Label "code-mode.owner"}}' \
+        | grep "^${victim:0:12}:" | sort -u > "$owners" || true
+      docker kill "$victim" >/dev/null
+      echo "killed runner ${victim:0:12} at ${kill_after} s" >&2
+    ) &
+  fi
   "$bin_dir/code-mode-loadtest" clients --url "http://127.0.0.1:$CODE_MODE_HTTP_PORT/mcp" \
-    --sessions "$sessions" --cells "$cells" --mix "$mix" --json "$out/runners-$n.json"
+    --sessions "$sessions" --cells "$cells" --mix "$mix" --json "$out/runners-$n.json" --plots "$out/plots-$n"
+  if [ -n "$victim" ]; then
+    wait
+    sleep 20
+    left=$(docker ps -a --filter label=code-mode.sandbox --format '{{.Label "code-mode.owner"}}' | grep -cxFf "$owners" || true)
+    echo "containers of the killed runner left 20 s after the load: $left"
+  fi
   "${compose[@]}" down -v --remove-orphans -t 20 >&2
 done
