@@ -33,9 +33,15 @@
 //! Everything runs over the in-process bus, then again over a nats-server
 //! when `--nats URL` is given, under each runtime of `--runtimes` (runc by
 //! default; `runc,runsc` measures gVisor beside it). See `loadtests/README.md`.
+//!
+//! `code-mode-loadtest clients ...` instead loads a code-mode that runs
+//! elsewhere (the compose stack, `code-mode serve`) through real MCP client
+//! sessions: see [`clients`].
 
 mod compare;
 mod mcp;
+mod clients;
+mod plots;
 mod stack;
 mod stats;
 
@@ -138,6 +144,11 @@ struct Row {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     code_mode_core::init_logging("warn");
+    if std::env::args().nth(1).as_deref() == Some("clients") {
+        let args = clients::ClientsArgs::parse_from(std::env::args().skip(1));
+        let code = clients::main(args).await?;
+        std::process::exit(code);
+    }
     let mut args = Args::parse();
     ensure!(
         args.samples > 0 && args.cells > 0 && args.concurrency > 0,

@@ -42,15 +42,28 @@ pub mod subjects {
     /// [`runner`]); the later cells of a kept session go to the runner
     /// holding its container.
     pub const RUNNER: &str = "codemode.v1.runner";
-    /// Every subject, for documentation and permission checks (the approval
-    /// and runner subjects are prefixes: one subject per session or runner
-    /// below them).
-    pub const ALL: [&str; 7] = [CATALOG_GET, TOOL_CALL, TOOL_DIRECT, CELL_RUN, APPROVAL, SESSION_END, RUNNER];
+    /// frontend -> the sandbox-runner running one cell:
+    /// [`crate::LeaseCheck`] -> [`crate::LeaseHeld`]. A runner answers on it
+    /// from taking a cell until it replies, so a frontend that hears no
+    /// answer for a few seconds knows the runner died (see [`cell_lease`]).
+    pub const CELL_LEASE: &str = "codemode.v1.cell.lease";
+    /// Every subject, for documentation and permission checks (the approval,
+    /// runner and lease subjects are prefixes: one subject per session,
+    /// runner or cell below each).
+    pub const ALL: [&str; 8] =
+        [CATALOG_GET, TOOL_CALL, TOOL_DIRECT, CELL_RUN, APPROVAL, SESSION_END, RUNNER, CELL_LEASE];
 
     /// The subject of one sandbox-runner, or `None` when `id` cannot be one
     /// subject token (the same rule as [`is_session_id`]).
     pub fn runner(id: &str) -> Option<String> {
         is_session_id(id).then(|| format!("{RUNNER}.{id}"))
+    }
+
+    /// The lease subject of one cell, or `None` when the cell id is not one
+    /// subject token (such a cell runs without a lease: its frontend waits
+    /// for the deadline).
+    pub fn cell_lease(cell_id: &str) -> Option<String> {
+        is_session_id(cell_id).then(|| format!("{CELL_LEASE}.{cell_id}"))
     }
 
     /// The approval subject of one client session, or `None` when the
@@ -653,6 +666,23 @@ impl std::fmt::Display for ErrorKind {
     }
 }
 
+/// A frontend asking whether the runner of one of its cells still runs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseCheck {
+    /// The cell.
+    pub cell_id: String,
+}
+
+/// The runner's answer: it runs the cell still.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseHeld {
+    /// Which runner (its owner label: host, process id and start time),
+    /// for logs.
+    pub runner: String,
+}
+
 /// Why a service could not answer a request at all.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -694,6 +724,8 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         ("session_end_reply", schema::<Reply<SessionEnded>>()),
         ("kept_request", schema::<KeptRequest>()),
         ("kept_reply", schema::<Reply<KeptReply>>()),
+        ("lease_check", schema::<LeaseCheck>()),
+        ("lease_check_reply", schema::<Reply<LeaseHeld>>()),
     ]
 }
 

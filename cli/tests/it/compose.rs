@@ -251,6 +251,49 @@ async fn the_compose_stack_serves_clients_through_compose_run_and_http_and_every
     }
     assert!(empty.is_empty(), "dashboard queries without a series from the stack's Prometheus:\n{}", empty.join("\n"));
     eprintln!("compose: {} dashboard queries each returned series", queries.len());
+
+    // A runner container killed in the middle of two cells (one slot per
+    // runner: one cell each): the cell it held fails within 5 s, the other
+    // completes, and the dead runner's containers are removed by the engine's
+    // other runner, which sees the owner's container gone.
+    let code = "import time\ntime.sleep(15)\nprint('done')";
+    let cells = futures::future::join_all((0..2).map(|_| http_cell(&url, code)));
+    let victim = runners[0].clone();
+    let kill = async {
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        // Its owner labels (a runner the engine starts again is another owner).
+        let mut owners: Vec<String> =
+            sandbox_owners().into_iter().filter(|o| o.starts_with(&format!("{}:", &victim[..12]))).collect();
+        owners.dedup();
+        assert!(!owners.is_empty(), "the runner to kill has containers");
+        let out = Command::new("docker").args(["kill", &victim]).output().expect("docker runs");
+        assert!(out.status.success(), "docker kill: {}", String::from_utf8_lossy(&out.stderr));
+        (std::time::Instant::now(), owners)
+    };
+    let (ended, (killed_at, victim_owners)) = tokio::join!(cells, kill);
+    let (mut lost, mut done) = (Vec::new(), 0);
+    for (result, at) in &ended {
+        if result.is_error == Some(true)
+            && result.content.iter().any(|c| c.as_text().is_some_and(|t| t.text.contains("was lost")))
+        {
+            lost.push(at.saturating_duration_since(killed_at));
+        } else {
+            assert_eq!(report(result)["stdout"], "done\n", "the other runner's cell completes: {result:?}");
+            done += 1;
+        }
+    }
+    assert_eq!((lost.len(), done), (1, 1), "one cell lost with the runner, one completed: {ended:?}");
+    assert!(lost[0] <= Duration::from_secs(5), "the lost cell's error came {:?} after the kill", lost[0]);
+    let give_up = std::time::Instant::now() + Duration::from_secs(20);
+    while sandbox_owners().iter().any(|o| victim_owners.contains(o)) {
+        assert!(std::time::Instant::now() < give_up, "the killed runner's containers are left: {:?}", sandbox_owners());
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    eprintln!(
+        "compose: killed runner's cell failed {:?} after the kill; its containers gone at most {:?} after it",
+        lost[0],
+        killed_at.elapsed()
+    );
     drop(project);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let left: Vec<String> = sandbox_owners()
@@ -301,6 +344,18 @@ async fn http_session(url: &str, i: usize) -> usize {
     }
     client.cancel().await.ok();
     reported
+}
+
+/// One cell in its own MCP session over HTTP: its result and when it came.
+async fn http_cell(url: &str, code: &str) -> (rmcp::model::CallToolResult, std::time::Instant) {
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.to_string());
+    let client = rmcp::ServiceExt::serve((), transport).await.expect("an HTTP session opens");
+    let mut params = rmcp::model::CallToolRequestParams::new("run_python");
+    params.arguments = Some(serde_json::json!({ "code": code }).as_object().unwrap().clone());
+    let result = client.call_tool(params).await.expect("run_python answers");
+    let at = std::time::Instant::now();
+    client.cancel().await.ok();
+    (result, at)
 }
 
 /// The owner labels of every sandbox container on the engine.

@@ -165,6 +165,17 @@ impl Bus {
         result
     }
 
+    /// [`Bus::call`] without counting it in the bus metrics: for lease
+    /// checks, sent every second per running cell and expected to find
+    /// nobody once the cell has ended, which are no errors of the bus.
+    pub async fn call_quiet<Q, R>(&self, subject: &str, request: &Q, timeout: Duration) -> Result<R, BusError>
+    where
+        Q: Serialize + Sync,
+        R: DeserializeOwned,
+    {
+        self.call_unrecorded(subject, request, timeout).await
+    }
+
     async fn call_unrecorded<Q, R>(&self, subject: &str, request: &Q, timeout: Duration) -> Result<R, BusError>
     where
         Q: Serialize + Sync,

@@ -1,9 +1,10 @@
 //! Shared plumbing of the code-mode services: the request/reply [`bus`] and
-//! its [`nats`] transport, the root [`shutdown`] token, the per-session [`state`] store, logging setup and
+//! its [`nats`] transport, cell [`lease`]s, the root [`shutdown`] token, the per-session [`state`] store, logging setup and
 //! helpers for tests that need real infrastructure ([`testing`]).
 
 pub mod bus;
 pub mod defaults;
+pub mod lease;
 pub mod nats;
 pub mod shutdown;
 pub mod state;

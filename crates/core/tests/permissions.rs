@@ -269,3 +269,26 @@ async fn only_a_frontend_may_send_to_a_runners_own_subject_and_only_a_runner_may
     assert!(matches!(err, BusError::NoResponders { .. } | BusError::Timeout { .. }), "{err:?}");
     assert_eq!(forged_by_frontend.load(Ordering::SeqCst) + forged_by_bridge.load(Ordering::SeqCst), 0);
 }
+
+#[tokio::test]
+async fn only_a_runner_may_hold_a_cells_lease_and_only_a_frontend_may_ask_after_it() {
+    let Some((server, users)) = NatsServer::start_secured() else { return };
+    let frontend = connect(&server, &users, "frontend").await;
+    let bridge = connect(&server, &users, "bridge").await;
+    let runner = connect(&server, &users, "sandbox-runner").await;
+    let subject = subjects::cell_lease("cell-1").expect("a cell id of one token");
+    let held = code_mode_core::lease::hold(&runner, "cell-1", "runner-a").await.unwrap();
+    assert!(held.is_some());
+    let check = code_mode_proto::LeaseCheck { cell_id: "cell-1".into() };
+    let answer: code_mode_proto::LeaseHeld =
+        frontend.call(&subject, &check, Duration::from_millis(700)).await.expect("the frontend asks the runner");
+    assert_eq!(answer.runner, "runner-a");
+    // Nobody else asks, and nobody else can keep a dead runner's cell
+    // looking alive.
+    assert!(bridge.call::<_, code_mode_proto::LeaseHeld>(&subject, &check, Duration::from_millis(700)).await.is_err());
+    drop(held);
+    let fake = counting_service(&bridge, &subject, queue_groups::SANDBOX_RUNNER).await;
+    let also_fake = counting_service(&frontend, &subject, queue_groups::SANDBOX_RUNNER).await;
+    assert!(ask(&frontend, &subject).await.is_err(), "a lease held by no runner is not answered");
+    assert_eq!((fake.load(Ordering::SeqCst), also_fake.load(Ordering::SeqCst)), (0, 0));
+}

@@ -99,6 +99,17 @@ pub enum FrontendError {
         /// The margin over the deadline.
         margin: Duration,
     },
+    /// The sandbox-runner that took the cell stopped answering its lease
+    /// (`code_mode_core::lease`): killed, crashed or cut off from NATS.
+    #[error(
+        "the sandbox-runner running this cell was lost: it stopped answering for {silent:.1?} (killed, crashed \
+         or cut off from NATS), so the cell's outcome is unknown and calls it made may have happened: run it \
+         again if that is safe"
+    )]
+    RunnerSilent {
+        /// How long it had not answered.
+        silent: Duration,
+    },
     /// No sandbox-runner had a free slot in time.
     #[error("no sandbox-runner had room for the cell within {waited:?}: try again later")]
     NoCapacity {
@@ -140,7 +151,9 @@ impl FrontendError {
             Ok(_) => FrontendCellResult::Reported,
             Err(FrontendError::CodeTooLarge { .. }) => FrontendCellResult::CodeTooLarge,
             Err(FrontendError::NoCapacity { .. }) => FrontendCellResult::NoCapacity,
-            Err(FrontendError::RunnerLost { .. }) => FrontendCellResult::RunnerLost,
+            Err(FrontendError::RunnerLost { .. } | FrontendError::RunnerSilent { .. }) => {
+                FrontendCellResult::RunnerLost
+            }
             Err(FrontendError::Bus(BusError::NoResponders { .. })) => FrontendCellResult::NoRunner,
             Err(_) => FrontendCellResult::Failed,
         }

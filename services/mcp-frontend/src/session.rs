@@ -788,7 +788,17 @@ async fn send_fresh(shared: &Shared, cell: &RunCell) -> Result<CellRan, Frontend
     let started = tokio::time::Instant::now();
     loop {
         let wait = config.deadline + CELL_MARGIN;
-        let last = match shared.bus.call(subjects::CELL_RUN, cell, wait).await {
+        let bus = &shared.bus;
+        // The runner that takes the cell holds its lease until it replies;
+        // a runner that dies stops answering it.
+        let answer = tokio::select! {
+            answer = bus.call(subjects::CELL_RUN, cell, wait) => answer,
+            silent = code_mode_core::lease::lost(bus, &cell.cell_id) => {
+                tracing::warn!(cell = %cell.cell_id, ?silent, "the sandbox-runner running the cell stopped answering");
+                return Err(FrontendError::RunnerSilent { silent });
+            }
+        };
+        let last = match answer {
             Err(BusError::Remote { error, .. }) if error.kind == ErrorKind::NoCapacity => None,
             Err(e @ BusError::NoResponders { .. }) => Some(e),
             // A runner took the cell and never answered (or dropped it).

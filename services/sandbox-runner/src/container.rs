@@ -12,7 +12,8 @@
 //! lost) and started before it gets its cell; whoever holds it
 //! must call [`Container::remove`], and a drop without removal still removes
 //! it in the background. Every container carries labels naming its owner
-//! process, so [`reap_orphans`] can remove what a dead owner left behind.
+//! process (and the owner's own container, when it runs in one on the same
+//! engine), so [`reap_orphans`] can remove what a dead owner left behind.
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -35,6 +36,11 @@ pub const LABEL_SANDBOX: &str = "code-mode.sandbox";
 pub const LABEL_OWNER: &str = "code-mode.owner";
 /// The cell it ran.
 pub const LABEL_CELL: &str = "code-mode.cell";
+/// `<container id>@<start time>` of the Docker container the owner process
+/// runs in, when it runs in one on the same engine (a runner of the
+/// compose stack): other runners on the engine cannot see its processes,
+/// but they can ask the engine whether that container still runs.
+pub const LABEL_OWNER_CONTAINER: &str = "code-mode.owner-container";
 
 /// Our seccomp profile under runc: Docker's default model (deny unless
 /// listed) with our own list, which also refuses `io_uring_*`,
@@ -293,6 +299,66 @@ fn process_start(pid: u32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// The id of the Docker container this process runs in, from `mountinfo`
+/// (`/proc/self/mountinfo`): Docker bind-mounts the container's own
+/// `/var/lib/docker/containers/<id>/hostname` on `/etc/hostname`. `None` on
+/// a host, where `/etc/hostname` is no such mount.
+fn container_id_in(mountinfo: &str) -> Option<String> {
+    mountinfo.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let (root, mount_point) = (fields.get(3)?, fields.get(4)?);
+        if *mount_point != "/etc/hostname" {
+            return None;
+        }
+        let id = root.strip_suffix("/hostname")?.rsplit('/').next()?;
+        (id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit())).then(|| id.to_string())
+    })
+}
+
+/// This process's [`LABEL_OWNER_CONTAINER`] value, found once: the container
+/// it runs in and that container's start time, as `docker` (the engine it
+/// starts sandboxes on) reports them; `None` outside a container or when the
+/// container is on another engine.
+pub async fn owner_container(docker: &Docker) -> Option<String> {
+    static OWN: tokio::sync::OnceCell<Option<String>> = tokio::sync::OnceCell::const_new();
+    OWN.get_or_init(|| async {
+        let id = container_id_in(&std::fs::read_to_string("/proc/self/mountinfo").ok()?)?;
+        let started = docker.inspect_container(&id, None).await.ok()?.state?.started_at?;
+        Some(format!("{id}@{started}"))
+    })
+    .await
+    .clone()
+}
+
+/// True when the container named by a [`LABEL_OWNER_CONTAINER`] value is no
+/// longer the owner's: removed, stopped, or started again since (a new
+/// process). Unknown (the engine does not answer) is not gone.
+async fn owner_container_is_gone(docker: &Docker, label: &str) -> bool {
+    let Some((id, started)) = label.split_once('@') else { return false };
+    match docker.inspect_container(id, None).await {
+        Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => true,
+        Err(_) => false,
+        Ok(info) => {
+            let state = info.state.unwrap_or_default();
+            state.running != Some(true) || state.started_at.as_deref() != Some(started)
+        }
+    }
+}
+
+/// True when the owner of a sandbox container (its labels) is gone: its
+/// container no longer runs it, or it was a process on this host that is no
+/// longer running. Owners this process cannot judge are not gone.
+async fn owner_gone(docker: &Docker, labels: &HashMap<String, String>) -> bool {
+    let owner = labels.get(LABEL_OWNER).map(String::as_str).unwrap_or_default();
+    if owner == owner_label() {
+        return false;
+    }
+    match labels.get(LABEL_OWNER_CONTAINER) {
+        Some(container) => owner_container_is_gone(docker, container).await,
+        None => owner_is_gone(owner),
+    }
+}
+
 /// True when the owner named by a label is a process on this host that is
 /// no longer running.
 fn owner_is_gone(label: &str) -> bool {
@@ -309,18 +375,20 @@ fn owner_is_gone(label: &str) -> bool {
     process_start(pid) != Some(start)
 }
 
-/// Remove every sandbox container whose owner process on this host is gone.
-/// Returns how many were removed.
+/// Remove every sandbox container whose owner is gone (see [`owner_gone`]):
+/// a process on this host that no longer runs, or a runner container on
+/// this engine that stopped or started again. Returns how many were removed.
 pub async fn reap_orphans(docker: &Docker) -> Result<usize, SandboxError> {
     let filters = HashMap::from([("label".to_string(), vec![LABEL_SANDBOX.to_string()])]);
     let options = ListContainersOptionsBuilder::new().all(true).filters(&filters).build();
     let list = docker.list_containers(Some(options)).await.map_err(SandboxError::docker("list containers"))?;
     let mut removed = 0;
     for c in list {
-        let owner = c.labels.as_ref().and_then(|l| l.get(LABEL_OWNER)).cloned().unwrap_or_default();
-        if !owner_is_gone(&owner) {
+        let labels = c.labels.unwrap_or_default();
+        if !owner_gone(docker, &labels).await {
             continue;
         }
+        let owner = labels.get(LABEL_OWNER).cloned().unwrap_or_default();
         if let Some(id) = c.id {
             let options = RemoveContainerOptionsBuilder::new().force(true).build();
             if docker.remove_container(&id, Some(options)).await.is_ok() {
@@ -331,6 +399,22 @@ pub async fn reap_orphans(docker: &Docker) -> Result<usize, SandboxError> {
         }
     }
     Ok(removed)
+}
+
+/// [`reap_orphans`] every `every` until `cancel`: a serving runner removes
+/// what runners that died on its engine left, without waiting for a restart.
+pub async fn reap_every(docker: Docker, every: std::time::Duration, cancel: tokio_util::sync::CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+        match reap_orphans(&docker).await {
+            Ok(0) => {}
+            Ok(reaped) => tracing::info!(reaped, "removed containers of dead sandbox-runners"),
+            Err(e) => tracing::warn!(error = %e, "could not look for containers of dead sandbox-runners"),
+        }
+    }
 }
 
 /// The container's output stream.
@@ -370,11 +454,14 @@ impl Container {
         cell: &str,
         entrypoint: Option<Vec<String>>,
     ) -> Result<(Container, Output, Input), SandboxError> {
-        let labels = HashMap::from([
+        let mut labels = HashMap::from([
             (LABEL_SANDBOX.to_string(), "1".to_string()),
             (LABEL_OWNER.to_string(), owner_label()),
             (LABEL_CELL.to_string(), cell.to_string()),
         ]);
+        if let Some(container) = owner_container(docker).await {
+            labels.insert(LABEL_OWNER_CONTAINER.to_string(), container);
+        }
         let name = format!("code-mode-{}", uuid::Uuid::new_v4().simple());
         let options = CreateContainerOptionsBuilder::new().name(&name).build();
         let created = docker
@@ -603,6 +690,21 @@ mod tests {
         assert!(crun.contains("not supported") && crun.contains("hybrid"), "{crun}");
         assert!("kata".parse::<Runtime>().unwrap_err().contains("runc or runsc"));
         assert!(Runtime::Runsc.how_to_register().contains(r#""--network=none", "--oci-seccomp""#));
+    }
+
+    #[test]
+    fn the_container_a_process_runs_in_is_read_from_its_hostname_mount_and_a_host_has_none() {
+        let id = "11a6ce9425db78efc89a9f5e1639f128276777529a84f5ca7c9f69efbf8d6ed5";
+        let inside = format!(
+            "620 601 0:50 / / ro,relatime - overlay overlay rw\n\
+             631 620 254:0 /var/lib/docker/containers/{id}/resolv.conf /etc/resolv.conf rw - ext4 /dev/vda rw\n\
+             632 620 254:0 /var/lib/docker/containers/{id}/hostname /etc/hostname rw - ext4 /dev/vda rw\n"
+        );
+        assert_eq!(container_id_in(&inside).as_deref(), Some(id));
+        // A host sees other containers' mounts, but not on its /etc/hostname.
+        let host = format!("90 29 0:55 / /var/lib/docker/containers/{id}/mounts/shm rw - tmpfs shm rw\n");
+        assert_eq!(container_id_in(&host), None);
+        assert_eq!(container_id_in("632 620 254:0 /x/hostname /etc/hostname rw - ext4 /dev/vda rw"), None);
     }
 
     #[test]

@@ -25,7 +25,10 @@
 //! takes one when there is one and starts a cold one otherwise. It also
 //! serves its own subject, [`subjects::runner`] of its
 //! [`SandboxRunner::id`], where the later cells of the kept sessions it
-//! holds arrive, and their ends.
+//! holds arrive, and their ends. While a cell runs, the runner holds its
+//! lease (`code_mode_core::lease`), so the frontend learns of the runner's
+//! death within seconds; every [`REAP_EVERY`] it removes the containers
+//! that dead runners on its engine left.
 
 pub mod cell;
 pub mod container;
@@ -103,6 +106,9 @@ pub enum SandboxError {
         /// How to register it.
         how: String,
     },
+    /// The cell's lease could not be held (see `code_mode_core::lease`).
+    #[error("the cell's lease could not be held: {0}")]
+    Lease(String),
     /// Every slot of this runner is taken.
     #[error("this sandbox-runner is running its {capacity} cells (or holding kept sessions' containers) already")]
     NoCapacity {
@@ -171,6 +177,11 @@ pub struct RunnerConfig {
     /// start cannot be recorded does not run.
     pub audit: Option<AuditSink>,
 }
+
+/// How often a serving runner removes the containers of dead owners on its
+/// engine: a runner killed with cells and warm containers leaves them to
+/// the other runners on the same engine.
+pub const REAP_EVERY: Duration = Duration::from_secs(5);
 
 /// The warm pool of a long-running runner (`serve`, `sandbox-runner`) when
 /// nothing else is configured. The library default is 0: a runner that
@@ -285,6 +296,12 @@ impl SandboxRunner {
             return Err(SandboxError::NoCapacity { capacity: self.inner.config.capacity });
         };
         let slot = Slot::counted(slot, &self.inner);
+        // Answered until the cell ends: the frontend sees this runner's
+        // death within seconds. A cell whose lease cannot be held is
+        // refused (NATS is unreachable: its report could not go back either).
+        let _lease = code_mode_core::lease::hold(&self.inner.bus, &cell.cell_id, &container::owner_label())
+            .await
+            .map_err(|e| SandboxError::Lease(e.to_string()))?;
         self.audited(cell, self.run_in_slot(cell, slot, cancel)).await
     }
 
@@ -505,6 +522,7 @@ impl SandboxRunner {
                 }
             })
             .await?;
+        let reaper = tokio::spawn(container::reap_every(self.inner.docker.clone(), REAP_EVERY, cancel.clone()));
         let pool = self.start_pool(cancel);
         let me = self.clone();
         Ok(tokio::spawn(async move {
@@ -513,6 +531,7 @@ impl SandboxRunner {
             if let Some(kept) = kept_task {
                 let _ = kept.await;
             }
+            let _ = reaper.await;
             if let Some(pool) = pool {
                 let _ = pool.await;
             }
