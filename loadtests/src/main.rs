@@ -38,9 +38,9 @@
 //! elsewhere (the compose stack, `code-mode serve`) through real MCP client
 //! sessions: see [`clients`].
 
+mod clients;
 mod compare;
 mod mcp;
-mod clients;
 mod plots;
 mod stack;
 mod stats;

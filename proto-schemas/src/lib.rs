@@ -453,6 +453,11 @@ pub enum ToolReply {
 pub struct DirectCall {
     /// The client session calling.
     pub session: String,
+    /// Who the client is, when the frontend authenticates clients: named
+    /// in the call's audit record and counted by `"scope": "identity"`
+    /// limits, as for a call from code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
     /// This call's id: an approval question about it names it (where a
     /// cell's names the cell), and its audit record carries it as the cell.
     pub call_id: String,

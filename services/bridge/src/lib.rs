@@ -739,6 +739,7 @@ impl Bridge {
     pub async fn call_direct(&self, direct: &DirectCall) -> DirectReply {
         let call = ToolCall {
             session: direct.session.clone(),
+            identity: direct.identity.clone(),
             cell_id: direct.call_id.clone(),
             call_index: direct.call_index,
             tool: direct.tool.clone(),

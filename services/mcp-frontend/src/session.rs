@@ -457,6 +457,7 @@ impl SessionActor {
         self.direct_calls = self.direct_calls.saturating_add(1);
         let call = DirectCall {
             session: self.id.clone(),
+            identity: self.identity.as_ref().map(|i| i.to_string()),
             call_id: order.call_id.clone(),
             call_index: self.direct_calls,
             max_calls: self.shared.config.max_direct_calls,
