@@ -9,6 +9,8 @@
 //!   [`server_exited`], [`state_store_call`], [`session_taint`],
 //!   [`audit_write`], ...). `docs/metrics.md` lists every metric, and
 //!   `deploy/prometheus/alerts.yml` and `deploy/grafana/` use them.
+//! - [`phases`]: `codemode_cell_phase_seconds{phase}`, where a cell's
+//!   time at the sandbox-runner goes ([`cell_phase`]).
 //! - [`server`]: the actix-web server answering `GET /metrics` (the text
 //!   exposition format) and `GET /healthz` (`{"service": ..., "ok": true}`),
 //!   started on a configured address and stopped by a cancellation token.
@@ -42,6 +44,7 @@
 //! labels of their own, never on absolute values.
 
 pub mod metrics;
+pub mod phases;
 pub mod server;
 pub mod testing;
 
@@ -51,4 +54,5 @@ pub use metrics::{
     container_started, containers_reaped, frontend_cell, metrics, policy_decision, server_exited, server_up,
     session_taint, set_runner_capacity, set_runner_cells_running, set_warm_pool_size, state_store_call, tool_call,
 };
+pub use phases::{Phase, cell_phase};
 pub use server::{MetricsServer, TelemetryError};

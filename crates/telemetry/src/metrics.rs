@@ -476,7 +476,11 @@ impl Metrics {
 
 /// The metrics of this process.
 pub fn metrics() -> &'static Metrics {
-    static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+    static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
+        let metrics = Metrics::new();
+        crate::phases::register(metrics.registry());
+        metrics
+    });
     &METRICS
 }
 

@@ -11,6 +11,10 @@
 //! `asyncio.gather` runs calls concurrently), writes results back, keeps at
 //! most the configured output, and ends the run at `done`, at the deadline,
 //! on a protocol violation, when the container dies, or on shutdown. The
+//! report is made as soon as the code can do nothing more (at `done`, after
+//! which nothing of the container is read or relayed; on any other end once
+//! the container is killed), and the container's kill and removal are
+//! handed to the runner's [`Remover`], off the cell's path. The
 //! container is removed on every path, including when it never became ready.
 
 use std::collections::HashSet;
@@ -30,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 use crate::SandboxError;
 use crate::container::{Container, Input, Lockdown, Output};
 use crate::protocol::{self, FromRunner, LineReader, RunnerLimits, ToRunner, Violation};
+use crate::remover::Remover;
 use crate::wire;
 
 /// How long a bus request for one tool call may wait beyond the call's own
@@ -246,12 +251,50 @@ pub(crate) struct Run<'a> {
     truncated: bool,
     calls_seen: HashSet<u64>,
     calls_sent: u32,
+    timing: Timing,
+}
+
+/// When the phases of one run happened, for `codemode_cell_phase_seconds`.
+#[derive(Debug, Default)]
+struct Timing {
+    /// Writing the cell into the container took this.
+    deliver: Option<Duration>,
+    /// The first line back came this long after delivery.
+    first_line: Option<Duration>,
+    /// When the cell had been written.
+    delivered: Option<std::time::Instant>,
+}
+
+impl Timing {
+    /// Record the phases of a fresh container's run: `ran` from sending
+    /// the cell to the end of the run, `killed` the kill on the cell's path
+    /// (a run that ended at `done` is killed by the remover, off the path).
+    fn record(&self, ran: Duration, killed: Option<Duration>) {
+        use code_mode_telemetry::{Phase, cell_phase};
+        if let Some(deliver) = self.deliver {
+            cell_phase(Phase::Deliver, deliver);
+        }
+        if let Some(first) = self.first_line {
+            cell_phase(Phase::FirstOutput, first);
+        }
+        cell_phase(Phase::Done, ran);
+        if let Some(killed) = killed {
+            cell_phase(Phase::Kill, killed);
+        }
+    }
 }
 
 impl<'a> Run<'a> {
     /// A run of `cell` that has printed nothing yet.
     pub fn new(cell: &'a RunCell) -> Self {
-        Run { cell, output: String::new(), truncated: false, calls_seen: HashSet::new(), calls_sent: 0 }
+        Run {
+            cell,
+            output: String::new(),
+            truncated: false,
+            calls_seen: HashSet::new(),
+            calls_sent: 0,
+            timing: Timing::default(),
+        }
     }
 
     /// Keep printed text up to the limit, on a character boundary.
@@ -270,23 +313,58 @@ impl<'a> Run<'a> {
     }
 }
 
-/// Run one cell in a ready container until `deadline`; always removes the
-/// container.
+/// Run one cell in a ready container until `deadline` and report it; the
+/// container goes to `remover` (or is removed here without one).
+///
+/// The report waits for nothing the code can still change. At `done` the
+/// runner has stopped reading its channel's input and exits (it is the
+/// container's init, so every process of the code goes with it); from then
+/// on nothing of the container is read and no call of it is relayed, so
+/// even code that forged a `done` and kept running can no longer reach
+/// anything outside its container, and the remover kills it first thing.
+/// On any other end the code may still be running: the container is killed
+/// before the report says it was stopped.
 pub async fn run(
     ready: ReadyContainer,
     cell: &RunCell,
     bus: &Bus,
     deadline: Instant,
     cancel: &CancellationToken,
+    remover: Option<&Remover>,
 ) -> CellReport {
-    let (container, mut streams, warm) = ready.into_parts();
+    let (container, streams, warm) = ready.into_parts();
+    let mut streams = streams;
     let mut run = Run::new(cell);
     let started = std::time::Instant::now();
     let end = run_in(&mut run, &mut streams, false, bus, deadline, cancel).await;
+    let ran = started.elapsed();
+    // Nothing of it is read from here on.
+    drop(streams);
     let died = if matches!(end, End::Died) { container.exit_state().await } else { None };
+    let killed = !matches!(end, End::Done { .. });
+    let kill = if killed {
+        let stopping = std::time::Instant::now();
+        container.kill().await;
+        Some(stopping.elapsed())
+    } else {
+        None
+    };
+    run.timing.record(ran, kill);
     let id = container.id().to_string();
-    container.remove().await;
-    tracing::info!(cell = %cell.cell_id, container = %id, warm, elapsed_ms = started.elapsed().as_millis() as u64, end = ?end, "cell ended");
+    match remover {
+        Some(remover) => remover.remove(container, killed).await,
+        None => container.remove().await,
+    }
+    tracing::info!(
+        cell = %cell.cell_id,
+        container = %id,
+        warm,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        ran_us = ran.as_micros() as u64,
+        killed,
+        end = ?end,
+        "cell ended"
+    );
     code_mode_telemetry::cell_ended(outcome(&end), started.elapsed());
     report_of(run, end, died)
 }
@@ -313,7 +391,10 @@ pub(crate) async fn run_in(
         },
         keep,
     };
+    let sending = std::time::Instant::now();
     streams.send(&message).await;
+    run.timing.deliver = Some(sending.elapsed());
+    run.timing.delivered = Some(std::time::Instant::now());
     // A call may first wait for a person's approval, then for the server.
     let call_timeout =
         Duration::from_millis(cell.limits.call_timeout_ms.saturating_add(cell.limits.approval_timeout_ms));
@@ -400,6 +481,9 @@ async fn drive(
                     Ok(l) => l,
                     Err(v) => break End::Violation(v),
                 };
+                if run.timing.first_line.is_none() && !parsed.is_empty() {
+                    run.timing.first_line = run.timing.delivered.map(|at| at.elapsed());
+                }
                 let mut finished = None;
                 for line in parsed {
                     match handle_line(run, &line, streams, &mut calls, bus, call_timeout).await {

@@ -21,8 +21,8 @@ use bollard::Docker;
 use bollard::container::LogOutput;
 use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig, ResourcesUlimits};
 use bollard::query_parameters::{
-    AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, ListContainersOptionsBuilder,
-    RemoveContainerOptionsBuilder,
+    AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, KillContainerOptionsBuilder,
+    ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
 };
 use futures::Stream;
 use tokio::io::AsyncWrite;
@@ -413,16 +413,55 @@ impl Container {
         self.removed = true;
         remove(&self.docker, &self.id).await;
     }
+
+    /// Kill the container's processes (SIGKILL to its init, which takes
+    /// the rest of its PID namespace along). Once this returns the code can
+    /// do nothing more; the container still exists until removed. A
+    /// container that has already stopped is not an error.
+    pub async fn kill(&self) {
+        let options = KillContainerOptionsBuilder::new().signal("KILL").build();
+        if let Err(e) = self.docker.kill_container(&self.id, Some(options)).await {
+            match e {
+                // 409: not running; 404: gone already.
+                bollard::errors::Error::DockerResponseServerError { status_code: 409 | 404, .. } => {}
+                e => tracing::warn!(container = %self.id, error = %e, "could not kill the container"),
+            }
+        }
+    }
+
+    /// Kill and remove the container, keeping the guard: true when it is
+    /// gone (removed now, or not there any more), false when the engine
+    /// refused, so the caller may try again.
+    pub async fn try_remove(&self) -> bool {
+        remove(&self.docker, &self.id).await
+    }
+
+    /// Drop the guard without a removal in the background: the container
+    /// is gone, or given up on and left to the reaper.
+    pub fn forget(mut self) {
+        self.removed = true;
+    }
 }
 
-async fn remove(docker: &Docker, id: &str) {
+async fn remove(docker: &Docker, id: &str) -> bool {
     let options = RemoveContainerOptionsBuilder::new().force(true).build();
     let result = docker.remove_container(id, Some(options)).await;
-    match &result {
-        Ok(()) => tracing::debug!(container = %id, "removed"),
-        Err(e) => tracing::warn!(container = %id, error = %e, "could not remove the container"),
-    }
-    code_mode_telemetry::container_removed(result.is_ok());
+    let gone = match &result {
+        Ok(()) => {
+            tracing::debug!(container = %id, "removed");
+            true
+        }
+        Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => {
+            tracing::debug!(container = %id, "gone already");
+            true
+        }
+        Err(e) => {
+            tracing::warn!(container = %id, error = %e, "could not remove the container");
+            false
+        }
+    };
+    code_mode_telemetry::container_removed(gone);
+    gone
 }
 
 impl Drop for Container {
@@ -435,7 +474,9 @@ impl Drop for Container {
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             let docker = self.docker.clone();
             let id = self.id.clone();
-            handle.spawn(async move { remove(&docker, &id).await });
+            handle.spawn(async move {
+                remove(&docker, &id).await;
+            });
         }
     }
 }

@@ -13,6 +13,8 @@
 //!   throwaway container under the real lockdown.
 //! - [`kept`]: the containers of kept sessions (`--keep-variables`), each
 //!   living across its session's cells.
+//! - [`remover`]: the actor that removes finished cells' containers off
+//!   their path.
 //!
 //! [`SandboxRunner`] serves [`subjects::CELL_RUN`] in the `sandbox-runner`
 //! queue group, running at most `capacity` cells at once (a kept
@@ -32,6 +34,7 @@ pub mod kept;
 pub mod pool;
 pub mod posture;
 pub mod protocol;
+pub mod remover;
 pub mod wire;
 
 #[doc(hidden)]
@@ -52,6 +55,7 @@ use crate::cell::ReadyContainer;
 use crate::container::Lockdown;
 use crate::kept::{KeptError, KeptSet, Lifetime};
 use crate::pool::Pool;
+use crate::remover::Remover;
 
 /// Errors of the sandbox layer.
 #[derive(Debug, thiserror::Error)]
@@ -205,6 +209,9 @@ struct Inner {
     sandbox: tokio::sync::OnceCell<(String, String)>,
     /// Set by the first [`SandboxRunner::serve`].
     kept: OnceLock<KeptSet>,
+    /// Set by the first [`SandboxRunner::serve`]; without it a cell removes
+    /// its container itself before its report.
+    remover: OnceLock<Remover>,
 }
 
 impl SandboxRunner {
@@ -231,6 +238,7 @@ impl SandboxRunner {
             pool: OnceLock::new(),
             sandbox: Default::default(),
             kept: OnceLock::new(),
+            remover: OnceLock::new(),
         };
         Ok(Self { inner: Arc::new(inner) })
     }
@@ -356,22 +364,34 @@ impl SandboxRunner {
             return Ok(CellRan { report: shutdown_report(), kept: None });
         }
         let deadline = tokio::time::Instant::now() + Duration::from_millis(cell.limits.deadline_ms);
+        let taking = std::time::Instant::now();
         let warm = match self.inner.pool.get() {
             Some(pool) => pool.take().await,
             None => None,
         };
         let ready = match warm {
-            Some(ready) => ready,
+            Some(ready) => {
+                code_mode_telemetry::cell_phase(code_mode_telemetry::Phase::Take, taking.elapsed());
+                ready
+            }
             None => {
                 let (docker, lockdown) = (&self.inner.docker, &self.inner.config.lockdown);
+                let starting = std::time::Instant::now();
                 match ReadyContainer::start(docker, lockdown, &cell.cell_id, deadline, cancel).await {
-                    Ok(ready) => ready,
+                    Ok(ready) => {
+                        code_mode_telemetry::cell_phase(code_mode_telemetry::Phase::ColdStart, starting.elapsed());
+                        ready
+                    }
                     Err(not_ready) => return Ok(CellRan { report: not_ready.into_report(cell)?, kept: None }),
                 }
             }
         };
         match &cell.keep {
-            None => Ok(CellRan { report: cell::run(ready, cell, &self.inner.bus, deadline, cancel).await, kept: None }),
+            None => {
+                let remover = self.inner.remover.get();
+                let report = cell::run(ready, cell, &self.inner.bus, deadline, cancel, remover).await;
+                Ok(CellRan { report, kept: None })
+            }
             Some(keep) if keep.key.is_some() => {
                 ready.remove().await;
                 Err(SandboxError::BadRequest(format!(
@@ -429,6 +449,19 @@ impl SandboxRunner {
     /// stopped and their containers removed, and so is every pooled and
     /// kept container, before the returned task ends.
     pub async fn serve(&self, cancel: CancellationToken) -> Result<tokio::task::JoinHandle<()>, BusError> {
+        // Started before the first cell can arrive; finished (its queue
+        // removed) after the last cell has handed its container over.
+        let remover_task = {
+            let (remover, task) = Remover::start(self.inner.config.capacity);
+            match self.inner.remover.set(remover) {
+                Ok(()) => Some(task),
+                Err(remover) => {
+                    remover.finish();
+                    let _ = task.await;
+                    None
+                }
+            }
+        };
         let (kept, kept_task) = KeptSet::start(self.inner.id.clone(), self.inner.bus.clone(), cancel.clone());
         let kept_task = match self.inner.kept.set(kept) {
             Ok(()) => Some(kept_task),
@@ -473,6 +506,7 @@ impl SandboxRunner {
             })
             .await?;
         let pool = self.start_pool(cancel);
+        let me = self.clone();
         Ok(tokio::spawn(async move {
             let _ = served.await;
             let _ = kept_served.await;
@@ -481,6 +515,13 @@ impl SandboxRunner {
             }
             if let Some(pool) = pool {
                 let _ = pool.await;
+            }
+            // Every cell has ended and handed its container over.
+            if let Some(task) = remover_task {
+                if let Some(remover) = me.inner.remover.get() {
+                    remover.finish();
+                }
+                let _ = task.await;
             }
         }))
     }

@@ -210,8 +210,13 @@ impl PoolActor {
             let lockdown = self.lockdown.clone();
             let cancel = self.starts.clone();
             self.starting.spawn(async move {
+                let started = std::time::Instant::now();
                 let until = Instant::now() + READY_WITHIN;
-                ReadyContainer::start(&docker, &lockdown, WARM_CELL, until, &cancel).await
+                let ready = ReadyContainer::start(&docker, &lockdown, WARM_CELL, until, &cancel).await;
+                if ready.is_ok() {
+                    code_mode_telemetry::cell_phase(code_mode_telemetry::Phase::Refill, started.elapsed());
+                }
+                ready
             });
         }
     }

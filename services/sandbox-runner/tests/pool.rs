@@ -106,6 +106,23 @@ impl Serving {
         containers_of_this_process(&self.docker).await
     }
 
+    /// Wait until the containers of this process satisfy `done` (a used
+    /// container is removed after its report, off the cell's path); the
+    /// last list seen, and whether it did within the bound.
+    async fn containers_until(&self, done: impl Fn(&HashSet<String>) -> bool) -> (HashSet<String>, bool) {
+        let give_up = tokio::time::Instant::now() + FILL_BOUND;
+        loop {
+            let now = self.containers().await;
+            if done(&now) {
+                return (now, true);
+            }
+            if tokio::time::Instant::now() > give_up {
+                return (now, false);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Cancel and wait until the runner's task has ended.
     async fn stop(self) -> Docker {
         self.cancel.cancel();
@@ -150,9 +167,8 @@ async fn a_cell_runs_in_a_container_that_was_ready_before_it_was_sent_and_the_po
     assert!(is_one_of(&hostname, &before), "{hostname} is one of the pooled containers {before:?}");
     // It is gone, and the pool is back to two without it.
     serving.wait_for_pool(2).await;
-    let after = serving.containers().await;
-    assert_eq!(after.len(), 2, "{after:?}");
-    assert!(!is_one_of(&hostname, &after), "the used container {hostname} was removed: {after:?}");
+    let (after, removed) = serving.containers_until(|now| now.len() == 2 && !is_one_of(&hostname, now)).await;
+    assert!(removed, "the used container {hostname} was removed and two are ready: {after:?}");
     serving.stop().await;
 }
 
@@ -243,6 +259,77 @@ async fn after_cancel_no_container_of_this_process_remains() {
     assert!(left.is_empty(), "containers left after the runner stopped: {left:?}");
 }
 
+/// A cell that prints its hostname, sends a `done` of its own on the
+/// protocol descriptor (the code runs in the runner's process and can), and
+/// keeps running and printing: nothing but a kill stops it.
+const FORGED_DONE: &str = r#"import os, time
+print(os.uname().nodename, flush=True)
+line = b'{"type": "done", "error": null, "truncated": false, "stopped": false}\n'
+for fd in range(3, 10):
+    try:
+        os.write(fd, line)
+    except OSError:
+        pass
+while True:
+    print("still here", flush=True)
+    time.sleep(0.01)
+"#;
+
+#[tokio::test]
+async fn code_that_forges_done_and_keeps_running_gets_nothing_more_into_its_report_and_is_killed_and_removed() {
+    let _turn = DOCKER.lock().await;
+    let Some(serving) = Serving::start(0).await else { return };
+    let kills = code_mode_telemetry::phases::phase_totals(code_mode_telemetry::Phase::Kill).0;
+    let report = serving.run(FORGED_DONE).await;
+    assert_eq!(report.error, None, "the forged done ends the run: {report:?}");
+    assert!(!report.stdout.contains("still here"), "output after done reached the report: {report:?}");
+    assert_eq!(report.stdout.trim().len(), 12, "{report:?}");
+    // The remover kills it (the runner did not exit) and removes it.
+    let (left, removed) = serving.containers_until(HashSet::is_empty).await;
+    assert!(removed, "the container still running after its report was removed: {left:?}");
+    let now = code_mode_telemetry::phases::phase_totals(code_mode_telemetry::Phase::Kill).0;
+    assert_eq!(now, kills + 1, "the remover killed it before removing it");
+    serving.stop().await;
+}
+
+#[tokio::test]
+async fn stopping_the_runner_just_after_cells_reported_leaves_no_container() {
+    let _turn = DOCKER.lock().await;
+    let Some(serving) = Serving::start(1).await else { return };
+    serving.wait_for_pool(1).await;
+    // Three at once (one warm, two cold); the runner is stopped the moment
+    // the last report is in, while their removals are queued or running
+    // and the pool refills.
+    let reports = futures::future::join_all((0..3).map(|_| serving.run("print(1)"))).await;
+    for report in &reports {
+        assert_eq!(report.stdout, "1\n", "{report:?}");
+    }
+    let docker = serving.stop().await;
+    let left = containers_of_this_process(&docker).await;
+    assert!(left.is_empty(), "containers left once the runner's task ended: {left:?}");
+}
+
+#[tokio::test]
+async fn a_container_killed_from_outside_mid_cell_is_reported_and_removed() {
+    let _turn = DOCKER.lock().await;
+    let Some(serving) = Serving::start(1).await else { return };
+    serving.wait_for_pool(1).await;
+    // The cell takes the ready container, so its runner is past `ready`.
+    let victim = serving.containers().await.into_iter().next().unwrap();
+    let running = serving.run("import time\nprint('started', flush=True)\ntime.sleep(60)");
+    let killer = async {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        serving.docker.kill_container(&victim, None::<KillContainerOptions>).await.unwrap();
+    };
+    let (report, ()) = tokio::join!(running, killer);
+    assert!(report.stopped, "{report:?}");
+    let error = report.error.clone().unwrap_or_default();
+    assert!(error.contains("before the code finished"), "{report:?}");
+    let (left, removed) = serving.containers_until(|now| !now.contains(&victim)).await;
+    assert!(removed, "the dead container was removed: {left:?}");
+    serving.stop().await;
+}
+
 #[tokio::test]
 async fn a_cell_still_runs_cold_without_a_warm_pool() {
     let _turn = DOCKER.lock().await;
@@ -252,7 +339,8 @@ async fn a_cell_still_runs_cold_without_a_warm_pool() {
     assert!(before.is_empty(), "no container is started ahead of need: {before:?}");
     let hostname = serving.hostname_of_a_cell().await;
     assert_eq!(hostname.len(), 12, "{hostname}");
-    assert!(serving.containers().await.is_empty(), "its container was removed");
+    let (left, removed) = serving.containers_until(HashSet::is_empty).await;
+    assert!(removed, "its container was removed: {left:?}");
     serving.stop().await;
 }
 
