@@ -27,10 +27,14 @@
 //!   with its warm pool, each driven by an MCP client over its
 //!   stdin/stdout.
 //!
+//! `--compare` instead measures code-mode beside the engine's floor in one
+//! run (`compare`): a raw `docker run` of the same cell, a direct MCP call.
+//!
 //! Everything runs over the in-process bus, then again over a nats-server
 //! when `--nats URL` is given, under each runtime of `--runtimes` (runc by
 //! default; `runc,runsc` measures gVisor beside it). See `loadtests/README.md`.
 
+mod compare;
 mod mcp;
 mod stack;
 mod stats;
@@ -81,6 +85,14 @@ struct Args {
     /// (`runc,runsc` puts gVisor's cost beside runc's).
     #[arg(long, value_delimiter = ',', default_value = "runc", value_name = "LIST")]
     runtimes: Vec<Runtime>,
+    /// Measure code-mode beside a raw `docker run` of the same cell (and a
+    /// direct MCP call beside the call inside a cell), side by side in one
+    /// run, with ratios; the other scenarios are not run.
+    #[arg(long)]
+    compare: bool,
+    /// With `--compare`: also write the report as JSON to this file.
+    #[arg(long, value_name = "FILE", requires = "compare")]
+    json: Option<PathBuf>,
     /// The MCP server to wrap (default: `code-mode-test-server` next to this
     /// binary).
     #[arg(last = true, value_name = "SERVER_COMMAND")]
@@ -133,6 +145,18 @@ async fn main() -> anyhow::Result<()> {
     );
     if args.server.is_empty() {
         args.server = vec![default_server()?.display().to_string()];
+    }
+    if args.compare {
+        let options = compare::Options {
+            samples: args.samples,
+            warmup: args.warmup,
+            concurrency: args.concurrency,
+            cells: args.cells,
+            server: args.server.clone(),
+            nats: args.nats.clone(),
+            json: args.json.clone(),
+        };
+        return compare::run(&options, &sibling("code-mode", "-p code-mode")?).await;
     }
     let mut transports = vec![Transport::InProcess];
     if let Some(url) = &args.nats {

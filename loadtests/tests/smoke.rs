@@ -61,3 +61,45 @@ fn one_cold_sample_runs_under_each_runtime_side_by_side() {
         assert!(row.is_some(), "no cold row under {runtime} in:\n{stdout}");
     }
 }
+
+#[test]
+fn compare_puts_each_figure_beside_a_raw_docker_run_and_a_direct_call_and_writes_the_json_report() {
+    if !docker_available() {
+        return;
+    }
+    let json = std::env::temp_dir().join(format!("code-mode-compare-{}.json", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_code-mode-loadtest"))
+        .args(["--compare", "--samples", "1", "--warmup", "0", "--cells", "2", "--concurrency", "1", "--json"])
+        .arg(&json)
+        .arg("--")
+        .arg(code_mode_core::testing::workspace_binary("code-mode-test-server"))
+        .output()
+        .expect("the load test runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("the JSON report is written")).unwrap();
+    let _ = std::fs::remove_file(&json);
+    let figures = report["figures"].as_array().expect("figures");
+    assert_eq!(figures.len(), 4, "{report:#}");
+    for figure in figures {
+        let ratio = figure["ratio_p50"].as_f64().unwrap_or(f64::NAN);
+        assert!(ratio.is_finite() && ratio > 0.0, "{figure}");
+        let name = figure["figure"].as_str().unwrap();
+        assert!(stdout.lines().any(|l| l.starts_with(name)), "no line for {name} in\n{stdout}");
+    }
+    assert!(figures[0]["reference"].as_str().unwrap().starts_with("docker run"), "{report:#}");
+    assert!(figures[3]["reference"].as_str().unwrap().contains("MCP client"), "{report:#}");
+    let throughput = report["throughput"].as_array().expect("throughput");
+    assert_eq!(throughput.len(), 3, "{report:#}");
+    assert!(throughput.iter().all(|t| t["cells_per_s"].as_f64().unwrap_or(0.0) > 0.0), "{report:#}");
+    let phases = report["phases_of_warm_cells_in_process"].as_array().expect("phases");
+    for phase in ["take", "deliver", "first_output", "done", "kill", "remove", "refill"] {
+        let row = phases.iter().find(|p| p["phase"] == phase).unwrap_or_else(|| panic!("no {phase} in {report:#}"));
+        assert_eq!(row["count"], 1, "one warm cell was measured: {row}");
+    }
+    let idle = report["memory"]["idle_warm_container_mib"].as_array().expect("memory");
+    assert!(!idle.is_empty() && idle.iter().all(|m| m.as_f64().unwrap_or(0.0) > 0.0), "{report:#}");
+    assert!(report["memory"]["serve_idle"]["rss_kib"].as_u64().unwrap_or(0) > 0, "{report:#}");
+    assert!(report["machine"]["load_before"].as_str().is_some_and(|l| !l.is_empty()), "{report:#}");
+}
