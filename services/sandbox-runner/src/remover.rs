@@ -57,10 +57,10 @@ impl Remover {
     /// ends after [`Remover::finish`] once every container handed over is
     /// removed (or, if every handle is dropped first, the same way).
     pub fn start(inbox: usize) -> (Remover, JoinHandle<()>) {
-        let (inbox, rx) = mpsc::channel(inbox.max(1));
+        let (tx, rx) = mpsc::channel(inbox.max(1));
         let finish = CancellationToken::new();
-        let task = tokio::spawn(run(rx, finish.clone()));
-        (Remover { inbox, finish }, task)
+        let task = tokio::spawn(run(rx, inbox.max(1), finish.clone()));
+        (Remover { inbox: tx, finish }, task)
     }
 
     /// Hand `container` over to be killed (unless `killed` already) and
@@ -79,8 +79,10 @@ impl Remover {
     }
 }
 
-async fn run(mut inbox: mpsc::Receiver<Handed>, finish: CancellationToken) {
+async fn run(mut inbox: mpsc::Receiver<Handed>, held: usize, finish: CancellationToken) {
     // Kills run at once; removals (of killed containers) at most AT_ONCE.
+    // At most `held` containers wait here beyond those being removed, so a
+    // remover that falls behind fills its inbox and holds the reports.
     let mut killing: JoinSet<Container> = JoinSet::new();
     let mut killed: std::collections::VecDeque<Container> = Default::default();
     let mut removing: JoinSet<()> = JoinSet::new();
@@ -102,7 +104,7 @@ async fn run(mut inbox: mpsc::Receiver<Handed>, finish: CancellationToken) {
                 inbox.close();
                 closing = true;
             }
-            next = inbox.recv(), if !drained => match next {
+            next = inbox.recv(), if !drained && killing.len() + killed.len() < held => match next {
                 Some((container, true)) => killed.push_back(container),
                 Some((container, false)) => {
                     killing.spawn(async move {
