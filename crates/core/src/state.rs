@@ -158,9 +158,11 @@ impl SessionStore {
     /// A store in a JetStream key-value bucket over `client`, opening the
     /// bucket or creating it when it does not exist yet. Fails with
     /// [`StateError::Unavailable`] when JetStream cannot be reached: each
-    /// try is bounded by `config.timeout`, and tries go on for 10 s (a
-    /// fresh cluster elects its JetStream leader meanwhile).
+    /// try is bounded by `config.timeout`; while the client is connected,
+    /// tries go on for 10 s (a fresh cluster elects its JetStream leader
+    /// meanwhile), and with NATS unreachable the first failure is final.
     pub async fn jetstream(client: async_nats::Client, config: JetStreamConfig) -> Result<Self, StateError> {
+        let connection = client.clone();
         let mut context = jetstream::new(client);
         context.set_timeout(config.timeout);
         let open = || async {
@@ -196,7 +198,14 @@ impl SessionStore {
         let store = loop {
             match bounded(config.timeout, "opening the key-value bucket", open()).await {
                 Ok(store) => break store,
-                Err(e) if tokio::time::Instant::now() >= give_up => return Err(e),
+                // Only a connected client waits for a leader: with NATS
+                // itself unreachable the answer is "unavailable" at once.
+                Err(e)
+                    if tokio::time::Instant::now() >= give_up
+                        || connection.connection_state() != async_nats::connection::State::Connected =>
+                {
+                    return Err(e);
+                }
                 Err(e) => {
                     tracing::info!(error = %e, "the session-state bucket is not ready yet; trying again");
                     tokio::time::sleep(Duration::from_millis(250)).await;
