@@ -131,9 +131,16 @@ async fn serve_counts_its_cells_by_outcome_its_tool_calls_by_decision_and_its_co
     assert_eq!(delta("codemode_tool_calls_total", &call("add", "refused")), 1.0);
     assert_eq!(delta("codemode_tool_calls_total", &call("protocol_error", "fault")), 1.0);
     assert_eq!(delta("codemode_tool_call_duration_seconds_count", &call("add", "ok")), 1.0);
-    // Each cell ran in a container of its own, removed before its report came back.
+    // Each cell ran in a container of its own, removed off the cell's path
+    // by the runner's remover once its report went back.
     assert!(delta("codemode_containers_started_total", &[]) >= 2.0, "{after:?}");
-    assert!(delta("codemode_containers_removed_total", &[("result", "removed")]) >= 2.0);
+    let removed = |m: &Exposition| {
+        let label = [("result", "removed")];
+        m.value_or_zero("codemode_containers_removed_total", &label)
+            - before.value_or_zero("codemode_containers_removed_total", &label)
+    };
+    let now = scrape_until(serve.metrics, |m| removed(m) >= 2.0).await;
+    assert!(removed(&now) >= 2.0, "the cells' containers were not removed: {now:?}");
     assert_eq!(after.value_or_zero("codemode_containers_removed_total", &[("result", "failed")]), 0.0);
     assert_eq!(
         after.value("codemode_service_info", &[("service", "serve"), ("version", env!("CARGO_PKG_VERSION"))]),
