@@ -235,7 +235,13 @@ async fn idle_warm_memory(owner: &str) -> anyhow::Result<Vec<f64>> {
         .args(&ids)
         .output()
         .await?;
-    Ok(String::from_utf8_lossy(&stats.stdout).lines().filter_map(|l| mib(l.split('/').next()?.trim())).collect())
+    // A container that stopped between the listing and the reading shows
+    // 0B: it is no idle container, so it is not a figure.
+    Ok(String::from_utf8_lossy(&stats.stdout)
+        .lines()
+        .filter_map(|l| mib(l.split('/').next()?.trim()))
+        .filter(|m| *m > 0.0)
+        .collect())
 }
 
 /// `12.5MiB`, `900KiB`, `1.1GiB` in MiB.
