@@ -5,7 +5,6 @@
 //! official Python SDK (with a bearer header), rmcp's client, and raw
 //! HTTP/1.1 requests where a test needs to see the status and headers.
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -69,28 +68,10 @@ impl Answered {
 /// answer.
 fn request(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -> Answered {
     let authority = url.trim_start_matches("http://").trim_end_matches("/mcp");
-    let mut stream = std::net::TcpStream::connect(authority).expect("the server listens");
-    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut head = format!(
-        "{method} /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, \
-         text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    write!(stream, "{head}\r\n{body}").unwrap();
-    let mut answer = Vec::new();
-    let _ = stream.read_to_end(&mut answer);
-    let answer = String::from_utf8_lossy(&answer).into_owned();
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
-    let mut lines = head.lines();
-    let status = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    Answered { status, headers, body: body.to_string() }
+    let mut all = vec![("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
+    all.extend_from_slice(headers);
+    let (status, headers, body) = support::raw_http(authority, method, "/mcp", &all, body);
+    Answered { status, headers, body }
 }
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;

@@ -7,7 +7,7 @@
 //! the token minted by the test's issuer process (its own key, a key it
 //! does not publish, HS256 keyed with its public key, or no signature).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -109,28 +109,8 @@ fn request(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (u16, Vec<(String, String)>, String) {
-    let authority = base.trim_start_matches("http://").split('/').next().unwrap().to_string();
-    let mut stream = std::net::TcpStream::connect(&authority).expect("the server listens");
-    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    write!(stream, "{head}\r\n{body}").unwrap();
-    let mut answer = Vec::new();
-    let _ = stream.read_to_end(&mut answer);
-    let answer = String::from_utf8_lossy(&answer).into_owned();
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
-    let mut lines = head.lines();
-    let status = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    (status, headers, body.to_string())
+    let authority = base.trim_start_matches("http://").split('/').next().unwrap();
+    support::raw_http(authority, method, path, headers, body)
 }
 
 /// A free loopback port (the resource URI must name it before the server

@@ -459,3 +459,37 @@ pub async fn python_sdk(args: &[&str], steps: &Value) -> Option<(Vec<Value>, Str
         .collect();
     Some((results, stderr))
 }
+
+/// One HTTP/1.1 request to `authority` (`host:port`) over a plain socket,
+/// so a test controls every header (and sends malformed or forged ones):
+/// the status, the headers (names in lower case) and the body.
+pub fn raw_http(
+    authority: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, Vec<(String, String)>, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(authority).expect("the server listens");
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    write!(stream, "{head}\r\n{body}").unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let mut lines = head.lines();
+    let status = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    (status, headers, body.to_string())
+}
