@@ -4,7 +4,11 @@ The Rust tests run this with the `.venv` Python (installed by
 scripts/setup.sh) to talk to code-mode as third-party clients do.
 
     python mcp_client.py (--url URL | --stdio COMMAND [ARG...] --) [--header 'Name: value']...
-                         [--oauth ISSUER CLIENT_ID SECRET SCOPE] [--mode legacy|auto|VERSION] STEPS
+                         [--oauth ISSUER CLIENT_ID SECRET SCOPE] [--mode legacy|auto|VERSION]
+                         [--cafile PEM] STEPS
+
+--cafile trusts the certificates of PEM (an https URL with a certificate
+of its own) instead of the system's.
 
 --oauth authenticates with the SDK's ClientCredentialsOAuthProvider: it
 reads the server's Protected Resource Metadata, discovers ISSUER, asks it
@@ -13,6 +17,10 @@ for a token with client_credentials, and sends it.
 STEPS is a JSON list, run in order in one client session:
     {"op": "list_tools"}
     {"op": "call", "tool": NAME, "arguments": {...}}
+    {"op": "set_level", "level": LEVEL}            logging/setLevel
+    {"op": "logs", "at_least": N, "wait": SECONDS}  the log notifications
+        received so far (waiting up to SECONDS for N of them, then a moment
+        more for any that follow), as a list of {"level", "logger", "data"}
 Each step prints one JSON line on stdout: {"op": ..., "result": ...} (the
 SDK's result as JSON) or {"op": ..., "error": "..."} when the step raised.
 Everything the SDK logs goes to stderr, which the tests read too.
@@ -22,7 +30,9 @@ import argparse
 import asyncio
 import json
 import logging
+import ssl
 import sys
+import warnings
 
 import httpx2
 from mcp import Client, StdioServerParameters
@@ -40,6 +50,7 @@ def parse_args(argv):
     parser.add_argument("--url")
     parser.add_argument("--header", action="append", default=[])
     parser.add_argument("--mode", default="auto")
+    parser.add_argument("--cafile")
     parser.add_argument("--oauth", nargs=4, metavar=("ISSUER", "CLIENT_ID", "SECRET", "SCOPE"))
     parser.add_argument("steps")
     args = parser.parse_args(argv)
@@ -75,9 +86,23 @@ def as_json(value):
     return value
 
 
+async def logs_after(received, at_least, wait):
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + wait
+    while len(received) < at_least and loop.time() < give_up:
+        await asyncio.sleep(0.05)
+    # Any notification right behind them.
+    await asyncio.sleep(0.3)
+    return list(received)
+
+
 async def main(argv):
     args = parse_args(argv)
     steps = json.loads(args.steps)
+    received = []
+
+    async def on_log(params):
+        received.append({"level": params.level, "logger": params.logger, "data": params.data})
     if args.stdio:
         server = StdioServerParameters(command=args.stdio[0], args=args.stdio[1:])
     else:
@@ -95,9 +120,10 @@ async def main(argv):
                 scope=scope,
                 issuer=issuer,
             )
-        http = httpx2.AsyncClient(headers=headers, auth=auth, timeout=httpx2.Timeout(120.0))
+        verify = ssl.create_default_context(cafile=args.cafile) if args.cafile else True
+        http = httpx2.AsyncClient(headers=headers, auth=auth, timeout=httpx2.Timeout(120.0), verify=verify)
         server = streamable_http_client(args.url, http_client=http)
-    async with Client(server, mode=args.mode) as client:
+    async with Client(server, mode=args.mode, logging_callback=on_log) as client:
         for step in steps:
             op = step["op"]
             try:
@@ -105,6 +131,12 @@ async def main(argv):
                     result = await client.list_tools()
                 elif op == "call":
                     result = await client.call_tool(step["tool"], step.get("arguments", {}))
+                elif op == "set_level":
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")  # the capability is deprecated from 2026-07-28 on
+                        result = await client.set_logging_level(step["level"])
+                elif op == "logs":
+                    result = await logs_after(received, step.get("at_least", 0), step.get("wait", 5))
                 else:
                     raise ValueError(f"unknown op {op!r}")
                 print(json.dumps({"op": op, "result": as_json(result)}), flush=True)

@@ -20,12 +20,12 @@ use crate::http::{LEGACY, run_python, spawn_http, stdout};
 use crate::support::{self, log_path};
 
 /// A client made with `code-mode token new NAME`: its token and line.
-struct Client {
-    token: String,
-    line: String,
+pub(crate) struct Client {
+    pub(crate) token: String,
+    pub(crate) line: String,
 }
 
-fn token_new(name: &str) -> Client {
+pub(crate) fn token_new(name: &str) -> Client {
     let out = std::process::Command::new(support::code_mode()).args(["token", "new", name]).output().unwrap();
     assert!(out.status.success(), "token new: {}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
@@ -35,14 +35,14 @@ fn token_new(name: &str) -> Client {
     Client { token: field("token: "), line: field("line: ") }
 }
 
-fn write_tokens(path: &Path, clients: &[&Client]) {
+pub(crate) fn write_tokens(path: &Path, clients: &[&Client]) {
     let lines: Vec<&str> = clients.iter().map(|c| c.line.as_str()).collect();
     std::fs::write(path, format!("# code-mode clients\n{}\n", lines.join("\n"))).unwrap();
 }
 
 /// `serve --http` on a free loopback port with `args`, wrapping the test
 /// server; the child, its URL and its log.
-async fn serve(args: &[&str]) -> (tokio::process::Child, String, Arc<Mutex<Vec<String>>>) {
+pub(crate) async fn serve(args: &[&str]) -> (tokio::process::Child, String, Arc<Mutex<Vec<String>>>) {
     let mut serve = tokio::process::Command::new(support::code_mode());
     serve.args(["serve", "--http", "127.0.0.1:0"]).args(args).arg("--").arg(support::test_server());
     serve.stdin(std::process::Stdio::null()).kill_on_drop(true);
@@ -78,7 +78,7 @@ const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","param
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 const LIST_TOOLS: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
 
-fn bearer(client: &Client) -> String {
+pub(crate) fn bearer(client: &Client) -> String {
     format!("Bearer {}", client.token)
 }
 
@@ -123,7 +123,7 @@ fn hangup(pid: u32) {
     assert!(status.success(), "kill -HUP {pid}: {status}");
 }
 
-fn tokens_path(tag: &str) -> PathBuf {
+pub(crate) fn tokens_path(tag: &str) -> PathBuf {
     log_path(tag).with_extension("tokens")
 }
 

@@ -18,6 +18,7 @@ mod http;
 mod kept;
 mod library;
 mod list_changed;
+mod mcp_log;
 mod mcp_stdio;
 mod metrics;
 mod monitoring;

@@ -29,6 +29,9 @@
 //! watcher and the parking lot, and makes one [`Frontend`] (a handle on a
 //! session actor, and the rmcp [`ServerHandler`]) per client session.
 //!
+//! A client that sets a log level (`logging/setLevel`) hears of its own
+//! session's notable events as MCP log notifications ([`notices`]).
+//!
 //! When a policy holds a tool call for approval, the bridge asks this
 //! session on its own approval subject; the session routes the question to
 //! the `run_python` request running the cell, which asks the client through
@@ -40,6 +43,7 @@ pub mod catalog;
 pub mod description;
 pub mod direct;
 pub mod http;
+pub mod notices;
 mod parking;
 mod session;
 
@@ -67,6 +71,7 @@ use crate::auth::Identity;
 pub use crate::catalog::CATALOG_POLL;
 use crate::catalog::CatalogHandle;
 pub use crate::direct::Expose;
+use crate::notices::Notice;
 use crate::parking::{Parked, ParkingLot};
 use crate::session::{CellOrder, CellRun, DirectOrder, QUESTIONS_PER_CELL, SessionHandle};
 
@@ -427,12 +432,16 @@ impl Frontend {
                 Some(first) = run.approvals.recv() => match asking {
                     Asking::Unsupported => {
                         let reason = "the MCP client did not declare support for (form) elicitation".to_string();
+                        self.session.notifier().tell(Notice::approval_unavailable(&first.request, &reason)).await;
                         let _ = first.answer.send(ApprovalReply::Unavailable { reason });
                     }
                     Asking::Request => {
                         let peer = context.peer.clone();
                         let identity = identity.clone();
+                        let notifier = self.session.notifier().clone();
                         elicitations.push(async move {
+                            let how = "asking the person through elicitation";
+                            notifier.tell(Notice::approval_asked(&first.request, how)).await;
                             let answer = elicit(&peer, &first.request, identity.as_ref()).await;
                             let _ = first.answer.send(answer);
                         });
@@ -598,13 +607,16 @@ pub fn report_result(report: &CellReport) -> CallToolResult {
 }
 
 impl ServerHandler for Frontend {
+    #[allow(deprecated)] // MCP logging, deprecated from 2026-07-28 on (see `notices`).
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
-            .with_server_info(Implementation::new("code-mode", env!("CARGO_PKG_VERSION")))
-            .with_instructions(match self.shared.config.expose {
-                Expose::Only => "Call the tools directly; every call passes a policy gateway.",
-                _ => "Call run_python with a short Python program; the wrapped tools are async functions in it.",
-            })
+        ServerConfig::new(
+            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_logging().build(),
+        )
+        .with_server_info(Implementation::new("code-mode", env!("CARGO_PKG_VERSION")))
+        .with_instructions(match self.shared.config.expose {
+            Expose::Only => "Call the tools directly; every call passes a policy gateway.",
+            _ => "Call run_python with a short Python program; the wrapped tools are async functions in it.",
+        })
     }
 
     async fn initialize(
@@ -619,6 +631,20 @@ impl ServerHandler for Frontend {
         }
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
+    }
+
+    /// The client chose the level of the log notifications it gets: from
+    /// now on its session's events at that level or above reach it.
+    #[allow(deprecated)] // MCP logging, deprecated from 2026-07-28 on (see `notices`).
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.session.know_client(&context.peer);
+        self.session.set_level(request.level).await;
+        tracing::debug!(session = %self.session(), level = ?request.level, "the client set its log level");
+        Ok(())
     }
 
     async fn list_tools(

@@ -45,7 +45,8 @@ use code_mode_proto::{
     KeptEnd, KeptReply, KeptRequest, RunCell, ToolStub, subjects,
 };
 use rmcp::RoleServer;
-use rmcp::model::CallToolResult;
+#[allow(deprecated)] // MCP logging, deprecated from 2026-07-28 on (see `notices`).
+use rmcp::model::{CallToolResult, LoggingLevel};
 use rmcp::service::Peer;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
@@ -56,6 +57,7 @@ use tracing::Instrument;
 use crate::approval::{LocalAsker, Pending};
 use crate::auth::{Caller, Identity, shown};
 use crate::catalog::View;
+use crate::notices::{Notice, Notices, Notifier};
 use crate::{CELL_MARGIN, CellOptions, FrontendError, KeepConfig, RETRY_PAUSE, Shared};
 
 /// Commands that may wait at a session actor.
@@ -133,6 +135,7 @@ struct RouteRequest {
     reply: oneshot::Sender<Route>,
 }
 
+#[allow(deprecated)] // MCP logging, deprecated from 2026-07-28 on (see `notices`).
 enum Command {
     Listen { reply: oneshot::Sender<Result<(), FrontendError>> },
     Run { order: CellOrder, reply: oneshot::Sender<Result<CellReport, FrontendError>> },
@@ -140,6 +143,7 @@ enum Command {
     AskLocally(Arc<dyn LocalAsker>),
     KnowClient(Peer<RoleServer>),
     KnowCaller(Caller),
+    SetLevel(LoggingLevel),
     End { reply: oneshot::Sender<()> },
 }
 
@@ -151,6 +155,8 @@ pub(crate) struct SessionHandle {
     id: Arc<str>,
     /// The MCP client was handed to the actor (sent once per session).
     told_client: Arc<AtomicBool>,
+    /// The session's log level and client, to tell of events.
+    notifier: Notifier,
 }
 
 impl SessionHandle {
@@ -160,6 +166,8 @@ impl SessionHandle {
         let id = uuid::Uuid::new_v4().to_string();
         let (commands, inbox) = mpsc::channel(COMMANDS);
         let (route_requests, routes_inbox) = mpsc::channel(ROUTE_REQUESTS);
+        let notices = Notices::new();
+        let notifier = notices.notifier();
         let actor = SessionActor {
             id: id.clone(),
             shared,
@@ -177,9 +185,10 @@ impl SessionHandle {
             identity: None,
             lease: None,
             direct_calls: 0,
+            notices,
         };
         tokio::spawn(actor.run(inbox, routes_inbox));
-        SessionHandle { commands, id: id.into(), told_client: Arc::new(AtomicBool::new(false)) }
+        SessionHandle { commands, id: id.into(), told_client: Arc::new(AtomicBool::new(false)), notifier }
     }
 
     /// The session id.
@@ -243,6 +252,18 @@ impl SessionHandle {
         let _ = self.commands.send(Command::KnowCaller(caller)).await;
     }
 
+    /// The client chose the level of the log notifications it gets
+    /// (`logging/setLevel`).
+    #[allow(deprecated)] // MCP logging, deprecated from 2026-07-28 on (see `notices`).
+    pub async fn set_level(&self, level: LoggingLevel) {
+        let _ = self.commands.send(Command::SetLevel(level)).await;
+    }
+
+    /// A view of the session's log level and client, to tell it of events.
+    pub fn notifier(&self) -> &Notifier {
+        &self.notifier
+    }
+
     /// End the session now: stop its cells, stop answering approvals, and
     /// tell the bridge (if it ran a cell). Returns once done.
     pub async fn end(&self) {
@@ -291,6 +312,8 @@ struct SessionActor {
     /// Direct tool calls the session made (`--max-direct-calls` counts
     /// them; the bridge checks the count).
     direct_calls: u32,
+    /// The log level its client chose, and the client to tell.
+    notices: Notices,
 }
 
 /// A kept session's container as its session knows it.
@@ -378,8 +401,10 @@ impl SessionActor {
                 self.local.get_or_insert(asker);
             }
             Command::KnowClient(peer) => {
+                self.notices.know_client(&peer);
                 self.client.get_or_insert(peer);
             }
+            Command::SetLevel(level) => self.notices.set_level(level),
             Command::KnowCaller(caller) => {
                 if self.identity.is_none() && self.lease.is_none() {
                     self.identity = caller.identity;
@@ -398,6 +423,7 @@ impl SessionActor {
         {
             tracing::info!(session = %self.id, identity = %shown(self.identity.as_ref()), max, "a cell was refused: the session runs its most cells");
             let _ = reply.send(Err(FrontendError::SessionBusy { max }));
+            self.notices.notifier().tell_later(Notice::session_busy(max));
             return;
         }
         let kept = self.keep.filter(|_| order.keep);
@@ -414,10 +440,12 @@ impl SessionActor {
         let (shared, session) = (self.shared.clone(), self.id.clone());
         let container = self.kept.container.clone();
         let identity = self.identity.clone();
+        let notifier = self.notices.notifier();
         let span = tracing::info_span!("cell", %session, cell = %cell_id, identity = %shown(identity.as_ref()));
         let task = self.cells.spawn(
             async move {
                 tracing::info!(code_bytes = order.code.len(), "cell started");
+                notifier.tell(Notice::cell_started(&order.cell_id)).await;
                 let (result, container) = match kept {
                     None => (run_cell(&shared, &session, identity.as_ref(), &order).await, None),
                     Some(keep) => {
@@ -426,12 +454,17 @@ impl SessionActor {
                         (result, Some(container))
                     }
                 };
-                match &result {
+                let notice = match &result {
                     Ok(report) => {
-                        tracing::info!(error = report.error.is_some(), stopped = report.stopped, "cell ended")
+                        tracing::info!(error = report.error.is_some(), stopped = report.stopped, "cell ended");
+                        Notice::cell_ended(&order.cell_id, report)
                     }
-                    Err(e) => tracing::warn!(error = %e, "cell failed"),
-                }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cell failed");
+                        Notice::cell_failed(&order.cell_id, e)
+                    }
+                };
+                notifier.tell(notice).await;
                 code_mode_telemetry::frontend_cell(FrontendError::metric_result(&result));
                 let _ = reply.send(result);
                 // A cell may have changed the tools (a wrapped server's tool
@@ -507,6 +540,7 @@ impl SessionActor {
     }
 
     fn tell_client_tools_changed(&mut self) {
+        self.notices.notifier().tell_later(Notice::tools_changed());
         let Some(client) = self.client.clone() else { return };
         self.side.spawn(async move {
             if let Err(e) = client.notify_tool_list_changed().await {
