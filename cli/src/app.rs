@@ -25,7 +25,7 @@ use code_mode_core::nats::{NatsOptions, NatsTls, NatsTransport};
 use code_mode_core::state::{JetStreamConfig, SessionStore};
 use code_mode_mcp_frontend::auth::oauth::OAuthOptions;
 use code_mode_mcp_frontend::auth::{AuthOptions, SessionLimits};
-use code_mode_mcp_frontend::http::{HttpOptions, MCP_PATH, McpHttpServer};
+use code_mode_mcp_frontend::http::{HttpOptions, McpHttpServer, TlsFiles};
 use code_mode_mcp_frontend::{Expose, Frontend, FrontendConfig, FrontendFactory, KeepConfig};
 use code_mode_sandbox_runner::container::Lockdown;
 use code_mode_sandbox_runner::image::{self, BaseSource};
@@ -213,13 +213,17 @@ fn http_options(args: &HttpArgs) -> Option<HttpOptions> {
         insecure_no_auth: args.insecure_no_auth,
         limits: SessionLimits { max_sessions: args.max_sessions, max_per_identity: args.max_sessions_per_identity },
     };
-    Some(HttpOptions { addr, allowed_hosts: args.allowed_hosts.clone(), auth, max_body: args.max_body })
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(TlsFiles { cert: cert.clone(), key: key.clone() }),
+        _ => None,
+    };
+    Some(HttpOptions { addr, allowed_hosts: args.allowed_hosts.clone(), auth, max_body: args.max_body, tls })
 }
 
 /// Serve MCP over HTTP until a signal; the URL goes to stderr.
 async fn serve_http(factory: FrontendFactory, options: &HttpOptions, root: &CancellationToken) -> anyhow::Result<()> {
     let server = McpHttpServer::start(factory, options, root.child_token()).await?;
-    eprintln!("code-mode: MCP on http://{}{MCP_PATH}", server.local_addr());
+    eprintln!("code-mode: MCP on {}", server.url());
     root.cancelled().await;
     server.stopped().await;
     Ok(())

@@ -620,6 +620,16 @@ pub struct HttpArgs {
     #[arg(long, value_name = "BYTES", allow_hyphen_values = true,
           value_parser = ranges::BODY_BYTES.parser::<usize>())]
     pub max_body: Option<usize>,
+    /// With `--http`: serve HTTPS with this certificate chain (PEM, the
+    /// server's certificate first); needs `--tls-key`. TLS protects the
+    /// wire, not who may call: authentication is still required off
+    /// loopback.
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_key"])]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// With `--tls-cert`: the certificate's private key (PEM: PKCS#8,
+    /// PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_cert"])]
+    pub tls_key: Option<std::path::PathBuf>,
 }
 
 /// Options of `bridge`.

@@ -15,6 +15,7 @@ mod doctor;
 mod faults;
 mod first_hour;
 mod http;
+mod https;
 mod kept;
 mod library;
 mod list_changed;

@@ -12,6 +12,10 @@
 //! for that cell, a `grant` limit counts per call), and an approval's
 //! retried call finds its parked cell through the factory, not the session.
 //!
+//! With [`TlsFiles`] it serves HTTPS (rustls, [`crate::tls`]) on the same
+//! address; a plain HTTP request there fails the handshake. TLS does not
+//! replace authentication: the rule below holds with or without it.
+//!
 //! Requests whose `Host` is not allowed are refused (403): loopback only by
 //! default, against DNS rebinding; name the hosts the server is reached by.
 //! Before the transport, every request passes the [`auth`](crate::auth)
@@ -29,6 +33,7 @@ use rmcp_actix_web::transport::StreamableHttpService;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{self, AuthError, AuthOptions, Gate};
+pub use crate::tls::TlsFiles;
 use crate::{Frontend, FrontendError, FrontendFactory};
 
 /// The path the MCP endpoint is served at.
@@ -47,6 +52,9 @@ pub struct HttpOptions {
     /// Largest request body accepted (`--max-body`); larger ones get 413.
     /// `None`: rmcp's default, 4 MiB.
     pub max_body: Option<usize>,
+    /// Serve HTTPS with this certificate and key (`--tls-cert`,
+    /// `--tls-key`); `None`: plain HTTP.
+    pub tls: Option<TlsFiles>,
 }
 
 /// Whether every address `addr` resolves to is a loopback address.
@@ -62,10 +70,14 @@ async fn is_loopback(addr: &str) -> bool {
 
 /// Check what can be checked before anything starts: an address that is not
 /// loopback needs authentication (or `--insecure-no-auth`, logged as a
-/// warning when the server starts), and the token file must read.
+/// warning when the server starts), the token file must read, and the TLS
+/// certificate and key must make a usable pair.
 pub async fn preflight(options: &HttpOptions) -> Result<(), FrontendError> {
     if let Some(path) = &options.auth.tokens_file {
         crate::auth::static_tokens::TokenSet::read(path)?;
+    }
+    if let Some(files) = &options.tls {
+        crate::tls::server_config(files)?;
     }
     if !options.auth.authenticates() && !options.auth.insecure_no_auth && !is_loopback(&options.addr).await {
         return Err(AuthError::Unauthenticated { addr: options.addr.clone() }.into());
@@ -103,6 +115,8 @@ where
 #[derive(Debug)]
 pub struct McpHttpServer {
     addr: SocketAddr,
+    /// Whether it serves HTTPS.
+    tls: bool,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -116,6 +130,7 @@ impl McpHttpServer {
     ) -> Result<Self, FrontendError> {
         let bind_error = |reason: std::io::Error| FrontendError::Http { addr: options.addr.clone(), reason };
         preflight(options).await?;
+        let tls = options.tls.as_ref().map(crate::tls::server_config).transpose()?;
         if options.auth.insecure_no_auth && !options.auth.authenticates() {
             tracing::warn!(
                 addr = %options.addr,
@@ -162,8 +177,12 @@ impl McpHttpServer {
         })
         .workers(1)
         .shutdown_timeout(2)
-        .shutdown_signal(cancel.clone().cancelled_owned())
-        .bind(&options.addr)
+        .shutdown_signal(cancel.clone().cancelled_owned());
+        let secure = tls.is_some();
+        let server = match tls {
+            Some(config) => server.bind_rustls_0_23(&options.addr, config),
+            None => server.bind(&options.addr),
+        }
         .map_err(bind_error)?;
         let addr = *server
             .addrs()
@@ -175,13 +194,20 @@ impl McpHttpServer {
                 tracing::warn!(error = %e, "the MCP HTTP server stopped with an error");
             }
         });
-        tracing::info!(%addr, path = MCP_PATH, "serving MCP over streamable HTTP");
-        Ok(Self { addr, task })
+        tracing::info!(%addr, path = MCP_PATH, tls = secure, "serving MCP over streamable HTTP");
+        Ok(Self { addr, tls: secure, task })
     }
 
     /// The address it listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The MCP endpoint's URL (`https://` with TLS), by the address it
+    /// listens on.
+    pub fn url(&self) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}{MCP_PATH}", self.addr)
     }
 
     /// Wait until the server has stopped (after the token fired).

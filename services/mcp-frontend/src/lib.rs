@@ -46,6 +46,7 @@ pub mod http;
 pub mod notices;
 mod parking;
 mod session;
+pub mod tls;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -139,6 +140,9 @@ pub enum FrontendError {
     /// Authentication's settings are wrong or missing.
     #[error(transparent)]
     Auth(#[from] auth::AuthError),
+    /// TLS cannot be set up (`--tls-cert`, `--tls-key`).
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
     /// The MCP HTTP server could not listen.
     #[error("cannot serve MCP over HTTP on {addr}: {reason}")]
     Http {
