@@ -4,7 +4,9 @@
 //! host's Docker socket, and a frontend per client session started with
 //! `docker-compose run --rm -T frontend`, to which a real MCP client talks
 //! over that command's stdin and stdout, and the long-running HTTP frontend
-//! (`--profile http`), to which another connects by URL; Prometheus
+//! (`--profile http`, authentication on: a token file made here with
+//! `code-mode token new`, mounted read-only), to which another connects by
+//! URL with its bearer token (and a request without one gets 401); Prometheus
 //! (`--profile monitoring`) scrapes every replica. After a short load of
 //! HTTP sessions (tool calls, a private call, a rate-limited one, runners
 //! full), every query of every Grafana dashboard (`deploy/grafana/`)
@@ -83,7 +85,10 @@ struct Project {
     env: Vec<(String, String)>,
     /// The profiles to start besides the default services.
     profiles: Vec<&'static str>,
-    /// Holds the test's `servers.json` (`SERVERS`).
+    /// The bearer token of the HTTP frontend's one client, whose line is
+    /// in the token file the stack mounts.
+    token: String,
+    /// Holds the test's `servers.json` (`SERVERS`) and `http.tokens`.
     _servers: code_mode_core::testing::TempDir,
 }
 
@@ -93,6 +98,12 @@ impl Project {
         let servers = code_mode_core::testing::TempDir::new("compose-servers");
         std::fs::write(servers.0.join("servers.json"), SERVERS).unwrap();
         let servers_file = servers.0.join("servers.json").to_string_lossy().into_owned();
+        // The HTTP frontend's token file, made as the README says; the file
+        // holds the token's hash, the test keeps the token.
+        let client = crate::auth::token_new("compose-client");
+        let tokens_file = servers.0.join("http.tokens");
+        crate::auth::write_tokens(&tokens_file, &[&client]);
+        let tokens_file = tokens_file.to_string_lossy().into_owned();
         Self {
             name: format!("codemodetest{}", std::process::id()),
             passwords: [
@@ -104,8 +115,13 @@ impl Project {
             prometheus_port: code_mode_core::testing::free_port(),
             // One cell per runner: the four cells at once of the HTTP
             // frontend find runners full, as the no-capacity panels need.
-            env: vec![("CODE_MODE_SERVERS".into(), servers_file), ("CODE_MODE_RUNNER_CAPACITY".into(), "1".into())],
+            env: vec![
+                ("CODE_MODE_SERVERS".into(), servers_file),
+                ("CODE_MODE_RUNNER_CAPACITY".into(), "1".into()),
+                ("CODE_MODE_HTTP_TOKENS".into(), tokens_file),
+            ],
             profiles: vec!["http", "monitoring"],
+            token: client.token,
             _servers: servers,
         }
     }
@@ -189,13 +205,13 @@ async fn the_compose_stack_serves_clients_through_compose_run_and_http_and_every
     }
     client.cancel().await.ok();
 
-    // The HTTP frontend serves a client connecting by URL.
+    // The HTTP frontend serves a client connecting by URL with its token.
     let url = format!("http://127.0.0.1:{}/mcp", project.http_port);
     let _ = rustls::crypto::ring::default_provider().install_default();
     let give_up = std::time::Instant::now() + Duration::from_secs(60);
+    let token = project.token.clone();
     let http_client = loop {
-        let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.clone());
-        match rmcp::ServiceExt::serve((), transport).await {
+        match rmcp::ServiceExt::serve((), http_transport(&url, &token)).await {
             Ok(client) => break client,
             Err(e) => {
                 assert!(std::time::Instant::now() < give_up, "the HTTP frontend did not answer at {url}: {e}");
@@ -209,11 +225,26 @@ async fn the_compose_stack_serves_clients_through_compose_run_and_http_and_every
     let result = http_client.call_tool(params).await.expect("run_python answers over HTTP");
     assert_eq!(report(&result)["stdout"], "{\"sum\":42}\n");
     http_client.cancel().await.ok();
+    // Without the token, or with another, the stack's frontend says 401.
+    let authority = format!("127.0.0.1:{}", project.http_port);
+    let forged = format!("Bearer cm_{}", "0".repeat(64));
+    let (none, forged) = tokio::task::spawn_blocking(move || {
+        let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+        let json = [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
+        let none = support::raw_http(&authority, "POST", "/mcp", &json, initialize);
+        let with = [json[0], json[1], ("Authorization", forged.as_str())];
+        (none, support::raw_http(&authority, "POST", "/mcp", &with, initialize))
+    })
+    .await
+    .unwrap();
+    assert_eq!(none.0, 401, "no token: {none:?}");
+    assert!(none.1.iter().any(|(n, v)| n == "www-authenticate" && v.starts_with("Bearer")), "{none:?}");
+    assert_eq!(forged.0, 401, "a token not in the file: {forged:?}");
 
     // A short load: sessions at once, each a few cells (a tool call, a
     // private call that taints, a call over the policy's limit), then the
     // session ends.
-    let loaded = futures::future::join_all((0..LOAD_SESSIONS).map(|i| http_session(&url, i))).await;
+    let loaded = futures::future::join_all((0..LOAD_SESSIONS).map(|i| http_session(&url, &token, i))).await;
     assert!(loaded.iter().all(|n| *n == LOAD_CELLS), "every load cell reported: {loaded:?}");
     let finished = 5 + LOAD_SESSIONS * LOAD_CELLS;
 
@@ -257,7 +288,7 @@ async fn the_compose_stack_serves_clients_through_compose_run_and_http_and_every
     // completes, and the dead runner's containers are removed by the engine's
     // other runner, which sees the owner's container gone.
     let code = "import time\ntime.sleep(15)\nprint('done')";
-    let cells = futures::future::join_all((0..2).map(|_| http_cell(&url, code)));
+    let cells = futures::future::join_all((0..2).map(|_| http_cell(&url, &token, code)));
     let victim = runners[0].clone();
     let kill = async {
         tokio::time::sleep(Duration::from_secs(4)).await;
@@ -303,6 +334,14 @@ async fn the_compose_stack_serves_clients_through_compose_run_and_http_and_every
     assert!(left.is_empty(), "the runners removed their containers when the stack went down: {left:?}");
 }
 
+/// An MCP client transport to the stack's HTTP frontend sending `token`.
+fn http_transport(url: &str, token: &str) -> rmcp::transport::StreamableHttpClientTransport<reqwest::Client> {
+    let config =
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.to_string())
+            .auth_header(token.to_string());
+    rmcp::transport::StreamableHttpClientTransport::from_config(config)
+}
+
 /// HTTP sessions of the short load, and cells each.
 const LOAD_SESSIONS: usize = 6;
 const LOAD_CELLS: usize = 3;
@@ -322,9 +361,8 @@ async fn query(web: std::net::SocketAddr, promql: &str) -> Option<Value> {
 /// One MCP session over HTTP running the load's cells; returns how many
 /// reported. Every cell ends without an error (refusals are caught), so
 /// each counts as `finished`.
-async fn http_session(url: &str, i: usize) -> usize {
-    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.to_string());
-    let client = rmcp::ServiceExt::serve((), transport).await.expect("an HTTP session opens");
+async fn http_session(url: &str, token: &str, i: usize) -> usize {
+    let client = rmcp::ServiceExt::serve((), http_transport(url, token)).await.expect("an HTTP session opens");
     let cells = [
         format!("print(await test__add({{'a': {i}, 'b': 1}}))"),
         // The second count is over the policy's limit of one a minute;
@@ -347,9 +385,8 @@ async fn http_session(url: &str, i: usize) -> usize {
 }
 
 /// One cell in its own MCP session over HTTP: its result and when it came.
-async fn http_cell(url: &str, code: &str) -> (rmcp::model::CallToolResult, std::time::Instant) {
-    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.to_string());
-    let client = rmcp::ServiceExt::serve((), transport).await.expect("an HTTP session opens");
+async fn http_cell(url: &str, token: &str, code: &str) -> (rmcp::model::CallToolResult, std::time::Instant) {
+    let client = rmcp::ServiceExt::serve((), http_transport(url, token)).await.expect("an HTTP session opens");
     let mut params = rmcp::model::CallToolRequestParams::new("run_python");
     params.arguments = Some(serde_json::json!({ "code": code }).as_object().unwrap().clone());
     let result = client.call_tool(params).await.expect("run_python answers");
