@@ -221,3 +221,119 @@ fn the_direct_tools_example_of_the_readme_prints_what_the_readme_says_with_no_do
     let expected = block(example, "text", "[(");
     assert_eq!(any_wait(&String::from_utf8_lossy(&out.stdout)), any_wait(&format!("{}\n", expected.trim_end())));
 }
+
+/// The README from "### MCP over HTTP" to the end of "### With docker-compose".
+fn http_section(text: &str) -> &str {
+    let start = text.find("### MCP over HTTP").expect("README.md has the HTTP section");
+    let rest = &text[start..];
+    let end = rest.find("#### Wrap your own servers in the stack").expect("the compose section is followed by one");
+    &rest[..end]
+}
+
+/// Every block of `lang` in `text`.
+fn blocks<'a>(text: &'a str, lang: &str) -> Vec<&'a str> {
+    let fence = format!("```{lang}\n");
+    text.split(&fence).skip(1).map(|rest| rest.split("\n```").next().unwrap_or("")).collect()
+}
+
+/// Checks a Python snippet against the installed SDK: every name it
+/// imports exists, every keyword argument it passes to an imported callable
+/// is one that callable takes; with `run`, executes it (top-level `await`
+/// allowed) with `url` and `token` defined.
+const PY_CHECK: &str = r#"
+import ast, asyncio, importlib, inspect, sys
+src, mode = sys.argv[1], sys.argv[2]
+flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+tree = compile(src, "<readme>", "exec", flags=flags | ast.PyCF_ONLY_AST)
+names = {}
+for node in ast.walk(tree):
+    if isinstance(node, ast.ImportFrom):
+        module = importlib.import_module(node.module)
+        for alias in node.names:
+            names[alias.asname or alias.name] = getattr(module, alias.name)
+    elif isinstance(node, ast.Import):
+        for alias in node.names:
+            names[alias.asname or alias.name] = importlib.import_module(alias.name)
+for node in ast.walk(tree):
+    if isinstance(node, ast.Call) and node.keywords:
+        parts, f = [], node.func
+        while isinstance(f, ast.Attribute):
+            parts.append(f.attr)
+            f = f.value
+        if isinstance(f, ast.Name) and f.id in names:
+            obj = names[f.id]
+            for part in reversed(parts):
+                obj = getattr(obj, part)
+            params = inspect.signature(obj).parameters
+            if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
+                for k in node.keywords:
+                    assert k.arg in params, f"{ast.unparse(node.func)} takes no keyword {k.arg}"
+            print("checked", ast.unparse(node.func), sorted(k.arg for k in node.keywords))
+if mode == "run":
+    code = compile(src, "<readme>", "exec", flags=flags)
+    result = eval(code, {"url": sys.argv[3], "token": sys.argv[4]})
+    if result is not None:
+        asyncio.run(result)
+"#;
+
+#[tokio::test]
+async fn the_http_client_examples_of_the_readme_name_what_exists_and_the_bearer_one_runs_as_written() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some(python) = code_mode_core::testing::peers::venv_bin("python") else { return };
+    let text = readme();
+    let section = http_section(&text);
+
+    // The MCP client entry: an HTTP server with a bearer header.
+    let entry = blocks(section, "json").into_iter().find(|b| b.contains("\"headers\"")).expect("a .mcp.json entry");
+    let entry: Value = serde_json::from_str(entry).expect("the .mcp.json entry is JSON");
+    let server = &entry["mcpServers"]["code-mode"];
+    assert_eq!(server["type"], "http", "{entry}");
+    assert!(server["url"].as_str().unwrap().ends_with("/mcp"), "{entry}");
+    assert!(server["headers"]["Authorization"].as_str().unwrap().starts_with("Bearer cm_"), "{entry}");
+
+    // Every option the section's commands give exists on that subcommand.
+    let mut checked = 0;
+    for block in blocks(section, "sh") {
+        for command in block.replace("\\\n", " ").lines() {
+            let Some(rest) = command.trim().strip_prefix("./target/debug/code-mode ") else { continue };
+            let words: Vec<&str> = rest.split_whitespace().take_while(|w| *w != "--" && !w.starts_with('#')).collect();
+            let sub: Vec<&str> = words.iter().take_while(|w| !w.starts_with('-')).take(2).copied().collect();
+            let sub = if sub.first() == Some(&"token") { sub } else { sub[..1].to_vec() };
+            let help = Command::new(support::code_mode()).args(&sub).arg("--help").output().unwrap();
+            assert!(help.status.success(), "code-mode {sub:?} --help: {}", String::from_utf8_lossy(&help.stderr));
+            let help = String::from_utf8_lossy(&help.stdout);
+            for flag in words.iter().filter(|w| w.starts_with("--")) {
+                assert!(help.contains(&format!("{flag} ")), "README's `{command}` names {flag}, which {sub:?} lacks");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 10, "the section's commands were found ({checked} options)");
+
+    // The Python snippets: names and keywords the installed SDK has; the
+    // bearer one runs as written against a server with a token file.
+    let snippets = blocks(section, "python");
+    let bearer = snippets.iter().find(|s| s.contains("Authorization")).expect("the bearer snippet");
+    let oauth = snippets.iter().find(|s| s.contains("ClientCredentialsOAuthProvider")).expect("the OAuth snippet");
+    let out = Command::new(&python).args(["-c", PY_CHECK, oauth, "check"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "the OAuth snippet: {}", String::from_utf8_lossy(&out.stderr));
+    let both = said.contains("checked ClientCredentialsOAuthProvider") && said.contains("checked httpx2.AsyncClient");
+    assert!(both, "the OAuth snippet's calls were checked: {said}");
+
+    let alice = crate::auth::token_new("alice");
+    let tokens = crate::auth::tokens_path("readme-bearer");
+    crate::auth::write_tokens(&tokens, &[&alice]);
+    let (_serve, url, _log) = crate::auth::serve(&["--warm", "0", "--auth-tokens", tokens.to_str().unwrap()]).await;
+    let out = tokio::process::Command::new(&python)
+        .args(["-c", PY_CHECK, bearer, "run", &url, &alice.token])
+        .output()
+        .await
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "the bearer snippet: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("{\"sum\":3}"), "it prints the cell's result: {said}");
+    let _ = std::fs::remove_file(tokens);
+}
