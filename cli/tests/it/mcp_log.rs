@@ -1,6 +1,7 @@
 //! MCP log notifications (`logging/setLevel`): real clients set a level and
 //! hear of their own session's notable events (a cell stopped at its
-//! deadline, an approval asked, a cell refused by `--max-cells-per-session`)
+//! deadline, an approval asked, a cell refused by `--max-cells-per-session`,
+//! a cell that found no runner with room over NATS)
 //! at or above it, with the logger `code-mode`; a level above an event's
 //! keeps it back, and another session never hears of them. The official
 //! Python SDK over streamable HTTP with bearer tokens, and rmcp's client
@@ -170,4 +171,41 @@ async fn over_stdio_a_client_at_notice_hears_of_an_approval_asked_and_a_cell_ref
     assert_eq!(heard[1].data["limit"], "--max-cells-per-session");
     client.cancel().await.ok();
     let _ = std::fs::remove_file(policy);
+}
+
+#[tokio::test]
+async fn over_nats_a_client_at_error_hears_that_a_cell_failed_for_no_capacity_and_nothing_less() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else {
+        panic!("nats-server is needed for the split deployment");
+    };
+    let _bridge = support::spawn_service(&nats.url(), &users, "bridge", &[], Some(&[]));
+    let _runner = support::spawn_service(&nats.url(), &users, "sandbox-runner", &["--capacity", "1"], None);
+    let frontend = support::service_command(&nats.url(), &users, "frontend", &["--capacity-wait", "1"], None);
+    let listener = Listener::default();
+    let (client, _pid) = support::connect_client_with(frontend, listener.clone()).await;
+    client.peer().set_level(SetLevelRequestParams::new(LoggingLevel::Error)).await.expect("setLevel answers");
+
+    // The one runner slot is taken by the first cell; the second waits 1 s
+    // for a slot (--capacity-wait) and fails.
+    let slow = run_python(&client, "import time\ntime.sleep(4)\nprint('slow')");
+    let second = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        run_python(&client, "print('second')").await
+    };
+    let (slow, second) = tokio::join!(slow, second);
+    assert_eq!(report(&slow)["stdout"], "slow\n");
+    assert_eq!(second.is_error, Some(true), "{second:?}");
+    assert!(format!("{:?}", second.content).contains("no sandbox-runner had room"), "{second:?}");
+    let heard = listener.heard(1).await;
+    assert_eq!(heard.len(), 1, "only the failure, nothing below error: {heard:?}");
+    assert_eq!((heard[0].level, heard[0].logger.as_deref()), (LoggingLevel::Error, Some("code-mode")));
+    assert_eq!(
+        (heard[0].data["event"].as_str(), heard[0].data["reason"].as_str()),
+        (Some("cell_failed"), Some("no_capacity"))
+    );
+    assert!(heard[0].data["message"].as_str().unwrap().contains("no sandbox-runner had room"), "{heard:?}");
+    client.cancel().await.ok();
 }
