@@ -458,3 +458,83 @@ print(now["timezone"])"#;
     let left = project.compose().args(["ps", "-q"]).output().expect("docker-compose runs");
     assert!(String::from_utf8_lossy(&left.stdout).trim().is_empty(), "nothing of the stack is left");
 }
+
+/// `deploy/frontend-http-start.sh` (the compose stack's HTTP frontend) run
+/// on this host against a real nats-server and bridge, with `env`: the
+/// child, its URL and its log.
+async fn start_script(
+    nats: &code_mode_core::testing::NatsServer,
+    users: &code_mode_core::testing::NatsUsers,
+    env: &[(&str, &str)],
+) -> (tokio::process::Child, String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let bin_dir = support::code_mode().parent().expect("the binary is in a folder").to_path_buf();
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let mut script = tokio::process::Command::new("sh");
+    script.arg(root().join("deploy/frontend-http-start.sh")).args(["--nats", &nats.url(), "--http", "127.0.0.1:0"]);
+    script.env("PATH", path).env("CODE_MODE_NATS_USER", "frontend");
+    script.env("CODE_MODE_NATS_PASSWORD", users.password("frontend")).envs(env.iter().copied());
+    script.stdin(std::process::Stdio::null()).kill_on_drop(true);
+    crate::http::spawn_http(&mut script).await
+}
+
+#[tokio::test]
+async fn the_http_frontends_start_script_takes_an_issuer_from_the_environment_and_else_the_token_file() {
+    let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else {
+        panic!("nats-server is needed for the split deployment");
+    };
+    let _bridge = support::spawn_service(&nats.url(), &users, "bridge", &[], Some(&[]));
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    let json = [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
+    let authority = |url: &str| url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+
+    // An issuer (none answers here: every token is refused until one does).
+    let issuer = "http://127.0.0.1:1/realms/tools";
+    let env = [
+        ("CODE_MODE_OAUTH_ISSUER", issuer),
+        ("CODE_MODE_OAUTH_RESOURCE", "https://mcp.example.com/mcp"),
+        ("CODE_MODE_OAUTH_SCOPES", "mcp:run mcp:read"),
+    ];
+    let (child, url, _log) = start_script(&nats, &users, &env).await;
+    let at = authority(&url);
+    let (metadata, refused) = tokio::task::spawn_blocking(move || {
+        let metadata = support::raw_http(&at, "GET", "/.well-known/oauth-protected-resource/mcp", &[], "");
+        (metadata, support::raw_http(&at, "POST", "/mcp", &json, initialize))
+    })
+    .await
+    .unwrap();
+    assert_eq!(metadata.0, 200, "{metadata:?}");
+    let document: Value = serde_json::from_str(&metadata.2).unwrap();
+    assert_eq!(document["authorization_servers"], serde_json::json!([issuer]), "{document}");
+    assert_eq!(document["scopes_supported"], serde_json::json!(["mcp:run", "mcp:read"]), "{document}");
+    assert_eq!(refused.0, 401, "{refused:?}");
+    assert!(refused.1.iter().any(|(n, v)| n == "www-authenticate" && v.contains("resource_metadata=")), "{refused:?}");
+    drop(child);
+
+    // Without an issuer: the token file.
+    let alice = crate::auth::token_new("alice");
+    let tokens = crate::auth::tokens_path("start-script");
+    crate::auth::write_tokens(&tokens, &[&alice]);
+    let (child, url, _log) =
+        start_script(&nats, &users, &[("CODE_MODE_HTTP_TOKENS_FILE", tokens.to_str().unwrap())]).await;
+    let (at, auth) = (authority(&url), crate::auth::bearer(&alice));
+    let (without, with) = tokio::task::spawn_blocking(move || {
+        let without = support::raw_http(&at, "POST", "/mcp", &json, initialize);
+        let headers = [json[0], json[1], ("Authorization", auth.as_str())];
+        (without, support::raw_http(&at, "POST", "/mcp", &headers, initialize))
+    })
+    .await
+    .unwrap();
+    assert_eq!((without.0, with.0), (401, 200), "{without:?} {with:?}");
+    drop(child);
+    let _ = std::fs::remove_file(tokens);
+
+    // An issuer without the resource stops at once, saying what is missing.
+    let out = tokio::process::Command::new("sh")
+        .arg(root().join("deploy/frontend-http-start.sh"))
+        .env("CODE_MODE_OAUTH_ISSUER", issuer)
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("CODE_MODE_OAUTH_RESOURCE"), "{out:?}");
+}
