@@ -15,9 +15,10 @@
 //! limit, the tool, the rule). Events never hold a token, a tool's
 //! arguments or what the code printed.
 //!
-//! Sending never waits on the client inside the actor: the notifier sends
-//! from the task that saw the event, bounded by [`SEND_TIMEOUT`]; a client
-//! that cannot take it loses that notification only (logged at debug).
+//! Sending never waits on the client inside the actor: a notifier sends
+//! from the task that saw the event (the actor's own events from a task of
+//! its side `JoinSet`), bounded by [`SEND_TIMEOUT`]; a client that cannot
+//! take it loses that notification only (logged at debug).
 //!
 //! The logging capability is deprecated from MCP 2026-07-28 on (SEP-2577)
 //! and rmcp marks its types so; clients of 2025-11-25 and older use it, so
@@ -221,15 +222,6 @@ impl Notifier {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::debug!(error = %e, "a log notification could not be sent"),
             Err(_) => tracing::debug!("a log notification was not taken in time"),
-        }
-    }
-
-    /// [`Notifier::tell`] from a task of its own, for a caller that must not
-    /// wait on the client (the session actor).
-    pub fn tell_later(&self, notice: Notice) {
-        if self.wants(&notice).is_some() {
-            let notifier = self.clone();
-            tokio::spawn(async move { notifier.tell(notice).await });
         }
     }
 }

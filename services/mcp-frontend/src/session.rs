@@ -423,7 +423,7 @@ impl SessionActor {
         {
             tracing::info!(session = %self.id, identity = %shown(self.identity.as_ref()), max, "a cell was refused: the session runs its most cells");
             let _ = reply.send(Err(FrontendError::SessionBusy { max }));
-            self.notices.notifier().tell_later(Notice::session_busy(max));
+            self.tell(Notice::session_busy(max));
             return;
         }
         let kept = self.keep.filter(|_| order.keep);
@@ -539,8 +539,15 @@ impl SessionActor {
         Ok(())
     }
 
+    /// Tell the client of `notice` (if its level asks for it) from a task
+    /// of the session's own, so the actor never waits on the client.
+    fn tell(&mut self, notice: Notice) {
+        let notifier = self.notices.notifier();
+        self.side.spawn(async move { notifier.tell(notice).await });
+    }
+
     fn tell_client_tools_changed(&mut self) {
-        self.notices.notifier().tell_later(Notice::tools_changed());
+        self.tell(Notice::tools_changed());
         let Some(client) = self.client.clone() else { return };
         self.side.spawn(async move {
             if let Err(e) = client.notify_tool_list_changed().await {
