@@ -679,13 +679,45 @@ pub struct LeaseCheck {
     pub cell_id: String,
 }
 
-/// The runner's answer: it runs the cell still.
+/// The runner's answer: it runs the cell still, or (with `ended`) it has
+/// finished it and sent its report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LeaseHeld {
     /// Which runner (its owner label: host, process id and start time),
     /// for logs.
     pub runner: String,
+    /// Set once the cell has ended and its report was sent: how it ended.
+    /// A frontend that hears this and still has no report knows the report
+    /// was lost on the way, instead of waiting for the deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<CellEnded>,
+}
+
+/// How a cell ended, as its runner's lease tells it after the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CellEnded {
+    /// It ran to its end without an error.
+    Ok,
+    /// The code raised.
+    Error,
+    /// It was stopped (deadline, memory, output flood, a violation,
+    /// shutdown).
+    Stopped,
+    /// The runner answered with an error instead of a report.
+    Failed,
+}
+
+impl std::fmt::Display for CellEnded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CellEnded::Ok => "it ran to its end",
+            CellEnded::Error => "its code raised an error",
+            CellEnded::Stopped => "it was stopped",
+            CellEnded::Failed => "the runner answered with an error",
+        })
+    }
 }
 
 /// Why a service could not answer a request at all.

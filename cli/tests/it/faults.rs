@@ -140,6 +140,52 @@ async fn a_runner_killed_mid_cell_fails_that_cell_within_5_s_and_a_live_runner_r
     client.cancel().await.unwrap();
 }
 
+/// A live runner whose report is lost on its way (here nats-server refuses
+/// to carry it: larger than its `max_payload`) says on the cell's lease that
+/// the cell ended: the cell fails within seconds saying its report was lost
+/// and how the cell ended, not at its 60 s deadline, and the runner serves
+/// the next cell.
+#[tokio::test]
+async fn a_cell_whose_report_is_lost_on_its_way_fails_within_seconds_saying_the_runner_finished_it() {
+    if !support::sandbox_available() {
+        return;
+    }
+    // The deployment's users and permissions, and messages of at most
+    // 16 KiB: 8000 control characters printed make a report of about 48 KB
+    // (each is six bytes as JSON); the catalog, the cell and small reports
+    // fit.
+    let users = code_mode_core::testing::NatsUsers::generate();
+    let deploy = std::fs::read_to_string(code_mode_core::testing::deploy_nats_config()).expect("the nats config");
+    let config = std::env::temp_dir().join(format!("code-mode-test-{}-nats.conf", uuid::Uuid::new_v4().simple()));
+    std::fs::write(&config, format!("{deploy}\nmax_payload: 16384\n")).unwrap();
+    let nats =
+        code_mode_core::testing::NatsServer::start_with_env(&["-c", config.to_str().unwrap()], &users.server_env());
+    let _ = std::fs::remove_file(&config);
+    let Some(nats) = nats else { return };
+    let url = nats.url();
+    let _bridge = spawn_service(&url, &users, "bridge", &[], Some(&[]));
+    let _runner = spawn_service(&url, &users, "sandbox-runner", &["--warm", "1"], None);
+    let mut frontend = support::service_command(&url, &users, "frontend", &["--deadline", "60"], None);
+    frontend.stdin(Stdio::piped());
+    let (client, _) = support::connect_client(frontend).await;
+    let small = run_python(&client, "print('small')").await;
+    assert_eq!(stdout_of(&small).as_deref(), Some("small\n"), "a small report gets through: {small:?}");
+
+    let sent = Instant::now();
+    let result = tokio::time::timeout(Duration::from_secs(40), run_python(&client, "print('\\x01' * 8000)"))
+        .await
+        .expect("the cell is answered long before its 60 s deadline");
+    let took = sent.elapsed();
+    let text = error_text(&result);
+    assert!(text.contains("report of this cell was lost") && text.contains("it ran to its end"), "{text}");
+    assert!(took < Duration::from_secs(15), "the lost report was seen {took:?} after the cell was sent: {text}");
+    eprintln!("lost report: the client had its error {took:?} after sending the cell");
+
+    let next = run_python(&client, "print('next')").await;
+    assert_eq!(stdout_of(&next).as_deref(), Some("next\n"), "the runner serves the next cell: {next:?}");
+    client.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_bridge_killed_and_started_again_fails_calls_clearly_meanwhile_then_serves_them() {
     if !support::sandbox_available() {

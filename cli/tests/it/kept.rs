@@ -248,39 +248,98 @@ async fn a_call_or_text_written_on_the_protocol_between_cells_never_reaches_the_
     let _ = std::fs::remove_file(&log);
 }
 
+/// A runner killed (SIGKILL) in the middle of a kept session's cell: the
+/// cell fails within seconds (the runner held the cell's lease, as for a
+/// fresh cell), not at its 60 s deadline; the next cell says the variables
+/// are gone and runs on the other runner, which also reaps the dead
+/// runner's kept container. Then that runner is killed between cells: the
+/// next cell runs on a third, saying the variables are gone.
 #[tokio::test]
-async fn over_nats_a_killed_runner_makes_the_next_cell_say_its_variables_are_gone_and_run_on_another() {
+async fn over_nats_a_runner_killed_mid_kept_cell_fails_it_within_5_s_and_killed_mid_or_between_cells_the_next_says_its_variables_are_gone()
+ {
     if !support::sandbox_available() {
         return;
     }
     let Some((nats, users)) = NatsServer::start_secured() else { return };
     let url = nats.url();
-    let _bridge = spawn_service(&url, &users, "bridge", &[], Some(&[]));
+    let log = log_path("kept-runner-killed");
+    let _bridge = spawn_service(&url, &users, "bridge", &[], Some(&["--log", log.to_str().unwrap()]));
     let mut runners: Vec<_> =
         (0..2).map(|_| spawn_service(&url, &users, "sandbox-runner", &["--warm", "0"], None)).collect();
-    let mut frontend = service_command(&url, &users, "frontend", &["--keep-variables"], None);
+    let mut frontend = service_command(&url, &users, "frontend", &["--keep-variables", "--deadline", "60"], None);
     frontend.stdin(std::process::Stdio::piped());
     let (client, _) = support::connect_client(frontend).await;
     assert_eq!(cell(&client, "x = 1").await, "");
     let pids: Vec<u32> = runners.iter().map(|r| r.id().unwrap()).collect();
     let holder = pids.iter().position(|&p| containers_of(p).len() == 1).expect("one runner holds the container");
-    let orphans = containers_of(pids[holder]);
-    runners[holder].start_kill().unwrap();
-    let _ = runners[holder].wait().await;
+    let kept = containers_of(pids[holder]);
+
+    // The cell makes a call (so it surely runs in the kept container), then
+    // sleeps far longer than the test waits. The runner is killed 4 s after
+    // the call: longer than a lease may go unanswered, so a cell that
+    // fails before the kill means its lease was not held.
+    let sent = tokio::time::Instant::now();
+    let killed = async {
+        let give_up = tokio::time::Instant::now() + Duration::from_secs(30);
+        while logged_calls(&log).is_empty() {
+            assert!(tokio::time::Instant::now() < give_up, "the kept cell's call never reached the server");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tokio::time::sleep(code_mode_core::lease::LOST_AFTER + Duration::from_secs(1)).await;
+        runners[holder].start_kill().unwrap();
+        let killed_at = tokio::time::Instant::now();
+        let _ = runners[holder].wait().await;
+        killed_at
+    };
+    let code = "await add({'a': 1, 'b': 1})\nimport time\ntime.sleep(50)";
+    let answered = async { (run_python(&client, code).await, tokio::time::Instant::now()) };
+    let ((result, answered_at), killed_at) =
+        tokio::time::timeout(Duration::from_secs(40), async { tokio::join!(answered, killed) })
+            .await
+            .expect("the kept cell is answered long before its 60 s deadline");
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let text = &result.content[0].as_text().unwrap().text;
+    assert!(answered_at > killed_at, "the kept cell failed before its runner was killed: {text}");
+    let (seen, total) = (answered_at - killed_at, answered_at - sent);
+    assert!(text.contains("sandbox-runner") && text.contains("stopped answering"), "{text}");
+    assert!(seen <= Duration::from_secs(5), "the cell's error came {seen:?} after the kill: {text}");
+    assert!(total < Duration::from_secs(15), "the cell's error came {total:?} after it was sent: {text}");
+    eprintln!("kept cell: the client had its error {seen:?} after the kill, {total:?} after sending it");
+
     let next = cell(&client, "print('x' in globals())\ny = 5").await;
     let lines: Vec<&str> = next.lines().collect();
-    assert!(lines[0].starts_with(LOST) && lines[0].contains("its sandbox-runner stopped or restarted"), "{next}");
+    assert!(lines[0].starts_with(LOST) && lines[0].contains("was lost during an earlier run"), "{next}");
     assert_eq!(lines[1], "False");
     let other = pids[1 - holder];
     assert_eq!(containers_of(other).len(), 1, "the session's new container is on the other runner");
     assert_eq!(cell(&client, "print(y)").await, "5\n", "and it keeps variables again");
-    client.cancel().await.unwrap();
-    assert!(until_containers(other, 0, Duration::from_secs(20)).await, "the session's end removed its container");
-    // The killed runner's container is left to the next runner start's
-    // reaper; this test removes it itself.
-    for id in orphans {
-        let _ = std::process::Command::new("docker").args(["rm", "-f", &id]).output();
+
+    // The live runner removes the dead one's kept container.
+    let reaped =
+        until_containers(pids[holder], 0, code_mode_sandbox_runner::REAP_EVERY + Duration::from_secs(10)).await;
+    if !reaped {
+        for id in &kept {
+            let _ = std::process::Command::new("docker").args(["rm", "-f", id]).output();
+        }
     }
+    assert!(reaped, "the killed runner's kept container {kept:?} was left");
+
+    // Killed between cells: the next cell finds nobody on the runner's
+    // subject and starts fresh on a third runner, saying so.
+    let third = spawn_service(&url, &users, "sandbox-runner", &["--warm", "0"], None);
+    let third_pid = third.id().unwrap();
+    runners[1 - holder].start_kill().unwrap();
+    let _ = runners[1 - holder].wait().await;
+    let next = cell(&client, "print('y' in globals())").await;
+    let lines: Vec<&str> = next.lines().collect();
+    assert!(lines[0].starts_with(LOST) && lines[0].contains("its sandbox-runner stopped or restarted"), "{next}");
+    assert_eq!(lines[1], "False");
+    assert_eq!(containers_of(third_pid).len(), 1, "the session's new container is on the third runner");
+    client.cancel().await.unwrap();
+    assert!(until_containers(third_pid, 0, Duration::from_secs(20)).await, "the session's end removed its container");
+    let reaped = until_containers(other, 0, code_mode_sandbox_runner::REAP_EVERY + Duration::from_secs(10)).await;
+    assert!(reaped, "the third runner reaped the second one's kept container");
+    let _ = std::fs::remove_file(&log);
 }
 
 #[tokio::test]

@@ -1,18 +1,24 @@
 //! Cell leases: how a frontend learns within seconds that the sandbox-runner
 //! running its cell died, instead of at the cell's deadline.
 //!
-//! A runner that takes a cell answers on the cell's lease subject
-//! ([`subjects::cell_lease`]) until the cell ends ([`hold`]); the frontend
-//! asks there every [`PING`] while it waits for the report ([`lost`]). A
+//! A runner that takes a cell (a fresh one from the queue group, or a kept
+//! session's later cell on the runner's own subject) answers on the cell's
+//! lease subject ([`subjects::cell_lease`]) until the cell ends ([`hold`]);
+//! the frontend asks there every [`PING`] while it waits for the report
+//! ([`lost`], [`watched`]). A
 //! runner killed, crashed or cut off from NATS stops answering: its
 //! subscription goes with its connection, so the frontend's next question
 //! finds no responder, and after [`LOST_AFTER`] without an answer the cell
-//! is reported lost. The lease is request/reply on the [`Bus`] like every
-//! other message, so it works alike in one process and over NATS.
+//! is reported lost. A runner that finished the cell says so on the lease
+//! for a while ([`Held::end`]), so a report lost on its way (a failed
+//! publish, a missed reply) is also seen within seconds. The lease is
+//! request/reply on the [`Bus`] like every other message, so it works alike
+//! in one process and over NATS.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use code_mode_proto::{LeaseCheck, LeaseHeld, queue_groups, subjects};
+use code_mode_proto::{CellEnded, LeaseCheck, LeaseHeld, queue_groups, subjects};
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
@@ -27,10 +33,41 @@ pub const PING: Duration = Duration::from_secs(1);
 /// is not a death; with [`PING`] a death is seen within about 4 s.
 pub const LOST_AFTER: Duration = Duration::from_secs(3);
 
-/// A held lease: answered until dropped.
+/// How long a frontend that heard a cell ended still waits for its report
+/// before taking it for lost. The report leaves the runner right after the
+/// lease says the cell ended, so it normally arrives first; this covers a
+/// report delayed behind the answer.
+pub const REPORT_GRACE: Duration = Duration::from_secs(2);
+
+/// How long a runner says a cell ended ([`Held::end`]) before letting its
+/// lease go: long enough for a frontend asking every [`PING`] to hear it
+/// and wait [`REPORT_GRACE`].
+pub const ENDED_FOR: Duration = Duration::from_secs(10);
+
+/// A held lease: answered until dropped (or, after [`Held::end`], for
+/// [`ENDED_FOR`] more, saying how the cell ended).
 #[derive(Debug)]
 pub struct Held {
-    _stop: DropGuard,
+    stop: Option<DropGuard>,
+    ended: Arc<Mutex<Option<CellEnded>>>,
+}
+
+impl Held {
+    /// The cell ended as `how` and its report is on its way: say so on the
+    /// lease for [`ENDED_FOR`], then let it go. A frontend that hears this
+    /// and has no report knows the report was lost (a failed publish, a
+    /// missed reply subscription) and fails the cell within seconds, not at
+    /// its deadline. A lease dropped without `end` goes at once: its
+    /// runner is stopping or died.
+    pub fn end(mut self, how: CellEnded) {
+        *self.ended.lock().expect("lease state lock") = Some(how);
+        if let Some(stop) = self.stop.take() {
+            tokio::spawn(async move {
+                tokio::time::sleep(ENDED_FOR).await;
+                drop(stop);
+            });
+        }
+    }
 }
 
 /// Answer on the lease subject of `cell_id` as `runner` until the returned
@@ -40,34 +77,70 @@ pub async fn hold(bus: &Bus, cell_id: &str, runner: &str) -> Result<Option<Held>
     let Some(subject) = subjects::cell_lease(cell_id) else { return Ok(None) };
     let stop = CancellationToken::new();
     let runner = runner.to_string();
+    let ended = Arc::new(Mutex::new(None));
+    let state = ended.clone();
     bus.serve(&subject, queue_groups::SANDBOX_RUNNER, stop.clone(), move |_: LeaseCheck| {
-        let runner = runner.clone();
-        async move { Ok(LeaseHeld { runner }) }
+        let held = LeaseHeld { runner: runner.clone(), ended: *state.lock().expect("lease state lock") };
+        async move { Ok(held) }
     })
     .await?;
-    Ok(Some(Held { _stop: stop.drop_guard() }))
+    Ok(Some(Held { stop: Some(stop.drop_guard()), ended }))
 }
 
-/// Resolve once the lease of `cell_id` went unanswered for [`LOST_AFTER`],
-/// with how long it was silent; never while it is answered. The time
-/// counts from this call, so the runner has [`LOST_AFTER`] to take the cell
-/// and hold its lease. A cell id that cannot be a subject is never lost.
-pub async fn lost(bus: &Bus, cell_id: &str) -> Duration {
+/// Why a cell's report will not come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gone {
+    /// The lease went unanswered this long: the runner died, crashed or
+    /// was cut off from NATS.
+    Silent(Duration),
+    /// The runner said the cell ended (how) and no report came within
+    /// [`REPORT_GRACE`]: the report was lost on its way.
+    ReportLost(CellEnded),
+}
+
+/// Resolve once the lease of `cell_id` went unanswered for [`LOST_AFTER`]
+/// ([`Gone::Silent`]), or said the cell ended [`REPORT_GRACE`] ago or more
+/// ([`Gone::ReportLost`]); never while it is answered for a running cell.
+/// The time counts from this call, so the runner has [`LOST_AFTER`] to
+/// take the cell and hold its lease. A cell id that cannot be a subject is
+/// never lost.
+pub async fn lost(bus: &Bus, cell_id: &str) -> Gone {
     let Some(subject) = subjects::cell_lease(cell_id) else { return std::future::pending().await };
     let check = LeaseCheck { cell_id: cell_id.to_string() };
     let mut answered = Instant::now();
+    let mut ended_since = None;
     loop {
         tokio::time::sleep(PING).await;
         let asked = tokio::time::timeout(PING, bus.call_quiet::<_, LeaseHeld>(&subject, &check, PING)).await;
         match asked {
-            Ok(Ok(_)) => answered = Instant::now(),
+            Ok(Ok(held)) => {
+                answered = Instant::now();
+                if let Some(how) = held.ended {
+                    let since = *ended_since.get_or_insert(answered);
+                    if since.elapsed() >= REPORT_GRACE {
+                        tracing::warn!(cell = %cell_id, runner = %held.runner, ?how, "the cell ended but its report never came");
+                        return Gone::ReportLost(how);
+                    }
+                }
+            }
             Ok(Err(e)) if answered.elapsed() >= LOST_AFTER => {
                 tracing::warn!(cell = %cell_id, error = %e, "the cell's lease went unanswered");
-                return answered.elapsed();
+                return Gone::Silent(answered.elapsed());
             }
-            Err(_) if answered.elapsed() >= LOST_AFTER => return answered.elapsed(),
+            Err(_) if answered.elapsed() >= LOST_AFTER => return Gone::Silent(answered.elapsed()),
             _ => {}
         }
+    }
+}
+
+/// Await `call` (the request whose answer ends the cell: its report) while
+/// watching the lease of `cell_id`: `Err` with why the report will not
+/// come when [`lost`] resolves first. Fresh cells and the later cells of
+/// kept sessions are both sent through this.
+pub async fn watched<T>(bus: &Bus, cell_id: &str, call: impl Future<Output = T>) -> Result<T, Gone> {
+    tokio::select! {
+        answer = call => Ok(answer),
+        gone = lost(bus, cell_id) => Err(gone),
     }
 }
 
@@ -90,8 +163,9 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(1500)).await;
         let dropped = Instant::now();
         drop(held);
-        let silent = tokio::time::timeout(Duration::from_secs(10), watching).await.expect("lost in time").unwrap();
+        let gone = tokio::time::timeout(Duration::from_secs(10), watching).await.expect("lost in time").unwrap();
         let seen = dropped.elapsed();
+        let Gone::Silent(silent) = gone else { panic!("a dropped lease is silence, not {gone:?}") };
         assert!(seen <= Duration::from_secs(5), "the loss was seen {seen:?} after the lease went");
         assert!(silent >= LOST_AFTER, "{silent:?}");
     }
@@ -100,10 +174,42 @@ mod tests {
     async fn a_lease_nobody_took_is_lost_after_the_grace_and_a_bad_cell_id_has_none() {
         let bus = Bus::in_process();
         let started = Instant::now();
-        lost(&bus, "never-taken").await;
+        assert!(matches!(lost(&bus, "never-taken").await, Gone::Silent(_)));
         assert!(started.elapsed() >= LOST_AFTER && started.elapsed() < LOST_AFTER + PING * 2);
         assert!(hold(&bus, "a.b", "runner-a").await.unwrap().is_none());
         let never = tokio::time::timeout(Duration::from_secs(3), lost(&bus, "a.b")).await;
         assert!(never.is_err(), "a cell without a lease is never lost");
+    }
+
+    #[tokio::test]
+    async fn an_ended_lease_without_its_report_is_a_lost_report_within_seconds_and_a_report_in_time_wins() {
+        let bus = Bus::in_process();
+        let cell = "5d2e90aa-ended";
+        let held = hold(&bus, cell, "runner-a").await.unwrap().expect("a cell id that is one token");
+        let watching = tokio::spawn({
+            let bus = bus.clone();
+            async move { lost(&bus, cell).await }
+        });
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let ended = Instant::now();
+        held.end(CellEnded::Error);
+        let gone = tokio::time::timeout(Duration::from_secs(10), watching).await.expect("seen in time").unwrap();
+        let seen = ended.elapsed();
+        assert_eq!(gone, Gone::ReportLost(CellEnded::Error));
+        assert!(seen >= REPORT_GRACE && seen <= REPORT_GRACE + PING * 2, "the lost report was seen after {seen:?}");
+
+        // A report arriving soon after the lease said the cell ended wins.
+        let cell = "5d2e90aa-reported";
+        let held = hold(&bus, cell, "runner-a").await.unwrap().expect("a cell id that is one token");
+        let report = async {
+            tokio::time::sleep(Duration::from_millis(2500)).await;
+            "the report"
+        };
+        let end = async {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            held.end(CellEnded::Ok);
+        };
+        let (answer, ()) = tokio::join!(watched(&bus, cell, report), end);
+        assert_eq!(answer, Ok("the report"));
     }
 }

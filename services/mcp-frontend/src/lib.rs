@@ -116,6 +116,16 @@ pub enum FrontendError {
         /// How long it had not answered.
         silent: Duration,
     },
+    /// The sandbox-runner finished the cell, as its lease said, but the
+    /// report never arrived (a failed publish, a missed reply).
+    #[error(
+        "the report of this cell was lost between its sandbox-runner and this frontend: the runner finished it \
+         ({ended}) but its report never arrived, so its output is unknown and calls it made have happened"
+    )]
+    ReportLost {
+        /// How the runner said the cell ended.
+        ended: code_mode_proto::CellEnded,
+    },
     /// No sandbox-runner had a free slot in time.
     #[error("no sandbox-runner had room for the cell within {waited:?}: try again later")]
     NoCapacity {
@@ -160,9 +170,11 @@ impl FrontendError {
             Ok(_) => FrontendCellResult::Reported,
             Err(FrontendError::CodeTooLarge { .. }) => FrontendCellResult::CodeTooLarge,
             Err(FrontendError::NoCapacity { .. }) => FrontendCellResult::NoCapacity,
-            Err(FrontendError::RunnerLost { .. } | FrontendError::RunnerSilent { .. }) => {
-                FrontendCellResult::RunnerLost
-            }
+            Err(
+                FrontendError::RunnerLost { .. }
+                | FrontendError::RunnerSilent { .. }
+                | FrontendError::ReportLost { .. },
+            ) => FrontendCellResult::RunnerLost,
             Err(FrontendError::Bus(BusError::NoResponders { .. })) => FrontendCellResult::NoRunner,
             Err(_) => FrontendCellResult::Failed,
         }

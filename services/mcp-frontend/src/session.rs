@@ -40,6 +40,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use code_mode_core::bus::BusError;
+use code_mode_core::lease::Gone;
 use code_mode_proto::{
     ApprovalReply, ApprovalRequest, CellLimits, CellRan, CellReport, DirectCall, ErrorKind, Keep, KeptContainer,
     KeptEnd, KeptReply, KeptRequest, RunCell, ToolStub, subjects,
@@ -732,12 +733,42 @@ enum Next {
     Fail(FrontendError, Option<String>),
 }
 
+/// The error of a cell whose report will not come, as its lease told.
+fn gone_error(cell: &str, gone: Gone) -> FrontendError {
+    match gone {
+        Gone::Silent(silent) => {
+            tracing::warn!(%cell, ?silent, "the sandbox-runner running the cell stopped answering");
+            FrontendError::RunnerSilent { silent }
+        }
+        Gone::ReportLost(ended) => {
+            tracing::warn!(%cell, %ended, "the sandbox-runner finished the cell but its report never came");
+            FrontendError::ReportLost { ended }
+        }
+    }
+}
+
 /// Send a kept session's cell to the runner holding its container.
 async fn send_to_runner(shared: &Shared, at: &KeptContainer, cell: &RunCell) -> Result<CellRan, Next> {
     let gone = "its sandbox-runner stopped or restarted";
     let Some(subject) = subjects::runner(&at.runner) else { return Err(Next::Lost(gone.into())) };
     let wait = shared.config.deadline + CELL_MARGIN;
-    match shared.bus.call::<_, KeptReply>(&subject, &KeptRequest::Run(cell.clone()), wait).await {
+    // The runner holds the cell's lease while it runs, as for a fresh cell:
+    // its death is seen within seconds, not at the deadline.
+    let request = KeptRequest::Run(cell.clone());
+    let call = shared.bus.call::<_, KeptReply>(&subject, &request, wait);
+    let answer = match code_mode_core::lease::watched(&shared.bus, &cell.cell_id, call).await {
+        Ok(answer) => answer,
+        // Only the report was lost: the container lives on at its runner
+        // (or, stopped, was removed: the next cell learns it from there).
+        Err(gone @ Gone::ReportLost(_)) => return Err(Next::Fail(gone_error(&cell.cell_id, gone), None)),
+        Err(gone @ Gone::Silent(_)) => {
+            return Err(Next::Fail(
+                gone_error(&cell.cell_id, gone),
+                Some("its sandbox-runner was lost during an earlier run".into()),
+            ));
+        }
+    };
+    match answer {
         Ok(KeptReply::Ran(ran)) => Ok(ran),
         Ok(KeptReply::Ended { .. }) => Err(Next::Lost("its sandbox-runner no longer holds it".into())),
         Err(BusError::Remote { error, .. }) if error.kind == ErrorKind::KeptLost => Err(Next::Lost(String::new())),
@@ -831,15 +862,14 @@ async fn send_fresh(shared: &Shared, cell: &RunCell) -> Result<CellRan, Frontend
     loop {
         let wait = config.deadline + CELL_MARGIN;
         let bus = &shared.bus;
-        // The runner that takes the cell holds its lease until it replies;
-        // a runner that dies stops answering it.
-        let answer = tokio::select! {
-            answer = bus.call(subjects::CELL_RUN, cell, wait) => answer,
-            silent = code_mode_core::lease::lost(bus, &cell.cell_id) => {
-                tracing::warn!(cell = %cell.cell_id, ?silent, "the sandbox-runner running the cell stopped answering");
-                return Err(FrontendError::RunnerSilent { silent });
-            }
-        };
+        // The runner that takes the cell holds its lease until it replies
+        // (and says how the cell ended a while after); a runner that dies
+        // stops answering it.
+        let answer =
+            match code_mode_core::lease::watched(bus, &cell.cell_id, bus.call(subjects::CELL_RUN, cell, wait)).await {
+                Ok(answer) => answer,
+                Err(gone) => return Err(gone_error(&cell.cell_id, gone)),
+            };
         let last = match answer {
             Err(BusError::Remote { error, .. }) if error.kind == ErrorKind::NoCapacity => None,
             Err(e @ BusError::NoResponders { .. }) => Some(e),

@@ -25,8 +25,8 @@
 //! takes one when there is one and starts a cold one otherwise. It also
 //! serves its own subject, [`subjects::runner`] of its
 //! [`SandboxRunner::id`], where the later cells of the kept sessions it
-//! holds arrive, and their ends. While a cell runs, the runner holds its
-//! lease (`code_mode_core::lease`), so the frontend learns of the runner's
+//! holds arrive, and their ends. While a cell runs (fresh or kept), the
+//! runner holds its lease (`code_mode_core::lease`), so the frontend learns of the runner's
 //! death within seconds; every [`REAP_EVERY`] it removes the containers
 //! that dead runners on its engine left.
 
@@ -50,7 +50,7 @@ use bollard::Docker;
 use code_mode_audit::record::{self, Body, CellOutcome};
 use code_mode_audit::{AuditSink, Durability};
 use code_mode_core::bus::{Bus, BusError};
-use code_mode_proto::{CellRan, CellReport, KeptReply, KeptRequest, RunCell, queue_groups, subjects};
+use code_mode_proto::{CellEnded, CellRan, CellReport, KeptReply, KeptRequest, RunCell, queue_groups, subjects};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -296,13 +296,33 @@ impl SandboxRunner {
             return Err(SandboxError::NoCapacity { capacity: self.inner.config.capacity });
         };
         let slot = Slot::counted(slot, &self.inner);
-        // Answered until the cell ends: the frontend sees this runner's
-        // death within seconds. A cell whose lease cannot be held is
-        // refused (NATS is unreachable: its report could not go back either).
-        let _lease = code_mode_core::lease::hold(&self.inner.bus, &cell.cell_id, &container::owner_label())
+        self.leased(cell, self.audited(cell, self.run_in_slot(cell, slot, cancel))).await
+    }
+
+    /// Run `run` (one cell) holding `cell`'s lease: answered while it runs,
+    /// so the frontend sees this runner's death within seconds, and then
+    /// saying how it ended, so a report lost on its way is seen within
+    /// seconds too (`code_mode_core::lease`). A cell whose lease cannot be
+    /// held is refused (NATS is unreachable: its report could not go back
+    /// either).
+    async fn leased(
+        &self,
+        cell: &RunCell,
+        run: impl Future<Output = Result<CellRan, SandboxError>>,
+    ) -> Result<CellRan, SandboxError> {
+        let lease = code_mode_core::lease::hold(&self.inner.bus, &cell.cell_id, &container::owner_label())
             .await
             .map_err(|e| SandboxError::Lease(e.to_string()))?;
-        self.audited(cell, self.run_in_slot(cell, slot, cancel)).await
+        let ran = run.await;
+        if let Some(lease) = lease {
+            lease.end(match &ran {
+                Ok(ran) if ran.report.stopped => CellEnded::Stopped,
+                Ok(ran) if ran.report.error.is_some() => CellEnded::Error,
+                Ok(_) => CellEnded::Ok,
+                Err(_) => CellEnded::Failed,
+            });
+        }
+        ran
     }
 
     /// Run `run` (one cell), recording its start first and its end after
@@ -448,7 +468,7 @@ impl SandboxRunner {
                 let deadline = tokio::time::Instant::now() + Duration::from_millis(cell.limits.deadline_ms);
                 let Some(kept) = self.inner.kept.get() else { return Err(KeptError::Lost.into()) };
                 let run = async { Ok(kept.run(cell.clone(), deadline).await?) };
-                Ok(KeptReply::Ran(self.audited(&cell, run).await?))
+                Ok(KeptReply::Ran(self.leased(&cell, self.audited(&cell, run)).await?))
             }
             KeptRequest::End(end) => {
                 let removed = match self.inner.kept.get() {
