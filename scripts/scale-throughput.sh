@@ -94,7 +94,7 @@ orphans() {
 snapshot() {
   local f
   for f in /proc/[0-9]*/stat; do
-    sed -n 's/^\([0-9]*\) (\(.*\)) [^ ]* \(.*\)$/\1 \2 \3/p' "$f" 2>/dev/null
+    sed -n 's/^\([0-9]*\) (\(.*\)) [^ ]* \(.*\)$/\1 \2 \3/p' "$f" 2>/dev/null || true
   done | awk '{gsub(/ /, "_", $2); print $1, $2, $(14) + $(15)}'
 }
 # Busy and total ticks of the whole machine (all cores).
@@ -134,8 +134,8 @@ finish() {
     NR == FNR { before[$1] = $3; next }
     { used[$2] += $3 - ($1 in before ? before[$1] : 0) }
     END { for (c in used) if (used[c] > 0) printf "%.2f %s\n", used[c] / hz / wall, c }' \
-    "$out/.procs0" "$out/.procs1" | sort -rn | head -6 | awk '{printf "  %s %s cores", sep, $0; sep=";"} END {print ""}' \
-    | sed 's/^/  top:/' | tee -a "$out/results.txt"
+    "$out/.procs0" "$out/.procs1" | sort -rn | head -6 \
+    | awk '{printf "%s %s %s", sep, $2, $1; sep=","} END {print " cores"}' | sed 's/^/  top:/' | tee -a "$out/results.txt"
 }
 # --sessions raw `docker run`s at once, $1 in all, of the sandbox image $2.
 churn() {
