@@ -26,9 +26,10 @@
 //! serves its own subject, [`subjects::runner`] of its
 //! [`SandboxRunner::id`], where the later cells of the kept sessions it
 //! holds arrive, and their ends. While a cell runs (fresh or kept), the
-//! runner holds its lease (`code_mode_core::lease`), so the frontend learns of the runner's
-//! death within seconds; every [`REAP_EVERY`] it removes the containers
-//! that dead runners on its engine left.
+//! runner holds its lease (`code_mode_core::lease`), so the frontend
+//! learns of the runner's death within seconds, and of a report lost on
+//! its way soon after the cell's end; every [`REAP_EVERY`] it removes the
+//! containers that dead runners on its engine left.
 
 pub mod cell;
 pub mod container;
