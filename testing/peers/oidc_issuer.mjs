@@ -14,7 +14,10 @@
 // token as text, HOW being `issuer-key` (RS256 with the issuer's own key,
 // kid `test-key`), `other-key` (RS256 with a key the issuer does not
 // publish, same kid), `hmac-public` (HS256 keyed with the issuer's public
-// key PEM, kid `test-key`) or `none` (alg none, no signature).
+// key PEM, kid `test-key`), `none` (alg none, no signature) or
+// `unknown-kid:KID` (RS256 with the unpublished key, under a kid KID the
+// issuer never had). `GET /test/jwks-fetches` answers how many times the
+// issuer's key set (`/jwks`) was read, so a test can count the refetches.
 
 import http from 'node:http';
 import { createHmac, createSign, generateKeyPairSync } from 'node:crypto';
@@ -33,9 +36,14 @@ const jwk = { ...issuerKey.privateKey.export({ format: 'jwk' }), kid: 'test-key'
 const b64 = (value) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
 
 function mint(claims, how) {
+  let kid = 'test-key';
+  if (how.startsWith('unknown-kid:')) {
+    kid = how.slice('unknown-kid:'.length);
+    how = 'other-key';
+  }
   const alg = { 'issuer-key': 'RS256', 'other-key': 'RS256', 'hmac-public': 'HS256', none: 'none' }[how];
   if (!alg) throw new Error(`unknown signing ${how}`);
-  const header = alg === 'none' ? { alg, typ: 'at+jwt' } : { alg, typ: 'at+jwt', kid: 'test-key' };
+  const header = alg === 'none' ? { alg, typ: 'at+jwt' } : { alg, typ: 'at+jwt', kid };
   const signed = `${b64(header)}.${b64(claims)}`;
   let signature = '';
   if (how === 'issuer-key' || how === 'other-key') {
@@ -47,6 +55,8 @@ function mint(claims, how) {
   }
   return `${signed}.${signature}`;
 }
+
+let jwksFetches = 0;
 
 const server = http.createServer();
 server.listen(0, '127.0.0.1', () => {
@@ -80,6 +90,12 @@ server.listen(0, '127.0.0.1', () => {
   });
   const serve = provider.callback();
   server.on('request', (req, res) => {
+    if (req.method === 'GET' && req.url === '/test/jwks-fetches') {
+      const count = String(jwksFetches);
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': count.length }).end(count);
+      return;
+    }
+    if (req.url.split('?')[0] === '/jwks') jwksFetches += 1;
     if (req.method === 'POST' && req.url === '/test/mint') {
       let body = '';
       req.on('data', (chunk) => (body += chunk));

@@ -303,6 +303,41 @@ async fn an_hs256_token_keyed_with_the_issuers_public_key_is_refused() {
     .await;
 }
 
+/// How many times the issuer's key set was read so far.
+fn jwks_fetches(issuer: &Issuer) -> u64 {
+    let (status, body) = http(&issuer.url, "GET", "/test/jwks-fetches", &[], "");
+    assert_eq!(status, 200, "{body}");
+    body.trim().parse().expect("a count")
+}
+
+#[tokio::test]
+async fn a_flood_of_tokens_naming_unknown_keys_costs_the_issuer_at_most_one_key_fetch_per_interval() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some(served) = serve_with_oauth(&["--warm", "0"]).await else { return };
+    let good = served.issuer.mint(&served.issuer.claims(&served.url), "issuer-key");
+    assert_eq!(initialize(&served, Some(&good)).0, 200, "a well-made token passes");
+    let before = jwks_fetches(&served.issuer);
+    assert!(before >= 1, "the keys were fetched to check the first token");
+    // Each token names a key the issuer never had: each is refused, and
+    // the keys are fetched again at most once (REFETCH_EVERY is 30 s;
+    // without the limit this would be 25 fetches).
+    for n in 0..25 {
+        let claims = served.issuer.claims(&served.url);
+        let forged = served.issuer.mint(&claims, &format!("unknown-kid:made-up-{n}"));
+        let (status, challenge, _) = initialize(&served, Some(&forged));
+        assert_eq!(status, 401, "a token under an unknown kid is refused");
+        assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+    }
+    let after = jwks_fetches(&served.issuer);
+    assert!(after - before <= 1, "{} fetches of the issuer's keys for 25 unknown kids", after - before);
+    // The keys held still serve a well-made token at once.
+    assert_eq!(initialize(&served, Some(&good)).0, 200);
+    let log = served.log.lock().unwrap().join("\n");
+    assert!(!log.contains(good.rsplit('.').next().unwrap()), "a token reached the log");
+}
+
 #[tokio::test]
 async fn a_real_token_lacking_the_required_scope_gets_403_insufficient_scope() {
     if !support::sandbox_available() {
