@@ -9,13 +9,19 @@ container's stdin and stdout, one JSON object per line:
    pointed at ``/dev/null``. Nothing the code or its subprocesses write to a
    descriptor can reach the host; only what goes through ``sys.stdout`` and
    ``sys.stderr`` is captured and sent, as ``output`` messages.
-2. It sends ``ready``, reads the ``cell`` message, and builds fresh globals
+2. Before ``ready`` it does what needs no cell: it starts the reader thread
+   (parked until the cell is read), makes the event loop a top-level
+   ``await`` will run on, and warms up the compiler, the JSON codec and
+   asyncio. The container then waits in the warm pool with this done, so a
+   cell does not pay for it. None of it holds data of any cell: each fresh
+   container runs one cell only.
+3. It sends ``ready``, reads the ``cell`` message, and builds fresh globals
    for the code: one async function per tool, ``TOOLS``, ``search_tools`` and
    ``ToolError``.
-3. It runs the code (top-level ``await`` allowed). Each awaited tool function
+4. It runs the code (top-level ``await`` allowed). Each awaited tool function
    sends a ``call`` line and waits for the matching ``result`` line, which a
    reader thread picks up from the host.
-4. It sends ``done`` (with the end of the traceback if the code raised) and
+5. It sends ``done`` (with the end of the traceback if the code raised) and
    exits at once, so that no stray thread can keep the container alive.
 
 A cell message with ``"keep": true`` starts the kept mode of a session whose
@@ -96,9 +102,12 @@ class Channel:
 
     def send(self, message):
         """Write one message as one line; never interleaved with another."""
-        line = json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n"
+        self.send_line(json.dumps(message, ensure_ascii=False).encode("utf-8"))
+
+    def send_line(self, line):
+        """Write one encoded message (without its newline) as one line."""
         with self._write_lock:
-            self._write_all(line)
+            self._write_all(line + b"\n")
 
     def send_last(self, message):
         """Write the final message and exit while still holding the lock.
@@ -300,23 +309,41 @@ class ToolCaller:
     its call with ``call_soon_threadsafe``.
     """
 
-    def __init__(self, channel, max_line, gate):
+    def __init__(self, channel):
         self._channel = channel
-        self._max_line = max_line
-        self._gate = gate
+        self._max_line = DEFAULT_MAX_LINE
+        self._gate = None  # set by ``begin``, with the cell's limits
         self._cells = None  # kept mode: where the host's next cells go
         self._ids = itertools.count(1)
         self._pending = {}  # call id -> future
         self._lock = threading.Lock()
         self._closed = False  # the host closed its side
+        self._go = threading.Event()
 
-    def start_reader(self, cells=None):
-        """Read the host's lines; with ``cells`` (a queue), kept mode: the
-        host's next ``cell`` messages go there, and None at the end."""
-        self._cells = cells
+    def start_reader(self):
+        """Start the reader thread, parked until ``begin``.
+
+        Starting a thread costs 0.3-5 ms here (the new thread must be
+        scheduled before ``start`` returns, on the container's one CPU), so
+        it is done before ``ready``, while the container waits in the pool.
+        Until ``begin`` the main thread alone reads the channel (the cell
+        message); the event orders its reads before the reader's."""
         thread = threading.Thread(
-            target=self._read_results, name="code-mode-reader", daemon=True)
+            target=self._read_after_begin, name="code-mode-reader", daemon=True)
         thread.start()
+
+    def begin(self, max_line, gate, cells=None):
+        """The cell has been read: let the reader take the channel's input.
+        With ``cells`` (a queue), kept mode: the host's next ``cell``
+        messages go there, and None at the end."""
+        self._max_line = max_line
+        self._gate = gate
+        self._cells = cells
+        self._go.set()
+
+    def _read_after_begin(self):
+        self._go.wait()
+        self._read_results()
 
     def make_tool(self, name, stub):
         """The async function the code calls for one tool."""
@@ -339,8 +366,7 @@ class ToolCaller:
         arguments.update(kwargs)
         try:
             encoded = json.dumps(arguments, ensure_ascii=False,
-                                 allow_nan=False)
-            encoded.encode("utf-8")
+                                 allow_nan=False).encode("utf-8")
         except (TypeError, ValueError, RecursionError) as exc:
             # TypeError: an object JSON cannot hold; ValueError: NaN,
             # infinities, a cycle, or a lone surrogate (UnicodeEncodeError).
@@ -357,11 +383,14 @@ class ToolCaller:
                     f"{name}: this call comes from code left running by a "
                     "cell that has ended; it is not sent")
             call_id = next(self._ids)
-            message = {"type": "call", "id": call_id, "tool": name,
-                       "arguments": arguments}
-            line = json.dumps(message, ensure_ascii=False, allow_nan=False)
+            # The arguments are encoded once, above; the line is built
+            # around them (the same bytes `json.dumps` of the whole message
+            # would give).
+            line = (b'{"type": "call", "id": %d, "tool": ' % call_id
+                    + json.dumps(name, ensure_ascii=False).encode("utf-8")
+                    + b', "arguments": ' + encoded + b"}")
             # +1 for the newline ending the line.
-            if len(line.encode("utf-8")) + 1 > self._max_line:
+            if len(line) + 1 > self._max_line:
                 raise ToolError(
                     f"{name}: arguments are too large "
                     f"(the call must fit in {_size(self._max_line)})")
@@ -369,7 +398,7 @@ class ToolCaller:
             self._pending[call_id] = future
             # Sent under the lock: the cell cannot end between the check
             # above and the line.
-            self._channel.send(message)
+            self._channel.send_line(line)
         try:
             return await future
         finally:
@@ -879,8 +908,12 @@ def refresh_globals(module, tools, caller, installed, withheld=()):
 # --------------------------------------------------------------------------
 
 
-def run_cell(code, namespace, filename=CELL_FILENAME):
-    """Run the code; return None, or the error text for ``done``."""
+def run_cell(code, namespace, filename=CELL_FILENAME, loop_runner=None):
+    """Run the code; return None, or the error text for ``done``.
+
+    ``loop_runner``: an ``asyncio.Runner`` made ahead (with its loop), which
+    a top-level ``await`` runs on instead of a new one; it is closed either
+    way, so plain code has all of its descriptors."""
     # Let tracebacks show the cell's source lines.
     linecache.cache[filename] = (
         len(code), None, code.splitlines(True), filename)
@@ -889,9 +922,16 @@ def run_cell(code, namespace, filename=CELL_FILENAME):
                            flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
                            dont_inherit=True)
         if compiled.co_flags & inspect.CO_COROUTINE:
-            # Top-level await: the cell runs in a fresh event loop.
-            asyncio.run(eval(compiled, namespace))
+            # Top-level await: the cell runs in a fresh event loop, as
+            # `asyncio.run` would give it (the prepared one is unused).
+            if loop_runner is None:
+                asyncio.run(eval(compiled, namespace))
+            else:
+                with loop_runner:
+                    loop_runner.run(eval(compiled, namespace))
         else:
+            if loop_runner is not None:
+                loop_runner.close()
             # No top-level await: run it as a plain module, so that the code
             # may start its own loop with `asyncio.run(...)`.
             exec(compiled, namespace)
@@ -967,8 +1007,30 @@ def read_limits(cell):
             int(limits.get("max_line", DEFAULT_MAX_LINE)))
 
 
+def prepare():
+    """Warm what every cell uses, before ``ready``: the first use of the
+    compiler, the JSON codec and asyncio costs more than later ones (lazy
+    imports, caches). Runs nothing of any cell. Returns the event loop
+    runner a top-level ``await`` will use."""
+    compile("await x", "<prepare>", "exec",
+            flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+    json.loads(json.dumps({"type": "prepare", "data": ["\u00e9", 1]},
+                          ensure_ascii=False))
+
+    async def nothing():
+        pass
+
+    asyncio.run(nothing())
+    loop_runner = asyncio.Runner()
+    loop_runner.get_loop()  # makes the loop now
+    return loop_runner
+
+
 def main():
     channel = take_protocol_descriptors()
+    caller = ToolCaller(channel)
+    caller.start_reader()
+    loop_runner = prepare()
     channel.send({"type": "ready"})
 
     line = channel.read_line()
@@ -983,21 +1045,21 @@ def main():
                            "error": f"runner: bad cell message: {exc!r}",
                            "truncated": False, "stopped": False})
     if kept:
-        run_kept(channel, cell)
+        loop_runner.close()
+        run_kept(channel, cell, caller)
 
     gate = Gate(kept=False)
     capture = OutputCapture(channel, max_output, stop_output, max_line, gate)
     sys.stdout = sys.__stdout__ = CapturedStream(capture, "<stdout>")
     sys.stderr = sys.__stderr__ = CapturedStream(capture, "<stderr>")
 
-    caller = ToolCaller(channel, max_line, gate)
-    caller.start_reader()
+    caller.begin(max_line, gate)
 
     module = make_globals(tools, caller, withheld)
     # `import __main__` (pickle, for one) finds the code's namespace; the
     # runner's own module stays referenced by this frame.
     runner_module, sys.modules["__main__"] = sys.modules["__main__"], module
-    error = run_cell(code, module.__dict__)
+    error = run_cell(code, module.__dict__, loop_runner=loop_runner)
 
     # Captured output is sent as it is written: nothing is left to flush.
     channel.send_last({"type": "done", "error": error,
@@ -1011,15 +1073,15 @@ class CurrentCapture:
         self.capture = capture
 
 
-def run_kept(channel, cell):
+def run_kept(channel, cell, caller):
     """Run the cells of one session in one namespace until the host closes
-    the channel; each cell gets its own limits and output capture."""
+    the channel; each cell gets its own limits and output capture.
+    ``caller``'s reader thread is started and waits for ``begin``."""
     carry_cell_into_threads()
     gate = Gate(kept=True)
     cells = queue.Queue()
     first_line = int((cell.get("limits") or {}).get("max_line", DEFAULT_MAX_LINE))
-    caller = ToolCaller(channel, first_line, gate)
-    caller.start_reader(cells)
+    caller.begin(first_line, gate, cells)
     module = types.ModuleType("__main__")
     module.__dict__["__builtins__"] = builtins
     sys.modules["__main__"] = module
