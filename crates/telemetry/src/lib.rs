@@ -10,7 +10,9 @@
 //!   [`audit_write`], ...). `docs/metrics.md` lists every metric, and
 //!   `deploy/prometheus/alerts.yml` and `deploy/grafana/` use them.
 //! - [`phases`]: `codemode_cell_phase_seconds{phase}`, where a cell's
-//!   time at the sandbox-runner goes ([`cell_phase`]).
+//!   time at the sandbox-runner goes ([`cell_phase`]); the host's share of
+//!   each tool call ([`tool_call_host`]); the warm pool's target and takes
+//!   ([`set_warm_pool_target`], [`warm_pool_take`]).
 //! - [`server`]: the actix-web server answering `GET /metrics` (the text
 //!   exposition format) and `GET /healthz` (`{"service": ..., "ok": true}`),
 //!   started on a configured address and stopped by a cancellation token.
@@ -54,5 +56,5 @@ pub use metrics::{
     container_started, containers_reaped, frontend_cell, metrics, policy_decision, server_exited, server_up,
     session_taint, set_runner_capacity, set_runner_cells_running, set_warm_pool_size, state_store_call, tool_call,
 };
-pub use phases::{Phase, cell_phase};
+pub use phases::{Phase, cell_phase, set_warm_pool_target, tool_call_host, warm_pool_take};
 pub use server::{MetricsServer, TelemetryError};

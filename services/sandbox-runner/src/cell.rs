@@ -458,16 +458,20 @@ async fn drive(
     cancel: &CancellationToken,
 ) -> End {
     let max_line = run.cell.limits.max_line as usize;
-    let mut calls: JoinSet<(u64, ToolReply)> = JoinSet::new();
+    let mut calls: JoinSet<Relayed> = JoinSet::new();
     let end = loop {
         tokio::select! {
             _ = tokio::time::sleep_until(deadline) => break End::Deadline,
             _ = cancel.cancelled() => break End::Shutdown,
             Some(done) = calls.join_next(), if !calls.is_empty() => {
-                let Ok((id, reply)) = done else { continue };
+                let Ok((id, reply, read_at)) = done else { continue };
                 streams.send(&wire::to_code(id, reply)).await;
+                code_mode_telemetry::tool_call_host(read_at.elapsed());
             }
             chunk = streams.output.next() => {
+                // When the chunk holding a call line was read: the host
+                // side of that call counts from here.
+                let read_at = std::time::Instant::now();
                 let bytes = match chunk {
                     Some(Ok(LogOutput::StdOut { message })) => message,
                     // stderr is /dev/null once the runner is up.
@@ -487,7 +491,7 @@ async fn drive(
                 }
                 let mut finished = None;
                 for line in parsed {
-                    match handle_line(run, &line, streams, &mut calls, bus, call_timeout).await {
+                    match handle_line(run, &line, streams, &mut calls, bus, call_timeout, read_at).await {
                         Ok(None) => {}
                         Ok(Some(end)) => { finished = Some(end); break; }
                         Err(v) => { finished = Some(End::Violation(v)); break; }
@@ -501,13 +505,17 @@ async fn drive(
     end
 }
 
+/// A relayed call's id, the bridge's reply, and when its line was read.
+type Relayed = (u64, ToolReply, std::time::Instant);
+
 async fn handle_line(
     run: &mut Run<'_>,
     line: &[u8],
     streams: &mut Streams,
-    calls: &mut JoinSet<(u64, ToolReply)>,
+    calls: &mut JoinSet<Relayed>,
     bus: &Bus,
     call_timeout: Duration,
+    read_at: std::time::Instant,
 ) -> Result<Option<End>, Violation> {
     match protocol::parse(line)? {
         FromRunner::Ready {} => return Err(Violation::OutOfOrder("a second ready")),
@@ -533,7 +541,7 @@ async fn handle_line(
                 arguments,
             };
             let bus = bus.clone();
-            calls.spawn(async move { (id, relay(&bus, &call, call_timeout + CALL_MARGIN).await) });
+            calls.spawn(async move { (id, relay(&bus, &call, call_timeout + CALL_MARGIN).await, read_at) });
         }
         FromRunner::Done { error, truncated, stopped } => {
             // Never trust the runner's own account beyond its shape.
