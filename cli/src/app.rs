@@ -338,7 +338,9 @@ async fn start_runner(
     image::ensure_image(&docker, &image, args.base, &progress).await?;
     let lockdown = Lockdown { image, ..Lockdown::for_runtime(args.runtime) };
     let warm = args.warm.unwrap_or(DEFAULT_WARM);
-    Ok(SandboxRunner::new(docker, RunnerConfig { lockdown, capacity, warm, audit }, bus).await?)
+    let config =
+        RunnerConfig { lockdown, capacity, warm, warm_max: args.warm_max, warm_window: args.warm_window, audit };
+    Ok(SandboxRunner::new(docker, config, bus).await?)
 }
 
 fn frontend_config(args: &FrontendArgs, max_concurrent: usize) -> anyhow::Result<FrontendConfig> {

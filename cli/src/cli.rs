@@ -456,6 +456,17 @@ pub struct RunnerArgs {
     /// cell cold (0 to 64).
     #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = ranges::WARM.parser::<usize>())]
     pub warm: Option<usize>,
+    /// Most containers the warm pool keeps while cells come fast: it
+    /// follows the recent arrival rate, between --warm and this (default:
+    /// the runner's capacity when --warm is above 0; never above the
+    /// capacity; 0 to 64).
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = ranges::WARM.parser::<usize>())]
+    pub warm_max: Option<usize>,
+    /// How far back the warm pool counts arriving cells, in seconds; after
+    /// this long without a cell it is back at --warm (0.001 to 86400).
+    #[arg(long, default_value = "10", value_name = "SECONDS", allow_hyphen_values = true,
+          value_parser = ranges::TIME.parser())]
+    pub warm_window: Duration,
     /// The container runtime: runc (the host kernel behind our seccomp
     /// filter) or runsc (gVisor: a kernel of its own in between; must be
     /// registered with the engine, see README).

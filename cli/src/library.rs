@@ -375,6 +375,7 @@ impl Bridge {
                     capacity: options.max_concurrent.max(1),
                     warm: options.warm,
                     audit: None,
+                    ..RunnerConfig::default()
                 };
                 let runner = SandboxRunner::new(docker, config, self.inner.bus.clone()).await?;
                 let task = runner.serve(self.inner.cancel.clone()).await?;

@@ -70,7 +70,7 @@ pub const CODE_BYTES: Count = Count { min: 1, max: defaults::MAX_CODE_LIMIT as u
 pub const DESCRIPTION_CHARS: Count = Count { min: 0, max: defaults::MAX_DESCRIPTION_BUDGET as u64 };
 /// `--max-concurrent` and `--capacity`.
 pub const CELLS: Count = Count { min: 1, max: defaults::MAX_CELLS_LIMIT as u64 };
-/// `--warm`.
+/// `--warm` and `--warm-max`.
 pub const WARM: Count = Count { min: 0, max: defaults::MAX_WARM as u64 };
 /// `--jetstream-replicas` (a JetStream stream has at most 5 replicas).
 pub const REPLICAS: Count = Count { min: 1, max: 5 };
@@ -234,6 +234,8 @@ mod every_option {
                 expected.push(format!("{sub} --{long}"));
             }
             expected.push(format!("{sub} --warm"));
+            expected.push(format!("{sub} --warm-max"));
+            expected.push(format!("{sub} --warm-window"));
         }
         expected.push("serve --max-concurrent".into());
         for long in ["capacity-wait", "deadline", "description-budget", "max-code", "max-concurrent"] {
@@ -248,7 +250,9 @@ mod every_option {
         for long in ["approval-timeout", "call-timeout", "max-calls"] {
             expected.push(format!("bridge --{long}"));
         }
-        expected.extend(["sandbox-runner --capacity".to_string(), "sandbox-runner --warm".to_string()]);
+        for long in ["capacity", "warm", "warm-max", "warm-window"] {
+            expected.push(format!("sandbox-runner --{long}"));
+        }
         for sub in ["serve", "run", "bridge", "sandbox-runner"] {
             for long in ["audit-checkpoint", "audit-retention-days", "audit-rotate-bytes"] {
                 expected.push(format!("{sub} --{long}"));

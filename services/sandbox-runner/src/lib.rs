@@ -21,8 +21,10 @@
 //! container holds one of those slots for its whole life). With an audit
 //! sink, each cell is recorded before its code reaches a container (a
 //! cell whose start cannot be recorded is refused) and again, synced, when
-//! it ends. While it serves, its pool keeps `warm` containers ready; a cell
-//! takes one when there is one and starts a cold one otherwise. It also
+//! it ends. While it serves, its pool keeps containers ready, `warm` at
+//! least and more while cells come fast (up to `warm_max` or the capacity:
+//! [`pool`]); a cell takes one when there is one and starts a cold one
+//! otherwise. It also
 //! serves its own subject, [`subjects::runner`] of its
 //! [`SandboxRunner::id`], where the later cells of the kept sessions it
 //! holds arrive, and their ends. While a cell runs (fresh or kept), the
@@ -170,9 +172,18 @@ pub struct RunnerConfig {
     /// try another runner.
     pub capacity: usize,
     /// Containers kept started and ready ahead of need while serving, each
-    /// for one cell; 0 starts every cell cold. They do not count against
+    /// for one cell, even when no cell comes (the warm pool's floor); 0
+    /// with no `warm_max` starts every cell cold. They do not count against
     /// `capacity`.
     pub warm: usize,
+    /// Most containers the warm pool keeps when cells come fast (it follows
+    /// the recent arrival rate, [`pool`]); `None`: the capacity when `warm`
+    /// is above 0, else no pool. Never above the capacity, never below
+    /// `warm`.
+    pub warm_max: Option<usize>,
+    /// How far back the warm pool counts arrivals, and so how long after
+    /// the last cell it is back at its floor.
+    pub warm_window: Duration,
     /// The audit sink: a `cell_start` record before each cell's code reaches
     /// its container, a `cell` record (synced) when it ends. A cell whose
     /// start cannot be recorded does not run.
@@ -195,8 +206,25 @@ impl Default for RunnerConfig {
             lockdown: Lockdown::default(),
             capacity: code_mode_core::defaults::MAX_CONCURRENT_CELLS,
             warm: 0,
+            warm_max: None,
+            warm_window: pool::DEFAULT_WINDOW,
             audit: None,
         }
+    }
+}
+
+impl RunnerConfig {
+    /// The warm pool's sizing: `warm` as its floor, `warm_max` (or the
+    /// capacity) as its ceiling, at most the capacity and at least the
+    /// floor.
+    pub fn pool_sizing(&self) -> pool::Sizing {
+        let capacity = self.capacity.max(1);
+        let wanted = match self.warm_max {
+            Some(max) => max,
+            None if self.warm > 0 => capacity,
+            None => 0,
+        };
+        pool::Sizing { floor: self.warm, ceiling: wanted.min(capacity).max(self.warm), window: self.warm_window }
     }
 }
 
@@ -570,13 +598,13 @@ impl SandboxRunner {
     /// containers.
     fn start_pool(&self, cancel: CancellationToken) -> Option<tokio::task::JoinHandle<()>> {
         let inner = &self.inner;
-        if inner.config.warm == 0 {
+        let sizing = inner.config.pool_sizing();
+        if sizing.ceiling == 0 {
             return None;
         }
         let mut task = None;
         inner.pool.get_or_init(|| {
-            let (pool, started) =
-                Pool::start(inner.docker.clone(), inner.config.lockdown.clone(), inner.config.warm, cancel);
+            let (pool, started) = Pool::start(inner.docker.clone(), inner.config.lockdown.clone(), sizing, cancel);
             task = Some(started);
             pool
         });

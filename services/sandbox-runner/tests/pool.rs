@@ -56,8 +56,14 @@ struct Serving {
 }
 
 impl Serving {
-    /// Docker and the image, or `None` (after `unavailable`) without them.
+    /// Docker and the image, or `None` (after `unavailable`) without them;
+    /// the warm pool holds `warm` containers whatever the demand.
     async fn start(warm: usize) -> Option<Serving> {
+        Self::start_with(RunnerConfig { warm, warm_max: Some(warm), ..RunnerConfig::default() }).await
+    }
+
+    /// [`Serving::start`] with a whole configuration.
+    async fn start_with(config: RunnerConfig) -> Option<Serving> {
         let docker = match code_mode_sandbox_runner::connect_docker().await {
             Ok(d) => d,
             Err(e) => {
@@ -71,7 +77,6 @@ impl Serving {
             return None;
         }
         let bus = Bus::in_process();
-        let config = RunnerConfig { warm, ..RunnerConfig::default() };
         let runner = SandboxRunner::new(docker.clone(), config, bus.clone()).await.unwrap();
         let cancel = CancellationToken::new();
         let task = runner.serve(cancel.clone()).await.unwrap();
@@ -396,4 +401,79 @@ async fn a_kept_container_serves_only_its_own_session_and_is_removed_when_the_ru
     let docker = serving.stop().await;
     let left = containers_of_this_process(&docker).await;
     assert!(left.is_empty(), "containers left after the runner stopped: {left:?}");
+}
+
+#[tokio::test]
+async fn under_a_burst_the_warm_pool_grows_above_its_floor_and_idle_it_returns_to_the_floor() {
+    let _turn = DOCKER.lock().await;
+    // Floor 1, up to the capacity of 6; arrivals count for 6 s.
+    let config = RunnerConfig { warm: 1, capacity: 6, warm_window: Duration::from_secs(6), ..RunnerConfig::default() };
+    let Some(serving) = Serving::start_with(config).await else { return };
+    let pool = serving.runner.pool();
+    assert_eq!((pool.target(), pool.ceiling()), (1, 6), "idle at first: the floor");
+    serving.wait_for_pool(1).await;
+    let takes = code_mode_telemetry::phases::warm_pool_takes();
+    // Watched from before the burst: the target rising and the pool
+    // holding more than its floor.
+    let rose = tokio::spawn({
+        let pool = pool.clone();
+        async move { tokio::time::timeout(FILL_BOUND, pool.wait_for_target(|t| t > 1)).await }
+    });
+    let grew = tokio::spawn({
+        let pool = pool.clone();
+        async move { tokio::time::timeout(FILL_BOUND, pool.wait_for(2)).await }
+    });
+    // A burst: six cells at once. The first takes the one ready container,
+    // the others find the pool empty and start cold; all six are arrivals.
+    let reports = futures::future::join_all((0..6).map(|_| serving.run("print(1)"))).await;
+    for report in &reports {
+        assert_eq!(report.stdout, "1\n", "{report:?}");
+    }
+    let (empty, warm) = code_mode_telemetry::phases::warm_pool_takes();
+    assert_eq!((empty - takes.0) + (warm - takes.1), 6, "every cell asked the pool");
+    assert!(warm > takes.1, "the ready container served one of them");
+    // Six arrivals in 6 s with refills of 0.1 s or more: d >= 0.1, so the
+    // target is at least 2, and the pool fills to it.
+    assert!(matches!(rose.await.unwrap(), Ok(true)), "the target rose above the floor");
+    assert!(pool.target() <= 6, "never above the ceiling: {}", pool.target());
+    assert!(matches!(grew.await.unwrap(), Ok(true)), "the pool held more than its floor after the burst");
+    // Idle: the arrivals leave the window, the target falls back to the
+    // floor and the extra ready containers are removed.
+    let back = tokio::time::timeout(FILL_BOUND, pool.wait_for_target(|t| t == 1)).await;
+    assert!(matches!(back, Ok(true)), "the target returned to the floor");
+    let (left, idle) = serving.containers_until(|now| now.len() == 1).await;
+    assert!(idle, "idle, only the floor's one container stays: {left:?}");
+    assert_eq!(pool.size(), 1);
+    serving.stop().await;
+}
+
+#[tokio::test]
+async fn a_pool_with_a_floor_of_zero_and_a_ceiling_starts_nothing_until_cells_come() {
+    let _turn = DOCKER.lock().await;
+    let config = RunnerConfig {
+        warm: 0,
+        warm_max: Some(3),
+        capacity: 3,
+        warm_window: Duration::from_secs(4),
+        ..RunnerConfig::default()
+    };
+    let Some(serving) = Serving::start_with(config).await else { return };
+    let pool = serving.runner.pool();
+    assert_eq!((pool.target(), pool.ceiling()), (0, 3));
+    assert!(serving.containers().await.is_empty(), "nothing ahead of need");
+    let rose = tokio::spawn({
+        let pool = pool.clone();
+        async move { tokio::time::timeout(FILL_BOUND, pool.wait_for_target(|t| t >= 1)).await }
+    });
+    // Cells make the pool start containers; idle, it removes them all.
+    let reports = futures::future::join_all((0..3).map(|_| serving.run("print(1)"))).await;
+    for report in &reports {
+        assert_eq!(report.stdout, "1\n", "{report:?}");
+    }
+    assert!(matches!(rose.await.unwrap(), Ok(true)), "the cells raised the target");
+    let back = tokio::time::timeout(FILL_BOUND, pool.wait_for_target(|t| t == 0)).await;
+    assert!(matches!(back, Ok(true)), "the target returned to 0");
+    let (left, idle) = serving.containers_until(HashSet::is_empty).await;
+    assert!(idle, "idle, no container stays: {left:?}");
+    serving.stop().await;
 }
