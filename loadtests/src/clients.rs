@@ -16,6 +16,13 @@
 //! `--margin`: either makes the exit status non-zero, since a client would
 //! have waited forever or been left without an answer. A cell that failed
 //! with a clear error (a runner lost, no capacity) is `failed`, not lost.
+//!
+//! With `--metrics HOST:PORT` (the code-mode's `--metrics-addr`) the run
+//! also reads the sandbox-runner's warm pool before and after the load:
+//! how many cells found the pool empty and waited for a cold start
+//! (`codemode_warm_pool_takes_total`), and, `--idle` seconds after the
+//! load, how many containers stay ready and alive (the pool's floor when it
+//! shrank back).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -80,6 +87,16 @@ pub struct ClientsArgs {
     /// folder.
     #[arg(long, value_name = "DIR")]
     plots: Option<PathBuf>,
+    /// The `--metrics-addr` of the code-mode under load (one process: `serve`,
+    /// or the sandbox-runner): report the cells that waited for a cold start
+    /// and the warm pool after the load.
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics: Option<std::net::SocketAddr>,
+    /// With `--metrics`: seconds to wait after the load before reading how
+    /// many containers stayed (the warm pool shrinks back to its floor
+    /// after its `--warm-window`).
+    #[arg(long, default_value_t = 15.0, value_name = "SECONDS")]
+    idle: f64,
     /// With no `--url`: the command that serves one MCP session on its
     /// stdin and stdout, started once per session.
     #[arg(last = true, value_name = "COMMAND")]
@@ -324,6 +341,10 @@ pub async fn main(args: ClientsArgs) -> anyhow::Result<i32> {
         .to_string();
     let codes = Arc::new(codes(&args, &mix, &description)?);
     let opened = started_at.elapsed();
+    let pool_before = match args.metrics {
+        Some(addr) => Some(PoolReading::scrape(addr).await?),
+        None => None,
+    };
     let give_up = Duration::from_secs_f64(args.deadline + args.margin);
     let total = match args.rate {
         Some(rate) => (rate * args.duration).ceil() as u64,
@@ -391,6 +412,16 @@ pub async fn main(args: ClientsArgs) -> anyhow::Result<i32> {
     }
     let elapsed = start.elapsed();
     bar.finish();
+    let pool = match (args.metrics, pool_before) {
+        (Some(addr), Some(before)) => {
+            let after = PoolReading::scrape(addr).await?;
+            eprintln!("loadtest: waiting {} s idle before reading the warm pool", args.idle);
+            tokio::time::sleep(Duration::from_secs_f64(args.idle.max(0.0))).await;
+            let idle = PoolReading::scrape(addr).await?;
+            Some(PoolReport::of(&before, &after, &idle, args.idle))
+        }
+        _ => None,
+    };
     for session in Arc::try_unwrap(sessions).unwrap_or_default() {
         let _ = session.cancel().await;
     }
@@ -398,8 +429,15 @@ pub async fn main(args: ClientsArgs) -> anyhow::Result<i32> {
     samples.sort_by(|a, b| a.sent_s.total_cmp(&b.sent_s));
     let report = Report::of(&args, &samples, elapsed, opened);
     print!("{}", report.table());
+    if let Some(pool) = &pool {
+        print!("{}", pool.table());
+    }
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report.json(&samples)).expect("a report is JSON");
+        let mut json = report.json(&samples);
+        if let Some(pool) = &pool {
+            json["warm_pool"] = serde_json::to_value(pool).expect("a pool report is JSON");
+        }
+        let text = serde_json::to_string_pretty(&json).expect("a report is JSON");
         std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(dir) = &args.plots {
@@ -413,6 +451,87 @@ pub async fn main(args: ClientsArgs) -> anyhow::Result<i32> {
         return Ok(1);
     }
     Ok(0)
+}
+
+/// The warm pool as one scrape of `/metrics` shows it.
+#[derive(Debug, Clone, Copy)]
+struct PoolReading {
+    /// Takes that found the pool empty (cold starts on a cell's path).
+    empty: f64,
+    /// Takes that got a ready container.
+    warm: f64,
+    ready: f64,
+    target: f64,
+    /// Containers alive: started minus removed.
+    alive: f64,
+}
+
+impl PoolReading {
+    async fn scrape(addr: std::net::SocketAddr) -> anyhow::Result<PoolReading> {
+        let response = tokio::task::spawn_blocking(move || code_mode_telemetry::testing::http_get(addr, "/metrics"))
+            .await?
+            .with_context(|| format!("scraping http://{addr}/metrics"))?;
+        let e = code_mode_telemetry::testing::Exposition::parse(&response.body)
+            .map_err(|e| anyhow::anyhow!("the metrics of {addr} do not parse: {e:?}"))?;
+        let takes = "codemode_warm_pool_takes_total";
+        Ok(PoolReading {
+            empty: e.value_or_zero(takes, &[("result", "empty")]),
+            warm: e.value_or_zero(takes, &[("result", "warm")]),
+            ready: e.value_or_zero("codemode_warm_pool_size", &[]),
+            target: e.value_or_zero("codemode_warm_pool_target", &[]),
+            alive: e.value_or_zero("codemode_containers_started_total", &[])
+                - e.value_or_zero("codemode_containers_removed_total", &[("result", "removed")]),
+        })
+    }
+}
+
+/// What the warm pool did during the load and after it.
+#[derive(Debug, Clone, Serialize)]
+struct PoolReport {
+    /// Cells that found the pool empty and waited for a cold start.
+    cold_takes: u64,
+    /// Cells that got a ready container.
+    warm_takes: u64,
+    /// The pool's target and ready containers right after the load.
+    target_after_load: u64,
+    ready_after_load: u64,
+    /// After `idle_s` without cells: the target, ready containers and
+    /// containers alive (started minus removed) of the process.
+    idle_s: f64,
+    target_idle: u64,
+    ready_idle: u64,
+    alive_idle: u64,
+}
+
+impl PoolReport {
+    fn of(before: &PoolReading, after: &PoolReading, idle: &PoolReading, idle_s: f64) -> PoolReport {
+        let n = |v: f64| v.max(0.0).round() as u64;
+        PoolReport {
+            cold_takes: n(after.empty - before.empty),
+            warm_takes: n(after.warm - before.warm),
+            target_after_load: n(after.target),
+            ready_after_load: n(after.ready),
+            idle_s,
+            target_idle: n(idle.target),
+            ready_idle: n(idle.ready),
+            alive_idle: n(idle.alive),
+        }
+    }
+
+    fn table(&self) -> String {
+        format!(
+            "warm pool: {} cells waited for a cold start, {} took a ready container; after the load: target {}, \
+             ready {}; {} s idle later: target {}, ready {}, containers alive {}\n",
+            self.cold_takes,
+            self.warm_takes,
+            self.target_after_load,
+            self.ready_after_load,
+            self.idle_s,
+            self.target_idle,
+            self.ready_idle,
+            self.alive_idle
+        )
+    }
 }
 
 /// Percentiles of one set of latencies, from its HDR histogram.

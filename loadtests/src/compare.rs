@@ -7,7 +7,12 @@
 //! runner in it sends `ready`, runs `print(1)`, sends `done` and exits, and
 //! the CLI removes the container. The reference for a tool call is the same
 //! call (`add` of the test server) made directly by an MCP client over
-//! stdio, with no sandbox in between.
+//! stdio, with no sandbox in between. The call inside the cell is also
+//! split where it was timed: its host side at the sandbox-runner (call line
+//! read to result line written, `codemode_tool_call_host_seconds`), the
+//! bridge's share of that, and the rest, the container's side; beside them
+//! the floor of that container side, one line through the engine's attach
+//! stream to a Python echo in the same lockdown and back.
 //!
 //! Latency samples are taken in rounds, one sample of each figure per
 //! round, so that whatever else runs on the machine weighs on every figure
@@ -18,6 +23,12 @@
 //! warm cells (`codemode_cell_phase_seconds`), the memory of an idle warm
 //! container (`docker stats`) and the resident memory of `code-mode serve`
 //! idle and after its samples. `--json FILE` writes all of it as JSON.
+//!
+//! With `--runtimes runc,runsc` the whole comparison runs under each
+//! runtime in turn (the raw `docker run` too), one table each; with
+//! `--baseline-image TAG` a second warm stack on an older sandbox image
+//! runs in the same rounds, so a change of `runner.py` shows before and
+//! after in one run (its first-output phase and its in-cell call).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -26,10 +37,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, ensure};
-use code_mode_sandbox_runner::container::{LABEL_CELL, LABEL_OWNER, LABEL_SANDBOX, Lockdown, Runtime, owner_label};
+use code_mode_sandbox_runner::container::{
+    Container, LABEL_CELL, LABEL_OWNER, LABEL_SANDBOX, Lockdown, Runtime, owner_label,
+};
 use code_mode_sandbox_runner::protocol::{self, RunnerLimits, ToRunner};
 use code_mode_telemetry::Phase;
-use code_mode_telemetry::phases::phase_totals;
+use code_mode_telemetry::phases::{bridge_call_totals, phase_totals, tool_call_host_totals};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
@@ -67,6 +80,11 @@ pub struct Options {
     pub nats: Option<String>,
     /// Write the JSON report here.
     pub json: Option<PathBuf>,
+    /// The container runtimes, measured one after the other.
+    pub runtimes: Vec<Runtime>,
+    /// Also measure warm cells with this (older) sandbox image beside this
+    /// version's, in the same rounds.
+    pub baseline_image: Option<String>,
 }
 
 /// The `docker run` arguments of a raw run of `lockdown`'s image with the
@@ -274,12 +292,11 @@ struct Figure {
 
 impl Figure {
     fn json(&self) -> Value {
-        let s = |s: &Summary| json!({"n": s.count, "p50_ms": s.p50_ms, "p90_ms": s.p90_ms, "max_ms": s.max_ms});
         json!({
             "figure": self.name,
-            "code_mode": s(&self.ours),
+            "code_mode": summary_json(&self.ours),
             "reference": self.reference_name,
-            "reference_ms": s(&self.reference),
+            "reference_ms": summary_json(&self.reference),
             "ratio_p50": self.ours.p50_ms / self.reference.p50_ms,
             "ratio_p90": self.ours.p90_ms / self.reference.p90_ms,
             "goal": self.goal,
@@ -287,63 +304,114 @@ impl Figure {
     }
 }
 
-/// Sends the same `print(1)` through each path, in rounds.
+fn summary_json(s: &Summary) -> Value {
+    json!({"n": s.count, "p50_ms": s.p50_ms, "p90_ms": s.p90_ms, "max_ms": s.max_ms})
+}
+
+/// One tool call inside a cell, timed at three places.
+#[derive(Debug, Clone, Copy)]
+struct CallSplit {
+    /// As the code timed it, around the `await`.
+    in_cell: Duration,
+    /// At the sandbox-runner: the call line read until the result line
+    /// written (`codemode_tool_call_host_seconds`).
+    host: Duration,
+    /// At the bridge: its checks and the wrapped server's answer
+    /// (`codemode_tool_call_duration_seconds`).
+    bridge: Duration,
+}
+
+/// One part of a call: its name, what it is, how to take it from a split.
+type Part = (&'static str, &'static str, fn(&CallSplit) -> Duration);
+
+/// The calls of one path, each split.
+#[derive(Default)]
+struct Calls(Vec<CallSplit>);
+
+impl Calls {
+    fn in_cell(&self) -> Vec<Duration> {
+        self.0.iter().map(|c| c.in_cell).collect()
+    }
+
+    fn host(&self) -> Vec<Duration> {
+        self.0.iter().map(|c| c.host).collect()
+    }
+
+    /// Where each call's time went, per component, p50 / p90 / mean over
+    /// the calls (each call is split first, so the parts of one call add
+    /// up to its whole; the percentiles of the parts need not).
+    fn breakdown(&self) -> Value {
+        let parts: [Part; 5] = [
+            ("in_cell", "the call as the code timed it", |c| c.in_cell),
+            (
+                "container_side",
+                "in the cell minus the host side: the engine's attach stream both ways and runner.py",
+                |c| c.in_cell.saturating_sub(c.host),
+            ),
+            ("host_side", "the runner from reading the call line to writing the result line", |c| c.host),
+            ("runner_and_bus", "the host side minus the bridge: the runner's relay and the bus both ways", |c| {
+                c.host.saturating_sub(c.bridge)
+            }),
+            ("bridge", "the bridge's checks and the wrapped server's answer", |c| c.bridge),
+        ];
+        let mut out = serde_json::Map::new();
+        for (name, what, part) in parts {
+            let values: Vec<Duration> = self.0.iter().map(part).collect();
+            let Some(s) = Summary::of(&values) else { continue };
+            let mean = values.iter().map(Duration::as_secs_f64).sum::<f64>() * 1000.0 / values.len() as f64;
+            out.insert(name.into(), json!({"what": what, "p50_ms": s.p50_ms, "p90_ms": s.p90_ms, "mean_ms": mean}));
+        }
+        Value::Object(out)
+    }
+}
+
+/// Every sample of one runtime's rounds.
 #[derive(Default)]
 struct Samples {
     raw: Vec<Duration>,
     mcp_warm: Vec<Duration>,
     warm: Vec<Duration>,
+    /// The first-output phase of each in-process warm cell.
+    first_output: Vec<Duration>,
     cold: Vec<Duration>,
-    cell_call: Vec<Duration>,
-    nats_cell_call: Vec<Duration>,
+    calls: Calls,
+    nats_calls: Calls,
     direct_call: Vec<Duration>,
+    /// A line through the engine's attach stream to an echo and back.
+    echo: Vec<Duration>,
+    baseline_warm: Vec<Duration>,
+    baseline_first_output: Vec<Duration>,
+    baseline_calls: Calls,
 }
 
-/// Run the comparison and print it.
+/// Run the comparison under each runtime, one after the other, and print
+/// it.
 pub async fn run(options: &Options, code_mode: &Path) -> anyhow::Result<()> {
     ensure!(options.samples > 0 && options.cells > 0 && options.concurrency > 0, "nothing to measure");
+    ensure!(!options.runtimes.is_empty(), "no runtime to measure");
     let docker = code_mode_sandbox_runner::connect_docker().await?;
     let engine = docker.version().await.ok().and_then(|v| v.version).unwrap_or_else(|| "unknown".into());
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
     let load_before = load_average();
-    eprintln!("loadtest: compare: starting code-mode (in process and `code-mode serve`)");
-    let in_process = Transport::InProcess;
-    let warm =
-        Stack::start(&in_process, Runtime::Runc, &options.server, WARM, options.concurrency, None, None, None).await?;
-    let cold =
-        Stack::start(&in_process, Runtime::Runc, &options.server, 0, options.concurrency, None, None, None).await;
-    let cold = match cold {
-        Ok(cold) => cold,
-        Err(e) => {
-            warm.stop().await;
-            return Err(e);
-        }
-    };
-    let nats = match &options.nats {
-        Some(url) => {
-            let transport = Transport::Nats(url.clone());
-            Stack::start(&transport, Runtime::Runc, &options.server, WARM, options.concurrency, None, None, None)
-                .await
-                .map(Some)
-        }
-        None => Ok(None),
-    };
-    let result = async {
-        let nats = nats?;
-        let measured = measure(options, code_mode, &warm, &cold, nats.as_ref()).await;
-        if let Some(nats) = nats {
-            nats.stop().await;
-        }
-        measured
+    let mut runs = Vec::new();
+    for &runtime in &options.runtimes {
+        let mut report = run_runtime(options, code_mode, &docker, runtime).await?;
+        report["runtime"] = json!(runtime.name());
+        runs.push(report);
     }
-    .await;
-    warm.stop().await;
-    cold.stop().await;
-    let mut report = result?;
     let load_after = load_average();
     let machine = format!("{cores} cores, Docker {engine}, load average {load_before} before, {load_after} after");
-    report["machine"] = json!({"cores": cores, "docker": engine, "load_before": load_before, "load_after": load_after});
-    print_report(&report, &machine);
+    let machine_json = json!({"cores": cores, "docker": engine, "load_before": load_before, "load_after": load_after});
+    for report in &runs {
+        print_report(report, &machine);
+    }
+    // The first runtime's report at the top (as with one runtime), every
+    // runtime's in `runs`.
+    let mut report = runs[0].clone();
+    report["machine"] = machine_json;
+    if runs.len() > 1 {
+        report["runs"] = Value::Array(runs);
+    }
     if let Some(path) = &options.json {
         std::fs::write(path, serde_json::to_string_pretty(&report)?)
             .with_context(|| format!("writing {}", path.display()))?;
@@ -352,26 +420,160 @@ pub async fn run(options: &Options, code_mode: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The stacks of one runtime's comparison (each `None` until started).
+#[derive(Default)]
+struct Stacks {
+    warm: Option<Stack>,
+    cold: Option<Stack>,
+    nats: Option<Stack>,
+    baseline: Option<Stack>,
+}
+
+impl Stacks {
+    /// Start every stack the options ask for; on a failure, stop those
+    /// started.
+    async fn start(options: &Options, runtime: Runtime) -> anyhow::Result<Stacks> {
+        let mut stacks = Stacks::default();
+        match stacks.fill(options, runtime).await {
+            Ok(()) => Ok(stacks),
+            Err(e) => {
+                stacks.stop().await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn fill(&mut self, options: &Options, runtime: Runtime) -> anyhow::Result<()> {
+        let in_process = Transport::InProcess;
+        let (server, at_once) = (&options.server, options.concurrency);
+        self.warm = Some(Stack::start(&in_process, runtime, server, WARM, at_once, None, None, None).await?);
+        self.cold = Some(Stack::start(&in_process, runtime, server, 0, at_once, None, None, None).await?);
+        if let Some(url) = &options.nats {
+            let transport = Transport::Nats(url.clone());
+            self.nats = Some(Stack::start(&transport, runtime, server, WARM, at_once, None, None, None).await?);
+        }
+        if let Some(image) = &options.baseline_image {
+            let image = Some(image.clone());
+            let stack =
+                Stack::start_image(image, &in_process, runtime, server, WARM, at_once, None, None, None).await?;
+            self.baseline = Some(stack);
+        }
+        Ok(())
+    }
+
+    fn warm(&self) -> &Stack {
+        self.warm.as_ref().expect("the warm stack is started first")
+    }
+
+    fn cold(&self) -> &Stack {
+        self.cold.as_ref().expect("the cold stack is started second")
+    }
+
+    async fn stop(self) {
+        for stack in [self.warm, self.cold, self.nats, self.baseline].into_iter().flatten() {
+            stack.stop().await;
+        }
+    }
+}
+
+/// A container of the same image under the same lockdown whose process
+/// writes back every line it reads: one line's round trip through the
+/// engine's attach stream, with nothing of code-mode at either end.
+struct Echo {
+    container: Container,
+    output: code_mode_sandbox_runner::container::Output,
+    input: code_mode_sandbox_runner::container::Input,
+}
+
+/// The echo's program: read, write back, until end of input.
+const ECHO: &str =
+    "import os\nwhile True:\n    d = os.read(0, 65536)\n    if not d:\n        break\n    os.write(1, d)\n";
+
+impl Echo {
+    async fn start(docker: &bollard::Docker, lockdown: &Lockdown) -> anyhow::Result<Echo> {
+        let entrypoint = ["python3", "-I", "-c", ECHO].map(String::from).to_vec();
+        let (container, output, input) = Container::start_with(docker, lockdown, "compare-echo", Some(entrypoint))
+            .await
+            .context("starting the echo container")?;
+        let mut echo = Echo { container, output, input };
+        // The first line also waits for Python to start.
+        match tokio::time::timeout(REFILL_BOUND, echo.round_trip()).await {
+            Ok(Ok(_)) => Ok(echo),
+            Ok(Err(e)) => {
+                echo.container.remove().await;
+                Err(e)
+            }
+            Err(_) => {
+                echo.container.remove().await;
+                anyhow::bail!("the echo container did not answer within {REFILL_BOUND:?}")
+            }
+        }
+    }
+
+    /// One line written and read back.
+    async fn round_trip(&mut self) -> anyhow::Result<Duration> {
+        use futures::StreamExt;
+        let line = br#"{"type": "result", "id": 1, "ok": true, "value": {"sum": 3}}"#;
+        let started = Instant::now();
+        self.input.write_all(line).await?;
+        self.input.write_all(b"\n").await?;
+        self.input.flush().await?;
+        let mut got = Vec::new();
+        while !got.ends_with(b"\n") {
+            match self.output.next().await {
+                Some(Ok(bollard::container::LogOutput::StdOut { message })) => got.extend_from_slice(&message),
+                Some(Ok(_)) => {}
+                Some(Err(e)) => anyhow::bail!("the echo's stream failed: {e}"),
+                None => anyhow::bail!("the echo container ended"),
+            }
+        }
+        let elapsed = started.elapsed();
+        ensure!(got.len() == line.len() + 1, "the echo sent back {} bytes for {}", got.len(), line.len() + 1);
+        Ok(elapsed)
+    }
+
+    async fn stop(self) {
+        self.container.remove().await;
+    }
+}
+
+/// Start the stacks of `runtime`, measure, stop them.
+async fn run_runtime(
+    options: &Options,
+    code_mode: &Path,
+    docker: &bollard::Docker,
+    runtime: Runtime,
+) -> anyhow::Result<Value> {
+    eprintln!("loadtest: compare: starting code-mode under {runtime} (in process and `code-mode serve`)");
+    let stacks = Stacks::start(options, runtime).await?;
+    let measured = measure(options, code_mode, docker, runtime, &stacks).await;
+    stacks.stop().await;
+    measured
+}
+
 async fn measure(
     options: &Options,
     code_mode: &Path,
-    warm: &Stack,
-    cold: &Stack,
-    nats: Option<&Stack>,
+    docker: &bollard::Docker,
+    runtime: Runtime,
+    stacks: &Stacks,
 ) -> anyhow::Result<Value> {
     let seccomp = std::env::temp_dir().join(format!("code-mode-compare-seccomp-{}.json", std::process::id()));
-    let lockdown = Lockdown { image: code_mode_sandbox_runner::image::default_image_tag(), ..Lockdown::default() };
+    let lockdown =
+        Lockdown { image: code_mode_sandbox_runner::image::default_image_tag(), ..Lockdown::for_runtime(runtime) };
     std::fs::write(&seccomp, lockdown.seccomp.as_deref().unwrap_or("{}")).context("writing the seccomp profile")?;
     let raw_args = docker_run_args(&lockdown, Some(&seccomp));
     let measured = async {
         let mut serve = tokio::process::Command::new(code_mode);
-        serve.arg("serve").arg("--").args(&options.server);
+        serve.arg("serve").args(["--runtime", runtime.name()]).arg("--").args(&options.server);
         let serve = Client::start(serve, "code-mode serve").await?;
         let (command, args) = options.server.split_first().context("no server command")?;
         let mut direct = tokio::process::Command::new(command);
         direct.args(args);
         let direct = Client::start(direct, "the MCP server").await?;
-        let measured = rounds(options, &raw_args, &serve, &direct, warm, cold, nats).await;
+        let mut echo = Echo::start(docker, &lockdown).await?;
+        let measured = rounds(options, &raw_args, &serve, &direct, &mut echo, stacks).await;
+        echo.stop().await;
         let serve_pid = serve.pid;
         let serve_after = serve_pid.and_then(rss_kib);
         let serve_warm_memory = match serve_pid {
@@ -381,7 +583,7 @@ async fn measure(
         serve.stop().await;
         direct.stop().await;
         let (samples, phases, serve_idle) = measured?;
-        let through = throughput(options, &raw_args, warm, cold).await?;
+        let through = throughput(options, &raw_args, stacks.warm(), stacks.cold()).await?;
         anyhow::Ok((samples, phases, serve_idle, serve_after, serve_warm_memory, through))
     }
     .await;
@@ -389,69 +591,125 @@ async fn measure(
     let (samples, phases, serve_idle, serve_after, serve_warm_memory, through) = measured?;
     let warm_memory = idle_warm_memory(&owner_label()).await.unwrap_or_default();
     let summary = |v: &[Duration]| Summary::of(v).context("no samples");
-    let figures = [
+    const RAW: &str = "docker run --rm -i, same flags and cell";
+    const DIRECT: &str = "the same call from an MCP client (stdio)";
+    let mut figures = vec![
         Figure {
             name: "warm print(1), MCP stdio (code-mode serve)",
             ours: summary(&samples.mcp_warm)?,
             reference: summary(&samples.raw)?,
-            reference_name: "docker run --rm -i, same flags and cell",
+            reference_name: RAW,
             goal: "at most 1/30 at p50, 1/15 at p90",
         },
         Figure {
             name: "warm print(1), in process (run_code)",
             ours: summary(&samples.warm)?,
             reference: summary(&samples.raw)?,
-            reference_name: "docker run --rm -i, same flags and cell",
+            reference_name: RAW,
             goal: "",
         },
         Figure {
             name: "cold print(1), in process (run_code)",
             ours: summary(&samples.cold)?,
             reference: summary(&samples.raw)?,
-            reference_name: "docker run --rm -i, same flags and cell",
+            reference_name: RAW,
             goal: "",
         },
         Figure {
             name: "tool call inside a cell, in process",
-            ours: summary(&samples.cell_call)?,
+            ours: summary(&samples.calls.in_cell())?,
             reference: summary(&samples.direct_call)?,
-            reference_name: "the same call from an MCP client (stdio)",
+            reference_name: DIRECT,
             goal: "at most 1.5x",
         },
-    ];
-    let mut figures: Vec<Value> = figures.iter().map(Figure::json).collect();
-    if !samples.nats_cell_call.is_empty() {
-        let over_nats = Figure {
-            name: "tool call inside a cell, over NATS",
-            ours: summary(&samples.nats_cell_call)?,
+        Figure {
+            name: "  its host side (runner, bus, bridge, server)",
+            ours: summary(&samples.calls.host())?,
             reference: summary(&samples.direct_call)?,
-            reference_name: "the same call from an MCP client (stdio)",
+            reference_name: DIRECT,
             goal: "",
-        };
-        figures.push(over_nats.json());
+        },
+        Figure {
+            name: "  one line through the attach stream, echoed",
+            ours: summary(&samples.echo)?,
+            reference: summary(&samples.direct_call)?,
+            reference_name: DIRECT,
+            goal: "",
+        },
+    ];
+    if !samples.nats_calls.0.is_empty() {
+        figures.push(Figure {
+            name: "tool call inside a cell, over NATS",
+            ours: summary(&samples.nats_calls.in_cell())?,
+            reference: summary(&samples.direct_call)?,
+            reference_name: DIRECT,
+            goal: "",
+        });
+        figures.push(Figure {
+            name: "  its host side over NATS",
+            ours: summary(&samples.nats_calls.host())?,
+            reference: summary(&samples.direct_call)?,
+            reference_name: DIRECT,
+            goal: "",
+        });
     }
-    let names = Phase::ALL.iter().map(|p| p.as_str());
-    let phases: Vec<Value> = names
-        .zip(phases)
-        .map(|(name, (count, seconds))| {
-            let mean_ms = if count > 0 { seconds * 1000.0 / count as f64 } else { 0.0 };
-            json!({"phase": name, "count": count, "mean_ms": mean_ms})
-        })
-        .collect();
+    if !samples.baseline_warm.is_empty() {
+        figures.push(Figure {
+            name: "warm print(1), in process, baseline image",
+            ours: summary(&samples.baseline_warm)?,
+            reference: summary(&samples.raw)?,
+            reference_name: RAW,
+            goal: "",
+        });
+        figures.push(Figure {
+            name: "tool call inside a cell, baseline image",
+            ours: summary(&samples.baseline_calls.in_cell())?,
+            reference: summary(&samples.direct_call)?,
+            reference_name: DIRECT,
+            goal: "",
+        });
+    }
+    let figures: Vec<Value> = figures.iter().map(Figure::json).collect();
+    let phase_rows = |totals: &[(u64, f64)]| -> Vec<Value> {
+        Phase::ALL
+            .iter()
+            .zip(totals)
+            .map(|(phase, (count, seconds))| {
+                let mean_ms = if *count > 0 { seconds * 1000.0 / *count as f64 } else { 0.0 };
+                json!({"phase": phase.as_str(), "count": count, "mean_ms": mean_ms})
+            })
+            .collect()
+    };
     let kib = |v: Option<(u64, u64)>| v.map(|(rss, peak)| json!({"rss_kib": rss, "peak_kib": peak}));
-    Ok(json!({
+    let mut calls = json!({"in_process": samples.calls.breakdown()});
+    if !samples.nats_calls.0.is_empty() {
+        calls["nats"] = samples.nats_calls.breakdown();
+    }
+    let mut report = json!({
         "samples": options.samples,
         "warmup": options.warmup,
+        "image": lockdown.image,
         "figures": figures,
         "throughput": through,
-        "phases_of_warm_cells_in_process": phases,
+        "phases_of_warm_cells_in_process": phase_rows(&phases.current),
+        "first_output_ms": Summary::of(&samples.first_output).as_ref().map(summary_json),
+        "tool_call_breakdown": calls,
         "memory": {
             "idle_warm_container_mib": warm_memory.iter().chain(&serve_warm_memory).copied().collect::<Vec<f64>>(),
             "serve_idle": kib(serve_idle),
             "serve_after_samples": kib(serve_after),
             "loadtest_process": kib(rss_kib(std::process::id())),
         },
-    }))
+    });
+    if let Some(image) = &options.baseline_image {
+        report["baseline"] = json!({
+            "image": image,
+            "phases_of_warm_cells": phase_rows(&phases.baseline),
+            "first_output_ms": Summary::of(&samples.baseline_first_output).as_ref().map(summary_json),
+            "tool_call_breakdown": samples.baseline_calls.breakdown(),
+        });
+    }
+    Ok(report)
 }
 
 /// The owner label of another process on this host.
@@ -465,7 +723,14 @@ fn owner_of(pid: u32) -> String {
     format!("{host}:{pid}:{start}")
 }
 
-type Rounds = (Samples, Vec<(u64, f64)>, Option<(u64, u64)>);
+/// Phase totals of the measured in-process warm cells: code-mode's image
+/// and the baseline image's.
+struct PhaseTotals {
+    current: Vec<(u64, f64)>,
+    baseline: Vec<(u64, f64)>,
+}
+
+type Rounds = (Samples, PhaseTotals, Option<(u64, u64)>);
 
 /// The latency rounds: each round one sample of every figure.
 async fn rounds(
@@ -473,12 +738,13 @@ async fn rounds(
     raw_args: &[String],
     serve: &Client,
     direct: &Client,
-    warm: &Stack,
-    cold: &Stack,
-    nats: Option<&Stack>,
+    echo: &mut Echo,
+    stacks: &Stacks,
 ) -> anyhow::Result<Rounds> {
     let mut samples = Samples::default();
-    let mut phases = vec![(0u64, 0f64); Phase::ALL.len()];
+    let zero = vec![(0u64, 0f64); Phase::ALL.len()];
+    let mut phases = PhaseTotals { current: zero.clone(), baseline: zero };
+    let first_output = Phase::ALL.iter().position(|&p| p == Phase::FirstOutput).expect("a phase");
     tokio::time::sleep(SETTLE * 2).await;
     let serve_idle = serve.pid.and_then(rss_kib);
     let add = json!({"a": 1, "b": 2});
@@ -491,48 +757,77 @@ async fn rounds(
         let (mcp, result) = serve.call("run_python", json!({"code": "print(1)"})).await?;
         let stdout = result.structured_content.as_ref().and_then(|s| s["stdout"].as_str()).unwrap_or_default();
         ensure!(result.is_error != Some(true) && stdout == "1\n", "unexpected run_python result: {result:?}");
-        refilled(warm).await?;
-        let before = phases_now();
-        let started = Instant::now();
-        let report = warm.frontend.run_code("print(1)").await?;
-        let in_process = started.elapsed();
-        ensure!(report.stdout == "1\n", "unexpected report {report:?}");
-        // The removal and the refill finish after the report: wait for them
-        // so this cell's phases are all counted.
-        refilled(warm).await?;
-        removed_since(&before).await?;
-        let after = phases_now();
+        let (in_process, deltas) = warm_cell(stacks.warm()).await?;
+        let baseline = match &stacks.baseline {
+            Some(stack) => Some(warm_cell(stack).await?),
+            None => None,
+        };
         tokio::time::sleep(SETTLE).await;
         let started = Instant::now();
-        let report = cold.frontend.run_code("print(1)").await?;
+        let report = stacks.cold().frontend.run_code("print(1)").await?;
         let cold_sample = started.elapsed();
         ensure!(report.stdout == "1\n", "unexpected report {report:?}");
-        refilled(warm).await?;
-        let cell_call = call_in_cell(warm).await?;
-        let nats_call = match nats {
-            Some(nats) => {
-                refilled(nats).await?;
-                Some(call_in_cell(nats).await?)
-            }
+        let call = call_in_cell(stacks.warm()).await?;
+        let nats_call = match &stacks.nats {
+            Some(nats) => Some(call_in_cell(nats).await?),
+            None => None,
+        };
+        let baseline_call = match &stacks.baseline {
+            Some(stack) => Some(call_in_cell(stack).await?),
             None => None,
         };
         let (direct_call, result) = direct.call("add", add.clone()).await?;
         ensure!(result.is_error != Some(true), "add failed: {result:?}");
+        let echoed = echo.round_trip().await?;
         if keep {
             samples.raw.push(raw);
             samples.mcp_warm.push(mcp);
             samples.warm.push(in_process);
             samples.cold.push(cold_sample);
-            samples.cell_call.push(cell_call);
-            samples.nats_cell_call.extend(nats_call);
+            samples.calls.0.push(call);
+            samples.nats_calls.0.extend(nats_call);
+            samples.baseline_calls.0.extend(baseline_call);
             samples.direct_call.push(direct_call);
-            for (total, (b, a)) in phases.iter_mut().zip(before.iter().zip(&after)) {
-                total.0 += a.0 - b.0;
-                total.1 += a.1 - b.1;
+            samples.echo.push(echoed);
+            add_phases(&mut phases.current, &deltas);
+            samples.first_output.extend(one_phase(&deltas, first_output));
+            if let Some((elapsed, deltas)) = baseline {
+                samples.baseline_warm.push(elapsed);
+                add_phases(&mut phases.baseline, &deltas);
+                samples.baseline_first_output.extend(one_phase(&deltas, first_output));
             }
         }
     }
     Ok((samples, phases, serve_idle))
+}
+
+fn add_phases(totals: &mut [(u64, f64)], deltas: &[(u64, f64)]) {
+    for (total, delta) in totals.iter_mut().zip(deltas) {
+        total.0 += delta.0;
+        total.1 += delta.1;
+    }
+}
+
+/// The time of phase `index` of one cell, when it recorded exactly one.
+fn one_phase(deltas: &[(u64, f64)], index: usize) -> Option<Duration> {
+    let (count, seconds) = deltas[index];
+    (count == 1).then(|| Duration::from_secs_f64(seconds.max(0.0)))
+}
+
+/// One warm `print(1)` through `stack`'s frontend, timed, with the phases
+/// it recorded (its container's removal and the pool's refill awaited, so
+/// all of them are counted).
+async fn warm_cell(stack: &Stack) -> anyhow::Result<(Duration, Vec<(u64, f64)>)> {
+    refilled(stack).await?;
+    let before = phases_now();
+    let started = Instant::now();
+    let report = stack.frontend.run_code("print(1)").await?;
+    let elapsed = started.elapsed();
+    ensure!(report.stdout == "1\n", "unexpected report {report:?}");
+    refilled(stack).await?;
+    removed_since(&before).await?;
+    let after = phases_now();
+    Ok((elapsed, before.iter().zip(&after).map(|(b, a)| (a.0 - b.0, a.1 - b.1)).collect()))
 }
 
 async fn refilled(stack: &Stack) -> anyhow::Result<()> {
@@ -554,11 +849,25 @@ async fn removed_since(before: &[(u64, f64)]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One `add` call timed inside a warm cell, as the code measured it.
-async fn call_in_cell(stack: &Stack) -> anyhow::Result<Duration> {
+/// One `add` call inside a warm cell of `stack`: as the code timed it, and
+/// its host side and bridge side as the runner and the bridge of this
+/// process timed it.
+async fn call_in_cell(stack: &Stack) -> anyhow::Result<CallSplit> {
+    refilled(stack).await?;
+    let (host, bridge) = (tool_call_host_totals(), bridge_call_totals());
     let report = stack.frontend.run_code(crate::ONE_CALL).await?;
     let ms = crate::check_one_call(&report)?.context("the cell printed its call's time")?;
-    Ok(Duration::from_secs_f64(ms / 1000.0))
+    let (host_after, bridge_after) = (tool_call_host_totals(), bridge_call_totals());
+    ensure!(
+        host_after.0 == host.0 + 1 && bridge_after.0 == bridge.0 + 1,
+        "the call was not timed once at the runner and once at the bridge"
+    );
+    let seconds = |s: f64| Duration::from_secs_f64(s.max(0.0));
+    Ok(CallSplit {
+        in_cell: Duration::from_secs_f64(ms.max(0.0) / 1000.0),
+        host: seconds(host_after.1 - host.1),
+        bridge: seconds(bridge_after.1 - bridge.1),
+    })
 }
 
 /// Cells per second at `options.concurrency` at once: raw `docker run`,
@@ -614,17 +923,16 @@ async fn throughput(options: &Options, raw_args: &[String], warm: &Stack, cold: 
 }
 
 fn print_report(report: &Value, machine: &str) {
-    println!("code-mode-loadtest --compare: {machine}");
+    println!("code-mode-loadtest --compare, runtime {}: {machine}", report["runtime"].as_str().unwrap_or_default());
     println!(
-        "{:<44} {:>17} {:>17} {:>13}  reference; goal",
+        "{:<46} {:>17} {:>17} {:>13}  reference; goal",
         "figure", "code-mode p50/p90", "reference p50/p90", "ratio p50/p90"
     );
+    let pair =
+        |v: &Value| format!("{:.2} / {:.2}", v["p50_ms"].as_f64().unwrap_or(0.0), v["p90_ms"].as_f64().unwrap_or(0.0));
     for f in report["figures"].as_array().into_iter().flatten() {
-        let pair = |v: &Value| {
-            format!("{:.1} / {:.1}", v["p50_ms"].as_f64().unwrap_or(0.0), v["p90_ms"].as_f64().unwrap_or(0.0))
-        };
         println!(
-            "{:<44} {:>17} {:>17} {:>13}  {}; {}",
+            "{:<46} {:>17} {:>17} {:>13}  {}; {}",
             f["figure"].as_str().unwrap_or_default(),
             pair(&f["code_mode"]),
             pair(&f["reference_ms"]),
@@ -644,18 +952,54 @@ fn print_report(report: &Value, machine: &str) {
             t["ratio_to_docker_run"].as_f64().unwrap_or(0.0)
         );
     }
-    println!();
-    println!("phases of the in-process warm print(1) cells (mean ms; remove and refill are off the cell's path):");
-    for p in report["phases_of_warm_cells_in_process"].as_array().into_iter().flatten() {
-        println!(
-            "  {:<13} {:>8.3} ms  (n = {})",
-            p["phase"].as_str().unwrap_or_default(),
-            p["mean_ms"].as_f64().unwrap_or(0.0),
-            p["count"]
+    let breakdown = |title: &str, parts: &Value| {
+        println!();
+        println!("{title} (each call split, then p50 / p90 / mean ms per part):");
+        for (name, part) in parts.as_object().into_iter().flatten() {
+            println!(
+                "  {:<15} {:>8.3} {:>8.3} {:>8.3}  {}",
+                name,
+                part["p50_ms"].as_f64().unwrap_or(0.0),
+                part["p90_ms"].as_f64().unwrap_or(0.0),
+                part["mean_ms"].as_f64().unwrap_or(0.0),
+                part["what"].as_str().unwrap_or_default()
+            );
+        }
+    };
+    for (bus, parts) in report["tool_call_breakdown"].as_object().into_iter().flatten() {
+        breakdown(&format!("where the in-cell tool call's time goes, {bus}"), parts);
+    }
+    let phases = |title: &str, rows: &Value, first: &Value| {
+        println!();
+        println!("{title} (mean ms; kill, remove and refill are off the cell's path):");
+        for p in rows.as_array().into_iter().flatten() {
+            println!(
+                "  {:<13} {:>8.3} ms  (n = {})",
+                p["phase"].as_str().unwrap_or_default(),
+                p["mean_ms"].as_f64().unwrap_or(0.0),
+                p["count"]
+            );
+        }
+        if first.is_object() {
+            println!("  first_output per cell, p50 / p90: {} ms", pair(first));
+        }
+    };
+    phases(
+        &format!("phases of the in-process warm print(1) cells, {}", report["image"].as_str().unwrap_or_default()),
+        &report["phases_of_warm_cells_in_process"],
+        &report["first_output_ms"],
+    );
+    if let Some(baseline) = report.get("baseline") {
+        phases(
+            &format!("the same, baseline image {}", baseline["image"].as_str().unwrap_or_default()),
+            &baseline["phases_of_warm_cells"],
+            &baseline["first_output_ms"],
         );
+        breakdown("the in-cell tool call, baseline image", &baseline["tool_call_breakdown"]);
     }
     println!();
     println!("memory: {}", report["memory"]);
+    println!();
 }
 
 #[cfg(test)]

@@ -99,6 +99,10 @@ struct Args {
     /// With `--compare`: also write the report as JSON to this file.
     #[arg(long, value_name = "FILE", requires = "compare")]
     json: Option<PathBuf>,
+    /// With `--compare`: also run warm cells on this sandbox image (an
+    /// older runner.py) in the same rounds, beside this version's image.
+    #[arg(long, value_name = "TAG", requires = "compare")]
+    baseline_image: Option<String>,
     /// The MCP server to wrap (default: `code-mode-test-server` next to this
     /// binary).
     #[arg(last = true, value_name = "SERVER_COMMAND")]
@@ -166,6 +170,8 @@ async fn main() -> anyhow::Result<()> {
             server: args.server.clone(),
             nats: args.nats.clone(),
             json: args.json.clone(),
+            runtimes: args.runtimes.clone(),
+            baseline_image: args.baseline_image.clone(),
         };
         return compare::run(&options, &sibling("code-mode", "-p code-mode")?).await;
     }

@@ -107,6 +107,23 @@ impl Stack {
         audit: Option<Audit>,
         keep: Option<KeepConfig>,
     ) -> anyhow::Result<Stack> {
+        Self::start_image(None, transport, runtime, server, warm, concurrency, policy, audit, keep).await
+    }
+
+    /// [`Stack::start`] with the sandbox image `image` (an existing tag)
+    /// instead of this version's.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn start_image(
+        image: Option<String>,
+        transport: &Transport,
+        runtime: Runtime,
+        server: &[String],
+        warm: usize,
+        concurrency: usize,
+        policy: Option<PathBuf>,
+        audit: Option<Audit>,
+        keep: Option<KeepConfig>,
+    ) -> anyhow::Result<Stack> {
         // The policy's counters live where `code-mode` keeps them: in memory
         // for one process, in JetStream for the split services.
         let (frontend_bus, bridge_bus, runner_bus, state) = match transport {
@@ -138,13 +155,26 @@ impl Stack {
             (Some(Audit::Nats), Transport::InProcess) => bail!("the NATS audit sink needs --nats"),
         };
         let docker = connect_docker().await?;
-        let tag = image::default_image_tag();
-        image::ensure_image(&docker, &tag, BaseSource::Auto, &|line: &str| eprintln!("loadtest: {line}")).await?;
+        let tag = match image {
+            Some(tag) => {
+                if !image::image_exists(&docker, &tag).await? {
+                    bail!("the image {tag} does not exist");
+                }
+                tag
+            }
+            None => {
+                let tag = image::default_image_tag();
+                image::ensure_image(&docker, &tag, BaseSource::Auto, &|line: &str| eprintln!("loadtest: {line}"))
+                    .await?;
+                tag
+            }
+        };
         let config = RunnerConfig {
             lockdown: Lockdown { image: tag, ..Lockdown::for_runtime(runtime) },
             capacity: concurrency,
             warm,
             audit: audit.clone(),
+            ..RunnerConfig::default()
         };
         let runner = SandboxRunner::new(docker, config, runner_bus).await?;
         let Some((command, args)) = server.split_first() else { bail!("no server command") };

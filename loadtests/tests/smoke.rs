@@ -63,13 +63,17 @@ fn one_cold_sample_runs_under_each_runtime_side_by_side() {
 }
 
 #[test]
-fn compare_puts_each_figure_beside_a_raw_docker_run_and_a_direct_call_and_writes_the_json_report() {
+fn compare_puts_each_figure_beside_a_raw_docker_run_and_a_direct_call_under_each_runtime_and_writes_the_json_report() {
     if !docker_available() {
         return;
     }
     let json = std::env::temp_dir().join(format!("code-mode-compare-{}.json", std::process::id()));
+    // This version's image doubles as the baseline: the second warm stack
+    // runs in the same rounds all the same.
+    let baseline = code_mode_sandbox_runner::image::default_image_tag();
     let out = Command::new(env!("CARGO_BIN_EXE_code-mode-loadtest"))
-        .args(["--compare", "--samples", "1", "--warmup", "0", "--cells", "2", "--concurrency", "1", "--json"])
+        .args(["--compare", "--samples", "1", "--warmup", "0", "--cells", "2", "--concurrency", "1"])
+        .args(["--runtimes", "runc,runsc", "--baseline-image", &baseline, "--json"])
         .arg(&json)
         .arg("--")
         .arg(code_mode_core::testing::workspace_binary("code-mode-test-server"))
@@ -77,29 +81,46 @@ fn compare_puts_each_figure_beside_a_raw_docker_run_and_a_direct_call_and_writes
         .expect("the load test runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    let report: serde_json::Value =
+    let top: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("the JSON report is written")).unwrap();
     let _ = std::fs::remove_file(&json);
-    let figures = report["figures"].as_array().expect("figures");
-    assert_eq!(figures.len(), 4, "{report:#}");
-    for figure in figures {
-        let ratio = figure["ratio_p50"].as_f64().unwrap_or(f64::NAN);
-        assert!(ratio.is_finite() && ratio > 0.0, "{figure}");
-        let name = figure["figure"].as_str().unwrap();
-        assert!(stdout.lines().any(|l| l.starts_with(name)), "no line for {name} in\n{stdout}");
+    assert!(top["machine"]["load_before"].as_str().is_some_and(|l| !l.is_empty()), "{top:#}");
+    let runs = top["runs"].as_array().expect("one report per runtime");
+    assert_eq!(runs.iter().map(|r| r["runtime"].as_str().unwrap()).collect::<Vec<_>>(), ["runc", "runsc"]);
+    assert_eq!(top["figures"], runs[0]["figures"], "the first runtime's report is also at the top");
+    for report in runs {
+        let runtime = report["runtime"].as_str().unwrap();
+        assert!(stdout.contains(&format!("--compare, runtime {runtime}:")), "no table for {runtime}:\n{stdout}");
+        let figures = report["figures"].as_array().expect("figures");
+        let names: Vec<&str> = figures.iter().map(|f| f["figure"].as_str().unwrap()).collect();
+        assert_eq!(figures.len(), 8, "six figures and two of the baseline image: {names:?}");
+        for figure in figures {
+            let ratio = figure["ratio_p50"].as_f64().unwrap_or(f64::NAN);
+            assert!(ratio.is_finite() && ratio > 0.0, "{figure}");
+        }
+        assert!(figures[0]["reference"].as_str().unwrap().starts_with("docker run"), "{report:#}");
+        assert!(figures[3]["reference"].as_str().unwrap().contains("MCP client"), "{report:#}");
+        let calls = &report["tool_call_breakdown"]["in_process"];
+        for part in ["in_cell", "container_side", "host_side", "runner_and_bus", "bridge"] {
+            assert!(calls[part]["p50_ms"].as_f64().is_some_and(|ms| ms >= 0.0), "no {part} in {report:#}");
+        }
+        let in_cell = calls["in_cell"]["mean_ms"].as_f64().unwrap();
+        let host = calls["host_side"]["mean_ms"].as_f64().unwrap();
+        let bridge = calls["bridge"]["mean_ms"].as_f64().unwrap();
+        assert!(bridge <= host && host <= in_cell, "each part is within the whole: {calls:#}");
+        let throughput = report["throughput"].as_array().expect("throughput");
+        assert_eq!(throughput.len(), 3, "{report:#}");
+        assert!(throughput.iter().all(|t| t["cells_per_s"].as_f64().unwrap_or(0.0) > 0.0), "{report:#}");
+        for phases in [&report["phases_of_warm_cells_in_process"], &report["baseline"]["phases_of_warm_cells"]] {
+            for phase in ["take", "deliver", "first_output", "done", "kill", "remove", "refill"] {
+                let rows = phases.as_array().expect("phases");
+                let row = rows.iter().find(|p| p["phase"] == phase).unwrap_or_else(|| panic!("no {phase}: {report:#}"));
+                assert_eq!(row["count"], 1, "one warm cell was measured: {row}");
+            }
+        }
+        assert!(report["first_output_ms"]["p50_ms"].as_f64().is_some(), "{report:#}");
+        let idle = report["memory"]["idle_warm_container_mib"].as_array().expect("memory");
+        assert!(!idle.is_empty() && idle.iter().all(|m| m.as_f64().unwrap_or(0.0) > 0.0), "{report:#}");
+        assert!(report["memory"]["serve_idle"]["rss_kib"].as_u64().unwrap_or(0) > 0, "{report:#}");
     }
-    assert!(figures[0]["reference"].as_str().unwrap().starts_with("docker run"), "{report:#}");
-    assert!(figures[3]["reference"].as_str().unwrap().contains("MCP client"), "{report:#}");
-    let throughput = report["throughput"].as_array().expect("throughput");
-    assert_eq!(throughput.len(), 3, "{report:#}");
-    assert!(throughput.iter().all(|t| t["cells_per_s"].as_f64().unwrap_or(0.0) > 0.0), "{report:#}");
-    let phases = report["phases_of_warm_cells_in_process"].as_array().expect("phases");
-    for phase in ["take", "deliver", "first_output", "done", "kill", "remove", "refill"] {
-        let row = phases.iter().find(|p| p["phase"] == phase).unwrap_or_else(|| panic!("no {phase} in {report:#}"));
-        assert_eq!(row["count"], 1, "one warm cell was measured: {row}");
-    }
-    let idle = report["memory"]["idle_warm_container_mib"].as_array().expect("memory");
-    assert!(!idle.is_empty() && idle.iter().all(|m| m.as_f64().unwrap_or(0.0) > 0.0), "{report:#}");
-    assert!(report["memory"]["serve_idle"]["rss_kib"].as_u64().unwrap_or(0) > 0, "{report:#}");
-    assert!(report["machine"]["load_before"].as_str().is_some_and(|l| !l.is_empty()), "{report:#}");
 }
