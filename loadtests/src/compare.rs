@@ -832,7 +832,7 @@ async fn warm_cell(stack: &Stack) -> anyhow::Result<(Duration, Vec<(u64, f64)>)>
 
 async fn refilled(stack: &Stack) -> anyhow::Result<()> {
     let pool = stack.runner.pool();
-    let filled = tokio::time::timeout(REFILL_BOUND, pool.wait_for(pool.target())).await;
+    let filled = tokio::time::timeout(REFILL_BOUND, pool.wait_until_full()).await;
     ensure!(matches!(filled, Ok(true)), "the warm pool did not refill within {REFILL_BOUND:?}");
     Ok(())
 }

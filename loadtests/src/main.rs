@@ -373,7 +373,7 @@ async fn latency(
     for i in 0..args.warmup + args.samples {
         if refill {
             let pool = stack.runner.pool();
-            let filled = tokio::time::timeout(REFILL_BOUND, pool.wait_for(pool.target())).await;
+            let filled = tokio::time::timeout(REFILL_BOUND, pool.wait_until_full()).await;
             ensure!(matches!(filled, Ok(true)), "the warm pool did not refill within {REFILL_BOUND:?}");
         }
         let started = Instant::now();

@@ -201,6 +201,26 @@ impl Pool {
         size.wait_for(|&s| s >= n).await.is_ok()
     }
 
+    /// Wait until the pool holds as many ready containers as its target at
+    /// that moment (the target may move meanwhile: waiting for a number
+    /// read before could wait for ever once the target fell below it);
+    /// false if the pool stopped first.
+    pub async fn wait_until_full(&self) -> bool {
+        let (mut size, mut target) = (self.size.clone(), self.target.clone());
+        loop {
+            if *size.borrow_and_update() >= *target.borrow_and_update() {
+                return true;
+            }
+            let changed = tokio::select! {
+                changed = size.changed() => changed,
+                changed = target.changed() => changed,
+            };
+            if changed.is_err() {
+                return false;
+            }
+        }
+    }
+
     /// Wait until the target satisfies `wanted`; false if the pool stopped
     /// first.
     pub async fn wait_for_target(&self, wanted: impl Fn(usize) -> bool) -> bool {
