@@ -58,9 +58,11 @@ fn concurrent_http_sessions_in_closed_and_open_loop_report_every_cell_with_perce
     }
     let dir = TempDir::new("loadtest-clients");
     let port = free_port();
+    let metrics = free_port();
     let _serve = Killed(
         Command::new(workspace_binary("code-mode"))
             .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--deadline", "30", "--max-concurrent", "4"])
+            .args(["--metrics-addr", &format!("127.0.0.1:{metrics}"), "--warm-window", "1"])
             .args(["--config", &servers(&dir.0)])
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
@@ -104,12 +106,22 @@ fn concurrent_http_sessions_in_closed_and_open_loop_report_every_cell_with_perce
     }
     eprintln!("{stdout}");
 
-    // Open loop: 4 cells a second for 3 s, sent whatever is in flight.
-    let (code, stdout, report) =
-        load(&["--url", &url, "--sessions", "2", "--rate", "4", "--duration", "3", "--mix", "print"], &dir.0, "open");
+    // Open loop: 4 cells a second for 3 s, sent whatever is in flight,
+    // with the warm pool read from serve's metrics before and after.
+    let metrics = format!("127.0.0.1:{metrics}");
+    let open = ["--url", &url, "--sessions", "2", "--rate", "4", "--duration", "3", "--mix", "print"];
+    let (code, stdout, report) = load(&[&open[..], &["--metrics", &metrics, "--idle", "4"]].concat(), &dir.0, "open");
     assert_eq!(code, 0, "{stdout}");
     assert_eq!(report["cells"], 12, "{stdout}");
     assert_eq!(report["outcomes"]["ok"], 12, "{stdout}");
+    let pool = &report["warm_pool"];
+    let takes = pool["cold_takes"].as_u64().unwrap() + pool["warm_takes"].as_u64().unwrap();
+    assert_eq!(takes, 12, "each cell took a warm container or waited for a cold start: {pool}");
+    assert!(stdout.contains("cells waited for a cold start"), "{stdout}");
+    // 4 s idle with a 1 s window: the pool's target is back at its floor
+    // of 2, and no more than that stays ready.
+    assert_eq!(pool["target_idle"].as_u64(), Some(2), "{pool}");
+    assert!(pool["ready_idle"].as_u64().is_some_and(|n| n <= 2), "{pool}");
     let sent: Vec<f64> = report["samples"].as_array().unwrap().iter().map(|s| s["sent_s"].as_f64().unwrap()).collect();
     assert!(sent.last().unwrap() - sent.first().unwrap() >= 2.5, "sent over the duration, not at once: {sent:?}");
     eprintln!("{stdout}");
