@@ -104,10 +104,14 @@ fn compare_puts_each_figure_beside_a_raw_docker_run_and_a_direct_call_under_each
         for part in ["in_cell", "container_side", "host_side", "runner_and_bus", "bridge"] {
             assert!(calls[part]["p50_ms"].as_f64().is_some_and(|ms| ms >= 0.0), "no {part} in {report:#}");
         }
-        let in_cell = calls["in_cell"]["mean_ms"].as_f64().unwrap();
+        // The bridge's timing lies within the runner's (same process, the
+        // bridge answers between the runner's read and its write); the
+        // code's own timing is in another process, whose clock a loaded
+        // machine may leave behind the runner's resuming, so it is not
+        // compared here.
         let host = calls["host_side"]["mean_ms"].as_f64().unwrap();
         let bridge = calls["bridge"]["mean_ms"].as_f64().unwrap();
-        assert!(bridge <= host && host <= in_cell, "each part is within the whole: {calls:#}");
+        assert!(bridge <= host, "the bridge's part is within the host side: {calls:#}");
         let throughput = report["throughput"].as_array().expect("throughput");
         assert_eq!(throughput.len(), 3, "{report:#}");
         assert!(throughput.iter().all(|t| t["cells_per_s"].as_f64().unwrap_or(0.0) > 0.0), "{report:#}");
