@@ -477,6 +477,28 @@ async fn until_add_answers(peer: &Peer<RoleClient>, within: Duration) {
     }
 }
 
+/// Wait (at most 10 s) until nats-server finds no responder for direct
+/// calls, asking as the frontend's user.
+async fn until_nobody_serves_direct_calls(url: &str, users: &code_mode_core::testing::NatsUsers) {
+    let client =
+        async_nats::ConnectOptions::with_user_and_password("frontend".into(), users.password("frontend").into())
+            .custom_inbox_prefix("_INBOX.frontend")
+            .connect(url)
+            .await
+            .expect("the frontend's user connects");
+    let give_up = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let asked = async_nats::client::Request::new().payload("{}".into()).timeout(Some(Duration::from_millis(300)));
+        match client.send_request(code_mode_proto::subjects::TOOL_DIRECT.to_string(), asked).await {
+            Err(e) if e.kind() == async_nats::RequestErrorKind::NoResponders => return,
+            _ => assert!(
+                std::time::Instant::now() < give_up,
+                "nats-server still routes direct calls 10 s after the bridge died"
+            ),
+        }
+    }
+}
+
 #[tokio::test]
 async fn over_nats_a_crashed_server_and_a_killed_bridge_fail_direct_calls_by_type_name_until_they_are_back() {
     let Some((nats, users)) = NatsServer::start_secured() else { panic!("nats-server is needed") };
@@ -497,6 +519,11 @@ async fn over_nats_a_crashed_server_and_a_killed_bridge_fail_direct_calls_by_typ
     let killed = std::process::Command::new("kill").args(["-s", "KILL", &pid]).status().expect("kill runs");
     assert!(killed.success());
     bridge.wait().await.expect("the killed bridge is reaped");
+    // nats-server drops the dead bridge's subscription when it reads the
+    // closed socket; on a loaded machine that may come after the next
+    // request, which then waits for a reply that never comes. The outage
+    // this test is about starts once the server knows: wait for that.
+    until_nobody_serves_direct_calls(&nats.url(), &users).await;
     let during = tokio::time::timeout(Duration::from_secs(10), call(&peer, "add", json!({"a": 2, "b": 3})))
         .await
         .expect("a direct call during the outage fails at once");
