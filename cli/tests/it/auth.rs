@@ -439,3 +439,69 @@ async fn insecure_no_auth_serves_a_non_loopback_address_and_says_so_in_a_warning
     assert_eq!(answer.status, 200, "{answer:?}");
     assert!(log.lock().unwrap().iter().any(|l| l.contains("WARN") && l.contains("--insecure-no-auth")));
 }
+
+/// `add` 10 calls an hour per identity, shared by all its sessions.
+const PER_IDENTITY: &str = r#"{"version":"1","default":"allow","tools":{
+  "add":{"limits":[{"counter":"add_per_identity","window":"hour","max":10,"scope":"identity"}]}}}"#;
+
+/// Twenty-five concurrent calls of `add`: how many went through.
+const GATHER_25: &str = "\
+import asyncio
+async def attempt(i):
+    try:
+        await add({'a': i, 'b': 1})
+        return 'ok'
+    except ToolError as e:
+        return str(e)
+results = await asyncio.gather(*(attempt(i) for i in range(25)))
+print(results.count('ok'))
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_nats_an_identity_limit_lets_exactly_ten_of_fifty_concurrent_calls_from_two_sessions_of_one_identity_through()
+ {
+    if !support::sandbox_available() {
+        return;
+    }
+    crate::policy::inside_one_window(3600, 60);
+    let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else { return };
+    let nats_url = nats.url();
+    let policy = log_path("identity-limit").with_extension("policy.json");
+    std::fs::write(&policy, PER_IDENTITY).unwrap();
+    let log = log_path("identity-limit");
+    // Two bridge replicas sharing the counters in JetStream, one runner
+    // with room for both cells at once, one HTTP frontend with tokens.
+    let bridge_args = ["--policy", policy.to_str().unwrap()];
+    let server_args = ["--log", log.to_str().unwrap()];
+    let _bridges = [
+        support::spawn_service(&nats_url, &users, "bridge", &bridge_args, Some(&server_args)),
+        support::spawn_service(&nats_url, &users, "bridge", &bridge_args, Some(&server_args)),
+    ];
+    let _runner = support::spawn_service(&nats_url, &users, "sandbox-runner", &["--capacity", "2"], None);
+    let (alice, bob) = (token_new("alice"), token_new("bob"));
+    let tokens = tokens_path("identity-limit");
+    write_tokens(&tokens, &[&alice, &bob]);
+    let http = ["--http", "127.0.0.1:0", "--auth-tokens", tokens.to_str().unwrap()];
+    let mut frontend = support::service_command(&nats_url, &users, "frontend", &http, None);
+    let (_frontend, url, _log) = spawn_http(&mut frontend).await;
+
+    // Two sessions of alice, each gathering 25 calls, both at once.
+    let (first, second) = (connect_as(&url, &alice, ()).await, connect_as(&url, &alice, ()).await);
+    let (one, two) = tokio::join!(run_python(&first, GATHER_25), run_python(&second, GATHER_25));
+    let passed: Vec<usize> =
+        [one, two].iter().map(|r| stdout(r).trim().parse().unwrap_or_else(|_| panic!("{}", stdout(r)))).collect();
+    assert_eq!(passed.iter().sum::<usize>(), 10, "alice's two sessions share one count: {passed:?}");
+    let added = || support::logged_calls(&log).iter().filter(|l| *l == "tools/call add").count();
+    assert_eq!(added(), 10, "only the admitted calls reached the server");
+
+    // Bob has a count of his own; alice in a third session has none left.
+    let bobs = connect_as(&url, &bob, ()).await;
+    assert_eq!(stdout(&run_python(&bobs, "print(await add({'a': 1, 'b': 1}))").await).trim(), "{\"sum\":2}");
+    let third = connect_as(&url, &alice, ()).await;
+    let refused = stdout(&run_python(&third, GATHER_25).await);
+    assert_eq!(refused.trim(), "0", "alice's count is spent in any session of hers: {refused}");
+    assert_eq!(added(), 11);
+    for client in [first, second, bobs, third] {
+        client.cancel().await.ok();
+    }
+}
