@@ -50,7 +50,7 @@ use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
-use crate::stack::{Stack, Transport};
+use crate::stack::{Extras, Stack, Transport};
 use crate::stats::Summary;
 
 /// Pause before each sample: long enough for a warm pool of 2 to refill on
@@ -446,17 +446,15 @@ impl Stacks {
     async fn fill(&mut self, options: &Options, runtime: Runtime) -> anyhow::Result<()> {
         let in_process = Transport::InProcess;
         let (server, at_once) = (&options.server, options.concurrency);
-        self.warm = Some(Stack::start(&in_process, runtime, server, WARM, at_once, None, None, None).await?);
-        self.cold = Some(Stack::start(&in_process, runtime, server, 0, at_once, None, None, None).await?);
+        self.warm = Some(Stack::start(&in_process, runtime, server, WARM, at_once, Extras::default()).await?);
+        self.cold = Some(Stack::start(&in_process, runtime, server, 0, at_once, Extras::default()).await?);
         if let Some(url) = &options.nats {
             let transport = Transport::Nats(url.clone());
-            self.nats = Some(Stack::start(&transport, runtime, server, WARM, at_once, None, None, None).await?);
+            self.nats = Some(Stack::start(&transport, runtime, server, WARM, at_once, Extras::default()).await?);
         }
         if let Some(image) = &options.baseline_image {
-            let image = Some(image.clone());
-            let stack =
-                Stack::start_image(image, &in_process, runtime, server, WARM, at_once, None, None, None).await?;
-            self.baseline = Some(stack);
+            let extras = Extras { image: Some(image.clone()), ..Extras::default() };
+            self.baseline = Some(Stack::start(&in_process, runtime, server, WARM, at_once, extras).await?);
         }
         Ok(())
     }

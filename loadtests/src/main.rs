@@ -57,7 +57,7 @@ use code_mode_proto::CellReport;
 use code_mode_sandbox_runner::DEFAULT_WARM;
 use code_mode_sandbox_runner::container::Runtime;
 
-use crate::stack::{Audit, Stack, Transport};
+use crate::stack::{Audit, Extras, Stack, Transport};
 use crate::stats::Summary;
 
 /// Measure the latency and throughput of code-mode cells on this machine.
@@ -187,7 +187,7 @@ async fn main() -> anyhow::Result<()> {
         let first_row = rows.len();
         let wants = |s| args.scenarios.contains(&s);
         if wants(Scenario::Cold) || wants(Scenario::Throughput) {
-            let stack = Stack::start(transport, runtime, &args.server, 0, args.concurrency, None, None, None).await?;
+            let stack = Stack::start(transport, runtime, &args.server, 0, args.concurrency, Extras::default()).await?;
             let measured = async {
                 if wants(Scenario::Cold) {
                     eprintln!("loadtest: cold print(1) over {transport}");
@@ -208,7 +208,7 @@ async fn main() -> anyhow::Result<()> {
             && [Scenario::Warm, Scenario::Tool, Scenario::Throughput, Scenario::Policy].into_iter().any(wants)
         {
             let stack =
-                Stack::start(transport, runtime, &args.server, args.warm, args.concurrency, None, None, None).await?;
+                Stack::start(transport, runtime, &args.server, args.warm, args.concurrency, Extras::default()).await?;
             let measured = async {
                 if wants(Scenario::Warm) {
                     eprintln!("loadtest: warm print(1) over {transport}");
@@ -242,17 +242,8 @@ async fn main() -> anyhow::Result<()> {
         if args.warm > 0 && wants(Scenario::Policy) {
             let policy = std::env::temp_dir().join(format!("code-mode-loadtest-policy-{}.json", std::process::id()));
             std::fs::write(&policy, LIMITED).context("writing the load test's policy")?;
-            let stack = Stack::start(
-                transport,
-                runtime,
-                &args.server,
-                args.warm,
-                args.concurrency,
-                Some(policy.clone()),
-                None,
-                None,
-            )
-            .await;
+            let extras = Extras { policy: Some(policy.clone()), ..Extras::default() };
+            let stack = Stack::start(transport, runtime, &args.server, args.warm, args.concurrency, extras).await;
             let _ = std::fs::remove_file(&policy);
             let stack = stack?;
             eprintln!("loadtest: {SERIAL_CALLS} calls in a row, rate-limited, over {transport}");
@@ -269,17 +260,8 @@ async fn main() -> anyhow::Result<()> {
                 }
                 Transport::Nats(_) => (Audit::Nats, "audit stream"),
             };
-            let stack = Stack::start(
-                transport,
-                runtime,
-                &args.server,
-                args.warm,
-                args.concurrency,
-                None,
-                Some(audit.clone()),
-                None,
-            )
-            .await?;
+            let extras = Extras { audit: Some(audit.clone()), ..Extras::default() };
+            let stack = Stack::start(transport, runtime, &args.server, args.warm, args.concurrency, extras).await?;
             eprintln!("loadtest: {SERIAL_CALLS} calls in a row, {label}, over {transport}");
             let measured = serial_calls(&stack, &args, transport, label).await;
             stack.stop().await;
@@ -289,9 +271,8 @@ async fn main() -> anyhow::Result<()> {
             rows.push(measured?);
         }
         if wants(Scenario::Kept) {
-            let keep = Some(KeepConfig::default());
-            let stack =
-                Stack::start(transport, runtime, &args.server, args.warm, args.concurrency, None, None, keep).await?;
+            let extras = Extras { keep: Some(KeepConfig::default()), ..Extras::default() };
+            let stack = Stack::start(transport, runtime, &args.server, args.warm, args.concurrency, extras).await?;
             eprintln!("loadtest: print(1) in a kept session over {transport}");
             let measured = latency(&stack, PRINT_ONE, &args, false, check_print_one).await;
             stack.stop().await;

@@ -65,6 +65,19 @@ impl Transport {
     }
 }
 
+/// What a scenario adds to a plain stack; the default adds nothing.
+#[derive(Debug, Clone, Default)]
+pub struct Extras {
+    /// The bridge's policy file.
+    pub policy: Option<PathBuf>,
+    /// Where the audit records go.
+    pub audit: Option<Audit>,
+    /// Kept sessions (variables kept between cells).
+    pub keep: Option<KeepConfig>,
+    /// An existing sandbox image tag instead of this version's.
+    pub image: Option<String>,
+}
+
 /// A running stack.
 pub struct Stack {
     /// The frontend cells are sent through.
@@ -94,36 +107,17 @@ impl Services {
 impl Stack {
     /// Start the three services: the runner keeps `warm` containers ready
     /// under `runtime` and runs up to `concurrency` cells, the frontend
-    /// sends as many (its sessions keep their variables with `keep`).
-    // Each scenario names every knob it varies, in one call.
-    #[allow(clippy::too_many_arguments)]
+    /// sends as many; `extras` adds a policy, an audit sink, kept sessions
+    /// or another sandbox image.
     pub async fn start(
         transport: &Transport,
         runtime: Runtime,
         server: &[String],
         warm: usize,
         concurrency: usize,
-        policy: Option<PathBuf>,
-        audit: Option<Audit>,
-        keep: Option<KeepConfig>,
+        extras: Extras,
     ) -> anyhow::Result<Stack> {
-        Self::start_image(None, transport, runtime, server, warm, concurrency, policy, audit, keep).await
-    }
-
-    /// [`Stack::start`] with the sandbox image `image` (an existing tag)
-    /// instead of this version's.
-    #[allow(clippy::too_many_arguments)]
-    pub async fn start_image(
-        image: Option<String>,
-        transport: &Transport,
-        runtime: Runtime,
-        server: &[String],
-        warm: usize,
-        concurrency: usize,
-        policy: Option<PathBuf>,
-        audit: Option<Audit>,
-        keep: Option<KeepConfig>,
-    ) -> anyhow::Result<Stack> {
+        let Extras { policy, audit, keep, image } = extras;
         // The policy's counters live where `code-mode` keeps them: in memory
         // for one process, in JetStream for the split services.
         let (frontend_bus, bridge_bus, runner_bus, state) = match transport {
