@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use crate::approval::{Answer, Person};
 use crate::http::{LEGACY, run_python, spawn_http, stdout};
+use crate::policy::{calls_of, gather_add, replica};
 use crate::support::{self, log_path};
 
 /// A client made with `code-mode token new NAME`: its token and line.
@@ -444,19 +445,6 @@ async fn insecure_no_auth_serves_a_non_loopback_address_and_says_so_in_a_warning
 const PER_IDENTITY: &str = r#"{"version":"1","default":"allow","tools":{
   "add":{"limits":[{"counter":"add_per_identity","window":"hour","max":10,"scope":"identity"}]}}}"#;
 
-/// Twenty-five concurrent calls of `add`: how many went through.
-const GATHER_25: &str = "\
-import asyncio
-async def attempt(i):
-    try:
-        await add({'a': i, 'b': 1})
-        return 'ok'
-    except ToolError as e:
-        return str(e)
-results = await asyncio.gather(*(attempt(i) for i in range(25)))
-print(results.count('ok'))
-";
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_nats_an_identity_limit_lets_exactly_ten_of_fifty_concurrent_calls_from_two_sessions_of_one_identity_through()
  {
@@ -471,12 +459,7 @@ async fn over_nats_an_identity_limit_lets_exactly_ten_of_fifty_concurrent_calls_
     let log = log_path("identity-limit");
     // Two bridge replicas sharing the counters in JetStream, one runner
     // with room for both cells at once, one HTTP frontend with tokens.
-    let bridge_args = ["--policy", policy.to_str().unwrap()];
-    let server_args = ["--log", log.to_str().unwrap()];
-    let _bridges = [
-        support::spawn_service(&nats_url, &users, "bridge", &bridge_args, Some(&server_args)),
-        support::spawn_service(&nats_url, &users, "bridge", &bridge_args, Some(&server_args)),
-    ];
+    let _bridges = [replica(&nats_url, &users, &policy, &log), replica(&nats_url, &users, &policy, &log)];
     let _runner = support::spawn_service(&nats_url, &users, "sandbox-runner", &["--capacity", "2"], None);
     let (alice, bob) = (token_new("alice"), token_new("bob"));
     let tokens = tokens_path("identity-limit");
@@ -487,20 +470,21 @@ async fn over_nats_an_identity_limit_lets_exactly_ten_of_fifty_concurrent_calls_
 
     // Two sessions of alice, each gathering 25 calls, both at once.
     let (first, second) = (connect_as(&url, &alice, ()).await, connect_as(&url, &alice, ()).await);
-    let (one, two) = tokio::join!(run_python(&first, GATHER_25), run_python(&second, GATHER_25));
-    let passed: Vec<usize> =
-        [one, two].iter().map(|r| stdout(r).trim().parse().unwrap_or_else(|_| panic!("{}", stdout(r)))).collect();
+    let gather = gather_add(25);
+    let (one, two) = tokio::join!(run_python(&first, &gather), run_python(&second, &gather));
+    let passed =
+        |out: &str| -> usize { out.lines().next().and_then(|l| l.parse().ok()).unwrap_or_else(|| panic!("{out}")) };
+    let passed: Vec<usize> = [one, two].iter().map(|r| passed(&stdout(r))).collect();
     assert_eq!(passed.iter().sum::<usize>(), 10, "alice's two sessions share one count: {passed:?}");
-    let added = || support::logged_calls(&log).iter().filter(|l| *l == "tools/call add").count();
-    assert_eq!(added(), 10, "only the admitted calls reached the server");
+    assert_eq!(calls_of(&log, "add"), 10, "only the admitted calls reached the server");
 
     // Bob has a count of his own; alice in a third session has none left.
     let bobs = connect_as(&url, &bob, ()).await;
     assert_eq!(stdout(&run_python(&bobs, "print(await add({'a': 1, 'b': 1}))").await).trim(), "{\"sum\":2}");
     let third = connect_as(&url, &alice, ()).await;
-    let refused = stdout(&run_python(&third, GATHER_25).await);
-    assert_eq!(refused.trim(), "0", "alice's count is spent in any session of hers: {refused}");
-    assert_eq!(added(), 11);
+    let refused = stdout(&run_python(&third, &gather).await);
+    assert_eq!(refused.lines().next(), Some("0"), "alice's count is spent in any session of hers: {refused}");
+    assert_eq!(calls_of(&log, "add"), 11);
     for client in [first, second, bobs, third] {
         client.cancel().await.ok();
     }

@@ -6,20 +6,14 @@
 //! is missing or not PEM, a key of another certificate, and TLS without
 //! authentication off loopback (TLS does not replace authentication).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
+use code_mode_core::testing::TempDir;
 use serde_json::json;
 
 use crate::auth::{bearer, serve, token_new, tokens_path, write_tokens};
 use crate::support;
-
-/// A fresh folder for one test's files.
-fn folder(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("code-mode-https-{tag}-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// A self-signed certificate for `localhost` and 127.0.0.1 (`<name>.pem`,
 /// `<name>.key` in `dir`); false (after `unavailable`) without `openssl`.
@@ -44,11 +38,7 @@ fn self_signed(dir: &Path, name: &str) -> bool {
         "-out",
         &cert,
     ];
-    match std::process::Command::new("openssl").args(args).current_dir(dir).output() {
-        Ok(out) if out.status.success() => true,
-        Ok(out) => panic!("openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr)),
-        Err(e) => code_mode_core::testing::unavailable("openssl", &e.to_string()),
-    }
+    crate::tls::openssl(dir, &args)
 }
 
 #[tokio::test]
@@ -56,8 +46,9 @@ async fn over_tls_a_client_trusting_the_certificate_runs_a_cell_with_its_token_a
     if !support::sandbox_available() {
         return;
     }
-    let dir = folder("serve");
-    if !self_signed(&dir, "server") {
+    let folder = TempDir::new("https-serve");
+    let dir = &folder.0;
+    if !self_signed(dir, "server") {
         return;
     }
     let alice = token_new("alice");
@@ -91,7 +82,6 @@ async fn over_tls_a_client_trusting_the_certificate_runs_a_cell_with_its_token_a
     assert!(!body.contains("jsonrpc"), "{body}");
     assert!(!log.lock().unwrap().join("\n").contains(&alice.token[3..]), "the token reached the log");
     let _ = std::fs::remove_file(tokens);
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// `serve` with `args` before `--`: it must exit non-zero at once; its
@@ -112,8 +102,9 @@ async fn refused(args: &[&str]) -> String {
 
 #[tokio::test]
 async fn half_a_pair_a_bad_pem_file_a_foreign_key_or_tls_without_authentication_off_loopback_stop_startup_saying_why() {
-    let dir = folder("refused");
-    if !self_signed(&dir, "server") || !self_signed(&dir, "other") {
+    let folder = TempDir::new("https-refused");
+    let dir = &folder.0;
+    if !self_signed(dir, "server") || !self_signed(dir, "other") {
         return;
     }
     let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
@@ -145,5 +136,4 @@ async fn half_a_pair_a_bad_pem_file_a_foreign_key_or_tls_without_authentication_
     // TLS protects the wire; it does not say who calls.
     let e = refused(&["--http", "0.0.0.0:0", "--tls-cert", &cert, "--tls-key", &key]).await;
     assert!(e.contains("refusing to serve MCP on 0.0.0.0:0 without authentication"), "{e}");
-    let _ = std::fs::remove_dir_all(dir);
 }

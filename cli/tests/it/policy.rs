@@ -241,7 +241,7 @@ fn stdout_of(result: &CallToolResult) -> String {
 }
 
 /// The `tools/call` lines of `tool` in the test server's log.
-fn calls_of(log: &PathBuf, tool: &str) -> usize {
+pub(crate) fn calls_of(log: &PathBuf, tool: &str) -> usize {
     logged_calls(log).iter().filter(|l| *l == &format!("tools/call {tool}")).count()
 }
 
@@ -301,24 +301,34 @@ async fn over_nats_a_grant_limit_counts_each_client_session_and_a_global_limit_c
 const SHARED: &str = r#"{"version":"1","default":"allow","tools":{
   "add":{"limits":[{"counter":"add_rate","window":"hour","max":10,"scope":"global"}]}}}"#;
 
-/// Fifty concurrent calls of `add`: how many went through, then each refusal.
-const GATHER_CODE: &str = "\
+/// `calls` concurrent calls of `add`: how many went through, then each
+/// refusal.
+pub(crate) fn gather_add(calls: usize) -> String {
+    format!(
+        "\
 import asyncio
 async def attempt(i):
     try:
-        await add({'a': i, 'b': 1})
+        await add({{'a': i, 'b': 1}})
         return 'ok'
     except ToolError as e:
         return str(e)
-results = await asyncio.gather(*(attempt(i) for i in range(50)))
+results = await asyncio.gather(*(attempt(i) for i in range({calls})))
 print(results.count('ok'))
 for r in results:
     if r != 'ok':
         print(r)
-";
+"
+    )
+}
 
 /// A bridge replica with the policy `policy`, logging its server's calls to `log`.
-fn replica(url: &str, users: &NatsUsers, policy: &std::path::Path, log: &std::path::Path) -> tokio::process::Child {
+pub(crate) fn replica(
+    url: &str,
+    users: &NatsUsers,
+    policy: &std::path::Path,
+    log: &std::path::Path,
+) -> tokio::process::Child {
     spawn_service(
         url,
         users,
@@ -351,7 +361,7 @@ async fn over_nats_bridge_replicas_share_the_rate_limit_counters_and_a_restarted
         stdout_of(&run_python(&client, "for _ in range(10):\n    await echo({'text': 'hi'})").await);
     }
 
-    let out = stdout_of(&run_python(&client, GATHER_CODE).await);
+    let out = stdout_of(&run_python(&client, &gather_add(50)).await);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.first(), Some(&"10"), "exactly 10 of 50 went through: {out}");
     assert_eq!(lines.len(), 41, "{out}");

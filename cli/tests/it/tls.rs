@@ -18,7 +18,7 @@ use code_mode_core::testing::{NatsCluster, TempDir};
 use crate::support::{self, connect_client, report, run_python};
 
 /// `openssl` with `args` in `dir`; false (after `unavailable`) without it.
-fn openssl(dir: &Path, args: &[&str]) -> bool {
+pub(crate) fn openssl(dir: &Path, args: &[&str]) -> bool {
     match Command::new("openssl").args(args).current_dir(dir).output() {
         Ok(out) if out.status.success() => true,
         Ok(out) => panic!("openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr)),
