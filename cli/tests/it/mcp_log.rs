@@ -89,11 +89,12 @@ async fn log_notifications_reach_only_their_own_session_at_or_above_the_level_it
     let _ = std::fs::remove_file(tokens);
 }
 
-/// An MCP client that approves every question and keeps the log
-/// notifications it gets.
+/// An MCP client that approves every question (unless it declares no
+/// elicitation) and keeps the log notifications it gets.
 #[derive(Clone, Default)]
 struct Listener {
     heard: Arc<Mutex<Vec<LoggingMessageNotificationParam>>>,
+    no_elicitation: bool,
 }
 
 impl Listener {
@@ -122,7 +123,10 @@ impl ClientHandler for Listener {
 
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
-        capabilities.elicitation = Some(ElicitationCapability::new().with_form(FormElicitationCapability::default()));
+        if !self.no_elicitation {
+            capabilities.elicitation =
+                Some(ElicitationCapability::new().with_form(FormElicitationCapability::default()));
+        }
         let mut info = ClientConfig::default();
         info.capabilities = capabilities;
         info
@@ -169,6 +173,29 @@ async fn over_stdio_a_client_at_notice_hears_of_an_approval_asked_and_a_cell_ref
     assert_eq!(heard.len(), 2, "{heard:?}");
     assert_eq!((heard[1].level, heard[1].data["event"].as_str()), (LoggingLevel::Warning, Some("cell_refused")));
     assert_eq!(heard[1].data["limit"], "--max-cells-per-session");
+    client.cancel().await.ok();
+    let _ = std::fs::remove_file(policy);
+}
+
+#[tokio::test]
+async fn a_client_at_warning_that_cannot_be_asked_hears_that_a_call_needing_approval_was_refused() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let policy = support::log_path("log-refused").with_extension("json");
+    std::fs::write(&policy, r#"{"version": "1", "default": "allow", "tools": {"echo": {"action": "approve"}}}"#)
+        .unwrap();
+    let listener = Listener { no_elicitation: true, ..Listener::default() };
+    let args = ["--policy", policy.to_str().unwrap()];
+    let (client, _pid, _guards) = support::start_with(Deployment::AllInOne, &args, &[], listener.clone()).await;
+    client.peer().set_level(SetLevelRequestParams::new(LoggingLevel::Warning)).await.expect("setLevel answers");
+    let code = "try:\n    await echo({'text': 'launch-code-4711'})\nexcept ToolError as e:\n    print('refused')";
+    assert_eq!(report(&run_python(&client, code).await)["stdout"], "refused\n");
+    let heard = listener.heard(1).await;
+    assert_eq!(heard.len(), 1, "only the refusal, no debug cell events: {heard:?}");
+    assert_eq!((heard[0].level, heard[0].data["event"].as_str()), (LoggingLevel::Warning, Some("approval_refused")));
+    assert_eq!((heard[0].data["tool"].as_str(), heard[0].data["rule"].as_str()), (Some("echo"), Some("/tools/echo")));
+    assert!(!heard[0].data.to_string().contains("launch-code"), "no argument values: {}", heard[0].data);
     client.cancel().await.ok();
     let _ = std::fs::remove_file(policy);
 }
