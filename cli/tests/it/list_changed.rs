@@ -1,25 +1,36 @@
 //! A wrapped server that adds a tool while code-mode runs: the MCP client is
 //! told (`notifications/tools/list_changed`), the `run_python` description
-//! then carries the new stub, and later cells see and call the tool.
+//! then carries the new stub, and later cells see and call the tool; a client
+//! that set a log level also hears `tools_changed`.
+
+#![allow(deprecated)] // MCP logging is deprecated from 2026-07-28 on; these clients speak 2025-11-25.
 
 use std::time::Duration;
 
 use rmcp::ClientHandler;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, LoggingLevel, LoggingMessageNotificationParam, SetLevelRequestParams,
+};
 use rmcp::service::{NotificationContext, Peer, RoleClient};
 use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::support::{self, Deployment, report, start_with};
 
-/// A client handler that records each `notifications/tools/list_changed`.
+/// A client handler that records each `notifications/tools/list_changed`
+/// and the `event` of each log notification.
 struct Recorder {
     seen: mpsc::Sender<()>,
+    logged: mpsc::Sender<String>,
 }
 
 impl ClientHandler for Recorder {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         let _ = self.seen.try_send(());
+    }
+
+    async fn on_logging_message(&self, params: LoggingMessageNotificationParam, _: NotificationContext<RoleClient>) {
+        let _ = self.logged.try_send(params.data["event"].as_str().unwrap_or_default().to_string());
     }
 }
 
@@ -61,8 +72,10 @@ async fn a_tool_a_wrapped_server_adds_reaches_the_client_and_later_cells(deploym
         return;
     }
     let (seen, mut notified) = mpsc::channel(16);
-    let (client, _, _guards) = start_with(deployment, &[], &["--add-tool"], Recorder { seen }).await;
+    let (logged, mut log) = mpsc::channel(16);
+    let (client, _, _guards) = start_with(deployment, &[], &["--add-tool"], Recorder { seen, logged }).await;
     let peer = client.peer().clone();
+    peer.set_level(SetLevelRequestParams::new(LoggingLevel::Info)).await.expect("setLevel answers");
     let before = description(&peer).await;
     assert!(before.contains("async def add_tool("), "{before}");
     assert!(!before.contains("late_tool"), "{before}");
@@ -74,6 +87,9 @@ async fn a_tool_a_wrapped_server_adds_reaches_the_client_and_later_cells(deploym
         .await
         .expect("the client is told within 20 s that the tool list changed")
         .expect("the handler is alive");
+    // At info, the session's log says so too (its cells' events are debug).
+    let event = tokio::time::timeout(Duration::from_secs(10), log.recv()).await.expect("a log notification");
+    assert_eq!(event.as_deref(), Some("tools_changed"));
     let after = description(&peer).await;
     assert!(after.contains("async def late_tool("), "the description carries the new stub: {after}");
     assert!(after.contains("Added at runtime by add_tool."), "{after}");
