@@ -60,6 +60,11 @@ pub const SECCOMP_PROFILE_RUNSC: &str = include_str!("../image/seccomp-runsc.jso
 /// inside the sandbox.
 pub const RUNSC_HOST_PIDS: i64 = 1024;
 
+/// How long a SIGKILL exit may wait for the engine's out-of-memory event
+/// ([`Container::exit_state`]). Only containers that died under a cell pay
+/// it, and only when they were killed.
+pub const OOM_EVENT_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// The OCI runtime a sandbox container runs under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -486,13 +491,26 @@ impl Container {
     }
 
     /// Why the container stopped, if it did: `(exit code, OOM-killed)`.
+    ///
+    /// The engine learns of an out-of-memory kill from an event of its own,
+    /// which can land after the exit (seen under gVisor on a loaded
+    /// machine: exit 137, not yet marked OOM-killed). A SIGKILL exit not
+    /// marked so is read again for up to [`OOM_EVENT_GRACE`] before it is
+    /// taken as a plain kill; other exits are read once.
     pub async fn exit_state(&self) -> Option<(i64, bool)> {
-        let info = self.docker.inspect_container(&self.id, None).await.ok()?;
-        let state = info.state?;
-        if state.running == Some(true) {
-            return None;
+        let give_up = tokio::time::Instant::now() + OOM_EVENT_GRACE;
+        loop {
+            let info = self.docker.inspect_container(&self.id, None).await.ok()?;
+            let state = info.state?;
+            if state.running == Some(true) {
+                return None;
+            }
+            let (code, oom) = (state.exit_code.unwrap_or(-1), state.oom_killed.unwrap_or(false));
+            if oom || code != 137 || tokio::time::Instant::now() >= give_up {
+                return Some((code, oom));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
-        Some((state.exit_code.unwrap_or(-1), state.oom_killed.unwrap_or(false)))
     }
 
     /// Kill and remove the container.
