@@ -22,7 +22,7 @@ use bollard::Docker;
 use bollard::container::LogOutput;
 use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig, ResourcesUlimits};
 use bollard::query_parameters::{
-    AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, KillContainerOptionsBuilder,
+    AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, EventsOptionsBuilder, KillContainerOptionsBuilder,
     ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
 };
 use futures::Stream;
@@ -61,9 +61,10 @@ pub const SECCOMP_PROFILE_RUNSC: &str = include_str!("../image/seccomp-runsc.jso
 pub const RUNSC_HOST_PIDS: i64 = 1024;
 
 /// How long a SIGKILL exit may wait for the engine's out-of-memory event
-/// ([`Container::exit_state`]). Only containers that died under a cell pay
-/// it, and only when they were killed.
-pub const OOM_EVENT_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+/// ([`Container::exit_state`]). A late event ends the wait as it lands;
+/// only containers killed under a cell by something else (a kill from
+/// outside, the code killing itself) wait it out in full.
+pub const OOM_EVENT_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The OCI runtime a sandbox container runs under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
@@ -432,6 +433,9 @@ pub struct Container {
     docker: Docker,
     id: String,
     removed: bool,
+    /// When the container was created, in whole seconds before it: where
+    /// a look for its out-of-memory event starts.
+    created: u64,
 }
 
 impl std::fmt::Debug for Container {
@@ -468,13 +472,14 @@ impl Container {
             labels.insert(LABEL_OWNER_CONTAINER.to_string(), container);
         }
         let name = format!("code-mode-{}", uuid::Uuid::new_v4().simple());
+        let since = unix_seconds().saturating_sub(1);
         let options = CreateContainerOptionsBuilder::new().name(&name).build();
         let created = docker
             .create_container(Some(options), ContainerCreateBody { entrypoint, ..lockdown.create_body(labels) })
             .await
             .map_err(|e| SandboxError::from_create(e, &lockdown.image))?;
         // From here on the container exists: the guard removes it on any path.
-        let container = Container { docker: docker.clone(), id: created.id, removed: false };
+        let container = Container { docker: docker.clone(), id: created.id, removed: false, created: since };
         code_mode_telemetry::container_started();
         let attach = AttachContainerOptionsBuilder::new().stream(true).stdin(true).stdout(true).stderr(true).build();
         let streams = docker
@@ -493,24 +498,62 @@ impl Container {
     /// Why the container stopped, if it did: `(exit code, OOM-killed)`.
     ///
     /// The engine learns of an out-of-memory kill from an event of its own,
-    /// which can land after the exit (seen under gVisor on a loaded
-    /// machine: exit 137, not yet marked OOM-killed). A SIGKILL exit not
-    /// marked so is read again for up to [`OOM_EVENT_GRACE`] before it is
-    /// taken as a plain kill; other exits are read once.
+    /// which can land after the exit; Docker 20.10 then never marks the
+    /// container OOM-killed, though it still logs an `oom` event for it
+    /// (seen under gVisor on a loaded machine: a `die` with exit 137, then
+    /// the `oom` in the same second, and the state saying not OOM-killed
+    /// for good). So a SIGKILL exit not marked so waits up to
+    /// [`OOM_EVENT_GRACE`] for that event in the engine's event log before
+    /// it is taken as a plain kill; other exits are read once.
     pub async fn exit_state(&self) -> Option<(i64, bool)> {
-        let give_up = tokio::time::Instant::now() + OOM_EVENT_GRACE;
-        loop {
-            let info = self.docker.inspect_container(&self.id, None).await.ok()?;
-            let state = info.state?;
-            if state.running == Some(true) {
-                return None;
-            }
-            let (code, oom) = (state.exit_code.unwrap_or(-1), state.oom_killed.unwrap_or(false));
-            if oom || code != 137 || tokio::time::Instant::now() >= give_up {
-                return Some((code, oom));
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let info = self.docker.inspect_container(&self.id, None).await.ok()?;
+        let state = info.state?;
+        if state.running == Some(true) {
+            return None;
         }
+        let (code, oom) = (state.exit_code.unwrap_or(-1), state.oom_killed.unwrap_or(false));
+        if oom || code != 137 {
+            return Some((code, oom));
+        }
+        let logged = self.oom_event_logged().await;
+        if logged {
+            tracing::debug!(container = %self.id, "out-of-memory event logged, the state not marked");
+        }
+        Some((code, logged))
+    }
+
+    /// Whether the engine logs an `oom` event for this container: one
+    /// look at its event log from the container's creation, which also
+    /// waits for a late event, for up to [`OOM_EVENT_GRACE`].
+    async fn oom_event_logged(&self) -> bool {
+        use futures::StreamExt;
+        let filters = HashMap::from([
+            ("container".to_string(), vec![self.id.clone()]),
+            ("event".to_string(), vec!["oom".to_string()]),
+        ]);
+        // `until` in the future makes the engine stream live events up to
+        // then; the timeout ends the look sooner.
+        let until = unix_seconds() + OOM_EVENT_GRACE.as_secs() + 2;
+        let options = EventsOptionsBuilder::new()
+            .since(&self.created.to_string())
+            .until(&until.to_string())
+            .filters(&filters)
+            .build();
+        let mut events = self.docker.events(Some(options));
+        let look = async {
+            while let Some(event) = events.next().await {
+                match event {
+                    Ok(e) if e.action.as_deref() == Some("oom") => return true,
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::debug!(container = %self.id, error = %e, "could not read the engine's events");
+                        return false;
+                    }
+                }
+            }
+            false
+        };
+        tokio::time::timeout(OOM_EVENT_GRACE, look).await.unwrap_or(false)
     }
 
     /// Kill and remove the container.
@@ -546,6 +589,10 @@ impl Container {
     pub fn forget(mut self) {
         self.removed = true;
     }
+}
+
+fn unix_seconds() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
 async fn remove(docker: &Docker, id: &str) -> bool {
