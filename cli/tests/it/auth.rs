@@ -15,6 +15,8 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 
+use code_mode_core::testing::TempDir;
+
 use crate::approval::{Answer, Person};
 use crate::http::{LEGACY, run_python, spawn_http, stdout};
 use crate::policy::{calls_of, gather_add, replica};
@@ -39,6 +41,37 @@ pub(crate) fn token_new(name: &str) -> Client {
 pub(crate) fn write_tokens(path: &Path, clients: &[&Client]) {
     let lines: Vec<&str> = clients.iter().map(|c| c.line.as_str()).collect();
     std::fs::write(path, format!("# code-mode clients\n{}\n", lines.join("\n"))).unwrap();
+}
+
+/// A token file naming some clients, in a folder of its own that goes with
+/// it (also when a test fails).
+pub(crate) struct TokenFile {
+    _dir: TempDir,
+    path: PathBuf,
+}
+
+impl TokenFile {
+    /// A file with the lines of `clients`.
+    pub(crate) fn of(clients: &[&Client]) -> TokenFile {
+        let dir = TempDir::new("tokens");
+        let path = dir.0.join("clients.tokens");
+        write_tokens(&path, clients);
+        TokenFile { _dir: dir, path }
+    }
+
+    /// Write the file anew with the lines of `clients`.
+    pub(crate) fn write(&self, clients: &[&Client]) {
+        write_tokens(&self.path, clients);
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The path as an argument.
+    pub(crate) fn arg(&self) -> &str {
+        self.path.to_str().unwrap()
+    }
 }
 
 /// `serve --http` on a free loopback port with `args`, wrapping the test
@@ -124,10 +157,6 @@ fn hangup(pid: u32) {
     assert!(status.success(), "kill -HUP {pid}: {status}");
 }
 
-pub(crate) fn tokens_path(tag: &str) -> PathBuf {
-    log_path(tag).with_extension("tokens")
-}
-
 /// Lines of a JSON-lines audit file.
 fn audit_records(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
@@ -145,14 +174,13 @@ async fn clients_with_static_tokens_run_cells_and_their_identity_is_in_audit_rec
         return;
     }
     let (alice, bob) = (token_new("alice"), token_new("bob"));
-    let tokens = tokens_path("auth-identity");
-    write_tokens(&tokens, &[&alice, &bob]);
+    let tokens = TokenFile::of(&[&alice, &bob]);
     let audit = log_path("auth-identity-audit");
     let policy = log_path("auth-identity-policy").with_extension("json");
     std::fs::write(&policy, APPROVE_ECHO).unwrap();
     let (_serve, url, log) = serve(&[
         "--auth-tokens",
-        tokens.to_str().unwrap(),
+        tokens.arg(),
         "--audit",
         audit.to_str().unwrap(),
         "--policy",
@@ -195,7 +223,7 @@ async fn clients_with_static_tokens_run_cells_and_their_identity_is_in_audit_rec
         assert!(!log.contains(&secret[3..]), "a token reached the log");
         assert!(!std::fs::read_to_string(&audit).unwrap().contains(&secret[3..]), "a token reached the audit");
     }
-    for file in [tokens, audit, policy] {
+    for file in [audit, policy] {
         let _ = std::fs::remove_file(file);
     }
 }
@@ -206,9 +234,8 @@ async fn requests_without_a_valid_token_get_401_with_a_bearer_challenge_and_no_t
         return;
     }
     let alice = token_new("alice");
-    let tokens = tokens_path("auth-401");
-    write_tokens(&tokens, &[&alice]);
-    let (_serve, url, log) = serve(&["--warm", "0", "--auth-tokens", tokens.to_str().unwrap()]).await;
+    let tokens = TokenFile::of(&[&alice]);
+    let (_serve, url, log) = serve(&["--warm", "0", "--auth-tokens", tokens.arg()]).await;
 
     let none = request(&url, "POST", &[], INITIALIZE);
     assert_eq!(none.status, 401, "{none:?}");
@@ -230,7 +257,6 @@ async fn requests_without_a_valid_token_get_401_with_a_bearer_challenge_and_no_t
     let log = log.lock().unwrap().join("\n");
     assert!(log.contains("refused an MCP request whose bearer token is not valid"), "{log}");
     assert!(!log.contains(&forged[3..]) && !log.contains(&alice.token[3..]), "a token reached the log: {log}");
-    let _ = std::fs::remove_file(tokens);
 }
 
 #[tokio::test]
@@ -239,9 +265,8 @@ async fn another_identitys_token_on_an_open_session_is_refused_and_the_session_g
         return;
     }
     let (alice, mallory) = (token_new("alice"), token_new("mallory"));
-    let tokens = tokens_path("auth-owner");
-    write_tokens(&tokens, &[&alice, &mallory]);
-    let (_serve, url, _log) = serve(&["--warm", "0", "--auth-tokens", tokens.to_str().unwrap()]).await;
+    let tokens = TokenFile::of(&[&alice, &mallory]);
+    let (_serve, url, _log) = serve(&["--warm", "0", "--auth-tokens", tokens.arg()]).await;
     let session = open_session(&url, &alice);
 
     let stolen = list_tools(&url, &mallory, &session);
@@ -254,7 +279,6 @@ async fn another_identitys_token_on_an_open_session_is_refused_and_the_session_g
     let listed = list_tools(&url, &alice, &session);
     assert_eq!(listed.status, 200, "{listed:?}");
     assert!(listed.body.contains("run_python"), "the session goes on: {}", listed.body);
-    let _ = std::fs::remove_file(tokens);
 }
 
 #[tokio::test]
@@ -263,13 +287,12 @@ async fn a_token_added_to_the_file_works_after_sighup_and_a_removed_one_stops_wo
         return;
     }
     let (alice, bob) = (token_new("alice"), token_new("bob"));
-    let tokens = tokens_path("auth-sighup");
-    write_tokens(&tokens, &[&alice]);
-    let (serve, url, log) = serve(&["--warm", "0", "--auth-tokens", tokens.to_str().unwrap()]).await;
+    let tokens = TokenFile::of(&[&alice]);
+    let (serve, url, log) = serve(&["--warm", "0", "--auth-tokens", tokens.arg()]).await;
     let status = |client: &Client| request(&url, "POST", &[("Authorization", &bearer(client))], INITIALIZE).status;
     assert_eq!((status(&alice), status(&bob)), (200, 401));
 
-    write_tokens(&tokens, &[&bob]);
+    tokens.write(&[&bob]);
     hangup(serve.id().unwrap());
     let give_up = std::time::Instant::now() + Duration::from_secs(10);
     while !log.lock().unwrap().iter().any(|l| l.contains("static bearer tokens reread")) {
@@ -279,7 +302,7 @@ async fn a_token_added_to_the_file_works_after_sighup_and_a_removed_one_stops_wo
     assert_eq!((status(&alice), status(&bob)), (401, 200));
 
     // A file that no longer parses keeps the tokens in force.
-    std::fs::write(&tokens, "bob sha256:nothex\n").unwrap();
+    std::fs::write(tokens.path(), "bob sha256:nothex\n").unwrap();
     hangup(serve.id().unwrap());
     let give_up = std::time::Instant::now() + Duration::from_secs(10);
     while !log.lock().unwrap().iter().any(|l| l.contains("the token file was not reread")) {
@@ -288,7 +311,6 @@ async fn a_token_added_to_the_file_works_after_sighup_and_a_removed_one_stops_wo
     }
     assert!(log.lock().unwrap().iter().any(|l| l.contains("line 1")), "the error names the line");
     assert_eq!(status(&bob), 200);
-    let _ = std::fs::remove_file(tokens);
 }
 
 #[tokio::test]
@@ -297,17 +319,9 @@ async fn a_request_from_an_origin_not_allowed_is_refused_with_403() {
         return;
     }
     let alice = token_new("alice");
-    let tokens = tokens_path("auth-origin");
-    write_tokens(&tokens, &[&alice]);
-    let (_serve, url, _log) = serve(&[
-        "--warm",
-        "0",
-        "--auth-tokens",
-        tokens.to_str().unwrap(),
-        "--allowed-origin",
-        "https://app.example.com",
-    ])
-    .await;
+    let tokens = TokenFile::of(&[&alice]);
+    let (_serve, url, _log) =
+        serve(&["--warm", "0", "--auth-tokens", tokens.arg(), "--allowed-origin", "https://app.example.com"]).await;
     let auth = bearer(&alice);
     let from = |origin: &str| request(&url, "POST", &[("Authorization", &auth), ("Origin", origin)], INITIALIZE);
     let evil = from("https://evil.example");
@@ -316,7 +330,6 @@ async fn a_request_from_an_origin_not_allowed_is_refused_with_403() {
     assert_eq!(from("null").status, 403);
     assert_eq!(from("https://app.example.com").status, 200);
     assert_eq!(request(&url, "POST", &[("Authorization", &auth)], INITIALIZE).status, 200, "no Origin: not a browser");
-    let _ = std::fs::remove_file(tokens);
 }
 
 #[tokio::test]
@@ -326,13 +339,12 @@ async fn over_the_session_limits_a_new_session_gets_429_saying_which_limit_until
         return;
     }
     let (alice, bob, carol) = (token_new("alice"), token_new("bob"), token_new("carol"));
-    let tokens = tokens_path("auth-limits");
-    write_tokens(&tokens, &[&alice, &bob, &carol]);
+    let tokens = TokenFile::of(&[&alice, &bob, &carol]);
     let (_serve, url, _log) = serve(&[
         "--warm",
         "0",
         "--auth-tokens",
-        tokens.to_str().unwrap(),
+        tokens.arg(),
         "--max-sessions",
         "2",
         "--max-sessions-per-identity",
@@ -367,7 +379,6 @@ async fn over_the_session_limits_a_new_session_gets_429_saying_which_limit_until
         assert!(std::time::Instant::now() < give_up, "the ended session's place did not come back");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let _ = std::fs::remove_file(tokens);
 }
 
 #[tokio::test]
@@ -376,9 +387,8 @@ async fn a_cell_over_max_cells_per_session_is_refused_at_once_saying_so_while_th
         return;
     }
     let alice = token_new("alice");
-    let tokens = tokens_path("auth-cells");
-    write_tokens(&tokens, &[&alice]);
-    let (_serve, url, _log) = serve(&["--auth-tokens", tokens.to_str().unwrap(), "--max-cells-per-session", "1"]).await;
+    let tokens = TokenFile::of(&[&alice]);
+    let (_serve, url, _log) = serve(&["--auth-tokens", tokens.arg(), "--max-cells-per-session", "1"]).await;
     let client = connect_as(&url, &alice, ()).await;
     let slow = run_python(&client, "import asyncio\nawait asyncio.sleep(4)\nprint('slow done')");
     let second = async {
@@ -393,7 +403,6 @@ async fn a_cell_over_max_cells_per_session_is_refused_at_once_saying_so_while_th
     assert!(waited < Duration::from_secs(2), "refused at once, not queued: {waited:?}");
     assert_eq!(stdout(&run_python(&client, "print('third')").await), "third\n", "free again after the first");
     client.cancel().await.ok();
-    let _ = std::fs::remove_file(tokens);
 }
 
 #[tokio::test]
@@ -412,7 +421,8 @@ async fn serving_http_on_a_non_loopback_address_without_authentication_refuses_t
             && stderr.contains("--insecure-no-auth"),
         "{stderr}"
     );
-    let bad = tokens_path("auth-bad");
+    let dir = TempDir::new("bad-tokens");
+    let bad = dir.0.join("bad.tokens");
     std::fs::write(&bad, "alice sha256:12\n").unwrap();
     let out = tokio::process::Command::new(support::code_mode())
         .args(["serve", "--http", "0.0.0.0:0", "--auth-tokens", bad.to_str().unwrap(), "--"])
@@ -423,7 +433,6 @@ async fn serving_http_on_a_non_loopback_address_without_authentication_refuses_t
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(stderr.contains(&format!("{}, line 1", bad.display())) && stderr.contains("64 hexadecimal"), "{stderr}");
-    let _ = std::fs::remove_file(bad);
 }
 
 #[tokio::test]
@@ -462,9 +471,8 @@ async fn over_nats_an_identity_limit_lets_exactly_ten_of_fifty_concurrent_calls_
     let _bridges = [replica(&nats_url, &users, &policy, &log), replica(&nats_url, &users, &policy, &log)];
     let _runner = support::spawn_service(&nats_url, &users, "sandbox-runner", &["--capacity", "2"], None);
     let (alice, bob) = (token_new("alice"), token_new("bob"));
-    let tokens = tokens_path("identity-limit");
-    write_tokens(&tokens, &[&alice, &bob]);
-    let http = ["--http", "127.0.0.1:0", "--auth-tokens", tokens.to_str().unwrap()];
+    let tokens = TokenFile::of(&[&alice, &bob]);
+    let http = ["--http", "127.0.0.1:0", "--auth-tokens", tokens.arg()];
     let mut frontend = support::service_command(&nats_url, &users, "frontend", &http, None);
     let (_frontend, url, _log) = spawn_http(&mut frontend).await;
 

@@ -512,10 +512,8 @@ async fn the_http_frontends_start_script_takes_an_issuer_from_the_environment_an
 
     // Without an issuer: the token file.
     let alice = crate::auth::token_new("alice");
-    let tokens = crate::auth::tokens_path("start-script");
-    crate::auth::write_tokens(&tokens, &[&alice]);
-    let (child, url, _log) =
-        start_script(&nats, &users, &[("CODE_MODE_HTTP_TOKENS_FILE", tokens.to_str().unwrap())]).await;
+    let tokens = crate::auth::TokenFile::of(&[&alice]);
+    let (child, url, _log) = start_script(&nats, &users, &[("CODE_MODE_HTTP_TOKENS_FILE", tokens.arg())]).await;
     let (at, auth) = (authority(&url), crate::auth::bearer(&alice));
     let (without, with) = tokio::task::spawn_blocking(move || {
         let without = support::raw_http(&at, "POST", "/mcp", &json, initialize);
@@ -526,7 +524,6 @@ async fn the_http_frontends_start_script_takes_an_issuer_from_the_environment_an
     .unwrap();
     assert_eq!((without.0, with.0), (401, 200), "{without:?} {with:?}");
     drop(child);
-    let _ = std::fs::remove_file(tokens);
 
     // An issuer without the resource stops at once, saying what is missing.
     let out = tokio::process::Command::new("sh")

@@ -12,7 +12,7 @@ use std::time::Duration;
 use code_mode_core::testing::TempDir;
 use serde_json::json;
 
-use crate::auth::{bearer, serve, token_new, tokens_path, write_tokens};
+use crate::auth::{TokenFile, bearer, serve, token_new};
 use crate::support;
 
 /// A self-signed certificate for `localhost` and 127.0.0.1 (`<name>.pem`,
@@ -52,15 +52,13 @@ async fn over_tls_a_client_trusting_the_certificate_runs_a_cell_with_its_token_a
         return;
     }
     let alice = token_new("alice");
-    let tokens = tokens_path("https");
-    write_tokens(&tokens, &[&alice]);
+    let tokens = TokenFile::of(&[&alice]);
     let (cert, key) = (dir.join("server.pem"), dir.join("server.key"));
     // The pair from a settings file, keys named like the flags.
     let settings = dir.join("settings.toml");
     let toml = format!("[serve]\ntls-cert = {:?}\ntls-key = {:?}\n", cert.to_str().unwrap(), key.to_str().unwrap());
     std::fs::write(&settings, toml).unwrap();
-    let (_serve, url, log) =
-        serve(&["--auth-tokens", tokens.to_str().unwrap(), "--settings", settings.to_str().unwrap()]).await;
+    let (_serve, url, log) = serve(&["--auth-tokens", tokens.arg(), "--settings", settings.to_str().unwrap()]).await;
     assert!(url.starts_with("https://127.0.0.1:"), "{url}");
 
     let steps = json!([{"op": "call", "tool": "run_python", "arguments": {"code": "print(await add(a=1, b=2))"}}]);
@@ -81,7 +79,6 @@ async fn over_tls_a_client_trusting_the_certificate_runs_a_cell_with_its_token_a
     assert_eq!(status, 0, "plain HTTP got an HTTP answer: {body}");
     assert!(!body.contains("jsonrpc"), "{body}");
     assert!(!log.lock().unwrap().join("\n").contains(&alice.token[3..]), "the token reached the log");
-    let _ = std::fs::remove_file(tokens);
 }
 
 /// `serve` with `args` before `--`: it must exit non-zero at once; its

@@ -20,7 +20,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use serde_json::{Value, json};
 
-use crate::auth::{bearer, serve, token_new, tokens_path, write_tokens};
+use crate::auth::{TokenFile, bearer, serve, token_new};
 use crate::http::run_python;
 use crate::support::{self, Deployment, report};
 
@@ -35,9 +35,8 @@ async fn log_notifications_reach_only_their_own_session_at_or_above_the_level_it
         return;
     }
     let (alice, bob) = (token_new("alice"), token_new("bob"));
-    let tokens = tokens_path("log-sessions");
-    write_tokens(&tokens, &[&alice, &bob]);
-    let (_serve, url, _log) = serve(&["--auth-tokens", tokens.to_str().unwrap(), "--deadline", "3"]).await;
+    let tokens = TokenFile::of(&[&alice, &bob]);
+    let (_serve, url, _log) = serve(&["--auth-tokens", tokens.arg(), "--deadline", "3"]).await;
 
     let stuck = json!({"op": "call", "tool": "run_python", "arguments": {"code": "import time\ntime.sleep(60)"}});
     // Alice hears of warnings: her cell stopped at the deadline; at error,
@@ -86,7 +85,6 @@ async fn log_notifications_reach_only_their_own_session_at_or_above_the_level_it
         assert!(!text.contains(&alice.token[3..]) && !text.contains(&bob.token[3..]), "a token in {name}'s: {text}");
     }
     assert!(!bob_logs.to_string().contains(alice_cell), "bob heard of alice's cell: {bob_logs}");
-    let _ = std::fs::remove_file(tokens);
 }
 
 /// An MCP client that approves every question (unless it declares no

@@ -324,9 +324,8 @@ async fn the_http_client_examples_of_the_readme_name_what_exists_and_the_bearer_
     assert!(both, "the OAuth snippet's calls were checked: {said}");
 
     let alice = crate::auth::token_new("alice");
-    let tokens = crate::auth::tokens_path("readme-bearer");
-    crate::auth::write_tokens(&tokens, &[&alice]);
-    let (_serve, url, _log) = crate::auth::serve(&["--warm", "0", "--auth-tokens", tokens.to_str().unwrap()]).await;
+    let tokens = crate::auth::TokenFile::of(&[&alice]);
+    let (_serve, url, _log) = crate::auth::serve(&["--warm", "0", "--auth-tokens", tokens.arg()]).await;
     let out = tokio::process::Command::new(&python)
         .args(["-c", PY_CHECK, bearer, "run", &url, &alice.token])
         .output()
@@ -335,5 +334,4 @@ async fn the_http_client_examples_of_the_readme_name_what_exists_and_the_bearer_
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "the bearer snippet: {}", String::from_utf8_lossy(&out.stderr));
     assert!(said.contains("{\"sum\":3}"), "it prints the cell's result: {said}");
-    let _ = std::fs::remove_file(tokens);
 }
