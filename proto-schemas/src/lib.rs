@@ -692,6 +692,12 @@ pub struct LeaseHeld {
     /// was lost on the way, instead of waiting for the deadline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended: Option<CellEnded>,
+    /// With `ended`: the kept container the cell ran in, when it lives on
+    /// after it. A frontend whose report of a kept session's first cell was
+    /// lost learns from this where the session's container is, so the next
+    /// cell runs there instead of leaving it behind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<KeptContainer>,
 }
 
 /// How a cell ended, as its runner's lease tells it after the report.

@@ -155,13 +155,7 @@ async fn a_cell_whose_report_is_lost_on_its_way_fails_within_seconds_saying_the_
     // (each is six bytes as JSON); the catalog, the cell and small reports
     // fit.
     let users = code_mode_core::testing::NatsUsers::generate();
-    let deploy = std::fs::read_to_string(code_mode_core::testing::deploy_nats_config()).expect("the nats config");
-    let config = std::env::temp_dir().join(format!("code-mode-test-{}-nats.conf", uuid::Uuid::new_v4().simple()));
-    std::fs::write(&config, format!("{deploy}\nmax_payload: 16384\n")).unwrap();
-    let nats =
-        code_mode_core::testing::NatsServer::start_with_env(&["-c", config.to_str().unwrap()], &users.server_env());
-    let _ = std::fs::remove_file(&config);
-    let Some(nats) = nats else { return };
+    let Some(nats) = support::nats_with_max_payload(&users, 16384) else { return };
     let url = nats.url();
     let _bridge = spawn_service(&url, &users, "bridge", &[], Some(&[]));
     let _runner = spawn_service(&url, &users, "sandbox-runner", &["--warm", "1"], None);

@@ -342,6 +342,45 @@ async fn over_nats_a_runner_killed_mid_kept_cell_fails_it_within_5_s_and_killed_
     let _ = std::fs::remove_file(&log);
 }
 
+/// A kept session's first cell whose report is lost on its way (nats-server
+/// refuses to carry it: larger than its `max_payload`) fails within
+/// seconds, and its container is not left behind until `--session-idle`:
+/// the runner's lease named it, so the next cell runs in it and sees what
+/// the lost cell set, the runner holds that one container only, and it goes
+/// when the session ends.
+#[tokio::test]
+async fn over_nats_when_a_kept_sessions_first_report_is_lost_the_next_cell_runs_in_its_container_and_none_is_left_behind()
+ {
+    if !support::sandbox_available() {
+        return;
+    }
+    let users = code_mode_core::testing::NatsUsers::generate();
+    let Some(nats) = support::nats_with_max_payload(&users, 16384) else { return };
+    let url = nats.url();
+    let _bridge = spawn_service(&url, &users, "bridge", &[], Some(&[]));
+    let runner = spawn_service(&url, &users, "sandbox-runner", &["--warm", "0"], None);
+    let runner_pid = runner.id().unwrap();
+    let mut frontend = service_command(&url, &users, "frontend", &["--keep-variables", "--deadline", "60"], None);
+    frontend.stdin(std::process::Stdio::piped());
+    let (client, _) = support::connect_client(frontend).await;
+
+    // About 48 KB of report (each control character is six bytes as JSON).
+    let lost = tokio::time::timeout(Duration::from_secs(40), run_python(&client, "x = 41\nprint('\\x01' * 8000)"))
+        .await
+        .expect("the cell is answered long before its 60 s deadline");
+    assert_eq!(lost.is_error, Some(true), "{lost:?}");
+    let text = lost.content.iter().find_map(|c| c.as_text()).map(|t| t.text.clone()).unwrap_or_default();
+    assert!(text.contains("report of this cell was lost"), "{text}");
+    assert_eq!(containers_of(runner_pid).len(), 1, "the session's container");
+
+    let (stdout, error) = out(&run_python(&client, "print(x + 1)").await);
+    assert_eq!((stdout.as_str(), error), ("42\n", None), "the next cell ran in the lost cell's container");
+    assert_eq!(containers_of(runner_pid).len(), 1, "no second container was started");
+
+    client.cancel().await.unwrap();
+    assert!(until_containers(runner_pid, 0, Duration::from_secs(30)).await, "the container went with the session");
+}
+
 #[tokio::test]
 async fn over_nats_with_every_slot_held_by_kept_sessions_a_new_cell_gets_a_clear_no_capacity_error() {
     if !support::sandbox_available() {

@@ -234,6 +234,19 @@ fn service_of(flag: &str) -> &'static str {
     }
 }
 
+/// A nats-server with the deployment's users and permissions that carries
+/// messages of at most `max_payload` bytes: a larger report is refused on
+/// its way, as a lost report would be. `None` where the test may skip.
+pub fn nats_with_max_payload(users: &NatsUsers, max_payload: usize) -> Option<code_mode_core::testing::NatsServer> {
+    let deploy = std::fs::read_to_string(code_mode_core::testing::deploy_nats_config()).expect("the nats config");
+    let config = std::env::temp_dir().join(format!("code-mode-test-{}-nats.conf", uuid::Uuid::new_v4().simple()));
+    std::fs::write(&config, format!("{deploy}\nmax_payload: {max_payload}\n")).unwrap();
+    let nats =
+        code_mode_core::testing::NatsServer::start_with_env(&["-c", config.to_str().unwrap()], &users.server_env());
+    let _ = std::fs::remove_file(&config);
+    nats
+}
+
 /// Start `code-mode <service> --nats URL [extra]` as its NATS user of
 /// `deploy/nats-server.conf`, with `-- <test server> [server_args]` when
 /// `server_args` is given (the bridge). Its stdin is null, its stderr

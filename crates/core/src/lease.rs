@@ -18,7 +18,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use code_mode_proto::{CellEnded, LeaseCheck, LeaseHeld, queue_groups, subjects};
+use code_mode_proto::{CellEnded, KeptContainer, LeaseCheck, LeaseHeld, queue_groups, subjects};
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
@@ -49,8 +49,12 @@ pub const ENDED_FOR: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub struct Held {
     stop: Option<DropGuard>,
-    ended: Arc<Mutex<Option<CellEnded>>>,
+    ended: Arc<Mutex<Ended>>,
 }
+
+/// What a lease says once its cell ended: how, and the kept container it
+/// ran in when that lives on.
+type Ended = Option<(CellEnded, Option<KeptContainer>)>;
 
 impl Held {
     /// The cell ended as `how` and its report is on its way: say so on the
@@ -59,8 +63,10 @@ impl Held {
     /// missed reply subscription) and fails the cell within seconds, not at
     /// its deadline. A lease dropped without `end` goes at once: its
     /// runner is stopping or died.
-    pub fn end(mut self, how: CellEnded) {
-        *self.ended.lock().expect("lease state lock") = Some(how);
+    /// `kept` is the kept container the cell ran in, when it lives on: a
+    /// frontend without the report learns from it where the container is.
+    pub fn end(mut self, how: CellEnded, kept: Option<KeptContainer>) {
+        *self.ended.lock().expect("lease state lock") = Some((how, kept));
         if let Some(stop) = self.stop.take() {
             tokio::spawn(async move {
                 tokio::time::sleep(ENDED_FOR).await;
@@ -80,7 +86,8 @@ pub async fn hold(bus: &Bus, cell_id: &str, runner: &str) -> Result<Option<Held>
     let ended = Arc::new(Mutex::new(None));
     let state = ended.clone();
     bus.serve(&subject, queue_groups::SANDBOX_RUNNER, stop.clone(), move |_: LeaseCheck| {
-        let held = LeaseHeld { runner: runner.clone(), ended: *state.lock().expect("lease state lock") };
+        let (ended, kept) = state.lock().expect("lease state lock").clone().unzip();
+        let held = LeaseHeld { runner: runner.clone(), ended, kept: kept.flatten() };
         async move { Ok(held) }
     })
     .await?;
@@ -88,14 +95,19 @@ pub async fn hold(bus: &Bus, cell_id: &str, runner: &str) -> Result<Option<Held>
 }
 
 /// Why a cell's report will not come.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Gone {
     /// The lease went unanswered this long: the runner died, crashed or
     /// was cut off from NATS.
     Silent(Duration),
-    /// The runner said the cell ended (how) and no report came within
+    /// The runner said the cell ended and no report came within
     /// [`REPORT_GRACE`]: the report was lost on its way.
-    ReportLost(CellEnded),
+    ReportLost {
+        /// How the cell ended.
+        how: CellEnded,
+        /// The kept container it ran in, when that lives on.
+        kept: Option<KeptContainer>,
+    },
 }
 
 /// Resolve once the lease of `cell_id` went unanswered for [`LOST_AFTER`]
@@ -119,7 +131,7 @@ pub async fn lost(bus: &Bus, cell_id: &str) -> Gone {
                     let since = *ended_since.get_or_insert(answered);
                     if since.elapsed() >= REPORT_GRACE {
                         tracing::warn!(cell = %cell_id, runner = %held.runner, ?how, "the cell ended but its report never came");
-                        return Gone::ReportLost(how);
+                        return Gone::ReportLost { how, kept: held.kept };
                     }
                 }
             }
@@ -182,7 +194,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_ended_lease_without_its_report_is_a_lost_report_within_seconds_and_a_report_in_time_wins() {
+    async fn an_ended_lease_without_its_report_is_a_lost_report_within_seconds_naming_its_kept_container_and_a_report_in_time_wins()
+     {
         let bus = Bus::in_process();
         let cell = "5d2e90aa-ended";
         let held = hold(&bus, cell, "runner-a").await.unwrap().expect("a cell id that is one token");
@@ -192,10 +205,12 @@ mod tests {
         });
         tokio::time::sleep(Duration::from_millis(1500)).await;
         let ended = Instant::now();
-        held.end(CellEnded::Error);
+        // A kept container that lives on after the cell is named with it.
+        let kept = KeptContainer { runner: "runner-a".into(), key: "k3pt".into() };
+        held.end(CellEnded::Error, Some(kept.clone()));
         let gone = tokio::time::timeout(Duration::from_secs(10), watching).await.expect("seen in time").unwrap();
         let seen = ended.elapsed();
-        assert_eq!(gone, Gone::ReportLost(CellEnded::Error));
+        assert_eq!(gone, Gone::ReportLost { how: CellEnded::Error, kept: Some(kept) });
         assert!(seen >= REPORT_GRACE && seen <= REPORT_GRACE + PING * 2, "the lost report was seen after {seen:?}");
 
         // A report arriving soon after the lease said the cell ended wins.
@@ -207,7 +222,7 @@ mod tests {
         };
         let end = async {
             tokio::time::sleep(Duration::from_millis(1500)).await;
-            held.end(CellEnded::Ok);
+            held.end(CellEnded::Ok, None);
         };
         let (answer, ()) = tokio::join!(watched(&bus, cell, report), end);
         assert_eq!(answer, Ok("the report"));

@@ -654,7 +654,7 @@ async fn run_cell(
     shared.catalog.refresh().await;
     let view = shared.catalog.current();
     let cell = cell_message(shared, session, identity, order, &view);
-    Ok(send_fresh(shared, &cell).await?.report)
+    Ok(send_fresh(shared, &cell).await.map_err(|(e, _)| e)?.report)
 }
 
 /// Run one cell of a kept session: in its container when it has one, else
@@ -682,7 +682,12 @@ async fn run_kept_cell(
     if let Some(at) = container.at.take() {
         cell.keep = Some(Keep { key: Some(at.key.clone()), ..settings.clone() });
         match send_to_runner(shared, &at, &cell).await {
-            Ok(ran) => return finish_kept(ran, container, None),
+            // Earlier variables may be gone though the container is known:
+            // its first cell's report was lost (below).
+            Ok(ran) => {
+                let lost = container.lost.take();
+                return finish_kept(ran, container, lost);
+            }
             Err(Next::Lost(reason)) => {
                 let reason = if reason.is_empty() { why_removed(&container, keep) } else { reason };
                 tracing::info!(%session, %reason, "the kept session's container is gone: starting a fresh one");
@@ -703,7 +708,16 @@ async fn run_kept_cell(
     cell.keep = Some(settings);
     let ran = match send_fresh(shared, &cell).await {
         Ok(ran) => ran,
-        Err(e) => {
+        Err((e, kept)) => {
+            // A lost report of the container's first cell: its runner's
+            // lease named the container, which lives on there, so the next
+            // cell runs in it rather than leave it until `--session-idle`.
+            if let Some(at) = kept {
+                tracing::info!(%session, runner = %at.runner, "the kept container of a cell whose report was lost lives on");
+                container.at = Some(at);
+                container.born = Some(started);
+                container.last = Some(tokio::time::Instant::now());
+            }
             container.lost = lost;
             return (Err(e), container);
         }
@@ -740,7 +754,7 @@ fn gone_error(cell: &str, gone: Gone) -> FrontendError {
             tracing::warn!(%cell, ?silent, "the sandbox-runner running the cell stopped answering");
             FrontendError::RunnerSilent { silent }
         }
-        Gone::ReportLost(ended) => {
+        Gone::ReportLost { how: ended, .. } => {
             tracing::warn!(%cell, %ended, "the sandbox-runner finished the cell but its report never came");
             FrontendError::ReportLost { ended }
         }
@@ -760,7 +774,7 @@ async fn send_to_runner(shared: &Shared, at: &KeptContainer, cell: &RunCell) -> 
         Ok(answer) => answer,
         // Only the report was lost: the container lives on at its runner
         // (or, stopped, was removed: the next cell learns it from there).
-        Err(gone @ Gone::ReportLost(_)) => return Err(Next::Fail(gone_error(&cell.cell_id, gone), None)),
+        Err(gone @ Gone::ReportLost { .. }) => return Err(Next::Fail(gone_error(&cell.cell_id, gone), None)),
         Err(gone @ Gone::Silent(_)) => {
             return Err(Next::Fail(
                 gone_error(&cell.cell_id, gone),
@@ -856,7 +870,10 @@ fn cell_message(
 /// Send a cell to the runners' queue group. A runner with every slot taken
 /// declines at once; the queue group then offers the cell to the next.
 /// Gives up after `capacity_wait`.
-async fn send_fresh(shared: &Shared, cell: &RunCell) -> Result<CellRan, FrontendError> {
+///
+/// An error comes with the kept container the cell ran in when its report
+/// was lost but the runner's lease named one (a kept session's first cell).
+async fn send_fresh(shared: &Shared, cell: &RunCell) -> Result<CellRan, (FrontendError, Option<KeptContainer>)> {
     let config = &shared.config;
     let started = tokio::time::Instant::now();
     loop {
@@ -868,7 +885,13 @@ async fn send_fresh(shared: &Shared, cell: &RunCell) -> Result<CellRan, Frontend
         let answer =
             match code_mode_core::lease::watched(bus, &cell.cell_id, bus.call(subjects::CELL_RUN, cell, wait)).await {
                 Ok(answer) => answer,
-                Err(gone) => return Err(gone_error(&cell.cell_id, gone)),
+                Err(gone) => {
+                    let kept = match &gone {
+                        Gone::ReportLost { kept, .. } => kept.clone(),
+                        Gone::Silent(_) => None,
+                    };
+                    return Err((gone_error(&cell.cell_id, gone), kept));
+                }
             };
         let last = match answer {
             Err(BusError::Remote { error, .. }) if error.kind == ErrorKind::NoCapacity => None,
@@ -876,16 +899,17 @@ async fn send_fresh(shared: &Shared, cell: &RunCell) -> Result<CellRan, Frontend
             // A runner took the cell and never answered (or dropped it).
             Err(BusError::Timeout { .. } | BusError::Dropped { .. }) => {
                 tracing::warn!(cell = %cell.cell_id, "the sandbox-runner running the cell was lost");
-                return Err(FrontendError::RunnerLost { waited: wait, margin: CELL_MARGIN });
+                return Err((FrontendError::RunnerLost { waited: wait, margin: CELL_MARGIN }, None));
             }
-            other => return Ok(other?),
+            other => return other.map_err(|e| (e.into(), None)),
         };
         if started.elapsed() >= config.capacity_wait {
-            return Err(match last {
+            let error = match last {
                 // Nobody declined: there is no runner at all.
                 Some(no_runner) => no_runner.into(),
                 None => FrontendError::NoCapacity { waited: started.elapsed() },
-            });
+            };
+            return Err((error, None));
         }
         tokio::time::sleep(RETRY_PAUSE).await;
     }

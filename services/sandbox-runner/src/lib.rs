@@ -330,7 +330,7 @@ impl SandboxRunner {
 
     /// Run `run` (one cell) holding `cell`'s lease: answered while it runs,
     /// so the frontend sees this runner's death within seconds, and then
-    /// saying how it ended, so a report lost on its way is seen within
+    /// saying how it ended (and which kept container lives on after it), so a report lost on its way is seen within
     /// seconds too (`code_mode_core::lease`). A cell whose lease cannot be
     /// held is refused (NATS is unreachable: its report could not go back
     /// either).
@@ -344,12 +344,13 @@ impl SandboxRunner {
             .map_err(|e| SandboxError::Lease(e.to_string()))?;
         let ran = run.await;
         if let Some(lease) = lease {
-            lease.end(match &ran {
+            let how = match &ran {
                 Ok(ran) if ran.report.stopped => CellEnded::Stopped,
                 Ok(ran) if ran.report.error.is_some() => CellEnded::Error,
                 Ok(_) => CellEnded::Ok,
                 Err(_) => CellEnded::Failed,
-            });
+            };
+            lease.end(how, ran.as_ref().ok().and_then(|ran| ran.kept.clone()));
         }
         ran
     }
