@@ -525,7 +525,7 @@ impl Container {
     /// Whether the engine logs an `oom` event for this container: one
     /// look at its event log from the container's creation, which also
     /// waits for a late event, for up to [`OOM_EVENT_GRACE`].
-    async fn oom_event_logged(&self) -> bool {
+    pub async fn oom_event_logged(&self) -> bool {
         use futures::StreamExt;
         let filters = HashMap::from([
             ("container".to_string(), vec![self.id.clone()]),
