@@ -382,7 +382,8 @@ async fn over_the_session_limits_a_new_session_gets_429_saying_which_limit_until
 }
 
 #[tokio::test]
-async fn a_cell_over_max_cells_per_session_is_refused_at_once_saying_so_while_the_first_runs() {
+async fn a_cell_over_max_cells_per_session_is_refused_at_once_saying_so_while_the_first_runs_and_the_next_after_a_result_is_not()
+ {
     if !support::sandbox_available() {
         return;
     }
@@ -401,7 +402,38 @@ async fn a_cell_over_max_cells_per_session_is_refused_at_once_saying_so_while_th
     let text = format!("{:?}", second.content);
     assert!(second.is_error == Some(true) && text.contains("--max-cells-per-session"), "{text}");
     assert!(waited < Duration::from_secs(2), "refused at once, not queued: {waited:?}");
-    assert_eq!(stdout(&run_python(&client, "print('third')").await), "third\n", "free again after the first");
+    // A cell's place is free by the time its result arrives: cells sent
+    // one after the other, each on hearing the last, are never refused.
+    for n in 0..10 {
+        let ran = run_python(&client, &format!("print({n})")).await;
+        assert_eq!(stdout(&ran), format!("{n}\n"), "cell {n} right after the one before: {:?}", ran.content);
+    }
+    client.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn a_direct_call_in_flight_does_not_take_the_place_of_a_cell_under_max_cells_per_session() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let alice = token_new("alice");
+    let tokens = TokenFile::of(&[&alice]);
+    let args = ["--auth-tokens", tokens.arg(), "--max-cells-per-session", "1", "--expose-tools"];
+    let (_serve, url, _log) = serve(&args).await;
+    let client = connect_as(&url, &alice, ()).await;
+    let mut params = rmcp::model::CallToolRequestParams::new("sleep");
+    params.arguments = Some(serde_json::json!({"seconds": 4}).as_object().unwrap().clone());
+    let direct = client.peer().call_tool(params);
+    let cell = async {
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        let started = std::time::Instant::now();
+        (run_python(&client, "print('beside')").await, started.elapsed())
+    };
+    let (direct, (cell, took)) = tokio::join!(direct, cell);
+    let direct = direct.expect("the direct call answers");
+    assert!(format!("{:?}", direct.content).contains("slept"), "{direct:?}");
+    assert_eq!(stdout(&cell), "beside\n", "a direct call is not a cell: {:?}", cell.content);
+    assert!(took < Duration::from_secs(3), "ran beside the direct call, not after it: {took:?}");
     client.cancel().await.ok();
 }
 

@@ -49,7 +49,7 @@ use rmcp::RoleServer;
 #[allow(deprecated)] // MCP logging, deprecated from 2026-07-28 on (see `notices`).
 use rmcp::model::{CallToolResult, LoggingLevel};
 use rmcp::service::Peer;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -169,9 +169,11 @@ impl SessionHandle {
         let (route_requests, routes_inbox) = mpsc::channel(ROUTE_REQUESTS);
         let notices = Notices::new();
         let notifier = notices.notifier();
+        let cell_slots = shared.config.max_cells_per_session.map(|max| Arc::new(Semaphore::new(max)));
         let actor = SessionActor {
             id: id.clone(),
             shared,
+            cell_slots,
             routes: HashMap::new(),
             local: None,
             client: None,
@@ -285,6 +287,11 @@ struct Subscription {
 struct SessionActor {
     id: String,
     shared: Arc<Shared>,
+    /// `--max-cells-per-session`: a permit per cell running or queued,
+    /// given back by the cell's task just before its result goes to the
+    /// client (so a client that sends its next cell on hearing the last
+    /// one's result is never refused for it).
+    cell_slots: Option<Arc<Semaphore>>,
     /// Where each running cell's questions go, by cell id.
     routes: HashMap<String, mpsc::Sender<Pending>>,
     local: Option<Arc<dyn LocalAsker>>,
@@ -337,9 +344,16 @@ struct Kept {
     container: Container,
     /// The task of the kept cell running now.
     running: Option<tokio::task::Id>,
-    /// Kept cells waiting for it, in order.
-    waiting: VecDeque<(CellOrder, oneshot::Sender<Result<CellReport, FrontendError>>)>,
+    /// Kept cells waiting for it, in order, each with its session slot.
+    waiting: VecDeque<(CellOrder, CellReply, CellSlot)>,
 }
+
+/// Where a cell's result goes: the request that ran it.
+type CellReply = oneshot::Sender<Result<CellReport, FrontendError>>;
+
+/// A cell's place among those its session may run at once
+/// (`--max-cells-per-session`; `None` without that limit).
+type CellSlot = Option<OwnedSemaphorePermit>;
 
 impl SessionActor {
     async fn run(mut self, mut commands: mpsc::Receiver<Command>, mut routes: mpsc::Receiver<RouteRequest>) {
@@ -376,8 +390,8 @@ impl SessionActor {
                         if let Some(container) = container {
                             self.kept.container = container;
                         }
-                        if let Some((order, reply)) = self.kept.waiting.pop_front() {
-                            self.start_cell(order, reply);
+                        if let Some((order, reply, slot)) = self.kept.waiting.pop_front() {
+                            self.launch_cell(order, reply, slot);
                         }
                     }
                 }
@@ -418,19 +432,33 @@ impl SessionActor {
         }
     }
 
-    fn start_cell(&mut self, order: CellOrder, reply: oneshot::Sender<Result<CellReport, FrontendError>>) {
-        if let Some(max) = self.shared.config.max_cells_per_session
-            && self.cells.len() + self.kept.waiting.len() >= max
-        {
-            tracing::info!(session = %self.id, identity = %shown(self.identity.as_ref()), max, "a cell was refused: the session runs its most cells");
-            let _ = reply.send(Err(FrontendError::SessionBusy { max }));
-            self.tell(Notice::session_busy(max));
-            return;
-        }
+    /// Take a cell: refused at once when the session already runs (or
+    /// queues) its most cells, else started or, in a kept session whose
+    /// container is busy, queued.
+    fn start_cell(&mut self, order: CellOrder, reply: CellReply) {
+        let slot = match &self.cell_slots {
+            None => None,
+            Some(slots) => match slots.clone().try_acquire_owned() {
+                Ok(slot) => Some(slot),
+                Err(_) => {
+                    let max = self.shared.config.max_cells_per_session.unwrap_or_default();
+                    tracing::info!(session = %self.id, identity = %shown(self.identity.as_ref()), max, "a cell was refused: the session runs its most cells");
+                    let _ = reply.send(Err(FrontendError::SessionBusy { max }));
+                    self.tell(Notice::session_busy(max));
+                    return;
+                }
+            },
+        };
+        self.launch_cell(order, reply, slot);
+    }
+
+    /// Run a cell that has its session slot (or queue it behind the kept
+    /// cell running now).
+    fn launch_cell(&mut self, order: CellOrder, reply: CellReply, slot: CellSlot) {
         let kept = self.keep.filter(|_| order.keep);
         if kept.is_some() && self.kept.running.is_some() {
             // A kept session's cells run one after the other, in order.
-            self.kept.waiting.push_back((order, reply));
+            self.kept.waiting.push_back((order, reply, slot));
             return;
         }
         self.ran = true;
@@ -467,6 +495,9 @@ impl SessionActor {
                 };
                 notifier.tell(notice).await;
                 code_mode_telemetry::frontend_cell(FrontendError::metric_result(&result));
+                // The session may take another cell before this one's
+                // result reaches the client.
+                drop(slot);
                 let _ = reply.send(result);
                 // A cell may have changed the tools (a wrapped server's tool
                 // did): the clients hear of it right after the cell.
