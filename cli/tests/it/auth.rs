@@ -169,7 +169,8 @@ fn audit_records(path: &Path) -> Vec<Value> {
 const APPROVE_ECHO: &str = r#"{"version": "1", "default": "allow", "tools": {"echo": {"action": "approve"}}}"#;
 
 #[tokio::test]
-async fn clients_with_static_tokens_run_cells_and_their_identity_is_in_audit_records_questions_and_log_lines() {
+async fn clients_with_static_tokens_run_cells_and_their_identity_is_in_audit_records_questions_and_log_lines_but_in_no_metric()
+ {
     if !support::sandbox_available() {
         return;
     }
@@ -185,6 +186,8 @@ async fn clients_with_static_tokens_run_cells_and_their_identity_is_in_audit_rec
         audit.to_str().unwrap(),
         "--policy",
         policy.to_str().unwrap(),
+        "--metrics-addr",
+        "127.0.0.1:0",
     ])
     .await;
 
@@ -223,9 +226,43 @@ async fn clients_with_static_tokens_run_cells_and_their_identity_is_in_audit_rec
         assert!(!log.contains(&secret[3..]), "a token reached the log");
         assert!(!std::fs::read_to_string(&audit).unwrap().contains(&secret[3..]), "a token reached the audit");
     }
+
+    // Identities, sessions and cells are unbounded: none is a metric label,
+    // though the calls they made are counted.
+    let metrics = scrape_logged_metrics(&log).await;
+    assert!(metrics.contains("codemode_tool_calls_total{") && metrics.contains("tool=\"echo\""), "{metrics}");
+    assert!(metrics.contains("codemode_approvals_total{"), "{metrics}");
+    let mut unbounded: Vec<String> = vec!["alice".into(), "bob".into()];
+    for record in &records {
+        for key in ["session", "cell"] {
+            if let Some(value) = record[key].as_str() {
+                unbounded.push(value.to_string());
+            }
+        }
+    }
+    assert!(unbounded.len() > 2, "the audit records name sessions and cells: {records:#?}");
+    for value in &unbounded {
+        assert!(!metrics.contains(value.as_str()), "{value:?} is in the metrics:\n{metrics}");
+    }
     for file in [audit, policy] {
         let _ = std::fs::remove_file(file);
     }
+}
+
+/// The text of `GET /metrics` from the address a service logged
+/// (`--metrics-addr`).
+async fn scrape_logged_metrics(log: &str) -> String {
+    let addr: std::net::SocketAddr = log
+        .lines()
+        .find_map(|l| l.split("metrics on http://").nth(1).and_then(|r| r.strip_suffix("/metrics")))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no metrics address in the log:\n{log}"));
+    let response = tokio::task::spawn_blocking(move || code_mode_telemetry::testing::http_get(addr, "/metrics"))
+        .await
+        .unwrap()
+        .expect("the metrics server answers");
+    assert_eq!(response.status, 200, "{response:?}");
+    response.body
 }
 
 #[tokio::test]

@@ -12,14 +12,18 @@
 //! full), every query of every Grafana dashboard (`deploy/grafana/`)
 //! returns series from that Prometheus, so a renamed metric fails here.
 //! (Grafana itself comes from a registry, so it is not started here.)
+//! The `cluster` profile runs the stack on three nats-servers with three
+//! replicas of its JetStream state, and keeps serving with one of them
+//! killed in the middle of a load.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::{self, report, run_python};
+use crate::support::{self, outcome, report, run_python};
 
 /// The workspace root (the compose file is in `deploy/`).
 fn root() -> PathBuf {
@@ -75,6 +79,9 @@ const SERVERS: &str = r#"{"mcpServers": {
 /// image comes from a registry).
 const SERVICES: [&str; 5] = ["nats", "bridge", "sandbox-runner", "frontend-http", "prometheus"];
 
+/// Projects made by this process so far.
+static PROJECTS: AtomicUsize = AtomicUsize::new(0);
+
 /// One compose project, taken down (volumes too) when dropped.
 struct Project {
     name: String,
@@ -105,7 +112,9 @@ impl Project {
         crate::auth::write_tokens(&tokens_file, &[&client]);
         let tokens_file = tokens_file.to_string_lossy().into_owned();
         Self {
-            name: format!("codemodetest{}", std::process::id()),
+            // Unique per project: tests of one process (`cargo test` runs
+            // them as threads) must not take each other's stack down.
+            name: format!("codemodetest{}n{}", std::process::id(), PROJECTS.fetch_add(1, Ordering::Relaxed)),
             passwords: [
                 ("CODE_MODE_NATS_FRONTEND_PASSWORD".into(), password()),
                 ("CODE_MODE_NATS_BRIDGE_PASSWORD".into(), password()),
@@ -207,18 +216,8 @@ async fn the_compose_stack_serves_clients_through_compose_run_and_http_and_every
 
     // The HTTP frontend serves a client connecting by URL with its token.
     let url = format!("http://127.0.0.1:{}/mcp", project.http_port);
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let give_up = std::time::Instant::now() + Duration::from_secs(60);
     let token = project.token.clone();
-    let http_client = loop {
-        match rmcp::ServiceExt::serve((), http_transport(&url, &token)).await {
-            Ok(client) => break client,
-            Err(e) => {
-                assert!(std::time::Instant::now() < give_up, "the HTTP frontend did not answer at {url}: {e}");
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-        }
-    };
+    let http_client = http_client_when_up(&url, &token).await;
     let mut params = rmcp::model::CallToolRequestParams::new("run_python");
     params.arguments =
         Some(serde_json::json!({"code": "print(await test__add({'a': 20, 'b': 22}))"}).as_object().unwrap().clone());
@@ -356,6 +355,22 @@ async fn query(web: std::net::SocketAddr, promql: &str) -> Option<Value> {
         })
         .collect();
     support::prometheus_query(web, &encoded).await
+}
+
+/// An MCP session over HTTP with the stack's HTTP frontend, once it answers
+/// (within 90 s of `up`).
+async fn http_client_when_up(url: &str, token: &str) -> support::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let give_up = std::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        match rmcp::ServiceExt::serve((), http_transport(url, token)).await {
+            Ok(client) => return client,
+            Err(e) => {
+                assert!(std::time::Instant::now() < give_up, "the HTTP frontend did not answer at {url}: {e}");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
 }
 
 /// One MCP session over HTTP running the load's cells; returns how many
@@ -534,4 +549,130 @@ async fn the_http_frontends_start_script_takes_an_issuer_from_the_environment_an
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("CODE_MODE_OAUTH_RESOURCE"), "{out:?}");
+}
+
+/// The wrapped server of the cluster test: `echo` private (a call taints
+/// the session), `count` at most 2 calls a day per session (a day, so that
+/// no window boundary falls inside the test).
+/// One call of `count`, or what refused it.
+const COUNT_ONCE: &str = "try:\n    print(await test__count({}))\nexcept ToolError as e:\n    print('refused:', e)";
+
+const CLUSTER_SERVERS: &str = r#"{"mcpServers": {
+  "test": {"command": "code-mode-test-server", "allow": ["add", "echo", "count"], "private": ["echo"],
+           "policy": {"version": "1", "default": "allow",
+                      "tools": {"count": {"limits": [{"counter": "counts", "window": "day", "max": 2}]}}}}
+}}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_compose_cluster_profile_serves_through_a_nats_server_killed_mid_load_and_taints_and_limits_hold() {
+    if !support::sandbox_available() || !compose_available() {
+        return;
+    }
+    build_services_image();
+    let mut project = Project::new();
+    std::fs::write(project._servers.0.join("servers.json"), CLUSTER_SERVERS).unwrap();
+    project.profiles = vec!["http", "cluster"];
+    project.env.retain(|(k, _)| k != "CODE_MODE_RUNNER_CAPACITY");
+    // What deploy/cluster.env sets, and the route password README says to
+    // export.
+    project.env.extend(
+        [
+            ("CODE_MODE_NATS_ROUTES", "nats:6222,nats-2:6222,nats-3:6222".to_string()),
+            ("CODE_MODE_NATS_URLS", "nats://nats:4222,nats://nats-2:4222,nats://nats-3:4222".to_string()),
+            ("CODE_MODE_JETSTREAM_REPLICAS", "3".to_string()),
+            ("CODE_MODE_NATS_ROUTE_PASSWORD", uuid::Uuid::new_v4().simple().to_string()),
+            ("CODE_MODE_RUNNER_CAPACITY", "4".to_string()),
+        ]
+        .map(|(k, v)| (k.to_string(), v)),
+    );
+    project.run(&["up", "-d", "nats", "nats-2", "nats-3", "bridge", "sandbox-runner", "frontend-http"]);
+    let url = format!("http://127.0.0.1:{}/mcp", project.http_port);
+    let token = project.token.clone();
+
+    // Before the kill: session A taints itself with echo and is refused
+    // add; session B counts once (1 of 2 today). The bridge's buckets may
+    // take a moment to get their three replicas: retry the first cell.
+    let tainted = http_client_when_up(&url, &token).await;
+    let give_up = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        match outcome(&run_python(&tainted, "print(await test__echo({'text': 'x'}))").await) {
+            Ok((stdout, None)) if stdout == "x\n" => break,
+            other => assert!(std::time::Instant::now() < give_up, "the stack never ran a cell: {other:?}"),
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let refused = "try:\n    await test__add({'a': 1, 'b': 1})\nexcept ToolError as e:\n    print('refused:', e)";
+    let (stdout, _) = outcome(&run_python(&tainted, refused).await).expect("a report");
+    assert!(stdout.contains("has called the private tool test__echo"), "tainted before the kill: {stdout}");
+    let counted = http_client_when_up(&url, &token).await;
+    let (stdout, error) = outcome(&run_python(&counted, "print(await test__count({}))").await).expect("a report");
+    assert_eq!(error, None, "the first count of the day: {stdout}");
+
+    // The load: four sessions each running a cell with a tool call and two
+    // seconds of work; the first nats-server's container is killed a second
+    // in (the services were given all three and may be on any of them).
+    let started = std::time::Instant::now();
+    let cells = futures::future::join_all((0..4).map(|i| {
+        let (url, token) = (&url, &token);
+        async move {
+            let code =
+                format!("import time\nprint(await test__add({{'a': {i}, 'b': 1}}))\ntime.sleep(2)\nprint('done')");
+            // Within the default deadline (90 s) and its margin, or fail.
+            let bound = Duration::from_secs(90 + 5 + 10);
+            let Ok((result, at)) = tokio::time::timeout(bound, http_cell(url, token, &code)).await else {
+                panic!("cell {i} had no answer within {bound:?}");
+            };
+            (i, result, at.duration_since(started))
+        }
+    }));
+    let victim = project.run(&["ps", "-q", "nats"]).trim().to_string();
+    assert!(!victim.is_empty(), "the first nats-server runs");
+    let kill = async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let out = Command::new("docker").args(["kill", &victim]).output().expect("docker runs");
+        assert!(out.status.success(), "docker kill: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    let (results, ()) = tokio::join!(cells, kill);
+    // Each cell completed or failed clearly.
+    let mut completed = 0;
+    for (i, result, _) in &results {
+        match outcome(result) {
+            Ok((stdout, None)) => {
+                assert_eq!(stdout, format!("{{\"sum\":{}}}\ndone\n", i + 1), "cell {i}");
+                completed += 1;
+            }
+            Ok((_, Some(failure))) | Err(failure) => {
+                assert!(support::a_clear_bus_failure(&failure), "cell {i}: an unclear failure: {failure}");
+            }
+        }
+    }
+    eprintln!("compose cluster: {completed} of 4 cells completed across the kill");
+
+    // New sessions run cells again.
+    let give_up = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let cell = http_cell(&url, &token, "print(await test__add({'a': 40, 'b': 2}))");
+        let ran = tokio::time::timeout(Duration::from_secs(30), cell).await.map(|(result, _)| outcome(&result));
+        if ran.as_ref().is_ok_and(|o| o.as_ref().is_ok_and(|(stdout, e)| e.is_none() && stdout == "{\"sum\":42}\n")) {
+            break;
+        }
+        assert!(std::time::Instant::now() < give_up, "no cell ran after the kill: {ran:?}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    eprintln!("compose cluster: cells run again {:?} after the load started", started.elapsed());
+
+    // The taint from before the kill still refuses; the count from before
+    // still counts: one more call today, then the limit. (Until the state's
+    // stream has a leader again such calls are refused fail closed.)
+    let within = Duration::from_secs(30);
+    let (stdout, refused_runs) = support::printed_once_not_fail_closed(&tainted, refused, within).await;
+    assert!(stdout.contains("has called the private tool test__echo"), "still tainted after the kill: {stdout}");
+    eprintln!("compose cluster: the taint check ran after {refused_runs} run(s) refused fail closed");
+    let (stdout, refused_before) = support::printed_once_not_fail_closed(&counted, COUNT_ONCE, within).await;
+    assert!(!stdout.starts_with("refused"), "the second call of the day is allowed: {stdout}");
+    eprintln!("compose cluster: the second count ran after {refused_before} run(s) refused fail closed");
+    let (stdout, _) = support::printed_once_not_fail_closed(&counted, COUNT_ONCE, within).await;
+    assert!(stdout.contains("rate limit counts: at most 2 calls per day"), "the third is over the limit: {stdout}");
+    tainted.cancel().await.ok();
+    counted.cancel().await.ok();
 }

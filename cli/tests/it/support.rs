@@ -8,6 +8,7 @@ use std::cell::Cell;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use code_mode_core::testing::{NatsServer, NatsUsers};
 use code_mode_sandbox_runner::container::Runtime;
@@ -400,6 +401,47 @@ pub async fn run_python(client: &Client, code: &str) -> CallToolResult {
     client.peer().call_tool(params).await.expect("run_python answers")
 }
 
+/// What a `run_python` call came back with: the report's stdout and error,
+/// or the tool error's text.
+pub fn outcome(result: &CallToolResult) -> Result<(String, Option<String>), String> {
+    if result.is_error == Some(true) {
+        return Err(result.content.iter().find_map(|c| c.as_text()).map(|t| t.text.clone()).unwrap_or_default());
+    }
+    let report = report(result);
+    Ok((report["stdout"].as_str().unwrap_or_default().to_string(), report["error"].as_str().map(str::to_string)))
+}
+
+/// Run `code` in `client`'s session, again while a call in it was refused
+/// fail closed (after a nats-server died, a JetStream stream that had its
+/// leader there refuses until it elects another), for at most `within`:
+/// what the last run printed and how many runs before it were refused. A
+/// fail-closed refusal counts and taints nothing, so the runs before the
+/// last change nothing the last one sees.
+pub async fn printed_once_not_fail_closed(client: &Client, code: &str, within: Duration) -> (String, u32) {
+    let started = std::time::Instant::now();
+    let mut refused = 0;
+    loop {
+        let (stdout, error) = outcome(&run_python(client, code).await).expect("a report");
+        assert_eq!(error, None, "the cell runs: {stdout}");
+        if !stdout.contains("(fail closed)") {
+            return (stdout, refused);
+        }
+        refused += 1;
+        assert!(started.elapsed() < within, "still refused fail closed after {within:?}: {stdout}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// True when a cell's failure around a nats-server's death says so clearly:
+/// the bridge's call timed out or had nobody to answer, the services were
+/// between connections, the runner's report was lost, or a call was refused
+/// fail closed because the state store or the audit stream had no leader yet.
+pub fn a_clear_bus_failure(failure: &str) -> bool {
+    ["BridgeTimeout", "BridgeUnavailable", "not connected to NATS", "was lost", "unavailable", "(fail closed)"]
+        .iter()
+        .any(|c| failure.contains(c))
+}
+
 /// The structured report, checked against the text block.
 pub fn report(result: &CallToolResult) -> Value {
     let structured = result.structured_content.clone().expect("structured content");
@@ -485,7 +527,7 @@ pub fn raw_http(
 ) -> (u16, Vec<(String, String)>, String) {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(authority).expect("the server listens");
-    stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let mut head = format!(
         "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: {}\r\nConnection: close\r\n",
         body.len()
