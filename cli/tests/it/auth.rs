@@ -252,10 +252,9 @@ async fn clients_with_static_tokens_run_cells_and_their_identity_is_in_audit_rec
 /// The text of `GET /metrics` from the address a service logged
 /// (`--metrics-addr`).
 async fn scrape_logged_metrics(log: &str) -> String {
-    let addr: std::net::SocketAddr = log
+    let addr = log
         .lines()
-        .find_map(|l| l.split("metrics on http://").nth(1).and_then(|r| r.strip_suffix("/metrics")))
-        .and_then(|a| a.parse().ok())
+        .find_map(crate::metrics::logged_metrics_addr)
         .unwrap_or_else(|| panic!("no metrics address in the log:\n{log}"));
     let response = tokio::task::spawn_blocking(move || code_mode_telemetry::testing::http_get(addr, "/metrics"))
         .await

@@ -69,8 +69,7 @@ async fn with_one_of_three_nats_servers_killed_mid_load_the_services_reconnect_a
     let session = frontend(&urls, &users, &[]).await;
     let before = outcome(&run_python(&session, "print(await test__count({}))").await).expect("a report");
     assert_eq!(before.1, None, "{before:?}");
-    let refused = "try:\n    await test__add({'a': 1, 'b': 1})\nexcept ToolError as e:\n    print('refused:', e)";
-    let (stdout, _) = outcome(&run_python(&session, refused).await).expect("a report");
+    let (stdout, _) = outcome(&run_python(&session, support::ADD_ONCE).await).expect("a report");
     assert!(stdout.contains("has called the private tool test__count"), "tainted before the kill: {stdout}");
     assert_eq!(replicas_of(&urls, &users, "KV_codemode_sessions").await, 3, "the session-state bucket");
     assert_eq!(replicas_of(&urls, &users, "CODEMODE_AUDIT").await, 3, "the audit stream");
@@ -128,19 +127,9 @@ async fn with_one_of_three_nats_servers_killed_mid_load_the_services_reconnect_a
     eprintln!("cluster: cells run again {:?} after the load started", started.elapsed());
 
     // The taint set before the kill still refuses; the count from before
-    // still counts: one more call is allowed, the next is over the limit.
-    // (Until the state's stream has a leader again such calls are refused
-    // fail closed.)
-    let within = Duration::from_secs(30);
-    let (stdout, refused_runs) = support::printed_once_not_fail_closed(&session, refused, within).await;
-    assert!(stdout.contains("has called the private tool test__count"), "still tainted after the kill: {stdout}");
-    eprintln!("cluster: the taint check ran after {refused_runs} run(s) refused fail closed");
-    let count_once = "try:\n    print(await test__count({}))\nexcept ToolError as e:\n    print('refused:', e)";
-    let (stdout, refused_before) = support::printed_once_not_fail_closed(&session, count_once, within).await;
-    assert!(!stdout.starts_with("refused"), "the second call of the day is allowed: {stdout}");
-    eprintln!("cluster: the second count ran after {refused_before} run(s) refused fail closed");
-    let (stdout, _) = support::printed_once_not_fail_closed(&session, count_once, within).await;
-    assert!(stdout.contains("rate limit counts: at most 2 calls per day"), "the third is over the limit: {stdout}");
+    // still counts. (Until the state's stream has a leader again such calls
+    // are refused fail closed.)
+    support::the_taint_and_the_count_held(&session, "test__count", &session, "cluster").await;
 
     // The audit stream still holds one unbroken chain.
     let verified = std::process::Command::new(support::code_mode())

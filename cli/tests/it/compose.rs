@@ -554,9 +554,6 @@ async fn the_http_frontends_start_script_takes_an_issuer_from_the_environment_an
 /// The wrapped server of the cluster test: `echo` private (a call taints
 /// the session), `count` at most 2 calls a day per session (a day, so that
 /// no window boundary falls inside the test).
-/// One call of `count`, or what refused it.
-const COUNT_ONCE: &str = "try:\n    print(await test__count({}))\nexcept ToolError as e:\n    print('refused:', e)";
-
 const CLUSTER_SERVERS: &str = r#"{"mcpServers": {
   "test": {"command": "code-mode-test-server", "allow": ["add", "echo", "count"], "private": ["echo"],
            "policy": {"version": "1", "default": "allow",
@@ -601,8 +598,7 @@ async fn the_compose_cluster_profile_serves_through_a_nats_server_killed_mid_loa
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    let refused = "try:\n    await test__add({'a': 1, 'b': 1})\nexcept ToolError as e:\n    print('refused:', e)";
-    let (stdout, _) = outcome(&run_python(&tainted, refused).await).expect("a report");
+    let (stdout, _) = outcome(&run_python(&tainted, support::ADD_ONCE).await).expect("a report");
     assert!(stdout.contains("has called the private tool test__echo"), "tainted before the kill: {stdout}");
     let counted = http_client_when_up(&url, &token).await;
     let (stdout, error) = outcome(&run_python(&counted, "print(await test__count({}))").await).expect("a report");
@@ -662,17 +658,9 @@ async fn the_compose_cluster_profile_serves_through_a_nats_server_killed_mid_loa
     eprintln!("compose cluster: cells run again {:?} after the load started", started.elapsed());
 
     // The taint from before the kill still refuses; the count from before
-    // still counts: one more call today, then the limit. (Until the state's
-    // stream has a leader again such calls are refused fail closed.)
-    let within = Duration::from_secs(30);
-    let (stdout, refused_runs) = support::printed_once_not_fail_closed(&tainted, refused, within).await;
-    assert!(stdout.contains("has called the private tool test__echo"), "still tainted after the kill: {stdout}");
-    eprintln!("compose cluster: the taint check ran after {refused_runs} run(s) refused fail closed");
-    let (stdout, refused_before) = support::printed_once_not_fail_closed(&counted, COUNT_ONCE, within).await;
-    assert!(!stdout.starts_with("refused"), "the second call of the day is allowed: {stdout}");
-    eprintln!("compose cluster: the second count ran after {refused_before} run(s) refused fail closed");
-    let (stdout, _) = support::printed_once_not_fail_closed(&counted, COUNT_ONCE, within).await;
-    assert!(stdout.contains("rate limit counts: at most 2 calls per day"), "the third is over the limit: {stdout}");
+    // still counts. (Until the state's stream has a leader again such calls
+    // are refused fail closed.)
+    support::the_taint_and_the_count_held(&tainted, "test__echo", &counted, "compose cluster").await;
     tainted.cancel().await.ok();
     counted.cancel().await.ok();
 }

@@ -46,8 +46,8 @@ async fn spawn(mut command: Command, name: &'static str) -> Service {
         let mut lines = BufReader::new(stderr).lines();
         while let Ok(Some(line)) = lines.next_line().await {
             eprintln!("[{name}] {line}");
-            if let Some(addr) = line.split("metrics on http://").nth(1).and_then(|r| r.strip_suffix("/metrics"))
-                && let (Some(tx), Ok(addr)) = (tx.take(), addr.parse::<SocketAddr>())
+            if let Some(addr) = logged_metrics_addr(&line)
+                && let Some(tx) = tx.take()
             {
                 let _ = tx.send(addr);
             }
@@ -58,6 +58,12 @@ async fn spawn(mut command: Command, name: &'static str) -> Service {
         .unwrap_or_else(|_| panic!("{name} logged no metrics address within 120 s"))
         .unwrap_or_else(|_| panic!("{name} exited before it logged its metrics address"));
     Service { child, metrics }
+}
+
+/// The metrics address a service's log line names, if it is the line
+/// saying where its metrics are served.
+pub(crate) fn logged_metrics_addr(line: &str) -> Option<SocketAddr> {
+    line.split("metrics on http://").nth(1)?.strip_suffix("/metrics")?.parse().ok()
 }
 
 /// Connect an MCP client over the service's stdin and stdout.

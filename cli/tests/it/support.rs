@@ -432,6 +432,30 @@ pub async fn printed_once_not_fail_closed(client: &Client, code: &str, within: D
     }
 }
 
+/// One call of `test__add`, or what refused it.
+pub const ADD_ONCE: &str =
+    "try:\n    await test__add({'a': 1, 'b': 1})\nexcept ToolError as e:\n    print('refused:', e)";
+
+/// One call of `test__count`, or what refused it.
+pub const COUNT_ONCE: &str = "try:\n    print(await test__count({}))\nexcept ToolError as e:\n    print('refused:', e)";
+
+/// After a nats-server's death: `tainted` (tainted by the private tool
+/// `tainted_by`) is still refused `test__add`, and `counted` (one `count`
+/// today of a limit of 2 a day) may call `count` once more, then no more.
+/// `what` names the test in its progress lines.
+pub async fn the_taint_and_the_count_held(tainted: &Client, tainted_by: &str, counted: &Client, what: &str) {
+    let within = Duration::from_secs(30);
+    let (stdout, refused_runs) = printed_once_not_fail_closed(tainted, ADD_ONCE, within).await;
+    let taint = format!("has called the private tool {tainted_by}");
+    assert!(stdout.contains(&taint), "still tainted after the kill: {stdout}");
+    eprintln!("{what}: the taint check ran after {refused_runs} run(s) refused fail closed");
+    let (stdout, refused_runs) = printed_once_not_fail_closed(counted, COUNT_ONCE, within).await;
+    assert!(!stdout.starts_with("refused"), "the second call of the day is allowed: {stdout}");
+    eprintln!("{what}: the second count ran after {refused_runs} run(s) refused fail closed");
+    let (stdout, _) = printed_once_not_fail_closed(counted, COUNT_ONCE, within).await;
+    assert!(stdout.contains("rate limit counts: at most 2 calls per day"), "the third is over the limit: {stdout}");
+}
+
 /// True when a cell's failure around a nats-server's death says so clearly:
 /// the bridge's call timed out or had nobody to answer, the services were
 /// between connections, the runner's report was lost, or a call was refused

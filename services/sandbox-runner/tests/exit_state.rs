@@ -9,25 +9,15 @@ use std::time::{Duration, Instant};
 use bollard::Docker;
 use bollard::query_parameters::KillContainerOptions;
 use code_mode_sandbox_runner::container::{Container, Lockdown, OOM_EVENT_GRACE, Runtime, check_runtime};
-use code_mode_sandbox_runner::image;
+
+mod support;
 
 /// Docker with `runtime` registered and the image, or `None` (after
 /// `unavailable`, which fails the test under CI) without them.
 async fn docker(runtime: Runtime) -> Option<Docker> {
-    let docker = match code_mode_sandbox_runner::connect_docker().await {
-        Ok(d) => d,
-        Err(e) => {
-            code_mode_core::testing::unavailable("a Docker engine", &e.to_string());
-            return None;
-        }
-    };
+    let docker = support::docker_with_image().await?;
     if let Err(e) = check_runtime(&docker, runtime).await {
         code_mode_core::testing::unavailable(&format!("the {runtime} runtime"), &e.to_string());
-        return None;
-    }
-    let tag = image::default_image_tag();
-    if !image::image_exists(&docker, &tag).await.unwrap() {
-        code_mode_core::testing::unavailable("the sandbox image", &format!("{tag} is not built"));
         return None;
     }
     Some(docker)

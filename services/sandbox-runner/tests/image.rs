@@ -4,15 +4,11 @@ use std::sync::Mutex;
 
 use code_mode_sandbox_runner::image::{self, BaseSource};
 
+mod support;
+
 #[tokio::test]
 async fn the_runner_layer_builds_with_progress_and_holds_only_the_runner() {
-    let docker = match code_mode_sandbox_runner::connect_docker().await {
-        Ok(d) => d,
-        Err(e) => {
-            code_mode_core::testing::unavailable("a Docker engine", &e.to_string());
-            return;
-        }
-    };
+    let Some(docker) = support::docker().await else { return };
     // The base comes from the same place as the default image's; building the
     // layer under a throwaway tag leaves the default image alone.
     let tag = format!("code-mode-sandbox-test:{}", uuid::Uuid::new_v4().simple());
@@ -32,13 +28,7 @@ async fn the_runner_layer_builds_with_progress_and_holds_only_the_runner() {
 
 #[tokio::test]
 async fn a_missing_image_that_is_not_ours_is_not_built() {
-    let docker = match code_mode_sandbox_runner::connect_docker().await {
-        Ok(d) => d,
-        Err(e) => {
-            code_mode_core::testing::unavailable("a Docker engine", &e.to_string());
-            return;
-        }
-    };
+    let Some(docker) = support::docker().await else { return };
     let err = image::ensure_image(&docker, "someone-else/image:1", BaseSource::Auto, &|_| {}).await.unwrap_err();
     assert!(err.to_string().contains("someone-else/image:1 does not exist"), "{err}");
 }

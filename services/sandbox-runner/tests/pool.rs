@@ -11,9 +11,11 @@ use code_mode_core::bus::Bus;
 use code_mode_core::bus::BusError;
 use code_mode_proto::{CellLimits, CellRan, CellReport, Keep, KeptEnd, KeptReply, KeptRequest, RunCell, subjects};
 use code_mode_sandbox_runner::container::{LABEL_OWNER, LABEL_SANDBOX, owner_label};
-use code_mode_sandbox_runner::{RunnerConfig, SandboxRunner, image};
+use code_mode_sandbox_runner::{RunnerConfig, SandboxRunner};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+mod support;
 
 /// The tests count the containers of this process, so they take turns
 /// (they share a process under `cargo test`).
@@ -64,18 +66,7 @@ impl Serving {
 
     /// [`Serving::start`] with a whole configuration.
     async fn start_with(config: RunnerConfig) -> Option<Serving> {
-        let docker = match code_mode_sandbox_runner::connect_docker().await {
-            Ok(d) => d,
-            Err(e) => {
-                code_mode_core::testing::unavailable("a Docker engine", &e.to_string());
-                return None;
-            }
-        };
-        let tag = image::default_image_tag();
-        if !image::image_exists(&docker, &tag).await.unwrap() {
-            code_mode_core::testing::unavailable("the sandbox image", &format!("{tag} is not built"));
-            return None;
-        }
+        let docker = support::docker_with_image().await?;
         let bus = Bus::in_process();
         let runner = SandboxRunner::new(docker.clone(), config, bus.clone()).await.unwrap();
         let cancel = CancellationToken::new();
