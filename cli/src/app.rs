@@ -309,7 +309,13 @@ async fn start_bridge(
     let (call_timeout, approval_timeout) = (args.call_timeout, args.approval_timeout);
     let config = BridgeConfig {
         servers,
-        limits: CallLimits { max_calls: args.max_calls, call_timeout, approval_timeout, ..CallLimits::default() },
+        limits: CallLimits {
+            max_calls: args.max_calls,
+            call_timeout,
+            approval_timeout,
+            stateless_idle: args.stateless_idle,
+            ..CallLimits::default()
+        },
         catalog: Default::default(),
         state,
         policy_options: PolicyOptions { audit, offer_denied: args.offer_denied },

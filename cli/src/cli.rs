@@ -435,6 +435,13 @@ pub struct BridgeArgs {
     #[arg(long, default_value = "60", value_name = "SECONDS", allow_hyphen_values = true,
           value_parser = ranges::TIME.parser())]
     pub approval_timeout: Duration,
+    /// How long the private-data taint, `grant` counters and direct-call
+    /// count of a stateless (MCP 2026-07-28) client last without a call
+    /// of its identity, in seconds; they then start anew. Never shorter
+    /// than an idle MCP session over HTTP lives (300 to 2592000).
+    #[arg(long, default_value = "3600", value_name = "SECONDS", allow_hyphen_values = true,
+          value_parser = ranges::STATELESS_IDLE.parser())]
+    pub stateless_idle: Duration,
     /// Offer tools the policy denies outright, labelled `[denied: reason]`
     /// in their stubs; by default they are left out (a call naming one is
     /// refused all the same).

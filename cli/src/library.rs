@@ -346,6 +346,7 @@ impl Bridge {
     pub async fn call(&self, tool: &str, arguments: serde_json::Value) -> Result<String, Error> {
         let call = ToolCall {
             session: LIBRARY_SESSION.into(),
+            asker: None,
             identity: None,
             cell_id: uuid::Uuid::new_v4().to_string(),
             call_index: 1,

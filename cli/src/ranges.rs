@@ -26,6 +26,9 @@ pub struct Seconds {
 
 /// Every time option: deadline, call and approval timeouts, capacity wait.
 pub const TIME: Seconds = Seconds { min: defaults::MIN_SECONDS, max: defaults::MAX_SECONDS };
+/// `--stateless-idle`: from an idle HTTP session's life to 30 days.
+pub const STATELESS_IDLE: Seconds =
+    Seconds { min: defaults::MIN_STATELESS_IDLE, max: Duration::from_secs(30 * 86_400) };
 
 impl Seconds {
     /// The range as people read it.

@@ -73,6 +73,38 @@ pub mod subjects {
         is_session_id(session).then(|| format!("{APPROVAL}.{session}"))
     }
 
+    /// The prefix of every stateless scope id ([`stateless_scope`]).
+    pub const STATELESS_SCOPE_PREFIX: &str = "stateless-";
+
+    /// The session id under which the bridge keeps the state of one
+    /// identity's stateless (MCP 2026-07-28) calls: its private-data taint,
+    /// its `grant` counters and its direct-call count. Every frontend
+    /// replica derives the same id for the same identity, so that state is
+    /// one for the whole deployment; `None` (no authentication) is the one
+    /// identity `anonymous`. A hash of the name, so the id is always one
+    /// subject token of fixed length whatever the name holds, and no name
+    /// can be chosen to give another identity's id.
+    pub fn stateless_scope(identity: Option<&str>) -> String {
+        use sha2::{Digest, Sha256};
+        match identity {
+            None => format!("{STATELESS_SCOPE_PREFIX}anonymous"),
+            Some(name) => {
+                let mut hash = Sha256::new();
+                hash.update(b"code-mode stateless scope v1\0");
+                hash.update(name.as_bytes());
+                let digest = hash.finalize();
+                let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+                format!("{STATELESS_SCOPE_PREFIX}{hex}")
+            }
+        }
+    }
+
+    /// True when `session` is an identity's stateless scope
+    /// ([`stateless_scope`]) rather than one client session.
+    pub fn is_stateless_scope(session: &str) -> bool {
+        session.starts_with(STATELESS_SCOPE_PREFIX)
+    }
+
     /// True when `session` can be a client session's id: one NATS subject
     /// token of at most 128 bytes (not empty, no dot, wildcard or white
     /// space), as the frontend's UUIDs are.
@@ -138,6 +170,12 @@ pub struct Catalog {
     /// bridge then refuses it with the rule and its reason.
     #[serde(default)]
     pub withheld: Vec<String>,
+    /// How long an identity's stateless scope lives without a call, in
+    /// milliseconds (`--stateless-idle`): the frontend's description tells
+    /// a stateless client how long the private-data rule holds. 0: not
+    /// said (an older bridge).
+    #[serde(default)]
+    pub stateless_idle_ms: u64,
 }
 
 /// One wrapped tool as the sandbox and the model see it.
@@ -282,8 +320,16 @@ pub struct CellLimits {
 pub struct RunCell {
     /// Unique id of this run.
     pub cell_id: String,
-    /// The client session that sent it.
+    /// The session whose state its calls count in (the private-data
+    /// taint, `grant` limits; the audit records name it): the client
+    /// session, or for a stateless client its identity's scope
+    /// ([`subjects::stateless_scope`]).
     pub session: String,
+    /// The frontend session that asks the person about this cell's calls
+    /// ([`subjects::approval`] of it), when it is not `session` (a
+    /// stateless client's request); absent: `session`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asker: Option<String>,
     /// Who the client is, when the frontend authenticates clients (the
     /// static token's name, or the access token's `sub`); `None` without
     /// authentication. The audit records of the cell and of its calls name
@@ -405,8 +451,13 @@ pub struct CellReport {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolCall {
-    /// The client session the run belongs to.
+    /// The session whose state the call counts in (the cell's
+    /// [`RunCell::session`]).
     pub session: String,
+    /// Who is asked when the call needs approval (the cell's
+    /// [`RunCell::asker`]); absent: `session`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asker: Option<String>,
     /// Who the client is, when the frontend authenticates clients (the
     /// cell's [`RunCell::identity`]): named in the call's audit record and
     /// counted by `"scope": "identity"` limits.
@@ -451,8 +502,12 @@ pub enum ToolReply {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DirectCall {
-    /// The client session calling.
+    /// The session whose state the call counts in: the client session, or
+    /// for a stateless client its identity's scope.
     pub session: String,
+    /// Who is asked when the call needs approval; absent: `session`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asker: Option<String>,
     /// Who the client is, when the frontend authenticates clients: named
     /// in the call's audit record and counted by `"scope": "identity"`
     /// limits, as for a call from code.
@@ -606,6 +661,15 @@ pub enum ErrorKind {
     /// its session.
     #[serde(rename = "kept_busy")]
     KeptBusy,
+    /// A service's error: the kept container a cell names was removed a
+    /// while ago (the message says why: idle, past its longest life, a
+    /// stopped cell, its session ended).
+    #[serde(rename = "kept_expired")]
+    KeptExpired,
+    /// A service's error: the kept container a cell names belongs to
+    /// another session (for a stateless client's handle: another identity).
+    #[serde(rename = "kept_foreign")]
+    KeptForeign,
     /// A host fault: the wrapped server answered with a JSON-RPC error.
     McpError,
     /// A host fault: the wrapped server's transport closed (it crashed).
@@ -648,6 +712,8 @@ impl ErrorKind {
             ErrorKind::AuditUnwritable => "audit_unwritable",
             ErrorKind::KeptLost => "kept_lost",
             ErrorKind::KeptBusy => "kept_busy",
+            ErrorKind::KeptExpired => "kept_expired",
+            ErrorKind::KeptForeign => "kept_foreign",
             ErrorKind::McpError => "McpError",
             ErrorKind::TransportClosed => "TransportClosed",
             ErrorKind::TransportSendError => "TransportSendError",

@@ -111,6 +111,7 @@ fn a_fresh_cell_carries_no_keep_field_and_a_kept_request_is_tagged_by_its_operat
     let cell = RunCell {
         cell_id: "c".into(),
         session: "s".into(),
+        asker: None,
         identity: None,
         code: "1".into(),
         tools: vec![],

@@ -5,7 +5,17 @@ scripts/setup.sh) to talk to code-mode as third-party clients do.
 
     python mcp_client.py (--url URL | --stdio COMMAND [ARG...] --) [--header 'Name: value']...
                          [--oauth ISSUER CLIENT_ID SECRET SCOPE] [--mode legacy|auto|VERSION]
-                         [--cafile PEM] STEPS
+                         [--api client|session] [--log-level LEVEL] [--cafile PEM] STEPS
+
+--api picks the SDK's client: `client` (default) is the high-level
+`mcp.Client` in --mode (its default `auto` adopts the stateless 2026-07-28
+protocol when the server offers it); `session` is the lower-level
+`ClientSession` with the initialize handshake (2025-11-25), as older
+integrations use it. --log-level opts `mcp.Client` into log notifications
+(sent with each request under 2026-07-28).
+
+With --stdio, the command runs up to the last `--` (so it may hold a `--`
+of its own).
 
 --cafile trusts the certificates of PEM (an https URL with a certificate
 of its own) instead of the system's.
@@ -17,6 +27,9 @@ for a token with client_credentials, and sends it.
 STEPS is a JSON list, run in order in one client session:
     {"op": "list_tools"}
     {"op": "call", "tool": NAME, "arguments": {...}}
+        with "session_from_last": true, the `session` value of the last
+        call's structured content is added to the arguments (a stateless
+        client's kept-session handle)
     {"op": "set_level", "level": LEVEL}            logging/setLevel
     {"op": "logs", "at_least": N, "wait": SECONDS}  the log notifications
         received so far (waiting up to SECONDS for N of them, then a moment
@@ -28,6 +41,7 @@ Everything the SDK logs goes to stderr, which the tests read too.
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import ssl
@@ -35,7 +49,8 @@ import sys
 import warnings
 
 import httpx2
-from mcp import Client, StdioServerParameters
+from mcp import Client, ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 
@@ -43,13 +58,17 @@ def parse_args(argv):
     stdio = None
     if "--stdio" in argv:
         start = argv.index("--stdio")
-        end = argv.index("--", start)
+        # The last `--`: the command may hold one of its own (`serve ... --
+        # SERVER`).
+        end = len(argv) - 1 - argv[::-1].index("--")
         stdio = argv[start + 1 : end]
         argv = argv[:start] + argv[end + 1 :]
     parser = argparse.ArgumentParser()
     parser.add_argument("--url")
     parser.add_argument("--header", action="append", default=[])
     parser.add_argument("--mode", default="auto")
+    parser.add_argument("--api", choices=["client", "session"], default="client")
+    parser.add_argument("--log-level")
     parser.add_argument("--cafile")
     parser.add_argument("--oauth", nargs=4, metavar=("ISSUER", "CLIENT_ID", "SECRET", "SCOPE"))
     parser.add_argument("steps")
@@ -96,6 +115,23 @@ async def logs_after(received, at_least, wait):
     return list(received)
 
 
+@contextlib.asynccontextmanager
+async def connect(args, server, on_log):
+    """The client --api names, connected to `server` (a transport for
+    `session`, anything `mcp.Client` takes for `client`)."""
+    if args.api == "client":
+        options = {"log_level": args.log_level} if args.log_level else {}
+        async with Client(server, mode=args.mode, logging_callback=on_log, **options) as client:
+            yield client
+        return
+    transport = stdio_client(server) if isinstance(server, StdioServerParameters) else server
+    async with transport as streams:
+        read, write = streams[0], streams[1]
+        async with ClientSession(read, write, logging_callback=on_log) as session:
+            await session.initialize()
+            yield session
+
+
 async def main(argv):
     args = parse_args(argv)
     steps = json.loads(args.steps)
@@ -123,14 +159,19 @@ async def main(argv):
         verify = ssl.create_default_context(cafile=args.cafile) if args.cafile else True
         http = httpx2.AsyncClient(headers=headers, auth=auth, timeout=httpx2.Timeout(120.0), verify=verify)
         server = streamable_http_client(args.url, http_client=http)
-    async with Client(server, mode=args.mode, logging_callback=on_log) as client:
+    async with connect(args, server, on_log) as client:
+        last = None
         for step in steps:
             op = step["op"]
             try:
                 if op == "list_tools":
                     result = await client.list_tools()
                 elif op == "call":
-                    result = await client.call_tool(step["tool"], step.get("arguments", {}))
+                    arguments = dict(step.get("arguments", {}))
+                    if step.get("session_from_last"):
+                        arguments["session"] = (last.structured_content or {}).get("session") if last else None
+                    result = await client.call_tool(step["tool"], arguments)
+                    last = result
                 elif op == "set_level":
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")  # the capability is deprecated from 2026-07-28 on

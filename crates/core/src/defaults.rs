@@ -80,3 +80,17 @@ pub const SESSION_IDLE: Duration = Duration::from_secs(10 * 60);
 /// How long a kept session's container lives at most, from its first cell
 /// (`--session-max`).
 pub const SESSION_MAX: Duration = Duration::from_secs(60 * 60);
+
+/// How long an MCP session over HTTP (protocol 2025-11-25 and older) lives
+/// without a request before the server closes it (rmcp's keep-alive, which
+/// the frontend sets to this explicitly).
+pub const HTTP_SESSION_IDLE: Duration = Duration::from_secs(5 * 60);
+
+/// How long the state of an identity's stateless (2026-07-28) calls lasts
+/// without a call (`--stateless-idle`): its private-data taint, `grant`
+/// counters and direct-call count then start anew.
+pub const STATELESS_IDLE: Duration = Duration::from_secs(60 * 60);
+
+/// The shortest `--stateless-idle`: a stateless client's state never ends
+/// sooner than an idle HTTP session of the older protocol would have.
+pub const MIN_STATELESS_IDLE: Duration = HTTP_SESSION_IDLE;

@@ -73,7 +73,14 @@ fn stub_rendering(c: &mut Criterion) {
         b.iter(|| Catalog::build(&servers, &CatalogLimits::default()).expect("a catalog").tools().len())
     });
     let entries = catalog_of(300).entries(true, false);
-    let facts = RunFacts { deadline_secs: 90, max_calls: 200, call_timeout_secs: 30, max_output: 8192, keep: None };
+    let facts = RunFacts {
+        deadline_secs: 90,
+        max_calls: 200,
+        call_timeout_secs: 30,
+        max_output: 8192,
+        keep: None,
+        stateless: None,
+    };
     c.bench_function("write the run_python description of 300 tools", |b| {
         b.iter(|| describe(&facts, &entries, 12_000).1.len())
     });

@@ -44,6 +44,7 @@ pub mod policy_check;
 pub mod private;
 pub mod replay;
 pub mod schema;
+pub mod scope;
 pub mod server;
 pub mod stubs;
 pub mod wire;
@@ -71,6 +72,7 @@ use crate::policy::{
     Annotations, AuditDecision, CallSite, Policy, PolicyError, RateLimiter, RuleSource, ToolFacts, Verdict,
 };
 use crate::private::PrivateRule;
+use crate::scope::Scopes;
 use crate::server::{ServerHandle, ServerSpec};
 use code_mode_audit::record::{self as audit_record, CallResult};
 use code_mode_audit::{AuditSink, Durability};
@@ -183,6 +185,9 @@ pub struct CallLimits {
     pub max_message_chars: usize,
     /// How long a call a policy holds for approval waits for the answer.
     pub approval_timeout: Duration,
+    /// How long an identity's stateless scope lasts without a call
+    /// (`--stateless-idle`, see [`scope`]).
+    pub stateless_idle: Duration,
 }
 
 impl Default for CallLimits {
@@ -194,6 +199,7 @@ impl Default for CallLimits {
             max_result: defaults::MAX_RESULT,
             max_message_chars: defaults::MAX_MESSAGE_CHARS,
             approval_timeout: defaults::APPROVAL_TIMEOUT,
+            stateless_idle: defaults::STATELESS_IDLE,
         }
     }
 }
@@ -341,6 +347,8 @@ struct Inner {
     /// The bus to ask a client session's frontend for approvals on (set by
     /// [`Bridge::serve`]; without it an approval cannot be asked for).
     approvals: std::sync::OnceLock<Bus>,
+    /// Where each stateless scope's state lives now.
+    scopes: Scopes,
 }
 
 /// One catalog and the private rule that goes with it.
@@ -390,6 +398,8 @@ struct Rebuild {
     state: SessionStore,
     /// Keep tools the policy denies outright in the catalog.
     offer_denied: bool,
+    /// How long a stateless scope lasts (for the private rule's refusals).
+    stateless_idle: Duration,
 }
 
 impl Rebuild {
@@ -433,7 +443,9 @@ impl Rebuild {
             policies.push(applied);
         }
         let catalog = Catalog::build(&listed, &self.limits)?;
-        let rule = catalog.has_private().then(|| PrivateRule::new(self.state.clone(), catalog.private_tools()));
+        let rule = catalog.has_private().then(|| {
+            PrivateRule::new(self.state.clone(), catalog.private_tools()).with_stateless_idle(self.stateless_idle)
+        });
         Ok((catalog, rule, policies))
     }
 
@@ -546,6 +558,7 @@ impl Bridge {
             limits: config.catalog,
             state: config.state.clone(),
             offer_denied: config.policy_options.offer_denied,
+            stateless_idle: config.limits.stateless_idle,
         };
         let (catalog, rule, policies) = match rebuild.build(&listed) {
             Ok(built) => built,
@@ -594,6 +607,7 @@ impl Bridge {
                 rebuild,
                 audit: config.policy_options.audit.clone(),
                 approvals: std::sync::OnceLock::new(),
+                scopes: Scopes::new(config.state.clone(), config.limits.stateless_idle),
             }),
         };
         actors.push(tokio::spawn(refresher(Arc::downgrade(&bridge.inner), changes, servers_cancel)));
@@ -679,6 +693,7 @@ impl Bridge {
                 fingerprint: message.fingerprint.clone(),
                 unchanged: true,
                 withheld: Vec::new(),
+                stateless_idle_ms: message.stateless_idle_ms,
             };
         }
         message.clone()
@@ -694,8 +709,16 @@ impl Bridge {
         // longer (and a lost bridge slower to notice).
         let approval_timeout_ms =
             if current.needs_approval() { self.inner.limits.approval_timeout.as_millis() as u64 } else { 0 };
-        let offered = serde_json::to_vec(&(&tools, &withheld, max_calls, call_timeout_ms, approval_timeout_ms))
-            .unwrap_or_default();
+        let stateless_idle_ms = self.inner.limits.stateless_idle.as_millis() as u64;
+        let offered = serde_json::to_vec(&(
+            &tools,
+            &withheld,
+            max_calls,
+            call_timeout_ms,
+            approval_timeout_ms,
+            stateless_idle_ms,
+        ))
+        .unwrap_or_default();
         let fingerprint = format!("{:x}", <sha2::Sha256 as sha2::Digest>::digest(&offered));
         proto::Catalog {
             version: current.version,
@@ -706,6 +729,7 @@ impl Bridge {
             fingerprint,
             unchanged: false,
             withheld,
+            stateless_idle_ms,
         }
     }
 
@@ -739,6 +763,7 @@ impl Bridge {
     pub async fn call_direct(&self, direct: &DirectCall) -> DirectReply {
         let call = ToolCall {
             session: direct.session.clone(),
+            asker: direct.asker.clone(),
             identity: direct.identity.clone(),
             cell_id: direct.call_id.clone(),
             call_index: direct.call_index,
@@ -817,12 +842,30 @@ impl Bridge {
             trail.refused("bridge:budget", &why);
             return self.refuse(why);
         }
+        // Where the session's state lives (a stateless scope's current
+        // generation), found when a check first needs it.
+        let mut state = StateKey::new(self, &call.session);
         let spent = match caller {
             Caller::Code => (call.call_index > limits.max_calls)
                 .then(|| format!("{}: this run has used all of its {} tool calls", tool.name, limits.max_calls)),
-            Caller::Direct { max_calls } => max_calls.filter(|max| call.call_index > *max).map(|max| {
-                format!("{}: this session has used all of its {max} direct tool calls (--max-direct-calls)", tool.name)
-            }),
+            Caller::Direct { max_calls: None } => None,
+            // The session's own count (its frontend's) or the store's,
+            // whichever is higher: a stateless client's calls reach new
+            // session objects, possibly on other frontends, so only the
+            // store counts all of them.
+            Caller::Direct { max_calls: Some(max) } => match self.count_direct(&mut state).await {
+                Ok(made) => (made.max(u64::from(call.call_index)) > u64::from(max)).then(|| {
+                    format!(
+                        "{}: this session has used all of its {max} direct tool calls (--max-direct-calls)",
+                        tool.name
+                    )
+                }),
+                Err(e) => {
+                    let why = state_refusal(&tool.name, "direct-call budget", &e);
+                    trail.refused("bridge:budget", &why);
+                    return self.refuse(why);
+                }
+            },
         };
         if let Some(why) = spent {
             trail.refused("bridge:budget", &why);
@@ -849,14 +892,22 @@ impl Bridge {
             return self.refuse(format!("{}: {e}", tool.name));
         }
         if let Some(applied) = &current.policies[tool.server]
-            && let Err(refusal) = self.apply_policy(applied, call, tool, trail).await
+            && let Err(refusal) = self.apply_policy(applied, call, tool, &mut state, trail).await
         {
             return refusal;
         }
         // Last, so that a call refused by any check above never taints; a
         // private call taints here, before it goes out (see `private`).
         if let Some(rule) = &current.rule {
-            match rule.judge(&call.session, &tool.name, tool.private).await {
+            let key = match state.get().await {
+                Ok(key) => key.to_string(),
+                Err(e) => {
+                    let why = state_refusal(&tool.name, "private-data rule", &e);
+                    trail.refused("bridge:private_data", &why);
+                    return self.refuse(why);
+                }
+            };
+            match rule.judge(&key, &tool.name, tool.private).await {
                 Ok(()) => trail.tainted = Some(tool.private),
                 Err(refusal) => {
                     trail.tainted = matches!(refusal, private::RuleRefusal::Tainted { .. }).then_some(true);
@@ -895,6 +946,7 @@ impl Bridge {
         applied: &Applied,
         call: &ToolCall,
         tool: &catalog::CatalogTool,
+        state: &mut StateKey<'_>,
         trail: &mut Trail,
     ) -> Result<(), Answer> {
         let name = &tool.name;
@@ -914,8 +966,22 @@ impl Bridge {
             self.decided(trail, site, AuditDecision::Refused, &rule, Some(reason));
             return Err(self.refuse(format!("{name}: {why} ({rule}/args)")));
         }
+        // Only a `grant` limit needs the session's own state.
+        let session = if applied.policy.counts_per_session(&tool.mcp_name) {
+            match state.get().await {
+                Ok(key) => key.to_string(),
+                Err(e) => {
+                    let why = state_refusal(name, "rate limit", &e);
+                    tracing::info!(tool = %name, cell = %call.cell_id, "refused: {why}");
+                    self.decided(trail, site, AuditDecision::Refused, verdict.rule(), Some(why.clone()));
+                    return Err(self.refuse(why));
+                }
+            }
+        } else {
+            call.session.clone()
+        };
         if let Err(refusal) =
-            applied.limiter.admit_as(&call.session, call.identity.as_deref(), &tool.mcp_name, trail.decided).await
+            applied.limiter.admit_as(&session, call.identity.as_deref(), &tool.mcp_name, trail.decided).await
         {
             tracing::info!(tool = %name, cell = %call.cell_id, "refused: {refusal}");
             let decision = match refusal {
@@ -955,7 +1021,9 @@ impl Bridge {
         let Some(bus) = self.inner.approvals.get() else {
             return ApprovalReply::Unavailable { reason: "this bridge is not connected to any client session".into() };
         };
-        let Some(subject) = subjects::approval(&call.session) else {
+        // The frontend session that asks: a stateless client's request, or
+        // the client session itself.
+        let Some(subject) = subjects::approval(call.asker.as_deref().unwrap_or(&call.session)) else {
             return ApprovalReply::Unavailable { reason: "the call's session id cannot be addressed".into() };
         };
         let request = proto::ApprovalRequest {
@@ -1037,12 +1105,42 @@ impl Bridge {
     /// its `grant` rate-limit counters under every server's policy (`global`
     /// counters stay). Returns how many entries were there. The `global`
     /// pseudo-session and ids that are no session's are refused.
+    ///
+    /// A stateless scope is refused too: it is no one client session, and
+    /// ends only after `--stateless-idle` without a call (see [`scope`]).
     pub async fn end_session(&self, session: &str) -> Result<u32, BridgeError> {
-        if session == policy::GLOBAL_SESSION || !subjects::is_session_id(session) {
+        if session == policy::GLOBAL_SESSION
+            || !subjects::is_session_id(session)
+            || subjects::is_stateless_scope(session)
+        {
             return Err(BridgeError::NotASession { session: session.chars().take(80).collect() });
         }
+        let removed = self.forget_state(session).await?;
+        tracing::info!(%session, removed, "client session ended: its state is forgotten");
+        Ok(removed)
+    }
+
+    /// Count one more direct call of the call's session (its stateless
+    /// scope's generation): how many it has made, this one included.
+    async fn count_direct(&self, state: &mut StateKey<'_>) -> Result<u64, code_mode_core::state::StateError> {
+        let key = state.get().await?.to_string();
+        let entry = self
+            .inner
+            .rebuild
+            .state
+            .update(&key, DIRECT_CALLS, |old| {
+                serde_json::json!(old.and_then(|v| v.as_u64()).unwrap_or(0).saturating_add(1))
+            })
+            .await?;
+        Ok(entry.value.as_u64().unwrap_or(u64::MAX))
+    }
+
+    /// Delete every entry the bridge keeps under `session` (or a stateless
+    /// scope's generation): the taint, `grant` counters, the direct-call
+    /// count. Returns how many were there.
+    async fn forget_state(&self, session: &str) -> Result<u32, BridgeError> {
         let current = self.current();
-        let mut names = vec![private::TAINT.to_string()];
+        let mut names = vec![private::TAINT.to_string(), DIRECT_CALLS.to_string()];
         for applied in current.policies.iter().flatten() {
             names.extend(applied.policy.session_keys());
         }
@@ -1060,7 +1158,6 @@ impl Bridge {
                 }
             }
         }
-        tracing::info!(%session, removed, "client session ended: its state is forgotten");
         Ok(removed)
     }
 
@@ -1110,6 +1207,50 @@ impl Bridge {
             .await?;
         Ok(vec![catalog, calls, direct, ends])
     }
+}
+
+/// The entry of a session's direct-call count (`--max-direct-calls`).
+pub const DIRECT_CALLS: &str = "direct.calls";
+
+/// Where one call's session state lives, resolved once, when a check first
+/// needs it (see [`scope`]): the session itself, or a stateless scope's
+/// current generation. When the call moves a scope on, the old
+/// generation's state is forgotten then.
+struct StateKey<'a> {
+    bridge: &'a Bridge,
+    session: &'a str,
+    resolved: Option<String>,
+}
+
+impl<'a> StateKey<'a> {
+    fn new(bridge: &'a Bridge, session: &'a str) -> Self {
+        Self { bridge, session, resolved: None }
+    }
+
+    async fn get(&mut self) -> Result<&str, code_mode_core::state::StateError> {
+        if self.resolved.is_none() {
+            let resolved = self.bridge.inner.scopes.resolve(self.session).await?;
+            if let Some(expired) = &resolved.expired
+                && let Err(e) = self.bridge.forget_state(expired).await
+            {
+                // Harmless: no call uses that generation again.
+                tracing::warn!(scope = %self.session, error = %e, "could not forget an ended scope generation");
+            }
+            self.resolved = Some(resolved.key);
+        }
+        Ok(self.resolved.as_deref().unwrap_or(self.session))
+    }
+}
+
+/// The refusal of a call whose session state could not be had for `what`.
+fn state_refusal(tool: &str, what: &str, error: &code_mode_core::state::StateError) -> String {
+    tracing::warn!(tool, error = %error, "refused: session state failed (fail closed)");
+    let how = match error {
+        code_mode_core::state::StateError::Unavailable(_) => "unavailable",
+        code_mode_core::state::StateError::Invalid(_) => "invalid",
+        code_mode_core::state::StateError::Conflict(_) => "changing concurrently",
+    };
+    format!("{tool}: session state {how}: refusing the call under the {what} (fail closed)")
 }
 
 /// Where a call comes from: a cell's code, or a client calling the tool

@@ -553,6 +553,17 @@ impl Policy {
         counters.into_iter().map(grant_key).collect()
     }
 
+    /// True when a call of `tool` counts against a `grant` limit, so its
+    /// session's state must be at hand.
+    pub fn counts_per_session(&self, tool: &str) -> bool {
+        match self.verdict(tool) {
+            Verdict::Limited { limits, .. } | Verdict::Approve { limits, .. } => {
+                limits.iter().any(|l| l.scope == Scope::Grant)
+            }
+            _ => false,
+        }
+    }
+
     /// The file it was read from (or, for an inline policy, where it was
     /// written).
     pub fn source(&self) -> &str {

@@ -6,8 +6,10 @@
 //! session-state store ([`SessionStore`]): in memory for `serve` and `run`,
 //! in the JetStream key-value bucket for the split deployment, where it
 //! survives a restart of the bridge (and of nats-server) and every bridge
-//! replica sees it. It is written once and never cleared: a session lasts as
-//! long as its frontend process, and a new frontend process is a new session.
+//! replica sees it. It is written once and cleared only when its session
+//! ends (the frontend tells the bridge, [`crate::Bridge::end_session`]); a
+//! stateless client's taint lives in its identity's scope, which ends only
+//! after `--stateless-idle` without a call ([`crate::scope`]).
 //!
 //! The bridge judges a call last, after every other check has passed, just
 //! before the call goes out:
@@ -40,6 +42,8 @@
 //! This module owns the taint's name and value and the rule's refusals; the
 //! store owns the backend, the keys and the timeouts.
 
+use std::time::Duration;
+
 use code_mode_core::state::{SessionStore, StateError};
 use serde_json::{Value, json};
 
@@ -58,8 +62,7 @@ pub enum RuleRefusal {
     /// The session has called a private tool, and this tool is not private.
     #[error(
         "{tool}: refused by the private-data rule: this session has called the private tool {by}, so from then \
-         on it may call only private tools ({allowed}). The rule lasts for the rest of the client session: call \
-         other tools before the first private call, or in a new session"
+         on it may call only private tools ({allowed}). {lasts}"
     )]
     Tainted {
         /// The refused tool (Python name).
@@ -68,6 +71,8 @@ pub enum RuleRefusal {
         by: String,
         /// The private tools, which may still be called.
         allowed: String,
+        /// How long the rule lasts, and what to do ([`lasts`]).
+        lasts: String,
     },
     /// The taint could not be read or written.
     #[error("{tool}: session state {what}: refusing the call under the private-data rule (fail closed)")]
@@ -105,18 +110,51 @@ fn bounded_list<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
     list
 }
 
+/// How long the rule lasts for the session whose state lives under `key`
+/// (a client session, or a stateless scope's generation, see
+/// [`crate::scope`]), and what to do, as a refusal ends.
+pub fn lasts(key: &str, stateless_idle: Duration) -> String {
+    if code_mode_proto::subjects::is_stateless_scope(key) {
+        format!(
+            "For this stateless client the rule lasts across all of its runs until {} pass without a call: call \
+             other tools before the first private call",
+            span(stateless_idle.as_secs())
+        )
+    } else {
+        "The rule lasts for the rest of the client session: call other tools before the first private call, or in \
+         a new session"
+            .to_string()
+    }
+}
+
+/// A duration for people: "1 h", "15 min" or "45 s".
+fn span(secs: u64) -> String {
+    match secs {
+        s if s >= 3600 && s % 3600 == 0 => format!("{} h", s / 3600),
+        s if s >= 60 && s % 60 == 0 => format!("{} min", s / 60),
+        s => format!("{s} s"),
+    }
+}
+
 /// The rule of one bridge: its private tools and the store of the taint.
 #[derive(Debug, Clone)]
 pub struct PrivateRule {
     store: SessionStore,
     /// The private tools' Python names, for refusal messages.
     allowed: String,
+    /// How long a stateless scope lasts, for refusal messages.
+    stateless_idle: Duration,
 }
 
 impl PrivateRule {
     /// A rule over `store` for these private tools (Python names).
     pub fn new<'a>(store: SessionStore, private: impl IntoIterator<Item = &'a str>) -> Self {
-        Self { store, allowed: bounded_list(private) }
+        Self { store, allowed: bounded_list(private), stateless_idle: code_mode_core::defaults::STATELESS_IDLE }
+    }
+
+    /// The same, saying that a stateless scope lasts `idle` without a call.
+    pub fn with_stateless_idle(self, idle: Duration) -> Self {
+        Self { stateless_idle: idle, ..self }
     }
 
     /// Judge a call of `tool` (Python name) in `session` that passed every
@@ -148,7 +186,12 @@ impl PrivateRule {
                     _ => "(unknown)".to_string(),
                 };
                 tracing::info!(session, tool, by = %by, "refused: the session is tainted by a private call");
-                Err(RuleRefusal::Tainted { tool: tool.to_string(), by, allowed: self.allowed.clone() })
+                Err(RuleRefusal::Tainted {
+                    tool: tool.to_string(),
+                    by,
+                    allowed: self.allowed.clone(),
+                    lasts: lasts(session, self.stateless_idle),
+                })
             }
             Err(e) => Err(self.state_refusal(session, tool, e)),
         }
@@ -178,7 +221,12 @@ mod tests {
         let refusal = rule.judge("s", "send", false).await.unwrap_err();
         assert_eq!(
             refusal,
-            RuleRefusal::Tainted { tool: "send".into(), by: "read_mail".into(), allowed: "read_mail".into() }
+            RuleRefusal::Tainted {
+                tool: "send".into(),
+                by: "read_mail".into(),
+                allowed: "read_mail".into(),
+                lasts: lasts("s", Duration::from_secs(1)),
+            }
         );
         assert!(refusal.to_string().contains("private-data rule"), "{refusal}");
         rule.judge("other", "send", false).await.unwrap();
@@ -204,6 +252,17 @@ mod tests {
         assert_eq!(by.chars().count(), MAX_QUOTED_NAME);
         let RuleRefusal::Tainted { by, .. } = rule.judge("b", "send", false).await.unwrap_err() else { panic!() };
         assert_eq!(by, "(unknown)");
+    }
+
+    #[tokio::test]
+    async fn a_stateless_clients_refusal_says_the_rule_lasts_across_its_runs_and_for_how_long() {
+        let rule =
+            PrivateRule::new(SessionStore::in_memory(), ["read_mail"]).with_stateless_idle(Duration::from_secs(900));
+        let key = format!("{}~1", code_mode_proto::subjects::stateless_scope(Some("alice")));
+        rule.judge(&key, "read_mail", true).await.unwrap();
+        let text = rule.judge(&key, "send", false).await.unwrap_err().to_string();
+        assert!(text.ends_with("lasts across all of its runs until 15 min pass without a call: call other tools before the first private call"), "{text}");
+        assert!(text.chars().count() <= code_mode_core::defaults::MAX_MESSAGE_CHARS);
     }
 
     #[tokio::test]

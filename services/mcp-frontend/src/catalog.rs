@@ -23,7 +23,7 @@ use code_mode_proto::{Catalog, CatalogRequest, subjects};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::FrontendConfig;
-use crate::description::{self, KeepFacts, RunFacts};
+use crate::description::{self, KeepFacts, RunFacts, StatelessFacts};
 
 /// How often the watcher asks the bridge whether the catalog changed (cells
 /// also ask before and after they run).
@@ -36,13 +36,16 @@ const REFRESH_TIMEOUT: Duration = Duration::from_secs(1);
 /// Refresh requests that may wait at the watcher.
 const REQUESTS: usize = 64;
 
-/// A catalog and the `run_python` description made from it.
+/// A catalog and the `run_python` descriptions made from it.
 #[derive(Debug)]
 pub struct View {
     /// The catalog.
     pub catalog: Catalog,
-    /// The description of `run_python` for it.
+    /// The description of `run_python` for it, for a client with a
+    /// session (over stdio, or an MCP session over HTTP).
     pub description: String,
+    /// The same for a stateless (2026-07-28) client over HTTP.
+    pub stateless_description: String,
 }
 
 impl View {
@@ -55,9 +58,13 @@ impl View {
             call_timeout_secs: catalog.call_timeout_ms / 1000,
             max_output: config.max_output,
             keep: config.keep.map(|k| KeepFacts { idle_secs: k.idle.as_secs(), max_secs: k.max.as_secs() }),
+            stateless: None,
         };
         let description = description::description(&facts, &catalog.tools, config.description_budget);
-        Self { catalog, description }
+        let stateless =
+            RunFacts { stateless: Some(StatelessFacts { idle_secs: catalog.stateless_idle_ms / 1000 }), ..facts };
+        let stateless_description = description::description(&stateless, &catalog.tools, config.description_budget);
+        Self { catalog, description, stateless_description }
     }
 }
 

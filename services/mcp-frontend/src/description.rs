@@ -31,6 +31,18 @@ pub struct RunFacts {
     pub max_output: u32,
     /// Set when the cells of a session share one sandbox (`--keep-variables`).
     pub keep: Option<KeepFacts>,
+    /// Set when the description is for a stateless (MCP 2026-07-28) client
+    /// over HTTP: it has no session, so what lasts between its runs is said
+    /// as it is for it.
+    pub stateless: Option<StatelessFacts>,
+}
+
+/// What lasts between a stateless client's runs, for the description.
+#[derive(Debug, Clone, Copy)]
+pub struct StatelessFacts {
+    /// Seconds without a run after which its private-data rule ends (0:
+    /// not known).
+    pub idle_secs: u64,
 }
 
 /// How long a kept session's sandbox lives, for the description.
@@ -44,13 +56,23 @@ pub struct KeepFacts {
 
 /// The opening sentence: what the sandbox keeps between runs.
 fn sandbox_sentence(facts: &RunFacts) -> String {
-    match facts.keep {
-        None => format!(
+    match (facts.keep, facts.stateless) {
+        (Some(keep), Some(_)) => format!(
+            "Run Python code in a locked-down sandbox (no network, a {deadline} s deadline per run). A run starts \
+             in a fresh sandbox unless you pass `session`: each result's `session` value names the sandbox holding \
+             that run's variables, imports and files in /tmp; send it back as the `session` argument to run there \
+             again. It is removed after {idle} without a run, {max} after it started, or when a run is stopped; \
+             a `session` whose sandbox is gone is refused, saying so.",
+            deadline = facts.deadline_secs,
+            idle = span(keep.idle_secs),
+            max = span(keep.max_secs),
+        ),
+        (None, _) => format!(
             "Run Python code in a fresh, locked-down sandbox (no network, nothing kept between runs, a {} s \
              deadline).",
             facts.deadline_secs
         ),
-        Some(keep) => format!(
+        (Some(keep), None) => format!(
             "Run Python code in a locked-down sandbox (no network, a {deadline} s deadline per run). Variables, \
              imports and files in /tmp persist between the runs of this session; the sandbox is removed after \
              {idle} without a run, {max} after it started, or when a run is stopped, and the next run then \
@@ -76,6 +98,23 @@ fn span(secs: u64) -> String {
 const PRIVATE_RULE: &str = "Tools marked [private] may see private data: after the first call to one, only private \
      tools can be called for the rest of this client session (other calls raise ToolError), so make the calls to \
      other tools first.\n";
+
+/// [`PRIVATE_RULE`] for a stateless client: what lasts is its identity's
+/// scope, across its runs.
+fn private_rule(facts: &RunFacts) -> String {
+    match facts.stateless {
+        None => PRIVATE_RULE.to_string(),
+        Some(StatelessFacts { idle_secs }) => {
+            let until =
+                if idle_secs == 0 { String::new() } else { format!(" (until {} pass without a run)", span(idle_secs)) };
+            format!(
+                "Tools marked [private] may see private data: after the first call to one, only private tools can \
+                 be called in this run and in every later run of this client{until} (other calls raise \
+                 ToolError), so make the calls to other tools first.\n"
+            )
+        }
+    }
+}
 
 /// Which tier a description uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,7 +154,7 @@ pub fn describe(facts: &RunFacts, tools: &[ToolEntry], budget: usize) -> (Tier, 
         timeout = facts.call_timeout_secs,
         kib = facts.max_output / 1024,
     );
-    let header = if tools.iter().any(|t| t.private) { format!("{header}{PRIVATE_RULE}") } else { header };
+    let header = if tools.iter().any(|t| t.private) { format!("{header}{}", private_rule(facts)) } else { header };
     if tools.is_empty() {
         return (Tier::Empty, format!("{header}\nNo tools are available."));
     }
@@ -223,7 +262,14 @@ mod tests {
     use super::*;
 
     fn facts() -> RunFacts {
-        RunFacts { deadline_secs: 90, max_calls: 200, call_timeout_secs: 30, max_output: 8192, keep: None }
+        RunFacts {
+            deadline_secs: 90,
+            max_calls: 200,
+            call_timeout_secs: 30,
+            max_output: 8192,
+            keep: None,
+            stateless: None,
+        }
     }
 
     #[test]

@@ -145,9 +145,13 @@ impl McpHttpServer {
         let sessions = factory;
         // An empty list would switch the check off: keep the default then.
         let hosts = (!options.allowed_hosts.is_empty()).then(|| options.allowed_hosts.clone());
+        // An MCP session without a request for this long is closed (and
+        // its state forgotten): the shortest a stateless scope may last.
+        let mut manager = LocalSessionManager::default();
+        manager.session_config.keep_alive = Some(code_mode_core::defaults::HTTP_SESSION_IDLE);
         let service = StreamableHttpService::builder()
-            .service_factory(Arc::new(move || -> Result<Frontend, std::io::Error> { Ok(sessions.session()) }))
-            .session_manager(Arc::new(LocalSessionManager::default()))
+            .service_factory(Arc::new(move || -> Result<Frontend, std::io::Error> { Ok(sessions.http_session()) }))
+            .session_manager(Arc::new(manager))
             .cancellation_token(cancel.child_token())
             .maybe_allowed_hosts(hosts)
             .on_request_fn(auth::carry_caller)

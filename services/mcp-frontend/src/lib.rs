@@ -42,6 +42,7 @@ pub mod auth;
 pub mod catalog;
 pub mod description;
 pub mod direct;
+pub mod handle;
 pub mod http;
 pub mod notices;
 mod parking;
@@ -72,9 +73,10 @@ use crate::auth::Identity;
 pub use crate::catalog::CATALOG_POLL;
 use crate::catalog::CatalogHandle;
 pub use crate::direct::Expose;
+pub use crate::handle::HandleError;
 use crate::notices::Notice;
 use crate::parking::{Parked, ParkingLot};
-use crate::session::{CellOrder, CellRun, DirectOrder, QUESTIONS_PER_CELL, SessionHandle};
+use crate::session::{CellKeep, CellOrder, CellRun, DirectOrder, QUESTIONS_PER_CELL, Ran, SessionHandle};
 
 /// The one tool's name.
 pub const TOOL_NAME: &str = "run_python";
@@ -144,6 +146,9 @@ pub enum FrontendError {
         /// The limit.
         max: usize,
     },
+    /// A stateless client's session handle cannot be used.
+    #[error(transparent)]
+    Handle(#[from] HandleError),
     /// The MCP transport failed.
     #[error("MCP transport: {0}")]
     Transport(String),
@@ -285,6 +290,44 @@ pub(crate) struct Shared {
     pub slots: Semaphore,
     pub catalog: CatalogHandle,
     pub parking: ParkingLot,
+    /// Each identity's `--max-cells-per-session` slots for its stateless
+    /// requests.
+    pub stateless_slots: StatelessSlots,
+}
+
+/// The `--max-cells-per-session` slots of each identity's stateless
+/// requests in this process: a stateless request is a session object of its
+/// own, so the slots its identity shares must live beside them.
+///
+/// A map behind a `std::sync::Mutex` rather than an actor: each access is
+/// one short lookup or insert that never awaits while holding the lock. An
+/// entry lives while some request holds its slots (a `Weak` in the map);
+/// dead entries are swept on the next insert.
+#[derive(Debug)]
+pub(crate) struct StatelessSlots {
+    max: Option<usize>,
+    scopes: std::sync::Mutex<std::collections::HashMap<String, std::sync::Weak<Semaphore>>>,
+}
+
+impl StatelessSlots {
+    fn new(max: Option<usize>) -> Self {
+        Self { max, scopes: Default::default() }
+    }
+
+    /// The slots of `scope` (`None` without `--max-cells-per-session`).
+    pub fn of(&self, scope: &str) -> Option<Arc<Semaphore>> {
+        let max = self.max?;
+        // A panic while holding the lock cannot leave the map half-written
+        // (each change is one insert or a retain), so keep going.
+        let mut scopes = self.scopes.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(slots) = scopes.get(scope).and_then(std::sync::Weak::upgrade) {
+            return Some(slots);
+        }
+        scopes.retain(|_, slots| slots.strong_count() > 0);
+        let slots = Arc::new(Semaphore::new(max));
+        scopes.insert(scope.to_string(), Arc::downgrade(&slots));
+        Some(slots)
+    }
 }
 
 /// Makes the [`Frontend`] of each client session of one process: fetches the
@@ -319,6 +362,7 @@ impl FrontendFactory {
         let shared = Shared {
             catalog: CatalogHandle::start(bus.clone(), config, catalog),
             parking: ParkingLot::start(),
+            stateless_slots: StatelessSlots::new(config.max_cells_per_session),
             slots: Semaphore::new(config.max_concurrent_cells.max(1)),
             bus,
             config,
@@ -337,7 +381,22 @@ impl FrontendFactory {
     /// `keep` says (`None`: a fresh container per cell), whatever the
     /// process's setting; the description stays the process's.
     pub fn session_keeping(&self, keep: Option<KeepConfig>) -> Frontend {
-        Frontend { session: SessionHandle::start(self.shared.clone(), keep), shared: self.shared.clone() }
+        Frontend {
+            session: SessionHandle::start(self.shared.clone(), keep),
+            shared: self.shared.clone(),
+            transport: Transport::Connection,
+        }
+    }
+
+    /// The session object of one MCP HTTP session, or of one stateless
+    /// request ([`http`]): which of the two it is, each request's protocol
+    /// says.
+    pub(crate) fn http_session(&self) -> Frontend {
+        Frontend {
+            session: SessionHandle::start(self.shared.clone(), self.shared.config.keep),
+            shared: self.shared.clone(),
+            transport: Transport::Http,
+        }
     }
 
     /// Ask the bridge for its catalog now; true when the tools changed.
@@ -357,6 +416,21 @@ const GATHER_PAUSE: Duration = Duration::from_millis(50);
 pub struct Frontend {
     shared: Arc<Shared>,
     session: SessionHandle,
+    transport: Transport,
+}
+
+/// How a [`Frontend`]'s client reaches it, which decides what one client
+/// session is (README "Sessions"): over one connection (stdio, the
+/// library) the connection is the session whatever the protocol version;
+/// over HTTP an MCP session of 2025-11-25 and older is one, and a stateless
+/// 2026-07-28 request is not: its state lives in its identity's scope and
+/// its variables behind a handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Transport {
+    /// One connection, one session.
+    Connection,
+    /// The HTTP endpoint: a session, or one stateless request.
+    Http,
 }
 
 impl Frontend {
@@ -389,7 +463,7 @@ impl Frontend {
 
     /// Start a cell on an MCP request, with a route for its approvals
     /// (`keep`: in the session's kept container, if variables are kept).
-    async fn start_cell(&self, code: String, keep: bool) -> CellRun {
+    async fn start_cell(&self, code: String, keep: CellKeep) -> CellRun {
         let (route, approvals) = mpsc::channel(QUESTIONS_PER_CELL);
         let order = CellOrder {
             cell_id: uuid::Uuid::new_v4().to_string(),
@@ -399,8 +473,39 @@ impl Frontend {
             keep,
         };
         let report = self.session.run(order).await;
-        let result = async move { report.await.unwrap_or(Err(FrontendError::SessionEnded)).map(|r| report_result(&r)) };
+        let result =
+            async move { report.await.unwrap_or(Err(FrontendError::SessionEnded)).map(|ran| ran_result(&ran)) };
         CellRun { result: Box::pin(result), approvals, tool: TOOL_NAME.into() }
+    }
+
+    /// True when `context` is a stateless request over HTTP (protocol
+    /// 2026-07-28): no session holds its state. Over one connection the
+    /// connection is the session, whatever the protocol.
+    fn stateless(&self, context: &RequestContext<RoleServer>) -> bool {
+        self.transport == Transport::Http && context.protocol_version().is_some_and(|v| !v.has_initialize())
+    }
+
+    /// Where a `run_python` request's cell runs, from the client's kind and
+    /// the handle it sent (the `session` argument, else `_meta`).
+    fn cell_keep(
+        &self,
+        stateless: bool,
+        arguments: &JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CellKeep, HandleError> {
+        // `null` is no handle (a client passing back what a result without
+        // one held).
+        let sent =
+            arguments.get(handle::ARGUMENT).or_else(|| context.meta.get(handle::META_KEY)).filter(|v| !v.is_null());
+        match (stateless, self.shared.config.keep.is_some(), sent) {
+            (_, false, Some(_)) => Err(HandleError::NotKept),
+            (false, true, Some(_)) => Err(HandleError::NotNeeded),
+            (false, _, None) => Ok(CellKeep::Session),
+            (true, false, None) => Ok(CellKeep::Fresh),
+            (true, true, None) => Ok(CellKeep::Handle(None)),
+            (true, true, Some(serde_json::Value::String(text))) => Ok(CellKeep::Handle(Some(handle::decode(text)?))),
+            (true, true, Some(_)) => Err(HandleError::Malformed),
+        }
     }
 
     /// Call a wrapped tool directly on an MCP request (`--expose-tools`):
@@ -554,21 +659,41 @@ impl Frontend {
             code: code.to_string(),
             route: None,
             options,
-            keep: true,
+            keep: CellKeep::Session,
         };
-        self.session.run(order).await.await.unwrap_or(Err(FrontendError::SessionEnded))
+        self.session.run(order).await.await.unwrap_or(Err(FrontendError::SessionEnded)).map(|ran| ran.report)
     }
 
     /// The `run_python` tool as listed to the client.
     pub fn tool(&self) -> Tool {
+        self.tool_for(false)
+    }
+
+    /// The `run_python` tool as listed to a client of a session, or to a
+    /// stateless client (`stateless`): its description says what is true
+    /// for that client, and with kept variables a stateless client's input
+    /// schema takes the session handle.
+    fn tool_for(&self, stateless: bool) -> Tool {
+        let view = self.shared.catalog.current();
+        let description = if stateless { view.stateless_description.clone() } else { view.description.clone() };
+        let mut properties = serde_json::json!({
+            "code": {"type": "string", "description": "Python source; top-level await is allowed."}
+        });
+        if stateless && self.shared.config.keep.is_some() {
+            properties[handle::ARGUMENT] = serde_json::json!({
+                "type": "string",
+                "description": "The `session` value of an earlier result: run in that sandbox, with its variables. \
+                                Leave it out to start a new one."
+            });
+        }
         let input = serde_json::json!({
             "type": "object",
-            "properties": {"code": {"type": "string", "description": "Python source; top-level await is allowed."}},
+            "properties": properties,
             "required": ["code"],
             "additionalProperties": false,
         });
         let output = serde_json::to_value(schemars_output_schema()).expect("schema is JSON");
-        let mut tool = Tool::new(TOOL_NAME, self.description(), Arc::new(as_object(input)));
+        let mut tool = Tool::new(TOOL_NAME, description, Arc::new(as_object(input)));
         tool.output_schema = Some(Arc::new(as_object(output)));
         tool
     }
@@ -605,7 +730,8 @@ fn schemars_output_schema() -> serde_json::Value {
             "stdout": {"type": "string", "description": "What the code printed (first bytes kept)."},
             "error": {"type": ["string", "null"], "description": "Null when the code finished; else the end of its traceback or why the run was stopped."},
             "truncated": {"type": "boolean", "description": "The code printed more than was kept."},
-            "stopped": {"type": "boolean", "description": "The run did not end on its own (deadline, output flood, protocol violation, the sandbox died)."}
+            "stopped": {"type": "boolean", "description": "The run did not end on its own (deadline, output flood, protocol violation, the sandbox died)."},
+            "session": {"type": "string", "description": "For a stateless client with kept variables: the handle of the sandbox holding this run's variables; pass it as the `session` argument of the next run."}
         },
         "required": ["stdout", "error", "truncated", "stopped"],
         "additionalProperties": false
@@ -619,6 +745,22 @@ fn schemars_output_schema() -> serde_json::Value {
 pub fn report_result(report: &CellReport) -> CallToolResult {
     let mut result = CallToolResult::structured(serde_json::to_value(report).expect("a report is JSON"));
     result.is_error = Some(report.error.is_some());
+    result
+}
+
+/// The MCP result of a cell: its report, and for a stateless client's kept
+/// cell the handle of the container its variables live in, in the
+/// structured content (`session`) and in `_meta` ([`handle::META_KEY`]).
+fn ran_result(ran: &Ran) -> CallToolResult {
+    let Some(kept) = &ran.kept else { return report_result(&ran.report) };
+    let handle = handle::encode(kept);
+    let mut content = serde_json::to_value(&ran.report).expect("a report is JSON");
+    content[handle::ARGUMENT] = serde_json::Value::String(handle.clone());
+    let mut result = CallToolResult::structured(content);
+    result.is_error = Some(ran.report.error.is_some());
+    let mut meta = JsonObject::new();
+    meta.insert(handle::META_KEY.into(), serde_json::Value::String(handle));
+    result.meta = Some(rmcp::model::MetaObject(meta));
     result
 }
 
@@ -672,7 +814,7 @@ impl ServerHandler for Frontend {
         let expose = self.shared.config.expose;
         let mut tools = Vec::new();
         if expose.run_python() {
-            tools.push(self.tool());
+            tools.push(self.tool_for(self.stateless(&context)));
         }
         if expose.direct() {
             tools.extend(direct::tools(&self.shared.catalog.current().catalog));
@@ -688,6 +830,14 @@ impl ServerHandler for Frontend {
         self.session.know_client(&context.peer);
         if let Some(caller) = auth::caller_of(&context) {
             self.session.know_caller(caller).await;
+        }
+        let stateless = self.stateless(&context);
+        if stateless {
+            self.session.stateless().await;
+        }
+        // A 2026-07-28 client sends its log level with each request.
+        if let Some(level) = context.meta.log_level() {
+            self.session.set_level(level).await;
         }
         let expose = self.shared.config.expose;
         if !expose.direct() && request.name != TOOL_NAME {
@@ -714,10 +864,11 @@ impl ServerHandler for Frontend {
             tracing::warn!(error = %e, "this session cannot answer approvals");
             return Ok(error_result(&format!("{TOOL_NAME}: {e}")).into());
         }
-        // A stateless client has no session to keep variables for: each of
-        // its calls is a session of its own.
-        let stateless = context.protocol_version().is_some_and(|v| !v.has_initialize());
-        let run = self.start_cell(code.clone(), !stateless).await;
+        let keep = match self.cell_keep(stateless, request.arguments.as_ref().unwrap_or(&JsonObject::new()), &context) {
+            Ok(keep) => keep,
+            Err(e) => return Ok(error_result(&format!("{TOOL_NAME}: {e}")).into()),
+        };
+        let run = self.start_cell(code.clone(), keep).await;
         Ok(self.drive(run, &context).await)
     }
 }
@@ -789,6 +940,7 @@ mod tests {
             fingerprint: String::new(),
             unchanged: false,
             withheld: Vec::new(),
+            stateless_idle_ms: 3_600_000,
         }
     }
 
@@ -952,15 +1104,20 @@ mod tests {
         let (factory, release, ended, cancel) = frontend_with_held_cells().await;
         let frontend = factory.session();
         let id = frontend.session().to_string();
-        let order =
-            CellOrder { cell_id: "c1".into(), code: "1".into(), route: None, options: Default::default(), keep: false };
+        let order = CellOrder {
+            cell_id: "c1".into(),
+            code: "1".into(),
+            route: None,
+            options: Default::default(),
+            keep: CellKeep::Fresh,
+        };
         let report = frontend.session.run(order).await;
         // Every handle is gone while the cell runs: the session lives on.
         drop(frontend);
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(ended.lock().unwrap().is_empty(), "the session ended while its cell ran");
         release.notify_one();
-        assert_eq!(report.await.unwrap().unwrap().stdout, "1");
+        assert_eq!(report.await.unwrap().unwrap().report.stdout, "1");
         until("the session end", || *ended.lock().unwrap() == [id.clone()]).await;
         cancel.cancel();
     }

@@ -26,6 +26,18 @@
 //! then starts with a line saying that earlier variables are gone. When
 //! the session ends, the runner is told to remove the container.
 //!
+//! A session object of a stateless (MCP 2026-07-28) HTTP request
+//! ([`SessionHandle::stateless`]) lives for that request only, so the
+//! state that must outlive it is held elsewhere: its cells and direct
+//! calls count in its identity's scope at the bridge
+//! ([`subjects::stateless_scope`]: taint, `grant` limits, direct calls),
+//! its cells share the identity's `--max-cells-per-session` slots with the
+//! identity's other requests in this process, and its variables live in a
+//! container named by a session handle ([`crate::handle`]) the client
+//! passes back. It answers approvals under its own id (the cells name it
+//! as their `asker`), and never tells the bridge that it ended: a scope
+//! ends only by time.
+//!
 //! Approval questions from the bridge arrive on the session's subject; the
 //! subscription's handler asks the actor, on a channel of its own, where the
 //! question goes (the `run_python` request running the cell, the local
@@ -58,6 +70,7 @@ use tracing::Instrument;
 use crate::approval::{LocalAsker, Pending};
 use crate::auth::{Caller, Identity, shown};
 use crate::catalog::View;
+use crate::handle::HandleError;
 use crate::notices::{Notice, Notices, Notifier};
 use crate::{CELL_MARGIN, CellOptions, FrontendError, KeepConfig, RETRY_PAUSE, Shared};
 
@@ -115,10 +128,32 @@ pub(crate) struct CellOrder {
     pub route: Option<mpsc::Sender<Pending>>,
     /// Per-cell options.
     pub options: CellOptions,
-    /// Run it in the session's kept container, when the frontend keeps
-    /// variables (`false` for a stateless client's request, which has no
-    /// session to keep them for).
-    pub keep: bool,
+    /// Where it runs.
+    pub keep: CellKeep,
+}
+
+/// Where a cell runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum CellKeep {
+    /// In a fresh container, removed after it.
+    Fresh,
+    /// In the session's kept container when the session keeps variables
+    /// (a fresh one otherwise).
+    Session,
+    /// In the kept container a stateless client's handle names, or (`None`)
+    /// in a new one whose handle the result carries. Never silently in a
+    /// fresh container instead.
+    Handle(Option<KeptContainer>),
+}
+
+/// What a cell gives back: its report, and the kept container it leaves
+/// for a handle (a [`CellKeep::Handle`] cell whose container lives on).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ran {
+    /// The report.
+    pub report: CellReport,
+    /// The container the next cell of the handle runs in.
+    pub kept: Option<KeptContainer>,
 }
 
 /// Where an approval question goes.
@@ -139,11 +174,12 @@ struct RouteRequest {
 #[allow(deprecated)] // MCP logging, deprecated from 2026-07-28 on (see `notices`).
 enum Command {
     Listen { reply: oneshot::Sender<Result<(), FrontendError>> },
-    Run { order: CellOrder, reply: oneshot::Sender<Result<CellReport, FrontendError>> },
+    Run { order: CellOrder, reply: CellReply },
     Direct { order: DirectOrder, reply: oneshot::Sender<Result<CallToolResult, FrontendError>> },
     AskLocally(Arc<dyn LocalAsker>),
     KnowClient(Peer<RoleServer>),
     KnowCaller(Caller),
+    Stateless,
     SetLevel(LoggingLevel),
     End { reply: oneshot::Sender<()> },
 }
@@ -189,6 +225,7 @@ impl SessionHandle {
             lease: None,
             direct_calls: 0,
             notices,
+            scope: None,
         };
         tokio::spawn(actor.run(inbox, routes_inbox));
         SessionHandle { commands, id: id.into(), told_client: Arc::new(AtomicBool::new(false)), notifier }
@@ -207,7 +244,7 @@ impl SessionHandle {
     }
 
     /// Start a cell; its report comes on the returned receiver.
-    pub async fn run(&self, order: CellOrder) -> oneshot::Receiver<Result<CellReport, FrontendError>> {
+    pub async fn run(&self, order: CellOrder) -> oneshot::Receiver<Result<Ran, FrontendError>> {
         let (reply, result) = oneshot::channel();
         if let Err(mpsc::error::SendError(Command::Run { reply, .. })) =
             self.commands.send(Command::Run { order, reply }).await
@@ -255,8 +292,17 @@ impl SessionHandle {
         let _ = self.commands.send(Command::KnowCaller(caller)).await;
     }
 
+    /// This session object serves one stateless request of its caller
+    /// (told before, [`SessionHandle::know_caller`]): from now on its cells
+    /// and direct calls count in the caller's stateless scope, and its
+    /// cells share the caller's `--max-cells-per-session` slots in this
+    /// process.
+    pub async fn stateless(&self) {
+        let _ = self.commands.send(Command::Stateless).await;
+    }
+
     /// The client chose the level of the log notifications it gets
-    /// (`logging/setLevel`).
+    /// (`logging/setLevel`, or a stateless request's `_meta`).
     #[allow(deprecated)] // MCP logging, deprecated from 2026-07-28 on (see `notices`).
     pub async fn set_level(&self, level: LoggingLevel) {
         let _ = self.commands.send(Command::SetLevel(level)).await;
@@ -322,6 +368,9 @@ struct SessionActor {
     direct_calls: u32,
     /// The log level its client chose, and the client to tell.
     notices: Notices,
+    /// For a stateless request's session: the identity's scope, under
+    /// which its cells and direct calls count at the bridge.
+    scope: Option<String>,
 }
 
 /// A kept session's container as its session knows it.
@@ -349,7 +398,7 @@ struct Kept {
 }
 
 /// Where a cell's result goes: the request that ran it.
-type CellReply = oneshot::Sender<Result<CellReport, FrontendError>>;
+type CellReply = oneshot::Sender<Result<Ran, FrontendError>>;
 
 /// A cell's place among those its session may run at once
 /// (`--max-cells-per-session`; `None` without that limit).
@@ -428,6 +477,13 @@ impl SessionActor {
                     self.lease = caller.lease;
                 }
             }
+            Command::Stateless => {
+                if self.scope.is_none() && !self.ran {
+                    let scope = subjects::stateless_scope(self.identity.as_ref().map(Identity::as_str));
+                    self.cell_slots = self.shared.stateless_slots.of(&scope);
+                    self.scope = Some(scope);
+                }
+            }
             Command::End { .. } => unreachable!("handled by the loop"),
         }
     }
@@ -455,7 +511,7 @@ impl SessionActor {
     /// Run a cell that has its session slot (or queue it behind the kept
     /// cell running now).
     fn launch_cell(&mut self, order: CellOrder, reply: CellReply, slot: CellSlot) {
-        let kept = self.keep.filter(|_| order.keep);
+        let kept = self.keep.filter(|_| order.keep == CellKeep::Session);
         if kept.is_some() && self.kept.running.is_some() {
             // A kept session's cells run one after the other, in order.
             self.kept.waiting.push_back((order, reply, slot));
@@ -466,25 +522,40 @@ impl SessionActor {
         if let Some(route) = order.route.clone() {
             self.routes.insert(cell_id.clone(), route);
         }
-        let (shared, session) = (self.shared.clone(), self.id.clone());
+        let shared = self.shared.clone();
+        let at = self.at();
         let container = self.kept.container.clone();
         let identity = self.identity.clone();
         let notifier = self.notices.notifier();
+        let handle_keep = self.keep;
+        let session = at.session.clone();
         let span = tracing::info_span!("cell", %session, cell = %cell_id, identity = %shown(identity.as_ref()));
         let task = self.cells.spawn(
             async move {
                 tracing::info!(code_bytes = order.code.len(), "cell started");
                 notifier.tell(Notice::cell_started(&order.cell_id)).await;
-                let (result, container) = match kept {
-                    None => (run_cell(&shared, &session, identity.as_ref(), &order).await, None),
-                    Some(keep) => {
+                let (result, container) = match (kept, &order.keep) {
+                    (Some(keep), _) => {
                         let (result, container) =
-                            run_kept_cell(&shared, &session, identity.as_ref(), &order, keep, container).await;
-                        (result, Some(container))
+                            run_kept_cell(&shared, &at, identity.as_ref(), &order, keep, container).await;
+                        (result.map(|report| Ran { report, kept: None }), Some(container))
+                    }
+                    (None, CellKeep::Handle(handle)) => {
+                        let result = match handle_keep {
+                            Some(keep) => {
+                                run_handle_cell(&shared, &at, identity.as_ref(), &order, keep, handle.clone()).await
+                            }
+                            None => Err(HandleError::NotKept.into()),
+                        };
+                        (result, None)
+                    }
+                    (None, _) => {
+                        let result = run_cell(&shared, &at, identity.as_ref(), &order).await;
+                        (result.map(|report| Ran { report, kept: None }), None)
                     }
                 };
                 let notice = match &result {
-                    Ok(report) => {
+                    Ok(Ran { report, .. }) => {
                         tracing::info!(error = report.error.is_some(), stopped = report.stopped, "cell ended");
                         Notice::cell_ended(&order.cell_id, report)
                     }
@@ -520,8 +591,10 @@ impl SessionActor {
     fn start_direct(&mut self, order: DirectOrder, reply: oneshot::Sender<Result<CallToolResult, FrontendError>>) {
         self.ran = true;
         self.direct_calls = self.direct_calls.saturating_add(1);
+        let at = self.at();
         let call = DirectCall {
-            session: self.id.clone(),
+            session: at.session,
+            asker: at.asker,
             identity: self.identity.as_ref().map(|i| i.to_string()),
             call_id: order.call_id.clone(),
             call_index: self.direct_calls,
@@ -538,6 +611,15 @@ impl SessionActor {
             None
         });
         self.cell_ids.insert(task.id(), order.call_id);
+    }
+
+    /// Where this session's cells and direct calls count, and who asks
+    /// about their approvals.
+    fn at(&self) -> At {
+        match &self.scope {
+            None => At { session: self.id.clone(), asker: None },
+            Some(scope) => At { session: scope.clone(), asker: Some(self.id.clone()) },
+        }
     }
 
     fn route(&self, cell_id: &str) -> Route {
@@ -602,7 +684,9 @@ impl SessionActor {
         if let Some(at) = self.kept.container.at.take() {
             end_kept(&self.shared, &self.id, at).await;
         }
-        if std::mem::take(&mut self.ran) {
+        // A stateless request's session keeps nothing at the bridge under
+        // its own id, and its scope ends only by time.
+        if std::mem::take(&mut self.ran) && self.scope.is_none() {
             tell_session_ended(&self.shared, &self.id).await;
         }
     }
@@ -669,11 +753,20 @@ async fn approve(routes: &mpsc::Sender<RouteRequest>, request: ApprovalRequest) 
     }
 }
 
+/// Where a session's cells and direct calls count (`session`: the client
+/// session, or a stateless request's identity scope) and who asks about
+/// their approvals (`asker`, when not `session`).
+#[derive(Debug, Clone)]
+struct At {
+    session: String,
+    asker: Option<String>,
+}
+
 /// Run one cell: wait for one of the process's cell slots, refresh the
 /// catalog, send the cell to a sandbox-runner.
 async fn run_cell(
     shared: &Shared,
-    session: &str,
+    at: &At,
     identity: Option<&Identity>,
     order: &CellOrder,
 ) -> Result<CellReport, FrontendError> {
@@ -684,8 +777,50 @@ async fn run_cell(
     let _slot = shared.slots.acquire().await.expect("the semaphore is never closed");
     shared.catalog.refresh().await;
     let view = shared.catalog.current();
-    let cell = cell_message(shared, session, identity, order, &view);
+    let cell = cell_message(shared, at, identity, order, &view);
     Ok(send_fresh(shared, &cell).await.map_err(|(e, _)| e)?.report)
+}
+
+/// Run one cell of a stateless client's handle: in the kept container the
+/// handle names (`handle`), or in a new kept container, whose handle the
+/// result then carries. A container that is gone, or another identity's,
+/// fails the cell saying so ([`HandleError`]): never a fresh container in
+/// its place.
+async fn run_handle_cell(
+    shared: &Shared,
+    at: &At,
+    identity: Option<&Identity>,
+    order: &CellOrder,
+    keep: KeepConfig,
+    handle: Option<KeptContainer>,
+) -> Result<Ran, FrontendError> {
+    let config = &shared.config;
+    if order.code.len() > config.max_code {
+        return Err(FrontendError::CodeTooLarge { size: order.code.len(), max: config.max_code });
+    }
+    let _slot = shared.slots.acquire().await.expect("the semaphore is never closed");
+    shared.catalog.refresh().await;
+    let view = shared.catalog.current();
+    let mut cell = cell_message(shared, at, identity, order, &view);
+    let settings = Keep { key: None, idle_ms: keep.idle.as_millis() as u64, max_ms: keep.max.as_millis() as u64 };
+    let ran = match handle {
+        None => {
+            cell.keep = Some(settings);
+            send_fresh(shared, &cell).await.map_err(|(e, _)| e)?
+        }
+        Some(container) => {
+            cell.keep = Some(Keep { key: Some(container.key.clone()), ..settings });
+            match send_to_runner(shared, &container, &cell).await {
+                Ok(ran) => ran,
+                Err(Next::Lost(lost)) => {
+                    tracing::info!(cell = %cell.cell_id, ?lost, "a session handle's container cannot be used");
+                    return Err(lost.handle_error().into());
+                }
+                Err(Next::Fail(e, _)) => return Err(e),
+            }
+        }
+    };
+    Ok(Ran { report: ran.report, kept: ran.kept })
 }
 
 /// Run one cell of a kept session: in its container when it has one, else
@@ -694,7 +829,7 @@ async fn run_cell(
 /// became of the container.
 async fn run_kept_cell(
     shared: &Shared,
-    session: &str,
+    at_session: &At,
     identity: Option<&Identity>,
     order: &CellOrder,
     keep: KeepConfig,
@@ -704,10 +839,11 @@ async fn run_kept_cell(
     if order.code.len() > config.max_code {
         return (Err(FrontendError::CodeTooLarge { size: order.code.len(), max: config.max_code }), container);
     }
+    let session = at_session.session.as_str();
     let _slot = shared.slots.acquire().await.expect("the semaphore is never closed");
     shared.catalog.refresh().await;
     let view = shared.catalog.current();
-    let mut cell = cell_message(shared, session, identity, order, &view);
+    let mut cell = cell_message(shared, at_session, identity, order, &view);
     let settings = Keep { key: None, idle_ms: keep.idle.as_millis() as u64, max_ms: keep.max.as_millis() as u64 };
     let started = tokio::time::Instant::now();
     if let Some(at) = container.at.take() {
@@ -719,8 +855,12 @@ async fn run_kept_cell(
                 let lost = container.lost.take();
                 return finish_kept(ran, container, lost);
             }
-            Err(Next::Lost(reason)) => {
-                let reason = if reason.is_empty() { why_removed(&container, keep) } else { reason };
+            Err(Next::Lost(lost)) => {
+                let reason = match lost {
+                    Lost::Unknown | Lost::Expired(_) | Lost::Foreign => why_removed(&container, keep),
+                    Lost::RunnerGone => GONE_RUNNER.to_string(),
+                    Lost::NotHeld => "its sandbox-runner no longer holds it".to_string(),
+                };
                 tracing::info!(%session, %reason, "the kept session's container is gone: starting a fresh one");
                 container.lost = Some(reason);
             }
@@ -772,10 +912,42 @@ fn why_removed(container: &Container, keep: KeepConfig) -> String {
 
 /// What to do when a kept cell could not run in its container.
 enum Next {
-    /// Start a fresh container, saying why the old one is gone.
-    Lost(String),
+    /// The container is not there: a session starts a fresh one, saying
+    /// why the old one is gone; a handle's cell fails.
+    Lost(Lost),
     /// Fail the cell (and, with a reason, forget the container).
     Fail(FrontendError, Option<String>),
+}
+
+/// Why a kept container could not be reached, as its runner told.
+#[derive(Debug)]
+enum Lost {
+    /// The runner holds nothing under the key, and knows of nothing.
+    Unknown,
+    /// The runner removed it a while ago, for this reason.
+    Expired(String),
+    /// The key names another session's container.
+    Foreign,
+    /// Nobody serves the runner's subject: it stopped or restarted.
+    RunnerGone,
+    /// The runner answered that it holds no such container.
+    NotHeld,
+}
+
+/// The reason of [`Lost::RunnerGone`].
+const GONE_RUNNER: &str = "its sandbox-runner stopped or restarted";
+
+impl Lost {
+    /// What a stateless client is told about its handle.
+    fn handle_error(self) -> HandleError {
+        match self {
+            Lost::Unknown => HandleError::Unknown,
+            Lost::Expired(why) => HandleError::Ended { why },
+            Lost::Foreign => HandleError::Foreign,
+            Lost::RunnerGone => HandleError::Ended { why: GONE_RUNNER.into() },
+            Lost::NotHeld => HandleError::Ended { why: "its sandbox-runner no longer holds it".into() },
+        }
+    }
 }
 
 /// The error of a cell whose report will not come, as its lease told.
@@ -794,8 +966,7 @@ fn gone_error(cell: &str, gone: Gone) -> FrontendError {
 
 /// Send a kept session's cell to the runner holding its container.
 async fn send_to_runner(shared: &Shared, at: &KeptContainer, cell: &RunCell) -> Result<CellRan, Next> {
-    let gone = "its sandbox-runner stopped or restarted";
-    let Some(subject) = subjects::runner(&at.runner) else { return Err(Next::Lost(gone.into())) };
+    let Some(subject) = subjects::runner(&at.runner) else { return Err(Next::Lost(Lost::RunnerGone)) };
     let wait = shared.config.deadline + CELL_MARGIN;
     // The runner holds the cell's lease while it runs, as for a fresh cell:
     // its death is seen within seconds, not at the deadline.
@@ -815,9 +986,19 @@ async fn send_to_runner(shared: &Shared, at: &KeptContainer, cell: &RunCell) -> 
     };
     match answer {
         Ok(KeptReply::Ran(ran)) => Ok(ran),
-        Ok(KeptReply::Ended { .. }) => Err(Next::Lost("its sandbox-runner no longer holds it".into())),
-        Err(BusError::Remote { error, .. }) if error.kind == ErrorKind::KeptLost => Err(Next::Lost(String::new())),
-        Err(BusError::NoResponders { .. }) => Err(Next::Lost(gone.into())),
+        Ok(KeptReply::Ended { .. }) => Err(Next::Lost(Lost::NotHeld)),
+        Err(BusError::Remote { subject, error }) => match error.kind {
+            ErrorKind::KeptLost => Err(Next::Lost(Lost::Unknown)),
+            ErrorKind::KeptExpired => {
+                // The runner's message ends with why.
+                let why = error.message.split_once(": ").map_or(error.message.as_str(), |(_, why)| why);
+                Err(Next::Lost(Lost::Expired(why.chars().take(200).collect())))
+            }
+            ErrorKind::KeptForeign => Err(Next::Lost(Lost::Foreign)),
+            ErrorKind::KeptBusy => Err(Next::Fail(HandleError::Busy.into(), None)),
+            _ => Err(Next::Fail(BusError::Remote { subject, error }.into(), None)),
+        },
+        Err(BusError::NoResponders { .. }) => Err(Next::Lost(Lost::RunnerGone)),
         Err(BusError::Timeout { .. } | BusError::Dropped { .. }) => {
             tracing::warn!(cell = %cell.cell_id, "the sandbox-runner holding the kept container was lost");
             Err(Next::Fail(
@@ -866,13 +1047,7 @@ fn lost_line(reason: &str) -> String {
 }
 
 /// The [`RunCell`] of `order` over the catalog of `view`.
-fn cell_message(
-    shared: &Shared,
-    session: &str,
-    identity: Option<&Identity>,
-    order: &CellOrder,
-    view: &View,
-) -> RunCell {
+fn cell_message(shared: &Shared, at: &At, identity: Option<&Identity>, order: &CellOrder, view: &View) -> RunCell {
     let config = &shared.config;
     let max_calls = match order.options.max_calls {
         Some(budget) => budget.min(view.catalog.max_calls),
@@ -880,7 +1055,8 @@ fn cell_message(
     };
     RunCell {
         cell_id: order.cell_id.clone(),
-        session: session.to_string(),
+        session: at.session.clone(),
+        asker: at.asker.clone(),
         identity: identity.map(|i| i.to_string()),
         code: order.code.clone(),
         tools: view.catalog.tools.iter().map(ToolStub::from).collect(),

@@ -534,6 +534,7 @@ async fn handle_line(
             }
             let call = ToolCall {
                 session: run.cell.session.clone(),
+                asker: run.cell.asker.clone(),
                 identity: run.cell.identity.clone(),
                 cell_id: run.cell.cell_id.clone(),
                 call_index: run.calls_sent,

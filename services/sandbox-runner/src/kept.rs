@@ -25,7 +25,12 @@
 //! between cells), when a cell is stopped (deadline, protocol violation,
 //! the container died or ran out of memory, an output flood), or on
 //! shutdown. A session whose next cell finds no container under its key
-//! gets [`KeptError::Lost`] and starts fresh.
+//! gets [`KeptError::Lost`] and starts fresh; the registry remembers for a
+//! while ([`REMEMBERED`], at most [`MAX_REMEMBERED`] keys) why each key's
+//! container went, so that a stateless client presenting its handle late
+//! hears that it expired and why ([`KeptError::Expired`]), and a key of
+//! another session is refused as such ([`KeptError::Foreign`]) rather than
+//! as unknown.
 //!
 //! [`KeptSet`] is the handle on the registry actor that owns the map from
 //! key to kept container and the `JoinSet` of their tasks; on shutdown it
@@ -54,6 +59,11 @@ const REQUESTS: usize = 64;
 /// Cells that may wait at one kept container (its session sends one at a
 /// time).
 const CELLS: usize = 2;
+/// How long the registry remembers why a key's container was removed.
+pub const REMEMBERED: Duration = Duration::from_secs(60 * 60);
+/// Most removed keys remembered (the oldest are forgotten first): a few
+/// hundred kilobytes at most.
+pub const MAX_REMEMBERED: usize = 4096;
 
 /// Why a kept session's cell cannot run in its container.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -65,6 +75,15 @@ pub enum KeptError {
     /// A cell is running in it already.
     #[error("a cell of this session is running in its kept container already")]
     Busy,
+    /// The container under that key was removed a while ago.
+    #[error("the kept container under that key was removed: {why}")]
+    Expired {
+        /// Why it was removed.
+        why: String,
+    },
+    /// The key names a container (live or removed) of another session.
+    #[error("the kept container under that key belongs to another session")]
+    Foreign,
 }
 
 /// How long a kept container lives.
@@ -126,6 +145,7 @@ impl KeptSet {
             containers: HashMap::new(),
             tasks: JoinSet::new(),
             task_keys: HashMap::new(),
+            removed: HashMap::new(),
         };
         (KeptSet { requests }, tokio::spawn(registry.run(inbox)))
     }
@@ -186,14 +206,24 @@ struct Entry {
     ended: Vec<oneshot::Sender<bool>>,
 }
 
+/// A key whose container was removed, remembered for [`REMEMBERED`].
+struct Removed {
+    session: String,
+    why: String,
+    at: Instant,
+}
+
 /// The state the registry owns.
 struct Registry {
     runner: String,
     bus: Bus,
     cancel: CancellationToken,
     containers: HashMap<String, Entry>,
-    tasks: JoinSet<()>,
+    /// Each task returns why its container went.
+    tasks: JoinSet<String>,
     task_keys: HashMap<tokio::task::Id, String>,
+    /// Keys whose containers were removed, and why.
+    removed: HashMap<String, Removed>,
 }
 
 impl Registry {
@@ -206,14 +236,14 @@ impl Registry {
                     Some(command) => self.handle(command),
                 },
                 Some(done) = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => {
-                    let id = match done {
-                        Ok((id, ())) => id,
+                    let (id, why) = match done {
+                        Ok((id, why)) => (id, why),
                         Err(e) => {
                             tracing::error!(error = %e, "a kept container's task failed");
-                            e.id()
+                            (e.id(), "its task failed".to_string())
                         }
                     };
-                    self.forget(id);
+                    self.forget(id, why);
                 }
             }
         }
@@ -224,18 +254,47 @@ impl Registry {
             entry.end.cancel();
         }
         while let Some(done) = self.tasks.join_next_with_id().await {
-            let id = done.map(|(id, ())| id).unwrap_or_else(|e| e.id());
-            self.forget(id);
+            let id = done.map(|(id, _)| id).unwrap_or_else(|e| e.id());
+            self.forget(id, String::new());
         }
         tracing::debug!("kept containers removed");
     }
 
-    fn forget(&mut self, task: tokio::task::Id) {
+    fn forget(&mut self, task: tokio::task::Id, why: String) {
         let Some(key) = self.task_keys.remove(&task) else { return };
         if let Some(entry) = self.containers.remove(&key) {
             for waiter in entry.ended {
                 let _ = waiter.send(true);
             }
+            self.remember(key, entry.session, why);
+        }
+    }
+
+    /// Remember why `key`'s container went, forgetting keys older than
+    /// [`REMEMBERED`] and, past [`MAX_REMEMBERED`], the oldest.
+    fn remember(&mut self, key: String, session: String, why: String) {
+        let now = Instant::now();
+        self.removed.retain(|_, r| now.duration_since(r.at) < REMEMBERED);
+        if self.removed.len() >= MAX_REMEMBERED
+            && let Some(oldest) = self.removed.iter().min_by_key(|(_, r)| r.at).map(|(k, _)| k.clone())
+        {
+            self.removed.remove(&oldest);
+        }
+        self.removed.insert(key, Removed { session, why, at: now });
+    }
+
+    /// Why a cell of `session` cannot run under `key`, which names no live
+    /// container of that session.
+    fn refusal(&self, key: &str, session: &str) -> KeptError {
+        if self.containers.get(key).is_some_and(|e| e.session != session) {
+            return KeptError::Foreign;
+        }
+        match self.removed.get(key) {
+            Some(removed) if removed.session != session => KeptError::Foreign,
+            Some(removed) if Instant::now().duration_since(removed.at) < REMEMBERED => {
+                KeptError::Expired { why: removed.why.clone() }
+            }
+            _ => KeptError::Lost,
         }
     }
 
@@ -271,7 +330,7 @@ impl Registry {
             Command::Run { cell, deadline, reply } => {
                 let key = cell.keep.as_ref().and_then(|k| k.key.clone()).unwrap_or_default();
                 let Some(entry) = self.containers.get(&key).filter(|e| e.session == cell.session) else {
-                    let _ = reply.send(Err(KeptError::Lost));
+                    let _ = reply.send(Err(self.refusal(&key, &cell.session)));
                     return;
                 };
                 match entry.cells.try_send(KeptCell { cell, deadline, reply }) {
@@ -340,10 +399,10 @@ enum Gone {
 impl std::fmt::Display for Gone {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Gone::Idle => f.write_str("no cell within the idle time"),
-            Gone::PastMax => f.write_str("past its longest life"),
-            Gone::Stopped => f.write_str("a cell was stopped"),
-            Gone::Ended => f.write_str("the session ended"),
+            Gone::Idle => f.write_str("no run within its idle time (--session-idle)"),
+            Gone::PastMax => f.write_str("it reached its longest life (--session-max)"),
+            Gone::Stopped => f.write_str("a run in it was stopped"),
+            Gone::Ended => f.write_str("its session ended"),
             Gone::Shutdown => f.write_str("shutting down"),
             Gone::Flood => f.write_str("it sent more than a cell's output limit between cells"),
             Gone::Violation(v) => write!(f, "protocol violation between cells: {v}"),
@@ -353,7 +412,8 @@ impl std::fmt::Display for Gone {
 }
 
 impl KeptActor {
-    async fn run(mut self, mut cells: mpsc::Receiver<KeptCell>) {
+    /// Run the session's cells until the container goes; returns why.
+    async fn run(mut self, mut cells: mpsc::Receiver<KeptCell>) -> String {
         let mut idle_until = Instant::now() + self.lifetime.idle;
         let last_moment = self.born + self.lifetime.max;
         // Between cells, the limits of the last cell apply.
@@ -392,6 +452,7 @@ impl KeptActor {
         let id = self.container.id().to_string();
         tracing::info!(session = %self.session, container = %id, why = %gone, "a kept session's container is removed");
         self.container.remove().await;
+        gone.to_string()
     }
 
     /// Run one cell; the report, and whether the container lives on.

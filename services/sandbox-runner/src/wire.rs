@@ -25,6 +25,8 @@ pub fn service_error(e: &SandboxError) -> WireError {
         SandboxError::BadCell { .. } | SandboxError::BadRequest(_) => ErrorKind::BadRequest,
         SandboxError::Kept(crate::KeptError::Lost) => ErrorKind::KeptLost,
         SandboxError::Kept(crate::KeptError::Busy) => ErrorKind::KeptBusy,
+        SandboxError::Kept(crate::KeptError::Expired { .. }) => ErrorKind::KeptExpired,
+        SandboxError::Kept(crate::KeptError::Foreign) => ErrorKind::KeptForeign,
         SandboxError::Audit(_) => ErrorKind::AuditUnwritable,
         _ => ErrorKind::Sandbox,
     };

@@ -31,6 +31,7 @@ fn cell(session: &str, code: &str, keep: Option<Keep>) -> RunCell {
     RunCell {
         cell_id: uuid::Uuid::new_v4().to_string(),
         session: session.into(),
+        asker: None,
         identity: None,
         code: code.into(),
         tools: vec![],
@@ -219,6 +220,7 @@ async fn after_cancel_no_container_of_this_process_remains() {
         let cell = RunCell {
             cell_id: uuid::Uuid::new_v4().to_string(),
             session: "pool-test".into(),
+            asker: None,
             identity: None,
             code: "import time\ntime.sleep(60)".into(),
             tools: vec![],
@@ -365,7 +367,8 @@ async fn the_capacity_in_use_counts_the_cells_running_and_returns_to_zero() {
 }
 
 #[tokio::test]
-async fn a_kept_container_serves_only_its_own_session_and_is_removed_when_the_runner_stops() {
+async fn a_kept_container_serves_only_its_own_session_says_why_a_removed_one_is_gone_and_is_removed_when_the_runner_stops()
+ {
     let _turn = DOCKER.lock().await;
     let Some(serving) = Serving::start(0).await else { return };
     let keep = |key: Option<String>| Some(Keep { key, idle_ms: 60_000, max_ms: 600_000 });
@@ -379,17 +382,37 @@ async fn a_kept_container_serves_only_its_own_session_and_is_removed_when_the_ru
     let next = KeptRequest::Run(cell("s1", "print(x + 1)", keep(Some(kept.key.clone()))));
     let KeptReply::Ran(second) = serving.bus.call(&own, &next, wait).await.unwrap() else { panic!("a cell ran") };
     assert_eq!(second.report.stdout, "42\n");
-    // Another session presenting the key finds nothing: a key is bound to
-    // the session it was made for.
+    // Another session presenting the key is refused as another session's:
+    // a key is bound to the session it was made for.
+    let kind_of = |err: &BusError| match err {
+        BusError::Remote { error, .. } => error.kind.clone(),
+        other => panic!("a service's error, not {other:?}"),
+    };
     let stolen = KeptRequest::Run(cell("s2", "print(x)", keep(Some(kept.key.clone()))));
     let err = serving.bus.call::<_, KeptReply>(&own, &stolen, wait).await.unwrap_err();
-    assert!(
-        matches!(&err, BusError::Remote { error, .. } if error.kind == code_mode_proto::ErrorKind::KeptLost),
-        "{err:?}"
-    );
+    assert_eq!(kind_of(&err), code_mode_proto::ErrorKind::KeptForeign, "{err:?}");
     let wrong_end = KeptRequest::End(KeptEnd { session: "s2".into(), key: kept.key.clone() });
     let ended: KeptReply = serving.bus.call(&own, &wrong_end, wait).await.unwrap();
     assert_eq!(ended, KeptReply::Ended { removed: false }, "another session cannot end it either");
+    assert_eq!(serving.containers().await.len(), 1);
+    // A key nobody made is unknown.
+    let made_up = KeptRequest::Run(cell("s1", "print(x)", keep(Some(uuid::Uuid::new_v4().simple().to_string()))));
+    let err = serving.bus.call::<_, KeptReply>(&own, &made_up, wait).await.unwrap_err();
+    assert_eq!(kind_of(&err), code_mode_proto::ErrorKind::KeptLost, "{err:?}");
+    // A second kept container, ended by its session: its key is then
+    // remembered as expired (saying why) for its session, and still another
+    // session's for anyone else.
+    let other: CellRan = serving.bus.call(subjects::CELL_RUN, &cell("s3", "y = 1", keep(None)), wait).await.unwrap();
+    let other = other.kept.expect("the container lives on");
+    let end = KeptRequest::End(KeptEnd { session: "s3".into(), key: other.key.clone() });
+    assert_eq!(serving.bus.call::<_, KeptReply>(&own, &end, wait).await.unwrap(), KeptReply::Ended { removed: true });
+    let late = KeptRequest::Run(cell("s3", "print(y)", keep(Some(other.key.clone()))));
+    let err = serving.bus.call::<_, KeptReply>(&own, &late, wait).await.unwrap_err();
+    assert_eq!(kind_of(&err), code_mode_proto::ErrorKind::KeptExpired, "{err:?}");
+    assert!(err.to_string().contains("its session ended"), "{err}");
+    let foreign = KeptRequest::Run(cell("s1", "print(y)", keep(Some(other.key.clone()))));
+    let err = serving.bus.call::<_, KeptReply>(&own, &foreign, wait).await.unwrap_err();
+    assert_eq!(kind_of(&err), code_mode_proto::ErrorKind::KeptForeign, "{err:?}");
     assert_eq!(serving.containers().await.len(), 1);
     // Stopping the runner removes the kept container.
     let docker = serving.stop().await;

@@ -12,6 +12,7 @@ use crate::support::{Harness, Setup, refused, tool_call};
 fn direct(tool: &str, arguments: Value, index: u32, max: Option<u32>) -> DirectCall {
     DirectCall {
         session: "it".into(),
+        asker: None,
         identity: None,
         call_id: format!("direct-{index}"),
         call_index: index,

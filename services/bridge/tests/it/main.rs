@@ -24,4 +24,5 @@ mod search;
 mod search_eval;
 mod session_end;
 mod startup;
+mod stateless;
 mod support;

@@ -93,6 +93,7 @@ async fn a_limit_of_three_per_minute_lets_exactly_three_of_ten_concurrent_calls_
         async move {
             let call = ToolCall {
                 session: "it".into(),
+                asker: None,
                 identity: None,
                 cell_id: "cell-1".into(),
                 call_index: i,

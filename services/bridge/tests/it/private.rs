@@ -26,6 +26,7 @@ async fn call_in(h: &Harness, session: &str, tool: &str, arguments: Value) -> To
 async fn call_at(h: &Harness, session: &str, tool: &str, arguments: Value, call_index: u32) -> ToolReply {
     let call = ToolCall {
         session: session.into(),
+        asker: None,
         identity: None,
         cell_id: format!("{session}-cell"),
         call_index,

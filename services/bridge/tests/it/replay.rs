@@ -17,6 +17,7 @@ use crate::support::{Setup, ok, refused, unique_path};
 fn call(session: &str, cell: &str, index: u32, tool: &str, arguments: Value) -> ToolCall {
     ToolCall {
         session: session.into(),
+        asker: None,
         identity: None,
         cell_id: cell.into(),
         call_index: index,

@@ -140,6 +140,7 @@ fn default_facts() -> RunFacts {
         call_timeout_secs: d::CALL_TIMEOUT.as_secs(),
         max_output: d::MAX_OUTPUT,
         keep: None,
+        stateless: None,
     }
 }
 

@@ -23,6 +23,7 @@ const POLICY: &str = r#"{"version": "1", "default": "allow", "tools": {
 fn call(session: &str, index: u32, tool: &str, arguments: Value) -> ToolCall {
     ToolCall {
         session: session.into(),
+        asker: None,
         identity: None,
         cell_id: format!("{session}-cell"),
         call_index: index,

@@ -187,6 +187,7 @@ impl Harness {
 pub fn tool_call(tool: &str, arguments: Value, call_index: u32) -> ToolCall {
     ToolCall {
         session: "it".into(),
+        asker: None,
         identity: None,
         cell_id: "cell-1".into(),
         call_index,

@@ -1,0 +1,138 @@
+//! Session handles: how a stateless (MCP 2026-07-28) client keeps its
+//! variables between `run_python` calls (`--keep-variables`).
+//!
+//! A stateless client has no session for the frontend to keep a container
+//! for, so the container's address travels with the client instead: the
+//! result of a kept cell carries a handle (`session` in its structured
+//! content, `code-mode/session` in its `_meta`), and the client passes it
+//! back as the `session` argument of its next call (or in the request's
+//! `_meta` under the same key) to run there.
+//!
+//! A handle is `cms1.<runner id>.<container key>`: where the container
+//! lives and the runner's random key for it (122 random bits from the
+//! operating system's generator: not guessable). It holds no secret of the
+//! frontend, so any frontend replica can use it; what binds it to its owner
+//! is the runner: a kept container is bound to the session its first cell
+//! named, and a stateless client's cells name its identity's scope
+//! ([`code_mode_proto::subjects::stateless_scope`]), so a handle presented
+//! by another identity names a container of another session and is refused
+//! ([`HandleError::Foreign`]). A handle whose container is gone is refused
+//! too, saying why ([`HandleError::Ended`]); one the runner never issued,
+//! or that was altered, is unknown ([`HandleError::Unknown`]). None of them
+//! silently becomes a fresh container.
+//!
+//! Over stdio, and in an MCP session of protocol 2025-11-25 and older, the
+//! connection or the session keeps the container: no handle is issued and
+//! none is taken.
+
+use code_mode_proto::KeptContainer;
+
+/// The key of the handle in a result's `_meta` and a request's `_meta`.
+pub const META_KEY: &str = "code-mode/session";
+
+/// The argument of `run_python` (and the field of its result) that carries
+/// the handle.
+pub const ARGUMENT: &str = "session";
+
+/// What every handle starts with (its format's version).
+const PREFIX: &str = "cms1";
+
+/// Why a handle cannot be used; each message says what to do instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HandleError {
+    /// Not a handle at all.
+    #[error(
+        "the `session` argument is not a session handle of code-mode (it must be the `session` value an earlier \
+         run_python result returned, unchanged)"
+    )]
+    Malformed,
+    /// The runner holds no container under it, and never did as far as it
+    /// knows.
+    #[error(
+        "no sandbox of this server is known under this session handle: it was not issued here, it was altered, or \
+         the sandbox-runner that held it restarted. Run without `session` to start a new session (earlier \
+         variables are gone)"
+    )]
+    Unknown,
+    /// Its container was removed.
+    #[error(
+        "the session of this handle has ended ({why}), and its variables with it: run without `session` to start a \
+         new one"
+    )]
+    Ended {
+        /// Why it ended.
+        why: String,
+    },
+    /// Another identity's.
+    #[error("this session handle belongs to another client identity: use the handle your own runs returned")]
+    Foreign,
+    /// A cell of the session is running (and another waits).
+    #[error("a run of this session is running already: wait for its result, then send the next")]
+    Busy,
+    /// Variables are not kept by this server.
+    #[error("this server does not keep variables between runs (--keep-variables is off): send code without `session`")]
+    NotKept,
+    /// The client's connection or MCP session keeps its variables already.
+    #[error(
+        "this client's connection keeps its variables between runs by itself: send code without `session` (a \
+         handle is only for stateless MCP 2026-07-28 clients over HTTP)"
+    )]
+    NotNeeded,
+}
+
+/// The handle of a kept container.
+pub fn encode(at: &KeptContainer) -> String {
+    format!("{PREFIX}.{}.{}", at.runner, at.key)
+}
+
+/// The kept container a handle names, if it is one.
+pub fn decode(text: &str) -> Result<KeptContainer, HandleError> {
+    let mut parts = text.split('.');
+    let (Some(PREFIX), Some(runner), Some(key), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+        return Err(HandleError::Malformed);
+    };
+    // Both are UUIDs in simple form: 32 lower-case hex digits.
+    let id = |s: &str| s.len() == 32 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    if !id(runner) || !id(key) {
+        return Err(HandleError::Malformed);
+    }
+    Ok(KeptContainer { runner: runner.to_string(), key: key.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at() -> KeptContainer {
+        KeptContainer {
+            runner: "0123456789abcdef0123456789abcdef".into(),
+            key: "fedcba9876543210fedcba9876543210".into(),
+        }
+    }
+
+    #[test]
+    fn a_handle_names_its_container_and_decodes_back_to_it() {
+        let handle = encode(&at());
+        assert_eq!(handle, "cms1.0123456789abcdef0123456789abcdef.fedcba9876543210fedcba9876543210");
+        assert_eq!(decode(&handle), Ok(at()));
+    }
+
+    #[test]
+    fn anything_else_is_refused_as_malformed_not_taken_as_a_fresh_session() {
+        let good = encode(&at());
+        let bad = [
+            String::new(),
+            "cms1".into(),
+            good.replacen("cms1", "cms2", 1),
+            format!("{good}.x"),
+            good.to_uppercase(),
+            good.replacen('0', "g", 1),
+            good[..good.len() - 1].to_string(),
+            "cms1.a.b".into(),
+            "cms1..".into(),
+        ];
+        for text in bad {
+            assert_eq!(decode(&text), Err(HandleError::Malformed), "{text:?}");
+        }
+    }
+}
