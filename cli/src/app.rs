@@ -362,7 +362,11 @@ fn frontend_config(args: &FrontendArgs, max_concurrent: usize) -> anyhow::Result
 
 /// The kept-session settings, when `--keep-variables` is on.
 fn keep_config(args: &KeepArgs) -> Option<KeepConfig> {
-    args.keep_variables.then_some(KeepConfig { idle: args.session_idle, max: args.session_max })
+    args.keep_variables.then_some(KeepConfig {
+        idle: args.session_idle,
+        max: args.session_max,
+        most_handles: args.max_handles,
+    })
 }
 
 /// The wrapped tools offered directly (`--expose-tools`,

@@ -332,6 +332,13 @@ pub struct KeepArgs {
     #[arg(long, default_value = "3600", value_name = "SECONDS", allow_hyphen_values = true,
           value_parser = ranges::TIME.parser())]
     pub session_max: Duration,
+    /// With --keep-variables: kept sandboxes one stateless (MCP
+    /// 2026-07-28) client, by identity, holds at once on a sandbox-runner
+    /// through session handles; starting one more removes its sandbox
+    /// unused the longest (1 to 64).
+    #[arg(long, default_value_t = defaults::MAX_HANDLES, value_name = "N", allow_hyphen_values = true,
+          value_parser = ranges::HANDLES.parser::<u32>())]
+    pub max_handles: u32,
 }
 
 /// The wrapped tools offered directly, beside `run_python` or instead of it

@@ -77,6 +77,8 @@ pub const CELLS: Count = Count { min: 1, max: defaults::MAX_CELLS_LIMIT as u64 }
 pub const WARM: Count = Count { min: 0, max: defaults::MAX_WARM as u64 };
 /// `--jetstream-replicas` (a JetStream stream has at most 5 replicas).
 pub const REPLICAS: Count = Count { min: 1, max: 5 };
+/// `--max-handles`.
+pub const HANDLES: Count = Count { min: 1, max: 64 };
 /// `--max-sessions` and `--max-sessions-per-identity`.
 pub const SESSIONS: Count = Count { min: 1, max: 100_000 };
 /// `--max-body`, in bytes (1 KiB to 64 MiB).

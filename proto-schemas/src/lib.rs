@@ -369,6 +369,13 @@ pub struct Keep {
     /// The runner removes the container this long after its first cell, in
     /// milliseconds, whatever happens.
     pub max_ms: u64,
+    /// A new container (no `key`) is one of at most this many kept
+    /// containers of the cell's session on the runner: adopting it removes
+    /// the session's container unused the longest when there are that many
+    /// already. Set for a stateless client's handles (its session is its
+    /// identity's scope, which has no end to free them); absent: no bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub most: Option<u32>,
 }
 
 /// A kept session's container, as the frontend remembers it between cells.
@@ -397,6 +404,10 @@ pub struct CellRan {
 }
 
 /// A request on one runner's own subject ([`subjects::runner`]).
+// A message is made once per request and serialized at once: the size of
+// the value on the stack does not matter, boxing the cell would only add a
+// hop.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum KeptRequest {

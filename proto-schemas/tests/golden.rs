@@ -120,7 +120,7 @@ fn a_fresh_cell_carries_no_keep_field_and_a_kept_request_is_tagged_by_its_operat
         keep: None,
     };
     assert!(serde_json::to_value(&cell).unwrap().get("keep").is_none(), "a fresh cell's message is as before");
-    let kept = RunCell { keep: Some(Keep { key: Some("k".into()), idle_ms: 5, max_ms: 9 }), ..cell };
+    let kept = RunCell { keep: Some(Keep { key: Some("k".into()), idle_ms: 5, max_ms: 9, most: None }), ..cell };
     let json = serde_json::to_value(KeptRequest::Run(kept.clone())).unwrap();
     assert_eq!(json["run"]["keep"], serde_json::json!({"key": "k", "idle_ms": 5, "max_ms": 9}));
     assert_eq!(serde_json::from_value::<KeptRequest>(json).unwrap(), KeptRequest::Run(kept));

@@ -31,6 +31,8 @@ mod private;
 mod readme;
 mod remote;
 mod run_command;
+mod session_walk;
+mod sessions;
 mod several;
 mod skill;
 mod split;

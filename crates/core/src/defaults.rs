@@ -81,6 +81,10 @@ pub const SESSION_IDLE: Duration = Duration::from_secs(10 * 60);
 /// (`--session-max`).
 pub const SESSION_MAX: Duration = Duration::from_secs(60 * 60);
 
+/// Kept containers one stateless client (identity) holds at once through
+/// session handles, on one sandbox-runner (`--max-handles`).
+pub const MAX_HANDLES: u32 = 4;
+
 /// How long an MCP session over HTTP (protocol 2025-11-25 and older) lives
 /// without a request before the server closes it (rmcp's keep-alive, which
 /// the frontend sets to this explicitly).

@@ -59,10 +59,11 @@ fn sandbox_sentence(facts: &RunFacts) -> String {
     match (facts.keep, facts.stateless) {
         (Some(keep), Some(_)) => format!(
             "Run Python code in a locked-down sandbox (no network, a {deadline} s deadline per run). A run starts \
-             in a fresh sandbox unless you pass `session`: each result's `session` value names the sandbox holding \
-             that run's variables, imports and files in /tmp; send it back as the `session` argument to run there \
-             again. It is removed after {idle} without a run, {max} after it started, or when a run is stopped; \
-             a `session` whose sandbox is gone is refused, saying so.",
+             in a fresh sandbox that keeps nothing, unless you pass `session`: with `session: \"new\"` the run's \
+             variables, imports and files in /tmp are kept, and its result's `session` value names that sandbox; \
+             send it back as the `session` argument to run there again. A kept sandbox is removed after {idle} \
+             without a run, {max} after it started, or when a run is stopped; a `session` whose sandbox is gone \
+             is refused, saying so.",
             deadline = facts.deadline_secs,
             idle = span(keep.idle_secs),
             max = span(keep.max_secs),

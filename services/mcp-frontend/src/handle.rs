@@ -2,11 +2,17 @@
 //! variables between `run_python` calls (`--keep-variables`).
 //!
 //! A stateless client has no session for the frontend to keep a container
-//! for, so the container's address travels with the client instead: the
-//! result of a kept cell carries a handle (`session` in its structured
-//! content, `code-mode/session` in its `_meta`), and the client passes it
-//! back as the `session` argument of its next call (or in the request's
-//! `_meta` under the same key) to run there.
+//! for, so the container's address travels with the client instead. A
+//! call with `session: "new"` runs in a new kept container, and its result
+//! carries the container's handle (`session` in its structured content,
+//! `code-mode/session` in its `_meta`); the client passes it back as the
+//! `session` argument of its next call (or in the request's `_meta` under
+//! the same key) to run there. A call without `session` runs in a fresh
+//! container that keeps nothing, so a client that never uses handles never
+//! leaves a container waiting. One identity holds at most
+//! [`KeepConfig::most_handles`](crate::KeepConfig) kept containers on a
+//! runner; starting one more removes the one unused the longest (its
+//! handle then says so).
 //!
 //! A handle is `cms1.<runner id>.<container key>`: where the container
 //! lives and the runner's random key for it (122 random bits from the
@@ -33,6 +39,10 @@ pub const META_KEY: &str = "code-mode/session";
 /// The argument of `run_python` (and the field of its result) that carries
 /// the handle.
 pub const ARGUMENT: &str = "session";
+
+/// The `session` argument that starts a new kept container (its result
+/// then carries the handle).
+pub const NEW: &str = "new";
 
 /// What every handle starts with (its format's version).
 const PREFIX: &str = "cms1";

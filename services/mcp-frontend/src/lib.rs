@@ -44,6 +44,7 @@ pub mod description;
 pub mod direct;
 pub mod handle;
 pub mod http;
+pub mod lifetimes;
 pub mod notices;
 mod parking;
 mod session;
@@ -230,11 +231,15 @@ pub struct KeepConfig {
     pub idle: Duration,
     /// Removed this long after it started, whatever happens (`--session-max`).
     pub max: Duration,
+    /// Kept containers one stateless client (identity) holds at once on a
+    /// runner through handles (`--max-handles`); starting one more removes
+    /// its container unused the longest.
+    pub most_handles: u32,
 }
 
 impl Default for KeepConfig {
     fn default() -> Self {
-        Self { idle: defaults::SESSION_IDLE, max: defaults::SESSION_MAX }
+        Self { idle: defaults::SESSION_IDLE, max: defaults::SESSION_MAX, most_handles: defaults::MAX_HANDLES }
     }
 }
 
@@ -420,9 +425,9 @@ pub struct Frontend {
 }
 
 /// How a [`Frontend`]'s client reaches it, which decides what one client
-/// session is (README "Sessions"): over one connection (stdio, the
-/// library) the connection is the session whatever the protocol version;
-/// over HTTP an MCP session of 2025-11-25 and older is one, and a stateless
+/// session is ([`lifetimes`]): over one connection (stdio, the library)
+/// the connection is the session whatever the protocol version; over HTTP
+/// an MCP session of 2025-11-25 and older is one, and a stateless
 /// 2026-07-28 request is not: its state lives in its identity's scope and
 /// its variables behind a handle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -482,7 +487,10 @@ impl Frontend {
     /// 2026-07-28): no session holds its state. Over one connection the
     /// connection is the session, whatever the protocol.
     fn stateless(&self, context: &RequestContext<RoleServer>) -> bool {
-        self.transport == Transport::Http && context.protocol_version().is_some_and(|v| !v.has_initialize())
+        let http = self.transport == Transport::Http;
+        context
+            .protocol_version()
+            .is_some_and(|v| lifetimes::ClientKind::of(http, &v) == lifetimes::ClientKind::Stateless)
     }
 
     /// Where a `run_python` request's cell runs, from the client's kind and
@@ -501,8 +509,11 @@ impl Frontend {
             (_, false, Some(_)) => Err(HandleError::NotKept),
             (false, true, Some(_)) => Err(HandleError::NotNeeded),
             (false, _, None) => Ok(CellKeep::Session),
-            (true, false, None) => Ok(CellKeep::Fresh),
-            (true, true, None) => Ok(CellKeep::Handle(None)),
+            // A stateless client keeps nothing unless it asks: a container
+            // per call left waiting for a handle nobody passes back would
+            // hold a runner's slot for --session-idle each.
+            (true, _, None) => Ok(CellKeep::Fresh),
+            (true, true, Some(serde_json::Value::String(text))) if text == handle::NEW => Ok(CellKeep::Handle(None)),
             (true, true, Some(serde_json::Value::String(text))) => Ok(CellKeep::Handle(Some(handle::decode(text)?))),
             (true, true, Some(_)) => Err(HandleError::Malformed),
         }
@@ -682,8 +693,9 @@ impl Frontend {
         if stateless && self.shared.config.keep.is_some() {
             properties[handle::ARGUMENT] = serde_json::json!({
                 "type": "string",
-                "description": "The `session` value of an earlier result: run in that sandbox, with its variables. \
-                                Leave it out to start a new one."
+                "description": "\"new\" to start a sandbox that keeps its variables between runs, or the \
+                                `session` value of an earlier result to run in that sandbox again. Leave it out to \
+                                run in a fresh sandbox that keeps nothing."
             });
         }
         let input = serde_json::json!({

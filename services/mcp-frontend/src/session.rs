@@ -802,7 +802,12 @@ async fn run_handle_cell(
     shared.catalog.refresh().await;
     let view = shared.catalog.current();
     let mut cell = cell_message(shared, at, identity, order, &view);
-    let settings = Keep { key: None, idle_ms: keep.idle.as_millis() as u64, max_ms: keep.max.as_millis() as u64 };
+    let settings = Keep {
+        key: None,
+        idle_ms: keep.idle.as_millis() as u64,
+        max_ms: keep.max.as_millis() as u64,
+        most: Some(keep.most_handles),
+    };
     let ran = match handle {
         None => {
             cell.keep = Some(settings);
@@ -844,7 +849,8 @@ async fn run_kept_cell(
     shared.catalog.refresh().await;
     let view = shared.catalog.current();
     let mut cell = cell_message(shared, at_session, identity, order, &view);
-    let settings = Keep { key: None, idle_ms: keep.idle.as_millis() as u64, max_ms: keep.max.as_millis() as u64 };
+    let settings =
+        Keep { key: None, idle_ms: keep.idle.as_millis() as u64, max_ms: keep.max.as_millis() as u64, most: None };
     let started = tokio::time::Instant::now();
     if let Some(at) = container.at.take() {
         cell.keep = Some(Keep { key: Some(at.key.clone()), ..settings.clone() });

@@ -204,6 +204,11 @@ struct Entry {
     end: CancellationToken,
     /// Waiting for its removal.
     ended: Vec<oneshot::Sender<bool>>,
+    /// When it last took a cell (or was made).
+    used: Instant,
+    /// Why it is being removed, when the registry removed it (its actor
+    /// only sees that it was told to end).
+    why: Option<String>,
 }
 
 /// A key whose container was removed, remembered for [`REMEMBERED`].
@@ -266,7 +271,28 @@ impl Registry {
             for waiter in entry.ended {
                 let _ = waiter.send(true);
             }
-            self.remember(key, entry.session, why);
+            self.remember(key, entry.session, entry.why.unwrap_or(why));
+        }
+    }
+
+    /// Make room for one more kept container of `session`, which may hold
+    /// at most `most`: remove its containers unused the longest until it
+    /// holds fewer.
+    fn make_room(&mut self, session: &str, most: usize) {
+        loop {
+            let live: Vec<(&String, &Entry)> =
+                self.containers.iter().filter(|(_, e)| e.session == session && e.why.is_none()).collect();
+            if live.len() < most.max(1) {
+                return;
+            }
+            let Some(oldest) = live.iter().min_by_key(|(_, e)| e.used).map(|(k, _)| (*k).clone()) else { return };
+            if let Some(entry) = self.containers.get_mut(&oldest) {
+                tracing::info!(%session, most, "a kept container makes room for a newer one of its session");
+                entry.why = Some(format!(
+                    "a newer kept session of this client took its place: it may hold {most} at once (--max-handles)"
+                ));
+                entry.end.cancel();
+            }
         }
     }
 
@@ -286,8 +312,11 @@ impl Registry {
     /// Why a cell of `session` cannot run under `key`, which names no live
     /// container of that session.
     fn refusal(&self, key: &str, session: &str) -> KeptError {
-        if self.containers.get(key).is_some_and(|e| e.session != session) {
-            return KeptError::Foreign;
+        match self.containers.get(key) {
+            Some(e) if e.session != session => return KeptError::Foreign,
+            // Being removed by the registry.
+            Some(Entry { why: Some(why), .. }) => return KeptError::Expired { why: why.clone() },
+            _ => {}
         }
         match self.removed.get(key) {
             Some(removed) if removed.session != session => KeptError::Foreign,
@@ -303,6 +332,9 @@ impl Registry {
             Command::Adopt { ready, permit, lifetime, cell, deadline, reply } => {
                 let key = uuid::Uuid::new_v4().simple().to_string();
                 let session = cell.session.clone();
+                if let Some(most) = cell.keep.as_ref().and_then(|k| k.most) {
+                    self.make_room(&session, most as usize);
+                }
                 let (cells, inbox) = mpsc::channel(CELLS);
                 let end = self.cancel.child_token();
                 let (container, streams, warm) = ready.into_parts();
@@ -325,14 +357,19 @@ impl Registry {
                 let _ = cells.try_send(first);
                 let task = self.tasks.spawn(actor.run(inbox));
                 self.task_keys.insert(task.id(), key.clone());
-                self.containers.insert(key, Entry { session, cells, end, ended: Vec::new() });
+                let entry = Entry { session, cells, end, ended: Vec::new(), used: Instant::now(), why: None };
+                self.containers.insert(key, entry);
             }
             Command::Run { cell, deadline, reply } => {
                 let key = cell.keep.as_ref().and_then(|k| k.key.clone()).unwrap_or_default();
-                let Some(entry) = self.containers.get(&key).filter(|e| e.session == cell.session) else {
-                    let _ = reply.send(Err(self.refusal(&key, &cell.session)));
+                let refusal = self.refusal(&key, &cell.session);
+                let Some(entry) =
+                    self.containers.get_mut(&key).filter(|e| e.session == cell.session && e.why.is_none())
+                else {
+                    let _ = reply.send(Err(refusal));
                     return;
                 };
+                entry.used = Instant::now();
                 match entry.cells.try_send(KeptCell { cell, deadline, reply }) {
                     Ok(()) => {}
                     Err(mpsc::error::TrySendError::Full(cell)) => {

@@ -371,7 +371,7 @@ async fn a_kept_container_serves_only_its_own_session_says_why_a_removed_one_is_
  {
     let _turn = DOCKER.lock().await;
     let Some(serving) = Serving::start(0).await else { return };
-    let keep = |key: Option<String>| Some(Keep { key, idle_ms: 60_000, max_ms: 600_000 });
+    let keep = |key: Option<String>| Some(Keep { key, idle_ms: 60_000, max_ms: 600_000, most: None });
     let wait = Duration::from_secs(120);
     let first: CellRan = serving.bus.call(subjects::CELL_RUN, &cell("s1", "x = 41", keep(None)), wait).await.unwrap();
     assert_eq!(first.report.error, None, "{first:?}");
