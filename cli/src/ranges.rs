@@ -252,8 +252,11 @@ mod every_option {
             }
         }
         expected.push("run --max-cells-per-session".into());
-        for long in ["approval-timeout", "call-timeout", "max-calls"] {
+        for long in ["approval-timeout", "call-timeout", "max-calls", "stateless-idle"] {
             expected.push(format!("bridge --{long}"));
+        }
+        for sub in ["serve", "run"] {
+            expected.push(format!("{sub} --stateless-idle"));
         }
         for long in ["capacity", "warm", "warm-max", "warm-window"] {
             expected.push(format!("sandbox-runner --{long}"));
@@ -270,6 +273,7 @@ mod every_option {
             expected.push(format!("{sub} --session-idle"));
             expected.push(format!("{sub} --session-max"));
             expected.push(format!("{sub} --max-direct-calls"));
+            expected.push(format!("{sub} --max-handles"));
         }
         expected.sort();
         assert_eq!(seen, expected);

@@ -335,3 +335,31 @@ async fn the_http_client_examples_of_the_readme_name_what_exists_and_the_bearer_
     assert!(out.status.success(), "the bearer snippet: {}", String::from_utf8_lossy(&out.stderr));
     assert!(said.contains("{\"sum\":3}"), "it prints the cell's result: {said}");
 }
+
+#[tokio::test]
+async fn the_session_handle_example_of_the_readme_runs_as_written_with_the_sdks_default_client() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some(python) = code_mode_core::testing::peers::venv_bin("python") else { return };
+    let text = readme();
+    let start = text.find("## Sessions").expect("README.md has the Sessions section");
+    let snippet = blocks(&text[start..], "python")
+        .into_iter()
+        .find(|b| b.contains("\"session\": \"new\""))
+        .expect("the Sessions section shows a handle in use");
+    // The snippet's `client`: the SDK's high-level client at its defaults
+    // (the stateless protocol), connected as the section above shows.
+    let indented: String = snippet.lines().map(|l| format!("    {l}\n")).collect();
+    let program = format!(
+        "import httpx2\nfrom mcp import Client\nfrom mcp.client.streamable_http import streamable_http_client\n\
+         async with Client(streamable_http_client(url, http_client=httpx2.AsyncClient())) as client:\n{indented}    \
+         print(r.structured_content['stdout'], end='')\n"
+    );
+    let (_serve, url, _log) = crate::auth::serve(&["--keep-variables"]).await;
+    let out =
+        tokio::process::Command::new(&python).args(["-c", PY_CHECK, &program, "run", &url, ""]).output().await.unwrap();
+    assert!(out.status.success(), "the snippet: {}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.ends_with("3\n"), "the second call sees the first one's rows: {said}");
+}

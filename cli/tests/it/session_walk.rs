@@ -256,16 +256,9 @@ async fn walk(control: Control, kind: ClientKind, way: &Way, version: &ProtocolV
     client.cancel().await.ok();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_per_session_control_lasts_less_than_the_definition_under_any_protocol_version_over_stdio_or_http() {
-    if !support::sandbox_available() {
-        return;
-    }
-    // Not across midnight (UTC), where a day's window starts anew.
-    crate::policy::inside_one_window(86_400, 600);
-    let policy = log_path("walk-policy").with_extension("json");
-    std::fs::write(&policy, POLICY).unwrap();
-    let flags: Vec<String> = [
+/// The flags of a server with every control on (`policy`: [`POLICY`]).
+fn every_control(policy: &std::path::Path) -> Vec<String> {
+    [
         "--private",
         "get_env",
         "--policy",
@@ -278,21 +271,53 @@ async fn no_per_session_control_lasts_less_than_the_definition_under_any_protoco
         "1",
     ]
     .map(str::to_string)
-    .to_vec();
-    // One identity per version and control over HTTP, so that each walk
-    // starts from a clean scope.
+    .to_vec()
+}
+
+/// The policy file of the walk, written afresh.
+fn policy_file(name: &str) -> std::path::PathBuf {
+    // Not across midnight (UTC), where a day's window starts anew.
+    crate::policy::inside_one_window(86_400, 600);
+    let policy = log_path(name).with_extension("json");
+    std::fs::write(&policy, POLICY).unwrap();
+    policy
+}
+
+#[tokio::test]
+async fn over_stdio_no_per_session_control_lasts_less_than_the_definition_under_any_protocol_version() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let policy = policy_file("walk-stdio-policy");
+    let flags = every_control(&policy);
+    for version in ProtocolVersion::KNOWN_VERSIONS {
+        for control in Control::ALL {
+            walk(control, ClientKind::of(false, version), &Way::Stdio(flags.clone()), version).await;
+        }
+    }
+    let _ = std::fs::remove_file(&policy);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_no_per_session_control_lasts_less_than_the_definition_under_any_protocol_version() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let policy = policy_file("walk-http-policy");
+    // One identity per version and control, so that each walk starts from
+    // a clean scope.
     let versions = ProtocolVersion::KNOWN_VERSIONS;
     let tokens: Vec<Vec<Token>> = versions
         .iter()
         .map(|v| Control::ALL.iter().map(|c| token_new(&format!("walker-{v}-{c:?}"))).collect())
         .collect();
     let file = TokenFile::of(&tokens.iter().flatten().collect::<Vec<_>>());
+    let flags = every_control(&policy);
     let mut http_flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     http_flags.extend(["--auth-tokens", file.arg()]);
     let (_serve, url, _log) = serve(&http_flags).await;
     for (version, tokens) in versions.iter().zip(&tokens) {
         for (control, token) in Control::ALL.iter().zip(tokens) {
-            walk(*control, ClientKind::of(false, version), &Way::Stdio(flags.clone()), version).await;
             let http = Way::Http { url: url.clone(), token: token.token.clone() };
             walk(*control, ClientKind::of(true, version), &http, version).await;
         }

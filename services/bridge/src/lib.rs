@@ -21,7 +21,13 @@
 //!
 //! Over the bus it answers [`subjects::CATALOG_GET`] and
 //! [`subjects::TOOL_CALL`] in the `bridge` queue group, and asks approvals
-//! on [`subjects::approval`] of the call's session.
+//! on [`subjects::approval`] of the call's asker (the frontend session that
+//! ran it; for a client session, the session itself).
+//!
+//! A call's state (taint, `grant` counters, direct-call count) lives under
+//! its session, or for a stateless client under its identity's scope,
+//! resolved to the scope's current generation when a check first needs it
+//! ([`scope`]).
 //!
 //! The catalog follows the wrapped servers' tool lists: when a server's list
 //! changes (`notifications/tools/list_changed`, or other tools after a

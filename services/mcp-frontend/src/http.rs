@@ -6,11 +6,13 @@
 //! [`FrontendFactory`]: its own session id (so the private-data taint, the
 //! `grant` rate limits and approval questions stay per session), the
 //! process's shared cell slots. A client of protocol 2025-11-25 and older
-//! holds a session (`Mcp-Session-Id`) across calls. The stateless protocol
-//! 2026-07-28 has no sessions: each request gets a new session object, so
-//! for such a client one `run_python` call is one session (a taint lasts
-//! for that cell, a `grant` limit counts per call), and an approval's
-//! retried call finds its parked cell through the factory, not the session.
+//! holds a session (`Mcp-Session-Id`) across calls; one without a request
+//! for [`code_mode_core::defaults::HTTP_SESSION_IDLE`] is closed. The
+//! stateless protocol 2026-07-28 has no sessions: each request gets a new
+//! session object, which counts its cells in the caller's identity's scope
+//! and keeps variables only behind a handle ([`crate::lifetimes`],
+//! [`crate::handle`]); an approval's retried call finds its parked cell
+//! through the factory, not the session.
 //!
 //! With [`TlsFiles`] it serves HTTPS (rustls, [`crate::tls`]) on the same
 //! address; a plain HTTP request there fails the handshake. TLS does not

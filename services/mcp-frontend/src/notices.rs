@@ -22,8 +22,10 @@
 //!
 //! The logging capability is deprecated from MCP 2026-07-28 on (SEP-2577)
 //! and rmcp marks its types so; clients of 2025-11-25 and older use it, so
-//! this module allows the deprecation. A stateless 2026-07-28 client has no
-//! session to set a level on, and gets none of these notifications.
+//! this module allows the deprecation. A 2026-07-28 client sends its level
+//! in each request's `_meta` instead: the request sets it on its session
+//! (for a stateless request over HTTP, the session object of that request
+//! alone).
 
 #![allow(deprecated)]
 
