@@ -29,7 +29,8 @@ STEPS is a JSON list, run in order in one client session:
     {"op": "call", "tool": NAME, "arguments": {...}}
         with "session_from_last": true, the `session` value of the last
         call's structured content is added to the arguments (a stateless
-        client's kept-session handle)
+        client's kept-session handle); with "session_from_step": N, that of
+        step N's (counting from 0)
     {"op": "set_level", "level": LEVEL}            logging/setLevel
     {"op": "logs", "at_least": N, "wait": SECONDS}  the log notifications
         received so far (waiting up to SECONDS for N of them, then a moment
@@ -161,6 +162,7 @@ async def main(argv):
         server = streamable_http_client(args.url, http_client=http)
     async with connect(args, server, on_log) as client:
         last = None
+        results = []
         for step in steps:
             op = step["op"]
             try:
@@ -170,6 +172,9 @@ async def main(argv):
                     arguments = dict(step.get("arguments", {}))
                     if step.get("session_from_last"):
                         arguments["session"] = (last.structured_content or {}).get("session") if last else None
+                    if "session_from_step" in step:
+                        earlier = results[step["session_from_step"]]
+                        arguments["session"] = (getattr(earlier, "structured_content", None) or {}).get("session")
                     result = await client.call_tool(step["tool"], arguments)
                     last = result
                 elif op == "set_level":
@@ -180,8 +185,10 @@ async def main(argv):
                     result = await logs_after(received, step.get("at_least", 0), step.get("wait", 5))
                 else:
                     raise ValueError(f"unknown op {op!r}")
+                results.append(result)
                 print(json.dumps({"op": op, "result": as_json(result)}), flush=True)
             except Exception as e:  # the test reads what failed
+                results.append(None)
                 print(json.dumps({"op": op, "error": f"{type(e).__name__}: {e}"}), flush=True)
 
 

@@ -195,7 +195,7 @@ async fn over_http_a_stateless_client_keeps_its_variables_through_the_handle_and
     }
     let (alice, bob) = (token_new("alice"), token_new("bob"));
     let tokens = TokenFile::of(&[&alice, &bob]);
-    let args = ["--auth-tokens", tokens.arg(), "--keep-variables", "--session-idle", "8", "--max-handles", "2"];
+    let args = ["--auth-tokens", tokens.arg(), "--keep-variables", "--session-idle", "4", "--max-handles", "2"];
     let (_serve, url, _log) = serve(&args).await;
     let (alice_args, bob_args) = (as_client(&url, &bearer(&alice), &[]), as_client(&url, &bearer(&bob), &[]));
 
@@ -226,21 +226,20 @@ async fn over_http_a_stateless_client_keeps_its_variables_through_the_handle_and
     assert!(refused(&bad[0]).contains("no sandbox of this server is known under this session handle"), "{bad:?}");
     assert!(refused(&bad[1]).contains("is not a session handle of code-mode"), "{bad:?}");
 
-    // Alice may hold two kept sandboxes: a third removes the one unused longest.
+    // Alice may hold two kept sandboxes: a third removes the one unused
+    // longest (her older ones may have gone idle meanwhile: three new ones).
     let new = |code: &str| json!({"op": "call", "tool": "run_python", "arguments": {"code": code, "session": "new"}});
-    let Some(more) = sdk(&strs(&alice_args), &[new("a = 1")]).await else { return };
-    let second = content(&more[0])["session"].as_str().expect("a handle").to_string();
-    let Some(evicted) = sdk(&strs(&alice_args), &[new("b = 2"), with(&handle), with(&second)]).await else { return };
-    let evicted = &evicted[1..];
-    assert!(refused(&evicted[0]).contains("a newer kept session of this client took its place"), "{evicted:?}");
-    let still = content(&evicted[1])["error"].as_str().unwrap_or_default().to_string();
-    assert!(still.contains("name 'x' is not defined"), "the second still runs its own sandbox: {evicted:?}");
+    let in_step = |step: usize| json!({"op": "call", "tool": "run_python", "arguments": {"code": "print(a)"}, "session_from_step": step});
+    let steps = [new("a = 1"), new("a = 2"), new("a = 3"), in_step(0), in_step(1)];
+    let Some(evicted) = sdk(&strs(&alice_args), &steps).await else { return };
+    assert!(refused(&evicted[3]).contains("a newer kept session of this client took its place"), "{evicted:?}");
+    assert_eq!(printed(&evicted[4]), "2\n", "the second still runs in its own sandbox: {evicted:?}");
 
     // Past --session-idle the handle's sandbox is gone, and it says why.
     let new = json!({"op": "call", "tool": "run_python", "arguments": {"code": "y = 1", "session": "new"}});
     let Some(kept) = sdk(&strs(&alice_args), &[new]).await else { return };
     let handle = content(&kept[0])["session"].as_str().expect("a handle").to_string();
-    tokio::time::sleep(Duration::from_millis(9500)).await;
+    tokio::time::sleep(Duration::from_millis(5500)).await;
     let Some(late) = sdk(&strs(&alice_args), &[with(&handle)]).await else { return };
     let text = refused(&late[0]);
     assert!(text.contains("has ended (no run within its idle time (--session-idle))"), "{text}");
@@ -268,4 +267,50 @@ async fn over_nats_a_stateless_identitys_taint_set_through_one_frontend_replica_
     assert_eq!(printed(&through_one[0]), "x\n");
     let Some(through_two) = sdk(&strs(&as_client(&two_url, &auth, &[])), &[cell(TRY_ADD)]).await else { return };
     assert!(printed(&through_two[0]).starts_with("refused: add: refused by the private-data rule"), "{through_two:?}");
+}
+
+#[tokio::test]
+async fn over_nats_a_stateless_taint_outlives_a_killed_bridge_and_a_handle_whose_runner_was_killed_is_refused() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else { return };
+    let alice = token_new("alice");
+    let tokens = TokenFile::of(&[&alice]);
+    let bridge_args = ["--private", "echo"];
+    let mut bridge = support::spawn_service(&nats.url(), &users, "bridge", &bridge_args, Some(&[]));
+    let mut runner = support::spawn_service(&nats.url(), &users, "sandbox-runner", &[], None);
+    let http = ["--http", "127.0.0.1:0", "--auth-tokens", tokens.arg(), "--keep-variables"];
+    let mut frontend = support::service_command(&nats.url(), &users, "frontend", &http, None);
+    let (_frontend, url, _) = spawn_http(&mut frontend).await;
+    let args = as_client(&url, &bearer(&alice), &[]);
+    let new = json!({"op": "call", "tool": "run_python", "arguments": {"code": "x = 41", "session": "new"}});
+    let Some(ran) = sdk(&strs(&args), &[cell("print(await echo(text='x'))"), new]).await else { return };
+    assert_eq!(printed(&ran[0]), "x\n");
+    let handle = content(&ran[1])["session"].as_str().expect("a handle").to_string();
+
+    // The bridge is killed outright and a new one starts: the taint lives
+    // in JetStream, not in the bridge.
+    bridge.kill().await.expect("the bridge is killed");
+    let _bridge = support::spawn_service(&nats.url(), &users, "bridge", &bridge_args, Some(&[]));
+    let mut after = String::new();
+    for _ in 0..20 {
+        let Some(ran) = sdk(&strs(&args), &[cell(TRY_ADD)]).await else { return };
+        after = printed(&ran[0]);
+        // Until the new bridge has subscribed, a call finds nobody.
+        if !after.contains("BridgeUnavailable") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(after.starts_with("refused: add: refused by the private-data rule"), "{after}");
+
+    // The runner holding the handle's sandbox is killed and another starts:
+    // the handle is refused saying so, never run in a fresh sandbox.
+    runner.kill().await.expect("the runner is killed");
+    let _runner = support::spawn_service(&nats.url(), &users, "sandbox-runner", &[], None);
+    let with = json!({"op": "call", "tool": "run_python", "arguments": {"code": "print(x)", "session": handle}});
+    let Some(late) = sdk(&strs(&args), &[with]).await else { return };
+    let text = refused(&late[0]);
+    assert!(text.contains("has ended (its sandbox-runner stopped or restarted)"), "{text}");
 }
