@@ -46,6 +46,9 @@ pub mod ranges;
 pub mod settings;
 pub mod terminal;
 
+// The cargo-fuzz targets' entry points: only with the `fuzzing` feature
+// (the fuzz crate enables it) and in this crate's tests.
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 mod library;

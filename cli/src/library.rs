@@ -380,7 +380,7 @@ impl Bridge {
                 };
                 let runner = SandboxRunner::new(docker, config, self.inner.bus.clone()).await?;
                 let task = runner.serve(self.inner.cancel.clone()).await?;
-                if let Some((_, tasks)) = self.inner.closing.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+                if let Some((_, tasks)) = code_mode_core::sync::lock(&self.inner.closing).as_mut() {
                     tasks.push(task);
                 }
                 let config = FrontendConfig {
@@ -397,7 +397,7 @@ impl Bridge {
     /// removed, then the wrapped servers are closed.
     pub async fn close(self) {
         self.inner.cancel.cancel();
-        let closing = self.inner.closing.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let closing = code_mode_core::sync::lock(&self.inner.closing).take();
         if let Some((closer, tasks)) = closing {
             for task in tasks {
                 let _ = task.await;

@@ -468,10 +468,10 @@ struct PoolReading {
 
 impl PoolReading {
     async fn scrape(addr: std::net::SocketAddr) -> anyhow::Result<PoolReading> {
-        let response = tokio::task::spawn_blocking(move || code_mode_telemetry::testing::http_get(addr, "/metrics"))
+        let response = tokio::task::spawn_blocking(move || code_mode_telemetry::scrape::http_get(addr, "/metrics"))
             .await?
             .with_context(|| format!("scraping http://{addr}/metrics"))?;
-        let e = code_mode_telemetry::testing::Exposition::parse(&response.body)
+        let e = code_mode_telemetry::scrape::Exposition::parse(&response.body)
             .map_err(|e| anyhow::anyhow!("the metrics of {addr} do not parse: {e:?}"))?;
         let takes = "codemode_warm_pool_takes_total";
         Ok(PoolReading {

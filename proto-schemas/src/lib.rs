@@ -14,6 +14,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+// The cargo-fuzz targets' entry points: only with the `fuzzing` feature
+// (the fuzz crate enables it) and in this crate's tests.
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 

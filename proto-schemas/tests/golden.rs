@@ -2,6 +2,9 @@
 //!
 //! Run with `UPDATE_SCHEMAS=1` to rewrite them after a deliberate change.
 
+// A panic in a test is the test failing.
+#![allow(clippy::unwrap_used)]
+
 use std::path::PathBuf;
 
 #[test]

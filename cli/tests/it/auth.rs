@@ -256,7 +256,7 @@ async fn scrape_logged_metrics(log: &str) -> String {
         .lines()
         .find_map(crate::metrics::logged_metrics_addr)
         .unwrap_or_else(|| panic!("no metrics address in the log:\n{log}"));
-    let response = tokio::task::spawn_blocking(move || code_mode_telemetry::testing::http_get(addr, "/metrics"))
+    let response = tokio::task::spawn_blocking(move || code_mode_telemetry::scrape::http_get(addr, "/metrics"))
         .await
         .unwrap()
         .expect("the metrics server answers");

@@ -9,7 +9,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use code_mode_core::testing::{NatsServer, TempDir, unavailable};
-use code_mode_telemetry::testing::{Exposition, HttpResponse, http_get};
+use code_mode_telemetry::scrape::{Exposition, HttpResponse, http_get};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};

@@ -507,7 +507,7 @@ pub fn terminate(pid: u32) {
 pub async fn prometheus_query(web: std::net::SocketAddr, encoded: &str) -> Option<Value> {
     let path = format!("/api/v1/query?query={encoded}");
     let response =
-        tokio::task::spawn_blocking(move || code_mode_telemetry::testing::http_get(web, &path)).await.unwrap().ok()?;
+        tokio::task::spawn_blocking(move || code_mode_telemetry::scrape::http_get(web, &path)).await.unwrap().ok()?;
     if response.status != 200 {
         return None;
     }

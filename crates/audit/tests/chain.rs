@@ -4,6 +4,9 @@
 //! immutable and a killed nats-server stop writes (fail closed); replicas
 //! appending to one JetStream stream at once make one chain.
 
+// A panic in a test is the test failing.
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -278,7 +278,7 @@ impl InProcess {
     /// Pick one live member of the first group that has one (round robin
     /// inside the group), dropping members whose receiver is gone.
     fn pick(&self, subject: &str) -> Option<mpsc::Sender<Request>> {
-        let mut routes = self.routes.lock().expect("bus routes lock");
+        let mut routes = crate::sync::lock(&self.routes);
         let groups = routes.get_mut(subject)?;
         for group in groups.iter_mut() {
             group.members.retain(|m| !m.is_closed());
@@ -308,7 +308,7 @@ impl Transport for InProcess {
 
     async fn subscribe(&self, subject: &str, queue_group: &str) -> Result<mpsc::Receiver<Request>, BusError> {
         let (tx, rx) = mpsc::channel(256);
-        let mut routes = self.routes.lock().expect("bus routes lock");
+        let mut routes = crate::sync::lock(&self.routes);
         let groups = routes.entry(subject.to_string()).or_default();
         match groups.iter_mut().find(|g| g.name == queue_group) {
             Some(group) => group.members.push(tx),

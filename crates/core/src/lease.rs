@@ -66,7 +66,7 @@ impl Held {
     /// `kept` is the kept container the cell ran in, when it lives on: a
     /// frontend without the report learns from it where the container is.
     pub fn end(mut self, how: CellEnded, kept: Option<KeptContainer>) {
-        *self.ended.lock().expect("lease state lock") = Some((how, kept));
+        *crate::sync::lock(&self.ended) = Some((how, kept));
         if let Some(stop) = self.stop.take() {
             tokio::spawn(async move {
                 tokio::time::sleep(ENDED_FOR).await;
@@ -86,7 +86,7 @@ pub async fn hold(bus: &Bus, cell_id: &str, runner: &str) -> Result<Option<Held>
     let ended = Arc::new(Mutex::new(None));
     let state = ended.clone();
     bus.serve(&subject, queue_groups::SANDBOX_RUNNER, stop.clone(), move |_: LeaseCheck| {
-        let (ended, kept) = state.lock().expect("lease state lock").clone().unzip();
+        let (ended, kept) = crate::sync::lock(&state).clone().unzip();
         let held = LeaseHeld { runner: runner.clone(), ended, kept: kept.flatten() };
         async move { Ok(held) }
     })

@@ -8,6 +8,10 @@ pub mod lease;
 pub mod nats;
 pub mod shutdown;
 pub mod state;
+pub mod sync;
+// Harnesses of real infrastructure for tests (the `testing` feature, which
+// the workspace's dev-dependencies enable): never in a release build.
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 /// Send `tracing` output to stderr: stdout is the MCP channel of a stdio

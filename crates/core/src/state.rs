@@ -431,7 +431,7 @@ impl Memory {
     fn lock(&self) -> std::sync::MutexGuard<'_, MemoryInner> {
         // A panic while holding the lock cannot leave the map half-written
         // (each operation is a single insert or remove), so keep going.
-        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        crate::sync::lock(&self.inner)
     }
 }
 

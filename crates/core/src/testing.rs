@@ -387,7 +387,7 @@ impl NatsCluster {
     /// A monitoring endpoint of node `i` (`/connz`, `/jsz`, ...) as JSON.
     pub fn monitor(&self, i: usize, path: &str) -> Option<serde_json::Value> {
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], self.nodes[i].monitor));
-        let response = code_mode_telemetry::testing::http_get(addr, path).ok()?;
+        let response = code_mode_telemetry::scrape::http_get(addr, path).ok()?;
         serde_json::from_str(&response.body).ok()
     }
 

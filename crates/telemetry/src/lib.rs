@@ -16,8 +16,9 @@
 //! - [`server`]: the actix-web server answering `GET /metrics` (the text
 //!   exposition format) and `GET /healthz` (`{"service": ..., "ok": true}`),
 //!   started on a configured address and stopped by a cancellation token.
-//! - [`testing`]: a raw-socket HTTP GET and a parser of the exposition
-//!   format, for tests that scrape a live service.
+//! - [`scrape`]: a raw-socket HTTP GET and a parser of the exposition
+//!   format, for whatever scrapes a live service: the load-test binary
+//!   (`code-mode-loadtest clients --metrics`) and the tests.
 //!
 //! # One explicit registry, process-wide
 //!
@@ -47,8 +48,8 @@
 
 pub mod metrics;
 pub mod phases;
+pub mod scrape;
 pub mod server;
-pub mod testing;
 
 pub use metrics::{
     ApprovalAnswer, CellOutcome, Decision, FrontendCellResult, Metrics, StateResult, approval_answered, audit_probed,

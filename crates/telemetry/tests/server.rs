@@ -2,10 +2,13 @@
 //! its exposition parsed, its health endpoint answered, and its stop on the
 //! cancellation token.
 
+// A panic in a test is the test failing.
+#![allow(clippy::unwrap_used)]
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use code_mode_telemetry::testing::{Exposition, HttpResponse, http_get};
+use code_mode_telemetry::scrape::{Exposition, HttpResponse, http_get};
 use code_mode_telemetry::{CellOutcome, Decision, MetricsServer};
 use tokio_util::sync::CancellationToken;
 

@@ -4,6 +4,9 @@
 //! schema. Budgets in `docs/performance.md`. Run with
 //! `cargo bench -p code-mode-bridge --bench checks`.
 
+// A panic in a benchmark is the benchmark failing.
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 

@@ -10,6 +10,9 @@
 //! the index and times the searches itself, so the process start and the
 //! pipe are not measured (`iter_custom`).
 
+// A panic in a benchmark is the benchmark failing.
+#![allow(clippy::unwrap_used)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;

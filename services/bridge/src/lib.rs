@@ -19,8 +19,9 @@
 //! else text) or is refused when too large. Refusals carry the bridge's own
 //! short message; host faults only a type name.
 //!
-//! Over the bus it answers [`subjects::CATALOG_GET`] and
-//! [`subjects::TOOL_CALL`] in the `bridge` queue group, and asks approvals
+//! Over the bus it answers [`subjects::CATALOG_GET`],
+//! [`subjects::TOOL_CALL`], [`subjects::TOOL_DIRECT`] and
+//! [`subjects::SESSION_END`] in the `bridge` queue group, and asks approvals
 //! on [`subjects::approval`] of the call's asker (the frontend session that
 //! ran it; for a client session, the session itself).
 //!
@@ -55,6 +56,9 @@ pub mod server;
 pub mod stubs;
 pub mod wire;
 
+// The cargo-fuzz targets' entry points: only with the `fuzzing` feature
+// (the fuzz crate enables it) and in this crate's tests.
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 
@@ -621,7 +625,7 @@ impl Bridge {
     }
 
     fn current(&self) -> Arc<Current> {
-        self.inner.current.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+        code_mode_core::sync::read(&self.inner.current).clone()
     }
 
     /// Rebuild the catalog from every wrapped server's current tools and
@@ -630,7 +634,7 @@ impl Bridge {
     pub fn refresh_catalog(&self) -> Result<u64, BridgeError> {
         let tools: Vec<_> = self.inner.servers.iter().map(ServerHandle::tools).collect();
         let built = self.inner.rebuild.build(&tools);
-        let mut current = self.inner.current.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut current = code_mode_core::sync::write(&self.inner.current);
         match built {
             Ok((catalog, rule, policies)) => {
                 if let Some(audit) = self.inner.audit.clone() {

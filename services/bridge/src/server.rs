@@ -115,7 +115,7 @@ struct StderrTail {
 
 impl StderrTail {
     fn push(&self, line: &str) {
-        let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        let mut lines = code_mode_core::sync::lock(&self.lines);
         if lines.len() == STDERR_TAIL_LINES {
             lines.pop_front();
         }
@@ -126,7 +126,7 @@ impl StderrTail {
     /// stderr (or after a short wait), or nothing when it wrote none.
     async fn describe(&self) -> String {
         let _ = tokio::time::timeout(STDERR_DRAIN, self.closed.notified()).await;
-        let lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        let lines = code_mode_core::sync::lock(&self.lines);
         let lines: Vec<&str> = lines.iter().map(String::as_str).filter(|l| !l.trim().is_empty()).collect();
         if lines.is_empty() { String::new() } else { format!("; its last stderr lines: {}", lines.join(" | ")) }
     }

@@ -324,7 +324,7 @@ impl StatelessSlots {
         let max = self.max?;
         // A panic while holding the lock cannot leave the map half-written
         // (each change is one insert or a retain), so keep going.
-        let mut scopes = self.scopes.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut scopes = code_mode_core::sync::lock(&self.scopes);
         if let Some(slots) = scopes.get(scope).and_then(std::sync::Weak::upgrade) {
             return Some(slots);
         }

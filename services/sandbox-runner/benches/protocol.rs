@@ -3,6 +3,9 @@
 //! `docs/performance.md`. Run with
 //! `cargo bench -p code-mode-sandbox-runner --bench protocol`.
 
+// A panic in a benchmark is the benchmark failing.
+#![allow(clippy::unwrap_used)]
+
 use std::time::Duration;
 
 use code_mode_sandbox_runner::protocol::{LineReader, parse};

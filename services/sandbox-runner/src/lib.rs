@@ -43,6 +43,9 @@ pub mod protocol;
 pub mod remover;
 pub mod wire;
 
+// The cargo-fuzz targets' entry points: only with the `fuzzing` feature
+// (the fuzz crate enables it) and in this crate's tests.
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 

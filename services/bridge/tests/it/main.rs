@@ -5,6 +5,9 @@
 //! Every test starts its own server with its own request log (`--log`), so
 //! a test can prove what reached the server and what did not.
 
+// A panic in a test is the test failing.
+#![allow(clippy::unwrap_used)]
+
 mod audit;
 mod calls;
 mod catalog;

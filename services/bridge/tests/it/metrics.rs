@@ -8,7 +8,7 @@ use code_mode_bridge::server::{ServerSpec, StdioSpec, Transport};
 use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, WrappedServer};
 use code_mode_proto::{ErrorKind, ToolReply};
 use code_mode_telemetry::MetricsServer;
-use code_mode_telemetry::testing::{Exposition, http_get};
+use code_mode_telemetry::scrape::{Exposition, http_get};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

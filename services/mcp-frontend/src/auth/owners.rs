@@ -75,10 +75,22 @@ impl Drop for LeaseInner {
 }
 
 enum Command {
-    Reserve { identity: Option<Identity>, reply: oneshot::Sender<Result<Lease, LimitError>> },
-    Bind { lease: u64, session: String },
-    Owner { session: String, reply: oneshot::Sender<Option<Option<Identity>>> },
-    Count { reply: oneshot::Sender<usize> },
+    Reserve {
+        identity: Option<Identity>,
+        reply: oneshot::Sender<Result<Lease, LimitError>>,
+    },
+    Bind {
+        lease: u64,
+        session: String,
+    },
+    Owner {
+        session: String,
+        reply: oneshot::Sender<Option<Option<Identity>>>,
+    },
+    #[cfg(test)]
+    Count {
+        reply: oneshot::Sender<usize>,
+    },
 }
 
 /// A handle on the owners actor. Cheap to clone.
@@ -123,8 +135,8 @@ impl Owners {
         answer.await.ok().flatten()
     }
 
-    /// Sessions open now.
-    #[allow(dead_code)]
+    /// Sessions open now (for tests).
+    #[cfg(test)]
     pub async fn count(&self) -> usize {
         let (reply, answer) = oneshot::channel();
         if self.requests.send(Command::Count { reply }).await.is_err() {
@@ -188,6 +200,7 @@ async fn run(
                     let owner = sessions.get(&session).and_then(|l| held.get(l)).map(|h| h.identity.clone());
                     let _ = reply.send(owner);
                 }
+                #[cfg(test)]
                 Some(Command::Count { reply }) => {
                     let _ = reply.send(held.len());
                 }

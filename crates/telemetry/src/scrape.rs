@@ -1,4 +1,4 @@
-//! Helpers for tests that scrape a live service: a blocking HTTP/1.0 GET
+//! Scraping a live service (the load-test binary and the tests): a blocking HTTP/1.0 GET
 //! over a raw [`TcpStream`] (no HTTP client crate in the tree), and a parser
 //! of the Prometheus text exposition format good enough to find a sample by
 //! name and labels.

@@ -15,7 +15,7 @@ use code_mode_sandbox_runner::{RunnerConfig, SandboxRunner};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-mod support;
+use crate::support;
 
 /// The tests count the containers of this process, so they take turns
 /// (they share a process under `cargo test`).

@@ -1,4 +1,4 @@
-//! What the runner's test binaries share: the real Docker engine, and the
+//! What the runner's tests share: the real Docker engine, and the
 //! default sandbox image on it, or a clear "unavailable" (which fails the
 //! test under CI and skips it, saying so, on a developer's machine).
 
@@ -18,7 +18,6 @@ pub async fn docker() -> Option<Docker> {
 
 /// The Docker engine with the default sandbox image built, or `None`
 /// after `unavailable`.
-#[allow(dead_code)] // Not every test binary runs cells.
 pub async fn docker_with_image() -> Option<Docker> {
     let docker = docker().await?;
     let tag = image::default_image_tag();

@@ -10,7 +10,7 @@ use bollard::Docker;
 use bollard::query_parameters::KillContainerOptions;
 use code_mode_sandbox_runner::container::{Container, Lockdown, OOM_EVENT_GRACE, Runtime, check_runtime};
 
-mod support;
+use crate::support;
 
 /// Docker with `runtime` registered and the image, or `None` (after
 /// `unavailable`, which fails the test under CI) without them.

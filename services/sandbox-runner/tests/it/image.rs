@@ -4,7 +4,7 @@ use std::sync::Mutex;
 
 use code_mode_sandbox_runner::image::{self, BaseSource};
 
-mod support;
+use crate::support;
 
 #[tokio::test]
 async fn the_runner_layer_builds_with_progress_and_holds_only_the_runner() {
