@@ -83,6 +83,18 @@ impl BusError {
             BusError::Transport(_) => "transport",
         }
     }
+
+    /// The host fault of a tool call whose request to the bridge failed on
+    /// the bus (a runner relaying a cell's call, a frontend sending a
+    /// direct one): only this kind reaches the code or the client, never
+    /// the error's details.
+    pub fn tool_call_fault(&self) -> ErrorKind {
+        match self {
+            BusError::NoResponders { .. } => ErrorKind::BridgeUnavailable,
+            BusError::Timeout { .. } => ErrorKind::BridgeTimeout,
+            _ => ErrorKind::BridgeError,
+        }
+    }
 }
 
 /// A reply channel for one request.
@@ -190,10 +202,11 @@ impl Bus {
         }
     }
 
-    /// Serve `subject` in `queue_group`: each request is decoded and handled
-    /// in its own task, so a slow request never holds up the next. Stops
-    /// taking requests when `cancel` fires; the returned handle ends once the
-    /// requests in flight are answered.
+    /// Serve `subject` in `queue_group` with the default [`Serving`]
+    /// bounds: each request is decoded and handled in its own task, so a
+    /// slow request never holds up the next. Stops taking requests when
+    /// `cancel` fires; the returned handle ends once the requests in flight
+    /// are answered, or at the drain deadline.
     pub async fn serve<Q, R, F, Fut>(
         &self,
         subject: &str,
@@ -207,12 +220,42 @@ impl Bus {
         F: Fn(Q) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, WireError>> + Send + 'static,
     {
+        self.serve_with(subject, queue_group, Serving::default(), cancel, handler).await
+    }
+
+    /// [`Bus::serve`] within `bounds`: at most `bounds.in_flight` requests
+    /// are handled at once (the next waits in the subscription, so a flood
+    /// meets back-pressure instead of an unbounded number of tasks), and
+    /// after `cancel` the requests in flight get `bounds.drain` to finish
+    /// before they are dropped (their requesters then hear nothing and time
+    /// out, as they would from a dead service). Each phase is logged.
+    pub async fn serve_with<Q, R, F, Fut>(
+        &self,
+        subject: &str,
+        queue_group: &str,
+        bounds: Serving,
+        cancel: CancellationToken,
+        handler: F,
+    ) -> Result<tokio::task::JoinHandle<()>, BusError>
+    where
+        Q: DeserializeOwned + Send + 'static,
+        R: Serialize + Send + 'static,
+        F: Fn(Q) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, WireError>> + Send + 'static,
+    {
         let mut requests = self.transport.subscribe(subject, queue_group).await?;
         let subject = subject.to_string();
         let handler = Arc::new(handler);
+        let slots = Arc::new(tokio::sync::Semaphore::new(bounds.in_flight.max(1)));
         Ok(tokio::spawn(async move {
             let mut in_flight = tokio::task::JoinSet::new();
             loop {
+                // A slot first: at the bound, the next request waits where
+                // it is (the subscription's buffer, or NATS).
+                let slot = tokio::select! {
+                    _ = cancel.cancelled() => break,
+                    slot = slots.clone().acquire_owned() => match slot { Ok(slot) => slot, Err(_) => break },
+                };
                 let request = tokio::select! {
                     _ = cancel.cancelled() => break,
                     r = requests.recv() => match r { Some(r) => r, None => break },
@@ -220,33 +263,70 @@ impl Bus {
                 let handler = handler.clone();
                 let subject = subject.clone();
                 in_flight.spawn(async move {
-                    let reply = match serde_json::from_slice::<Q>(&request.payload) {
-                        Ok(q) => match handler(q).await {
-                            Ok(r) => Reply::Ok(r),
-                            Err(e) => Reply::Err(e),
-                        },
-                        Err(e) => Reply::Err(WireError {
-                            kind: ErrorKind::BadRequest,
-                            message: format!("request on {subject} is not valid: {e}"),
-                        }),
-                    };
-                    let bytes = match serde_json::to_vec(&reply) {
-                        Ok(b) => b,
-                        Err(e) => {
-                            tracing::error!(%subject, error = %e, "reply could not be encoded");
-                            return;
-                        }
-                    };
-                    if let Err(e) = request.responder.respond(Bytes::from(bytes)).await {
-                        tracing::warn!(%subject, error = %e, "reply not delivered");
-                    }
+                    let _slot = slot;
+                    answer(&subject, request, handler.as_ref()).await;
                 });
                 // Reap finished tasks so the set does not grow without bound.
                 while in_flight.try_join_next().is_some() {}
             }
             drop(requests);
-            while in_flight.join_next().await.is_some() {}
+            if !in_flight.is_empty() {
+                tracing::debug!(%subject, in_flight = in_flight.len(), drain = ?bounds.drain, "stopped taking requests; draining");
+            }
+            let drained = tokio::time::timeout(bounds.drain, async { while in_flight.join_next().await.is_some() {} });
+            if drained.await.is_err() {
+                tracing::warn!(%subject, dropped = in_flight.len(), drain = ?bounds.drain, "requests still in flight at the drain deadline were dropped");
+                in_flight.abort_all();
+                while in_flight.join_next().await.is_some() {}
+            }
         }))
+    }
+}
+
+/// How a subscription is served ([`Bus::serve_with`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Serving {
+    /// Requests handled at once.
+    pub in_flight: usize,
+    /// How long the requests in flight get to finish after the stop.
+    pub drain: Duration,
+}
+
+impl Default for Serving {
+    /// [`crate::defaults::MAX_IN_FLIGHT`] at once, [`crate::defaults::DRAIN`]
+    /// to finish.
+    fn default() -> Self {
+        Self { in_flight: crate::defaults::MAX_IN_FLIGHT, drain: crate::defaults::DRAIN }
+    }
+}
+
+/// Decode one request, run the handler, send its reply (or the error).
+async fn answer<Q, R, F, Fut>(subject: &str, request: Request, handler: &F)
+where
+    Q: DeserializeOwned,
+    R: Serialize,
+    F: Fn(Q) -> Fut,
+    Fut: Future<Output = Result<R, WireError>>,
+{
+    let reply = match serde_json::from_slice::<Q>(&request.payload) {
+        Ok(q) => match handler(q).await {
+            Ok(r) => Reply::Ok(r),
+            Err(e) => Reply::Err(e),
+        },
+        Err(e) => Reply::Err(WireError {
+            kind: ErrorKind::BadRequest,
+            message: format!("request on {subject} is not valid: {e}"),
+        }),
+    };
+    let bytes = match serde_json::to_vec(&reply) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::error!(%subject, error = %e, "reply could not be encoded");
+            return;
+        }
+    };
+    if let Err(e) = request.responder.respond(Bytes::from(bytes)).await {
+        tracing::warn!(%subject, error = %e, "reply not delivered");
     }
 }
 
@@ -315,5 +395,87 @@ impl Transport for InProcess {
             None => groups.push(Group { name: queue_group.to_string(), members: vec![tx], next: 0 }),
         }
         Ok(rx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bus serving `subject` with `bounds`: each request waits for
+    /// `release` (or returns at once with `None`), counting how many ran.
+    async fn held_service(
+        bounds: Serving,
+        release: Option<Arc<tokio::sync::Notify>>,
+    ) -> (Bus, CancellationToken, tokio::task::JoinHandle<()>, Arc<std::sync::atomic::AtomicUsize>) {
+        let bus = Bus::in_process();
+        let cancel = CancellationToken::new();
+        let started = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = started.clone();
+        let task = bus
+            .serve_with("svc", "group", bounds, cancel.clone(), move |n: u32| {
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let release = release.clone();
+                async move {
+                    match release {
+                        Some(release) => release.notified().await,
+                        None => std::future::pending().await,
+                    }
+                    Ok(n)
+                }
+            })
+            .await
+            .unwrap();
+        (bus, cancel, task, started)
+    }
+
+    #[tokio::test]
+    async fn a_subscription_handles_at_most_its_bound_at_once_and_the_next_waits_for_a_slot() {
+        let release = Arc::new(tokio::sync::Notify::new());
+        let bounds = Serving { in_flight: 2, drain: Duration::from_secs(1) };
+        let (bus, cancel, _task, started) = held_service(bounds, Some(release.clone())).await;
+        let calls: Vec<_> = (0..3u32)
+            .map(|n| {
+                let bus = bus.clone();
+                tokio::spawn(async move { bus.call::<_, u32>("svc", &n, Duration::from_secs(10)).await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(started.load(std::sync::atomic::Ordering::SeqCst), 2, "two at once, the third waits");
+        release.notify_one();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(started.load(std::sync::atomic::Ordering::SeqCst), 3, "a slot freed: the third runs");
+        release.notify_waiters();
+        release.notify_one();
+        for call in calls {
+            tokio::time::timeout(Duration::from_secs(5), call).await.expect("answered").unwrap().unwrap();
+        }
+        cancel.cancel();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_the_stop_a_request_that_never_finishes_is_dropped_at_the_drain_deadline() {
+        let bounds = Serving { in_flight: 8, drain: Duration::from_secs(3) };
+        let (bus, cancel, task, started) = held_service(bounds, None).await;
+        let call = tokio::spawn(async move { bus.call::<_, u32>("svc", &7, Duration::from_secs(60)).await });
+        while started.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let stopped = tokio::time::Instant::now();
+        cancel.cancel();
+        task.await.unwrap();
+        assert_eq!(stopped.elapsed(), Duration::from_secs(3), "the serving task ends at the drain deadline");
+        let answer = call.await.unwrap();
+        assert!(matches!(answer, Err(BusError::Dropped { .. })), "the requester hears the drop: {answer:?}");
+    }
+
+    #[test]
+    fn a_tool_call_that_never_reached_the_bridge_is_a_bridge_fault_by_kind_only() {
+        let none = BusError::NoResponders { subject: "s".into() };
+        assert_eq!(none.tool_call_fault(), ErrorKind::BridgeUnavailable);
+        let timeout = BusError::Timeout { subject: "s".into(), after: Duration::from_secs(1) };
+        assert_eq!(timeout.tool_call_fault(), ErrorKind::BridgeTimeout);
+        assert_eq!(BusError::Transport("x".into()).tool_call_fault(), ErrorKind::BridgeError);
+        assert_eq!(BusError::Dropped { subject: "s".into() }.tool_call_fault(), ErrorKind::BridgeError);
     }
 }

@@ -47,6 +47,19 @@ pub const STUB_TYPE_DEPTH: usize = 5;
 pub const MAX_PARAM_NAME: usize = 64;
 /// Deepest input schema the bridge compiles; deeper tools are left out.
 pub const MAX_SCHEMA_DEPTH: usize = 64;
+/// How much longer than a peer's own bound a requester waits for its answer
+/// over the bus: the hops, and what the peer does after its own timer fires
+/// (answering "timed out", removing a container). One value for every
+/// request that waits on another service's timeout (a tool call, a cell, an
+/// approval, a parked cell, a direct call), so a lost peer always costs the
+/// same few seconds more than its own limit, never a hang.
+pub const HOP_MARGIN: Duration = Duration::from_secs(5);
+/// Requests one bus subscription handles at once (`Bus::serve`); more wait
+/// in the subscription until one ends.
+pub const MAX_IN_FLIGHT: usize = 1024;
+/// How long a service's requests in flight get to finish once it stops
+/// taking new ones; then they are dropped.
+pub const DRAIN: Duration = Duration::from_secs(10);
 /// `run_python` requests that run at once.
 pub const MAX_CONCURRENT_CELLS: usize = 4;
 /// How long a cell waits for a sandbox-runner with a free slot.

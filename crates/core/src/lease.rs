@@ -49,6 +49,9 @@ pub const ENDED_FOR: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub struct Held {
     stop: Option<DropGuard>,
+    /// The lease's own token (a child of the holder's shutdown token): the
+    /// task that says "ended" for [`ENDED_FOR`] stops with it.
+    token: CancellationToken,
     ended: Arc<Mutex<Ended>>,
 }
 
@@ -65,11 +68,18 @@ impl Held {
     /// runner is stopping or died.
     /// `kept` is the kept container the cell ran in, when it lives on: a
     /// frontend without the report learns from it where the container is.
+    ///
+    /// The lease goes sooner when the holder's shutdown token fires: a
+    /// stopping runner answers for nothing more.
     pub fn end(mut self, how: CellEnded, kept: Option<KeptContainer>) {
         *crate::sync::lock(&self.ended) = Some((how, kept));
         if let Some(stop) = self.stop.take() {
+            let token = self.token.clone();
             tokio::spawn(async move {
-                tokio::time::sleep(ENDED_FOR).await;
+                tokio::select! {
+                    _ = tokio::time::sleep(ENDED_FOR) => {}
+                    _ = token.cancelled() => {}
+                }
                 drop(stop);
             });
         }
@@ -77,11 +87,16 @@ impl Held {
 }
 
 /// Answer on the lease subject of `cell_id` as `runner` until the returned
-/// guard is dropped. `None` when the cell id cannot be a subject (its
-/// frontend does not ask either).
-pub async fn hold(bus: &Bus, cell_id: &str, runner: &str) -> Result<Option<Held>, BusError> {
+/// guard is dropped, or `shutdown` fires. `None` when the cell id cannot
+/// be a subject (its frontend does not ask either).
+pub async fn hold(
+    bus: &Bus,
+    cell_id: &str,
+    runner: &str,
+    shutdown: &CancellationToken,
+) -> Result<Option<Held>, BusError> {
     let Some(subject) = subjects::cell_lease(cell_id) else { return Ok(None) };
-    let stop = CancellationToken::new();
+    let stop = shutdown.child_token();
     let runner = runner.to_string();
     let ended = Arc::new(Mutex::new(None));
     let state = ended.clone();
@@ -91,7 +106,7 @@ pub async fn hold(bus: &Bus, cell_id: &str, runner: &str) -> Result<Option<Held>
         async move { Ok(held) }
     })
     .await?;
-    Ok(Some(Held { stop: Some(stop.drop_guard()), ended }))
+    Ok(Some(Held { token: stop.clone(), stop: Some(stop.drop_guard()), ended }))
 }
 
 /// Why a cell's report will not come.
@@ -164,7 +179,10 @@ mod tests {
     async fn a_held_lease_is_never_lost_and_a_dropped_one_is_lost_within_five_seconds() {
         let bus = Bus::in_process();
         let cell = "0b7f3c1e-cell";
-        let held = hold(&bus, cell, "runner-a").await.unwrap().expect("a cell id that is one token");
+        let held = hold(&bus, cell, "runner-a", &CancellationToken::new())
+            .await
+            .unwrap()
+            .expect("a cell id that is one token");
         let watched = tokio::time::timeout(Duration::from_secs(5), lost(&bus, cell)).await;
         assert!(watched.is_err(), "a held lease was taken for lost: {watched:?}");
 
@@ -183,12 +201,35 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_ended_lease_goes_at_once_when_its_holder_shuts_down_not_after_ended_for() {
+        let bus = Bus::in_process();
+        let shutdown = CancellationToken::new();
+        let cell = "7a1c55e0-shutdown";
+        let held = hold(&bus, cell, "runner-a", &shutdown).await.unwrap().expect("a cell id that is one token");
+        held.end(CellEnded::Ok, None);
+        let check = LeaseCheck { cell_id: cell.into() };
+        let subject = subjects::cell_lease(cell).unwrap();
+        let said: LeaseHeld = bus.call(&subject, &check, PING).await.expect("the ended lease answers");
+        assert_eq!(said.ended, Some(CellEnded::Ok));
+        shutdown.cancel();
+        let mut answered = true;
+        for _ in 0..20 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if bus.call::<_, LeaseHeld>(&subject, &check, PING).await.is_err() {
+                answered = false;
+                break;
+            }
+        }
+        assert!(!answered, "the lease still answered a second after its holder shut down");
+    }
+
+    #[tokio::test]
     async fn a_lease_nobody_took_is_lost_after_the_grace_and_a_bad_cell_id_has_none() {
         let bus = Bus::in_process();
         let started = Instant::now();
         assert!(matches!(lost(&bus, "never-taken").await, Gone::Silent(_)));
         assert!(started.elapsed() >= LOST_AFTER && started.elapsed() < LOST_AFTER + PING * 2);
-        assert!(hold(&bus, "a.b", "runner-a").await.unwrap().is_none());
+        assert!(hold(&bus, "a.b", "runner-a", &CancellationToken::new()).await.unwrap().is_none());
         let never = tokio::time::timeout(Duration::from_secs(3), lost(&bus, "a.b")).await;
         assert!(never.is_err(), "a cell without a lease is never lost");
     }
@@ -198,7 +239,10 @@ mod tests {
      {
         let bus = Bus::in_process();
         let cell = "5d2e90aa-ended";
-        let held = hold(&bus, cell, "runner-a").await.unwrap().expect("a cell id that is one token");
+        let held = hold(&bus, cell, "runner-a", &CancellationToken::new())
+            .await
+            .unwrap()
+            .expect("a cell id that is one token");
         let watching = tokio::spawn({
             let bus = bus.clone();
             async move { lost(&bus, cell).await }
@@ -215,7 +259,10 @@ mod tests {
 
         // A report arriving soon after the lease said the cell ended wins.
         let cell = "5d2e90aa-reported";
-        let held = hold(&bus, cell, "runner-a").await.unwrap().expect("a cell id that is one token");
+        let held = hold(&bus, cell, "runner-a", &CancellationToken::new())
+            .await
+            .unwrap()
+            .expect("a cell id that is one token");
         let report = async {
             tokio::time::sleep(Duration::from_millis(2500)).await;
             "the report"

@@ -19,7 +19,7 @@ pub const SUMMARY_CHARS: usize = 400;
 pub const VALUE_CHARS: usize = 120;
 /// How much longer than the approval timeout the bridge waits for the
 /// frontend's answer (it answers `timed_out` itself at the timeout).
-pub const MARGIN: Duration = Duration::from_secs(5);
+pub const MARGIN: Duration = code_mode_core::defaults::HOP_MARGIN;
 
 /// A readable, bounded summary of a call's arguments:
 /// `path = "/tmp/a", recursive = true`.

@@ -1452,5 +1452,5 @@ fn non_text_bytes(result: &CallToolResult) -> usize {
 /// The default timeout of a bus request carrying one tool call: the call's
 /// own timeout plus a margin for the hops.
 pub fn call_request_timeout(limits: &CallLimits) -> Duration {
-    limits.call_timeout + Duration::from_secs(5)
+    limits.call_timeout + defaults::HOP_MARGIN
 }

@@ -51,7 +51,7 @@ pub enum Asking {
 
 /// Longest time a parked cell waits for the client's retried call beyond
 /// the approval timeout, before it is dropped.
-pub const PARK_MARGIN: Duration = Duration::from_secs(5);
+pub const PARK_MARGIN: Duration = code_mode_core::defaults::HOP_MARGIN;
 
 /// The question the person sees, as an elicitation form with no fields.
 pub fn question(request: &ApprovalRequest) -> ElicitRequestParams {

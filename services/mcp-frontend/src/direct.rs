@@ -20,14 +20,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use code_mode_core::bus::BusError;
 use code_mode_proto::{Catalog, DirectCall, DirectReply, ErrorKind, subjects};
 use rmcp::model::{CallToolResult, JsonObject, ResultType, Tool, ToolAnnotations};
 
 use crate::{Shared, error_result};
 
 /// Margin over the call's own timeouts for the bridge's answer (the hops).
-const REPLY_MARGIN: Duration = Duration::from_secs(5);
+const REPLY_MARGIN: Duration = code_mode_core::defaults::HOP_MARGIN;
 
 /// Which tools `tools/list` offers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -105,14 +104,7 @@ pub(crate) async fn call(shared: &Shared, call: &DirectCall) -> CallToolResult {
         Ok(DirectReply::Fault { kind }) => error_result(kind.as_str()),
         Err(e) => {
             tracing::warn!(tool = %call.tool, error = %e, "a direct call did not reach the bridge");
-            error_result(
-                match e {
-                    BusError::NoResponders { .. } => ErrorKind::BridgeUnavailable,
-                    BusError::Timeout { .. } => ErrorKind::BridgeTimeout,
-                    _ => ErrorKind::BridgeError,
-                }
-                .as_str(),
-            )
+            error_result(e.tool_call_fault().as_str())
         }
     }
 }

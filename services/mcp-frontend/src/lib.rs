@@ -282,7 +282,7 @@ pub(crate) const RETRY_PAUSE: Duration = Duration::from_millis(100);
 /// covers removing the container and the hops. A runner that has not
 /// answered by then is taken as lost: a killed runner costs the client the
 /// deadline plus this, not a hang.
-pub const CELL_MARGIN: Duration = Duration::from_secs(5);
+pub const CELL_MARGIN: Duration = defaults::HOP_MARGIN;
 
 /// What the sessions of one frontend process share: the bus, the settings,
 /// the cell slots, and handles on the catalog watcher and the parking lot.

@@ -39,7 +39,7 @@ use crate::wire;
 
 /// How long a bus request for one tool call may wait beyond the call's own
 /// timeout at the bridge.
-const CALL_MARGIN: Duration = Duration::from_secs(5);
+const CALL_MARGIN: Duration = code_mode_core::defaults::HOP_MARGIN;
 /// Bytes of the container's stderr kept for diagnostics (it is /dev/null
 /// once the runner is up, so only start-up failures land there).
 const STDERR_KEPT: usize = 2048;

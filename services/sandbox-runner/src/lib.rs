@@ -328,7 +328,7 @@ impl SandboxRunner {
             return Err(SandboxError::NoCapacity { capacity: self.inner.config.capacity });
         };
         let slot = Slot::counted(slot, &self.inner);
-        self.leased(cell, self.audited(cell, self.run_in_slot(cell, slot, cancel))).await
+        self.leased(cell, cancel, self.audited(cell, self.run_in_slot(cell, slot, cancel))).await
     }
 
     /// Run `run` (one cell) holding `cell`'s lease: answered while it runs,
@@ -340,9 +340,10 @@ impl SandboxRunner {
     async fn leased(
         &self,
         cell: &RunCell,
+        cancel: &CancellationToken,
         run: impl Future<Output = Result<CellRan, SandboxError>>,
     ) -> Result<CellRan, SandboxError> {
-        let lease = code_mode_core::lease::hold(&self.inner.bus, &cell.cell_id, &container::owner_label())
+        let lease = code_mode_core::lease::hold(&self.inner.bus, &cell.cell_id, &container::owner_label(), cancel)
             .await
             .map_err(|e| SandboxError::Lease(e.to_string()))?;
         let ran = run.await;
@@ -501,7 +502,7 @@ impl SandboxRunner {
                 let deadline = tokio::time::Instant::now() + Duration::from_millis(cell.limits.deadline_ms);
                 let Some(kept) = self.inner.kept.get() else { return Err(KeptError::Lost.into()) };
                 let run = async { Ok(kept.run(cell.clone(), deadline).await?) };
-                Ok(KeptReply::Ran(self.leased(&cell, self.audited(&cell, run)).await?))
+                Ok(KeptReply::Ran(self.leased(&cell, cancel, self.audited(&cell, run)).await?))
             }
             KeptRequest::End(end) => {
                 let removed = match self.inner.kept.get() {

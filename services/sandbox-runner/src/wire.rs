@@ -34,13 +34,10 @@ pub fn service_error(e: &SandboxError) -> WireError {
 }
 
 /// The kind the code sees of a call that failed between this runner and
-/// the bridge.
+/// the bridge (the mapping every service shares,
+/// [`BusError::tool_call_fault`]).
 pub fn bus_fault(e: &BusError) -> ErrorKind {
-    match e {
-        BusError::NoResponders { .. } => ErrorKind::BridgeUnavailable,
-        BusError::Timeout { .. } => ErrorKind::BridgeTimeout,
-        _ => ErrorKind::BridgeError,
-    }
+    e.tool_call_fault()
 }
 
 /// The one mapping of a call's answer to the line the code reads.
@@ -128,13 +125,5 @@ mod tests {
             e.to_string(),
             "the cell was refused: limits.deadline_ms is 18446744073709551615, outside 1 to 86400000"
         );
-    }
-
-    #[test]
-    fn a_call_that_never_reached_the_bridge_is_a_bridge_fault() {
-        assert_eq!(bus_fault(&BusError::NoResponders { subject: "s".into() }), ErrorKind::BridgeUnavailable);
-        let timeout = BusError::Timeout { subject: "s".into(), after: std::time::Duration::from_secs(1) };
-        assert_eq!(bus_fault(&timeout), ErrorKind::BridgeTimeout);
-        assert_eq!(bus_fault(&BusError::Transport("x".into())), ErrorKind::BridgeError);
     }
 }

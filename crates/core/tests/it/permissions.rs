@@ -277,7 +277,7 @@ async fn only_a_runner_may_hold_a_cells_lease_and_only_a_frontend_may_ask_after_
     let bridge = connect(&server, &users, "bridge").await;
     let runner = connect(&server, &users, "sandbox-runner").await;
     let subject = subjects::cell_lease("cell-1").expect("a cell id of one token");
-    let held = code_mode_core::lease::hold(&runner, "cell-1", "runner-a").await.unwrap();
+    let held = code_mode_core::lease::hold(&runner, "cell-1", "runner-a", &CancellationToken::new()).await.unwrap();
     assert!(held.is_some());
     let check = code_mode_proto::LeaseCheck { cell_id: "cell-1".into() };
     let answer: code_mode_proto::LeaseHeld =
