@@ -114,6 +114,13 @@ if [ ! -f .venv/.installed ] || [ testing/peers/requirements.txt -nt .venv/.inst
   touch .venv/.installed
 fi
 
+# cargo-deny checks licenses, bans and sources in scripts/test.sh (from
+# crates.io, built once).
+if ! command -v cargo-deny >/dev/null 2>&1; then
+  log "installing cargo-deny (crates.io)"
+  cargo install cargo-deny --locked --quiet
+fi
+
 log "building the workspace"
 cargo build --workspace --locked --quiet
 

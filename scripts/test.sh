@@ -9,6 +9,10 @@ cd "$(dirname "$0")/.."
 source scripts/setup.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# Licenses, banned crates and sources of every dependency (deny.toml). The
+# advisories check needs the RustSec database from GitHub, which this
+# machine cannot reach; with network: cargo deny check advisories.
+cargo deny check licenses bans sources
 # The posture of this host under each runtime: exits non-zero when a
 # required control does not hold.
 ./target/debug/code-mode doctor --runtime runc
