@@ -91,7 +91,7 @@ pub fn main() -> std::process::ExitCode {
             // The command printed its verdict already.
             Some(audit::Exit(status)) => std::process::ExitCode::from(*status),
             None => {
-                eprintln!("code-mode: {e:#}");
+                eprintln!("code-mode: {}", code_mode_core::error::report(e.as_ref()));
                 std::process::ExitCode::from(1)
             }
         },

@@ -4,6 +4,7 @@
 
 pub mod bus;
 pub mod defaults;
+pub mod error;
 pub mod lease;
 pub mod nats;
 pub mod shutdown;

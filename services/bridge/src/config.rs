@@ -42,12 +42,13 @@ const TRANSPORT_HEADERS: &[&str] = &["accept", "mcp-session-id", "mcp-protocol-v
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file cannot be read.
-    #[error("{file}: cannot read the config file: {reason}")]
+    #[error("{file}: cannot read the config file: {source}")]
     Read {
         /// The file.
         file: PathBuf,
         /// Why.
-        reason: String,
+        #[source]
+        source: std::io::Error,
     },
     /// The file is not JSON of the expected shape.
     #[error("{file}: line {line} column {column}: {reason}")]
@@ -182,8 +183,8 @@ pub enum ConfigError {
 /// Read `file` and turn its entries into wrapped servers, in file order,
 /// expanding `${VAR}` from this process's environment.
 pub fn load(file: &Path) -> Result<Vec<WrappedServer>, ConfigError> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| ConfigError::Read { file: file.to_path_buf(), reason: e.to_string() })?;
+    let text =
+        std::fs::read_to_string(file).map_err(|source| ConfigError::Read { file: file.to_path_buf(), source })?;
     parse(file, &text, |name| std::env::var(name).ok())
 }
 

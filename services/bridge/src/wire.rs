@@ -11,7 +11,7 @@
 use code_mode_proto::{ErrorKind, ToolReply, WireError};
 use rmcp::service::ServiceError;
 
-use crate::BridgeError;
+use crate::SessionEndError;
 use crate::server::CallError;
 
 /// Why a tool call produced no result.
@@ -58,9 +58,9 @@ fn fault_kind(e: &CallError) -> ErrorKind {
 /// The one mapping of a request the bridge could not serve (forgetting an
 /// ended session) to the wire. The message goes to the frontend, a trusted
 /// peer, never to the code.
-pub fn service_error(e: &BridgeError) -> WireError {
+pub fn service_error(e: &SessionEndError) -> WireError {
     let kind = match e {
-        BridgeError::NotASession { .. } => ErrorKind::BadRequest,
+        SessionEndError::NotASession { .. } => ErrorKind::BadRequest,
         _ => ErrorKind::SessionEndFailed,
     };
     WireError { kind, message: e.to_string() }

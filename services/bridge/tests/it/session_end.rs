@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use code_mode_bridge::BridgeError;
+use code_mode_bridge::SessionEndError;
 use code_mode_core::nats::{NatsOptions, NatsTransport};
 use code_mode_core::state::{JetStreamConfig, SessionStore};
 use code_mode_core::testing::NatsServer;
@@ -75,7 +75,7 @@ async fn ending_a_session_forgets_its_taint_and_grant_counters_but_not_global_co
 
     for not_a_session in ["_global", "a.b", "", "x y"] {
         let err = h.bridge.end_session(not_a_session).await.expect_err("refused");
-        assert!(matches!(err, BridgeError::NotASession { .. }), "{not_a_session:?}: {err:?}");
+        assert!(matches!(err, SessionEndError::NotASession { .. }), "{not_a_session:?}: {err:?}");
     }
     assert!(!passed(&h.bridge.call(&call("s-4", 1, "count", json!({}))).await), "the global count survived");
     h.close().await;

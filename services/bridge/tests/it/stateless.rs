@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use code_mode_bridge::{BridgeError, CallLimits};
+use code_mode_bridge::{CallLimits, SessionEndError};
 use code_mode_core::nats::{NatsOptions, NatsTransport};
 use code_mode_core::state::{JetStreamConfig, SessionStore};
 use code_mode_core::testing::NatsServer;
@@ -125,7 +125,7 @@ async fn ending_a_stateless_scope_is_refused_so_no_frontend_can_clear_its_taint(
     assert!(passed(&h.bridge.call(&call("alice", "echo", json!({"text": "secret"}))).await));
     let scope = subjects::stateless_scope(Some("alice"));
     let err = h.bridge.end_session(&scope).await.expect_err("refused");
-    assert!(matches!(err, BridgeError::NotASession { .. }), "{err:?}");
+    assert!(matches!(err, SessionEndError::NotASession { .. }), "{err:?}");
     assert!(!passed(&h.bridge.call(&call("alice", "add", json!({"a": 1, "b": 2}))).await), "still tainted");
     h.close().await;
 }

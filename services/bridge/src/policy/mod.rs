@@ -102,15 +102,26 @@
 //! size and SHA-256, never their values (the arguments only where
 //! `record_args` says so).
 
+//!
+//! # The files
+//!
+//! This module holds the model (rules, verdicts, limits, categories) and
+//! the policy's answers; [`parse`] reads and validates the file
+//! ([`PolicyError`]); [`limiter`] counts calls in the session-state store
+//! ([`RateLimiter`]).
+
+mod limiter;
+mod parse;
+
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::hash::{BuildHasher, Hasher};
 use std::path::Path;
-use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use code_mode_core::state::{SessionStore, StateError};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
+
+pub use self::limiter::{LimitRefusal, RateLimiter, grant_key};
+pub use self::parse::PolicyError;
+use self::parse::pointer_token;
 
 /// The pseudo-session that holds the counters of `global` scope.
 pub const GLOBAL_SESSION: &str = "_global";
@@ -129,80 +140,6 @@ pub const MAX_COUNTER_CHARS: usize = 48;
 
 /// The longest `reason`.
 pub const MAX_REASON_CHARS: usize = 300;
-
-/// How many compare-and-set rounds [`RateLimiter::admit`] tries per limit
-/// before it refuses the call as "changing concurrently".
-const MAX_ADMIT_ATTEMPTS: u32 = 200;
-
-/// Why a policy cannot be used; each names the file, and each but the first
-/// two the JSON path of the offending value. All of them stop startup.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PolicyError {
-    /// The file could not be read.
-    #[error("{file}: cannot read the policy: {reason}")]
-    Read {
-        /// The file.
-        file: String,
-        /// Why.
-        reason: String,
-    },
-    /// Not JSON.
-    #[error("{file}: line {line}, column {column}: the policy is not valid JSON: {reason}")]
-    Syntax {
-        /// The file.
-        file: String,
-        /// Where (1-based).
-        line: usize,
-        /// Where (1-based).
-        column: usize,
-        /// What the parser said.
-        reason: String,
-    },
-    /// A key the format does not have.
-    #[error("{file}: {path}: unknown key {key:?} (expected one of: {expected})")]
-    UnknownKey {
-        /// The file.
-        file: String,
-        /// The path of the key itself.
-        path: String,
-        /// The key.
-        key: String,
-        /// The keys allowed there.
-        expected: String,
-    },
-    /// A value of the wrong kind or out of range.
-    #[error("{file}: {path}: {reason}")]
-    Invalid {
-        /// The file.
-        file: String,
-        /// The path of the value.
-        path: String,
-        /// What is wrong.
-        reason: String,
-    },
-    /// A tool rule names a tool no wrapped server has.
-    #[error("{file}: {path}: the servers have no tool {tool:?} (they have: {known})")]
-    UnknownTool {
-        /// The file.
-        file: String,
-        /// The path of the rule.
-        path: String,
-        /// The name.
-        tool: String,
-        /// The tools there are.
-        known: String,
-    },
-    /// An `args` schema does not compile.
-    #[error("{file}: {path}: the argument schema does not compile: {reason}")]
-    Schema {
-        /// The file.
-        file: String,
-        /// The path of the schema.
-        path: String,
-        /// What the compiler said.
-        reason: String,
-    },
-}
 
 /// A tool's MCP annotations (`None`: the server did not say).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -511,8 +448,7 @@ impl Policy {
     /// Read and parse the policy file at `path`.
     pub fn load(path: &Path, known_tools: &[ToolFacts]) -> Result<Self, PolicyError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| PolicyError::Read { file: file.clone(), reason: e.to_string() })?;
+        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read { file: file.clone(), source })?;
         Self::parse(&text, &file, known_tools)
     }
 
@@ -533,8 +469,7 @@ impl Policy {
     /// `"policy"` object of a `--config` entry); `source_name` says where it
     /// was written.
     pub fn from_value(root: &Value, source_name: &str, known_tools: &[ToolFacts]) -> Result<Self, PolicyError> {
-        let p = Parser { file: source_name, known: known_tools, counters: HashMap::new() };
-        p.policy(root)
+        parse::read(root, source_name, known_tools)
     }
 
     /// The store keys this policy may write under a client session: one per
@@ -650,414 +585,6 @@ impl ArgsRefusal {
     pub fn without_values(&self) -> String {
         format!("the policy's argument rule refuses them at {} (args schema {})", self.at, self.keyword)
     }
-}
-
-/// Walks the JSON and keeps track of where it is.
-struct Parser<'a> {
-    file: &'a str,
-    known: &'a [ToolFacts],
-    /// Each counter's window and scope, and where they were first given.
-    counters: HashMap<String, (Window, Scope, String)>,
-}
-
-/// Escape one token of a JSON pointer.
-fn pointer_token(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-impl Parser<'_> {
-    fn invalid(&self, path: &str, reason: impl Into<String>) -> PolicyError {
-        PolicyError::Invalid { file: self.file.to_string(), path: path.to_string(), reason: reason.into() }
-    }
-
-    fn object<'v>(&self, v: &'v Value, path: &str, allowed: &[&str]) -> Result<&'v Map<String, Value>, PolicyError> {
-        let Value::Object(map) = v else {
-            return Err(self.invalid(path, format!("expected an object, found {}", kind(v))));
-        };
-        if let Some(key) = map.keys().find(|k| !allowed.contains(&k.as_str())) {
-            return Err(PolicyError::UnknownKey {
-                file: self.file.to_string(),
-                path: format!("{path}/{}", pointer_token(key)),
-                key: key.clone(),
-                expected: allowed.join(", "),
-            });
-        }
-        Ok(map)
-    }
-
-    fn string<'v>(&self, v: &'v Value, path: &str) -> Result<&'v str, PolicyError> {
-        v.as_str().ok_or_else(|| self.invalid(path, format!("expected a string, found {}", kind(v))))
-    }
-
-    fn policy(mut self, root: &Value) -> Result<Policy, PolicyError> {
-        let map = self.object(root, "", &["version", "default", "tools", "categories"])?;
-        match map.get("version") {
-            None => return Err(self.invalid("/version", "missing: the policy must say \"version\": \"1\"")),
-            Some(Value::String(v)) if v == "1" => {}
-            Some(other) => {
-                return Err(self.invalid("/version", format!("version {other} is not supported (only \"1\")")));
-            }
-        }
-        let default = match map.get("default") {
-            None => Action::Deny,
-            Some(v) => match self.string(v, "/default")? {
-                "allow" => Action::Allow,
-                "deny" => Action::Deny,
-                other => return Err(self.invalid("/default", format!("{other:?} is not \"allow\" or \"deny\""))),
-            },
-        };
-        let mut tools = BTreeMap::new();
-        if let Some(v) = map.get("tools") {
-            let Value::Object(entries) = v else {
-                return Err(self.invalid("/tools", format!("expected an object, found {}", kind(v))));
-            };
-            for (written, rule) in entries {
-                let path = format!("/tools/{}", pointer_token(written));
-                let name = match self.known.iter().find(|t| &t.name == written) {
-                    Some(t) => &t.name,
-                    None => match self.known.iter().find(|t| t.aliases.contains(written)) {
-                        Some(t) => &t.name,
-                        None => written,
-                    },
-                };
-                if tools.contains_key(name) {
-                    return Err(self.invalid(
-                        &path,
-                        format!(
-                            "{written:?} names the tool {name:?}, which already has a rule: give each tool one rule"
-                        ),
-                    ));
-                }
-                if !self.known.iter().any(|t| &t.name == name) {
-                    let mut known: Vec<&str> = self.known.iter().map(|t| t.name.as_str()).collect();
-                    known.sort_unstable();
-                    let more = known.len().saturating_sub(20);
-                    known.truncate(20);
-                    let mut known = known.join(", ");
-                    if more > 0 {
-                        known.push_str(&format!(" and {more} more"));
-                    }
-                    return Err(PolicyError::UnknownTool {
-                        file: self.file.to_string(),
-                        path,
-                        tool: name.clone(),
-                        known,
-                    });
-                }
-                tools.insert(name.clone(), self.rule(rule, &path, true)?);
-            }
-        }
-        let mut categories = BTreeMap::new();
-        if let Some(v) = map.get("categories") {
-            let keys: Vec<&str> = Category::ALL.iter().map(|c| c.key()).collect();
-            let entries = self.object(v, "/categories", &keys)?;
-            for (key, rule) in entries {
-                let category = Category::from_key(key).expect("checked by object()");
-                categories.insert(category, self.rule(rule, &format!("/categories/{key}"), false)?);
-            }
-        }
-        let facts = self.known.iter().map(|t| (t.name.clone(), t.annotations.categories())).collect();
-        Ok(Policy { source: self.file.to_string(), default, tools, categories, facts })
-    }
-
-    fn rule(&mut self, v: &Value, path: &str, tool: bool) -> Result<Rule, PolicyError> {
-        let allowed: &[&str] =
-            if tool { &["action", "reason", "limits", "args", "record_args"] } else { &["action", "reason", "limits"] };
-        let map = self.object(v, path, allowed)?;
-        let action = match map.get("action") {
-            None => Action::Allow,
-            Some(v) => match self.string(v, &format!("{path}/action"))? {
-                "allow" => Action::Allow,
-                "deny" => Action::Deny,
-                "approve" => Action::Approve,
-                other => {
-                    return Err(self.invalid(
-                        &format!("{path}/action"),
-                        format!("{other:?} is not one of \"allow\", \"deny\", \"approve\""),
-                    ));
-                }
-            },
-        };
-        let reason = match map.get("reason") {
-            None => None,
-            Some(v) => {
-                let at = format!("{path}/reason");
-                let text = self.string(v, &at)?;
-                if text.trim().is_empty() || text.chars().count() > MAX_REASON_CHARS {
-                    return Err(self.invalid(&at, format!("a reason must have 1 to {MAX_REASON_CHARS} characters")));
-                }
-                Some(text.to_string())
-            }
-        };
-        let mut limits = Vec::new();
-        if let Some(v) = map.get("limits") {
-            let at = format!("{path}/limits");
-            let Value::Array(items) = v else {
-                return Err(self.invalid(&at, format!("expected an array of limits, found {}", kind(v))));
-            };
-            if action == Action::Deny && !items.is_empty() {
-                return Err(self.invalid(&at, "a denied tool is never called: limits go with allow or approve"));
-            }
-            for (i, item) in items.iter().enumerate() {
-                limits.push(self.limit(item, &format!("{at}/{i}"))?);
-            }
-        }
-        let args = match map.get("args") {
-            None => None,
-            Some(schema) => {
-                let at = format!("{path}/args");
-                if !schema.is_object() {
-                    return Err(self.invalid(&at, format!("expected a JSON Schema object, found {}", kind(schema))));
-                }
-                let validator = jsonschema::validator_for(schema).map_err(|e| PolicyError::Schema {
-                    file: self.file.to_string(),
-                    path: at,
-                    reason: e.to_string(),
-                })?;
-                Some(validator)
-            }
-        };
-        let record_args = match map.get("record_args") {
-            None => false,
-            Some(Value::Bool(b)) => *b,
-            Some(other) => {
-                return Err(self.invalid(
-                    &format!("{path}/record_args"),
-                    format!("expected true or false, found {}", kind(other)),
-                ));
-            }
-        };
-        Ok(Rule { action, reason, limits, args, record_args })
-    }
-
-    fn limit(&mut self, v: &Value, path: &str) -> Result<Limit, PolicyError> {
-        let map = self.object(v, path, &["counter", "window", "max", "scope"])?;
-        let field = |key: &str| {
-            map.get(key)
-                .ok_or_else(|| self.invalid(&format!("{path}/{key}"), format!("missing: a limit needs {key:?}")))
-        };
-        let at = format!("{path}/counter");
-        let counter = self.string(field("counter")?, &at)?.to_string();
-        let counter_ok = !counter.is_empty()
-            && counter.len() <= MAX_COUNTER_CHARS
-            && counter.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        if !counter_ok {
-            return Err(self.invalid(
-                &at,
-                format!("{counter:?} is not a counter name (1 to {MAX_COUNTER_CHARS} of A-Z a-z 0-9 _ -)"),
-            ));
-        }
-        let at = format!("{path}/window");
-        let window = match field("window")? {
-            Value::String(s) => match s.as_str() {
-                "second" => Window(1),
-                "minute" => Window(60),
-                "hour" => Window(3600),
-                "day" => Window(86_400),
-                other => {
-                    return Err(self.invalid(
-                        &at,
-                        format!("{other:?} is not a window: use second, minute, hour, day or a number of seconds"),
-                    ));
-                }
-            },
-            Value::Number(n) => match n.as_u64().and_then(Window::from_secs) {
-                Some(w) => w,
-                None => return Err(self.invalid(&at, format!("{n} is not a whole number of seconds of at least 1"))),
-            },
-            other => {
-                return Err(
-                    self.invalid(&at, format!("expected a window name or a number of seconds, found {}", kind(other)))
-                );
-            }
-        };
-        let at = format!("{path}/max");
-        let max = match field("max")?.as_u64() {
-            Some(n) if n >= 1 => n,
-            _ => return Err(self.invalid(&at, "max must be a whole number of at least 1")),
-        };
-        let scope = match map.get("scope") {
-            None => Scope::Grant,
-            Some(v) => {
-                let at = format!("{path}/scope");
-                match self.string(v, &at)? {
-                    "grant" => Scope::Grant,
-                    "global" => Scope::Global,
-                    "identity" => Scope::Identity,
-                    other => return Err(self.invalid(&at, format!("{other:?} is not \"grant\" or \"global\""))),
-                }
-            }
-        };
-        if let Some((w, s, first)) = self.counters.get(&counter) {
-            if (*w, *s) != (window, scope) {
-                return Err(self.invalid(
-                    path,
-                    format!("counter {counter:?} is shared with {first}, so it needs the same window and scope"),
-                ));
-            }
-        } else {
-            self.counters.insert(counter.clone(), (window, scope, path.to_string()));
-        }
-        Ok(Limit { counter, window, max, scope })
-    }
-}
-
-/// Why [`RateLimiter::admit`] refused a call.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LimitRefusal {
-    /// The window's calls are used up.
-    #[error("rate limit {counter}: at most {max} calls per {window}; try again in {} s", retry_after.as_secs().max(1))]
-    Exceeded {
-        /// The counter.
-        counter: String,
-        /// Its max.
-        max: u64,
-        /// Its window.
-        window: Window,
-        /// Until the window ends.
-        retry_after: Duration,
-    },
-    /// The counter could not be read or written.
-    #[error("rate limit {counter}: session state {what}, so the call is refused (fail closed)")]
-    State {
-        /// The counter.
-        counter: String,
-        /// `unavailable`, `invalid` or `changing concurrently`.
-        what: &'static str,
-    },
-}
-
-/// Counts calls against the policy's limits in a [`SessionStore`]. Cheap to
-/// clone; every bridge replica over the same store shares the counts.
-#[derive(Debug, Clone)]
-pub struct RateLimiter {
-    policy: Arc<Policy>,
-    store: SessionStore,
-}
-
-impl RateLimiter {
-    /// A limiter for `policy`'s limits over `store`.
-    pub fn new(policy: Arc<Policy>, store: SessionStore) -> Self {
-        Self { policy, store }
-    }
-
-    /// Admit one call of `tool` in `session` at time `now` (the caller's
-    /// clock, so tests can move it): `Ok` when every limit of the tool's
-    /// verdict has room, and then each has counted it. Only the limits are
-    /// judged here: a denied or approval-only tool has none, so ask
-    /// [`Policy::verdict`] first.
-    pub async fn admit(&self, session: &str, tool: &str, now: SystemTime) -> Result<(), LimitRefusal> {
-        self.admit_as(session, None, tool, now).await
-    }
-
-    /// [`RateLimiter::admit`] for a call of `identity` (who the client is,
-    /// when the frontend authenticates clients), which `identity` limits
-    /// count.
-    pub async fn admit_as(
-        &self,
-        session: &str,
-        identity: Option<&str>,
-        tool: &str,
-        now: SystemTime,
-    ) -> Result<(), LimitRefusal> {
-        let limits = match self.policy.verdict(tool) {
-            Verdict::Limited { limits, .. } | Verdict::Approve { limits, .. } => limits,
-            _ => return Ok(()),
-        };
-        for limit in &limits {
-            self.count(session, identity, limit, now).await?;
-        }
-        Ok(())
-    }
-
-    async fn count(
-        &self,
-        session: &str,
-        identity: Option<&str>,
-        limit: &Limit,
-        now: SystemTime,
-    ) -> Result<(), LimitRefusal> {
-        let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
-        let secs = since_epoch.as_secs();
-        let window = limit.window.secs();
-        let start = secs - secs % window;
-        let by_identity = identity_session(identity);
-        let (owner, name) = match limit.scope {
-            Scope::Grant => (session, grant_key(&limit.counter)),
-            Scope::Global => (GLOBAL_SESSION, format!("global.rate.{}", limit.counter)),
-            Scope::Identity => (by_identity.as_str(), format!("identity.rate.{}", limit.counter)),
-        };
-        let fail = |e: StateError| {
-            tracing::warn!(session, counter = %limit.counter, error = %e, "rate limit refused: session state failed (fail closed)");
-            let what = match e {
-                StateError::Unavailable(_) => "unavailable",
-                StateError::Invalid(_) => "invalid",
-                StateError::Conflict(_) => "changing concurrently",
-            };
-            LimitRefusal::State { counter: limit.counter.clone(), what }
-        };
-        for attempt in 1..=MAX_ADMIT_ATTEMPTS {
-            let current = self.store.get(owner, &name).await.map_err(fail)?;
-            let (window_start, count, revision) = match &current {
-                None => (start, 0, None),
-                Some(entry) => {
-                    let stored_start = entry.value.get("start").and_then(Value::as_u64);
-                    let stored_count = entry.value.get("count").and_then(Value::as_u64);
-                    let (Some(stored_start), Some(stored_count)) = (stored_start, stored_count) else {
-                        return Err(fail(StateError::Invalid(format!("{name} holds {}", entry.value))));
-                    };
-                    // A window from a clock ahead of ours stays the current one.
-                    if stored_start >= start {
-                        (stored_start, stored_count, Some(entry.revision))
-                    } else {
-                        (start, 0, Some(entry.revision))
-                    }
-                }
-            };
-            if count >= limit.max {
-                let ends = Duration::from_secs(window_start + window);
-                return Err(LimitRefusal::Exceeded {
-                    counter: limit.counter.clone(),
-                    max: limit.max,
-                    window: limit.window,
-                    retry_after: ends.saturating_sub(since_epoch),
-                });
-            }
-            let value = json!({"start": window_start, "count": count + 1});
-            let written = match revision {
-                Some(revision) => self.store.compare_and_set(owner, &name, &value, revision).await,
-                None => self.store.create(owner, &name, &value).await,
-            };
-            match written {
-                Ok(_) => return Ok(()),
-                Err(StateError::Conflict(_)) => tokio::time::sleep(backoff(attempt)).await,
-                Err(e) => return Err(fail(e)),
-            }
-        }
-        Err(fail(StateError::Conflict(format!("{name}: still changing after {MAX_ADMIT_ATTEMPTS} attempts"))))
-    }
-}
-
-/// The store key of a `grant` counter under its session.
-pub fn grant_key(counter: &str) -> String {
-    format!("rate.{counter}")
-}
-
-/// A short random pause after a lost compare-and-set.
-fn backoff(attempt: u32) -> Duration {
-    let random = std::collections::hash_map::RandomState::new().build_hasher().finish();
-    Duration::from_micros(random % (300 * u64::from(attempt.min(10))))
 }
 
 /// What became of a call, as the audit record says it (and the metric's

@@ -1,0 +1,591 @@
+//! One tool call, from code or a client's direct call, as one pipeline:
+//! the allowlist, the budget, the arguments (size and schema), the audit
+//! sink's readiness, the policy (verdict, argument rule, rate limits, a
+//! person's approval), the private-data rule, the call itself, its result,
+//! and the audit record of what was decided.
+
+use std::time::Duration;
+
+use code_mode_audit::Durability;
+use code_mode_audit::record::CallResult;
+use code_mode_core::bus::BusError;
+use code_mode_core::defaults;
+use code_mode_proto::{self as proto, ApprovalReply, DirectCall, DirectReply, ToolCall, ToolReply, subjects};
+use code_mode_telemetry::{ApprovalAnswer, Decision};
+use rmcp::model::{CallToolResult, ContentBlock};
+
+use crate::current::{Applied, Current};
+use crate::policy::{AuditDecision, CallSite, RuleSource, Verdict};
+use crate::trail::Trail;
+use crate::{Bridge, CallLimits, approval, catalog, policy, private, server, wire};
+
+impl Bridge {
+    /// Check one call and, if it passes, make it. The decision counts in
+    /// `codemode_tool_calls_total` and its time in
+    /// `codemode_tool_call_duration_seconds`, labelled by the catalog's
+    /// server and tool names (`<none>` / `<unknown>` for a name it lacks, so
+    /// the code cannot mint series). With an audit sink, every call is one
+    /// `call` record, written before the reply goes back; a record that
+    /// cannot be written turns the reply into a refusal (fail closed), and
+    /// no call goes out while the sink is failing.
+    pub async fn call(&self, call: &ToolCall) -> ToolReply {
+        match self.checked(call, Caller::Code).await {
+            Answer::Text(value) => ToolReply::Ok { value },
+            Answer::Result(result) => ToolReply::Ok { value: result_text(&result) },
+            Answer::Failed(reply) => reply,
+        }
+    }
+
+    /// Check one call a client made directly (`--expose-tools`) and, if it
+    /// passes, make it: the same checks as [`Bridge::call`], by the same
+    /// code and in the same order (the budget counted is the session's
+    /// direct calls, not a run's), the same audit record and metrics, the
+    /// same refusal messages. A result that passes comes back whole, in its
+    /// MCP shape (content blocks, structured content); its size is measured
+    /// as that JSON.
+    pub async fn call_direct(&self, direct: &DirectCall) -> DirectReply {
+        let call = ToolCall {
+            session: direct.session.clone(),
+            asker: direct.asker.clone(),
+            identity: direct.identity.clone(),
+            cell_id: direct.call_id.clone(),
+            call_index: direct.call_index,
+            tool: direct.tool.clone(),
+            arguments: direct.arguments.clone(),
+        };
+        match self.checked(&call, Caller::Direct { max_calls: direct.max_calls }).await {
+            Answer::Result(result) => match serde_json::to_value(&*result) {
+                Ok(result) => DirectReply::Ok { result },
+                Err(_) => DirectReply::Fault { kind: proto::ErrorKind::UnexpectedResponse },
+            },
+            Answer::Text(text) | Answer::Failed(ToolReply::Ok { value: text }) => {
+                DirectReply::Ok { result: serde_json::json!({"content": [{"type": "text", "text": text}]}) }
+            }
+            Answer::Failed(ToolReply::Refused { message }) => DirectReply::Refused { message },
+            Answer::Failed(ToolReply::Fault { kind }) => DirectReply::Fault { kind },
+        }
+    }
+
+    /// The one path every call takes, from code or direct: the checks, the
+    /// call, the audit record (a record that cannot be written withholds
+    /// the result), the metrics.
+    async fn checked(&self, call: &ToolCall, caller: Caller) -> Answer {
+        let started = std::time::Instant::now();
+        let current = self.current();
+        let mut trail = Trail::new(call);
+        let mut answer = self.check_and_call(&current, call, caller, &mut trail).await;
+        if let Some(audit) = &self.inner.audit
+            && let Err(e) = audit.append(trail.record(call), Durability::Written).await
+        {
+            tracing::error!(tool = %call.tool, cell = %call.cell_id, error = %e, "the call's audit record was not written: its result is withheld");
+            answer = self.refuse(format!("{}: {e}", call.tool));
+        }
+        let (server, tool) = match current.catalog.get(&call.tool) {
+            Some(tool) => (self.inner.servers[tool.server].name(), tool.mcp_name.as_str()),
+            None => ("<none>", "<unknown>"),
+        };
+        let decision = match &answer {
+            Answer::Text(_) | Answer::Result(_) | Answer::Failed(ToolReply::Ok { .. }) => Decision::Ok,
+            Answer::Failed(ToolReply::Refused { .. }) => Decision::Refused,
+            Answer::Failed(ToolReply::Fault { .. }) => Decision::Fault,
+        };
+        code_mode_telemetry::tool_call(server, tool, decision, started.elapsed());
+        answer
+    }
+
+    /// The pipeline of one call, each step refusing with its own message
+    /// (and noting in the trail why) or handing on: the allowlist, the
+    /// budget, the arguments, the audit sink, the policy (with a person's
+    /// approval), the private-data rule, then the call and its result. A
+    /// call refused by any step never reaches the server, and, as the
+    /// private rule comes last, never taints.
+    async fn check_and_call(&self, current: &Current, call: &ToolCall, caller: Caller, trail: &mut Trail) -> Answer {
+        let pipeline = async {
+            let tool = self.allowlisted(&current.catalog, call, trail)?;
+            // Where the session's state lives (a stateless scope's current
+            // generation), found when a step first needs it.
+            let mut state = StateKey::new(self, &call.session);
+            self.within_budget(tool, call, caller, &mut state, trail).await?;
+            let arguments = self.arguments_fit(tool, call, trail)?;
+            self.recordable(tool, call, trail).await?;
+            if let Some(applied) = &current.policies[tool.server] {
+                self.apply_policy(applied, call, tool, &mut state, trail).await?;
+            }
+            self.private_rule(current, tool, &mut state, trail).await?;
+            Ok(self.go_out(tool, arguments, caller, trail).await)
+        };
+        pipeline.await.unwrap_or_else(|refused| refused)
+    }
+
+    /// Step 1, the allowlist: the tool is in the catalog (a tool the policy
+    /// withholds is refused with its rule and reason, one the allowlist
+    /// dropped as such, any other name as unknown).
+    fn allowlisted<'c>(
+        &self,
+        catalog: &'c catalog::Catalog,
+        call: &ToolCall,
+        trail: &mut Trail,
+    ) -> Result<&'c catalog::CatalogTool, Answer> {
+        if let Some(withheld) = catalog.withheld(&call.tool) {
+            let catalog::Denial { rule, reason } = &withheld.denial;
+            let site = CallSite {
+                session: &call.session,
+                server: self.inner.servers[withheld.server].name(),
+                tool: &withheld.mcp_name,
+            };
+            tracing::info!(tool = %call.tool, cell = %call.cell_id, %rule, "refused: denied by policy (not offered)");
+            trail.at(site.server, site.tool);
+            self.decided(trail, site, AuditDecision::Denied, rule, Some(reason.clone()));
+            return Err(self.refuse(format!("{}: denied by policy ({rule}): {reason}", call.tool)));
+        }
+        let Some(tool) = catalog.get(&call.tool) else {
+            let (why, check) = if catalog.is_not_kept(&call.tool) {
+                (format!("{}: this tool is not on the allowlist", call.tool), "bridge:allowlist")
+            } else {
+                (format!("there is no tool named {:?}; TOOLS lists the tools", call.tool), "bridge:unknown_tool")
+            };
+            tracing::info!(tool = %call.tool, cell = %call.cell_id, "refused: unknown or not allowed");
+            trail.refused(check, &why);
+            return Err(self.refuse(why));
+        };
+        trail.at(self.inner.servers[tool.server].name(), &tool.mcp_name);
+        Ok(tool)
+    }
+
+    /// Step 2, the budget: a run's `call_index` within `--max-calls`; a
+    /// direct call within the session's `--max-direct-calls` (its
+    /// frontend's count or the store's, whichever is higher: a stateless
+    /// client's calls reach new session objects, possibly on other
+    /// frontends, so only the store counts all of them).
+    async fn within_budget(
+        &self,
+        tool: &catalog::CatalogTool,
+        call: &ToolCall,
+        caller: Caller,
+        state: &mut StateKey<'_>,
+        trail: &mut Trail,
+    ) -> Result<(), Answer> {
+        let limits = &self.inner.limits;
+        if call.call_index == 0 {
+            tracing::warn!(tool = %tool.name, cell = %call.cell_id, "refused: call_index 0 (calls count from 1)");
+            let why = format!("{}: call_index 0 is not a call of this run (calls count from 1)", tool.name);
+            trail.refused("bridge:budget", &why);
+            return Err(self.refuse(why));
+        }
+        let spent = match caller {
+            Caller::Code => (call.call_index > limits.max_calls)
+                .then(|| format!("{}: this run has used all of its {} tool calls", tool.name, limits.max_calls)),
+            Caller::Direct { max_calls: None } => None,
+            Caller::Direct { max_calls: Some(max) } => match self.count_direct(state).await {
+                Ok(made) => (made.max(u64::from(call.call_index)) > u64::from(max)).then(|| {
+                    format!(
+                        "{}: this session has used all of its {max} direct tool calls (--max-direct-calls)",
+                        tool.name
+                    )
+                }),
+                Err(e) => Some(state_refusal(&tool.name, "direct-call budget", &e)),
+            },
+        };
+        match spent {
+            Some(why) => {
+                trail.refused("bridge:budget", &why);
+                Err(self.refuse(why))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Step 3, the arguments: a JSON object within the size limit that the
+    /// tool's schema accepts (the record says which check, never what the
+    /// checker quoted of the arguments).
+    fn arguments_fit(
+        &self,
+        tool: &catalog::CatalogTool,
+        call: &ToolCall,
+        trail: &mut Trail,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, Answer> {
+        if let Err(problem) = tool.checker.check(&call.arguments, self.inner.limits.max_arguments) {
+            tracing::info!(tool = %tool.name, cell = %call.cell_id, "refused: {problem}");
+            trail.refused("bridge:arguments", "the arguments do not fit the tool's schema or size limit");
+            return Err(self.refuse(format!("{}: {problem}", tool.name)));
+        }
+        match call.arguments.clone() {
+            serde_json::Value::Object(arguments) => Ok(arguments),
+            _ => {
+                trail.refused("bridge:arguments", "the arguments are not a JSON object");
+                Err(self.refuse(format!("{}: arguments must be a JSON object", tool.name)))
+            }
+        }
+    }
+
+    /// Step 4, the audit sink: nothing goes out that could not be recorded
+    /// afterwards (checked before the policy counts the call and the
+    /// private rule taints).
+    async fn recordable(&self, tool: &catalog::CatalogTool, call: &ToolCall, trail: &mut Trail) -> Result<(), Answer> {
+        let Some(audit) = &self.inner.audit else { return Ok(()) };
+        match audit.ready().await {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                tracing::error!(tool = %tool.name, cell = %call.cell_id, error = %e, "refused: the audit sink cannot be written");
+                trail.refused("bridge:audit", &e.to_string());
+                Err(self.refuse(format!("{}: {e}", tool.name)))
+            }
+        }
+    }
+
+    /// Step 6, the private-data rule, last of the checks, so that a call
+    /// refused by any check above never taints; a private call taints
+    /// here, before it goes out (see [`private`]).
+    async fn private_rule(
+        &self,
+        current: &Current,
+        tool: &catalog::CatalogTool,
+        state: &mut StateKey<'_>,
+        trail: &mut Trail,
+    ) -> Result<(), Answer> {
+        let Some(rule) = &current.rule else { return Ok(()) };
+        let key = match state.get().await {
+            Ok(key) => key.to_string(),
+            Err(e) => {
+                let why = state_refusal(&tool.name, "private-data rule", &e);
+                trail.refused("bridge:private_data", &why);
+                return Err(self.refuse(why));
+            }
+        };
+        match rule.judge(&key, &tool.name, tool.private).await {
+            Ok(()) => {
+                trail.tainted = Some(tool.private);
+                Ok(())
+            }
+            Err(refusal) => {
+                trail.tainted = matches!(refusal, private::RuleRefusal::Tainted { .. }).then_some(true);
+                trail.refused("bridge:private_data", &refusal.to_string());
+                Err(self.refuse(refusal.to_string()))
+            }
+        }
+    }
+
+    /// Step 7, the call: to its server, within the call timeout; its result
+    /// (refused when the tool failed or the result is over the limit) or
+    /// the host fault.
+    async fn go_out(
+        &self,
+        tool: &catalog::CatalogTool,
+        arguments: serde_json::Map<String, serde_json::Value>,
+        caller: Caller,
+        trail: &mut Trail,
+    ) -> Answer {
+        let limits = &self.inner.limits;
+        trail.went_out();
+        let server = &self.inner.servers[tool.server];
+        match server.call(&tool.mcp_name, arguments, limits.call_timeout).await {
+            Ok(result) => {
+                let (answer, kind, text) = self.result_answer(&tool.name, result, caller);
+                trail.result = Some((kind, Some(text)));
+                answer
+            }
+            Err(server::CallError::Timeout(after)) => {
+                tracing::warn!(tool = %tool.name, server = %server.name(), "call timed out");
+                trail.result = Some((CallResult::Timeout, None));
+                self.refuse(format!("{}: no answer within {} s", tool.name, after.as_secs_f64()))
+            }
+            Err(e) => {
+                tracing::warn!(tool = %tool.name, server = %server.name(), error = %e, "call failed on the host");
+                trail.result = Some((CallResult::Fault, None));
+                Answer::Failed(wire::tool_reply(wire::CallFailure::Host(e), limits.max_message_chars))
+            }
+        }
+    }
+
+    /// Step 5, the policy: its verdict, argument rule and rate limits for
+    /// one call, then the person's answer when the policy asks for
+    /// approval. Each
+    /// decision goes into the call's audit trail and is counted. `Err`
+    /// holds the refusal.
+    async fn apply_policy(
+        &self,
+        applied: &Applied,
+        call: &ToolCall,
+        tool: &catalog::CatalogTool,
+        state: &mut StateKey<'_>,
+        trail: &mut Trail,
+    ) -> Result<(), Answer> {
+        let name = &tool.name;
+        let site =
+            CallSite { session: &call.session, server: self.inner.servers[tool.server].name(), tool: &tool.mcp_name };
+        trail.record_args = applied.policy.records_args(&tool.mcp_name);
+        let verdict = applied.policy.verdict(&tool.mcp_name);
+        if let Verdict::Deny { reason, rule } = &verdict {
+            tracing::info!(tool = %name, cell = %call.cell_id, %rule, "refused: denied by policy");
+            self.decided(trail, site, AuditDecision::Denied, rule, Some(reason.clone()));
+            return Err(self.refuse(format!("{name}: denied by policy ({rule}): {reason}")));
+        }
+        if let Err(why) = applied.policy.check_args(&tool.mcp_name, &call.arguments) {
+            let rule = RuleSource::Tool(tool.mcp_name.clone());
+            tracing::info!(tool = %name, cell = %call.cell_id, "refused by the policy's argument rule");
+            let reason = format!("{} ({rule}/args)", why.without_values());
+            self.decided(trail, site, AuditDecision::Refused, &rule, Some(reason));
+            return Err(self.refuse(format!("{name}: {why} ({rule}/args)")));
+        }
+        // Only a `grant` limit needs the session's own state.
+        let session = if applied.policy.counts_per_session(&tool.mcp_name) {
+            match state.get().await {
+                Ok(key) => key.to_string(),
+                Err(e) => {
+                    let why = state_refusal(name, "rate limit", &e);
+                    tracing::info!(tool = %name, cell = %call.cell_id, "refused: {why}");
+                    self.decided(trail, site, AuditDecision::Refused, verdict.rule(), Some(why.clone()));
+                    return Err(self.refuse(why));
+                }
+            }
+        } else {
+            call.session.clone()
+        };
+        if let Err(refusal) =
+            applied.limiter.admit_as(&session, call.identity.as_deref(), &tool.mcp_name, trail.decided).await
+        {
+            tracing::info!(tool = %name, cell = %call.cell_id, "refused: {refusal}");
+            let decision = match refusal {
+                policy::LimitRefusal::Exceeded { .. } => AuditDecision::RateLimited,
+                policy::LimitRefusal::State { .. } => AuditDecision::Refused,
+            };
+            self.decided(trail, site, decision, verdict.rule(), Some(refusal.to_string()));
+            return Err(self.refuse(format!("{name}: {refusal}")));
+        }
+        let Verdict::Approve { rule, .. } = &verdict else {
+            self.decided(trail, site, AuditDecision::Allowed, verdict.rule(), None);
+            return Ok(());
+        };
+        let answer = self.ask_approval(call, site, rule).await;
+        code_mode_telemetry::approval_answered(match &answer {
+            ApprovalReply::Approved => ApprovalAnswer::Approved,
+            ApprovalReply::Declined => ApprovalAnswer::Declined,
+            ApprovalReply::Cancelled => ApprovalAnswer::Dismissed,
+            ApprovalReply::TimedOut => ApprovalAnswer::TimedOut,
+            ApprovalReply::Unavailable { .. } => ApprovalAnswer::Unavailable,
+        });
+        if answer == ApprovalReply::Approved {
+            tracing::info!(tool = %name, cell = %call.cell_id, %rule, "approved");
+            self.decided(trail, site, AuditDecision::Approved, rule, None);
+            return Ok(());
+        }
+        let why = approval::refusal(&answer, self.inner.limits.approval_timeout);
+        tracing::info!(tool = %name, cell = %call.cell_id, %rule, "refused: not approved: {why}");
+        self.decided(trail, site, AuditDecision::NotApproved, rule, Some(why.clone()));
+        Err(self.refuse(format!("{name}: needs approval ({rule}): {why}")))
+    }
+
+    /// Ask the person behind the call's client session, through its
+    /// frontend, whether the call may go out.
+    async fn ask_approval(&self, call: &ToolCall, site: CallSite<'_>, rule: &RuleSource) -> ApprovalReply {
+        let timeout = self.inner.limits.approval_timeout;
+        let Some(bus) = self.inner.approvals.get() else {
+            return ApprovalReply::Unavailable { reason: "this bridge is not connected to any client session".into() };
+        };
+        // The frontend session that asks: a stateless client's request, or
+        // the client session itself.
+        let Some(subject) = subjects::approval(call.asker.as_deref().unwrap_or(&call.session)) else {
+            return ApprovalReply::Unavailable { reason: "the call's session id cannot be addressed".into() };
+        };
+        let request = proto::ApprovalRequest {
+            session: call.session.clone(),
+            cell_id: call.cell_id.clone(),
+            server: site.server.to_string(),
+            tool: site.tool.to_string(),
+            arguments: approval::summarize_arguments(&call.arguments, approval::SUMMARY_CHARS),
+            rule: rule.to_string(),
+            timeout_ms: timeout.as_millis() as u64,
+        };
+        // The frontend answers `timed_out` itself when the person does not;
+        // the margin covers the hops.
+        let wait = timeout + approval::MARGIN;
+        match bus.call_counted_as::<_, ApprovalReply>(&subject, subjects::APPROVAL, &request, wait).await {
+            Ok(reply) => reply,
+            Err(BusError::NoResponders { .. }) => ApprovalReply::Unavailable {
+                reason: "the client session that ran the code is gone, so nobody can be asked".into(),
+            },
+            Err(BusError::Timeout { .. }) => ApprovalReply::TimedOut,
+            Err(e) => {
+                tracing::warn!(error = %e, "an approval request failed");
+                ApprovalReply::Unavailable { reason: "the client session could not be asked".into() }
+            }
+        }
+    }
+
+    /// Note one policy decision in the call's trail and count it.
+    fn decided(
+        &self,
+        trail: &mut Trail,
+        site: CallSite<'_>,
+        decision: AuditDecision,
+        rule: &RuleSource,
+        reason: Option<String>,
+    ) {
+        let rule = rule.to_string();
+        code_mode_telemetry::policy_decision(site.server, site.tool, decision.as_str(), &rule);
+        trail.decision = decision;
+        trail.policy = Some(decision);
+        trail.rule = Some(rule);
+        trail.reason = reason;
+    }
+
+    /// The answer for a result, how it came back, and the text whose size
+    /// and hash the audit record keeps (what the caller is handed: for code
+    /// the text, for a direct call the whole result as JSON). A tool's own
+    /// failure is refused with its text either way. The size checked is the
+    /// text's, plus for a direct call the blocks code never gets (images,
+    /// audio, resources), so a result without them gets the very message
+    /// code gets.
+    fn result_answer(&self, tool: &str, result: CallToolResult, caller: Caller) -> (Answer, CallResult, String) {
+        let text = result_text(&result);
+        if result.is_error == Some(true) {
+            return (self.refuse(format!("{tool} failed: {text}")), CallResult::Error, text);
+        }
+        let size = match caller {
+            Caller::Code => text.len(),
+            Caller::Direct { .. } => text.len() + non_text_bytes(&result),
+        };
+        let handed = match caller {
+            Caller::Code => text,
+            Caller::Direct { .. } => serde_json::to_string(&result).unwrap_or_default(),
+        };
+        if size > self.inner.limits.max_result {
+            let answer = self.refuse(format!(
+                "{tool}: the result is {size} bytes, over the {} byte limit (refused, not cut): ask for less",
+                self.inner.limits.max_result
+            ));
+            return (answer, CallResult::TooLarge, handed);
+        }
+        match caller {
+            Caller::Code => (Answer::Text(handed.clone()), CallResult::Ok, handed),
+            Caller::Direct { .. } => (Answer::Result(Box::new(result)), CallResult::Ok, handed),
+        }
+    }
+
+    /// Count one more direct call of the call's session (its stateless
+    /// scope's generation): how many it has made, this one included.
+    async fn count_direct(&self, state: &mut StateKey<'_>) -> Result<u64, code_mode_core::state::StateError> {
+        let key = state.get().await?.to_string();
+        let entry = self
+            .inner
+            .rebuild
+            .state
+            .update(&key, DIRECT_CALLS, |old| {
+                serde_json::json!(old.and_then(|v| v.as_u64()).unwrap_or(0).saturating_add(1))
+            })
+            .await?;
+        Ok(entry.value.as_u64().unwrap_or(u64::MAX))
+    }
+
+    fn refuse(&self, message: String) -> Answer {
+        Answer::Failed(wire::tool_reply(wire::CallFailure::Refused(message), self.inner.limits.max_message_chars))
+    }
+}
+
+/// The entry of a session's direct-call count (`--max-direct-calls`).
+pub const DIRECT_CALLS: &str = "direct.calls";
+
+/// Where one call's session state lives, resolved once, when a check first
+/// needs it (see [`scope`]): the session itself, or a stateless scope's
+/// current generation. When the call moves a scope on, the old
+/// generation's state is forgotten then.
+pub(crate) struct StateKey<'a> {
+    bridge: &'a Bridge,
+    session: &'a str,
+    resolved: Option<String>,
+}
+
+impl<'a> StateKey<'a> {
+    fn new(bridge: &'a Bridge, session: &'a str) -> Self {
+        Self { bridge, session, resolved: None }
+    }
+
+    async fn get(&mut self) -> Result<&str, code_mode_core::state::StateError> {
+        if self.resolved.is_none() {
+            let resolved = self.bridge.inner.scopes.resolve(self.session).await?;
+            if let Some(expired) = &resolved.expired
+                && let Err(e) = self.bridge.forget_state(expired).await
+            {
+                // Harmless: no call uses that generation again.
+                tracing::warn!(scope = %self.session, error = %e, "could not forget an ended scope generation");
+            }
+            self.resolved = Some(resolved.key);
+        }
+        Ok(self.resolved.as_deref().unwrap_or(self.session))
+    }
+}
+
+/// The refusal of a call whose session state could not be had for `what`.
+fn state_refusal(tool: &str, what: &str, error: &code_mode_core::state::StateError) -> String {
+    tracing::warn!(tool, error = %error, "refused: session state failed (fail closed)");
+    let how = match error {
+        code_mode_core::state::StateError::Unavailable(_) => "unavailable",
+        code_mode_core::state::StateError::Invalid(_) => "invalid",
+        code_mode_core::state::StateError::Conflict(_) => "changing concurrently",
+    };
+    format!("{tool}: session state {how}: refusing the call under the {what} (fail closed)")
+}
+
+/// Where a call comes from: a cell's code, or a client calling the tool
+/// directly. Only the budget checked and the shape of the result differ.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Caller {
+    /// A cell's code: the run's budget (`call_index` of `max_calls`); the
+    /// result as a string.
+    Code,
+    /// A client's direct call: the session's direct calls (`call_index` of
+    /// `max_calls`, none: no limit); the result in its MCP shape.
+    Direct { max_calls: Option<u32> },
+}
+
+/// What a checked call came to, before it takes its caller's shape.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    /// The result as code receives it.
+    Text(String),
+    /// The result as the server sent it (direct calls).
+    Result(Box<CallToolResult>),
+    /// Refused (the bridge's message, cut) or a host fault (its kind
+    /// only), as [`wire::tool_reply`] puts it on the wire.
+    Failed(ToolReply),
+}
+
+/// A result as the code receives it: the structured content as JSON if the
+/// server sent some, else the text blocks joined by newlines (other blocks
+/// are named, not inlined).
+pub fn result_text(result: &CallToolResult) -> String {
+    if let Some(structured) = &result.structured_content {
+        return serde_json::to_string(structured).unwrap_or_default();
+    }
+    let parts: Vec<String> = result
+        .content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text(t) => t.text.clone(),
+            ContentBlock::Image(_) => "[image content omitted]".into(),
+            ContentBlock::Audio(_) => "[audio content omitted]".into(),
+            ContentBlock::Resource(_) => "[embedded resource omitted]".into(),
+            ContentBlock::ResourceLink(_) => "[resource link omitted]".into(),
+            _ => "[content omitted]".into(),
+        })
+        .collect();
+    parts.join("\n")
+}
+
+/// Bytes of a result's blocks that [`result_text`] names without inlining
+/// (images, audio, resources), as JSON: what a direct caller gets beyond
+/// the text code gets.
+fn non_text_bytes(result: &CallToolResult) -> usize {
+    result
+        .content
+        .iter()
+        .filter(|block| !matches!(block, ContentBlock::Text(_)))
+        .map(|block| serde_json::to_vec(block).map(|v| v.len()).unwrap_or(0))
+        .sum()
+}
+
+/// The default timeout of a bus request carrying one tool call: the call's
+/// own timeout plus a margin for the hops.
+pub fn call_request_timeout(limits: &CallLimits) -> Duration {
+    limits.call_timeout + defaults::HOP_MARGIN
+}

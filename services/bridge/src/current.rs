@@ -1,0 +1,432 @@
+//! The current catalog and everything built with it: each server's policy
+//! and rate limiter, the private-data rule, the catalog messages the
+//! frontends get; how the bridge starts (its servers first, then the
+//! catalog), and how the catalog is rebuilt when a server's tools change
+//! (the refresher).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use code_mode_audit::Durability;
+use code_mode_audit::record::{self as audit_record};
+use code_mode_core::state::SessionStore;
+use code_mode_proto::{self as proto, CatalogRequest};
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::{Catalog, CatalogLimits, ListedTool, ServerTools};
+use crate::policy::{Annotations, Policy, RateLimiter, ToolFacts, Verdict};
+use crate::private::PrivateRule;
+use crate::scope::Scopes;
+use crate::server::ServerHandle;
+use crate::{
+    Bridge, BridgeConfig, BridgeError, Closer, Inner, PolicySource, WrappedServer, catalog, config, naming, schema,
+    server,
+};
+
+/// The private labels of `wrapped`, with [`config::ALL_TOOLS`] (`"private":
+/// true`) made into every tool it keeps: the allowlist, else every listed
+/// tool whose schema can be checked.
+fn every_private(wrapped: &WrappedServer, tools: &[rmcp::model::Tool], limits: &CatalogLimits) -> Vec<String> {
+    if wrapped.private.iter().all(|p| p != config::ALL_TOOLS) {
+        return wrapped.private.clone();
+    }
+    match &wrapped.allow {
+        Some(allow) => allow.clone(),
+        None => tools
+            .iter()
+            .map(ListedTool::from)
+            .filter(|t| schema::ArgumentChecker::compile(&t.input_schema, limits.max_schema_depth).is_ok())
+            .map(|t| t.name)
+            .collect(),
+    }
+}
+
+/// One catalog and the private rule that goes with it.
+#[derive(Debug)]
+pub(crate) struct Current {
+    pub(crate) catalog: Arc<Catalog>,
+    /// Starts at 1; each successful rebuild adds 1.
+    pub(crate) version: u64,
+    /// The private-data rule, when some tool is private.
+    pub(crate) rule: Option<PrivateRule>,
+    /// Each server's policy, by server index.
+    pub(crate) policies: Vec<Option<Applied>>,
+    /// The catalog message, made on the first request for it.
+    pub(crate) message: std::sync::OnceLock<proto::Catalog>,
+    /// The same with each tool's definition for direct calls, made on the
+    /// first request for it.
+    pub(crate) direct_message: std::sync::OnceLock<proto::Catalog>,
+}
+
+impl Current {
+    /// True when a policy holds some offered tool for approval.
+    fn needs_approval(&self) -> bool {
+        self.catalog.tools().iter().any(|t| {
+            self.policies[t.server]
+                .as_ref()
+                .is_some_and(|a| matches!(a.policy.verdict(&t.mcp_name), Verdict::Approve { .. }))
+        })
+    }
+}
+
+/// A server's policy and the limiter counting its limits.
+#[derive(Debug)]
+pub(crate) struct Applied {
+    pub(crate) policy: Arc<Policy>,
+    pub(crate) limiter: RateLimiter,
+}
+
+/// What one build makes: the catalog, its private rule, each server's policy.
+pub(crate) type Built = (Catalog, Option<PrivateRule>, Vec<Option<Applied>>);
+
+/// The configuration a catalog is built with.
+#[derive(Debug)]
+pub(crate) struct Rebuild {
+    pub(crate) servers: Vec<WrappedServer>,
+    pub(crate) prefixed: bool,
+    pub(crate) limits: CatalogLimits,
+    pub(crate) state: SessionStore,
+    /// Keep tools the policy denies outright in the catalog.
+    pub(crate) offer_denied: bool,
+    /// How long a stateless scope lasts (for the private rule's refusals).
+    pub(crate) stateless_idle: Duration,
+}
+
+impl Rebuild {
+    /// Build a catalog (and its private rule) from each server's tools,
+    /// reading each server's policy against the tools it lists.
+    fn build(&self, tools: &[Arc<Vec<rmcp::model::Tool>>]) -> Result<Built, BridgeError> {
+        let mut listed = Vec::with_capacity(self.servers.len());
+        let mut policies = Vec::with_capacity(self.servers.len());
+        for (wrapped, tools) in self.servers.iter().zip(tools) {
+            let applied = match &wrapped.policy {
+                Some(source) => Some(self.load_policy(wrapped, source, tools)?),
+                None => None,
+            };
+            let labels: HashMap<String, catalog::ToolLabel> = match &applied {
+                Some(a) => tools
+                    .iter()
+                    .filter_map(|t| catalog::ToolLabel::of(&a.policy.verdict(&t.name)).map(|l| (t.name.to_string(), l)))
+                    .collect(),
+                None => HashMap::new(),
+            };
+            let withheld: HashMap<String, catalog::Denial> = match &applied {
+                Some(a) if !self.offer_denied => tools
+                    .iter()
+                    .filter_map(|t| match a.policy.verdict(&t.name) {
+                        Verdict::Deny { reason, rule } => Some((t.name.to_string(), catalog::Denial { rule, reason })),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => HashMap::new(),
+            };
+            listed.push(ServerTools {
+                server: wrapped.spec.name.clone(),
+                prefixed: self.prefixed,
+                tools: tools.iter().map(ListedTool::from).collect(),
+                allow: wrapped.allow.clone(),
+                private: every_private(wrapped, tools, &self.limits),
+                origin: wrapped.origin.clone(),
+                labels,
+                withheld,
+            });
+            policies.push(applied);
+        }
+        let catalog = Catalog::build(&listed, &self.limits)?;
+        let rule = catalog.has_private().then(|| {
+            PrivateRule::new(self.state.clone(), catalog.private_tools()).with_stateless_idle(self.stateless_idle)
+        });
+        Ok((catalog, rule, policies))
+    }
+
+    /// Read `wrapped`'s policy (a file or inline) against every tool the
+    /// server lists.
+    fn load_policy(
+        &self,
+        wrapped: &WrappedServer,
+        source: &PolicySource,
+        tools: &[rmcp::model::Tool],
+    ) -> Result<Applied, BridgeError> {
+        let facts: Vec<ToolFacts> = tools
+            .iter()
+            .map(|t| ToolFacts {
+                name: t.name.to_string(),
+                annotations: t.annotations.as_ref().map(Annotations::from).unwrap_or_default(),
+                // With prefixed names, a policy may name a tool as the code calls it.
+                aliases: if self.prefixed {
+                    vec![naming::python_name(&format!("{}__{}", wrapped.spec.name, t.name))]
+                } else {
+                    Vec::new()
+                },
+            })
+            .collect();
+        let policy = match source {
+            PolicySource::File(path) => Policy::load(path, &facts),
+            PolicySource::Inline { value, origin } => Policy::from_value(value, origin, &facts),
+        };
+        let policy = policy.map_err(|error| BridgeError::Policy {
+            // An inline policy's errors name the config file and entry already.
+            at: match source {
+                PolicySource::File(_) => wrapped.origin.server_prefix(),
+                PolicySource::Inline { .. } => String::new(),
+            },
+            server: wrapped.spec.name.clone(),
+            error: Box::new(error),
+        })?;
+        let policy = Arc::new(policy);
+        Ok(Applied { limiter: RateLimiter::new(policy.clone(), self.state.clone()), policy })
+    }
+}
+
+impl Bridge {
+    /// Start every wrapped server and build the catalog. If one server fails
+    /// to start, the ones already started are closed before the error returns.
+    /// Tool names get the `<server>__` prefix when there are several servers.
+    pub async fn start(config: BridgeConfig, cancel: CancellationToken) -> Result<(Bridge, Closer), BridgeError> {
+        let prefixed = config.servers.len() > 1;
+        Self::start_with(config, cancel, prefixed).await
+    }
+
+    /// [`Bridge::start`], but every tool name gets the `<server>__` prefix,
+    /// even with one server (`--config`: names do not change when a second
+    /// server is added).
+    pub async fn start_prefixed(
+        config: BridgeConfig,
+        cancel: CancellationToken,
+    ) -> Result<(Bridge, Closer), BridgeError> {
+        Self::start_with(config, cancel, true).await
+    }
+
+    pub(crate) async fn start_with(
+        config: BridgeConfig,
+        cancel: CancellationToken,
+        prefixed: bool,
+    ) -> Result<(Bridge, Closer), BridgeError> {
+        let servers_cancel = cancel.child_token();
+        let mut handles = Vec::new();
+        let mut actors = Vec::new();
+        let mut listed = Vec::new();
+        for wrapped in &config.servers {
+            match server::start(&wrapped.spec, servers_cancel.clone()).await {
+                Ok((handle, tools, actor)) => {
+                    listed.push(Arc::new(tools));
+                    handles.push(handle);
+                    actors.push(actor);
+                }
+                Err(e) => {
+                    servers_cancel.cancel();
+                    drop(handles);
+                    Closer { actors, audit: None }.closed().await;
+                    return Err(e);
+                }
+            }
+        }
+        let rebuild = Rebuild {
+            servers: config.servers,
+            prefixed,
+            limits: config.catalog,
+            state: config.state.clone(),
+            offer_denied: config.policy_options.offer_denied,
+            stateless_idle: config.limits.stateless_idle,
+        };
+        let (catalog, rule, policies) = match rebuild.build(&listed) {
+            Ok(built) => built,
+            Err(e) => {
+                servers_cancel.cancel();
+                drop(handles);
+                Closer { actors, audit: None }.closed().await;
+                return Err(e);
+            }
+        };
+        if rule.is_some() {
+            let private: Vec<&str> = catalog.private_tools().collect();
+            tracing::info!(?private, store = config.state.backend_kind(), "private-data rule on");
+        }
+        tracing::info!(tools = catalog.tools().len(), left_out = catalog.left_out().len(), "bridge ready");
+        let changes: Vec<_> = handles.iter().map(ServerHandle::tools_changes).collect();
+        for (wrapped, applied) in rebuild.servers.iter().zip(&policies) {
+            if let Some(applied) = applied {
+                tracing::info!(server = %wrapped.spec.name, policy = applied.policy.source(), "policy on");
+            }
+        }
+        if let Some(audit) = &config.policy_options.audit {
+            for (handle, tools) in handles.iter().zip(&listed) {
+                if let Err(e) = audit.append(tools_record(handle.name(), tools), Durability::Written).await {
+                    servers_cancel.cancel();
+                    drop(handles);
+                    Closer { actors, audit: None }.closed().await;
+                    return Err(BridgeError::Audit(e));
+                }
+            }
+        }
+        let current = Current {
+            catalog: Arc::new(catalog),
+            version: 1,
+            rule,
+            policies,
+            message: Default::default(),
+            direct_message: Default::default(),
+        };
+        let audit_for_closer = config.policy_options.audit.clone();
+        let bridge = Bridge {
+            inner: Arc::new(Inner {
+                current: std::sync::RwLock::new(Arc::new(current)),
+                servers: handles,
+                limits: config.limits,
+                rebuild,
+                audit: config.policy_options.audit.clone(),
+                approvals: std::sync::OnceLock::new(),
+                scopes: Scopes::new(config.state.clone(), config.limits.stateless_idle),
+            }),
+        };
+        actors.push(tokio::spawn(refresher(Arc::downgrade(&bridge.inner), changes, servers_cancel)));
+        Ok((bridge, Closer { actors, audit: audit_for_closer }))
+    }
+
+    /// Rebuild the catalog from every wrapped server's current tools and
+    /// swap it in with the next version. On failure the current catalog
+    /// stays and the error is returned (and logged).
+    pub fn refresh_catalog(&self) -> Result<u64, BridgeError> {
+        let tools: Vec<_> = self.inner.servers.iter().map(ServerHandle::tools).collect();
+        let built = self.inner.rebuild.build(&tools);
+        let mut current = code_mode_core::sync::write(&self.inner.current);
+        match built {
+            Ok((catalog, rule, policies)) => {
+                if let Some(audit) = self.inner.audit.clone() {
+                    let records: Vec<_> =
+                        self.inner.servers.iter().zip(&tools).map(|(h, t)| tools_record(h.name(), t)).collect();
+                    tokio::spawn(async move {
+                        for record in records {
+                            if let Err(e) = audit.append(record, Durability::Written).await {
+                                tracing::error!(error = %e, "the changed tools could not be recorded");
+                            }
+                        }
+                    });
+                }
+                let version = current.version + 1;
+                tracing::info!(version, tools = catalog.tools().len(), "catalog refreshed");
+                *current = Arc::new(Current {
+                    catalog: Arc::new(catalog),
+                    version,
+                    rule,
+                    policies,
+                    message: Default::default(),
+                    direct_message: Default::default(),
+                });
+                Ok(version)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, version = current.version, "the changed tools make no valid catalog: keeping the old one");
+                Err(e)
+            }
+        }
+    }
+
+    /// The catalog as the frontend receives it.
+    pub fn catalog_message(&self) -> proto::Catalog {
+        let current = self.current();
+        current.message.get_or_init(|| self.make_message(&current, false)).clone()
+    }
+
+    /// The answer to a catalog request: the catalog (with each tool's
+    /// definition for direct calls when asked), or only "unchanged" when
+    /// the asker already holds this one (same fingerprint).
+    pub fn catalog_reply(&self, request: &CatalogRequest) -> proto::Catalog {
+        let current = self.current();
+        let message = match request.direct {
+            false => current.message.get_or_init(|| self.make_message(&current, false)),
+            true => current.direct_message.get_or_init(|| self.make_message(&current, true)),
+        };
+        if request.known.as_deref() == Some(message.fingerprint.as_str()) {
+            return proto::Catalog {
+                version: message.version,
+                tools: Vec::new(),
+                max_calls: message.max_calls,
+                call_timeout_ms: message.call_timeout_ms,
+                approval_timeout_ms: message.approval_timeout_ms,
+                fingerprint: message.fingerprint.clone(),
+                unchanged: true,
+                withheld: Vec::new(),
+                stateless_idle_ms: message.stateless_idle_ms,
+            };
+        }
+        message.clone()
+    }
+
+    fn make_message(&self, current: &Current, direct: bool) -> proto::Catalog {
+        let tools = current.catalog.entries(self.inner.servers.len() > 1, direct);
+        let mut withheld: Vec<String> = current.catalog.withheld_names().map(str::to_string).collect();
+        withheld.sort_unstable();
+        let max_calls = self.inner.limits.max_calls;
+        let call_timeout_ms = self.inner.limits.call_timeout.as_millis() as u64;
+        // Only a catalog with a tool that needs approval makes calls wait
+        // longer (and a lost bridge slower to notice).
+        let approval_timeout_ms =
+            if current.needs_approval() { self.inner.limits.approval_timeout.as_millis() as u64 } else { 0 };
+        let stateless_idle_ms = self.inner.limits.stateless_idle.as_millis() as u64;
+        let offered = serde_json::to_vec(&(
+            &tools,
+            &withheld,
+            max_calls,
+            call_timeout_ms,
+            approval_timeout_ms,
+            stateless_idle_ms,
+        ))
+        .unwrap_or_default();
+        let fingerprint = format!("{:x}", <sha2::Sha256 as sha2::Digest>::digest(&offered));
+        proto::Catalog {
+            version: current.version,
+            tools,
+            max_calls,
+            call_timeout_ms,
+            approval_timeout_ms,
+            fingerprint,
+            unchanged: false,
+            withheld,
+            stateless_idle_ms,
+        }
+    }
+}
+
+/// The `tools` record of one server: its tools and their annotations.
+fn tools_record(server: &str, tools: &[rmcp::model::Tool]) -> audit_record::Body {
+    let tools = tools
+        .iter()
+        .map(|t| {
+            let a = t.annotations.as_ref().map(Annotations::from).unwrap_or_default();
+            audit_record::ToolInfo {
+                name: t.name.to_string(),
+                read_only: a.read_only,
+                destructive: a.destructive,
+                idempotent: a.idempotent,
+                open_world: a.open_world,
+            }
+        })
+        .collect();
+    audit_record::Body::Tools(audit_record::Tools { server: server.to_string(), tools })
+}
+
+/// Rebuild the catalog whenever a wrapped server publishes a new tool list,
+/// until the servers stop or the bridge is gone.
+async fn refresher(
+    bridge: std::sync::Weak<Inner>,
+    mut changes: Vec<tokio::sync::watch::Receiver<Arc<Vec<rmcp::model::Tool>>>>,
+    cancel: CancellationToken,
+) {
+    if changes.is_empty() {
+        return;
+    }
+    loop {
+        let changed = futures::future::select_all(changes.iter_mut().map(|rx| Box::pin(rx.changed())));
+        let (result, _, _) = tokio::select! {
+            _ = cancel.cancelled() => return,
+            changed = changed => changed,
+        };
+        if result.is_err() {
+            return;
+        }
+        let Some(inner) = bridge.upgrade() else { return };
+        let _ = Bridge { inner }.refresh_catalog();
+    }
+}

@@ -1,0 +1,105 @@
+//! The bridge on the bus: catalog requests, tool calls from cells, direct
+//! calls and session ends, each in the `bridge` queue group; and what a
+//! session's end forgets.
+
+use code_mode_core::bus::{Bus, BusError};
+use code_mode_proto::{self as proto, CatalogRequest, DirectCall, ToolCall, queue_groups, subjects};
+use tokio_util::sync::CancellationToken;
+
+use crate::check::DIRECT_CALLS;
+use crate::error::SessionEndError;
+use crate::{Bridge, policy, private, wire};
+
+impl Bridge {
+    /// Forget an ended client session's state: its private-data taint and
+    /// its `grant` rate-limit counters under every server's policy (`global`
+    /// counters stay). Returns how many entries were there. The `global`
+    /// pseudo-session and ids that are no session's are refused.
+    ///
+    /// A stateless scope is refused too: it is no one client session, and
+    /// ends only after `--stateless-idle` without a call (see [`scope`]).
+    pub async fn end_session(&self, session: &str) -> Result<u32, SessionEndError> {
+        if session == policy::GLOBAL_SESSION
+            || !subjects::is_session_id(session)
+            || subjects::is_stateless_scope(session)
+        {
+            return Err(SessionEndError::NotASession { session: session.chars().take(80).collect() });
+        }
+        let removed = self.forget_state(session).await?;
+        tracing::info!(%session, removed, "client session ended: its state is forgotten");
+        Ok(removed)
+    }
+
+    /// Delete every entry the bridge keeps under `session` (or a stateless
+    /// scope's generation): the taint, `grant` counters, the direct-call
+    /// count. Returns how many were there.
+    pub(crate) async fn forget_state(&self, session: &str) -> Result<u32, SessionEndError> {
+        let current = self.current();
+        let mut names = vec![private::TAINT.to_string(), DIRECT_CALLS.to_string()];
+        for applied in current.policies.iter().flatten() {
+            names.extend(applied.policy.session_keys());
+        }
+        names.sort_unstable();
+        names.dedup();
+        let store = &self.inner.rebuild.state;
+        let mut removed = 0;
+        for name in &names {
+            let there = store.get(session, name).await.map_err(SessionEndError::State)?.is_some();
+            if there {
+                store.delete(session, name).await.map_err(SessionEndError::State)?;
+                removed += 1;
+                if name == private::TAINT {
+                    code_mode_telemetry::session_taint(false);
+                }
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Answer catalog requests and tool calls on the bus until `cancel`.
+    pub async fn serve(
+        &self,
+        bus: &Bus,
+        cancel: CancellationToken,
+    ) -> Result<Vec<tokio::task::JoinHandle<()>>, BusError> {
+        // Approvals are asked of the client sessions on this bus.
+        let _ = self.inner.approvals.set(bus.clone());
+        let me = self.clone();
+        let catalog = bus
+            .serve(subjects::CATALOG_GET, queue_groups::BRIDGE, cancel.clone(), move |request: CatalogRequest| {
+                let message = me.catalog_reply(&request);
+                async move { Ok(message) }
+            })
+            .await?;
+        let me = self.clone();
+        let calls = bus
+            .serve(subjects::TOOL_CALL, queue_groups::BRIDGE, cancel.clone(), move |call: ToolCall| {
+                let me = me.clone();
+                async move { Ok(me.call(&call).await) }
+            })
+            .await?;
+        let me = self.clone();
+        let direct = bus
+            .serve(subjects::TOOL_DIRECT, queue_groups::BRIDGE, cancel.clone(), move |call: DirectCall| {
+                let me = me.clone();
+                async move { Ok(me.call_direct(&call).await) }
+            })
+            .await?;
+        let me = self.clone();
+        let ends = bus
+            .serve(subjects::SESSION_END, queue_groups::BRIDGE, cancel, move |end: proto::SessionEnd| {
+                let me = me.clone();
+                async move {
+                    match me.end_session(&end.session).await {
+                        Ok(removed) => Ok(proto::SessionEnded { removed }),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "could not forget an ended session");
+                            Err(wire::service_error(&e))
+                        }
+                    }
+                }
+            })
+            .await?;
+        Ok(vec![catalog, calls, direct, ends])
+    }
+}

@@ -1,0 +1,152 @@
+//! What the bridge is started with: the wrapped servers and what to keep of
+//! them, the limits of each call, the policies' options.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use code_mode_audit::AuditSink;
+use code_mode_core::defaults;
+use code_mode_core::state::SessionStore;
+
+use crate::catalog::CatalogLimits;
+use crate::server::ServerSpec;
+
+/// Limits the bridge enforces on each call.
+#[derive(Debug, Clone, Copy)]
+pub struct CallLimits {
+    /// Calls per run.
+    pub max_calls: u32,
+    /// Time per call.
+    pub call_timeout: Duration,
+    /// Largest arguments object, in bytes of JSON.
+    pub max_arguments: usize,
+    /// Largest result, in bytes.
+    pub max_result: usize,
+    /// Longest refusal message, in characters.
+    pub max_message_chars: usize,
+    /// How long a call a policy holds for approval waits for the answer.
+    pub approval_timeout: Duration,
+    /// How long an identity's stateless scope lasts without a call
+    /// (`--stateless-idle`, see [`scope`]).
+    pub stateless_idle: Duration,
+}
+
+impl Default for CallLimits {
+    fn default() -> Self {
+        Self {
+            max_calls: defaults::MAX_CALLS,
+            call_timeout: defaults::CALL_TIMEOUT,
+            max_arguments: defaults::MAX_ARGUMENTS,
+            max_result: defaults::MAX_RESULT,
+            max_message_chars: defaults::MAX_MESSAGE_CHARS,
+            approval_timeout: defaults::APPROVAL_TIMEOUT,
+            stateless_idle: defaults::STATELESS_IDLE,
+        }
+    }
+}
+
+/// One wrapped server and what to keep of it.
+#[derive(Debug, Clone)]
+pub struct WrappedServer {
+    /// How to start it.
+    pub spec: ServerSpec,
+    /// Tool names to keep; `None` keeps all.
+    pub allow: Option<Vec<String>>,
+    /// Tools that may see private data (server or Python names, each one a
+    /// kept tool): after a call to one of them, a session may call only
+    /// private tools.
+    pub private: Vec<String>,
+    /// The [`policy`] for its tools (named as the server lists them), from a
+    /// file or written inline in the `--config` file; `None`: every kept tool
+    /// may be called.
+    pub policy: Option<PolicySource>,
+    /// Where these settings were written, so that an error about them
+    /// points there (a flag, or a key of a config entry).
+    pub origin: Origin,
+}
+
+/// Where a wrapped server's settings were written: errors about a tool
+/// label or a policy name the place the user wrote them, in the user's own
+/// words (`--private read_file`, or the config file, entry and key).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Origin {
+    /// Command-line flags for the one server after `--` (`--allow`,
+    /// `--private`, `--policy`).
+    #[default]
+    Flags,
+    /// An entry of an `mcpServers` config file.
+    Entry {
+        /// The config file.
+        file: PathBuf,
+        /// The entry's key: the server's name.
+        entry: String,
+    },
+}
+
+impl Origin {
+    /// Where the setting `key` (as a config entry names it: `allow`,
+    /// `private`) with the value `value` was written: `--allow add`, or
+    /// `servers.json: server "fs": key "allow": "add"`.
+    pub fn setting(&self, key: &str, value: &str) -> String {
+        match self {
+            Origin::Flags => format!("--{key} {value}"),
+            Origin::Entry { file, entry } => format!("{}: server {entry:?}: key {key:?}: {value:?}", file.display()),
+        }
+    }
+
+    /// What to put before an error that already names its own file (a
+    /// policy's): nothing for flags (there is one server), the entry for a
+    /// config file.
+    pub fn server_prefix(&self) -> String {
+        match self {
+            Origin::Flags => String::new(),
+            Origin::Entry { file, entry } => format!("{}: server {entry:?}: ", file.display()),
+        }
+    }
+}
+
+/// Where a server's [`policy`] comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PolicySource {
+    /// A policy file (`--policy FILE`, or a path in a `--config` entry).
+    File(PathBuf),
+    /// A policy object written in the `--config` file itself.
+    Inline {
+        /// The policy, in the policy file's shape.
+        value: serde_json::Value,
+        /// Where it was written, for errors: `<config file> mcpServers.<entry>.policy`.
+        origin: String,
+    },
+}
+
+/// Everything the bridge needs to start.
+#[derive(Debug, Clone)]
+pub struct BridgeConfig {
+    /// The wrapped servers (names are prefixed when several, and always
+    /// with [`Bridge::start_prefixed`]).
+    pub servers: Vec<WrappedServer>,
+    /// Per-call limits.
+    pub limits: CallLimits,
+    /// Catalog bounds.
+    pub catalog: CatalogLimits,
+    /// Where the private-data taint and the policies' rate-limit counters
+    /// of each session live: in memory for one process, JetStream for the
+    /// split deployment. Never touched when no tool is private and no
+    /// policy has limits.
+    pub state: SessionStore,
+    /// What to do with the policies' decisions besides enforcing them.
+    pub policy_options: PolicyOptions,
+}
+
+/// Options of the policies, shared by every server's policy.
+#[derive(Debug, Clone, Default)]
+pub struct PolicyOptions {
+    /// The audit sink: every call becomes one `call` record, every wrapped
+    /// server's tools one `tools` record (`None`: nowhere; each policy
+    /// decision is still counted in `codemode_policy_decisions_total`).
+    pub audit: Option<AuditSink>,
+    /// Offer tools the policy denies outright (in the stubs, labelled
+    /// `[denied: ...]`); by default they are left out of the catalog, and a
+    /// call naming one is refused with the rule and reason all the same.
+    pub offer_denied: bool,
+}
