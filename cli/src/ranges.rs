@@ -9,7 +9,7 @@
 //! services can use: no duration overflows a timer (`Duration::from_secs_f64`
 //! panics on 1e20), no count asks for an absurd semaphore or pool. The
 //! bounds themselves live in `code_mode_core::defaults`, beside the
-//! defaults; README's options table states them.
+//! defaults; the options tables of docs/options.md state them.
 
 use std::time::Duration;
 
@@ -280,14 +280,14 @@ mod every_option {
     }
 
     #[test]
-    fn the_readme_states_the_range_of_every_numeric_option() {
-        let readme = include_str!("../../README.md");
+    fn the_docs_state_the_range_of_every_numeric_option() {
+        let options = include_str!("../../docs/options.md");
         for option in numeric_options() {
             let range = format!("{} to {}", option.min, option.max);
-            let stated = readme.lines().any(|line| {
+            let stated = options.lines().any(|line| {
                 line.starts_with('|') && line.contains(&format!("`--{} ", option.long)) && line.contains(&range)
             });
-            assert!(stated, "README.md has no table row for --{} saying {range}", option.long);
+            assert!(stated, "docs/options.md has no table row for --{} saying {range}", option.long);
         }
     }
 

@@ -1,7 +1,6 @@
 //! The library API (`code_mode::{Bridge, Server, run_code, Sandbox,
 //! build_server}`) against the test server and the real sandbox; the two
-//! examples run as written; the README's library section shows them as they
-//! are.
+//! examples run as written; docs/library.md shows them as they are.
 
 use code_mode::{Bridge, Options, Sandbox, Server, build_server, run_code};
 use rmcp::ServiceExt;
@@ -126,13 +125,13 @@ async fn build_server_gives_a_run_python_server_an_mcp_client_can_drive() {
 
 #[test]
 fn the_readmes_library_section_shows_the_examples_as_they_are() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/library.md")).unwrap();
     for (marker, file) in [
         ("<!-- library example: cli/examples/one_cell.rs -->", include_str!("../../examples/one_cell.rs")),
         ("<!-- library example: cli/examples/agent_loop.rs -->", include_str!("../../examples/agent_loop.rs")),
     ] {
-        let after = readme.split_once(marker).unwrap_or_else(|| panic!("{marker} is missing from the README")).1;
+        let after = readme.split_once(marker).unwrap_or_else(|| panic!("{marker} is missing from docs/library.md")).1;
         let block = after.split_once("```rust\n").expect("a rust block follows").1.split_once("```").unwrap().0;
-        assert_eq!(block, file, "the README's copy of {marker} differs from the file");
+        assert_eq!(block, file, "the copy in docs/library.md of {marker} differs from the file");
     }
 }

@@ -180,7 +180,7 @@ fn with_config_each_entrys_policy_file_or_inline_gives_verdicts_named_by_server(
 
 /// The first fenced block of `lang` in `text` after `marker`.
 fn block_after(text: &str, marker: &str, lang: &str) -> String {
-    let start = text.find(marker).unwrap_or_else(|| panic!("README.md has {marker:?}"));
+    let start = text.find(marker).unwrap_or_else(|| panic!("docs/policies.md has {marker:?}"));
     let fence = format!("```{lang}\n");
     let rest = &text[start..];
     let open = rest.find(&fence).unwrap_or_else(|| panic!("a ```{lang} block follows {marker:?}")) + fence.len();
@@ -189,13 +189,14 @@ fn block_after(text: &str, marker: &str, lang: &str) -> String {
 
 #[test]
 fn the_policy_check_example_of_the_readme_prints_what_the_readme_says() {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).expect("README.md");
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/policies.md")).expect("docs/policies.md");
     let policy = block_after(&text, "<!-- policy example:", "json");
     let command = block_after(&text, "<!-- policy check example:", "sh");
     let expected = block_after(&text, "<!-- policy check example:", "text");
     let dir = fresh_dir("policy-check-readme");
     let policy = write(&dir, "policy.json", &policy);
-    // The README's command from the workspace root, with the policy in place
+    // The chapter's command from the workspace root, with the policy in place
     // of `policy.json` and the binaries under test.
     let command = command
         .replace("policy.json", policy.to_str().unwrap())

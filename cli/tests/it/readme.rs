@@ -1,4 +1,5 @@
-//! The examples in README.md run as written and print what it says.
+//! The examples of the documentation (the chapters in docs/ the README
+//! points to) run as written and print what they say.
 
 use std::process::Command;
 
@@ -6,8 +7,10 @@ use serde_json::Value;
 
 use crate::support;
 
-fn readme() -> String {
-    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).expect("README.md")
+/// A chapter of the documentation: `docs/<name>`.
+fn doc(name: &str) -> String {
+    let path = format!("{}/../docs/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 /// The first block of `lang` that starts with `starts`.
@@ -17,7 +20,7 @@ fn block(text: &str, lang: &str, starts: &str) -> String {
         .skip(1)
         .map(|rest| rest.split("\n```").next().unwrap_or(""))
         .find(|b| b.trim_start().starts_with(starts))
-        .unwrap_or_else(|| panic!("README.md has a ```{lang} block starting with {starts:?}"))
+        .unwrap_or_else(|| panic!("the chapter has a ```{lang} block starting with {starts:?}"))
         .to_string()
 }
 
@@ -26,13 +29,13 @@ fn the_several_servers_example_of_the_readme_runs_as_written() {
     if !support::sandbox_available() {
         return;
     }
-    let text = readme();
+    let text = doc("servers.md");
     let config = block(&text, "json", "{\"mcpServers\"");
     let command = block(&text, "sh", "NOTES_TOKEN=");
     let dir = code_mode_core::testing::TempDir::new("readme");
     let config_path = dir.0.join("servers.json");
     std::fs::write(&config_path, config).unwrap();
-    // Run the README's command from the workspace root, with the config in
+    // Run the chapter's command from the workspace root, with the config in
     // place of `servers.json` and the binary under test.
     let command = command
         .replace("servers.json", config_path.to_str().unwrap())
@@ -44,11 +47,12 @@ fn the_several_servers_example_of_the_readme_runs_as_written() {
     assert_eq!(report["stdout"], "{\"sum\":3}\nt0k\n", "{report}");
 }
 
-/// The text between the README's policy example markers.
+/// The text between the policy example markers (docs/policies.md).
 fn policy_example(text: &str) -> &str {
-    let start = text.find("<!-- policy example:").expect("README.md marks the start of the policy example");
+    let start = text.find("<!-- policy example:").expect("docs/policies.md marks the start of the policy example");
     let rest = &text[start..];
-    let end = rest.find("<!-- end of policy example -->").expect("README.md marks the end of the policy example");
+    let end =
+        rest.find("<!-- end of policy example -->").expect("docs/policies.md marks the end of the policy example");
     &rest[..end]
 }
 
@@ -74,7 +78,7 @@ fn the_policy_example_of_the_readme_prints_what_the_readme_says() {
     }
     // The example's limit counts per minute: keep its calls in one minute.
     crate::policy::inside_one_window(60, 15);
-    let text = readme();
+    let text = doc("policies.md");
     let example = policy_example(&text);
     let policy = block(example, "json", "{\"version\"");
     let command = block(example, "sh", "./target/debug/code-mode run --policy policy.json");
@@ -94,11 +98,11 @@ fn the_policy_example_of_the_readme_prints_what_the_readme_says() {
     assert_eq!(any_wait(stdout), any_wait(&format!("{}\n", expected.trim_end())), "{report}");
 }
 
-/// The text between the README's audit example markers.
+/// The text between the audit example markers (docs/policies.md).
 fn audit_example(text: &str) -> &str {
-    let start = text.find("<!-- audit example:").expect("README.md marks the start of the audit example");
+    let start = text.find("<!-- audit example:").expect("docs/policies.md marks the start of the audit example");
     let rest = &text[start..];
-    let end = rest.find("<!-- end of audit example -->").expect("README.md marks the end of the audit example");
+    let end = rest.find("<!-- end of audit example -->").expect("docs/policies.md marks the end of the audit example");
     &rest[..end]
 }
 
@@ -109,10 +113,10 @@ fn the_audit_example_of_the_readme_runs_as_written() {
     }
     // The policy's limit counts per minute: keep the example's calls in one.
     crate::policy::inside_one_window(60, 15);
-    let text = readme();
+    let text = doc("policies.md");
     let example = audit_example(&text);
     // A folder laid out like the workspace root: the binaries under test at
-    // ./target/debug, the policy of the README's policy example.
+    // ./target/debug, the policy of the policy example.
     let dir = code_mode_core::testing::TempDir::new("readme-audit");
     let debug = dir.0.join("target/debug");
     std::fs::create_dir_all(&debug).unwrap();
@@ -156,7 +160,7 @@ fn the_runtime_example_of_the_readme_runs_under_gvisor_as_written() {
     if !support::under_runsc_available() {
         return;
     }
-    let text = readme();
+    let text = doc("sandbox.md");
     let command = block(&text, "sh", "./target/debug/code-mode run --runtime runsc")
         .replace("./target/debug/code-mode-test-server", support::test_server().to_str().unwrap())
         .replace("./target/debug/code-mode ", &format!("{} ", support::code_mode().display()));
@@ -172,7 +176,7 @@ async fn the_kept_sessions_example_of_the_readme_prints_what_the_readme_says() {
     if !support::sandbox_available() {
         return;
     }
-    let text = readme();
+    let text = doc("sessions.md");
     let first = block(&text, "python", "# first run_python");
     let later = block(&text, "python", "# a later run_python of the same session");
     // The comment after the print is what it prints.
@@ -186,11 +190,12 @@ async fn the_kept_sessions_example_of_the_readme_prints_what_the_readme_says() {
     client.cancel().await.unwrap();
 }
 
-/// The text between the README's direct-tools example markers.
+/// The text between the direct-tools example markers (docs/direct-tools.md).
 fn direct_example(text: &str) -> &str {
-    let start = text.find("<!-- direct example:").expect("README.md marks the start of the direct example");
+    let start = text.find("<!-- direct example:").expect("docs/direct-tools.md marks the start of the direct example");
     let rest = &text[start..];
-    let end = rest.find("<!-- end of direct example -->").expect("README.md marks the end of the direct example");
+    let end =
+        rest.find("<!-- end of direct example -->").expect("docs/direct-tools.md marks the end of the direct example");
     &rest[..end]
 }
 
@@ -199,7 +204,7 @@ fn the_direct_tools_example_of_the_readme_prints_what_the_readme_says_with_no_do
     let Some(python) = code_mode_core::testing::peers::venv_bin("python") else { return };
     // The example's limit counts per minute: keep its calls in one minute.
     crate::policy::inside_one_window(60, 15);
-    let text = readme();
+    let text = doc("direct-tools.md");
     let example = direct_example(&text);
     // A folder laid out like the workspace root: the binaries under test at
     // ./target/debug, the example's two files.
@@ -222,9 +227,9 @@ fn the_direct_tools_example_of_the_readme_prints_what_the_readme_says_with_no_do
     assert_eq!(any_wait(&String::from_utf8_lossy(&out.stdout)), any_wait(&format!("{}\n", expected.trim_end())));
 }
 
-/// The README from "### MCP over HTTP" to the end of "### With docker-compose".
+/// docs/deployment.md from "### MCP over HTTP" to the end of "### With docker-compose".
 fn http_section(text: &str) -> &str {
-    let start = text.find("### MCP over HTTP").expect("README.md has the HTTP section");
+    let start = text.find("### MCP over HTTP").expect("docs/deployment.md has the HTTP section");
     let rest = &text[start..];
     let end = rest.find("#### Wrap your own servers in the stack").expect("the compose section is followed by one");
     &rest[..end]
@@ -282,7 +287,7 @@ async fn the_http_client_examples_of_the_readme_name_what_exists_and_the_bearer_
         return;
     }
     let Some(python) = code_mode_core::testing::peers::venv_bin("python") else { return };
-    let text = readme();
+    let text = doc("deployment.md");
     let section = http_section(&text);
 
     // The MCP client entry: an HTTP server with a bearer header.
@@ -305,7 +310,7 @@ async fn the_http_client_examples_of_the_readme_name_what_exists_and_the_bearer_
             assert!(help.status.success(), "code-mode {sub:?} --help: {}", String::from_utf8_lossy(&help.stderr));
             let help = String::from_utf8_lossy(&help.stdout);
             for flag in words.iter().filter(|w| w.starts_with("--")) {
-                assert!(help.contains(&format!("{flag} ")), "README's `{command}` names {flag}, which {sub:?} lacks");
+                assert!(help.contains(&format!("{flag} ")), "the docs' `{command}` names {flag}, which {sub:?} lacks");
                 checked += 1;
             }
         }
@@ -342,8 +347,8 @@ async fn the_session_handle_example_of_the_readme_runs_as_written_with_the_sdks_
         return;
     }
     let Some(python) = code_mode_core::testing::peers::venv_bin("python") else { return };
-    let text = readme();
-    let start = text.find("## Sessions").expect("README.md has the Sessions section");
+    let text = doc("sessions.md");
+    let start = text.find("## Sessions").expect("docs/sessions.md has the Sessions section");
     let snippet = blocks(&text[start..], "python")
         .into_iter()
         .find(|b| b.contains("\"session\": \"new\""))
