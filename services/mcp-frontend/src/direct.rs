@@ -20,10 +20,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use code_mode_proto::{Catalog, DirectCall, DirectReply, ErrorKind, subjects};
-use rmcp::model::{CallToolResult, JsonObject, ResultType, Tool, ToolAnnotations};
+use code_mode_proto::{Catalog, DirectCall, DirectReply, subjects};
+use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 
-use crate::{Shared, error_result};
+use crate::Shared;
 
 /// Margin over the call's own timeouts for the bridge's answer (the hops).
 const REPLY_MARGIN: Duration = code_mode_core::defaults::HOP_MARGIN;
@@ -81,30 +81,10 @@ fn object(value: &serde_json::Value) -> JsonObject {
 }
 
 /// Send one direct call to the bridge and turn its answer into the MCP
-/// result the client gets. Bus failures reach the client as a type name,
-/// as they reach code.
+/// result the client gets ([`crate::wire::direct_reply`]).
 pub(crate) async fn call(shared: &Shared, call: &DirectCall) -> CallToolResult {
     let catalog = &shared.catalog.current().catalog;
     let wait = Duration::from_millis(catalog.call_timeout_ms + catalog.approval_timeout_ms) + REPLY_MARGIN;
-    match shared.bus.call::<_, DirectReply>(subjects::TOOL_DIRECT, call, wait).await {
-        Ok(DirectReply::Ok { result }) => match serde_json::from_value::<CallToolResult>(result) {
-            Ok(mut result) => {
-                // A server of an older protocol sends no result type; this
-                // result goes to our client, whose protocol may need one
-                // (rmcp drops it again for older clients).
-                result.result_type = Some(ResultType::COMPLETE);
-                result
-            }
-            Err(e) => {
-                tracing::warn!(tool = %call.tool, error = %e, "the bridge's result is no MCP result");
-                error_result(ErrorKind::UnexpectedResponse.as_str())
-            }
-        },
-        Ok(DirectReply::Refused { message }) => error_result(&message),
-        Ok(DirectReply::Fault { kind }) => error_result(kind.as_str()),
-        Err(e) => {
-            tracing::warn!(tool = %call.tool, error = %e, "a direct call did not reach the bridge");
-            error_result(e.tool_call_fault().as_str())
-        }
-    }
+    let answer = shared.bus.call::<_, DirectReply>(subjects::TOOL_DIRECT, call, wait).await;
+    crate::wire::direct_reply(&call.tool, answer)
 }

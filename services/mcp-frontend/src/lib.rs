@@ -27,10 +27,15 @@
 //!
 //! A [`FrontendFactory`] fetches the catalog once per process, starts the
 //! watcher and the parking lot, and makes one [`Frontend`] (a handle on a
-//! session actor, and the rmcp [`ServerHandler`]) per client session.
+//! session actor, and the rmcp [`ServerHandler`](rmcp::ServerHandler)) per client session.
 //!
 //! A client that sets a log level (`logging/setLevel`) hears of its own
 //! session's notable events as MCP log notifications ([`notices`]).
+//!
+//! The files: this one holds the settings, the factory and the
+//! [`Frontend`] handle's own API; `handler` is the rmcp [`ServerHandler`](rmcp::ServerHandler)
+//! (what one MCP request does); `wire` is the one mapping of reports and
+//! errors to what the client gets; `error` the frontend's errors.
 //!
 //! When a policy holds a tool call for approval, the bridge asks this
 //! session on its own approval subject; the session routes the question to
@@ -50,142 +55,33 @@ mod parking;
 mod session;
 pub mod tls;
 
+mod error;
+mod handler;
+mod wire;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use code_mode_core::bus::{Bus, BusError};
 use code_mode_core::defaults;
-use code_mode_proto::{ApprovalReply, ApprovalRequest, Catalog, CatalogRequest, CellReport, subjects};
-use code_mode_telemetry::FrontendCellResult;
-use futures::StreamExt;
-use futures::stream::FuturesUnordered;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, Implementation, InputRequest,
-    InputRequests, InputRequiredResult, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
-    ServerConfig, Tool,
-};
-use rmcp::service::{Peer, RequestContext, ServiceError};
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
-use tokio::sync::{Semaphore, mpsc};
+use code_mode_proto::{Catalog, CatalogRequest, CellReport, subjects};
+use rmcp::ServiceExt;
+use rmcp::model::Tool;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::approval::{Asking, Pending};
-use crate::auth::Identity;
 pub use crate::catalog::CATALOG_POLL;
 use crate::catalog::CatalogHandle;
 pub use crate::direct::Expose;
 pub use crate::handle::HandleError;
-use crate::notices::Notice;
-use crate::parking::{Parked, ParkingLot};
-use crate::session::{CellKeep, CellOrder, CellRun, DirectOrder, QUESTIONS_PER_CELL, Ran, SessionHandle};
+use crate::parking::ParkingLot;
+use crate::session::{CellKeep, CellOrder, SessionHandle};
+
+pub use crate::error::FrontendError;
+pub use crate::wire::report_result;
 
 /// The one tool's name.
 pub const TOOL_NAME: &str = "run_python";
-
-/// Errors of the frontend layer.
-#[derive(Debug, thiserror::Error)]
-pub enum FrontendError {
-    /// The code is over the size limit.
-    #[error("the code is {size} bytes, over the {max} byte limit: send a shorter program")]
-    CodeTooLarge {
-        /// Its size.
-        size: usize,
-        /// The limit.
-        max: usize,
-    },
-    /// A service could not be reached or failed.
-    #[error("{0}")]
-    Bus(#[from] BusError),
-    /// The sandbox-runner that took the cell never answered: it was killed,
-    /// crashed or lost its connection while running it.
-    #[error(
-        "the sandbox-runner running this cell was lost: no answer within {waited:?} (the run's deadline plus \
-         {margin:?}); it crashed or lost its connection, so the cell's outcome is unknown: run it again"
-    )]
-    RunnerLost {
-        /// How long the frontend waited.
-        waited: Duration,
-        /// The margin over the deadline.
-        margin: Duration,
-    },
-    /// The sandbox-runner that took the cell stopped answering its lease
-    /// (`code_mode_core::lease`): killed, crashed or cut off from NATS.
-    #[error(
-        "the sandbox-runner running this cell was lost: it stopped answering for {silent:.1?} (killed, crashed \
-         or cut off from NATS), so the cell's outcome is unknown and calls it made may have happened: run it \
-         again if that is safe"
-    )]
-    RunnerSilent {
-        /// How long it had not answered.
-        silent: Duration,
-    },
-    /// The sandbox-runner finished the cell, as its lease said, but the
-    /// report never arrived (a failed publish, a missed reply).
-    #[error(
-        "the report of this cell was lost between its sandbox-runner and this frontend: the runner finished it \
-         ({ended}) but its report never arrived, so its output is unknown and calls it made have happened"
-    )]
-    ReportLost {
-        /// How the runner said the cell ended.
-        ended: code_mode_proto::CellEnded,
-    },
-    /// No sandbox-runner had a free slot in time.
-    #[error("no sandbox-runner had room for the cell within {waited:?}: try again later")]
-    NoCapacity {
-        /// How long the cell waited.
-        waited: Duration,
-    },
-    /// The client session ended before the cell did.
-    #[error("the client session has ended, and its cells with it")]
-    SessionEnded,
-    /// The session already runs (or queues) its most cells.
-    #[error(
-        "this session already runs {max} cell(s) at once (--max-cells-per-session): wait for one to end, or use \
-         another session"
-    )]
-    SessionBusy {
-        /// The limit.
-        max: usize,
-    },
-    /// A stateless client's session handle cannot be used.
-    #[error(transparent)]
-    Handle(#[from] HandleError),
-    /// The MCP transport failed.
-    #[error("MCP transport: {0}")]
-    Transport(String),
-    /// Authentication's settings are wrong or missing.
-    #[error(transparent)]
-    Auth(#[from] auth::AuthError),
-    /// TLS cannot be set up (`--tls-cert`, `--tls-key`).
-    #[error(transparent)]
-    Tls(#[from] tls::TlsError),
-    /// The MCP HTTP server could not listen.
-    #[error("cannot serve MCP over HTTP on {addr}: {reason}")]
-    Http {
-        /// The address asked for.
-        addr: String,
-        /// Why.
-        reason: std::io::Error,
-    },
-}
-
-impl FrontendError {
-    /// How a cell's request ended, for `codemode_frontend_cells_total`.
-    pub fn metric_result<T>(result: &Result<T, FrontendError>) -> FrontendCellResult {
-        match result {
-            Ok(_) => FrontendCellResult::Reported,
-            Err(FrontendError::CodeTooLarge { .. }) => FrontendCellResult::CodeTooLarge,
-            Err(FrontendError::NoCapacity { .. }) => FrontendCellResult::NoCapacity,
-            Err(
-                FrontendError::RunnerLost { .. }
-                | FrontendError::RunnerSilent { .. }
-                | FrontendError::ReportLost { .. },
-            ) => FrontendCellResult::RunnerLost,
-            Err(FrontendError::Bus(BusError::NoResponders { .. })) => FrontendCellResult::NoRunner,
-            Err(_) => FrontendCellResult::Failed,
-        }
-    }
-}
 
 /// Settings of the frontend.
 #[derive(Debug, Clone, Copy)]
@@ -410,18 +306,13 @@ impl FrontendFactory {
     }
 }
 
-/// How long a cell's request waits after one approval for others from the
-/// same moment (an `asyncio.gather`), so that they go to the client in one
-/// round.
-const GATHER_PAUSE: Duration = Duration::from_millis(50);
-
 /// The frontend of one client session: a cheap handle on its session actor
-/// and the rmcp [`ServerHandler`] of the session.
+/// and the rmcp [`ServerHandler`](rmcp::ServerHandler) of the session.
 #[derive(Clone, Debug)]
 pub struct Frontend {
-    shared: Arc<Shared>,
-    session: SessionHandle,
-    transport: Transport,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) session: SessionHandle,
+    pub(crate) transport: Transport,
 }
 
 /// How a [`Frontend`]'s client reaches it, which decides what one client
@@ -431,7 +322,7 @@ pub struct Frontend {
 /// 2026-07-28 request is not: its state lives in its identity's scope and
 /// its variables behind a handle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Transport {
+pub(crate) enum Transport {
     /// One connection, one session.
     Connection,
     /// The HTTP endpoint: a session, or one stateless request.
@@ -466,172 +357,6 @@ impl Frontend {
         self.session.end().await;
     }
 
-    /// Start a cell on an MCP request, with a route for its approvals
-    /// (`keep`: in the session's kept container, if variables are kept).
-    async fn start_cell(&self, code: String, keep: CellKeep) -> CellRun {
-        let (route, approvals) = mpsc::channel(QUESTIONS_PER_CELL);
-        let order = CellOrder {
-            cell_id: uuid::Uuid::new_v4().to_string(),
-            code,
-            route: Some(route),
-            options: CellOptions::default(),
-            keep,
-        };
-        let report = self.session.run(order).await;
-        let result =
-            async move { report.await.unwrap_or(Err(FrontendError::SessionEnded)).map(|ran| ran_result(&ran)) };
-        CellRun { result: Box::pin(result), approvals, tool: TOOL_NAME.into() }
-    }
-
-    /// True when `context` is a stateless request over HTTP (protocol
-    /// 2026-07-28): no session holds its state. Over one connection the
-    /// connection is the session, whatever the protocol.
-    fn stateless(&self, context: &RequestContext<RoleServer>) -> bool {
-        let http = self.transport == Transport::Http;
-        context
-            .protocol_version()
-            .is_some_and(|v| lifetimes::ClientKind::of(http, &v) == lifetimes::ClientKind::Stateless)
-    }
-
-    /// Where a `run_python` request's cell runs, from the client's kind and
-    /// the handle it sent (the `session` argument, else `_meta`).
-    fn cell_keep(
-        &self,
-        stateless: bool,
-        arguments: &JsonObject,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<CellKeep, HandleError> {
-        // `null` is no handle (a client passing back what a result without
-        // one held).
-        let sent =
-            arguments.get(handle::ARGUMENT).or_else(|| context.meta.get(handle::META_KEY)).filter(|v| !v.is_null());
-        match (stateless, self.shared.config.keep.is_some(), sent) {
-            (_, false, Some(_)) => Err(HandleError::NotKept),
-            (false, true, Some(_)) => Err(HandleError::NotNeeded),
-            (false, _, None) => Ok(CellKeep::Session),
-            // A stateless client keeps nothing unless it asks: a container
-            // per call left waiting for a handle nobody passes back would
-            // hold a runner's slot for --session-idle each.
-            (true, _, None) => Ok(CellKeep::Fresh),
-            (true, true, Some(serde_json::Value::String(text))) if text == handle::NEW => Ok(CellKeep::Handle(None)),
-            (true, true, Some(serde_json::Value::String(text))) => Ok(CellKeep::Handle(Some(handle::decode(text)?))),
-            (true, true, Some(_)) => Err(HandleError::Malformed),
-        }
-    }
-
-    /// Call a wrapped tool directly on an MCP request (`--expose-tools`):
-    /// the session sends it to the bridge, which checks it as a call from
-    /// code; its approval questions are asked on this request, as a cell's.
-    async fn call_direct(
-        &self,
-        request: CallToolRequestParams,
-        context: &RequestContext<RoleServer>,
-    ) -> CallToolResponse {
-        let tool = request.name.to_string();
-        if let Err(e) = self.listen_for_approvals().await {
-            tracing::warn!(error = %e, "this session cannot answer approvals");
-            return error_result(&format!("{tool}: {e}")).into();
-        }
-        let (route, approvals) = mpsc::channel(QUESTIONS_PER_CELL);
-        let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
-        let order =
-            DirectOrder { call_id: format!("direct-{}", uuid::Uuid::new_v4()), tool: tool.clone(), arguments, route };
-        let result = self.session.direct(order).await;
-        let result = async move { result.await.unwrap_or(Err(FrontendError::SessionEnded)) };
-        self.drive(CellRun { result: Box::pin(result), approvals, tool }, context).await
-    }
-
-    /// Wait for a cell's end while answering its approvals; an approval that
-    /// needs the client's retried call parks the cell and returns the
-    /// input-required result.
-    async fn drive(&self, mut run: CellRun, context: &RequestContext<RoleServer>) -> CallToolResponse {
-        let asking = asking(context);
-        let identity = auth::caller_of(context).and_then(|c| c.identity);
-        // Questions put to the client by `elicitation/create`, owned by this
-        // request: dropped with it.
-        let mut elicitations = FuturesUnordered::new();
-        loop {
-            tokio::select! {
-                result = &mut run.result => {
-                    return match result {
-                        Ok(result) => result.into(),
-                        Err(e) => {
-                            tracing::warn!(error = %e, tool = %run.tool, "the call failed");
-                            error_result(&format!("{}: {e}", run.tool)).into()
-                        }
-                    };
-                }
-                Some(first) = run.approvals.recv() => match asking {
-                    Asking::Unsupported => {
-                        let reason = "the MCP client did not declare support for (form) elicitation".to_string();
-                        self.session.notifier().tell(Notice::approval_unavailable(&first.request, &reason)).await;
-                        let _ = first.answer.send(ApprovalReply::Unavailable { reason });
-                    }
-                    Asking::Request => {
-                        let peer = context.peer.clone();
-                        let identity = identity.clone();
-                        let notifier = self.session.notifier().clone();
-                        elicitations.push(async move {
-                            let how = "asking the person through elicitation";
-                            notifier.tell(Notice::approval_asked(&first.request, how)).await;
-                            let answer = elicit(&peer, &first.request, identity.as_ref()).await;
-                            let _ = first.answer.send(answer);
-                        });
-                    }
-                    Asking::InputRequired => {
-                        let mut pending = vec![first];
-                        tokio::time::sleep(GATHER_PAUSE).await;
-                        while let Ok(more) = run.approvals.try_recv() {
-                            pending.push(more);
-                        }
-                        return self.park(run, pending, identity).await.into();
-                    }
-                },
-                Some(()) = elicitations.next(), if !elicitations.is_empty() => {}
-            }
-        }
-    }
-
-    /// Hand `run` to the parking lot until the client calls again with
-    /// answers to `pending` (or the longest approval timeout passes); the
-    /// result asks them.
-    async fn park(&self, run: CellRun, pending: Vec<Pending>, identity: Option<Identity>) -> InputRequiredResult {
-        let token = uuid::Uuid::new_v4().to_string();
-        let mut questions = InputRequests::new();
-        for (i, p) in pending.iter().enumerate() {
-            let question = ElicitRequest::new(approval::question_for(&p.request, identity.as_ref()));
-            questions.insert(format!("approval-{i}"), InputRequest::Elicitation(question));
-        }
-        let longest = pending.iter().map(|p| p.request.timeout_ms).max().unwrap_or(0);
-        tracing::info!(questions = pending.len(), "asking the client for approval (input required)");
-        let until = tokio::time::Instant::now() + Duration::from_millis(longest);
-        self.shared.parking.park(token.clone(), Parked { run, pending, identity }, until).await;
-        InputRequiredResult::new(Some(questions), Some(token))
-    }
-
-    /// The client's retried call: hand its answers to the parked cell's
-    /// waiting calls and go on with the cell.
-    async fn resume(
-        &self,
-        token: &str,
-        answers: Option<&rmcp::model::InputResponses>,
-        context: &RequestContext<RoleServer>,
-    ) -> CallToolResponse {
-        let identity = auth::caller_of(context).and_then(|c| c.identity);
-        let Some(parked) = self.shared.parking.take(token, identity).await else {
-            return error_result(&format!(
-                "{TOOL_NAME}: no cell waits for answers under this requestState (answered already, or it waited too \
-                 long and was dropped): run the code again"
-            ))
-            .into();
-        };
-        for (i, p) in parked.pending.into_iter().enumerate() {
-            let answer = approval::answer_of_value(answers.and_then(|a| a.get(&format!("approval-{i}"))));
-            let _ = p.answer.send(answer);
-        }
-        self.drive(parked.run, context).await
-    }
-
     /// The `run_python` description.
     pub fn description(&self) -> String {
         self.shared.catalog.current().description.clone()
@@ -658,7 +383,7 @@ impl Frontend {
     /// Run one cell of code and return its report. Nobody can be asked for
     /// approvals here but the local asker ([`Frontend::ask_locally_with`]):
     /// without one, a call that needs approval is refused (the MCP path,
-    /// [`ServerHandler::call_tool`], asks the client).
+    /// [`ServerHandler::call_tool`](rmcp::ServerHandler::call_tool), asks the client).
     pub async fn run_code(&self, code: &str) -> Result<CellReport, FrontendError> {
         self.run_code_with(code, CellOptions::default()).await
     }
@@ -680,36 +405,6 @@ impl Frontend {
         self.tool_for(false)
     }
 
-    /// The `run_python` tool as listed to a client of a session, or to a
-    /// stateless client (`stateless`): its description says what is true
-    /// for that client, and with kept variables a stateless client's input
-    /// schema takes the session handle.
-    fn tool_for(&self, stateless: bool) -> Tool {
-        let view = self.shared.catalog.current();
-        let description = if stateless { view.stateless_description.clone() } else { view.description.clone() };
-        let mut properties = serde_json::json!({
-            "code": {"type": "string", "description": "Python source; top-level await is allowed."}
-        });
-        if stateless && self.shared.config.keep.is_some() {
-            properties[handle::ARGUMENT] = serde_json::json!({
-                "type": "string",
-                "description": "\"new\" to start a sandbox that keeps its variables between runs, or the \
-                                `session` value of an earlier result to run in that sandbox again. Leave it out to \
-                                run in a fresh sandbox that keeps nothing."
-            });
-        }
-        let input = serde_json::json!({
-            "type": "object",
-            "properties": properties,
-            "required": ["code"],
-            "additionalProperties": false,
-        });
-        let output = serde_json::to_value(schemars_output_schema()).expect("schema is JSON");
-        let mut tool = Tool::new(TOOL_NAME, description, Arc::new(as_object(input)));
-        tool.output_schema = Some(Arc::new(as_object(output)));
-        tool
-    }
-
     /// Serve MCP over this process's stdin/stdout until the client goes
     /// away or `cancel` fires; the session then ends.
     pub async fn serve_stdio(self, cancel: CancellationToken) -> Result<(), FrontendError> {
@@ -726,205 +421,12 @@ impl Frontend {
     }
 }
 
-fn as_object(v: serde_json::Value) -> JsonObject {
-    match v {
-        serde_json::Value::Object(m) => m,
-        _ => JsonObject::new(),
-    }
-}
-
-/// The JSON Schema of a `run_python` result, inlined (no `$ref`s) as MCP
-/// output schemas must be self-contained.
-fn schemars_output_schema() -> serde_json::Value {
-    serde_json::json!({
-        "type": "object",
-        "properties": {
-            "stdout": {"type": "string", "description": "What the code printed (first bytes kept)."},
-            "error": {"type": ["string", "null"], "description": "Null when the code finished; else the end of its traceback or why the run was stopped."},
-            "truncated": {"type": "boolean", "description": "The code printed more than was kept."},
-            "stopped": {"type": "boolean", "description": "The run did not end on its own (deadline, output flood, protocol violation, the sandbox died)."},
-            "session": {"type": "string", "description": "For a stateless client with kept variables: the handle of the sandbox holding this run's variables; pass it as the `session` argument of the next run."}
-        },
-        "required": ["stdout", "error", "truncated", "stopped"],
-        "additionalProperties": false
-    })
-}
-
-/// The MCP result of a report: structured content plus the same JSON as
-/// text, marked `isError` when the report has an error (the code raised, or
-/// the run was stopped), so that clients which only look at the flag see the
-/// failure.
-pub fn report_result(report: &CellReport) -> CallToolResult {
-    let mut result = CallToolResult::structured(serde_json::to_value(report).expect("a report is JSON"));
-    result.is_error = Some(report.error.is_some());
-    result
-}
-
-/// The MCP result of a cell: its report, and for a stateless client's kept
-/// cell the handle of the container its variables live in, in the
-/// structured content (`session`) and in `_meta` ([`handle::META_KEY`]).
-fn ran_result(ran: &Ran) -> CallToolResult {
-    let Some(kept) = &ran.kept else { return report_result(&ran.report) };
-    let handle = handle::encode(kept);
-    let mut content = serde_json::to_value(&ran.report).expect("a report is JSON");
-    content[handle::ARGUMENT] = serde_json::Value::String(handle.clone());
-    let mut result = CallToolResult::structured(content);
-    result.is_error = Some(ran.report.error.is_some());
-    let mut meta = JsonObject::new();
-    meta.insert(handle::META_KEY.into(), serde_json::Value::String(handle));
-    result.meta = Some(rmcp::model::MetaObject(meta));
-    result
-}
-
-impl ServerHandler for Frontend {
-    #[allow(deprecated)] // MCP logging, deprecated from 2026-07-28 on (see `notices`).
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_logging().build(),
-        )
-        .with_server_info(Implementation::new("code-mode", env!("CARGO_PKG_VERSION")))
-        .with_instructions(match self.shared.config.expose {
-            Expose::Only => "Call the tools directly; every call passes a policy gateway.",
-            _ => "Call run_python with a short Python program; the wrapped tools are async functions in it.",
-        })
-    }
-
-    async fn initialize(
-        &self,
-        request: rmcp::model::InitializeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::InitializeResult, McpError> {
-        // The session takes its caller (and its place among the open
-        // sessions) at the handshake, before the client can send more.
-        if let Some(caller) = auth::caller_of(&context) {
-            self.session.know_caller(caller).await;
-        }
-        context.peer.set_peer_info(request.clone());
-        self.negotiate_initialize(&request)
-    }
-
-    /// The client chose the level of the log notifications it gets: from
-    /// now on its session's events at that level or above reach it.
-    #[allow(deprecated)] // MCP logging, deprecated from 2026-07-28 on (see `notices`).
-    async fn set_level(
-        &self,
-        request: rmcp::model::SetLevelRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        self.session.know_client(&context.peer);
-        self.session.set_level(request.level).await;
-        tracing::debug!(session = %self.session(), level = ?request.level, "the client set its log level");
-        Ok(())
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        self.session.know_client(&context.peer);
-        let expose = self.shared.config.expose;
-        let mut tools = Vec::new();
-        if expose.run_python() {
-            tools.push(self.tool_for(self.stateless(&context)));
-        }
-        if expose.direct() {
-            tools.extend(direct::tools(&self.shared.catalog.current().catalog));
-        }
-        Ok(ListToolsResult::with_all_items(tools))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        self.session.know_client(&context.peer);
-        if let Some(caller) = auth::caller_of(&context) {
-            self.session.know_caller(caller).await;
-        }
-        let stateless = self.stateless(&context);
-        if stateless {
-            self.session.stateless().await;
-        }
-        // A 2026-07-28 client sends its log level with each request.
-        if let Some(level) = context.meta.log_level() {
-            self.session.set_level(level).await;
-        }
-        let expose = self.shared.config.expose;
-        if !expose.direct() && request.name != TOOL_NAME {
-            return Err(McpError::invalid_params(
-                format!("unknown tool {:?}: the only tool is {TOOL_NAME}", request.name),
-                None,
-            ));
-        }
-        if let Some(token) = request.request_state.as_deref() {
-            return Ok(self.resume(token, request.input_responses.as_ref(), &context).await);
-        }
-        if request.name != TOOL_NAME || !expose.run_python() {
-            return Ok(self.call_direct(request, &context).await);
-        }
-        let code = request.arguments.as_ref().and_then(|a| a.get("code"));
-        let Some(serde_json::Value::String(code)) = code else {
-            return Ok(error_result(&format!("{TOOL_NAME} needs a string argument \"code\"")).into());
-        };
-        if code.len() > self.shared.config.max_code {
-            let e = FrontendError::CodeTooLarge { size: code.len(), max: self.shared.config.max_code };
-            return Ok(error_result(&format!("{TOOL_NAME}: {e}")).into());
-        }
-        if let Err(e) = self.listen_for_approvals().await {
-            tracing::warn!(error = %e, "this session cannot answer approvals");
-            return Ok(error_result(&format!("{TOOL_NAME}: {e}")).into());
-        }
-        let keep = match self.cell_keep(stateless, request.arguments.as_ref().unwrap_or(&JsonObject::new()), &context) {
-            Ok(keep) => keep,
-            Err(e) => return Ok(error_result(&format!("{TOOL_NAME}: {e}")).into()),
-        };
-        let run = self.start_cell(code.clone(), keep).await;
-        Ok(self.drive(run, &context).await)
-    }
-}
-
-/// How this request's client can be asked for an approval.
-fn asking(context: &RequestContext<RoleServer>) -> Asking {
-    let form = context
-        .client_capabilities()
-        .and_then(|c| c.elicitation)
-        // No mode named means form (the older capability shape).
-        .is_some_and(|e| e.form.is_some() || e.url.is_none());
-    if !form {
-        return Asking::Unsupported;
-    }
-    match context.protocol_version() {
-        Some(version) if !version.has_initialize() => Asking::InputRequired,
-        _ => Asking::Request,
-    }
-}
-
-/// Ask the client with `elicitation/create` and wait for the answer, at
-/// most the request's timeout.
-async fn elicit(peer: &Peer<RoleServer>, request: &ApprovalRequest, identity: Option<&Identity>) -> ApprovalReply {
-    let timeout = Duration::from_millis(request.timeout_ms);
-    match peer.create_elicitation_with_timeout(approval::question_for(request, identity), Some(timeout)).await {
-        Ok(result) => approval::answer_of(&result),
-        Err(ServiceError::Timeout { .. }) => ApprovalReply::TimedOut,
-        Err(e) => {
-            tracing::warn!(error = %e, "elicitation failed");
-            let reason: String = format!("the client could not be asked ({e})").chars().take(200).collect();
-            ApprovalReply::Unavailable { reason }
-        }
-    }
-}
-
-pub(crate) fn error_result(message: &str) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(message.to_string())])
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
 
     use code_mode_proto::{ToolEntry, queue_groups};
+    use code_mode_telemetry::FrontendCellResult;
 
     use super::*;
 

@@ -45,18 +45,25 @@
 //! waits on a person. That channel does not keep the actor alive: a
 //! session whose handles are gone still routes the questions of its
 //! running cells (a stateless client answers them on a later request).
+//!
+//! This file is the actor and its handle; [`routes`] routes the approval
+//! questions, [`kept`] is the client of a kept container (and of a
+//! stateless client's handle), [`cells`] sends a cell to the runners.
 
-use std::collections::{HashMap, VecDeque};
+mod cells;
+mod kept;
+mod routes;
+
+use self::cells::{At, run_cell};
+use self::kept::{Container, Kept, end_kept, run_handle_cell, run_kept_cell};
+use self::routes::{Route, RouteRequest, approve};
+
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use code_mode_core::bus::BusError;
-use code_mode_core::lease::Gone;
-use code_mode_proto::{
-    ApprovalReply, ApprovalRequest, CellLimits, CellRan, CellReport, DirectCall, ErrorKind, Keep, KeptContainer,
-    KeptEnd, KeptReply, KeptRequest, RunCell, ToolStub, subjects,
-};
+use code_mode_proto::{ApprovalRequest, CellReport, DirectCall, KeptContainer, subjects};
 use rmcp::RoleServer;
 #[allow(deprecated)] // MCP logging, deprecated from 2026-07-28 on (see `notices`).
 use rmcp::model::{CallToolResult, LoggingLevel};
@@ -69,18 +76,20 @@ use tracing::Instrument;
 
 use crate::approval::{LocalAsker, Pending};
 use crate::auth::{Caller, Identity, shown};
-use crate::catalog::View;
 use crate::handle::HandleError;
 use crate::notices::{Notice, Notices, Notifier};
-use crate::{CELL_MARGIN, CellOptions, FrontendError, KeepConfig, RETRY_PAUSE, Shared};
+use crate::{CellOptions, FrontendError, KeepConfig, Shared};
 
 /// Commands that may wait at a session actor.
 const COMMANDS: usize = 32;
+
 /// Route requests (approval questions) that may wait at a session actor.
 const ROUTE_REQUESTS: usize = 64;
+
 /// Approval questions of one cell that may wait for its request to take
 /// them (one per concurrent call at most).
 pub(crate) const QUESTIONS_PER_CELL: usize = 64;
+
 /// How long telling the bridge that a session ended may take (and the
 /// runner, that a kept container may go).
 const SESSION_END_TIMEOUT: Duration = Duration::from_secs(2);
@@ -154,21 +163,6 @@ pub(crate) struct Ran {
     pub report: CellReport,
     /// The container the next cell of the handle runs in.
     pub kept: Option<KeptContainer>,
-}
-
-/// Where an approval question goes.
-enum Route {
-    /// The request running the cell.
-    Cell(mpsc::Sender<Pending>),
-    /// Whoever answers outside MCP requests.
-    Local(Arc<dyn LocalAsker>),
-    /// Nobody.
-    Nobody,
-}
-
-struct RouteRequest {
-    cell_id: String,
-    reply: oneshot::Sender<Route>,
 }
 
 #[allow(deprecated)] // MCP logging, deprecated from 2026-07-28 on (see `notices`).
@@ -371,30 +365,6 @@ struct SessionActor {
     /// For a stateless request's session: the identity's scope, under
     /// which its cells and direct calls count at the bridge.
     scope: Option<String>,
-}
-
-/// A kept session's container as its session knows it.
-#[derive(Debug, Clone, Default)]
-struct Container {
-    /// Where it lives, once a cell made it.
-    at: Option<KeptContainer>,
-    /// When its first cell started.
-    born: Option<tokio::time::Instant>,
-    /// When its last cell ended.
-    last: Option<tokio::time::Instant>,
-    /// Why the container that held the session's variables is gone, for the
-    /// next cell to say.
-    lost: Option<String>,
-}
-
-/// The kept side of a session: its container and its cells in order.
-#[derive(Default)]
-struct Kept {
-    container: Container,
-    /// The task of the kept cell running now.
-    running: Option<tokio::task::Id>,
-    /// Kept cells waiting for it, in order, each with its session slot.
-    waiting: VecDeque<(CellOrder, CellReply, CellSlot)>,
 }
 
 /// Where a cell's result goes: the request that ran it.
@@ -692,20 +662,6 @@ impl SessionActor {
     }
 }
 
-/// Tell the runner holding a kept container that its session ended (it
-/// stops a cell still running there and removes the container). A runner
-/// that cannot be told removes it after the session's idle time.
-async fn end_kept(shared: &Shared, session: &str, at: KeptContainer) {
-    let Some(subject) = subjects::runner(&at.runner) else { return };
-    let end = KeptRequest::End(KeptEnd { session: session.to_string(), key: at.key });
-    match shared.bus.call::<_, KeptReply>(&subject, &end, SESSION_END_TIMEOUT + CELL_MARGIN).await {
-        Ok(reply) => tracing::info!(%session, ?reply, "client session ended; its kept container was removed"),
-        Err(e) => {
-            tracing::info!(%session, error = %e, "client session ended, but the runner holding its kept container could not be told")
-        }
-    }
-}
-
 /// Tell the bridge that `session` ended, so it forgets its state; a
 /// failure is only logged (the state then stays, as it did before).
 async fn tell_session_ended(shared: &Shared, session: &str) {
@@ -717,413 +673,5 @@ async fn tell_session_ended(shared: &Shared, session: &str) {
             tracing::info!(%session, removed = ended.removed, "client session ended; the bridge forgot its state")
         }
         Err(e) => tracing::info!(%session, error = %e, "client session ended, but the bridge could not be told"),
-    }
-}
-
-/// Route one approval question and wait for its answer, at most the
-/// question's timeout. Runs in the subscription's handler, never in the
-/// actor.
-async fn approve(routes: &mpsc::Sender<RouteRequest>, request: ApprovalRequest) -> ApprovalReply {
-    let timeout = Duration::from_millis(request.timeout_ms);
-    let (reply, route) = oneshot::channel();
-    let asked = RouteRequest { cell_id: request.cell_id.clone(), reply };
-    let route = match routes.send(asked).await {
-        Ok(()) => route.await.unwrap_or(Route::Nobody),
-        Err(_) => return ApprovalReply::Unavailable { reason: "the client session has ended".into() },
-    };
-    match route {
-        Route::Cell(cell) => {
-            let (answer, wait) = oneshot::channel();
-            let asked = async {
-                if cell.send(Pending { request, answer }).await.is_err() {
-                    return ApprovalReply::Unavailable { reason: "the cell has ended".into() };
-                }
-                wait.await.unwrap_or_else(|_| ApprovalReply::Unavailable {
-                    reason: "the run_python request ended before the person answered".into(),
-                })
-            };
-            tokio::time::timeout(timeout, asked).await.unwrap_or(ApprovalReply::TimedOut)
-        }
-        Route::Local(local) => {
-            tokio::time::timeout(timeout, local.ask(request)).await.unwrap_or(ApprovalReply::TimedOut)
-        }
-        Route::Nobody => ApprovalReply::Unavailable {
-            reason: "the cell does not run on an MCP request of this session, so there is nobody to ask".into(),
-        },
-    }
-}
-
-/// Where a session's cells and direct calls count (`session`: the client
-/// session, or a stateless request's identity scope) and who asks about
-/// their approvals (`asker`, when not `session`).
-#[derive(Debug, Clone)]
-struct At {
-    session: String,
-    asker: Option<String>,
-}
-
-/// Run one cell: wait for one of the process's cell slots, refresh the
-/// catalog, send the cell to a sandbox-runner.
-async fn run_cell(
-    shared: &Shared,
-    at: &At,
-    identity: Option<&Identity>,
-    order: &CellOrder,
-) -> Result<CellReport, FrontendError> {
-    let config = &shared.config;
-    if order.code.len() > config.max_code {
-        return Err(FrontendError::CodeTooLarge { size: order.code.len(), max: config.max_code });
-    }
-    let _slot = shared.slots.acquire().await.expect("the semaphore is never closed");
-    shared.catalog.refresh().await;
-    let view = shared.catalog.current();
-    let cell = cell_message(shared, at, identity, order, &view);
-    Ok(send_fresh(shared, &cell).await.map_err(|(e, _)| e)?.report)
-}
-
-/// Run one cell of a stateless client's handle: in the kept container the
-/// handle names (`handle`), or in a new kept container, whose handle the
-/// result then carries. A container that is gone, or another identity's,
-/// fails the cell saying so ([`HandleError`]): never a fresh container in
-/// its place.
-async fn run_handle_cell(
-    shared: &Shared,
-    at: &At,
-    identity: Option<&Identity>,
-    order: &CellOrder,
-    keep: KeepConfig,
-    handle: Option<KeptContainer>,
-) -> Result<Ran, FrontendError> {
-    let config = &shared.config;
-    if order.code.len() > config.max_code {
-        return Err(FrontendError::CodeTooLarge { size: order.code.len(), max: config.max_code });
-    }
-    let _slot = shared.slots.acquire().await.expect("the semaphore is never closed");
-    shared.catalog.refresh().await;
-    let view = shared.catalog.current();
-    let mut cell = cell_message(shared, at, identity, order, &view);
-    let settings = Keep {
-        key: None,
-        idle_ms: keep.idle.as_millis() as u64,
-        max_ms: keep.max.as_millis() as u64,
-        most: Some(keep.most_handles),
-    };
-    let ran = match handle {
-        None => {
-            cell.keep = Some(settings);
-            send_fresh(shared, &cell).await.map_err(|(e, _)| e)?
-        }
-        Some(container) => {
-            cell.keep = Some(Keep { key: Some(container.key.clone()), ..settings });
-            match send_to_runner(shared, &container, &cell).await {
-                Ok(ran) => ran,
-                Err(Next::Lost(lost)) => {
-                    tracing::info!(cell = %cell.cell_id, ?lost, "a session handle's container cannot be used");
-                    return Err(lost.handle_error().into());
-                }
-                Err(Next::Fail(e, _)) => return Err(e),
-            }
-        }
-    };
-    Ok(Ran { report: ran.report, kept: ran.kept })
-}
-
-/// Run one cell of a kept session: in its container when it has one, else
-/// (or when that container is gone) in a new one, whose output then starts
-/// by saying that earlier variables are gone. Returns the report and what
-/// became of the container.
-async fn run_kept_cell(
-    shared: &Shared,
-    at_session: &At,
-    identity: Option<&Identity>,
-    order: &CellOrder,
-    keep: KeepConfig,
-    mut container: Container,
-) -> (Result<CellReport, FrontendError>, Container) {
-    let config = &shared.config;
-    if order.code.len() > config.max_code {
-        return (Err(FrontendError::CodeTooLarge { size: order.code.len(), max: config.max_code }), container);
-    }
-    let session = at_session.session.as_str();
-    let _slot = shared.slots.acquire().await.expect("the semaphore is never closed");
-    shared.catalog.refresh().await;
-    let view = shared.catalog.current();
-    let mut cell = cell_message(shared, at_session, identity, order, &view);
-    let settings =
-        Keep { key: None, idle_ms: keep.idle.as_millis() as u64, max_ms: keep.max.as_millis() as u64, most: None };
-    let started = tokio::time::Instant::now();
-    if let Some(at) = container.at.take() {
-        cell.keep = Some(Keep { key: Some(at.key.clone()), ..settings.clone() });
-        match send_to_runner(shared, &at, &cell).await {
-            // Earlier variables may be gone though the container is known:
-            // its first cell's report was lost (below).
-            Ok(ran) => {
-                let lost = container.lost.take();
-                return finish_kept(ran, container, lost);
-            }
-            Err(Next::Lost(lost)) => {
-                let reason = match lost {
-                    Lost::Unknown | Lost::Expired(_) | Lost::Foreign => why_removed(&container, keep),
-                    Lost::RunnerGone => GONE_RUNNER.to_string(),
-                    Lost::NotHeld => "its sandbox-runner no longer holds it".to_string(),
-                };
-                tracing::info!(%session, %reason, "the kept session's container is gone: starting a fresh one");
-                container.lost = Some(reason);
-            }
-            Err(Next::Fail(e, lost)) => {
-                // The container may live on at its runner: keep pointing
-                // there unless the runner itself was lost.
-                if lost.is_none() {
-                    container.at = Some(at);
-                }
-                container.lost = lost.or(container.lost);
-                return (Err(e), container);
-            }
-        }
-    }
-    let lost = container.lost.take();
-    cell.keep = Some(settings);
-    let ran = match send_fresh(shared, &cell).await {
-        Ok(ran) => ran,
-        Err((e, kept)) => {
-            // A lost report of the container's first cell: its runner's
-            // lease named the container, which lives on there, so the next
-            // cell runs in it rather than leave it until `--session-idle`.
-            if let Some(at) = kept {
-                tracing::info!(%session, runner = %at.runner, "the kept container of a cell whose report was lost lives on");
-                container.at = Some(at);
-                container.born = Some(started);
-                container.last = Some(tokio::time::Instant::now());
-            }
-            container.lost = lost;
-            return (Err(e), container);
-        }
-    };
-    container.born = Some(started);
-    finish_kept(ran, container, lost)
-}
-
-/// Why a runner no longer holds a kept container, as far as the session's
-/// own clocks tell.
-fn why_removed(container: &Container, keep: KeepConfig) -> String {
-    let now = tokio::time::Instant::now();
-    if container.last.is_some_and(|last| now.duration_since(last) >= keep.idle) {
-        format!("it was removed after {} s without a run (--session-idle)", keep.idle.as_secs())
-    } else if container.born.is_some_and(|born| now.duration_since(born) >= keep.max) {
-        format!("it reached the session's longest life, {} s (--session-max)", keep.max.as_secs())
-    } else {
-        "its sandbox-runner no longer holds it".into()
-    }
-}
-
-/// What to do when a kept cell could not run in its container.
-enum Next {
-    /// The container is not there: a session starts a fresh one, saying
-    /// why the old one is gone; a handle's cell fails.
-    Lost(Lost),
-    /// Fail the cell (and, with a reason, forget the container).
-    Fail(FrontendError, Option<String>),
-}
-
-/// Why a kept container could not be reached, as its runner told.
-#[derive(Debug)]
-enum Lost {
-    /// The runner holds nothing under the key, and knows of nothing.
-    Unknown,
-    /// The runner removed it a while ago, for this reason.
-    Expired(String),
-    /// The key names another session's container.
-    Foreign,
-    /// Nobody serves the runner's subject: it stopped or restarted.
-    RunnerGone,
-    /// The runner answered that it holds no such container.
-    NotHeld,
-}
-
-/// The reason of [`Lost::RunnerGone`].
-const GONE_RUNNER: &str = "its sandbox-runner stopped or restarted";
-
-impl Lost {
-    /// What a stateless client is told about its handle.
-    fn handle_error(self) -> HandleError {
-        match self {
-            Lost::Unknown => HandleError::Unknown,
-            Lost::Expired(why) => HandleError::Ended { why },
-            Lost::Foreign => HandleError::Foreign,
-            Lost::RunnerGone => HandleError::Ended { why: GONE_RUNNER.into() },
-            Lost::NotHeld => HandleError::Ended { why: "its sandbox-runner no longer holds it".into() },
-        }
-    }
-}
-
-/// The error of a cell whose report will not come, as its lease told.
-fn gone_error(cell: &str, gone: Gone) -> FrontendError {
-    match gone {
-        Gone::Silent(silent) => {
-            tracing::warn!(%cell, ?silent, "the sandbox-runner running the cell stopped answering");
-            FrontendError::RunnerSilent { silent }
-        }
-        Gone::ReportLost { how: ended, .. } => {
-            tracing::warn!(%cell, %ended, "the sandbox-runner finished the cell but its report never came");
-            FrontendError::ReportLost { ended }
-        }
-    }
-}
-
-/// Send a kept session's cell to the runner holding its container.
-async fn send_to_runner(shared: &Shared, at: &KeptContainer, cell: &RunCell) -> Result<CellRan, Next> {
-    let Some(subject) = subjects::runner(&at.runner) else { return Err(Next::Lost(Lost::RunnerGone)) };
-    let wait = shared.config.deadline + CELL_MARGIN;
-    // The runner holds the cell's lease while it runs, as for a fresh cell:
-    // its death is seen within seconds, not at the deadline.
-    let request = KeptRequest::Run(cell.clone());
-    let call = shared.bus.call::<_, KeptReply>(&subject, &request, wait);
-    let answer = match code_mode_core::lease::watched(&shared.bus, &cell.cell_id, call).await {
-        Ok(answer) => answer,
-        // Only the report was lost: the container lives on at its runner
-        // (or, stopped, was removed: the next cell learns it from there).
-        Err(gone @ Gone::ReportLost { .. }) => return Err(Next::Fail(gone_error(&cell.cell_id, gone), None)),
-        Err(gone @ Gone::Silent(_)) => {
-            return Err(Next::Fail(
-                gone_error(&cell.cell_id, gone),
-                Some("its sandbox-runner was lost during an earlier run".into()),
-            ));
-        }
-    };
-    match answer {
-        Ok(KeptReply::Ran(ran)) => Ok(ran),
-        Ok(KeptReply::Ended { .. }) => Err(Next::Lost(Lost::NotHeld)),
-        Err(BusError::Remote { subject, error }) => match error.kind {
-            ErrorKind::KeptLost => Err(Next::Lost(Lost::Unknown)),
-            ErrorKind::KeptExpired => {
-                // The runner's message ends with why.
-                let why = error.message.split_once(": ").map_or(error.message.as_str(), |(_, why)| why);
-                Err(Next::Lost(Lost::Expired(why.chars().take(200).collect())))
-            }
-            ErrorKind::KeptForeign => Err(Next::Lost(Lost::Foreign)),
-            ErrorKind::KeptBusy => Err(Next::Fail(HandleError::Busy.into(), None)),
-            _ => Err(Next::Fail(BusError::Remote { subject, error }.into(), None)),
-        },
-        Err(BusError::NoResponders { .. }) => Err(Next::Lost(Lost::RunnerGone)),
-        Err(BusError::Timeout { .. } | BusError::Dropped { .. }) => {
-            tracing::warn!(cell = %cell.cell_id, "the sandbox-runner holding the kept container was lost");
-            Err(Next::Fail(
-                FrontendError::RunnerLost { waited: wait, margin: CELL_MARGIN },
-                Some("its sandbox-runner was lost during an earlier run".into()),
-            ))
-        }
-        Err(e) => Err(Next::Fail(e.into(), None)),
-    }
-}
-
-/// The report of a kept cell (its output led by `lost`, when the session's
-/// earlier variables are gone) and what became of the container.
-fn finish_kept(
-    ran: CellRan,
-    mut container: Container,
-    lost: Option<String>,
-) -> (Result<CellReport, FrontendError>, Container) {
-    let mut report = ran.report;
-    if let Some(reason) = lost {
-        report.stdout = format!("{}\n{}", lost_line(&reason), report.stdout);
-    }
-    container.last = Some(tokio::time::Instant::now());
-    container.lost = None;
-    container.at = ran.kept;
-    if container.at.is_none() {
-        // The runner removed the container at the end of this cell.
-        container.born = None;
-        container.lost = Some(if report.stopped {
-            "the previous run was stopped, which removed it".into()
-        } else {
-            "it reached the session's longest life (--session-max)".into()
-        });
-    }
-    (Ok(report), container)
-}
-
-/// The line that leads the output of a kept session's cell whose earlier
-/// variables are gone.
-fn lost_line(reason: &str) -> String {
-    let why = if reason.is_empty() { String::new() } else { format!(" ({reason})") };
-    format!(
-        "code-mode: the session's sandbox is gone{why}: this run starts in a fresh one, and the variables, imports \
-         and files of earlier runs are gone."
-    )
-}
-
-/// The [`RunCell`] of `order` over the catalog of `view`.
-fn cell_message(shared: &Shared, at: &At, identity: Option<&Identity>, order: &CellOrder, view: &View) -> RunCell {
-    let config = &shared.config;
-    let max_calls = match order.options.max_calls {
-        Some(budget) => budget.min(view.catalog.max_calls),
-        None => view.catalog.max_calls,
-    };
-    RunCell {
-        cell_id: order.cell_id.clone(),
-        session: at.session.clone(),
-        asker: at.asker.clone(),
-        identity: identity.map(|i| i.to_string()),
-        code: order.code.clone(),
-        tools: view.catalog.tools.iter().map(ToolStub::from).collect(),
-        withheld: view.catalog.withheld.clone(),
-        limits: CellLimits {
-            deadline_ms: config.deadline.as_millis() as u64,
-            max_calls,
-            call_timeout_ms: view.catalog.call_timeout_ms,
-            approval_timeout_ms: view.catalog.approval_timeout_ms,
-            max_output: config.max_output,
-            stop_output: config.stop_output,
-            max_line: config.max_line,
-        },
-        keep: None,
-    }
-}
-
-/// Send a cell to the runners' queue group. A runner with every slot taken
-/// declines at once; the queue group then offers the cell to the next.
-/// Gives up after `capacity_wait`.
-///
-/// An error comes with the kept container the cell ran in when its report
-/// was lost but the runner's lease named one (a kept session's first cell).
-async fn send_fresh(shared: &Shared, cell: &RunCell) -> Result<CellRan, (FrontendError, Option<KeptContainer>)> {
-    let config = &shared.config;
-    let started = tokio::time::Instant::now();
-    loop {
-        let wait = config.deadline + CELL_MARGIN;
-        let bus = &shared.bus;
-        // The runner that takes the cell holds its lease until it replies
-        // (and says how the cell ended a while after); a runner that dies
-        // stops answering it.
-        let answer =
-            match code_mode_core::lease::watched(bus, &cell.cell_id, bus.call(subjects::CELL_RUN, cell, wait)).await {
-                Ok(answer) => answer,
-                Err(gone) => {
-                    let kept = match &gone {
-                        Gone::ReportLost { kept, .. } => kept.clone(),
-                        Gone::Silent(_) => None,
-                    };
-                    return Err((gone_error(&cell.cell_id, gone), kept));
-                }
-            };
-        let last = match answer {
-            Err(BusError::Remote { error, .. }) if error.kind == ErrorKind::NoCapacity => None,
-            Err(e @ BusError::NoResponders { .. }) => Some(e),
-            // A runner took the cell and never answered (or dropped it).
-            Err(BusError::Timeout { .. } | BusError::Dropped { .. }) => {
-                tracing::warn!(cell = %cell.cell_id, "the sandbox-runner running the cell was lost");
-                return Err((FrontendError::RunnerLost { waited: wait, margin: CELL_MARGIN }, None));
-            }
-            other => return other.map_err(|e| (e.into(), None)),
-        };
-        if started.elapsed() >= config.capacity_wait {
-            let error = match last {
-                // Nobody declined: there is no runner at all.
-                Some(no_runner) => no_runner.into(),
-                None => FrontendError::NoCapacity { waited: started.elapsed() },
-            };
-            return Err((error, None));
-        }
-        tokio::time::sleep(RETRY_PAUSE).await;
     }
 }

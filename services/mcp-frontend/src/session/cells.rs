@@ -1,0 +1,140 @@
+//! Sending a cell: the [`RunCell`] of an order over the current catalog,
+//! a slot of the process, the runners' queue group (offered again while
+//! every runner is full, until `--capacity-wait`), the cell's lease
+//! watched meanwhile.
+
+use code_mode_core::bus::BusError;
+use code_mode_core::lease::Gone;
+use code_mode_proto::{CellLimits, CellRan, CellReport, ErrorKind, KeptContainer, RunCell, ToolStub, subjects};
+
+use super::CellOrder;
+use crate::auth::Identity;
+use crate::catalog::View;
+use crate::{CELL_MARGIN, FrontendError, RETRY_PAUSE, Shared};
+
+/// Where a session's cells and direct calls count (`session`: the client
+/// session, or a stateless request's identity scope) and who asks about
+/// their approvals (`asker`, when not `session`).
+#[derive(Debug, Clone)]
+pub(super) struct At {
+    pub(super) session: String,
+    pub(super) asker: Option<String>,
+}
+
+/// Run one cell: wait for one of the process's cell slots, refresh the
+/// catalog, send the cell to a sandbox-runner.
+pub(super) async fn run_cell(
+    shared: &Shared,
+    at: &At,
+    identity: Option<&Identity>,
+    order: &CellOrder,
+) -> Result<CellReport, FrontendError> {
+    let config = &shared.config;
+    if order.code.len() > config.max_code {
+        return Err(FrontendError::CodeTooLarge { size: order.code.len(), max: config.max_code });
+    }
+    let _slot = shared.slots.acquire().await.expect("the semaphore is never closed");
+    shared.catalog.refresh().await;
+    let view = shared.catalog.current();
+    let cell = cell_message(shared, at, identity, order, &view);
+    Ok(send_fresh(shared, &cell).await.map_err(|(e, _)| e)?.report)
+}
+
+/// The error of a cell whose report will not come, as its lease told.
+pub(super) fn gone_error(cell: &str, gone: Gone) -> FrontendError {
+    match gone {
+        Gone::Silent(silent) => {
+            tracing::warn!(%cell, ?silent, "the sandbox-runner running the cell stopped answering");
+            FrontendError::RunnerSilent { silent }
+        }
+        Gone::ReportLost { how: ended, .. } => {
+            tracing::warn!(%cell, %ended, "the sandbox-runner finished the cell but its report never came");
+            FrontendError::ReportLost { ended }
+        }
+    }
+}
+
+/// The [`RunCell`] of `order` over the catalog of `view`.
+pub(super) fn cell_message(
+    shared: &Shared,
+    at: &At,
+    identity: Option<&Identity>,
+    order: &CellOrder,
+    view: &View,
+) -> RunCell {
+    let config = &shared.config;
+    let max_calls = match order.options.max_calls {
+        Some(budget) => budget.min(view.catalog.max_calls),
+        None => view.catalog.max_calls,
+    };
+    RunCell {
+        cell_id: order.cell_id.clone(),
+        session: at.session.clone(),
+        asker: at.asker.clone(),
+        identity: identity.map(|i| i.to_string()),
+        code: order.code.clone(),
+        tools: view.catalog.tools.iter().map(ToolStub::from).collect(),
+        withheld: view.catalog.withheld.clone(),
+        limits: CellLimits {
+            deadline_ms: config.deadline.as_millis() as u64,
+            max_calls,
+            call_timeout_ms: view.catalog.call_timeout_ms,
+            approval_timeout_ms: view.catalog.approval_timeout_ms,
+            max_output: config.max_output,
+            stop_output: config.stop_output,
+            max_line: config.max_line,
+        },
+        keep: None,
+    }
+}
+
+/// Send a cell to the runners' queue group. A runner with every slot taken
+/// declines at once; the queue group then offers the cell to the next.
+/// Gives up after `capacity_wait`.
+///
+/// An error comes with the kept container the cell ran in when its report
+/// was lost but the runner's lease named one (a kept session's first cell).
+pub(super) async fn send_fresh(
+    shared: &Shared,
+    cell: &RunCell,
+) -> Result<CellRan, (FrontendError, Option<KeptContainer>)> {
+    let config = &shared.config;
+    let started = tokio::time::Instant::now();
+    loop {
+        let wait = config.deadline + CELL_MARGIN;
+        let bus = &shared.bus;
+        // The runner that takes the cell holds its lease until it replies
+        // (and says how the cell ended a while after); a runner that dies
+        // stops answering it.
+        let answer =
+            match code_mode_core::lease::watched(bus, &cell.cell_id, bus.call(subjects::CELL_RUN, cell, wait)).await {
+                Ok(answer) => answer,
+                Err(gone) => {
+                    let kept = match &gone {
+                        Gone::ReportLost { kept, .. } => kept.clone(),
+                        Gone::Silent(_) => None,
+                    };
+                    return Err((gone_error(&cell.cell_id, gone), kept));
+                }
+            };
+        let last = match answer {
+            Err(BusError::Remote { error, .. }) if error.kind == ErrorKind::NoCapacity => None,
+            Err(e @ BusError::NoResponders { .. }) => Some(e),
+            // A runner took the cell and never answered (or dropped it).
+            Err(BusError::Timeout { .. } | BusError::Dropped { .. }) => {
+                tracing::warn!(cell = %cell.cell_id, "the sandbox-runner running the cell was lost");
+                return Err((FrontendError::RunnerLost { waited: wait, margin: CELL_MARGIN }, None));
+            }
+            other => return other.map_err(|e| (e.into(), None)),
+        };
+        if started.elapsed() >= config.capacity_wait {
+            let error = match last {
+                // Nobody declined: there is no runner at all.
+                Some(no_runner) => no_runner.into(),
+                None => FrontendError::NoCapacity { waited: started.elapsed() },
+            };
+            return Err((error, None));
+        }
+        tokio::time::sleep(RETRY_PAUSE).await;
+    }
+}

@@ -1,0 +1,143 @@
+//! What the frontend hands its MCP client, decided here and nowhere else:
+//! a cell's report as a result (structured content, the same JSON as text,
+//! `isError` when the code failed, and a stateless client's handle), and
+//! every error result: a request the frontend refuses or a cell that got
+//! no report says `<tool>: <why>` ([`failed`]); a direct call's refusal is
+//! the bridge's message, a fault only its kind, as code sees it
+//! ([`direct_reply`]).
+
+use code_mode_core::bus::BusError;
+use code_mode_proto::{CellReport, DirectReply, ErrorKind};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ResultType};
+
+use crate::FrontendError;
+use crate::handle;
+use crate::session::Ran;
+
+/// An error result saying `text`.
+fn error_text(text: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+/// The error result of `tool` (`run_python`, or a wrapped tool called
+/// directly) refused or failed by the frontend: `<tool>: <why>`.
+pub(crate) fn failed(tool: &str, error: &FrontendError) -> CallToolResult {
+    error_text(format!("{tool}: {error}"))
+}
+
+/// The bridge's answer to a direct call as the client's result: the
+/// server's result whole (its result type set, as the client's protocol
+/// may need it), a refusal's message as an error result, a fault or a bus
+/// failure only as its kind's name.
+pub(crate) fn direct_reply(tool: &str, answer: Result<DirectReply, BusError>) -> CallToolResult {
+    match answer {
+        Ok(DirectReply::Ok { result }) => match serde_json::from_value::<CallToolResult>(result) {
+            Ok(mut result) => {
+                // A server of an older protocol sends no result type; this
+                // result goes to our client, whose protocol may need one
+                // (rmcp drops it again for older clients).
+                result.result_type = Some(ResultType::COMPLETE);
+                result
+            }
+            Err(e) => {
+                tracing::warn!(%tool, error = %e, "the bridge's result is no MCP result");
+                error_text(ErrorKind::UnexpectedResponse.as_str().to_string())
+            }
+        },
+        Ok(DirectReply::Refused { message }) => error_text(message),
+        Ok(DirectReply::Fault { kind }) => error_text(kind.as_str().to_string()),
+        Err(e) => {
+            tracing::warn!(%tool, error = %e, "a direct call did not reach the bridge");
+            error_text(e.tool_call_fault().as_str().to_string())
+        }
+    }
+}
+
+/// The MCP result of a report: structured content plus the same JSON as
+/// text, marked `isError` when the report has an error (the code raised, or
+/// the run was stopped), so that clients which only look at the flag see the
+/// failure.
+pub fn report_result(report: &CellReport) -> CallToolResult {
+    let mut result = CallToolResult::structured(serde_json::to_value(report).expect("a report is JSON"));
+    result.is_error = Some(report.error.is_some());
+    result
+}
+
+/// The MCP result of a cell: its report, and for a stateless client's kept
+/// cell the handle of the container its variables live in, in the
+/// structured content (`session`) and in `_meta` ([`handle::META_KEY`]).
+pub(crate) fn ran_result(ran: &Ran) -> CallToolResult {
+    let Some(kept) = &ran.kept else { return report_result(&ran.report) };
+    let handle = handle::encode(kept);
+    let mut content = serde_json::to_value(&ran.report).expect("a report is JSON");
+    content[handle::ARGUMENT] = serde_json::Value::String(handle.clone());
+    let mut result = CallToolResult::structured(content);
+    result.is_error = Some(ran.report.error.is_some());
+    let mut meta = JsonObject::new();
+    meta.insert(handle::META_KEY.into(), serde_json::Value::String(handle));
+    result.meta = Some(rmcp::model::MetaObject(meta));
+    result
+}
+
+/// `v` as a JSON object (an empty one for anything else).
+pub(crate) fn as_object(v: serde_json::Value) -> JsonObject {
+    match v {
+        serde_json::Value::Object(m) => m,
+        _ => JsonObject::new(),
+    }
+}
+
+/// The JSON Schema of a `run_python` result, inlined (no `$ref`s) as MCP
+/// output schemas must be self-contained.
+pub(crate) fn output_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "stdout": {"type": "string", "description": "What the code printed (first bytes kept)."},
+            "error": {"type": ["string", "null"], "description": "Null when the code finished; else the end of its traceback or why the run was stopped."},
+            "truncated": {"type": "boolean", "description": "The code printed more than was kept."},
+            "stopped": {"type": "boolean", "description": "The run did not end on its own (deadline, output flood, protocol violation, the sandbox died)."},
+            "session": {"type": "string", "description": "For a stateless client with kept variables: the handle of the sandbox holding this run's variables; pass it as the `session` argument of the next run."}
+        },
+        "required": ["stdout", "error", "truncated", "stopped"],
+        "additionalProperties": false
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(result: &CallToolResult) -> &str {
+        result.content[0].as_text().map(|t| t.text.as_str()).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_refused_request_says_the_tool_and_why_and_a_direct_fault_only_its_kind() {
+        let busy = failed("run_python", &FrontendError::SessionBusy { max: 1 });
+        assert_eq!(busy.is_error, Some(true));
+        assert!(text(&busy).starts_with("run_python: this session already runs 1 cell(s) at once"), "{busy:?}");
+        let fault = direct_reply("add", Ok(DirectReply::Fault { kind: ErrorKind::TransportClosed }));
+        assert_eq!((fault.is_error, text(&fault)), (Some(true), "TransportClosed"));
+        let unreached = direct_reply("add", Err(BusError::NoResponders { subject: "codemode.v1.tool.direct".into() }));
+        assert_eq!(text(&unreached), "BridgeUnavailable", "no subject or detail: {unreached:?}");
+        let refused = direct_reply("add", Ok(DirectReply::Refused { message: "add: denied".into() }));
+        assert_eq!(text(&refused), "add: denied");
+    }
+
+    #[test]
+    fn a_report_with_an_error_is_an_error_result_and_a_handle_rides_in_the_content_and_meta() {
+        let report = CellReport { stdout: "x".into(), error: Some("boom".into()), truncated: false, stopped: false };
+        assert_eq!(report_result(&report).is_error, Some(true));
+        let at = code_mode_proto::KeptContainer {
+            runner: "0123456789abcdef0123456789abcdef".into(),
+            key: "fedcba9876543210fedcba9876543210".into(),
+        };
+        let ran = Ran { report: CellReport { error: None, ..report }, kept: Some(at.clone()) };
+        let result = ran_result(&ran);
+        let handle = handle::encode(&at);
+        assert_eq!(result.structured_content.as_ref().unwrap()["session"], handle.as_str());
+        assert_eq!(result.meta.as_ref().unwrap().0[handle::META_KEY], handle.as_str());
+        assert_eq!(result.is_error, Some(false));
+    }
+}
