@@ -1,9 +1,9 @@
-//! Composition of the services.
+//! The commands.
 //!
 //! `serve` and `run` put the bridge, a sandbox-runner and the frontend in
-//! this one process over the in-process bus, under one root cancellation
-//! token. `frontend`, `bridge` and `sandbox-runner` start one service each,
-//! talking to the others over NATS. `policy check` starts only the wrapped
+//! this one process over the in-process bus ([`crate::stack`]), under one
+//! root cancellation token. `frontend`, `bridge` and `sandbox-runner`
+//! start one service each, talking to the others over NATS. `policy check` starts only the wrapped
 //! servers, to print what their policies say of each tool
 //! ([`code_mode_bridge::policy_check`]); `policy replay` and `audit`
 //! read audit records ([`crate::audit`]).
@@ -18,8 +18,7 @@ use std::io::Read;
 
 use anyhow::{Context, bail};
 use code_mode_audit::AuditSink;
-use code_mode_bridge::server::{ServerSpec, StdioSpec, Transport};
-use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, Closer, PolicyOptions, PolicySource, WrappedServer};
+use code_mode_bridge::{CallLimits, WrappedServer};
 use code_mode_core::bus::Bus;
 use code_mode_core::nats::{NatsOptions, NatsTls, NatsTransport};
 use code_mode_core::state::{JetStreamConfig, SessionStore};
@@ -27,9 +26,8 @@ use code_mode_mcp_frontend::auth::oauth::OAuthOptions;
 use code_mode_mcp_frontend::auth::{AuthOptions, SessionLimits};
 use code_mode_mcp_frontend::http::{HttpOptions, McpHttpServer, TlsFiles};
 use code_mode_mcp_frontend::{Expose, Frontend, FrontendConfig, FrontendFactory, KeepConfig};
-use code_mode_sandbox_runner::container::Lockdown;
 use code_mode_sandbox_runner::image::{self, BaseSource};
-use code_mode_sandbox_runner::{DEFAULT_WARM, RunnerConfig, SandboxRunner, connect_docker};
+use code_mode_sandbox_runner::{DEFAULT_WARM, connect_docker};
 use code_mode_telemetry::MetricsServer;
 use tokio_util::sync::CancellationToken;
 
@@ -37,8 +35,7 @@ use crate::cli::{
     BridgeArgs, Cli, Command, DirectArgs, ExposeTools, FrontendArgs, HttpArgs, KeepArgs, MetricsArgs, NatsArgs,
     PolicyCheckArgs, PolicyCommand, RunnerArgs, StackArgs, TokenCommand,
 };
-
-type Tasks = Vec<tokio::task::JoinHandle<()>>;
+use crate::stack::{BridgeParts, Buses, RunnerParts, Stack, StackParts, start_bridge, start_runner};
 
 /// Run a parsed command.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -47,20 +44,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::BuildImage(args) => build_image(args.base, args.if_missing).await,
         Command::Serve(args) => {
             let _metrics = start_metrics(&args.stack.metrics, "serve", &root).await?;
+            let http = http_options(&args.http);
+            if let Some(options) = &http {
+                code_mode_mcp_frontend::http::preflight(options).await?;
+            }
             let keep = keep_config(&args.keep);
-            if let Some(options) = http_options(&args.http) {
-                code_mode_mcp_frontend::http::preflight(&options).await?;
-            }
-            let direct = direct_config(&args.direct);
-            let stack = Stack::start(&args.stack, args.max_concurrent, keep, direct, &root).await?;
-            if let Some(options) = http_options(&args.http) {
-                let served = serve_http(stack.factory.clone(), &options, &root).await;
-                stack.stop(&root).await;
-                return served;
-            }
-            let served = stack.frontend.clone().serve_stdio(root.clone()).await;
-            stack.stop(&root).await;
-            served.context("serving MCP on stdio")
+            let parts = stack_parts(&args.stack, args.max_concurrent, keep, direct_config(&args.direct)).await?;
+            let stack = Stack::start(parts, Buses::One(Bus::in_process()), &root).await?;
+            let served = match &http {
+                Some(options) => serve_http(stack.factory.clone(), options, &root).await,
+                None => serve_stdio(stack.factory.session(), &root).await,
+            };
+            stack.stop().await;
+            served
         }
         Command::Run(mut args) => {
             // One cell: a warm pool would only start containers to remove them.
@@ -69,13 +65,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let code = read_code(args.code, args.file)?;
             let asker =
                 if args.ask { Some(crate::terminal::TerminalAsker::open().map_err(anyhow::Error::msg)?) } else { None };
-            let stack = Stack::start(&args.stack, 1, None, Direct::default(), &root).await?;
-            if let Some(asker) = asker {
-                stack.frontend.ask_locally_with(asker);
+            let parts = stack_parts(&args.stack, 1, None, Direct::default()).await?;
+            let stack = Stack::start(parts, Buses::One(Bus::in_process()), &root).await?;
+            let frontend = stack.factory.session();
+            let report = async {
+                frontend.listen_for_approvals().await?;
+                if let Some(asker) = asker {
+                    frontend.ask_locally_with(asker);
+                }
+                frontend.run_code(&code).await
             }
-            let report = stack.frontend.run_code(&code).await;
-            stack.frontend.end_session().await;
-            stack.stop(&root).await;
+            .await;
+            frontend.end_session().await;
+            stack.stop().await;
             let report = report.context("running the cell")?;
             println!("{}", serde_json::to_string(&report)?);
             Ok(())
@@ -119,12 +121,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             let audit =
                 crate::audit::open_sink(&args.audit, "bridge", Some(transport.client()), replicas(&args.nats)).await?;
-            let bus = Bus::new(transport);
-            let (bridge, closer) = start_bridge(&args.bridge, servers, state, audit, &root).await?;
-            let tasks = bridge.serve(&bus, root.clone()).await?;
+            let parts = bridge_parts(&args.bridge, servers, state, audit);
+            let running = start_bridge(parts, &Bus::new(transport), &root).await?;
             tracing::info!("bridge serving over NATS");
             root.cancelled().await;
-            stop(root.clone(), tasks, Some(closer)).await;
+            running.stopped().await;
             Ok(())
         }
         Command::SandboxRunner(args) => {
@@ -133,11 +134,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let audit =
                 crate::audit::open_sink(&args.audit, "sandbox-runner", Some(transport.client()), replicas(&args.nats))
                     .await?;
-            let runner = start_runner(&args.runner, args.capacity, Bus::new(transport), audit.clone()).await?;
-            let task = runner.serve(root.clone()).await?;
+            let parts = runner_parts(&args.runner, args.capacity, audit.clone());
+            let running = start_runner(parts, &Bus::new(transport), &root).await?;
             tracing::info!(capacity = args.capacity, "sandbox-runner serving over NATS");
             root.cancelled().await;
-            stop(root.clone(), vec![task], None).await;
+            running.stopped().await;
             if let Some(audit) = audit {
                 audit.close().await;
             }
@@ -187,11 +188,10 @@ async fn policy_check(args: PolicyCheckArgs, root: &CancellationToken) -> anyhow
     let servers = match (&args.config, args.file) {
         (Some(config), _) => code_mode_bridge::config::load(config)?,
         (None, Some(file)) => {
-            let Some(server) = code_mode_bridge::policy_check::command_server(&args.server, args.env, args.allow, file)
-            else {
+            let Some(server) = WrappedServer::command(&args.server) else {
                 bail!("no server command after -- (or --config FILE)");
             };
-            vec![server]
+            vec![server.pass_env(args.env).allow(args.allow).policy_file(Some(file))]
         }
         (None, None) => bail!("give a policy FILE and the server command after --, or --config FILE"),
     };
@@ -275,78 +275,83 @@ fn wrapped_servers(args: &BridgeArgs, server: &[String]) -> anyhow::Result<Vec<W
     if let Some(file) = &args.config {
         return Ok(code_mode_bridge::config::load(file)?);
     }
-    let Some((command, server_args)) = server.split_first() else {
+    let Some(server) = WrappedServer::command(server) else {
         bail!("no server command after -- (or --config FILE)");
     };
-    Ok(vec![WrappedServer {
-        spec: ServerSpec {
-            name: command.clone(),
-            transport: Transport::Stdio(StdioSpec {
-                command: command.clone(),
-                args: server_args.to_vec(),
-                pass_env: args.env.clone(),
-                set_env: vec![],
-            }),
-            start_timeout: code_mode_core::defaults::START_TIMEOUT,
-        },
-        allow: (!args.allow.is_empty()).then(|| args.allow.clone()),
-        private: args.private.clone(),
-        policy: args.policy.clone().map(PolicySource::File),
-        origin: code_mode_bridge::Origin::Flags,
-    }])
+    Ok(vec![
+        server
+            .pass_env(args.env.clone())
+            .allow(args.allow.clone())
+            .private(args.private.clone())
+            .policy_file(args.policy.clone()),
+    ])
 }
 
-/// Start the bridge and its wrapped servers, keeping session state in
+/// The bridge of the flags, over `servers`, keeping session state in
 /// `state`. With `--config` every tool is named `<server>__<tool>`, even
 /// for one server, so names stay put when a server is added.
-async fn start_bridge(
+fn bridge_parts(
     args: &BridgeArgs,
     servers: Vec<WrappedServer>,
     state: SessionStore,
     audit: Option<AuditSink>,
-    root: &CancellationToken,
-) -> anyhow::Result<(Bridge, Closer)> {
-    let (call_timeout, approval_timeout) = (args.call_timeout, args.approval_timeout);
-    let config = BridgeConfig {
+) -> BridgeParts {
+    BridgeParts {
         servers,
+        prefixed: args.config.is_some(),
         limits: CallLimits {
             max_calls: args.max_calls,
-            call_timeout,
-            approval_timeout,
+            call_timeout: args.call_timeout,
+            approval_timeout: args.approval_timeout,
             stateless_idle: args.stateless_idle,
             ..CallLimits::default()
         },
-        catalog: Default::default(),
         state,
-        policy_options: PolicyOptions { audit, offer_denied: args.offer_denied },
-    };
-    let started = if args.config.is_some() {
-        Bridge::start_prefixed(config, root.child_token()).await?
-    } else {
-        Bridge::start(config, root.child_token()).await?
-    };
-    Ok(started)
+        audit,
+        offer_denied: args.offer_denied,
+    }
 }
 
-/// Connect to Docker, make sure the image exists, and make a runner (its
-/// warm pool starts when it serves).
-async fn start_runner(
-    args: &RunnerArgs,
-    capacity: usize,
-    bus: Bus,
-    audit: Option<AuditSink>,
-) -> anyhow::Result<SandboxRunner> {
-    let docker = connect_docker().await?;
-    // Before the image, which may take minutes to build.
-    code_mode_sandbox_runner::container::check_runtime(&docker, args.runtime).await?;
-    let image = args.image.clone().unwrap_or_else(image::default_image_tag);
-    let progress = |line: &str| eprintln!("code-mode: {line}");
-    image::ensure_image(&docker, &image, args.base, &progress).await?;
-    let lockdown = Lockdown { image, ..Lockdown::for_runtime(args.runtime) };
-    let warm = args.warm.unwrap_or(DEFAULT_WARM);
-    let config =
-        RunnerConfig { lockdown, capacity, warm, warm_max: args.warm_max, warm_window: args.warm_window, audit };
-    Ok(SandboxRunner::new(docker, config, bus).await?)
+/// The sandbox-runner of the flags, running `capacity` cells at once.
+fn runner_parts(args: &RunnerArgs, capacity: usize, audit: Option<AuditSink>) -> RunnerParts {
+    RunnerParts {
+        image: args.image.clone(),
+        base: args.base,
+        runtime: args.runtime,
+        capacity,
+        warm: args.warm.unwrap_or(DEFAULT_WARM),
+        warm_max: args.warm_max,
+        warm_window: args.warm_window,
+        audit,
+        progress: |line| eprintln!("code-mode: {line}"),
+    }
+}
+
+/// The three services of `serve` and `run` in one process: session state
+/// in memory (it lives and dies with the process), one audit sink for the
+/// runner's cell records and the bridge's call records, no sandbox-runner
+/// at all with `--expose-tools=only`.
+async fn stack_parts(
+    args: &StackArgs,
+    max_concurrent: usize,
+    keep: Option<KeepConfig>,
+    direct: Direct,
+) -> anyhow::Result<StackParts> {
+    let StackArgs { bridge, runner, frontend, server, audit, .. } = args;
+    // The config file is checked before anything starts.
+    let servers = wrapped_servers(bridge, server)?;
+    let audit = crate::audit::open_sink(audit, "serve", None, 1).await?;
+    let frontend = FrontendConfig {
+        keep,
+        expose: direct.expose,
+        max_direct_calls: direct.max_calls,
+        ..frontend_config(frontend, max_concurrent)?
+    };
+    let runner = match direct.expose {
+        Expose::Only => None,
+        _ => Some(runner_parts(runner, max_concurrent.max(1), audit.clone())),
+    };
+    Ok(StackParts { bridge: bridge_parts(bridge, servers, SessionStore::in_memory(), audit), runner, frontend })
 }
 
 fn frontend_config(args: &FrontendArgs, max_concurrent: usize) -> anyhow::Result<FrontendConfig> {
@@ -388,18 +393,6 @@ fn direct_config(args: &DirectArgs) -> Direct {
     Direct { expose, max_calls: args.max_direct_calls }
 }
 
-/// Cancel the root token, wait for the services to drain, then close the
-/// wrapped servers.
-async fn stop(root: CancellationToken, tasks: Tasks, closer: Option<Closer>) {
-    root.cancel();
-    for task in tasks {
-        let _ = task.await;
-    }
-    if let Some(closer) = closer {
-        closer.closed().await;
-    }
-}
-
 fn read_code(code: Option<String>, file: Option<std::path::PathBuf>) -> anyhow::Result<String> {
     if let Some(code) = code {
         return Ok(code);
@@ -425,73 +418,9 @@ async fn build_image(base: BaseSource, if_missing: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The three services of one process.
-pub struct Stack {
-    /// Makes client sessions (one per MCP session over HTTP).
-    pub factory: FrontendFactory,
-    /// The first client session (stdio, and `run`).
-    pub frontend: Frontend,
-    closer: Closer,
-    tasks: Tasks,
-}
-
-impl Stack {
-    /// Start everything for one wrapped server over the in-process bus
-    /// (`keep`: sessions keep their variables between cells; `direct`: the
-    /// wrapped tools offered directly). With `--expose-tools=only` nothing
-    /// runs code: no sandbox-runner starts, and Docker is never contacted.
-    pub async fn start(
-        args: &StackArgs,
-        max_concurrent: usize,
-        keep: Option<KeepConfig>,
-        direct: Direct,
-        root: &CancellationToken,
-    ) -> anyhow::Result<Stack> {
-        let StackArgs { bridge: bridge_args, runner: runner_args, frontend: frontend_args, server, audit, .. } = args;
-        let frontend_config = FrontendConfig {
-            keep,
-            expose: direct.expose,
-            max_direct_calls: direct.max_calls,
-            ..frontend_config(frontend_args, max_concurrent)?
-        };
-        // The config file is checked before anything starts.
-        let servers = wrapped_servers(bridge_args, server)?;
-        let bus = Bus::in_process();
-        // One sink, one chain: the runner's cell records and the bridge's
-        // call records (the bridge's closer closes it last).
-        let audit = crate::audit::open_sink(audit, "serve", None, 1).await?;
-        // Docker first: nothing to clean up if it is missing.
-        let runner = match direct.expose {
-            Expose::Only => None,
-            _ => Some(start_runner(runner_args, max_concurrent.max(1), bus.clone(), audit.clone()).await?),
-        };
-        // One process: the session state lives (and dies) with it.
-        let (bridge, closer) = start_bridge(bridge_args, servers, SessionStore::in_memory(), audit, root).await?;
-        let mut tasks = Vec::new();
-        // From here on a failure must close what was started.
-        let started = async {
-            tasks.extend(bridge.serve(&bus, root.clone()).await?);
-            if let Some(runner) = &runner {
-                tasks.push(runner.serve(root.clone()).await?);
-            }
-            let factory = FrontendFactory::connect(bus, frontend_config).await?;
-            let frontend = factory.session();
-            frontend.listen_for_approvals().await?;
-            anyhow::Ok((factory, frontend))
-        }
-        .await;
-        match started {
-            Ok((factory, frontend)) => Ok(Stack { factory, frontend, closer, tasks }),
-            Err(e) => {
-                stop(root.clone(), tasks, Some(closer)).await;
-                Err(e)
-            }
-        }
-    }
-
-    /// Stop every service: cells in flight end and their containers are
-    /// removed, then the wrapped server is closed.
-    pub async fn stop(self, root: &CancellationToken) {
-        stop(root.clone(), self.tasks, Some(self.closer)).await;
-    }
+/// Serve MCP on stdin/stdout as `frontend`'s session until the client goes
+/// or a signal comes.
+async fn serve_stdio(frontend: Frontend, root: &CancellationToken) -> anyhow::Result<()> {
+    frontend.listen_for_approvals().await?;
+    frontend.serve_stdio(root.clone()).await.context("serving MCP on stdio")
 }

@@ -36,14 +36,17 @@
 //! server), a sandbox-runner and the frontend in this one process over the
 //! in-process bus; `build-image` builds the sandbox image. Parsing lives in
 //! [`cli`] (with [`settings`] from a file and the environment, and
-//! [`ranges`] holding every numeric option to its range), composition in
-//! [`app`]; `main.rs` only calls [`main`].
+//! [`ranges`] holding every numeric option to its range), the commands in
+//! [`app`], and the one place the services are put together in [`stack`]
+//! (the commands, the library and the load tests all start them there);
+//! `main.rs` only calls [`main`].
 
 pub mod app;
 pub mod audit;
 pub mod cli;
 pub mod ranges;
 pub mod settings;
+pub mod stack;
 pub mod terminal;
 
 // The cargo-fuzz targets' entry points: only with the `fuzzing` feature

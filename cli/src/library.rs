@@ -21,18 +21,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use code_mode_bridge::server::{HttpSpec, ServerSpec, StdioSpec, Transport};
-use code_mode_bridge::{BridgeConfig, CallLimits, Closer, Origin, PolicySource, WrappedServer};
+use code_mode_bridge::{CallLimits, WrappedServer};
 use code_mode_core::bus::Bus;
 use code_mode_core::defaults;
-use code_mode_core::state::SessionStore;
 use code_mode_mcp_frontend::{CellOptions, Frontend, FrontendConfig, FrontendFactory, KeepConfig};
 use code_mode_proto::{ToolCall, ToolReply};
-use code_mode_sandbox_runner::container::Lockdown;
-use code_mode_sandbox_runner::image::{self, BaseSource};
-use code_mode_sandbox_runner::{RunnerConfig, SandboxRunner};
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
+
+use crate::stack::{BridgeParts, RunnerParts, RunningBridge, RunningRunner};
 
 pub use code_mode_mcp_frontend::Frontend as McpServer;
 pub use code_mode_proto::CellReport;
@@ -61,7 +58,7 @@ pub enum Error {
     Refused(String),
     /// [`Bridge::call`]: a fault on the host side, by its kind only.
     #[error("the call failed on the host: {0}")]
-    Fault(String),
+    Fault(code_mode_proto::ErrorKind),
 }
 
 /// One MCP server to wrap: a command speaking MCP on its stdin/stdout, or
@@ -83,10 +80,10 @@ impl Server {
     /// A server started as `program` (found on `PATH` or a path), with the
     /// minimal environment `code-mode serve` gives it.
     pub fn command(program: impl Into<String>) -> Server {
-        let program = program.into();
-        let transport =
-            Transport::Stdio(StdioSpec { command: program.clone(), args: vec![], pass_env: vec![], set_env: vec![] });
-        Server::with(program, transport)
+        let program: String = program.into();
+        let wrapped = WrappedServer::command(std::slice::from_ref(&program));
+        // A program name is never an empty command line.
+        Server { wrapped: wrapped.unwrap_or_else(|| WrappedServer::url(&program)) }
     }
 
     /// A remote server at `url` (streamable HTTP, e.g. `https://host/mcp`).
@@ -96,43 +93,31 @@ impl Server {
     /// assert_eq!(remote.name(), "https://mcp.example.com/mcp");
     /// ```
     pub fn url(url: impl Into<String>) -> Server {
-        let url = url.into();
-        Server::with(url.clone(), Transport::Http(HttpSpec { url, headers: vec![] }))
-    }
-
-    fn with(name: String, transport: Transport) -> Server {
-        let spec = ServerSpec { name, transport, start_timeout: defaults::START_TIMEOUT };
-        Server { wrapped: WrappedServer { spec, allow: None, private: vec![], policy: None, origin: Origin::Flags } }
+        Server { wrapped: WrappedServer::url(&url.into()) }
     }
 
     /// Arguments of the command (a command server only).
     pub fn args<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Server {
-        if let Transport::Stdio(stdio) = &mut self.wrapped.spec.transport {
-            stdio.args.extend(args.into_iter().map(Into::into));
-        }
+        self.wrapped = self.wrapped.args(args.into_iter().map(Into::into));
         self
     }
 
     /// Pass this variable of this process's environment to the command.
     pub fn env(mut self, name: impl Into<String>) -> Server {
-        if let Transport::Stdio(stdio) = &mut self.wrapped.spec.transport {
-            stdio.pass_env.push(name.into());
-        }
+        self.wrapped = self.wrapped.pass_env([name.into()]);
         self
     }
 
     /// A header sent with every request (a URL server only).
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Server {
-        if let Transport::Http(http) = &mut self.wrapped.spec.transport {
-            http.headers.push((name.into(), value.into()));
-        }
+        self.wrapped = self.wrapped.header(name, value);
         self
     }
 
     /// The server's name: its tools are called `<name>__<tool>` when a
     /// bridge wraps several servers.
     pub fn named(mut self, name: impl Into<String>) -> Server {
-        self.wrapped.spec.name = name.into();
+        self.wrapped = self.wrapped.named(name);
         self
     }
 
@@ -144,20 +129,20 @@ impl Server {
     /// Keep only these tools (the names the server lists, or their Python
     /// names); a name it does not list stops [`Bridge::start`].
     pub fn allow<I: IntoIterator<Item = S>, S: Into<String>>(mut self, tools: I) -> Server {
-        self.wrapped.allow.get_or_insert_with(Vec::new).extend(tools.into_iter().map(Into::into));
+        self.wrapped = self.wrapped.allow(tools.into_iter().map(Into::into));
         self
     }
 
     /// Mark these tools as ones that may see private data: after a call to
     /// one of them, a session may call only private tools.
     pub fn private<I: IntoIterator<Item = S>, S: Into<String>>(mut self, tools: I) -> Server {
-        self.wrapped.private.extend(tools.into_iter().map(Into::into));
+        self.wrapped = self.wrapped.private(tools.into_iter().map(Into::into));
         self
     }
 
     /// Apply this policy file (the `--policy` shape) to the server's tools.
     pub fn policy(mut self, file: impl AsRef<Path>) -> Server {
-        self.wrapped.policy = Some(PolicySource::File(file.as_ref().to_path_buf()));
+        self.wrapped = self.wrapped.policy_file(Some(file.as_ref().to_path_buf()));
         self
     }
 }
@@ -244,8 +229,8 @@ struct Inner {
     bus: Bus,
     options: Options,
     cancel: CancellationToken,
-    /// The wrapped servers' owners and the services' tasks, taken by close.
-    closing: std::sync::Mutex<Option<(Closer, Vec<tokio::task::JoinHandle<()>>)>>,
+    /// The bridge and the runner as they serve, taken by close.
+    closing: std::sync::Mutex<(Option<RunningBridge>, Option<RunningRunner>)>,
     /// The runner and the frontend, made with the first cell.
     sandbox: OnceCell<FrontendFactory>,
 }
@@ -281,37 +266,23 @@ impl Bridge {
     /// `<server>__<tool>` even for one server.
     pub async fn start_with(servers: Vec<Server>, options: Options, prefixed: bool) -> Result<Bridge, Error> {
         let cancel = CancellationToken::new();
-        let config = BridgeConfig {
-            servers: servers.into_iter().map(|s| s.wrapped).collect(),
+        let parts = BridgeParts {
+            prefixed,
             limits: CallLimits {
                 max_calls: options.max_calls,
                 call_timeout: options.call_timeout,
                 ..CallLimits::default()
             },
-            catalog: Default::default(),
-            state: SessionStore::in_memory(),
-            policy_options: Default::default(),
-        };
-        let (bridge, closer) = if prefixed {
-            code_mode_bridge::Bridge::start_prefixed(config, cancel.child_token()).await?
-        } else {
-            code_mode_bridge::Bridge::start(config, cancel.child_token()).await?
+            ..BridgeParts::new(servers.into_iter().map(|s| s.wrapped).collect())
         };
         let bus = Bus::in_process();
-        let tasks = match bridge.serve(&bus, cancel.clone()).await {
-            Ok(tasks) => tasks,
-            Err(e) => {
-                cancel.cancel();
-                closer.closed().await;
-                return Err(e.into());
-            }
-        };
+        let running = crate::stack::start_bridge(parts, &bus, &cancel).await?;
         let inner = Inner {
-            bridge,
+            bridge: running.bridge.clone(),
             bus,
             options,
             cancel,
-            closing: std::sync::Mutex::new(Some((closer, tasks))),
+            closing: std::sync::Mutex::new((Some(running), None)),
             sandbox: OnceCell::new(),
         };
         Ok(Bridge { inner: Arc::new(inner) })
@@ -356,7 +327,7 @@ impl Bridge {
         match self.inner.bridge.call(&call).await {
             ToolReply::Ok { value } => Ok(value),
             ToolReply::Refused { message } => Err(Error::Refused(message)),
-            ToolReply::Fault { kind } => Err(Error::Fault(kind.to_string())),
+            ToolReply::Fault { kind } => Err(Error::Fault(kind)),
         }
     }
 
@@ -367,22 +338,14 @@ impl Bridge {
             .sandbox
             .get_or_try_init(|| async {
                 let options = &self.inner.options;
-                let docker = code_mode_sandbox_runner::connect_docker().await?;
-                let tag = options.image.clone().unwrap_or_else(image::default_image_tag);
-                let progress = |line: &str| tracing::info!("{line}");
-                image::ensure_image(&docker, &tag, BaseSource::Auto, &progress).await?;
-                let config = RunnerConfig {
-                    lockdown: Lockdown { image: tag, ..Lockdown::default() },
+                let parts = RunnerParts {
+                    image: options.image.clone(),
                     capacity: options.max_concurrent.max(1),
                     warm: options.warm,
-                    audit: None,
-                    ..RunnerConfig::default()
+                    ..RunnerParts::default()
                 };
-                let runner = SandboxRunner::new(docker, config, self.inner.bus.clone()).await?;
-                let task = runner.serve(self.inner.cancel.clone()).await?;
-                if let Some((_, tasks)) = code_mode_core::sync::lock(&self.inner.closing).as_mut() {
-                    tasks.push(task);
-                }
+                let running = crate::stack::start_runner(parts, &self.inner.bus, &self.inner.cancel).await?;
+                code_mode_core::sync::lock(&self.inner.closing).1 = Some(running);
                 let config = FrontendConfig {
                     deadline: options.deadline,
                     max_concurrent_cells: options.max_concurrent.max(1),
@@ -397,12 +360,12 @@ impl Bridge {
     /// removed, then the wrapped servers are closed.
     pub async fn close(self) {
         self.inner.cancel.cancel();
-        let closing = code_mode_core::sync::lock(&self.inner.closing).take();
-        if let Some((closer, tasks)) = closing {
-            for task in tasks {
-                let _ = task.await;
-            }
-            closer.closed().await;
+        let (bridge, runner) = std::mem::take(&mut *code_mode_core::sync::lock(&self.inner.closing));
+        if let Some(runner) = runner {
+            runner.stopped().await;
+        }
+        if let Some(bridge) = bridge {
+            bridge.stopped().await;
         }
     }
 }

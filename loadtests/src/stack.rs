@@ -2,23 +2,23 @@
 //! server, a sandbox-runner and a frontend, over the in-process bus or over
 //! a nats-server (one connection per service, as if they were apart).
 //!
-//! The stack owns its cancellation token; [`Stack::stop`] cancels it, waits
-//! until the services drained (cells stopped, pooled containers removed) and
+//! The services are put together by code-mode's own composition root
+//! ([`code_mode::stack`]), as `code-mode serve` puts them; [`Stack::stop`]
+//! waits until they drained (cells stopped, pooled containers removed) and
 //! the wrapped server is closed.
 
-use anyhow::{Context, bail};
-use code_mode_bridge::server::{ServerSpec, StdioSpec, Transport as ServerTransport};
 use std::path::PathBuf;
 
+use anyhow::{Context, bail};
+use code_mode::stack::{BridgeParts, Buses, RunnerParts, StackParts};
 use code_mode_audit::{AuditSink, SinkOptions};
-use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, Closer, PolicyOptions, PolicySource, WrappedServer};
+use code_mode_bridge::WrappedServer;
 use code_mode_core::bus::Bus;
 use code_mode_core::nats::{NatsOptions, NatsTransport};
 use code_mode_core::state::{JetStreamConfig, SessionStore};
 use code_mode_mcp_frontend::{Frontend, FrontendConfig, KeepConfig};
-use code_mode_sandbox_runner::container::{Lockdown, Runtime};
-use code_mode_sandbox_runner::image::{self, BaseSource};
-use code_mode_sandbox_runner::{RunnerConfig, SandboxRunner, connect_docker};
+use code_mode_sandbox_runner::SandboxRunner;
+use code_mode_sandbox_runner::container::Runtime;
 use tokio_util::sync::CancellationToken;
 
 /// How the services reach each other.
@@ -84,28 +84,12 @@ pub struct Stack {
     pub frontend: Frontend,
     /// The runner (for its warm pool).
     pub runner: SandboxRunner,
-    services: Services,
-}
-
-/// What stopping waits for.
-struct Services {
-    cancel: CancellationToken,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-    closer: Closer,
-}
-
-impl Services {
-    async fn stop(self) {
-        self.cancel.cancel();
-        for task in self.tasks {
-            let _ = task.await;
-        }
-        self.closer.closed().await;
-    }
+    stack: code_mode::stack::Stack,
 }
 
 impl Stack {
-    /// Start the three services: the runner keeps `warm` containers ready
+    /// Start the three services (code-mode's composition root,
+    /// [`code_mode::stack`]): the runner keeps `warm` containers ready
     /// under `runtime` and runs up to `concurrency` cells, the frontend
     /// sends as many; `extras` adds a policy, an audit sink, kept sessions
     /// or another sandbox image.
@@ -120,11 +104,8 @@ impl Stack {
         let Extras { policy, audit, keep, image } = extras;
         // The policy's counters live where `code-mode` keeps them: in memory
         // for one process, in JetStream for the split services.
-        let (frontend_bus, bridge_bus, runner_bus, state) = match transport {
-            Transport::InProcess => {
-                let bus = Bus::in_process();
-                (bus.clone(), bus.clone(), bus, SessionStore::in_memory())
-            }
+        let (buses, state) = match transport {
+            Transport::InProcess => (Buses::One(Bus::in_process()), SessionStore::in_memory()),
             Transport::Nats(_) => {
                 let bridge = transport.connect("bridge").await?;
                 let state = if policy.is_some() {
@@ -132,7 +113,9 @@ impl Stack {
                 } else {
                     SessionStore::in_memory()
                 };
-                (transport.bus("frontend").await?, Bus::new(bridge), transport.bus("runner").await?, state)
+                let frontend = transport.bus("frontend").await?;
+                let runner = transport.bus("runner").await?;
+                (Buses::Apart { frontend, bridge: Bus::new(bridge), runner }, state)
             }
         };
         // One sink for the runner's cell records and the bridge's call
@@ -148,74 +131,33 @@ impl Stack {
             }
             (Some(Audit::Nats), Transport::InProcess) => bail!("the NATS audit sink needs --nats"),
         };
-        let docker = connect_docker().await?;
-        let tag = match image {
-            Some(tag) => {
-                if !image::image_exists(&docker, &tag).await? {
-                    bail!("the image {tag} does not exist");
-                }
-                tag
-            }
-            None => {
-                let tag = image::default_image_tag();
-                image::ensure_image(&docker, &tag, BaseSource::Auto, &|line: &str| eprintln!("loadtest: {line}"))
-                    .await?;
-                tag
-            }
+        let Some(server) = WrappedServer::command(server) else { bail!("no server command") };
+        let server = server.named("test-server").policy_file(policy);
+        let parts = StackParts {
+            bridge: BridgeParts { state, audit: audit.clone(), ..BridgeParts::new(vec![server]) },
+            runner: Some(RunnerParts {
+                image,
+                runtime,
+                capacity: concurrency,
+                warm,
+                audit,
+                progress: |line| eprintln!("loadtest: {line}"),
+                ..RunnerParts::default()
+            }),
+            frontend: FrontendConfig { max_concurrent_cells: concurrency.max(1), keep, ..FrontendConfig::default() },
         };
-        let config = RunnerConfig {
-            lockdown: Lockdown { image: tag, ..Lockdown::for_runtime(runtime) },
-            capacity: concurrency,
-            warm,
-            audit: audit.clone(),
-            ..RunnerConfig::default()
-        };
-        let runner = SandboxRunner::new(docker, config, runner_bus).await?;
-        let Some((command, args)) = server.split_first() else { bail!("no server command") };
-        let bridge_config = BridgeConfig {
-            servers: vec![WrappedServer {
-                spec: ServerSpec {
-                    name: "test-server".into(),
-                    transport: ServerTransport::Stdio(StdioSpec {
-                        command: command.clone(),
-                        args: args.to_vec(),
-                        pass_env: vec![],
-                        set_env: vec![],
-                    }),
-                    start_timeout: code_mode_core::defaults::START_TIMEOUT,
-                },
-                allow: None,
-                private: vec![],
-                policy: policy.map(PolicySource::File),
-                origin: code_mode_bridge::Origin::Flags,
-            }],
-            limits: CallLimits::default(),
-            catalog: Default::default(),
-            state,
-            policy_options: PolicyOptions { audit, ..Default::default() },
-        };
-        let cancel = CancellationToken::new();
-        let (bridge, closer) = Bridge::start(bridge_config, cancel.child_token()).await?;
-        let mut tasks = Vec::new();
-        let started = async {
-            tasks.extend(bridge.serve(&bridge_bus, cancel.clone()).await?);
-            tasks.push(runner.serve(cancel.clone()).await?);
-            let config = FrontendConfig { max_concurrent_cells: concurrency.max(1), keep, ..FrontendConfig::default() };
-            anyhow::Ok(Frontend::connect(frontend_bus, config).await?)
+        let stack = code_mode::stack::Stack::start(parts, buses, &CancellationToken::new()).await?;
+        let frontend = stack.factory.session();
+        let runner = stack.runner.clone().context("the stack runs code, so it has a runner")?;
+        if let Err(e) = frontend.listen_for_approvals().await {
+            stack.stop().await;
+            return Err(e.into());
         }
-        .await;
-        let services = Services { cancel, tasks, closer };
-        match started {
-            Ok(frontend) => Ok(Stack { frontend, runner, services }),
-            Err(e) => {
-                services.stop().await;
-                Err(e)
-            }
-        }
+        Ok(Stack { frontend, runner, stack })
     }
 
     /// Stop everything and wait until it is gone.
     pub async fn stop(self) {
-        self.services.stop().await;
+        self.stack.stop().await;
     }
 }

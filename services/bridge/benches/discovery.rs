@@ -1,6 +1,8 @@
-//! What discovery costs with 300 tools: rendering their stubs, building the
-//! catalog, writing the `run_python` description, and `search_tools` in
-//! `runner.py` (the sandbox's own code, run by the host's `python3`).
+//! What discovery costs with 300 tools on the bridge's side: rendering
+//! their stubs, building the catalog; and `search_tools` in `runner.py`
+//! (the sandbox's own code, run by the host's `python3`). Writing the
+//! `run_python` description is the frontend's, and its benchmark is there
+//! (`services/mcp-frontend/benches/description.rs`).
 //!
 //! The tools are the 38 of four real servers (`testing/search-eval/tools`),
 //! copied under other server names up to 300. Run with
@@ -19,7 +21,6 @@ use std::time::Duration;
 
 use code_mode_bridge::catalog::{Catalog, CatalogLimits, ListedTool, ServerTools};
 use code_mode_bridge::stubs::{self, StubLimits, ToolText};
-use code_mode_mcp_frontend::description::{RunFacts, describe};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 #[path = "../tests/it/search_eval.rs"]
@@ -74,18 +75,6 @@ fn stub_rendering(c: &mut Criterion) {
         .collect();
     c.bench_function("build the catalog of 300 tools (schemas compiled, stubs rendered)", |b| {
         b.iter(|| Catalog::build(&servers, &CatalogLimits::default()).expect("a catalog").tools().len())
-    });
-    let entries = catalog_of(300).entries(true, false);
-    let facts = RunFacts {
-        deadline_secs: 90,
-        max_calls: 200,
-        call_timeout_secs: 30,
-        max_output: 8192,
-        keep: None,
-        stateless: None,
-    };
-    c.bench_function("write the run_python description of 300 tools", |b| {
-        b.iter(|| describe(&facts, &entries, 12_000).1.len())
     });
 }
 

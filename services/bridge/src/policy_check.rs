@@ -30,8 +30,7 @@ use code_mode_core::state::SessionStore;
 use tokio_util::sync::CancellationToken;
 
 use crate::policy::{Limit, Verdict};
-use crate::server::{ServerSpec, StdioSpec, Transport};
-use crate::{Bridge, BridgeConfig, BridgeError, PolicyOptions, PolicySource, WrappedServer};
+use crate::{Bridge, BridgeConfig, BridgeError, PolicyOptions, WrappedServer};
 
 /// What the policies say of every tool the servers list.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,35 +87,6 @@ pub async fn check(
     cancel.cancel();
     closer.closed().await;
     Ok(report)
-}
-
-/// One local server started by `command` (the program, then its arguments),
-/// passed `pass_env` from this process, keeping `allow` (all when empty),
-/// with the policy file `policy`: what `--policy FILE -- COMMAND` wraps.
-/// `None` when `command` is empty.
-pub fn command_server(
-    command: &[String],
-    pass_env: Vec<String>,
-    allow: Vec<String>,
-    policy: std::path::PathBuf,
-) -> Option<WrappedServer> {
-    let (program, args) = command.split_first()?;
-    Some(WrappedServer {
-        spec: ServerSpec {
-            name: program.clone(),
-            transport: Transport::Stdio(StdioSpec {
-                command: program.clone(),
-                args: args.to_vec(),
-                pass_env,
-                set_env: Vec::new(),
-            }),
-            start_timeout: code_mode_core::defaults::START_TIMEOUT,
-        },
-        allow: (!allow.is_empty()).then_some(allow),
-        private: Vec::new(),
-        policy: Some(PolicySource::File(policy)),
-        origin: crate::Origin::Flags,
-    })
 }
 
 impl PolicyReport {

@@ -9,7 +9,7 @@ use code_mode_core::defaults;
 use code_mode_core::state::SessionStore;
 
 use crate::catalog::CatalogLimits;
-use crate::server::ServerSpec;
+use crate::server::{HttpSpec, ServerSpec, StdioSpec, Transport};
 
 /// Limits the bridge enforces on each call.
 #[derive(Debug, Clone, Copy)]
@@ -63,6 +63,101 @@ pub struct WrappedServer {
     /// Where these settings were written, so that an error about them
     /// points there (a flag, or a key of a config entry).
     pub origin: Origin,
+}
+
+impl WrappedServer {
+    /// The local server a command line starts (`command[0]` the program,
+    /// named after it; the rest its arguments), with the minimal
+    /// environment, every tool kept, none private, no policy: what
+    /// `-- COMMAND` wraps. `None` when `command` is empty.
+    pub fn command(command: &[String]) -> Option<WrappedServer> {
+        let (program, args) = command.split_first()?;
+        Some(WrappedServer {
+            spec: ServerSpec {
+                name: program.clone(),
+                transport: Transport::Stdio(StdioSpec {
+                    command: program.clone(),
+                    args: args.to_vec(),
+                    pass_env: Vec::new(),
+                    set_env: Vec::new(),
+                }),
+                start_timeout: defaults::START_TIMEOUT,
+            },
+            allow: None,
+            private: Vec::new(),
+            policy: None,
+            origin: Origin::Flags,
+        })
+    }
+
+    /// The remote server at `url` (streamable HTTP), named after it.
+    pub fn url(url: &str) -> WrappedServer {
+        WrappedServer {
+            spec: ServerSpec {
+                name: url.to_string(),
+                transport: Transport::Http(HttpSpec { url: url.to_string(), headers: Vec::new() }),
+                start_timeout: defaults::START_TIMEOUT,
+            },
+            allow: None,
+            private: Vec::new(),
+            policy: None,
+            origin: Origin::Flags,
+        }
+    }
+
+    /// More arguments of a local server's command.
+    pub fn args(mut self, args: impl IntoIterator<Item = String>) -> WrappedServer {
+        if let Transport::Stdio(stdio) = &mut self.spec.transport {
+            stdio.args.extend(args);
+        }
+        self
+    }
+
+    /// A header a remote server gets with every request.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> WrappedServer {
+        if let Transport::Http(http) = &mut self.spec.transport {
+            http.headers.push((name.into(), value.into()));
+        }
+        self
+    }
+
+    /// Pass these variables of this process's environment to a local
+    /// server.
+    pub fn pass_env(mut self, names: impl IntoIterator<Item = String>) -> WrappedServer {
+        if let Transport::Stdio(stdio) = &mut self.spec.transport {
+            stdio.pass_env.extend(names);
+        }
+        self
+    }
+
+    /// Keep only these tools (none given: every tool).
+    pub fn allow(mut self, tools: impl IntoIterator<Item = String>) -> WrappedServer {
+        let tools: Vec<String> = tools.into_iter().collect();
+        if !tools.is_empty() {
+            self.allow.get_or_insert_with(Vec::new).extend(tools);
+        }
+        self
+    }
+
+    /// Mark these tools as ones that may see private data.
+    pub fn private(mut self, tools: impl IntoIterator<Item = String>) -> WrappedServer {
+        self.private.extend(tools);
+        self
+    }
+
+    /// Apply the policy file at `path`.
+    pub fn policy_file(mut self, path: Option<PathBuf>) -> WrappedServer {
+        if let Some(path) = path {
+            self.policy = Some(PolicySource::File(path));
+        }
+        self
+    }
+
+    /// Call it `name` (its tools are `<name>__<tool>` when prefixed).
+    pub fn named(mut self, name: impl Into<String>) -> WrappedServer {
+        self.spec.name = name.into();
+        self
+    }
 }
 
 /// Where a wrapped server's settings were written: errors about a tool

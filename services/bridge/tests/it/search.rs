@@ -13,13 +13,10 @@ use code_mode_core::testing::peers::{npm_bin, venv_bin};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use code_mode_mcp_frontend::description::{RunFacts, Tier, describe};
-
 use code_mode_bridge::catalog::{Catalog, CatalogLimits, ListedTool, ServerTools};
 
 use crate::search_eval::{
-    Query, SERVERS, catalog_of, cell_tools, eval_dir, listed, listed_json, python, queries, rank, real_catalog,
-    server_tools, words,
+    Query, SERVERS, catalog_of, cell_tools, eval_dir, listed, python, queries, rank, real_catalog, server_tools, words,
 };
 
 /// A folder for the filesystem and memory servers, removed after the test.
@@ -131,74 +128,51 @@ fn search_tools_ranks_the_wanted_tool_first_for_nine_questions_in_ten_and_in_the
     assert!(percent(top3, n) >= 98.0, "the wanted tool is in the top three for only {top3} of {n}");
 }
 
-/// The `run_python` description's facts with the default limits.
-fn default_facts() -> RunFacts {
-    use code_mode_core::defaults as d;
-    RunFacts {
-        deadline_secs: d::DEADLINE.as_secs(),
-        max_calls: d::MAX_CALLS,
-        call_timeout_secs: d::CALL_TIMEOUT.as_secs(),
-        max_output: d::MAX_OUTPUT,
-        keep: None,
-        stateless: None,
-    }
+/// Where the catalog of 300 real tools is committed, as the frontend
+/// receives it (`Catalog` entries, JSON): what the frontend's description
+/// tests and benchmark read, since the frontend builds no catalog itself.
+fn catalog_fixture() -> PathBuf {
+    eval_dir().join("catalog-300.json")
 }
 
 #[test]
-fn the_description_of_150_real_tools_fits_4000_characters_and_search_tools_still_finds_each_one() {
+fn the_committed_catalog_of_300_real_tools_is_what_the_bridge_builds() {
+    let entries = catalog_of(300).entries(true, false);
+    let text = serde_json::to_string_pretty(&entries).expect("entries are JSON") + "\n";
+    if std::env::var_os("UPDATE_FIXTURES").is_some() {
+        std::fs::write(catalog_fixture(), &text).expect("the fixture is written");
+    }
+    let committed = std::fs::read_to_string(catalog_fixture()).unwrap_or_default();
+    assert!(
+        committed == text,
+        "{} is not what the bridge builds now: rerun with UPDATE_FIXTURES=1 after a deliberate change",
+        catalog_fixture().display()
+    );
+}
+
+#[test]
+fn search_tools_finds_each_of_150_real_tools_first_from_its_server_and_tool_name_words() {
     let Some(python) = python() else { return };
-    let budget = code_mode_core::defaults::DESCRIPTION_BUDGET;
-    let cl100k = tiktoken_rs::cl100k_base().expect("cl100k_base ships with tiktoken-rs");
-    let raw: usize =
-        SERVERS.iter().map(|s| serde_json::to_string(&listed_json(s)).expect("JSON").chars().count()).sum();
-    println!("run_python description with the default budget ({budget} characters), real tools (testing/search-eval)");
-    println!("{:>5}  {:<9} {:>10} {:>12} {:>14}", "tools", "tier", "characters", "tokens (c/4)", "tokens (cl100k)");
-    for n in [10, 38, 150, 300] {
-        let catalog = catalog_of(n);
-        let entries = catalog.entries(true, false);
-        let (tier, text) = describe(&default_facts(), &entries, budget);
-        let chars = text.chars().count();
-        let tokens = cl100k.encode_with_special_tokens(&text).len();
-        println!("{n:>5}  {:<9} {chars:>10} {:>12} {tokens:>14}", format!("{tier:?}"), chars.div_ceil(4));
-        assert!(chars <= budget, "{n} tools: {chars} characters");
-        match n {
-            38 => assert_eq!(tier, Tier::Summaries),
-            150 => {
-                assert_eq!(tier, Tier::Names);
-                assert!(chars <= 4_000, "150 tools take {chars} characters");
-            }
-            300 => assert_eq!(tier, Tier::Names),
-            _ => {}
-        }
-        if n == 150 {
-            // Every tool is in the description by name, and search_tools
-            // finds it from the words the names tier shows: its server's
-            // and its own ("everything bravo get sum"). Only a deprecated
-            // tool may come after its replacement.
-            let tools = cell_tools(&catalog);
-            let queries: Vec<String> = entries
-                .iter()
-                .map(|e| format!("{} {}", e.search.server, e.search.name).replace(['_', '-'], " "))
-                .collect();
-            let texts: Vec<&str> = queries.iter().map(String::as_str).collect();
-            let ranked = rank(&python, &tools, &texts, 3);
-            let mut first = 0;
-            for ((entry, query), found) in entries.iter().zip(&queries).zip(&ranked) {
-                let short = entry.name.rsplit("__").next().unwrap();
-                assert!(text.contains(&format!(" {short}")), "{} is not in the description", entry.name);
-                let deprecated = entry.search.description.contains("DEPRECATED");
-                match found.iter().position(|n| *n == entry.name) {
-                    Some(0) => first += 1,
-                    Some(_) if deprecated => {}
-                    _ => panic!("{query:?} does not find {} first: {found:?}", entry.name),
-                }
-            }
-            println!(
-                "      search_tools(<server and tool name words>) finds {first} of 150 first, all in the top three"
-            );
+    // The words the names tier of the description shows for each tool: its
+    // server's and its own ("everything bravo get sum"). Only a deprecated
+    // tool may come after its replacement.
+    let catalog = catalog_of(150);
+    let entries = catalog.entries(true, false);
+    let tools = cell_tools(&catalog);
+    let queries: Vec<String> =
+        entries.iter().map(|e| format!("{} {}", e.search.server, e.search.name).replace(['_', '-'], " ")).collect();
+    let texts: Vec<&str> = queries.iter().map(String::as_str).collect();
+    let ranked = rank(&python, &tools, &texts, 3);
+    let mut first = 0;
+    for ((entry, query), found) in entries.iter().zip(&queries).zip(&ranked) {
+        let deprecated = entry.search.description.contains("DEPRECATED");
+        match found.iter().position(|n| *n == entry.name) {
+            Some(0) => first += 1,
+            Some(_) if deprecated => {}
+            _ => panic!("{query:?} does not find {} first: {found:?}", entry.name),
         }
     }
-    println!("(the 38 tools' own tools/list JSON: {raw} characters)");
+    println!("search_tools(<server and tool name words>) finds {first} of 150 first, all in the top three");
 }
 
 #[test]
