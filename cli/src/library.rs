@@ -43,7 +43,10 @@ pub enum Error {
     /// An `mcpServers` file could not be used.
     #[error(transparent)]
     Config(#[from] code_mode_bridge::config::ConfigError),
-    /// Docker, the image or a container failed.
+    /// Docker, its runtime or the image cannot be used.
+    #[error(transparent)]
+    SandboxStart(#[from] code_mode_sandbox_runner::StartError),
+    /// A container failed.
     #[error(transparent)]
     Sandbox(#[from] code_mode_sandbox_runner::SandboxError),
     /// A cell could not be run.

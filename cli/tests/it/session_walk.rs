@@ -179,6 +179,8 @@ async fn walk(control: Control, kind: ClientKind, way: &Way, version: &ProtocolV
             }
         }
         Control::GrantLimits => {
+            // Not across midnight (UTC), where the day's window starts anew.
+            crate::policy::inside_one_window(86_400, 30);
             let probe = "try:\n    print(await add(a=1, b=2))\nexcept ToolError as e:\n    print('refused:', e)";
             assert_eq!(said(&cell(&client, probe).await), "{\"sum\":3}\n", "{what}: the first add passes");
             held(said(&cell(&client, probe).await), "rate limit adds");
@@ -276,8 +278,6 @@ fn every_control(policy: &std::path::Path) -> Vec<String> {
 
 /// The policy file of the walk, written afresh.
 fn policy_file(name: &str) -> std::path::PathBuf {
-    // Not across midnight (UTC), where a day's window starts anew.
-    crate::policy::inside_one_window(86_400, 600);
     let policy = log_path(name).with_extension("json");
     std::fs::write(&policy, POLICY).unwrap();
     policy

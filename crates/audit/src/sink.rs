@@ -17,11 +17,11 @@
 //! when it closes. Each checkpoint is also logged (`tracing`, target
 //! `code_mode::audit`), so the chain head lands in a second place.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::io::AsyncWriteExt;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::record::{Body, Checkpoint, Open, Record, VERSION, line_hash, rfc3339};
 use crate::{AuditError, file::FileBackend, jetstream::NatsBackend};
@@ -162,22 +162,20 @@ enum Command {
     Close { reply: oneshot::Sender<()> },
 }
 
-/// What handles share with the writer task.
-#[derive(Debug)]
-struct Shared {
-    /// The sink, for messages (`file:/var/log/code-mode/audit.jsonl`).
-    name: String,
-    /// Why the last write failed, while the sink is failing.
-    failure: Mutex<Option<String>>,
-    /// When the sink was last probed.
-    probed: Mutex<Option<Instant>>,
-}
-
 /// Where audit records go: a handle on the writer task. Cheap to clone.
+///
+/// The sink's health (why its last write failed, while it is failing)
+/// belongs to the writer task, the only one that writes or probes the
+/// backend; handles read it through a `watch` channel, so a healthy sink
+/// costs a caller of [`AuditSink::ready`] no hop to the task.
 #[derive(Debug, Clone)]
 pub struct AuditSink {
     tx: mpsc::Sender<Command>,
-    shared: Arc<Shared>,
+    /// The sink, for messages (`file:/var/log/code-mode/audit.jsonl`).
+    name: Arc<str>,
+    /// Why the last write failed, while the sink is failing (the writer
+    /// task's, published).
+    failure: watch::Receiver<Option<String>>,
 }
 
 impl AuditSink {
@@ -186,14 +184,15 @@ impl AuditSink {
     /// recorded.
     pub(crate) async fn start(backend: Backend, options: SinkOptions) -> Result<Self, AuditError> {
         let name = backend.describe();
-        let mut writer = Writer { backend, options, since_checkpoint: 0 };
+        let (health, failure) = watch::channel(None);
+        let mut writer = Writer { backend, options, since_checkpoint: 0, health, probed: None };
         let head = writer.backend.head().await?;
         let open = Body::Open(Open { sink: name.clone(), resumed: writer.backend.resumes(&head) });
         writer.append(&open, Durability::Synced).await?;
         code_mode_telemetry::audit_write(true);
         let (tx, rx) = mpsc::channel(QUEUE);
         tokio::spawn(writer.run(rx));
-        Ok(Self { tx, shared: Arc::new(Shared { name, failure: Mutex::new(None), probed: Mutex::new(None) }) })
+        Ok(Self { tx, name: name.into(), failure })
     }
 
     /// A sink writing to this process's stderr, one chain per process.
@@ -203,7 +202,7 @@ impl AuditSink {
 
     /// The sink's name (`file:<path>`, `stderr`, `nats:<stream>`).
     pub fn name(&self) -> &str {
-        &self.shared.name
+        &self.name
     }
 
     /// Append one record; returns its `seq` once it is written as
@@ -217,51 +216,26 @@ impl AuditSink {
             Err(_) => Err(AuditError::Closed),
         };
         code_mode_telemetry::audit_write(result.is_ok());
-        let mut failure = self.shared.failure.lock().unwrap_or_else(|p| p.into_inner());
-        match &result {
-            Ok(_) => *failure = None,
-            Err(e) => *failure = Some(e.to_string()),
-        }
         result
     }
 
-    /// `Ok` when the last write succeeded; after a failure, probe the
-    /// backend (at most once a second) and say whether it is writable
-    /// again. Callers check this before an effect they would record
-    /// afterwards (a tool call goes out, its record comes back with the
-    /// result).
+    /// `Ok` when the last write succeeded; after a failure, ask the writer
+    /// task to probe the backend (it does at most once a second) and say
+    /// whether it is writable again. Callers check this before an effect
+    /// they would record afterwards (a tool call goes out, its record comes
+    /// back with the result). A closed sink is never ready.
     pub async fn ready(&self) -> Result<(), AuditError> {
-        let failed = self.shared.failure.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let Some(reason) = failed else { return Ok(()) };
-        let recently = {
-            let mut probed = self.shared.probed.lock().unwrap_or_else(|p| p.into_inner());
-            let recent = probed.is_some_and(|t| t.elapsed() < PROBE_EVERY);
-            if !recent {
-                *probed = Some(Instant::now());
-            }
-            recent
-        };
-        let still = || AuditError::Unwritable { sink: self.shared.name.clone(), reason: reason.clone() };
-        if recently {
-            return Err(still());
+        if self.tx.is_closed() {
+            return Err(AuditError::Closed);
+        }
+        if self.failure.borrow().is_none() {
+            return Ok(());
         }
         let (reply, answer) = oneshot::channel();
         if self.tx.send(Command::Probe { reply }).await.is_err() {
             return Err(AuditError::Closed);
         }
-        let probed = answer.await.unwrap_or(Err(AuditError::Closed));
-        code_mode_telemetry::audit_probed(probed.is_ok());
-        match probed {
-            Ok(()) => {
-                *self.shared.failure.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                tracing::info!(sink = %self.shared.name, "the audit sink is writable again");
-                Ok(())
-            }
-            Err(e) => {
-                *self.shared.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
-                Err(e)
-            }
-        }
+        answer.await.unwrap_or(Err(AuditError::Closed))
     }
 
     /// Write a last checkpoint, sync, and stop the writer task (records
@@ -279,6 +253,11 @@ struct Writer {
     backend: Backend,
     options: SinkOptions,
     since_checkpoint: u64,
+    /// Why the last write failed, while the sink is failing, published to
+    /// the handles.
+    health: watch::Sender<Option<String>>,
+    /// When a failing sink was last probed.
+    probed: Option<Instant>,
 }
 
 impl Writer {
@@ -292,13 +271,14 @@ impl Writer {
                     None => break,
                     Some(Command::Append { body, durability, reply }) => {
                         let result = self.append(&body, durability).await;
+                        self.health.send_replace(result.as_ref().err().map(ToString::to_string));
                         if result.is_ok() && self.since_checkpoint >= self.options.checkpoint_every {
                             self.checkpoint().await;
                         }
                         let _ = reply.send(result);
                     }
                     Some(Command::Probe { reply }) => {
-                        let _ = reply.send(self.backend.probe().await);
+                        let _ = reply.send(self.probe().await);
                     }
                     Some(Command::Close { reply }) => {
                         if self.since_checkpoint > 0 {
@@ -322,6 +302,29 @@ impl Writer {
             self.checkpoint().await;
         }
         let _ = self.backend.sync().await;
+    }
+
+    /// Whether a failing sink is writable again: the backend is probed at
+    /// most once every [`PROBE_EVERY`] (in between, the last failure
+    /// stands); the answer is published to the handles.
+    async fn probe(&mut self) -> Result<(), AuditError> {
+        let Some(reason) = self.health.borrow().clone() else { return Ok(()) };
+        if self.probed.is_some_and(|t| t.elapsed() < PROBE_EVERY) {
+            return Err(AuditError::Unwritable { sink: self.backend.describe(), reason });
+        }
+        self.probed = Some(Instant::now());
+        let probed = self.backend.probe().await;
+        code_mode_telemetry::audit_probed(probed.is_ok());
+        match &probed {
+            Ok(()) => {
+                self.health.send_replace(None);
+                tracing::info!(sink = %self.backend.describe(), "the audit sink is writable again");
+            }
+            Err(e) => {
+                self.health.send_replace(Some(e.to_string()));
+            }
+        }
+        probed
     }
 
     /// Chain and write one record, retrying against concurrent writers.

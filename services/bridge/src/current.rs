@@ -287,23 +287,24 @@ impl Bridge {
     /// Rebuild the catalog from every wrapped server's current tools and
     /// swap it in with the next version. On failure the current catalog
     /// stays and the error is returned (and logged).
-    pub fn refresh_catalog(&self) -> Result<u64, BridgeError> {
+    pub async fn refresh_catalog(&self) -> Result<u64, BridgeError> {
         let tools: Vec<_> = self.inner.servers.iter().map(ServerHandle::tools).collect();
         let built = self.inner.rebuild.build(&tools);
+        if built.is_ok()
+            && let Some(audit) = &self.inner.audit
+        {
+            // Recorded before the new catalog serves a call, and awaited:
+            // the refresher is one of the tasks the closer waits for, so no
+            // record of it is left in flight when the sink closes.
+            for (handle, tools) in self.inner.servers.iter().zip(&tools) {
+                if let Err(e) = audit.append(tools_record(handle.name(), tools), Durability::Written).await {
+                    tracing::error!(error = %e, "the changed tools could not be recorded");
+                }
+            }
+        }
         let mut current = code_mode_core::sync::write(&self.inner.current);
         match built {
             Ok((catalog, rule, policies)) => {
-                if let Some(audit) = self.inner.audit.clone() {
-                    let records: Vec<_> =
-                        self.inner.servers.iter().zip(&tools).map(|(h, t)| tools_record(h.name(), t)).collect();
-                    tokio::spawn(async move {
-                        for record in records {
-                            if let Err(e) = audit.append(record, Durability::Written).await {
-                                tracing::error!(error = %e, "the changed tools could not be recorded");
-                            }
-                        }
-                    });
-                }
                 let version = current.version + 1;
                 tracing::info!(version, tools = catalog.tools().len(), "catalog refreshed");
                 *current = Arc::new(Current {
@@ -427,6 +428,6 @@ async fn refresher(
             return;
         }
         let Some(inner) = bridge.upgrade() else { return };
-        let _ = Bridge { inner }.refresh_catalog();
+        let _ = Bridge { inner }.refresh_catalog().await;
     }
 }

@@ -28,7 +28,7 @@ use bollard::query_parameters::{
 use futures::Stream;
 use tokio::io::AsyncWrite;
 
-use crate::SandboxError;
+use crate::{SandboxError, StartError};
 
 /// The label every sandbox container carries.
 pub const LABEL_SANDBOX: &str = "code-mode.sandbox";
@@ -152,11 +152,11 @@ impl std::str::FromStr for Runtime {
 
 /// Check that the engine has `runtime` registered the way the lockdown
 /// needs it; the error names the runtime and how to register it.
-pub async fn check_runtime(docker: &Docker, runtime: Runtime) -> Result<(), SandboxError> {
-    let info = docker.info().await.map_err(SandboxError::docker("read the engine's runtimes"))?;
+pub async fn check_runtime(docker: &Docker, runtime: Runtime) -> Result<(), StartError> {
+    let info = docker.info().await.map_err(StartError::docker("read the engine's runtimes"))?;
     match registration_problem(&info.runtimes.unwrap_or_default(), runtime) {
         None => Ok(()),
-        Some(problem) => Err(SandboxError::Runtime { runtime, problem, how: runtime.how_to_register() }),
+        Some(problem) => Err(StartError::Runtime { runtime, problem, how: runtime.how_to_register() }),
     }
 }
 
@@ -384,10 +384,10 @@ fn owner_is_gone(label: &str) -> bool {
 /// Remove every sandbox container whose owner is gone (see [`owner_gone`]):
 /// a process on this host that no longer runs, or a runner container on
 /// this engine that stopped or started again. Returns how many were removed.
-pub async fn reap_orphans(docker: &Docker) -> Result<usize, SandboxError> {
+pub async fn reap_orphans(docker: &Docker) -> Result<usize, StartError> {
     let filters = HashMap::from([("label".to_string(), vec![LABEL_SANDBOX.to_string()])]);
     let options = ListContainersOptionsBuilder::new().all(true).filters(&filters).build();
-    let list = docker.list_containers(Some(options)).await.map_err(SandboxError::docker("list containers"))?;
+    let list = docker.list_containers(Some(options)).await.map_err(StartError::docker("list containers"))?;
     let mut removed = 0;
     for c in list {
         let labels = c.labels.unwrap_or_default();
@@ -741,7 +741,7 @@ mod tests {
         assert_eq!(registration_problem(&engine, Runtime::Runsc), None);
 
         let error =
-            SandboxError::Runtime { runtime: Runtime::Runsc, problem: missing, how: Runtime::Runsc.how_to_register() }
+            StartError::Runtime { runtime: Runtime::Runsc, problem: missing, how: Runtime::Runsc.how_to_register() }
                 .to_string();
         assert!(error.starts_with("the container runtime runsc is not registered"), "{error}");
         assert!(error.contains("/etc/docker/daemon.json") && error.contains("SIGHUP"), "{error}");

@@ -16,7 +16,7 @@ use bollard::query_parameters::{BuildImageOptionsBuilder, CreateImageOptionsBuil
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
 
-use crate::SandboxError;
+use crate::StartError;
 
 /// The runner script baked into the image.
 pub const RUNNER_PY: &str = include_str!("../image/runner.py");
@@ -66,11 +66,11 @@ pub fn default_image_tag() -> String {
 }
 
 /// True when the engine has the image.
-pub async fn image_exists(docker: &Docker, image: &str) -> Result<bool, SandboxError> {
+pub async fn image_exists(docker: &Docker, image: &str) -> Result<bool, StartError> {
     match docker.inspect_image(image).await {
         Ok(_) => Ok(true),
         Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => Ok(false),
-        Err(e) => Err(SandboxError::docker("inspect the image")(e)),
+        Err(e) => Err(StartError::docker("inspect the image")(e)),
     }
 }
 
@@ -81,12 +81,12 @@ pub async fn ensure_image(
     image: &str,
     source: BaseSource,
     progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), SandboxError> {
+) -> Result<(), StartError> {
     if image_exists(docker, image).await? {
         return Ok(());
     }
     if image != default_image_tag() {
-        return Err(SandboxError::ImageMissing { image: image.to_string() });
+        return Err(StartError::ImageMissing { image: image.to_string() });
     }
     progress(&format!("the sandbox image {image} is missing: building it (once)"));
     build_image(docker, source, progress).await
@@ -97,7 +97,7 @@ pub async fn build_image(
     docker: &Docker,
     source: BaseSource,
     progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), SandboxError> {
+) -> Result<(), StartError> {
     build_image_as(docker, source, &default_image_tag(), progress).await
 }
 
@@ -108,7 +108,7 @@ pub async fn build_image_as(
     source: BaseSource,
     tag: &str,
     progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), SandboxError> {
+) -> Result<(), StartError> {
     let source = match source {
         BaseSource::Auto if debootstrap_usable() => BaseSource::Debootstrap,
         BaseSource::Auto => BaseSource::Registry,
@@ -139,23 +139,23 @@ pub async fn build_image_as(
         .build();
     let mut stream = docker.build_image(options, None, Some(bollard::body_full(context.into())));
     while let Some(item) = stream.next().await {
-        let info = item.map_err(|e| SandboxError::ImageBuild(format!("docker build failed: {e}")))?;
+        let info = item.map_err(|e| StartError::ImageBuild(format!("docker build failed: {e}")))?;
         if let Some(line) = info.stream.as_deref().map(str::trim).filter(|l| !l.is_empty()) {
             progress(line);
         }
         if let Some(detail) = info.error_detail.and_then(|d| d.message) {
-            return Err(SandboxError::ImageBuild(format!("docker build failed: {detail}")));
+            return Err(StartError::ImageBuild(format!("docker build failed: {detail}")));
         }
     }
     if !image_exists(docker, tag).await? {
-        return Err(SandboxError::ImageBuild(format!("docker build ended but {tag} does not exist")));
+        return Err(StartError::ImageBuild(format!("docker build ended but {tag} does not exist")));
     }
     progress(&format!("built {tag}"));
     Ok(())
 }
 
 /// The build context: the Dockerfile and `runner.py`, as a tar archive.
-fn build_context() -> Result<Vec<u8>, SandboxError> {
+fn build_context() -> Result<Vec<u8>, StartError> {
     let mut tar = tar::Builder::new(Vec::new());
     for (name, text) in [("Dockerfile", DOCKERFILE), ("runner.py", RUNNER_PY)] {
         let mut header = tar::Header::new_gnu();
@@ -163,9 +163,9 @@ fn build_context() -> Result<Vec<u8>, SandboxError> {
         header.set_mode(0o644);
         header.set_cksum();
         tar.append_data(&mut header, name, text.as_bytes())
-            .map_err(|e| SandboxError::ImageBuild(format!("build context: {e}")))?;
+            .map_err(|e| StartError::ImageBuild(format!("build context: {e}")))?;
     }
-    tar.into_inner().map_err(|e| SandboxError::ImageBuild(format!("build context: {e}")))
+    tar.into_inner().map_err(|e| StartError::ImageBuild(format!("build context: {e}")))
 }
 
 fn which(program: &str) -> Option<PathBuf> {
@@ -222,14 +222,14 @@ fn mirror_in(text: &str, deb822: bool) -> Option<String> {
 
 /// `debootstrap --variant=minbase --include=python3` into a temporary
 /// directory, then import it as [`OFFLINE_BASE`].
-async fn build_offline_base(docker: &Docker, progress: &(dyn Fn(&str) + Sync)) -> Result<(), SandboxError> {
+async fn build_offline_base(docker: &Docker, progress: &(dyn Fn(&str) + Sync)) -> Result<(), StartError> {
     let debootstrap = which("debootstrap").ok_or_else(|| {
-        SandboxError::ImageBuild(
+        StartError::ImageBuild(
             "debootstrap is not installed: install it (apt-get install debootstrap) or use --base registry".into(),
         )
     })?;
     if !is_root() {
-        return Err(SandboxError::ImageBuild(
+        return Err(StartError::ImageBuild(
             "debootstrap needs root: run `sudo code-mode build-image`, or use --base registry".into(),
         ));
     }
@@ -262,19 +262,19 @@ async fn build_offline_base(docker: &Docker, progress: &(dyn Fn(&str) + Sync)) -
 }
 
 /// Run a command with a minimal environment, keeping its output for errors.
-async fn run_quiet(cmd: &mut tokio::process::Command, what: &str) -> Result<(), SandboxError> {
+async fn run_quiet(cmd: &mut tokio::process::Command, what: &str) -> Result<(), StartError> {
     cmd.env_clear().env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin").stdin(Stdio::null());
-    let out = cmd.output().await.map_err(|e| SandboxError::ImageBuild(format!("{what} could not start: {e}")))?;
+    let out = cmd.output().await.map_err(|e| StartError::ImageBuild(format!("{what} could not start: {e}")))?;
     if !out.status.success() {
         let tail = String::from_utf8_lossy(&out.stdout[out.stdout.len().saturating_sub(2000)..]).to_string()
             + &String::from_utf8_lossy(&out.stderr[out.stderr.len().saturating_sub(2000)..]);
-        return Err(SandboxError::ImageBuild(format!("{what} failed ({}): {tail}", out.status)));
+        return Err(StartError::ImageBuild(format!("{what} failed ({}): {tail}", out.status)));
     }
     Ok(())
 }
 
 /// `tar -C dir -c .` streamed into `docker import`.
-async fn import_dir(docker: &Docker, dir: &Path) -> Result<(), SandboxError> {
+async fn import_dir(docker: &Docker, dir: &Path) -> Result<(), StartError> {
     let mut child = tokio::process::Command::new("tar")
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
@@ -284,21 +284,21 @@ async fn import_dir(docker: &Docker, dir: &Path) -> Result<(), SandboxError> {
         .stdout(Stdio::piped())
         .stdin(Stdio::null())
         .spawn()
-        .map_err(|e| SandboxError::ImageBuild(format!("tar could not start: {e}")))?;
+        .map_err(|e| StartError::ImageBuild(format!("tar could not start: {e}")))?;
     let stdout = child.stdout.take().expect("piped stdout");
     let body = tokio_util::io::ReaderStream::new(stdout);
     let (repo, tag) = OFFLINE_BASE.split_once(':').expect("the base has a tag");
     let options = CreateImageOptionsBuilder::new().from_src("-").repo(repo).tag(tag).build();
     let mut stream = docker.create_image(Some(options), Some(bollard::body_try_stream(body)), None);
     while let Some(item) = stream.next().await {
-        let info = item.map_err(|e| SandboxError::ImageBuild(format!("docker import failed: {e}")))?;
+        let info = item.map_err(|e| StartError::ImageBuild(format!("docker import failed: {e}")))?;
         if let Some(detail) = info.error_detail.and_then(|d| d.message) {
-            return Err(SandboxError::ImageBuild(format!("docker import failed: {detail}")));
+            return Err(StartError::ImageBuild(format!("docker import failed: {detail}")));
         }
     }
-    let status = child.wait().await.map_err(|e| SandboxError::ImageBuild(format!("tar: {e}")))?;
+    let status = child.wait().await.map_err(|e| StartError::ImageBuild(format!("tar: {e}")))?;
     if !status.success() {
-        return Err(SandboxError::ImageBuild(format!("tar failed: {status}")));
+        return Err(StartError::ImageBuild(format!("tar failed: {status}")));
     }
     Ok(())
 }

@@ -66,9 +66,10 @@ use crate::kept::{KeptError, KeptSet, Lifetime};
 use crate::pool::Pool;
 use crate::remover::Remover;
 
-/// Errors of the sandbox layer.
+/// Why the sandbox side cannot start (or `doctor` cannot check the host):
+/// the engine, its runtimes, the image.
 #[derive(Debug, thiserror::Error)]
-pub enum SandboxError {
+pub enum StartError {
     /// No Docker engine answers.
     #[error(
         "no Docker engine answers at {host}: {reason}. code-mode runs code in Docker containers: start the \
@@ -81,12 +82,13 @@ pub enum SandboxError {
         reason: String,
     },
     /// A Docker call failed.
-    #[error("docker: could not {action}: {reason}")]
+    #[error("docker: could not {action}: {source}")]
     Docker {
         /// What we tried.
         action: &'static str,
         /// Why it failed.
-        reason: String,
+        #[source]
+        source: bollard::errors::Error,
     },
     /// The configured image does not exist.
     #[error("the sandbox image {image} does not exist: build it with `code-mode build-image`, or pass --image")]
@@ -97,10 +99,6 @@ pub enum SandboxError {
     /// Building the image failed.
     #[error("building the sandbox image failed: {0}")]
     ImageBuild(String),
-    /// The audit sink cannot be written, so the cell is refused (or its
-    /// report withheld when its end could not be recorded).
-    #[error("{0}")]
-    Audit(code_mode_audit::AuditError),
     /// The engine lacks the runtime, or has it registered without what the
     /// lockdown needs.
     #[error("the container runtime {runtime} {problem}. To register it: {how}")]
@@ -112,9 +110,41 @@ pub enum SandboxError {
         /// How to register it.
         how: String,
     },
+}
+
+impl StartError {
+    /// A mapper for a failed Docker call.
+    pub fn docker(action: &'static str) -> impl Fn(bollard::errors::Error) -> StartError {
+        move |source| StartError::Docker { action, source }
+    }
+}
+
+/// Why a cell cannot run, or a request cannot be answered, on a runner
+/// that started.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// A Docker call failed.
+    #[error("docker: could not {action}: {source}")]
+    Docker {
+        /// What we tried.
+        action: &'static str,
+        /// Why it failed.
+        #[source]
+        source: bollard::errors::Error,
+    },
+    /// The configured image went away (removed while the runner ran).
+    #[error("the sandbox image {image} does not exist: build it with `code-mode build-image`, or pass --image")]
+    ImageMissing {
+        /// The image.
+        image: String,
+    },
+    /// The audit sink cannot be written, so the cell is refused (or its
+    /// report withheld when its end could not be recorded).
+    #[error("{0}")]
+    Audit(#[source] code_mode_audit::AuditError),
     /// The cell's lease could not be held (see `code_mode_core::lease`).
     #[error("the cell's lease could not be held: {0}")]
-    Lease(String),
+    Lease(#[source] code_mode_core::bus::BusError),
     /// Every slot of this runner is taken.
     #[error("this sandbox-runner is running its {capacity} cells (or holding kept sessions' containers) already")]
     NoCapacity {
@@ -133,12 +163,18 @@ pub enum SandboxError {
     /// A request this runner cannot take as sent.
     #[error("bad request: {0}")]
     BadRequest(String),
+    /// The posture probe (`doctor`) gave no usable report.
+    #[error("docker: could not run the posture probe: {reason}")]
+    Probe {
+        /// What went wrong.
+        reason: String,
+    },
 }
 
 impl SandboxError {
     /// A mapper for a failed Docker call.
     pub fn docker(action: &'static str) -> impl Fn(bollard::errors::Error) -> SandboxError {
-        move |e| SandboxError::Docker { action, reason: e.to_string() }
+        move |source| SandboxError::Docker { action, source }
     }
 
     fn from_create(e: bollard::errors::Error, image: &str) -> SandboxError {
@@ -153,9 +189,9 @@ impl SandboxError {
 
 /// Connect to the engine named by `DOCKER_HOST` (or the default socket) and
 /// agree on an API version; fail with a clear message when none answers.
-pub async fn connect_docker() -> Result<Docker, SandboxError> {
+pub async fn connect_docker() -> Result<Docker, StartError> {
     let host = std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".into());
-    let no_engine = |reason: String| SandboxError::NoEngine { host: host.clone(), reason };
+    let no_engine = |reason: String| StartError::NoEngine { host: host.clone(), reason };
     let docker = Docker::connect_with_defaults().map_err(|e| no_engine(e.to_string()))?;
     let docker = tokio::time::timeout(Duration::from_secs(10), docker.negotiate_version())
         .await
@@ -261,7 +297,7 @@ impl SandboxRunner {
     /// A runner on `docker`, relaying tool calls over `bus`. Stops when the
     /// engine does not have the lockdown's runtime registered as it needs;
     /// removes the containers that dead owners left behind first.
-    pub async fn new(docker: Docker, config: RunnerConfig, bus: Bus) -> Result<Self, SandboxError> {
+    pub async fn new(docker: Docker, config: RunnerConfig, bus: Bus) -> Result<Self, StartError> {
         container::check_runtime(&docker, config.lockdown.runtime).await?;
         let reaped = container::reap_orphans(&docker).await?;
         if reaped > 0 {
@@ -345,7 +381,7 @@ impl SandboxRunner {
     ) -> Result<CellRan, SandboxError> {
         let lease = code_mode_core::lease::hold(&self.inner.bus, &cell.cell_id, &container::owner_label(), cancel)
             .await
-            .map_err(|e| SandboxError::Lease(e.to_string()))?;
+            .map_err(SandboxError::Lease)?;
         let ran = run.await;
         if let Some(lease) = lease {
             let how = match &ran {

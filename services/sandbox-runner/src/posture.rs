@@ -310,7 +310,7 @@ pub async fn observe(docker: &Docker, lockdown: &Lockdown) -> Result<Observed, c
 }
 
 fn probe_error(reason: String) -> crate::SandboxError {
-    crate::SandboxError::Docker { action: "run the posture probe", reason }
+    crate::SandboxError::Probe { reason }
 }
 
 /// The next line of the container's stdout (stderr is kept in `buffer`
