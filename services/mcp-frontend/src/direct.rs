@@ -88,3 +88,102 @@ pub(crate) async fn call(shared: &Shared, call: &DirectCall) -> CallToolResult {
     let answer = shared.bus.call::<_, DirectReply>(subjects::TOOL_DIRECT, call, wait).await;
     crate::wire::direct_reply(&call.tool, answer)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use code_mode_core::bus::Bus;
+    use code_mode_proto::{CatalogRequest, ErrorKind, queue_groups};
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::FrontendFactory;
+
+    fn direct_call() -> DirectCall {
+        DirectCall {
+            session: "s".into(),
+            asker: None,
+            identity: None,
+            call_id: "direct-1".into(),
+            call_index: 1,
+            max_calls: None,
+            tool: "add".into(),
+            arguments: serde_json::json!({"a": 1, "b": 2}),
+        }
+    }
+
+    /// A frontend's shared state over `bus`, whose bridge lists no tools
+    /// (a call timeout of 1 s).
+    async fn shared(bus: &Bus, cancel: &CancellationToken) -> Arc<Shared> {
+        bus.serve(subjects::CATALOG_GET, queue_groups::BRIDGE, cancel.clone(), |_: CatalogRequest| async {
+            Ok(Catalog {
+                version: 1,
+                tools: vec![],
+                max_calls: 10,
+                call_timeout_ms: 1000,
+                approval_timeout_ms: 0,
+                fingerprint: "f".into(),
+                unchanged: false,
+                withheld: vec![],
+                stateless_idle_ms: 0,
+            })
+        })
+        .await
+        .unwrap();
+        FrontendFactory::connect(bus.clone(), Default::default()).await.unwrap().shared.clone()
+    }
+
+    fn text(result: &CallToolResult) -> String {
+        result.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.clone()).collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_direct_result_comes_back_whole_and_a_silent_or_absent_bridge_only_by_its_fault_kind() {
+        let (bus, cancel) = (Bus::in_process(), CancellationToken::new());
+        let shared = shared(&bus, &cancel).await;
+        // No bridge serves direct calls yet.
+        let unreached = call(&shared, &direct_call()).await;
+        assert_eq!((unreached.is_error, text(&unreached)), (Some(true), "BridgeUnavailable".to_string()));
+        let serving = CancellationToken::new();
+        bus.serve(subjects::TOOL_DIRECT, queue_groups::BRIDGE, serving.clone(), |call: DirectCall| async move {
+            let result = serde_json::json!({
+                "content": [{"type": "text", "text": "{\"sum\":3}"}],
+                "structuredContent": {"sum": 3},
+                "isError": false,
+            });
+            match call.tool.as_str() {
+                "add" => Ok(DirectReply::Ok { result }),
+                "crash" => Ok(DirectReply::Fault { kind: ErrorKind::TransportClosed }),
+                _ => Ok(DirectReply::Refused { message: format!("{}: denied by policy", call.tool) }),
+            }
+        })
+        .await
+        .unwrap();
+        let added = call(&shared, &direct_call()).await;
+        assert_eq!(added.structured_content, Some(serde_json::json!({"sum": 3})));
+        assert_eq!(
+            added.result_type,
+            Some(rmcp::model::ResultType::COMPLETE),
+            "given the result type the client's protocol needs"
+        );
+        let crashed = call(&shared, &DirectCall { tool: "crash".into(), ..direct_call() }).await;
+        assert_eq!(text(&crashed), "TransportClosed", "only the kind");
+        let denied = call(&shared, &DirectCall { tool: "echo".into(), ..direct_call() }).await;
+        assert_eq!(text(&denied), "echo: denied by policy", "the bridge's own message");
+        serving.cancel();
+        // A bridge that takes the call and never answers: a timeout after
+        // the call's own time and the hop margin (time is paused).
+        let silent = CancellationToken::new();
+        bus.serve(subjects::TOOL_DIRECT, queue_groups::BRIDGE, silent.clone(), |_: DirectCall| async {
+            std::future::pending::<Result<DirectReply, code_mode_proto::WireError>>().await
+        })
+        .await
+        .unwrap();
+        let started = tokio::time::Instant::now();
+        let timed_out = call(&shared, &direct_call()).await;
+        assert_eq!(text(&timed_out), "BridgeTimeout");
+        assert_eq!(started.elapsed(), Duration::from_millis(1000) + REPLY_MARGIN);
+        cancel.cancel();
+    }
+}

@@ -101,6 +101,7 @@ pub enum FrontendError {
         /// The address asked for.
         addr: String,
         /// Why.
+        #[source]
         reason: std::io::Error,
     },
 }

@@ -109,3 +109,64 @@ async fn sleep_until(at: Option<Instant>) {
         None => std::future::pending().await,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use code_mode_proto::{ApprovalReply, ApprovalRequest};
+    use tokio::sync::{mpsc, oneshot};
+
+    use super::*;
+
+    /// A parked cell of `identity` with one question waiting; the receiver
+    /// of that question's answer.
+    fn parked(identity: Option<&str>) -> (Parked, oneshot::Receiver<ApprovalReply>) {
+        let (answer, waiting) = oneshot::channel();
+        let request = ApprovalRequest {
+            session: "s".into(),
+            cell_id: "c".into(),
+            server: "srv".into(),
+            tool: "echo".into(),
+            arguments: "(no arguments)".into(),
+            rule: "/tools/echo".into(),
+            timeout_ms: 1000,
+        };
+        let (_route, approvals) = mpsc::channel(1);
+        let run = CellRun { result: Box::pin(std::future::pending()), approvals, tool: "run_python".into() };
+        let pending = vec![crate::approval::Pending { request, answer }];
+        (Parked { run, pending, identity: identity.map(Identity::new) }, waiting)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_parked_cell_is_taken_once_by_its_own_identity_and_another_identity_finds_nothing() {
+        let lot = ParkingLot::start();
+        let (cell, _waiting) = parked(Some("alice"));
+        lot.park("token-1".into(), cell, Instant::now() + Duration::from_secs(60)).await;
+        assert!(lot.take("token-1", Some(Identity::new("bob"))).await.is_none(), "bob takes nothing");
+        assert!(lot.take("token-1", None).await.is_none(), "nor does an unauthenticated caller");
+        let taken = lot.take("token-1", Some(Identity::new("alice"))).await.expect("alice's cell is still there");
+        assert_eq!(taken.pending.len(), 1);
+        assert!(lot.take("token-1", Some(Identity::new("alice"))).await.is_none(), "taken once");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_cell_nobody_takes_is_dropped_after_its_longest_question_and_the_margin_refusing_its_calls() {
+        use tokio::sync::oneshot::error::TryRecvError;
+        let lot = ParkingLot::start();
+        let (cell, mut waiting) = parked(None);
+        let until = Instant::now() + Duration::from_secs(60);
+        lot.park("token-2".into(), cell, until).await;
+        let (later, _later_waiting) = parked(None);
+        lot.park("later".into(), later, until + PARK_MARGIN * 10).await;
+        // Still parked just before its time and the margin are up ...
+        tokio::time::sleep_until(until + PARK_MARGIN - Duration::from_millis(10)).await;
+        assert_eq!(waiting.try_recv(), Err(TryRecvError::Empty), "the question still waits");
+        // ... dropped right after: the waiting call's answer goes with it,
+        // which the bridge takes as a refusal.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(waiting.try_recv(), Err(TryRecvError::Closed), "the parked cell was dropped");
+        assert!(lot.take("token-2", None).await.is_none());
+        assert!(lot.take("later", None).await.is_some(), "a later cell stays until its own time");
+    }
+}

@@ -39,6 +39,7 @@ pub enum TlsError {
         /// The file.
         path: PathBuf,
         /// Why.
+        #[source]
         reason: std::io::Error,
     },
     /// A file is not what it should hold.

@@ -98,12 +98,13 @@ pub enum AuthError {
         reason: String,
     },
     /// The token file cannot be read.
-    #[error("cannot read the token file {}: {reason}", path.display())]
+    #[error("cannot read the token file {}: {source}", path.display())]
     TokenFileUnreadable {
         /// The file.
         path: PathBuf,
         /// Why.
-        reason: String,
+        #[source]
+        source: std::io::Error,
     },
     /// An OAuth setting is wrong.
     #[error("{name}: {reason}")]

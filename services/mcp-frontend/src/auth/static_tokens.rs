@@ -80,7 +80,7 @@ impl TokenSet {
     /// Read and parse the file.
     pub fn read(path: &Path) -> Result<Self, AuthError> {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| AuthError::TokenFileUnreadable { path: path.to_path_buf(), reason: e.to_string() })?;
+            .map_err(|source| AuthError::TokenFileUnreadable { path: path.to_path_buf(), source })?;
         Self::parse(path, &text)
     }
 
@@ -144,7 +144,7 @@ impl StaticTokens {
         tracing::info!(file = %path.display(), clients = first.len(), "static bearer tokens loaded");
         let (publish, current) = watch::channel(Arc::new(first));
         let hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
-            .map_err(|e| AuthError::TokenFileUnreadable { path: path.to_path_buf(), reason: e.to_string() })?;
+            .map_err(|source| AuthError::TokenFileUnreadable { path: path.to_path_buf(), source })?;
         tokio::spawn(reread_on_hangup(path.to_path_buf(), hangup, publish, cancel));
         Ok(Self { current })
     }

@@ -312,3 +312,133 @@ pub(super) fn lost_line(reason: &str) -> String {
          and files of earlier runs are gone."
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use code_mode_core::bus::Bus;
+    use code_mode_proto::{Catalog, CatalogRequest, CellReport, ErrorKind, WireError, queue_groups};
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::FrontendFactory;
+
+    const RUNNER: &str = "0123456789abcdef0123456789abcdef";
+    const KEY: &str = "fedcba9876543210fedcba9876543210";
+
+    fn at() -> KeptContainer {
+        KeptContainer { runner: RUNNER.into(), key: KEY.into() }
+    }
+
+    fn order(code: &str) -> CellOrder {
+        CellOrder {
+            cell_id: uuid::Uuid::new_v4().to_string(),
+            code: code.into(),
+            route: None,
+            options: Default::default(),
+            keep: super::super::CellKeep::Session,
+        }
+    }
+
+    /// A frontend's shared state over an in-process bus with a bridge (an
+    /// empty catalog) and a runners' queue group that counts the fresh
+    /// cells it is sent and answers each with a new kept container.
+    async fn frontend(bus: &Bus, cancel: &CancellationToken) -> (Arc<Shared>, Arc<AtomicUsize>) {
+        bus.serve(subjects::CATALOG_GET, queue_groups::BRIDGE, cancel.clone(), |_: CatalogRequest| async {
+            Ok(Catalog {
+                version: 1,
+                tools: vec![],
+                max_calls: 10,
+                call_timeout_ms: 1000,
+                approval_timeout_ms: 0,
+                fingerprint: "f".into(),
+                unchanged: false,
+                withheld: vec![],
+                stateless_idle_ms: 3_600_000,
+            })
+        })
+        .await
+        .unwrap();
+        let fresh = Arc::new(AtomicUsize::new(0));
+        let count = fresh.clone();
+        bus.serve(subjects::CELL_RUN, queue_groups::SANDBOX_RUNNER, cancel.clone(), move |cell: RunCell| {
+            count.fetch_add(1, Ordering::SeqCst);
+            async move {
+                let report = CellReport { stdout: cell.code, error: None, truncated: false, stopped: false };
+                Ok(CellRan { report, kept: Some(KeptContainer { runner: RUNNER.into(), key: "new0key".into() }) })
+            }
+        })
+        .await
+        .unwrap();
+        let factory = FrontendFactory::connect(bus.clone(), Default::default()).await.unwrap();
+        (factory.shared.clone(), fresh)
+    }
+
+    /// The runner holding the kept container answers every cell with `error`.
+    async fn runner_says(bus: &Bus, cancel: &CancellationToken, kind: ErrorKind, message: &str) {
+        let message = message.to_string();
+        let subject = subjects::runner(RUNNER).unwrap();
+        bus.serve(&subject, queue_groups::SANDBOX_RUNNER, cancel.clone(), move |_: KeptRequest| {
+            let error = WireError { kind: kind.clone(), message: message.clone() };
+            async move { Err::<KeptReply, _>(error) }
+        })
+        .await
+        .unwrap();
+    }
+
+    fn scope() -> At {
+        At { session: code_mode_proto::subjects::stateless_scope(Some("alice")), asker: Some("s1".into()) }
+    }
+
+    #[tokio::test]
+    async fn a_runners_refusal_of_a_handle_is_the_handle_error_and_never_a_fresh_container() {
+        let expired = "the kept container under that key was removed: no run within its idle time (--session-idle)";
+        let cases = [
+            (ErrorKind::KeptExpired, expired, "has ended (no run within its idle time (--session-idle))"),
+            (ErrorKind::KeptForeign, "another session's", "belongs to another client identity"),
+            (ErrorKind::KeptLost, "nothing under that key", "no sandbox of this server is known"),
+            (ErrorKind::KeptBusy, "a cell runs", "a run of this session is running already"),
+        ];
+        for (kind, said, expected) in cases {
+            let (bus, cancel) = (Bus::in_process(), CancellationToken::new());
+            let (shared, fresh) = frontend(&bus, &cancel).await;
+            runner_says(&bus, &cancel, kind.clone(), said).await;
+            let ran = run_handle_cell(&shared, &scope(), None, &order("x"), KeepConfig::default(), Some(at())).await;
+            let error = ran.expect_err("a refused handle fails the cell").to_string();
+            assert!(error.contains(expected), "{kind:?}: {error}");
+            assert_eq!(fresh.load(Ordering::SeqCst), 0, "{kind:?}: no fresh container ran instead");
+            cancel.cancel();
+        }
+        // No runner serves the handle's runner id: it stopped or restarted.
+        let (bus, cancel) = (Bus::in_process(), CancellationToken::new());
+        let (shared, fresh) = frontend(&bus, &cancel).await;
+        let ran = run_handle_cell(&shared, &scope(), None, &order("x"), KeepConfig::default(), Some(at())).await;
+        let error = ran.expect_err("a handle of a gone runner fails").to_string();
+        assert!(error.contains("its sandbox-runner stopped or restarted"), "{error}");
+        assert_eq!(fresh.load(Ordering::SeqCst), 0);
+        // Without a handle (`session: "new"`) a kept container starts, and
+        // the result names it.
+        let ran = run_handle_cell(&shared, &scope(), None, &order("y = 1"), KeepConfig::default(), None).await;
+        let ran = ran.expect("a new kept container");
+        assert_eq!((ran.report.stdout.as_str(), ran.kept.map(|k| k.key)), ("y = 1", Some("new0key".to_string())));
+        cancel.cancel();
+    }
+
+    #[tokio::test]
+    async fn a_sessions_container_gone_at_its_runner_starts_a_fresh_one_whose_output_says_why() {
+        let (bus, cancel) = (Bus::in_process(), CancellationToken::new());
+        let (shared, fresh) = frontend(&bus, &cancel).await;
+        runner_says(&bus, &cancel, ErrorKind::KeptLost, "nothing under that key").await;
+        let session = At { session: "6f1c0d3e-session".into(), asker: None };
+        let container = Container { at: Some(at()), born: None, last: None, lost: None };
+        let keep = KeepConfig::default();
+        let (report, container) = run_kept_cell(&shared, &session, None, &order("print(1)"), keep, container).await;
+        let report = report.expect("the cell runs in a fresh container");
+        assert!(report.stdout.starts_with("code-mode: the session's sandbox is gone"), "{}", report.stdout);
+        assert_eq!(fresh.load(Ordering::SeqCst), 1);
+        assert_eq!(container.at.map(|a| a.key), Some("new0key".to_string()), "the next cell goes to the new one");
+        cancel.cancel();
+    }
+}
