@@ -483,7 +483,7 @@ pub struct RunnerArgs {
     pub warm_window: Duration,
     /// The container runtime: runc (the host kernel behind our seccomp
     /// filter) or runsc (gVisor: a kernel of its own in between; must be
-    /// registered with the engine, see README).
+    /// registered with the engine, see docs/sandbox.md).
     #[arg(long, default_value = "runc", value_name = "runc|runsc")]
     pub runtime: Runtime,
 }

@@ -105,7 +105,7 @@ impl Project {
         let servers = code_mode_core::testing::TempDir::new("compose-servers");
         std::fs::write(servers.0.join("servers.json"), SERVERS).unwrap();
         let servers_file = servers.0.join("servers.json").to_string_lossy().into_owned();
-        // The HTTP frontend's token file, made as the README says; the file
+        // The HTTP frontend's token file, made as docs/deployment.md says; the file
         // holds the token's hash, the test keeps the token.
         let client = crate::auth::token_new("compose-client");
         let tokens_file = servers.0.join("http.tokens");
@@ -467,7 +467,7 @@ print(now["timezone"])"#;
     assert_eq!(report(&result)["stdout"], "hello from the sandbox\nAsia/Tokyo\n", "{result:?}");
     client.cancel().await.ok();
 
-    // README's way down: `down` with the same variables.
+    // docs/deployment.md's way down: `down` with the same variables.
     let down = project.base_command().args(["down", "-v", "-t", "20"]).output().await.expect("docker-compose runs");
     assert!(down.status.success(), "{}", String::from_utf8_lossy(&down.stderr));
     let left = project.compose().args(["ps", "-q"]).output().expect("docker-compose runs");
@@ -570,7 +570,7 @@ async fn the_compose_cluster_profile_serves_through_a_nats_server_killed_mid_loa
     std::fs::write(project._servers.0.join("servers.json"), CLUSTER_SERVERS).unwrap();
     project.profiles = vec!["http", "cluster"];
     project.env.retain(|(k, _)| k != "CODE_MODE_RUNNER_CAPACITY");
-    // What deploy/cluster.env sets, and the route password README says to
+    // What deploy/cluster.env sets, and the route password docs/deployment.md says to
     // export.
     project.env.extend(
         [

@@ -368,3 +368,74 @@ async fn the_session_handle_example_of_the_readme_runs_as_written_with_the_sdks_
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.ends_with("3\n"), "the second call sees the first one's rows: {said}");
 }
+
+/// Every `.rs` file of the workspace (build output, fuzz corpora and
+/// installed packages left out).
+fn rust_files(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
+    let skip = ["target", "node_modules", ".venv", ".git", "corpus", "artifacts"];
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if path.is_dir() {
+            if !skip.iter().any(|s| name == *s) {
+                rust_files(&path, found);
+            }
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+/// The names a doc gives in backticks that read as a test's: snake case
+/// of at least five words, alone or as the last segment of a path
+/// (`module::a_name_of_five_words`); metric names (`codemode_...`) are not.
+fn named_tests(text: &str) -> Vec<String> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter_map(|quoted| {
+            let last = quoted.rsplit("::").next()?;
+            let snake = last.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            let ident = quoted.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':');
+            (ident && snake && last.matches('_').count() >= 4 && !last.starts_with("codemode_"))
+                .then(|| last.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn every_test_the_docs_name_as_evidence_exists() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let mut functions = std::collections::HashSet::new();
+    for file in &files {
+        let source = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        for rest in source.split("fn ").skip(1) {
+            let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            functions.insert(name);
+        }
+    }
+    assert!(functions.len() > 1000, "the walk found the workspace's functions: {}", functions.len());
+    let mut docs: Vec<std::path::PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.extend(["README.md", "loadtests/README.md", "services/sandbox-runner/image/SECCOMP.md"].map(|p| root.join(p)));
+    let mut missing = Vec::new();
+    let mut named = 0;
+    for doc in &docs {
+        let text = std::fs::read_to_string(doc).unwrap_or_else(|e| panic!("{}: {e}", doc.display()));
+        for test in named_tests(&text) {
+            named += 1;
+            if !functions.contains(&test) {
+                missing.push(format!("{}: {test}", doc.strip_prefix(&root).unwrap_or(doc).display()));
+            }
+        }
+    }
+    assert!(named > 100, "the docs name their tests: {named}");
+    assert!(missing.is_empty(), "the docs name tests that do not exist:\n{}", missing.join("\n"));
+}

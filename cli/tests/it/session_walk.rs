@@ -1,6 +1,6 @@
 //! A property of the threat model: no per-session control lasts less than
-//! the definition says ([`code_mode_mcp_frontend::lifetimes`], README
-//! "Sessions"), for any protocol version the server offers, over stdio or
+//! the definition says ([`code_mode_mcp_frontend::lifetimes`],
+//! docs/sessions.md), for any protocol version the server offers, over stdio or
 //! over HTTP.
 //!
 //! The walk takes every version rmcp knows (the server negotiates each of

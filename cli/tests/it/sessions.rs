@@ -1,4 +1,4 @@
-//! One meaning of a session for every client (README "Sessions"), driven
+//! One meaning of a session for every client (docs/sessions.md), driven
 //! by the official Python SDK as users run it: its high-level `mcp.Client`
 //! at its defaults (which adopts the stateless 2026-07-28 protocol), and
 //! its lower-level `ClientSession` (the 2025-11-25 handshake), over stdio

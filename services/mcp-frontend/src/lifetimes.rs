@@ -1,5 +1,5 @@
 //! What one client session is, for every control that lasts beyond one
-//! call: the definition README "Sessions" states, written once as data so
+//! call: the definition docs/sessions.md states, written once as data so
 //! that the frontend, the docs and the tests that walk every control under
 //! every protocol version agree.
 //!
