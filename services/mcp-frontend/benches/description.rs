@@ -15,14 +15,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 fn description(c: &mut Criterion) {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testing/search-eval/catalog-300.json");
     let entries: Vec<ToolEntry> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let facts = RunFacts {
-        deadline_secs: 90,
-        max_calls: 200,
-        call_timeout_secs: 30,
-        max_output: 8192,
-        keep: None,
-        stateless: None,
-    };
+    let facts = RunFacts::default();
     c.bench_function("write the run_python description of 300 tools", |b| {
         b.iter(|| describe(&facts, &entries, 12_000).1.len())
     });

@@ -37,6 +37,22 @@ pub struct RunFacts {
     pub stateless: Option<StatelessFacts>,
 }
 
+impl Default for RunFacts {
+    /// The facts of a run under the default limits, for a client of a
+    /// session that keeps no variables.
+    fn default() -> Self {
+        use code_mode_core::defaults;
+        Self {
+            deadline_secs: defaults::DEADLINE.as_secs(),
+            max_calls: defaults::MAX_CALLS,
+            call_timeout_secs: defaults::CALL_TIMEOUT.as_secs(),
+            max_output: defaults::MAX_OUTPUT,
+            keep: None,
+            stateless: None,
+        }
+    }
+}
+
 /// What lasts between a stateless client's runs, for the description.
 #[derive(Debug, Clone, Copy)]
 pub struct StatelessFacts {
@@ -263,14 +279,9 @@ mod tests {
     use super::*;
 
     fn facts() -> RunFacts {
-        RunFacts {
-            deadline_secs: 90,
-            max_calls: 200,
-            call_timeout_secs: 30,
-            max_output: 8192,
-            keep: None,
-            stateless: None,
-        }
+        let facts = RunFacts::default();
+        assert_eq!((facts.deadline_secs, facts.max_calls, facts.call_timeout_secs), (90, 200, 30));
+        facts
     }
 
     #[test]

@@ -29,15 +29,27 @@ pub(super) async fn run_cell(
     identity: Option<&Identity>,
     order: &CellOrder,
 ) -> Result<CellReport, FrontendError> {
-    let config = &shared.config;
-    if order.code.len() > config.max_code {
-        return Err(FrontendError::CodeTooLarge { size: order.code.len(), max: config.max_code });
+    let (_slot, cell) = prepare(shared, at, identity, order).await?;
+    Ok(send_fresh(shared, &cell).await.map_err(|(e, _)| e)?.report)
+}
+
+/// What every cell goes through before it is sent, fresh or kept: its
+/// code within the size limit, one of the process's cell slots (held while
+/// the permit lives), the catalog refreshed, and its [`RunCell`] over it.
+pub(super) async fn prepare<'s>(
+    shared: &'s Shared,
+    at: &At,
+    identity: Option<&Identity>,
+    order: &CellOrder,
+) -> Result<(tokio::sync::SemaphorePermit<'s>, RunCell), FrontendError> {
+    let max = shared.config.max_code;
+    if order.code.len() > max {
+        return Err(FrontendError::CodeTooLarge { size: order.code.len(), max });
     }
-    let _slot = shared.slots.acquire().await.expect("the semaphore is never closed");
+    let slot = shared.slots.acquire().await.expect("the semaphore is never closed");
     shared.catalog.refresh().await;
     let view = shared.catalog.current();
-    let cell = cell_message(shared, at, identity, order, &view);
-    Ok(send_fresh(shared, &cell).await.map_err(|(e, _)| e)?.report)
+    Ok((slot, cell_message(shared, at, identity, order, &view)))
 }
 
 /// The error of a cell whose report will not come, as its lease told.
@@ -55,13 +67,7 @@ pub(super) fn gone_error(cell: &str, gone: Gone) -> FrontendError {
 }
 
 /// The [`RunCell`] of `order` over the catalog of `view`.
-pub(super) fn cell_message(
-    shared: &Shared,
-    at: &At,
-    identity: Option<&Identity>,
-    order: &CellOrder,
-    view: &View,
-) -> RunCell {
+fn cell_message(shared: &Shared, at: &At, identity: Option<&Identity>, order: &CellOrder, view: &View) -> RunCell {
     let config = &shared.config;
     let max_calls = match order.options.max_calls {
         Some(budget) => budget.min(view.catalog.max_calls),

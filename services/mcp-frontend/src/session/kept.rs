@@ -12,7 +12,7 @@ use code_mode_proto::{
     CellRan, CellReport, ErrorKind, Keep, KeptContainer, KeptEnd, KeptReply, KeptRequest, RunCell, subjects,
 };
 
-use super::cells::{At, cell_message, gone_error, send_fresh};
+use super::cells::{At, gone_error, prepare, send_fresh};
 use super::{CellOrder, CellReply, CellSlot, Ran, SESSION_END_TIMEOUT};
 use crate::auth::Identity;
 use crate::handle::HandleError;
@@ -69,14 +69,7 @@ pub(super) async fn run_handle_cell(
     keep: KeepConfig,
     handle: Option<KeptContainer>,
 ) -> Result<Ran, FrontendError> {
-    let config = &shared.config;
-    if order.code.len() > config.max_code {
-        return Err(FrontendError::CodeTooLarge { size: order.code.len(), max: config.max_code });
-    }
-    let _slot = shared.slots.acquire().await.expect("the semaphore is never closed");
-    shared.catalog.refresh().await;
-    let view = shared.catalog.current();
-    let mut cell = cell_message(shared, at, identity, order, &view);
+    let (_slot, mut cell) = prepare(shared, at, identity, order).await?;
     let settings = Keep {
         key: None,
         idle_ms: keep.idle.as_millis() as u64,
@@ -115,15 +108,11 @@ pub(super) async fn run_kept_cell(
     keep: KeepConfig,
     mut container: Container,
 ) -> (Result<CellReport, FrontendError>, Container) {
-    let config = &shared.config;
-    if order.code.len() > config.max_code {
-        return (Err(FrontendError::CodeTooLarge { size: order.code.len(), max: config.max_code }), container);
-    }
     let session = at_session.session.as_str();
-    let _slot = shared.slots.acquire().await.expect("the semaphore is never closed");
-    shared.catalog.refresh().await;
-    let view = shared.catalog.current();
-    let mut cell = cell_message(shared, at_session, identity, order, &view);
+    let (_slot, mut cell) = match prepare(shared, at_session, identity, order).await {
+        Ok(prepared) => prepared,
+        Err(e) => return (Err(e), container),
+    };
     let settings =
         Keep { key: None, idle_ms: keep.idle.as_millis() as u64, max_ms: keep.max.as_millis() as u64, most: None };
     let started = tokio::time::Instant::now();
