@@ -270,13 +270,17 @@ async fn nats_transport(args: &NatsArgs, name: &str) -> anyhow::Result<NatsTrans
 }
 
 /// The wrapped servers: the entries of the `--config` file, else the one
-/// server whose command follows `--`.
+/// remote server of `--url`, else the one whose command follows `--`.
 fn wrapped_servers(args: &BridgeArgs, server: &[String]) -> anyhow::Result<Vec<WrappedServer>> {
     if let Some(file) = &args.config {
         return Ok(code_mode_bridge::config::load(file)?);
     }
-    let Some(server) = WrappedServer::command(server) else {
-        bail!("no server command after -- (or --config FILE)");
+    let server = match &args.server_url {
+        Some(url) => args.headers.iter().fold(WrappedServer::url(url), |s, (name, value)| s.header(name, value)),
+        None => match WrappedServer::command(server) {
+            Some(server) => server,
+            None => bail!("no server command after -- (or --url URL, or --config FILE)"),
+        },
     };
     Ok(vec![
         server

@@ -34,19 +34,20 @@ pub struct Cli {
 pub enum Command {
     /// Serve MCP on stdin/stdout (or over HTTP with `--http`) with one
     /// tool, run_python, wrapping the stdio MCP server whose command follows
-    /// `--` (all three services in this process).
-    Serve(ServeArgs),
+    /// `--` (or the remote one of `--url`, or those of `--config`; all three
+    /// services in this process).
+    Serve(Box<ServeArgs>),
     /// Run one cell of code against the server whose command follows `--`
     /// and print the result as JSON on stdout.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Build the sandbox image.
     BuildImage(BuildImageArgs),
     /// The frontend service alone: MCP on stdin/stdout (or over HTTP with
     /// `--http`), the other services reached over NATS.
-    Frontend(FrontendServiceArgs),
+    Frontend(Box<FrontendServiceArgs>),
     /// The bridge service alone: wraps the server whose command follows `--`
     /// and answers catalog requests and tool calls over NATS.
-    Bridge(BridgeServiceArgs),
+    Bridge(Box<BridgeServiceArgs>),
     /// The sandbox-runner service alone: runs cells sent over NATS.
     SandboxRunner(RunnerServiceArgs),
     /// Work with policy files.
@@ -284,8 +285,10 @@ pub struct StackArgs {
     /// The audit record.
     #[command(flatten)]
     pub audit: AuditArgs,
-    /// The wrapped server's command and its arguments (not with `--config`).
-    #[arg(last = true, required_unless_present = "config", conflicts_with = "config", value_name = "SERVER_COMMAND")]
+    /// The wrapped server's command and its arguments (not with `--config`
+    /// or `--url`).
+    #[arg(last = true, required_unless_present_any = ["config", "server_url"], conflicts_with_all = ["config", "server_url"],
+          value_name = "SERVER_COMMAND")]
     pub server: Vec<String>,
 }
 
@@ -407,8 +410,17 @@ pub struct BridgeArgs {
     /// "FILE" or {...}}}}`, remote ones (streamable HTTP) with `"url"` and
     /// `"headers"` instead of `"command"`. Every tool is then named
     /// `NAME__TOOL`, even with one server.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["allow", "private", "env", "policy"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["allow", "private", "env", "policy", "server_url"])]
     pub config: Option<PathBuf>,
+    /// Wrap the remote MCP server at this URL (streamable HTTP) instead of
+    /// a command after `--`; its tools keep their own names, as a
+    /// command's do.
+    #[arg(long = "url", value_name = "URL")]
+    pub server_url: Option<String>,
+    /// With `--url`: a header sent with every request to the server
+    /// (`NAME:VALUE`, e.g. `Authorization:Bearer ...`); repeatable.
+    #[arg(long = "header", value_name = "NAME:VALUE", requires = "server_url", value_parser = header_value)]
+    pub headers: Vec<(String, String)>,
     /// Apply this policy file to the server's tools (which may be called,
     /// how often, with which arguments; tools named as the server lists
     /// them). With `--config`, give each entry its own `"policy"`.
@@ -620,7 +632,8 @@ pub struct HttpArgs {
     pub oauth_scopes: Vec<String>,
     /// With `--http`: a browser origin allowed to call (`https://host[:port]`),
     /// repeatable; a request carrying any other `Origin` gets 403 (none is
-    /// allowed by default; clients that are not browsers send none).
+    /// allowed by default, but a loopback origin passes at a server
+    /// listening on loopback; clients that are not browsers send none).
     #[arg(long = "allowed-origin", value_name = "ORIGIN", requires = "http")]
     pub allowed_origins: Vec<String>,
     /// With `--http`: serve an address that is not loopback without
@@ -672,8 +685,10 @@ pub struct BridgeServiceArgs {
     /// The audit record.
     #[command(flatten)]
     pub audit: AuditArgs,
-    /// The wrapped server's command and its arguments (not with `--config`).
-    #[arg(last = true, required_unless_present = "config", conflicts_with = "config", value_name = "SERVER_COMMAND")]
+    /// The wrapped server's command and its arguments (not with `--config`
+    /// or `--url`).
+    #[arg(last = true, required_unless_present_any = ["config", "server_url"], conflicts_with_all = ["config", "server_url"],
+          value_name = "SERVER_COMMAND")]
     pub server: Vec<String>,
 }
 
@@ -711,13 +726,13 @@ pub struct BuildImageArgs {
     pub if_missing: bool,
 }
 
-/// The subcommands that wrap servers, and so take `-- <server command>` or
-/// `--config FILE`.
+/// The subcommands that wrap servers, and so take `-- <server command>`,
+/// `--url URL` or `--config FILE`.
 const WRAPPING: [&str; 3] = ["serve", "run", "bridge"];
 
 /// A clearer message for the commonest mistake with a subcommand that
 /// wraps servers: the server's command given without `--`, or no server
-/// at all. Both forms are shown. `None` for any other error (clap's own
+/// at all. The three forms are shown. `None` for any other error (clap's own
 /// message stands).
 pub fn server_form_hint(error: &clap::Error, argv: &[std::ffi::OsString]) -> Option<String> {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
@@ -728,8 +743,9 @@ pub fn server_form_hint(error: &clap::Error, argv: &[std::ffi::OsString]) -> Opt
         _ => Vec::new(),
     };
     let forms = format!(
-        "give the server to wrap in one of two forms:\n  \
+        "give the server to wrap in one of three forms:\n  \
          code-mode {command} [OPTIONS] -- <server command> [its arguments...]\n  \
+         code-mode {command} [OPTIONS] --url https://host/mcp [--header NAME:VALUE]   (one remote server)\n  \
          code-mode {command} [OPTIONS] --config servers.json   (the mcpServers shape; several servers, remote ones too)"
     );
     match error.kind() {
@@ -744,4 +760,13 @@ pub fn server_form_hint(error: &clap::Error, argv: &[std::ffi::OsString]) -> Opt
         }
         _ => None,
     }
+}
+
+/// A `--header NAME:VALUE`: the name (a valid HTTP header name) and the
+/// value, trimmed.
+fn header_value(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text.split_once(':').ok_or_else(|| format!("{text:?} is not NAME:VALUE"))?;
+    let name = name.trim();
+    http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| format!("{name:?} is not an HTTP header name"))?;
+    Ok((name.to_string(), value.trim().to_string()))
 }

@@ -366,6 +366,12 @@ async fn a_request_from_an_origin_not_allowed_is_refused_with_403() {
     assert_eq!(from("null").status, 403);
     assert_eq!(from("https://app.example.com").status, 200);
     assert_eq!(request(&url, "POST", &[("Authorization", &auth)], INITIALIZE).status, 200, "no Origin: not a browser");
+    // This server listens on loopback: a page on this machine may call it,
+    // a host that only resolves to it may not.
+    let port = url.rsplit(':').next().and_then(|p| p.split('/').next()).unwrap_or_default().to_string();
+    assert_eq!(from(&format!("http://localhost:{port}")).status, 200, "a loopback origin at a loopback server");
+    assert_eq!(from("http://127.0.0.1").status, 200);
+    assert_eq!(from("http://localhost.evil.example").status, 403);
 }
 
 #[tokio::test]

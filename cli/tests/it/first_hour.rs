@@ -12,7 +12,7 @@ fn code_mode(args: &[&str]) -> (Option<i32>, String) {
 }
 
 #[test]
-fn a_server_command_without_the_separator_is_refused_showing_both_forms() {
+fn a_server_command_without_the_separator_is_refused_showing_the_three_forms() {
     for command in ["serve", "run", "bridge"] {
         let (code, stderr) = code_mode(&[command, "/path/to/server"]);
         assert_eq!(code, Some(2), "{stderr}");
@@ -22,11 +22,12 @@ fn a_server_command_without_the_separator_is_refused_showing_both_forms() {
         );
         assert!(stderr.contains(&format!("code-mode {command} [OPTIONS] -- <server command>")), "{stderr}");
         assert!(stderr.contains(&format!("code-mode {command} [OPTIONS] --config servers.json")), "{stderr}");
+        assert!(stderr.contains(&format!("code-mode {command} [OPTIONS] --url https://host/mcp")), "{stderr}");
     }
 }
 
 #[test]
-fn a_command_that_wraps_nothing_is_refused_showing_both_forms() {
+fn a_command_that_wraps_nothing_is_refused_showing_the_three_forms() {
     for args in [&["serve"][..], &["run", "--code", "print(1)"], &["--settings", "/dev/null", "serve"]] {
         let (code, stderr) = code_mode(args);
         assert_eq!(code, Some(2), "{stderr}");

@@ -90,3 +90,35 @@ fn an_unset_variable_in_headers_stops_startup_naming_it() {
         format!("{}: server \"web\": key \"headers\".X-Token: ${{CM_REMOTE_NEVER_SET}} is not set", config.display());
     assert!(stderr.contains(&wanted), "{stderr}");
 }
+
+#[tokio::test]
+async fn serve_url_wraps_one_remote_server_whose_tools_keep_their_names_and_get_its_headers() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let remote = HttpTestServer::start("127.0.0.1:0", &[]);
+    let mut cmd = tokio::process::Command::new(support::code_mode());
+    cmd.args(["serve", "--url", &remote.url, "--header", "Authorization: Bearer t0ken", "--header", "X-Team:blue"]);
+    cmd.args(["--allow", "add", "--allow", "get_header"]);
+    let (client, _) = connect_client(cmd).await;
+    let code = "print(await add(a=40, b=2), await get_header(name='authorization'), await get_header(name='x-team'))\n\
+                print(sorted(TOOLS))";
+    let report = report(&run_python(&client, code).await);
+    assert_eq!(report["error"], Value::Null, "{report}");
+    assert_eq!(report["stdout"], "{\"sum\":42} Bearer t0ken blue\n['add', 'get_header']\n");
+    assert_eq!(logged_calls(&remote.log), ["tools/call add", "tools/call get_header", "tools/call get_header"]);
+    client.cancel().await.unwrap();
+}
+
+#[test]
+fn serve_url_refuses_a_header_that_is_not_name_colon_value_and_a_command_beside_it() {
+    let run = |args: &[&str]| {
+        let output = Command::new(support::code_mode()).args(args).stdin(Stdio::null()).output().expect("runs");
+        assert!(!output.status.success(), "{args:?}: {output:?}");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let bad = run(&["serve", "--url", "http://127.0.0.1:9/mcp", "--header", "no colon"]);
+    assert!(bad.contains("--header") && bad.contains("\"no colon\" is not NAME:VALUE"), "{bad}");
+    let both = run(&["serve", "--url", "http://127.0.0.1:9/mcp", "--", "some-server"]);
+    assert!(both.contains("--url") && both.contains("cannot be used with"), "{both}");
+}

@@ -284,7 +284,7 @@ pub(crate) async fn gate(
         Some(Ok(origin)) => Some(origin),
         Some(Err(_)) => Some("(not text)"),
     };
-    if !gate.origins.admits(origin) {
+    if !gate.origins.admits(origin, Some(request.app_config().local_addr())) {
         tracing::info!(origin = origin.unwrap_or_default(), "refused an MCP request from an origin not allowed");
         let message = "this Origin is not allowed (--allowed-origin)";
         return Ok(refusal(request, StatusCode::FORBIDDEN, json_error("forbidden_origin", message)));
