@@ -326,6 +326,8 @@ impl Bridge {
             call_index: 1,
             tool: tool.into(),
             arguments,
+            op: Default::default(),
+            link: None,
         };
         match self.inner.bridge.call(&call).await {
             ToolReply::Ok { value } => Ok(value),

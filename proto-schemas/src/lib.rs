@@ -50,11 +50,29 @@ pub mod subjects {
     /// from taking a cell until it replies, so a frontend that hears no
     /// answer for a few seconds knows the runner died (see [`cell_lease`]).
     pub const CELL_LEASE: &str = "codemode.v1.cell.lease";
+    /// bridge -> the frontend session object a wrapped server's request
+    /// or notification is for: [`crate::ToClient`] -> [`crate::FromClient`].
+    /// The subject ends with that object's id (see [`client`]): the
+    /// client session, or a stateless request's own object (its `asker`).
+    pub const CLIENT: &str = "codemode.v1.client";
+    /// frontend -> every bridge: [`crate::CancelCall`] ->
+    /// [`crate::CallCancelled`]: the client cancelled a request, so the
+    /// bridge running its call cancels it at the wrapped server. Each
+    /// bridge serves it in a queue group of its own, so every replica hears
+    /// it.
+    pub const CANCEL: &str = "codemode.v1.cancel";
     /// Every subject, for documentation and permission checks (the approval,
-    /// runner and lease subjects are prefixes: one subject per session,
-    /// runner or cell below each).
-    pub const ALL: [&str; 8] =
-        [CATALOG_GET, TOOL_CALL, TOOL_DIRECT, CELL_RUN, APPROVAL, SESSION_END, RUNNER, CELL_LEASE];
+    /// client, runner and lease subjects are prefixes: one subject per
+    /// session, runner or cell below each).
+    pub const ALL: [&str; 10] =
+        [CATALOG_GET, TOOL_CALL, TOOL_DIRECT, CELL_RUN, APPROVAL, SESSION_END, RUNNER, CELL_LEASE, CLIENT, CANCEL];
+
+    /// The subject on which the frontend session object `session` hears of
+    /// its wrapped servers' requests and notifications, or `None` when the
+    /// id is no session's ([`is_session_id`]).
+    pub fn client(session: &str) -> Option<String> {
+        is_session_id(session).then(|| format!("{CLIENT}.{session}"))
+    }
 
     /// The subject of one sandbox-runner, or `None` when `id` cannot be one
     /// subject token (the same rule as [`is_session_id`]).
@@ -179,6 +197,60 @@ pub struct Catalog {
     /// said (an older bridge).
     #[serde(default)]
     pub stateless_idle_ms: u64,
+    /// What the wrapped servers offer besides tools, for a client of the
+    /// gateway (present only when asked with [`CatalogRequest::direct`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub features: Option<Features>,
+}
+
+/// Everything but tools that the wrapped servers offer a client of the
+/// gateway (`--expose-tools`): their resources, resource templates and
+/// prompts under the names the client sees, and which MCP capabilities the
+/// gateway can serve for them. Items a policy denies are left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Features {
+    /// Resources, in the order the servers listed them.
+    #[serde(default)]
+    pub resources: Vec<Offered>,
+    /// Resource templates.
+    #[serde(default)]
+    pub templates: Vec<Offered>,
+    /// Prompts.
+    #[serde(default)]
+    pub prompts: Vec<Offered>,
+    /// Some server offers resources.
+    #[serde(default)]
+    pub has_resources: bool,
+    /// Some server lets a client subscribe to a resource's updates.
+    #[serde(default)]
+    pub subscribe: bool,
+    /// Some server offers prompts.
+    #[serde(default)]
+    pub has_prompts: bool,
+    /// Some server completes arguments.
+    #[serde(default)]
+    pub completions: bool,
+    /// Some server sends log messages.
+    #[serde(default)]
+    pub logging: bool,
+}
+
+/// One resource, resource template or prompt as a client of the gateway
+/// sees it: the server's own definition (`Resource`, `ResourceTemplate`,
+/// `Prompt` as JSON), its `name` prefixed with the server's when tools are
+/// (a prompt is got by that name; a resource keeps its URI).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Offered {
+    /// The wrapped server's name, if there are several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// Reading it taints a session under the private-data rule.
+    #[serde(default)]
+    pub private: bool,
+    /// The definition as offered.
+    pub definition: serde_json::Value,
 }
 
 /// One wrapped tool as the sandbox and the model see it.
@@ -354,6 +426,10 @@ pub struct RunCell {
     /// container, removed after the cell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep: Option<Keep>,
+    /// What the cell's MCP client can answer and wants to hear; the runner
+    /// copies it into each [`ToolCall`] of the cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<ClientLink>,
 }
 
 /// Where a kept session's cell runs, and how long its container lives.
@@ -481,10 +557,119 @@ pub struct ToolCall {
     pub cell_id: String,
     /// 1 for the run's first call, counting every call the run sent.
     pub call_index: u32,
-    /// The Python name of the tool.
+    /// The Python name of the tool; for another [`Op`], its target (a
+    /// resource's URI, empty for a list).
     pub tool: String,
     /// The arguments exactly as the code sent them (checked by the bridge).
     pub arguments: serde_json::Value,
+    /// What the call asks of the server: a tool call when absent.
+    #[serde(default, skip_serializing_if = "Op::is_tool")]
+    pub op: Op,
+    /// What the cell's MCP client can answer and wants to hear (the cell's
+    /// [`RunCell::link`]): a wrapped server's questions during the call
+    /// reach it through [`subjects::client`] of the asker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<ClientLink>,
+}
+
+/// What a call asks of a wrapped server: a tool call (the default), or one
+/// of MCP's other requests that carry data to a server. Each passes the same
+/// checks as a tool call, in the same order (see the bridge's `check.rs`).
+///
+/// For every op but [`Op::Tool`], a call's `tool` holds its target and its
+/// `arguments` the request's own parameters:
+///
+/// | op | target | arguments |
+/// | --- | --- | --- |
+/// | `read_resource`, `subscribe`, `unsubscribe` | the resource's URI | `{}` |
+/// | `list_resources`, `list_templates` | empty | `{}` |
+/// | `get_prompt` | the prompt's name as offered | the prompt's arguments (strings) |
+/// | `complete` | empty | the `completion/complete` parameters (`ref`, `argument`, `context`) |
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    /// `tools/call`.
+    #[default]
+    Tool,
+    /// `resources/read`.
+    ReadResource,
+    /// `resources/list`, every server's (code only: a client lists from the
+    /// catalog).
+    ListResources,
+    /// `resources/templates/list`, every server's (code only).
+    ListTemplates,
+    /// `resources/subscribe`.
+    Subscribe,
+    /// `resources/unsubscribe`.
+    Unsubscribe,
+    /// `prompts/get`.
+    GetPrompt,
+    /// `completion/complete`.
+    Complete,
+}
+
+impl Op {
+    /// True for a tool call (the op a call has when it names none).
+    pub fn is_tool(&self) -> bool {
+        *self == Op::Tool
+    }
+
+    /// The MCP method it stands for.
+    pub fn method(self) -> &'static str {
+        match self {
+            Op::Tool => "tools/call",
+            Op::ReadResource => "resources/read",
+            Op::ListResources => "resources/list",
+            Op::ListTemplates => "resources/templates/list",
+            Op::Subscribe => "resources/subscribe",
+            Op::Unsubscribe => "resources/unsubscribe",
+            Op::GetPrompt => "prompts/get",
+            Op::Complete => "completion/complete",
+        }
+    }
+}
+
+/// What the MCP client behind a call can answer and wants to hear, so that
+/// a wrapped server's requests and notifications made while it serves the
+/// call reach it (its frontend session object hears them on
+/// [`subjects::client`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClientLink {
+    /// The client answers `sampling/createMessage`.
+    #[serde(default)]
+    pub sampling: bool,
+    /// The client answers `elicitation/create` in form mode.
+    #[serde(default)]
+    pub elicitation: bool,
+    /// The client answers `elicitation/create` in URL mode.
+    #[serde(default)]
+    pub elicitation_url: bool,
+    /// The client answers `roots/list`.
+    #[serde(default)]
+    pub roots: bool,
+    /// The level of log notifications the client chose (an MCP level name:
+    /// `debug` ... `emergency`); absent: it wants none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_level: Option<String>,
+    /// The client asked for progress notifications of this request (it
+    /// gave a progress token).
+    #[serde(default)]
+    pub progress: bool,
+    /// A stateless (2026-07-28) client: a wrapped server's questions reach
+    /// it as an input-required result of its request.
+    #[serde(default)]
+    pub stateless: bool,
+}
+
+impl ClientLink {
+    /// True when the client can be asked something or listens to a
+    /// server's log: a wrapped server's requests and notifications cannot
+    /// be told apart on a connection it shares with other clients, so such
+    /// a client gets connections of its own to the servers it uses.
+    pub fn wants_own_session(&self) -> bool {
+        self.sampling || self.elicitation || self.elicitation_url || self.roots || self.log_level.is_some()
+    }
 }
 
 /// The bridge's answer to a [`ToolCall`].
@@ -536,10 +721,17 @@ pub struct DirectCall {
     /// absent: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_calls: Option<u32>,
-    /// The tool's Python name (the name `tools/list` offered it under).
+    /// The tool's Python name (the name `tools/list` offered it under);
+    /// for another [`Op`], its target (see [`Op`]).
     pub tool: String,
     /// The arguments exactly as the client sent them (checked by the bridge).
     pub arguments: serde_json::Value,
+    /// What the client asks of the server: a tool call when absent.
+    #[serde(default, skip_serializing_if = "Op::is_tool")]
+    pub op: Op,
+    /// What the client can answer and wants to hear.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<ClientLink>,
 }
 
 /// The bridge's answer to a [`DirectCall`].
@@ -547,7 +739,9 @@ pub struct DirectCall {
 #[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]
 pub enum DirectReply {
     /// The server's result as it sent it: an MCP `CallToolResult` (content
-    /// blocks, structured content).
+    /// blocks, structured content), or for another [`Op`] its result
+    /// (`ReadResourceResult`, `GetPromptResult`, `CompleteResult`, an empty
+    /// object for a subscription).
     Ok {
         /// The result, as JSON.
         result: serde_json::Value,
@@ -557,6 +751,11 @@ pub enum DirectReply {
     Refused {
         /// Why, at most 500 characters.
         message: String,
+        /// For a request other than a tool call that its server refused
+        /// (a resource not found, a prompt's bad arguments): the server's
+        /// JSON-RPC error code, which the client then gets as its error's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<i32>,
     },
     /// A fault on the host side; only its kind reaches the client.
     Fault {
@@ -607,6 +806,150 @@ pub enum ApprovalReply {
         /// Why (e.g. the client does not support elicitation).
         reason: String,
     },
+}
+
+/// A wrapped server's request or notification for the MCP client of one
+/// frontend session object, sent by the bridge on [`subjects::client`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ToClient {
+    /// The server asks the client something while it serves a call; the
+    /// answer ([`FromClient::Answered`]) goes back to the server.
+    Ask(ServerAsk),
+    /// The server tells the client something; [`FromClient::Noted`].
+    Note(ServerNote),
+}
+
+/// A question of a wrapped server to the client (already checked by the
+/// bridge: the server's policy allows it, and the private-data rule lets
+/// the answer reach that server).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServerAsk {
+    /// The call it was asked during (a cell's id or a direct call's): the
+    /// frontend asks on that call's MCP request. Absent: the session's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// The wrapped server asking (named to the person).
+    pub server: String,
+    /// What it asks.
+    pub ask: AskKind,
+    /// The request's parameters as the server sent them
+    /// (`CreateMessageRequestParams`, `ElicitRequestParams`; `{}` for roots).
+    pub params: serde_json::Value,
+    /// How long the client has to answer, in milliseconds.
+    pub timeout_ms: u64,
+}
+
+/// What a wrapped server asks of the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AskKind {
+    /// `sampling/createMessage`: the client's model writes a message.
+    Sampling,
+    /// `elicitation/create`: the person answers a form (or opens a URL).
+    Elicitation,
+    /// `roots/list`: the client's roots.
+    Roots,
+}
+
+impl AskKind {
+    /// The MCP method.
+    pub fn method(self) -> &'static str {
+        match self {
+            AskKind::Sampling => "sampling/createMessage",
+            AskKind::Elicitation => "elicitation/create",
+            AskKind::Roots => "roots/list",
+        }
+    }
+}
+
+/// A wrapped server's notification for the client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServerNote {
+    /// The call it came during (its progress goes to that call's request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// The wrapped server.
+    pub server: String,
+    /// What it says.
+    pub note: Note,
+}
+
+/// What a wrapped server tells the client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Note {
+    /// `notifications/progress` of the call (the frontend puts the
+    /// client's own progress token on it).
+    Progress {
+        /// Progress so far.
+        progress: f64,
+        /// The total, if known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
+        /// A message, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// `notifications/message`: a log message.
+    Log {
+        /// Its level (an MCP level name).
+        level: String,
+        /// The logger, if named.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        logger: Option<String>,
+        /// The data.
+        data: serde_json::Value,
+    },
+    /// `notifications/resources/updated` of a resource the client
+    /// subscribed to.
+    ResourceUpdated {
+        /// The resource's URI.
+        uri: String,
+    },
+}
+
+/// The frontend's answer to a [`ToClient`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FromClient {
+    /// The client's result, for the server (`CreateMessageResult`,
+    /// `ElicitResult`, `ListRootsResult`).
+    Answered {
+        /// The result as JSON.
+        result: serde_json::Value,
+    },
+    /// The client could not or would not answer; the server gets this as
+    /// its request's error.
+    Refused {
+        /// Why.
+        message: String,
+    },
+    /// A notification was passed on (or dropped: the client did not want
+    /// it).
+    Noted,
+}
+
+/// The client cancelled the request making a call: the bridge running it
+/// cancels it at its server (`notifications/cancelled`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelCall {
+    /// The call (a direct call's id).
+    pub call_id: String,
+    /// The client's reason, if it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Whether this bridge was running the cancelled call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CallCancelled {
+    /// It was, and its server was told.
+    pub found: bool,
 }
 
 /// A client session has ended (its client went away, or its MCP session
@@ -849,6 +1192,10 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         ("kept_reply", schema::<Reply<KeptReply>>()),
         ("lease_check", schema::<LeaseCheck>()),
         ("lease_check_reply", schema::<Reply<LeaseHeld>>()),
+        ("to_client", schema::<ToClient>()),
+        ("to_client_reply", schema::<Reply<FromClient>>()),
+        ("cancel_call", schema::<CancelCall>()),
+        ("cancel_call_reply", schema::<Reply<CallCancelled>>()),
     ]
 }
 

@@ -121,8 +121,10 @@ fn a_fresh_cell_carries_no_keep_field_and_a_kept_request_is_tagged_by_its_operat
         withheld: vec![],
         limits,
         keep: None,
+        link: None,
     };
     assert!(serde_json::to_value(&cell).unwrap().get("keep").is_none(), "a fresh cell's message is as before");
+    assert!(serde_json::to_value(&cell).unwrap().get("link").is_none(), "a cell without a link is as before");
     let kept = RunCell { keep: Some(Keep { key: Some("k".into()), idle_ms: 5, max_ms: 9, most: None }), ..cell };
     let json = serde_json::to_value(KeptRequest::Run(kept.clone())).unwrap();
     assert_eq!(json["run"]["keep"], serde_json::json!({"key": "k", "idle_ms": 5, "max_ms": 9}));
@@ -138,4 +140,26 @@ fn a_runner_id_that_is_not_one_subject_token_gets_no_subject() {
     for bad in ["", "a.b", "*", ">"] {
         assert_eq!(runner(bad), None, "{bad:?}");
     }
+}
+
+#[test]
+fn a_tool_call_carries_no_op_and_another_request_names_its_op() {
+    use code_mode_proto::{Op, ToolCall};
+    let call = ToolCall {
+        session: "s".into(),
+        asker: None,
+        identity: None,
+        cell_id: "c".into(),
+        call_index: 1,
+        tool: "add".into(),
+        arguments: serde_json::json!({}),
+        op: Op::Tool,
+        link: None,
+    };
+    let json = serde_json::to_value(&call).unwrap();
+    assert!(json.get("op").is_none() && json.get("link").is_none(), "a tool call's message is as before: {json}");
+    let read = ToolCall { op: Op::ReadResource, tool: "test://static-text".into(), ..call };
+    let json = serde_json::to_value(&read).unwrap();
+    assert_eq!(json["op"], "read_resource");
+    assert_eq!(serde_json::from_value::<ToolCall>(json).unwrap(), read);
 }

@@ -282,8 +282,18 @@ pub struct Call {
     /// The wrapped server (`None` for a name no server has).
     pub server: Option<String>,
     /// The tool as its server lists it (the name the code used when no
-    /// server has it).
+    /// server has it); for another request (`method`), its target as the
+    /// server knows it: a resource's URI, a prompt's name, a completed
+    /// template's URI, or the question's method.
     pub tool: String,
+    /// The MCP request when it is not `tools/call` (`resources/read`,
+    /// `resources/subscribe`, `resources/unsubscribe`, `resources/list`,
+    /// `prompts/get`, `completion/complete`), or a server's question to the
+    /// client (`sampling/createMessage`, `elicitation/create`,
+    /// `roots/list`); left out for a tool call, so older records read the
+    /// same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
     /// The final decision.
     pub decision: Decision,
     /// The rule that made it: a policy's JSON path (`/tools/add`,

@@ -3,6 +3,16 @@
 //! sink's readiness, the policy (verdict, argument rule, rate limits, a
 //! person's approval), the private-data rule, the call itself, its result,
 //! and the audit record of what was decided.
+//!
+//! Everything else that carries data to a server takes the same pipeline,
+//! in the same order, by the same code ([`Target`]): reading a resource or
+//! subscribing to it (the server must offer it; its URI within the
+//! argument size; the server's `resources` rules), getting a prompt with
+//! its arguments (`prompts` rules), a completion (judged as the prompt or
+//! template it completes). Each counts in the budget, is audited, and under
+//! the private-data rule reading a private server's resource or prompt
+//! taints as a private tool does, and after taint only private servers are
+//! sent anything.
 
 use std::time::Duration;
 
@@ -10,12 +20,13 @@ use code_mode_audit::Durability;
 use code_mode_audit::record::CallResult;
 use code_mode_core::bus::BusError;
 use code_mode_core::defaults;
-use code_mode_proto::{self as proto, ApprovalReply, DirectCall, DirectReply, ToolCall, ToolReply, subjects};
+use code_mode_proto::{self as proto, ApprovalReply, DirectCall, DirectReply, Op, ToolCall, ToolReply, subjects};
 use code_mode_telemetry::{ApprovalAnswer, Decision};
 use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::Value;
 
 use crate::current::{Applied, Current};
-use crate::policy::{AuditDecision, CallSite, RuleSource, Verdict};
+use crate::policy::{Admission, AuditDecision, CallSite, RuleSource, Verdict};
 use crate::trail::Trail;
 use crate::{Bridge, CallLimits, approval, catalog, policy, private, server, wire};
 
@@ -32,6 +43,8 @@ impl Bridge {
         match self.checked(call, Caller::Code).await {
             Answer::Text(value) => ToolReply::Ok { value },
             Answer::Result(result) => ToolReply::Ok { value: result_text(&result) },
+            Answer::Value(value) => ToolReply::Ok { value: value.to_string() },
+            Answer::ServerRefused { message, .. } => ToolReply::Refused { message },
             Answer::Failed(reply) => reply,
         }
     }
@@ -52,16 +65,26 @@ impl Bridge {
             call_index: direct.call_index,
             tool: direct.tool.clone(),
             arguments: direct.arguments.clone(),
+            op: direct.op,
+            link: direct.link.clone(),
         };
-        match self.checked(&call, Caller::Direct { max_calls: direct.max_calls }).await {
+        // The client may cancel it while it runs (any bridge replica hears
+        // the cancel; this one holds the call).
+        let cancel = tokio_util::sync::CancellationToken::new();
+        code_mode_core::sync::lock(&self.inner.in_flight).insert(direct.call_id.clone(), cancel.clone());
+        let answer = self.checked_with(&call, Caller::Direct { max_calls: direct.max_calls }, cancel).await;
+        code_mode_core::sync::lock(&self.inner.in_flight).remove(&direct.call_id);
+        match answer {
             Answer::Result(result) => match serde_json::to_value(&*result) {
                 Ok(result) => DirectReply::Ok { result },
                 Err(_) => DirectReply::Fault { kind: proto::ErrorKind::UnexpectedResponse },
             },
+            Answer::Value(result) => DirectReply::Ok { result },
+            Answer::ServerRefused { message, code } => DirectReply::Refused { message, code: Some(code) },
             Answer::Text(text) | Answer::Failed(ToolReply::Ok { value: text }) => {
                 DirectReply::Ok { result: serde_json::json!({"content": [{"type": "text", "text": text}]}) }
             }
-            Answer::Failed(ToolReply::Refused { message }) => DirectReply::Refused { message },
+            Answer::Failed(ToolReply::Refused { message }) => DirectReply::Refused { message, code: None },
             Answer::Failed(ToolReply::Fault { kind }) => DirectReply::Fault { kind },
         }
     }
@@ -70,23 +93,43 @@ impl Bridge {
     /// call, the audit record (a record that cannot be written withholds
     /// the result), the metrics.
     async fn checked(&self, call: &ToolCall, caller: Caller) -> Answer {
+        self.checked_with(call, caller, tokio_util::sync::CancellationToken::new()).await
+    }
+
+    /// [`Bridge::checked`] of a call its client may cancel through `cancel`.
+    async fn checked_with(&self, call: &ToolCall, caller: Caller, cancel: tokio_util::sync::CancellationToken) -> Answer {
         let started = std::time::Instant::now();
         let current = self.current();
         let mut trail = Trail::new(call);
-        let mut answer = self.check_and_call(&current, call, caller, &mut trail).await;
+        let mut answer = self.check_and_call(&current, call, caller, &mut trail, cancel).await;
+        // A stateless request's own sessions go with its last call.
+        if let Some(link) = &call.link
+            && link.stateless
+            && let Some(asker) = &call.asker
+        {
+            self.inner.upstreams.close_idle_of(asker);
+        }
         if let Some(audit) = &self.inner.audit
             && let Err(e) = audit.append(trail.record(call), Durability::Written).await
         {
             tracing::error!(tool = %call.tool, cell = %call.cell_id, error = %e, "the call's audit record was not written: its result is withheld");
             answer = self.refuse(format!("{}: {e}", call.tool));
         }
-        let (server, tool) = match current.catalog.get(&call.tool) {
-            Some(tool) => (self.inner.servers[tool.server].name(), tool.mcp_name.as_str()),
-            None => ("<none>", "<unknown>"),
+        let (server, tool) = match (call.op, current.catalog.get(&call.tool)) {
+            (Op::Tool, Some(tool)) => (self.inner.servers[tool.server].name(), tool.mcp_name.as_str()),
+            (Op::Tool, None) => ("<none>", "<unknown>"),
+            // Other requests are counted by their method, never by a URI or
+            // name the client chose (no series can be minted).
+            (op, _) => match trail.server.as_deref() {
+                Some(server) => (server, op.method()),
+                None => ("<none>", op.method()),
+            },
         };
         let decision = match &answer {
-            Answer::Text(_) | Answer::Result(_) | Answer::Failed(ToolReply::Ok { .. }) => Decision::Ok,
-            Answer::Failed(ToolReply::Refused { .. }) => Decision::Refused,
+            Answer::Text(_) | Answer::Result(_) | Answer::Value(_) | Answer::Failed(ToolReply::Ok { .. }) => {
+                Decision::Ok
+            }
+            Answer::Failed(ToolReply::Refused { .. }) | Answer::ServerRefused { .. } => Decision::Refused,
             Answer::Failed(ToolReply::Fault { .. }) => Decision::Fault,
         };
         code_mode_telemetry::tool_call(server, tool, decision, started.elapsed());
@@ -99,33 +142,42 @@ impl Bridge {
     /// approval), the private-data rule, then the call and its result. A
     /// call refused by any step never reaches the server, and, as the
     /// private rule comes last, never taints.
-    async fn check_and_call(&self, current: &Current, call: &ToolCall, caller: Caller, trail: &mut Trail) -> Answer {
+    async fn check_and_call(
+        &self,
+        current: &Current,
+        call: &ToolCall,
+        caller: Caller,
+        trail: &mut Trail,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> Answer {
         let pipeline = async {
-            let tool = self.allowlisted(&current.catalog, call, trail)?;
+            let target = self.allowlisted(current, call, trail)?;
             // Where the session's state lives (a stateless scope's current
             // generation), found when a step first needs it.
             let mut state = StateKey::new(self, &call.session);
-            self.within_budget(tool, call, caller, &mut state, trail).await?;
-            let arguments = self.arguments_fit(tool, call, trail)?;
-            self.recordable(tool, call, trail).await?;
-            if let Some(applied) = &current.policies[tool.server] {
-                self.apply_policy(applied, call, tool, &mut state, trail).await?;
+            self.within_budget(&target, call, caller, &mut state, trail).await?;
+            let arguments = self.arguments_fit(&target, call, trail)?;
+            self.recordable(&target, call, trail).await?;
+            if let Some(server) = target.server()
+                && let Some(applied) = &current.policies[server]
+            {
+                self.apply_policy(applied, call, &target, &mut state, trail).await?;
             }
-            self.private_rule(current, tool, &mut state, trail).await?;
-            Ok(self.go_out(tool, arguments, caller, trail).await)
+            self.private_rule(current, &target, &mut state, trail).await?;
+            Ok(self.go_out(current, &target, call, arguments, caller, trail, cancel).await)
         };
         pipeline.await.unwrap_or_else(|refused| refused)
     }
 
     /// Step 1, the allowlist: the tool is in the catalog (a tool the policy
     /// withholds is refused with its rule and reason, one the allowlist
-    /// dropped as such, any other name as unknown).
-    fn allowlisted<'c>(
-        &self,
-        catalog: &'c catalog::Catalog,
-        call: &ToolCall,
-        trail: &mut Trail,
-    ) -> Result<&'c catalog::CatalogTool, Answer> {
+    /// dropped as such, any other name as unknown); for another request,
+    /// a server offers its target.
+    fn allowlisted<'c>(&self, current: &'c Current, call: &ToolCall, trail: &mut Trail) -> Result<Target<'c>, Answer> {
+        if call.op != Op::Tool {
+            return self.offered(current, call, trail);
+        }
+        let catalog = &*current.catalog;
         if let Some(withheld) = catalog.withheld(&call.tool) {
             let catalog::Denial { rule, reason } = &withheld.denial;
             let site = CallSite {
@@ -149,7 +201,70 @@ impl Bridge {
             return Err(self.refuse(why));
         };
         trail.at(self.inner.servers[tool.server].name(), &tool.mcp_name);
-        Ok(tool)
+        Ok(Target::Tool(tool))
+    }
+
+    /// Step 1 for a request other than a tool call: the server that offers
+    /// its target (a resource by its URI, a prompt by its offered name, a
+    /// completion by what it completes).
+    fn offered<'c>(&self, current: &'c Current, call: &ToolCall, trail: &mut Trail) -> Result<Target<'c>, Answer> {
+        let offers = &current.offers;
+        let unknown = |trail: &mut Trail, why: String| {
+            tracing::info!(op = call.op.method(), cell = %call.cell_id, "refused: {why}");
+            trail.refused("bridge:unknown_target", &why);
+            Err(self.refuse(why))
+        };
+        let target = match call.op {
+            Op::Tool => unreachable!("tool calls are looked up in the catalog"),
+            Op::ListResources | Op::ListTemplates => return Ok(Target::Lists),
+            Op::ReadResource | Op::Subscribe | Op::Unsubscribe => match offers.resource_server(&call.tool) {
+                Ok(server) => {
+                    if call.op != Op::ReadResource
+                        && !offers.offering(server).is_some_and(|o| o.subscribe)
+                    {
+                        let why = format!(
+                            "{}: the server {} takes no subscriptions",
+                            call.op.method(),
+                            self.inner.servers[server].name()
+                        );
+                        return unknown(trail, why);
+                    }
+                    Target::Resource { server, uri: call.tool.clone() }
+                }
+                Err(why) => return unknown(trail, format!("{}: {why}", call.op.method())),
+            },
+            Op::GetPrompt => match offers.prompt(&call.tool) {
+                Some((server, mcp_name)) => {
+                    Target::Prompt { server, mcp_name: mcp_name.to_string(), offered: call.tool.clone() }
+                }
+                None => match offers.withheld_prompt(&call.tool) {
+                    // Denied by its server's policy: judged there, so the
+                    // refusal names the rule.
+                    Some((server, mcp_name)) => Target::Prompt { server, mcp_name, offered: call.tool.clone() },
+                    None => {
+                        let known = offers.prompt_names();
+                        let why = if known.is_empty() {
+                            format!("prompts/get: there is no prompt named {:?} (no server offers prompts)", call.tool)
+                        } else {
+                            format!(
+                                "prompts/get: there is no prompt named {:?} (there are: {})",
+                                call.tool,
+                                crate::stubs::cut_chars(&known.join(", "), 200)
+                            )
+                        };
+                        return unknown(trail, why);
+                    }
+                },
+            },
+            Op::Complete => match completion_target(offers, &call.arguments) {
+                Ok(target) => target,
+                Err(why) => return unknown(trail, format!("completion/complete: {why}")),
+            },
+        };
+        if let Some(server) = target.server() {
+            trail.at(self.inner.servers[server].name(), &target.audit_name());
+        }
+        Ok(target)
     }
 
     /// Step 2, the budget: a run's `call_index` within `--max-calls`; a
@@ -159,13 +274,14 @@ impl Bridge {
     /// frontends, so only the store counts all of them).
     async fn within_budget(
         &self,
-        tool: &catalog::CatalogTool,
+        target: &Target<'_>,
         call: &ToolCall,
         caller: Caller,
         state: &mut StateKey<'_>,
         trail: &mut Trail,
     ) -> Result<(), Answer> {
         let limits = &self.inner.limits;
+        let tool = Named { name: target.name(call) };
         if call.call_index == 0 {
             tracing::warn!(tool = %tool.name, cell = %call.cell_id, "refused: call_index 0 (calls count from 1)");
             let why = format!("{}: call_index 0 is not a call of this run (calls count from 1)", tool.name);
@@ -197,38 +313,59 @@ impl Bridge {
 
     /// Step 3, the arguments: a JSON object within the size limit that the
     /// tool's schema accepts (the record says which check, never what the
-    /// checker quoted of the arguments).
+    /// checker quoted of the arguments). Another request's parameters are
+    /// held to the same size: a URI, a prompt's arguments (strings, as MCP
+    /// defines them), a completion's parameters.
     fn arguments_fit(
         &self,
-        tool: &catalog::CatalogTool,
+        target: &Target<'_>,
         call: &ToolCall,
         trail: &mut Trail,
-    ) -> Result<serde_json::Map<String, serde_json::Value>, Answer> {
-        if let Err(problem) = tool.checker.check(&call.arguments, self.inner.limits.max_arguments) {
+    ) -> Result<serde_json::Map<String, Value>, Answer> {
+        let max = self.inner.limits.max_arguments;
+        let name = target.name(call);
+        if let Target::Tool(tool) = target
+            && let Err(problem) = tool.checker.check(&call.arguments, max)
+        {
             tracing::info!(tool = %tool.name, cell = %call.cell_id, "refused: {problem}");
             trail.refused("bridge:arguments", "the arguments do not fit the tool's schema or size limit");
             return Err(self.refuse(format!("{}: {problem}", tool.name)));
         }
-        match call.arguments.clone() {
-            serde_json::Value::Object(arguments) => Ok(arguments),
+        let size = serde_json::to_vec(&call.arguments).map(|v| v.len()).unwrap_or(usize::MAX) + call.tool.len();
+        if size > max {
+            trail.refused("bridge:arguments", "the request is over the size limit");
+            return Err(self.refuse(format!("{name}: the request is {size} bytes, over the {max} byte limit")));
+        }
+        let arguments = match call.arguments.clone() {
+            Value::Object(arguments) => arguments,
+            Value::Null if call.op != Op::Tool => serde_json::Map::new(),
             _ => {
                 trail.refused("bridge:arguments", "the arguments are not a JSON object");
-                Err(self.refuse(format!("{}: arguments must be a JSON object", tool.name)))
+                return Err(self.refuse(format!("{name}: arguments must be a JSON object")));
             }
+        };
+        if let Target::Prompt { .. } = target
+            && let Some((key, _)) = arguments.iter().find(|(_, v)| !v.is_string())
+        {
+            trail.refused("bridge:arguments", "a prompt argument is not a string");
+            let key = crate::stubs::cut_chars(key, 64);
+            return Err(self.refuse(format!("{name}: the prompt argument {key:?} must be a string")));
         }
+        Ok(arguments)
     }
 
     /// Step 4, the audit sink: nothing goes out that could not be recorded
     /// afterwards (checked before the policy counts the call and the
     /// private rule taints).
-    async fn recordable(&self, tool: &catalog::CatalogTool, call: &ToolCall, trail: &mut Trail) -> Result<(), Answer> {
+    async fn recordable(&self, target: &Target<'_>, call: &ToolCall, trail: &mut Trail) -> Result<(), Answer> {
         let Some(audit) = &self.inner.audit else { return Ok(()) };
         match audit.ready().await {
             Ok(()) => Ok(()),
             Err(e) => {
-                tracing::error!(tool = %tool.name, cell = %call.cell_id, error = %e, "refused: the audit sink cannot be written");
+                let name = target.name(call);
+                tracing::error!(tool = %name, cell = %call.cell_id, error = %e, "refused: the audit sink cannot be written");
                 trail.refused("bridge:audit", &e.to_string());
-                Err(self.refuse(format!("{}: {e}", tool.name)))
+                Err(self.refuse(format!("{name}: {e}")))
             }
         }
     }
@@ -239,22 +376,25 @@ impl Bridge {
     async fn private_rule(
         &self,
         current: &Current,
-        tool: &catalog::CatalogTool,
+        target: &Target<'_>,
         state: &mut StateKey<'_>,
         trail: &mut Trail,
     ) -> Result<(), Answer> {
         let Some(rule) = &current.rule else { return Ok(()) };
+        // A list from the catalog sends no server anything.
+        let Some(private) = target.private(current) else { return Ok(()) };
+        let name = target.judged_as(self);
         let key = match state.get().await {
             Ok(key) => key.to_string(),
             Err(e) => {
-                let why = state_refusal(&tool.name, "private-data rule", &e);
+                let why = state_refusal(&name, "private-data rule", &e);
                 trail.refused("bridge:private_data", &why);
                 return Err(self.refuse(why));
             }
         };
-        match rule.judge(&key, &tool.name, tool.private).await {
+        match rule.judge(&key, &name, private).await {
             Ok(()) => {
-                trail.tainted = Some(tool.private);
+                trail.tainted = Some(private);
                 Ok(())
             }
             Err(refusal) => {
@@ -265,32 +405,66 @@ impl Bridge {
         }
     }
 
-    /// Step 7, the call: to its server, within the call timeout; its result
-    /// (refused when the tool failed or the result is over the limit) or
-    /// the host fault.
+    /// Step 7, the call: to its server (over the shared session, or the
+    /// client's own when it can be asked or listens, see
+    /// [`crate::upstream`]), within the call timeout; its result (refused
+    /// when the tool failed or the result is over the limit) or the host
+    /// fault. A list for code is answered from the catalog.
+    #[allow(clippy::too_many_arguments)]
     async fn go_out(
         &self,
-        tool: &catalog::CatalogTool,
-        arguments: serde_json::Map<String, serde_json::Value>,
+        current: &Current,
+        target: &Target<'_>,
+        call: &ToolCall,
+        arguments: serde_json::Map<String, Value>,
         caller: Caller,
         trail: &mut Trail,
+        cancel: tokio_util::sync::CancellationToken,
     ) -> Answer {
         let limits = &self.inner.limits;
         trail.went_out();
-        let server = &self.inner.servers[tool.server];
-        match server.call(&tool.mcp_name, arguments, limits.call_timeout).await {
+        let name = target.name(call);
+        let Some(index) = target.server() else {
+            let items = match call.op {
+                Op::ListTemplates => current.offers.templates_for_code(),
+                _ => current.offers.resources_for_code(),
+            };
+            let value = Value::Array(items);
+            trail.result = Some((CallResult::Ok, Some(value.to_string())));
+            return Answer::Value(value);
+        };
+        let server = &self.inner.servers[index];
+        let params = target.params(arguments);
+        let sent = self.send(index, call, params, limits.call_timeout, cancel).await;
+        match sent {
             Ok(result) => {
-                let (answer, kind, text) = self.result_answer(&tool.name, result, caller);
+                let (answer, kind, text) = self.result_answer(&name, call.op, result, caller);
                 trail.result = Some((kind, Some(text)));
                 answer
             }
             Err(server::CallError::Timeout(after)) => {
-                tracing::warn!(tool = %tool.name, server = %server.name(), "call timed out");
+                tracing::warn!(tool = %name, server = %server.name(), "call timed out");
                 trail.result = Some((CallResult::Timeout, None));
-                self.refuse(format!("{}: no answer within {} s", tool.name, after.as_secs_f64()))
+                self.refuse(format!("{name}: no answer within {} s", after.as_secs_f64()))
+            }
+            Err(server::CallError::Service(rmcp::service::ServiceError::Cancelled { .. })) if cancel_was_client(call) => {
+                trail.result = Some((CallResult::Fault, None));
+                self.refuse(format!("{name}: cancelled by the client"))
+            }
+            Err(server::CallError::Service(rmcp::service::ServiceError::McpError(error))) if call.op != Op::Tool => {
+                // A server's own refusal of a resource or prompt (not
+                // found, bad arguments) is its answer: passed on as a
+                // refusal with its message, cut like any.
+                tracing::info!(op = call.op.method(), server = %server.name(), code = error.code.0, "the server refused the request");
+                trail.result = Some((CallResult::Error, Some(error.message.to_string())));
+                let message = crate::stubs::cut_chars(
+                    &format!("{name} failed: {} (error {})", error.message, error.code.0),
+                    limits.max_message_chars,
+                );
+                Answer::ServerRefused { message, code: error.code.0 }
             }
             Err(e) => {
-                tracing::warn!(tool = %tool.name, server = %server.name(), error = %e, "call failed on the host");
+                tracing::warn!(tool = %name, server = %server.name(), error = %e, "call failed on the host");
                 trail.result = Some((CallResult::Fault, None));
                 Answer::Failed(wire::tool_reply(wire::CallFailure::Host(e), limits.max_message_chars))
             }
@@ -306,10 +480,14 @@ impl Bridge {
         &self,
         applied: &Applied,
         call: &ToolCall,
-        tool: &catalog::CatalogTool,
+        target: &Target<'_>,
         state: &mut StateKey<'_>,
         trail: &mut Trail,
     ) -> Result<(), Answer> {
+        let tool = match target {
+            Target::Tool(tool) => *tool,
+            other => return self.admit(applied, call, other, trail),
+        };
         let name = &tool.name;
         let site =
             CallSite { session: &call.session, server: self.inner.servers[tool.server].name(), tool: &tool.mcp_name };
@@ -375,6 +553,27 @@ impl Bridge {
         Err(self.refuse(format!("{name}: needs approval ({rule}): {why}")))
     }
 
+    /// Step 5 for a request other than a tool call: the server's rule for
+    /// the resource, prompt or template it names (`allow` or `deny`).
+    fn admit(&self, applied: &Applied, call: &ToolCall, target: &Target<'_>, trail: &mut Trail) -> Result<(), Answer> {
+        let Some(admission) = target.admission(applied, call) else { return Ok(()) };
+        let Some(index) = target.server() else { return Ok(()) };
+        let audit_name = target.audit_name();
+        let site = CallSite { session: &call.session, server: self.inner.servers[index].name(), tool: &audit_name };
+        match admission {
+            Admission::Allow { rule } => {
+                self.decided(trail, site, AuditDecision::Allowed, &rule, None);
+                Ok(())
+            }
+            Admission::Deny { reason, rule } => {
+                let name = target.name(call);
+                tracing::info!(op = call.op.method(), cell = %call.cell_id, %rule, "refused: denied by policy");
+                self.decided(trail, site, AuditDecision::Denied, &rule, Some(reason.clone()));
+                Err(self.refuse(format!("{name}: denied by policy ({rule}): {reason}")))
+            }
+        }
+    }
+
     /// Ask the person behind the call's client session, through its
     /// frontend, whether the call may go out.
     async fn ask_approval(&self, call: &ToolCall, site: CallSite<'_>, rule: &RuleSource) -> ApprovalReply {
@@ -413,7 +612,7 @@ impl Bridge {
     }
 
     /// Note one policy decision in the call's trail and count it.
-    fn decided(
+    pub(crate) fn decided(
         &self,
         trail: &mut Trail,
         site: CallSite<'_>,
@@ -435,8 +634,31 @@ impl Bridge {
     /// failure is refused with its text either way. The size checked is the
     /// text's, plus for a direct call the blocks code never gets (images,
     /// audio, resources), so a result without them gets the very message
-    /// code gets.
-    fn result_answer(&self, tool: &str, result: CallToolResult, caller: Caller) -> (Answer, CallResult, String) {
+    /// code gets. Another request's result is handed whole, as JSON, and its
+    /// size is that JSON's.
+    fn result_answer(&self, tool: &str, op: Op, result: Value, caller: Caller) -> (Answer, CallResult, String) {
+        let max = self.inner.limits.max_result;
+        let too_large = |size: usize| {
+            format!("{tool}: the result is {size} bytes, over the {max} byte limit (refused, not cut): ask for less")
+        };
+        if op != Op::Tool {
+            let handed = result.to_string();
+            if handed.len() > max {
+                return (self.refuse(too_large(handed.len())), CallResult::TooLarge, handed);
+            }
+            return (Answer::Value(result), CallResult::Ok, handed);
+        }
+        let result: CallToolResult = match serde_json::from_value(result) {
+            Ok(result) => result,
+            Err(e) => {
+                tracing::warn!(%tool, error = %e, "the server's result is not a tool result");
+                return (
+                    Answer::Failed(ToolReply::Fault { kind: proto::ErrorKind::UnexpectedResponse }),
+                    CallResult::Fault,
+                    String::new(),
+                );
+            }
+        };
         let text = result_text(&result);
         if result.is_error == Some(true) {
             return (self.refuse(format!("{tool} failed: {text}")), CallResult::Error, text);
@@ -449,12 +671,8 @@ impl Bridge {
             Caller::Code => text,
             Caller::Direct { .. } => serde_json::to_string(&result).unwrap_or_default(),
         };
-        if size > self.inner.limits.max_result {
-            let answer = self.refuse(format!(
-                "{tool}: the result is {size} bytes, over the {} byte limit (refused, not cut): ask for less",
-                self.inner.limits.max_result
-            ));
-            return (answer, CallResult::TooLarge, handed);
+        if size > max {
+            return (self.refuse(too_large(size)), CallResult::TooLarge, handed);
         }
         match caller {
             Caller::Code => (Answer::Text(handed.clone()), CallResult::Ok, handed),
@@ -496,11 +714,11 @@ pub(crate) struct StateKey<'a> {
 }
 
 impl<'a> StateKey<'a> {
-    fn new(bridge: &'a Bridge, session: &'a str) -> Self {
+    pub(crate) fn new(bridge: &'a Bridge, session: &'a str) -> Self {
         Self { bridge, session, resolved: None }
     }
 
-    async fn get(&mut self) -> Result<&str, code_mode_core::state::StateError> {
+    pub(crate) async fn get(&mut self) -> Result<&str, code_mode_core::state::StateError> {
         if self.resolved.is_none() {
             let resolved = self.bridge.inner.scopes.resolve(self.session).await?;
             if let Some(expired) = &resolved.expired
@@ -545,6 +763,16 @@ pub(crate) enum Answer {
     Text(String),
     /// The result as the server sent it (direct calls).
     Result(Box<CallToolResult>),
+    /// The result of a request other than a tool call, as JSON.
+    Value(Value),
+    /// A request other than a tool call that its server refused with a
+    /// JSON-RPC error: its message (cut) and code.
+    ServerRefused {
+        /// The server's message, led by the request.
+        message: String,
+        /// The server's error code.
+        code: i32,
+    },
     /// Refused (the bridge's message, cut) or a host fault (its kind
     /// only), as [`wire::tool_reply`] puts it on the wire.
     Failed(ToolReply),
@@ -588,4 +816,171 @@ fn non_text_bytes(result: &CallToolResult) -> usize {
 /// own timeout plus a margin for the hops.
 pub fn call_request_timeout(limits: &CallLimits) -> Duration {
     limits.call_timeout + defaults::HOP_MARGIN
+}
+
+/// What a call names, once step 1 found it: a tool of the catalog, or the
+/// target of another request and the server that offers it.
+#[derive(Debug)]
+pub(crate) enum Target<'c> {
+    /// A tool.
+    Tool(&'c catalog::CatalogTool),
+    /// A resource to read, subscribe to or unsubscribe from.
+    Resource {
+        /// The server offering it.
+        server: usize,
+        /// Its URI.
+        uri: String,
+    },
+    /// A prompt.
+    Prompt {
+        /// The server offering it.
+        server: usize,
+        /// Its name as the server lists it.
+        mcp_name: String,
+        /// The name it is offered under.
+        offered: String,
+    },
+    /// A completion of a prompt's or a resource template's argument.
+    Complete {
+        /// The server offering what it completes.
+        server: usize,
+        /// What it completes.
+        of: Completed,
+    },
+    /// Every server's resources or templates, from the catalog.
+    Lists,
+}
+
+/// What a completion completes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Completed {
+    /// A prompt's argument (the prompt's name as its server lists it).
+    Prompt(String),
+    /// A resource template's argument (the template's URI).
+    Template(String),
+}
+
+/// A name for messages.
+struct Named {
+    name: String,
+}
+
+impl Target<'_> {
+    /// The server that receives the request, if one does.
+    pub(crate) fn server(&self) -> Option<usize> {
+        match self {
+            Target::Tool(tool) => Some(tool.server),
+            Target::Resource { server, .. } | Target::Prompt { server, .. } | Target::Complete { server, .. } => {
+                Some(*server)
+            }
+            Target::Lists => None,
+        }
+    }
+
+    /// How refusals name it: the tool's Python name, else the method and
+    /// its target.
+    fn name(&self, call: &ToolCall) -> String {
+        match self {
+            Target::Tool(tool) => tool.name.clone(),
+            Target::Resource { uri, .. } => format!("{} {}", call.op.method(), crate::stubs::cut_chars(uri, 200)),
+            Target::Prompt { offered, .. } => format!("prompts/get {offered}"),
+            Target::Complete { of: Completed::Prompt(name), .. } => format!("completion/complete of prompt {name}"),
+            Target::Complete { of: Completed::Template(uri), .. } => {
+                format!("completion/complete of {}", crate::stubs::cut_chars(uri, 200))
+            }
+            Target::Lists => call.op.method().to_string(),
+        }
+    }
+
+    /// What the audit record names as the "tool": the server's name for
+    /// it (a URI, a prompt's listed name, a template).
+    fn audit_name(&self) -> String {
+        match self {
+            Target::Tool(tool) => tool.mcp_name.clone(),
+            Target::Resource { uri, .. } => uri.clone(),
+            Target::Prompt { mcp_name, .. } => mcp_name.clone(),
+            Target::Complete { of: Completed::Prompt(name), .. } => name.clone(),
+            Target::Complete { of: Completed::Template(uri), .. } => uri.clone(),
+            Target::Lists => String::new(),
+        }
+    }
+
+    /// How the private-data rule names it when it taints.
+    fn judged_as(&self, bridge: &Bridge) -> String {
+        match self {
+            Target::Tool(tool) => tool.name.clone(),
+            other => match other.server() {
+                Some(server) => format!("the resources and prompts of {}", bridge.inner.servers[server].name()),
+                None => String::new(),
+            },
+        }
+    }
+
+    /// Whether the private-data rule counts it as private (`None`: it
+    /// sends no server anything).
+    fn private(&self, current: &Current) -> Option<bool> {
+        match self {
+            Target::Tool(tool) => Some(tool.private),
+            Target::Lists => None,
+            other => other.server().map(|server| current.offers.is_private(server)),
+        }
+    }
+
+    /// The server's policy on it (a tool's verdict is applied elsewhere).
+    fn admission(&self, applied: &Applied, _call: &ToolCall) -> Option<Admission> {
+        let policy = &applied.policy;
+        match self {
+            Target::Tool(_) | Target::Lists => None,
+            Target::Resource { uri, .. } => Some(policy.resource(uri)),
+            Target::Prompt { mcp_name, .. } => Some(policy.prompt(mcp_name)),
+            Target::Complete { of: Completed::Prompt(name), .. } => Some(policy.prompt(name)),
+            Target::Complete { of: Completed::Template(uri), .. } => Some(policy.resource(uri)),
+        }
+    }
+
+    /// The MCP request's parameters as its server takes them.
+    fn params(&self, arguments: serde_json::Map<String, Value>) -> Value {
+        match self {
+            Target::Tool(tool) => serde_json::json!({"name": tool.mcp_name, "arguments": arguments}),
+            Target::Resource { uri, .. } => serde_json::json!({"uri": uri}),
+            Target::Prompt { mcp_name, .. } => serde_json::json!({"name": mcp_name, "arguments": arguments}),
+            Target::Complete { of, .. } => {
+                let mut params = Value::Object(arguments);
+                if let Completed::Prompt(name) = of {
+                    // The server knows its prompt by its own name.
+                    params["ref"]["name"] = Value::String(name.clone());
+                }
+                params
+            }
+            Target::Lists => Value::Object(Default::default()),
+        }
+    }
+}
+
+/// What a `completion/complete` request completes, from its `ref`.
+fn completion_target<'c>(offers: &crate::offers::Offers, params: &Value) -> Result<Target<'c>, String> {
+    let reference = params.get("ref").ok_or("the request has no ref")?;
+    match reference.get("type").and_then(Value::as_str) {
+        Some("ref/prompt") => {
+            let name = reference.get("name").and_then(Value::as_str).ok_or("a prompt ref needs a name")?;
+            let (server, mcp_name) = match offers.prompt(name) {
+                Some((server, mcp_name)) => (server, mcp_name.to_string()),
+                None => offers.withheld_prompt(name).ok_or_else(|| format!("there is no prompt named {name:?}"))?,
+            };
+            Ok(Target::Complete { server, of: Completed::Prompt(mcp_name) })
+        }
+        Some("ref/resource") => {
+            let uri = reference.get("uri").and_then(Value::as_str).ok_or("a resource ref needs a uri")?;
+            let server = offers.resource_server(uri)?;
+            Ok(Target::Complete { server, of: Completed::Template(uri.to_string()) })
+        }
+        Some(other) => Err(format!("a ref of type {other:?} is not one code-mode knows")),
+        None => Err("the ref has no type".to_string()),
+    }
+}
+
+/// True when a call's cancellation came from its client (a direct call
+/// the client cancelled), not from the server.
+fn cancel_was_client(call: &ToolCall) -> bool {
+    call.cell_id.starts_with("direct-")
 }

@@ -15,7 +15,11 @@ use code_mode_proto::{self as proto, CatalogRequest};
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Catalog, CatalogLimits, ListedTool, ServerTools};
-use crate::policy::{Annotations, Policy, RateLimiter, ToolFacts, Verdict};
+use crate::offers::{Judge, Offers};
+use crate::policy::{Admission, Annotations, Policy, RateLimiter, ToolFacts, Verdict};
+use crate::relay::{BridgeRef, Relay};
+use crate::server::Offering;
+use crate::upstream::Upstreams;
 use crate::private::PrivateRule;
 use crate::scope::Scopes;
 use crate::server::ServerHandle;
@@ -57,6 +61,8 @@ pub(crate) struct Current {
     /// The same with each tool's definition for direct calls, made on the
     /// first request for it.
     pub(crate) direct_message: std::sync::OnceLock<proto::Catalog>,
+    /// What the servers offer besides tools.
+    pub(crate) offers: Offers,
 }
 
 impl Current {
@@ -77,8 +83,22 @@ pub(crate) struct Applied {
     pub(crate) limiter: RateLimiter,
 }
 
-/// What one build makes: the catalog, its private rule, each server's policy.
-pub(crate) type Built = (Catalog, Option<PrivateRule>, Vec<Option<Applied>>);
+/// What one build makes: the catalog, its private rule, each server's
+/// policy, the offers besides tools.
+pub(crate) type Built = (Catalog, Option<PrivateRule>, Vec<Option<Applied>>, Offers);
+
+/// The servers' policies, as the offers ask them.
+struct Policies<'a>(&'a [Option<Applied>]);
+
+impl Judge for Policies<'_> {
+    fn resource(&self, server: usize, uri: &str) -> Option<Admission> {
+        self.0.get(server)?.as_ref().map(|a| a.policy.resource(uri))
+    }
+
+    fn prompt(&self, server: usize, name: &str) -> Option<Admission> {
+        self.0.get(server)?.as_ref().map(|a| a.policy.prompt(name))
+    }
+}
 
 /// The configuration a catalog is built with.
 #[derive(Debug)]
@@ -95,8 +115,9 @@ pub(crate) struct Rebuild {
 
 impl Rebuild {
     /// Build a catalog (and its private rule) from each server's tools,
-    /// reading each server's policy against the tools it lists.
-    fn build(&self, tools: &[Arc<Vec<rmcp::model::Tool>>]) -> Result<Built, BridgeError> {
+    /// reading each server's policy against the tools it lists, and the
+    /// offers from what else each server offers.
+    fn build(&self, tools: &[Arc<Vec<rmcp::model::Tool>>], offerings: &[Arc<Offering>]) -> Result<Built, BridgeError> {
         let mut listed = Vec::with_capacity(self.servers.len());
         let mut policies = Vec::with_capacity(self.servers.len());
         for (wrapped, tools) in self.servers.iter().zip(tools) {
@@ -137,7 +158,14 @@ impl Rebuild {
         let rule = catalog.has_private().then(|| {
             PrivateRule::new(self.state.clone(), catalog.private_tools()).with_stateless_idle(self.stateless_idle)
         });
-        Ok((catalog, rule, policies))
+        // A server's resources and prompts are as private as its most
+        // private tool: a server trusted with private data by one tool
+        // may hold it in what it serves otherwise.
+        let private: Vec<bool> =
+            (0..self.servers.len()).map(|i| catalog.tools().iter().any(|t| t.server == i && t.private)).collect();
+        let names = self.servers.iter().map(|w| w.spec.name.clone()).collect();
+        let offers = Offers::build(offerings.to_vec(), names, self.prefixed, private, &Policies(&policies));
+        Ok((catalog, rule, policies, offers))
     }
 
     /// Read `wrapped`'s policy (a file or inline) against every tool the
@@ -204,11 +232,13 @@ impl Bridge {
         prefixed: bool,
     ) -> Result<(Bridge, Closer), BridgeError> {
         let servers_cancel = cancel.child_token();
+        let bridge_ref = BridgeRef::default();
         let mut handles = Vec::new();
         let mut actors = Vec::new();
         let mut listed = Vec::new();
-        for wrapped in &config.servers {
-            match server::start(&wrapped.spec, servers_cancel.clone()).await {
+        for (index, wrapped) in config.servers.iter().enumerate() {
+            let relay = Relay::shared(index, &wrapped.spec.name, bridge_ref.clone());
+            match server::start_relaying(&wrapped.spec, relay, servers_cancel.clone()).await {
                 Ok((handle, tools, actor)) => {
                     listed.push(Arc::new(tools));
                     handles.push(handle);
@@ -217,7 +247,7 @@ impl Bridge {
                 Err(e) => {
                     servers_cancel.cancel();
                     drop(handles);
-                    Closer { actors, audit: None }.closed().await;
+                    Closer { actors, own_sessions: Default::default(), audit: None }.closed().await;
                     return Err(e);
                 }
             }
@@ -230,12 +260,13 @@ impl Bridge {
             offer_denied: config.policy_options.offer_denied,
             stateless_idle: config.limits.stateless_idle,
         };
-        let (catalog, rule, policies) = match rebuild.build(&listed) {
+        let offerings: Vec<_> = handles.iter().map(ServerHandle::offering).collect();
+        let (catalog, rule, policies, offers) = match rebuild.build(&listed, &offerings) {
             Ok(built) => built,
             Err(e) => {
                 servers_cancel.cancel();
                 drop(handles);
-                Closer { actors, audit: None }.closed().await;
+                Closer { actors, own_sessions: Default::default(), audit: None }.closed().await;
                 return Err(e);
             }
         };
@@ -245,6 +276,7 @@ impl Bridge {
         }
         tracing::info!(tools = catalog.tools().len(), left_out = catalog.left_out().len(), "bridge ready");
         let changes: Vec<_> = handles.iter().map(ServerHandle::tools_changes).collect();
+        let offering_changes: Vec<_> = handles.iter().map(ServerHandle::offering_changes).collect();
         for (wrapped, applied) in rebuild.servers.iter().zip(&policies) {
             if let Some(applied) = applied {
                 tracing::info!(server = %wrapped.spec.name, policy = applied.policy.source(), "policy on");
@@ -255,7 +287,7 @@ impl Bridge {
                 if let Err(e) = audit.append(tools_record(handle.name(), tools), Durability::Written).await {
                     servers_cancel.cancel();
                     drop(handles);
-                    Closer { actors, audit: None }.closed().await;
+                    Closer { actors, own_sessions: Default::default(), audit: None }.closed().await;
                     return Err(BridgeError::Audit(e));
                 }
             }
@@ -267,8 +299,11 @@ impl Bridge {
             policies,
             message: Default::default(),
             direct_message: Default::default(),
+            offers,
         };
         let audit_for_closer = config.policy_options.audit.clone();
+        let upstreams = Upstreams::new(bridge_ref.clone(), servers_cancel.clone());
+        let own_sessions = upstreams.tasks();
         let bridge = Bridge {
             inner: Arc::new(Inner {
                 current: std::sync::RwLock::new(Arc::new(current)),
@@ -278,10 +313,19 @@ impl Bridge {
                 audit: config.policy_options.audit.clone(),
                 approvals: std::sync::OnceLock::new(),
                 scopes: Scopes::new(config.state.clone(), config.limits.stateless_idle),
+                upstreams,
+                in_flight: Default::default(),
             }),
         };
-        actors.push(tokio::spawn(refresher(Arc::downgrade(&bridge.inner), changes, servers_cancel)));
-        Ok((bridge, Closer { actors, audit: audit_for_closer }))
+        let _ = bridge_ref.set(Arc::downgrade(&bridge.inner));
+        actors.push(tokio::spawn(refresher(
+            Arc::downgrade(&bridge.inner),
+            changes,
+            offering_changes,
+            servers_cancel.clone(),
+        )));
+        actors.push(tokio::spawn(crate::upstream::reaper(Arc::downgrade(&bridge.inner), servers_cancel)));
+        Ok((bridge, Closer { actors, own_sessions, audit: audit_for_closer }))
     }
 
     /// Rebuild the catalog from every wrapped server's current tools and
@@ -289,7 +333,8 @@ impl Bridge {
     /// stays and the error is returned (and logged).
     pub async fn refresh_catalog(&self) -> Result<u64, BridgeError> {
         let tools: Vec<_> = self.inner.servers.iter().map(ServerHandle::tools).collect();
-        let built = self.inner.rebuild.build(&tools);
+        let offerings: Vec<_> = self.inner.servers.iter().map(ServerHandle::offering).collect();
+        let built = self.inner.rebuild.build(&tools, &offerings);
         if built.is_ok()
             && let Some(audit) = &self.inner.audit
         {
@@ -304,7 +349,7 @@ impl Bridge {
         }
         let mut current = code_mode_core::sync::write(&self.inner.current);
         match built {
-            Ok((catalog, rule, policies)) => {
+            Ok((catalog, rule, policies, offers)) => {
                 let version = current.version + 1;
                 tracing::info!(version, tools = catalog.tools().len(), "catalog refreshed");
                 *current = Arc::new(Current {
@@ -314,6 +359,7 @@ impl Bridge {
                     policies,
                     message: Default::default(),
                     direct_message: Default::default(),
+                    offers,
                 });
                 Ok(version)
             }
@@ -350,6 +396,7 @@ impl Bridge {
                 unchanged: true,
                 withheld: Vec::new(),
                 stateless_idle_ms: message.stateless_idle_ms,
+                features: None,
             };
         }
         message.clone()
@@ -366,6 +413,8 @@ impl Bridge {
         let approval_timeout_ms =
             if current.needs_approval() { self.inner.limits.approval_timeout.as_millis() as u64 } else { 0 };
         let stateless_idle_ms = self.inner.limits.stateless_idle.as_millis() as u64;
+        // A client of the gateway gets what else the servers offer.
+        let features = direct.then(|| current.offers.message());
         let offered = serde_json::to_vec(&(
             &tools,
             &withheld,
@@ -373,6 +422,7 @@ impl Bridge {
             call_timeout_ms,
             approval_timeout_ms,
             stateless_idle_ms,
+            &features,
         ))
         .unwrap_or_default();
         let fingerprint = format!("{:x}", <sha2::Sha256 as sha2::Digest>::digest(&offered));
@@ -386,6 +436,7 @@ impl Bridge {
             unchanged: false,
             withheld,
             stateless_idle_ms,
+            features,
         }
     }
 }
@@ -408,21 +459,25 @@ fn tools_record(server: &str, tools: &[rmcp::model::Tool]) -> audit_record::Body
     audit_record::Body::Tools(audit_record::Tools { server: server.to_string(), tools })
 }
 
-/// Rebuild the catalog whenever a wrapped server publishes a new tool list,
-/// until the servers stop or the bridge is gone.
+/// Rebuild the catalog whenever a wrapped server publishes a new tool list
+/// (or new lists of resources, templates or prompts), until the servers
+/// stop or the bridge is gone.
 async fn refresher(
     bridge: std::sync::Weak<Inner>,
     mut changes: Vec<tokio::sync::watch::Receiver<Arc<Vec<rmcp::model::Tool>>>>,
+    mut offering_changes: Vec<tokio::sync::watch::Receiver<Arc<Offering>>>,
     cancel: CancellationToken,
 ) {
     if changes.is_empty() {
         return;
     }
     loop {
-        let changed = futures::future::select_all(changes.iter_mut().map(|rx| Box::pin(rx.changed())));
-        let (result, _, _) = tokio::select! {
+        let tools = futures::future::select_all(changes.iter_mut().map(|rx| Box::pin(rx.changed())));
+        let offerings = futures::future::select_all(offering_changes.iter_mut().map(|rx| Box::pin(rx.changed())));
+        let result = tokio::select! {
             _ = cancel.cancelled() => return,
-            changed = changed => changed,
+            (result, _, _) = tools => result,
+            (result, _, _) = offerings => result,
         };
         if result.is_err() {
             return;

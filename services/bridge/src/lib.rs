@@ -65,9 +65,12 @@ pub mod fuzzing;
 mod check;
 mod current;
 mod error;
+mod offers;
+mod relay;
 mod serve;
 mod settings;
 mod trail;
+mod upstream;
 
 use std::sync::Arc;
 
@@ -103,6 +106,11 @@ pub(crate) struct Inner {
     pub(crate) approvals: std::sync::OnceLock<Bus>,
     /// Where each stateless scope's state lives now.
     pub(crate) scopes: Scopes,
+    /// Clients' own sessions with the servers.
+    pub(crate) upstreams: upstream::Upstreams,
+    /// The direct calls running here, by call id: cancelling one cancels
+    /// its request at the server.
+    pub(crate) in_flight: std::sync::Mutex<std::collections::HashMap<String, tokio_util::sync::CancellationToken>>,
 }
 
 /// The wrapped servers' owner tasks; await [`Closer::closed`] after
@@ -110,6 +118,8 @@ pub(crate) struct Inner {
 #[derive(Debug)]
 pub struct Closer {
     actors: Vec<tokio::task::JoinHandle<()>>,
+    /// The tasks of clients' own sessions with the servers.
+    own_sessions: tokio_util::task::TaskTracker,
     audit: Option<AuditSink>,
 }
 
@@ -120,6 +130,8 @@ impl Closer {
         for a in self.actors {
             let _ = a.await;
         }
+        self.own_sessions.close();
+        self.own_sessions.wait().await;
         if let Some(audit) = self.audit {
             audit.close().await;
         }
@@ -127,7 +139,7 @@ impl Closer {
 }
 
 impl Bridge {
-    fn current(&self) -> Arc<Current> {
+    pub(crate) fn current(&self) -> Arc<Current> {
         code_mode_core::sync::read(&self.inner.current).clone()
     }
 

@@ -26,7 +26,8 @@ impl Bridge {
             return Err(SessionEndError::NotASession { session: session.chars().take(80).collect() });
         }
         let removed = self.forget_state(session).await?;
-        tracing::info!(%session, removed, "client session ended: its state is forgotten");
+        let closed = self.inner.upstreams.close_for(session);
+        tracing::info!(%session, removed, own_sessions = closed, "client session ended: its state is forgotten");
         Ok(removed)
     }
 
@@ -86,6 +87,16 @@ impl Bridge {
             })
             .await?;
         let me = self.clone();
+        // Every bridge hears each cancel (a queue group of its own): only
+        // the one running the call has it.
+        let own_group = format!("bridge-{}", uuid::Uuid::new_v4());
+        let cancels = bus
+            .serve(subjects::CANCEL, &own_group, cancel.clone(), move |request: proto::CancelCall| {
+                let found = me.cancel_call(&request.call_id);
+                async move { Ok(proto::CallCancelled { found }) }
+            })
+            .await?;
+        let me = self.clone();
         let ends = bus
             .serve(subjects::SESSION_END, queue_groups::BRIDGE, cancel, move |end: proto::SessionEnd| {
                 let me = me.clone();
@@ -100,6 +111,20 @@ impl Bridge {
                 }
             })
             .await?;
-        Ok(vec![catalog, calls, direct, ends])
+        Ok(vec![catalog, calls, direct, cancels, ends])
+    }
+
+    /// Cancel the direct call `call_id` if it runs here (its request at the
+    /// server is cancelled with `notifications/cancelled`); true when it
+    /// did.
+    pub fn cancel_call(&self, call_id: &str) -> bool {
+        match code_mode_core::sync::lock(&self.inner.in_flight).get(call_id) {
+            Some(cancel) => {
+                tracing::info!(call = %call_id, "the client cancelled a call: cancelling it at the server");
+                cancel.cancel();
+                true
+            }
+            None => false,
+        }
     }
 }

@@ -14,7 +14,7 @@
 //!
 //! The actor also owns the server's current tool list and publishes it on a
 //! second `watch` ([`ServerHandle::tools_changes`]): the session's client
-//! handler ([`ToolsWatcher`]) turns a `notifications/tools/list_changed` from
+//! handler ([`Relay`]) turns a `notifications/tools/list_changed` from
 //! the server into a wake-up of the actor, which lists the tools again; a
 //! restarted server whose tools differ is published the same way. The bridge
 //! rebuilds its catalog from what is published.
@@ -23,6 +23,19 @@
 //! it means connecting (`initialize` and `tools/list` within the start
 //! timeout), and when its session ends (the HTTP connection is lost) the
 //! actor reconnects with the same delays.
+//!
+//! Besides its tools the actor lists what else the server offers (its
+//! resources, resource templates and prompts, and whether it completes
+//! arguments, takes subscriptions and logs: an [`Offering`]) and publishes
+//! it on a third `watch`, listed again on `notifications/resources/list_changed`
+//! or `notifications/prompts/list_changed`.
+//!
+//! This actor's session is the server's *shared* session: every call whose
+//! client cannot be asked anything uses it, and it declares no client
+//! capabilities. A client that can be asked (sampling, elicitation, roots)
+//! or listens to the server's log gets a session of its own
+//! ([`open_own`], owned by [`crate::upstream`]), since a server's requests
+//! and notifications carry no mark of the call they belong to on stdio.
 //!
 //! The session ends for good on shutdown, or when every handle is gone. The
 //! child gets the minimal environment MCP clients give a stdio server plus
@@ -35,17 +48,18 @@ use std::time::Duration;
 
 use http::{HeaderName, HeaderValue};
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
-use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceError};
+use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::TokioChildProcess;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, ServiceExt};
+use rmcp::ServiceExt;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::BridgeError;
+use crate::relay::{Flights, Relay, Relisting};
 
 /// The variables a stdio MCP server gets by default (as MCP clients do),
 /// when they are set here.
@@ -208,6 +222,10 @@ pub enum CallError {
     /// The server was closed (shutdown).
     #[error("the server was closed")]
     Closed,
+    /// A session of the client's own with the server could not be opened
+    /// (see [`crate::upstream`]).
+    #[error("a session of this client's own with the server could not be opened: {0}")]
+    Own(String),
 }
 
 /// Restart delays: `initial` after the first exit, doubled after each
@@ -263,8 +281,13 @@ enum Link {
 #[derive(Clone)]
 pub struct ServerHandle {
     name: String,
+    spec: Arc<ServerSpec>,
     link: watch::Receiver<Link>,
     tools: watch::Receiver<Arc<Vec<Tool>>>,
+    offering: watch::Receiver<Arc<Offering>>,
+    /// The calls in flight on the shared session (their progress is routed
+    /// by token).
+    flights: Flights,
 }
 
 impl std::fmt::Debug for ServerHandle {
@@ -273,20 +296,72 @@ impl std::fmt::Debug for ServerHandle {
     }
 }
 
-type Session = RunningService<RoleClient, ToolsWatcher>;
+type Session = RunningService<RoleClient, Relay>;
 
-/// The client handler of a wrapped server's session: it only notes a
-/// `notifications/tools/list_changed` so that the actor lists the tools
-/// again (several notifications before the actor wakes count as one).
-#[derive(Debug, Default)]
-pub struct ToolsWatcher {
-    changed: Arc<Notify>,
+/// What a server offers besides tools, as it last listed it: the MCP
+/// definitions as JSON (so every field the server sent, caching hints and
+/// `_meta` included, passes through), and which optional requests it
+/// serves.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Offering {
+    /// Its resources (`Resource` objects).
+    pub resources: Vec<serde_json::Value>,
+    /// Its resource templates (`ResourceTemplate` objects).
+    pub templates: Vec<serde_json::Value>,
+    /// Its prompts (`Prompt` objects).
+    pub prompts: Vec<serde_json::Value>,
+    /// It declared the `resources` capability.
+    pub has_resources: bool,
+    /// It takes `resources/subscribe`.
+    pub subscribe: bool,
+    /// It declared the `prompts` capability.
+    pub has_prompts: bool,
+    /// It declared the `completions` capability.
+    pub completions: bool,
+    /// It declared the `logging` capability.
+    pub logging: bool,
 }
 
-impl ClientHandler for ToolsWatcher {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.changed.notify_one();
+/// Everything each list request may bring back, at most: a server listing
+/// more is cut here (and says so in the log), like an oversized result.
+const MAX_LISTED: usize = 10_000;
+
+/// List what `peer`'s server offers besides tools, by its capabilities. A
+/// list that fails is left empty (and logged): the tools still serve.
+async fn list_offering(name: &str, peer: &Peer<RoleClient>) -> Offering {
+    let Some(info) = peer.peer_info() else { return Offering::default() };
+    let caps = &info.capabilities;
+    let mut offering = Offering {
+        has_resources: caps.resources.is_some(),
+        subscribe: caps.resources.as_ref().is_some_and(|r| r.subscribe == Some(true)),
+        has_prompts: caps.prompts.is_some(),
+        completions: caps.completions.is_some(),
+        logging: caps.logging.is_some(),
+        ..Offering::default()
+    };
+    fn json<T: serde::Serialize>(name: &str, what: &str, items: Vec<T>) -> Vec<serde_json::Value> {
+        if items.len() > MAX_LISTED {
+            tracing::warn!(server = %name, count = items.len(), "the server lists more {what} than {MAX_LISTED}: the rest are left out");
+        }
+        items.iter().take(MAX_LISTED).filter_map(|item| serde_json::to_value(item).ok()).collect()
     }
+    if offering.has_resources {
+        match peer.list_all_resources().await {
+            Ok(items) => offering.resources = json(name, "resources", items),
+            Err(e) => tracing::warn!(server = %name, error = %e, "listing the resources failed"),
+        }
+        match peer.list_all_resource_templates().await {
+            Ok(items) => offering.templates = json(name, "resource templates", items),
+            Err(e) => tracing::warn!(server = %name, error = %e, "listing the resource templates failed"),
+        }
+    }
+    if offering.has_prompts {
+        match peer.list_all_prompts().await {
+            Ok(items) => offering.prompts = json(name, "prompts", items),
+            Err(e) => tracing::warn!(server = %name, error = %e, "listing the prompts failed"),
+        }
+    }
+    offering
 }
 
 /// The actor: owns the session and restarts the server when it exits.
@@ -300,6 +375,10 @@ struct ServerActor {
     cancel: CancellationToken,
     /// The server's current tools, as last listed.
     tools: watch::Sender<Arc<Vec<Tool>>>,
+    /// What else it offers, as last listed.
+    offering: watch::Sender<Arc<Offering>>,
+    /// What its sessions' handler needs (a new session per restart).
+    relay: Relay,
     backoff: Backoff,
 }
 
@@ -311,38 +390,59 @@ enum Ended {
     Exited,
 }
 
-/// Start a wrapped server, list its tools, and spawn its owner actor.
+/// Start a wrapped server on its own (no bridge around it: its messages
+/// for clients go nowhere), list its tools, and spawn its owner actor.
 pub async fn start(
     spec: &ServerSpec,
     cancel: CancellationToken,
 ) -> Result<(ServerHandle, Vec<Tool>, tokio::task::JoinHandle<()>), BridgeError> {
-    let (session, tools) = connect(spec).await?;
+    start_relaying(spec, Relay::shared(0, &spec.name, Default::default()), cancel).await
+}
+
+/// [`start`] with `relay` as the handler of its shared session (see
+/// [`Relay::shared`]).
+pub(crate) async fn start_relaying(
+    spec: &ServerSpec,
+    relay: Relay,
+    cancel: CancellationToken,
+) -> Result<(ServerHandle, Vec<Tool>, tokio::task::JoinHandle<()>), BridgeError> {
+    let (session, tools) = connect(spec, relay.clone()).await?;
+    let offering = list_offering(&spec.name, session.peer()).await;
     code_mode_telemetry::server_up(&spec.name, true);
     let (link, link_rx) = watch::channel(Link::Up(session.peer().clone()));
     let (tools_tx, tools_rx) = watch::channel(Arc::new(tools.clone()));
-    let handle = ServerHandle { name: spec.name.clone(), link: link_rx, tools: tools_rx };
-    let actor = ServerActor { spec: spec.clone(), link, cancel, tools: tools_tx, backoff: RESTART_BACKOFF };
+    let (offering_tx, offering_rx) = watch::channel(Arc::new(offering));
+    let handle = ServerHandle {
+        name: spec.name.clone(),
+        spec: Arc::new(spec.clone()),
+        link: link_rx,
+        tools: tools_rx,
+        offering: offering_rx,
+        flights: relay.flights().clone(),
+    };
+    let actor = ServerActor {
+        spec: spec.clone(),
+        link,
+        cancel,
+        tools: tools_tx,
+        offering: offering_tx,
+        relay,
+        backoff: RESTART_BACKOFF,
+    };
     let task = tokio::spawn(actor.run(session));
     Ok((handle, tools, task))
 }
 
-/// Spawn the server, initialize the session and list the tools, all within
-/// the start timeout.
-async fn connect(spec: &ServerSpec) -> Result<(Session, Vec<Tool>), BridgeError> {
+/// Spawn the server (or connect to it) and initialize a session whose
+/// handler is `relay`, within the start timeout.
+async fn initialize(spec: &ServerSpec, relay: Relay, deadline: Instant) -> Result<Session, BridgeError> {
     let start_error =
         |reason: String| BridgeError::ServerStart { server: spec.name.clone(), command: spec.command_line(), reason };
-    let no_answer =
-        || start_error(format!("no answer to initialize/tools list within {} s", spec.start_timeout.as_secs_f64()));
-    // One deadline covers initialize and tools/list. A server that never
-    // answers is killed: dropping the transport (or closing the session)
-    // stops the child (or drops the HTTP connection).
-    let deadline = Instant::now() + spec.start_timeout;
-    let handler = ToolsWatcher::default();
     let stderr = StderrTail::default();
     let initialized = match &spec.transport {
         Transport::Stdio(stdio) => {
             let transport = spawn(&spec.name, stdio, stderr.clone())?;
-            tokio::time::timeout_at(deadline, handler.serve(transport)).await
+            tokio::time::timeout_at(deadline, relay.serve(transport)).await
         }
         Transport::Http(http) => {
             let config = http_config(http).map_err(start_error)?;
@@ -350,24 +450,71 @@ async fn connect(spec: &ServerSpec) -> Result<(Session, Vec<Tool>), BridgeError>
             // brings; the client needs it installed as the process default.
             let _ = rustls::crypto::ring::default_provider().install_default();
             let transport = StreamableHttpClientTransport::from_config(config);
-            tokio::time::timeout_at(deadline, handler.serve(transport)).await
+            tokio::time::timeout_at(deadline, relay.serve(transport)).await
         }
     };
-    let mut session = match initialized {
-        Ok(Ok(session)) => session,
-        Ok(Err(e)) => return Err(start_error(format!("MCP initialization failed: {e}{}", stderr.describe().await))),
-        Err(_) => return Err(no_answer()),
-    };
+    match initialized {
+        Ok(Ok(session)) => Ok(session),
+        Ok(Err(e)) => Err(start_error(format!("MCP initialization failed: {e}{}", stderr.describe().await))),
+        Err(_) => Err(start_error(format!(
+            "no answer to initialize/tools list within {} s",
+            spec.start_timeout.as_secs_f64()
+        ))),
+    }
+}
+
+/// Spawn the server, initialize the session and list the tools, all within
+/// the start timeout.
+async fn connect(spec: &ServerSpec, relay: Relay) -> Result<(Session, Vec<Tool>), BridgeError> {
+    // One deadline covers initialize and tools/list. A server that never
+    // answers is killed: dropping the transport (or closing the session)
+    // stops the child (or drops the HTTP connection).
+    let deadline = Instant::now() + spec.start_timeout;
+    let mut session = initialize(spec, relay, deadline).await?;
     match tokio::time::timeout_at(deadline, session.peer().list_all_tools()).await {
         Ok(Ok(tools)) => Ok((session, tools)),
         failed => {
             let _ = session.close_with_timeout(CLOSE_TIMEOUT).await;
-            Err(match failed {
-                Ok(Err(e)) => start_error(format!("tools/list failed: {e}")),
-                _ => no_answer(),
-            })
+            let reason = match failed {
+                Ok(Err(e)) => format!("tools/list failed: {e}"),
+                _ => format!("no answer to initialize/tools list within {} s", spec.start_timeout.as_secs_f64()),
+            };
+            Err(BridgeError::ServerStart { server: spec.name.clone(), command: spec.command_line(), reason })
         }
     }
+}
+
+/// A session of one client's own with a wrapped server (see
+/// [`crate::upstream`]): started like the shared one (a new child process
+/// for a stdio server, a new MCP session for a remote one) with `relay`
+/// declaring what that client can answer, and owned by a task that closes
+/// it on `cancel` or ends when the server exits. The task's handle ends
+/// once the session is closed.
+pub(crate) async fn open_own(
+    spec: &ServerSpec,
+    relay: Relay,
+    cancel: CancellationToken,
+) -> Result<(Peer<RoleClient>, tokio::task::JoinHandle<()>), BridgeError> {
+    let session = initialize(spec, relay, Instant::now() + spec.start_timeout).await?;
+    let peer = session.peer().clone();
+    let name = spec.name.clone();
+    let task = tokio::spawn(async move {
+        let stop = session.cancellation_token();
+        let ended = session.waiting();
+        tokio::pin!(ended);
+        tokio::select! {
+            _ = &mut ended => {
+                tracing::debug!(server = %name, "a client's own session of the server ended");
+                return;
+            }
+            _ = cancel.cancelled() => {}
+        }
+        stop.cancel();
+        if tokio::time::timeout(CLOSE_TIMEOUT, ended).await.is_err() {
+            tracing::debug!(server = %name, "a client's own session of the server did not close in time: killed");
+        }
+    });
+    Ok((peer, task))
 }
 
 /// The client transport settings of a remote server: its URL and headers.
@@ -447,7 +594,7 @@ impl ServerActor {
                     return;
                 }
                 let started = tokio::select! {
-                    started = connect(&self.spec) => started,
+                    started = connect(&self.spec, self.relay.clone()) => started,
                     // Dropping a start in progress kills its child.
                     _ = self.stopping() => {
                         self.link.send_replace(Link::Closed);
@@ -457,6 +604,8 @@ impl ServerActor {
                 match started {
                     Ok((session, tools)) => {
                         self.publish_tools(tools, "the restarted server lists other tools");
+                        let offering = list_offering(&self.spec.name, session.peer()).await;
+                        self.publish_offering(offering, "the restarted server offers other resources or prompts");
                         break session;
                     }
                     Err(e) => {
@@ -474,10 +623,11 @@ impl ServerActor {
 
     /// Serve one session until it ends: closed by us on shutdown (or when
     /// every handle is gone), or exited on its own.
-    /// Meanwhile, list the tools again whenever the server says they changed.
+    /// Meanwhile, list the tools (or the rest of what it offers) again
+    /// whenever the server says they changed.
     async fn serve(&self, session: Session) -> Ended {
         let stop = session.cancellation_token();
-        let changed = session.service().changed.clone();
+        let relisting: Relisting = session.service().relisting();
         let peer = session.peer().clone();
         let ended = session.waiting();
         tokio::pin!(ended);
@@ -488,7 +638,7 @@ impl ServerActor {
                     tracing::debug!(server = %self.spec.name, ?reason, "the session ended");
                     return Ended::Exited;
                 }
-                _ = changed.notified() => {
+                _ = relisting.tools.notified() => {
                     let listed = tokio::select! {
                         listed = tokio::time::timeout(self.spec.start_timeout, peer.list_all_tools()) => listed,
                         _ = self.stopping() => break,
@@ -497,6 +647,16 @@ impl ServerActor {
                         Ok(Ok(tools)) => self.publish_tools(tools, "the server's tool list changed"),
                         Ok(Err(e)) => tracing::warn!(server = %self.spec.name, error = %e, "listing the changed tools failed: the catalog keeps the old list"),
                         Err(_) => tracing::warn!(server = %self.spec.name, "listing the changed tools timed out: the catalog keeps the old list"),
+                    }
+                }
+                _ = relisting.offering.notified() => {
+                    let listed = tokio::select! {
+                        listed = tokio::time::timeout(self.spec.start_timeout, list_offering(&self.spec.name, &peer)) => listed,
+                        _ = self.stopping() => break,
+                    };
+                    match listed {
+                        Ok(offering) => self.publish_offering(offering, "the server's resources or prompts changed"),
+                        Err(_) => tracing::warn!(server = %self.spec.name, "listing the changed resources or prompts timed out: the catalog keeps the old lists"),
                     }
                 }
             }
@@ -548,10 +708,52 @@ impl ServerActor {
     }
 }
 
+impl ServerActor {
+    /// Publish `offering` when it differs from the last one.
+    fn publish_offering(&self, offering: Offering, why: &str) {
+        if offering == **self.offering.borrow() {
+            return;
+        }
+        tracing::info!(
+            server = %self.spec.name,
+            resources = offering.resources.len(),
+            templates = offering.templates.len(),
+            prompts = offering.prompts.len(),
+            "{why}: refreshing the catalog"
+        );
+        self.offering.send_replace(Arc::new(offering));
+    }
+}
+
 impl ServerHandle {
     /// The server's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// How the server is started or reached.
+    pub fn spec(&self) -> &ServerSpec {
+        &self.spec
+    }
+
+    /// What the server offers besides tools, as last listed.
+    pub fn offering(&self) -> Arc<Offering> {
+        self.offering.borrow().clone()
+    }
+
+    /// A receiver that sees each new [`Offering`] of the server.
+    pub fn offering_changes(&self) -> watch::Receiver<Arc<Offering>> {
+        self.offering.clone()
+    }
+
+    /// The shared session's peer and the calls in flight on it; fails at
+    /// once while the server is being restarted or after it was closed.
+    pub(crate) fn shared(&self) -> Result<(Peer<RoleClient>, Flights), CallError> {
+        match &*self.link.borrow() {
+            Link::Up(peer) => Ok((peer.clone(), self.flights.clone())),
+            Link::Restarting => Err(CallError::Restarting),
+            Link::Closed => Err(CallError::Closed),
+        }
     }
 
     /// The server's current tools, as last listed.

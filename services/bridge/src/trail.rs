@@ -23,6 +23,8 @@ pub(crate) struct Trail {
     /// How it came back and the text returned, for a call that went out.
     pub(crate) result: Option<(CallResult, Option<String>)>,
     pub(crate) record_args: bool,
+    /// The MCP request when it is not a tool call.
+    pub(crate) method: Option<String>,
 }
 
 impl Trail {
@@ -38,6 +40,7 @@ impl Trail {
             tainted: None,
             result: None,
             record_args: false,
+            method: (!call.op.is_tool()).then(|| call.op.method().to_string()),
         }
     }
 
@@ -78,6 +81,7 @@ impl Trail {
             call: call.call_index,
             server: self.server.clone(),
             tool: self.tool.clone(),
+            method: self.method.clone(),
             decision: self.decision,
             rule: self.rule.clone(),
             policy: self.policy,

@@ -209,6 +209,7 @@ mod tests {
             unchanged: false,
             withheld: Vec::new(),
             stateless_idle_ms: 3_600_000,
+            features: None,
         }
     }
 

@@ -20,7 +20,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use code_mode_proto::{Catalog, DirectCall, DirectReply, subjects};
+use code_mode_proto::{CallCancelled, CancelCall, Catalog, DirectCall, DirectReply, Op, subjects};
 use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 
 use crate::Shared;
@@ -81,12 +81,30 @@ fn object(value: &serde_json::Value) -> JsonObject {
 }
 
 /// Send one direct call to the bridge and turn its answer into the MCP
-/// result the client gets ([`crate::wire::direct_reply`]).
+/// result the client gets ([`crate::wire::direct_reply`]; for a request
+/// other than a tool call, the envelope [`crate::wire::gateway_reply`]).
 pub(crate) async fn call(shared: &Shared, call: &DirectCall) -> CallToolResult {
     let catalog = &shared.catalog.current().catalog;
     let wait = Duration::from_millis(catalog.call_timeout_ms + catalog.approval_timeout_ms) + REPLY_MARGIN;
     let answer = shared.bus.call::<_, DirectReply>(subjects::TOOL_DIRECT, call, wait).await;
-    crate::wire::direct_reply(&call.tool, answer)
+    match call.op {
+        Op::Tool => crate::wire::direct_reply(&call.tool, answer),
+        op => crate::wire::gateway_reply(op.method(), answer),
+    }
+}
+
+/// How long telling the bridges of a cancelled call may take.
+const CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Tell every bridge that the client cancelled the direct call `call_id`:
+/// the one running it cancels it at its server (the call then ends as
+/// cancelled). A bridge that cannot be told leaves the call to run out.
+pub(crate) async fn cancel(shared: &Shared, call_id: &str) {
+    let request = CancelCall { call_id: call_id.to_string(), reason: Some("cancelled by the client".into()) };
+    match shared.bus.call::<_, CallCancelled>(subjects::CANCEL, &request, CANCEL_TIMEOUT).await {
+        Ok(CallCancelled { found }) => tracing::info!(call = %call_id, found, "the client cancelled a call"),
+        Err(e) => tracing::debug!(call = %call_id, error = %e, "the bridges could not be told of a cancelled call"),
+    }
 }
 
 #[cfg(test)]
@@ -110,6 +128,8 @@ mod tests {
             max_calls: None,
             tool: "add".into(),
             arguments: serde_json::json!({"a": 1, "b": 2}),
+            op: Op::Tool,
+            link: None,
         }
     }
 
@@ -127,6 +147,7 @@ mod tests {
                 unchanged: false,
                 withheld: vec![],
                 stateless_idle_ms: 0,
+                features: None,
             })
         })
         .await
@@ -155,7 +176,7 @@ mod tests {
             match call.tool.as_str() {
                 "add" => Ok(DirectReply::Ok { result }),
                 "crash" => Ok(DirectReply::Fault { kind: ErrorKind::TransportClosed }),
-                _ => Ok(DirectReply::Refused { message: format!("{}: denied by policy", call.tool) }),
+                _ => Ok(DirectReply::Refused { message: format!("{}: denied by policy", call.tool), code: None }),
             }
         })
         .await

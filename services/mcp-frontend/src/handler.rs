@@ -1,30 +1,39 @@
 //! The MCP server of one client session: the rmcp [`ServerHandler`] of a
 //! [`Frontend`], and what a request needs besides the session actor: which
 //! kind of client sent it (a session, or a stateless request), where its
-//! cell runs (a handle), asking its client about approvals (elicitation,
-//! or an input-required result and the parked cell), and the tools it
-//! lists.
+//! cell runs (a handle), what its client can answer ([`ClientLink`]),
+//! asking its client the questions of its calls (approvals, and a wrapped
+//! server's own: elicitation or sampling requests, or an input-required
+//! result and the parked cell), passing on its servers' progress, the
+//! client's cancellation of a call, and the tools it lists.
+//!
+//! In gateway mode (`--expose-tools`) it also serves the wrapped servers'
+//! resources, resource templates, prompts and completions: lists from the
+//! catalog watcher's current catalog, and every request that carries data
+//! to a server sent to the bridge as a direct call of its [`Op`], checked
+//! there as a tool call is ([`crate::gateway`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use code_mode_proto::{ApprovalReply, ApprovalRequest};
+use code_mode_proto::{ApprovalReply, ApprovalRequest, ClientLink, Note, Op};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ElicitRequest, Implementation, InputRequest, InputRequests,
-    InputRequiredResult, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    InputRequiredResult, JsonObject, ListToolsResult, PaginatedRequestParams, ServerConfig, Tool,
 };
 use rmcp::service::{Peer, RequestContext, ServiceError};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::mpsc;
 
-use crate::approval::{Asking, Pending};
+use crate::approval::Asking;
 use crate::auth::Identity;
 pub use crate::direct::Expose;
 pub use crate::handle::HandleError;
 use crate::notices::Notice;
 use crate::parking::Parked;
+use crate::questions::{self, PendingAsk, Question};
 use crate::session::{CellKeep, CellOrder, CellRun, DirectOrder, QUESTIONS_PER_CELL};
 use crate::{
     CellOptions, Frontend, FrontendError, TOOL_NAME, Transport, approval, auth, direct, handle, lifetimes, wire,
@@ -38,19 +47,43 @@ const GATHER_PAUSE: Duration = Duration::from_millis(50);
 impl Frontend {
     /// Start a cell on an MCP request, with a route for its approvals
     /// (`keep`: in the session's kept container, if variables are kept).
-    pub(crate) async fn start_cell(&self, code: String, keep: CellKeep) -> CellRun {
-        let (route, approvals) = mpsc::channel(QUESTIONS_PER_CELL);
+    pub(crate) async fn start_cell(&self, code: String, keep: CellKeep, link: Option<ClientLink>) -> CellRun {
+        let (route, questions) = mpsc::channel(QUESTIONS_PER_CELL);
         let order = CellOrder {
             cell_id: uuid::Uuid::new_v4().to_string(),
             code,
             route: Some(route),
             options: CellOptions::default(),
             keep,
+            link,
         };
         let report = self.session.run(order).await;
         let result =
             async move { report.await.unwrap_or(Err(FrontendError::SessionEnded)).map(|ran| wire::ran_result(&ran)) };
-        CellRun { result: Box::pin(result), approvals, tool: TOOL_NAME.into() }
+        CellRun { result: Box::pin(result), questions, tool: TOOL_NAME.into(), call_id: None }
+    }
+
+    /// What the client of `context` can answer and wants to hear: its
+    /// capabilities (sampling, elicitation, roots), the log level it chose
+    /// (its session's, or a stateless request's `_meta`), whether it asked
+    /// for progress, and whether it is stateless.
+    #[allow(deprecated)] // Sampling, roots and logging are deprecated from 2026-07-28 on; older clients use them.
+    pub(crate) fn link_of(&self, context: &RequestContext<RoleServer>) -> ClientLink {
+        let caps = context.client_capabilities();
+        let elicitation = caps.as_ref().and_then(|c| c.elicitation.clone());
+        let level = context.meta.log_level().or_else(|| self.session.notifier().level());
+        ClientLink {
+            sampling: caps.as_ref().is_some_and(|c| c.sampling.is_some()),
+            elicitation: elicitation.as_ref().is_some_and(|e| e.form.is_some() || e.url.is_none()),
+            elicitation_url: elicitation.as_ref().is_some_and(|e| e.url.is_some()),
+            roots: caps.as_ref().is_some_and(|c| c.roots.is_some()),
+            log_level: level.and_then(|l| match serde_json::to_value(l) {
+                Ok(serde_json::Value::String(level)) => Some(level),
+                _ => None,
+            }),
+            progress: context.meta.get_progress_token().is_some(),
+            stateless: self.stateless(context),
+        }
     }
 
     /// True when `context` is a stateless request over HTTP (protocol
@@ -98,28 +131,51 @@ impl Frontend {
         context: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
         let tool = request.name.to_string();
-        if let Err(e) = self.listen_for_approvals().await {
-            tracing::warn!(error = %e, "this session cannot answer approvals");
-            return wire::failed(&tool, &e).into();
-        }
-        let (route, approvals) = mpsc::channel(QUESTIONS_PER_CELL);
         let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
-        let order =
-            DirectOrder { call_id: format!("direct-{}", uuid::Uuid::new_v4()), tool: tool.clone(), arguments, route };
-        let result = self.session.direct(order).await;
-        let result = async move { result.await.unwrap_or(Err(FrontendError::SessionEnded)) };
-        self.drive(CellRun { result: Box::pin(result), approvals, tool }, context).await
+        match self.start_direct(Op::Tool, tool.clone(), arguments, context).await {
+            Ok(run) => self.drive(run, context).await,
+            Err(e) => wire::failed(&tool, &e).into(),
+        }
     }
 
-    /// Wait for a cell's end while answering its approvals; an approval that
-    /// needs the client's retried call parks the cell and returns the
-    /// input-required result.
+    /// Start a direct call of `op` on `target` (a tool's name, a resource's
+    /// URI, a prompt's name): the session sends it to the bridge, where it
+    /// is checked as a call from code; its questions come to this request.
+    pub(crate) async fn start_direct(
+        &self,
+        op: Op,
+        target: String,
+        arguments: serde_json::Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CellRun, FrontendError> {
+        if let Err(e) = self.listen_for_approvals().await {
+            tracing::warn!(error = %e, "this session cannot answer approvals");
+            return Err(e);
+        }
+        let (route, questions) = mpsc::channel(QUESTIONS_PER_CELL);
+        let call_id = format!("direct-{}", uuid::Uuid::new_v4());
+        let link = Some(self.link_of(context));
+        let order = DirectOrder { call_id: call_id.clone(), tool: target.clone(), arguments, op, link, route };
+        let result = self.session.direct(order).await;
+        let result = async move { result.await.unwrap_or(Err(FrontendError::SessionEnded)) };
+        let tool = if op == Op::Tool { target } else { op.method().to_string() };
+        Ok(CellRun { result: Box::pin(result), questions, tool, call_id: Some(call_id) })
+    }
+
+    /// Wait for a cell's (or direct call's) end while answering its
+    /// questions and passing on its progress; a question that needs the
+    /// client's retried call parks the cell and returns the input-required
+    /// result. A client that cancels the request cancels a direct call at
+    /// its server.
     pub(crate) async fn drive(&self, mut run: CellRun, context: &RequestContext<RoleServer>) -> CallToolResponse {
         let asking = asking(context);
         let identity = auth::caller_of(context).and_then(|c| c.identity);
-        // Questions put to the client by `elicitation/create`, owned by this
-        // request: dropped with it.
+        let progress = context.meta.get_progress_token();
+        let stateless = self.stateless(context);
+        // Questions put to the client by requests of their own, owned by
+        // this request: dropped with it.
         let mut elicitations = FuturesUnordered::new();
+        let mut cancelled = false;
         loop {
             tokio::select! {
                 result = &mut run.result => {
@@ -131,55 +187,106 @@ impl Frontend {
                         }
                     };
                 }
-                Some(first) = run.approvals.recv() => match asking {
-                    Asking::Unsupported => {
-                        let reason = "the MCP client did not declare support for (form) elicitation".to_string();
-                        self.session.notifier().tell(Notice::approval_unavailable(&first.request, &reason)).await;
-                        let _ = first.answer.send(ApprovalReply::Unavailable { reason });
+                _ = context.ct.cancelled(), if !cancelled => {
+                    cancelled = true;
+                    if let Some(call_id) = &run.call_id {
+                        crate::direct::cancel(&self.shared, call_id).await;
                     }
-                    Asking::Request => {
-                        let peer = context.peer.clone();
-                        let identity = identity.clone();
-                        let notifier = self.session.notifier().clone();
-                        elicitations.push(async move {
-                            let how = "asking the person through elicitation";
-                            notifier.tell(Notice::approval_asked(&first.request, how)).await;
-                            let answer = elicit(&peer, &first.request, identity.as_ref()).await;
-                            let _ = first.answer.send(answer);
-                        });
-                    }
-                    Asking::InputRequired => {
-                        let mut pending = vec![first];
-                        tokio::time::sleep(GATHER_PAUSE).await;
-                        while let Ok(more) = run.approvals.try_recv() {
-                            pending.push(more);
+                }
+                Some(question) = run.questions.recv() => match question {
+                    Question::Note(note) => {
+                        if let (Some(token), Note::Progress { progress: done, total, message }) = (&progress, note.note) {
+                            let params = serde_json::json!({
+                                "progressToken": token, "progress": done, "total": total, "message": message,
+                            });
+                            if let Ok(params) = serde_json::from_value(params) {
+                                let _ = context.peer.notify_progress(params).await;
+                            }
                         }
+                    }
+                    Question::Ask(ask) if stateless => {
+                        let pending = self.gather(&mut run, Question::Ask(ask)).await;
                         return self.park(run, pending, identity).await.into();
                     }
+                    Question::Ask(PendingAsk { ask, answer }) => {
+                        let peer = context.peer.clone();
+                        let timeout = Duration::from_millis(ask.timeout_ms);
+                        elicitations.push(Box::pin(async move {
+                            let _ = answer.send(questions::ask_client(&peer, &ask, timeout).await);
+                        }) as std::pin::Pin<Box<dyn Future<Output = ()> + Send>>);
+                    }
+                    Question::Approval(first) => match asking {
+                        Asking::Unsupported => {
+                            let reason = "the MCP client did not declare support for (form) elicitation".to_string();
+                            self.session.notifier().tell(Notice::approval_unavailable(&first.request, &reason)).await;
+                            let _ = first.answer.send(ApprovalReply::Unavailable { reason });
+                        }
+                        Asking::Request => {
+                            let peer = context.peer.clone();
+                            let identity = identity.clone();
+                            let notifier = self.session.notifier().clone();
+                            elicitations.push(Box::pin(async move {
+                                let how = "asking the person through elicitation";
+                                notifier.tell(Notice::approval_asked(&first.request, how)).await;
+                                let answer = elicit(&peer, &first.request, identity.as_ref()).await;
+                                let _ = first.answer.send(answer);
+                            }));
+                        }
+                        Asking::InputRequired => {
+                            let pending = self.gather(&mut run, Question::Approval(first)).await;
+                            return self.park(run, pending, identity).await.into();
+                        }
+                    },
                 },
                 Some(()) = elicitations.next(), if !elicitations.is_empty() => {}
             }
         }
     }
 
+    /// `first` and the questions that arrive with it (an `asyncio.gather`
+    /// of calls asks them at once), so they go to the client in one round;
+    /// progress notes among them are dropped.
+    async fn gather(&self, run: &mut CellRun, first: Question) -> Vec<Question> {
+        let mut pending = vec![first];
+        tokio::time::sleep(GATHER_PAUSE).await;
+        while let Ok(more) = run.questions.try_recv() {
+            if !matches!(more, Question::Note(_)) {
+                pending.push(more);
+            }
+        }
+        pending
+    }
+
     /// Hand `run` to the parking lot until the client calls again with
-    /// answers to `pending` (or the longest approval timeout passes); the
+    /// answers to `pending` (or the longest question's timeout passes); the
     /// result asks them.
     pub(crate) async fn park(
         &self,
         run: CellRun,
-        pending: Vec<Pending>,
+        pending: Vec<Question>,
         identity: Option<Identity>,
     ) -> InputRequiredResult {
         let token = uuid::Uuid::new_v4().to_string();
         let mut questions = InputRequests::new();
-        for (i, p) in pending.iter().enumerate() {
-            let question = ElicitRequest::new(approval::question_for(&p.request, identity.as_ref()));
-            questions.insert(format!("approval-{i}"), InputRequest::Elicitation(question));
+        let mut longest = Duration::ZERO;
+        for (i, question) in pending.iter().enumerate() {
+            match question {
+                Question::Approval(p) => {
+                    let asked = ElicitRequest::new(approval::question_for(&p.request, identity.as_ref()));
+                    questions.insert(format!("approval-{i}"), InputRequest::Elicitation(asked));
+                    longest = longest.max(Duration::from_millis(p.request.timeout_ms));
+                }
+                Question::Ask(ask) => {
+                    if let Some(asked) = questions::input_request(&ask.ask) {
+                        questions.insert(format!("ask-{i}"), asked);
+                    }
+                    longest = longest.max(ask.timeout());
+                }
+                Question::Note(_) => {}
+            }
         }
-        let longest = pending.iter().map(|p| p.request.timeout_ms).max().unwrap_or(0);
-        tracing::info!(questions = pending.len(), "asking the client for approval (input required)");
-        let until = tokio::time::Instant::now() + Duration::from_millis(longest);
+        tracing::info!(questions = pending.len(), "asking the client (input required)");
+        let until = tokio::time::Instant::now() + longest;
         self.shared.parking.park(token.clone(), Parked { run, pending, identity }, until).await;
         InputRequiredResult::new(Some(questions), Some(token))
     }
@@ -196,9 +303,18 @@ impl Frontend {
         let Some(parked) = self.shared.parking.take(token, identity).await else {
             return wire::failed(TOOL_NAME, &FrontendError::NotParked).into();
         };
-        for (i, p) in parked.pending.into_iter().enumerate() {
-            let answer = approval::answer_of_value(answers.and_then(|a| a.get(&format!("approval-{i}"))));
-            let _ = p.answer.send(answer);
+        for (i, question) in parked.pending.into_iter().enumerate() {
+            match question {
+                Question::Approval(p) => {
+                    let answer = approval::answer_of_value(answers.and_then(|a| a.get(&format!("approval-{i}"))));
+                    let _ = p.answer.send(answer);
+                }
+                Question::Ask(PendingAsk { ask, answer }) => {
+                    let value = answers.and_then(|a| a.get(&format!("ask-{i}")));
+                    let _ = answer.send(questions::answer_of_value(&ask, value));
+                }
+                Question::Note(_) => {}
+            }
         }
         self.drive(parked.run, context).await
     }
@@ -237,9 +353,7 @@ impl Frontend {
 impl ServerHandler for Frontend {
     #[allow(deprecated)] // MCP logging, deprecated from 2026-07-28 on (see `notices`).
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_logging().build(),
-        )
+        ServerConfig::new(crate::gateway::capabilities(self))
         .with_server_info(Implementation::new("code-mode", env!("CARGO_PKG_VERSION")))
         .with_instructions(match self.shared.config.expose {
             Expose::Only => "Call the tools directly; every call passes a policy gateway.",
@@ -338,8 +452,85 @@ impl ServerHandler for Frontend {
             Ok(keep) => keep,
             Err(e) => return Ok(wire::failed(TOOL_NAME, &e.into()).into()),
         };
-        let run = self.start_cell(code.clone(), keep).await;
+        let link = Some(self.link_of(&context));
+        let run = self.start_cell(code.clone(), keep, link).await;
         Ok(self.drive(run, &context).await)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        self.session.know_client(&context.peer);
+        crate::gateway::listed(self, "resources")
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        self.session.know_client(&context.peer);
+        crate::gateway::listed(self, "resourceTemplates")
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        self.session.know_client(&context.peer);
+        crate::gateway::listed(self, "prompts")
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        let value = crate::gateway::request(self, Op::ReadResource, request.uri.clone(), serde_json::json!({}), &context).await?;
+        crate::gateway::typed::<rmcp::model::ReadResourceResult>(value).map(Into::into)
+    }
+
+    #[allow(deprecated)] // resources/subscribe is legacy-only; clients of 2025-11-25 and older use it.
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        crate::gateway::request(self, Op::Subscribe, request.uri.clone(), serde_json::json!({}), &context).await?;
+        Ok(())
+    }
+
+    #[allow(deprecated)] // resources/unsubscribe is legacy-only; clients of 2025-11-25 and older use it.
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        crate::gateway::request(self, Op::Unsubscribe, request.uri.clone(), serde_json::json!({}), &context).await?;
+        Ok(())
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        let arguments = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
+        let value = crate::gateway::request(self, Op::GetPrompt, request.name.clone(), arguments, &context).await?;
+        crate::gateway::typed::<rmcp::model::GetPromptResult>(value).map(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, McpError> {
+        let params = serde_json::to_value(&request).map_err(|e| McpError::invalid_params(e.to_string(), None))?;
+        let value = crate::gateway::request(self, Op::Complete, String::new(), params, &context).await?;
+        crate::gateway::typed::<rmcp::model::CompleteResult>(value)
     }
 }
 /// How this request's client can be asked for an approval.

@@ -56,7 +56,9 @@ mod session;
 pub mod tls;
 
 mod error;
+mod gateway;
 mod handler;
+mod questions;
 mod wire;
 
 use std::sync::Arc;
@@ -396,6 +398,7 @@ impl Frontend {
             route: None,
             options,
             keep: CellKeep::Session,
+            link: None,
         };
         self.session.run(order).await.await.unwrap_or(Err(FrontendError::SessionEnded)).map(|ran| ran.report)
     }
@@ -455,6 +458,7 @@ mod tests {
             unchanged: false,
             withheld: Vec::new(),
             stateless_idle_ms: 3_600_000,
+            features: None,
         }
     }
 
@@ -624,6 +628,7 @@ mod tests {
             route: None,
             options: Default::default(),
             keep: CellKeep::Fresh,
+            link: None,
         };
         let report = frontend.session.run(order).await;
         // Every handle is gone while the cell runs: the session lives on.

@@ -209,6 +209,50 @@ pub(crate) struct Notifier {
 }
 
 impl Notifier {
+    /// The session's client, once known.
+    pub fn client(&self) -> Option<Peer<RoleServer>> {
+        self.client.borrow().clone()
+    }
+
+    /// The level the client chose, if it chose one.
+    pub fn level(&self) -> Option<LoggingLevel> {
+        *self.level.borrow()
+    }
+
+    /// Pass a wrapped server's log message to the client, when it is at or
+    /// above the level the client chose (a client that chose none gets
+    /// none). Its logger names the server, so the client can tell whose it
+    /// is.
+    pub async fn tell_server_log(&self, server: &str, level: &str, logger: Option<&str>, data: Value) {
+        let Ok(level) = serde_json::from_value::<LoggingLevel>(Value::String(level.to_string())) else { return };
+        let Some(chosen) = *self.level.borrow() else { return };
+        if rank(level) < rank(chosen) {
+            return;
+        }
+        let Some(peer) = self.client() else { return };
+        let logger = match logger {
+            Some(logger) => format!("{server}/{logger}"),
+            None => server.to_string(),
+        };
+        let param = LoggingMessageNotificationParam::new(level, data).with_logger(logger);
+        match tokio::time::timeout(SEND_TIMEOUT, peer.notify_logging_message(param)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::debug!(error = %e, "a server's log message could not be passed on"),
+            Err(_) => tracing::debug!("a server's log message was not taken in time"),
+        }
+    }
+
+    /// Tell the client that a resource it subscribed to was updated.
+    pub async fn tell_resource_updated(&self, uri: &str) {
+        let Some(peer) = self.client() else { return };
+        let Ok(param) = serde_json::from_value(serde_json::json!({"uri": uri})) else { return };
+        match tokio::time::timeout(SEND_TIMEOUT, peer.notify_resource_updated(param)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::debug!(error = %e, "a resource update could not be passed on"),
+            Err(_) => tracing::debug!("a resource update was not taken in time"),
+        }
+    }
+
     /// The client to tell, when it asked for `notice`'s level or a lower one.
     fn wants(&self, notice: &Notice) -> Option<Peer<RoleServer>> {
         let chosen = (*self.level.borrow())?;

@@ -16,7 +16,8 @@ use std::collections::HashMap;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::approval::{PARK_MARGIN, Pending};
+use crate::approval::PARK_MARGIN;
+use crate::questions::Question;
 use crate::auth::Identity;
 use crate::session::CellRun;
 
@@ -28,8 +29,9 @@ const REQUESTS: usize = 64;
 pub(crate) struct Parked {
     /// The running cell.
     pub run: CellRun,
-    /// The questions asked, in the order of their keys (`approval-<i>`).
-    pub pending: Vec<Pending>,
+    /// The questions asked, in the order of their keys (`approval-<i>` for
+    /// the bridge's approvals, `ask-<i>` for a wrapped server's own).
+    pub pending: Vec<Question>,
     /// Who ran it: only a retried call of the same identity takes it.
     pub identity: Option<Identity>,
 }
@@ -132,9 +134,10 @@ mod tests {
             rule: "/tools/echo".into(),
             timeout_ms: 1000,
         };
-        let (_route, approvals) = mpsc::channel(1);
-        let run = CellRun { result: Box::pin(std::future::pending()), approvals, tool: "run_python".into() };
-        let pending = vec![crate::approval::Pending { request, answer }];
+        let (_route, questions) = mpsc::channel(1);
+        let run =
+            CellRun { result: Box::pin(std::future::pending()), questions, tool: "run_python".into(), call_id: None };
+        let pending = vec![Question::Approval(crate::approval::Pending { request, answer })];
         (Parked { run, pending, identity: identity.map(Identity::new) }, waiting)
     }
 

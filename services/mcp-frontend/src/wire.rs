@@ -44,11 +44,45 @@ pub(crate) fn direct_reply(tool: &str, answer: Result<DirectReply, BusError>) ->
                 error_text(ErrorKind::UnexpectedResponse.as_str().to_string())
             }
         },
-        Ok(DirectReply::Refused { message }) => error_text(message),
+        Ok(DirectReply::Refused { message, .. }) => error_text(message),
         Ok(DirectReply::Fault { kind }) => error_text(kind.as_str().to_string()),
         Err(e) => {
             tracing::warn!(%tool, error = %e, "a direct call did not reach the bridge");
             error_text(e.tool_call_fault().as_str().to_string())
+        }
+    }
+}
+
+/// The key under which a gateway request's refusal carries its server's
+/// error code inside the frontend (see [`gateway_reply`]).
+pub(crate) const ERROR_CODE_KEY: &str = "code-mode/error-code";
+
+/// The bridge's answer to a gateway request (a resource read, a prompt, a
+/// completion) on its way through the direct-call path inside this
+/// frontend: the server's result as structured content, or a refusal as an
+/// error result whose `_meta` carries the server's JSON-RPC error code when
+/// the server refused it. [`crate::gateway`] unwraps it into the MCP
+/// result or error the client gets; a client never sees this envelope.
+pub(crate) fn gateway_reply(what: &str, answer: Result<DirectReply, BusError>) -> CallToolResult {
+    match answer {
+        Ok(DirectReply::Ok { result }) => {
+            let mut envelope = CallToolResult::structured(result);
+            envelope.is_error = Some(false);
+            envelope
+        }
+        Ok(DirectReply::Refused { message, code }) => {
+            let mut refused = error_text(message);
+            if let Some(code) = code {
+                let mut meta = JsonObject::new();
+                meta.insert(ERROR_CODE_KEY.into(), serde_json::Value::from(code));
+                refused.meta = Some(rmcp::model::MetaObject(meta));
+            }
+            refused
+        }
+        Ok(DirectReply::Fault { kind }) => error_text(format!("{what}: {}", kind.as_str())),
+        Err(e) => {
+            tracing::warn!(%what, error = %e, "a gateway request did not reach the bridge");
+            error_text(format!("{what}: {}", e.tool_call_fault().as_str()))
         }
     }
 }
@@ -121,7 +155,7 @@ mod tests {
         assert_eq!((fault.is_error, text(&fault)), (Some(true), "TransportClosed"));
         let unreached = direct_reply("add", Err(BusError::NoResponders { subject: "codemode.v1.tool.direct".into() }));
         assert_eq!(text(&unreached), "BridgeUnavailable", "no subject or detail: {unreached:?}");
-        let refused = direct_reply("add", Ok(DirectReply::Refused { message: "add: denied".into() }));
+        let refused = direct_reply("add", Ok(DirectReply::Refused { message: "add: denied".into(), code: None }));
         assert_eq!(text(&refused), "add: denied");
     }
 

@@ -23,7 +23,7 @@ use std::time::Duration;
 use bollard::Docker;
 use bollard::container::LogOutput;
 use code_mode_core::bus::Bus;
-use code_mode_proto::{CellReport, RunCell, ToolCall, ToolReply, subjects};
+use code_mode_proto::{CellReport, Op, RunCell, ToolCall, ToolReply, subjects};
 use code_mode_telemetry::CellOutcome;
 use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
@@ -520,9 +520,16 @@ async fn handle_line(
     match protocol::parse(line)? {
         FromRunner::Ready {} => return Err(Violation::OutOfOrder("a second ready")),
         FromRunner::Output { data } => run.keep_output(&data),
-        FromRunner::Call { id, tool, arguments } => {
+        FromRunner::Call { id, tool, arguments, op } => {
             if id == 0 || !run.calls_seen.insert(id) {
                 return Err(Violation::OutOfOrder("a call id that is zero or reused"));
+            }
+            if !matches!(op, Op::Tool | Op::ReadResource | Op::ListResources | Op::ListTemplates) {
+                // Code reads resources and lists them; other requests are
+                // for a client of the gateway.
+                let message = format!("{}: not available to code", op.method());
+                streams.send(&wire::to_code(id, ToolReply::Refused { message })).await;
+                return Ok(None);
             }
             run.calls_sent = run.calls_sent.saturating_add(1);
             if run.calls_sent > run.cell.limits.max_calls {
@@ -540,6 +547,8 @@ async fn handle_line(
                 call_index: run.calls_sent,
                 tool,
                 arguments,
+                op,
+                link: run.cell.link.clone(),
             };
             let bus = bus.clone();
             calls.spawn(async move { (id, relay(&bus, &call, call_timeout + CALL_MARGIN).await, read_at) });

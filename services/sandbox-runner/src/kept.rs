@@ -111,7 +111,7 @@ enum Command {
         reply: oneshot::Sender<Result<CellRan, KeptError>>,
     },
     Run {
-        cell: RunCell,
+        cell: Box<RunCell>,
         deadline: Instant,
         reply: oneshot::Sender<Result<CellRan, KeptError>>,
     },
@@ -171,7 +171,7 @@ impl KeptSet {
     /// Run a kept session's next cell in the container its key names.
     pub async fn run(&self, cell: RunCell, deadline: Instant) -> Result<CellRan, KeptError> {
         let (reply, ran) = oneshot::channel();
-        self.requests.send(Command::Run { cell, deadline, reply }).await.map_err(|_| KeptError::Lost)?;
+        self.requests.send(Command::Run { cell: Box::new(cell), deadline, reply }).await.map_err(|_| KeptError::Lost)?;
         ran.await.map_err(|_| KeptError::Lost)?
     }
 
@@ -370,7 +370,7 @@ impl Registry {
                     return;
                 };
                 entry.used = Instant::now();
-                match entry.cells.try_send(KeptCell { cell, deadline, reply }) {
+                match entry.cells.try_send(KeptCell { cell: *cell, deadline, reply }) {
                     Ok(()) => {}
                     Err(mpsc::error::TrySendError::Full(cell)) => {
                         let _ = cell.reply.send(Err(KeptError::Busy));

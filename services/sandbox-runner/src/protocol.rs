@@ -20,14 +20,18 @@ pub enum FromRunner {
         /// The text.
         data: String,
     },
-    /// The code awaited a tool.
+    /// The code awaited a tool (or read a resource, or listed them).
     Call {
         /// Unique, positive id in the run.
         id: u64,
-        /// The Python name.
+        /// The Python name; for another op its target (a resource's URI).
         tool: String,
         /// The arguments as sent (checked by the bridge).
         arguments: Value,
+        /// What the call asks: a tool call when absent; code may also
+        /// read a resource and list resources and templates.
+        #[serde(default)]
+        op: code_mode_proto::Op,
     },
     /// The code is finished.
     Done {
@@ -178,7 +182,7 @@ mod tests {
         assert_eq!(parse(br#"{"type":"ready"}"#).unwrap(), FromRunner::Ready {});
         assert_eq!(
             parse(br#"{"type":"call","id":1,"tool":"add","arguments":{"a":1}}"#).unwrap(),
-            FromRunner::Call { id: 1, tool: "add".into(), arguments: serde_json::json!({"a": 1}) }
+            FromRunner::Call { id: 1, tool: "add".into(), arguments: serde_json::json!({"a": 1}), op: code_mode_proto::Op::Tool }
         );
         assert!(matches!(
             parse(br#"{"type":"done","error":null,"truncated":false,"stopped":false}"#).unwrap(),

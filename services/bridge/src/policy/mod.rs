@@ -44,6 +44,26 @@
 //!   the person is asked, so the limit also bounds how often the code can
 //!   ask; a declined call still counts.
 //!
+//! - `resources`: rules for reading (and subscribing to) the server's
+//!   resources, keyed by a URI pattern where `*` stands for any characters
+//!   (`"file:///srv/public/*"`, `"test://static-text"`); `action` (`allow`
+//!   or `deny`) and `reason`. When several patterns match a URI the one
+//!   with the most characters other than `*` decides (an exact URI beats
+//!   every pattern), and of two as long a `deny` wins. A completion of a
+//!   resource template's argument is judged by the template's URI.
+//! - `prompts`: rules for getting the server's prompts (and completing
+//!   their arguments), keyed by the prompt's name as the server lists it;
+//!   `action` and `reason`.
+//! - `sampling`, `elicitation`, `roots`: one rule each for what the server
+//!   may ask of the client while it serves a call; `action` and `reason`.
+//!
+//! A resource, prompt or question no rule names follows `default`: with a
+//! policy, "everything else on the server is denied unless you say
+//! otherwise" holds for all of MCP, not only for tools, since a resource
+//! read and a prompt carry data as a read-only tool does, and a sampling
+//! answer hands the server the client's model. A server without a policy
+//! is judged by nothing but the bridge's own checks.
+//!
 //! Anything else stops startup with a [`PolicyError`] naming the file, the
 //! JSON path (`/tools/mcp_run_pytest/limits/0/window`) and the reason:
 //! unparsable JSON, an unknown key, a value of the wrong kind, a bad window,
@@ -140,6 +160,101 @@ pub const MAX_COUNTER_CHARS: usize = 48;
 
 /// The longest `reason`.
 pub const MAX_REASON_CHARS: usize = 300;
+
+/// The longest URI pattern of a `resources` rule.
+pub const MAX_PATTERN_CHARS: usize = 2048;
+
+/// What a server may ask of the client while it serves a call, as a policy
+/// names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Ask {
+    /// `sampling/createMessage`.
+    Sampling,
+    /// `elicitation/create`.
+    Elicitation,
+    /// `roots/list`.
+    Roots,
+}
+
+impl Ask {
+    /// Every kind.
+    pub const ALL: [Ask; 3] = [Ask::Sampling, Ask::Elicitation, Ask::Roots];
+
+    /// Its key in the file.
+    pub fn key(self) -> &'static str {
+        match self {
+            Ask::Sampling => "sampling",
+            Ask::Elicitation => "elicitation",
+            Ask::Roots => "roots",
+        }
+    }
+}
+
+impl From<code_mode_proto::AskKind> for Ask {
+    fn from(kind: code_mode_proto::AskKind) -> Self {
+        match kind {
+            code_mode_proto::AskKind::Sampling => Ask::Sampling,
+            code_mode_proto::AskKind::Elicitation => Ask::Elicitation,
+            code_mode_proto::AskKind::Roots => Ask::Roots,
+        }
+    }
+}
+
+/// A rule of `resources`, `prompts` or a question: allowed or denied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    /// `allow` (else `deny`).
+    pub allow: bool,
+    /// Why, quoted in a refusal.
+    pub reason: Option<String>,
+}
+
+/// What the policy says of a resource, prompt or question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admission {
+    /// It may go.
+    Allow {
+        /// Which rule said so.
+        rule: RuleSource,
+    },
+    /// It is refused.
+    Deny {
+        /// Why.
+        reason: String,
+        /// Which rule said so.
+        rule: RuleSource,
+    },
+}
+
+impl Admission {
+    /// The rule that decided.
+    pub fn rule(&self) -> &RuleSource {
+        match self {
+            Admission::Allow { rule } | Admission::Deny { rule, .. } => rule,
+        }
+    }
+}
+
+/// True when `uri` matches `pattern`, where `*` stands for any characters
+/// (none included) and everything else for itself.
+pub fn uri_matches(pattern: &str, uri: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == uri;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if uri.len() < first.len() + last.len() || !uri.starts_with(first) || !uri.ends_with(last) {
+        return false;
+    }
+    let mut rest = &uri[first.len()..uri.len() - last.len()];
+    for middle in &parts[1..parts.len() - 1] {
+        match rest.find(middle) {
+            Some(at) => rest = &rest[at + middle.len()..],
+            None => return false,
+        }
+    }
+    true
+}
 
 /// A tool's MCP annotations (`None`: the server did not say).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -328,6 +443,12 @@ pub enum RuleSource {
     Category(Category),
     /// `default`.
     Default,
+    /// A `resources` rule (its URI pattern).
+    Resource(String),
+    /// A `prompts` rule.
+    Prompt(String),
+    /// The rule of a question (`sampling`, `elicitation`, `roots`).
+    Ask(Ask),
 }
 
 impl fmt::Display for RuleSource {
@@ -337,6 +458,9 @@ impl fmt::Display for RuleSource {
             RuleSource::Tool(name) => write!(f, "/tools/{}", pointer_token(name)),
             RuleSource::Category(c) => write!(f, "/categories/{}", c.key()),
             RuleSource::Default => f.write_str("/default"),
+            RuleSource::Resource(pattern) => write!(f, "/resources/{}", pointer_token(pattern)),
+            RuleSource::Prompt(name) => write!(f, "/prompts/{}", pointer_token(name)),
+            RuleSource::Ask(kind) => write!(f, "/{}", kind.key()),
         }
     }
 }
@@ -442,6 +566,12 @@ pub struct Policy {
     categories: BTreeMap<Category, Rule>,
     /// The categories of each known tool.
     facts: HashMap<String, Vec<Category>>,
+    /// `resources` rules, by URI pattern, in the file's order.
+    resources: Vec<(String, Access)>,
+    /// `prompts` rules, by the prompt's name.
+    prompts: BTreeMap<String, Access>,
+    /// The rules of questions to the client.
+    asks: BTreeMap<Ask, Access>,
 }
 
 impl Policy {
@@ -537,6 +667,60 @@ impl Policy {
                 rule: RuleSource::Default,
             },
             _ => Verdict::Allow { rule: RuleSource::Default },
+        }
+    }
+
+    /// What the policy says of reading (or subscribing to) the resource
+    /// `uri`: the most specific matching `resources` rule, else `default`.
+    pub fn resource(&self, uri: &str) -> Admission {
+        let specificity = |pattern: &str| pattern.chars().filter(|c| *c != '*').count();
+        let best = self
+            .resources
+            .iter()
+            .filter(|(pattern, _)| uri_matches(pattern, uri))
+            .max_by(|(a, ra), (b, rb)| {
+                // Longer first; of two as long, the denying one.
+                (specificity(a), !ra.allow, !a.contains('*')).cmp(&(specificity(b), !rb.allow, !b.contains('*')))
+            });
+        match best {
+            Some((pattern, access)) => self.admission(access, RuleSource::Resource(pattern.clone()), "resource"),
+            None => self.default_admission("resource"),
+        }
+    }
+
+    /// What the policy says of getting the prompt `name` (as its server
+    /// lists it).
+    pub fn prompt(&self, name: &str) -> Admission {
+        match self.prompts.get(name) {
+            Some(access) => self.admission(access, RuleSource::Prompt(name.to_string()), "prompt"),
+            None => self.default_admission("prompt"),
+        }
+    }
+
+    /// What the policy says of the server asking the client `kind`.
+    pub fn ask(&self, kind: Ask) -> Admission {
+        match self.asks.get(&kind) {
+            Some(access) => self.admission(access, RuleSource::Ask(kind), kind.key()),
+            None => self.default_admission(kind.key()),
+        }
+    }
+
+    fn admission(&self, access: &Access, rule: RuleSource, what: &str) -> Admission {
+        if access.allow {
+            Admission::Allow { rule }
+        } else {
+            let reason = access.reason.clone().unwrap_or_else(|| format!("the policy denies this {what}"));
+            Admission::Deny { reason, rule }
+        }
+    }
+
+    fn default_admission(&self, what: &str) -> Admission {
+        match self.default {
+            Action::Deny => Admission::Deny {
+                reason: format!("the policy denies every {what} it does not name (default deny)"),
+                rule: RuleSource::Default,
+            },
+            _ => Admission::Allow { rule: RuleSource::Default },
         }
     }
 

@@ -134,7 +134,11 @@ impl Parser<'_> {
     }
 
     fn policy(mut self, root: &Value) -> Result<Policy, PolicyError> {
-        let map = self.object(root, "", &["version", "default", "tools", "categories"])?;
+        let map = self.object(
+            root,
+            "",
+            &["version", "default", "tools", "categories", "resources", "prompts", "sampling", "elicitation", "roots"],
+        )?;
         match map.get("version") {
             None => return Err(self.invalid("/version", "missing: the policy must say \"version\": \"1\"")),
             Some(Value::String(v)) if v == "1" => {}
@@ -201,7 +205,71 @@ impl Parser<'_> {
             }
         }
         let facts = self.known.iter().map(|t| (t.name.clone(), t.annotations.categories())).collect();
-        Ok(Policy { source: self.file.to_string(), default, tools, categories, facts })
+        let mut resources = Vec::new();
+        if let Some(v) = map.get("resources") {
+            let Value::Object(entries) = v else {
+                return Err(self.invalid("/resources", format!("expected an object, found {}", kind(v))));
+            };
+            for (pattern, rule) in entries {
+                let path = format!("/resources/{}", pointer_token(pattern));
+                if pattern.is_empty() || pattern.chars().count() > MAX_PATTERN_CHARS {
+                    return Err(self.invalid(
+                        &path,
+                        format!("a URI pattern must have 1 to {MAX_PATTERN_CHARS} characters"),
+                    ));
+                }
+                resources.push((pattern.clone(), self.access(rule, &path)?));
+            }
+        }
+        let mut prompts = BTreeMap::new();
+        if let Some(v) = map.get("prompts") {
+            let Value::Object(entries) = v else {
+                return Err(self.invalid("/prompts", format!("expected an object, found {}", kind(v))));
+            };
+            for (name, rule) in entries {
+                let path = format!("/prompts/{}", pointer_token(name));
+                prompts.insert(name.clone(), self.access(rule, &path)?);
+            }
+        }
+        let mut asks = BTreeMap::new();
+        for kind in Ask::ALL {
+            if let Some(v) = map.get(kind.key()) {
+                asks.insert(kind, self.access(v, &format!("/{}", kind.key()))?);
+            }
+        }
+        Ok(Policy { source: self.file.to_string(), default, tools, categories, facts, resources, prompts, asks })
+    }
+
+    /// A rule of `resources`, `prompts`, `sampling`, `elicitation` or
+    /// `roots`: `action` (`allow` or `deny`, `allow` when absent) and
+    /// `reason`.
+    fn access(&self, v: &Value, path: &str) -> Result<Access, PolicyError> {
+        let map = self.object(v, path, &["action", "reason"])?;
+        let allow = match map.get("action") {
+            None => true,
+            Some(v) => match self.string(v, &format!("{path}/action"))? {
+                "allow" => true,
+                "deny" => false,
+                other => {
+                    return Err(self.invalid(
+                        &format!("{path}/action"),
+                        format!("{other:?} is not \"allow\" or \"deny\" (only tools take approvals and limits)"),
+                    ));
+                }
+            },
+        };
+        let reason = match map.get("reason") {
+            None => None,
+            Some(v) => {
+                let at = format!("{path}/reason");
+                let text = self.string(v, &at)?;
+                if text.trim().is_empty() || text.chars().count() > MAX_REASON_CHARS {
+                    return Err(self.invalid(&at, format!("a reason must have 1 to {MAX_REASON_CHARS} characters")));
+                }
+                Some(text.to_string())
+            }
+        };
+        Ok(Access { allow, reason })
     }
 
     fn rule(&mut self, v: &Value, path: &str, tool: bool) -> Result<Rule, PolicyError> {

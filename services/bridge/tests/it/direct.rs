@@ -19,12 +19,14 @@ fn direct(tool: &str, arguments: Value, index: u32, max: Option<u32>) -> DirectC
         max_calls: max,
         tool: tool.into(),
         arguments,
+        op: Default::default(),
+        link: None,
     }
 }
 
 fn refusal(reply: DirectReply) -> String {
     match reply {
-        DirectReply::Refused { message } => message,
+        DirectReply::Refused { message, .. } => message,
         other => panic!("expected a refusal, got {other:?}"),
     }
 }

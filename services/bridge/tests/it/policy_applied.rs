@@ -99,6 +99,8 @@ async fn a_limit_of_three_per_minute_lets_exactly_three_of_ten_concurrent_calls_
                 call_index: i,
                 tool: "add".into(),
                 arguments: json!({"a": 2, "b": 3}),
+                op: Default::default(),
+                link: None,
             };
             bridge.call(&call).await
         }

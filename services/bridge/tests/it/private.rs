@@ -32,6 +32,8 @@ async fn call_at(h: &Harness, session: &str, tool: &str, arguments: Value, call_
         call_index,
         tool: tool.into(),
         arguments,
+        op: Default::default(),
+        link: None,
     };
     h.bridge.call(&call).await
 }

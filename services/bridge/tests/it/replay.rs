@@ -23,6 +23,8 @@ fn call(session: &str, cell: &str, index: u32, tool: &str, arguments: Value) -> 
         call_index: index,
         tool: tool.into(),
         arguments,
+        op: Default::default(),
+        link: None,
     }
 }
 

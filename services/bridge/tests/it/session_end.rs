@@ -29,6 +29,8 @@ fn call(session: &str, index: u32, tool: &str, arguments: Value) -> ToolCall {
         call_index: index,
         tool: tool.into(),
         arguments,
+        op: Default::default(),
+        link: None,
     }
 }
 

@@ -32,6 +32,8 @@ fn call(identity: &str, tool: &str, arguments: Value) -> ToolCall {
         call_index: 1,
         tool: tool.into(),
         arguments,
+        op: Default::default(),
+        link: None,
     }
 }
 
@@ -106,6 +108,8 @@ async fn a_grant_limit_of_three_holds_across_five_stateless_calls_and_a_direct_b
         max_calls: Some(2),
         tool: "echo".into(),
         arguments: json!({"text": "x"}),
+        op: Default::default(),
+        link: None,
     };
     let mut answers = Vec::new();
     for i in 0..3 {
@@ -113,7 +117,7 @@ async fn a_grant_limit_of_three_holds_across_five_stateless_calls_and_a_direct_b
         answers.push(bridge.call_direct(&direct("erin")).await);
     }
     assert!(matches!(answers[0], DirectReply::Ok { .. }) && matches!(answers[1], DirectReply::Ok { .. }));
-    let DirectReply::Refused { message } = &answers[2] else { panic!("the third is over the budget: {answers:?}") };
+    let DirectReply::Refused { message, .. } = &answers[2] else { panic!("the third is over the budget: {answers:?}") };
     assert!(message.contains("all of its 2 direct tool calls"), "{message}");
     one.close().await;
     two.close().await;

@@ -193,6 +193,8 @@ pub fn tool_call(tool: &str, arguments: Value, call_index: u32) -> ToolCall {
         call_index,
         tool: tool.into(),
         arguments,
+        op: Default::default(),
+        link: None,
     }
 }
 

@@ -91,6 +91,7 @@ fn cell_message(shared: &Shared, at: &At, identity: Option<&Identity>, order: &C
             max_line: config.max_line,
         },
         keep: None,
+        link: order.link.clone(),
     }
 }
 

@@ -328,6 +328,7 @@ mod tests {
             route: None,
             options: Default::default(),
             keep: super::super::CellKeep::Session,
+            link: None,
         }
     }
 
@@ -346,6 +347,7 @@ mod tests {
                 unchanged: false,
                 withheld: vec![],
                 stateless_idle_ms: 3_600_000,
+                features: None,
             })
         })
         .await

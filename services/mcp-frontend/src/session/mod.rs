@@ -56,14 +56,14 @@ mod routes;
 
 use self::cells::{At, run_cell};
 use self::kept::{Container, Kept, end_kept, run_handle_cell, run_kept_cell};
-use self::routes::{Route, RouteRequest, approve};
+use self::routes::{Route, RouteRequest, approve, relay};
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use code_mode_proto::{ApprovalRequest, CellReport, DirectCall, KeptContainer, subjects};
+use code_mode_proto::{ApprovalRequest, CellReport, ClientLink, DirectCall, KeptContainer, Op, ToClient, subjects};
 use rmcp::RoleServer;
 #[allow(deprecated)] // MCP logging, deprecated from 2026-07-28 on (see `notices`).
 use rmcp::model::{CallToolResult, LoggingLevel};
@@ -74,7 +74,8 @@ use tokio_util::sync::CancellationToken;
 
 use tracing::Instrument;
 
-use crate::approval::{LocalAsker, Pending};
+use crate::approval::LocalAsker;
+use crate::questions::Question;
 use crate::auth::{Caller, Identity, shown};
 use crate::handle::HandleError;
 use crate::notices::{Notice, Notices, Notifier};
@@ -99,11 +100,14 @@ const SESSION_END_TIMEOUT: Duration = Duration::from_secs(2);
 pub(crate) struct CellRun {
     /// The result (or why there is none).
     pub result: std::pin::Pin<Box<dyn Future<Output = Result<CallToolResult, FrontendError>> + Send>>,
-    /// The questions the bridge asks about its calls.
-    pub approvals: mpsc::Receiver<Pending>,
+    /// The questions asked about its calls (the bridge's approvals, a
+    /// wrapped server's own questions) and its servers' progress.
+    pub questions: mpsc::Receiver<Question>,
     /// The tool the request called (`run_python`, or a wrapped tool called
     /// directly), named in an error.
     pub tool: String,
+    /// A direct call's id (a client's cancellation names it to the bridge).
+    pub call_id: Option<String>,
 }
 
 impl std::fmt::Debug for CellRun {
@@ -121,8 +125,13 @@ pub(crate) struct DirectOrder {
     pub tool: String,
     /// The arguments as the client sent them.
     pub arguments: serde_json::Value,
-    /// Where its approval questions go: the request making it.
-    pub route: mpsc::Sender<Pending>,
+    /// What the client asks: a tool call, or another request for the
+    /// gateway's servers (`tool` then holds its target).
+    pub op: Op,
+    /// What the client can answer and wants to hear.
+    pub link: Option<ClientLink>,
+    /// Where its questions go: the request making it.
+    pub route: mpsc::Sender<Question>,
 }
 
 /// A cell to run.
@@ -132,9 +141,12 @@ pub(crate) struct CellOrder {
     pub cell_id: String,
     /// The code.
     pub code: String,
-    /// Where its approval questions go: the request running it; `None`: the
-    /// local asker, if any.
-    pub route: Option<mpsc::Sender<Pending>>,
+    /// Where its questions go: the request running it; `None`: the local
+    /// asker, if any.
+    pub route: Option<mpsc::Sender<Question>>,
+    /// What the client running it can answer and wants to hear (its calls'
+    /// servers may ask it through the bridge).
+    pub link: Option<ClientLink>,
     /// Per-cell options.
     pub options: CellOptions,
     /// Where it runs.
@@ -317,10 +329,11 @@ impl SessionHandle {
     }
 }
 
-/// The approval subscription: its task ends once `stop` is cancelled.
+/// The approval and client subscriptions: their tasks end once `stop` is
+/// cancelled.
 struct Subscription {
     stop: CancellationToken,
-    _task: tokio::task::JoinHandle<()>,
+    _tasks: [tokio::task::JoinHandle<()>; 2],
 }
 
 /// The state the session actor owns.
@@ -333,7 +346,7 @@ struct SessionActor {
     /// one's result is never refused for it).
     cell_slots: Option<Arc<Semaphore>>,
     /// Where each running cell's questions go, by cell id.
-    routes: HashMap<String, mpsc::Sender<Pending>>,
+    routes: HashMap<String, mpsc::Sender<Question>>,
     local: Option<Arc<dyn LocalAsker>>,
     client: Option<Peer<RoleServer>>,
     /// A cell ran, so the bridge may hold state for the session.
@@ -378,6 +391,7 @@ impl SessionActor {
     async fn run(mut self, mut commands: mpsc::Receiver<Command>, mut routes: mpsc::Receiver<RouteRequest>) {
         let mut catalog = self.shared.catalog.subscribe();
         catalog.mark_unchanged();
+        let mut last = catalog.borrow().clone();
         let (mut open, mut watching) = (true, true);
         while open || !self.cells.is_empty() {
             tokio::select! {
@@ -415,7 +429,11 @@ impl SessionActor {
                     }
                 }
                 changed = catalog.changed(), if watching => match changed {
-                    Ok(()) => self.tell_client_tools_changed(),
+                    Ok(()) => {
+                        let now = catalog.borrow_and_update().clone();
+                        self.tell_client_lists_changed(&last, &now);
+                        last = now;
+                    }
                     Err(_) => watching = false,
                 },
                 Some(_) = self.side.join_next(), if !self.side.is_empty() => {}
@@ -571,6 +589,8 @@ impl SessionActor {
             max_calls: self.shared.config.max_direct_calls,
             tool: order.tool,
             arguments: order.arguments,
+            op: order.op,
+            link: order.link,
         };
         self.routes.insert(order.call_id.clone(), order.route);
         let shared = self.shared.clone();
@@ -600,18 +620,19 @@ impl SessionActor {
         }
     }
 
-    /// Subscribe to the session's approval subject, once.
+    /// Subscribe to the session's approval subject and to what its
+    /// wrapped servers send its client, once.
     async fn listen(&mut self) -> Result<(), FrontendError> {
         if self.subscription.is_some() {
             return Ok(());
         }
         // Session ids are UUIDs: always one subject token.
-        let Some(subject) = subjects::approval(&self.id) else {
+        let (Some(subject), Some(client_subject)) = (subjects::approval(&self.id), subjects::client(&self.id)) else {
             return Err(FrontendError::Transport(format!("session id {:?} cannot name a subject", self.id)));
         };
         let stop = CancellationToken::new();
         let routes = self.route_requests.clone();
-        let task = self
+        let approvals = self
             .shared
             .bus
             .serve(&subject, &self.id, stop.clone(), move |request: ApprovalRequest| {
@@ -619,7 +640,25 @@ impl SessionActor {
                 async move { Ok(approve(&routes, request).await) }
             })
             .await?;
-        self.subscription = Some(Subscription { stop, _task: task });
+        let routes = self.route_requests.clone();
+        let notifier = self.notices.notifier();
+        let relayed = self
+            .shared
+            .bus
+            .serve(&client_subject, &self.id, stop.clone(), move |message: ToClient| {
+                let routes = routes.clone();
+                let notifier = notifier.clone();
+                async move { Ok(relay(&routes, &notifier, message).await) }
+            })
+            .await;
+        let relayed = match relayed {
+            Ok(task) => task,
+            Err(e) => {
+                stop.cancel();
+                return Err(e.into());
+            }
+        };
+        self.subscription = Some(Subscription { stop, _tasks: [approvals, relayed] });
         Ok(())
     }
 
@@ -630,12 +669,30 @@ impl SessionActor {
         self.side.spawn(async move { notifier.tell(notice).await });
     }
 
-    fn tell_client_tools_changed(&mut self) {
-        self.tell(Notice::tools_changed());
+    /// Tell the client which of its lists changed between two catalogs:
+    /// the tools (`run_python`'s description or the direct tools), the
+    /// resources (and templates), the prompts.
+    fn tell_client_lists_changed(&mut self, before: &crate::catalog::View, now: &crate::catalog::View) {
+        let (old, new) = (&before.catalog, &now.catalog);
+        let tools = old.tools != new.tools || old.withheld != new.withheld || before.description != now.description;
+        let features = |c: &code_mode_proto::Catalog| c.features.clone().unwrap_or_default();
+        let (old_features, new_features) = (features(old), features(new));
+        let resources =
+            old_features.resources != new_features.resources || old_features.templates != new_features.templates;
+        let prompts = old_features.prompts != new_features.prompts;
+        if tools {
+            self.tell(Notice::tools_changed());
+        }
         let Some(client) = self.client.clone() else { return };
         self.side.spawn(async move {
-            if let Err(e) = client.notify_tool_list_changed().await {
+            if tools && let Err(e) = client.notify_tool_list_changed().await {
                 tracing::warn!(error = %e, "could not tell the client that the tool list changed");
+            }
+            if resources && let Err(e) = client.notify_resource_list_changed().await {
+                tracing::warn!(error = %e, "could not tell the client that the resource list changed");
+            }
+            if prompts && let Err(e) = client.notify_prompt_list_changed().await {
+                tracing::warn!(error = %e, "could not tell the client that the prompt list changed");
             }
         });
     }

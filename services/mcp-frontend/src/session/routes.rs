@@ -1,20 +1,32 @@
-//! Where a session's approval questions go: the subscription's handler asks
-//! the actor where (the `run_python` request running the cell, the local
-//! asker, or nobody) and waits for the answer itself, at most the
-//! question's timeout, so the actor never waits on a person.
+//! Where a session's questions go: the subscriptions' handlers ask the
+//! actor where (the MCP request running the cell or call, the local asker,
+//! the session's client, or nobody) and wait for the answer themselves, at
+//! most the question's timeout, so the actor never waits on a person.
+//!
+//! Two kinds arrive: the bridge's approval questions
+//! ([`code_mode_proto::subjects::approval`]), and what a wrapped server
+//! sends the client through the bridge ([`code_mode_proto::subjects::client`]):
+//! its questions, answered like approvals, and its notes (a call's
+//! progress goes to that call's request; a log message and a resource
+//! update to the session's client, a log message only at or above the level
+//! the client chose).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use code_mode_proto::{ApprovalReply, ApprovalRequest};
+use code_mode_proto::{ApprovalReply, ApprovalRequest, FromClient, Note, ToClient};
+use rmcp::RoleServer;
+use rmcp::service::Peer;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::approval::{LocalAsker, Pending};
+use crate::notices::Notifier;
+use crate::questions::{PendingAsk, Question, ask_client};
 
-/// Where an approval question goes.
+/// Where a question goes.
 pub(super) enum Route {
-    /// The request running the cell.
-    Cell(mpsc::Sender<Pending>),
+    /// The request running the cell or call.
+    Cell(mpsc::Sender<Question>),
     /// Whoever answers outside MCP requests.
     Local(Arc<dyn LocalAsker>),
     /// Nobody.
@@ -26,22 +38,26 @@ pub(super) struct RouteRequest {
     pub(super) reply: oneshot::Sender<Route>,
 }
 
+/// Ask the actor where questions of `cell_id` go.
+async fn route_of(routes: &mpsc::Sender<RouteRequest>, cell_id: &str) -> Option<Route> {
+    let (reply, route) = oneshot::channel();
+    routes.send(RouteRequest { cell_id: cell_id.to_string(), reply }).await.ok()?;
+    Some(route.await.unwrap_or(Route::Nobody))
+}
+
 /// Route one approval question and wait for its answer, at most the
 /// question's timeout. Runs in the subscription's handler, never in the
 /// actor.
 pub(super) async fn approve(routes: &mpsc::Sender<RouteRequest>, request: ApprovalRequest) -> ApprovalReply {
     let timeout = Duration::from_millis(request.timeout_ms);
-    let (reply, route) = oneshot::channel();
-    let asked = RouteRequest { cell_id: request.cell_id.clone(), reply };
-    let route = match routes.send(asked).await {
-        Ok(()) => route.await.unwrap_or(Route::Nobody),
-        Err(_) => return ApprovalReply::Unavailable { reason: "the client session has ended".into() },
+    let Some(route) = route_of(routes, &request.cell_id).await else {
+        return ApprovalReply::Unavailable { reason: "the client session has ended".into() };
     };
     match route {
         Route::Cell(cell) => {
             let (answer, wait) = oneshot::channel();
             let asked = async {
-                if cell.send(Pending { request, answer }).await.is_err() {
+                if cell.send(Question::Approval(Pending { request, answer })).await.is_err() {
                     return ApprovalReply::Unavailable { reason: "the cell has ended".into() };
                 }
                 wait.await.unwrap_or_else(|_| ApprovalReply::Unavailable {
@@ -57,4 +73,70 @@ pub(super) async fn approve(routes: &mpsc::Sender<RouteRequest>, request: Approv
             reason: "the cell does not run on an MCP request of this session, so there is nobody to ask".into(),
         },
     }
+}
+
+/// Carry one message of a wrapped server to the client: a question to the
+/// request of its call (else to the session's client, when it has one of
+/// its own), a note where it belongs. Runs in the subscription's handler.
+pub(super) async fn relay(
+    routes: &mpsc::Sender<RouteRequest>,
+    notifier: &Notifier,
+    message: ToClient,
+) -> FromClient {
+    match message {
+        ToClient::Ask(ask) => {
+            let timeout = Duration::from_millis(ask.timeout_ms);
+            let route = match &ask.call_id {
+                Some(call) => route_of(routes, call).await.unwrap_or(Route::Nobody),
+                None => Route::Nobody,
+            };
+            match route {
+                Route::Cell(cell) => {
+                    let method = ask.ask.method();
+                    let (answer, wait) = oneshot::channel();
+                    let asked = async {
+                        if cell.send(Question::Ask(PendingAsk { ask, answer })).await.is_err() {
+                            return FromClient::Refused { message: format!("{method}: the call has ended") };
+                        }
+                        wait.await.unwrap_or_else(|_| FromClient::Refused {
+                            message: format!("{method}: the request ended before the client answered"),
+                        })
+                    };
+                    tokio::time::timeout(timeout, asked).await.unwrap_or_else(|_| FromClient::Refused {
+                        message: format!("{method}: the client did not answer within {} s", timeout.as_secs()),
+                    })
+                }
+                // Outside any of its requests only a client of a session
+                // can be asked (a stateless one has nothing to answer on).
+                _ => match session_client(notifier) {
+                    Some(peer) => ask_client(&peer, &ask, timeout).await,
+                    None => FromClient::Refused {
+                        message: format!("{}: no request of the client is running to ask it on", ask.ask.method()),
+                    },
+                },
+            }
+        }
+        ToClient::Note(note) => {
+            match &note.note {
+                Note::Progress { .. } => {
+                    if let Some(call) = &note.call_id
+                        && let Some(Route::Cell(cell)) = route_of(routes, call).await
+                    {
+                        // A full queue drops the progress: it is only news.
+                        let _ = cell.try_send(Question::Note(note));
+                    }
+                }
+                Note::Log { level, logger, data } => {
+                    notifier.tell_server_log(&note.server, level, logger.as_deref(), data.clone()).await;
+                }
+                Note::ResourceUpdated { uri } => notifier.tell_resource_updated(uri).await,
+            }
+            FromClient::Noted
+        }
+    }
+}
+
+/// The session's client, when it is a client of a session.
+fn session_client(notifier: &Notifier) -> Option<Peer<RoleServer>> {
+    notifier.client()
 }

@@ -46,6 +46,7 @@ fn cell(session: &str, code: &str, keep: Option<Keep>) -> RunCell {
             max_line: 1 << 18,
         },
         keep,
+        link: None,
     }
 }
 
@@ -235,6 +236,7 @@ async fn after_cancel_no_container_of_this_process_remains() {
                 max_line: 1 << 18,
             },
             keep: None,
+            link: None,
         };
         async move {
             bus.call::<_, CellRan>(subjects::CELL_RUN, &cell, Duration::from_secs(120)).await.map(|ran| ran.report)

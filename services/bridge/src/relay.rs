@@ -1,0 +1,556 @@
+//! What a wrapped server sends the bridge on its own, relayed: the client
+//! handler ([`Relay`]) of every session with a wrapped server, and the
+//! calls in flight on each session ([`Flights`]), by which its messages
+//! find the client they are for.
+//!
+//! A server's messages are of three kinds:
+//!
+//! - **List changes** (`notifications/tools/list_changed`, `resources/…`,
+//!   `prompts/…`) of the server's *shared* session wake its actor, which
+//!   lists again ([`Relisting`]); the catalog follows.
+//! - **Notifications for a client**: progress carries the progress token of
+//!   the request it is about (rmcp puts a token of its own on every request
+//!   it sends), so it is routed to that call's client on any session. A
+//!   log message or a resource update carries no mark at all, so it is
+//!   passed on only from a client's *own* session (see
+//!   [`crate::upstream`]), where every message is that client's.
+//! - **Requests to the client** (`sampling/createMessage`,
+//!   `elicitation/create`, `roots/list`): likewise answered only on a
+//!   client's own session, which declares the client's capabilities; the
+//!   shared session declares none, and a server asking there anyway hears
+//!   that nobody can answer. Each question passes the bridge's checks first
+//!   ([`crate::Bridge::relay_ask`]: the server's policy, the private-data
+//!   rule for a sampling answer, the audit record) and then reaches the
+//!   client through its frontend ([`code_mode_proto::subjects::client`]).
+//!
+//! Within a client's own session, a message is tied to the call it came
+//! during when the transport says so (a streamable HTTP server sends it on
+//! that request's stream) or when exactly one call is in flight; else it
+//! is the session's.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+#[allow(deprecated)] // Sampling, roots and logging are deprecated from 2026-07-28 on; older servers use them.
+use rmcp::model::{
+    ClientCapabilities, ClientInfo, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, ErrorData, Implementation, ListRootsResult, LoggingMessageNotificationParam,
+    ProgressNotificationParam, RequestId, ResourceUpdatedNotificationParam,
+};
+use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient};
+use rmcp::ClientHandler;
+use code_mode_proto::{AskKind, ClientLink, Note};
+use tokio::sync::Notify;
+
+use crate::Inner;
+
+/// How long a progress notification that raced ahead of its call's
+/// registration waits for it (rmcp picks a request's token as it sends it,
+/// so the call learns its token only once the request is on its way).
+const LATE_FLIGHT: Duration = Duration::from_millis(200);
+
+/// One call in flight on a session with a wrapped server.
+#[derive(Debug, Clone)]
+pub(crate) struct Flight {
+    /// The call (a cell's id, or a direct call's).
+    pub(crate) call_id: String,
+    /// The request's id on that session.
+    pub(crate) request_id: RequestId,
+    /// The frontend session object to tell ([`code_mode_proto::subjects::client`]).
+    pub(crate) asker: String,
+    /// Its client asked for progress.
+    pub(crate) progress: bool,
+}
+
+/// The calls in flight on one session, by the progress token rmcp gave
+/// each request. Cheap to clone; shared by the session's handler and the
+/// calls.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Flights {
+    inner: Arc<std::sync::Mutex<HashMap<String, Flight>>>,
+    added: Arc<Notify>,
+}
+
+impl Flights {
+    /// Note a call in flight under its request's progress token; it stays
+    /// until the guard is dropped.
+    pub(crate) fn enter(&self, token: String, flight: Flight) -> FlightGuard {
+        code_mode_core::sync::lock(&self.inner).insert(token.clone(), flight);
+        self.added.notify_waiters();
+        FlightGuard { flights: self.clone(), token }
+    }
+
+    /// The flight of a progress token, waiting briefly for one that is
+    /// about to be noted.
+    async fn of_token(&self, token: &str) -> Option<Flight> {
+        let deadline = tokio::time::Instant::now() + LATE_FLIGHT;
+        loop {
+            let added = self.added.notified();
+            if let Some(flight) = code_mode_core::sync::lock(&self.inner).get(token) {
+                return Some(flight.clone());
+            }
+            if tokio::time::timeout_at(deadline, added).await.is_err() {
+                return None;
+            }
+        }
+    }
+
+    /// The call a message of the server belongs to: the one whose
+    /// request's stream it came on, else the only one in flight.
+    fn of_message(&self, origin: Option<&InboundStreamOrigin>) -> Option<Flight> {
+        let flights = code_mode_core::sync::lock(&self.inner);
+        if let Some(InboundStreamOrigin::OutboundRequest(id)) = origin {
+            return flights.values().find(|f| &f.request_id == id).cloned();
+        }
+        let mut all = flights.values();
+        match (all.next(), all.next()) {
+            (Some(only), None) => Some(only.clone()),
+            _ => None,
+        }
+    }
+
+    /// How many calls are in flight.
+    pub(crate) fn count(&self) -> usize {
+        code_mode_core::sync::lock(&self.inner).len()
+    }
+}
+
+/// Removes its call from the flights when dropped (the call ended, however).
+#[derive(Debug)]
+pub(crate) struct FlightGuard {
+    flights: Flights,
+    token: String,
+}
+
+impl Drop for FlightGuard {
+    fn drop(&mut self) {
+        code_mode_core::sync::lock(&self.flights.inner).remove(&self.token);
+    }
+}
+
+/// Wake-ups of a shared session's actor: list the tools again, or the rest
+/// of what the server offers.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Relisting {
+    pub(crate) tools: Arc<Notify>,
+    pub(crate) offering: Arc<Notify>,
+}
+
+/// Whom a client's own session serves.
+#[derive(Debug, Clone)]
+pub(crate) struct Owner {
+    /// The frontend session object that hears the server's messages.
+    pub(crate) asker: String,
+    /// Where its calls count (for the private-data rule of a sampling
+    /// answer): the client session, or a stateless identity's scope.
+    pub(crate) session: String,
+    /// Who the client is, for the audit record.
+    pub(crate) identity: Option<String>,
+    /// What the client can answer and wants to hear.
+    pub(crate) link: ClientLink,
+}
+
+/// The bridge, as a session's handler reaches it: set once the bridge is
+/// built (its servers' shared sessions start before it exists).
+pub(crate) type BridgeRef = Arc<std::sync::OnceLock<Weak<Inner>>>;
+
+/// The client handler of one session with a wrapped server.
+#[derive(Debug, Clone)]
+pub(crate) struct Relay {
+    /// The server's index in the bridge.
+    server: usize,
+    /// The server's name, for logs.
+    name: Arc<str>,
+    /// The calls in flight on this session.
+    flights: Flights,
+    /// The shared session's wake-ups of its actor.
+    relisting: Relisting,
+    /// The client a session of its own serves; `None` for the shared one.
+    owner: Option<Arc<Owner>>,
+    bridge: BridgeRef,
+}
+
+impl Relay {
+    /// The handler of a server's shared session (and of each session after
+    /// a restart: the same flights and wake-ups).
+    pub(crate) fn shared(server: usize, name: &str, bridge: BridgeRef) -> Self {
+        Self {
+            server,
+            name: name.into(),
+            flights: Flights::default(),
+            relisting: Relisting::default(),
+            owner: None,
+            bridge,
+        }
+    }
+
+    /// The handler of a client's own session with the server.
+    pub(crate) fn own(server: usize, name: &str, owner: Owner, bridge: BridgeRef) -> Self {
+        Self {
+            server,
+            name: name.into(),
+            flights: Flights::default(),
+            relisting: Relisting::default(),
+            owner: Some(Arc::new(owner)),
+            bridge,
+        }
+    }
+
+    /// The calls in flight on this session.
+    pub(crate) fn flights(&self) -> &Flights {
+        &self.flights
+    }
+
+    /// The wake-ups of the shared session's actor.
+    pub(crate) fn relisting(&self) -> Relisting {
+        self.relisting.clone()
+    }
+
+    fn bridge(&self) -> Option<crate::Bridge> {
+        self.bridge.get().and_then(Weak::upgrade).map(|inner| crate::Bridge { inner })
+    }
+
+    /// Tell the client a note from the server (nothing when it has no
+    /// bridge to go through any more).
+    async fn tell(&self, asker: &str, call_id: Option<String>, note: Note) {
+        if let Some(bridge) = self.bridge() {
+            bridge.tell_client(asker, call_id, self.server, note).await;
+        }
+    }
+
+    /// Relay one question of the server to the owner's client.
+    async fn ask(
+        &self,
+        kind: AskKind,
+        params: serde_json::Value,
+        origin: Option<&InboundStreamOrigin>,
+    ) -> Result<serde_json::Value, ErrorData> {
+        let Some(owner) = &self.owner else {
+            tracing::info!(server = %self.name, method = kind.method(), "a server asked on its shared session, where no client can answer");
+            return Err(ErrorData::method_not_found_for(
+                kind.method(),
+                "the client of this call cannot answer it (code-mode relays a server's questions only to a client that declared the capability)",
+            ));
+        };
+        let Some(bridge) = self.bridge() else {
+            return Err(ErrorData::internal_error("the gateway is shutting down", None));
+        };
+        let call_id = self.flights.of_message(origin).map(|f| f.call_id);
+        bridge.relay_ask(owner, call_id, self.server, kind, params).await
+    }
+}
+
+/// An `ErrorData` for a method the client does not serve.
+trait MethodNotFound {
+    fn method_not_found_for(method: &str, why: &str) -> ErrorData;
+}
+
+impl MethodNotFound for ErrorData {
+    fn method_not_found_for(method: &str, why: &str) -> ErrorData {
+        ErrorData::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, format!("{method}: {why}"), None)
+    }
+}
+
+/// The request's stream, when the transport tells it (streamable HTTP).
+fn origin_of(context: &RequestContext<RoleClient>) -> Option<&InboundStreamOrigin> {
+    context.extensions.get::<InboundStreamOrigin>()
+}
+
+#[allow(deprecated)] // Sampling, roots and logging are deprecated from 2026-07-28 on; older servers use them.
+impl ClientHandler for Relay {
+    /// A client's own session declares what that client can answer. The
+    /// shared session declares all of it, as the gateway can relay it for
+    /// clients that can answer (over their own sessions): servers that offer
+    /// some tools only to clients able to answer them list those tools to
+    /// the catalog, and a question asked on the shared session, whose
+    /// client cannot answer it, is refused ([`Relay::ask`]).
+    fn get_info(&self) -> ClientInfo {
+        let shared = ClientLink { sampling: true, elicitation: true, elicitation_url: true, roots: true, ..Default::default() };
+        let link = match &self.owner {
+            Some(owner) => &owner.link,
+            None => &shared,
+        };
+        let capabilities = {
+            let caps = serde_json::json!({
+                "sampling": if link.sampling { Some(serde_json::json!({})) } else { None },
+                "roots": if link.roots { Some(serde_json::json!({"listChanged": false})) } else { None },
+                "elicitation": if link.elicitation || link.elicitation_url {
+                    let mut modes = serde_json::Map::new();
+                    if link.elicitation { modes.insert("form".into(), serde_json::json!({})); }
+                    if link.elicitation_url { modes.insert("url".into(), serde_json::json!({})); }
+                    Some(serde_json::Value::Object(modes))
+                } else { None },
+            });
+            let caps = match caps {
+                serde_json::Value::Object(map) => {
+                    serde_json::Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).collect())
+                }
+                other => other,
+            };
+            serde_json::from_value::<ClientCapabilities>(caps).unwrap_or_default()
+        };
+        ClientInfo::new(capabilities, Implementation::new("code-mode", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let params = serde_json::to_value(&params).map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        let answer = self.ask(AskKind::Sampling, params, origin_of(&context)).await?;
+        serde_json::from_value(answer).map_err(|e| {
+            ErrorData::internal_error(format!("the client's answer is not a sampling result: {e}"), None)
+        })
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let params = serde_json::to_value(&params).map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        let answer = self.ask(AskKind::Elicitation, params, origin_of(&context)).await?;
+        serde_json::from_value(answer).map_err(|e| {
+            ErrorData::internal_error(format!("the client's answer is not an elicitation result: {e}"), None)
+        })
+    }
+
+    async fn list_roots(&self, context: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
+        if self.owner.is_none() {
+            // The shared session stands for no client: it has no roots
+            // (servers ask for them as soon as they start).
+            return Ok(ListRootsResult::default());
+        }
+        let answer = self.ask(AskKind::Roots, serde_json::json!({}), origin_of(&context)).await?;
+        serde_json::from_value(answer)
+            .map_err(|e| ErrorData::internal_error(format!("the client's answer is not a roots list: {e}"), None))
+    }
+
+    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+        let token = match serde_json::to_value(&params.progress_token) {
+            Ok(serde_json::Value::String(s)) => s,
+            Ok(other) => other.to_string(),
+            Err(_) => return,
+        };
+        let Some(flight) = self.flights.of_token(&token).await else {
+            tracing::debug!(server = %self.name, %token, "progress of no call in flight: dropped");
+            return;
+        };
+        if !flight.progress {
+            return;
+        }
+        let note = Note::Progress { progress: params.progress, total: params.total, message: params.message };
+        self.tell(&flight.asker, Some(flight.call_id), note).await;
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        context: NotificationContext<RoleClient>,
+    ) {
+        let Some(owner) = &self.owner else {
+            tracing::debug!(server = %self.name, "a log message on the shared session: no client is listening");
+            return;
+        };
+        let level = match serde_json::to_value(params.level) {
+            Ok(serde_json::Value::String(level)) => level,
+            _ => return,
+        };
+        let origin = context.extensions.get::<InboundStreamOrigin>();
+        let call_id = self.flights.of_message(origin).map(|f| f.call_id);
+        let note = Note::Log { level, logger: params.logger, data: params.data };
+        self.tell(&owner.asker, call_id, note).await;
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let Some(owner) = &self.owner else { return };
+        self.tell(&owner.asker, None, Note::ResourceUpdated { uri: params.uri }).await;
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.relisting.tools.notify_one();
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.relisting.offering.notify_one();
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.relisting.offering.notify_one();
+    }
+}
+
+/// How long telling a client a note may take (notes are not retried: a
+/// lost one is only logged).
+const NOTE_TIMEOUT: Duration = Duration::from_secs(2);
+
+impl crate::Bridge {
+    /// Pass a server's note to the frontend session object `asker`.
+    pub(crate) async fn tell_client(&self, asker: &str, call_id: Option<String>, server: usize, note: Note) {
+        let Some(bus) = self.inner.approvals.get() else { return };
+        let Some(subject) = code_mode_proto::subjects::client(asker) else { return };
+        let message = code_mode_proto::ToClient::Note(code_mode_proto::ServerNote {
+            call_id,
+            server: self.inner.servers[server].name().to_string(),
+            note,
+        });
+        let told = bus
+            .call_counted_as::<_, code_mode_proto::FromClient>(
+                &subject,
+                code_mode_proto::subjects::CLIENT,
+                &message,
+                NOTE_TIMEOUT,
+            )
+            .await;
+        if let Err(e) = told {
+            tracing::debug!(client = %asker, error = %e, "a server's note did not reach its client");
+        }
+    }
+
+    /// Relay one question of server `server` to `owner`'s client, once it
+    /// passed the checks: the server's policy (`sampling`, `elicitation`,
+    /// `roots`), and for a sampling answer the private-data rule (the
+    /// client's model writes it, so after private data was read only a
+    /// private server may receive it). Every question is one audit record.
+    pub(crate) async fn relay_ask(
+        &self,
+        owner: &Owner,
+        call_id: Option<String>,
+        server: usize,
+        kind: AskKind,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, ErrorData> {
+        let current = self.current();
+        let name = self.inner.servers[server].name().to_string();
+        let record = code_mode_proto::ToolCall {
+            session: owner.session.clone(),
+            asker: Some(owner.asker.clone()),
+            identity: owner.identity.clone(),
+            cell_id: call_id.clone().unwrap_or_default(),
+            call_index: 0,
+            tool: kind.method().to_string(),
+            arguments: params.clone(),
+            op: code_mode_proto::Op::Tool,
+            link: None,
+        };
+        let mut trail = crate::trail::Trail::new(&record);
+        trail.method = Some(kind.method().to_string());
+        trail.at(&name, kind.method());
+        let answer = self.judge_and_ask(&current, owner, call_id, server, kind, params, &mut trail).await;
+        if let Some(audit) = &self.inner.audit
+            && let Err(e) = audit.append(trail.record(&record), code_mode_audit::Durability::Written).await
+        {
+            tracing::error!(server = %name, error = %e, "a server's question could not be recorded: its answer is withheld");
+            return Err(ErrorData::internal_error(format!("the gateway could not record the answer: {e}"), None));
+        }
+        answer
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn judge_and_ask(
+        &self,
+        current: &crate::current::Current,
+        owner: &Owner,
+        call_id: Option<String>,
+        server: usize,
+        kind: AskKind,
+        params: serde_json::Value,
+        trail: &mut crate::trail::Trail,
+    ) -> Result<serde_json::Value, ErrorData> {
+        let name = self.inner.servers[server].name().to_string();
+        let refused = |trail: &mut crate::trail::Trail, check: &str, why: String| {
+            tracing::info!(server = %name, method = kind.method(), "a server's question was refused: {why}");
+            trail.refused(check, &why);
+            Err(ErrorData::invalid_request(why, None))
+        };
+        let link = &owner.link;
+        let declared = match kind {
+            AskKind::Sampling => link.sampling,
+            AskKind::Elicitation => link.elicitation || link.elicitation_url,
+            AskKind::Roots => link.roots,
+        };
+        if !declared {
+            return refused(trail, "bridge:capability", format!("{}: the client did not declare it", kind.method()));
+        }
+        if let Some(applied) = &current.policies[server] {
+            let site = crate::policy::CallSite { session: &owner.session, server: &name, tool: kind.method() };
+            match applied.policy.ask(kind.into()) {
+                crate::policy::Admission::Allow { rule } => {
+                    self.decided(trail, site, crate::policy::AuditDecision::Allowed, &rule, None);
+                }
+                crate::policy::Admission::Deny { reason, rule } => {
+                    self.decided(trail, site, crate::policy::AuditDecision::Denied, &rule, Some(reason.clone()));
+                    let why = format!("{}: denied by the gateway's policy ({rule}): {reason}", kind.method());
+                    tracing::info!(server = %name, "{why}");
+                    return Err(ErrorData::invalid_request(why, None));
+                }
+            }
+        }
+        if kind == AskKind::Sampling
+            && let Some(rule) = &current.rule
+            && !current.offers.is_private(server)
+        {
+            let mut state = crate::check::StateKey::new(self, &owner.session);
+            let key = match state.get().await {
+                Ok(key) => key.to_string(),
+                Err(e) => {
+                    return refused(
+                        trail,
+                        "bridge:private_data",
+                        format!("{}: session state failed, refusing under the private-data rule (fail closed): {e}", kind.method()),
+                    );
+                }
+            };
+            let judged = format!("a sampling answer to {name}");
+            if let Err(refusal) = rule.judge(&key, &judged, false).await {
+                trail.tainted = Some(true);
+                return refused(trail, "bridge:private_data", refusal.to_string());
+            }
+            trail.tainted = Some(false);
+        }
+        trail.went_out();
+        let Some(bus) = self.inner.approvals.get() else {
+            return refused(trail, "bridge:no_client", "no client session can be reached".to_string());
+        };
+        let Some(subject) = code_mode_proto::subjects::client(&owner.asker) else {
+            return refused(trail, "bridge:no_client", "the client's session id cannot be addressed".to_string());
+        };
+        let timeout = self.inner.limits.approval_timeout;
+        let message = code_mode_proto::ToClient::Ask(code_mode_proto::ServerAsk {
+            call_id,
+            server: name.clone(),
+            ask: kind,
+            params,
+            timeout_ms: timeout.as_millis() as u64,
+        });
+        let wait = timeout + crate::approval::MARGIN;
+        let reply = bus
+            .call_counted_as::<_, code_mode_proto::FromClient>(&subject, code_mode_proto::subjects::CLIENT, &message, wait)
+            .await;
+        match reply {
+            Ok(code_mode_proto::FromClient::Answered { result }) => {
+                trail.result = Some((code_mode_audit::record::CallResult::Ok, Some(result.to_string())));
+                Ok(result)
+            }
+            Ok(code_mode_proto::FromClient::Refused { message }) => {
+                trail.result = Some((code_mode_audit::record::CallResult::Error, Some(message.clone())));
+                Err(ErrorData::invalid_request(message, None))
+            }
+            Ok(code_mode_proto::FromClient::Noted) => {
+                trail.result = Some((code_mode_audit::record::CallResult::Fault, None));
+                Err(ErrorData::internal_error("the client's frontend did not answer the question", None))
+            }
+            Err(e) => {
+                tracing::warn!(server = %name, error = %e, "a server's question did not reach its client");
+                trail.result = Some((code_mode_audit::record::CallResult::Fault, None));
+                Err(ErrorData::internal_error("the client could not be asked (its session is gone or did not answer)", None))
+            }
+        }
+    }
+}

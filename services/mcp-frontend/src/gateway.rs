@@ -1,0 +1,135 @@
+//! The gateway's MCP beyond tools (`--expose-tools`): what a client of the
+//! gateway gets of the wrapped servers' resources, resource templates,
+//! prompts and completions.
+//!
+//! Lists come from the catalog the bridge sends the catalog watcher
+//! ([`code_mode_proto::Features`]): names as the bridge offers them, what a
+//! server's policy denies left out; a change reaches the client as
+//! `notifications/resources/list_changed` or `prompts/list_changed` (the
+//! session actor compares each new catalog with the last). Every request
+//! that carries data to a server (reading or subscribing to a resource,
+//! getting a prompt, a completion) goes to the bridge on the direct-call
+//! path of its session, with its [`Op`], and is checked there exactly as
+//! a tool call is: budget, size, audit, the server's policy, the
+//! private-data rule. Its answer comes back in the envelope of
+//! [`crate::wire::gateway_reply`], unwrapped here into the MCP result, or a
+//! JSON-RPC error carrying the server's own code when the server refused
+//! it (`-32602` for a refusal of the gateway's checks).
+//!
+//! The capabilities the frontend declares follow what the servers offer:
+//! resources (with subscriptions when a server takes them) and prompts with
+//! their `listChanged`, completions, logging.
+
+use code_mode_proto::Op;
+use rmcp::RoleServer;
+use rmcp::model::{CallToolResponse, ErrorCode, ServerCapabilities};
+use rmcp::service::RequestContext;
+use serde_json::Value;
+
+use crate::{Frontend, wire};
+use rmcp::ErrorData as McpError;
+
+/// The capabilities of the frontend's MCP server: tools (and their list
+/// changes) and logging always; in gateway mode whatever the wrapped
+/// servers offer besides.
+pub(crate) fn capabilities(frontend: &Frontend) -> ServerCapabilities {
+    let mut caps = serde_json::json!({
+        "tools": {"listChanged": true},
+        "logging": {},
+    });
+    if frontend.shared.config.expose.direct()
+        && let Some(features) = &frontend.shared.catalog.current().catalog.features
+    {
+        if features.has_resources {
+            caps["resources"] = serde_json::json!({"subscribe": features.subscribe, "listChanged": true});
+        }
+        if features.has_prompts {
+            caps["prompts"] = serde_json::json!({"listChanged": true});
+        }
+        if features.completions {
+            caps["completions"] = serde_json::json!({});
+        }
+    }
+    serde_json::from_value(caps).unwrap_or_default()
+}
+
+/// One list (`resources`, `resourceTemplates`, `prompts`) as the catalog
+/// offers it, whole (no pages: the bridge bounds each server's lists).
+pub(crate) fn listed<T: for<'de> rmcp::serde::Deserialize<'de>>(frontend: &Frontend, key: &str) -> Result<T, McpError> {
+    let view = frontend.shared.catalog.current();
+    let items: Vec<Value> = match (&view.catalog.features, frontend.shared.config.expose.direct()) {
+        (Some(features), true) => {
+            let offered = match key {
+                "resources" => &features.resources,
+                "resourceTemplates" => &features.templates,
+                _ => &features.prompts,
+            };
+            offered.iter().map(|o| o.definition.clone()).collect()
+        }
+        _ => return Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, format!("{key}: not offered (start with --expose-tools)"), None)),
+    };
+    let mut list = serde_json::Map::new();
+    list.insert(key.to_string(), Value::Array(items));
+    serde_json::from_value(Value::Object(list)).map_err(|e| McpError::internal_error(format!("{key}: {e}"), None))
+}
+
+/// Send one request of `op` on `target` to the bridge through the
+/// session, answering its questions on this request, and unwrap the answer.
+pub(crate) async fn request(
+    frontend: &Frontend,
+    op: Op,
+    target: String,
+    arguments: Value,
+    context: &RequestContext<RoleServer>,
+) -> Result<Value, McpError> {
+    frontend.session.know_client(&context.peer);
+    if !frontend.shared.config.expose.direct() {
+        return Err(McpError::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("{}: not offered (start with --expose-tools)", op.method()),
+            None,
+        ));
+    }
+    if let Some(caller) = crate::auth::caller_of(context) {
+        frontend.session.know_caller(caller).await;
+    }
+    if frontend.stateless(context) {
+        frontend.session.stateless().await;
+    }
+    if let Some(level) = context.meta.log_level() {
+        frontend.session.set_level(level).await;
+    }
+    let run = match frontend.start_direct(op, target, arguments, context).await {
+        Ok(run) => run,
+        Err(e) => return Err(McpError::internal_error(format!("{}: {e}", op.method()), None)),
+    };
+    let envelope = match frontend.drive(run, context).await {
+        CallToolResponse::InputRequired(_) => {
+            return Err(McpError::invalid_request(
+                format!("{}: the server asked the client a question, which a stateless client can answer only on a tool call", op.method()),
+                None,
+            ));
+        }
+        CallToolResponse::Complete(result) => result,
+        _ => return Err(McpError::internal_error(format!("{}: no result", op.method()), None)),
+    };
+    if envelope.is_error == Some(true) {
+        let message: String = envelope.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.clone()).collect();
+        let code = envelope
+            .meta
+            .as_ref()
+            .and_then(|m| m.0.get(wire::ERROR_CODE_KEY))
+            .and_then(Value::as_i64)
+            .and_then(|c| i32::try_from(c).ok())
+            .map(ErrorCode)
+            .unwrap_or(ErrorCode::INVALID_PARAMS);
+        return Err(McpError::new(code, message, None));
+    }
+    Ok(envelope.structured_content.unwrap_or(Value::Object(Default::default())))
+}
+
+/// The server's result as the MCP type the client gets.
+pub(crate) fn typed<T: for<'de> rmcp::serde::Deserialize<'de>>(value: Value) -> Result<T, McpError> {
+    serde_json::from_value(value)
+        .map_err(|e| McpError::internal_error(format!("the server's result is not of its kind: {e}"), None))
+}

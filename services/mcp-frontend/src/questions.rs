@@ -1,0 +1,163 @@
+//! What reaches an MCP request while its cell or direct call runs, besides
+//! its result: the bridge's approval questions ([`crate::approval`]), and
+//! a wrapped server's own questions (sampling, elicitation, roots) and
+//! notes (progress), relayed by the bridge on
+//! [`code_mode_proto::subjects::client`] (see the bridge's `relay.rs`).
+//!
+//! A question is asked the way the client's protocol allows: as a request
+//! of its own during the call (2025-11-25 and older), or as an entry of an
+//! input-required result that the client answers in its retried call
+//! (2026-07-28). An elicitation is shown with the name of the server that
+//! asks, so the person knows who wants the answer; a sampling request goes
+//! to the client's model as the server wrote it.
+//!
+//! The bridge has checked every question before it gets here (the server's
+//! policy, the private-data rule for a sampling answer): this module only
+//! carries it and its answer.
+
+use std::time::Duration;
+
+use code_mode_proto::{AskKind, FromClient, ServerAsk, ServerNote};
+use rmcp::RoleServer;
+use rmcp::model::{ClientResult, InputRequest, ServerRequest};
+use rmcp::service::{Peer, ServiceError};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use crate::approval::Pending;
+
+/// One thing for the request running a cell or call.
+#[derive(Debug)]
+pub(crate) enum Question {
+    /// The bridge asks whether a call may go out.
+    Approval(Pending),
+    /// A wrapped server asks the client something.
+    Ask(PendingAsk),
+    /// A wrapped server's progress of the call.
+    Note(ServerNote),
+}
+
+/// A server's question waiting for the client's answer.
+#[derive(Debug)]
+pub(crate) struct PendingAsk {
+    /// The question.
+    pub ask: ServerAsk,
+    /// Where the answer goes (the bridge's request waits on it).
+    pub answer: oneshot::Sender<FromClient>,
+}
+
+/// The longest time a question may wait, whatever its sender says.
+const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
+
+impl PendingAsk {
+    /// How long the client has.
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.ask.timeout_ms).min(MAX_WAIT)
+    }
+}
+
+/// The question's parameters as the client sees them: an elicitation's
+/// message names the server that asks.
+pub(crate) fn shown_params(ask: &ServerAsk) -> Value {
+    let mut params = ask.params.clone();
+    if ask.ask == AskKind::Elicitation
+        && let Some(Value::String(message)) = params.get_mut("message")
+    {
+        *message = format!("The server {:?} asks (through code-mode): {message}", ask.server);
+    }
+    if ask.ask == AskKind::Roots {
+        params = json!({});
+    }
+    params
+}
+
+/// Ask a client of a session the server's question during the request,
+/// within its timeout.
+pub(crate) async fn ask_client(peer: &Peer<RoleServer>, ask: &ServerAsk, timeout: Duration) -> FromClient {
+    let request = json!({"method": ask.ask.method(), "params": shown_params(ask)});
+    let request: ServerRequest = match serde_json::from_value(request) {
+        Ok(request) => request,
+        Err(e) => return FromClient::Refused { message: format!("{}: malformed request: {e}", ask.ask.method()) },
+    };
+    match tokio::time::timeout(timeout, peer.send_request(request)).await {
+        Ok(Ok(result)) => answered(ask.ask, &result),
+        Ok(Err(ServiceError::McpError(error))) => FromClient::Refused { message: error.message.to_string() },
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, method = ask.ask.method(), "the client could not be asked a server's question");
+            FromClient::Refused { message: format!("{}: the client could not be asked", ask.ask.method()) }
+        }
+        Err(_) => FromClient::Refused {
+            message: format!("{}: the client did not answer within {} s", ask.ask.method(), timeout.as_secs()),
+        },
+    }
+}
+
+/// The client's result as the answer, when it is the kind asked for.
+fn answered(kind: AskKind, result: &ClientResult) -> FromClient {
+    let fits = matches!(
+        (kind, result),
+        (AskKind::Sampling, ClientResult::CreateMessageResult(_))
+            | (AskKind::Elicitation, ClientResult::ElicitResult(_))
+            | (AskKind::Roots, ClientResult::ListRootsResult(_))
+    );
+    match (fits, serde_json::to_value(result)) {
+        (true, Ok(result)) => FromClient::Answered { result },
+        _ => FromClient::Refused { message: format!("{}: the client answered with another kind of result", kind.method()) },
+    }
+}
+
+/// The server's question as an entry of an input-required result.
+pub(crate) fn input_request(ask: &ServerAsk) -> Option<InputRequest> {
+    let request = json!({"method": ask.ask.method(), "params": shown_params(ask)});
+    serde_json::from_value(request).ok()
+}
+
+/// The answer a stateless client gave in its retried call (`value`, the
+/// entry of its `inputResponses`), checked to be the kind asked for.
+#[allow(deprecated)] // Sampling and roots are deprecated from 2026-07-28 on; older servers use them.
+pub(crate) fn answer_of_value(ask: &ServerAsk, value: Option<&Value>) -> FromClient {
+    let Some(value) = value else {
+        return FromClient::Refused { message: format!("{}: the client answered without this question's answer", ask.ask.method()) };
+    };
+    let fits = match ask.ask {
+        AskKind::Sampling => serde_json::from_value::<rmcp::model::CreateMessageResult>(value.clone()).is_ok(),
+        AskKind::Elicitation => serde_json::from_value::<rmcp::model::ElicitResult>(value.clone()).is_ok(),
+        AskKind::Roots => serde_json::from_value::<rmcp::model::ListRootsResult>(value.clone()).is_ok(),
+    };
+    if fits {
+        FromClient::Answered { result: value.clone() }
+    } else {
+        FromClient::Refused { message: format!("{}: the client's answer is not of the kind asked for", ask.ask.method()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask(kind: AskKind, params: Value) -> ServerAsk {
+        ServerAsk { call_id: None, server: "notes".into(), ask: kind, params, timeout_ms: 1000 }
+    }
+
+    #[test]
+    fn an_elicitation_names_the_server_that_asks() {
+        let shown = shown_params(&ask(
+            AskKind::Elicitation,
+            json!({"mode": "form", "message": "Your name?", "requestedSchema": {"type": "object", "properties": {}}}),
+        ));
+        assert_eq!(shown["message"], "The server \"notes\" asks (through code-mode): Your name?");
+        let request = input_request(&ask(AskKind::Sampling, json!({"messages": [], "maxTokens": 5})));
+        assert!(matches!(request, Some(InputRequest::CreateMessage(_))), "{request:?}");
+    }
+
+    #[test]
+    fn a_retried_answer_of_another_kind_is_refused() {
+        let sampling = ask(AskKind::Sampling, json!({"messages": [], "maxTokens": 5}));
+        let elicit_answer = json!({"action": "accept", "content": {}});
+        assert!(matches!(answer_of_value(&sampling, Some(&elicit_answer)), FromClient::Refused { .. }));
+        let model_answer =
+            json!({"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m", "stopReason": "endTurn"});
+        assert!(matches!(answer_of_value(&sampling, Some(&model_answer)), FromClient::Answered { .. }));
+        assert!(matches!(answer_of_value(&sampling, None), FromClient::Refused { .. }));
+    }
+}
