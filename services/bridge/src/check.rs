@@ -332,7 +332,7 @@ impl Bridge {
             return Err(self.refuse(format!("{}: {problem}", tool.name)));
         }
         let size = serde_json::to_vec(&call.arguments).map(|v| v.len()).unwrap_or(usize::MAX) + call.tool.len();
-        if size > max {
+        if !matches!(target, Target::Tool(_)) && size > max {
             trail.refused("bridge:arguments", "the request is over the size limit");
             return Err(self.refuse(format!("{name}: the request is {size} bytes, over the {max} byte limit")));
         }

@@ -324,7 +324,9 @@ impl Bridge {
             offering_changes,
             servers_cancel.clone(),
         )));
-        actors.push(tokio::spawn(crate::upstream::reaper(Arc::downgrade(&bridge.inner), servers_cancel)));
+        // Holds only a weak reference and ends with the bridge (or its
+        // token): nothing to wait for at close.
+        tokio::spawn(crate::upstream::reaper(Arc::downgrade(&bridge.inner), servers_cancel));
         Ok((bridge, Closer { actors, own_sessions, audit: audit_for_closer }))
     }
 

@@ -89,7 +89,7 @@ impl Bridge {
         let me = self.clone();
         // Every bridge hears each cancel (a queue group of its own): only
         // the one running the call has it.
-        let own_group = format!("bridge-{}", uuid::Uuid::new_v4());
+        let own_group = format!("{}.{}", queue_groups::BRIDGE, uuid::Uuid::new_v4().simple());
         let cancels = bus
             .serve(subjects::CANCEL, &own_group, cancel.clone(), move |request: proto::CancelCall| {
                 let found = me.cancel_call(&request.call_id);

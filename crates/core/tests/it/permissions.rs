@@ -292,3 +292,35 @@ async fn only_a_runner_may_hold_a_cells_lease_and_only_a_frontend_may_ask_after_
     assert!(ask(&frontend, &subject).await.is_err(), "a lease held by no runner is not answered");
     assert_eq!((fake.load(Ordering::SeqCst), also_fake.load(Ordering::SeqCst)), (0, 0));
 }
+
+#[tokio::test]
+async fn only_the_bridge_may_send_a_client_its_servers_questions_and_every_bridge_hears_a_frontends_cancel() {
+    let Some((server, users)) = NatsServer::start_secured() else { return };
+    let frontend = connect(&server, &users, "frontend").await;
+    let bridge = connect(&server, &users, "bridge").await;
+    let other_bridge = connect(&server, &users, "bridge").await;
+    let runner = connect(&server, &users, "sandbox-runner").await;
+    // A frontend hears what the wrapped servers send its client's session.
+    let session = subjects::client("5e551011").expect("a session id");
+    let heard = counting_service(&frontend, &session, "5e551011").await;
+    assert_eq!(ask(&bridge, &session).await.unwrap(), "served");
+    // A runner (code's side) cannot put questions or notes to a client, nor
+    // can another frontend.
+    let other_frontend = connect(&server, &users, "frontend").await;
+    assert!(ask(&runner, &session).await.is_err());
+    assert!(ask(&other_frontend, &session).await.is_err());
+    assert_eq!(heard.load(Ordering::SeqCst), 1);
+    // Every bridge hears a cancel, each in a queue group of its own; only
+    // a frontend may send one, and no runner or frontend may listen.
+    let first = counting_service(&bridge, subjects::CANCEL, "bridge.first").await;
+    let second = counting_service(&other_bridge, subjects::CANCEL, "bridge.second").await;
+    let eavesdropper = counting_service(&runner, subjects::CANCEL, "bridge.third").await;
+    let frontend_listening = counting_service(&other_frontend, subjects::CANCEL, "bridge.fourth").await;
+    assert_eq!(ask(&frontend, subjects::CANCEL).await.unwrap(), "served");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!((first.load(Ordering::SeqCst), second.load(Ordering::SeqCst)), (1, 1));
+    assert_eq!(eavesdropper.load(Ordering::SeqCst) + frontend_listening.load(Ordering::SeqCst), 0);
+    assert!(ask(&runner, subjects::CANCEL).await.is_err());
+    assert!(ask(&bridge, subjects::CANCEL).await.is_err());
+    assert_eq!((first.load(Ordering::SeqCst), second.load(Ordering::SeqCst)), (1, 1));
+}

@@ -97,7 +97,7 @@ fn search_tools_ranks_the_wanted_tool_first_for_nine_questions_in_ten_and_in_the
     let Some(python) = python() else { return };
     let catalog = real_catalog();
     let tools = cell_tools(&catalog);
-    assert_eq!(tools.len(), 38);
+    assert_eq!(tools.len(), crate::search_eval::REAL_TOOLS);
     let queries = queries();
     assert!(queries.len() >= 60, "{} questions", queries.len());
     for q in &queries {
@@ -111,7 +111,7 @@ fn search_tools_ranks_the_wanted_tool_first_for_nine_questions_in_ten_and_in_the
         .zip(&ranked)
         .map(|(q, names)| (q, names.iter().position(|n| *n == q.want).map_or(99, |p| p + 1)))
         .collect();
-    println!("search_tools over the 38 tools of 4 real servers (testing/search-eval):");
+    println!("search_tools over the {} tools of 4 real servers (testing/search-eval):", crate::search_eval::REAL_TOOLS);
     println!("{:<8} {:>9} {:>16} {:>16}", "set", "questions", "wanted first", "wanted in top 3");
     for (label, set) in [("tune", Some("tune")), ("holdout", Some("holdout")), ("all", None)] {
         let (n, first, top3) = recall(&results, set);

@@ -80,9 +80,14 @@ pub fn server_tools(name: &str, tools: Vec<ListedTool>) -> ServerTools {
     }
 }
 
-/// The catalog of the four real servers (38 tools), as `--config` builds it.
+/// The catalog of the four real servers (42 tools: server-everything lists
+/// its sampling, elicitation and roots tools to the gateway, which can relay
+/// them), as `--config` builds it.
+/// How many tools the four real servers list to the bridge.
+pub const REAL_TOOLS: usize = 42;
+
 pub fn real_catalog() -> Catalog {
-    catalog_of(38)
+    catalog_of(REAL_TOOLS)
 }
 
 /// A catalog of `n` real tools: the four servers, then copies of them
@@ -102,7 +107,7 @@ pub fn catalog_of(n: usize) -> Catalog {
             servers.push(server_tools(&name, take));
         }
     }
-    assert_eq!(left, 0, "at most {} tools", COPIES.len() * 38);
+    assert_eq!(left, 0, "at most {} tools", COPIES.len() * REAL_TOOLS);
     Catalog::build(&servers, &CatalogLimits::default()).expect("the real tools make a catalog")
 }
 
