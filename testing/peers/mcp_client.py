@@ -35,6 +35,23 @@ STEPS is a JSON list, run in order in one client session:
     {"op": "logs", "at_least": N, "wait": SECONDS}  the log notifications
         received so far (waiting up to SECONDS for N of them, then a moment
         more for any that follow), as a list of {"level", "logger", "data"}
+    {"op": "list_resources"} / {"op": "list_templates"} / {"op": "list_prompts"}
+    {"op": "read_resource", "uri": URI}
+    {"op": "subscribe", "uri": URI} / {"op": "unsubscribe", "uri": URI}
+    {"op": "get_prompt", "name": NAME, "arguments": {...}}
+    {"op": "complete", "ref": {"type": "ref/prompt", "name": N} | {"type": "ref/resource", "uri": U},
+                       "argument": {"name": A, "value": V}}
+    {"op": "notifications", "at_least": N, "wait": SECONDS}  the server
+        notifications other than log messages received so far, as a list of
+        {"method", "params"}
+    {"op": "asked"}  the questions the server put to this client so far
+        (sampling, elicitation, roots), as a list of {"method", "params"}
+A "call" step with "progress": true passes a progress callback; the step's
+output then also holds "progress": [{"progress", "total", "message"}, ...].
+
+--sampling TEXT declares sampling and answers every request with TEXT;
+--elicit JSON declares (form) elicitation and accepts with that content
+(--elicit decline declines); --roots URI (repeatable) declares roots.
 Each step prints one JSON line on stdout: {"op": ..., "result": ...} (the
 SDK's result as JSON) or {"op": ..., "error": "..."} when the step raised.
 Everything the SDK logs goes to stderr, which the tests read too.
@@ -50,6 +67,7 @@ import sys
 import warnings
 
 import httpx2
+import mcp.types as types
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -72,6 +90,9 @@ def parse_args(argv):
     parser.add_argument("--log-level")
     parser.add_argument("--cafile")
     parser.add_argument("--oauth", nargs=4, metavar=("ISSUER", "CLIENT_ID", "SECRET", "SCOPE"))
+    parser.add_argument("--sampling")
+    parser.add_argument("--elicit")
+    parser.add_argument("--roots", action="append")
     parser.add_argument("steps")
     args = parser.parse_args(argv)
     args.stdio = stdio
@@ -116,19 +137,58 @@ async def logs_after(received, at_least, wait):
     return list(received)
 
 
+def callbacks(args, asked, notes):
+    """The client's answers to a server's questions (only those --sampling,
+    --elicit and --roots ask for: each declares its capability), each
+    question noted in `asked`, and a message handler noting the server's
+    notifications in `notes`."""
+    options = {}
+    if args.sampling is not None:
+        async def sampling(context, params):
+            asked.append({"method": "sampling/createMessage", "params": as_json(params)})
+            return types.CreateMessageResult(
+                role="assistant",
+                content=types.TextContent(type="text", text=args.sampling),
+                model="test-model",
+                stop_reason="endTurn",
+            )
+        options["sampling_callback"] = sampling
+    if args.elicit is not None:
+        async def elicit(context, params):
+            asked.append({"method": "elicitation/create", "params": as_json(params)})
+            if args.elicit == "decline":
+                return types.ElicitResult(action="decline")
+            return types.ElicitResult(action="accept", content=json.loads(args.elicit))
+        options["elicitation_callback"] = elicit
+    if args.roots:
+        async def roots(context):
+            asked.append({"method": "roots/list", "params": {}})
+            return types.ListRootsResult(roots=[types.Root(uri=uri) for uri in args.roots])
+        options["list_roots_callback"] = roots
+
+    async def on_message(message):
+        if isinstance(message, types.ServerNotification):
+            note = as_json(message)
+            if note.get("method") != "notifications/message":
+                notes.append({"method": note.get("method"), "params": note.get("params")})
+    options["message_handler"] = on_message
+    return options
+
+
 @contextlib.asynccontextmanager
-async def connect(args, server, on_log):
+async def connect(args, server, on_log, options):
     """The client --api names, connected to `server` (a transport for
     `session`, anything `mcp.Client` takes for `client`)."""
     if args.api == "client":
-        options = {"log_level": args.log_level} if args.log_level else {}
+        if args.log_level:
+            options = {**options, "log_level": args.log_level}
         async with Client(server, mode=args.mode, logging_callback=on_log, **options) as client:
             yield client
         return
     transport = stdio_client(server) if isinstance(server, StdioServerParameters) else server
     async with transport as streams:
         read, write = streams[0], streams[1]
-        async with ClientSession(read, write, logging_callback=on_log) as session:
+        async with ClientSession(read, write, logging_callback=on_log, **options) as session:
             await session.initialize()
             yield session
 
@@ -137,6 +197,8 @@ async def main(argv):
     args = parse_args(argv)
     steps = json.loads(args.steps)
     received = []
+    asked = []
+    notes = []
 
     async def on_log(params):
         received.append({"level": params.level, "logger": params.logger, "data": params.data})
@@ -160,7 +222,7 @@ async def main(argv):
         verify = ssl.create_default_context(cafile=args.cafile) if args.cafile else True
         http = httpx2.AsyncClient(headers=headers, auth=auth, timeout=httpx2.Timeout(120.0), verify=verify)
         server = streamable_http_client(args.url, http_client=http)
-    async with connect(args, server, on_log) as client:
+    async with connect(args, server, on_log, callbacks(args, asked, notes)) as client:
         last = None
         results = []
         for step in steps:
@@ -175,14 +237,50 @@ async def main(argv):
                     if "session_from_step" in step:
                         earlier = results[step["session_from_step"]]
                         arguments["session"] = (getattr(earlier, "structured_content", None) or {}).get("session")
-                    result = await client.call_tool(step["tool"], arguments)
+                    progress = []
+                    options = {}
+                    if step.get("progress"):
+                        async def on_progress(done, total, message):
+                            progress.append({"progress": done, "total": total, "message": message})
+                        options["progress_callback"] = on_progress
+                    result = await client.call_tool(step["tool"], arguments, **options)
                     last = result
+                    if step.get("progress"):
+                        print(json.dumps({"op": op, "result": as_json(result), "progress": progress}), flush=True)
+                        results.append(result)
+                        continue
                 elif op == "set_level":
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")  # the capability is deprecated from 2026-07-28 on
                         result = await client.set_logging_level(step["level"])
                 elif op == "logs":
                     result = await logs_after(received, step.get("at_least", 0), step.get("wait", 5))
+                elif op == "notifications":
+                    result = await logs_after(notes, step.get("at_least", 0), step.get("wait", 5))
+                elif op == "asked":
+                    result = list(asked)
+                elif op == "list_resources":
+                    result = await client.list_resources()
+                elif op == "list_templates":
+                    result = await client.list_resource_templates()
+                elif op == "list_prompts":
+                    result = await client.list_prompts()
+                elif op == "read_resource":
+                    result = await client.read_resource(step["uri"])
+                elif op in ("subscribe", "unsubscribe"):
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")  # legacy-only from 2026-07-28 on
+                        method = client.subscribe_resource if op == "subscribe" else client.unsubscribe_resource
+                        result = await method(step["uri"])
+                elif op == "get_prompt":
+                    result = await client.get_prompt(step["name"], step.get("arguments"))
+                elif op == "complete":
+                    reference = step["ref"]
+                    if reference["type"] == "ref/prompt":
+                        ref = types.PromptReference(type="ref/prompt", name=reference["name"])
+                    else:
+                        ref = types.ResourceTemplateReference(type="ref/resource", uri=reference["uri"])
+                    result = await client.complete(ref, step["argument"])
                 else:
                     raise ValueError(f"unknown op {op!r}")
                 results.append(result)

@@ -61,6 +61,58 @@ pub(crate) struct Flight {
     pub(crate) asker: String,
     /// Its client asked for progress.
     pub(crate) progress: bool,
+    /// Its notes on their way to the client (see [`Relaying::settled`]).
+    pub(crate) relaying: Relaying,
+}
+
+/// How many notes of one call are on their way to its client: a call's
+/// result waits for them ([`Relaying::settled`]), so that its last progress
+/// note reaches the client before the result does.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Relaying {
+    count: Arc<std::sync::atomic::AtomicUsize>,
+    done: Arc<Notify>,
+}
+
+/// How long a call's result gives the notes its server sent just before it
+/// to start their way (rmcp hands each notification to a task of its own).
+const NOTE_GRACE: Duration = Duration::from_millis(25);
+
+/// How long a call's result waits at most for its notes to be delivered.
+const NOTE_SETTLE: Duration = Duration::from_secs(1);
+
+impl Relaying {
+    /// One more note on its way; it is delivered when the guard drops.
+    fn start(&self) -> RelayGuard {
+        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        RelayGuard(self.clone())
+    }
+
+    /// Wait until the notes the server sent before the result are
+    /// delivered (bounded).
+    pub(crate) async fn settled(&self) {
+        tokio::time::sleep(NOTE_GRACE).await;
+        let deadline = tokio::time::Instant::now() + NOTE_SETTLE;
+        loop {
+            let done = self.done.notified();
+            if self.count.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, done).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// A note on its way (see [`Relaying`]).
+struct RelayGuard(Relaying);
+
+impl Drop for RelayGuard {
+    fn drop(&mut self) {
+        self.0.count.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        self.0.done.notify_waiters();
+    }
 }
 
 /// The calls in flight on one session, by the progress token rmcp gave
@@ -341,6 +393,7 @@ impl ClientHandler for Relay {
         if !flight.progress {
             return;
         }
+        let _delivering = flight.relaying.start();
         let note = Note::Progress { progress: params.progress, total: params.total, message: params.message };
         self.tell(&flight.asker, Some(flight.call_id), note).await;
     }
@@ -359,9 +412,10 @@ impl ClientHandler for Relay {
             _ => return,
         };
         let origin = context.extensions.get::<InboundStreamOrigin>();
-        let call_id = self.flights.of_message(origin).map(|f| f.call_id);
+        let flight = self.flights.of_message(origin);
+        let _delivering = flight.as_ref().map(|f| f.relaying.start());
         let note = Note::Log { level, logger: params.logger, data: params.data };
-        self.tell(&owner.asker, call_id, note).await;
+        self.tell(&owner.asker, flight.map(|f| f.call_id), note).await;
     }
 
     async fn on_resource_updated(

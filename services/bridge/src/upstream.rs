@@ -331,6 +331,7 @@ impl crate::Bridge {
             }
             false => None,
         };
+        let own_session = own.is_some();
         let (peer, flights) = match own {
             Some(own) => {
                 let logging = server.offering().logging;
@@ -351,11 +352,14 @@ impl crate::Bridge {
             Ok(other) => other.to_string(),
             Err(_) => String::new(),
         };
+        let relaying = crate::relay::Relaying::default();
+        let progress = call.link.as_ref().is_some_and(|l| l.progress);
         let flight = crate::relay::Flight {
             call_id: call.cell_id.clone(),
             request_id: handle.id.clone(),
             asker,
-            progress: call.link.as_ref().is_some_and(|l| l.progress),
+            progress,
+            relaying: relaying.clone(),
         };
         let _in_flight = flights.enter(token, flight);
         let id = handle.id.clone();
@@ -375,6 +379,10 @@ impl crate::Bridge {
                 }));
             }
         }?;
+        if progress || own_session {
+            // Its last notes go before its result.
+            relaying.settled().await;
+        }
         serde_json::to_value(&result).map_err(|_| CallError::Service(rmcp::service::ServiceError::UnexpectedResponse))
     }
 }

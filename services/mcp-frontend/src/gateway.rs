@@ -70,6 +70,9 @@ pub(crate) fn listed<T: for<'de> rmcp::serde::Deserialize<'de>>(frontend: &Front
     };
     let mut list = serde_json::Map::new();
     list.insert(key.to_string(), Value::Array(items));
+    // A 2026-07-28 client needs the result type (rmcp leaves it out for
+    // older ones).
+    list.insert("resultType".into(), Value::String("complete".into()));
     serde_json::from_value(Value::Object(list)).map_err(|e| McpError::internal_error(format!("{key}: {e}"), None))
 }
 
@@ -129,7 +132,12 @@ pub(crate) async fn request(
 }
 
 /// The server's result as the MCP type the client gets.
-pub(crate) fn typed<T: for<'de> rmcp::serde::Deserialize<'de>>(value: Value) -> Result<T, McpError> {
+pub(crate) fn typed<T: for<'de> rmcp::serde::Deserialize<'de>>(mut value: Value) -> Result<T, McpError> {
+    // A server of an older protocol sends no result type; a 2026-07-28
+    // client needs one (rmcp leaves it out for older clients).
+    if let Value::Object(map) = &mut value {
+        map.entry("resultType").or_insert_with(|| Value::String("complete".into()));
+    }
     serde_json::from_value(value)
         .map_err(|e| McpError::internal_error(format!("the server's result is not of its kind: {e}"), None))
 }

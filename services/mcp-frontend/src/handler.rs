@@ -82,7 +82,7 @@ impl Frontend {
                 _ => None,
             }),
             progress: context.meta.get_progress_token().is_some(),
-            stateless: self.stateless(context),
+            stateless: input_required(context),
         }
     }
 
@@ -171,28 +171,19 @@ impl Frontend {
         let asking = asking(context);
         let identity = auth::caller_of(context).and_then(|c| c.identity);
         let progress = context.meta.get_progress_token();
-        let stateless = self.stateless(context);
+        // A 2026-07-28 client is asked through input-required results,
+        // over one connection as over HTTP: no server may send it requests.
+        let stateless = input_required(context);
         // Questions put to the client by requests of their own, owned by
         // this request: dropped with it.
         let mut elicitations = FuturesUnordered::new();
         let mut cancelled = false;
         loop {
             tokio::select! {
-                result = &mut run.result => {
-                    return match result {
-                        Ok(result) => result.into(),
-                        Err(e) => {
-                            tracing::warn!(error = %e, tool = %run.tool, "the call failed");
-                            wire::failed(&run.tool, &e).into()
-                        }
-                    };
-                }
-                _ = context.ct.cancelled(), if !cancelled => {
-                    cancelled = true;
-                    if let Some(call_id) = &run.call_id {
-                        crate::direct::cancel(&self.shared, call_id).await;
-                    }
-                }
+                // Questions and notes first: a call's last progress note is
+                // queued before its result is sent back (the bridge waits
+                // for it), and goes out before the result.
+                biased;
                 Some(question) = run.questions.recv() => match question {
                     Question::Note(note) => {
                         if let (Some(token), Note::Progress { progress: done, total, message }) = (&progress, note.note) {
@@ -238,6 +229,21 @@ impl Frontend {
                         }
                     },
                 },
+                result = &mut run.result => {
+                    return match result {
+                        Ok(result) => result.into(),
+                        Err(e) => {
+                            tracing::warn!(error = %e, tool = %run.tool, "the call failed");
+                            wire::failed(&run.tool, &e).into()
+                        }
+                    };
+                }
+                _ = context.ct.cancelled(), if !cancelled => {
+                    cancelled = true;
+                    if let Some(call_id) = &run.call_id {
+                        crate::direct::cancel(&self.shared, call_id).await;
+                    }
+                }
                 Some(()) = elicitations.next(), if !elicitations.is_empty() => {}
             }
         }
@@ -533,6 +539,14 @@ impl ServerHandler for Frontend {
         crate::gateway::typed::<rmcp::model::CompleteResult>(value)
     }
 }
+/// True when the request's client speaks a protocol without the
+/// initialize handshake (2026-07-28 and later): it cannot be sent requests,
+/// so its questions come back as input-required results, over one
+/// connection as over HTTP.
+fn input_required(context: &RequestContext<RoleServer>) -> bool {
+    context.protocol_version().is_some_and(|v| !v.has_initialize())
+}
+
 /// How this request's client can be asked for an approval.
 fn asking(context: &RequestContext<RoleServer>) -> Asking {
     let form = context
