@@ -46,6 +46,8 @@ STEPS is a JSON list, run in order in one client session:
         {"method", "params"}
     {"op": "asked"}  the questions the server put to this client so far
         (sampling, elicitation, roots), as a list of {"method", "params"}
+    {"op": "together", "steps": [...], "stagger": SECONDS}  the steps at
+        once (each started SECONDS after the last), their outputs as a list
 A "call" step with "progress": true passes a progress callback; the step's
 output then also holds "progress": [{"progress", "total", "message"}, ...].
 
@@ -225,7 +227,25 @@ async def main(argv):
     async with connect(args, server, on_log, callbacks(args, asked, notes)) as client:
         last = None
         results = []
-        for step in steps:
+        async def one(step):
+            """One step's output line (as a dict)."""
+            nonlocal last
+            op = step["op"]
+            try:
+                if op == "together":
+                    async def later(i, inner):
+                        await asyncio.sleep(i * step.get("stagger", 0))
+                        return await one(inner)
+                    outputs = await asyncio.gather(*(later(i, s) for i, s in enumerate(step["steps"])))
+                    results.append(outputs)
+                    return {"op": op, "result": outputs}
+            except Exception as e:
+                results.append(None)
+                return {"op": op, "error": f"{type(e).__name__}: {e}"}
+            return await plain(step)
+
+        async def plain(step):
+            nonlocal last
             op = step["op"]
             try:
                 if op == "list_tools":
@@ -246,9 +266,8 @@ async def main(argv):
                     result = await client.call_tool(step["tool"], arguments, **options)
                     last = result
                     if step.get("progress"):
-                        print(json.dumps({"op": op, "result": as_json(result), "progress": progress}), flush=True)
                         results.append(result)
-                        continue
+                        return {"op": op, "result": as_json(result), "progress": progress}
                 elif op == "set_level":
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")  # the capability is deprecated from 2026-07-28 on
@@ -284,10 +303,13 @@ async def main(argv):
                 else:
                     raise ValueError(f"unknown op {op!r}")
                 results.append(result)
-                print(json.dumps({"op": op, "result": as_json(result)}), flush=True)
+                return {"op": op, "result": as_json(result)}
             except Exception as e:  # the test reads what failed
                 results.append(None)
-                print(json.dumps({"op": op, "error": f"{type(e).__name__}: {e}"}), flush=True)
+                return {"op": op, "error": f"{type(e).__name__}: {e}"}
+
+        for step in steps:
+            print(json.dumps(await one(step)), flush=True)
 
 
 if __name__ == "__main__":

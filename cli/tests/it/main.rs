@@ -13,6 +13,7 @@ mod auth;
 mod cluster;
 mod compose;
 mod direct;
+mod passthrough;
 mod discovery;
 mod doctor;
 mod faults;

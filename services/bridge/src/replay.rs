@@ -19,6 +19,13 @@
 //! can be checked only against recorded values (`"record_args": true` in
 //! the policy that recorded them): calls without them are assumed to pass
 //! it, and the report names the rule and how many calls it could not judge.
+//!
+//! Records of other requests (`method`: a resource read or subscription,
+//! a prompt, a completion, a server's sampling, elicitation or roots
+//! question) are replayed through the policy's rules for them
+//! (`resources`, `prompts`, `sampling`, `elicitation`, `roots`, else
+//! `default`): now denied, or now allowed. They are reported under
+//! `<method> <target>` (`resources/read test://static-text`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -31,7 +38,9 @@ use code_mode_core::state::SessionStore;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::policy::{Annotations, LimitRefusal, Policy, PolicyError, RateLimiter, RuleSource, ToolFacts, Verdict};
+use crate::policy::{
+    Admission, Annotations, Ask, LimitRefusal, Policy, PolicyError, RateLimiter, RuleSource, ToolFacts, Verdict,
+};
 
 /// Why a replay could not run.
 #[derive(Debug, thiserror::Error)]
@@ -238,7 +247,7 @@ pub async fn replay(policy_path: &Path, records: &[Value], server: Option<&str>)
     calls.retain(|(_, c)| c.server.as_deref() == Some(server.as_str()));
     // The server's tools: as recorded, plus any name its calls used.
     let mut known = tools.remove(&server).unwrap_or_default();
-    for (_, c) in &calls {
+    for (_, c) in calls.iter().filter(|(_, c)| c.method.is_none()) {
         known.entry(c.tool.clone()).or_insert_with(|| ToolInfo {
             name: c.tool.clone(),
             read_only: None,
@@ -288,11 +297,23 @@ pub async fn replay(policy_path: &Path, records: &[Value], server: Option<&str>)
         }
         // What the recording policy (or no policy: everything went on) decided.
         let old = call.policy.unwrap_or(Decision::Allowed);
-        let tool = report.tools.entry(call.tool.clone()).or_default();
+        let key = match &call.method {
+            // A question's record names only its method.
+            Some(method) if *method == call.tool => method.clone(),
+            Some(method) => format!("{method} {}", call.tool),
+            None => call.tool.clone(),
+        };
+        let tool = report.tools.entry(key).or_default();
         tool.calls += 1;
         report.calls += 1;
         let verdict = policy.verdict(&call.tool);
-        let (new, why) = if let Verdict::Deny { reason, rule } = &verdict {
+        let (new, why) = if let Some(method) = &call.method {
+            match admission(&policy, method, &call.tool) {
+                Some(Admission::Deny { reason, rule }) => (Outcome::Denied, format!("{rule}: {reason}")),
+                Some(Admission::Allow { rule }) => (Outcome::Allowed, rule.to_string()),
+                None => (Outcome::Allowed, "no rule judges it".to_string()),
+            }
+        } else if let Verdict::Deny { reason, rule } = &verdict {
             (Outcome::Denied, format!("{rule}: {reason}"))
         } else {
             let args = if policy.has_args_rule(&call.tool) {
@@ -337,6 +358,22 @@ pub async fn replay(policy_path: &Path, records: &[Value], server: Option<&str>)
         }
     }
     Ok(report)
+}
+
+/// What `policy` says of a recorded request other than a tool call
+/// (`None`: no rule judges it, as a list from the catalog).
+fn admission(policy: &Policy, method: &str, target: &str) -> Option<Admission> {
+    match method {
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => Some(policy.resource(target)),
+        "prompts/get" => Some(policy.prompt(target)),
+        // A completion names the prompt, or the template's URI, it completes.
+        "completion/complete" if target.contains("://") => Some(policy.resource(target)),
+        "completion/complete" => Some(policy.prompt(target)),
+        "sampling/createMessage" => Some(policy.ask(Ask::Sampling)),
+        "elicitation/create" => Some(policy.ask(Ask::Elicitation)),
+        "roots/list" => Some(policy.ask(Ask::Roots)),
+        _ => None,
+    }
 }
 
 /// A limit refusal without its "try again in" (which depends on the call).

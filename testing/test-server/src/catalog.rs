@@ -41,6 +41,9 @@ pub struct CatalogOptions {
     pub http: bool,
     /// Add `add_tool`, which adds tools at runtime.
     pub add_tool: bool,
+    /// Offer resources, a template, a prompt and completions, and add
+    /// `ask_model`, which asks the client's model (sampling).
+    pub resources: bool,
 }
 
 /// What a tool does when called.
@@ -65,6 +68,9 @@ pub enum Behavior {
     EchoArguments,
     /// A `--many` tool: answers `ok <tool name> x=<x as JSON>`.
     Extra,
+    /// Asks the client's model (`sampling/createMessage`) with the `prompt`
+    /// argument and answers with what it wrote.
+    AskModel,
 }
 
 /// The tools in the order `tools/list` returns them, and how to run each.
@@ -127,6 +133,18 @@ impl Catalog {
         }
         if options.deep_schema {
             catalog.add_deep_schema_tools(options.deep_depth);
+        }
+        if options.resources {
+            catalog.push(
+                "ask_model",
+                "Ask the client's model to answer the prompt (sampling), after `delay` seconds, and return what it wrote.",
+                json!({
+                    "type": "object",
+                    "properties": {"prompt": {"type": "string"}, "delay": {"type": "number"}},
+                    "required": ["prompt"]
+                }),
+                Behavior::AskModel,
+            );
         }
         for name in &options.named {
             catalog.push(

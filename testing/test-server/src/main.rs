@@ -71,6 +71,16 @@ struct Args {
     /// `notifications/tools/list_changed`.
     #[arg(long)]
     add_tool: bool,
+    /// Offer resources (`test://small`, `test://secret`, `test://image`), a
+    /// template (`test://big/{bytes}`: that many bytes of text), a prompt
+    /// (`greet {name}`) and completions of its argument, and add the tool
+    /// `ask_model {prompt}`, which asks the client's model (sampling).
+    #[arg(long)]
+    resources: bool,
+    /// With `--resources`, put NAME in every URI (`test://NAME/small`,
+    /// `test://NAME/big/{bytes}`), so two servers offer different ones.
+    #[arg(long, value_name = "NAME")]
+    resource_host: Option<String>,
 }
 
 #[tokio::main]
@@ -110,13 +120,16 @@ async fn main() -> anyhow::Result<()> {
         deep_depth: args.deep_depth,
         http: args.http.is_some(),
         add_tool: args.add_tool,
+        resources: args.resources,
     });
     if let Some(addr) = args.http {
-        return serve_http(addr, TestServer::new(catalog), log.map(|file| Arc::new(LogFile::new(file)))).await;
+        let server = TestServer::new(catalog).with_resources(args.resources, args.resource_host.as_deref());
+        return serve_http(addr, server, log.map(|file| Arc::new(LogFile::new(file)))).await;
     }
     tracing::info!(tools = catalog.tools.len(), "serving MCP over stdio");
 
-    let service = RequestLog::new(TestServer::new(catalog), log)
+    let server = TestServer::new(catalog).with_resources(args.resources, args.resource_host.as_deref());
+    let service = RequestLog::new(server, log)
         .serve(rmcp::transport::stdio_pipes())
         .await
         .context("MCP initialization failed")?;

@@ -16,7 +16,7 @@ use rmcp::{
     ErrorData as McpError, RoleServer, ServerHandler, Service,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ClientNotification, ClientRequest, ContentBlock,
-        Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+        ErrorCode, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
         ServerConfig, ServerResult, Tool,
     },
     service::{NotificationContext, RequestContext},
@@ -32,11 +32,40 @@ pub struct TestServer {
     /// Written only by `add_tool`.
     catalog: Arc<RwLock<Catalog>>,
     calls: Arc<AtomicU64>,
+    /// Offers resources, a template, a prompt and completions (`--resources`).
+    resources: bool,
+    /// What every URI starts with: `test://`, or `test://<host>/`.
+    base: Arc<str>,
 }
+
+/// A 1x1 PNG, for the image resource.
+const TINY_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+/// The text of `test://secret`.
+pub const SECRET: &str = "the secret of the test server";
 
 impl TestServer {
     pub fn new(catalog: Catalog) -> Self {
-        Self { catalog: Arc::new(RwLock::new(catalog)), calls: Arc::new(AtomicU64::new(0)) }
+        Self {
+            catalog: Arc::new(RwLock::new(catalog)),
+            calls: Arc::new(AtomicU64::new(0)),
+            resources: false,
+            base: "test://".into(),
+        }
+    }
+
+    /// The same, offering resources, a template, a prompt and completions
+    /// (their URIs under `test://<host>/` when a host is given).
+    pub fn with_resources(self, resources: bool, host: Option<&str>) -> Self {
+        let base = match host {
+            Some(host) => format!("test://{host}/"),
+            None => "test://".to_string(),
+        };
+        Self { resources, base: base.into(), ..self }
+    }
+
+    fn not_offered<T>(&self, what: &str) -> Result<T, McpError> {
+        Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, format!("{what}: start with --resources"), None))
     }
 
     fn catalog(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {
@@ -120,16 +149,155 @@ impl TestServer {
                 let x = args.get("x").cloned().unwrap_or(Value::Null);
                 text_result(format!("ok {name} x={x}"))
             }
+            Behavior::AskModel => unreachable!("answered in call_tool, which has the client"),
         };
         Ok(result)
+    }
+
+    /// `ask_model`: ask the client's model and answer with what it wrote.
+    async fn ask_model(&self, args: &JsonObject, context: &RequestContext<RoleServer>) -> Result<CallToolResult, McpError> {
+        let prompt = str_arg(args, "prompt")?.ok_or_else(|| missing("prompt"))?;
+        if let Some(seconds) = num_arg(args, "delay")? {
+            let delay = Duration::try_from_secs_f64(seconds)
+                .map_err(|_| McpError::invalid_params("delay must be a non-negative number", None))?;
+            tokio::time::sleep(delay).await;
+        }
+        let request = json!({
+            "method": "sampling/createMessage",
+            "params": {"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": 50},
+        });
+        let request: rmcp::model::ServerRequest =
+            serde_json::from_value(request).map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        match context.peer.send_request(request).await {
+            Ok(answer) => {
+                let answer = serde_json::to_value(answer).unwrap_or_default();
+                let text = answer["content"]["text"].as_str().unwrap_or_default().to_string();
+                Ok(text_result(format!("the model wrote: {text}")))
+            }
+            Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!("sampling failed: {e}"))])),
+        }
     }
 }
 
 impl ServerHandler for TestServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+        let capabilities = match self.resources {
+            false => ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build(),
+            true => ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_resources()
+                .enable_prompts()
+                .enable_completions()
+                .build(),
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("code-mode-test-server", env!("CARGO_PKG_VERSION")))
             .with_instructions("A test server for the code-mode integration tests.")
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        if !self.resources {
+            return self.not_offered("resources/list");
+        }
+        let base = &self.base;
+        from_json(json!({"resources": [
+            {"uri": format!("{base}small"), "name": "small", "description": "A small text.", "mimeType": "text/plain"},
+            {"uri": format!("{base}secret"), "name": "secret", "description": "A secret text.", "mimeType": "text/plain"},
+            {"uri": format!("{base}image"), "name": "image", "description": "A 1x1 PNG.", "mimeType": "image/png"},
+        ]}))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        if !self.resources {
+            return self.not_offered("resources/templates/list");
+        }
+        from_json(json!({"resourceTemplates": [
+            {"uriTemplate": format!("{}big/{{bytes}}", self.base), "name": "big", "description": "That many bytes of text.", "mimeType": "text/plain"},
+        ]}))
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        if !self.resources {
+            return self.not_offered("resources/read");
+        }
+        let uri = request.uri.as_str();
+        let text = |text: String| json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]});
+        let local = uri.strip_prefix(&*self.base).unwrap_or("");
+        let contents = match local {
+            "small" => text("small".into()),
+            "secret" => text(SECRET.into()),
+            "image" => json!({"contents": [{"uri": uri, "mimeType": "image/png", "blob": TINY_PNG}]}),
+            other => match other.strip_prefix("big/").and_then(|n| n.parse::<usize>().ok()) {
+                Some(bytes) if bytes <= 1 << 20 => text("x".repeat(bytes)),
+                _ => {
+                    return Err(McpError::new(
+                        ErrorCode(-32002),
+                        format!("resource not found: {uri}"),
+                        Some(json!({"uri": uri})),
+                    ));
+                }
+            },
+        };
+        from_json::<rmcp::model::ReadResourceResult>(contents).map(Into::into)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        if !self.resources {
+            return self.not_offered("prompts/list");
+        }
+        from_json(json!({"prompts": [
+            {"name": "greet", "description": "Greet someone.", "arguments": [{"name": "name", "required": true}]},
+        ]}))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        if !self.resources {
+            return self.not_offered("prompts/get");
+        }
+        if request.name != "greet" {
+            return Err(McpError::invalid_params(format!("unknown prompt: {}", request.name), None));
+        }
+        let name = request.arguments.as_ref().and_then(|a| a.get("name")).and_then(Value::as_str);
+        let Some(name) = name else { return Err(missing("name")) };
+        let result = json!({"description": "A greeting.", "messages": [
+            {"role": "user", "content": {"type": "text", "text": format!("Hello, {name}!")}},
+        ]});
+        from_json::<rmcp::model::GetPromptResult>(result).map(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, McpError> {
+        if !self.resources {
+            return self.not_offered("completion/complete");
+        }
+        let request = serde_json::to_value(&request).unwrap_or_default();
+        let typed = request["argument"]["value"].as_str().unwrap_or_default();
+        let values: Vec<&str> = ["Ann", "Anton", "Bob"].into_iter().filter(|v| v.starts_with(typed)).collect();
+        from_json(json!({"completion": {"values": values, "total": values.len(), "hasMore": false}}))
     }
 
     async fn list_tools(
@@ -157,6 +325,9 @@ impl ServerHandler for TestServer {
             .ok_or_else(|| McpError::invalid_params(format!("unknown tool: {name}"), None))?;
         let args = request.arguments.unwrap_or_default();
         let headers = context.extensions.get::<http::request::Parts>().map(|parts| &parts.headers);
+        if behavior == Behavior::AskModel {
+            return self.ask_model(&args, &context).await.map(CallToolResponse::from);
+        }
         let result = self.run(name, behavior, &args, calls_so_far, headers).await?;
         if behavior == Behavior::AddTool
             && let Err(error) = context.peer.notify_tool_list_changed().await
@@ -202,6 +373,8 @@ impl<S> RequestLog<S> {
         let Some(file) = &self.file else { return };
         let tool = match request {
             ClientRequest::CallToolRequest(call) => call.params.name.as_ref(),
+            ClientRequest::ReadResourceRequest(read) => read.params.uri.as_str(),
+            ClientRequest::GetPromptRequest(prompt) => prompt.params.name.as_str(),
             _ => "-",
         };
         file.record(request.method(), tool);
@@ -282,6 +455,11 @@ impl<S: ServerHandler> Service<RoleServer> for RequestLog<S> {
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
         ServerHandler::supported_protocol_versions(&self.inner)
     }
+}
+
+/// An MCP result from its JSON.
+fn from_json<T: rmcp::serde::de::DeserializeOwned>(value: Value) -> Result<T, McpError> {
+    serde_json::from_value(value).map_err(|e| McpError::internal_error(e.to_string(), None))
 }
 
 fn text_result(text: impl Into<String>) -> CallToolResult {
