@@ -115,7 +115,10 @@ fn check_questions(api: &str, results: &[Value], stderr: &str) {
     let done: Vec<f64> = progress.iter().map(|p| p["progress"].as_f64().unwrap()).collect();
     assert_eq!(done, [1.0, 2.0, 3.0, 4.0], "every progress note, in order, before the result: {progress:?}");
     let asked = results[4]["result"].as_array().unwrap_or_else(|| panic!("{}", results[4]));
-    let methods: Vec<&str> = asked.iter().map(|a| a["method"].as_str().unwrap()).collect();
+    let mut methods: Vec<&str> = asked.iter().map(|a| a["method"].as_str().unwrap()).collect();
+    // server-everything also asks for the roots as each session of its own
+    // starts (over stateless HTTP, one per request): one question each.
+    methods.dedup();
     assert_eq!(methods, ["sampling/createMessage", "elicitation/create", "roots/list"], "{asked:?}");
     let elicited = asked[1]["params"]["message"].as_str().unwrap();
     assert!(elicited.starts_with("The server \"everything\" asks"), "named by the asking server: {elicited}");
@@ -196,6 +199,19 @@ async fn through_serve_server_everythings_resources_prompts_completions_and_ques
     // SAFETY of the environment: the SDK gives the command its own minimal
     // environment; no Docker engine is needed either way.
     compare_with_the_server(&gateway).await;
+    let _ = std::fs::remove_file(&config);
+}
+
+#[tokio::test]
+async fn over_http_server_everythings_resources_prompts_completions_and_questions_reach_both_sdk_clients() {
+    let Some(config) = everything_config("passthrough-http") else { return };
+    let mut serve = tokio::process::Command::new(support::code_mode());
+    serve.args(["serve", "--expose-tools=only", "--http", "127.0.0.1:0", "--config", config.to_str().unwrap()]);
+    serve.env("DOCKER_HOST", NO_DOCKER).kill_on_drop(true);
+    let (_child, url, _log) = crate::http::spawn_http(&mut serve).await;
+    // Stateless 2026-07-28 requests (mcp.Client) and an MCP session
+    // (ClientSession) over streamable HTTP.
+    compare_with_the_server(&["--url".to_string(), url]).await;
     let _ = std::fs::remove_file(&config);
 }
 
@@ -408,5 +424,81 @@ async fn after_a_private_servers_resource_is_read_a_public_servers_resources_pro
     );
     for file in [config, private_log, public_log] {
         let _ = std::fs::remove_file(file);
+    }
+}
+
+#[tokio::test]
+async fn a_resource_over_the_result_limit_is_refused_not_cut_and_one_under_it_arrives_whole() {
+    let (line, log) = resources_gateway("passthrough-size", &[]);
+    let steps = json!([
+        {"op": "read_resource", "uri": "test://big/70000"},
+        {"op": "read_resource", "uri": "test://big/60000"},
+    ]);
+    let (results, stderr) = sdk(&line, &["--api", "session"], steps).await;
+    let refused = error_of(&results[0]);
+    assert!(
+        refused.contains("resources/read test://big/70000: the result is")
+            && refused.contains("over the 65536 byte limit (refused, not cut)"),
+        "{refused} {stderr}"
+    );
+    let text = results[1]["result"]["contents"][0]["text"].as_str().unwrap_or_else(|| panic!("{results:?}"));
+    assert_eq!(text.len(), 60_000);
+    let _ = std::fs::remove_file(log);
+}
+
+mod cancelled {
+    use std::time::Duration;
+
+    use rmcp::model::{CallToolRequestParams, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    use serde_json::json;
+
+    use crate::support::{self, Deployment, log_path};
+
+    #[tokio::test]
+    async fn through_serve_a_client_that_cancels_a_direct_call_cancels_it_at_the_wrapped_server() {
+        cancel_reaches_the_server(Deployment::AllInOne).await;
+    }
+
+    #[tokio::test]
+    async fn over_nats_a_client_that_cancels_a_direct_call_cancels_it_at_the_wrapped_server() {
+        cancel_reaches_the_server(Deployment::OverNats).await;
+    }
+
+    async fn cancel_reaches_the_server(deployment: Deployment) {
+        let log = log_path("passthrough-cancel");
+        let (client, _pid, _guards) =
+            support::start(deployment, &["--expose-tools=only"], &["--log", log.to_str().unwrap()]).await;
+        let mut params = CallToolRequestParams::new("sleep");
+        params.arguments = Some(json!({"seconds": 30}).as_object().unwrap().clone());
+        let call = client
+            .peer()
+            .send_cancellable_request(ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params)), PeerRequestOptions::no_options())
+            .await
+            .expect("the call is sent");
+        // Until the call has reached the server.
+        let reached = wait_for(&log, "tools/call sleep", Duration::from_secs(10)).await;
+        assert!(reached, "the call reached the server: {:?}", std::fs::read_to_string(&log));
+        call.cancel(Some("the client gave up".into())).await.expect("the cancel is sent");
+        let cancelled = wait_for(&log, "notifications/cancelled", Duration::from_secs(5)).await;
+        assert!(cancelled, "the server heard of the cancel: {:?}", std::fs::read_to_string(&log));
+        // The session goes on.
+        let mut add = CallToolRequestParams::new("add");
+        add.arguments = Some(json!({"a": 1, "b": 2}).as_object().unwrap().clone());
+        let sum = client.peer().call_tool(add).await.expect("add answers");
+        assert_eq!(sum.structured_content, Some(json!({"sum": 3})));
+        client.cancel().await.ok();
+        let _ = std::fs::remove_file(log);
+    }
+
+    async fn wait_for(log: &std::path::Path, line: &str, within: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        while tokio::time::Instant::now() < deadline {
+            if std::fs::read_to_string(log).unwrap_or_default().lines().any(|l| l.starts_with(line)) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
     }
 }

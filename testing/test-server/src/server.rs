@@ -445,6 +445,12 @@ impl<S: ServerHandler> Service<RoleServer> for RequestLog<S> {
         notification: ClientNotification,
         context: NotificationContext<RoleServer>,
     ) -> Result<(), McpError> {
+        if let Some(file) = &self.file
+            && let ClientNotification::CancelledNotification(cancelled) = &notification
+        {
+            let id = cancelled.params.request_id.as_ref().map(|id| id.to_string()).unwrap_or_default();
+            file.record("notifications/cancelled", &id);
+        }
         Service::handle_notification(&self.inner, notification, context).await
     }
 
