@@ -502,3 +502,70 @@ mod cancelled {
         false
     }
 }
+
+mod lists_changed {
+    use std::time::Duration;
+
+    use rmcp::ClientHandler;
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::service::{NotificationContext, RoleClient};
+    use serde_json::json;
+    use tokio::sync::mpsc;
+
+    use crate::support::{self, Deployment};
+
+    /// A client handler that records which lists the gateway says changed.
+    struct Recorder {
+        seen: mpsc::UnboundedSender<&'static str>,
+    }
+
+    impl ClientHandler for Recorder {
+        async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+            let _ = self.seen.send("resources");
+        }
+
+        async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+            let _ = self.seen.send("prompts");
+        }
+
+        async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+            let _ = self.seen.send("tools");
+        }
+    }
+
+    #[tokio::test]
+    async fn through_serve_a_resource_and_a_prompt_a_server_adds_are_announced_and_listed() {
+        announced(Deployment::AllInOne).await;
+    }
+
+    #[tokio::test]
+    async fn over_nats_a_resource_and_a_prompt_a_server_adds_are_announced_and_listed() {
+        announced(Deployment::OverNats).await;
+    }
+
+    async fn announced(deployment: Deployment) {
+        let (seen, mut heard) = mpsc::unbounded_channel();
+        let (client, _pid, _guards) =
+            support::start_with(deployment, &["--expose-tools=only"], &["--resources"], Recorder { seen }).await;
+        let peer = client.peer().clone();
+        let prompts = peer.list_all_prompts().await.unwrap();
+        assert_eq!(prompts.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["greet"]);
+        let mut publish = CallToolRequestParams::new("publish");
+        publish.arguments = Some(json!({"name": "late"}).as_object().unwrap().clone());
+        peer.call_tool(publish).await.expect("publish answers");
+        let mut told = Vec::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while !(told.contains(&"resources") && told.contains(&"prompts")) {
+            match tokio::time::timeout_at(deadline, heard.recv()).await {
+                Ok(Some(list)) => told.push(list),
+                _ => panic!("the client is told within 20 s that both lists changed (told: {told:?})"),
+            }
+        }
+        assert!(!told.contains(&"tools"), "the tools did not change: {told:?}");
+        let prompts = peer.list_all_prompts().await.unwrap();
+        assert!(prompts.iter().any(|p| p.name == "late"), "{prompts:?}");
+        let resources = peer.list_all_resources().await.unwrap();
+        assert!(resources.iter().any(|r| r.uri == "test://published/late"), "{resources:?}");
+        client.cancel().await.ok();
+    }
+}

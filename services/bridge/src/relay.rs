@@ -237,16 +237,11 @@ impl Relay {
         }
     }
 
-    /// The handler of a client's own session with the server.
-    pub(crate) fn own(server: usize, name: &str, owner: Owner, bridge: BridgeRef) -> Self {
-        Self {
-            server,
-            name: name.into(),
-            flights: Flights::default(),
-            relisting: Relisting::default(),
-            owner: Some(Arc::new(owner)),
-            bridge,
-        }
+    /// The handler of a client's own session with the server; the
+    /// server's list changes heard there wake the shared session's actor
+    /// (`relisting`), whose lists the catalog holds.
+    pub(crate) fn own(server: usize, name: &str, owner: Owner, relisting: Relisting, bridge: BridgeRef) -> Self {
+        Self { server, name: name.into(), flights: Flights::default(), relisting, owner: Some(Arc::new(owner)), bridge }
     }
 
     /// The calls in flight on this session.

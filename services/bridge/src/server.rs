@@ -288,6 +288,9 @@ pub struct ServerHandle {
     /// The calls in flight on the shared session (their progress is routed
     /// by token).
     flights: Flights,
+    /// Wake-ups of the actor to list again (clients' own sessions pass on
+    /// the server's list changes they hear).
+    relisting: Relisting,
 }
 
 impl std::fmt::Debug for ServerHandle {
@@ -419,6 +422,7 @@ pub(crate) async fn start_relaying(
         tools: tools_rx,
         offering: offering_rx,
         flights: relay.flights().clone(),
+        relisting: relay.relisting(),
     };
     let actor = ServerActor {
         spec: spec.clone(),
@@ -744,6 +748,11 @@ impl ServerHandle {
     /// A receiver that sees each new [`Offering`] of the server.
     pub fn offering_changes(&self) -> watch::Receiver<Arc<Offering>> {
         self.offering.clone()
+    }
+
+    /// The wake-ups of the server's actor to list again.
+    pub(crate) fn relisting(&self) -> Relisting {
+        self.relisting.clone()
     }
 
     /// The shared session's peer and the calls in flight on it; fails at

@@ -171,7 +171,7 @@ impl Upstreams {
     /// Open `owner`'s session with `server`; its task is tracked, so
     /// shutdown waits until it closed.
     async fn open(&self, index: usize, server: &ServerHandle, owner: &Owner) -> Result<Own, String> {
-        let relay = Relay::own(index, server.name(), owner.clone(), self.bridge.clone());
+        let relay = Relay::own(index, server.name(), owner.clone(), server.relisting(), self.bridge.clone());
         let flights = relay.flights().clone();
         let close = self.cancel.child_token();
         match server::open_own(server.spec(), relay, close.clone()).await {

@@ -144,7 +144,8 @@ impl Watcher {
     }
 
     /// Ask the bridge, naming the fingerprint held; publish a catalog whose
-    /// tools differ. Returns whether they did.
+    /// tools (or resources, templates, prompts) differ. Returns whether they
+    /// did.
     async fn fetch(&self) -> bool {
         let held = self.publish.borrow().catalog.fingerprint.clone();
         let known = (!held.is_empty()).then_some(held);
@@ -165,7 +166,9 @@ impl Watcher {
             && old.catalog.max_calls == catalog.max_calls
             && old.catalog.call_timeout_ms == catalog.call_timeout_ms
             && old.catalog.approval_timeout_ms == catalog.approval_timeout_ms
-            && old.catalog.stateless_idle_ms == catalog.stateless_idle_ms;
+            && old.catalog.stateless_idle_ms == catalog.stateless_idle_ms
+            && old.catalog.withheld == catalog.withheld
+            && old.catalog.features == catalog.features;
         if same {
             return false;
         }

@@ -71,6 +71,9 @@ pub enum Behavior {
     /// Asks the client's model (`sampling/createMessage`) with the `prompt`
     /// argument and answers with what it wrote.
     AskModel,
+    /// Adds a resource and a prompt named by the `name` argument and tells
+    /// the client that both lists changed.
+    Publish,
 }
 
 /// The tools in the order `tools/list` returns them, and how to run each.
@@ -144,6 +147,16 @@ impl Catalog {
                     "required": ["prompt"]
                 }),
                 Behavior::AskModel,
+            );
+            catalog.push(
+                "publish",
+                "Add a resource and a prompt with this name and tell the client that both lists changed.",
+                json!({
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}},
+                    "required": ["name"]
+                }),
+                Behavior::Publish,
             );
         }
         for name in &options.named {

@@ -36,6 +36,8 @@ pub struct TestServer {
     resources: bool,
     /// What every URI starts with: `test://`, or `test://<host>/`.
     base: Arc<str>,
+    /// Names `publish` added: each a resource and a prompt.
+    published: Arc<RwLock<Vec<String>>>,
 }
 
 /// A 1x1 PNG, for the image resource.
@@ -51,6 +53,7 @@ impl TestServer {
             calls: Arc::new(AtomicU64::new(0)),
             resources: false,
             base: "test://".into(),
+            published: Default::default(),
         }
     }
 
@@ -62,6 +65,20 @@ impl TestServer {
             None => "test://".to_string(),
         };
         Self { resources, base: base.into(), ..self }
+    }
+
+    fn published(&self) -> Vec<String> {
+        self.published.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+
+    /// `publish`: a resource and a prompt named `name` more, and the client
+    /// told that both lists changed.
+    async fn publish(&self, args: &JsonObject, context: &RequestContext<RoleServer>) -> Result<CallToolResult, McpError> {
+        let name = str_arg(args, "name")?.ok_or_else(|| missing("name"))?.to_string();
+        self.published.write().unwrap_or_else(|poisoned| poisoned.into_inner()).push(name.clone());
+        let _ = context.peer.notify_resource_list_changed().await;
+        let _ = context.peer.notify_prompt_list_changed().await;
+        Ok(text_result(format!("published {name}")))
     }
 
     fn not_offered<T>(&self, what: &str) -> Result<T, McpError> {
@@ -149,7 +166,7 @@ impl TestServer {
                 let x = args.get("x").cloned().unwrap_or(Value::Null);
                 text_result(format!("ok {name} x={x}"))
             }
-            Behavior::AskModel => unreachable!("answered in call_tool, which has the client"),
+            Behavior::AskModel | Behavior::Publish => unreachable!("answered in call_tool, which has the client"),
         };
         Ok(result)
     }
@@ -205,11 +222,15 @@ impl ServerHandler for TestServer {
             return self.not_offered("resources/list");
         }
         let base = &self.base;
-        from_json(json!({"resources": [
-            {"uri": format!("{base}small"), "name": "small", "description": "A small text.", "mimeType": "text/plain"},
-            {"uri": format!("{base}secret"), "name": "secret", "description": "A secret text.", "mimeType": "text/plain"},
-            {"uri": format!("{base}image"), "name": "image", "description": "A 1x1 PNG.", "mimeType": "image/png"},
-        ]}))
+        let mut resources = vec![
+            json!({"uri": format!("{base}small"), "name": "small", "description": "A small text.", "mimeType": "text/plain"}),
+            json!({"uri": format!("{base}secret"), "name": "secret", "description": "A secret text.", "mimeType": "text/plain"}),
+            json!({"uri": format!("{base}image"), "name": "image", "description": "A 1x1 PNG.", "mimeType": "image/png"}),
+        ];
+        for name in self.published() {
+            resources.push(json!({"uri": format!("{base}published/{name}"), "name": name, "mimeType": "text/plain"}));
+        }
+        from_json(json!({ "resources": resources }))
     }
 
     async fn list_resource_templates(
@@ -262,9 +283,10 @@ impl ServerHandler for TestServer {
         if !self.resources {
             return self.not_offered("prompts/list");
         }
-        from_json(json!({"prompts": [
-            {"name": "greet", "description": "Greet someone.", "arguments": [{"name": "name", "required": true}]},
-        ]}))
+        let mut prompts =
+            vec![json!({"name": "greet", "description": "Greet someone.", "arguments": [{"name": "name", "required": true}]})];
+        prompts.extend(self.published().into_iter().map(|name| json!({"name": name})));
+        from_json(json!({ "prompts": prompts }))
     }
 
     async fn get_prompt(
@@ -327,6 +349,9 @@ impl ServerHandler for TestServer {
         let headers = context.extensions.get::<http::request::Parts>().map(|parts| &parts.headers);
         if behavior == Behavior::AskModel {
             return self.ask_model(&args, &context).await.map(CallToolResponse::from);
+        }
+        if behavior == Behavior::Publish {
+            return self.publish(&args, &context).await.map(CallToolResponse::from);
         }
         let result = self.run(name, behavior, &args, calls_so_far, headers).await?;
         if behavior == Behavior::AddTool
