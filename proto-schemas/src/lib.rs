@@ -732,6 +732,25 @@ pub struct DirectCall {
     /// What the client can answer and wants to hear.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<ClientLink>,
+    /// A stateless client's retried request, answering the input-required
+    /// result the wrapped server itself returned: the server's
+    /// `requestState` and the client's `inputResponses`, passed back to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<Retry>,
+}
+
+/// What a stateless client sends back with a retried request (MCP
+/// 2026-07-28): the opaque state the server gave it, and its answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Retry {
+    /// The server's `requestState`, as the client echoes it (absent when
+    /// the server gave none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+    /// The client's `inputResponses` (an object keyed as the server asked).
+    #[serde(default)]
+    pub input_responses: serde_json::Value,
 }
 
 /// The bridge's answer to a [`DirectCall`].
@@ -741,7 +760,9 @@ pub enum DirectReply {
     /// The server's result as it sent it: an MCP `CallToolResult` (content
     /// blocks, structured content), or for another [`Op`] its result
     /// (`ReadResourceResult`, `GetPromptResult`, `CompleteResult`, an empty
-    /// object for a subscription).
+    /// object for a subscription); for a stateless client of a server that
+    /// speaks the stateless revision too, possibly the server's own
+    /// input-required result (`resultType: "input_required"`).
     Ok {
         /// The result, as JSON.
         result: serde_json::Value,
@@ -756,6 +777,10 @@ pub enum DirectReply {
         /// JSON-RPC error code, which the client then gets as its error's.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         code: Option<i32>,
+        /// With `code`: the error's `data`, as the server gave it (for a
+        /// missing capability, which one: `requiredCapabilities`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data: Option<serde_json::Value>,
     },
     /// A fault on the host side; only its kind reaches the client.
     Fault {

@@ -72,7 +72,8 @@ impl Bridge {
         // the cancel; this one holds the call).
         let cancel = tokio_util::sync::CancellationToken::new();
         code_mode_core::sync::lock(&self.inner.in_flight).insert(direct.call_id.clone(), cancel.clone());
-        let answer = self.checked_with(&call, Caller::Direct { max_calls: direct.max_calls }, cancel).await;
+        let caller = Caller::Direct { max_calls: direct.max_calls };
+        let answer = self.checked_with(&call, caller, cancel, direct.retry.as_ref()).await;
         code_mode_core::sync::lock(&self.inner.in_flight).remove(&direct.call_id);
         match answer {
             Answer::Result(result) => match serde_json::to_value(&*result) {
@@ -80,11 +81,11 @@ impl Bridge {
                 Err(_) => DirectReply::Fault { kind: proto::ErrorKind::UnexpectedResponse },
             },
             Answer::Value(result) => DirectReply::Ok { result },
-            Answer::ServerRefused { message, code } => DirectReply::Refused { message, code: Some(code) },
+            Answer::ServerRefused { message, code, data } => DirectReply::Refused { message, code: Some(code), data },
             Answer::Text(text) | Answer::Failed(ToolReply::Ok { value: text }) => {
                 DirectReply::Ok { result: serde_json::json!({"content": [{"type": "text", "text": text}]}) }
             }
-            Answer::Failed(ToolReply::Refused { message }) => DirectReply::Refused { message, code: None },
+            Answer::Failed(ToolReply::Refused { message }) => DirectReply::Refused { message, code: None, data: None },
             Answer::Failed(ToolReply::Fault { kind }) => DirectReply::Fault { kind },
         }
     }
@@ -93,15 +94,22 @@ impl Bridge {
     /// call, the audit record (a record that cannot be written withholds
     /// the result), the metrics.
     async fn checked(&self, call: &ToolCall, caller: Caller) -> Answer {
-        self.checked_with(call, caller, tokio_util::sync::CancellationToken::new()).await
+        self.checked_with(call, caller, tokio_util::sync::CancellationToken::new(), None).await
     }
 
-    /// [`Bridge::checked`] of a call its client may cancel through `cancel`.
-    async fn checked_with(&self, call: &ToolCall, caller: Caller, cancel: tokio_util::sync::CancellationToken) -> Answer {
+    /// [`Bridge::checked`] of a call its client may cancel through
+    /// `cancel`, possibly retrying a server's input-required result.
+    async fn checked_with(
+        &self,
+        call: &ToolCall,
+        caller: Caller,
+        cancel: tokio_util::sync::CancellationToken,
+        retry: Option<&proto::Retry>,
+    ) -> Answer {
         let started = std::time::Instant::now();
         let current = self.current();
         let mut trail = Trail::new(call);
-        let mut answer = self.check_and_call(&current, call, caller, &mut trail, cancel).await;
+        let mut answer = self.check_and_call(&current, call, caller, &mut trail, cancel, retry).await;
         // A stateless request's own sessions go with its last call.
         if let Some(link) = &call.link
             && link.stateless
@@ -149,6 +157,7 @@ impl Bridge {
         caller: Caller,
         trail: &mut Trail,
         cancel: tokio_util::sync::CancellationToken,
+        retry: Option<&proto::Retry>,
     ) -> Answer {
         let pipeline = async {
             let target = self.allowlisted(current, call, trail)?;
@@ -164,7 +173,7 @@ impl Bridge {
                 self.apply_policy(applied, call, &target, &mut state, trail).await?;
             }
             self.private_rule(current, &target, &mut state, trail).await?;
-            Ok(self.go_out(current, &target, call, arguments, caller, trail, cancel).await)
+            Ok(self.go_out(current, &target, call, arguments, caller, trail, cancel, retry).await)
         };
         pipeline.await.unwrap_or_else(|refused| refused)
     }
@@ -420,6 +429,7 @@ impl Bridge {
         caller: Caller,
         trail: &mut Trail,
         cancel: tokio_util::sync::CancellationToken,
+        retry: Option<&proto::Retry>,
     ) -> Answer {
         let limits = &self.inner.limits;
         trail.went_out();
@@ -435,7 +445,8 @@ impl Bridge {
         };
         let server = &self.inner.servers[index];
         let params = target.params(arguments);
-        let sent = self.send(index, call, params, limits.call_timeout, cancel).await;
+        let direct = matches!(caller, Caller::Direct { .. });
+        let sent = self.send(index, call, params, limits.call_timeout, cancel, direct, retry).await;
         match sent {
             Ok(result) => {
                 let (answer, kind, text) = self.result_answer(&name, call.op, result, caller);
@@ -451,6 +462,20 @@ impl Bridge {
                 trail.result = Some((CallResult::Fault, None));
                 self.refuse(format!("{name}: cancelled by the client"))
             }
+            Err(server::CallError::Service(rmcp::service::ServiceError::McpError(error)))
+                if call.op == Op::Tool && direct && CLIENT_ERRORS.contains(&error.code.0) =>
+            {
+                // The server refused the client's own request (its
+                // arguments, a capability it lacks, a state it altered):
+                // the client gets the code and what was wrong with it.
+                tracing::info!(tool = %name, server = %server.name(), code = error.code.0, "the server refused the request");
+                trail.result = Some((CallResult::Error, Some(error.message.to_string())));
+                let message = crate::stubs::cut_chars(
+                    &format!("{name}: the server refused the request (error {}): {}", error.code.0, error.message),
+                    limits.max_message_chars,
+                );
+                Answer::ServerRefused { message, code: error.code.0, data: error.data }
+            }
             Err(server::CallError::Service(rmcp::service::ServiceError::McpError(error))) if call.op != Op::Tool => {
                 // A server's own refusal of a resource or prompt (not
                 // found, bad arguments) is its answer: passed on as a
@@ -461,7 +486,7 @@ impl Bridge {
                     &format!("{name} failed: {} (error {})", error.message, error.code.0),
                     limits.max_message_chars,
                 );
-                Answer::ServerRefused { message, code: error.code.0 }
+                Answer::ServerRefused { message, code: error.code.0, data: error.data }
             }
             Err(e) => {
                 tracing::warn!(tool = %name, server = %server.name(), error = %e, "call failed on the host");
@@ -641,7 +666,11 @@ impl Bridge {
         let too_large = |size: usize| {
             format!("{tool}: the result is {size} bytes, over the {max} byte limit (refused, not cut): ask for less")
         };
-        if op != Op::Tool {
+        // A server of the stateless revision may answer a stateless
+        // client's direct request with its own input-required result: it
+        // goes to the client as it is, whatever the request.
+        let input_required = result.get("resultType").and_then(Value::as_str) == Some("input_required");
+        if op != Op::Tool || (input_required && matches!(caller, Caller::Direct { .. })) {
             let handed = result.to_string();
             if handed.len() > max {
                 return (self.refuse(too_large(handed.len())), CallResult::TooLarge, handed);
@@ -699,6 +728,13 @@ impl Bridge {
         Answer::Failed(wire::tool_reply(wire::CallFailure::Refused(message), self.inner.limits.max_message_chars))
     }
 }
+
+/// JSON-RPC error codes a server answers a direct tool call with that
+/// are about the client's own request, so the client gets them (with the
+/// server's message): invalid params (a missing argument, an altered
+/// `requestState`) and a client capability the call needs (2026-07-28).
+/// Every other error stays a host fault, named by its kind only.
+const CLIENT_ERRORS: [i32; 2] = [-32602, -32021];
 
 /// The entry of a session's direct-call count (`--max-direct-calls`).
 pub const DIRECT_CALLS: &str = "direct.calls";
@@ -772,6 +808,8 @@ pub(crate) enum Answer {
         message: String,
         /// The server's error code.
         code: i32,
+        /// The error's data.
+        data: Option<Value>,
     },
     /// Refused (the bridge's message, cut) or a host fault (its kind
     /// only), as [`wire::tool_reply`] puts it on the wire.

@@ -52,7 +52,6 @@ use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::TokioChildProcess;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::ServiceExt;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
@@ -438,15 +437,31 @@ pub(crate) async fn start_relaying(
 }
 
 /// Spawn the server (or connect to it) and initialize a session whose
-/// handler is `relay`, within the start timeout.
+/// handler is `relay`, within the start timeout: with the initialize
+/// handshake, or (`stateless`) as a client of the stateless 2026-07-28
+/// revision, which fails with a server that does not speak it.
 async fn initialize(spec: &ServerSpec, relay: Relay, deadline: Instant) -> Result<Session, BridgeError> {
+    initialize_as(spec, relay, deadline, false).await
+}
+
+async fn initialize_as(
+    spec: &ServerSpec,
+    relay: Relay,
+    deadline: Instant,
+    stateless: bool,
+) -> Result<Session, BridgeError> {
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    let lifecycle = match stateless {
+        false => ClientLifecycleMode::Initialize,
+        true => ClientLifecycleMode::Discover { preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28] },
+    };
     let start_error =
         |reason: String| BridgeError::ServerStart { server: spec.name.clone(), command: spec.command_line(), reason };
     let stderr = StderrTail::default();
     let initialized = match &spec.transport {
         Transport::Stdio(stdio) => {
             let transport = spawn(&spec.name, stdio, stderr.clone())?;
-            tokio::time::timeout_at(deadline, relay.serve(transport)).await
+            tokio::time::timeout_at(deadline, relay.serve_with_lifecycle(transport, lifecycle)).await
         }
         Transport::Http(http) => {
             let config = http_config(http).map_err(start_error)?;
@@ -454,7 +469,7 @@ async fn initialize(spec: &ServerSpec, relay: Relay, deadline: Instant) -> Resul
             // brings; the client needs it installed as the process default.
             let _ = rustls::crypto::ring::default_provider().install_default();
             let transport = StreamableHttpClientTransport::from_config(config);
-            tokio::time::timeout_at(deadline, relay.serve(transport)).await
+            tokio::time::timeout_at(deadline, relay.serve_with_lifecycle(transport, lifecycle)).await
         }
     };
     match initialized {
@@ -498,8 +513,9 @@ pub(crate) async fn open_own(
     spec: &ServerSpec,
     relay: Relay,
     cancel: CancellationToken,
+    stateless: bool,
 ) -> Result<(Peer<RoleClient>, tokio::task::JoinHandle<()>), BridgeError> {
-    let session = initialize(spec, relay, Instant::now() + spec.start_timeout).await?;
+    let session = initialize_as(spec, relay, Instant::now() + spec.start_timeout, stateless).await?;
     let peer = session.peer().clone();
     let name = spec.name.clone();
     let task = tokio::spawn(async move {

@@ -56,6 +56,14 @@ pub const REAP_EVERY: Duration = Duration::from_secs(30);
 /// without it.
 const SET_LEVEL_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// The registry key of a server's shared session of the stateless
+/// revision (no frontend session object is named so: ids are UUIDs).
+const STATELESS: &str = "(stateless)";
+
+/// How long a server found not to speak the stateless revision is not
+/// asked again.
+const LEGACY_RECHECK: Duration = Duration::from_secs(600);
+
 /// One client's own session with one server, once open.
 #[derive(Debug, Clone)]
 pub(crate) struct Own {
@@ -110,11 +118,40 @@ pub(crate) struct Upstreams {
     bridge: BridgeRef,
     cancel: CancellationToken,
     tasks: TaskTracker,
+    /// Servers found not to speak the stateless revision, and when.
+    legacy: std::sync::Mutex<HashMap<usize, Instant>>,
 }
 
 impl Upstreams {
     pub(crate) fn new(bridge: BridgeRef, cancel: CancellationToken) -> Self {
-        Self { slots: Default::default(), bridge, cancel, tasks: TaskTracker::new() }
+        Self { slots: Default::default(), bridge, cancel, tasks: TaskTracker::new(), legacy: Default::default() }
+    }
+
+    /// The server's shared session of the stateless 2026-07-28 revision,
+    /// for the direct calls of stateless clients: each request carries its
+    /// client's capabilities, and the server's questions come back as its
+    /// own input-required result, passed to the client as it is. `None`
+    /// for a server that speaks only the handshake revisions (found once,
+    /// asked again after [`LEGACY_RECHECK`]).
+    pub(crate) async fn stateless(&self, index: usize, server: &ServerHandle) -> Option<Own> {
+        let found_legacy = code_mode_core::sync::lock(&self.legacy).get(&index).copied();
+        if found_legacy.is_some_and(|at| at.elapsed() < LEGACY_RECHECK) {
+            return None;
+        }
+        let owner = Owner {
+            asker: STATELESS.to_string(),
+            session: String::new(),
+            identity: None,
+            link: ClientLink::default(),
+        };
+        match self.get_as(index, server, &owner, true).await {
+            Ok(own) => own,
+            Err(e) => {
+                tracing::info!(server = %server.name(), error = %e, "the server does not speak the stateless revision: its stateless clients' questions are relayed");
+                code_mode_core::sync::lock(&self.legacy).insert(index, Instant::now());
+                None
+            }
+        }
     }
 
     /// The tasks owning the sessions, to wait for at shutdown.
@@ -132,11 +169,21 @@ impl Upstreams {
         server: &ServerHandle,
         owner: &Owner,
     ) -> Result<Option<Own>, CallError> {
+        self.get_as(index, server, owner, false).await
+    }
+
+    async fn get_as(
+        &self,
+        index: usize,
+        server: &ServerHandle,
+        owner: &Owner,
+        stateless: bool,
+    ) -> Result<Option<Own>, CallError> {
         let key = (owner.asker.clone(), index);
         // A session found ended is forgotten and opened anew, once.
         for _ in 0..2 {
             let Some(slot) = self.slot(&key, server) else { return Ok(None) };
-            let opened = slot.get_or_init(|| self.open(index, server, owner)).await;
+            let opened = slot.get_or_init(|| self.open(index, server, owner, stateless)).await;
             match opened {
                 Ok(own) if !own.close.is_cancelled() && !own.peer.is_transport_closed() => {
                     own.touch();
@@ -170,11 +217,15 @@ impl Upstreams {
 
     /// Open `owner`'s session with `server`; its task is tracked, so
     /// shutdown waits until it closed.
-    async fn open(&self, index: usize, server: &ServerHandle, owner: &Owner) -> Result<Own, String> {
-        let relay = Relay::own(index, server.name(), owner.clone(), server.relisting(), self.bridge.clone());
+    async fn open(&self, index: usize, server: &ServerHandle, owner: &Owner, stateless: bool) -> Result<Own, String> {
+        let relay = match stateless {
+            // Shared by every stateless client: nobody's in particular.
+            true => Relay::shared(index, server.name(), self.bridge.clone()),
+            false => Relay::own(index, server.name(), owner.clone(), server.relisting(), self.bridge.clone()),
+        };
         let flights = relay.flights().clone();
         let close = self.cancel.child_token();
-        match server::open_own(server.spec(), relay, close.clone()).await {
+        match server::open_own(server.spec(), relay, close.clone(), stateless).await {
             Ok((peer, task)) => {
                 tracing::info!(server = %server.name(), client = %owner.asker, "opened a client's own session with the server");
                 self.tasks.spawn(async move {
@@ -307,20 +358,46 @@ impl crate::Bridge {
     /// session (its progress and questions find the call), within
     /// `timeout`, cancelled at the server when `cancel` fires. The result
     /// as the server sent it, as JSON.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn send(
         &self,
         index: usize,
         call: &code_mode_proto::ToolCall,
-        params: serde_json::Value,
+        mut params: serde_json::Value,
         timeout: Duration,
         cancel: CancellationToken,
+        direct: bool,
+        retry: Option<&code_mode_proto::Retry>,
     ) -> Result<serde_json::Value, CallError> {
         let server = &self.inner.servers[index];
         let asker = call.asker.clone().unwrap_or_else(|| call.session.clone());
-        let own_needed = wants_own(call.link.as_ref())
-            || matches!(call.op, code_mode_proto::Op::Subscribe | code_mode_proto::Op::Unsubscribe);
-        let own = match own_needed {
-            true => {
+        // A stateless client's direct request goes to a server that speaks
+        // that revision too in it: the server's own questions then come
+        // back as its input-required result (code, whose questions the
+        // frontend asks, always goes through a relaying session).
+        let stateless_link = call.link.as_ref().filter(|l| l.stateless && direct);
+        let stateless = match stateless_link {
+            Some(_) => self.inner.upstreams.stateless(index, server).await,
+            None => None,
+        };
+        let mut options = rmcp::service::PeerRequestOptions::no_options();
+        if let (Some(link), Some(_)) = (stateless_link, &stateless) {
+            options = options.with_meta(request_meta(link));
+            if let (Some(retry), serde_json::Value::Object(map)) = (retry, &mut params) {
+                if let Some(state) = &retry.request_state {
+                    map.insert("requestState".into(), serde_json::Value::String(state.clone()));
+                }
+                if !retry.input_responses.is_null() {
+                    map.insert("inputResponses".into(), retry.input_responses.clone());
+                }
+            }
+        }
+        let own_needed = stateless.is_none()
+            && (wants_own(call.link.as_ref())
+                || matches!(call.op, code_mode_proto::Op::Subscribe | code_mode_proto::Op::Unsubscribe));
+        let own = match (stateless, own_needed) {
+            (Some(stateless), _) => Some(stateless),
+            (None, true) => {
                 let owner = Owner {
                     asker: asker.clone(),
                     session: call.session.clone(),
@@ -329,7 +406,7 @@ impl crate::Bridge {
                 };
                 self.inner.upstreams.get(index, server, &owner).await?
             }
-            false => None,
+            (None, false) => None,
         };
         let own_session = own.is_some();
         let (peer, flights) = match own {
@@ -343,10 +420,7 @@ impl crate::Bridge {
         let request: rmcp::model::ClientRequest =
             serde_json::from_value(serde_json::json!({"method": call.op.method(), "params": params}))
                 .map_err(|_| CallError::Service(rmcp::service::ServiceError::UnexpectedResponse))?;
-        let handle = peer
-            .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
-            .await
-            .map_err(CallError::Service)?;
+        let handle = peer.send_cancellable_request(request, options).await.map_err(CallError::Service)?;
         let token = match serde_json::to_value(&handle.progress_token) {
             Ok(serde_json::Value::String(s)) => s,
             Ok(other) => other.to_string(),
@@ -385,6 +459,40 @@ impl crate::Bridge {
         }
         serde_json::to_value(&result).map_err(|_| CallError::Service(rmcp::service::ServiceError::UnexpectedResponse))
     }
+}
+
+/// The `_meta` of a stateless client's request to a server of that
+/// revision: the client's capabilities and log level (its protocol
+/// version and identity are the gateway's, set by the session).
+fn request_meta(link: &ClientLink) -> rmcp::model::RequestMetaObject {
+    let mut meta = rmcp::model::RequestMetaObject::default();
+    let mut caps = serde_json::Map::new();
+    if link.sampling {
+        caps.insert("sampling".into(), serde_json::json!({}));
+    }
+    if link.roots {
+        caps.insert("roots".into(), serde_json::json!({}));
+    }
+    if link.elicitation || link.elicitation_url {
+        let mut modes = serde_json::Map::new();
+        if link.elicitation {
+            modes.insert("form".into(), serde_json::json!({}));
+        }
+        if link.elicitation_url {
+            modes.insert("url".into(), serde_json::json!({}));
+        }
+        caps.insert("elicitation".into(), serde_json::Value::Object(modes));
+    }
+    if let Ok(caps) = serde_json::from_value(serde_json::Value::Object(caps)) {
+        meta.set_client_capabilities(caps);
+    }
+    #[allow(deprecated)] // Logging is deprecated from 2026-07-28 on; clients still send levels.
+    if let Some(level) = link.log_level.as_deref()
+        && let Ok(level) = serde_json::from_value::<rmcp::model::LoggingLevel>(serde_json::Value::String(level.into()))
+    {
+        meta.set_log_level(level);
+    }
+    meta
 }
 
 /// Tell the server that the request `id` is cancelled.

@@ -68,6 +68,30 @@ impl View {
     }
 }
 
+/// Which of a client's lists differ between two views.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ChangedLists {
+    /// The tools (`run_python`'s description, or the direct tools).
+    pub tools: bool,
+    /// The resources or resource templates.
+    pub resources: bool,
+    /// The prompts.
+    pub prompts: bool,
+}
+
+/// Which lists changed from `before` to `now`.
+pub(crate) fn changed_lists(before: &View, now: &View) -> ChangedLists {
+    let (old, new) = (&before.catalog, &now.catalog);
+    let features = |c: &Catalog| c.features.clone().unwrap_or_default();
+    let (old_features, new_features) = (features(old), features(new));
+    ChangedLists {
+        tools: old.tools != new.tools || old.withheld != new.withheld || before.description != now.description,
+        resources: old_features.resources != new_features.resources
+            || old_features.templates != new_features.templates,
+        prompts: old_features.prompts != new_features.prompts,
+    }
+}
+
 /// A handle on the watcher: the current view, and refreshes on demand.
 /// Cheap to clone; the watcher stops when the last one goes.
 #[derive(Clone, Debug)]

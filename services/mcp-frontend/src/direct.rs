@@ -21,9 +21,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use code_mode_proto::{CallCancelled, CancelCall, Catalog, DirectCall, DirectReply, Op, subjects};
-use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
+use rmcp::model::{CallToolResponse, JsonObject, Tool, ToolAnnotations};
 
-use crate::Shared;
+use crate::{FrontendError, Shared};
 
 /// Margin over the call's own timeouts for the bridge's answer (the hops).
 const REPLY_MARGIN: Duration = code_mode_core::defaults::HOP_MARGIN;
@@ -83,13 +83,13 @@ fn object(value: &serde_json::Value) -> JsonObject {
 /// Send one direct call to the bridge and turn its answer into the MCP
 /// result the client gets ([`crate::wire::direct_reply`]; for a request
 /// other than a tool call, the envelope [`crate::wire::gateway_reply`]).
-pub(crate) async fn call(shared: &Shared, call: &DirectCall) -> CallToolResult {
+pub(crate) async fn call(shared: &Shared, call: &DirectCall) -> Result<CallToolResponse, FrontendError> {
     let catalog = &shared.catalog.current().catalog;
     let wait = Duration::from_millis(catalog.call_timeout_ms + catalog.approval_timeout_ms) + REPLY_MARGIN;
     let answer = shared.bus.call::<_, DirectReply>(subjects::TOOL_DIRECT, call, wait).await;
     match call.op {
         Op::Tool => crate::wire::direct_reply(&call.tool, answer),
-        op => crate::wire::gateway_reply(op.method(), answer),
+        op => Ok(crate::wire::gateway_reply(op.method(), answer).into()),
     }
 }
 
@@ -113,6 +113,7 @@ mod tests {
 
     use code_mode_core::bus::Bus;
     use code_mode_proto::{CatalogRequest, ErrorKind, queue_groups};
+    use rmcp::model::CallToolResult;
     use tokio_util::sync::CancellationToken;
 
     use super::*;
@@ -130,6 +131,7 @@ mod tests {
             arguments: serde_json::json!({"a": 1, "b": 2}),
             op: Op::Tool,
             link: None,
+            retry: None,
         }
     }
 
@@ -155,6 +157,14 @@ mod tests {
         FrontendFactory::connect(bus.clone(), Default::default()).await.unwrap().shared.clone()
     }
 
+    /// The complete result of a direct call.
+    async fn call(shared: &Shared, direct: &DirectCall) -> CallToolResult {
+        match super::call(shared, direct).await {
+            Ok(CallToolResponse::Complete(result)) => result,
+            other => panic!("a complete result: {other:?}"),
+        }
+    }
+
     fn text(result: &CallToolResult) -> String {
         result.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.clone()).collect()
     }
@@ -176,7 +186,7 @@ mod tests {
             match call.tool.as_str() {
                 "add" => Ok(DirectReply::Ok { result }),
                 "crash" => Ok(DirectReply::Fault { kind: ErrorKind::TransportClosed }),
-                _ => Ok(DirectReply::Refused { message: format!("{}: denied by policy", call.tool), code: None }),
+                _ => Ok(DirectReply::Refused { message: format!("{}: denied by policy", call.tool), code: None, data: None }),
             }
         })
         .await

@@ -86,6 +86,19 @@ pub enum FrontendError {
          dropped): run the code again"
     )]
     NotParked,
+    /// The wrapped server refused the client's request with a JSON-RPC
+    /// error about the request itself (its arguments, a capability the
+    /// client lacks, an altered `requestState`): the client gets the
+    /// error as the server gave it.
+    #[error("{message}")]
+    ServerRefused {
+        /// The server's JSON-RPC error code.
+        code: i32,
+        /// The bridge's message about it.
+        message: String,
+        /// The error's data, as the server gave it.
+        data: Option<serde_json::Value>,
+    },
     /// The MCP transport failed.
     #[error("MCP transport: {0}")]
     Transport(String),

@@ -83,6 +83,7 @@ pub(crate) async fn request(
     op: Op,
     target: String,
     arguments: Value,
+    retry: Option<code_mode_proto::Retry>,
     context: &RequestContext<RoleServer>,
 ) -> Result<Value, McpError> {
     frontend.session.know_client(&context.peer);
@@ -102,11 +103,11 @@ pub(crate) async fn request(
     if let Some(level) = context.meta.log_level() {
         frontend.session.set_level(level).await;
     }
-    let run = match frontend.start_direct(op, target, arguments, context).await {
+    let run = match frontend.start_direct(op, target, arguments, context, retry).await {
         Ok(run) => run,
         Err(e) => return Err(McpError::internal_error(format!("{}: {e}", op.method()), None)),
     };
-    let envelope = match frontend.drive(run, context).await {
+    let envelope = match frontend.drive(run, context).await? {
         CallToolResponse::InputRequired(_) => {
             return Err(McpError::invalid_request(
                 format!("{}: the server asked the client a question, which a stateless client can answer only on a tool call", op.method()),
@@ -126,9 +127,23 @@ pub(crate) async fn request(
             .and_then(|c| i32::try_from(c).ok())
             .map(ErrorCode)
             .unwrap_or(ErrorCode::INVALID_PARAMS);
-        return Err(McpError::new(code, message, None));
+        let data = envelope.meta.as_ref().and_then(|m| m.0.get(wire::ERROR_DATA_KEY)).cloned();
+        return Err(McpError::new(code, message, data));
     }
     Ok(envelope.structured_content.unwrap_or(Value::Object(Default::default())))
+}
+
+/// A stateless client's retried request, answering the server's own
+/// input-required result.
+pub(crate) fn retry_of(
+    request_state: Option<String>,
+    input_responses: Option<rmcp::model::InputResponses>,
+) -> Option<code_mode_proto::Retry> {
+    if request_state.is_none() && input_responses.is_none() {
+        return None;
+    }
+    let input_responses = input_responses.map(|a| serde_json::to_value(a).unwrap_or_default()).unwrap_or_default();
+    Some(code_mode_proto::Retry { request_state, input_responses })
 }
 
 /// The server's result as the MCP type the client gets.

@@ -58,8 +58,9 @@ impl Frontend {
             link,
         };
         let report = self.session.run(order).await;
-        let result =
-            async move { report.await.unwrap_or(Err(FrontendError::SessionEnded)).map(|ran| wire::ran_result(&ran)) };
+        let result = async move {
+            report.await.unwrap_or(Err(FrontendError::SessionEnded)).map(|ran| wire::ran_result(&ran).into())
+        };
         CellRun { result: Box::pin(result), questions, tool: TOOL_NAME.into(), call_id: None }
     }
 
@@ -129,12 +130,13 @@ impl Frontend {
         &self,
         request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
-    ) -> CallToolResponse {
+        retry: Option<code_mode_proto::Retry>,
+    ) -> Result<CallToolResponse, McpError> {
         let tool = request.name.to_string();
         let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
-        match self.start_direct(Op::Tool, tool.clone(), arguments, context).await {
+        match self.start_direct(Op::Tool, tool.clone(), arguments, context, retry).await {
             Ok(run) => self.drive(run, context).await,
-            Err(e) => wire::failed(&tool, &e).into(),
+            Err(e) => Ok(wire::failed(&tool, &e).into()),
         }
     }
 
@@ -147,6 +149,7 @@ impl Frontend {
         target: String,
         arguments: serde_json::Value,
         context: &RequestContext<RoleServer>,
+        retry: Option<code_mode_proto::Retry>,
     ) -> Result<CellRun, FrontendError> {
         if let Err(e) = self.listen_for_approvals().await {
             tracing::warn!(error = %e, "this session cannot answer approvals");
@@ -155,7 +158,7 @@ impl Frontend {
         let (route, questions) = mpsc::channel(QUESTIONS_PER_CELL);
         let call_id = format!("direct-{}", uuid::Uuid::new_v4());
         let link = Some(self.link_of(context));
-        let order = DirectOrder { call_id: call_id.clone(), tool: target.clone(), arguments, op, link, route };
+        let order = DirectOrder { call_id: call_id.clone(), tool: target.clone(), arguments, op, link, retry, route };
         let result = self.session.direct(order).await;
         let result = async move { result.await.unwrap_or(Err(FrontendError::SessionEnded)) };
         let tool = if op == Op::Tool { target } else { op.method().to_string() };
@@ -167,7 +170,11 @@ impl Frontend {
     /// client's retried call parks the cell and returns the input-required
     /// result. A client that cancels the request cancels a direct call at
     /// its server.
-    pub(crate) async fn drive(&self, mut run: CellRun, context: &RequestContext<RoleServer>) -> CallToolResponse {
+    pub(crate) async fn drive(
+        &self,
+        mut run: CellRun,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
         let asking = asking(context);
         let identity = auth::caller_of(context).and_then(|c| c.identity);
         let progress = context.meta.get_progress_token();
@@ -197,7 +204,7 @@ impl Frontend {
                     }
                     Question::Ask(ask) if stateless => {
                         let pending = self.gather(&mut run, Question::Ask(ask)).await;
-                        return self.park(run, pending, identity).await.into();
+                        return Ok(self.park(run, pending, identity).await.into());
                     }
                     Question::Ask(PendingAsk { ask, answer }) => {
                         let peer = context.peer.clone();
@@ -225,16 +232,19 @@ impl Frontend {
                         }
                         Asking::InputRequired => {
                             let pending = self.gather(&mut run, Question::Approval(first)).await;
-                            return self.park(run, pending, identity).await.into();
+                            return Ok(self.park(run, pending, identity).await.into());
                         }
                     },
                 },
                 result = &mut run.result => {
                     return match result {
-                        Ok(result) => result.into(),
+                        Ok(result) => Ok(result),
+                        Err(FrontendError::ServerRefused { code, message, data }) => {
+                            Err(McpError::new(rmcp::model::ErrorCode(code), message, data))
+                        }
                         Err(e) => {
                             tracing::warn!(error = %e, tool = %run.tool, "the call failed");
-                            wire::failed(&run.tool, &e).into()
+                            Ok(wire::failed(&run.tool, &e).into())
                         }
                     };
                 }
@@ -299,16 +309,15 @@ impl Frontend {
 
     /// The client's retried call: hand its answers to the parked cell's
     /// waiting calls and go on with the cell.
+    /// `None` when no cell of the caller is parked under `token`.
     pub(crate) async fn resume(
         &self,
         token: &str,
         answers: Option<&rmcp::model::InputResponses>,
         context: &RequestContext<RoleServer>,
-    ) -> CallToolResponse {
+    ) -> Option<Result<CallToolResponse, McpError>> {
         let identity = auth::caller_of(context).and_then(|c| c.identity);
-        let Some(parked) = self.shared.parking.take(token, identity).await else {
-            return wire::failed(TOOL_NAME, &FrontendError::NotParked).into();
-        };
+        let parked = self.shared.parking.take(token, identity).await?;
         for (i, question) in parked.pending.into_iter().enumerate() {
             match question {
                 Question::Approval(p) => {
@@ -322,7 +331,7 @@ impl Frontend {
                 Question::Note(_) => {}
             }
         }
-        self.drive(parked.run, context).await
+        Some(self.drive(parked.run, context).await)
     }
 
     /// The `run_python` tool as listed to a client of a session, or to a
@@ -436,11 +445,24 @@ impl ServerHandler for Frontend {
                 None,
             ));
         }
-        if let Some(token) = request.request_state.as_deref() {
-            return Ok(self.resume(token, request.input_responses.as_ref(), &context).await);
+        if request.request_state.is_some() || request.input_responses.is_some() {
+            if let Some(token) = request.request_state.as_deref()
+                && let Some(resumed) = self.resume(token, request.input_responses.as_ref(), &context).await
+            {
+                return resumed;
+            }
+            if request.name == TOOL_NAME && expose.run_python() {
+                // Only code-mode's own states resume a cell.
+                return Err(McpError::invalid_params(FrontendError::NotParked.to_string(), None));
+            }
+            // The wrapped server's own questions: its state and the
+            // client's answers back to it (it checks its state; code-mode
+            // checks the call as any).
+            let retry = crate::gateway::retry_of(request.request_state.clone(), request.input_responses.clone());
+            return self.call_direct(request, &context, retry).await;
         }
         if request.name != TOOL_NAME || !expose.run_python() {
-            return Ok(self.call_direct(request, &context).await);
+            return self.call_direct(request, &context, None).await;
         }
         let code = request.arguments.as_ref().and_then(|a| a.get("code"));
         let Some(serde_json::Value::String(code)) = code else {
@@ -460,7 +482,52 @@ impl ServerHandler for Frontend {
         };
         let link = Some(self.link_of(&context));
         let run = self.start_cell(code.clone(), keep, link).await;
-        Ok(self.drive(run, &context).await)
+        self.drive(run, &context).await
+    }
+
+    /// A stateless (2026-07-28) client listens for list changes with
+    /// `subscriptions/listen`: the tools', prompts' and resources' are
+    /// served (a resource's updates come from a client's own session with
+    /// its server, which a stateless client does not keep).
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        let mut accepted = rmcp::model::SubscriptionFilter::default();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        accepted.prompts_list_changed = requested.prompts_list_changed;
+        accepted.resources_list_changed = requested.resources_list_changed;
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        let mut catalog = self.shared.catalog.subscribe();
+        catalog.mark_unchanged();
+        let mut last = catalog.borrow().clone();
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                changed = catalog.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    let now = catalog.borrow_and_update().clone();
+                    let lists = crate::catalog::changed_lists(&last, &now);
+                    last = now;
+                    let sink = context.sink();
+                    let accepted = context.accepted();
+                    if lists.tools && accepted.tools_list_changed == Some(true) {
+                        let _ = sink.notify_tool_list_changed().await;
+                    }
+                    if lists.prompts && accepted.prompts_list_changed == Some(true) {
+                        let _ = sink.notify_prompt_list_changed().await;
+                    }
+                    if lists.resources && accepted.resources_list_changed == Some(true) {
+                        let _ = sink.notify_resource_list_changed().await;
+                    }
+                }
+            }
+        }
     }
 
     async fn list_resources(
@@ -495,7 +562,13 @@ impl ServerHandler for Frontend {
         request: rmcp::model::ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
-        let value = crate::gateway::request(self, Op::ReadResource, request.uri.clone(), serde_json::json!({}), &context).await?;
+        let retry = crate::gateway::retry_of(request.request_state.clone(), request.input_responses.clone());
+        let value =
+            crate::gateway::request(self, Op::ReadResource, request.uri.clone(), serde_json::json!({}), retry, &context)
+                .await?;
+        if wire::is_input_required(&value) {
+            return crate::gateway::typed::<InputRequiredResult>(value).map(Into::into);
+        }
         crate::gateway::typed::<rmcp::model::ReadResourceResult>(value).map(Into::into)
     }
 
@@ -505,7 +578,7 @@ impl ServerHandler for Frontend {
         request: rmcp::model::SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        crate::gateway::request(self, Op::Subscribe, request.uri.clone(), serde_json::json!({}), &context).await?;
+        crate::gateway::request(self, Op::Subscribe, request.uri.clone(), serde_json::json!({}), None, &context).await?;
         Ok(())
     }
 
@@ -515,7 +588,8 @@ impl ServerHandler for Frontend {
         request: rmcp::model::UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        crate::gateway::request(self, Op::Unsubscribe, request.uri.clone(), serde_json::json!({}), &context).await?;
+        crate::gateway::request(self, Op::Unsubscribe, request.uri.clone(), serde_json::json!({}), None, &context)
+            .await?;
         Ok(())
     }
 
@@ -525,7 +599,12 @@ impl ServerHandler for Frontend {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
         let arguments = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
-        let value = crate::gateway::request(self, Op::GetPrompt, request.name.clone(), arguments, &context).await?;
+        let retry = crate::gateway::retry_of(request.request_state.clone(), request.input_responses.clone());
+        let value =
+            crate::gateway::request(self, Op::GetPrompt, request.name.clone(), arguments, retry, &context).await?;
+        if wire::is_input_required(&value) {
+            return crate::gateway::typed::<InputRequiredResult>(value).map(Into::into);
+        }
         crate::gateway::typed::<rmcp::model::GetPromptResult>(value).map(Into::into)
     }
 
@@ -535,7 +614,7 @@ impl ServerHandler for Frontend {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CompleteResult, McpError> {
         let params = serde_json::to_value(&request).map_err(|e| McpError::invalid_params(e.to_string(), None))?;
-        let value = crate::gateway::request(self, Op::Complete, String::new(), params, &context).await?;
+        let value = crate::gateway::request(self, Op::Complete, String::new(), params, None, &context).await?;
         crate::gateway::typed::<rmcp::model::CompleteResult>(value)
     }
 }

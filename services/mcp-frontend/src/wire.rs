@@ -8,7 +8,7 @@
 
 use code_mode_core::bus::BusError;
 use code_mode_proto::{CellReport, DirectReply, ErrorKind};
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ResultType};
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, InputRequiredResult, JsonObject, ResultType};
 
 use crate::FrontendError;
 use crate::handle;
@@ -29,9 +29,21 @@ pub(crate) fn failed(tool: &str, error: &FrontendError) -> CallToolResult {
 /// server's result whole (its result type set, as the client's protocol
 /// may need it), a refusal's message as an error result, a fault or a bus
 /// failure only as its kind's name.
-pub(crate) fn direct_reply(tool: &str, answer: Result<DirectReply, BusError>) -> CallToolResult {
+pub(crate) fn direct_reply(tool: &str, answer: Result<DirectReply, BusError>) -> Result<CallToolResponse, FrontendError> {
     match answer {
-        Ok(DirectReply::Ok { result }) => match serde_json::from_value::<CallToolResult>(result) {
+        Ok(DirectReply::Ok { result }) if is_input_required(&result) => {
+            // The server's own questions for a stateless client: to the
+            // client as they are (its requestState comes back with the
+            // retried call).
+            match serde_json::from_value::<InputRequiredResult>(result) {
+                Ok(asked) => Ok(CallToolResponse::InputRequired(asked)),
+                Err(e) => {
+                    tracing::warn!(%tool, error = %e, "the server's input-required result is malformed");
+                    Ok(error_text(ErrorKind::UnexpectedResponse.as_str().to_string()).into())
+                }
+            }
+        }
+        Ok(DirectReply::Ok { result }) => Ok(match serde_json::from_value::<CallToolResult>(result) {
             Ok(mut result) => {
                 // A server of an older protocol sends no result type; this
                 // result goes to our client, whose protocol may need one
@@ -43,19 +55,31 @@ pub(crate) fn direct_reply(tool: &str, answer: Result<DirectReply, BusError>) ->
                 tracing::warn!(%tool, error = %e, "the bridge's result is no MCP result");
                 error_text(ErrorKind::UnexpectedResponse.as_str().to_string())
             }
-        },
-        Ok(DirectReply::Refused { message, .. }) => error_text(message),
-        Ok(DirectReply::Fault { kind }) => error_text(kind.as_str().to_string()),
+        }
+        .into()),
+        Ok(DirectReply::Refused { message, code: Some(code), data }) => {
+            Err(FrontendError::ServerRefused { code, message, data })
+        }
+        Ok(DirectReply::Refused { message, code: None, .. }) => Ok(error_text(message).into()),
+        Ok(DirectReply::Fault { kind }) => Ok(error_text(kind.as_str().to_string()).into()),
         Err(e) => {
             tracing::warn!(%tool, error = %e, "a direct call did not reach the bridge");
-            error_text(e.tool_call_fault().as_str().to_string())
+            Ok(error_text(e.tool_call_fault().as_str().to_string()).into())
         }
     }
+}
+
+/// True when a server's result is its input-required result (2026-07-28).
+pub(crate) fn is_input_required(result: &serde_json::Value) -> bool {
+    result.get("resultType").and_then(serde_json::Value::as_str) == Some("input_required")
 }
 
 /// The key under which a gateway request's refusal carries its server's
 /// error code inside the frontend (see [`gateway_reply`]).
 pub(crate) const ERROR_CODE_KEY: &str = "code-mode/error-code";
+
+/// The key under which it carries the error's data, if any.
+pub(crate) const ERROR_DATA_KEY: &str = "code-mode/error-data";
 
 /// The bridge's answer to a gateway request (a resource read, a prompt, a
 /// completion) on its way through the direct-call path inside this
@@ -70,11 +94,14 @@ pub(crate) fn gateway_reply(what: &str, answer: Result<DirectReply, BusError>) -
             envelope.is_error = Some(false);
             envelope
         }
-        Ok(DirectReply::Refused { message, code }) => {
+        Ok(DirectReply::Refused { message, code, data }) => {
             let mut refused = error_text(message);
             if let Some(code) = code {
                 let mut meta = JsonObject::new();
                 meta.insert(ERROR_CODE_KEY.into(), serde_json::Value::from(code));
+                if let Some(data) = data {
+                    meta.insert(ERROR_DATA_KEY.into(), data);
+                }
                 refused.meta = Some(rmcp::model::MetaObject(meta));
             }
             refused
@@ -151,11 +178,17 @@ mod tests {
         let busy = failed("run_python", &FrontendError::SessionBusy { max: 1 });
         assert_eq!(busy.is_error, Some(true));
         assert!(text(&busy).starts_with("run_python: this session already runs 1 cell(s) at once"), "{busy:?}");
-        let fault = direct_reply("add", Ok(DirectReply::Fault { kind: ErrorKind::TransportClosed }));
+        let complete = |r: Result<CallToolResponse, FrontendError>| match r {
+            Ok(CallToolResponse::Complete(result)) => result,
+            other => panic!("a complete result: {other:?}"),
+        };
+        let fault = complete(direct_reply("add", Ok(DirectReply::Fault { kind: ErrorKind::TransportClosed })));
         assert_eq!((fault.is_error, text(&fault)), (Some(true), "TransportClosed"));
-        let unreached = direct_reply("add", Err(BusError::NoResponders { subject: "codemode.v1.tool.direct".into() }));
+        let unreached =
+            complete(direct_reply("add", Err(BusError::NoResponders { subject: "codemode.v1.tool.direct".into() })));
         assert_eq!(text(&unreached), "BridgeUnavailable", "no subject or detail: {unreached:?}");
-        let refused = direct_reply("add", Ok(DirectReply::Refused { message: "add: denied".into(), code: None }));
+        let refused =
+            complete(direct_reply("add", Ok(DirectReply::Refused { message: "add: denied".into(), code: None, data: None })));
         assert_eq!(text(&refused), "add: denied");
     }
 

@@ -483,6 +483,7 @@ mod tests {
             deep_depth: 40,
             http: true,
             add_tool: true,
+            resources: true,
         });
         assert_eq!(catalog.tools.len(), catalog.behaviors.len());
         let echo = catalog.tool("echo").expect("echo");

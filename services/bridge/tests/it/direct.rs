@@ -21,6 +21,7 @@ fn direct(tool: &str, arguments: Value, index: u32, max: Option<u32>) -> DirectC
         arguments,
         op: Default::default(),
         link: None,
+        retry: None,
     }
 }
 

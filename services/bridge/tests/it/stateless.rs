@@ -110,6 +110,7 @@ async fn a_grant_limit_of_three_holds_across_five_stateless_calls_and_a_direct_b
         arguments: json!({"text": "x"}),
         op: Default::default(),
         link: None,
+        retry: None,
     };
     let mut answers = Vec::new();
     for i in 0..3 {

@@ -66,7 +66,7 @@ use std::time::Duration;
 use code_mode_proto::{ApprovalRequest, CellReport, ClientLink, DirectCall, KeptContainer, Op, ToClient, subjects};
 use rmcp::RoleServer;
 #[allow(deprecated)] // MCP logging, deprecated from 2026-07-28 on (see `notices`).
-use rmcp::model::{CallToolResult, LoggingLevel};
+use rmcp::model::{CallToolResponse, LoggingLevel};
 use rmcp::service::Peer;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio::task::JoinSet;
@@ -98,8 +98,9 @@ const SESSION_END_TIMEOUT: Duration = Duration::from_secs(2);
 /// A cell (or a direct tool call) started for a request: its MCP result to
 /// come, and its approval questions as they arrive.
 pub(crate) struct CellRun {
-    /// The result (or why there is none).
-    pub result: std::pin::Pin<Box<dyn Future<Output = Result<CallToolResult, FrontendError>> + Send>>,
+    /// The result (or why there is none): complete, or (a direct call of a
+    /// stateless client) the server's own input-required result.
+    pub result: std::pin::Pin<Box<dyn Future<Output = Result<CallToolResponse, FrontendError>> + Send>>,
     /// The questions asked about its calls (the bridge's approvals, a
     /// wrapped server's own questions) and its servers' progress.
     pub questions: mpsc::Receiver<Question>,
@@ -130,6 +131,9 @@ pub(crate) struct DirectOrder {
     pub op: Op,
     /// What the client can answer and wants to hear.
     pub link: Option<ClientLink>,
+    /// A stateless client's retry of the server's own input-required
+    /// result.
+    pub retry: Option<code_mode_proto::Retry>,
     /// Where its questions go: the request making it.
     pub route: mpsc::Sender<Question>,
 }
@@ -181,7 +185,7 @@ pub(crate) struct Ran {
 enum Command {
     Listen { reply: oneshot::Sender<Result<(), FrontendError>> },
     Run { order: CellOrder, reply: CellReply },
-    Direct { order: DirectOrder, reply: oneshot::Sender<Result<CallToolResult, FrontendError>> },
+    Direct { order: DirectOrder, reply: oneshot::Sender<Result<CallToolResponse, FrontendError>> },
     AskLocally(Arc<dyn LocalAsker>),
     KnowClient(Peer<RoleServer>),
     KnowCaller(Caller),
@@ -262,7 +266,7 @@ impl SessionHandle {
 
     /// Call a wrapped tool directly; its MCP result comes on the returned
     /// receiver.
-    pub async fn direct(&self, order: DirectOrder) -> oneshot::Receiver<Result<CallToolResult, FrontendError>> {
+    pub async fn direct(&self, order: DirectOrder) -> oneshot::Receiver<Result<CallToolResponse, FrontendError>> {
         let (reply, result) = oneshot::channel();
         if let Err(mpsc::error::SendError(Command::Direct { reply, .. })) =
             self.commands.send(Command::Direct { order, reply }).await
@@ -576,7 +580,7 @@ impl SessionActor {
     /// session's end stops it, and the session counts it (the bridge
     /// refuses calls past `--max-direct-calls` in the place of the run's
     /// budget, and forgets the session's taint when it ends).
-    fn start_direct(&mut self, order: DirectOrder, reply: oneshot::Sender<Result<CallToolResult, FrontendError>>) {
+    fn start_direct(&mut self, order: DirectOrder, reply: oneshot::Sender<Result<CallToolResponse, FrontendError>>) {
         self.ran = true;
         self.direct_calls = self.direct_calls.saturating_add(1);
         let at = self.at();
@@ -591,11 +595,12 @@ impl SessionActor {
             arguments: order.arguments,
             op: order.op,
             link: order.link,
+            retry: order.retry,
         };
         self.routes.insert(order.call_id.clone(), order.route);
         let shared = self.shared.clone();
         let task = self.cells.spawn(async move {
-            let _ = reply.send(Ok(crate::direct::call(&shared, &call).await));
+            let _ = reply.send(crate::direct::call(&shared, &call).await);
             // A call may have changed the tools: the clients hear of it now.
             shared.catalog.refresh().await;
             None
@@ -673,13 +678,7 @@ impl SessionActor {
     /// the tools (`run_python`'s description or the direct tools), the
     /// resources (and templates), the prompts.
     fn tell_client_lists_changed(&mut self, before: &crate::catalog::View, now: &crate::catalog::View) {
-        let (old, new) = (&before.catalog, &now.catalog);
-        let tools = old.tools != new.tools || old.withheld != new.withheld || before.description != now.description;
-        let features = |c: &code_mode_proto::Catalog| c.features.clone().unwrap_or_default();
-        let (old_features, new_features) = (features(old), features(new));
-        let resources =
-            old_features.resources != new_features.resources || old_features.templates != new_features.templates;
-        let prompts = old_features.prompts != new_features.prompts;
+        let crate::catalog::ChangedLists { tools, resources, prompts } = crate::catalog::changed_lists(before, now);
         if tools {
             self.tell(Notice::tools_changed());
         }
