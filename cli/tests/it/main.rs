@@ -12,6 +12,7 @@ mod audit;
 mod auth;
 mod cluster;
 mod compose;
+mod conformance;
 mod direct;
 mod passthrough;
 mod discovery;

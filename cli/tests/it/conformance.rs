@@ -1,0 +1,126 @@
+//! The official MCP conformance suite (npm `@modelcontextprotocol/conformance`,
+//! pinned in `testing/peers`) run against code-mode in gateway mode, in
+//! front of our reference peer (`testing/conformance/peer/server.py`, which
+//! passes every scored server scenario of both requirement sets alone; the
+//! suite's own fixture server is not published to a registry). The measure:
+//! through code-mode, every scenario the peer passes alone, under the
+//! 2025-11-25 and the 2026-07-28 requirement sets, with the peer wrapped
+//! over stdio and over streamable HTTP, in one process and over NATS.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use code_mode_core::testing::NatsServer;
+use code_mode_core::testing::peers::{npm_bin, venv_bin, workspace_root};
+use serde_json::Value;
+
+use crate::support::{self, service_command};
+
+/// A socket no Docker engine listens on: the gateway needs none.
+const NO_DOCKER: &str = "unix:///nonexistent/code-mode-test/docker.sock";
+
+const REVISIONS: [&str; 2] = ["2025-11-25", "2026-07-28"];
+
+fn peer() -> PathBuf {
+    workspace_root().join("testing/conformance/peer/server.py")
+}
+
+/// The suite's outcome against `target` (`--url URL`, or `--peer`), both
+/// requirement sets; `None` where the test may skip (no suite, no SDK).
+async fn suite(target: &[&str]) -> Option<Value> {
+    npm_bin("conformance")?;
+    let python = venv_bin("python")?;
+    let out = tokio::process::Command::new(python)
+        .arg(workspace_root().join("testing/conformance/run.py"))
+        .args(target)
+        .args(REVISIONS.iter().flat_map(|r| ["--requirements", r]))
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("the suite runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    Some(serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("the suite's outcome ({e}): {stdout} {stderr}")))
+}
+
+fn passed(outcome: &Value, revision: &str) -> BTreeSet<String> {
+    outcome[revision]["passed"].as_array().unwrap_or_else(|| panic!("{outcome}")).iter().map(|s| s.as_str().unwrap().to_string()).collect()
+}
+
+/// Every scenario `alone` passed is passed `through` too, for each set.
+fn holds(label: &str, alone: &Value, through: &Value) {
+    for revision in REVISIONS {
+        let (wanted, got) = (passed(alone, revision), passed(through, revision));
+        let missing: Vec<&String> = wanted.difference(&got).collect();
+        println!("{label}, {revision}: {} of the {} the peer passes alone", wanted.intersection(&got).count(), wanted.len());
+        assert!(
+            missing.is_empty(),
+            "{label}, {revision}: through code-mode these fail: {:?}",
+            missing.iter().map(|m| (m, &through[revision]["failed"][m.as_str()])).collect::<Vec<_>>()
+        );
+    }
+}
+
+/// Start a frontend (`serve ...` or `frontend ...`) serving HTTP on a free
+/// port; its URL.
+async fn http_frontend(mut command: tokio::process::Command) -> (tokio::process::Child, String) {
+    command.env("DOCKER_HOST", NO_DOCKER).kill_on_drop(true);
+    let (child, url, _log) = crate::http::spawn_http(&mut command).await;
+    (child, url)
+}
+
+/// The peer over streamable HTTP on a free port: its process and URL.
+async fn peer_over_http() -> Option<(tokio::process::Child, String)> {
+    let python = venv_bin("python")?;
+    let port = code_mode_core::testing::free_port();
+    let child = tokio::process::Command::new(python)
+        .arg(peer())
+        .args(["--port", &port.to_string()])
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the peer starts");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some((child, url));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("the peer listens on {port} within 10 s");
+}
+
+#[tokio::test]
+async fn through_serve_the_conformance_suite_passes_every_scenario_the_peer_passes_alone() {
+    let Some(alone) = suite(&["--peer"]).await else { return };
+    let Some(python) = venv_bin("python") else { return };
+    // The peer wrapped over stdio.
+    let mut serve = tokio::process::Command::new(support::code_mode());
+    serve.args(["serve", "--expose-tools=only", "--http", "127.0.0.1:0", "--"]).arg(&python).arg(peer()).arg("--stdio");
+    let (_stdio, url) = http_frontend(serve).await;
+    let through_stdio = suite(&["--url", &url]).await.expect("the suite ran once");
+    holds("serve -- peer over stdio", &alone, &through_stdio);
+    // The peer wrapped over streamable HTTP (`serve --url`).
+    let (_peer, peer_url) = peer_over_http().await.expect("the SDK is installed");
+    let mut serve = tokio::process::Command::new(support::code_mode());
+    serve.args(["serve", "--expose-tools=only", "--http", "127.0.0.1:0", "--url", &peer_url]);
+    let (_remote, url) = http_frontend(serve).await;
+    let through_http = suite(&["--url", &url]).await.expect("the suite ran once");
+    holds("serve --url the peer over HTTP", &alone, &through_http);
+}
+
+#[tokio::test]
+async fn over_nats_the_conformance_suite_passes_every_scenario_the_peer_passes_alone() {
+    let Some(alone) = suite(&["--peer"]).await else { return };
+    let Some(python) = venv_bin("python") else { return };
+    let Some((nats, users)) = NatsServer::start_secured() else { panic!("nats-server is needed") };
+    let python = python.display().to_string();
+    let peer = peer().display().to_string();
+    let mut bridge = service_command(&nats.url(), &users, "bridge", &["--", &python, &peer, "--stdio"], None);
+    let _bridge = bridge.spawn().expect("the bridge starts");
+    let mut frontend = tokio::process::Command::new(support::code_mode());
+    frontend.args(["frontend", "--nats", &nats.url(), "--expose-tools=only", "--http", "127.0.0.1:0"]);
+    frontend.env("CODE_MODE_NATS_USER", "frontend").env("CODE_MODE_NATS_PASSWORD", users.password("frontend"));
+    let (_frontend, url) = http_frontend(frontend).await;
+    let through = suite(&["--url", &url]).await.expect("the suite ran once");
+    holds("frontend and bridge over NATS -- peer over stdio", &alone, &through);
+}
