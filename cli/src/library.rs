@@ -330,7 +330,7 @@ impl Bridge {
             link: None,
         };
         match self.inner.bridge.call(&call).await {
-            ToolReply::Ok { value } => Ok(value),
+            ToolReply::Ok { value } | ToolReply::Content { value, .. } => Ok(value),
             ToolReply::Refused { message } => Err(Error::Refused(message)),
             ToolReply::Fault { kind } => Err(Error::Fault(kind)),
         }

@@ -522,7 +522,7 @@ pub enum KeptReply {
 }
 
 /// What a run produced: the `run_python` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CellReport {
     /// What the code printed (stdout and stderr), at most the kept bytes.
@@ -535,7 +535,20 @@ pub struct CellReport {
     /// True when the run did not end on its own: deadline, output flood,
     /// protocol violation, or the container died.
     pub stopped: bool,
+    /// What the code handed back to the model besides its output (`show`):
+    /// MCP content blocks (images, audio, embedded resources), at most
+    /// [`MAX_HANDED_BACK`] of them and [`MAX_HANDED_BACK_BYTES`] of data in
+    /// all, in the order handed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub content: Vec<serde_json::Value>,
 }
+
+/// The most content blocks one cell may hand back to the model.
+pub const MAX_HANDED_BACK: usize = 8;
+
+/// The most bytes of data (decoded) the content blocks of one cell may hold
+/// in all; each block's line must also fit the protocol's line limit.
+pub const MAX_HANDED_BACK_BYTES: usize = 160 * 1024;
 
 /// One tool call from the code, on its way to the bridge.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -680,6 +693,16 @@ pub enum ToolReply {
     Ok {
         /// The result string handed to the code.
         value: String,
+    },
+    /// The server answered with blocks besides text (images, audio,
+    /// embedded resources, resource links): the string as for `ok` (each
+    /// such block named in it), and the blocks as the server sent them,
+    /// which the code gets as objects with their bytes and MIME type.
+    Content {
+        /// The result string handed to the code.
+        value: String,
+        /// The MCP content blocks other than text.
+        blocks: Vec<serde_json::Value>,
     },
     /// The bridge refused the call, or the tool reported a failure.
     Refused {
@@ -1135,6 +1158,10 @@ pub struct LeaseHeld {
     /// Which runner (its owner label: host, process id and start time),
     /// for logs.
     pub runner: String,
+    /// The progress the code last reported (`report_progress`), if any:
+    /// the frontend passes it on to a client that asked for progress.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<CellProgress>,
     /// Set once the cell has ended and its report was sent: how it ended.
     /// A frontend that hears this and still has no report knows the report
     /// was lost on the way, instead of waiting for the deadline.
@@ -1146,6 +1173,24 @@ pub struct LeaseHeld {
     /// cell runs there instead of leaving it behind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kept: Option<KeptContainer>,
+}
+
+/// The progress a cell's code reported, as its lease tells it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CellProgress {
+    /// How many reports the code made so far (a new one has a higher
+    /// count, even with the same values).
+    pub count: u64,
+    /// The progress, as the code gave it (a decimal number, kept as text so
+    /// the message stays comparable).
+    pub progress: String,
+    /// The total, if the code gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<String>,
+    /// A message, at most 200 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// How a cell ended, as its runner's lease tells it after the report.

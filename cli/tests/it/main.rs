@@ -13,6 +13,7 @@ mod auth;
 mod cluster;
 mod compose;
 mod conformance;
+mod code_mcp;
 mod direct;
 mod passthrough;
 mod discovery;

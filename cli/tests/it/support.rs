@@ -144,6 +144,11 @@ pub fn run_prepared(mut command: Command) -> Ran {
     ran
 }
 
+/// The `--runtime` of the runtime a test runs under, if it chose one.
+pub fn runtime_flag() -> Option<&'static str> {
+    RUNTIME.get().map(|r| r.name())
+}
+
 /// The command line of [`run`], for tests that need the process itself.
 pub fn command(args: &[&str], code: &str, server_args: &[&str]) -> Command {
     let mut cmd = Command::new(code_mode());

@@ -18,7 +18,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use code_mode_proto::{CellEnded, KeptContainer, LeaseCheck, LeaseHeld, queue_groups, subjects};
+use code_mode_proto::{CellEnded, CellProgress, KeptContainer, LeaseCheck, LeaseHeld, queue_groups, subjects};
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
@@ -53,6 +53,26 @@ pub struct Held {
     /// task that says "ended" for [`ENDED_FOR`] stops with it.
     token: CancellationToken,
     ended: Arc<Mutex<Ended>>,
+    progress: Progress,
+}
+
+/// Where the code's last reported progress is kept for its lease to say;
+/// cheap to clone (the run that reads the code's lines holds one).
+#[derive(Debug, Clone, Default)]
+pub struct Progress(Arc<Mutex<Option<CellProgress>>>);
+
+impl Progress {
+    /// The code reported progress: from now on the lease says it (with a
+    /// higher count).
+    pub fn report(&self, progress: String, total: Option<String>, message: Option<String>) {
+        let mut held = crate::sync::lock(&self.0);
+        let count = held.as_ref().map_or(1, |p| p.count.saturating_add(1));
+        *held = Some(CellProgress { count, progress, total, message });
+    }
+
+    fn get(&self) -> Option<CellProgress> {
+        crate::sync::lock(&self.0).clone()
+    }
 }
 
 /// What a lease says once its cell ended: how, and the kept container it
@@ -60,6 +80,11 @@ pub struct Held {
 type Ended = Option<(CellEnded, Option<KeptContainer>)>;
 
 impl Held {
+    /// Where the code's progress goes for the lease to say.
+    pub fn progress(&self) -> Progress {
+        self.progress.clone()
+    }
+
     /// The cell ended as `how` and its report is on its way: say so on the
     /// lease for [`ENDED_FOR`], then let it go. A frontend that hears this
     /// and has no report knows the report was lost (a failed publish, a
@@ -95,18 +120,30 @@ pub async fn hold(
     runner: &str,
     shutdown: &CancellationToken,
 ) -> Result<Option<Held>, BusError> {
+    hold_reporting(bus, cell_id, runner, shutdown, Progress::default()).await
+}
+
+/// [`hold`], the lease saying the progress the code reports to `progress`.
+pub async fn hold_reporting(
+    bus: &Bus,
+    cell_id: &str,
+    runner: &str,
+    shutdown: &CancellationToken,
+    progress: Progress,
+) -> Result<Option<Held>, BusError> {
     let Some(subject) = subjects::cell_lease(cell_id) else { return Ok(None) };
     let stop = shutdown.child_token();
     let runner = runner.to_string();
     let ended = Arc::new(Mutex::new(None));
     let state = ended.clone();
+    let reported = progress.clone();
     bus.serve(&subject, queue_groups::SANDBOX_RUNNER, stop.clone(), move |_: LeaseCheck| {
         let (ended, kept) = crate::sync::lock(&state).clone().unzip();
-        let held = LeaseHeld { runner: runner.clone(), ended, kept: kept.flatten() };
+        let held = LeaseHeld { runner: runner.clone(), progress: reported.get(), ended, kept: kept.flatten() };
         async move { Ok(held) }
     })
     .await?;
-    Ok(Some(Held { token: stop.clone(), stop: Some(stop.drop_guard()), ended }))
+    Ok(Some(Held { token: stop.clone(), stop: Some(stop.drop_guard()), ended, progress }))
 }
 
 /// Why a cell's report will not come.
@@ -132,7 +169,14 @@ pub enum Gone {
 /// take the cell and hold its lease. A cell id that cannot be a subject is
 /// never lost.
 pub async fn lost(bus: &Bus, cell_id: &str) -> Gone {
+    lost_watching(bus, cell_id, |_| {}).await
+}
+
+/// [`lost`], handing each new progress report the lease says to
+/// `on_progress` (at most one per [`PING`]).
+pub async fn lost_watching(bus: &Bus, cell_id: &str, mut on_progress: impl FnMut(&CellProgress)) -> Gone {
     let Some(subject) = subjects::cell_lease(cell_id) else { return std::future::pending().await };
+    let mut last_progress = 0;
     let check = LeaseCheck { cell_id: cell_id.to_string() };
     let mut answered = Instant::now();
     let mut ended_since = None;
@@ -142,6 +186,12 @@ pub async fn lost(bus: &Bus, cell_id: &str) -> Gone {
         match asked {
             Ok(Ok(held)) => {
                 answered = Instant::now();
+                if let Some(progress) = &held.progress
+                    && progress.count > last_progress
+                {
+                    last_progress = progress.count;
+                    on_progress(progress);
+                }
                 if let Some(how) = held.ended {
                     let since = *ended_since.get_or_insert(answered);
                     if since.elapsed() >= REPORT_GRACE {
@@ -165,9 +215,19 @@ pub async fn lost(bus: &Bus, cell_id: &str) -> Gone {
 /// come when [`lost`] resolves first. Fresh cells and the later cells of
 /// kept sessions are both sent through this.
 pub async fn watched<T>(bus: &Bus, cell_id: &str, call: impl Future<Output = T>) -> Result<T, Gone> {
+    watched_with(bus, cell_id, call, |_| {}).await
+}
+
+/// [`watched`], handing the code's progress reports to `on_progress`.
+pub async fn watched_with<T>(
+    bus: &Bus,
+    cell_id: &str,
+    call: impl Future<Output = T>,
+    on_progress: impl FnMut(&CellProgress),
+) -> Result<T, Gone> {
     tokio::select! {
         answer = call => Ok(answer),
-        gone = lost(bus, cell_id) => Err(gone),
+        gone = lost_watching(bus, cell_id, on_progress) => Err(gone),
     }
 }
 
@@ -273,5 +333,32 @@ mod tests {
         };
         let (answer, ()) = tokio::join!(watched(&bus, cell, report), end);
         assert_eq!(answer, Ok("the report"));
+    }
+}
+
+#[cfg(test)]
+mod progress_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_codes_progress_reaches_the_watcher_once_per_report_through_the_lease() {
+        let bus = Bus::in_process();
+        let cell = "9c3b11f0-progress";
+        let held = hold(&bus, cell, "runner-a", &CancellationToken::new()).await.unwrap().expect("a lease");
+        let progress = held.progress();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let watching = tokio::spawn({
+            let (bus, seen) = (bus.clone(), seen.clone());
+            async move {
+                lost_watching(&bus, cell, |p| crate::sync::lock(&seen).push((p.count, p.progress.clone()))).await
+            }
+        });
+        progress.report("1".into(), Some("4".into()), None);
+        tokio::time::sleep(PING * 2 + Duration::from_millis(300)).await;
+        progress.report("3".into(), Some("4".into()), Some("three of four".into()));
+        tokio::time::sleep(PING * 2 + Duration::from_millis(300)).await;
+        watching.abort();
+        let seen = crate::sync::lock(&seen).clone();
+        assert_eq!(seen, [(1, "1".to_string()), (2, "3".to_string())], "each report once, in order");
     }
 }

@@ -42,6 +42,7 @@ impl Bridge {
     pub async fn call(&self, call: &ToolCall) -> ToolReply {
         match self.checked(call, Caller::Code).await {
             Answer::Text(value) => ToolReply::Ok { value },
+            Answer::Content { value, blocks } => ToolReply::Content { value, blocks },
             Answer::Result(result) => ToolReply::Ok { value: result_text(&result) },
             Answer::Value(value) => ToolReply::Ok { value: value.to_string() },
             Answer::ServerRefused { message, .. } => ToolReply::Refused { message },
@@ -82,7 +83,10 @@ impl Bridge {
             },
             Answer::Value(result) => DirectReply::Ok { result },
             Answer::ServerRefused { message, code, data } => DirectReply::Refused { message, code: Some(code), data },
-            Answer::Text(text) | Answer::Failed(ToolReply::Ok { value: text }) => {
+            Answer::Text(text)
+            | Answer::Failed(ToolReply::Ok { value: text })
+            | Answer::Content { value: text, .. }
+            | Answer::Failed(ToolReply::Content { value: text, .. }) => {
                 DirectReply::Ok { result: serde_json::json!({"content": [{"type": "text", "text": text}]}) }
             }
             Answer::Failed(ToolReply::Refused { message }) => DirectReply::Refused { message, code: None, data: None },
@@ -134,9 +138,11 @@ impl Bridge {
             },
         };
         let decision = match &answer {
-            Answer::Text(_) | Answer::Result(_) | Answer::Value(_) | Answer::Failed(ToolReply::Ok { .. }) => {
-                Decision::Ok
-            }
+            Answer::Text(_)
+            | Answer::Content { .. }
+            | Answer::Result(_)
+            | Answer::Value(_)
+            | Answer::Failed(ToolReply::Ok { .. } | ToolReply::Content { .. }) => Decision::Ok,
             Answer::Failed(ToolReply::Refused { .. }) | Answer::ServerRefused { .. } => Decision::Refused,
             Answer::Failed(ToolReply::Fault { .. }) => Decision::Fault,
         };
@@ -692,10 +698,9 @@ impl Bridge {
         if result.is_error == Some(true) {
             return (self.refuse(format!("{tool} failed: {text}")), CallResult::Error, text);
         }
-        let size = match caller {
-            Caller::Code => text.len(),
-            Caller::Direct { .. } => text.len() + non_text_bytes(&result),
-        };
+        // Code gets the blocks other than text too (with their bytes), so
+        // both callers are handed the text and every other block.
+        let size = text.len() + non_text_bytes(&result);
         let handed = match caller {
             Caller::Code => text,
             Caller::Direct { .. } => serde_json::to_string(&result).unwrap_or_default(),
@@ -704,7 +709,14 @@ impl Bridge {
             return (self.refuse(too_large(size)), CallResult::TooLarge, handed);
         }
         match caller {
-            Caller::Code => (Answer::Text(handed.clone()), CallResult::Ok, handed),
+            Caller::Code => {
+                let blocks = non_text_blocks(&result);
+                let answer = match blocks.is_empty() {
+                    true => Answer::Text(handed.clone()),
+                    false => Answer::Content { value: handed.clone(), blocks },
+                };
+                (answer, CallResult::Ok, handed)
+            }
             Caller::Direct { .. } => (Answer::Result(Box::new(result)), CallResult::Ok, handed),
         }
     }
@@ -797,6 +809,13 @@ pub(crate) enum Caller {
 pub(crate) enum Answer {
     /// The result as code receives it.
     Text(String),
+    /// The same with the result's blocks other than text, for code.
+    Content {
+        /// The string code gets.
+        value: String,
+        /// The blocks other than text, as the server sent them.
+        blocks: Vec<Value>,
+    },
     /// The result as the server sent it (direct calls).
     Result(Box<CallToolResult>),
     /// The result of a request other than a tool call, as JSON.
@@ -817,25 +836,46 @@ pub(crate) enum Answer {
 }
 
 /// A result as the code receives it: the structured content as JSON if the
-/// server sent some, else the text blocks joined by newlines (other blocks
-/// are named, not inlined).
+/// server sent some, else the text blocks joined by newlines, each other
+/// block named in its place (`[image image/png: .blocks[0]]`): code finds
+/// it, with its bytes, in the result's `blocks`.
 pub fn result_text(result: &CallToolResult) -> String {
     if let Some(structured) = &result.structured_content {
         return serde_json::to_string(structured).unwrap_or_default();
     }
+    let mut other = 0;
     let parts: Vec<String> = result
         .content
         .iter()
-        .map(|block| match block {
-            ContentBlock::Text(t) => t.text.clone(),
-            ContentBlock::Image(_) => "[image content omitted]".into(),
-            ContentBlock::Audio(_) => "[audio content omitted]".into(),
-            ContentBlock::Resource(_) => "[embedded resource omitted]".into(),
-            ContentBlock::ResourceLink(_) => "[resource link omitted]".into(),
-            _ => "[content omitted]".into(),
+        .map(|block| {
+            let (what, detail) = match block {
+                ContentBlock::Text(t) => return t.text.clone(),
+                ContentBlock::Image(i) => ("image", Some(i.mime_type.as_str())),
+                ContentBlock::Audio(a) => ("audio", Some(a.mime_type.as_str())),
+                ContentBlock::Resource(_) => ("embedded resource", None),
+                ContentBlock::ResourceLink(l) => ("resource link", Some(l.uri.as_str())),
+                _ => ("content", None),
+            };
+            let at = other;
+            other += 1;
+            match detail {
+                Some(detail) => format!("[{what} {detail}: .blocks[{at}]]"),
+                None => format!("[{what}: .blocks[{at}]]"),
+            }
         })
         .collect();
     parts.join("\n")
+}
+
+/// A result's blocks other than text, as JSON, in order (what code finds in
+/// a result's `blocks`).
+fn non_text_blocks(result: &CallToolResult) -> Vec<Value> {
+    result
+        .content
+        .iter()
+        .filter(|block| !matches!(block, ContentBlock::Text(_)))
+        .filter_map(|block| serde_json::to_value(block).ok())
+        .collect()
 }
 
 /// Bytes of a result's blocks that [`result_text`] names without inlining

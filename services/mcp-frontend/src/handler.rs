@@ -185,6 +185,13 @@ impl Frontend {
         // this request: dropped with it.
         let mut elicitations = FuturesUnordered::new();
         let mut cancelled = false;
+        // Progress goes out increasing only (as MCP wants): a cell that
+        // runs long says so every HEARTBEAT until its code reports progress
+        // of its own.
+        let mut sent = ProgressSent::default();
+        let is_cell = run.call_id.is_none();
+        let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
+        let started = tokio::time::Instant::now();
         loop {
             tokio::select! {
                 // Questions and notes first: a call's last progress note is
@@ -194,12 +201,8 @@ impl Frontend {
                 Some(question) = run.questions.recv() => match question {
                     Question::Note(note) => {
                         if let (Some(token), Note::Progress { progress: done, total, message }) = (&progress, note.note) {
-                            let params = serde_json::json!({
-                                "progressToken": token, "progress": done, "total": total, "message": message,
-                            });
-                            if let Ok(params) = serde_json::from_value(params) {
-                                let _ = context.peer.notify_progress(params).await;
-                            }
+                            sent.code_reported = true;
+                            sent.send(context, token, done, total, message).await;
                         }
                     }
                     Question::Ask(ask) if stateless => {
@@ -255,6 +258,13 @@ impl Frontend {
                     }
                 }
                 Some(()) = elicitations.next(), if !elicitations.is_empty() => {}
+                _ = heartbeat.tick(), if is_cell && progress.is_some() && !sent.code_reported => {
+                    if let Some(token) = &progress {
+                        let running = started.elapsed().as_secs();
+                        let message = format!("the cell has run for {running} s");
+                        sent.send(context, token, running as f64, None, Some(message)).await;
+                    }
+                }
             }
         }
     }
@@ -480,7 +490,9 @@ impl ServerHandler for Frontend {
             Ok(keep) => keep,
             Err(e) => return Ok(wire::failed(TOOL_NAME, &e.into()).into()),
         };
-        let link = Some(self.link_of(&context));
+        // A cell's progress is its code's (a wrapped server's progress of
+        // the calls inside it is not the cell's).
+        let link = Some(ClientLink { progress: false, ..self.link_of(&context) });
         let run = self.start_cell(code.clone(), keep, link).await;
         self.drive(run, &context).await
     }
@@ -618,6 +630,41 @@ impl ServerHandler for Frontend {
         crate::gateway::typed::<rmcp::model::CompleteResult>(value)
     }
 }
+/// How often a running cell tells a client that asked for progress that
+/// it still runs, until its code reports progress of its own.
+const HEARTBEAT: Duration = Duration::from_secs(5);
+
+/// The progress sent on one request so far.
+#[derive(Debug, Default)]
+struct ProgressSent {
+    last: Option<f64>,
+    /// The cell's code (or the server) reported progress: no heartbeat any
+    /// more.
+    code_reported: bool,
+}
+
+impl ProgressSent {
+    /// Send a progress notification with the request's token, unless it
+    /// would not increase on the last one.
+    async fn send(
+        &mut self,
+        context: &RequestContext<RoleServer>,
+        token: &rmcp::model::ProgressToken,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) {
+        if self.last.is_some_and(|last| progress <= last) {
+            return;
+        }
+        self.last = Some(progress);
+        let params = serde_json::json!({"progressToken": token, "progress": progress, "total": total, "message": message});
+        if let Ok(params) = serde_json::from_value(params) {
+            let _ = context.peer.notify_progress(params).await;
+        }
+    }
+}
+
 /// True when the request's client speaks a protocol without the
 /// initialize handshake (2026-07-28 and later): it cannot be sent requests,
 /// so its questions come back as input-required results, over one

@@ -119,9 +119,31 @@ pub(crate) fn gateway_reply(what: &str, answer: Result<DirectReply, BusError>) -
 /// the run was stopped), so that clients which only look at the flag see the
 /// failure.
 pub fn report_result(report: &CellReport) -> CallToolResult {
-    let mut result = CallToolResult::structured(serde_json::to_value(report).expect("a report is JSON"));
+    let mut result = CallToolResult::structured(report_json(report));
     result.is_error = Some(report.error.is_some());
+    handed_back(&mut result, report);
     result
+}
+
+/// A report as the structured content and the text: the printed output and
+/// how the run ended (what the code handed back goes as blocks beside it).
+fn report_json(report: &CellReport) -> serde_json::Value {
+    let mut value = serde_json::to_value(report).expect("a report is JSON");
+    if let serde_json::Value::Object(map) = &mut value {
+        map.remove("content");
+    }
+    value
+}
+
+/// Append what the code handed back to the model (`show`) as content
+/// blocks after the report's text.
+fn handed_back(result: &mut CallToolResult, report: &CellReport) {
+    for block in &report.content {
+        match serde_json::from_value::<ContentBlock>(block.clone()) {
+            Ok(block) => result.content.push(block),
+            Err(e) => tracing::warn!(error = %e, "a content block the code handed back is not an MCP block: left out"),
+        }
+    }
 }
 
 /// The MCP result of a cell: its report, and for a stateless client's kept
@@ -130,10 +152,11 @@ pub fn report_result(report: &CellReport) -> CallToolResult {
 pub(crate) fn ran_result(ran: &Ran) -> CallToolResult {
     let Some(kept) = &ran.kept else { return report_result(&ran.report) };
     let handle = handle::encode(kept);
-    let mut content = serde_json::to_value(&ran.report).expect("a report is JSON");
+    let mut content = report_json(&ran.report);
     content[handle::ARGUMENT] = serde_json::Value::String(handle.clone());
     let mut result = CallToolResult::structured(content);
     result.is_error = Some(ran.report.error.is_some());
+    handed_back(&mut result, &ran.report);
     let mut meta = JsonObject::new();
     meta.insert(handle::META_KEY.into(), serde_json::Value::String(handle));
     result.meta = Some(rmcp::model::MetaObject(meta));

@@ -42,6 +42,7 @@ Only the standard library is used.
 
 import ast
 import asyncio
+import base64
 import builtins
 import concurrent.futures
 import contextvars
@@ -56,6 +57,7 @@ import queue
 import re
 import sys
 import threading
+import time
 import traceback
 import types
 
@@ -77,6 +79,15 @@ KEPT_SOURCES = 64
 ERROR_MAX_LINES = 20
 ERROR_MAX_CHARS = 2000
 
+# What one cell may hand back to the model with ``show``: blocks, and bytes
+# of data in all (the host holds a cell to the same bounds).
+MAX_HANDED_BACK = 8
+MAX_HANDED_BACK_BYTES = 160 * 1024
+
+# ``report_progress`` sends at most one line per this many seconds (the
+# host's lease says the latest once a second).
+PROGRESS_EVERY = 0.1
+
 
 class ToolError(Exception):
     """A tool call was refused locally, refused by the host, or failed."""
@@ -84,6 +95,106 @@ class ToolError(Exception):
 
 # The code sees the class as plain `ToolError` in tracebacks.
 ToolError.__module__ = "__main__"
+
+
+class Block:
+    """A block of a tool's result other than text (an image, audio, an
+    embedded resource, a resource link), or one content of a resource read
+    with ``read_resource``: its ``type``, ``mime_type``, and its ``data``
+    (bytes) or ``text``, and ``uri`` where it has one. ``show(block)``
+    hands it back to the model."""
+
+    __slots__ = ("type", "mime_type", "data", "text", "uri", "name")
+
+    def __init__(self, type, mime_type=None, data=None, text=None, uri=None, name=None):
+        self.type = type
+        self.mime_type = mime_type
+        self.data = data
+        self.text = text
+        self.uri = uri
+        self.name = name
+
+    @classmethod
+    def from_mcp(cls, block):
+        """A block from its MCP JSON (an unknown shape keeps its type only)."""
+        kind = block.get("type")
+        if kind in ("image", "audio"):
+            return cls(kind, block.get("mimeType"), _decoded(block.get("data")))
+        if kind == "resource":
+            return cls.from_contents(block.get("resource") or {}, "resource")
+        if kind == "resource_link":
+            return cls(kind, block.get("mimeType"), uri=block.get("uri"), name=block.get("name"))
+        return cls(str(kind))
+
+    @classmethod
+    def from_contents(cls, contents, kind="resource"):
+        """One content of a resource (text or blob)."""
+        if "blob" in contents:
+            return cls(kind, contents.get("mimeType"), data=_decoded(contents.get("blob")),
+                       uri=contents.get("uri"))
+        return cls(kind, contents.get("mimeType"), text=contents.get("text"), uri=contents.get("uri"))
+
+    def __repr__(self):
+        size = f", {len(self.data)} bytes" if self.data is not None else ""
+        text = f", {len(self.text)} characters" if self.text is not None else ""
+        uri = f", {self.uri}" if self.uri else ""
+        return f"<{self.type} {self.mime_type or ''}{size}{text}{uri}>"
+
+
+Block.__module__ = "__main__"
+
+
+def _decoded(data):
+    if not isinstance(data, str):
+        return None
+    try:
+        return base64.b64decode(data, validate=True)
+    except ValueError:
+        return None
+
+
+class Result(str):
+    """A tool's result (or a resource's text) as the string it always was,
+    with its other blocks, bytes and MIME type included, in ``blocks`` (each
+    named in the string where it stood: ``[image image/png: .blocks[0]]``)."""
+
+    blocks = ()
+
+    @property
+    def images(self):
+        """The image blocks."""
+        return [b for b in self.blocks if b.type == "image"]
+
+
+Result.__module__ = "__main__"
+
+
+def _result(value, blocks):
+    result = Result(value)
+    result.blocks = [Block.from_mcp(b) for b in blocks if isinstance(b, dict)]
+    return result
+
+
+def _resource(text):
+    """What ``read_resource`` gives: the text of its text contents, each
+    other content named in its place, and every content in ``blocks``."""
+    try:
+        read = json.loads(text)
+    except ValueError:
+        return Result(text)
+    contents = read.get("contents") if isinstance(read, dict) else None
+    if not isinstance(contents, list):
+        return Result(text)
+    blocks = [Block.from_contents(c) for c in contents if isinstance(c, dict)]
+    parts = []
+    for i, block in enumerate(blocks):
+        if block.text is not None:
+            parts.append(block.text)
+        else:
+            parts.append(f"[blob {block.mime_type or ''}: .blocks[{i}]]")
+    result = Result("\n".join(parts))
+    result.blocks = blocks
+    return result
 
 
 # --------------------------------------------------------------------------
@@ -319,6 +430,11 @@ class ToolCaller:
         self._lock = threading.Lock()
         self._closed = False  # the host closed its side
         self._go = threading.Event()
+        # What the running cell handed back, and when it last reported
+        # progress (reset for each kept cell).
+        self._handed = 0
+        self._handed_bytes = 0
+        self._progress_at = 0.0
 
     def start_reader(self):
         """Start the reader thread, parked until ``begin``.
@@ -356,7 +472,98 @@ class ToolCaller:
         tool.__doc__ = stub
         return tool
 
-    async def call(self, name, params, kwargs):
+    def new_cell(self):
+        """A (kept) cell starts: it may hand back its own blocks."""
+        self._handed = 0
+        self._handed_bytes = 0
+        self._progress_at = 0.0
+
+    def make_helpers(self):
+        """The functions for resources, handing content back and progress."""
+        caller = self
+
+        async def read_resource(uri):
+            """Read one resource of the wrapped servers by its URI: its text
+            (as a str), each content with its bytes in ``.blocks``."""
+            if not isinstance(uri, str):
+                raise ToolError(f"read_resource: the URI must be a str, got {type(uri).__name__}")
+            return _resource(await caller.call(uri, {}, {}, op="read_resource", label="read_resource"))
+
+        async def list_resources():
+            """The wrapped servers' resources: a list of dicts (uri, name,
+            description, mimeType, and server with several servers)."""
+            return json.loads(await caller.call("", {}, {}, op="list_resources", label="list_resources"))
+
+        async def list_resource_templates():
+            """The wrapped servers' resource templates: a list of dicts
+            (uriTemplate, name, description, mimeType, server)."""
+            return json.loads(await caller.call("", {}, {}, op="list_templates", label="list_resource_templates"))
+
+        def show(item, mime_type=None):
+            """Hand an image, audio or a file back to the model, beside the
+            printed output: a ``Block`` of a result, or bytes with their
+            MIME type (``image/...``, ``audio/...``, anything else as a
+            file). At most 8 per run and 160 KiB in all."""
+            caller.hand_back(item, mime_type)
+
+        def report_progress(progress, total=None, message=None):
+            """Tell the client how far the run is (when it asked to hear):
+            ``progress`` (and ``total``) numbers, increasing."""
+            caller.progress(progress, total, message)
+
+        return {"read_resource": read_resource, "list_resources": list_resources,
+                "list_resource_templates": list_resource_templates, "show": show,
+                "report_progress": report_progress, "Block": Block, "Result": Result}
+
+    def hand_back(self, item, mime_type):
+        if isinstance(item, Block):
+            data = item.data if item.data is not None else (item.text or "").encode("utf-8")
+            mime_type = mime_type or item.mime_type
+        elif isinstance(item, (bytes, bytearray, memoryview)):
+            data = bytes(item)
+        else:
+            raise TypeError("show: give a Block of a result, or bytes and their MIME type")
+        if not isinstance(mime_type, str) or "/" not in mime_type:
+            raise ValueError("show: the MIME type is needed (e.g. 'image/png')")
+        if self._handed >= MAX_HANDED_BACK:
+            raise ValueError(f"show: a run may hand back at most {MAX_HANDED_BACK} blocks")
+        if self._handed_bytes + len(data) > MAX_HANDED_BACK_BYTES:
+            raise ValueError(f"show: a run may hand back at most {_size(MAX_HANDED_BACK_BYTES)} in all")
+        encoded = base64.b64encode(data).decode("ascii")
+        kind = mime_type.split("/", 1)[0]
+        if kind in ("image", "audio"):
+            block = {"type": kind, "data": encoded, "mimeType": mime_type}
+        else:
+            uri = f"code-mode://cell/handed/{self._handed}"
+            block = {"type": "resource", "resource": {"uri": uri, "mimeType": mime_type, "blob": encoded}}
+        line = json.dumps({"type": "content", "block": block}).encode("utf-8")
+        if len(line) + 1 > self._max_line:
+            raise ValueError(f"show: one block must fit in {_size(self._max_line)} of protocol line")
+        with self._lock:
+            if not self._gate.admits():
+                raise ToolError("show: from code left running by a cell that has ended; not sent")
+            self._channel.send_line(line)
+        self._handed += 1
+        self._handed_bytes += len(data)
+
+    def progress(self, progress, total, message):
+        numbers = [progress] if total is None else [progress, total]
+        if not all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in numbers):
+            raise TypeError("report_progress: progress and total are numbers")
+        now = time.monotonic()
+        final = total is not None and progress >= total
+        if now - self._progress_at < PROGRESS_EVERY and not final:
+            return
+        self._progress_at = now
+        message = None if message is None else str(message)[:200]
+        line = json.dumps({"type": "progress", "progress": float(progress),
+                           "total": None if total is None else float(total), "message": message},
+                          allow_nan=False).encode("utf-8")
+        with self._lock:
+            if self._gate.admits():
+                self._channel.send_line(line)
+
+    async def call(self, name, params, kwargs, op=None, label=None):
         if params is None:
             params = {}
         if not isinstance(params, dict):
@@ -380,7 +587,7 @@ class ToolCaller:
                 raise ToolError("the host closed the channel")
             if not self._gate.admits():
                 raise ToolError(
-                    f"{name}: this call comes from code left running by a "
+                    f"{label or name}: this call comes from code left running by a "
                     "cell that has ended; it is not sent")
             call_id = next(self._ids)
             # The arguments are encoded once, above; the line is built
@@ -388,11 +595,13 @@ class ToolCaller:
             # would give).
             line = (b'{"type": "call", "id": %d, "tool": ' % call_id
                     + json.dumps(name, ensure_ascii=False).encode("utf-8")
-                    + b', "arguments": ' + encoded + b"}")
+                    + b', "arguments": ' + encoded
+                    + (b', "op": ' + json.dumps(op).encode("utf-8") if op else b"")
+                    + b"}")
             # +1 for the newline ending the line.
             if len(line) + 1 > self._max_line:
                 raise ToolError(
-                    f"{name}: arguments are too large "
+                    f"{label or name}: arguments are too large "
                     f"(the call must fit in {_size(self._max_line)})")
             # Registered before sending so that a quick result is not missed.
             self._pending[call_id] = future
@@ -426,7 +635,11 @@ class ToolCaller:
             if future is None:
                 continue  # unknown id, or a call the code stopped awaiting
             if message.get("ok") is True:
-                outcome = (True, message.get("value"))
+                value = message.get("value")
+                blocks = message.get("blocks")
+                if isinstance(value, str) and isinstance(blocks, list):
+                    value = _result(value, blocks)
+                outcome = (True, value)
             else:
                 outcome = (False, ToolError(message.get("error")))
             self._settle_threadsafe(future, outcome)
@@ -873,6 +1086,7 @@ def make_globals(tools, caller, withheld=()):
         catalog[name] = stub
         namespace[name] = caller.make_tool(name, stub)
     # The documented helpers win over a tool of the same name.
+    namespace.update(caller.make_helpers())
     namespace["TOOLS"] = dict(catalog)
     namespace["search_tools"] = make_search_tools(tools)
     namespace["ToolError"] = ToolError
@@ -897,6 +1111,7 @@ def refresh_globals(module, tools, caller, installed, withheld=()):
     for name, function in installed.items():
         if name not in current and namespace.get(name) is function:
             del namespace[name]
+    namespace.update(caller.make_helpers())
     namespace["TOOLS"] = dict(catalog)
     namespace["search_tools"] = make_search_tools(tools)
     namespace["ToolError"] = ToolError
@@ -1106,6 +1321,7 @@ def run_kept(channel, cell, caller):
         sys.stdout = sys.__stdout__ = streams[0]
         sys.stderr = sys.__stderr__ = streams[1]
         caller._max_line = max_line
+        caller.new_cell()
         installed = refresh_globals(module, tools, caller, installed, withheld)
         filename = f"<cell {number}>"
         linecache.cache.pop(f"<cell {number - KEPT_SOURCES}>", None)

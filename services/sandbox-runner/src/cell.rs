@@ -23,6 +23,7 @@ use std::time::Duration;
 use bollard::Docker;
 use bollard::container::LogOutput;
 use code_mode_core::bus::Bus;
+use code_mode_core::lease::Progress;
 use code_mode_proto::{CellReport, Op, RunCell, ToolCall, ToolReply, subjects};
 use code_mode_telemetry::CellOutcome;
 use futures::StreamExt;
@@ -106,7 +107,7 @@ impl NotReady {
         };
         code_mode_telemetry::cell_ended_without_run(outcome(&end));
         let (error, stopped) = end_message(end, cell, died, false);
-        Ok(CellReport { stdout: String::new(), error, truncated: false, stopped })
+        Ok(CellReport { stdout: String::new(), error, truncated: false, stopped, content: Vec::new() })
     }
 }
 
@@ -252,6 +253,11 @@ pub(crate) struct Run<'a> {
     calls_seen: HashSet<u64>,
     calls_sent: u32,
     timing: Timing,
+    /// What the code handed back to the model, and its bytes of data.
+    content: Vec<serde_json::Value>,
+    content_bytes: usize,
+    /// Where the code's progress goes for the cell's lease to say.
+    progress: Progress,
 }
 
 /// When the phases of one run happened, for `codemode_cell_phase_seconds`.
@@ -286,7 +292,7 @@ impl Timing {
 
 impl<'a> Run<'a> {
     /// A run of `cell` that has printed nothing yet.
-    pub fn new(cell: &'a RunCell) -> Self {
+    pub fn new(cell: &'a RunCell, progress: Progress) -> Self {
         Run {
             cell,
             output: String::new(),
@@ -294,6 +300,9 @@ impl<'a> Run<'a> {
             calls_seen: HashSet::new(),
             calls_sent: 0,
             timing: Timing::default(),
+            content: Vec::new(),
+            content_bytes: 0,
+            progress,
         }
     }
 
@@ -331,10 +340,11 @@ pub async fn run(
     deadline: Instant,
     cancel: &CancellationToken,
     remover: Option<&Remover>,
+    progress: Progress,
 ) -> CellReport {
     let (container, streams, warm) = ready.into_parts();
     let mut streams = streams;
-    let mut run = Run::new(cell);
+    let mut run = Run::new(cell, progress);
     let started = std::time::Instant::now();
     let end = run_in(&mut run, &mut streams, false, bus, deadline, cancel).await;
     let ran = started.elapsed();
@@ -412,7 +422,7 @@ pub(crate) fn report_of(mut run: Run<'_>, end: End, died: Option<(i64, bool)>) -
         }
         end => end_message(end, run.cell, died, true),
     };
-    CellReport { stdout: run.output, error, truncated: run.truncated, stopped }
+    CellReport { stdout: run.output, error, truncated: run.truncated, stopped, content: run.content }
 }
 
 /// The error and `stopped` of a run: `died` is the exit state of a container
@@ -552,6 +562,19 @@ async fn handle_line(
             };
             let bus = bus.clone();
             calls.spawn(async move { (id, relay(&bus, &call, call_timeout + CALL_MARGIN).await, read_at) });
+        }
+        FromRunner::Content { block } => {
+            run.content_bytes = protocol::check_block(&block, run.content.len(), run.content_bytes)?;
+            run.content.push(block);
+        }
+        FromRunner::Progress { progress, total, message } => {
+            // Numbers as the code gave them (finite ones only), a short
+            // message: the lease says the latest.
+            let number = |n: f64| n.is_finite().then(|| n.to_string());
+            if let Some(progress) = number(progress) {
+                let message = message.map(|m| m.chars().take(200).collect());
+                run.progress.report(progress, total.and_then(number), message);
+            }
         }
         FromRunner::Done { error, truncated, stopped } => {
             // Never trust the runner's own account beyond its shape.

@@ -40,6 +40,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use bytes::Bytes;
+use code_mode_core::lease::Progress;
 use code_mode_core::bus::Bus;
 use code_mode_proto::{CellRan, CellReport, KeptContainer, RunCell, ToolReply};
 use futures::StreamExt;
@@ -108,11 +109,13 @@ enum Command {
         lifetime: Lifetime,
         cell: Box<RunCell>,
         deadline: Instant,
+        progress: Progress,
         reply: oneshot::Sender<Result<CellRan, KeptError>>,
     },
     Run {
         cell: Box<RunCell>,
         deadline: Instant,
+        progress: Progress,
         reply: oneshot::Sender<Result<CellRan, KeptError>>,
     },
     End {
@@ -160,18 +163,27 @@ impl KeptSet {
         lifetime: Lifetime,
         cell: RunCell,
         deadline: Instant,
+        progress: Progress,
     ) -> Result<CellRan, KeptError> {
         let (reply, ran) = oneshot::channel();
-        let command =
-            Command::Adopt { ready: Box::new(ready), permit, lifetime, cell: Box::new(cell), deadline, reply };
+        let command = Command::Adopt {
+            ready: Box::new(ready),
+            permit,
+            lifetime,
+            cell: Box::new(cell),
+            deadline,
+            progress,
+            reply,
+        };
         self.requests.send(command).await.map_err(|_| KeptError::Lost)?;
         ran.await.map_err(|_| KeptError::Lost)?
     }
 
     /// Run a kept session's next cell in the container its key names.
-    pub async fn run(&self, cell: RunCell, deadline: Instant) -> Result<CellRan, KeptError> {
+    pub async fn run(&self, cell: RunCell, deadline: Instant, progress: Progress) -> Result<CellRan, KeptError> {
         let (reply, ran) = oneshot::channel();
-        self.requests.send(Command::Run { cell: Box::new(cell), deadline, reply }).await.map_err(|_| KeptError::Lost)?;
+        let command = Command::Run { cell: Box::new(cell), deadline, progress, reply };
+        self.requests.send(command).await.map_err(|_| KeptError::Lost)?;
         ran.await.map_err(|_| KeptError::Lost)?
     }
 
@@ -329,7 +341,7 @@ impl Registry {
 
     fn handle(&mut self, command: Command) {
         match command {
-            Command::Adopt { ready, permit, lifetime, cell, deadline, reply } => {
+            Command::Adopt { ready, permit, lifetime, cell, deadline, progress, reply } => {
                 let key = uuid::Uuid::new_v4().simple().to_string();
                 let session = cell.session.clone();
                 if let Some(most) = cell.keep.as_ref().and_then(|k| k.most) {
@@ -353,14 +365,14 @@ impl Registry {
                     end: end.clone(),
                     between: 0,
                 };
-                let first = KeptCell { cell, deadline, reply };
+                let first = KeptCell { cell, deadline, progress, reply };
                 let _ = cells.try_send(first);
                 let task = self.tasks.spawn(actor.run(inbox));
                 self.task_keys.insert(task.id(), key.clone());
                 let entry = Entry { session, cells, end, ended: Vec::new(), used: Instant::now(), why: None };
                 self.containers.insert(key, entry);
             }
-            Command::Run { cell, deadline, reply } => {
+            Command::Run { cell, deadline, progress, reply } => {
                 let key = cell.keep.as_ref().and_then(|k| k.key.clone()).unwrap_or_default();
                 let refusal = self.refusal(&key, &cell.session);
                 let Some(entry) =
@@ -370,7 +382,7 @@ impl Registry {
                     return;
                 };
                 entry.used = Instant::now();
-                match entry.cells.try_send(KeptCell { cell: *cell, deadline, reply }) {
+                match entry.cells.try_send(KeptCell { cell: *cell, deadline, progress, reply }) {
                     Ok(()) => {}
                     Err(mpsc::error::TrySendError::Full(cell)) => {
                         let _ = cell.reply.send(Err(KeptError::Busy));
@@ -400,6 +412,8 @@ impl Registry {
 struct KeptCell {
     cell: RunCell,
     deadline: Instant,
+    /// Where the code's progress goes for its lease to say.
+    progress: Progress,
     reply: oneshot::Sender<Result<CellRan, KeptError>>,
 }
 
@@ -464,9 +478,9 @@ impl KeptActor {
                     break if idle_until <= last_moment { Gone::Idle } else { Gone::PastMax };
                 }
                 next = cells.recv() => {
-                    let Some(KeptCell { cell, deadline, reply }) = next else { break Gone::Ended };
+                    let Some(KeptCell { cell, deadline, progress, reply }) = next else { break Gone::Ended };
                     stop_output = cell.limits.stop_output as usize;
-                    let (report, lives) = self.run_cell(&cell, deadline).await;
+                    let (report, lives) = self.run_cell(&cell, deadline, progress).await;
                     let past_max = self.born.elapsed() >= self.lifetime.max;
                     let kept = (lives && !past_max).then(|| self.kept.clone());
                     let _ = reply.send(Ok(CellRan { report, kept }));
@@ -493,9 +507,9 @@ impl KeptActor {
     }
 
     /// Run one cell; the report, and whether the container lives on.
-    async fn run_cell(&mut self, cell: &RunCell, deadline: Instant) -> (CellReport, bool) {
+    async fn run_cell(&mut self, cell: &RunCell, deadline: Instant, progress: Progress) -> (CellReport, bool) {
         let started = std::time::Instant::now();
-        let mut run = Run::new(cell);
+        let mut run = Run::new(cell, progress);
         let end = cell::run_in(&mut run, &mut self.streams, true, &self.bus, deadline, &self.end).await;
         let lives = matches!(end, End::Done { stopped: false, .. });
         let died = if matches!(end, End::Died) { self.container.exit_state().await } else { None };
@@ -533,7 +547,9 @@ impl KeptActor {
         let lines = self.streams.lines(max).feed(&bytes).map_err(Gone::Violation)?;
         for line in lines {
             match protocol::parse(&line).map_err(Gone::Violation)? {
-                FromRunner::Output { .. } => {}
+                // Between cells nothing is handed back and nobody listens
+                // for progress.
+                FromRunner::Output { .. } | FromRunner::Content { .. } | FromRunner::Progress { .. } => {}
                 FromRunner::Call { id, tool, .. } => {
                     tracing::info!(session = %self.session, %tool, "refused a call made while no cell runs");
                     let message = format!("{tool}: no cell is running: a call made between cells is refused");

@@ -55,6 +55,7 @@ use std::time::{Duration, SystemTime};
 use bollard::Docker;
 use code_mode_audit::record::{self, Body, CellOutcome};
 use code_mode_audit::{AuditSink, Durability};
+use code_mode_core::lease::Progress;
 use code_mode_core::bus::{Bus, BusError};
 use code_mode_proto::{CellEnded, CellRan, CellReport, KeptReply, KeptRequest, RunCell, queue_groups, subjects};
 use tokio::sync::Semaphore;
@@ -364,7 +365,9 @@ impl SandboxRunner {
             return Err(SandboxError::NoCapacity { capacity: self.inner.config.capacity });
         };
         let slot = Slot::counted(slot, &self.inner);
-        self.leased(cell, cancel, self.audited(cell, self.run_in_slot(cell, slot, cancel))).await
+        let progress = Progress::default();
+        let run = self.run_in_slot(cell, slot, cancel, progress.clone());
+        self.leased(cell, cancel, progress, self.audited(cell, run)).await
     }
 
     /// Run `run` (one cell) holding `cell`'s lease: answered while it runs,
@@ -377,9 +380,11 @@ impl SandboxRunner {
         &self,
         cell: &RunCell,
         cancel: &CancellationToken,
+        progress: Progress,
         run: impl Future<Output = Result<CellRan, SandboxError>>,
     ) -> Result<CellRan, SandboxError> {
-        let lease = code_mode_core::lease::hold(&self.inner.bus, &cell.cell_id, &container::owner_label(), cancel)
+        let runner = container::owner_label();
+        let lease = code_mode_core::lease::hold_reporting(&self.inner.bus, &cell.cell_id, &runner, cancel, progress)
             .await
             .map_err(SandboxError::Lease)?;
         let ran = run.await;
@@ -466,6 +471,7 @@ impl SandboxRunner {
         cell: &RunCell,
         slot: Slot,
         cancel: &CancellationToken,
+        progress: Progress,
     ) -> Result<CellRan, SandboxError> {
         if cancel.is_cancelled() {
             return Ok(CellRan { report: shutdown_report(), kept: None });
@@ -496,7 +502,7 @@ impl SandboxRunner {
         match &cell.keep {
             None => {
                 let remover = self.inner.remover.get();
-                let report = cell::run(ready, cell, &self.inner.bus, deadline, cancel, remover).await;
+                let report = cell::run(ready, cell, &self.inner.bus, deadline, cancel, remover, progress).await;
                 Ok(CellRan { report, kept: None })
             }
             Some(keep) if keep.key.is_some() => {
@@ -512,7 +518,7 @@ impl SandboxRunner {
                     ready.remove().await;
                     return Err(SandboxError::BadRequest("kept sessions need a serving runner".into()));
                 };
-                Ok(kept.adopt(ready, slot, Lifetime::of(keep), cell.clone(), deadline).await?)
+                Ok(kept.adopt(ready, slot, Lifetime::of(keep), cell.clone(), deadline, progress).await?)
             }
         }
     }
@@ -537,8 +543,9 @@ impl SandboxRunner {
                 }
                 let deadline = tokio::time::Instant::now() + Duration::from_millis(cell.limits.deadline_ms);
                 let Some(kept) = self.inner.kept.get() else { return Err(KeptError::Lost.into()) };
-                let run = async { Ok(kept.run(cell.clone(), deadline).await?) };
-                Ok(KeptReply::Ran(self.leased(&cell, cancel, self.audited(&cell, run)).await?))
+                let progress = Progress::default();
+                let run = async { Ok(kept.run(cell.clone(), deadline, progress.clone()).await?) };
+                Ok(KeptReply::Ran(self.leased(&cell, cancel, progress.clone(), self.audited(&cell, run)).await?))
             }
             KeptRequest::End(end) => {
                 let removed = match self.inner.kept.get() {
@@ -684,5 +691,6 @@ fn shutdown_report() -> CellReport {
         error: Some("stopped: code-mode is shutting down".into()),
         truncated: false,
         stopped: true,
+        content: Vec::new(),
     }
 }

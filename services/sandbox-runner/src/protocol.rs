@@ -33,6 +33,23 @@ pub enum FromRunner {
         #[serde(default)]
         op: code_mode_proto::Op,
     },
+    /// The code hands a content block back to the model (`show`): an
+    /// image, audio or an embedded resource, as an MCP content block.
+    Content {
+        /// The block.
+        block: Value,
+    },
+    /// The code reports its progress (`report_progress`).
+    Progress {
+        /// Progress so far.
+        progress: f64,
+        /// The total, if known.
+        #[serde(default)]
+        total: Option<f64>,
+        /// A message.
+        #[serde(default)]
+        message: Option<String>,
+    },
     /// The code is finished.
     Done {
         /// The end of the traceback, or why the runner stopped the code.
@@ -76,7 +93,67 @@ pub enum ToRunner<'a> {
         /// The `ToolError` message.
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// The result's blocks other than text (images, audio, embedded
+        /// resources), as MCP content blocks.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        blocks: Option<Vec<Value>>,
     },
+}
+
+/// Why a content block the code handed back is refused: each reason is a
+/// protocol violation (the runner in the container checks the same bounds
+/// and raises in the code first).
+pub fn check_block(block: &Value, handed: usize, bytes: usize) -> Result<usize, Violation> {
+    use base64::Engine as _;
+    let bad = |why: &'static str| Err(Violation::OutOfOrder(why));
+    if handed >= code_mode_proto::MAX_HANDED_BACK {
+        return bad("more content blocks handed back than a cell may");
+    }
+    let Some(kind) = block.get("type").and_then(Value::as_str) else { return bad("a content block without a type") };
+    let data = match kind {
+        "image" | "audio" => {
+            let mime = block.get("mimeType").and_then(Value::as_str).unwrap_or_default();
+            if !is_mime_type(mime) {
+                return bad("a content block without a valid MIME type");
+            }
+            block.get("data").and_then(Value::as_str)
+        }
+        "resource" => {
+            let resource = block.get("resource");
+            let uri = resource.and_then(|r| r.get("uri")).and_then(Value::as_str).unwrap_or_default();
+            if uri.is_empty() || uri.len() > 2048 {
+                return bad("an embedded resource without a valid URI");
+            }
+            match resource.and_then(|r| r.get("text")).and_then(Value::as_str) {
+                Some(text) => return within(bytes, text.len()),
+                None => resource.and_then(|r| r.get("blob")).and_then(Value::as_str),
+            }
+        }
+        _ => return bad("a content block of a type code cannot hand back"),
+    };
+    let Some(data) = data else { return bad("a content block without its data") };
+    match base64::engine::general_purpose::STANDARD.decode(data) {
+        Ok(decoded) => within(bytes, decoded.len()),
+        Err(_) => bad("a content block whose data is not base64"),
+    }
+}
+
+/// The bytes handed back so far with `more`, when within the bound.
+fn within(bytes: usize, more: usize) -> Result<usize, Violation> {
+    match bytes.checked_add(more) {
+        Some(total) if total <= code_mode_proto::MAX_HANDED_BACK_BYTES => Ok(total),
+        _ => Err(Violation::OutOfOrder("more content handed back than a cell may")),
+    }
+}
+
+/// A MIME type as `type/subtype` (with parameters), at most 100 characters.
+fn is_mime_type(mime: &str) -> bool {
+    let essence = mime.split(';').next().unwrap_or_default().trim();
+    let mut parts = essence.split('/');
+    let token = |t: Option<&str>| {
+        t.is_some_and(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&b)))
+    };
+    mime.len() <= 100 && token(parts.next()) && token(parts.next()) && parts.next().is_none()
 }
 
 /// The limits the runner applies inside the container.

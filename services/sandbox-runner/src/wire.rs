@@ -43,12 +43,17 @@ pub fn bus_fault(e: &BusError) -> ErrorKind {
 /// The one mapping of a call's answer to the line the code reads.
 pub fn to_code(id: u64, reply: ToolReply) -> ToRunner<'static> {
     match reply {
-        ToolReply::Ok { value } => ToRunner::Result { id, ok: true, value: Some(value), error: None },
+        ToolReply::Ok { value } => ToRunner::Result { id, ok: true, value: Some(value), error: None, blocks: None },
+        ToolReply::Content { value, blocks } => {
+            ToRunner::Result { id, ok: true, value: Some(value), error: None, blocks: Some(blocks) }
+        }
         ToolReply::Refused { message } => {
             let message = message.chars().take(defaults::MAX_MESSAGE_CHARS).collect();
-            ToRunner::Result { id, ok: false, value: None, error: Some(message) }
+            ToRunner::Result { id, ok: false, value: None, error: Some(message), blocks: None }
         }
-        ToolReply::Fault { kind } => ToRunner::Result { id, ok: false, value: None, error: Some(kind.to_string()) },
+        ToolReply::Fault { kind } => {
+            ToRunner::Result { id, ok: false, value: None, error: Some(kind.to_string()), blocks: None }
+        }
     }
 }
 

@@ -5,11 +5,15 @@
 
 use code_mode_core::bus::BusError;
 use code_mode_core::lease::Gone;
-use code_mode_proto::{CellLimits, CellRan, CellReport, ErrorKind, KeptContainer, RunCell, ToolStub, subjects};
+use code_mode_proto::{
+    CellLimits, CellProgress, CellRan, CellReport, ErrorKind, KeptContainer, Note, RunCell, ServerNote, ToolStub, subjects,
+};
+use tokio::sync::mpsc;
 
 use super::CellOrder;
 use crate::auth::Identity;
 use crate::catalog::View;
+use crate::questions::Question;
 use crate::{CELL_MARGIN, FrontendError, RETRY_PAUSE, Shared};
 
 /// Where a session's cells and direct calls count (`session`: the client
@@ -30,7 +34,7 @@ pub(super) async fn run_cell(
     order: &CellOrder,
 ) -> Result<CellReport, FrontendError> {
     let (_slot, cell) = prepare(shared, at, identity, order).await?;
-    Ok(send_fresh(shared, &cell).await.map_err(|(e, _)| e)?.report)
+    Ok(send_fresh(shared, &cell, order.route.as_ref()).await.map_err(|(e, _)| e)?.report)
 }
 
 /// What every cell goes through before it is sent, fresh or kept: its
@@ -51,6 +55,27 @@ pub(super) async fn prepare<'s>(
     let view = shared.catalog.current();
     Ok((slot, cell_message(shared, at, identity, order, &view)))
 }
+
+/// Hand the progress the code reports (as the cell's lease says it) to the
+/// request running the cell, which passes it on to a client that asked for
+/// progress (a full queue drops it: it is only news).
+pub(super) fn progress_to<'a>(
+    route: Option<&'a mpsc::Sender<Question>>,
+    cell_id: &'a str,
+) -> impl FnMut(&CellProgress) + 'a {
+    move |reported: &CellProgress| {
+        let Some(route) = route else { return };
+        let Ok(progress) = reported.progress.parse::<f64>() else { return };
+        let total = reported.total.as_deref().and_then(|t| t.parse::<f64>().ok());
+        let note = Note::Progress { progress, total, message: reported.message.clone() };
+        let note = ServerNote { call_id: Some(cell_id.to_string()), server: CODE.to_string(), note };
+        let _ = route.try_send(Question::Note(note));
+    }
+}
+
+/// The name progress of the code itself goes under (no server has it: a
+/// server's name is a config key or its command).
+pub(crate) const CODE: &str = "code-mode";
 
 /// The error of a cell whose report will not come, as its lease told.
 pub(super) fn gone_error(cell: &str, gone: Gone) -> FrontendError {
@@ -104,6 +129,7 @@ fn cell_message(shared: &Shared, at: &At, identity: Option<&Identity>, order: &C
 pub(super) async fn send_fresh(
     shared: &Shared,
     cell: &RunCell,
+    route: Option<&mpsc::Sender<Question>>,
 ) -> Result<CellRan, (FrontendError, Option<KeptContainer>)> {
     let config = &shared.config;
     let started = tokio::time::Instant::now();
@@ -113,8 +139,9 @@ pub(super) async fn send_fresh(
         // The runner that takes the cell holds its lease until it replies
         // (and says how the cell ended a while after); a runner that dies
         // stops answering it.
+        let call = bus.call(subjects::CELL_RUN, cell, wait);
         let answer =
-            match code_mode_core::lease::watched(bus, &cell.cell_id, bus.call(subjects::CELL_RUN, cell, wait)).await {
+            match code_mode_core::lease::watched_with(bus, &cell.cell_id, call, progress_to(route, &cell.cell_id)).await {
                 Ok(answer) => answer,
                 Err(gone) => {
                     let kept = match &gone {

@@ -79,11 +79,11 @@ pub(super) async fn run_handle_cell(
     let ran = match handle {
         None => {
             cell.keep = Some(settings);
-            send_fresh(shared, &cell).await.map_err(|(e, _)| e)?
+            send_fresh(shared, &cell, order.route.as_ref()).await.map_err(|(e, _)| e)?
         }
         Some(container) => {
             cell.keep = Some(Keep { key: Some(container.key.clone()), ..settings });
-            match send_to_runner(shared, &container, &cell).await {
+            match send_to_runner(shared, &container, &cell, order.route.as_ref()).await {
                 Ok(ran) => ran,
                 Err(Next::Lost(lost)) => {
                     tracing::info!(cell = %cell.cell_id, ?lost, "a session handle's container cannot be used");
@@ -118,7 +118,7 @@ pub(super) async fn run_kept_cell(
     let started = tokio::time::Instant::now();
     if let Some(at) = container.at.take() {
         cell.keep = Some(Keep { key: Some(at.key.clone()), ..settings.clone() });
-        match send_to_runner(shared, &at, &cell).await {
+        match send_to_runner(shared, &at, &cell, order.route.as_ref()).await {
             // Earlier variables may be gone though the container is known:
             // its first cell's report was lost (below).
             Ok(ran) => {
@@ -147,7 +147,7 @@ pub(super) async fn run_kept_cell(
     }
     let lost = container.lost.take();
     cell.keep = Some(settings);
-    let ran = match send_fresh(shared, &cell).await {
+    let ran = match send_fresh(shared, &cell, order.route.as_ref()).await {
         Ok(ran) => ran,
         Err((e, kept)) => {
             // A lost report of the container's first cell: its runner's
@@ -221,14 +221,20 @@ impl Lost {
 }
 
 /// Send a kept session's cell to the runner holding its container.
-pub(super) async fn send_to_runner(shared: &Shared, at: &KeptContainer, cell: &RunCell) -> Result<CellRan, Next> {
+pub(super) async fn send_to_runner(
+    shared: &Shared,
+    at: &KeptContainer,
+    cell: &RunCell,
+    route: Option<&tokio::sync::mpsc::Sender<crate::questions::Question>>,
+) -> Result<CellRan, Next> {
     let Some(subject) = subjects::runner(&at.runner) else { return Err(Next::Lost(Lost::RunnerGone)) };
     let wait = shared.config.deadline + CELL_MARGIN;
     // The runner holds the cell's lease while it runs, as for a fresh cell:
     // its death is seen within seconds, not at the deadline.
     let request = KeptRequest::Run(cell.clone());
     let call = shared.bus.call::<_, KeptReply>(&subject, &request, wait);
-    let answer = match code_mode_core::lease::watched(&shared.bus, &cell.cell_id, call).await {
+    let progress = super::cells::progress_to(route, &cell.cell_id);
+    let answer = match code_mode_core::lease::watched_with(&shared.bus, &cell.cell_id, call, progress).await {
         Ok(answer) => answer,
         // Only the report was lost: the container lives on at its runner
         // (or, stopped, was removed: the next cell learns it from there).
