@@ -18,7 +18,8 @@ use tokio::sync::mpsc;
 use crate::support::{self, Deployment, python_sdk, report, run};
 
 /// The test server's 1x1 PNG (`test://image`), as it serves it.
-const TINY_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+const TINY_PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 
 #[test]
 fn code_reads_resources_as_text_and_bytes_lists_them_and_hands_an_image_back_to_the_model() {
@@ -76,8 +77,7 @@ print(r.images[0].mime_type, len(r.images[0].data), r.images[0].data[:4])
     let ran = support::run_prepared(command);
     let lines: Vec<&str> = ran.ok().lines().collect();
     assert_eq!(
-        lines[0],
-        "Here's the image you requested: | [image image/png: .blocks[0]] | The image above is the MCP logo.",
+        lines[0], "Here's the image you requested: | [image image/png: .blocks[0]] | The image above is the MCP logo.",
         "still the string it was, the image named in its place"
     );
     assert!(lines[1].starts_with("image/png ") && lines[1].ends_with(r"b'\x89PNG'"), "{}", lines[1]);
@@ -177,7 +177,8 @@ async fn through_mcp_a_cell_hands_an_image_back_and_tells_a_client_that_asked_ho
         return;
     }
     let (seen, mut heard) = mpsc::unbounded_channel();
-    let (client, _pid, _guards) = support::start_with(Deployment::AllInOne, &[], &["--resources"], Progress { seen }).await;
+    let (client, _pid, _guards) =
+        support::start_with(Deployment::AllInOne, &[], &["--resources"], Progress { seen }).await;
     let code = r#"
 import time
 report_progress(1, 3, "one of three")
@@ -236,7 +237,9 @@ async fn a_wrapped_server_that_asks_the_clients_model_during_a_cell_reaches_both
             {"op": "asked"},
         ]);
         let (results, stderr) = python_sdk(&args, &steps).await.expect("the Python SDK is installed");
-        let stdout = results[0]["result"]["structuredContent"]["stdout"].as_str().unwrap_or_else(|| panic!("{results:?} {stderr}"));
+        let stdout = results[0]["result"]["structuredContent"]["stdout"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{results:?} {stderr}"));
         assert_eq!(stdout, "the model wrote: forty-two\n", "{api}");
         let asked: Vec<&Value> = results[1]["result"].as_array().unwrap().iter().collect();
         assert_eq!(asked.len(), 1, "{api}: {asked:?}");

@@ -44,7 +44,12 @@ async fn suite(target: &[&str]) -> Option<Value> {
 }
 
 fn passed(outcome: &Value, revision: &str) -> BTreeSet<String> {
-    outcome[revision]["passed"].as_array().unwrap_or_else(|| panic!("{outcome}")).iter().map(|s| s.as_str().unwrap().to_string()).collect()
+    outcome[revision]["passed"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{outcome}"))
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
 }
 
 /// Every scenario `alone` passed is passed `through` too, for each set.
@@ -52,7 +57,11 @@ fn holds(label: &str, alone: &Value, through: &Value) {
     for revision in REVISIONS {
         let (wanted, got) = (passed(alone, revision), passed(through, revision));
         let missing: Vec<&String> = wanted.difference(&got).collect();
-        println!("{label}, {revision}: {} of the {} the peer passes alone", wanted.intersection(&got).count(), wanted.len());
+        println!(
+            "{label}, {revision}: {} of the {} the peer passes alone",
+            wanted.intersection(&got).count(),
+            wanted.len()
+        );
         assert!(
             missing.is_empty(),
             "{label}, {revision}: through code-mode these fail: {:?}",

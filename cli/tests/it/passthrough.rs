@@ -151,8 +151,11 @@ async fn compare_with_the_server(gateway: &[String]) {
     let Some(everything) = npm_bin("mcp-server-everything") else { return };
     let everything = everything.display().to_string();
     for api in ["client", "session"] {
-        let direct: Vec<String> =
-            ["--stdio", everything.as_str(), "stdio", "--"].iter().map(|s| s.to_string()).chain(answering(api)).collect();
+        let direct: Vec<String> = ["--stdio", everything.as_str(), "stdio", "--"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain(answering(api))
+            .collect();
         let through: Vec<String> = gateway.iter().cloned().chain(answering(api)).collect();
         let direct: Vec<&str> = direct.iter().map(String::as_str).collect();
         let through: Vec<&str> = through.iter().map(String::as_str).collect();
@@ -272,7 +275,8 @@ fn error_of(step: &Value) -> String {
 }
 
 #[tokio::test]
-async fn a_policy_denies_resources_by_uri_pattern_prompts_and_sampling_naming_its_rule_and_the_server_never_sees_them() {
+async fn a_policy_denies_resources_by_uri_pattern_prompts_and_sampling_naming_its_rule_and_the_server_never_sees_them()
+{
     if npm_bin("mcp-server-everything").is_none() {
         return;
     }
@@ -288,8 +292,10 @@ async fn a_policy_denies_resources_by_uri_pattern_prompts_and_sampling_naming_it
     )
     .unwrap();
     let audit = log_path("passthrough-policy-audit");
-    let (line, log) =
-        resources_gateway("passthrough-policy", &["--policy", policy.to_str().unwrap(), "--audit", audit.to_str().unwrap()]);
+    let (line, log) = resources_gateway(
+        "passthrough-policy",
+        &["--policy", policy.to_str().unwrap(), "--audit", audit.to_str().unwrap()],
+    );
     for api in ["session", "client"] {
         let steps = json!([
             {"op": "list_resources"},
@@ -310,7 +316,12 @@ async fn a_policy_denies_resources_by_uri_pattern_prompts_and_sampling_naming_it
         assert_eq!(results[2]["result"]["contents"][0]["text"], "small", "the allowed exact URI beats the pattern");
         for (i, what) in [(3, "test://secret"), (4, "test://big/10")] {
             let refused = error_of(&results[i]);
-            assert!(refused.contains(&format!("resources/read {what}: denied by policy (/resources/test:~1~1*): the server's texts stay there")), "{api}: {refused}");
+            assert!(
+                refused.contains(&format!(
+                    "resources/read {what}: denied by policy (/resources/test:~1~1*): the server's texts stay there"
+                )),
+                "{api}: {refused}"
+            );
         }
         let refused = error_of(&results[5]);
         assert!(refused.contains("prompts/get greet: denied by policy (/prompts/greet): no greetings"), "{refused}");
@@ -320,7 +331,10 @@ async fn a_policy_denies_resources_by_uri_pattern_prompts_and_sampling_naming_it
     }
     let seen = logged_requests(&log);
     assert!(seen.iter().any(|l| l == "resources/read test://small"), "{seen:?}");
-    assert!(!seen.iter().any(|l| l.contains("test://secret") || l.contains("test://big") || l.starts_with("prompts/get")), "denied requests never reached the server: {seen:?}");
+    assert!(
+        !seen.iter().any(|l| l.contains("test://secret") || l.contains("test://big") || l.starts_with("prompts/get")),
+        "denied requests never reached the server: {seen:?}"
+    );
     // Every decision is an audit record naming the request, and a replay
     // through a policy that allows them says what would change.
     let records = std::fs::read_to_string(&audit).unwrap();
@@ -339,7 +353,12 @@ async fn a_policy_denies_resources_by_uri_pattern_prompts_and_sampling_naming_it
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&replay.stdout);
-    assert_eq!(replay.status.code(), Some(1), "something would change: {said} {}", String::from_utf8_lossy(&replay.stderr));
+    assert_eq!(
+        replay.status.code(),
+        Some(1),
+        "something would change: {said} {}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
     assert!(said.contains("resources/read test://secret: 2 of 2 calls now allowed"), "{said}");
     assert!(said.contains("prompts/get greet: 2 of 2 calls now allowed"), "{said}");
     assert!(said.contains("sampling/createMessage: 2 of 2 calls now allowed"), "{said}");
@@ -349,7 +368,8 @@ async fn a_policy_denies_resources_by_uri_pattern_prompts_and_sampling_naming_it
 }
 
 #[tokio::test]
-async fn after_a_private_servers_resource_is_read_a_public_servers_resources_prompts_and_a_sampling_answer_are_refused() {
+async fn after_a_private_servers_resource_is_read_a_public_servers_resources_prompts_and_a_sampling_answer_are_refused()
+{
     let config = log_path("passthrough-private").with_extension("json");
     let (private_log, public_log) = (log_path("passthrough-private-a"), log_path("passthrough-private-b"));
     let server = support::test_server();
@@ -473,7 +493,10 @@ mod cancelled {
         params.arguments = Some(json!({"seconds": 30}).as_object().unwrap().clone());
         let call = client
             .peer()
-            .send_cancellable_request(ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params)), PeerRequestOptions::no_options())
+            .send_cancellable_request(
+                ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params)),
+                PeerRequestOptions::no_options(),
+            )
             .await
             .expect("the call is sent");
         // Until the call has reached the server.

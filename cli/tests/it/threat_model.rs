@@ -743,6 +743,72 @@ time.sleep(30)"
     assert!(elapsed < Duration::from_secs(8), "took {elapsed:?}: the violation did not end the run");
 }
 
+fn content_forged_past_the_bound_ends_the_cell_as_a_violation_and_reaches_nobody() {
+    if !support::sandbox_available() {
+        return;
+    }
+    // Written straight onto the protocol pipe, past show()'s own checks: a
+    // ninth block, then one with data that is not base64.
+    for (blocks, block, why) in [
+        (9, r#"{'type': 'image', 'data': 'AAAA', 'mimeType': 'image/png'}"#, "more content blocks handed back"),
+        (1, r#"{'type': 'image', 'data': 'not base64!', 'mimeType': 'image/png'}"#, "not base64"),
+        (1, r#"{'type': 'text', 'text': 'spoofed report'}"#, "a type code cannot hand back"),
+    ] {
+        let code = format!(
+            "{FIND_PROTOCOL_FD}
+import json, time
+line = json.dumps({{'type': 'content', 'block': {block}}}).encode() + b'\n'
+for _ in range({blocks}):
+    os.write(protocol_out_fd(), line)
+time.sleep(30)"
+        );
+        let (ran, elapsed) = timed_run(&["--deadline", "15"], &code, &[]);
+        assert!(ran.stopped(), "{ran:#?}");
+        let error = ran.error().unwrap_or_default();
+        assert!(error.contains("protocol violation") && error.contains(why), "{error}");
+        assert!(ran.report.get("content").is_none(), "nothing of a violating cell is handed back: {:?}", ran.report);
+        assert!(elapsed < Duration::from_secs(8), "took {elapsed:?}: the violation did not end the run");
+    }
+}
+
+fn a_request_code_may_not_make_is_refused_without_reaching_the_bridge() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let log = support::log_path("forged-op");
+    let code = format!(
+        "{FIND_PROTOCOL_FD}
+import asyncio, gc, json
+caller = next(o for o in gc.get_objects() if type(o).__name__ == 'ToolCaller')
+async def forged(call_id, op, target):
+    future = asyncio.get_running_loop().create_future()
+    with caller._lock:
+        caller._pending[call_id] = future
+    line = json.dumps({{'type': 'call', 'id': call_id, 'tool': target, 'arguments': {{}}, 'op': op}})
+    os.write(protocol_out_fd(), line.encode() + b'\n')
+    try:
+        return 'ok: ' + await future
+    except ToolError as e:
+        return 'ToolError: ' + str(e)
+print(await forged(2000, 'subscribe', 'test://small'))
+print(await forged(2001, 'get_prompt', 'greet'))
+print(await read_resource('test://small'))"
+    );
+    let ran = run(&["--deadline", "20"], &code, &["--resources", "--log", log.to_str().unwrap()]);
+    let lines: Vec<&str> = ran.ok().lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "ToolError: resources/subscribe: not available to code",
+            "ToolError: prompts/get: not available to code",
+            "small"
+        ]
+    );
+    let seen = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(!seen.contains("subscribe") && !seen.contains("prompts/get"), "{seen}");
+    let _ = std::fs::remove_file(log);
+}
+
 fn forged_calls_to_unknown_tools_are_refused_before_the_server_sees_them() {
     if !support::sandbox_available() {
         return;
@@ -1152,6 +1218,8 @@ matrix! {
         garbage_on_the_protocol_pipe_ends_the_cell_as_a_violation,
         an_over_long_line_on_the_protocol_pipe_ends_the_cell_as_a_violation,
         forged_calls_to_unknown_tools_are_refused_before_the_server_sees_them,
+        content_forged_past_the_bound_ends_the_cell_as_a_violation_and_reaches_nobody,
+        a_request_code_may_not_make_is_refused_without_reaching_the_bridge,
         the_allowlist_keeps_other_tools_out_of_the_code,
         arguments_outside_the_schema_never_reach_the_server,
         oversized_arguments_are_refused_naming_the_limit,

@@ -349,9 +349,7 @@ mod progress_tests {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let watching = tokio::spawn({
             let (bus, seen) = (bus.clone(), seen.clone());
-            async move {
-                lost_watching(&bus, cell, |p| crate::sync::lock(&seen).push((p.count, p.progress.clone()))).await
-            }
+            async move { lost_watching(&bus, cell, |p| crate::sync::lock(&seen).push((p.count, p.progress.clone()))).await }
         });
         progress.report("1".into(), Some("4".into()), None);
         tokio::time::sleep(PING * 2 + Duration::from_millis(300)).await;

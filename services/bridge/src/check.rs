@@ -234,9 +234,7 @@ impl Bridge {
             Op::ListResources | Op::ListTemplates => return Ok(Target::Lists),
             Op::ReadResource | Op::Subscribe | Op::Unsubscribe => match offers.resource_server(&call.tool) {
                 Ok(server) => {
-                    if call.op != Op::ReadResource
-                        && !offers.offering(server).is_some_and(|o| o.subscribe)
-                    {
+                    if call.op != Op::ReadResource && !offers.offering(server).is_some_and(|o| o.subscribe) {
                         let why = format!(
                             "{}: the server {} takes no subscriptions",
                             call.op.method(),
@@ -464,7 +462,9 @@ impl Bridge {
                 trail.result = Some((CallResult::Timeout, None));
                 self.refuse(format!("{name}: no answer within {} s", after.as_secs_f64()))
             }
-            Err(server::CallError::Service(rmcp::service::ServiceError::Cancelled { .. })) if cancel_was_client(call) => {
+            Err(server::CallError::Service(rmcp::service::ServiceError::Cancelled { .. }))
+                if cancel_was_client(call) =>
+            {
                 trail.result = Some((CallResult::Fault, None));
                 self.refuse(format!("{name}: cancelled by the client"))
             }

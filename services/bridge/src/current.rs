@@ -17,12 +17,12 @@ use tokio_util::sync::CancellationToken;
 use crate::catalog::{Catalog, CatalogLimits, ListedTool, ServerTools};
 use crate::offers::{Judge, Offers};
 use crate::policy::{Admission, Annotations, Policy, RateLimiter, ToolFacts, Verdict};
-use crate::relay::{BridgeRef, Relay};
-use crate::server::Offering;
-use crate::upstream::Upstreams;
 use crate::private::PrivateRule;
+use crate::relay::{BridgeRef, Relay};
 use crate::scope::Scopes;
+use crate::server::Offering;
 use crate::server::ServerHandle;
+use crate::upstream::Upstreams;
 use crate::{
     Bridge, BridgeConfig, BridgeError, Closer, Inner, PolicySource, WrappedServer, catalog, config, naming, schema,
     server,

@@ -177,8 +177,7 @@ impl Offers {
         if let Some(server) = self.single(&listed, uri)? {
             return Ok(server);
         }
-        let matched: Vec<usize> =
-            self.templates.iter().filter(|t| t.template.matches(uri)).map(|t| t.server).collect();
+        let matched: Vec<usize> = self.templates.iter().filter(|t| t.template.matches(uri)).map(|t| t.server).collect();
         if let Some(server) = self.single(&matched, uri)? {
             return Ok(server);
         }
@@ -311,7 +310,9 @@ fn matches_from(parts: &[Part], rest: &str) -> bool {
             let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
             (1..=end).rev().filter(|i| rest.is_char_boundary(*i)).any(|i| matches_from(more, &rest[i..]))
         }
-        Part::Any => (0..=rest.len()).rev().filter(|i| rest.is_char_boundary(*i)).any(|i| matches_from(more, &rest[i..])),
+        Part::Any => {
+            (0..=rest.len()).rev().filter(|i| rest.is_char_boundary(*i)).any(|i| matches_from(more, &rest[i..]))
+        }
         Part::Optional(op) => {
             if matches_from(more, rest) {
                 return true;

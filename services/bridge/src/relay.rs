@@ -32,15 +32,15 @@ use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use code_mode_proto::{AskKind, ClientLink, Note};
+use rmcp::ClientHandler;
 #[allow(deprecated)] // Sampling, roots and logging are deprecated from 2026-07-28 on; older servers use them.
 use rmcp::model::{
-    ClientCapabilities, ClientInfo, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ErrorData, Implementation, ListRootsResult, LoggingMessageNotificationParam,
-    ProgressNotificationParam, RequestId, ResourceUpdatedNotificationParam,
+    ClientCapabilities, ClientInfo, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ErrorData, Implementation, ListRootsResult, LoggingMessageNotificationParam, ProgressNotificationParam, RequestId,
+    ResourceUpdatedNotificationParam,
 };
 use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient};
-use rmcp::ClientHandler;
-use code_mode_proto::{AskKind, ClientLink, Note};
 use tokio::sync::Notify;
 
 use crate::Inner;
@@ -313,7 +313,8 @@ impl ClientHandler for Relay {
     /// the catalog, and a question asked on the shared session, whose
     /// client cannot answer it, is refused ([`Relay::ask`]).
     fn get_info(&self) -> ClientInfo {
-        let shared = ClientLink { sampling: true, elicitation: true, elicitation_url: true, roots: true, ..Default::default() };
+        let shared =
+            ClientLink { sampling: true, elicitation: true, elicitation_url: true, roots: true, ..Default::default() };
         let link = match &self.owner {
             Some(owner) => &owner.link,
             None => &shared,
@@ -347,9 +348,8 @@ impl ClientHandler for Relay {
     ) -> Result<CreateMessageResult, ErrorData> {
         let params = serde_json::to_value(&params).map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         let answer = self.ask(AskKind::Sampling, params, origin_of(&context)).await?;
-        serde_json::from_value(answer).map_err(|e| {
-            ErrorData::internal_error(format!("the client's answer is not a sampling result: {e}"), None)
-        })
+        serde_json::from_value(answer)
+            .map_err(|e| ErrorData::internal_error(format!("the client's answer is not a sampling result: {e}"), None))
     }
 
     async fn create_elicitation(
@@ -552,7 +552,10 @@ impl crate::Bridge {
                     return refused(
                         trail,
                         "bridge:private_data",
-                        format!("{}: session state failed, refusing under the private-data rule (fail closed): {e}", kind.method()),
+                        format!(
+                            "{}: session state failed, refusing under the private-data rule (fail closed): {e}",
+                            kind.method()
+                        ),
                     );
                 }
             };
@@ -580,7 +583,12 @@ impl crate::Bridge {
         });
         let wait = timeout + crate::approval::MARGIN;
         let reply = bus
-            .call_counted_as::<_, code_mode_proto::FromClient>(&subject, code_mode_proto::subjects::CLIENT, &message, wait)
+            .call_counted_as::<_, code_mode_proto::FromClient>(
+                &subject,
+                code_mode_proto::subjects::CLIENT,
+                &message,
+                wait,
+            )
             .await;
         match reply {
             Ok(code_mode_proto::FromClient::Answered { result }) => {
@@ -598,7 +606,10 @@ impl crate::Bridge {
             Err(e) => {
                 tracing::warn!(server = %name, error = %e, "a server's question did not reach its client");
                 trail.result = Some((code_mode_audit::record::CallResult::Fault, None));
-                Err(ErrorData::internal_error("the client could not be asked (its session is gone or did not answer)", None))
+                Err(ErrorData::internal_error(
+                    "the client could not be asked (its session is gone or did not answer)",
+                    None,
+                ))
             }
         }
     }

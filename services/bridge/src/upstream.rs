@@ -138,12 +138,8 @@ impl Upstreams {
         if found_legacy.is_some_and(|at| at.elapsed() < LEGACY_RECHECK) {
             return None;
         }
-        let owner = Owner {
-            asker: STATELESS.to_string(),
-            session: String::new(),
-            identity: None,
-            link: ClientLink::default(),
-        };
+        let owner =
+            Owner { asker: STATELESS.to_string(), session: String::new(), identity: None, link: ClientLink::default() };
         match self.get_as(index, server, &owner, true).await {
             Ok(own) => own,
             Err(e) => {

@@ -86,8 +86,7 @@ pub(crate) fn changed_lists(before: &View, now: &View) -> ChangedLists {
     let (old_features, new_features) = (features(old), features(new));
     ChangedLists {
         tools: old.tools != new.tools || old.withheld != new.withheld || before.description != now.description,
-        resources: old_features.resources != new_features.resources
-            || old_features.templates != new_features.templates,
+        resources: old_features.resources != new_features.resources || old_features.templates != new_features.templates,
         prompts: old_features.prompts != new_features.prompts,
     }
 }

@@ -186,7 +186,11 @@ mod tests {
             match call.tool.as_str() {
                 "add" => Ok(DirectReply::Ok { result }),
                 "crash" => Ok(DirectReply::Fault { kind: ErrorKind::TransportClosed }),
-                _ => Ok(DirectReply::Refused { message: format!("{}: denied by policy", call.tool), code: None, data: None }),
+                _ => Ok(DirectReply::Refused {
+                    message: format!("{}: denied by policy", call.tool),
+                    code: None,
+                    data: None,
+                }),
             }
         })
         .await

@@ -66,7 +66,13 @@ pub(crate) fn listed<T: for<'de> rmcp::serde::Deserialize<'de>>(frontend: &Front
             };
             offered.iter().map(|o| o.definition.clone()).collect()
         }
-        _ => return Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, format!("{key}: not offered (start with --expose-tools)"), None)),
+        _ => {
+            return Err(McpError::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("{key}: not offered (start with --expose-tools)"),
+                None,
+            ));
+        }
     };
     let mut list = serde_json::Map::new();
     list.insert(key.to_string(), Value::Array(items));
@@ -110,7 +116,10 @@ pub(crate) async fn request(
     let envelope = match frontend.drive(run, context).await? {
         CallToolResponse::InputRequired(_) => {
             return Err(McpError::invalid_request(
-                format!("{}: the server asked the client a question, which a stateless client can answer only on a tool call", op.method()),
+                format!(
+                    "{}: the server asked the client a question, which a stateless client can answer only on a tool call",
+                    op.method()
+                ),
                 None,
             ));
         }

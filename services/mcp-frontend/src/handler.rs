@@ -379,11 +379,11 @@ impl ServerHandler for Frontend {
     #[allow(deprecated)] // MCP logging, deprecated from 2026-07-28 on (see `notices`).
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(crate::gateway::capabilities(self))
-        .with_server_info(Implementation::new("code-mode", env!("CARGO_PKG_VERSION")))
-        .with_instructions(match self.shared.config.expose {
-            Expose::Only => "Call the tools directly; every call passes a policy gateway.",
-            _ => "Call run_python with a short Python program; the wrapped tools are async functions in it.",
-        })
+            .with_server_info(Implementation::new("code-mode", env!("CARGO_PKG_VERSION")))
+            .with_instructions(match self.shared.config.expose {
+                Expose::Only => "Call the tools directly; every call passes a policy gateway.",
+                _ => "Call run_python with a short Python program; the wrapped tools are async functions in it.",
+            })
     }
 
     async fn initialize(
@@ -575,9 +575,15 @@ impl ServerHandler for Frontend {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
         let retry = crate::gateway::retry_of(request.request_state.clone(), request.input_responses.clone());
-        let value =
-            crate::gateway::request(self, Op::ReadResource, request.uri.clone(), serde_json::json!({}), retry, &context)
-                .await?;
+        let value = crate::gateway::request(
+            self,
+            Op::ReadResource,
+            request.uri.clone(),
+            serde_json::json!({}),
+            retry,
+            &context,
+        )
+        .await?;
         if wire::is_input_required(&value) {
             return crate::gateway::typed::<InputRequiredResult>(value).map(Into::into);
         }
@@ -590,7 +596,8 @@ impl ServerHandler for Frontend {
         request: rmcp::model::SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        crate::gateway::request(self, Op::Subscribe, request.uri.clone(), serde_json::json!({}), None, &context).await?;
+        crate::gateway::request(self, Op::Subscribe, request.uri.clone(), serde_json::json!({}), None, &context)
+            .await?;
         Ok(())
     }
 
@@ -658,7 +665,8 @@ impl ProgressSent {
             return;
         }
         self.last = Some(progress);
-        let params = serde_json::json!({"progressToken": token, "progress": progress, "total": total, "message": message});
+        let params =
+            serde_json::json!({"progressToken": token, "progress": progress, "total": total, "message": message});
         if let Ok(params) = serde_json::from_value(params) {
             let _ = context.peer.notify_progress(params).await;
         }

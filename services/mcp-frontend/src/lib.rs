@@ -596,7 +596,13 @@ mod tests {
                 let held = held.clone();
                 async move {
                     held.notified().await;
-                    let report = CellReport { stdout: cell.code, error: None, truncated: false, stopped: false };
+                    let report = CellReport {
+                        stdout: cell.code,
+                        error: None,
+                        truncated: false,
+                        stopped: false,
+                        content: Vec::new(),
+                    };
                     Ok(code_mode_proto::CellRan { report, kept: None })
                 }
             },

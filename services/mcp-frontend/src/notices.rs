@@ -299,6 +299,7 @@ mod tests {
             error: Some("Traceback ...\nsecret line\nthe run passed its deadline of 2 s".into()),
             truncated: false,
             stopped: true,
+            content: Vec::new(),
         };
         let notice = Notice::cell_ended("c1", &report);
         assert_eq!(rank(notice.level()), rank(LoggingLevel::Warning));

@@ -17,8 +17,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::approval::PARK_MARGIN;
-use crate::questions::Question;
 use crate::auth::Identity;
+use crate::questions::Question;
 use crate::session::CellRun;
 
 /// Park requests that may wait at the actor.

@@ -102,7 +102,9 @@ fn answered(kind: AskKind, result: &ClientResult) -> FromClient {
     );
     match (fits, serde_json::to_value(result)) {
         (true, Ok(result)) => FromClient::Answered { result },
-        _ => FromClient::Refused { message: format!("{}: the client answered with another kind of result", kind.method()) },
+        _ => FromClient::Refused {
+            message: format!("{}: the client answered with another kind of result", kind.method()),
+        },
     }
 }
 
@@ -117,7 +119,9 @@ pub(crate) fn input_request(ask: &ServerAsk) -> Option<InputRequest> {
 #[allow(deprecated)] // Sampling and roots are deprecated from 2026-07-28 on; older servers use them.
 pub(crate) fn answer_of_value(ask: &ServerAsk, value: Option<&Value>) -> FromClient {
     let Some(value) = value else {
-        return FromClient::Refused { message: format!("{}: the client answered without this question's answer", ask.ask.method()) };
+        return FromClient::Refused {
+            message: format!("{}: the client answered without this question's answer", ask.ask.method()),
+        };
     };
     let fits = match ask.ask {
         AskKind::Sampling => serde_json::from_value::<rmcp::model::CreateMessageResult>(value.clone()).is_ok(),
@@ -127,7 +131,9 @@ pub(crate) fn answer_of_value(ask: &ServerAsk, value: Option<&Value>) -> FromCli
     if fits {
         FromClient::Answered { result: value.clone() }
     } else {
-        FromClient::Refused { message: format!("{}: the client's answer is not of the kind asked for", ask.ask.method()) }
+        FromClient::Refused {
+            message: format!("{}: the client's answer is not of the kind asked for", ask.ask.method()),
+        }
     }
 }
 
@@ -155,8 +161,7 @@ mod tests {
         let sampling = ask(AskKind::Sampling, json!({"messages": [], "maxTokens": 5}));
         let elicit_answer = json!({"action": "accept", "content": {}});
         assert!(matches!(answer_of_value(&sampling, Some(&elicit_answer)), FromClient::Refused { .. }));
-        let model_answer =
-            json!({"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m", "stopReason": "endTurn"});
+        let model_answer = json!({"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m", "stopReason": "endTurn"});
         assert!(matches!(answer_of_value(&sampling, Some(&model_answer)), FromClient::Answered { .. }));
         assert!(matches!(answer_of_value(&sampling, None), FromClient::Refused { .. }));
     }

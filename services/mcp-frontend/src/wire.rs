@@ -29,7 +29,10 @@ pub(crate) fn failed(tool: &str, error: &FrontendError) -> CallToolResult {
 /// server's result whole (its result type set, as the client's protocol
 /// may need it), a refusal's message as an error result, a fault or a bus
 /// failure only as its kind's name.
-pub(crate) fn direct_reply(tool: &str, answer: Result<DirectReply, BusError>) -> Result<CallToolResponse, FrontendError> {
+pub(crate) fn direct_reply(
+    tool: &str,
+    answer: Result<DirectReply, BusError>,
+) -> Result<CallToolResponse, FrontendError> {
     match answer {
         Ok(DirectReply::Ok { result }) if is_input_required(&result) => {
             // The server's own questions for a stateless client: to the
@@ -210,14 +213,22 @@ mod tests {
         let unreached =
             complete(direct_reply("add", Err(BusError::NoResponders { subject: "codemode.v1.tool.direct".into() })));
         assert_eq!(text(&unreached), "BridgeUnavailable", "no subject or detail: {unreached:?}");
-        let refused =
-            complete(direct_reply("add", Ok(DirectReply::Refused { message: "add: denied".into(), code: None, data: None })));
+        let refused = complete(direct_reply(
+            "add",
+            Ok(DirectReply::Refused { message: "add: denied".into(), code: None, data: None }),
+        ));
         assert_eq!(text(&refused), "add: denied");
     }
 
     #[test]
     fn a_report_with_an_error_is_an_error_result_and_a_handle_rides_in_the_content_and_meta() {
-        let report = CellReport { stdout: "x".into(), error: Some("boom".into()), truncated: false, stopped: false };
+        let report = CellReport {
+            stdout: "x".into(),
+            error: Some("boom".into()),
+            truncated: false,
+            stopped: false,
+            content: Vec::new(),
+        };
         assert_eq!(report_result(&report).is_error, Some(true));
         let at = code_mode_proto::KeptContainer {
             runner: "0123456789abcdef0123456789abcdef".into(),

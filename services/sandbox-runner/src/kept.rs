@@ -40,8 +40,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use code_mode_core::lease::Progress;
 use code_mode_core::bus::Bus;
+use code_mode_core::lease::Progress;
 use code_mode_proto::{CellRan, CellReport, KeptContainer, RunCell, ToolReply};
 use futures::StreamExt;
 use tokio::sync::{mpsc, oneshot};

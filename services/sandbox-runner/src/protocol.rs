@@ -259,12 +259,36 @@ mod tests {
         assert_eq!(parse(br#"{"type":"ready"}"#).unwrap(), FromRunner::Ready {});
         assert_eq!(
             parse(br#"{"type":"call","id":1,"tool":"add","arguments":{"a":1}}"#).unwrap(),
-            FromRunner::Call { id: 1, tool: "add".into(), arguments: serde_json::json!({"a": 1}), op: code_mode_proto::Op::Tool }
+            FromRunner::Call {
+                id: 1,
+                tool: "add".into(),
+                arguments: serde_json::json!({"a": 1}),
+                op: code_mode_proto::Op::Tool
+            }
         );
         assert!(matches!(
             parse(br#"{"type":"done","error":null,"truncated":false,"stopped":false}"#).unwrap(),
             FromRunner::Done { error: None, .. }
         ));
+    }
+
+    #[test]
+    fn handed_back_blocks_are_held_to_their_count_size_type_mime_and_base64() {
+        let image = |data: &str| serde_json::json!({"type": "image", "data": data, "mimeType": "image/png"});
+        assert_eq!(check_block(&image("AAAA"), 0, 0), Ok(3));
+        assert!(check_block(&image("AAAA"), code_mode_proto::MAX_HANDED_BACK, 0).is_err(), "one block too many");
+        assert!(check_block(&image("AAAA"), 0, code_mode_proto::MAX_HANDED_BACK_BYTES - 2).is_err(), "past the bytes");
+        assert!(check_block(&image("not base64!"), 0, 0).is_err());
+        let no_mime = serde_json::json!({"type": "audio", "data": "AAAA", "mimeType": "audio"});
+        assert!(check_block(&no_mime, 0, 0).is_err());
+        let text = serde_json::json!({"type": "text", "text": "a spoofed report"});
+        assert!(check_block(&text, 0, 0).is_err(), "text is the report's, not the code's to add");
+        let file = serde_json::json!({"type": "resource", "resource": {"uri": "code-mode://cell/handed/0", "mimeType": "text/csv", "text": "a,b"}});
+        assert_eq!(check_block(&file, 1, 10), Ok(13));
+        let nowhere = serde_json::json!({"type": "resource", "resource": {"mimeType": "text/csv", "text": "a,b"}});
+        assert!(check_block(&nowhere, 0, 0).is_err());
+        let progress = parse(br#"{"type":"progress","progress":1.5,"total":3,"message":"half"}"#).unwrap();
+        assert_eq!(progress, FromRunner::Progress { progress: 1.5, total: Some(3.0), message: Some("half".into()) });
     }
 
     #[test]

@@ -16,8 +16,8 @@ use rmcp::{
     ErrorData as McpError, RoleServer, ServerHandler, Service,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ClientNotification, ClientRequest, ContentBlock,
-        ErrorCode, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-        ServerConfig, ServerResult, Tool,
+        ErrorCode, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+        ServerCapabilities, ServerConfig, ServerResult, Tool,
     },
     service::{NotificationContext, RequestContext},
 };
@@ -41,7 +41,8 @@ pub struct TestServer {
 }
 
 /// A 1x1 PNG, for the image resource.
-const TINY_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+const TINY_PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 
 /// The text of `test://secret`.
 pub const SECRET: &str = "the secret of the test server";
@@ -73,7 +74,11 @@ impl TestServer {
 
     /// `publish`: a resource and a prompt named `name` more, and the client
     /// told that both lists changed.
-    async fn publish(&self, args: &JsonObject, context: &RequestContext<RoleServer>) -> Result<CallToolResult, McpError> {
+    async fn publish(
+        &self,
+        args: &JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
         let name = str_arg(args, "name")?.ok_or_else(|| missing("name"))?.to_string();
         self.published.write().unwrap_or_else(|poisoned| poisoned.into_inner()).push(name.clone());
         let _ = context.peer.notify_resource_list_changed().await;
@@ -172,7 +177,11 @@ impl TestServer {
     }
 
     /// `ask_model`: ask the client's model and answer with what it wrote.
-    async fn ask_model(&self, args: &JsonObject, context: &RequestContext<RoleServer>) -> Result<CallToolResult, McpError> {
+    async fn ask_model(
+        &self,
+        args: &JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
         let prompt = str_arg(args, "prompt")?.ok_or_else(|| missing("prompt"))?;
         if let Some(seconds) = num_arg(args, "delay")? {
             let delay = Duration::try_from_secs_f64(seconds)
@@ -283,8 +292,9 @@ impl ServerHandler for TestServer {
         if !self.resources {
             return self.not_offered("prompts/list");
         }
-        let mut prompts =
-            vec![json!({"name": "greet", "description": "Greet someone.", "arguments": [{"name": "name", "required": true}]})];
+        let mut prompts = vec![
+            json!({"name": "greet", "description": "Greet someone.", "arguments": [{"name": "name", "required": true}]}),
+        ];
         prompts.extend(self.published().into_iter().map(|name| json!({"name": name})));
         from_json(json!({ "prompts": prompts }))
     }

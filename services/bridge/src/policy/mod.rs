@@ -674,14 +674,10 @@ impl Policy {
     /// `uri`: the most specific matching `resources` rule, else `default`.
     pub fn resource(&self, uri: &str) -> Admission {
         let specificity = |pattern: &str| pattern.chars().filter(|c| *c != '*').count();
-        let best = self
-            .resources
-            .iter()
-            .filter(|(pattern, _)| uri_matches(pattern, uri))
-            .max_by(|(a, ra), (b, rb)| {
-                // Longer first; of two as long, the denying one.
-                (specificity(a), !ra.allow, !a.contains('*')).cmp(&(specificity(b), !rb.allow, !b.contains('*')))
-            });
+        let best = self.resources.iter().filter(|(pattern, _)| uri_matches(pattern, uri)).max_by(|(a, ra), (b, rb)| {
+            // Longer first; of two as long, the denying one.
+            (specificity(a), !ra.allow, !a.contains('*')).cmp(&(specificity(b), !rb.allow, !b.contains('*')))
+        });
         match best {
             Some((pattern, access)) => self.admission(access, RuleSource::Resource(pattern.clone()), "resource"),
             None => self.default_admission("resource"),

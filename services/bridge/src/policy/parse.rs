@@ -213,10 +213,9 @@ impl Parser<'_> {
             for (pattern, rule) in entries {
                 let path = format!("/resources/{}", pointer_token(pattern));
                 if pattern.is_empty() || pattern.chars().count() > MAX_PATTERN_CHARS {
-                    return Err(self.invalid(
-                        &path,
-                        format!("a URI pattern must have 1 to {MAX_PATTERN_CHARS} characters"),
-                    ));
+                    return Err(
+                        self.invalid(&path, format!("a URI pattern must have 1 to {MAX_PATTERN_CHARS} characters"))
+                    );
                 }
                 resources.push((pattern.clone(), self.access(rule, &path)?));
             }

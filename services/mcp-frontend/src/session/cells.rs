@@ -6,7 +6,8 @@
 use code_mode_core::bus::BusError;
 use code_mode_core::lease::Gone;
 use code_mode_proto::{
-    CellLimits, CellProgress, CellRan, CellReport, ErrorKind, KeptContainer, Note, RunCell, ServerNote, ToolStub, subjects,
+    CellLimits, CellProgress, CellRan, CellReport, ErrorKind, KeptContainer, Note, RunCell, ServerNote, ToolStub,
+    subjects,
 };
 use tokio::sync::mpsc;
 
@@ -140,17 +141,23 @@ pub(super) async fn send_fresh(
         // (and says how the cell ended a while after); a runner that dies
         // stops answering it.
         let call = bus.call(subjects::CELL_RUN, cell, wait);
-        let answer =
-            match code_mode_core::lease::watched_with(bus, &cell.cell_id, call, progress_to(route, &cell.cell_id)).await {
-                Ok(answer) => answer,
-                Err(gone) => {
-                    let kept = match &gone {
-                        Gone::ReportLost { kept, .. } => kept.clone(),
-                        Gone::Silent(_) => None,
-                    };
-                    return Err((gone_error(&cell.cell_id, gone), kept));
-                }
-            };
+        let answer = match code_mode_core::lease::watched_with(
+            bus,
+            &cell.cell_id,
+            call,
+            progress_to(route, &cell.cell_id),
+        )
+        .await
+        {
+            Ok(answer) => answer,
+            Err(gone) => {
+                let kept = match &gone {
+                    Gone::ReportLost { kept, .. } => kept.clone(),
+                    Gone::Silent(_) => None,
+                };
+                return Err((gone_error(&cell.cell_id, gone), kept));
+            }
+        };
         let last = match answer {
             Err(BusError::Remote { error, .. }) if error.kind == ErrorKind::NoCapacity => None,
             Err(e @ BusError::NoResponders { .. }) => Some(e),

@@ -75,10 +75,10 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::approval::LocalAsker;
-use crate::questions::Question;
 use crate::auth::{Caller, Identity, shown};
 use crate::handle::HandleError;
 use crate::notices::{Notice, Notices, Notifier};
+use crate::questions::Question;
 use crate::{CellOptions, FrontendError, KeepConfig, Shared};
 
 /// Commands that may wait at a session actor.

@@ -78,11 +78,7 @@ pub(super) async fn approve(routes: &mpsc::Sender<RouteRequest>, request: Approv
 /// Carry one message of a wrapped server to the client: a question to the
 /// request of its call (else to the session's client, when it has one of
 /// its own), a note where it belongs. Runs in the subscription's handler.
-pub(super) async fn relay(
-    routes: &mpsc::Sender<RouteRequest>,
-    notifier: &Notifier,
-    message: ToClient,
-) -> FromClient {
+pub(super) async fn relay(routes: &mpsc::Sender<RouteRequest>, notifier: &Notifier, message: ToClient) -> FromClient {
     match message {
         ToClient::Ask(ask) => {
             let timeout = Duration::from_millis(ask.timeout_ms);
