@@ -452,6 +452,17 @@ impl Bridge {
         let direct = matches!(caller, Caller::Direct { .. });
         let sent = self.send(index, call, params, limits.call_timeout, cancel, direct, retry).await;
         match sent {
+            Ok(mut result) if direct && result.get("resultType").and_then(Value::as_str) == Some("input_required") => {
+                // The server's own questions for a stateless client: judged
+                // as relayed ones before the client sees them.
+                if let Err(why) = self.vet_questions(current, index, call, &mut result).await {
+                    trail.result = Some((CallResult::Error, Some(why.clone())));
+                    return self.refuse(format!("{name}: {why}"));
+                }
+                let (answer, kind, text) = self.result_answer(&name, call.op, result, caller);
+                trail.result = Some((kind, Some(text)));
+                answer
+            }
             Ok(result) => {
                 let (answer, kind, text) = self.result_answer(&name, call.op, result, caller);
                 trail.result = Some((kind, Some(text)));

@@ -182,11 +182,32 @@ impl Drop for FlightGuard {
 }
 
 /// Wake-ups of a shared session's actor: list the tools again, or the rest
-/// of what the server offers.
+/// of what the server offers; from the session that announced the change
+/// when it was a client's own (a server whose lists live in its process,
+/// changed by a call on that session, lists the change only there).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Relisting {
     pub(crate) tools: Arc<Notify>,
     pub(crate) offering: Arc<Notify>,
+    /// The client's own session that last announced a change, to list on.
+    pub(crate) announced_by: Arc<std::sync::Mutex<Option<rmcp::service::Peer<RoleClient>>>>,
+}
+
+impl Relisting {
+    /// Where to list the changed lists: the session that announced them,
+    /// else `shared`.
+    pub(crate) fn lister(&self, shared: &rmcp::service::Peer<RoleClient>) -> rmcp::service::Peer<RoleClient> {
+        code_mode_core::sync::lock(&self.announced_by)
+            .take()
+            .filter(|p| !p.is_transport_closed())
+            .unwrap_or_else(|| shared.clone())
+    }
+
+    fn announced(&self, peer: Option<&rmcp::service::Peer<RoleClient>>) {
+        if let Some(peer) = peer {
+            *code_mode_core::sync::lock(&self.announced_by) = Some(peer.clone());
+        }
+    }
 }
 
 /// Whom a client's own session serves.
@@ -422,16 +443,126 @@ impl ClientHandler for Relay {
         self.tell(&owner.asker, None, Note::ResourceUpdated { uri: params.uri }).await;
     }
 
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        self.relisting.announced(self.owner.as_ref().map(|_| &context.peer));
         self.relisting.tools.notify_one();
     }
 
-    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+    async fn on_resource_list_changed(&self, context: NotificationContext<RoleClient>) {
+        self.relisting.announced(self.owner.as_ref().map(|_| &context.peer));
         self.relisting.offering.notify_one();
     }
 
-    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+    async fn on_prompt_list_changed(&self, context: NotificationContext<RoleClient>) {
+        self.relisting.announced(self.owner.as_ref().map(|_| &context.peer));
         self.relisting.offering.notify_one();
+    }
+}
+
+impl crate::Bridge {
+    /// Judge a server's question to the client before it is asked: the
+    /// server's policy (`sampling`, `elicitation`, `roots`), and for
+    /// sampling the private-data rule (the client's model writes the
+    /// answer, so once `session` read private data only a private server
+    /// may have it). The decision goes into `trail`; `Err` holds the
+    /// refusal.
+    pub(crate) async fn judge_question(
+        &self,
+        current: &crate::current::Current,
+        session: &str,
+        server: usize,
+        kind: AskKind,
+        trail: &mut crate::trail::Trail,
+    ) -> Result<(), String> {
+        let name = self.inner.servers[server].name().to_string();
+        if let Some(applied) = &current.policies[server] {
+            let site = crate::policy::CallSite { session, server: &name, tool: kind.method() };
+            match applied.policy.ask(kind.into()) {
+                crate::policy::Admission::Allow { rule } => {
+                    self.decided(trail, site, crate::policy::AuditDecision::Allowed, &rule, None);
+                }
+                crate::policy::Admission::Deny { reason, rule } => {
+                    self.decided(trail, site, crate::policy::AuditDecision::Denied, &rule, Some(reason.clone()));
+                    let why = format!("{}: denied by the gateway's policy ({rule}): {reason}", kind.method());
+                    tracing::info!(server = %name, "{why}");
+                    return Err(why);
+                }
+            }
+        }
+        if kind == AskKind::Sampling
+            && let Some(rule) = &current.rule
+            && !current.offers.is_private(server)
+        {
+            let mut state = crate::check::StateKey::new(self, session);
+            let key = match state.get().await {
+                Ok(key) => key.to_string(),
+                Err(e) => {
+                    let why = format!(
+                        "{}: session state failed, refusing under the private-data rule (fail closed): {e}",
+                        kind.method()
+                    );
+                    trail.refused("bridge:private_data", &why);
+                    return Err(why);
+                }
+            };
+            let judged = format!("a sampling answer to {name}");
+            if let Err(refusal) = rule.judge(&key, &judged, false).await {
+                trail.tainted = Some(true);
+                trail.refused("bridge:private_data", &refusal.to_string());
+                return Err(refusal.to_string());
+            }
+            trail.tainted = Some(false);
+        }
+        Ok(())
+    }
+
+    /// A stateless server's input-required result on its way to the
+    /// client: each question in it is judged as a relayed one (and
+    /// audited), and an elicitation's message names the server. `Err`:
+    /// a question is refused, and with it the whole result.
+    pub(crate) async fn vet_questions(
+        &self,
+        current: &crate::current::Current,
+        server: usize,
+        call: &code_mode_proto::ToolCall,
+        result: &mut serde_json::Value,
+    ) -> Result<(), String> {
+        let name = self.inner.servers[server].name().to_string();
+        let Some(serde_json::Value::Object(requests)) = result.get_mut("inputRequests") else { return Ok(()) };
+        for (_, request) in requests.iter_mut() {
+            let kind = match request.get("method").and_then(serde_json::Value::as_str) {
+                Some("sampling/createMessage") => AskKind::Sampling,
+                Some("elicitation/create") => AskKind::Elicitation,
+                Some("roots/list") => AskKind::Roots,
+                other => return Err(format!("the server asked for {other:?}, which code-mode does not relay")),
+            };
+            let record = code_mode_proto::ToolCall {
+                tool: kind.method().to_string(),
+                arguments: request.get("params").cloned().unwrap_or_default(),
+                op: code_mode_proto::Op::Tool,
+                link: None,
+                ..call.clone()
+            };
+            let mut trail = crate::trail::Trail::new(&record);
+            trail.method = Some(kind.method().to_string());
+            trail.at(&name, kind.method());
+            let judged = self.judge_question(current, &call.session, server, kind, &mut trail).await;
+            if judged.is_ok() {
+                trail.went_out();
+            }
+            if let Some(audit) = &self.inner.audit
+                && let Err(e) = audit.append(trail.record(&record), code_mode_audit::Durability::Written).await
+            {
+                return Err(format!("the gateway could not record the server's question: {e}"));
+            }
+            judged?;
+            if kind == AskKind::Elicitation
+                && let Some(serde_json::Value::String(message)) = request.pointer_mut("/params/message")
+            {
+                *message = format!("The server {name:?} asks (through code-mode): {message}");
+            }
+        }
+        Ok(())
     }
 }
 
@@ -527,44 +658,8 @@ impl crate::Bridge {
         if !declared {
             return refused(trail, "bridge:capability", format!("{}: the client did not declare it", kind.method()));
         }
-        if let Some(applied) = &current.policies[server] {
-            let site = crate::policy::CallSite { session: &owner.session, server: &name, tool: kind.method() };
-            match applied.policy.ask(kind.into()) {
-                crate::policy::Admission::Allow { rule } => {
-                    self.decided(trail, site, crate::policy::AuditDecision::Allowed, &rule, None);
-                }
-                crate::policy::Admission::Deny { reason, rule } => {
-                    self.decided(trail, site, crate::policy::AuditDecision::Denied, &rule, Some(reason.clone()));
-                    let why = format!("{}: denied by the gateway's policy ({rule}): {reason}", kind.method());
-                    tracing::info!(server = %name, "{why}");
-                    return Err(ErrorData::invalid_request(why, None));
-                }
-            }
-        }
-        if kind == AskKind::Sampling
-            && let Some(rule) = &current.rule
-            && !current.offers.is_private(server)
-        {
-            let mut state = crate::check::StateKey::new(self, &owner.session);
-            let key = match state.get().await {
-                Ok(key) => key.to_string(),
-                Err(e) => {
-                    return refused(
-                        trail,
-                        "bridge:private_data",
-                        format!(
-                            "{}: session state failed, refusing under the private-data rule (fail closed): {e}",
-                            kind.method()
-                        ),
-                    );
-                }
-            };
-            let judged = format!("a sampling answer to {name}");
-            if let Err(refusal) = rule.judge(&key, &judged, false).await {
-                trail.tainted = Some(true);
-                return refused(trail, "bridge:private_data", refusal.to_string());
-            }
-            trail.tainted = Some(false);
+        if let Err(why) = self.judge_question(current, &owner.session, server, kind, trail).await {
+            return Err(ErrorData::invalid_request(why, None));
         }
         trail.went_out();
         let Some(bus) = self.inner.approvals.get() else {

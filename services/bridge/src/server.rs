@@ -659,8 +659,9 @@ impl ServerActor {
                     return Ended::Exited;
                 }
                 _ = relisting.tools.notified() => {
+                    let lister = relisting.lister(&peer);
                     let listed = tokio::select! {
-                        listed = tokio::time::timeout(self.spec.start_timeout, peer.list_all_tools()) => listed,
+                        listed = tokio::time::timeout(self.spec.start_timeout, lister.list_all_tools()) => listed,
                         _ = self.stopping() => break,
                     };
                     match listed {
@@ -670,8 +671,9 @@ impl ServerActor {
                     }
                 }
                 _ = relisting.offering.notified() => {
+                    let lister = relisting.lister(&peer);
                     let listed = tokio::select! {
-                        listed = tokio::time::timeout(self.spec.start_timeout, list_offering(&self.spec.name, &peer)) => listed,
+                        listed = tokio::time::timeout(self.spec.start_timeout, list_offering(&self.spec.name, &lister)) => listed,
                         _ = self.stopping() => break,
                     };
                     match listed {

@@ -176,31 +176,46 @@ impl TestServer {
         Ok(result)
     }
 
-    /// `ask_model`: ask the client's model and answer with what it wrote.
+    /// `ask_model`: ask the client's model and answer with what it wrote:
+    /// by a request of its own (2025-11-25), or (2026-07-28, where a
+    /// server sends no requests) by an input-required result answered in
+    /// the retried call.
     async fn ask_model(
         &self,
         args: &JsonObject,
+        request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
+    ) -> Result<CallToolResponse, McpError> {
         let prompt = str_arg(args, "prompt")?.ok_or_else(|| missing("prompt"))?;
+        let stateless = context.protocol_version().is_some_and(|v| !v.has_initialize());
+        if stateless && let Some(answers) = &request.input_responses {
+            let answer = serde_json::to_value(answers).unwrap_or_default();
+            let text = answer["model"]["content"]["text"].as_str().unwrap_or_default().to_string();
+            return Ok(text_result(format!("the model wrote: {text}")).into());
+        }
         if let Some(seconds) = num_arg(args, "delay")? {
             let delay = Duration::try_from_secs_f64(seconds)
                 .map_err(|_| McpError::invalid_params("delay must be a non-negative number", None))?;
             tokio::time::sleep(delay).await;
         }
-        let request = json!({
-            "method": "sampling/createMessage",
-            "params": {"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": 50},
-        });
+        let params =
+            json!({"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": 50});
+        if stateless {
+            let asked = json!({"resultType": "input_required",
+                               "inputRequests": {"model": {"method": "sampling/createMessage", "params": params}}});
+            let asked: rmcp::model::InputRequiredResult = from_json(asked)?;
+            return Ok(CallToolResponse::InputRequired(asked));
+        }
+        let request = json!({"method": "sampling/createMessage", "params": params});
         let request: rmcp::model::ServerRequest =
             serde_json::from_value(request).map_err(|e| McpError::internal_error(e.to_string(), None))?;
         match context.peer.send_request(request).await {
             Ok(answer) => {
                 let answer = serde_json::to_value(answer).unwrap_or_default();
                 let text = answer["content"]["text"].as_str().unwrap_or_default().to_string();
-                Ok(text_result(format!("the model wrote: {text}")))
+                Ok(text_result(format!("the model wrote: {text}")).into())
             }
-            Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!("sampling failed: {e}"))])),
+            Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!("sampling failed: {e}"))]).into()),
         }
     }
 }
@@ -355,10 +370,10 @@ impl ServerHandler for TestServer {
             .catalog()
             .behavior(name)
             .ok_or_else(|| McpError::invalid_params(format!("unknown tool: {name}"), None))?;
-        let args = request.arguments.unwrap_or_default();
+        let args = request.arguments.clone().unwrap_or_default();
         let headers = context.extensions.get::<http::request::Parts>().map(|parts| &parts.headers);
         if behavior == Behavior::AskModel {
-            return self.ask_model(&args, &context).await.map(CallToolResponse::from);
+            return self.ask_model(&args, &request, &context).await;
         }
         if behavior == Behavior::Publish {
             return self.publish(&args, &context).await.map(CallToolResponse::from);
