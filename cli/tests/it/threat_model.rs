@@ -757,7 +757,7 @@ fn content_forged_past_the_bound_ends_the_cell_as_a_violation_and_reaches_nobody
         let code = format!(
             "{FIND_PROTOCOL_FD}
 import json, time
-line = json.dumps({{'type': 'content', 'block': {block}}}).encode() + b'\n'
+line = json.dumps({{'type': 'content', 'block': {block}}}).encode() + b'\\n'
 for _ in range({blocks}):
     os.write(protocol_out_fd(), line)
 time.sleep(30)"
@@ -785,7 +785,7 @@ async def forged(call_id, op, target):
     with caller._lock:
         caller._pending[call_id] = future
     line = json.dumps({{'type': 'call', 'id': call_id, 'tool': target, 'arguments': {{}}, 'op': op}})
-    os.write(protocol_out_fd(), line.encode() + b'\n')
+    os.write(protocol_out_fd(), line.encode() + b'\\n')
     try:
         return 'ok: ' + await future
     except ToolError as e:
