@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use code_mode_bridge::policy::{
-    Annotations, Category, Limit, LimitRefusal, Policy, PolicyError, RateLimiter, RuleSource, Scope, ToolFacts,
-    Verdict, Window,
+    Admission, Annotations, Ask, Category, Limit, LimitRefusal, Policy, PolicyError, RateLimiter, RuleSource, Scope,
+    ToolFacts, Verdict, Window,
 };
 use code_mode_core::nats::{NatsOptions, NatsTransport};
 use code_mode_core::state::{JetStreamConfig, SessionStore};
@@ -237,6 +237,63 @@ fn an_approve_rule_may_carry_limits_which_its_label_shows() {
     assert_eq!(verdict.label().unwrap(), "[needs approval; 3 per hour]");
 }
 
+/// The rule that decided, and whether it allowed.
+fn decided(admission: Admission) -> (bool, String) {
+    match admission {
+        Admission::Allow { rule } => (true, rule.to_string()),
+        Admission::Deny { rule, .. } => (false, rule.to_string()),
+    }
+}
+
+#[test]
+fn the_most_specific_resource_pattern_decides_an_exact_uri_beats_every_pattern_and_of_two_as_long_deny_wins() {
+    let policy = parse(
+        r#"{"version": "1", "default": "deny", "resources": {
+            "file:///srv/*": {"action": "allow"},
+            "file:///srv/secret/*": {"action": "deny", "reason": "secrets stay home"},
+            "file:///srv/secret/public.txt": {},
+            "test://a*": {"action": "allow"},
+            "test://*b": {"action": "deny"}
+        }}"#,
+        &[],
+    );
+    assert_eq!(decided(policy.resource("file:///srv/notes.txt")), (true, "/resources/file:~1~1~1srv~1*".into()));
+    match policy.resource("file:///srv/secret/key.pem") {
+        Admission::Deny { reason, rule } => {
+            assert_eq!(reason, "secrets stay home");
+            assert_eq!(rule.to_string(), "/resources/file:~1~1~1srv~1secret~1*");
+        }
+        other => panic!("the longer pattern denies: {other:?}"),
+    }
+    assert!(decided(policy.resource("file:///srv/secret/public.txt")).0, "the exact URI beats the patterns");
+    assert!(!decided(policy.resource("test://ab")).0, "two patterns as long: the denying one wins");
+    assert_eq!(decided(policy.resource("file:///etc/passwd")), (false, "/default".into()));
+    assert!(!decided(policy.resource("file:///srv")).0, "a pattern matches the whole URI, not a prefix of it");
+}
+
+#[test]
+fn prompts_and_each_question_follow_their_rule_and_what_no_rule_names_follows_the_default() {
+    let deny = parse(
+        r#"{"version": "1", "default": "deny", "prompts": {"simple_prompt": {}},
+            "sampling": {"action": "allow"}, "elicitation": {"action": "deny", "reason": "no forms"}}"#,
+        &[],
+    );
+    assert_eq!(decided(deny.prompt("simple_prompt")), (true, "/prompts/simple_prompt".into()));
+    assert_eq!(decided(deny.prompt("other")), (false, "/default".into()));
+    assert_eq!(decided(deny.ask(Ask::Sampling)), (true, "/sampling".into()));
+    match deny.ask(Ask::Elicitation) {
+        Admission::Deny { reason, .. } => assert_eq!(reason, "no forms"),
+        other => panic!("{other:?}"),
+    }
+    match deny.ask(Ask::Roots) {
+        Admission::Deny { reason, .. } => assert!(reason.contains("every roots it does not name"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    let allow = parse(r#"{"version": "1", "default": "allow", "prompts": {"p": {"action": "deny"}}}"#, &[]);
+    assert!(decided(allow.ask(Ask::Roots)).0 && decided(allow.resource("x://y")).0 && decided(allow.prompt("q")).0);
+    assert!(!decided(allow.prompt("p")).0);
+}
+
 #[test]
 fn each_configuration_error_names_the_file_the_json_path_and_the_reason() {
     let known = [tool("mcp_run_pytest")];
@@ -290,6 +347,16 @@ fn each_configuration_error_names_the_file_the_json_path_and_the_reason() {
             "/tools/mcp_run_pytest/limits/0/max",
             "at least 1",
         ),
+        (
+            r#"{"version": "1", "resources": {"file:///*": {"action": "approve"}}}"#,
+            "/resources/file:~1~1~1*/action",
+            "only tools take approvals and limits",
+        ),
+        (r#"{"version": "1", "resources": {"": {}}}"#, "/resources/", "a URI pattern must have 1 to"),
+        (r#"{"version": "1", "resources": ["file:///*"]}"#, "/resources", "expected an object"),
+        (r#"{"version": "1", "prompts": {"p": {"limits": []}}}"#, "/prompts/p/limits", "unknown key \"limits\""),
+        (r#"{"version": "1", "sampling": {"action": "allow", "reason": ""}}"#, "/sampling/reason", "a reason must"),
+        (r#"{"version": "1", "elicitation": "deny"}"#, "/elicitation", "expected an object"),
     ];
     for (text, path, reason) in cases {
         let error = parse_error(text, &known);

@@ -96,3 +96,40 @@ async fn an_args_rule_is_checked_against_recorded_values_and_reported_as_not_eva
     let text = report.to_string();
     assert!(text.contains("/tools/add/args not evaluated on 1 calls"), "{text}");
 }
+
+#[tokio::test]
+async fn resource_reads_and_prompts_replay_under_their_rules_keyed_by_method_and_target() {
+    let path = unique_path("resources-audit.jsonl");
+    let mut setup = Setup::server(&["--resources"]).policy(r#"{"version": "1", "default": "allow"}"#);
+    setup.policy_options.audit = Some(file_sink(&path).await);
+    let h = setup.start().await.expect("the bridge starts");
+    let op = |index: u32, op: code_mode_proto::Op, target: &str, arguments: Value| ToolCall {
+        op,
+        ..call("s", "c", index, target, arguments)
+    };
+    use code_mode_proto::Op;
+    ok(h.bridge.call(&op(1, Op::ReadResource, "test://small", json!({}))).await);
+    ok(h.bridge.call(&op(2, Op::ReadResource, "test://secret", json!({}))).await);
+    ok(h.bridge.call(&op(3, Op::GetPrompt, "greet", json!({"name": "Ada"}))).await);
+    ok(h.bridge.call(&call("s", "c", 4, "echo", json!({"text": "hi"}))).await);
+    h.close().await;
+    let recorded = records(&path);
+    let methods: Vec<&str> = recorded.iter().filter_map(|r| r["method"].as_str()).collect();
+    assert_eq!(methods, ["resources/read", "resources/read", "prompts/get"], "{recorded:#?}");
+
+    let policy = policy_file(
+        r#"{"version": "1", "default": "allow",
+            "resources": {"test://secret": {"action": "deny", "reason": "kept back"}},
+            "prompts": {"greet": {"action": "deny"}}}"#,
+    );
+    let report = replay(&policy, &recorded, None).await.unwrap();
+    assert_eq!(report.calls, 4, "{report}");
+    assert_eq!(report.changed, 2, "{report}");
+    let secret = &report.tools["resources/read test://secret"].changes[&Change::NowDenied];
+    assert!(secret.why.contains("/resources/test:~1~1secret: kept back"), "{report}");
+    assert!(report.tools["resources/read test://small"].changes.is_empty(), "{report}");
+    assert_eq!(report.tools["prompts/get greet"].changes[&Change::NowDenied].calls, 1, "{report}");
+    assert!(report.tools["echo"].changes.is_empty(), "{report}");
+    let text = report.to_string();
+    assert!(text.contains("resources/read test://secret"), "{text}");
+}
