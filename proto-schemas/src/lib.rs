@@ -197,8 +197,9 @@ pub struct Catalog {
     /// said (an older bridge).
     #[serde(default)]
     pub stateless_idle_ms: u64,
-    /// What the wrapped servers offer besides tools, for a client of the
-    /// gateway (present only when asked with [`CatalogRequest::direct`]).
+    /// What the wrapped servers offer besides tools, which a client gets in
+    /// either mode (and the `run_python` description mentions resources
+    /// when some server has them). Absent from an older bridge.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub features: Option<Features>,
 }

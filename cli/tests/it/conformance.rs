@@ -5,7 +5,10 @@
 //! suite's own fixture server is not published to a registry). The measure:
 //! through code-mode, every scenario the peer passes alone, under the
 //! 2025-11-25 and the 2026-07-28 requirement sets, with the peer wrapped
-//! over stdio and over streamable HTTP, in one process and over NATS.
+//! over stdio and over streamable HTTP, in one process and over NATS. In
+//! code mode (`run_python` alone) the measure is the same for every
+//! scenario that does not call one of the peer's tools by name: those tools
+//! are reached from code there, not by the client.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -52,10 +55,44 @@ fn passed(outcome: &Value, revision: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// The scenarios that call one of the peer's tools by name (or need one of
+/// them first): in code mode the client's only tool is `run_python`.
+const CALLS_A_PEER_TOOL: &[&str] = &[
+    "tools-call-simple-text",
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
+    "tools-call-error",
+    "tools-call-with-logging",
+    "tools-call-with-progress",
+    "tools-call-sampling",
+    "tools-call-elicitation",
+    "elicitation-sep1034-defaults",
+    "elicitation-sep1330-enums",
+    "input-required-result-basic-elicitation",
+    "input-required-result-basic-list-roots",
+    "input-required-result-basic-sampling",
+    "input-required-result-capability-check",
+    "input-required-result-multi-round",
+    "input-required-result-multiple-input-requests",
+    "input-required-result-request-state",
+    "input-required-result-result-type",
+    "input-required-result-tampered-state",
+    "server-stateless",
+];
+
 /// Every scenario `alone` passed is passed `through` too, for each set.
 fn holds(label: &str, alone: &Value, through: &Value) {
+    holds_but(label, alone, through, &[]);
+}
+
+/// [`holds`], leaving out the scenarios in `not_applicable`.
+fn holds_but(label: &str, alone: &Value, through: &Value, not_applicable: &[&str]) {
     for revision in REVISIONS {
-        let (wanted, got) = (passed(alone, revision), passed(through, revision));
+        let mut wanted = passed(alone, revision);
+        wanted.retain(|s| !not_applicable.contains(&s.as_str()));
+        let got = passed(through, revision);
         let missing: Vec<&String> = wanted.difference(&got).collect();
         println!(
             "{label}, {revision}: {} of the {} the peer passes alone",
@@ -115,6 +152,29 @@ async fn through_serve_the_conformance_suite_passes_every_scenario_the_peer_pass
     let (_remote, url) = http_frontend(serve).await;
     let through_http = suite(&["--url", &url]).await.expect("the suite ran once");
     holds("serve --url the peer over HTTP", &alone, &through_http);
+}
+
+#[tokio::test]
+async fn in_code_mode_the_conformance_suite_passes_every_scenario_the_peer_passes_alone_that_calls_none_of_its_tools() {
+    let Some(alone) = suite(&["--peer"]).await else { return };
+    let Some(python) = venv_bin("python") else { return };
+    if !support::sandbox_available() {
+        return;
+    }
+    let mut serve = tokio::process::Command::new(support::code_mode());
+    serve.args(["serve", "--http", "127.0.0.1:0", "--"]).arg(&python).arg(peer()).arg("--stdio");
+    serve.kill_on_drop(true);
+    let (_serve, url, _log) = crate::http::spawn_http(&mut serve).await;
+    let through = suite(&["--url", &url]).await.expect("the suite ran once");
+    holds_but("serve (run_python only) -- peer over stdio", &alone, &through, CALLS_A_PEER_TOOL);
+    // What is left out fails for that reason alone: the client calls a
+    // tool code mode does not offer it.
+    for revision in REVISIONS {
+        let failed = through[revision]["failed"].as_object().unwrap_or_else(|| panic!("{through}"));
+        for (scenario, why) in failed {
+            assert!(CALLS_A_PEER_TOOL.contains(&scenario.as_str()), "{revision}: {scenario} failed: {why}");
+        }
+    }
 }
 
 #[tokio::test]

@@ -415,8 +415,9 @@ impl Bridge {
         let approval_timeout_ms =
             if current.needs_approval() { self.inner.limits.approval_timeout.as_millis() as u64 } else { 0 };
         let stateless_idle_ms = self.inner.limits.stateless_idle.as_millis() as u64;
-        // A client of the gateway gets what else the servers offer.
-        let features = direct.then(|| current.offers.message());
+        // Every client gets what else the servers offer (resources,
+        // prompts: not tools, so code mode offers them too).
+        let features = Some(current.offers.message());
         let offered = serde_json::to_vec(&(
             &tools,
             &withheld,

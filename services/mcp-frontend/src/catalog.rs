@@ -59,6 +59,7 @@ impl View {
             max_output: config.max_output,
             keep: config.keep.map(|k| KeepFacts { idle_secs: k.idle.as_secs(), max_secs: k.max.as_secs() }),
             stateless: None,
+            resources: catalog.features.as_ref().is_some_and(|f| f.has_resources),
         };
         let description = description::description(&facts, &catalog.tools, config.description_budget);
         let stateless =

@@ -1,6 +1,7 @@
-//! The gateway's MCP beyond tools (`--expose-tools`): what a client of the
-//! gateway gets of the wrapped servers' resources, resource templates,
-//! prompts and completions.
+//! MCP beyond tools: what a client gets of the wrapped servers' resources,
+//! resource templates, prompts and completions. Neither is a tool, so a
+//! client gets them in code mode (`run_python` alone) as in gateway mode
+//! (`--expose-tools`).
 //!
 //! Lists come from the catalog the bridge sends the catalog watcher
 //! ([`code_mode_proto::Features`]): names as the bridge offers them, what a
@@ -30,16 +31,14 @@ use crate::{Frontend, wire};
 use rmcp::ErrorData as McpError;
 
 /// The capabilities of the frontend's MCP server: tools (and their list
-/// changes) and logging always; in gateway mode whatever the wrapped
-/// servers offer besides.
+/// changes) and logging always; whatever the wrapped servers offer
+/// besides.
 pub(crate) fn capabilities(frontend: &Frontend) -> ServerCapabilities {
     let mut caps = serde_json::json!({
         "tools": {"listChanged": true},
         "logging": {},
     });
-    if frontend.shared.config.expose.direct()
-        && let Some(features) = &frontend.shared.catalog.current().catalog.features
-    {
+    if let Some(features) = &frontend.shared.catalog.current().catalog.features {
         if features.has_resources {
             caps["resources"] = serde_json::json!({"subscribe": features.subscribe, "listChanged": true});
         }
@@ -57,8 +56,8 @@ pub(crate) fn capabilities(frontend: &Frontend) -> ServerCapabilities {
 /// offers it, whole (no pages: the bridge bounds each server's lists).
 pub(crate) fn listed<T: for<'de> rmcp::serde::Deserialize<'de>>(frontend: &Frontend, key: &str) -> Result<T, McpError> {
     let view = frontend.shared.catalog.current();
-    let items: Vec<Value> = match (&view.catalog.features, frontend.shared.config.expose.direct()) {
-        (Some(features), true) => {
+    let items: Vec<Value> = match &view.catalog.features {
+        Some(features) => {
             let offered = match key {
                 "resources" => &features.resources,
                 "resourceTemplates" => &features.templates,
@@ -66,10 +65,10 @@ pub(crate) fn listed<T: for<'de> rmcp::serde::Deserialize<'de>>(frontend: &Front
             };
             offered.iter().map(|o| o.definition.clone()).collect()
         }
-        _ => {
+        None => {
             return Err(McpError::new(
                 ErrorCode::METHOD_NOT_FOUND,
-                format!("{key}: not offered (start with --expose-tools)"),
+                format!("{key}: not offered (the bridge is older than this frontend)"),
                 None,
             ));
         }
@@ -93,13 +92,6 @@ pub(crate) async fn request(
     context: &RequestContext<RoleServer>,
 ) -> Result<Value, McpError> {
     frontend.session.know_client(&context.peer);
-    if !frontend.shared.config.expose.direct() {
-        return Err(McpError::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            format!("{}: not offered (start with --expose-tools)", op.method()),
-            None,
-        ));
-    }
     if let Some(caller) = crate::auth::caller_of(context) {
         frontend.session.know_caller(caller).await;
     }

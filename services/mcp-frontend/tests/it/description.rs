@@ -12,14 +12,15 @@ fn eval_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testing/search-eval")
 }
 
-/// The catalog entries of 300 real tools (the four servers' 38, then
+/// The catalog entries of 300 real tools (the four servers' 42, then
 /// copies of them under other server names), as the frontend receives them.
 pub fn real_entries() -> Vec<ToolEntry> {
     let text = std::fs::read_to_string(eval_dir().join("catalog-300.json")).expect("the committed catalog");
     serde_json::from_str(&text).expect("catalog entries")
 }
 
-/// The description's facts with the default limits.
+/// The description's facts with the default limits (server-everything
+/// offers resources).
 fn default_facts() -> RunFacts {
     use code_mode_core::defaults as d;
     RunFacts {
@@ -29,6 +30,7 @@ fn default_facts() -> RunFacts {
         max_output: d::MAX_OUTPUT,
         keep: None,
         stateless: None,
+        resources: true,
     }
 }
 
@@ -67,5 +69,5 @@ fn the_description_of_150_real_tools_fits_4000_characters_in_the_names_tier_and_
             _ => {}
         }
     }
-    println!("(the 38 tools' own tools/list JSON: {raw} characters)");
+    println!("(the four servers' 42 tools' own tools/list JSON: {raw} characters)");
 }
