@@ -867,6 +867,20 @@ pub enum ToClient {
     Ask(ServerAsk),
     /// The server tells the client something; [`FromClient::Noted`].
     Note(ServerNote),
+    /// The server cancelled a question it asked (`notifications/cancelled`):
+    /// the frontend cancels it at the client; [`FromClient::Noted`].
+    Withdraw(AskWithdrawn),
+}
+
+/// A question a wrapped server no longer wants answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskWithdrawn {
+    /// The question's [`ServerAsk::id`].
+    pub id: String,
+    /// The server's reason, if it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// A question of a wrapped server to the client (already checked by the
@@ -875,6 +889,10 @@ pub enum ToClient {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServerAsk {
+    /// The question's id, by which the bridge may withdraw it
+    /// ([`ToClient::Withdraw`]). Absent from an older bridge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     /// The call it was asked during (a cell's id or a direct call's): the
     /// frontend asks on that call's MCP request. Absent: the session's.
     #[serde(default, skip_serializing_if = "Option::is_none")]

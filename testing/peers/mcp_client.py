@@ -51,7 +51,9 @@ STEPS is a JSON list, run in order in one client session:
 A "call" step with "progress": true passes a progress callback; the step's
 output then also holds "progress": [{"progress", "total", "message"}, ...].
 
---sampling TEXT declares sampling and answers every request with TEXT;
+--sampling TEXT declares sampling and answers every request with TEXT
+(after --sampling-delay SECONDS, if given; a question the server cancels
+meanwhile is noted in "asked" as {"method": "cancelled"});
 --elicit JSON declares (form) elicitation and accepts with that content
 (--elicit decline declines); --roots URI (repeatable) declares roots.
 Each step prints one JSON line on stdout: {"op": ..., "result": ...} (the
@@ -93,6 +95,7 @@ def parse_args(argv):
     parser.add_argument("--cafile")
     parser.add_argument("--oauth", nargs=4, metavar=("ISSUER", "CLIENT_ID", "SECRET", "SCOPE"))
     parser.add_argument("--sampling")
+    parser.add_argument("--sampling-delay", type=float)
     parser.add_argument("--elicit")
     parser.add_argument("--roots", action="append")
     parser.add_argument("steps")
@@ -148,6 +151,14 @@ def callbacks(args, asked, notes):
     if args.sampling is not None:
         async def sampling(context, params):
             asked.append({"method": "sampling/createMessage", "params": as_json(params)})
+            if args.sampling_delay:
+                try:
+                    await asyncio.sleep(args.sampling_delay)
+                except BaseException:
+                    # The server cancelled its question (the SDK cancels
+                    # the callback on notifications/cancelled).
+                    asked.append({"method": "cancelled", "params": {}})
+                    raise
             return types.CreateMessageResult(
                 role="assistant",
                 content=types.TextContent(type="text", text=args.sampling),

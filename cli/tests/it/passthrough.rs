@@ -471,6 +471,31 @@ async fn a_resource_over_the_result_limit_is_refused_not_cut_and_one_under_it_ar
     let _ = std::fs::remove_file(log);
 }
 
+#[tokio::test]
+async fn a_question_the_server_withdraws_is_cancelled_at_the_client_and_the_call_goes_on() {
+    let (line, log) = resources_gateway("passthrough-withdraw", &[]);
+    let steps = json!([
+        {"op": "call", "tool": "ask_model", "arguments": {"prompt": "take your time", "withdraw_after": 1}},
+        // A moment for the cancellation to reach the client's callback.
+        {"op": "notifications", "at_least": 99, "wait": 1},
+        {"op": "asked"},
+    ]);
+    let client = ["--api", "session", "--sampling", MODEL_TEXT, "--sampling-delay", "20"];
+    let started = std::time::Instant::now();
+    let (results, stderr) = sdk(&line, &client, steps).await;
+    let text = results[0]["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{results:?} {stderr}"));
+    assert_eq!(text, "withdrawn", "{results:?}");
+    let asked: Vec<&str> =
+        results[2]["result"].as_array().unwrap().iter().map(|q| q["method"].as_str().unwrap()).collect();
+    assert_eq!(
+        asked,
+        ["sampling/createMessage", "cancelled"],
+        "the client's question was cancelled: {results:?} {stderr}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(15), "the client was not left waiting 20 s");
+    let _ = std::fs::remove_file(log);
+}
+
 mod cancelled {
     use std::time::Duration;
 

@@ -45,6 +45,10 @@ use tokio::sync::Notify;
 
 use crate::Inner;
 
+/// How long telling a frontend that a server withdrew its question may
+/// take.
+const WITHDRAW_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// How long a progress notification that raced ahead of its call's
 /// registration waits for it (rmcp picks a request's token as it sends it,
 /// so the call learns its token only once the request is on its way).
@@ -292,8 +296,9 @@ impl Relay {
         &self,
         kind: AskKind,
         params: serde_json::Value,
-        origin: Option<&InboundStreamOrigin>,
+        context: &RequestContext<RoleClient>,
     ) -> Result<serde_json::Value, ErrorData> {
+        let origin = origin_of(context);
         let Some(owner) = &self.owner else {
             tracing::info!(server = %self.name, method = kind.method(), "a server asked on its shared session, where no client can answer");
             return Err(ErrorData::method_not_found_for(
@@ -305,7 +310,7 @@ impl Relay {
             return Err(ErrorData::internal_error("the gateway is shutting down", None));
         };
         let call_id = self.flights.of_message(origin).map(|f| f.call_id);
-        bridge.relay_ask(owner, call_id, self.server, kind, params).await
+        bridge.relay_ask(owner, call_id, self.server, kind, params, &context.ct).await
     }
 }
 
@@ -368,7 +373,7 @@ impl ClientHandler for Relay {
         context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
         let params = serde_json::to_value(&params).map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
-        let answer = self.ask(AskKind::Sampling, params, origin_of(&context)).await?;
+        let answer = self.ask(AskKind::Sampling, params, &context).await?;
         serde_json::from_value(answer)
             .map_err(|e| ErrorData::internal_error(format!("the client's answer is not a sampling result: {e}"), None))
     }
@@ -379,7 +384,7 @@ impl ClientHandler for Relay {
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         let params = serde_json::to_value(&params).map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
-        let answer = self.ask(AskKind::Elicitation, params, origin_of(&context)).await?;
+        let answer = self.ask(AskKind::Elicitation, params, &context).await?;
         serde_json::from_value(answer).map_err(|e| {
             ErrorData::internal_error(format!("the client's answer is not an elicitation result: {e}"), None)
         })
@@ -391,7 +396,7 @@ impl ClientHandler for Relay {
             // (servers ask for them as soon as they start).
             return Ok(ListRootsResult::default());
         }
-        let answer = self.ask(AskKind::Roots, serde_json::json!({}), origin_of(&context)).await?;
+        let answer = self.ask(AskKind::Roots, serde_json::json!({}), &context).await?;
         serde_json::from_value(answer)
             .map_err(|e| ErrorData::internal_error(format!("the client's answer is not a roots list: {e}"), None))
     }
@@ -605,6 +610,7 @@ impl crate::Bridge {
         server: usize,
         kind: AskKind,
         params: serde_json::Value,
+        withdrawn: &tokio_util::sync::CancellationToken,
     ) -> Result<serde_json::Value, ErrorData> {
         let current = self.current();
         let name = self.inner.servers[server].name().to_string();
@@ -622,7 +628,7 @@ impl crate::Bridge {
         let mut trail = crate::trail::Trail::new(&record);
         trail.method = Some(kind.method().to_string());
         trail.at(&name, kind.method());
-        let answer = self.judge_and_ask(&current, owner, call_id, server, kind, params, &mut trail).await;
+        let answer = self.judge_and_ask(&current, owner, call_id, server, kind, params, withdrawn, &mut trail).await;
         if let Some(audit) = &self.inner.audit
             && let Err(e) = audit.append(trail.record(&record), code_mode_audit::Durability::Written).await
         {
@@ -641,6 +647,7 @@ impl crate::Bridge {
         server: usize,
         kind: AskKind,
         params: serde_json::Value,
+        withdrawn: &tokio_util::sync::CancellationToken,
         trail: &mut crate::trail::Trail,
     ) -> Result<serde_json::Value, ErrorData> {
         let name = self.inner.servers[server].name().to_string();
@@ -669,7 +676,9 @@ impl crate::Bridge {
             return refused(trail, "bridge:no_client", "the client's session id cannot be addressed".to_string());
         };
         let timeout = self.inner.limits.approval_timeout;
+        let id = uuid::Uuid::new_v4().to_string();
         let message = code_mode_proto::ToClient::Ask(code_mode_proto::ServerAsk {
+            id: Some(id.clone()),
             call_id,
             server: name.clone(),
             ask: kind,
@@ -677,14 +686,33 @@ impl crate::Bridge {
             timeout_ms: timeout.as_millis() as u64,
         });
         let wait = timeout + crate::approval::MARGIN;
-        let reply = bus
-            .call_counted_as::<_, code_mode_proto::FromClient>(
-                &subject,
-                code_mode_proto::subjects::CLIENT,
-                &message,
-                wait,
-            )
-            .await;
+        let asked = bus.call_counted_as::<_, code_mode_proto::FromClient>(
+            &subject,
+            code_mode_proto::subjects::CLIENT,
+            &message,
+            wait,
+        );
+        let reply = tokio::select! {
+            reply = asked => reply,
+            // The server cancelled its request: so is the question at the
+            // client (the server wants no answer: none is sent).
+            _ = withdrawn.cancelled() => {
+                let withdraw = code_mode_proto::ToClient::Withdraw(code_mode_proto::AskWithdrawn { id, reason: None });
+                let told = bus
+                    .call_counted_as::<_, code_mode_proto::FromClient>(
+                        &subject,
+                        code_mode_proto::subjects::CLIENT,
+                        &withdraw,
+                        WITHDRAW_TIMEOUT,
+                    )
+                    .await;
+                if let Err(e) = told {
+                    tracing::debug!(server = %name, error = %e, "a withdrawn question could not be cancelled at the client");
+                }
+                trail.result = Some((code_mode_audit::record::CallResult::Error, Some("withdrawn by the server".into())));
+                return Err(ErrorData::invalid_request("the server withdrew its request", None));
+            }
+        };
         match reply {
             Ok(code_mode_proto::FromClient::Answered { result }) => {
                 trail.result = Some((code_mode_audit::record::CallResult::Ok, Some(result.to_string())));

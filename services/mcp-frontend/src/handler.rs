@@ -209,11 +209,11 @@ impl Frontend {
                         let pending = self.gather(&mut run, Question::Ask(ask)).await;
                         return Ok(self.park(run, pending, identity).await.into());
                     }
-                    Question::Ask(PendingAsk { ask, answer }) => {
+                    Question::Ask(PendingAsk { ask, answer, withdrawn }) => {
                         let peer = context.peer.clone();
                         let timeout = Duration::from_millis(ask.timeout_ms);
                         elicitations.push(Box::pin(async move {
-                            let _ = answer.send(questions::ask_client(&peer, &ask, timeout).await);
+                            let _ = answer.send(questions::ask_client(&peer, &ask, timeout, &withdrawn).await);
                         }) as std::pin::Pin<Box<dyn Future<Output = ()> + Send>>);
                     }
                     Question::Approval(first) => match asking {
@@ -334,7 +334,7 @@ impl Frontend {
                     let answer = approval::answer_of_value(answers.and_then(|a| a.get(&format!("approval-{i}"))));
                     let _ = p.answer.send(answer);
                 }
-                Question::Ask(PendingAsk { ask, answer }) => {
+                Question::Ask(PendingAsk { ask, answer, .. }) => {
                     let value = answers.and_then(|a| a.get(&format!("ask-{i}")));
                     let _ = answer.send(questions::answer_of_value(&ask, value));
                 }

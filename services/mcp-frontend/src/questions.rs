@@ -19,10 +19,14 @@ use std::time::Duration;
 
 use code_mode_proto::{AskKind, FromClient, ServerAsk, ServerNote};
 use rmcp::RoleServer;
-use rmcp::model::{ClientResult, InputRequest, ServerRequest};
-use rmcp::service::{Peer, ServiceError};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{CancelledNotificationParam, ClientResult, InputRequest, ServerRequest};
+use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
 use crate::approval::Pending;
 
@@ -44,6 +48,54 @@ pub(crate) struct PendingAsk {
     pub ask: ServerAsk,
     /// Where the answer goes (the bridge's request waits on it).
     pub answer: oneshot::Sender<FromClient>,
+    /// Cancelled when the server withdraws the question.
+    pub withdrawn: CancellationToken,
+}
+
+/// The questions asked by id, until answered, so a server can withdraw
+/// one ([`code_mode_proto::ToClient::Withdraw`]). Owned by the session's
+/// relay subscription; each entry goes when its question is answered.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Withdrawals {
+    asked: Arc<Mutex<HashMap<String, CancellationToken>>>,
+}
+
+impl Withdrawals {
+    /// Register a question; the entry goes when the guard drops.
+    pub fn register(&self, id: Option<&str>) -> (CancellationToken, WithdrawalGuard) {
+        let token = CancellationToken::new();
+        if let Some(id) = id {
+            self.lock().insert(id.to_string(), token.clone());
+        }
+        let guard = WithdrawalGuard { withdrawals: self.clone(), id: id.map(str::to_string) };
+        (token, guard)
+    }
+
+    /// The server withdrew question `id`: cancel it, if it is still asked.
+    pub fn withdraw(&self, id: &str) {
+        if let Some(token) = self.lock().remove(id) {
+            token.cancel();
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
+        self.asked.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Removes a question from [`Withdrawals`] once it is settled.
+#[derive(Debug)]
+pub(crate) struct WithdrawalGuard {
+    withdrawals: Withdrawals,
+    id: Option<String>,
+}
+
+impl Drop for WithdrawalGuard {
+    fn drop(&mut self) {
+        if let Some(id) = &self.id {
+            self.withdrawals.lock().remove(id);
+        }
+    }
 }
 
 /// The longest time a question may wait, whatever its sender says.
@@ -72,24 +124,46 @@ pub(crate) fn shown_params(ask: &ServerAsk) -> Value {
 }
 
 /// Ask a client of a session the server's question during the request,
-/// within its timeout.
-pub(crate) async fn ask_client(peer: &Peer<RoleServer>, ask: &ServerAsk, timeout: Duration) -> FromClient {
-    let request = json!({"method": ask.ask.method(), "params": shown_params(ask)});
+/// within its timeout. A question the server withdraws, or that times
+/// out, is cancelled at the client (`notifications/cancelled`).
+pub(crate) async fn ask_client(
+    peer: &Peer<RoleServer>,
+    ask: &ServerAsk,
+    timeout: Duration,
+    withdrawn: &CancellationToken,
+) -> FromClient {
+    let method = ask.ask.method();
+    let request = json!({"method": method, "params": shown_params(ask)});
     let request: ServerRequest = match serde_json::from_value(request) {
         Ok(request) => request,
-        Err(e) => return FromClient::Refused { message: format!("{}: malformed request: {e}", ask.ask.method()) },
+        Err(e) => return FromClient::Refused { message: format!("{method}: malformed request: {e}") },
     };
-    match tokio::time::timeout(timeout, peer.send_request(request)).await {
-        Ok(Ok(result)) => answered(ask.ask, &result),
-        Ok(Err(ServiceError::McpError(error))) => FromClient::Refused { message: error.message.to_string() },
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, method = ask.ask.method(), "the client could not be asked a server's question");
-            FromClient::Refused { message: format!("{}: the client could not be asked", ask.ask.method()) }
-        }
-        Err(_) => FromClient::Refused {
-            message: format!("{}: the client did not answer within {} s", ask.ask.method(), timeout.as_secs()),
+    let could_not = |e: &ServiceError| {
+        tracing::warn!(error = %e, method, "the client could not be asked a server's question");
+        FromClient::Refused { message: format!("{method}: the client could not be asked") }
+    };
+    let handle = match peer.send_cancellable_request(request, PeerRequestOptions::no_options()).await {
+        Ok(handle) => handle,
+        Err(e) => return could_not(&e),
+    };
+    let id = handle.id.clone();
+    let (outcome, why) = tokio::select! {
+        answer = tokio::time::timeout(timeout, handle.await_response()) => match answer {
+            Ok(Ok(result)) => return answered(ask.ask, &result),
+            Ok(Err(ServiceError::McpError(error))) => return FromClient::Refused { message: error.message.to_string() },
+            Ok(Err(e)) => return could_not(&e),
+            Err(_) => (
+                format!("{method}: the client did not answer within {} s", timeout.as_secs()),
+                "the question timed out",
+            ),
         },
+        _ = withdrawn.cancelled() => (format!("{method}: the server withdrew it"), "the server withdrew its request"),
+    };
+    let cancel = CancelledNotificationParam::new(Some(id), Some(why.to_string()));
+    if let Err(e) = peer.notify_cancelled(cancel).await {
+        tracing::debug!(error = %e, method, "the client could not be told the question is cancelled");
     }
+    FromClient::Refused { message: outcome }
 }
 
 /// The client's result as the answer, when it is the kind asked for.
@@ -142,7 +216,7 @@ mod tests {
     use super::*;
 
     fn ask(kind: AskKind, params: Value) -> ServerAsk {
-        ServerAsk { call_id: None, server: "notes".into(), ask: kind, params, timeout_ms: 1000 }
+        ServerAsk { id: None, call_id: None, server: "notes".into(), ask: kind, params, timeout_ms: 1000 }
     }
 
     #[test]

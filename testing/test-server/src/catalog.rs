@@ -140,10 +140,11 @@ impl Catalog {
         if options.resources {
             catalog.push(
                 "ask_model",
-                "Ask the client's model to answer the prompt (sampling), after `delay` seconds, and return what it wrote.",
+                "Ask the client's model to answer the prompt (sampling), after `delay` seconds, and return what it wrote \
+                 (or, with `withdraw_after`, cancel the question when no answer came within that many seconds).",
                 json!({
                     "type": "object",
-                    "properties": {"prompt": {"type": "string"}, "delay": {"type": "number"}},
+                    "properties": {"prompt": {"type": "string"}, "delay": {"type": "number"}, "withdraw_after": {"type": "number"}},
                     "required": ["prompt"]
                 }),
                 Behavior::AskModel,

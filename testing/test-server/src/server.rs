@@ -209,7 +209,37 @@ impl TestServer {
         let request = json!({"method": "sampling/createMessage", "params": params});
         let request: rmcp::model::ServerRequest =
             serde_json::from_value(request).map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        match context.peer.send_request(request).await {
+        let handle = context
+            .peer
+            .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        // With `withdraw_after`, the server cancels its own question when
+        // no answer came by then.
+        let withdraw_after = match num_arg(args, "withdraw_after")? {
+            Some(seconds) => Some(
+                Duration::try_from_secs_f64(seconds)
+                    .map_err(|_| McpError::invalid_params("withdraw_after must be a non-negative number", None))?,
+            ),
+            None => None,
+        };
+        let answer = match withdraw_after {
+            None => handle.await_response().await,
+            Some(after) => {
+                let id = handle.id.clone();
+                let peer = handle.peer.clone();
+                match tokio::time::timeout(after, handle.await_response()).await {
+                    Ok(answer) => answer,
+                    Err(_) => {
+                        let cancel =
+                            rmcp::model::CancelledNotificationParam::new(Some(id), Some("no longer needed".into()));
+                        let _ = peer.notify_cancelled(cancel).await;
+                        return Ok(text_result("withdrawn".to_string()).into());
+                    }
+                }
+            }
+        };
+        match answer {
             Ok(answer) => {
                 let answer = serde_json::to_value(answer).unwrap_or_default();
                 let text = answer["content"]["text"].as_str().unwrap_or_default().to_string();

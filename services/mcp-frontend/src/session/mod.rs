@@ -647,13 +647,15 @@ impl SessionActor {
             .await?;
         let routes = self.route_requests.clone();
         let notifier = self.notices.notifier();
+        let withdrawals = crate::questions::Withdrawals::default();
         let relayed = self
             .shared
             .bus
             .serve(&client_subject, &self.id, stop.clone(), move |message: ToClient| {
                 let routes = routes.clone();
                 let notifier = notifier.clone();
-                async move { Ok(relay(&routes, &notifier, message).await) }
+                let withdrawals = withdrawals.clone();
+                async move { Ok(relay(&routes, &notifier, &withdrawals, message).await) }
             })
             .await;
         let relayed = match relayed {

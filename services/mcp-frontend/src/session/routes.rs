@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::approval::{LocalAsker, Pending};
 use crate::notices::Notifier;
-use crate::questions::{PendingAsk, Question, ask_client};
+use crate::questions::{PendingAsk, Question, Withdrawals, ask_client};
 
 /// Where a question goes.
 pub(super) enum Route {
@@ -78,10 +78,20 @@ pub(super) async fn approve(routes: &mpsc::Sender<RouteRequest>, request: Approv
 /// Carry one message of a wrapped server to the client: a question to the
 /// request of its call (else to the session's client, when it has one of
 /// its own), a note where it belongs. Runs in the subscription's handler.
-pub(super) async fn relay(routes: &mpsc::Sender<RouteRequest>, notifier: &Notifier, message: ToClient) -> FromClient {
+pub(super) async fn relay(
+    routes: &mpsc::Sender<RouteRequest>,
+    notifier: &Notifier,
+    withdrawals: &Withdrawals,
+    message: ToClient,
+) -> FromClient {
     match message {
+        ToClient::Withdraw(withdrawn) => {
+            withdrawals.withdraw(&withdrawn.id);
+            FromClient::Noted
+        }
         ToClient::Ask(ask) => {
             let timeout = Duration::from_millis(ask.timeout_ms);
+            let (withdrawn, _registered) = withdrawals.register(ask.id.as_deref());
             let route = match &ask.call_id {
                 Some(call) => route_of(routes, call).await.unwrap_or(Route::Nobody),
                 None => Route::Nobody,
@@ -91,7 +101,8 @@ pub(super) async fn relay(routes: &mpsc::Sender<RouteRequest>, notifier: &Notifi
                     let method = ask.ask.method();
                     let (answer, wait) = oneshot::channel();
                     let asked = async {
-                        if cell.send(Question::Ask(PendingAsk { ask, answer })).await.is_err() {
+                        let pending = PendingAsk { ask, answer, withdrawn: withdrawn.clone() };
+                        if cell.send(Question::Ask(pending)).await.is_err() {
                             return FromClient::Refused { message: format!("{method}: the call has ended") };
                         }
                         wait.await.unwrap_or_else(|_| FromClient::Refused {
@@ -105,7 +116,7 @@ pub(super) async fn relay(routes: &mpsc::Sender<RouteRequest>, notifier: &Notifi
                 // Outside any of its requests only a client of a session
                 // can be asked (a stateless one has nothing to answer on).
                 _ => match session_client(notifier) {
-                    Some(peer) => ask_client(&peer, &ask, timeout).await,
+                    Some(peer) => ask_client(&peer, &ask, timeout, &withdrawn).await,
                     None => FromClient::Refused {
                         message: format!("{}: no request of the client is running to ask it on", ask.ask.method()),
                     },
