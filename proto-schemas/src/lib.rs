@@ -178,6 +178,12 @@ pub struct Catalog {
     /// in milliseconds, on top of `call_timeout_ms` (0: no tool needs it).
     #[serde(default)]
     pub approval_timeout_ms: u64,
+    /// How long a wrapped server's question (sampling, elicitation, roots)
+    /// may wait for the client's answer, in milliseconds: a call whose
+    /// client can be asked may take this long on top of `call_timeout_ms`
+    /// (0: an older bridge).
+    #[serde(default)]
+    pub ask_timeout_ms: u64,
     /// SHA-256 (hex) of what this catalog offers: the tools and the limits
     /// above, not the version, so bridge replicas with the same tools agree.
     #[serde(default)]
@@ -682,7 +688,26 @@ impl ClientLink {
     /// be told apart on a connection it shares with other clients, so such
     /// a client gets connections of its own to the servers it uses.
     pub fn wants_own_session(&self) -> bool {
-        self.sampling || self.elicitation || self.elicitation_url || self.roots || self.log_level.is_some()
+        self.can_be_asked() || self.log_level.is_some()
+    }
+
+    /// True when a wrapped server may ask the client something during a
+    /// call (sampling, elicitation, roots).
+    pub fn can_be_asked(&self) -> bool {
+        self.sampling || self.elicitation || self.elicitation_url || self.roots
+    }
+}
+
+impl Catalog {
+    /// How long a call of a client with `link` may wait for answers on top
+    /// of its own timeout: a person's approval, and a wrapped server's
+    /// questions when the client can be asked.
+    pub fn answer_wait_ms(&self, link: Option<&ClientLink>) -> u64 {
+        if link.is_some_and(ClientLink::can_be_asked) {
+            self.approval_timeout_ms.max(self.ask_timeout_ms)
+        } else {
+            self.approval_timeout_ms
+        }
     }
 }
 

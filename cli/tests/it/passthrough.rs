@@ -496,6 +496,23 @@ async fn a_question_the_server_withdraws_is_cancelled_at_the_client_and_the_call
     let _ = std::fs::remove_file(log);
 }
 
+#[tokio::test]
+async fn a_person_may_take_longer_than_the_call_timeout_to_answer_a_servers_question() {
+    // One second per call; the client's model takes two to answer.
+    let (line, log) = resources_gateway("passthrough-slow-answer", &["--call-timeout", "1"]);
+    let steps = json!([{"op": "call", "tool": "ask_model", "arguments": {"prompt": "think it over"}}]);
+    let client = ["--api", "session", "--sampling", MODEL_TEXT, "--sampling-delay", "2"];
+    let (results, stderr) = sdk(&line, &client, steps).await;
+    let text = results[0]["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{results:?} {stderr}"));
+    assert_eq!(text, format!("the model wrote: {MODEL_TEXT}"), "{results:?}");
+    // A client that cannot be asked gets the call timeout alone.
+    let steps = json!([{"op": "call", "tool": "sleep", "arguments": {"seconds": 3}}]);
+    let (results, _) = sdk(&line, &["--api", "session"], steps).await;
+    let slow = results[0]["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(slow, "sleep: no answer within 1 s", "{results:?}");
+    let _ = std::fs::remove_file(log);
+}
+
 mod cancelled {
     use std::time::Duration;
 

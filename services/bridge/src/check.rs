@@ -450,7 +450,11 @@ impl Bridge {
         let server = &self.inner.servers[index];
         let params = target.params(arguments);
         let direct = matches!(caller, Caller::Direct { .. });
-        let sent = self.send(index, call, params, limits.call_timeout, cancel, direct, retry).await;
+        // A client that can be asked may take as long as a person may to
+        // answer the server's questions, on top of the call's own time.
+        let asks = call.link.as_ref().is_some_and(code_mode_proto::ClientLink::can_be_asked);
+        let timeout = if asks { limits.call_timeout + limits.approval_timeout } else { limits.call_timeout };
+        let sent = self.send(index, call, params, timeout, cancel, direct, retry).await;
         match sent {
             Ok(mut result) if direct && result.get("resultType").and_then(Value::as_str) == Some("input_required") => {
                 // The server's own questions for a stateless client: judged

@@ -394,6 +394,7 @@ impl Bridge {
                 max_calls: message.max_calls,
                 call_timeout_ms: message.call_timeout_ms,
                 approval_timeout_ms: message.approval_timeout_ms,
+                ask_timeout_ms: message.ask_timeout_ms,
                 fingerprint: message.fingerprint.clone(),
                 unchanged: true,
                 withheld: Vec::new(),
@@ -415,6 +416,7 @@ impl Bridge {
         let approval_timeout_ms =
             if current.needs_approval() { self.inner.limits.approval_timeout.as_millis() as u64 } else { 0 };
         let stateless_idle_ms = self.inner.limits.stateless_idle.as_millis() as u64;
+        let ask_timeout_ms = self.inner.limits.approval_timeout.as_millis() as u64;
         // Every client gets what else the servers offer (resources,
         // prompts: not tools, so code mode offers them too).
         let features = Some(current.offers.message());
@@ -424,6 +426,7 @@ impl Bridge {
             max_calls,
             call_timeout_ms,
             approval_timeout_ms,
+            ask_timeout_ms,
             stateless_idle_ms,
             &features,
         ))
@@ -435,6 +438,7 @@ impl Bridge {
             max_calls,
             call_timeout_ms,
             approval_timeout_ms,
+            ask_timeout_ms,
             fingerprint,
             unchanged: false,
             withheld,

@@ -190,6 +190,7 @@ impl Watcher {
             && old.catalog.max_calls == catalog.max_calls
             && old.catalog.call_timeout_ms == catalog.call_timeout_ms
             && old.catalog.approval_timeout_ms == catalog.approval_timeout_ms
+            && old.catalog.ask_timeout_ms == catalog.ask_timeout_ms
             && old.catalog.stateless_idle_ms == catalog.stateless_idle_ms
             && old.catalog.withheld == catalog.withheld
             && old.catalog.features == catalog.features;
@@ -232,6 +233,7 @@ mod tests {
             max_calls: 50,
             call_timeout_ms: 30_000,
             approval_timeout_ms: 0,
+            ask_timeout_ms: 0,
             fingerprint: fingerprint.into(),
             unchanged: false,
             withheld: Vec::new(),

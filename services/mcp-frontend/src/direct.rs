@@ -85,7 +85,8 @@ fn object(value: &serde_json::Value) -> JsonObject {
 /// other than a tool call, the envelope [`crate::wire::gateway_reply`]).
 pub(crate) async fn call(shared: &Shared, call: &DirectCall) -> Result<CallToolResponse, FrontendError> {
     let catalog = &shared.catalog.current().catalog;
-    let wait = Duration::from_millis(catalog.call_timeout_ms + catalog.approval_timeout_ms) + REPLY_MARGIN;
+    let answers = catalog.answer_wait_ms(call.link.as_ref());
+    let wait = Duration::from_millis(catalog.call_timeout_ms + answers) + REPLY_MARGIN;
     let answer = shared.bus.call::<_, DirectReply>(subjects::TOOL_DIRECT, call, wait).await;
     match call.op {
         Op::Tool => crate::wire::direct_reply(&call.tool, answer),
@@ -145,6 +146,7 @@ mod tests {
                 max_calls: 10,
                 call_timeout_ms: 1000,
                 approval_timeout_ms: 0,
+                ask_timeout_ms: 0,
                 fingerprint: "f".into(),
                 unchanged: false,
                 withheld: vec![],

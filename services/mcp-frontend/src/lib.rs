@@ -454,6 +454,7 @@ mod tests {
             max_calls: 50,
             call_timeout_ms: 30_000,
             approval_timeout_ms: 0,
+            ask_timeout_ms: 0,
             fingerprint: String::new(),
             unchanged: false,
             withheld: Vec::new(),

@@ -111,7 +111,7 @@ fn cell_message(shared: &Shared, at: &At, identity: Option<&Identity>, order: &C
             deadline_ms: config.deadline.as_millis() as u64,
             max_calls,
             call_timeout_ms: view.catalog.call_timeout_ms,
-            approval_timeout_ms: view.catalog.approval_timeout_ms,
+            approval_timeout_ms: view.catalog.answer_wait_ms(order.link.as_ref()),
             max_output: config.max_output,
             stop_output: config.stop_output,
             max_line: config.max_line,

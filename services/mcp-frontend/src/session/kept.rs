@@ -349,6 +349,7 @@ mod tests {
                 max_calls: 10,
                 call_timeout_ms: 1000,
                 approval_timeout_ms: 0,
+                ask_timeout_ms: 0,
                 fingerprint: "f".into(),
                 unchanged: false,
                 withheld: vec![],
