@@ -30,6 +30,7 @@ mod metrics;
 mod monitoring;
 mod oauth;
 mod passthrough;
+mod passthrough_faults;
 mod policy;
 mod policy_categories;
 mod policy_check;
