@@ -153,21 +153,8 @@ async fn the_python_sdk_calls_a_wrapped_tool_directly_and_from_code_through_the_
     let Some((nats, users)) = NatsServer::start_secured() else { panic!("nats-server is needed") };
     let _bridge = spawn_service(&nats.url(), &users, "bridge", &[], Some(&[]));
     let _runner = spawn_service(&nats.url(), &users, "sandbox-runner", &["--warm", "0"], None);
-    let code_mode = support::code_mode();
-    let url = nats.url();
-    let stdio = [
-        "--stdio",
-        code_mode.to_str().unwrap(),
-        "frontend",
-        "--nats",
-        &url,
-        "--nats-user",
-        "frontend",
-        "--nats-password",
-        users.password("frontend"),
-        "--expose-tools",
-        "--",
-    ];
+    let line = support::frontend_stdio(&nats.url(), &users, &["--expose-tools"]);
+    let stdio: Vec<&str> = line.iter().map(String::as_str).collect();
     let steps = json!([
         {"op": "list_tools"},
         {"op": "call", "tool": "add", "arguments": {"a": 20, "b": 22}},

@@ -224,24 +224,7 @@ async fn over_nats_server_everythings_resources_prompts_completions_and_question
     let Some((nats, users)) = NatsServer::start_secured() else { panic!("nats-server is needed") };
     let mut bridge = service_command(&nats.url(), &users, "bridge", &["--config", config.to_str().unwrap()], None);
     let _bridge = bridge.spawn().expect("the bridge starts");
-    let code_mode = support::code_mode().display().to_string();
-    let url = nats.url();
-    let gateway: Vec<String> = [
-        "--stdio",
-        &code_mode,
-        "frontend",
-        "--nats",
-        &url,
-        "--nats-user",
-        "frontend",
-        "--nats-password",
-        users.password("frontend"),
-        "--expose-tools=only",
-        "--",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let gateway = support::frontend_stdio(&nats.url(), &users, &["--expose-tools=only"]);
     compare_with_the_server(&gateway).await;
     let _ = std::fs::remove_file(&config);
 }
@@ -500,11 +483,17 @@ async fn a_question_the_server_withdraws_is_cancelled_at_the_client_and_the_call
 async fn a_person_may_take_longer_than_the_call_timeout_to_answer_a_servers_question() {
     // One second per call; the client's model takes two to answer.
     let (line, log) = resources_gateway("passthrough-slow-answer", &["--call-timeout", "1"]);
-    let steps = json!([{"op": "call", "tool": "ask_model", "arguments": {"prompt": "think it over"}}]);
-    let client = ["--api", "session", "--sampling", MODEL_TEXT, "--sampling-delay", "2"];
-    let (results, stderr) = sdk(&line, &client, steps).await;
-    let text = results[0]["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{results:?} {stderr}"));
-    assert_eq!(text, format!("the model wrote: {MODEL_TEXT}"), "{results:?}");
+    // Asked by a request of its own (ClientSession, 2025-11-25) or through
+    // an input-required result (mcp.Client's default, 2026-07-28).
+    for api in ["session", "client"] {
+        let steps = json!([{"op": "call", "tool": "ask_model", "arguments": {"prompt": "think it over"}}]);
+        let client = ["--api", api, "--sampling", MODEL_TEXT, "--sampling-delay", "2"];
+        let (results, stderr) = sdk(&line, &client, steps).await;
+        let text = results[0]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{api}: {results:?} {stderr}"));
+        assert_eq!(text, format!("the model wrote: {MODEL_TEXT}"), "{api}: {results:?}");
+    }
     // A client that cannot be asked gets the call timeout alone.
     let steps = json!([{"op": "call", "tool": "sleep", "arguments": {"seconds": 3}}]);
     let (results, _) = sdk(&line, &["--api", "session"], steps).await;

@@ -166,23 +166,7 @@ async fn over_nats_a_wrapped_server_that_dies_under_a_clients_own_session_is_ope
     let log = log_path("passthrough-faults-reopen-nats");
     let log_arg = log.display().to_string();
     let mut bridge = spawn_service(&nats.url(), &users, "bridge", &[], Some(&["--resources", "--log", &log_arg]));
-    let url = nats.url();
-    let gateway: Vec<String> = [
-        "--stdio",
-        &support::code_mode().display().to_string(),
-        "frontend",
-        "--nats",
-        &url,
-        "--nats-user",
-        "frontend",
-        "--nats-password",
-        users.password("frontend"),
-        "--expose-tools=only",
-        "--",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let gateway = support::frontend_stdio(&nats.url(), &users, &["--expose-tools=only"]);
     asks_crashes_and_asks_again(&gateway, &log, "over NATS").await;
     assert!(bridge.try_wait().unwrap().is_none(), "the bridge still runs");
     let _ = std::fs::remove_file(log);

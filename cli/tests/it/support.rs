@@ -285,6 +285,20 @@ pub fn service_command(
     cmd
 }
 
+/// The Python SDK client's command line for a frontend over NATS on its
+/// stdio, as the `frontend` user: `--stdio code-mode frontend --nats URL
+/// --nats-user frontend --nats-password P [args] --`.
+pub fn frontend_stdio(nats_url: &str, users: &NatsUsers, args: &[&str]) -> Vec<String> {
+    let mut line: Vec<String> = vec!["--stdio".into(), code_mode().display().to_string(), "frontend".into()];
+    line.extend(
+        ["--nats", nats_url, "--nats-user", "frontend", "--nats-password", users.password("frontend")]
+            .map(String::from),
+    );
+    line.extend(args.iter().map(|a| a.to_string()));
+    line.push("--".into());
+    line
+}
+
 /// Start `code-mode serve [args] -- <test server> [server_args]` as a child
 /// (or the three services over NATS, each option routed to the service that
 /// takes it) and connect an MCP client over the frontend's stdin and stdout.

@@ -45,10 +45,6 @@ use tokio::sync::Notify;
 
 use crate::Inner;
 
-/// How long telling a frontend that a server withdrew its question may
-/// take.
-const WITHDRAW_TIMEOUT: Duration = Duration::from_secs(2);
-
 /// How long a progress notification that raced ahead of its call's
 /// registration waits for it (rmcp picks a request's token as it sends it,
 /// so the call learns its token only once the request is on its way).
@@ -291,13 +287,15 @@ impl Relay {
         }
     }
 
-    /// Relay one question of the server to the owner's client.
-    async fn ask(
+    /// Relay one question of the server to the owner's client; its answer
+    /// as the result the server expects.
+    async fn ask<R: serde::de::DeserializeOwned>(
         &self,
         kind: AskKind,
-        params: serde_json::Value,
+        params: &impl serde::Serialize,
         context: &RequestContext<RoleClient>,
-    ) -> Result<serde_json::Value, ErrorData> {
+    ) -> Result<R, ErrorData> {
+        let params = serde_json::to_value(params).map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         let origin = origin_of(context);
         let Some(owner) = &self.owner else {
             tracing::info!(server = %self.name, method = kind.method(), "a server asked on its shared session, where no client can answer");
@@ -310,7 +308,10 @@ impl Relay {
             return Err(ErrorData::internal_error("the gateway is shutting down", None));
         };
         let call_id = self.flights.of_message(origin).map(|f| f.call_id);
-        bridge.relay_ask(owner, call_id, self.server, kind, params, &context.ct).await
+        let answer = bridge.relay_ask(owner, call_id, self.server, kind, params, &context.ct).await?;
+        serde_json::from_value(answer).map_err(|e| {
+            ErrorData::internal_error(format!("the client's answer is not a {} result: {e}", kind.method()), None)
+        })
     }
 }
 
@@ -372,10 +373,7 @@ impl ClientHandler for Relay {
         params: CreateMessageRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        let params = serde_json::to_value(&params).map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
-        let answer = self.ask(AskKind::Sampling, params, &context).await?;
-        serde_json::from_value(answer)
-            .map_err(|e| ErrorData::internal_error(format!("the client's answer is not a sampling result: {e}"), None))
+        self.ask(AskKind::Sampling, &params, &context).await
     }
 
     async fn create_elicitation(
@@ -383,11 +381,7 @@ impl ClientHandler for Relay {
         params: ElicitRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let params = serde_json::to_value(&params).map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
-        let answer = self.ask(AskKind::Elicitation, params, &context).await?;
-        serde_json::from_value(answer).map_err(|e| {
-            ErrorData::internal_error(format!("the client's answer is not an elicitation result: {e}"), None)
-        })
+        self.ask(AskKind::Elicitation, &params, &context).await
     }
 
     async fn list_roots(&self, context: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
@@ -396,9 +390,7 @@ impl ClientHandler for Relay {
             // (servers ask for them as soon as they start).
             return Ok(ListRootsResult::default());
         }
-        let answer = self.ask(AskKind::Roots, serde_json::json!({}), &context).await?;
-        serde_json::from_value(answer)
-            .map_err(|e| ErrorData::internal_error(format!("the client's answer is not a roots list: {e}"), None))
+        self.ask(AskKind::Roots, &serde_json::json!({}), &context).await
     }
 
     async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
@@ -571,9 +563,20 @@ impl crate::Bridge {
     }
 }
 
-/// How long telling a client a note may take (notes are not retried: a
-/// lost one is only logged).
+/// How long telling a client a note (or that a question was withdrawn)
+/// may take (notes are not retried: a lost one is only logged).
 const NOTE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Send one message for a client to its frontend session object's
+/// `subject` (counted under the client subject's metrics label).
+async fn to_client(
+    bus: &code_mode_core::bus::Bus,
+    subject: &str,
+    message: &code_mode_proto::ToClient,
+    timeout: Duration,
+) -> Result<code_mode_proto::FromClient, code_mode_core::bus::BusError> {
+    bus.call_counted_as(subject, code_mode_proto::subjects::CLIENT, message, timeout).await
+}
 
 impl crate::Bridge {
     /// Pass a server's note to the frontend session object `asker`.
@@ -585,15 +588,7 @@ impl crate::Bridge {
             server: self.inner.servers[server].name().to_string(),
             note,
         });
-        let told = bus
-            .call_counted_as::<_, code_mode_proto::FromClient>(
-                &subject,
-                code_mode_proto::subjects::CLIENT,
-                &message,
-                NOTE_TIMEOUT,
-            )
-            .await;
-        if let Err(e) = told {
+        if let Err(e) = to_client(bus, &subject, &message, NOTE_TIMEOUT).await {
             tracing::debug!(client = %asker, error = %e, "a server's note did not reach its client");
         }
     }
@@ -686,27 +681,14 @@ impl crate::Bridge {
             timeout_ms: timeout.as_millis() as u64,
         });
         let wait = timeout + crate::approval::MARGIN;
-        let asked = bus.call_counted_as::<_, code_mode_proto::FromClient>(
-            &subject,
-            code_mode_proto::subjects::CLIENT,
-            &message,
-            wait,
-        );
+        let asked = to_client(bus, &subject, &message, wait);
         let reply = tokio::select! {
             reply = asked => reply,
             // The server cancelled its request: so is the question at the
             // client (the server wants no answer: none is sent).
             _ = withdrawn.cancelled() => {
                 let withdraw = code_mode_proto::ToClient::Withdraw(code_mode_proto::AskWithdrawn { id, reason: None });
-                let told = bus
-                    .call_counted_as::<_, code_mode_proto::FromClient>(
-                        &subject,
-                        code_mode_proto::subjects::CLIENT,
-                        &withdraw,
-                        WITHDRAW_TIMEOUT,
-                    )
-                    .await;
-                if let Err(e) = told {
+                if let Err(e) = to_client(bus, &subject, &withdraw, NOTE_TIMEOUT).await {
                     tracing::debug!(server = %name, error = %e, "a withdrawn question could not be cancelled at the client");
                 }
                 trail.result = Some((code_mode_audit::record::CallResult::Error, Some("withdrawn by the server".into())));

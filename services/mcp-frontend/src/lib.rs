@@ -597,13 +597,7 @@ mod tests {
                 let held = held.clone();
                 async move {
                     held.notified().await;
-                    let report = CellReport {
-                        stdout: cell.code,
-                        error: None,
-                        truncated: false,
-                        stopped: false,
-                        content: Vec::new(),
-                    };
+                    let report = CellReport { stdout: cell.code, ..CellReport::default() };
                     Ok(code_mode_proto::CellRan { report, kept: None })
                 }
             },

@@ -297,9 +297,8 @@ mod tests {
         let report = code_mode_proto::CellReport {
             stdout: "secret output".into(),
             error: Some("Traceback ...\nsecret line\nthe run passed its deadline of 2 s".into()),
-            truncated: false,
             stopped: true,
-            content: Vec::new(),
+            ..code_mode_proto::CellReport::default()
         };
         let notice = Notice::cell_ended("c1", &report);
         assert_eq!(rank(notice.level()), rank(LoggingLevel::Warning));

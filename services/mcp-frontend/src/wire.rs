@@ -222,13 +222,7 @@ mod tests {
 
     #[test]
     fn a_report_with_an_error_is_an_error_result_and_a_handle_rides_in_the_content_and_meta() {
-        let report = CellReport {
-            stdout: "x".into(),
-            error: Some("boom".into()),
-            truncated: false,
-            stopped: false,
-            content: Vec::new(),
-        };
+        let report = CellReport { stdout: "x".into(), error: Some("boom".into()), ..CellReport::default() };
         assert_eq!(report_result(&report).is_error, Some(true));
         let at = code_mode_proto::KeptContainer {
             runner: "0123456789abcdef0123456789abcdef".into(),

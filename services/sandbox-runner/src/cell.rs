@@ -107,7 +107,7 @@ impl NotReady {
         };
         code_mode_telemetry::cell_ended_without_run(outcome(&end));
         let (error, stopped) = end_message(end, cell, died, false);
-        Ok(CellReport { stdout: String::new(), error, truncated: false, stopped, content: Vec::new() })
+        Ok(CellReport { error, stopped, ..CellReport::default() })
     }
 }
 

@@ -686,11 +686,5 @@ impl Drop for Slot {
 
 fn shutdown_report() -> CellReport {
     code_mode_telemetry::cell_ended_without_run(code_mode_telemetry::CellOutcome::Shutdown);
-    CellReport {
-        stdout: String::new(),
-        error: Some("stopped: code-mode is shutting down".into()),
-        truncated: false,
-        stopped: true,
-        content: Vec::new(),
-    }
+    CellReport { error: Some("stopped: code-mode is shutting down".into()), stopped: true, ..CellReport::default() }
 }

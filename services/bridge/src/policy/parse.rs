@@ -257,18 +257,20 @@ impl Parser<'_> {
                 }
             },
         };
-        let reason = match map.get("reason") {
-            None => None,
-            Some(v) => {
-                let at = format!("{path}/reason");
-                let text = self.string(v, &at)?;
-                if text.trim().is_empty() || text.chars().count() > MAX_REASON_CHARS {
-                    return Err(self.invalid(&at, format!("a reason must have 1 to {MAX_REASON_CHARS} characters")));
-                }
-                Some(text.to_string())
-            }
-        };
+        let reason = self.reason(map.get("reason"), path)?;
         Ok(Access { allow, reason })
+    }
+
+    /// A rule's `reason` (at `path`/reason), if it has one: 1 to
+    /// [`MAX_REASON_CHARS`] characters.
+    fn reason(&self, v: Option<&Value>, path: &str) -> Result<Option<String>, PolicyError> {
+        let Some(v) = v else { return Ok(None) };
+        let at = format!("{path}/reason");
+        let text = self.string(v, &at)?;
+        if text.trim().is_empty() || text.chars().count() > MAX_REASON_CHARS {
+            return Err(self.invalid(&at, format!("a reason must have 1 to {MAX_REASON_CHARS} characters")));
+        }
+        Ok(Some(text.to_string()))
     }
 
     fn rule(&mut self, v: &Value, path: &str, tool: bool) -> Result<Rule, PolicyError> {
@@ -289,17 +291,7 @@ impl Parser<'_> {
                 }
             },
         };
-        let reason = match map.get("reason") {
-            None => None,
-            Some(v) => {
-                let at = format!("{path}/reason");
-                let text = self.string(v, &at)?;
-                if text.trim().is_empty() || text.chars().count() > MAX_REASON_CHARS {
-                    return Err(self.invalid(&at, format!("a reason must have 1 to {MAX_REASON_CHARS} characters")));
-                }
-                Some(text.to_string())
-            }
-        };
+        let reason = self.reason(map.get("reason"), path)?;
         let mut limits = Vec::new();
         if let Some(v) = map.get("limits") {
             let at = format!("{path}/limits");

@@ -364,13 +364,7 @@ mod tests {
         bus.serve(subjects::CELL_RUN, queue_groups::SANDBOX_RUNNER, cancel.clone(), move |cell: RunCell| {
             count.fetch_add(1, Ordering::SeqCst);
             async move {
-                let report = CellReport {
-                    stdout: cell.code,
-                    error: None,
-                    truncated: false,
-                    stopped: false,
-                    content: Vec::new(),
-                };
+                let report = CellReport { stdout: cell.code, ..CellReport::default() };
                 Ok(CellRan { report, kept: Some(KeptContainer { runner: RUNNER.into(), key: "new0key".into() }) })
             }
         })
