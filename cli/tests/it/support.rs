@@ -578,7 +578,11 @@ pub fn raw_http(
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
-    write!(stream, "{head}\r\n{body}").unwrap();
+    // A server may close the connection before reading everything (a TLS
+    // port hearing plain HTTP does): that is an answer too, with no status.
+    if write!(stream, "{head}\r\n{body}").is_err() {
+        return (0, Vec::new(), String::new());
+    }
     let mut answer = Vec::new();
     let _ = stream.read_to_end(&mut answer);
     let answer = String::from_utf8_lossy(&answer).into_owned();
