@@ -272,7 +272,8 @@ pub struct ToolEntry {
     pub server: Option<String>,
     /// A readable Python stub: signature and docstring.
     pub stub: String,
-    /// One line: `name(params) [labels]: first line of the description`.
+    /// One line: the typed signature ([`Signature::line`]), two spaces,
+    /// then the first line of the description.
     pub summary: String,
     /// Its labels as short marks for the names-only description
     /// (`private`, `approval`, `limited`, `denied`, comma-separated); empty
@@ -291,6 +292,44 @@ pub struct ToolEntry {
     /// [`CatalogRequest::direct`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direct: Option<DirectTool>,
+    /// Its parameters as the sandbox checks a call's argument names
+    /// against them before sending it (misspelt and missing names).
+    #[serde(default)]
+    pub signature: Signature,
+}
+
+/// A tool's parameters, for the sandbox's own checks of a call's argument
+/// names (the bridge still validates the arguments against the schema).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Signature {
+    /// The typed one-line signature with the tool's labels, without its
+    /// description: `fs__read_text_file(path: str, head?: int) -> {content:
+    /// str}` (the notation the `run_python` description explains).
+    #[serde(default)]
+    pub line: String,
+    /// The declared parameters, in the schema's order.
+    #[serde(default)]
+    pub params: Vec<Param>,
+    /// The schema takes names it does not declare (`additionalProperties`
+    /// set to true or to a schema, or `patternProperties`), or declares
+    /// no object at all: an undeclared name is then not an error.
+    #[serde(default)]
+    pub open: bool,
+}
+
+/// One declared parameter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Param {
+    /// Its name in the schema.
+    pub name: String,
+    /// Its type as the stub shows it (`str`, `list[int]`, ...).
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// The schema requires it.
+    #[serde(default)]
+    pub required: bool,
 }
 
 /// One wrapped tool as `tools/list` offers it to a client that calls it
@@ -359,6 +398,9 @@ pub struct ToolStub {
     /// The text `search_tools` ranks it by.
     #[serde(default)]
     pub search: SearchText,
+    /// Its parameters, for the sandbox's did-you-mean checks.
+    #[serde(default)]
+    pub signature: Signature,
 }
 
 impl From<&ToolEntry> for ToolStub {
@@ -370,6 +412,7 @@ impl From<&ToolEntry> for ToolStub {
             stub: entry.stub.clone(),
             summary: entry.summary.clone(),
             search: entry.search.clone(),
+            signature: entry.signature.clone(),
         }
     }
 }
@@ -1329,9 +1372,15 @@ mod tests {
             search: SearchText { name: "search".into(), server: "notes".into(), ..Default::default() },
             private: true,
             direct: None,
+            signature: Signature {
+                line: "notes__search(query: str)".into(),
+                params: vec![Param { name: "query".into(), type_: "str".into(), required: true }],
+                open: false,
+            },
         };
         let stub = ToolStub::from(&entry);
         assert_eq!(stub.name, entry.name);
+        assert_eq!(stub.signature, entry.signature, "the sandbox checks argument names against it");
         assert_eq!(stub.stub, entry.stub);
         assert_eq!(stub.summary, entry.summary);
         assert_eq!(stub.search, entry.search);

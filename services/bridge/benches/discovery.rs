@@ -47,6 +47,7 @@ fn stub_rendering(c: &mut Criterion) {
                     schema: &tool.input_schema,
                     output_schema: tool.output_schema.as_ref(),
                     labels: &[],
+                    observed: None,
                 };
                 chars += stubs::stub(&text, &limits).len() + stubs::summary(&text, &limits).len();
                 chars +=
@@ -71,6 +72,7 @@ fn stub_rendering(c: &mut Criterion) {
             origin: Default::default(),
             labels: Default::default(),
             withheld: Default::default(),
+            observed: Default::default(),
         })
         .collect();
     c.bench_function("build the catalog of 300 tools (schemas compiled, stubs rendered)", |b| {

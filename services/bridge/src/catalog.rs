@@ -96,6 +96,9 @@ pub struct ServerTools {
     /// Tools a policy denies outright, by the server's tool name: not
     /// offered (no stub), and a call naming one is refused with its rule.
     pub withheld: HashMap<String, Denial>,
+    /// Result shapes learned from earlier calls, by the server's tool name
+    /// (see [`crate::shapes`]); a private tool's is never shown.
+    pub observed: HashMap<String, crate::shapes::Shape>,
 }
 
 /// Why a policy denies a tool.
@@ -144,6 +147,8 @@ pub struct CatalogTool {
     pub private: bool,
     /// Its definition for clients that call it directly (`--expose-tools`).
     pub direct: code_mode_proto::DirectTool,
+    /// Its typed signature and parameters.
+    pub signature: code_mode_proto::Signature,
 }
 
 /// A tool the catalog left out, and why.
@@ -247,9 +252,11 @@ impl Catalog {
                     schema: &tool.input_schema,
                     output_schema: tool.output_schema.as_ref(),
                     labels: &labels,
+                    observed: if is_private { None } else { server.observed.get(&tool.name) },
                 };
                 let prefix = server.prefixed.then_some(server.server.as_str());
                 let direct = direct_tool(tool, &labels, &limits.stubs);
+                let signature = stubs::signature(&text, &limits.stubs);
                 catalog.by_name.insert(name.clone(), catalog.tools.len());
                 catalog.tools.push(CatalogTool {
                     stub: stubs::stub(&text, &limits.stubs),
@@ -263,6 +270,7 @@ impl Catalog {
                     checker,
                     private: is_private,
                     direct,
+                    signature,
                 });
             }
         }
@@ -290,6 +298,7 @@ impl Catalog {
                 search: t.search.clone(),
                 private: t.private,
                 direct: direct.then(|| t.direct.clone()),
+                signature: t.signature.clone(),
             })
             .collect()
     }
@@ -508,6 +517,7 @@ mod tests {
             origin: crate::Origin::Flags,
             labels: HashMap::new(),
             withheld: HashMap::new(),
+            observed: HashMap::new(),
         }
     }
 
@@ -532,7 +542,7 @@ mod tests {
         assert_eq!(private, ["read_mail", "notes"]);
         assert!(c.has_private());
         let mail = c.get("read_mail").unwrap();
-        assert!(mail.stub.contains("[private]") && mail.summary.contains(") [private]: "), "{}", mail.summary);
+        assert!(mail.stub.contains("[private]") && mail.summary.contains(") [private]  "), "{}", mail.summary);
         let send = c.get("send").unwrap();
         assert!(!send.private && !send.stub.contains("[private]") && !send.summary.contains("[private]"));
         assert!(!with_private(vec![tool("a")], None, &[]).unwrap().has_private());

@@ -469,6 +469,9 @@ impl Bridge {
             }
             Ok(result) => {
                 let (answer, kind, text) = self.result_answer(&name, call.op, result, caller);
+                if kind == CallResult::Ok {
+                    self.learn(target, &answer);
+                }
                 trail.result = Some((kind, Some(text)));
                 answer
             }
@@ -733,6 +736,29 @@ impl Bridge {
                 (answer, CallResult::Ok, handed)
             }
             Caller::Direct { .. } => (Answer::Result(Box::new(result)), CallResult::Ok, handed),
+        }
+    }
+
+    /// Learn a tool's result shape from a successful result (what code
+    /// receives of it), unless the tool is private (see [`crate::shapes`]);
+    /// when what its stub shows changes, the refresher rebuilds the catalog.
+    fn learn(&self, target: &Target<'_>, answer: &Answer) {
+        let Target::Tool(tool) = target else { return };
+        if tool.private {
+            return;
+        }
+        let owned;
+        let text = match answer {
+            Answer::Text(text) | Answer::Content { value: text, .. } => text.as_str(),
+            Answer::Result(result) => {
+                owned = result_text(result);
+                owned.as_str()
+            }
+            _ => return,
+        };
+        let rebuild = &self.inner.rebuild;
+        if rebuild.shapes.observe(&tool.server_name, &tool.mcp_name, text) {
+            rebuild.learned.notify_one();
         }
     }
 

@@ -111,6 +111,11 @@ pub(crate) struct Rebuild {
     pub(crate) offer_denied: bool,
     /// How long a stateless scope lasts (for the private rule's refusals).
     pub(crate) stateless_idle: Duration,
+    /// Result shapes learned from calls, shown in the stubs.
+    pub(crate) shapes: crate::shapes::Shapes,
+    /// Told when a learned shape changed what a stub shows: the refresher
+    /// rebuilds the catalog.
+    pub(crate) learned: Arc<tokio::sync::Notify>,
 }
 
 impl Rebuild {
@@ -149,6 +154,10 @@ impl Rebuild {
                 allow: wrapped.allow.clone(),
                 private: every_private(wrapped, tools, &self.limits),
                 origin: wrapped.origin.clone(),
+                observed: tools
+                    .iter()
+                    .filter_map(|t| self.shapes.get(&wrapped.spec.name, &t.name).map(|s| (t.name.to_string(), s)))
+                    .collect(),
                 labels,
                 withheld,
             });
@@ -259,7 +268,14 @@ impl Bridge {
             state: config.state.clone(),
             offer_denied: config.policy_options.offer_denied,
             stateless_idle: config.limits.stateless_idle,
+            shapes: crate::shapes::Shapes::new(Some(config.state.clone())),
+            learned: Default::default(),
         };
+        // What earlier runs learned of the results, before the first stubs.
+        let known = rebuild.servers.iter().zip(&listed).flat_map(|(wrapped, tools)| {
+            tools.iter().map(|t| (wrapped.spec.name.clone(), t.name.to_string())).collect::<Vec<_>>()
+        });
+        rebuild.shapes.load(known.collect::<Vec<_>>()).await;
         let offerings: Vec<_> = handles.iter().map(ServerHandle::offering).collect();
         let (catalog, rule, policies, offers) = match rebuild.build(&listed, &offerings) {
             Ok(built) => built,
@@ -322,6 +338,7 @@ impl Bridge {
             Arc::downgrade(&bridge.inner),
             changes,
             offering_changes,
+            bridge.inner.rebuild.learned.clone(),
             servers_cancel.clone(),
         )));
         // Holds only a weak reference and ends with the bridge (or its
@@ -334,10 +351,18 @@ impl Bridge {
     /// swap it in with the next version. On failure the current catalog
     /// stays and the error is returned (and logged).
     pub async fn refresh_catalog(&self) -> Result<u64, BridgeError> {
+        self.rebuild_catalog(true).await
+    }
+
+    /// Rebuild the catalog; `record`: the servers' tools changed, so the
+    /// audit log gets their new lists (a learned result shape changes
+    /// only stubs, and records nothing).
+    async fn rebuild_catalog(&self, record: bool) -> Result<u64, BridgeError> {
         let tools: Vec<_> = self.inner.servers.iter().map(ServerHandle::tools).collect();
         let offerings: Vec<_> = self.inner.servers.iter().map(ServerHandle::offering).collect();
         let built = self.inner.rebuild.build(&tools, &offerings);
         if built.is_ok()
+            && record
             && let Some(audit) = &self.inner.audit
         {
             // Recorded before the new catalog serves a call, and awaited:
@@ -473,6 +498,7 @@ async fn refresher(
     bridge: std::sync::Weak<Inner>,
     mut changes: Vec<tokio::sync::watch::Receiver<Arc<Vec<rmcp::model::Tool>>>>,
     mut offering_changes: Vec<tokio::sync::watch::Receiver<Arc<Offering>>>,
+    learned: Arc<tokio::sync::Notify>,
     cancel: CancellationToken,
 ) {
     if changes.is_empty() {
@@ -481,15 +507,25 @@ async fn refresher(
     loop {
         let tools = futures::future::select_all(changes.iter_mut().map(|rx| Box::pin(rx.changed())));
         let offerings = futures::future::select_all(offering_changes.iter_mut().map(|rx| Box::pin(rx.changed())));
-        let result = tokio::select! {
+        let (result, record) = tokio::select! {
             _ = cancel.cancelled() => return,
-            (result, _, _) = tools => result,
-            (result, _, _) = offerings => result,
+            (result, _, _) = tools => (result, true),
+            (result, _, _) = offerings => (result, true),
+            () = learned.notified() => {
+                // Shapes learned by a burst of calls make one rebuild.
+                tokio::time::sleep(LEARNED_SETTLE).await;
+                (Ok(()), false)
+            }
         };
         if result.is_err() {
             return;
         }
         let Some(inner) = bridge.upgrade() else { return };
-        let _ = Bridge { inner }.refresh_catalog().await;
+        let _ = Bridge { inner }.rebuild_catalog(record).await;
     }
 }
+
+/// How long the refresher waits after a shape is learned before it
+/// rebuilds the catalog, so that the other results of the same burst of
+/// calls are in it too.
+const LEARNED_SETTLE: Duration = Duration::from_millis(100);

@@ -129,12 +129,18 @@ pub fn tool_schema(data: &[u8]) {
         origin: crate::Origin::Flags,
         labels: HashMap::new(),
         withheld: HashMap::new(),
+        observed: HashMap::new(),
     };
     let Ok(catalog) = Catalog::build(&[server], &CatalogLimits::default()) else { return };
     for tool in catalog.tools() {
         assert!(is_identifier(&tool.name), "{:?} is not an identifier", tool.name);
         let stub = &tool.stub;
-        let head = format!("async def {}(params: dict) -> str:\n    \"\"\"\n", tool.name);
+        // One line of typed signature (names and literals quoted, so no
+        // newline), then the docstring.
+        let (line, _) = stub.split_once('\n').expect("a stub has a docstring");
+        assert!(line.starts_with(&format!("async def {}(", tool.name)) && line.ends_with(':'), "{stub:?}");
+        assert!(line.chars().count() <= SIGNATURE_BOUND, "a signature of {} characters", line.chars().count());
+        let head = format!("{line}\n    \"\"\"\n");
         assert!(stub.starts_with(&head), "{stub:?}");
         let end = docstring_end(stub, head.len()).expect("the docstring is closed");
         assert_eq!(end + 3, stub.len(), "the docstring closes early: {stub:?}");
@@ -142,9 +148,10 @@ pub fn tool_schema(data: &[u8]) {
         // lines, each of a cut name, a cut type and a cut description, and
         // a few fixed lines.
         let body = stub.chars().count() - tool.name.chars().count();
-        assert!(body <= 2048 + 2 * 41 * 1200 + 1000, "a stub of {body} characters");
+        assert!(body <= SIGNATURE_BOUND + 2048 + 2 * 41 * 1200 + 1000, "a stub of {body} characters");
         let summary = tool.summary.chars().count() - tool.name.chars().count();
-        assert!(summary <= 6 * 300 + 400, "a summary of {summary} characters");
+        assert!(summary <= SIGNATURE_BOUND + 200, "a summary of {summary} characters");
+        assert!(tool.signature.params.len() <= 100, "{} parameters sent to the sandbox", tool.signature.params.len());
         if let Ok(arguments) = serde_json::from_str::<Value>(arguments)
             && let Err(problem) = tool.checker.check(&arguments, code_mode_core::defaults::MAX_ARGUMENTS)
         {
@@ -152,6 +159,11 @@ pub fn tool_schema(data: &[u8]) {
         }
     }
 }
+
+/// The longest typed signature line: 12 parameters of a quoted name
+/// (66), a type (120) and a default (42) with separators, the count of the
+/// rest, and 8 result fields of a name and a type marked as JSON.
+const SIGNATURE_BOUND: usize = 12 * (66 + 2 + 120 + 3 + 42 + 2) + 24 + 8 * (66 + 2 + 120 + 7 + 2) + 300;
 
 #[cfg(test)]
 mod tests {

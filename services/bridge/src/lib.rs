@@ -53,6 +53,7 @@ pub mod replay;
 pub mod schema;
 pub mod scope;
 pub mod server;
+pub mod shapes;
 pub mod stubs;
 pub mod wire;
 

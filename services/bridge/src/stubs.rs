@@ -9,6 +9,7 @@
 use serde_json::{Map, Value};
 
 use crate::naming::is_identifier;
+use crate::shapes::Shape;
 
 /// Bounds on what a stub shows.
 #[derive(Debug, Clone, Copy)]
@@ -248,6 +249,8 @@ pub struct ToolText<'a> {
     pub output_schema: Option<&'a Value>,
     /// Extra labels shown after the name (`[private]`, ...).
     pub labels: &'a [String],
+    /// The shape learned from its results (see [`crate::shapes`]), if any.
+    pub observed: Option<&'a Shape>,
 }
 
 /// The stub of one tool: an async signature and a docstring with the
@@ -278,7 +281,14 @@ pub fn stub(tool: &ToolText<'_>, limits: &StubLimits) -> String {
         // The result string is this object as JSON text (the bridge hands
         // structured content over as JSON), so the code can parse it
         // without a trial call.
-        let fields = param_lines(output, limits, "fields");
+        let mut fields = param_lines(output, limits, "fields");
+        let json = tool.observed.map(Shape::json_fields).unwrap_or_default();
+        for line in &mut fields {
+            if let Some(name) = json.iter().find(|n| line.starts_with(&format!("{}: str", param_name(n, limits)))) {
+                let at = param_name(name, limits).len() + ": str".len();
+                line.insert_str(at, " (JSON)");
+            }
+        }
         if fields.is_empty() {
             doc.push_str(&format!("\n\nreturns JSON: {}", python_type(output, output, limits)));
         } else {
@@ -289,7 +299,12 @@ pub fn stub(tool: &ToolText<'_>, limits: &StubLimits) -> String {
             }
         }
     }
-    let mut out = format!("async def {}(params: dict) -> str:\n    \"\"\"\n", tool.name);
+    if tool.output_schema.is_none()
+        && let Some(observed) = tool.observed
+    {
+        doc.push_str(&format!("\n\nreturns (observed in earlier results, not declared): {}", observed.render()));
+    }
+    let mut out = format!("async def {}:\n    \"\"\"\n", typed_signature(tool, limits));
     for line in doc.replace("\"\"\"", "\\\"\\\"\\\"").lines() {
         if line.is_empty() {
             out.push('\n');
@@ -335,22 +350,128 @@ fn param_lines(schema: &Value, limits: &StubLimits, what: &str) -> Vec<String> {
     lines
 }
 
-/// One line for a tool: `name(a, b) [labels]: first line of the description`.
-pub fn summary(tool: &ToolText<'_>, limits: &StubLimits) -> String {
-    let names: Vec<String> = tool
-        .schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|p| p.keys().take(6).map(|k| param_name(k, limits)).collect())
-        .unwrap_or_default();
-    let more = tool.schema.get("properties").and_then(Value::as_object).is_some_and(|p| p.len() > 6);
-    let mut params = names.join(", ");
-    if more {
-        params.push_str(", ...");
+/// Parameters a one-line signature lists before `...`.
+const MAX_LINE_PARAMS: usize = 12;
+/// Characters of one parameter's type in a one-line signature.
+const MAX_LINE_TYPE_CHARS: usize = 120;
+
+/// The typed parameter list: `path: str, head?: int, mode: str = 'r'`
+/// (`?`: optional; `= value`: optional, with the server's default).
+fn typed_params(schema: &Value, limits: &StubLimits) -> String {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return String::new() };
+    let required = schema.as_object().map(required_set).unwrap_or_default();
+    let mut parts: Vec<String> = props
+        .iter()
+        .take(MAX_LINE_PARAMS)
+        .map(|(name, prop)| {
+            let kind = cut_chars(&python_type(prop, schema, limits), MAX_LINE_TYPE_CHARS);
+            let needed = required.contains(&name.as_str());
+            let name = param_name(name, limits);
+            match prop.get("default") {
+                _ if needed => format!("{name}: {kind}"),
+                Some(default) => format!("{name}: {kind} = {}", literal(default)),
+                None => format!("{name}?: {kind}"),
+            }
+        })
+        .collect();
+    if props.len() > MAX_LINE_PARAMS {
+        parts.push(format!("... {} more", props.len() - MAX_LINE_PARAMS));
     }
+    parts.join(", ")
+}
+
+/// What a result's text holds, for `-> ...`: the declared schema's type
+/// (its string fields that held JSON in every result seen marked
+/// `str (JSON)`), else the shape observed, marked so; `None` when nothing
+/// is known.
+pub fn returns(tool: &ToolText<'_>, limits: &StubLimits) -> Option<String> {
+    let Some(output) = tool.output_schema else {
+        return tool.observed.map(|shape| format!("{} (observed)", shape.render()));
+    };
+    let json = tool.observed.map(Shape::json_fields).unwrap_or_default();
+    let Some(props) = output.get("properties").and_then(Value::as_object).filter(|p| !p.is_empty()) else {
+        return Some(python_type(output, output, limits));
+    };
+    let required = output.as_object().map(required_set).unwrap_or_default();
+    let mut fields: Vec<String> = props
+        .iter()
+        .take(MAX_ALTERNATIVES)
+        .map(|(name, prop)| {
+            let mark = if required.contains(&name.as_str()) { "" } else { "?" };
+            let mut kind = cut_chars(&python_type(prop, output, limits), MAX_LINE_TYPE_CHARS);
+            if kind == "str" && json.contains(&name.as_str()) {
+                kind.push_str(" (JSON)");
+            }
+            format!("{}{mark}: {kind}", param_name(name, limits))
+        })
+        .collect();
+    if props.len() > MAX_ALTERNATIVES {
+        fields.push("...".into());
+    }
+    Some(format!("{{{}}}", fields.join(", ")))
+}
+
+/// `name(params) -> result`: the typed signature without labels.
+fn typed_signature(tool: &ToolText<'_>, limits: &StubLimits) -> String {
+    let params = typed_params(tool.schema, limits);
+    match returns(tool, limits) {
+        Some(result) => format!("{}({params}) -> {result}", tool.name),
+        None => format!("{}({params})", tool.name),
+    }
+}
+
+/// The typed signature with the tool's labels:
+/// `fs__write_file(path: str, content: str) -> {content: str} [needs approval]`.
+pub fn signature_line(tool: &ToolText<'_>, limits: &StubLimits) -> String {
+    let line = typed_signature(tool, limits);
+    if tool.labels.is_empty() { line } else { format!("{line} {}", tool.labels.join(" ")) }
+}
+
+/// What the sandbox checks a call's argument names against: the declared
+/// parameters (at most [`MAX_SIGNATURE_PARAMS`], names of at most [`MAX_SIGNATURE_NAME`] bytes),
+/// and whether undeclared names are allowed.
+pub fn signature(tool: &ToolText<'_>, limits: &StubLimits) -> code_mode_proto::Signature {
+    let schema = tool.schema;
+    let props = schema.get("properties").and_then(Value::as_object);
+    let required = schema.as_object().map(required_set).unwrap_or_default();
+    let additional = schema.get("additionalProperties");
+    // An object schema that declares its properties and says nothing else
+    // takes other names too by JSON Schema's letter, but a name the tool
+    // does not declare is almost always a misspelling: only an explicit
+    // `additionalProperties` (true or a schema) or `patternProperties`
+    // opens it.
+    let open = props.is_none()
+        || schema.get("patternProperties").is_some()
+        || additional.is_some_and(|a| a != &Value::Bool(false));
+    let params = props
+        .into_iter()
+        .flatten()
+        .filter(|(name, _)| name.len() <= MAX_SIGNATURE_NAME)
+        .take(MAX_SIGNATURE_PARAMS)
+        .map(|(name, prop)| code_mode_proto::Param {
+            name: name.clone(),
+            type_: cut_chars(&python_type(prop, schema, limits), MAX_LINE_TYPE_CHARS),
+            required: required.contains(&name.as_str()),
+        })
+        .collect();
+    // A schema with more parameters than are sent is open: the sandbox
+    // cannot tell a misspelling from a name it was not told.
+    let open =
+        open || props.is_some_and(|p| p.len() > MAX_SIGNATURE_PARAMS || p.keys().any(|n| n.len() > MAX_SIGNATURE_NAME));
+    code_mode_proto::Signature { line: signature_line(tool, limits), params, open }
+}
+
+/// Parameters the sandbox is told of, per tool.
+const MAX_SIGNATURE_PARAMS: usize = 100;
+/// Longest parameter name the sandbox is told of, in bytes.
+const MAX_SIGNATURE_NAME: usize = 256;
+
+/// One line for a tool: its typed signature with labels, two spaces, then
+/// the first line of its description.
+pub fn summary(tool: &ToolText<'_>, limits: &StubLimits) -> String {
     let first = tool.description.and_then(|d| d.trim().lines().next()).unwrap_or("").trim();
-    let labels = if tool.labels.is_empty() { String::new() } else { format!(" {}", tool.labels.join(" ")) };
-    format!("{}({params}){labels}: {}", tool.name, cut_chars(first, MAX_SUMMARY_CHARS))
+    let line = signature_line(tool, limits);
+    if first.is_empty() { line } else { format!("{line}  {}", cut_chars(first, MAX_SUMMARY_CHARS)) }
 }
 
 /// Characters of a title kept for search.
@@ -424,10 +545,11 @@ mod tests {
                 schema: &schema,
                 output_schema: None,
                 labels: &[],
+                observed: None,
             },
             &limits(),
         );
-        assert!(s.starts_with("async def add(params: dict) -> str:\n    \"\"\"\n    Add two integers.\n"), "{s}");
+        assert!(s.starts_with("async def add(a: int, b?: int):\n    \"\"\"\n    Add two integers.\n"), "{s}");
         assert!(s.contains("    a: int\n"), "{s}");
         assert!(s.contains("    b: int, optional - second\n"), "{s}");
         assert!(s.ends_with("    \"\"\""), "{s}");
@@ -468,7 +590,14 @@ mod tests {
         let long = "é".repeat(5000);
         let schema = json!({});
         let s = stub(
-            &ToolText { name: "t", description: Some(&long), schema: &schema, output_schema: None, labels: &[] },
+            &ToolText {
+                name: "t",
+                description: Some(&long),
+                schema: &schema,
+                output_schema: None,
+                labels: &[],
+                observed: None,
+            },
             &limits(),
         );
         assert!(s.len() < 2048 + 200, "{}", s.len());
@@ -485,6 +614,7 @@ mod tests {
                 schema: &schema,
                 output_schema: None,
                 labels: &[],
+                observed: None,
             },
             &limits(),
         );
@@ -499,7 +629,14 @@ mod tests {
         }
         let schema = json!({"type": "object", "properties": props});
         let s = stub(
-            &ToolText { name: "t", description: Some("x"), schema: &schema, output_schema: None, labels: &[] },
+            &ToolText {
+                name: "t",
+                description: Some("x"),
+                schema: &schema,
+                output_schema: None,
+                labels: &[],
+                observed: None,
+            },
             &limits(),
         );
         assert!(s.chars().count() < 40 * (64 + 300 + 200 + 40) + 4096, "{}", s.len());
@@ -517,13 +654,21 @@ mod tests {
                 schema: &schema,
                 output_schema: None,
                 labels: &labels,
+                observed: None,
             },
             &limits(),
         );
         let doc: Vec<&str> = s.lines().skip(2).take(3).map(str::trim).collect();
         assert_eq!(doc, ["[private]", PRIVATE_NOTE, "Read a mail."], "{s}");
         let plain = stub(
-            &ToolText { name: "t", description: None, schema: &schema, output_schema: None, labels: &[] },
+            &ToolText {
+                name: "t",
+                description: None,
+                schema: &schema,
+                output_schema: None,
+                labels: &[],
+                observed: None,
+            },
             &limits(),
         );
         assert!(!plain.contains("[private]"), "{plain}");
@@ -540,10 +685,11 @@ mod tests {
                 schema: &schema,
                 output_schema: None,
                 labels: &labels,
+                observed: None,
             },
             &limits(),
         );
-        assert_eq!(s, "create_issue(title, body) [private]: File an issue.");
+        assert_eq!(s, "create_issue(title?: Any, body?: Any) [private]  File an issue.");
     }
 
     #[test]
@@ -566,6 +712,7 @@ mod tests {
                 schema: &schema,
                 output_schema: Some(&output),
                 labels: &[],
+                observed: None,
             },
             &limits(),
         );
@@ -573,10 +720,24 @@ mod tests {
         assert!(s.ends_with(expected), "{s}");
         // A result that is not an object with fields shows its type.
         let list = json!({"type": "array", "items": {"type": "string"}});
-        let text = ToolText { name: "t", description: None, schema: &schema, output_schema: Some(&list), labels: &[] };
+        let text = ToolText {
+            name: "t",
+            description: None,
+            schema: &schema,
+            output_schema: Some(&list),
+            labels: &[],
+            observed: None,
+        };
         assert!(stub(&text, &limits()).contains("    returns JSON: list[str]\n"));
         // Without an output schema the stub says nothing about the result.
-        let text = ToolText { name: "t", description: None, schema: &schema, output_schema: None, labels: &[] };
+        let text = ToolText {
+            name: "t",
+            description: None,
+            schema: &schema,
+            output_schema: None,
+            labels: &[],
+            observed: None,
+        };
         assert!(!stub(&text, &limits()).contains("returns"));
     }
 
@@ -588,14 +749,103 @@ mod tests {
         }
         let hostile = json!({"type": "object", "properties": props});
         let empty = json!({});
-        let text =
-            ToolText { name: "t", description: Some("x"), schema: &empty, output_schema: Some(&hostile), labels: &[] };
+        let text = ToolText {
+            name: "t",
+            description: Some("x"),
+            schema: &empty,
+            output_schema: Some(&hostile),
+            labels: &[],
+            observed: None,
+        };
         let s = stub(&text, &limits());
         assert!(s.chars().count() < 40 * (64 + 300 + 200 + 40) + 4096, "{}", s.len());
         assert!(s.contains("... and 4960 more fields"));
         let search = search_text(&text, "t", None, None, &limits());
         assert_eq!(search.params, "");
         assert!(search.output.chars().count() < 40 * (64 + 200 + 2), "{}", search.output.len());
+    }
+
+    #[test]
+    fn the_typed_signature_marks_optional_parameters_defaults_and_the_declared_result() {
+        let schema = json!({"type": "object", "properties": {
+            "path": {"type": "string"},
+            "tail": {"type": "number"},
+            "mode": {"enum": ["r", "rb"], "default": "r"}
+        }, "required": ["path"]});
+        let output = json!({"type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]});
+        let labels = vec!["[needs approval]".to_string()];
+        let text = ToolText {
+            name: "fs__read",
+            description: Some("Read a file.\nMore."),
+            schema: &schema,
+            output_schema: Some(&output),
+            labels: &labels,
+            observed: None,
+        };
+        let line =
+            "fs__read(path: str, tail?: float, mode: Literal['r', 'rb'] = 'r') -> {content: str} [needs approval]";
+        assert_eq!(signature_line(&text, &limits()), line);
+        assert_eq!(summary(&text, &limits()), format!("{line}  Read a file."));
+        assert!(stub(&text, &limits()).starts_with(
+            "async def fs__read(path: str, tail?: float, mode: Literal['r', 'rb'] = 'r') -> {content: str}:\n"
+        ));
+        // A string field that held JSON in every result seen says so.
+        let observed = crate::shapes::Shape::of_text(r#"{"content": "[{\"name\": \"a\"}]"}"#).unwrap();
+        let text = ToolText { observed: Some(&observed), labels: &[], ..text };
+        assert!(signature_line(&text, &limits()).ends_with(" -> {content: str (JSON)}"));
+        assert!(stub(&text, &limits()).contains("    returns JSON:\n        content: str (JSON)\n"));
+    }
+
+    #[test]
+    fn an_observed_result_shape_shows_as_observed_and_only_without_a_declared_one() {
+        let schema = json!({"properties": {"q": {"type": "string"}}, "required": ["q"]});
+        let observed = crate::shapes::Shape::of_text(r#"[{"number": 1, "title": "x"}]"#).unwrap();
+        let text = ToolText {
+            name: "gh__search",
+            description: None,
+            schema: &schema,
+            output_schema: None,
+            labels: &[],
+            observed: Some(&observed),
+        };
+        assert_eq!(
+            signature_line(&text, &limits()),
+            "gh__search(q: str) -> list[{number: int, title: str}] (observed)"
+        );
+        let s = stub(&text, &limits());
+        assert!(
+            s.contains("returns (observed in earlier results, not declared): list[{number: int, title: str}]"),
+            "{s}"
+        );
+        let unknown = ToolText { observed: None, ..text };
+        assert_eq!(signature_line(&unknown, &limits()), "gh__search(q: str)");
+    }
+
+    #[test]
+    fn the_sandbox_gets_each_parameter_and_whether_other_names_are_taken() {
+        let text = |schema: &Value| {
+            signature(
+                &ToolText { name: "t", description: None, schema, output_schema: None, labels: &[], observed: None },
+                &limits(),
+            )
+        };
+        let closed = text(
+            &json!({"properties": {"path": {"type": "string"}, "head": {"type": "integer"}}, "required": ["path"]}),
+        );
+        assert_eq!(closed.line, "t(path: str, head?: int)");
+        assert!(!closed.open);
+        let params: Vec<(&str, &str, bool)> =
+            closed.params.iter().map(|p| (p.name.as_str(), p.type_.as_str(), p.required)).collect();
+        assert_eq!(params, [("path", "str", true), ("head", "int", false)]);
+        for open in [
+            json!({"properties": {"a": {}}, "additionalProperties": true}),
+            json!({"properties": {"a": {}}, "additionalProperties": {"type": "string"}}),
+            json!({"properties": {"a": {}}, "patternProperties": {"^x": {}}}),
+            json!({"type": "object"}),
+        ] {
+            assert!(text(&open).open, "{open}");
+        }
+        assert!(!text(&json!({"properties": {"a": {}}, "additionalProperties": false})).open);
     }
 
     #[test]
@@ -612,6 +862,7 @@ mod tests {
             schema: &schema,
             output_schema: Some(&output),
             labels: &[],
+            observed: None,
         };
         let s = search_text(&text, "get_current_time", Some("time"), Some(" Current Time "), &limits());
         assert_eq!(s.name, "get_current_time");

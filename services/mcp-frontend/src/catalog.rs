@@ -228,6 +228,7 @@ mod tests {
                     search: Default::default(),
                     private: false,
                     direct: None,
+                    signature: Default::default(),
                 })
                 .collect(),
             max_calls: 50,

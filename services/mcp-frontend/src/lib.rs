@@ -444,6 +444,7 @@ mod tests {
             search: Default::default(),
             private: false,
             direct: None,
+            signature: Default::default(),
         }
     }
 

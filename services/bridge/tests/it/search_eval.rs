@@ -77,6 +77,7 @@ pub fn server_tools(name: &str, tools: Vec<ListedTool>) -> ServerTools {
         origin: Default::default(),
         labels: HashMap::new(),
         withheld: HashMap::new(),
+        observed: HashMap::new(),
     }
 }
 

@@ -34,8 +34,13 @@ fn default_facts() -> RunFacts {
     }
 }
 
+/// The three everyday reference servers (memory, filesystem, time: 25
+/// tools), then all four (with everything: 42), then 150 and 300 tools.
+const SIZES: [(&str, std::ops::Range<usize>); 4] =
+    [("memory+filesystem+time", 17..42), ("the four servers", 0..42), ("150", 0..150), ("300", 0..300)];
+
 #[test]
-fn the_description_of_150_real_tools_fits_4000_characters_in_the_names_tier_and_names_every_tool() {
+fn the_reference_servers_get_every_typed_signature_and_150_real_tools_fit_4000_characters_by_name() {
     let all = real_entries();
     assert_eq!(all.len(), 300);
     let budget = code_mode_core::defaults::DESCRIPTION_BUDGET;
@@ -45,16 +50,30 @@ fn the_description_of_150_real_tools_fits_4000_characters_in_the_names_tier_and_
         .map(|s| std::fs::read_to_string(eval_dir().join("tools").join(format!("{s}.json"))).unwrap().chars().count())
         .sum();
     println!("run_python description with the default budget ({budget} characters), real tools (testing/search-eval)");
-    println!("{:>5}  {:<9} {:>10} {:>12} {:>14}", "tools", "tier", "characters", "tokens (c/4)", "tokens (cl100k)");
-    for n in [10, 38, 150, 300] {
-        let entries = &all[..n];
+    println!("{:>5}  {:<24} {:<10} {:>10} {:>15}", "tools", "servers", "tier", "characters", "tokens (cl100k)");
+    for (what, range) in SIZES {
+        let entries = &all[range];
+        let n = entries.len();
         let (tier, text) = describe(&default_facts(), entries, budget);
         let chars = text.chars().count();
         let tokens = cl100k.encode_with_special_tokens(&text).len();
-        println!("{n:>5}  {:<9} {chars:>10} {:>12} {tokens:>14}", format!("{tier:?}"), chars.div_ceil(4));
+        println!("{n:>5}  {what:<24} {:<10} {chars:>10} {tokens:>15}", format!("{tier:?}"));
         assert!(chars <= budget, "{n} tools: {chars} characters");
         match n {
-            38 => assert_eq!(tier, Tier::Summaries),
+            25 | 42 => {
+                assert_eq!(tier, Tier::Typed, "{what}");
+                // Every parameter typed, every declared result shown: each
+                // tool's whole typed line is there.
+                for entry in entries {
+                    assert!(!entry.signature.line.is_empty(), "{}", entry.name);
+                    assert!(text.contains(&format!("\n{}", entry.signature.line)), "{} is cut", entry.name);
+                }
+                let read = entries.iter().find(|e| e.name == "filesystem__read_text_file").unwrap();
+                assert_eq!(
+                    read.signature.line,
+                    "filesystem__read_text_file(path: str, tail?: float, head?: float) -> {content: str}"
+                );
+            }
             150 => {
                 assert_eq!(tier, Tier::Names);
                 assert!(chars <= 4_000, "150 tools take {chars} characters");
@@ -65,9 +84,17 @@ fn the_description_of_150_real_tools_fits_4000_characters_in_the_names_tier_and_
                     assert!(text.contains(&format!(" {short}")), "{} is not in the description", entry.name);
                 }
             }
-            300 => assert_eq!(tier, Tier::Names),
-            _ => {}
+            _ => assert_eq!(tier, Tier::Names),
         }
     }
     println!("(the four servers' 42 tools' own tools/list JSON: {raw} characters)");
+    // Where the tier changes, adding the catalog's tools one by one.
+    let mut last = None;
+    for n in 1..=all.len() {
+        let (tier, text) = describe(&default_facts(), &all[..n], budget);
+        if last != Some(tier) {
+            println!("from {n:>3} tools: {tier:?} ({} characters)", text.chars().count());
+            last = Some(tier);
+        }
+    }
 }
