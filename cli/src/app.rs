@@ -105,11 +105,21 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let transport = nats_transport(&args.nats, "code-mode-bridge").await?;
             // The private-data taint and the policies' rate-limit counters
             // live in JetStream, so they outlive this process and every
-            // replica shares them; without private tools and policies the
-            // store is never used, so JetStream is not needed.
+            // replica shares them; without private tools and policies only
+            // learned result shapes would, so JetStream is not required.
             let servers = wrapped_servers(&args.bridge, &args.server)?;
             let state = if servers.iter().all(|s| s.private.is_empty() && s.policy.is_none()) {
-                SessionStore::in_memory()
+                // Only learned result shapes would live there: a server
+                // without JetStream costs the shapes' memory of a restart,
+                // never a call.
+                let config = JetStreamConfig { replicas: replicas(&args.nats), ..Default::default() };
+                match SessionStore::over_nats(&transport, config).await {
+                    Ok(store) => store,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "no JetStream for learned result shapes: they last as long as this process");
+                        SessionStore::in_memory()
+                    }
+                }
             } else {
                 let config = JetStreamConfig { replicas: replicas(&args.nats), ..Default::default() };
                 let store = SessionStore::over_nats(&transport, config)
@@ -150,6 +160,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         },
         Command::Audit(args) => crate::audit::command(args).await,
         Command::Doctor(args) => doctor(args).await,
+        Command::Describe(args) => crate::describe::describe(*args, &root).await,
         Command::Token(args) => match args.command {
             TokenCommand::New { name } => {
                 let (token, line) = code_mode_mcp_frontend::auth::static_tokens::new_token(&name)
@@ -271,7 +282,7 @@ async fn nats_transport(args: &NatsArgs, name: &str) -> anyhow::Result<NatsTrans
 
 /// The wrapped servers: the entries of the `--config` file, else the one
 /// remote server of `--url`, else the one whose command follows `--`.
-fn wrapped_servers(args: &BridgeArgs, server: &[String]) -> anyhow::Result<Vec<WrappedServer>> {
+pub(crate) fn wrapped_servers(args: &BridgeArgs, server: &[String]) -> anyhow::Result<Vec<WrappedServer>> {
     if let Some(file) = &args.config {
         return Ok(code_mode_bridge::config::load(file)?);
     }
@@ -294,7 +305,7 @@ fn wrapped_servers(args: &BridgeArgs, server: &[String]) -> anyhow::Result<Vec<W
 /// The bridge of the flags, over `servers`, keeping session state in
 /// `state`. With `--config` every tool is named `<server>__<tool>`, even
 /// for one server, so names stay put when a server is added.
-fn bridge_parts(
+pub(crate) fn bridge_parts(
     args: &BridgeArgs,
     servers: Vec<WrappedServer>,
     state: SessionStore,
@@ -358,7 +369,7 @@ async fn stack_parts(
     Ok(StackParts { bridge: bridge_parts(bridge, servers, SessionStore::in_memory(), audit), runner, frontend })
 }
 
-fn frontend_config(args: &FrontendArgs, max_concurrent: usize) -> anyhow::Result<FrontendConfig> {
+pub(crate) fn frontend_config(args: &FrontendArgs, max_concurrent: usize) -> anyhow::Result<FrontendConfig> {
     Ok(FrontendConfig {
         max_code: args.max_code,
         max_concurrent_cells: max_concurrent.max(1),
@@ -370,7 +381,7 @@ fn frontend_config(args: &FrontendArgs, max_concurrent: usize) -> anyhow::Result
 }
 
 /// The kept-session settings, when `--keep-variables` is on.
-fn keep_config(args: &KeepArgs) -> Option<KeepConfig> {
+pub(crate) fn keep_config(args: &KeepArgs) -> Option<KeepConfig> {
     args.keep_variables.then_some(KeepConfig {
         idle: args.session_idle,
         max: args.session_max,

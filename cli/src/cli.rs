@@ -61,6 +61,34 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Make bearer tokens for `--auth-tokens`.
     Token(TokenArgs),
+    /// Print what the model will read: the `run_python` description a
+    /// client gets, the tier it uses and the size of every tier, and each
+    /// tool's stub (`TOOLS[name]`). Starts the wrapped servers to list
+    /// their tools; runs no cell and needs no Docker. Takes serve's
+    /// options.
+    Describe(Box<DescribeArgs>),
+}
+
+/// Options of `describe`.
+#[derive(Debug, Args)]
+pub struct DescribeArgs {
+    /// Bridge options (which servers and tools, labels, limits).
+    #[command(flatten)]
+    pub bridge: BridgeArgs,
+    /// Frontend options (the description's budget, the deadline).
+    #[command(flatten)]
+    pub frontend: FrontendArgs,
+    /// Kept variables (`--keep-variables`) change what the description says.
+    #[command(flatten)]
+    pub keep: KeepArgs,
+    /// Print it all as one JSON object instead.
+    #[arg(long)]
+    pub json: bool,
+    /// The wrapped server's command and its arguments (not with `--config`
+    /// or `--url`).
+    #[arg(last = true, required_unless_present_any = ["config", "server_url"], conflicts_with_all = ["config", "server_url"],
+          value_name = "SERVER_COMMAND")]
+    pub server: Vec<String>,
 }
 
 /// Options of `token`.

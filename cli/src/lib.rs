@@ -44,6 +44,7 @@
 pub mod app;
 pub mod audit;
 pub mod cli;
+pub mod describe;
 pub mod ranges;
 pub mod settings;
 pub mod stack;

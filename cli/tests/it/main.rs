@@ -26,6 +26,7 @@ mod library;
 mod list_changed;
 mod mcp_log;
 mod mcp_stdio;
+mod model_reads;
 mod metrics;
 mod monitoring;
 mod oauth;

@@ -52,7 +52,20 @@ impl View {
     /// The view of `catalog` under `config` (the description states the
     /// run's limits and whether variables persist).
     pub fn new(catalog: Catalog, config: &FrontendConfig) -> Self {
-        let facts = RunFacts {
+        let facts = Self::facts(&catalog, config);
+        let description = description::description(&facts, &catalog.tools, config.description_budget);
+        let stateless =
+            RunFacts { stateless: Some(StatelessFacts { idle_secs: catalog.stateless_idle_ms / 1000 }), ..facts };
+        let stateless_description = description::description(&stateless, &catalog.tools, config.description_budget);
+        Self { catalog, description, stateless_description }
+    }
+}
+
+impl View {
+    /// What the description of `catalog` under `config` states about a run
+    /// (for a client of a session; [`View`] also makes the stateless one).
+    pub fn facts(catalog: &Catalog, config: &FrontendConfig) -> RunFacts {
+        RunFacts {
             deadline_secs: config.deadline.as_secs(),
             max_calls: catalog.max_calls,
             call_timeout_secs: catalog.call_timeout_ms / 1000,
@@ -60,12 +73,7 @@ impl View {
             keep: config.keep.map(|k| KeepFacts { idle_secs: k.idle.as_secs(), max_secs: k.max.as_secs() }),
             stateless: None,
             resources: catalog.features.as_ref().is_some_and(|f| f.has_resources),
-        };
-        let description = description::description(&facts, &catalog.tools, config.description_budget);
-        let stateless =
-            RunFacts { stateless: Some(StatelessFacts { idle_secs: catalog.stateless_idle_ms / 1000 }), ..facts };
-        let stateless_description = description::description(&stateless, &catalog.tools, config.description_budget);
-        Self { catalog, description, stateless_description }
+        }
     }
 }
 

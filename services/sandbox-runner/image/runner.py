@@ -461,12 +461,14 @@ class ToolCaller:
         self._go.wait()
         self._read_results()
 
-    def make_tool(self, name, stub):
-        """The async function the code calls for one tool."""
+    def make_tool(self, name, stub, signature=None):
+        """The async function the code calls for one tool; with its
+        ``signature`` (the catalog's parameters), a call with a name it does
+        not take or without one it needs raises at once, saying which."""
         caller = self
 
         async def tool(params=None, /, **kwargs):
-            return await caller.call(name, params, kwargs)
+            return await caller.call(name, params, kwargs, signature=signature)
 
         tool.__name__ = tool.__qualname__ = name
         tool.__doc__ = stub
@@ -563,7 +565,7 @@ class ToolCaller:
             if self._gate.admits():
                 self._channel.send_line(line)
 
-    async def call(self, name, params, kwargs, op=None, label=None):
+    async def call(self, name, params, kwargs, op=None, label=None, signature=None):
         if params is None:
             params = {}
         if not isinstance(params, dict):
@@ -571,6 +573,8 @@ class ToolCaller:
                             f"got {type(params).__name__}")
         arguments = dict(params)
         arguments.update(kwargs)
+        if signature:
+            check_argument_names(name, signature, arguments)
         try:
             encoded = json.dumps(arguments, ensure_ascii=False,
                                  allow_nan=False).encode("utf-8")
@@ -1029,6 +1033,135 @@ class SearchIndex:
         return order
 
 
+# --------------------------------------------------------------------------
+# Help when the code guesses wrong
+# --------------------------------------------------------------------------
+
+# Suggestions named in one error.
+MAX_SUGGESTIONS = 3
+
+
+def _folded(name):
+    """A name compared loosely: lower case, without ``_`` and ``-``
+    (``filePath``, ``file_path`` and ``file-path`` are one)."""
+    return name.lower().replace("_", "").replace("-", "")
+
+
+def _short(name):
+    """A tool's name after its server's prefix."""
+    return name.rsplit("__", 1)[-1]
+
+
+def closest(wrong, names, cutoff=0.6):
+    """The names most like ``wrong``, best first, at most
+    ``MAX_SUGGESTIONS``: the same name spelt another way (case, ``_``), the
+    same tool name under another or no server prefix, then near spellings."""
+    import difflib  # only on this error path: nothing to pay otherwise
+
+    names = [n for n in names if isinstance(n, str)]
+    found = []
+
+    def add(name):
+        if name not in found and name != wrong:
+            found.append(name)
+
+    folded = _folded(wrong)
+    short = _folded(_short(wrong))
+    for name in names:
+        if _folded(name) == folded:
+            add(name)
+    for name in names:
+        if _folded(_short(name)) == short:
+            add(name)
+    by_fold = {}
+    for name in names:
+        by_fold.setdefault(_folded(name), name)
+        by_fold.setdefault(_folded(_short(name)), name)
+    for match in difflib.get_close_matches(folded, list(by_fold), n=MAX_SUGGESTIONS * 2, cutoff=cutoff):
+        add(by_fold[match])
+    if short != folded:
+        for match in difflib.get_close_matches(short, list(by_fold), n=MAX_SUGGESTIONS, cutoff=cutoff):
+            add(by_fold[match])
+    return found[:MAX_SUGGESTIONS]
+
+
+def _one_of(names):
+    """``a``, ``a or b``, ``a, b or c``."""
+    if len(names) == 1:
+        return names[0]
+    return ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _param_text(param):
+    """``path: str`` for a required parameter, ``head?: int`` otherwise."""
+    mark = "" if param.get("required") else "?"
+    return f"{param.get('name')}{mark}: {param.get('type') or 'Any'}"
+
+
+def check_argument_names(name, signature, arguments):
+    """Raise ToolError, before the call is sent (it costs no call), when
+    ``arguments`` name a parameter the tool does not declare (unless its
+    schema takes other names too) or lack one it requires: each named, with
+    the closest declared names and the parameters the tool takes."""
+    params = [p for p in (signature.get("params") or ()) if isinstance(p, dict)]
+    declared = [p.get("name") for p in params]
+    problems = []
+    if not signature.get("open", True):
+        for key in arguments:
+            if key in declared:
+                continue
+            near = closest(key, declared)
+            hint = f" (did you mean {_one_of(near)}?)" if near else ""
+            problems.append(f"it takes no parameter {key!r}{hint}")
+    for param in params:
+        if param.get("required") and param.get("name") not in arguments:
+            problems.append(f"missing required parameter {_param_text(param)}")
+    if problems:
+        takes = ", ".join(_param_text(p) for p in params) or "no parameters"
+        raise ToolError(f"{name}: " + "; ".join(problems) + f". It takes: {takes}")
+
+
+# The tools' names, for the did-you-mean of a NameError (set with the globals).
+_tool_names = []
+
+
+def explain_name_error(exc):
+    """A NameError naming something close to a tool's name: say which tools
+    were meant (Python's own guess only looks at near spellings of any
+    global, and misses a tool under its server's prefix). Looks into
+    exception groups (``asyncio.TaskGroup``) too."""
+    seen = set()
+
+    def visit(error):
+        if error is None or id(error) in seen:
+            return
+        seen.add(id(error))
+        if isinstance(error, NameError) and isinstance(getattr(error, "name", None), str):
+            near = closest(error.name, _tool_names)
+            if near:
+                error.args = (f"name {error.name!r} is not defined; did you mean {_one_of(near)}? "
+                              "(TOOLS lists every tool; search_tools(query) finds one)",)
+                # Python would add its own guess to ours.
+                error.name = None
+        for member in getattr(error, "exceptions", None) or ():
+            visit(member)
+
+    try:
+        visit(exc)
+    except Exception:  # help must never hide the error itself
+        pass
+
+
+class ToolStubs(dict):
+    """``TOOLS``: each tool's stub by name; a name it does not hold raises a
+    KeyError naming the closest tools."""
+
+    def __missing__(self, key):
+        near = closest(key, list(self)) if isinstance(key, str) else []
+        hint = f"; did you mean {_one_of(near)}?" if near else "; search_tools(query) finds one"
+        raise KeyError(f"no tool {key!r}{hint}")
+
+
 def make_search_tools(tools):
     """``search_tools(query, limit=5)`` over ``tools`` (the cell's list of
     ``{"name", "stub", "summary", "search"}``)."""
@@ -1084,10 +1217,11 @@ def make_globals(tools, caller, withheld=()):
     for tool in tools:
         name, stub = tool["name"], tool.get("stub", "")
         catalog[name] = stub
-        namespace[name] = caller.make_tool(name, stub)
+        namespace[name] = caller.make_tool(name, stub, tool.get("signature"))
+    _tool_names[:] = list(catalog)
     # The documented helpers win over a tool of the same name.
     namespace.update(caller.make_helpers())
-    namespace["TOOLS"] = dict(catalog)
+    namespace["TOOLS"] = ToolStubs(catalog)
     namespace["search_tools"] = make_search_tools(tools)
     namespace["ToolError"] = ToolError
     return module
@@ -1107,12 +1241,13 @@ def refresh_globals(module, tools, caller, installed, withheld=()):
     for tool in tools:
         name, stub = tool["name"], tool.get("stub", "")
         catalog[name] = stub
-        current[name] = namespace[name] = caller.make_tool(name, stub)
+        current[name] = namespace[name] = caller.make_tool(name, stub, tool.get("signature"))
+    _tool_names[:] = list(catalog)
     for name, function in installed.items():
         if name not in current and namespace.get(name) is function:
             del namespace[name]
     namespace.update(caller.make_helpers())
-    namespace["TOOLS"] = dict(catalog)
+    namespace["TOOLS"] = ToolStubs(catalog)
     namespace["search_tools"] = make_search_tools(tools)
     namespace["ToolError"] = ToolError
     return current
@@ -1155,6 +1290,7 @@ def run_cell(code, namespace, filename=CELL_FILENAME, loop_runner=None):
             return None
         return f"SystemExit: {exc.code}"
     except BaseException as exc:  # KeyboardInterrupt and all: report them
+        explain_name_error(exc)
         return format_error(exc)
     return None
 

@@ -44,6 +44,9 @@ pub struct CatalogOptions {
     /// Offer resources, a template, a prompt and completions, and add
     /// `ask_model`, which asks the client's model (sampling).
     pub resources: bool,
+    /// Add `report`, which declares no output schema and answers with
+    /// nested JSON text.
+    pub reports: bool,
 }
 
 /// What a tool does when called.
@@ -74,6 +77,9 @@ pub enum Behavior {
     /// Adds a resource and a prompt named by the `name` argument and tells
     /// the client that both lists changed.
     Publish,
+    /// Answers with nested JSON text built around its `owner` and `secret`
+    /// arguments: a repository, its issues, and counts by mail address.
+    Report,
 }
 
 /// The tools in the order `tools/list` returns them, and how to run each.
@@ -158,6 +164,18 @@ impl Catalog {
                     "required": ["name"]
                 }),
                 Behavior::Publish,
+            );
+        }
+        if options.reports {
+            catalog.push(
+                "report",
+                "Report on a repository: its details, open issues and who filed them.",
+                json!({
+                    "type": "object",
+                    "properties": {"owner": {"type": "string"}, "secret": {"type": "string"}},
+                    "required": ["owner"]
+                }),
+                Behavior::Report,
             );
         }
         for name in &options.named {
@@ -485,6 +503,7 @@ mod tests {
             http: true,
             add_tool: true,
             resources: true,
+            reports: true,
         });
         assert_eq!(catalog.tools.len(), catalog.behaviors.len());
         let echo = catalog.tool("echo").expect("echo");

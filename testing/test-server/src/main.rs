@@ -9,6 +9,8 @@
 //! prove what got through; `--exit-on-start` makes it fail before serving.
 //! `--add-tool` adds `add_tool {name}`, which adds a tool at runtime
 //! (answering `ok <name>`) and sends `notifications/tools/list_changed`.
+//! `--reports` adds `report {owner, secret}`, which answers with nested JSON
+//! text and declares no output schema.
 //!
 //! Stdout is the MCP channel: logs go to stderr only. With `--http ADDR` it
 //! serves the same tools plus `get_header` over streamable HTTP instead, at
@@ -81,6 +83,11 @@ struct Args {
     /// `test://NAME/big/{bytes}`), so two servers offer different ones.
     #[arg(long, value_name = "NAME")]
     resource_host: Option<String>,
+    /// Add the tool `report {owner, secret}`, which declares no output
+    /// schema and answers with nested JSON text holding both values (for
+    /// result shapes learned from results).
+    #[arg(long)]
+    reports: bool,
 }
 
 #[tokio::main]
@@ -121,6 +128,7 @@ async fn main() -> anyhow::Result<()> {
         http: args.http.is_some(),
         add_tool: args.add_tool,
         resources: args.resources,
+        reports: args.reports,
     });
     if let Some(addr) = args.http {
         let server = TestServer::new(catalog).with_resources(args.resources, args.resource_host.as_deref());

@@ -129,6 +129,19 @@ impl TestServer {
                     usize::try_from(bytes).map_err(|_| McpError::invalid_params("bytes must not be negative", None))?;
                 text_result("x".repeat(bytes))
             }
+            Behavior::Report => {
+                let owner = str_arg(args, "owner")?.ok_or_else(|| missing("owner"))?;
+                let secret = str_arg(args, "secret")?.unwrap_or("none");
+                let report = json!({
+                    "repository": {"owner": owner, "name": secret, "stars": 7, "private": false},
+                    "issues": [
+                        {"number": 1, "title": secret, "labels": ["wontfix"], "score": 0.5},
+                        {"number": 2, "title": "quokka", "labels": [], "assignee": null}
+                    ],
+                    "filed_by": {format!("{owner}@example.com"): 1, "bob@example.com": 1}
+                });
+                text_result(report.to_string())
+            }
             Behavior::Fail => {
                 let message = str_arg(args, "message")?.ok_or_else(|| missing("message"))?;
                 CallToolResult::error(vec![ContentBlock::text(message)])
