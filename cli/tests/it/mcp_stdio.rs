@@ -46,7 +46,7 @@ async fn a_client_sees_one_tool_whose_description_carries_the_stubs(deployment: 
     let tool = &tools[0];
     assert_eq!(tool.name, "run_python");
     let description = tool.description.as_deref().unwrap();
-    assert!(description.contains("async def add(params: dict) -> str:"), "{description}");
+    assert!(description.contains("async def add(a: int, b: int) -> {sum: int}:"), "{description}");
     assert!(description.contains("Add two integers."), "{description}");
     assert!(description.contains("a: int"), "{description}");
     assert!(description.contains("async def echo("), "{description}");

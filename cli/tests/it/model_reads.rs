@@ -76,8 +76,13 @@ async fn over_nats_a_result_shape_is_learned_from_one_call_shown_without_values_
     let mut bridge = guards.bridge.take().expect("a bridge");
     kill9(bridge.id().expect("the bridge runs"));
     bridge.wait().await.expect("the killed bridge is reaped");
-    guards.bridge =
-        Some(spawn_service(&guards.nats_url(), guards.users(), "bridge", &["--private", "get_env"], Some(&["--reports"])));
+    guards.bridge = Some(spawn_service(
+        &guards.nats_url(),
+        guards.users(),
+        "bridge",
+        &["--private", "get_env"],
+        Some(&["--reports"]),
+    ));
     let mut cmd = tokio::process::Command::new(support::code_mode());
     cmd.arg("frontend").args(["--nats", &guards.nats_url()]);
     cmd.env("CODE_MODE_NATS_USER", "frontend").env("CODE_MODE_NATS_PASSWORD", guards.users().password("frontend"));

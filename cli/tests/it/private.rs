@@ -193,8 +193,8 @@ async fn private_tools_say_private_in_the_description_and_in_the_sandbox() {
     let (client, _, _guards) = start(Deployment::AllInOne, &["--private", "get_env"], &["--many", "60"]).await;
     let tools = client.peer().list_all_tools().await.unwrap();
     let description = tools[0].description.as_deref().unwrap();
-    assert!(description.contains("\nget_env(name) [private]: Return the value"), "{description}");
-    assert!(description.contains("\nadd(a, b): Add two integers."), "{description}");
+    assert!(description.contains("\nget_env(name: str) [private]  Return the value"), "{description}");
+    assert!(description.contains("\nadd(a: int, b: int) -> {sum: int}  Add two integers."), "{description}");
     client.cancel().await.unwrap();
 
     // Names only when the summaries do not fit either: a short mark.

@@ -949,7 +949,7 @@ class SearchIndex:
             search = tool.get("search") or {}
             summary = tool.get("summary") or ""
             if summary.startswith(name):
-                summary = summary[len(name):]  # "(a, b): What it does."
+                summary = summary[len(name):]  # "(a: int, b: int) -> {sum: int}  What it does."
             self.names.append(name)
             self.summaries.append(summary)
             self.exact.setdefault(name.lower(), index)

@@ -43,7 +43,7 @@ async fn the_catalog_lists_every_tool_with_its_python_name_stub_and_summary() {
     assert_eq!(add.mcp_name, "add");
     assert_eq!(add.server, None, "one server: no server name on entries");
     assert!(
-        add.stub.starts_with("async def add(params: dict) -> str:\n    \"\"\"\n    Add two integers.\n"),
+        add.stub.starts_with("async def add(a: int, b: int) -> {sum: int}:\n    \"\"\"\n    Add two integers.\n"),
         "{}",
         add.stub
     );
@@ -83,7 +83,7 @@ async fn awkward_tool_names_map_to_python_names_as_documented_and_calls_reach_th
         let catalog = h.bridge.catalog();
         let tool = catalog.get(python).unwrap_or_else(|| panic!("{python} is in the catalog"));
         assert_eq!(tool.mcp_name, mcp);
-        assert!(tool.stub.starts_with(&format!("async def {python}(params: dict) -> str:")), "{}", tool.stub);
+        assert!(tool.stub.starts_with(&format!("async def {python}():")), "{}", tool.stub);
         assert!(h.bridge.catalog().get(mcp).is_none(), "the listed name {mcp} is not a Python name");
         assert_eq!(ok(h.call(python, json!({})).await), format!("ok {mcp}"));
     }

@@ -191,7 +191,7 @@ async fn private_tools_say_private_in_their_stubs_and_summaries() {
     let h = Setup::server(&[]).private(&["get_env"]).start().await.expect("starts");
     let catalog = h.bridge.catalog_message();
     let get_env = catalog.tools.iter().find(|t| t.name == "get_env").expect("get_env");
-    assert!(get_env.summary.starts_with("get_env(name) [private]: "), "{}", get_env.summary);
+    assert!(get_env.summary.starts_with("get_env(name: str) [private]  "), "{}", get_env.summary);
     assert!(get_env.stub.contains("    [private]\n"), "{}", get_env.stub);
     assert!(get_env.stub.contains("this session can call only [private] tools"), "{}", get_env.stub);
     for other in catalog.tools.iter().filter(|t| t.name != "get_env") {

@@ -98,3 +98,31 @@ fn the_reference_servers_get_every_typed_signature_and_150_real_tools_fit_4000_c
         }
     }
 }
+
+/// The checked-in description of the four reference servers' 42 tools at
+/// each tier (`testing/search-eval/golden/`); `UPDATE_FIXTURES=1`
+/// rewrites them. A change to what the model reads shows in review.
+#[test]
+fn the_description_of_the_four_reference_servers_at_each_tier_is_the_checked_in_one() {
+    use code_mode_mcp_frontend::description::tier_sizes;
+    let entries = &real_entries()[..42];
+    let facts = default_facts();
+    let sizes = tier_sizes(&facts, entries);
+    let names = ["stubs", "typed", "typed-short", "signatures", "names"];
+    assert_eq!(sizes.len(), names.len());
+    let mut budgets: Vec<(&str, usize)> = names.iter().copied().zip(sizes.iter().map(|(_, n)| *n)).collect();
+    budgets.push(("count", sizes.last().unwrap().1 - 1));
+    let dir = eval_dir().join("golden");
+    for (name, budget) in budgets {
+        let (tier, text) = describe(&facts, entries, budget);
+        assert_eq!(format!("{tier:?}").to_lowercase(), name.split('-').next().unwrap(), "{name}");
+        let path = dir.join(format!("{name}.txt"));
+        if std::env::var_os("UPDATE_FIXTURES").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, &text).unwrap();
+            continue;
+        }
+        let golden = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(text, golden, "the {name} tier differs from {} (UPDATE_FIXTURES=1 rewrites it)", path.display());
+    }
+}
