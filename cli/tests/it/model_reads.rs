@@ -45,7 +45,7 @@ fn kill9(pid: u32) {
 /// What the test server's `report` answers, as the stub shows it once seen.
 const REPORT_SHAPE: &str = "report(owner: str, secret?: str) -> {repository: {owner: str, name: str, stars: int, \
      private: bool}, issues: list[{number: int, title: str, labels: list[str], score?: float, assignee?: None}], \
-     filed_by: dict[str, int]} (observed)";
+     filed_by: dict[str, int], raw: str (JSON)} (observed)";
 
 #[tokio::test]
 async fn over_nats_a_result_shape_is_learned_from_one_call_shown_without_values_and_kept_when_the_bridge_restarts() {

@@ -733,6 +733,13 @@ QUESTION_WORDS = frozenset(
     "what what's whats which when where who whose how is are does do".split())
 QUESTION_HINTS = ("get", "list", "read")
 QUESTION_WEIGHT = 0.3
+# A question about someone ("who is Alice") asks about a person.
+QUESTION_SUBJECTS = {"who": "person", "whom": "person", "whose": "person"}
+# A question that names someone or something ("who is Alice", "what do we
+# know about Bob") asks to look it up: this word joins the query at
+# NAMED_QUESTION_WEIGHT, more than the plain question's hints.
+NAMED_QUESTION_HINT = "search"
+NAMED_QUESTION_WEIGHT = 0.6
 # After "how", these words make the question ("how many", "how long").
 HOW_WORDS = frozenset("many much long often".split())
 # A name in the query (a capitalised word after the first) weighs this much.
@@ -791,7 +798,7 @@ SYNONYM_GROUPS = [
     "environment env",
     "variable var",
     "echo repeat parrot",
-    "message text string",
+    "message text string word",
     "toggle switch enable disable turn activate deactivate",
     "trigger start run launch begin kick",
     "observation fact note",
@@ -806,6 +813,7 @@ SYNONYM_GROUPS = [
     "permission privilege mode owner",
     "pattern glob wildcard regex",
     "multiple several many batch bulk together simultaneously",
+    "know knowledge",
 ]
 
 _CAMEL_LOWER_UPPER = re.compile(r"([a-z0-9])([A-Z])")
@@ -908,6 +916,10 @@ def query_terms(query):
     names = {w.lower() for w in _PROPER_NAME.findall(query)[1:]}
     if _PROPER_NAME.match(query.lstrip()) is None:
         names |= {w.lower() for w in _PROPER_NAME.findall(query)[:1]}
+    if raw and raw[0] in QUESTION_WORDS:
+        extra += [(QUESTION_SUBJECTS[word], 1.0) for word in raw[:1] if word in QUESTION_SUBJECTS]
+        if names:
+            extra.append((NAMED_QUESTION_HINT, NAMED_QUESTION_WEIGHT))
     weighted = []
     previous = None
     for word in raw:

@@ -78,7 +78,8 @@ pub enum Behavior {
     /// the client that both lists changed.
     Publish,
     /// Answers with nested JSON text built around its `owner` and `secret`
-    /// arguments: a repository, its issues, and counts by mail address.
+    /// arguments: a repository, its issues, counts by mail address, and
+    /// `raw`, a string holding JSON text.
     Report,
 }
 

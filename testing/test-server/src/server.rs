@@ -138,7 +138,8 @@ impl TestServer {
                         {"number": 1, "title": secret, "labels": ["wontfix"], "score": 0.5},
                         {"number": 2, "title": "quokka", "labels": [], "assignee": null}
                     ],
-                    "filed_by": {format!("{owner}@example.com"): 1, "bob@example.com": 1}
+                    "filed_by": {format!("{owner}@example.com"): 1, "bob@example.com": 1},
+                    "raw": json!({"owner": owner}).to_string()
                 });
                 text_result(report.to_string())
             }
