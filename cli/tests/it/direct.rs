@@ -21,8 +21,8 @@ use tokio::sync::mpsc;
 use crate::approval::{Answer, Person};
 use crate::policy::inside_one_window;
 use crate::support::{
-    self, Deployment, connect_client, connect_client_with, log_path, logged_calls, python_sdk, report, run_python,
-    spawn_service, start,
+    self, Deployment, connect_client, connect_client_with, log_path, logged_calls, python_sdk, run_python,
+    spawn_service, start, stdout_of,
 };
 
 /// A socket no Docker engine listens on.
@@ -57,11 +57,6 @@ fn refusal(result: &CallToolResult) -> String {
 }
 
 /// What a finished cell printed.
-fn stdout_of(result: &CallToolResult) -> String {
-    let report = report(result);
-    assert_eq!(report["error"], Value::Null, "the cell failed: {report}");
-    report["stdout"].as_str().unwrap().to_string()
-}
 
 #[tokio::test]
 async fn with_expose_tools_only_serve_lists_and_calls_the_wrapped_tools_with_no_docker_engine_reachable() {

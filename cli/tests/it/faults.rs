@@ -13,17 +13,11 @@ use rmcp::model::CallToolResult;
 use tokio::time::Instant;
 
 use crate::support::{
-    self, Client, Deployment, children_of, containers_of, pid_alive, report, run_python, spawn_service, start,
+    self, Client, Deployment, children_of, containers_of, kill9, pid_alive, report, run_python, spawn_service, start,
 };
 
 /// The deadline the tests give a cell.
 const DEADLINE: Duration = Duration::from_secs(10);
-
-/// `kill -s KILL <pid>`.
-fn kill9(pid: u32) {
-    let status = std::process::Command::new("kill").args(["-s", "KILL", &pid.to_string()]).status().expect("kill runs");
-    assert!(status.success(), "kill -s KILL {pid}");
-}
 
 /// Poll `check` every 100 ms until it holds, up to `within`.
 async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {

@@ -15,7 +15,7 @@ use rmcp::service::{NotificationContext, Peer, RoleClient};
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use crate::support::{self, Deployment, report, start_with};
+use crate::support::{self, Deployment, start_with, stdout_of};
 
 /// A client handler that records each `notifications/tools/list_changed`
 /// and the `event` of each log notification.
@@ -41,11 +41,6 @@ async fn run_python(peer: &Peer<RoleClient>, code: &str) -> CallToolResult {
 }
 
 /// What a cell printed; it must have finished.
-fn stdout_of(result: &CallToolResult) -> String {
-    let report = report(result);
-    assert!(report["error"].is_null(), "{report}");
-    report["stdout"].as_str().unwrap().to_string()
-}
 
 async fn description(peer: &Peer<RoleClient>) -> String {
     let tools = peer.list_all_tools().await.expect("tools/list answers");

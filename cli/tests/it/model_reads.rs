@@ -5,10 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 
-use crate::support::{self, Client, Deployment, connect_client, report, run_python, spawn_service, start};
+use crate::support::{self, Client, Deployment, connect_client, kill9, run_python, spawn_service, start, stdout_of};
 
 /// The run_python description the client is offered now.
 async fn description(client: &Client) -> String {
@@ -28,18 +27,6 @@ async fn description_with(client: &Client, wanted: &str) -> String {
         assert!(Instant::now() < give_up, "the description never showed {wanted:?}:\n{text}");
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-}
-
-fn stdout_of(result: &CallToolResult) -> String {
-    let report = report(result);
-    assert_eq!(report["error"], Value::Null, "the cell failed: {report}");
-    report["stdout"].as_str().expect("stdout").to_string()
-}
-
-/// `kill -s KILL <pid>`.
-fn kill9(pid: u32) {
-    let status = std::process::Command::new("kill").args(["-s", "KILL", &pid.to_string()]).status().expect("kill runs");
-    assert!(status.success(), "kill -s KILL {pid}");
 }
 
 /// What the test server's `report` answers, as the stub shows it once seen.

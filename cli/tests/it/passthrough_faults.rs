@@ -36,7 +36,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::support::{self, log_path, python_sdk, service_command, spawn_service};
+use crate::support::{self, kill9, log_path, python_sdk, service_command, spawn_service};
 
 /// What the clients' model answers.
 const MODEL_TEXT: &str = "the client's model answers";
@@ -48,12 +48,6 @@ fn model_wrote() -> String {
 
 /// How long one Python client's whole run may take: a hang fails the test.
 const RUN_WITHIN: Duration = Duration::from_secs(90);
-
-/// `kill -s KILL <pid>`.
-fn kill9(pid: u32) {
-    let status = std::process::Command::new("kill").args(["-s", "KILL", &pid.to_string()]).status().expect("kill runs");
-    assert!(status.success(), "kill -s KILL {pid}");
-}
 
 /// Every request the test server logged (`<method> <tool, URI or ->`).
 fn logged_requests(path: &Path) -> Vec<String> {

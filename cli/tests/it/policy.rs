@@ -10,11 +10,10 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use code_mode_core::testing::{NatsServer, NatsUsers, TempDir};
-use rmcp::model::CallToolResult;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::support::{self, Client, connect_client, log_path, logged_calls, report, run, run_python, spawn_service};
+use crate::support::{self, Client, connect_client, log_path, logged_calls, run, run_python, spawn_service, stdout_of};
 
 /// The seed policy: only `add`, at most 2 calls a minute per session.
 const SEED: &str = r#"{"version":"1","default":"deny","tools":{"add":{"limits":[{"counter":"add_rate","window":"minute","max":2,"scope":"grant"}]}}}"#;
@@ -234,11 +233,6 @@ async fn frontend(nats: &str, users: &NatsUsers) -> Client {
 }
 
 /// The printed output of a cell that finished, or the test fails.
-fn stdout_of(result: &CallToolResult) -> String {
-    let report = report(result);
-    assert_eq!(report["error"], Value::Null, "the cell failed: {report}");
-    report["stdout"].as_str().expect("stdout").to_string()
-}
 
 /// The `tools/call` lines of `tool` in the test server's log.
 pub(crate) fn calls_of(log: &PathBuf, tool: &str) -> usize {

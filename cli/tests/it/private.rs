@@ -8,10 +8,9 @@
 use std::time::Duration;
 
 use code_mode_core::testing::NatsServer;
-use rmcp::model::CallToolResult;
 use tokio::time::Instant;
 
-use crate::support::{self, Client, Deployment, connect_client, report, run_python, spawn_service, start};
+use crate::support::{self, Client, Deployment, connect_client, kill9, run_python, spawn_service, start, stdout_of};
 
 /// Call `add`; print its result, or `refused:` and the ToolError.
 const TRY_ADD: &str = "try:\n    print(await add({'a': 2, 'b': 3}))\nexcept ToolError as e:\n    print('refused:', e)";
@@ -28,11 +27,6 @@ fn add_refused_after(by: &str, private: &str) -> String {
 }
 
 /// The printed output of a cell that finished, or the test fails.
-fn stdout_of(result: &CallToolResult) -> String {
-    let report = report(result);
-    assert_eq!(report["error"], serde_json::Value::Null, "the cell failed: {report}");
-    report["stdout"].as_str().expect("stdout").to_string()
-}
 
 /// A second frontend process (a new session) on the same deployment.
 async fn another_frontend(
@@ -213,12 +207,6 @@ fn stub_of<'a>(description: &'a str, name: &str) -> &'a str {
     let rest = &description[start..];
     let end = rest[1..].find("async def ").map_or(rest.len(), |i| i + 1);
     &rest[..end]
-}
-
-/// `kill -s KILL <pid>`.
-fn kill9(pid: u32) {
-    let status = std::process::Command::new("kill").args(["-s", "KILL", &pid.to_string()]).status().expect("kill runs");
-    assert!(status.success(), "kill -s KILL {pid}");
 }
 
 #[tokio::test]

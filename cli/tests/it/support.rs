@@ -413,6 +413,19 @@ pub async fn connect_client_lifecycle<H: ClientHandler>(
     (client, pid)
 }
 
+/// The stdout of a cell that must have ended without an error.
+pub fn stdout_of(result: &CallToolResult) -> String {
+    let report = report(result);
+    assert_eq!(report["error"], Value::Null, "the cell failed: {report}");
+    report["stdout"].as_str().expect("stdout").to_string()
+}
+
+/// `kill -s KILL <pid>`.
+pub fn kill9(pid: u32) {
+    let status = Command::new("kill").args(["-s", "KILL", &pid.to_string()]).status().expect("kill runs");
+    assert!(status.success(), "kill -s KILL {pid}");
+}
+
 /// Call `run_python` with `code`; the call itself must answer.
 pub async fn run_python(client: &Client, code: &str) -> CallToolResult {
     let mut params = CallToolRequestParams::new("run_python");
