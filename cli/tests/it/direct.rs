@@ -56,8 +56,6 @@ fn refusal(result: &CallToolResult) -> String {
     text(result)
 }
 
-/// What a finished cell printed.
-
 #[tokio::test]
 async fn with_expose_tools_only_serve_lists_and_calls_the_wrapped_tools_with_no_docker_engine_reachable() {
     let log = log_path("direct-only");

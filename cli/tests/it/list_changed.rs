@@ -40,8 +40,6 @@ async fn run_python(peer: &Peer<RoleClient>, code: &str) -> CallToolResult {
     peer.call_tool(params).await.expect("run_python answers")
 }
 
-/// What a cell printed; it must have finished.
-
 async fn description(peer: &Peer<RoleClient>) -> String {
     let tools = peer.list_all_tools().await.expect("tools/list answers");
     assert_eq!(tools.len(), 1);

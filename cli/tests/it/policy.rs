@@ -232,8 +232,6 @@ async fn frontend(nats: &str, users: &NatsUsers) -> Client {
     connect_client(cmd).await.0
 }
 
-/// The printed output of a cell that finished, or the test fails.
-
 /// The `tools/call` lines of `tool` in the test server's log.
 pub(crate) fn calls_of(log: &PathBuf, tool: &str) -> usize {
     logged_calls(log).iter().filter(|l| *l == &format!("tools/call {tool}")).count()

@@ -26,8 +26,6 @@ fn add_refused_after(by: &str, private: &str) -> String {
     )
 }
 
-/// The printed output of a cell that finished, or the test fails.
-
 /// A second frontend process (a new session) on the same deployment.
 async fn another_frontend(
     deployment: Deployment,
