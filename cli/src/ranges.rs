@@ -195,7 +195,7 @@ mod every_option {
 
     fn tail(sub: &str) -> &'static [&'static str] {
         match sub {
-            "serve" | "run" | "bridge" => &["--", "server"],
+            "serve" | "run" | "bridge" | "describe" => &["--", "server"],
             _ => &[],
         }
     }
@@ -274,6 +274,22 @@ mod every_option {
             expected.push(format!("{sub} --session-max"));
             expected.push(format!("{sub} --max-direct-calls"));
             expected.push(format!("{sub} --max-handles"));
+        }
+        // `describe` takes serve's options that shape what the model reads.
+        for long in [
+            "approval-timeout",
+            "call-timeout",
+            "deadline",
+            "description-budget",
+            "max-calls",
+            "max-cells-per-session",
+            "max-code",
+            "max-handles",
+            "session-idle",
+            "session-max",
+            "stateless-idle",
+        ] {
+            expected.push(format!("describe --{long}"));
         }
         expected.sort();
         assert_eq!(seen, expected);

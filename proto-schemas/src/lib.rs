@@ -208,6 +208,14 @@ pub struct Catalog {
     /// when some server has them). Absent from an older bridge.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub features: Option<Features>,
+    /// A fingerprint of what the servers list (each tool's definition,
+    /// labels and withheld names), without the result shapes the bridge
+    /// learned: a catalog that differs only in learned shapes has the same
+    /// one, and a frontend tells its clients nothing of it (their models
+    /// keep the description they hold; cells get the new stubs). Empty
+    /// from an older bridge.
+    #[serde(default)]
+    pub listed: String,
 }
 
 /// Everything but tools that the wrapped servers offer a client of the

@@ -266,7 +266,6 @@ async fn a_refusal_to_a_direct_call_is_an_error_result_holding_the_message_code_
     let cases = [
         ("echo", json!({"text": "hi"})),
         ("add", json!({"a": "two", "b": 3})),
-        ("add", json!({"a": 2, "b": 3, "c": 4})),
         ("fail", json!({"message": "the disk is full"})),
         ("huge", json!({"bytes": 70000})),
         ("protocol_error", json!({})),
@@ -280,6 +279,16 @@ async fn a_refusal_to_a_direct_call_is_an_error_result_holding_the_message_code_
         let from_code = stdout_of(&run_python(&client, &cell).await);
         assert_eq!(direct, from_code, "{tool} {arguments}: the direct refusal is the code's");
     }
+    // A name the tool does not take: the bridge refuses the direct call
+    // saying what it takes; the sandbox refuses the code's before it is
+    // sent, naming the closest parameter and the types too.
+    let direct = refusal(&call(client.peer(), "add", json!({"a": 2, "bb": 3})).await);
+    assert_eq!(direct, "add: the schema does not name \"bb\"; it takes \"a\", \"b\"");
+    let cell = "try:\n    await add(a=2, bb=3)\nexcept ToolError as e:\n    print(e, end='')";
+    assert_eq!(
+        stdout_of(&run_python(&client, cell).await),
+        "add: it takes no parameter 'bb' (did you mean b?); missing required parameter b: int. It takes: a: int, b: int"
+    );
     let reached: Vec<String> = logged_calls(&log);
     assert!(reached.iter().all(|c| !c.ends_with(" echo") && !c.ends_with(" add")), "{reached:?}");
     client.cancel().await.ok();

@@ -189,8 +189,9 @@ async fn private_tools_say_private_in_the_description_and_in_the_sandbox() {
     assert!(description.contains("\nadd(a: int, b: int) -> {sum: int}  Add two integers."), "{description}");
     client.cancel().await.unwrap();
 
-    // Names only when the summaries do not fit either: a short mark.
-    let (client, _, _guards) = start(Deployment::AllInOne, &["--private", "get_env"], &["--many", "300"]).await;
+    // Names only when the signatures do not fit either: a short mark.
+    let args = ["--private", "get_env", "--description-budget", "8000"];
+    let (client, _, _guards) = start(Deployment::AllInOne, &args, &["--many", "300"]).await;
     let tools = client.peer().list_all_tools().await.unwrap();
     let description = tools[0].description.as_deref().unwrap();
     assert!(description.contains(", get_env[private], count, "), "{description}");

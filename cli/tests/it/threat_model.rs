@@ -860,17 +860,26 @@ fn arguments_outside_the_schema_never_reach_the_server() {
 print(await attempt(add({{'a': 'one', 'b': 2}})))
 print(await attempt(add({{'a': 1, 'b': 2, 'extra': 3}})))
 print(await attempt(add(a=1)))
-print(await attempt(add(a=1, b=2)))"
+print(await attempt(add(a=1, b=2)))
+# Code that goes around the sandbox's own check of the names (straight to
+# the channel, as hostile code may): the bridge refuses the same calls.
+caller = add.__closure__[0].cell_contents
+print(await attempt(caller.call('add', {{'a': 1, 'b': 2, 'extra': 3}}, {{}})))
+print(await attempt(caller.call('add', {{'a': 1}}, {{}})))"
     );
     let ran = run(&["--deadline", "20"], &code, &["--log", log.to_str().unwrap()]);
     let lines: Vec<&str> = ran.ok().lines().collect();
-    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert_eq!(lines.len(), 6, "{lines:?}");
     assert!(lines[0].starts_with("ToolError: add: arguments do not match the schema"), "{}", lines[0]);
     assert!(lines[0].contains("/a") && lines[0].contains("integer"), "the problem is not named: {}", lines[0]);
-    assert_eq!(lines[1], r#"ToolError: add: the schema does not name "extra"; it takes "a", "b""#);
-    assert!(lines[2].starts_with("ToolError: add: arguments do not match the schema"), "{}", lines[2]);
-    assert!(lines[2].contains("\"b\""), "the missing property is not named: {}", lines[2]);
+    // The sandbox refuses a name the tool does not take and a missing one
+    // before the call leaves (no call used), saying what the tool takes.
+    assert_eq!(lines[1], "ToolError: add: it takes no parameter 'extra'. It takes: a: int, b: int");
+    assert_eq!(lines[2], "ToolError: add: missing required parameter b: int. It takes: a: int, b: int");
     assert_eq!(lines[3], r#"ok: {"sum":3}"#);
+    assert_eq!(lines[4], r#"ToolError: add: the schema does not name "extra"; it takes "a", "b""#);
+    assert!(lines[5].starts_with("ToolError: add: arguments do not match the schema"), "{}", lines[5]);
+    assert!(lines[5].contains("\"b\""), "the missing property is not named: {}", lines[5]);
     assert_eq!(support::logged_calls(&log), vec!["tools/call add"], "a refused call reached the server");
 }
 
@@ -1031,6 +1040,7 @@ print(json.dumps({
     "nine": await _9lives(),
     "weather": await get_weather(city="Oslo"),
     "helpers": [type(TOOLS).__name__, type(search_tools("x")).__name__, issubclass(ToolError, Exception)],
+    "tools_is_dict": isinstance(TOOLS, dict),
 }))
 print("print still works")"#;
     let ran = run(&["--deadline", "20"], code, &["--log", log.to_str().unwrap()]);
@@ -1043,7 +1053,9 @@ print("print still works")"#;
     assert_eq!(seen["print"], "ok print");
     assert_eq!(seen["nine"], "ok 9lives");
     assert_eq!(seen["weather"], "ok get-weather");
-    assert_eq!(seen["helpers"], serde_json::json!(["dict", "dict", true]));
+    assert_eq!(seen["helpers"], serde_json::json!(["ToolStubs", "dict", true]));
+    // TOOLS is a dict (a subclass whose missing keys name the closest tools).
+    assert!(seen["tools_is_dict"].as_bool().unwrap());
     assert_eq!(
         support::logged_calls(&log),
         vec!["tools/call class", "tools/call print", "tools/call 9lives", "tools/call get-weather"]
@@ -1068,7 +1080,7 @@ print(json.dumps([
 ]))"#;
     let seen = json_stdout(&run(&["--deadline", "20"], code, &["--many", "30"]));
     // The name and the one-line summary (parameters, what it does).
-    assert_eq!(seen[0], serde_json::json!({"echo": "(text, repeat): Echo text back."}));
+    assert_eq!(seen[0], serde_json::json!({"echo": "(text: str, repeat: int = 1)  Echo text back."}));
     // A word of the descriptions only: equal scores keep catalog order.
     assert_eq!(seen[1], serde_json::json!(["extra_tool_0001", "extra_tool_0011", "extra_tool_0021"]));
     assert_eq!(seen[2], serde_json::json!(["extra_tool_0001", "extra_tool_0011"]));

@@ -149,6 +149,9 @@ pub struct CatalogTool {
     pub direct: code_mode_proto::DirectTool,
     /// Its typed signature and parameters.
     pub signature: code_mode_proto::Signature,
+    /// It declares an `outputSchema` (a learned shape then only marks
+    /// strings that held JSON).
+    pub declares_output: bool,
 }
 
 /// A tool the catalog left out, and why.
@@ -271,6 +274,7 @@ impl Catalog {
                     private: is_private,
                     direct,
                     signature,
+                    declares_output: tool.output_schema.is_some(),
                 });
             }
         }

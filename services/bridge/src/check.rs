@@ -757,7 +757,7 @@ impl Bridge {
             _ => return,
         };
         let rebuild = &self.inner.rebuild;
-        if rebuild.shapes.observe(&tool.server_name, &tool.mcp_name, text) {
+        if rebuild.shapes.observe(&tool.server_name, &tool.mcp_name, text, tool.declares_output) {
             rebuild.learned.notify_one();
         }
     }

@@ -425,6 +425,7 @@ impl Bridge {
                 withheld: Vec::new(),
                 stateless_idle_ms: message.stateless_idle_ms,
                 features: None,
+                listed: message.listed.clone(),
             };
         }
         message.clone()
@@ -457,6 +458,12 @@ impl Bridge {
         ))
         .unwrap_or_default();
         let fingerprint = format!("{:x}", <sha2::Sha256 as sha2::Digest>::digest(&offered));
+        // The same without what was learned from results: the servers'
+        // definitions (with labels), not the stubs rendered from them.
+        let definitions: Vec<_> =
+            current.catalog.tools().iter().map(|t| (&t.name, &t.mark, t.private, &t.direct)).collect();
+        let listed = serde_json::to_vec(&(&definitions, &withheld)).unwrap_or_default();
+        let listed = format!("{:x}", <sha2::Sha256 as sha2::Digest>::digest(&listed));
         proto::Catalog {
             version: current.version,
             tools,
@@ -469,6 +476,7 @@ impl Bridge {
             withheld,
             stateless_idle_ms,
             features,
+            listed,
         }
     }
 }

@@ -154,19 +154,19 @@ impl Shape {
         }
     }
 
-    /// The shape of what a result's text holds: the JSON it is, or a plain
-    /// string. `None` for text too large to look at.
+    /// The shape of the JSON object or array a result's text holds. `None`
+    /// for plain text (the description already says a result is a str:
+    /// learning it would only rebuild the catalog) and for text too large
+    /// to look at.
     pub fn of_text(text: &str) -> Option<Shape> {
         if text.len() > MAX_PARSED_BYTES {
             return None;
         }
         let trimmed = text.trim_start();
-        if (trimmed.starts_with('{') || trimmed.starts_with('['))
-            && let Ok(value) = serde_json::from_str::<Value>(text)
-        {
-            return Some(Shape::of(&value));
+        if !(trimmed.starts_with('{') || trimmed.starts_with('[')) {
+            return None;
         }
-        Some(Shape::Str { json: false })
+        serde_json::from_str::<Value>(text).ok().map(|value| Shape::of(&value))
     }
 
     /// One shape covering both.
@@ -347,8 +347,10 @@ impl Shapes {
 
     /// Learn from one successful result's text (what code receives). True
     /// when what a stub shows of the tool changed (the catalog should be
-    /// rebuilt); the store is written in the background.
-    pub fn observe(&self, server: &str, tool: &str, text: &str) -> bool {
+    /// rebuilt): the whole shape for a tool that declares none
+    /// (`declared` false), else only which string fields held JSON; the
+    /// store is written in the background.
+    pub fn observe(&self, server: &str, tool: &str, text: &str, declared: bool) -> bool {
         let key = (server.to_string(), tool.to_string());
         let learned = {
             let mut map = code_mode_core::sync::lock(&self.inner);
@@ -356,14 +358,22 @@ impl Shapes {
                 return false;
             }
             let Some(shape) = Shape::of_text(text) else { return false };
+            let shown = |shape: &Shape| match declared {
+                true => shape.json_fields().join(","),
+                false => shape.render(),
+            };
             let entry = map.entry(key).or_insert(Learned { shape: shape.clone(), seen: 0 });
-            let before = (entry.seen > 0).then(|| entry.shape.render());
+            let before = match entry.seen {
+                0 if declared => Some(String::new()),
+                0 => None,
+                _ => Some(shown(&entry.shape)),
+            };
             if entry.seen > 0 {
                 let old = std::mem::replace(&mut entry.shape, Shape::Any);
                 entry.shape = old.merge(shape);
             }
             entry.seen += 1;
-            let changed = before.as_deref() != Some(entry.shape.render().as_str());
+            let changed = before.as_deref() != Some(shown(&entry.shape).as_str());
             (changed, entry.clone())
         };
         let (changed, learned) = learned;
@@ -457,10 +467,10 @@ mod tests {
         assert_eq!(learned(std::slice::from_ref(&tree)).json_fields(), ["content"]);
         let text = json!({"content": "hello"});
         assert_eq!(learned(&[tree, text]).render(), "{content: str}");
-        // Plain text is a str; text that is JSON is its shape.
-        assert_eq!(Shape::of_text("Hello, world").unwrap().render(), "str");
+        // Plain text teaches nothing; text that is JSON is its shape.
+        assert_eq!(Shape::of_text("Hello, world"), None);
         assert_eq!(Shape::of_text("[1, 2]").unwrap().render(), "list[int]");
-        assert_eq!(Shape::of_text("{not json").unwrap().render(), "str");
+        assert_eq!(Shape::of_text("{not json"), None);
     }
 
     #[test]
@@ -481,12 +491,19 @@ mod tests {
     async fn a_shape_is_learned_from_the_first_results_only_and_kept_in_the_store() {
         let store = SessionStore::in_memory();
         let shapes = Shapes::new(Some(store.clone()));
-        assert!(shapes.observe("gh", "list_issues", r#"[{"number": 1}]"#));
-        assert!(!shapes.observe("gh", "list_issues", r#"[{"number": 2}]"#), "the same shape again changes nothing");
+        assert!(shapes.observe("gh", "list_issues", r#"[{"number": 1}]"#, false));
+        assert!(!shapes.observe("gh", "list_issues", r#"[{"number": 2}]"#, false), "the same shape changes nothing");
+        assert!(!shapes.observe("gh", "list_issues", "plain text", false), "plain text teaches nothing");
         for _ in 2..MAX_OBSERVED {
-            shapes.observe("gh", "list_issues", r#"[{"number": 3}]"#);
+            shapes.observe("gh", "list_issues", r#"[{"number": 3}]"#, false);
         }
-        assert!(!shapes.observe("gh", "list_issues", "plain text now"), "after the first results it stays");
+        assert!(!shapes.observe("gh", "list_issues", r#"{"other": 1}"#, false), "after the first results it stays");
+        // A tool that declares its result changes its stub only when a
+        // string field held JSON.
+        assert!(!shapes.observe("fs", "read", r#"{"content": "hello"}"#, true));
+        assert!(shapes.observe("fs", "tree", r#"{"content": "[1]"}"#, true));
+        assert!(!shapes.observe("fs", "tree", r#"{"content": "[2]"}"#, true));
+        assert!(shapes.observe("fs", "tree", r#"{"content": "not JSON"}"#, true), "the mark goes again");
         assert_eq!(shapes.get("gh", "list_issues").unwrap().render(), "list[{number: int}]");
         // Written in the background; a new handle over the store reads it.
         let again = Shapes::new(Some(store));

@@ -354,28 +354,37 @@ fn param_lines(schema: &Value, limits: &StubLimits, what: &str) -> Vec<String> {
 const MAX_LINE_PARAMS: usize = 12;
 /// Characters of one parameter's type in a one-line signature.
 const MAX_LINE_TYPE_CHARS: usize = 120;
+/// Characters of a one-line signature's parameters, past which the rest
+/// are counted (`... 12 more`).
+const MAX_LINE_PARAMS_CHARS: usize = 600;
+/// Characters of a one-line signature's result.
+const MAX_LINE_RESULT_CHARS: usize = 300;
 
 /// The typed parameter list: `path: str, head?: int, mode: str = 'r'`
 /// (`?`: optional; `= value`: optional, with the server's default).
 fn typed_params(schema: &Value, limits: &StubLimits) -> String {
     let Some(props) = schema.get("properties").and_then(Value::as_object) else { return String::new() };
     let required = schema.as_object().map(required_set).unwrap_or_default();
-    let mut parts: Vec<String> = props
-        .iter()
-        .take(MAX_LINE_PARAMS)
-        .map(|(name, prop)| {
-            let kind = cut_chars(&python_type(prop, schema, limits), MAX_LINE_TYPE_CHARS);
-            let needed = required.contains(&name.as_str());
-            let name = param_name(name, limits);
-            match prop.get("default") {
-                _ if needed => format!("{name}: {kind}"),
-                Some(default) => format!("{name}: {kind} = {}", literal(default)),
-                None => format!("{name}?: {kind}"),
-            }
-        })
-        .collect();
-    if props.len() > MAX_LINE_PARAMS {
-        parts.push(format!("... {} more", props.len() - MAX_LINE_PARAMS));
+    let mut parts: Vec<String> = Vec::new();
+    let mut length = 0;
+    for (name, prop) in props.iter().take(MAX_LINE_PARAMS) {
+        let kind = cut_chars(&python_type(prop, schema, limits), MAX_LINE_TYPE_CHARS);
+        let needed = required.contains(&name.as_str());
+        let name = param_name(name, limits);
+        let part = match prop.get("default") {
+            _ if needed => format!("{name}: {kind}"),
+            Some(default) => format!("{name}: {kind} = {}", literal(default)),
+            None => format!("{name}?: {kind}"),
+        };
+        // Past the line's budget the rest are counted (the first always shows).
+        if !parts.is_empty() && length + part.chars().count() > MAX_LINE_PARAMS_CHARS {
+            break;
+        }
+        length += part.chars().count() + 2;
+        parts.push(part);
+    }
+    if props.len() > parts.len() {
+        parts.push(format!("... {} more", props.len() - parts.len()));
     }
     parts.join(", ")
 }
@@ -415,7 +424,7 @@ pub fn returns(tool: &ToolText<'_>, limits: &StubLimits) -> Option<String> {
 fn typed_signature(tool: &ToolText<'_>, limits: &StubLimits) -> String {
     let params = typed_params(tool.schema, limits);
     match returns(tool, limits) {
-        Some(result) => format!("{}({params}) -> {result}", tool.name),
+        Some(result) => format!("{}({params}) -> {}", tool.name, cut_chars(&result, MAX_LINE_RESULT_CHARS)),
         None => format!("{}({params})", tool.name),
     }
 }
@@ -437,11 +446,13 @@ pub fn signature(tool: &ToolText<'_>, limits: &StubLimits) -> code_mode_proto::S
     let additional = schema.get("additionalProperties");
     // An object schema that declares its properties and says nothing else
     // takes other names too by JSON Schema's letter, but a name the tool
-    // does not declare is almost always a misspelling: only an explicit
-    // `additionalProperties` (true or a schema) or `patternProperties`
-    // opens it.
+    // does not declare is almost always a misspelling, and the bridge
+    // refuses it too (`schema::ArgumentChecker`): only an explicit
+    // `additionalProperties` or `unevaluatedProperties` (true or a
+    // schema) or `patternProperties` opens it.
     let open = props.is_none()
         || schema.get("patternProperties").is_some()
+        || schema.get("unevaluatedProperties").is_some_and(|a| a != &Value::Bool(false))
         || additional.is_some_and(|a| a != &Value::Bool(false));
     let params = props
         .into_iter()

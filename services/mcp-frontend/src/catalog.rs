@@ -93,8 +93,12 @@ pub(crate) fn changed_lists(before: &View, now: &View) -> ChangedLists {
     let (old, new) = (&before.catalog, &now.catalog);
     let features = |c: &Catalog| c.features.clone().unwrap_or_default();
     let (old_features, new_features) = (features(old), features(new));
+    // Only result shapes were learned: the clients' models keep what they
+    // hold (no notice, no list_changed); new sessions and cells get them.
+    let learned_only = !old.listed.is_empty() && old.listed == new.listed && old.withheld == new.withheld;
     ChangedLists {
-        tools: old.tools != new.tools || old.withheld != new.withheld || before.description != now.description,
+        tools: !learned_only
+            && (old.tools != new.tools || old.withheld != new.withheld || before.description != now.description),
         resources: old_features.resources != new_features.resources || old_features.templates != new_features.templates,
         prompts: old_features.prompts != new_features.prompts,
     }
@@ -248,7 +252,33 @@ mod tests {
             withheld: Vec::new(),
             stateless_idle_ms: 3_600_000,
             features: None,
+            listed: String::new(),
         }
+    }
+
+    #[test]
+    fn a_catalog_that_only_learned_result_shapes_changes_no_list_a_client_is_told_of() {
+        let config = FrontendConfig::default();
+        let mut first = catalog("one", &["add"]);
+        first.listed = "listed-1".into();
+        let mut learned = first.clone();
+        learned.fingerprint = "two".into();
+        learned.tools[0].stub = "async def add(a: int) -> {sum: int} (observed):".into();
+        learned.tools[0].summary = "add(a: int) -> {sum: int} (observed)  the add tool.".into();
+        let before = View::new(first, &config);
+        let now = View::new(learned.clone(), &config);
+        assert_ne!(before.description, now.description, "new sessions read the learned shape");
+        assert_eq!(changed_lists(&before, &now), ChangedLists::default(), "nobody is told");
+        // What the servers list changed: the clients are told.
+        let mut renamed = learned.clone();
+        renamed.listed = "listed-2".into();
+        renamed.tools[0].name = "sum".into();
+        assert!(changed_lists(&before, &View::new(renamed, &config)).tools);
+        // From a bridge that sends no fingerprint of what it lists, any
+        // change is told.
+        let (mut old, mut new) = (before.catalog.clone(), learned);
+        (old.listed, new.listed) = (String::new(), String::new());
+        assert!(changed_lists(&View::new(old, &config), &View::new(new, &config)).tools);
     }
 
     /// A bridge on `bus` answering with whatever `current` holds (only

@@ -152,6 +152,7 @@ mod tests {
                 withheld: vec![],
                 stateless_idle_ms: 0,
                 features: None,
+                listed: String::new(),
             })
         })
         .await

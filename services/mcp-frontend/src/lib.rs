@@ -461,6 +461,7 @@ mod tests {
             withheld: Vec::new(),
             stateless_idle_ms: 3_600_000,
             features: None,
+            listed: String::new(),
         }
     }
 

@@ -49,17 +49,18 @@ async fn the_catalog_lists_every_tool_with_its_python_name_stub_and_summary() {
     );
     assert!(add.stub.contains("a: int - First addend.\n"), "{}", add.stub);
     assert!(add.stub.contains("b: int - Second addend.\n"), "{}", add.stub);
-    assert_eq!(add.summary, "add(a, b): Add two integers.");
+    assert_eq!(add.summary, "add(a: int, b: int) -> {sum: int}  Add two integers.");
+    assert_eq!(add.signature.line, "add(a: int, b: int) -> {sum: int}");
 
     let echo = message.tools.iter().find(|t| t.name == "echo").expect("echo is listed");
     assert!(echo.stub.contains("repeat: int, optional - How many times to repeat the text."), "{}", echo.stub);
-    assert_eq!(echo.summary, "echo(text, repeat): Echo text back.");
+    assert_eq!(echo.summary, "echo(text: str, repeat: int = 1)  Echo text back.");
 
     let count = message.tools.iter().find(|t| t.name == "count").expect("count is listed");
     assert!(count.stub.contains("params: none"), "{}", count.stub);
     assert_eq!(
         count.summary,
-        "count(): Return how many tools/call requests this server process has received, this one included."
+        "count()  Return how many tools/call requests this server process has received, this one included."
     );
     h.close().await;
 }
@@ -83,7 +84,7 @@ async fn awkward_tool_names_map_to_python_names_as_documented_and_calls_reach_th
         let catalog = h.bridge.catalog();
         let tool = catalog.get(python).unwrap_or_else(|| panic!("{python} is in the catalog"));
         assert_eq!(tool.mcp_name, mcp);
-        assert!(tool.stub.starts_with(&format!("async def {python}():")), "{}", tool.stub);
+        assert!(tool.stub.starts_with(&format!("async def {python}(")), "{}", tool.stub);
         assert!(h.bridge.catalog().get(mcp).is_none(), "the listed name {mcp} is not a Python name");
         assert_eq!(ok(h.call(python, json!({})).await), format!("ok {mcp}"));
     }
@@ -110,8 +111,9 @@ async fn the_awkward_params_stub_quotes_odd_names_cuts_long_ones_and_shows_enums
     assert_eq!(
         tool.summary,
         format!(
-            "awkward_params('first name', 'x-y', '{}', class, nested, mode, ...): \
-             Takes parameters whose names are not identifiers; returns the arguments as JSON text.",
+            "awkward_params('first name': str, 'x-y'?: int, '{}'?: bool, class?: str, \
+             nested?: {{inner?: {{deeper?: {{deepest?: {{bottom?: {{floor?: str}}}}}}}}}}, mode?: Literal['fast', 'slow'], \
+             ids?: list[int])  Takes parameters whose names are not identifiers; returns the arguments as JSON text.",
             "p".repeat(64)
         )
     );

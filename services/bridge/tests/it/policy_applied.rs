@@ -174,7 +174,7 @@ async fn the_verdicts_show_as_labels_in_the_stubs_and_summaries() {
     let catalog = h.bridge.catalog();
     let tool = |name: &str| catalog.get(name).unwrap_or_else(|| panic!("{name} is in the catalog"));
     assert!(tool("add").stub.contains("[2 per minute]"), "{}", tool("add").stub);
-    assert!(tool("add").summary.contains(") [2 per minute]: "), "{}", tool("add").summary);
+    assert!(tool("add").summary.contains(" -> {sum: int} [2 per minute]  "), "{}", tool("add").summary);
     assert!(tool("sleep").stub.contains("[needs approval]"), "{}", tool("sleep").stub);
     assert!(catalog.get("echo").is_none(), "a tool the policy denies outright is not offered");
     assert!(!tool("count").stub.contains('['), "a plain allow has no label: {}", tool("count").stub);

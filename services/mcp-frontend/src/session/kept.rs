@@ -355,6 +355,7 @@ mod tests {
                 withheld: vec![],
                 stateless_idle_ms: 3_600_000,
                 features: None,
+                listed: String::new(),
             })
         })
         .await
