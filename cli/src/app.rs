@@ -105,29 +105,27 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let transport = nats_transport(&args.nats, "code-mode-bridge").await?;
             // The private-data taint and the policies' rate-limit counters
             // live in JetStream, so they outlive this process and every
-            // replica shares them; without private tools and policies only
-            // learned result shapes would, so JetStream is not required.
+            // replica shares them. Without private tools and policies only
+            // learned result shapes would: a server without JetStream then
+            // costs what the shapes would remember of a restart, never a call.
             let servers = wrapped_servers(&args.bridge, &args.server)?;
-            let state = if servers.iter().all(|s| s.private.is_empty() && s.policy.is_none()) {
-                // Only learned result shapes would live there: a server
-                // without JetStream costs the shapes' memory of a restart,
-                // never a call.
-                let config = JetStreamConfig { replicas: replicas(&args.nats), ..Default::default() };
-                match SessionStore::over_nats(&transport, config).await {
-                    Ok(store) => store,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "no JetStream for learned result shapes: they last as long as this process");
-                        SessionStore::in_memory()
+            let needed = servers.iter().any(|s| !s.private.is_empty() || s.policy.is_some());
+            let config = JetStreamConfig { replicas: replicas(&args.nats), ..Default::default() };
+            let state = match SessionStore::over_nats(&transport, config).await {
+                Ok(store) => {
+                    if needed {
+                        // codemode_state_store_up follows the store while idle too.
+                        store.watch(code_mode_core::state::PROBE_EVERY, root.child_token());
                     }
+                    store
                 }
-            } else {
-                let config = JetStreamConfig { replicas: replicas(&args.nats), ..Default::default() };
-                let store = SessionStore::over_nats(&transport, config)
-                    .await
-                    .context("opening the session-state store (JetStream) for --private or a policy")?;
-                // codemode_state_store_up follows the store while idle too.
-                store.watch(code_mode_core::state::PROBE_EVERY, root.child_token());
-                store
+                Err(e) if !needed => {
+                    tracing::warn!(error = %e, "no JetStream for learned result shapes: they last as long as this process");
+                    SessionStore::in_memory()
+                }
+                Err(e) => {
+                    return Err(e).context("opening the session-state store (JetStream) for --private or a policy");
+                }
             };
             let audit =
                 crate::audit::open_sink(&args.audit, "bridge", Some(transport.client()), replicas(&args.nats)).await?;

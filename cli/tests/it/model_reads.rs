@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{self, Client, Deployment, connect_client, kill9, run_python, spawn_service, start, stdout_of};
+use crate::support::{
+    self, Client, Deployment, connect_client, kill9, run_python, service_command, spawn_service, start, stdout_of,
+};
 
 /// The run_python description the client is offered now.
 async fn description(client: &Client) -> String {
@@ -70,10 +72,7 @@ async fn over_nats_a_result_shape_is_learned_from_one_call_shown_without_values_
         &["--private", "get_env"],
         Some(&["--reports"]),
     ));
-    let mut cmd = tokio::process::Command::new(support::code_mode());
-    cmd.arg("frontend").args(["--nats", &guards.nats_url()]);
-    cmd.env("CODE_MODE_NATS_USER", "frontend").env("CODE_MODE_NATS_PASSWORD", guards.users().password("frontend"));
-    let (fresh, _) = connect_client(cmd).await;
+    let (fresh, _) = connect_client(service_command(&guards.nats_url(), guards.users(), "frontend", &[], None)).await;
     let again = description_with(&fresh, REPORT_SHAPE).await;
     assert!(again.contains("async def get_env(name: str):\n"), "{again}");
     fresh.cancel().await.unwrap();
@@ -151,4 +150,42 @@ fn describe_prints_the_description_the_tiers_and_the_stubs_without_docker() {
     assert_eq!(add["signature"], "add(a: int, b: int) -> {sum: int}");
     let tiers: Vec<&str> = report["tiers"].as_array().unwrap().iter().map(|t| t["tier"].as_str().unwrap()).collect();
     assert_eq!(tiers, ["stubs", "typed", "typed", "signatures", "names"]);
+}
+
+#[tokio::test]
+async fn both_python_sdk_clients_read_the_typed_tier_and_hear_the_closest_parameter_of_a_misspelt_one() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (code_mode, server) = (support::code_mode(), support::test_server());
+    // 3,000 characters: the test server's 22 stubs do not fit, typed lines do.
+    let stdio = [
+        "--stdio",
+        code_mode.to_str().unwrap(),
+        "serve",
+        "--description-budget",
+        "3000",
+        "--",
+        server.to_str().unwrap(),
+        "--",
+    ];
+    let code = "try:\n    await add(a=1, bb=2)\nexcept ToolError as e:\n    print(e)";
+    let steps = json!([
+        {"op": "list_tools"},
+        {"op": "call", "tool": "run_python", "arguments": {"code": code}},
+    ]);
+    // `client` (mcp.Client, MCP 2026-07-28) and `session` (ClientSession, 2025-11-25).
+    for api in ["client", "session"] {
+        let args: Vec<&str> = stdio.iter().copied().chain(["--api", api]).collect();
+        let Some((results, stderr)) = support::python_sdk(&args, &steps).await else { return };
+        let tools = results[0]["result"]["tools"].as_array().unwrap_or_else(|| panic!("{api}: {results:?} {stderr}"));
+        let description = tools[0]["description"].as_str().unwrap();
+        assert!(description.contains("\nadd(a: int, b: int) -> {sum: int}  Add two integers."), "{api}: {description}");
+        assert!(!description.contains("async def "), "{api}: {description}");
+        assert_eq!(
+            results[1]["result"]["structuredContent"]["stdout"],
+            "add: it takes no parameter 'bb' (did you mean b?); missing required parameter b: int. It takes: a: int, b: int\n",
+            "{api}: {results:?}"
+        );
+    }
 }

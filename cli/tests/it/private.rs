@@ -40,10 +40,7 @@ async fn another_frontend(
         }
         // Same nats-server, same bridge, same bucket; a new frontend.
         Deployment::OverNats => {
-            let mut cmd = tokio::process::Command::new(support::code_mode());
-            cmd.arg("frontend").args(["--nats", &guards.nats_url()]);
-            cmd.env("CODE_MODE_NATS_USER", "frontend")
-                .env("CODE_MODE_NATS_PASSWORD", guards.users().password("frontend"));
+            let cmd = support::service_command(&guards.nats_url(), guards.users(), "frontend", &[], None);
             (connect_client(cmd).await.0, None)
         }
     }

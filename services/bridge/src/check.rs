@@ -744,7 +744,8 @@ impl Bridge {
     /// when what its stub shows changes, the refresher rebuilds the catalog.
     fn learn(&self, target: &Target<'_>, answer: &Answer) {
         let Target::Tool(tool) = target else { return };
-        if tool.private {
+        let rebuild = &self.inner.rebuild;
+        if tool.private || !rebuild.shapes.learning(&tool.server_name, &tool.mcp_name) {
             return;
         }
         let owned;
@@ -756,7 +757,6 @@ impl Bridge {
             }
             _ => return,
         };
-        let rebuild = &self.inner.rebuild;
         if rebuild.shapes.observe(&tool.server_name, &tool.mcp_name, text, tool.declares_output) {
             rebuild.learned.notify_one();
         }

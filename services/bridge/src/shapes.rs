@@ -300,14 +300,15 @@ pub struct Learned {
     pub seen: u32,
 }
 
-/// A tool by its server's name and the name the server lists.
-type Key = (String, String);
+/// What was learned of each server's tools: server name, then the tool's
+/// name as the server lists it (nested, so a lookup borrows both names).
+type Learnt = HashMap<String, HashMap<String, Learned>>;
 
 /// The learned shapes of every tool (a cheap `Clone` handle over one map),
 /// written through to the state store.
 #[derive(Debug, Clone)]
 pub struct Shapes {
-    inner: Arc<Mutex<HashMap<Key, Learned>>>,
+    inner: Arc<Mutex<Learnt>>,
     store: Option<SessionStore>,
 }
 
@@ -326,7 +327,7 @@ impl Shapes {
             match store.get(SHAPES_SESSION, &entry_name(&server, &tool)).await {
                 Ok(Some(entry)) => match serde_json::from_value::<Stored>(entry.value) {
                     Ok(stored) if stored.server == server && stored.tool == tool => {
-                        code_mode_core::sync::lock(&self.inner).insert((server, tool), stored.learned);
+                        code_mode_core::sync::lock(&self.inner).entry(server).or_default().insert(tool, stored.learned);
                     }
                     Ok(_) => {}
                     Err(e) => tracing::warn!(%server, %tool, error = %e, "a stored result shape is unreadable"),
@@ -342,41 +343,58 @@ impl Shapes {
 
     /// The learned shape of a tool, if any.
     pub fn get(&self, server: &str, tool: &str) -> Option<Shape> {
-        code_mode_core::sync::lock(&self.inner).get(&(server.to_string(), tool.to_string())).map(|l| l.shape.clone())
+        code_mode_core::sync::lock(&self.inner).get(server)?.get(tool).map(|l| l.shape.clone())
+    }
+
+    /// Whether a result of this tool may still teach something (fewer than
+    /// [`MAX_OBSERVED`] results learned from): asked on every successful
+    /// call before its text is looked at, without allocating.
+    pub fn learning(&self, server: &str, tool: &str) -> bool {
+        let map = code_mode_core::sync::lock(&self.inner);
+        map.get(server).and_then(|tools| tools.get(tool)).is_none_or(|l| l.seen < MAX_OBSERVED)
     }
 
     /// Learn from one successful result's text (what code receives). True
     /// when what a stub shows of the tool changed (the catalog should be
     /// rebuilt): the whole shape for a tool that declares none
-    /// (`declared` false), else only which string fields held JSON; the
-    /// store is written in the background.
+    /// (`declared` false), else only which string fields held JSON. The
+    /// store is written in the background when that changed and once the
+    /// shape is settled; a bridge killed before the write forgets only
+    /// the last change, which the next results teach again.
     pub fn observe(&self, server: &str, tool: &str, text: &str, declared: bool) -> bool {
-        let key = (server.to_string(), tool.to_string());
-        let learned = {
+        // Parsed before the lock is taken: a large result holds up no other
+        // call's.
+        let Some(shape) = Shape::of_text(text) else { return false };
+        let shown = |shape: &Shape| match declared {
+            true => shape.json_fields().join(","),
+            false => shape.render(),
+        };
+        let (changed, learned) = {
             let mut map = code_mode_core::sync::lock(&self.inner);
-            if map.get(&key).is_some_and(|l| l.seen >= MAX_OBSERVED) {
+            let tools = map.entry(server.to_string()).or_default();
+            if tools.get(tool).is_some_and(|l| l.seen >= MAX_OBSERVED) {
                 return false;
             }
-            let Some(shape) = Shape::of_text(text) else { return false };
-            let shown = |shape: &Shape| match declared {
-                true => shape.json_fields().join(","),
-                false => shape.render(),
-            };
-            let entry = map.entry(key).or_insert(Learned { shape: shape.clone(), seen: 0 });
+            let entry = tools.entry(tool.to_string()).or_insert(Learned { shape: Shape::Any, seen: 0 });
+            // Nothing shown yet: a declared result shows no mark, an
+            // undeclared one nothing at all.
             let before = match entry.seen {
                 0 if declared => Some(String::new()),
                 0 => None,
                 _ => Some(shown(&entry.shape)),
             };
-            if entry.seen > 0 {
-                let old = std::mem::replace(&mut entry.shape, Shape::Any);
-                entry.shape = old.merge(shape);
-            }
+            entry.shape = match entry.seen {
+                0 => shape,
+                _ => std::mem::replace(&mut entry.shape, Shape::Any).merge(shape),
+            };
             entry.seen += 1;
-            let changed = before.as_deref() != Some(shown(&entry.shape).as_str());
-            (changed, entry.clone())
+            (before.as_deref() != Some(shown(&entry.shape).as_str()), entry.clone())
         };
-        let (changed, learned) = learned;
+        // Stored when it shows something new, and once settled (so that a
+        // restarted bridge learns no more of it).
+        if !changed && learned.seen < MAX_OBSERVED {
+            return false;
+        }
         if let Some(store) = &self.store {
             let store = store.clone();
             let stored = Stored { server: server.to_string(), tool: tool.to_string(), learned };
@@ -498,6 +516,8 @@ mod tests {
             shapes.observe("gh", "list_issues", r#"[{"number": 3}]"#, false);
         }
         assert!(!shapes.observe("gh", "list_issues", r#"{"other": 1}"#, false), "after the first results it stays");
+        assert!(!shapes.learning("gh", "list_issues"), "a call no longer looks at its result");
+        assert!(shapes.learning("gh", "other") && shapes.learning("elsewhere", "list_issues"));
         // A tool that declares its result changes its stub only when a
         // string field held JSON.
         assert!(!shapes.observe("fs", "read", r#"{"content": "hello"}"#, true));

@@ -546,6 +546,11 @@ mod tests {
         StubLimits::default()
     }
 
+    /// A tool of only a name and an input schema.
+    fn bare<'a>(name: &'a str, schema: &'a Value) -> ToolText<'a> {
+        ToolText { name, description: None, schema, output_schema: None, labels: &[], observed: None }
+    }
+
     #[test]
     fn a_stub_shows_the_signature_description_and_typed_parameters() {
         let schema = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer", "description": "second"}}, "required": ["a"]});
@@ -671,17 +676,7 @@ mod tests {
         );
         let doc: Vec<&str> = s.lines().skip(2).take(3).map(str::trim).collect();
         assert_eq!(doc, ["[private]", PRIVATE_NOTE, "Read a mail."], "{s}");
-        let plain = stub(
-            &ToolText {
-                name: "t",
-                description: None,
-                schema: &schema,
-                output_schema: None,
-                labels: &[],
-                observed: None,
-            },
-            &limits(),
-        );
+        let plain = stub(&bare("t", &schema), &limits());
         assert!(!plain.contains("[private]"), "{plain}");
     }
 
@@ -741,14 +736,7 @@ mod tests {
         };
         assert!(stub(&text, &limits()).contains("    returns JSON: list[str]\n"));
         // Without an output schema the stub says nothing about the result.
-        let text = ToolText {
-            name: "t",
-            description: None,
-            schema: &schema,
-            output_schema: None,
-            labels: &[],
-            observed: None,
-        };
+        let text = bare("t", &schema);
         assert!(!stub(&text, &limits()).contains("returns"));
     }
 

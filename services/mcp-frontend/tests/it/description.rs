@@ -88,15 +88,17 @@ fn the_reference_servers_get_every_typed_signature_and_150_real_tools_fit_4000_c
         }
     }
     println!("(the four servers' 42 tools' own tools/list JSON: {raw} characters)");
-    // Where the tier changes, adding the catalog's tools one by one.
-    let mut last = None;
+    // Where the tier changes, adding the catalog's tools one by one (the
+    // numbers README and docs/usage.md give).
+    let mut changes = Vec::new();
     for n in 1..=all.len() {
         let (tier, text) = describe(&default_facts(), &all[..n], budget);
-        if last != Some(tier) {
+        if changes.last().is_none_or(|(_, last)| *last != tier) {
             println!("from {n:>3} tools: {tier:?} ({} characters)", text.chars().count());
-            last = Some(tier);
+            changes.push((n, tier));
         }
     }
+    assert_eq!(changes, [(1, Tier::Stubs), (28, Tier::Typed), (69, Tier::Signatures), (108, Tier::Names)]);
 }
 
 /// The checked-in description of the four reference servers' 42 tools at
