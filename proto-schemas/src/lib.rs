@@ -61,11 +61,41 @@ pub mod subjects {
     /// bridge serves it in a queue group of its own, so every replica hears
     /// it.
     pub const CANCEL: &str = "codemode.v1.cancel";
+    /// bridge -> the sandbox-runner running one cell: [`crate::CellHold`]
+    /// -> [`crate::CellHeld`]. While one of the cell's calls waits for a
+    /// person the bridge holds the cell (its container paused, its deadline
+    /// stopped) and renews the hold every few seconds; the runner answers
+    /// from taking the cell until it ends, so no answer means the cell is
+    /// gone (see [`cell_hold`]).
+    pub const CELL_HOLD: &str = "codemode.v1.cell.hold";
+    /// frontend (its web console) -> bridge: [`crate::ConsoleRequest`] ->
+    /// [`crate::ConsoleReply`]: the calls waiting for a team's approval,
+    /// the decisions, the audit log's tail.
+    pub const APPROVALS: &str = "codemode.v1.approvals";
     /// Every subject, for documentation and permission checks (the approval,
-    /// client, runner and lease subjects are prefixes: one subject per
+    /// client, runner, lease and hold subjects are prefixes: one subject per
     /// session, runner or cell below each).
-    pub const ALL: [&str; 10] =
-        [CATALOG_GET, TOOL_CALL, TOOL_DIRECT, CELL_RUN, APPROVAL, SESSION_END, RUNNER, CELL_LEASE, CLIENT, CANCEL];
+    pub const ALL: [&str; 12] = [
+        CATALOG_GET,
+        TOOL_CALL,
+        TOOL_DIRECT,
+        CELL_RUN,
+        APPROVAL,
+        SESSION_END,
+        RUNNER,
+        CELL_LEASE,
+        CLIENT,
+        CANCEL,
+        CELL_HOLD,
+        APPROVALS,
+    ];
+
+    /// The hold subject of one cell, or `None` when the cell id is not one
+    /// subject token (such a cell is never held: its waits count against
+    /// its deadline).
+    pub fn cell_hold(cell_id: &str) -> Option<String> {
+        is_session_id(cell_id).then(|| format!("{CELL_HOLD}.{cell_id}"))
+    }
 
     /// The subject on which the frontend session object `session` hears of
     /// its wrapped servers' requests and notifications, or `None` when the
@@ -911,6 +941,187 @@ pub struct ApprovalRequest {
     pub rule: String,
     /// How long the person has to answer, in milliseconds.
     pub timeout_ms: u64,
+    /// Set when the rule names approvers: the question waits in the web
+    /// console, and the frontend tells its client where (a URL-mode
+    /// elicitation, else an `approval_asked` log message). Unless
+    /// [`ConsoleAsk::ask_client`] the frontend answers at once with
+    /// [`ApprovalReply::Unavailable`], which the bridge ignores: the
+    /// decision comes from the console.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub console: Option<ConsoleAsk>,
+}
+
+/// Where a question of a rule with approvers waits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConsoleAsk {
+    /// The question's id in the console (`/console/approvals/<id>`).
+    pub id: String,
+    /// Who may decide, as the rule names them (`alice`, `group:security`).
+    pub approvers: Vec<String>,
+    /// The client is asked too (the rule's `ask_client`): its answer
+    /// decides as the console's would.
+    pub ask_client: bool,
+}
+
+/// The bridge holds (`hold: true`) or releases one cell while a call of it
+/// waits for a person, on [`subjects::cell_hold`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CellHold {
+    /// Which call holds it (one cell may have several waiting at once; the
+    /// container runs again when none does).
+    pub call_index: u32,
+    /// Hold (and renew) or release.
+    pub hold: bool,
+}
+
+/// The runner's answer to a [`CellHold`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CellHeld {
+    /// The container is paused now.
+    pub paused: bool,
+    /// How long the cell has been held in all, in milliseconds (time that
+    /// does not count against its deadline).
+    pub held_ms: u64,
+    /// Set when the cell may not be held longer (it has been held for its
+    /// whole allowance): from now on its waits count against its deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+}
+
+/// Who looks at the web console: an authenticated identity and its groups,
+/// as the frontend read them from the token or the OAuth claims.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Viewer {
+    /// The identity's name.
+    pub name: String,
+    /// Its groups.
+    pub groups: Vec<String>,
+}
+
+/// The web console asks the bridges.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ConsoleRequest {
+    /// The calls waiting that the viewer may decide, and the last
+    /// decisions on them: [`ConsoleReply::Board`].
+    Board {
+        /// Who asks.
+        viewer: Viewer,
+    },
+    /// Approve or decline one waiting call: [`ConsoleReply::Decided`], or
+    /// a bad request naming why the viewer may not.
+    Decide {
+        /// Who decides.
+        viewer: Viewer,
+        /// The question ([`ConsoleAsk::id`]).
+        id: String,
+        /// Approve (else decline).
+        approve: bool,
+        /// The decider's note (the code's refusal quotes it).
+        note: String,
+    },
+    /// The audit log's last records and the chain's state:
+    /// [`ConsoleReply::Audit`].
+    Audit {
+        /// How many records.
+        lines: u32,
+    },
+}
+
+/// One call waiting for a team's approval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WaitingCall {
+    /// The question's id.
+    pub id: String,
+    /// The client session whose code made the call.
+    pub session: String,
+    /// The identity of that session, when clients authenticate.
+    #[serde(default)]
+    pub identity: Option<String>,
+    /// The cell.
+    pub cell_id: String,
+    /// The wrapped server.
+    pub server: String,
+    /// The tool, as the server lists it.
+    pub tool: String,
+    /// The summary of the arguments the question shows.
+    pub arguments: String,
+    /// The arguments themselves, only when the rule says `record_args`.
+    #[serde(default)]
+    pub args: Option<serde_json::Value>,
+    /// The rule asking (a JSON path of the policy).
+    pub rule: String,
+    /// The rule's reason, if it gives one.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Who may decide, as the rule names them.
+    pub approvers: Vec<String>,
+    /// When the call was asked about, in Unix milliseconds.
+    pub asked_ms: u64,
+    /// How long it may wait, in milliseconds.
+    pub timeout_ms: u64,
+    /// SHA-256 of the question as asked (what a decision's audit record
+    /// names).
+    pub question_sha256: String,
+}
+
+/// How a question ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Decision {
+    /// The question.
+    pub id: String,
+    /// The call's server and tool.
+    pub server: String,
+    /// The tool.
+    pub tool: String,
+    /// The identity whose code asked.
+    #[serde(default)]
+    pub identity: Option<String>,
+    /// `approved`, `declined`, `timed_out` or `withdrawn`.
+    pub outcome: String,
+    /// Who decided (an identity; `client` for the session's own client);
+    /// `None` when nobody did.
+    #[serde(default)]
+    pub by: Option<String>,
+    /// The decider's note, or why the question ended.
+    pub note: String,
+    /// When, in Unix milliseconds.
+    pub at_ms: u64,
+    /// SHA-256 of the question decided.
+    pub question_sha256: String,
+    /// Who could decide it, as the rule named them.
+    #[serde(default)]
+    pub approvers: Vec<String>,
+}
+
+/// The bridges' answer to a [`ConsoleRequest`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ConsoleReply {
+    /// What waits for the viewer, and the last decisions (newest first).
+    Board {
+        /// The waiting calls the viewer may decide, oldest first.
+        waiting: Vec<WaitingCall>,
+        /// How many more wait for other approvers.
+        others: u32,
+        /// The last decisions on questions the viewer could decide.
+        recent: Vec<Decision>,
+    },
+    /// The decision was taken.
+    Decided(Decision),
+    /// The audit log's tail.
+    Audit {
+        /// The last records, as their JSON lines, oldest first.
+        records: Vec<String>,
+        /// The chain's state: `verified (N records)`, `broken at ...`, or
+        /// why it cannot be read.
+        chain: String,
+    },
 }
 
 /// The person's answer to an [`ApprovalRequest`]: only `approved` lets the
@@ -1361,6 +1572,10 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         ("to_client_reply", schema::<Reply<FromClient>>()),
         ("cancel_call", schema::<CancelCall>()),
         ("cancel_call_reply", schema::<Reply<CallCancelled>>()),
+        ("cell_hold", schema::<CellHold>()),
+        ("cell_hold_reply", schema::<Reply<CellHeld>>()),
+        ("console_request", schema::<ConsoleRequest>()),
+        ("console_reply", schema::<Reply<ConsoleReply>>()),
     ]
 }
 

@@ -327,6 +327,33 @@ pub struct Call {
     /// Whether the session was tainted by private data after this call's
     /// checks (`None`: the private-data rule did not judge it).
     pub tainted: Option<bool>,
+    /// How a team's approval of the call was decided (a rule with
+    /// `approvers`); left out otherwise, so older records read the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Approval>,
+}
+
+/// The decision on a question to a team (see [`Call::approval`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Approval {
+    /// The question's id in the console.
+    pub id: String,
+    /// `approved`, `declined`, `timed_out` or `withdrawn`.
+    pub outcome: String,
+    /// Who decided: an identity, or `client` for the session's own client;
+    /// `None` when nobody did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// When, RFC 3339 UTC.
+    pub at: String,
+    /// The decider's note, or why the question ended.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+    /// SHA-256 of the question as the approvers saw it.
+    pub question_sha256: String,
+    /// How long the call waited, in milliseconds.
+    pub waited_ms: u64,
 }
 
 /// Size and SHA-256 (lowercase hex) of `bytes`.

@@ -176,7 +176,7 @@ impl Bridge {
             if let Some(server) = target.server()
                 && let Some(applied) = &current.policies[server]
             {
-                self.apply_policy(applied, call, &target, &mut state, trail).await?;
+                self.apply_policy(applied, call, caller, &target, &mut state, trail).await?;
             }
             self.private_rule(current, &target, &mut state, trail).await?;
             Ok(self.go_out(current, &target, call, arguments, caller, trail, cancel, retry).await)
@@ -529,6 +529,7 @@ impl Bridge {
         &self,
         applied: &Applied,
         call: &ToolCall,
+        caller: Caller,
         target: &Target<'_>,
         state: &mut StateKey<'_>,
         trail: &mut Trail,
@@ -579,11 +580,38 @@ impl Bridge {
             self.decided(trail, site, decision, verdict.rule(), Some(refusal.to_string()));
             return Err(self.refuse(format!("{name}: {refusal}")));
         }
-        let Verdict::Approve { rule, .. } = &verdict else {
+        let Verdict::Approve { rule, team, .. } = &verdict else {
             self.decided(trail, site, AuditDecision::Allowed, verdict.rule(), None);
             return Ok(());
         };
+        let from_code = matches!(caller, Caller::Code);
+        if let Some(team) = team {
+            let args = trail.record_args.then(|| call.arguments.clone());
+            let asked = crate::team::Asked { call, site, rule, team, args, from_code };
+            let answer = self.ask_team(asked).await;
+            code_mode_telemetry::approval_answered(match answer.audit.outcome.as_str() {
+                "approved" => ApprovalAnswer::Approved,
+                "declined" => ApprovalAnswer::Declined,
+                "timed_out" => ApprovalAnswer::TimedOut,
+                _ => ApprovalAnswer::Unavailable,
+            });
+            trail.approval = Some(answer.audit);
+            if answer.approved {
+                tracing::info!(tool = %name, cell = %call.cell_id, %rule, "approved by an approver");
+                self.decided(trail, site, AuditDecision::Approved, rule, None);
+                return Ok(());
+            }
+            tracing::info!(tool = %name, cell = %call.cell_id, %rule, "refused: not approved: {}", answer.refusal);
+            self.decided(trail, site, AuditDecision::NotApproved, rule, Some(answer.refusal.clone()));
+            return Err(self.refuse(format!("{name}: needs approval ({rule}): {}", answer.refusal)));
+        }
+        // The person's time does not count against the cell's deadline.
+        let holder = match (self.inner.approvals.get(), from_code) {
+            (Some(bus), true) => crate::team::Holder::start(bus.clone(), &call.cell_id, call.call_index).await,
+            _ => None,
+        };
         let answer = self.ask_approval(call, site, rule).await;
+        drop(holder);
         code_mode_telemetry::approval_answered(match &answer {
             ApprovalReply::Approved => ApprovalAnswer::Approved,
             ApprovalReply::Declined => ApprovalAnswer::Declined,
@@ -643,6 +671,7 @@ impl Bridge {
             arguments: approval::summarize_arguments(&call.arguments, approval::SUMMARY_CHARS),
             rule: rule.to_string(),
             timeout_ms: timeout.as_millis() as u64,
+            console: None,
         };
         // The frontend answers `timed_out` itself when the person does not;
         // the margin covers the hops.

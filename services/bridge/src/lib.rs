@@ -63,6 +63,7 @@ pub mod wire;
 #[doc(hidden)]
 pub mod fuzzing;
 
+pub mod board;
 mod check;
 mod current;
 mod error;
@@ -70,6 +71,7 @@ mod offers;
 mod relay;
 mod serve;
 mod settings;
+mod team;
 mod trail;
 mod upstream;
 

@@ -231,7 +231,7 @@ mod tests {
                     line("echo", Some(Verdict::Deny { reason: "no".into(), rule: RuleSource::Default }), None),
                     line(
                         "sleep",
-                        Some(Verdict::Approve { rule: RuleSource::Tool("sleep".into()), limits: vec![] }),
+                        Some(Verdict::Approve { rule: RuleSource::Tool("sleep".into()), limits: vec![], team: None }),
                         None,
                     ),
                     line("count", Some(Verdict::Allow { rule: RuleSource::Default }), Some("not on the allowlist")),

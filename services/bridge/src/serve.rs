@@ -98,7 +98,7 @@ impl Bridge {
             .await?;
         let me = self.clone();
         let ends = bus
-            .serve(subjects::SESSION_END, queue_groups::BRIDGE, cancel, move |end: proto::SessionEnd| {
+            .serve(subjects::SESSION_END, queue_groups::BRIDGE, cancel.clone(), move |end: proto::SessionEnd| {
                 let me = me.clone();
                 async move {
                     match me.end_session(&end.session).await {
@@ -111,7 +111,14 @@ impl Bridge {
                 }
             })
             .await?;
-        Ok(vec![catalog, calls, direct, cancels, ends])
+        let me = self.clone();
+        let console = bus
+            .serve(subjects::APPROVALS, queue_groups::BRIDGE, cancel.clone(), move |request: proto::ConsoleRequest| {
+                let me = me.clone();
+                async move { me.console(request).await }
+            })
+            .await?;
+        Ok(vec![catalog, calls, direct, cancels, ends, console])
     }
 
     /// Cancel the direct call `call_id` if it runs here (its request at the

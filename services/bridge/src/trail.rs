@@ -25,6 +25,8 @@ pub(crate) struct Trail {
     pub(crate) record_args: bool,
     /// The MCP request when it is not a tool call.
     pub(crate) method: Option<String>,
+    /// How a team decided the call, when a rule with approvers asked.
+    pub(crate) approval: Option<audit_record::Approval>,
 }
 
 impl Trail {
@@ -41,6 +43,7 @@ impl Trail {
             result: None,
             record_args: false,
             method: (!call.op.is_tool()).then(|| call.op.method().to_string()),
+            approval: None,
         }
     }
 
@@ -94,6 +97,7 @@ impl Trail {
             result_bytes,
             result_sha256,
             tainted: self.tainted,
+            approval: self.approval.clone(),
         })
     }
 }

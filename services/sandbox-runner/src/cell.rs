@@ -34,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::SandboxError;
 use crate::container::{Container, Input, Lockdown, Output};
+use crate::hold::{Hold, Pauser};
 use crate::protocol::{self, FromRunner, LineReader, RunnerLimits, ToRunner, Violation};
 use crate::remover::Remover;
 use crate::wire;
@@ -346,7 +347,7 @@ pub async fn run(
     let mut streams = streams;
     let mut run = Run::new(cell, progress);
     let started = std::time::Instant::now();
-    let end = run_in(&mut run, &mut streams, false, bus, deadline, cancel).await;
+    let end = run_in(&mut run, &mut streams, false, bus, deadline, cancel, container.pauser()).await;
     let ran = started.elapsed();
     // Nothing of it is read from here on.
     drop(streams);
@@ -389,6 +390,7 @@ pub(crate) async fn run_in(
     bus: &Bus,
     deadline: Instant,
     cancel: &CancellationToken,
+    pauser: Pauser,
 ) -> End {
     let cell = run.cell;
     let message = ToRunner::Cell {
@@ -409,7 +411,47 @@ pub(crate) async fn run_in(
     // A call may first wait for a person's approval, then for the server.
     let call_timeout =
         Duration::from_millis(cell.limits.call_timeout_ms.saturating_add(cell.limits.approval_timeout_ms));
-    drive(run, streams, bus, deadline, call_timeout, cancel).await
+    // While a call waits for a person the bridge holds the cell: paused,
+    // its deadline stopped, for at most the approval timeout in all.
+    let allowance = Duration::from_millis(cell.limits.approval_timeout_ms);
+    let stop = CancellationToken::new();
+    let _serving = stop.clone().drop_guard();
+    let hold = match allowance.is_zero() {
+        true => Hold::none(),
+        false => Hold::serve(bus, &cell.cell_id, pauser, allowance, stop).await,
+    };
+    let end = drive(run, streams, bus, Clock { base: deadline, hold: &hold }, call_timeout, cancel).await;
+    hold.finish().await;
+    end
+}
+
+/// A cell's deadline: `base` plus the time it was held.
+struct Clock<'a> {
+    base: Instant,
+    hold: &'a Hold,
+}
+
+impl Clock<'_> {
+    /// When to look at the deadline next: the deadline, or in a second
+    /// while the cell is held.
+    async fn next(&self) -> Instant {
+        match self.hold.deadline(self.base).await {
+            Some(at) => at,
+            None => Instant::now() + Duration::from_secs(1),
+        }
+    }
+
+    /// At a wake-up: true when the deadline has passed. While the cell is
+    /// held, lapsed holds are dropped instead.
+    async fn passed(&self) -> bool {
+        match self.hold.deadline(self.base).await {
+            Some(at) => at <= Instant::now(),
+            None => {
+                self.hold.lapse().await;
+                false
+            }
+        }
+    }
 }
 
 /// The report of a run that ended with `end` (`died`: the exit state of a
@@ -468,15 +510,20 @@ async fn drive(
     run: &mut Run<'_>,
     streams: &mut Streams,
     bus: &Bus,
-    deadline: Instant,
+    clock: Clock<'_>,
     call_timeout: Duration,
     cancel: &CancellationToken,
 ) -> End {
     let max_line = run.cell.limits.max_line as usize;
     let mut calls: JoinSet<Relayed> = JoinSet::new();
     let end = loop {
+        let wake = clock.next().await;
         tokio::select! {
-            _ = tokio::time::sleep_until(deadline) => break End::Deadline,
+            _ = tokio::time::sleep_until(wake) => {
+                if clock.passed().await {
+                    break End::Deadline;
+                }
+            }
             _ = cancel.cancelled() => break End::Shutdown,
             Some(done) = calls.join_next(), if !calls.is_empty() => {
                 let Ok((id, reply, read_at)) = done else { continue };

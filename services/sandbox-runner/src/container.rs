@@ -495,6 +495,12 @@ impl Container {
         &self.id
     }
 
+    /// What can pause and unpause it while a call of its cell waits for a
+    /// person ([`crate::hold`]).
+    pub fn pauser(&self) -> crate::hold::Pauser {
+        crate::hold::Pauser { docker: self.docker.clone(), id: self.id.clone() }
+    }
+
     /// Why the container stopped, if it did: `(exit code, OOM-killed)`.
     ///
     /// The engine learns of an out-of-memory kill from an event of its own,

@@ -510,7 +510,8 @@ impl KeptActor {
     async fn run_cell(&mut self, cell: &RunCell, deadline: Instant, progress: Progress) -> (CellReport, bool) {
         let started = std::time::Instant::now();
         let mut run = Run::new(cell, progress);
-        let end = cell::run_in(&mut run, &mut self.streams, true, &self.bus, deadline, &self.end).await;
+        let pauser = self.container.pauser();
+        let end = cell::run_in(&mut run, &mut self.streams, true, &self.bus, deadline, &self.end, pauser).await;
         let lives = matches!(end, End::Done { stopped: false, .. });
         let died = if matches!(end, End::Died) { self.container.exit_state().await } else { None };
         tracing::info!(cell = %cell.cell_id, identity = cell.identity.as_deref().unwrap_or("anonymous"), container = %self.container.id(), kept = true, elapsed_ms = started.elapsed().as_millis() as u64, end = ?end, "cell ended");

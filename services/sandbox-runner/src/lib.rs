@@ -35,6 +35,7 @@
 
 pub mod cell;
 pub mod container;
+pub mod hold;
 pub mod image;
 pub mod kept;
 pub mod pool;

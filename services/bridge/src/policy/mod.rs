@@ -32,8 +32,15 @@
 //!   `record_args` (`true`: the audit record of each call keeps the
 //!   arguments' values, so `policy replay` can check `args` rules against
 //!   them; by default only their size and SHA-256).
+//!   An `approve` rule may name who decides (in the web console):
+//!   `approvers` (1 to [`MAX_APPROVERS`] entries, each an identity's name,
+//!   `"alice"`, or `"group:NAME"`, every identity in that group),
+//!   `self_approve` (`true`: an approver may decide a call their own
+//!   identity made; `false` by default), `ask_client` (`true`: the
+//!   session's own client is asked as well, through elicitation, and the
+//!   first answer decides; `false` by default). See [`Team`].
 //! - `categories`: one rule per risk category (below), with `action`,
-//!   `reason` and `limits`.
+//!   `reason`, `limits` and the `approve` keys above.
 //! - a limit: `counter` (a name of `[A-Za-z0-9_-]`; tools naming the same
 //!   counter share its count, so they must give it the same window and
 //!   scope), `window` (`second`, `minute`, `hour`, `day` or a whole number
@@ -160,6 +167,9 @@ pub const MAX_COUNTER_CHARS: usize = 48;
 
 /// The longest `reason`.
 pub const MAX_REASON_CHARS: usize = 300;
+
+/// The most entries one rule's `approvers` may list.
+pub const MAX_APPROVERS: usize = 32;
 
 /// The longest URI pattern of a `resources` rule.
 pub const MAX_PATTERN_CHARS: usize = 2048;
@@ -488,6 +498,9 @@ pub enum Verdict {
         rule: RuleSource,
         /// The approving rule's limits (often none).
         limits: Vec<Limit>,
+        /// Who decides besides (or instead of) the session's own client;
+        /// `None`: only the client is asked.
+        team: Option<Team>,
     },
     /// Calls go out within these limits.
     Limited {
@@ -520,9 +533,80 @@ impl Verdict {
     }
 }
 
+/// Who may approve a rule's calls in the console (`approvers`), and
+/// whether the session's own client is asked too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Team {
+    /// Identities (`"alice"`) and groups (`"group:security"`), as written.
+    pub approvers: Vec<Approver>,
+    /// `self_approve`: an approver may decide a call their own identity
+    /// made (by default they may not).
+    pub self_approve: bool,
+    /// `ask_client`: the session's own client is asked as well, through
+    /// elicitation; the first answer decides.
+    pub ask_client: bool,
+    /// The rule's `reason`, shown to the approvers.
+    pub reason: Option<String>,
+}
+
+/// One entry of `approvers`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approver {
+    /// One identity, by name (`"alice"`).
+    Identity(String),
+    /// Every identity in a group (`"group:security"`).
+    Group(String),
+}
+
+impl fmt::Display for Approver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Approver::Identity(name) => f.write_str(name),
+            Approver::Group(group) => write!(f, "group:{group}"),
+        }
+    }
+}
+
+impl Approver {
+    /// Read one entry of `approvers`: `group:NAME` or a name.
+    pub fn parse(text: &str) -> Option<Self> {
+        let valid =
+            |s: &str| !s.is_empty() && s.len() <= 128 && !s.chars().any(|c| c.is_whitespace() || c.is_control());
+        match text.strip_prefix("group:") {
+            Some(group) => valid(group).then(|| Approver::Group(group.to_string())),
+            None => valid(text).then(|| Approver::Identity(text.to_string())),
+        }
+    }
+
+    /// True when `name`, a member of `groups`, is this approver.
+    pub fn admits(&self, name: &str, groups: &[String]) -> bool {
+        match self {
+            Approver::Identity(who) => who == name,
+            Approver::Group(group) => groups.iter().any(|g| g == group),
+        }
+    }
+}
+
+impl Team {
+    /// Why `name` (in `groups`) may not decide a call made by `caller`, or
+    /// `None` when they may.
+    pub fn refuses(&self, name: &str, groups: &[String], caller: Option<&str>) -> Option<String> {
+        if !self.approvers.iter().any(|a| a.admits(name, groups)) {
+            let list = self.approvers.iter().map(Approver::to_string).collect::<Vec<_>>().join(", ");
+            return Some(format!("{name} is not among this rule's approvers ({list})"));
+        }
+        if !self.self_approve && caller == Some(name) {
+            return Some(format!("{name} made this call, and the rule does not let anyone approve their own calls"));
+        }
+        None
+    }
+}
+
 /// One rule as read from the file.
 struct Rule {
     action: Action,
+    /// `approvers`, `self_approve`, `ask_client` of an `approve` rule.
+    team: Option<Team>,
     reason: Option<String>,
     limits: Vec<Limit>,
     args: Option<jsonschema::Validator>,
@@ -534,6 +618,7 @@ impl fmt::Debug for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Rule")
             .field("action", &self.action)
+            .field("team", &self.team)
             .field("reason", &self.reason)
             .field("limits", &self.limits)
             .field("args", &self.args.is_some())
@@ -546,7 +631,7 @@ impl Rule {
     fn verdict(&self, rule: RuleSource) -> Verdict {
         match self.action {
             Action::Deny => Verdict::Deny { reason: self.deny_reason(), rule },
-            Action::Approve => Verdict::Approve { rule, limits: self.limits.clone() },
+            Action::Approve => Verdict::Approve { rule, limits: self.limits.clone(), team: self.team.clone() },
             Action::Allow if self.limits.is_empty() => Verdict::Allow { rule },
             Action::Allow => Verdict::Limited { limits: self.limits.clone(), rule },
         }
@@ -651,7 +736,7 @@ impl Policy {
             return Verdict::Deny { reason: rule.deny_reason(), rule: RuleSource::Category(*c) };
         }
         if let Some((c, r)) = matching.iter().find(|(_, r)| r.action == Action::Approve) {
-            return Verdict::Approve { rule: RuleSource::Category(*c), limits: r.limits.clone() };
+            return Verdict::Approve { rule: RuleSource::Category(*c), limits: r.limits.clone(), team: r.team.clone() };
         }
         let limited: Vec<&(Category, &Rule)> = matching.iter().filter(|(_, r)| !r.limits.is_empty()).collect();
         if let Some((first, _)) = limited.first() {
@@ -808,7 +893,10 @@ mod tests {
         let global = Limit { counter: "g".into(), window: Window(90), max: 3, scope: Scope::Global };
         let limited = Verdict::Limited { limits: vec![limit, global], rule: RuleSource::Default };
         assert_eq!(limited.label().unwrap(), "[10 per minute, 3 per 90 seconds (all sessions)]");
-        assert_eq!(Verdict::Approve { rule: RuleSource::Default, limits: vec![] }.label().unwrap(), "[needs approval]");
+        assert_eq!(
+            Verdict::Approve { rule: RuleSource::Default, limits: vec![], team: None }.label().unwrap(),
+            "[needs approval]"
+        );
         let deny = Verdict::Deny { reason: "no".into(), rule: RuleSource::Default };
         assert_eq!(deny.label().unwrap(), "[denied: no]");
         assert_eq!(Verdict::Allow { rule: RuleSource::Default }.label(), None);

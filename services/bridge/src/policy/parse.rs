@@ -274,8 +274,11 @@ impl Parser<'_> {
     }
 
     fn rule(&mut self, v: &Value, path: &str, tool: bool) -> Result<Rule, PolicyError> {
-        let allowed: &[&str] =
-            if tool { &["action", "reason", "limits", "args", "record_args"] } else { &["action", "reason", "limits"] };
+        let allowed: &[&str] = if tool {
+            &["action", "reason", "limits", "args", "record_args", "approvers", "self_approve", "ask_client"]
+        } else {
+            &["action", "reason", "limits", "approvers", "self_approve", "ask_client"]
+        };
         let map = self.object(v, path, allowed)?;
         let action = match map.get("action") {
             None => Action::Allow,
@@ -330,7 +333,55 @@ impl Parser<'_> {
                 ));
             }
         };
-        Ok(Rule { action, reason, limits, args, record_args })
+        let team = self.team(map, path, action)?.map(|team| Team { reason: reason.clone(), ..team });
+        Ok(Rule { action, team, reason, limits, args, record_args })
+    }
+
+    /// `approvers`, `self_approve` and `ask_client` of a rule: only with
+    /// `approve`, and the last two only with `approvers`.
+    fn team(&mut self, map: &Map<String, Value>, path: &str, action: Action) -> Result<Option<Team>, PolicyError> {
+        let flag = |this: &Self, key: &str| match map.get(key) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(other) => {
+                Err(this.invalid(&format!("{path}/{key}"), format!("expected true or false, found {}", kind(other))))
+            }
+        };
+        let self_approve = flag(self, "self_approve")?;
+        let ask_client = flag(self, "ask_client")?;
+        let Some(v) = map.get("approvers") else {
+            if let Some(key) = ["self_approve", "ask_client"].into_iter().find(|k| map.contains_key(*k)) {
+                return Err(self.invalid(&format!("{path}/{key}"), "goes with \"approvers\": name who approves"));
+            }
+            return Ok(None);
+        };
+        let at = format!("{path}/approvers");
+        if action != Action::Approve {
+            return Err(self.invalid(&at, "approvers go with \"action\": \"approve\""));
+        }
+        let Value::Array(items) = v else {
+            return Err(self.invalid(&at, format!("expected an array of names and \"group:NAME\"s, found {}", kind(v))));
+        };
+        if items.is_empty() || items.len() > MAX_APPROVERS {
+            return Err(self.invalid(&at, format!("name 1 to {MAX_APPROVERS} approvers")));
+        }
+        let mut approvers = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let text = self.string(item, &format!("{at}/{i}"))?;
+            let approver = Approver::parse(text).ok_or_else(|| {
+                self.invalid(
+                    &format!("{at}/{i}"),
+                    format!("{text:?} is neither a name nor \"group:NAME\" (1 to 128 characters, no spaces)"),
+                )
+            })?;
+            approvers.push(approver);
+        }
+        Ok(Some(Team {
+            approvers,
+            self_approve: self_approve.unwrap_or(false),
+            ask_client: ask_client.unwrap_or(false),
+            reason: None,
+        }))
     }
 
     fn limit(&mut self, v: &Value, path: &str) -> Result<Limit, PolicyError> {

@@ -212,7 +212,7 @@ fn category_rules_follow_the_tools_annotations_and_a_tool_rule_overrides_them() 
     assert_eq!(policy.verdict("list_files"), Verdict::Allow { rule: RuleSource::Category(Category::ReadOnly) });
     assert_eq!(
         policy.verdict("delete_file"),
-        Verdict::Approve { rule: RuleSource::Category(Category::Destructive), limits: vec![] }
+        Verdict::Approve { rule: RuleSource::Category(Category::Destructive), limits: vec![], team: None }
     );
     assert_eq!(policy.verdict("delete_file").label().unwrap(), "[needs approval]");
     assert!(matches!(policy.verdict("wipe_disk"), Verdict::Deny { rule: RuleSource::Tool(_), .. }));
@@ -223,7 +223,7 @@ fn category_rules_follow_the_tools_annotations_and_a_tool_rule_overrides_them() 
     // approval beats limits.
     assert_eq!(
         policy.verdict("unannotated"),
-        Verdict::Approve { rule: RuleSource::Category(Category::Destructive), limits: vec![] }
+        Verdict::Approve { rule: RuleSource::Category(Category::Destructive), limits: vec![], team: None }
     );
 }
 

@@ -135,7 +135,9 @@ pub(super) async fn send_fresh(
     let config = &shared.config;
     let started = tokio::time::Instant::now();
     loop {
-        let wait = config.deadline + CELL_MARGIN;
+        // A cell held while a person decides runs that much longer (at
+        // most its approval allowance in all).
+        let wait = config.deadline + std::time::Duration::from_millis(cell.limits.approval_timeout_ms) + CELL_MARGIN;
         let bus = &shared.bus;
         // The runner that takes the cell holds its lease until it replies
         // (and says how the cell ended a while after); a runner that dies

@@ -228,7 +228,8 @@ pub(super) async fn send_to_runner(
     route: Option<&tokio::sync::mpsc::Sender<crate::questions::Question>>,
 ) -> Result<CellRan, Next> {
     let Some(subject) = subjects::runner(&at.runner) else { return Err(Next::Lost(Lost::RunnerGone)) };
-    let wait = shared.config.deadline + CELL_MARGIN;
+    let held = std::time::Duration::from_millis(cell.limits.approval_timeout_ms);
+    let wait = shared.config.deadline + held + CELL_MARGIN;
     // The runner holds the cell's lease while it runs, as for a fresh cell:
     // its death is seen within seconds, not at the deadline.
     let request = KeptRequest::Run(cell.clone());

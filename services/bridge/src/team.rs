@@ -1,0 +1,374 @@
+//! Asking a team: a call whose rule names `approvers` waits on the
+//! [approval board](crate::board) until an approver decides in the web
+//! console (or the session's own client, with `ask_client`), its timeout
+//! passes, or its cell goes away.
+//!
+//! While it waits the bridge holds the cell ([`Holder`]): the runner pauses
+//! its container (the engine's pause: no process of it is scheduled) and
+//! stops its deadline, and the bridge renews the hold every [`RENEW`]. A
+//! renewal nobody answers means the cell ended or its runner died; the
+//! question is then withdrawn with that reason. The client session that ran
+//! the code hears where the question waits (its frontend sends the
+//! console's link), and answers it too when the rule says `ask_client`.
+//!
+//! Who decided, when, with what note, and the hash of the question they
+//! saw go into the call's audit record ([`code_mode_audit::record::Approval`]).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use code_mode_audit::record as audit_record;
+use code_mode_core::bus::{Bus, BusError};
+use code_mode_proto::{self as proto, ApprovalReply, CellHeld, CellHold, ConsoleAsk, ToolCall, WaitingCall, subjects};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::Bridge;
+use crate::approval;
+use crate::board::{self, Board, Stored};
+use crate::policy::{CallSite, RuleSource, Team};
+
+/// How often a held cell's hold is renewed (and its cell's life checked).
+pub const RENEW: Duration = Duration::from_secs(3);
+/// How long one hold request may take.
+const HOLD_WAIT: Duration = Duration::from_secs(2);
+
+/// How a team's question ended, for the pipeline.
+#[derive(Debug)]
+pub(crate) struct TeamAnswer {
+    /// The call may go out.
+    pub(crate) approved: bool,
+    /// Why not, as the code's `ToolError` says it (after the rule).
+    pub(crate) refusal: String,
+    /// The audit record's account.
+    pub(crate) audit: audit_record::Approval,
+}
+
+/// What the pipeline knows of the call being asked about.
+pub(crate) struct Asked<'a> {
+    pub(crate) call: &'a ToolCall,
+    pub(crate) site: CallSite<'a>,
+    pub(crate) rule: &'a RuleSource,
+    pub(crate) team: &'a Team,
+    /// The arguments' values, when the rule records them.
+    pub(crate) args: Option<serde_json::Value>,
+    /// The call comes from a cell's code (which can be held).
+    pub(crate) from_code: bool,
+}
+
+impl Bridge {
+    /// Put the call on the board and wait for its decision.
+    pub(crate) async fn ask_team(&self, asked: Asked<'_>) -> TeamAnswer {
+        let Asked { call, site, rule, team, args, from_code } = asked;
+        let timeout = self.inner.limits.approval_timeout;
+        let started = Instant::now();
+        let board = Board::new(self.inner.rebuild.state.clone());
+        let mut question = WaitingCall {
+            id: uuid::Uuid::new_v4().simple().to_string(),
+            session: call.session.clone(),
+            identity: call.identity.clone(),
+            cell_id: call.cell_id.clone(),
+            server: site.server.to_string(),
+            tool: site.tool.to_string(),
+            arguments: approval::summarize_arguments(&call.arguments, approval::SUMMARY_CHARS),
+            args,
+            rule: rule.to_string(),
+            reason: team.reason.clone(),
+            approvers: team.approvers.iter().map(ToString::to_string).collect(),
+            asked_ms: board::now_ms(),
+            timeout_ms: timeout.as_millis() as u64,
+            question_sha256: String::new(),
+        };
+        question.question_sha256 = board::question_hash(&question);
+        let stored = Stored { question: question.clone(), self_approve: team.self_approve, decision: None };
+        if let Err(e) = board.open(&stored).await {
+            tracing::warn!(tool = %site.tool, cell = %call.cell_id, error = %e, "could not put a call on the approval board");
+            let decision = board::ended(&question, "withdrawn", &format!("the approval board refused it: {e}"));
+            return answer(&question, decision, started.elapsed(), timeout);
+        }
+        tracing::info!(question = %question.id, tool = %site.tool, cell = %call.cell_id, %rule,
+            approvers = %question.approvers.join(","), "a call waits for its approvers");
+        let bus = self.inner.approvals.get().cloned();
+        let holder = match (&bus, from_code) {
+            (Some(bus), true) => Holder::start(bus.clone(), &call.cell_id, call.call_index).await,
+            _ => None,
+        };
+        let client = bus.as_ref().and_then(|bus| self.tell_asker(bus, call, &question, team.ask_client, timeout));
+        let decision = self.wait_for_decision(&board, &question, holder.as_ref(), client, timeout).await;
+        drop(holder);
+        board.close(&question.id).await;
+        tracing::info!(question = %question.id, outcome = %decision.outcome, by = decision.by.as_deref().unwrap_or("-"),
+            waited_ms = started.elapsed().as_millis() as u64, "a team's question ended");
+        answer(&question, decision, started.elapsed(), timeout)
+    }
+
+    /// Tell the client session that ran the code where its call waits (and,
+    /// with `ask_client`, ask it): the answer, when it is one.
+    fn tell_asker(
+        &self,
+        bus: &Bus,
+        call: &ToolCall,
+        question: &WaitingCall,
+        ask_client: bool,
+        timeout: Duration,
+    ) -> Option<oneshot::Receiver<ApprovalReply>> {
+        let subject = subjects::approval(call.asker.as_deref().unwrap_or(&call.session))?;
+        let request = proto::ApprovalRequest {
+            session: call.session.clone(),
+            cell_id: call.cell_id.clone(),
+            server: question.server.clone(),
+            tool: question.tool.clone(),
+            arguments: question.arguments.clone(),
+            rule: question.rule.clone(),
+            timeout_ms: timeout.as_millis() as u64,
+            console: Some(ConsoleAsk { id: question.id.clone(), approvers: question.approvers.clone(), ask_client }),
+        };
+        let (tx, rx) = oneshot::channel();
+        let bus = bus.clone();
+        tokio::spawn(async move {
+            let wait = timeout + approval::MARGIN;
+            match bus.call_counted_as::<_, ApprovalReply>(&subject, subjects::APPROVAL, &request, wait).await {
+                Ok(reply) if ask_client => {
+                    let _ = tx.send(reply);
+                }
+                Ok(_) => {}
+                Err(e) => tracing::debug!(error = %e, "the client session could not be told where its call waits"),
+            }
+        });
+        ask_client.then_some(rx)
+    }
+
+    /// The decision that holds: an approver's, the client's, or the end of
+    /// the wait (timeout, the cell gone).
+    async fn wait_for_decision(
+        &self,
+        board: &Board,
+        question: &WaitingCall,
+        holder: Option<&Holder>,
+        mut client: Option<oneshot::Receiver<ApprovalReply>>,
+        timeout: Duration,
+    ) -> proto::Decision {
+        let until = tokio::time::Instant::now() + timeout;
+        loop {
+            let settled = tokio::select! {
+                _ = tokio::time::sleep_until(until) => Some(board::ended(
+                    question, "timed_out", &format!("no approver answered within {} s", timeout.as_secs()))),
+                reply = async { client.as_mut().expect("guarded").await }, if client.is_some() => {
+                    client = None;
+                    client_decision(question, reply.ok())
+                }
+                _ = tokio::time::sleep(board::POLL) => {
+                    match board.get(&question.id).await {
+                        Ok(Some(stored)) if stored.decision.is_some() => return stored.decision.expect("checked"),
+                        Ok(Some(_)) => None,
+                        Ok(None) => Some(board::ended(question, "withdrawn", "the question left the board")),
+                        Err(e) => {
+                            tracing::warn!(question = %question.id, error = %e, "could not read the approval board");
+                            None
+                        }
+                    }
+                }
+                why = async { holder.expect("guarded").gone().await }, if holder.is_some() => {
+                    Some(board::ended(question, "withdrawn", why))
+                }
+            };
+            if let Some(decision) = settled {
+                // Whoever wrote first decides: an approver may have just
+                // answered.
+                match board.settle(&question.id, decision.clone()).await {
+                    Ok(held) => return held,
+                    Err(e) => {
+                        tracing::warn!(question = %question.id, error = %e, "could not settle a question");
+                        return decision;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The decision of the session's own client, when its reply is one.
+fn client_decision(question: &WaitingCall, reply: Option<ApprovalReply>) -> Option<proto::Decision> {
+    let outcome = match reply? {
+        ApprovalReply::Approved => "approved",
+        ApprovalReply::Declined | ApprovalReply::Cancelled => "declined",
+        // No answer from the client: the approvers still may.
+        ApprovalReply::TimedOut | ApprovalReply::Unavailable { .. } => return None,
+    };
+    Some(proto::Decision {
+        outcome: outcome.to_string(),
+        by: Some("client".to_string()),
+        note: "answered by the session's own client".to_string(),
+        ..board::ended(question, outcome, "")
+    })
+}
+
+/// The pipeline's account of a decision.
+fn answer(question: &WaitingCall, decision: proto::Decision, waited: Duration, timeout: Duration) -> TeamAnswer {
+    let approved = decision.outcome == "approved";
+    let refusal = match (decision.outcome.as_str(), &decision.by) {
+        ("approved", _) => String::new(),
+        ("declined", Some(by)) if decision.note.is_empty() || by == "client" => format!("declined by {by}"),
+        ("declined", Some(by)) => format!("declined by {by}: {}", decision.note),
+        ("timed_out", _) => format!("no approver answered within {} s, so the call is refused", timeout.as_secs()),
+        (_, _) => format!("the question was withdrawn: {}", decision.note),
+    };
+    let audit = audit_record::Approval {
+        id: question.id.clone(),
+        outcome: decision.outcome.clone(),
+        by: decision.by.clone(),
+        at: audit_record::rfc3339(std::time::UNIX_EPOCH + Duration::from_millis(decision.at_ms)),
+        note: decision.note.clone(),
+        question_sha256: question.question_sha256.clone(),
+        waited_ms: waited.as_millis() as u64,
+    };
+    TeamAnswer { approved, refusal, audit }
+}
+
+/// A hold on one cell while a call of it waits: renewed every [`RENEW`],
+/// released when dropped.
+#[derive(Debug)]
+pub(crate) struct Holder {
+    stop: CancellationToken,
+    gone: Arc<tokio::sync::Notify>,
+    is_gone: Arc<AtomicBool>,
+}
+
+impl Holder {
+    /// Hold the cell `cell_id` for its call `call_index`; `None` when the
+    /// cell cannot be held (no runner answers on its hold subject: an older
+    /// runner, or a cell already gone), and its wait then counts against
+    /// its deadline.
+    pub(crate) async fn start(bus: Bus, cell_id: &str, call_index: u32) -> Option<Self> {
+        let subject = subjects::cell_hold(cell_id)?;
+        let hold = CellHold { call_index, hold: true };
+        match bus.call_quiet::<_, CellHeld>(&subject, &hold, HOLD_WAIT).await {
+            Ok(held) => {
+                if let Some(why) = &held.refused {
+                    tracing::info!(cell = %cell_id, "the cell is not held: {why}");
+                }
+            }
+            Err(e) => {
+                tracing::info!(cell = %cell_id, error = %e, "the cell cannot be held: its wait counts against its deadline");
+                return None;
+            }
+        }
+        let stop = CancellationToken::new();
+        let gone = Arc::new(tokio::sync::Notify::new());
+        let is_gone = Arc::new(AtomicBool::new(false));
+        let (task_stop, task_gone, task_is_gone) = (stop.clone(), gone.clone(), is_gone.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = task_stop.cancelled() => break,
+                    _ = tokio::time::sleep(RENEW) => {}
+                }
+                match bus.call_quiet::<_, CellHeld>(&subject, &hold, HOLD_WAIT).await {
+                    Ok(_) => {}
+                    Err(BusError::NoResponders { .. }) => {
+                        task_is_gone.store(true, Ordering::SeqCst);
+                        task_gone.notify_waiters();
+                        return;
+                    }
+                    Err(e) => tracing::debug!(error = %e, "a hold renewal failed; trying again"),
+                }
+            }
+            let release = CellHold { hold: false, ..hold };
+            if let Err(e) = bus.call_quiet::<_, CellHeld>(&subject, &release, HOLD_WAIT).await {
+                tracing::debug!(error = %e, "could not release a held cell (it may have ended)");
+            }
+        });
+        Some(Self { stop, gone, is_gone })
+    }
+
+    /// Resolves (with the reason) once the held cell is gone.
+    pub(crate) async fn gone(&self) -> &'static str {
+        loop {
+            let notified = self.gone.notified();
+            if self.is_gone.load(Ordering::SeqCst) {
+                return "the cell that asked ended, or the sandbox-runner running it stopped answering";
+            }
+            notified.await;
+        }
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// How many audit records the console may ask for.
+pub const MAX_AUDIT_LINES: u32 = 200;
+
+impl Bridge {
+    /// Answer the web console: the board as `viewer` may see it, a
+    /// decision, the audit log's tail.
+    pub async fn console(&self, request: proto::ConsoleRequest) -> Result<proto::ConsoleReply, proto::WireError> {
+        let board = Board::new(self.inner.rebuild.state.clone());
+        let failed = |e: board::BoardError| proto::WireError {
+            kind: match e {
+                board::BoardError::State(_) => proto::ErrorKind::Other("state_unavailable".into()),
+                _ => proto::ErrorKind::BadRequest,
+            },
+            message: e.to_string(),
+        };
+        match request {
+            proto::ConsoleRequest::Board { viewer } => {
+                let open = board.open_questions().await.map_err(failed)?;
+                let (mine, others): (Vec<Stored>, Vec<Stored>) =
+                    open.into_iter().filter(|s| s.decision.is_none()).partition(|s| s.refuses(&viewer).is_none());
+                let may_see = |approvers: &[String]| {
+                    approvers
+                        .iter()
+                        .filter_map(|a| crate::policy::Approver::parse(a))
+                        .any(|a| a.admits(&viewer.name, &viewer.groups))
+                };
+                let recent =
+                    board.recent().await.map_err(failed)?.into_iter().filter(|d| may_see(&d.approvers)).collect();
+                Ok(proto::ConsoleReply::Board {
+                    waiting: mine.into_iter().map(|s| s.question).collect(),
+                    others: others.len() as u32,
+                    recent,
+                })
+            }
+            proto::ConsoleRequest::Decide { viewer, id, approve, note } => {
+                let decision = board.decide(&viewer, &id, approve, &note).await.map_err(failed)?;
+                Ok(proto::ConsoleReply::Decided(decision))
+            }
+            proto::ConsoleRequest::Audit { lines } => Ok(self.audit_tail(lines.min(MAX_AUDIT_LINES) as usize)),
+        }
+    }
+
+    /// The last `lines` records of a file audit log and the state of its
+    /// chain (the whole chain is checked).
+    fn audit_tail(&self, lines: usize) -> proto::ConsoleReply {
+        let Some(sink) = &self.inner.audit else {
+            return proto::ConsoleReply::Audit { records: Vec::new(), chain: "no audit log is kept (--audit)".into() };
+        };
+        let Some(path) = sink.name().strip_prefix("file:") else {
+            return proto::ConsoleReply::Audit {
+                records: Vec::new(),
+                chain: format!("the audit log is {}: check it with `code-mode audit verify`", sink.name()),
+            };
+        };
+        let path = std::path::PathBuf::from(path);
+        let mut files = code_mode_audit::file::rotated_files(&path).unwrap_or_default();
+        files.push(path);
+        let read = code_mode_audit::show::read_files(&files);
+        match read {
+            Err(e) => proto::ConsoleReply::Audit { records: Vec::new(), chain: format!("cannot be read: {e}") },
+            Ok(all) => {
+                let report = code_mode_audit::verify::verify(&all, &code_mode_audit::verify::VerifyOptions::default());
+                let chain = match &report.problem {
+                    None => format!("verified ({} records)", report.records),
+                    Some(problem) => format!("broken: {problem}"),
+                };
+                let records = all[all.len().saturating_sub(lines)..].iter().map(|l| l.text.clone()).collect();
+                proto::ConsoleReply::Audit { records, chain }
+            }
+        }
+    }
+}
