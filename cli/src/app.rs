@@ -24,7 +24,7 @@ use code_mode_core::nats::{NatsOptions, NatsTls, NatsTransport};
 use code_mode_core::state::{JetStreamConfig, SessionStore};
 use code_mode_mcp_frontend::auth::oauth::OAuthOptions;
 use code_mode_mcp_frontend::auth::{AuthOptions, SessionLimits};
-use code_mode_mcp_frontend::http::{HttpOptions, McpHttpServer, TlsFiles};
+use code_mode_mcp_frontend::http::{ConsoleOptions, HttpOptions, McpHttpServer, TlsFiles};
 use code_mode_mcp_frontend::{Expose, Frontend, FrontendConfig, FrontendFactory, KeepConfig};
 use code_mode_sandbox_runner::image::{self, BaseSource};
 use code_mode_sandbox_runner::{DEFAULT_WARM, connect_docker};
@@ -217,6 +217,7 @@ fn http_options(args: &HttpArgs) -> Option<HttpOptions> {
             issuer: issuer.clone(),
             resource: args.oauth_resource.clone().unwrap_or_default(),
             scopes: args.oauth_scopes.clone(),
+            groups_claim: args.oauth_groups_claim.clone(),
         }),
         allowed_origins: args.allowed_origins.clone(),
         insecure_no_auth: args.insecure_no_auth,
@@ -226,7 +227,11 @@ fn http_options(args: &HttpArgs) -> Option<HttpOptions> {
         (Some(cert), Some(key)) => Some(TlsFiles { cert: cert.clone(), key: key.clone() }),
         _ => None,
     };
-    Some(HttpOptions { addr, allowed_hosts: args.allowed_hosts.clone(), auth, max_body: args.max_body, tls })
+    let console = ConsoleOptions {
+        operators: args.console_operators.clone().unwrap_or_else(|| ConsoleOptions::default().operators),
+        public_url: args.public_url.clone(),
+    };
+    Some(HttpOptions { addr, allowed_hosts: args.allowed_hosts.clone(), auth, max_body: args.max_body, tls, console })
 }
 
 /// Serve MCP over HTTP until a signal; the URL goes to stderr.

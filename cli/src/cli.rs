@@ -658,6 +658,24 @@ pub struct HttpArgs {
     /// a token without it gets 403 insufficient_scope.
     #[arg(long = "oauth-scope", value_name = "SCOPE", requires = "oauth_issuer")]
     pub oauth_scopes: Vec<String>,
+    /// With `--oauth-issuer`: the access-token claim holding the identity's
+    /// groups (e.g. `groups`): an array of strings or one space-separated
+    /// string; without it (or without the claim in a token) nobody has
+    /// groups. The web console's approver rules (`group:NAME`) and
+    /// `--console-operators` match them.
+    #[arg(long, value_name = "NAME", requires = "oauth_issuer")]
+    pub oauth_groups_claim: Option<String>,
+    /// With `--http` and authentication: members of this group see the web
+    /// console's operations view (sessions, last cells, audit tail);
+    /// default `operators`.
+    #[arg(long, value_name = "GROUP", requires = "http", value_parser = parse_group)]
+    pub console_operators: Option<String>,
+    /// With `--http`: where people reach this server (`https://host[:port]`,
+    /// behind a proxy its public address): the web console's links given
+    /// to clients start with it. Default: `http(s)://` and the address
+    /// listened on.
+    #[arg(long, value_name = "URL", requires = "http", value_parser = parse_public_url)]
+    pub public_url: Option<String>,
     /// With `--http`: a browser origin allowed to call (`https://host[:port]`),
     /// repeatable; a request carrying any other `Origin` gets 403 (none is
     /// allowed by default, but a loopback origin passes at a server
@@ -797,4 +815,22 @@ fn header_value(text: &str) -> Result<(String, String), String> {
     let name = name.trim();
     http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| format!("{name:?} is not an HTTP header name"))?;
     Ok((name.to_string(), value.trim().to_string()))
+}
+
+/// A group name (`--console-operators`): 1 to 64 characters, no space or
+/// comma.
+fn parse_group(text: &str) -> Result<String, String> {
+    code_mode_mcp_frontend::auth::check_group(text)?;
+    Ok(text.to_string())
+}
+
+/// A public base URL (`--public-url`): `http://` or `https://` and a host.
+fn parse_public_url(text: &str) -> Result<String, String> {
+    let rest = text.strip_prefix("https://").or_else(|| text.strip_prefix("http://"));
+    match rest {
+        Some(rest) if !rest.is_empty() && !rest.starts_with('/') && !text.contains(char::is_whitespace) => {
+            Ok(text.trim_end_matches('/').to_string())
+        }
+        _ => Err(format!("{text:?} is not an http(s) URL with a host")),
+    }
 }

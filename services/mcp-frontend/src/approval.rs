@@ -19,10 +19,19 @@
 //!
 //! Every answer but an explicit accept refuses the call: decline, dismiss,
 //! no answer within the timeout, no way to ask.
+//!
+//! A rule that names approvers puts its question in the web console
+//! ([`ApprovalRequest::console`], [`crate::console`]): the client is told
+//! where (the `approval_asked` log notification with the link, and a
+//! URL-mode elicitation to a client that declared one: [`console_question`])
+//! and, unless the rule says `ask_client`, answered at once with
+//! [`IN_CONSOLE`], which the bridge ignores: the console's decision counts.
+//! With `ask_client` the form question is asked as above, its message
+//! giving the link too ([`question_linked`]).
 
 use std::time::Duration;
 
-use code_mode_proto::{ApprovalReply, ApprovalRequest};
+use code_mode_proto::{ApprovalReply, ApprovalRequest, ConsoleAsk};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
 use tokio::sync::oneshot;
 
@@ -62,11 +71,55 @@ pub fn question(request: &ApprovalRequest) -> ElicitRequestParams {
 /// names (so a person answering for several identities knows whose code
 /// asks).
 pub fn question_for(request: &ApprovalRequest, identity: Option<&Identity>) -> ElicitRequestParams {
-    let message = match identity {
+    question_linked(request, identity, None)
+}
+
+/// [`question_for`], its message also giving the console's page of the
+/// question (`link`), when it waits there too.
+pub fn question_linked(
+    request: &ApprovalRequest,
+    identity: Option<&Identity>,
+    link: Option<&str>,
+) -> ElicitRequestParams {
+    let mut message = match identity {
         Some(identity) => message(request).replacen("the code wants", &format!("the code of {identity} wants"), 1),
         None => message(request),
     };
+    if let (Some(ask), Some(link)) = (&request.console, link) {
+        message.push_str(&format!("\nIt also waits in the web console for {}: {link}", approvers(ask)));
+    }
     ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: empty_form() }
+}
+
+/// The answer to the bridge for a question that waits in the console and
+/// is not asked of the client: the bridge ignores it.
+pub const IN_CONSOLE: &str = "the question waits in the console";
+
+/// The approvers a rule names, for a message: `alice, group:security`.
+pub fn approvers(ask: &ConsoleAsk) -> String {
+    let named: Vec<&str> = ask.approvers.iter().map(String::as_str).take(20).collect();
+    if named.is_empty() { "its approvers".into() } else { named.join(", ") }
+}
+
+/// The URL-mode elicitation pointing a client's person at the console's
+/// page of a question. Its answer decides nothing: a URL-mode accept only
+/// means the person opened the link.
+pub fn console_question(request: &ApprovalRequest, ask: &ConsoleAsk, link: &str) -> ElicitRequestParams {
+    let message = format!(
+        "code-mode: the code wants to call the tool {tool:?} of the server {server:?}, which the policy rule {rule} \
+         lets go out only with the approval of {who}. It waits in the web console (answer within {secs} s).",
+        tool = request.tool,
+        server = request.server,
+        rule = request.rule,
+        who = approvers(ask),
+        secs = request.timeout_ms / 1000,
+    );
+    ElicitRequestParams::UrlElicitationParams {
+        meta: None,
+        message,
+        url: link.to_string(),
+        elicitation_id: ask.id.clone(),
+    }
 }
 
 /// Someone to ask when a cell does not run on an MCP request (`code-mode
@@ -136,6 +189,7 @@ mod tests {
             arguments: r#""path" = "/tmp/a""#.into(),
             rule: "/tools/delete_file".into(),
             timeout_ms: 60_000,
+            console: None,
         }
     }
 
@@ -161,6 +215,42 @@ mod tests {
             message.starts_with("code-mode: the code of alice wants to call the tool \"delete_file\""),
             "{message}"
         );
+    }
+
+    fn in_console(ask_client: bool) -> ApprovalRequest {
+        let ask = ConsoleAsk { id: "q-1".into(), approvers: vec!["alice".into(), "group:security".into()], ask_client };
+        ApprovalRequest { console: Some(ask), ..request() }
+    }
+
+    #[test]
+    fn a_console_question_points_at_its_page_and_names_tool_server_and_approvers() {
+        let request = in_console(false);
+        let link = "https://mcp.example.com/console/approvals/q-1";
+        let ElicitRequestParams::UrlElicitationParams { message, url, elicitation_id, .. } =
+            console_question(&request, request.console.as_ref().unwrap(), link)
+        else {
+            panic!("a URL-mode question");
+        };
+        assert_eq!((url.as_str(), elicitation_id.as_str()), (link, "q-1"));
+        for part in ["\"delete_file\"", "\"files\"", "alice, group:security", "/tools/delete_file", "60 s"] {
+            assert!(message.contains(part), "{part} missing from {message}");
+        }
+    }
+
+    #[test]
+    fn a_form_question_that_also_waits_in_the_console_gives_the_link() {
+        let link = "https://mcp.example.com/console/approvals/q-1";
+        let ElicitRequestParams::FormElicitationParams { message, .. } =
+            question_linked(&in_console(true), None, Some(link))
+        else {
+            panic!("a form question");
+        };
+        assert!(message.ends_with(&format!("web console for alice, group:security: {link}")), "{message}");
+        let ElicitRequestParams::FormElicitationParams { message, .. } = question_linked(&request(), None, Some(link))
+        else {
+            panic!("a form question");
+        };
+        assert!(!message.contains("console"), "no console question, no link: {message}");
     }
 
     #[test]

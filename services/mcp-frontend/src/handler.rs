@@ -216,7 +216,15 @@ impl Frontend {
                             let _ = answer.send(questions::ask_client(&peer, &ask, timeout, &withdrawn).await);
                         }) as std::pin::Pin<Box<dyn Future<Output = ()> + Send>>);
                     }
-                    Question::Approval(first) => match asking {
+                    Question::Approval(first) => {
+                      let first = match first.request.console.clone() {
+                        Some(ask) => match self.tell_console(first, &ask, asking, context, &mut elicitations) {
+                            Some(first) => first,
+                            None => continue,
+                        },
+                        None => first,
+                      };
+                      match asking {
                         Asking::Unsupported => {
                             let reason = "the MCP client did not declare support for (form) elicitation".to_string();
                             self.session.notifier().tell(Notice::approval_unavailable(&first.request, &reason)).await;
@@ -226,10 +234,13 @@ impl Frontend {
                             let peer = context.peer.clone();
                             let identity = identity.clone();
                             let notifier = self.session.notifier().clone();
+                            let link = self.console_link(&first.request);
                             elicitations.push(Box::pin(async move {
-                                let how = "asking the person through elicitation";
-                                notifier.tell(Notice::approval_asked(&first.request, how)).await;
-                                let answer = elicit(&peer, &first.request, identity.as_ref()).await;
+                                if first.request.console.is_none() {
+                                    let how = "asking the person through elicitation";
+                                    notifier.tell(Notice::approval_asked(&first.request, how)).await;
+                                }
+                                let answer = elicit(&peer, &first.request, identity.as_ref(), link.as_deref()).await;
                                 let _ = first.answer.send(answer);
                             }));
                         }
@@ -237,7 +248,8 @@ impl Frontend {
                             let pending = self.gather(&mut run, Question::Approval(first)).await;
                             return Ok(self.park(run, pending, identity).await.into());
                         }
-                    },
+                      }
+                    }
                 },
                 result = &mut run.result => {
                     return match result {
@@ -269,6 +281,56 @@ impl Frontend {
         }
     }
 
+    /// The console's page of a question that waits there, when this
+    /// process serves the console.
+    fn console_link(&self, request: &ApprovalRequest) -> Option<String> {
+        request.console.as_ref().and_then(|ask| crate::console::approval_link(&self.shared, &ask.id))
+    }
+
+    /// Tell the client that a question waits in the web console: the
+    /// `approval_asked` notification with the link, and a URL-mode
+    /// elicitation to a client that declared URL mode and can be sent
+    /// requests (unless it is asked the form question, whose message
+    /// gives the link). Neither's answer decides anything. Returns the
+    /// question when the client must also be asked (`ask_client`); else it
+    /// is answered now with [`approval::IN_CONSOLE`], which the bridge
+    /// ignores.
+    fn tell_console(
+        &self,
+        first: approval::Pending,
+        ask: &code_mode_proto::ConsoleAsk,
+        asking: Asking,
+        context: &RequestContext<RoleServer>,
+        elicitations: &mut FuturesUnordered<std::pin::Pin<Box<dyn Future<Output = ()> + Send>>>,
+    ) -> Option<approval::Pending> {
+        let link = self.console_link(&first.request);
+        let asked_by_form = ask.ask_client && asking != Asking::Unsupported;
+        let url_mode = accepts_url_elicitation(context) && !input_required(context) && !asked_by_form;
+        let notifier = self.session.notifier().clone();
+        let peer = context.peer.clone();
+        let request = first.request.clone();
+        let ask = ask.clone();
+        let timeout = Duration::from_millis(request.timeout_ms);
+        elicitations.push(Box::pin(async move {
+            notifier.tell(Notice::approval_in_console(&request, &ask, link.as_deref())).await;
+            if url_mode && let Some(link) = link {
+                let question = approval::console_question(&request, &ask, &link);
+                // An accept only means the person opened the link.
+                match peer.create_elicitation_with_timeout(question, Some(timeout)).await {
+                    Ok(result) => {
+                        tracing::debug!(action = ?result.action, "the client heard of the console's question")
+                    }
+                    Err(e) => tracing::debug!(error = %e, "a URL-mode elicitation found no answer"),
+                }
+            }
+        }));
+        if asked_by_form {
+            return Some(first);
+        }
+        let _ = first.answer.send(ApprovalReply::Unavailable { reason: approval::IN_CONSOLE.into() });
+        None
+    }
+
     /// `first` and the questions that arrive with it (an `asyncio.gather`
     /// of calls asks them at once), so they go to the client in one round;
     /// progress notes among them are dropped.
@@ -298,7 +360,9 @@ impl Frontend {
         for (i, question) in pending.iter().enumerate() {
             match question {
                 Question::Approval(p) => {
-                    let asked = ElicitRequest::new(approval::question_for(&p.request, identity.as_ref()));
+                    let link = self.console_link(&p.request);
+                    let asked =
+                        ElicitRequest::new(approval::question_linked(&p.request, identity.as_ref(), link.as_deref()));
                     questions.insert(format!("approval-{i}"), InputRequest::Elicitation(asked));
                     longest = longest.max(Duration::from_millis(p.request.timeout_ms));
                 }
@@ -697,11 +761,24 @@ fn asking(context: &RequestContext<RoleServer>) -> Asking {
     }
 }
 
+/// Whether the request's client declared URL-mode elicitation (MCP
+/// 2025-11-25 `elicitation: {url: {}}`).
+fn accepts_url_elicitation(context: &RequestContext<RoleServer>) -> bool {
+    context.client_capabilities().and_then(|c| c.elicitation).is_some_and(|e| e.url.is_some())
+}
+
 /// Ask the client with `elicitation/create` and wait for the answer, at
-/// most the request's timeout.
-async fn elicit(peer: &Peer<RoleServer>, request: &ApprovalRequest, identity: Option<&Identity>) -> ApprovalReply {
+/// most the request's timeout (`link`: the console's page of a question
+/// that waits there too, given in the message).
+async fn elicit(
+    peer: &Peer<RoleServer>,
+    request: &ApprovalRequest,
+    identity: Option<&Identity>,
+    link: Option<&str>,
+) -> ApprovalReply {
     let timeout = Duration::from_millis(request.timeout_ms);
-    match peer.create_elicitation_with_timeout(approval::question_for(request, identity), Some(timeout)).await {
+    match peer.create_elicitation_with_timeout(approval::question_linked(request, identity, link), Some(timeout)).await
+    {
         Ok(result) => approval::answer_of(&result),
         Err(ServiceError::Timeout { .. }) => ApprovalReply::TimedOut,
         Err(e) => {

@@ -18,6 +18,11 @@
 //! address; a plain HTTP request there fails the handshake. TLS does not
 //! replace authentication: the rule below holds with or without it.
 //!
+//! When clients authenticate, the web console ([`crate::console`]) is
+//! served beside `/mcp` under `/console`, on the same address, TLS and
+//! `Host` check: there a team approves the calls of rules that name
+//! approvers.
+//!
 //! Requests whose `Host` is not allowed are refused (403): loopback only by
 //! default, against DNS rebinding; name the hosts the server is reached by.
 //! Before the transport, every request passes the [`auth`](crate::auth)
@@ -35,6 +40,8 @@ use rmcp_actix_web::transport::StreamableHttpService;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{self, AuthError, AuthOptions, Gate};
+use crate::console::Console;
+pub use crate::console::ConsoleOptions;
 pub use crate::tls::TlsFiles;
 use crate::{Frontend, FrontendError, FrontendFactory};
 
@@ -57,6 +64,9 @@ pub struct HttpOptions {
     /// Serve HTTPS with this certificate and key (`--tls-cert`,
     /// `--tls-key`); `None`: plain HTTP.
     pub tls: Option<TlsFiles>,
+    /// The web console's settings (served only when clients
+    /// authenticate).
+    pub console: ConsoleOptions,
 }
 
 /// Whether every address `addr` resolves to is a loopback address.
@@ -144,6 +154,11 @@ impl McpHttpServer {
         // The Protected Resource Metadata (RFC 9728), outside the gate: a
         // client reads it before it has a token.
         let metadata = gate.oauth().map(|o| (o.metadata_url(), o.metadata()));
+        // The console, only where every caller has an identity.
+        let console = options.auth.authenticates().then(|| {
+            Console::new(&factory, gate.clone(), &options.console, options.allowed_hosts.clone(), tls.is_some())
+        });
+        let shared = factory.shared.clone();
         let sessions = factory;
         // An empty list would switch the check off: keep the default then.
         let hosts = (!options.allowed_hosts.is_empty()).then(|| options.allowed_hosts.clone());
@@ -166,6 +181,9 @@ impl McpHttpServer {
                 .scope_with_path(MCP_PATH)
                 .wrap(from_fn(move |request, next| auth::gate(gate.clone(), request, next)));
             let mut app = App::new().wrap_fn(session_end_is_ok).service(guarded);
+            if let Some(console) = &console {
+                app = app.configure(|config| console.configure(config));
+            }
             if let Some((url, document)) = &metadata {
                 let (_, path) = url.split_at(url.find(auth::oauth::METADATA_PATH).unwrap_or(0));
                 for path in [path.to_string(), auth::oauth::METADATA_PATH.to_string()] {
@@ -194,6 +212,11 @@ impl McpHttpServer {
             .addrs()
             .first()
             .ok_or_else(|| bind_error(std::io::Error::other("the address resolved to nothing")))?;
+        if options.auth.authenticates() {
+            let base = crate::console::base_url(options.console.public_url.as_deref(), addr, secure);
+            tracing::info!(url = %format!("{base}{}", crate::console::PATH), "serving the web console");
+            let _ = shared.console_base.set(base);
+        }
         let running = server.run();
         let task = tokio::spawn(async move {
             if let Err(e) = running.await {

@@ -42,9 +42,11 @@
 //! the `run_python` request running the cell, which asks the client through
 //! elicitation ([`approval`]).
 
+pub mod activity;
 pub mod approval;
 pub mod auth;
 pub mod catalog;
+pub mod console;
 pub mod description;
 pub mod direct;
 pub mod handle;
@@ -196,6 +198,12 @@ pub(crate) struct Shared {
     /// Each identity's `--max-cells-per-session` slots for its stateless
     /// requests.
     pub stateless_slots: StatelessSlots,
+    /// The live sessions and last cells, for the web console's operators.
+    pub activity: activity::Activity,
+    /// Where the web console is reached (`https://host:port`, no path),
+    /// once an HTTP server serves it: approval questions of rules with
+    /// approvers link to it.
+    pub console_base: std::sync::OnceLock<String>,
 }
 
 /// The `--max-cells-per-session` slots of each identity's stateless
@@ -266,6 +274,8 @@ impl FrontendFactory {
             catalog: CatalogHandle::start(bus.clone(), config, catalog),
             parking: ParkingLot::start(),
             stateless_slots: StatelessSlots::new(config.max_cells_per_session),
+            activity: Default::default(),
+            console_base: Default::default(),
             slots: Semaphore::new(config.max_concurrent_cells.max(1)),
             bus,
             config,

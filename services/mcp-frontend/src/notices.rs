@@ -137,6 +137,33 @@ impl Notice {
         )
     }
 
+    /// The bridge asks whether a call may go out, and the question waits
+    /// in the web console (`link`: its page, when this process serves the
+    /// console) for the rule's approvers.
+    pub fn approval_in_console(
+        request: &code_mode_proto::ApprovalRequest,
+        ask: &code_mode_proto::ConsoleAsk,
+        link: Option<&str>,
+    ) -> Self {
+        let place = match link {
+            Some(link) => format!("it waits in the web console: {link}"),
+            None => "it waits in the web console of the frontends serving HTTP".to_string(),
+        };
+        Self::new(
+            LoggingLevel::Notice,
+            "approval_asked",
+            format!(
+                "the code wants to call {} of {}, which needs the approval of {} ({}): {place}",
+                request.tool,
+                request.server,
+                crate::approval::approvers(ask),
+                request.rule
+            ),
+            json!({"tool": request.tool, "server": request.server, "rule": request.rule, "approvers": ask.approvers,
+                   "question": ask.id, "link": link}),
+        )
+    }
+
     /// A call needing approval is refused because nobody can be asked.
     pub fn approval_unavailable(request: &code_mode_proto::ApprovalRequest, reason: &str) -> Self {
         Self::new(

@@ -133,6 +133,7 @@ mod tests {
             arguments: "(no arguments)".into(),
             rule: "/tools/echo".into(),
             timeout_ms: 1000,
+            console: None,
         };
         let (_route, questions) = mpsc::channel(1);
         let run =

@@ -56,26 +56,92 @@ use self::owners::{Lease, Owners};
 pub use self::owners::{LimitError, SessionLimits};
 pub use self::static_tokens::StaticTokens;
 
-/// Who a client is: a static token's name, or an access token's subject.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Identity(Arc<str>);
+/// Who a client is: a static token's name, or an access token's subject,
+/// and the groups it belongs to (the token file's `groups=`, or the claim
+/// `--oauth-groups-claim` names), which the web console's approver rules
+/// and `--console-operators` match.
+///
+/// Two identities are the same when their names are: the groups are what
+/// the token says now (a reread token file may change them), not part of
+/// who owns a session.
+#[derive(Clone, Debug)]
+pub struct Identity {
+    name: Arc<str>,
+    groups: Arc<[String]>,
+}
 
 impl Identity {
-    /// An identity of this name.
+    /// An identity of this name, in no group.
     pub fn new(name: &str) -> Self {
-        Self(name.into())
+        Self { name: name.into(), groups: Arc::new([]) }
+    }
+
+    /// An identity of this name in these groups.
+    pub fn with_groups(name: &str, groups: Vec<String>) -> Self {
+        Self { name: name.into(), groups: groups.into() }
     }
 
     /// Its name.
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.name
+    }
+
+    /// Its groups.
+    pub fn groups(&self) -> &[String] {
+        &self.groups
+    }
+
+    /// Whether it is in `group`.
+    pub fn in_group(&self, group: &str) -> bool {
+        self.groups.iter().any(|g| g == group)
+    }
+}
+
+impl PartialEq for Identity {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Identity {}
+
+impl std::hash::Hash for Identity {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+impl PartialOrd for Identity {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Identity {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.name.cmp(&other.name)
     }
 }
 
 impl fmt::Display for Identity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.name)
     }
+}
+
+/// Longest group name accepted (from a token file or a claim).
+pub const MAX_GROUP: usize = 64;
+
+/// Why a group name is refused, if it is: 1 to [`MAX_GROUP`] characters,
+/// none of them white space or a control character, no comma.
+pub fn check_group(group: &str) -> Result<(), String> {
+    if group.is_empty() || group.chars().count() > MAX_GROUP {
+        return Err(format!("a group name must be 1 to {MAX_GROUP} characters"));
+    }
+    if group.chars().any(|c| c.is_whitespace() || c.is_control() || c == ',') {
+        return Err(format!("the group name {group:?} may hold no space, comma or control character"));
+    }
+    Ok(())
 }
 
 /// How an identity is shown in log lines: `anonymous` without
@@ -220,7 +286,12 @@ impl Gate {
     }
 
     async fn verify(&self, request: &ServiceRequest) -> Verdict {
-        let token = bearer(request);
+        self.verify_token(bearer(request)).await
+    }
+
+    /// Check a bearer token as `/mcp` does (the web console checks the
+    /// token its cookie holds with this, on every request).
+    async fn verify_token(&self, token: Option<&str>) -> Verdict {
         match (&self.verifier, token) {
             (Verifier::Open, _) => Verdict::Pass(None),
             (_, None) => Verdict::Missing,
@@ -233,6 +304,19 @@ impl Gate {
                 Err(Refusal::Scope) => Verdict::Insufficient,
                 Err(refusal) => Verdict::Invalid(refusal.to_string()),
             },
+        }
+    }
+
+    /// The identity of a bearer token, as the gate of `/mcp` would let it
+    /// in; `Err` says why not (for the log: never the token). Without
+    /// authentication nobody has an identity, so this refuses everything.
+    pub async fn identify(&self, token: &str) -> Result<Identity, String> {
+        match self.verify_token(Some(token)).await {
+            Verdict::Pass(Some(identity)) => Ok(identity),
+            Verdict::Pass(None) => Err("clients do not authenticate here".into()),
+            Verdict::Missing => Err("no token".into()),
+            Verdict::Invalid(why) => Err(why),
+            Verdict::Insufficient => Err("the token lacks a required scope".into()),
         }
     }
 

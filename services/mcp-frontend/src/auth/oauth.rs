@@ -51,7 +51,7 @@ const MAX_TOKEN: usize = 16 * 1024;
 const REQUESTS: usize = 256;
 
 /// The OAuth settings (`--oauth-issuer`, `--oauth-resource`,
-/// `--oauth-scope`).
+/// `--oauth-scope`, `--oauth-groups-claim`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OAuthOptions {
     /// The authorization server's issuer identifier (a URL).
@@ -60,6 +60,35 @@ pub struct OAuthOptions {
     pub resource: String,
     /// Scopes every token must hold.
     pub scopes: Vec<String>,
+    /// The claim holding the identity's groups (`groups`): an array of
+    /// strings, or one space-separated string; `None`: nobody has groups.
+    pub groups_claim: Option<String>,
+}
+
+/// Most groups taken from one token's claim (the rest are dropped).
+pub const MAX_GROUPS: usize = 64;
+
+/// The groups a token's `claim` holds: an array of strings or one
+/// space-separated string. An absent claim (or one of another type) is no
+/// groups; a name that is not a valid group name (empty, too long, holding
+/// a control character, a comma) is dropped, as are names past
+/// [`MAX_GROUPS`].
+pub fn groups_of(claims: &Value, claim: &str) -> Vec<String> {
+    let names: Vec<&str> = match claims.get(claim) {
+        Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
+        Some(Value::String(text)) => text.split_whitespace().collect(),
+        _ => Vec::new(),
+    };
+    let mut groups: Vec<String> = Vec::new();
+    for name in names {
+        if groups.len() == MAX_GROUPS {
+            break;
+        }
+        if super::check_group(name).is_ok() && !groups.iter().any(|g| g == name) {
+            groups.push(name.to_string());
+        }
+    }
+    groups
 }
 
 impl OAuthOptions {
@@ -219,7 +248,8 @@ impl OAuth {
         if !self.options.scopes.iter().all(|s| held.contains(&s.as_str())) {
             return Err(Refusal::Scope);
         }
-        Ok(Verified { identity: Identity::new(sub) })
+        let groups = self.options.groups_claim.as_deref().map(|claim| groups_of(claims, claim)).unwrap_or_default();
+        Ok(Verified { identity: Identity::with_groups(sub, groups) })
     }
 }
 
@@ -534,6 +564,7 @@ mod tests {
                 issuer: "https://issuer.example".into(),
                 resource: "https://mcp.example/mcp".into(),
                 scopes: vec!["mcp:run".into()],
+                groups_claim: Some("groups".into()),
             },
             keys: Keys { requests },
         }
@@ -558,6 +589,33 @@ mod tests {
         assert_eq!(with("nbf", (now + 61).into()), Err(Refusal::NotYet));
         assert_eq!(with("sub", Value::Null), Err(Refusal::NoSubject));
         assert_eq!(with("scope", "a b".into()), Err(Refusal::Scope));
+    }
+
+    #[test]
+    fn the_groups_claim_may_be_an_array_or_a_space_separated_string_and_an_absent_one_is_no_groups() {
+        let o = oauth();
+        let now = 1_000_000;
+        let claims = |groups: Value| {
+            let mut c = serde_json::json!({"iss": "https://issuer.example", "aud": "https://mcp.example/mcp",
+                "exp": now + 10, "sub": "svc", "scope": "mcp:run"});
+            if !groups.is_null() {
+                c["groups"] = groups;
+            }
+            o.check_claims(&c, now).unwrap().identity
+        };
+        assert_eq!(claims(serde_json::json!(["security", "ops", 7, "security"])).groups(), ["security", "ops"]);
+        assert_eq!(claims("security  ops".into()).groups(), ["security", "ops"]);
+        assert!(claims(Value::Null).groups().is_empty(), "absent: no groups");
+        assert!(claims(serde_json::json!({"a": 1})).groups().is_empty(), "another type: no groups");
+        let long = "g".repeat(65);
+        assert_eq!(claims(serde_json::json!(["", long, "a,b", "ok"])).groups(), ["ok"], "bad names are dropped");
+        let many: Vec<String> = (0..100).map(|i| format!("g{i}")).collect();
+        assert_eq!(claims(serde_json::json!(many)).groups().len(), MAX_GROUPS);
+        let mut without = o.clone();
+        without.options.groups_claim = None;
+        let c = serde_json::json!({"iss": "https://issuer.example", "aud": "https://mcp.example/mcp",
+            "exp": now + 10, "sub": "svc", "scope": "mcp:run", "groups": ["security"]});
+        assert!(without.check_claims(&c, now).unwrap().identity.groups().is_empty(), "no claim named: no groups");
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //!
 //! The file has one line per client, `NAME sha256:HEX`: the client's name
 //! (its identity) and the SHA-256 of its token, so the file holds no
-//! secret. Blank lines and lines starting with `#` are skipped. A bad line
+//! secret. A third word `groups=security,ops` puts the identity in groups
+//! (comma-separated names of 1 to 64 characters, no spaces), which the web
+//! console's approver rules and `--console-operators` match. Blank lines and lines starting with `#` are skipped. A bad line
 //! stops startup naming the file and the line.
 //!
 //! A presented token is hashed and compared with every entry in constant
@@ -22,7 +24,7 @@ use subtle::ConstantTimeEq;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::{AuthError, Identity};
+use super::{AuthError, Identity, check_group};
 
 /// Prefix of the tokens `code-mode token new` makes (so a leaked one is
 /// easy to recognise in a scan).
@@ -55,8 +57,13 @@ impl TokenSet {
             }
             let bad = |reason: String| AuthError::TokenFile { path: path.to_path_buf(), line: i + 1, reason };
             let mut words = line.split_whitespace();
-            let (Some(name), Some(hash), None) = (words.next(), words.next(), words.next()) else {
-                return Err(bad("expected `NAME sha256:HEX` (two words)".into()));
+            let (Some(name), Some(hash), groups, None) = (words.next(), words.next(), words.next(), words.next())
+            else {
+                return Err(bad("expected `NAME sha256:HEX [groups=G1,G2]` (two words, or three)".into()));
+            };
+            let groups = match groups {
+                None => Vec::new(),
+                Some(word) => parse_groups(word).map_err(bad)?,
             };
             check_name(name).map_err(bad)?;
             let Some(hex_digits) = hash.strip_prefix("sha256:") else {
@@ -72,7 +79,7 @@ impl TokenSet {
             if entries.iter().any(|e| e.hash == digest) {
                 return Err(bad(format!("{name} has the same token as an earlier line")));
             }
-            entries.push(Entry { name: Identity::new(name), hash: digest });
+            entries.push(Entry { name: Identity::with_groups(name, groups), hash: digest });
         }
         Ok(Self { entries })
     }
@@ -106,6 +113,24 @@ impl TokenSet {
         }
         found
     }
+}
+
+/// The groups of a line's third word, `groups=G1,G2`.
+fn parse_groups(word: &str) -> Result<Vec<String>, String> {
+    let Some(list) = word.strip_prefix("groups=") else {
+        return Err(format!(
+            "the third word must be `groups=G1,G2`, not {:?}",
+            word.chars().take(40).collect::<String>()
+        ));
+    };
+    let mut groups: Vec<String> = Vec::new();
+    for group in list.split(',') {
+        check_group(group)?;
+        if !groups.iter().any(|g| g == group) {
+            groups.push(group.to_string());
+        }
+    }
+    Ok(groups)
 }
 
 /// Why a client name is refused, if it is.
@@ -194,14 +219,31 @@ mod tests {
     }
 
     #[test]
+    fn a_line_with_a_groups_word_puts_its_identity_in_those_groups() {
+        let (token, line) = new_token("alice").unwrap();
+        let (other, other_line) = new_token("bob").unwrap();
+        let text = format!("{line} groups=security,ops,security\n{other_line}\n");
+        let set = TokenSet::parse(Path::new("t"), &text).unwrap();
+        let alice = set.identify(&token).unwrap();
+        assert_eq!(alice.groups(), ["security", "ops"], "named once each, in order");
+        assert!(alice.in_group("ops") && !alice.in_group("operators"));
+        assert!(set.identify(&other).unwrap().groups().is_empty(), "no groups word, no groups");
+    }
+
+    #[test]
     fn bad_lines_are_refused_naming_the_file_and_the_line() {
         let hash = format!("sha256:{}", "ab".repeat(32));
         for (text, line, says) in [
             ("alice".to_string(), 1, "two words"),
-            (format!("# c\nalice {hash} extra"), 2, "two words"),
+            (format!("# c\nalice {hash} extra"), 2, "groups=G1,G2"),
+            (format!("alice {hash} groups=a extra"), 1, "two words"),
+            (format!("alice {hash} groups="), 1, "1 to 64"),
+            (format!("alice {hash} groups=a,,b"), 1, "1 to 64"),
+            (format!("alice {hash} groups={}", "g".repeat(65)), 1, "1 to 64"),
+            (format!("alice {hash} groups=a,\u{7}"), 1, "control"),
             ("alice md5:00".into(), 1, "sha256:"),
             ("alice sha256:zz".into(), 1, "64 hexadecimal"),
-            (format!("al ice {hash}"), 1, "two words"),
+            (format!("al ice {hash}"), 1, "groups=G1,G2"),
             (format!("al/ice {hash}"), 1, "letters, digits"),
             (format!("alice {hash}\nalice sha256:{}", "cd".repeat(32)), 2, "named twice"),
             (format!("alice {hash}\nbob {hash}"), 2, "same token"),

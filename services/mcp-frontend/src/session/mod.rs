@@ -216,6 +216,7 @@ impl SessionHandle {
         let notices = Notices::new();
         let notifier = notices.notifier();
         let cell_slots = shared.config.max_cells_per_session.map(|max| Arc::new(Semaphore::new(max)));
+        shared.activity.session_started(&id);
         let actor = SessionActor {
             id: id.clone(),
             shared,
@@ -426,6 +427,8 @@ impl SessionActor {
                         self.kept.running = None;
                         if let Some(container) = container {
                             self.kept.container = container;
+                            let runner = self.kept.container.at.as_ref().map(|at| at.runner.as_str());
+                            self.shared.activity.session_kept(&self.id, runner);
                         }
                         if let Some((order, reply, slot)) = self.kept.waiting.pop_front() {
                             self.launch_cell(order, reply, slot);
@@ -464,6 +467,7 @@ impl SessionActor {
             Command::KnowCaller(caller) => {
                 if self.identity.is_none() && self.lease.is_none() {
                     self.identity = caller.identity;
+                    self.shared.activity.session_identity(&self.id, self.identity.as_ref().map(Identity::as_str));
                 }
                 if self.lease.is_none() {
                     self.lease = caller.lease;
@@ -516,6 +520,7 @@ impl SessionActor {
         }
         let shared = self.shared.clone();
         let at = self.at();
+        let session_id = self.id.clone();
         let container = self.kept.container.clone();
         let identity = self.identity.clone();
         let notifier = self.notices.notifier();
@@ -524,6 +529,7 @@ impl SessionActor {
         let span = tracing::info_span!("cell", %session, cell = %cell_id, identity = %shown(identity.as_ref()));
         let task = self.cells.spawn(
             async move {
+                let began = std::time::Instant::now();
                 tracing::info!(code_bytes = order.code.len(), "cell started");
                 notifier.tell(Notice::cell_started(&order.cell_id)).await;
                 let (result, container) = match (kept, &order.keep) {
@@ -558,6 +564,14 @@ impl SessionActor {
                 };
                 notifier.tell(notice).await;
                 code_mode_telemetry::frontend_cell(FrontendError::metric_result(&result));
+                shared.activity.cell_ended(crate::activity::CellRecord {
+                    cell_id: order.cell_id.clone(),
+                    session: session_id,
+                    identity: identity.as_ref().map(|i| i.to_string()),
+                    outcome: crate::activity::outcome_of(result.as_ref().map(|ran| &ran.report)).to_string(),
+                    duration: began.elapsed(),
+                    ended: std::time::SystemTime::now(),
+                });
                 // The session may take another cell before this one's
                 // result reaches the client.
                 drop(slot);
@@ -702,6 +716,7 @@ impl SessionActor {
     /// (the runner holding it is told), its approval subscription; tell the
     /// bridge if a cell ran.
     async fn end(&mut self) {
+        self.shared.activity.session_ended(&self.id);
         self.cells.abort_all();
         while self.cells.join_next().await.is_some() {}
         self.kept.waiting.clear();

@@ -51,6 +51,9 @@ async fn route_of(routes: &mpsc::Sender<RouteRequest>, cell_id: &str) -> Option<
 pub(super) async fn approve(routes: &mpsc::Sender<RouteRequest>, request: ApprovalRequest) -> ApprovalReply {
     let timeout = Duration::from_millis(request.timeout_ms);
     let Some(route) = route_of(routes, &request.cell_id).await else {
+        if request.console.is_some() {
+            return ApprovalReply::Unavailable { reason: crate::approval::IN_CONSOLE.into() };
+        }
         return ApprovalReply::Unavailable { reason: "the client session has ended".into() };
     };
     match route {
@@ -65,6 +68,11 @@ pub(super) async fn approve(routes: &mpsc::Sender<RouteRequest>, request: Approv
                 })
             };
             tokio::time::timeout(timeout, asked).await.unwrap_or(ApprovalReply::TimedOut)
+        }
+        // A question that waits in the console and is not the client's:
+        // only a request of the client can tell it where (the handler).
+        Route::Local(_) | Route::Nobody if request.console.as_ref().is_some_and(|ask| !ask.ask_client) => {
+            ApprovalReply::Unavailable { reason: crate::approval::IN_CONSOLE.into() }
         }
         Route::Local(local) => {
             tokio::time::timeout(timeout, local.ask(request)).await.unwrap_or(ApprovalReply::TimedOut)

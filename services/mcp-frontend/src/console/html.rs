@@ -1,0 +1,420 @@
+//! The console's HTML: one escaping function ([`escape`]) that every
+//! value from a tool, a policy, a client or code goes through, cut to a
+//! bound first ([`shown`]); and the pages, built as strings (no template
+//! engine, no JavaScript). A page's only active parts are links and forms
+//! posting to the console itself, each form with its CSRF field.
+
+use std::fmt::Write as _;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use code_mode_proto::{Decision, WaitingCall};
+
+use crate::activity::{CellRecord, SessionInfo};
+
+/// Longest text of one value shown (a name, a rule, a note), in
+/// characters.
+pub const SHORT: usize = 200;
+/// Longest argument summary shown (the bridge cuts it to 400 already).
+pub const SUMMARY: usize = 1000;
+/// Longest `args` JSON or audit record shown.
+pub const LONG: usize = 4000;
+
+/// `text` safe inside HTML text and inside a double- or single-quoted
+/// attribute: `&`, `<`, `>`, `"` and `'` become entities. Every value that
+/// did not come from this file goes through here.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `text` cut to `max` characters (a cut one ends with `…`).
+pub fn cut(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(max) {
+        None => text.into(),
+        Some((at, _)) => format!("{}…", &text[..at]).into(),
+    }
+}
+
+/// `text` cut to `max` characters, then escaped: how every outside value
+/// reaches a page.
+pub fn shown(text: &str, max: usize) -> String {
+    escape(&cut(text, max))
+}
+
+/// `text` as one URL path segment: anything but unreserved characters is
+/// percent-encoded (question ids are UUIDs, but nothing relies on it).
+pub fn path_segment(text: &str) -> String {
+    let mut out = String::new();
+    for b in cut(text, SHORT).bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// Unix milliseconds now.
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Unix milliseconds as `YYYY-MM-DD HH:MM:SS UTC`.
+pub fn utc(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's civil-from-days, for days since 1970-01-01.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC", rest / 3600, rest % 3600 / 60, rest % 60)
+}
+
+/// A duration in seconds as `1 h 2 min`, `3 min 4 s` or `5 s`.
+pub fn span(secs: u64) -> String {
+    match secs {
+        0..60 => format!("{secs} s"),
+        60..3600 => format!("{} min {} s", secs / 60, secs % 60),
+        _ => format!("{} h {} min", secs / 3600, secs % 3600 / 60),
+    }
+}
+
+/// What a page knows of its viewer, for the frame.
+pub struct Frame<'a> {
+    /// The viewer's name (`None`: the login page).
+    pub viewer: Option<&'a str>,
+    /// The CSRF value of the viewer's forms.
+    pub csrf: &'a str,
+    /// The viewer is an operator (the operations link is shown).
+    pub operator: bool,
+    /// Refresh the page every 5 s.
+    pub refresh: bool,
+}
+
+/// A whole page: the frame around `body` (already HTML).
+pub fn page(title: &str, frame: &Frame<'_>, body: &str) -> String {
+    let refresh = if frame.refresh { "<meta http-equiv=\"refresh\" content=\"5\">\n" } else { "" };
+    let mut nav = String::new();
+    if let Some(viewer) = frame.viewer {
+        nav.push_str("<nav><a href=\"/console\">Waiting calls</a>");
+        if frame.operator {
+            nav.push_str(" <a href=\"/console/operations\">Operations</a>");
+        }
+        let _ = write!(
+            nav,
+            " <span class=\"who\">{}</span> <form method=\"post\" action=\"/console/logout\" class=\"inline\">\
+             <input type=\"hidden\" name=\"csrf\" value=\"{}\"><button type=\"submit\">Log out</button></form></nav>",
+            shown(viewer, SHORT),
+            escape(frame.csrf),
+        );
+    }
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n{refresh}\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{title} · code-mode console</title>\n<link rel=\"stylesheet\" href=\"/console/style.css\">\n</head>\n\
+         <body>\n<header><strong>code-mode</strong> console {nav}</header>\n<main>\n<h1>{title}</h1>\n{body}</main>\n\
+         </body>\n</html>\n",
+        title = escape(title),
+    )
+}
+
+/// The login form (`error`: why the last try failed, our own text).
+pub fn login(csrf: &str, error: Option<&str>) -> String {
+    let error = error.map(|e| format!("<p class=\"refusal\">{}</p>\n", escape(e))).unwrap_or_default();
+    let body = format!(
+        "{error}<p>Paste the bearer token you use for MCP (a static token or an OAuth access token). The console \
+         keeps it in a cookie for this site only and checks it again on every page.</p>\n\
+         <form method=\"post\" action=\"/console/login\">\n<input type=\"hidden\" name=\"csrf\" value=\"{}\">\n\
+         <label for=\"token\">Token</label>\n<input type=\"password\" id=\"token\" name=\"token\" autocomplete=\"off\" \
+         required>\n<button type=\"submit\">Log in</button>\n</form>\n",
+        escape(csrf)
+    );
+    page("Log in", &Frame { viewer: None, csrf, operator: false, refresh: false }, &body)
+}
+
+/// One waiting call, with its decision form.
+pub fn waiting_call(call: &WaitingCall, csrf: &str, now: u64) -> String {
+    let mut out = String::new();
+    let left = (call.asked_ms.saturating_add(call.timeout_ms)).saturating_sub(now) / 1000;
+    let since = now.saturating_sub(call.asked_ms) / 1000;
+    let _ = write!(
+        out,
+        "<section class=\"call\">\n<h2><code>{tool}</code> of <code>{server}</code></h2>\n<dl>\n\
+         <dt>Rule</dt><dd><code>{rule}</code></dd>\n",
+        tool = shown(&call.tool, SHORT),
+        server = shown(&call.server, SHORT),
+        rule = shown(&call.rule, SHORT),
+    );
+    if let Some(reason) = &call.reason {
+        let _ = writeln!(out, "<dt>Reason</dt><dd>{}</dd>", shown(reason, SHORT));
+    }
+    let _ = writeln!(out, "<dt>Arguments</dt><dd><pre>{}</pre></dd>", shown(&call.arguments, SUMMARY));
+    if let Some(args) = &call.args {
+        let text = serde_json::to_string_pretty(args).unwrap_or_default();
+        let _ = writeln!(out, "<dt>Arguments in full</dt><dd><pre>{}</pre></dd>", shown(&text, LONG));
+    }
+    let who = call.identity.as_deref().unwrap_or("(no identity)");
+    let _ = write!(
+        out,
+        "<dt>Asked by</dt><dd>{who} <span class=\"muted\">session {session}, cell {cell}</span></dd>\n\
+         <dt>Since</dt><dd>{at} ({ago} ago)</dd>\n<dt>Time left</dt><dd>{left}</dd>\n\
+         <dt>Approvers</dt><dd>{approvers}</dd>\n<dt>Question</dt><dd><a href=\"/console/approvals/{link}\">{id}</a> \
+         <span class=\"muted\">sha256 {sha}</span></dd>\n</dl>\n",
+        who = shown(who, SHORT),
+        session = shown(&call.session, SHORT),
+        cell = shown(&call.cell_id, SHORT),
+        at = utc(call.asked_ms),
+        ago = span(since),
+        left = if left == 0 { "none: it ends now".to_string() } else { span(left) },
+        approvers = shown(&call.approvers.join(", "), SHORT),
+        link = path_segment(&call.id),
+        id = shown(&call.id, SHORT),
+        sha = shown(&call.question_sha256, 64),
+    );
+    let _ = write!(
+        out,
+        "<form method=\"post\" action=\"/console/approvals/{link}\">\n\
+         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\n\
+         <label for=\"note-{link}\">Note</label> <input type=\"text\" id=\"note-{link}\" name=\"note\" maxlength=\"500\">\n\
+         <button type=\"submit\" name=\"decision\" value=\"approve\" class=\"approve\">Approve</button>\n\
+         <button type=\"submit\" name=\"decision\" value=\"decline\" class=\"decline\">Decline</button>\n\
+         </form>\n</section>\n",
+        link = path_segment(&call.id),
+        csrf = escape(csrf),
+    );
+    out
+}
+
+/// The table of decisions.
+pub fn decisions(recent: &[Decision]) -> String {
+    if recent.is_empty() {
+        return "<p class=\"muted\">No decisions yet.</p>\n".into();
+    }
+    let mut out = String::from(
+        "<table>\n<tr><th>When</th><th>Tool</th><th>Server</th><th>Asked by</th><th>Outcome</th><th>By</th>\
+         <th>Note</th></tr>\n",
+    );
+    for d in recent.iter().take(50) {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td></tr>",
+            utc(d.at_ms),
+            shown(&d.tool, SHORT),
+            shown(&d.server, SHORT),
+            shown(d.identity.as_deref().unwrap_or("-"), SHORT),
+            outcome_class(&d.outcome),
+            shown(&d.outcome, SHORT),
+            shown(d.by.as_deref().unwrap_or("-"), SHORT),
+            shown(&d.note, SHORT),
+        );
+    }
+    out.push_str("</table>\n");
+    out
+}
+
+/// A CSS class for an outcome (one of ours, never the outcome's text).
+fn outcome_class(outcome: &str) -> &'static str {
+    match outcome {
+        "approved" => "approve",
+        "declined" => "decline",
+        _ => "muted",
+    }
+}
+
+/// The board: what waits for the viewer, how many wait for others, the
+/// recent decisions.
+pub fn board(waiting: &[WaitingCall], others: u32, recent: &[Decision], csrf: &str) -> String {
+    let now = now_ms();
+    let mut out = String::new();
+    if waiting.is_empty() {
+        out.push_str("<p class=\"empty\">Nothing waits for you.</p>\n");
+    }
+    for call in waiting.iter().take(100) {
+        out.push_str(&waiting_call(call, csrf, now));
+    }
+    let _ = writeln!(
+        out,
+        "<p class=\"muted\">{others} question{} wait{} for other approvers.</p>",
+        if others == 1 { "" } else { "s" },
+        if others == 1 { "s" } else { "" }
+    );
+    out.push_str("<h2>Recent decisions</h2>\n");
+    out.push_str(&decisions(recent));
+    out
+}
+
+/// A short message page's body: `text` is our own HTML.
+pub fn message(text: &str) -> String {
+    format!("<p>{text}</p>\n<p><a href=\"/console\">Back to the waiting calls</a></p>\n")
+}
+
+/// The operations view: this frontend's sessions and cells, the audit
+/// log's tail.
+pub fn operations(
+    sessions: &[SessionInfo],
+    cells: &[CellRecord],
+    audit: Result<(&[String], &str), &str>,
+    now: SystemTime,
+) -> String {
+    let mut out = String::from("<h2>Live sessions of this frontend</h2>\n");
+    if sessions.is_empty() {
+        out.push_str("<p class=\"muted\">No live session.</p>\n");
+    } else {
+        out.push_str(
+            "<table>\n<tr><th>Identity</th><th>Session</th><th>Cells run</th><th>Taint</th><th>Kept container</th>\
+             <th>Open for</th></tr>\n",
+        );
+        for s in sessions.iter().take(500) {
+            let open = now.duration_since(s.started).map_or(0, |d| d.as_secs());
+            let _ = writeln!(
+                out,
+                "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td class=\"muted\">held by the bridge</td>\
+                 <td>{}</td><td>{}</td></tr>",
+                shown(s.identity.as_deref().unwrap_or("-"), SHORT),
+                shown(&s.id, SHORT),
+                s.cells,
+                s.kept.as_deref().map_or_else(|| "none".to_string(), |r| format!("on runner {}", shown(r, SHORT))),
+                span(open),
+            );
+        }
+        out.push_str("</table>\n");
+    }
+    out.push_str(
+        "<p class=\"muted\">A session's private-data taint is not known to the frontend: the bridge holds it.</p>\n",
+    );
+    out.push_str("<h2>Last cells of this frontend</h2>\n");
+    if cells.is_empty() {
+        out.push_str("<p class=\"muted\">No cell has run yet.</p>\n");
+    } else {
+        out.push_str("<table>\n<tr><th>Ended</th><th>Cell</th><th>Identity</th><th>Outcome</th><th>Took</th></tr>\n");
+        for c in cells {
+            let ended = c.ended.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+            let _ = writeln!(
+                out,
+                "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{} ms</td></tr>",
+                utc(ended),
+                shown(&c.cell_id, SHORT),
+                shown(c.identity.as_deref().unwrap_or("-"), SHORT),
+                shown(&c.outcome, SHORT),
+                c.duration.as_millis(),
+            );
+        }
+        out.push_str("</table>\n");
+    }
+    out.push_str(
+        "<h2>Sandbox-runners</h2>\n<p class=\"muted\">Free runner slots are not known to the frontend (a runner \
+         refuses a cell when it is full, and the frontend offers it again); see the runners' \
+         <code>/metrics</code>.</p>\n",
+    );
+    out.push_str("<h2>Audit log</h2>\n");
+    match audit {
+        Ok((records, chain)) => {
+            let _ = writeln!(out, "<p>Chain: <strong>{}</strong></p>", shown(chain, SHORT));
+            if records.is_empty() {
+                out.push_str("<p class=\"muted\">No record.</p>\n");
+            } else {
+                out.push_str("<pre class=\"audit\">");
+                for record in records.iter().take(100) {
+                    out.push_str(&shown(record, LONG));
+                    out.push('\n');
+                }
+                out.push_str("</pre>\n");
+            }
+        }
+        Err(why) => {
+            let _ = writeln!(out, "<p class=\"refusal\">The audit log could not be read: {}</p>", shown(why, SHORT));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_leaves_no_markup_and_no_way_out_of_an_attribute() {
+        assert_eq!(escape("<script>alert(1)</script>"), "&lt;script&gt;alert(1)&lt;/script&gt;");
+        assert_eq!(escape("\"><img onerror=alert(1)>"), "&quot;&gt;&lt;img onerror=alert(1)&gt;");
+        assert_eq!(escape("it's \"quoted\" & more"), "it&#39;s &quot;quoted&quot; &amp; more");
+        assert_eq!(escape("plain ünïcode"), "plain ünïcode");
+        for hostile in ["<script>", "\"><img onerror=alert(1)>", "'onmouseover='x"] {
+            let escaped = escape(hostile);
+            assert!(!escaped.contains(['<', '>', '"', '\'']), "{escaped}");
+        }
+    }
+
+    #[test]
+    fn a_mebibyte_of_hostile_text_is_escaped_whole_and_cut_when_shown() {
+        let big = "<\"'&>".repeat(1024 * 1024 / 5 + 1);
+        assert!(big.len() >= 1024 * 1024);
+        let escaped = escape(&big);
+        assert!(!escaped.contains(['<', '>', '"', '\'']));
+        assert_eq!(escaped.matches("&amp;").count(), big.matches('&').count());
+        let shown = shown(&big, SUMMARY);
+        assert!(shown.ends_with('…') && !shown.contains(['<', '>', '"', '\'']));
+        assert!(shown.chars().count() <= SUMMARY * 6 + 1, "cut before escaping");
+    }
+
+    #[test]
+    fn cutting_counts_characters_not_bytes() {
+        assert_eq!(cut("héllo", 10), "héllo");
+        assert_eq!(cut("héllo", 2), "hé…");
+    }
+
+    #[test]
+    fn a_path_segment_holds_only_unreserved_characters() {
+        assert_eq!(path_segment("3f2a-b_c.d~e"), "3f2a-b_c.d~e");
+        assert_eq!(path_segment("../x\"><"), "..%2Fx%22%3E%3C");
+    }
+
+    #[test]
+    fn times_read_as_utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(1_709_251_199_000), "2024-02-29 23:59:59 UTC");
+        assert_eq!(span(59), "59 s");
+        assert_eq!(span(61), "1 min 1 s");
+        assert_eq!(span(7260), "2 h 1 min");
+    }
+
+    #[test]
+    fn every_value_of_a_waiting_call_reaches_the_page_escaped() {
+        let hostile = "\"><img onerror=alert(1)><script>x</script>";
+        let call = WaitingCall {
+            id: hostile.into(),
+            session: hostile.into(),
+            identity: Some(hostile.into()),
+            cell_id: hostile.into(),
+            server: hostile.into(),
+            tool: hostile.into(),
+            arguments: hostile.into(),
+            args: Some(serde_json::json!({"x": hostile})),
+            rule: hostile.into(),
+            reason: Some(hostile.into()),
+            approvers: vec![hostile.into()],
+            asked_ms: 0,
+            timeout_ms: 1000,
+            question_sha256: hostile.into(),
+        };
+        let html = board(&[call], 0, &[], "c\"srf");
+        assert!(!html.contains("<img") && !html.contains("<script"), "{html}");
+        assert!(html.contains("&lt;script&gt;") && html.contains("value=\"c&quot;srf\""));
+    }
+}
