@@ -39,7 +39,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::policy::{
-    Admission, Annotations, Ask, LimitRefusal, Policy, PolicyError, RateLimiter, RuleSource, ToolFacts, Verdict,
+    Admission, Annotations, Approver, Ask, LimitRefusal, Policy, PolicyError, RateLimiter, RuleSource, ToolFacts,
+    Verdict,
 };
 
 /// Why a replay could not run.
@@ -88,6 +89,16 @@ pub enum Change {
     /// It went out after a person approved it; now it would go out without
     /// asking.
     NoLongerNeedsApproval,
+    /// Its own client decided it; now the rule's approvers would (in the
+    /// console), not the client.
+    NowDecidedByApprovers,
+    /// An approver decided it who could not now: not among the new rule's
+    /// approvers (by name, with no group to admit them), or the caller
+    /// themself where the rule no longer lets anyone approve their own calls.
+    DeciderNoLongerApprover,
+    /// An approver decided it in the console; now its own client would be
+    /// asked instead.
+    NowAskedOfTheClient,
 }
 
 impl Change {
@@ -99,6 +110,9 @@ impl Change {
             Change::NowRefusedByArgs => "now refused by an argument rule",
             Change::NowAllowed => "now allowed that were refused",
             Change::NoLongerNeedsApproval => "no longer needing approval",
+            Change::NowDecidedByApprovers => "now decided by the rule's approvers, not the client",
+            Change::DeciderNoLongerApprover => "decided by someone who could not decide them now",
+            Change::NowAskedOfTheClient => "now asked of the client, not of approvers",
         }
     }
 }
@@ -334,14 +348,16 @@ pub async fn replay(policy_path: &Path, records: &[Value], server: Option<&str>)
                     Err(refusal @ LimitRefusal::Exceeded { .. }) => (Outcome::OverLimit, limit_phrase(&refusal)),
                     Err(other) => (Outcome::OverLimit, other.to_string()),
                     Ok(()) if matches!(verdict, Verdict::Approve { .. }) => {
-                        (Outcome::Approval, verdict.rule().to_string())
+                        (Outcome::Approval, approval_rule(&verdict))
                     }
                     Ok(()) => (Outcome::Allowed, verdict.rule().to_string()),
                 }
             }
         };
         let went_out = old.went_out();
-        let change = match new {
+        let decided_by_people = matches!(old, Decision::Approved | Decision::NotApproved);
+        let team_change = (new == Outcome::Approval && decided_by_people).then(|| team_change(&verdict, &call));
+        let change = team_change.flatten().or(match new {
             Outcome::Denied if went_out => Some(Change::NowDenied),
             Outcome::OverLimit if went_out => Some(Change::NowOverLimit),
             Outcome::ArgsRefused if went_out => Some(Change::NowRefusedByArgs),
@@ -350,7 +366,7 @@ pub async fn replay(policy_path: &Path, records: &[Value], server: Option<&str>)
             Outcome::Allowed if !went_out => Some(Change::NowAllowed),
             Outcome::Allowed if old == Decision::Approved => Some(Change::NoLongerNeedsApproval),
             _ => None,
-        };
+        });
         if let Some(change) = change {
             report.changed += 1;
             let entry = tool.changes.entry(change).or_insert(Changed { calls: 0, first_record: seq, why });
@@ -358,6 +374,35 @@ pub async fn replay(policy_path: &Path, records: &[Value], server: Option<&str>)
         }
     }
     Ok(report)
+}
+
+/// An approve verdict's rule, with its approvers when it names them.
+fn approval_rule(verdict: &Verdict) -> String {
+    match verdict {
+        Verdict::Approve { rule, team: Some(team), .. } => {
+            let approvers = team.approvers.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+            format!("{rule} (approvers: {approvers})")
+        }
+        other => other.rule().to_string(),
+    }
+}
+
+/// How a recorded call decided by people would be decided under an approve
+/// verdict: by other people, or by the same.
+fn team_change(verdict: &Verdict, call: &Call) -> Option<Change> {
+    let Verdict::Approve { team, .. } = verdict else { return None };
+    let by = call.approval.as_ref().and_then(|a| a.by.as_deref()).filter(|by| *by != "client");
+    match (team, by) {
+        (Some(team), None) if !team.ask_client => Some(Change::NowDecidedByApprovers),
+        (Some(team), Some(name)) => {
+            let named = team.approvers.iter().any(|a| matches!(a, Approver::Identity(n) if n == name));
+            let by_group = team.approvers.iter().any(|a| matches!(a, Approver::Group(_)));
+            let own = !team.self_approve && call.identity.as_deref() == Some(name);
+            (own || (!named && !by_group)).then_some(Change::DeciderNoLongerApprover)
+        }
+        (None, Some(_)) => Some(Change::NowAskedOfTheClient),
+        _ => None,
+    }
 }
 
 /// What `policy` says of a recorded request other than a tool call

@@ -314,6 +314,31 @@ fn each_configuration_error_names_the_file_the_json_path_and_the_reason() {
             "unknown key \"per\"",
         ),
         (r#"{"version": "1", "defualt": "deny"}"#, "/defualt", "unknown key \"defualt\""),
+        (
+            r#"{"version": "1", "tools": {"mcp_run_pytest": {"approvers": ["alice"]}}}"#,
+            "/tools/mcp_run_pytest/approvers",
+            "approvers go with \"action\": \"approve\"",
+        ),
+        (
+            r#"{"version": "1", "tools": {"mcp_run_pytest": {"action": "approve", "approvers": ["alice", "group:"]}}}"#,
+            "/tools/mcp_run_pytest/approvers/1",
+            "\"group:\" is neither a name nor \"group:NAME\"",
+        ),
+        (
+            r#"{"version": "1", "tools": {"mcp_run_pytest": {"action": "approve", "approvers": []}}}"#,
+            "/tools/mcp_run_pytest/approvers",
+            "name 1 to 32 approvers",
+        ),
+        (
+            r#"{"version": "1", "categories": {"destructive": {"action": "approve", "self_approve": true}}}"#,
+            "/categories/destructive/self_approve",
+            "goes with \"approvers\"",
+        ),
+        (
+            r#"{"version": "1", "tools": {"mcp_run_pytest": {"action": "approve", "approvers": ["a"], "ask_client": "yes"}}}"#,
+            "/tools/mcp_run_pytest/ask_client",
+            "expected true or false",
+        ),
         (r#"{"version": "1", "categories": {"scary": {"action": "deny"}}}"#, "/categories/scary", "unknown key"),
         (
             r#"{"version": "1", "tools": {"mcp_run_pytset": {"action": "allow"}}}"#,

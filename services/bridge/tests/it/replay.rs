@@ -133,3 +133,62 @@ async fn resource_reads_and_prompts_replay_under_their_rules_keyed_by_method_and
     let text = report.to_string();
     assert!(text.contains("resources/read test://secret"), "{text}");
 }
+
+/// Decide the first call waiting for `name` on the bridge's board.
+async fn decide_first(bridge: &code_mode_bridge::Bridge, name: &str, approve: bool, note: &str) -> String {
+    let viewer = code_mode_proto::Viewer { name: name.into(), groups: vec![] };
+    for _ in 0..200 {
+        let board = bridge.console(code_mode_proto::ConsoleRequest::Board { viewer: viewer.clone() }).await.unwrap();
+        if let code_mode_proto::ConsoleReply::Board { waiting, .. } = board
+            && let Some(first) = waiting.into_iter().next()
+        {
+            let id = first.id.clone();
+            let decide = code_mode_proto::ConsoleRequest::Decide { viewer, id: id.clone(), approve, note: note.into() };
+            bridge.console(decide).await.expect("the decision is taken");
+            return id;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("no call waited for {name}");
+}
+
+#[tokio::test]
+async fn a_rule_naming_approvers_replays_with_who_decided_and_flags_a_decider_who_could_not_decide_now() {
+    let path = unique_path("team-audit.jsonl");
+    let team = r#"{"version": "1", "default": "allow", "tools": {"echo": {"action": "approve", "approvers": ["alice", "bob"]}}}"#;
+    let mut setup = Setup::default().policy(team);
+    setup.policy_options.audit = Some(file_sink(&path).await);
+    let h = setup.start().await.expect("the bridge starts");
+    for (i, approver) in [(1, "alice"), (2, "bob")] {
+        let mut asked = call("s", "c", i, "echo", json!({"text": format!("call {i}")}));
+        asked.identity = Some("carol".into());
+        let bridge = h.bridge.clone();
+        let waiting = tokio::spawn(async move { bridge.call(&asked).await });
+        decide_first(&h.bridge, approver, true, "looks fine").await;
+        ok(waiting.await.unwrap());
+    }
+    // A decline carries the note to the code.
+    let bridge = h.bridge.clone();
+    let waiting = tokio::spawn(async move { bridge.call(&call("s", "c", 3, "echo", json!({"text": "no"}))).await });
+    decide_first(&h.bridge, "alice", false, "not this one").await;
+    let refusal = refused(waiting.await.unwrap());
+    assert!(refusal.contains("declined by alice: not this one"), "{refusal}");
+    h.close().await;
+    let recorded = records(&path);
+    let approvals: Vec<&Value> = recorded.iter().filter(|r| r["kind"] == "call").map(|r| &r["approval"]).collect();
+    assert_eq!(approvals.iter().map(|a| a["by"].as_str().unwrap()).collect::<Vec<_>>(), ["alice", "bob", "alice"]);
+    assert!(approvals.iter().all(|a| a["question_sha256"].as_str().is_some_and(|h| h.len() == 64)));
+    // The same rule replays cleanly, naming its approvers.
+    let same = replay(&policy_file(team), &recorded, None).await.unwrap();
+    assert!(!same.changes_anything(), "{same}");
+    // Alice alone: bob's approval could not be given now.
+    let alice_only = team.replace(r#"["alice", "bob"]"#, r#"["alice"]"#);
+    let stricter = replay(&policy_file(&alice_only), &recorded, None).await.unwrap();
+    let flagged = &stricter.tools["echo"].changes[&Change::DeciderNoLongerApprover];
+    assert_eq!((flagged.calls, stricter.changed), (1, 1), "{stricter}");
+    assert!(flagged.why.contains("(approvers: alice)"), "{stricter}");
+    // The client asked instead of approvers: every decision would move.
+    let client_only = r#"{"version": "1", "default": "allow", "tools": {"echo": {"action": "approve"}}}"#;
+    let moved = replay(&policy_file(client_only), &recorded, None).await.unwrap();
+    assert_eq!(moved.tools["echo"].changes[&Change::NowAskedOfTheClient].calls, 3, "{moved}");
+}

@@ -1,0 +1,288 @@
+//! Approvals for a team, over NATS: a rule names approvers, the call waits
+//! on the approval board in the JetStream key-value store, its cell held
+//! (container paused, deadline stopped), and a decision taken through the
+//! bridges' console subject reaches the waiting code. The services are the
+//! real processes; the test speaks on the bus as the frontend's console
+//! does, with the `frontend` user's permissions.
+
+use std::time::{Duration, Instant};
+
+use code_mode_core::bus::Bus;
+use code_mode_core::nats::{NatsOptions, NatsTransport};
+use code_mode_proto::{ConsoleReply, ConsoleRequest, Viewer, WaitingCall, subjects};
+use serde_json::Value;
+
+use crate::support::{self, Deployment, Guards, log_path};
+
+/// `echo` waits for alice or the security group; everything else goes.
+pub(crate) const TEAM_POLICY: &str = r#"{"version": "1", "default": "allow", "tools": {"echo": {
+    "action": "approve", "approvers": ["alice", "group:security"], "reason": "echo speaks for the team"}}}"#;
+
+pub(crate) fn viewer(name: &str, groups: &[&str]) -> Viewer {
+    Viewer { name: name.into(), groups: groups.iter().map(|g| g.to_string()).collect() }
+}
+
+/// A bus client as the frontend's NATS user (what the console uses).
+async fn console_bus(guards: &Guards) -> Bus {
+    let options = NatsOptions {
+        url: guards.nats_url(),
+        credentials: Some(("frontend".into(), guards.users().password("frontend").into())),
+        inbox_prefix: Some("_INBOX.frontend".into()),
+        ..Default::default()
+    };
+    Bus::new(NatsTransport::connect(&options).await.expect("the test connects as the frontend user"))
+}
+
+async fn board(bus: &Bus, viewer: &Viewer) -> (Vec<WaitingCall>, u32, Vec<code_mode_proto::Decision>) {
+    let request = ConsoleRequest::Board { viewer: viewer.clone() };
+    match bus.call::<_, ConsoleReply>(subjects::APPROVALS, &request, Duration::from_secs(5)).await {
+        Ok(ConsoleReply::Board { waiting, others, recent }) => (waiting, others, recent),
+        other => panic!("the board: {other:?}"),
+    }
+}
+
+/// The first call waiting for `viewer`, within `within`.
+async fn first_waiting(bus: &Bus, viewer: &Viewer, within: Duration) -> WaitingCall {
+    let started = Instant::now();
+    loop {
+        if let Some(first) = board(bus, viewer).await.0.into_iter().next() {
+            return first;
+        }
+        assert!(started.elapsed() < within, "no call waited for {} within {within:?}", viewer.name);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The sandbox container of a cell.
+pub(crate) fn container_of_cell(cell: &str) -> String {
+    let out = std::process::Command::new("docker")
+        .args(["ps", "-q", "--no-trunc", "--filter", &format!("label=code-mode.cell={cell}")])
+        .output()
+        .expect("docker ps runs");
+    let ids = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(!ids.is_empty() && !ids.contains('\n'), "one container runs the cell {cell}: {ids:?}");
+    ids
+}
+
+/// The container's state as the engine says (`paused`, `running`).
+pub(crate) fn state_of(container: &str) -> String {
+    let out = std::process::Command::new("docker")
+        .args(["inspect", "-f", "{{.State.Status}}", container])
+        .output()
+        .expect("docker inspect runs");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// CPU time the container's processes used, in nanoseconds, read from its
+/// cgroup (v1 `cpuacct.usage`, or v2 `cpu.stat`'s `usage_usec`).
+pub(crate) fn cpu_used_ns(container: &str) -> u64 {
+    let out = std::process::Command::new("docker")
+        .args(["inspect", "-f", "{{.State.Pid}}", container])
+        .output()
+        .expect("docker inspect runs");
+    let pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let cgroups = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).expect("the container's cgroups");
+    for line in cgroups.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next(), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        if controllers.split(',').any(|c| c == "cpuacct") {
+            let usage = std::fs::read_to_string(format!("/sys/fs/cgroup/cpuacct{path}/cpuacct.usage"))
+                .expect("cpuacct.usage of the container");
+            return usage.trim().parse().expect("a number of nanoseconds");
+        }
+        if controllers.is_empty() {
+            let stat = std::fs::read_to_string(format!("/sys/fs/cgroup{path}/cpu.stat")).expect("cpu.stat");
+            let usec = stat
+                .lines()
+                .find_map(|l| l.strip_prefix("usage_usec "))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .expect("usage_usec");
+            return usec * 1000;
+        }
+    }
+    panic!("no CPU accounting cgroup for the container: {cgroups}");
+}
+
+fn policy_file(tag: &str, policy: &str) -> std::path::PathBuf {
+    let path = log_path(tag).with_extension("json");
+    std::fs::write(&path, policy).expect("the policy is written");
+    path
+}
+
+const ECHO_ONCE: &str = "\
+try:
+    print(await echo({'text': 'launch-code-4711'}))
+except ToolError as e:
+    print('refused:', e)
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_approved_three_minutes_after_it_was_asked_completes_in_a_cell_whose_deadline_is_20_seconds_its_container_paused_and_using_no_cpu_meanwhile()
+ {
+    if !support::sandbox_available() {
+        return;
+    }
+    let policy = policy_file("team-policy", TEAM_POLICY);
+    let audit = log_path("team-audit");
+    let args = [
+        "--policy",
+        policy.to_str().unwrap(),
+        "--deadline",
+        "20",
+        "--approval-timeout",
+        "600",
+        "--audit",
+        audit.to_str().unwrap(),
+    ];
+    let (client, _pid, guards) = support::start(Deployment::OverNats, &args, &[]).await;
+    let bus = console_bus(&guards).await;
+    let cell = tokio::spawn(async move {
+        let result = support::run_python(&client, ECHO_ONCE).await;
+        (support::report(&result), client)
+    });
+    let alice = viewer("alice", &[]);
+    let waiting = first_waiting(&bus, &alice, Duration::from_secs(60)).await;
+    assert_eq!((waiting.server.as_str(), waiting.tool.as_str()), ("test", "echo"), "{waiting:?}");
+    assert_eq!(waiting.reason.as_deref(), Some("echo speaks for the team"));
+    assert!(waiting.arguments.contains("launch-code-4711"), "{waiting:?}");
+    // Nobody outside the approvers sees it.
+    let (theirs, others, _) = board(&bus, &viewer("mallory", &["dev"])).await;
+    assert!(theirs.is_empty() && others == 1, "mallory sees {theirs:?} ({others} others)");
+    let container = container_of_cell(&waiting.cell_id);
+    // The hold reaches the runner within a renewal.
+    let started = Instant::now();
+    while state_of(&container) != "paused" {
+        assert!(started.elapsed() < Duration::from_secs(10), "the container was not paused");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let cpu_before = cpu_used_ns(&container);
+    let asked = Instant::now();
+    tokio::time::sleep(Duration::from_secs(180)).await;
+    let cpu_after = cpu_used_ns(&container);
+    assert_eq!(state_of(&container), "paused", "still paused after 3 minutes");
+    assert_eq!(cpu_after, cpu_before, "a paused container uses no CPU ({cpu_before} ns, then {cpu_after} ns)");
+    let decided = bus
+        .call::<_, ConsoleReply>(
+            subjects::APPROVALS,
+            &ConsoleRequest::Decide {
+                viewer: alice.clone(),
+                id: waiting.id.clone(),
+                approve: true,
+                note: "fine".into(),
+            },
+            Duration::from_secs(5),
+        )
+        .await
+        .expect("alice's decision is taken");
+    assert!(matches!(&decided, ConsoleReply::Decided(d) if d.outcome == "approved"), "{decided:?}");
+    let (report, client) = cell.await.unwrap();
+    assert!(report["error"].is_null(), "the cell ended well: {report}");
+    assert_eq!(report["stdout"].as_str().unwrap().trim(), "launch-code-4711", "{report}");
+    eprintln!("approved after {:?}; the cell's CPU time stayed at {cpu_before} ns while paused", asked.elapsed());
+    // The decision is an audit record: who, when, the note, the question's hash.
+    let text = std::fs::read_to_string(&audit).unwrap_or_default();
+    let record: Value = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|r| r["type"] == "call" && r["tool"] == "echo")
+        .unwrap_or_else(|| panic!("a call record for echo in {text}"));
+    let approval = &record["approval"];
+    assert_eq!((approval["outcome"].as_str(), approval["by"].as_str()), (Some("approved"), Some("alice")), "{record}");
+    assert_eq!(approval["note"], "fine");
+    assert_eq!(approval["question_sha256"].as_str(), Some(waiting.question_sha256.as_str()));
+    assert!(approval["waited_ms"].as_u64().unwrap() >= 180_000, "{record}");
+    assert_eq!(record["decision"], "approved");
+    // Nothing waits any more, and the decision is among the recent ones.
+    let (left, _, recent) = board(&bus, &alice).await;
+    assert!(left.is_empty(), "{left:?}");
+    assert_eq!(recent.first().map(|d| d.id.as_str()), Some(waiting.id.as_str()));
+    client.cancel().await.ok();
+    let _ = std::fs::remove_file(&policy);
+    let _ = std::fs::remove_file(&audit);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declined_call_raises_a_tool_error_carrying_the_approvers_note_and_the_caller_cannot_approve_their_own_call()
+{
+    if !support::sandbox_available() {
+        return;
+    }
+    let policy = policy_file("team-decline", TEAM_POLICY);
+    let args = ["--policy", policy.to_str().unwrap(), "--approval-timeout", "120"];
+    let (client, _pid, guards) = support::start(Deployment::OverNats, &args, &[]).await;
+    let bus = console_bus(&guards).await;
+    let cell = tokio::spawn(async move {
+        let result = support::run_python(&client, ECHO_ONCE).await;
+        (support::stdout_of(&result), client)
+    });
+    let bob = viewer("bob", &["security"]);
+    let waiting = first_waiting(&bus, &bob, Duration::from_secs(60)).await;
+    let refused = bus
+        .call::<_, ConsoleReply>(
+            subjects::APPROVALS,
+            &ConsoleRequest::Decide {
+                viewer: viewer("eve", &["dev"]),
+                id: waiting.id.clone(),
+                approve: true,
+                note: String::new(),
+            },
+            Duration::from_secs(5),
+        )
+        .await
+        .expect_err("eve is no approver");
+    assert!(refused.to_string().contains("eve is not among this rule's approvers"), "{refused}");
+    bus.call::<_, ConsoleReply>(
+        subjects::APPROVALS,
+        &ConsoleRequest::Decide { viewer: bob, id: waiting.id.clone(), approve: false, note: "not on a Friday".into() },
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("bob's decision is taken");
+    let (stdout, client) = cell.await.unwrap();
+    assert!(
+        stdout.contains("refused:") && stdout.contains("declined by bob: not on a Friday"),
+        "the code's ToolError carries the note: {stdout}"
+    );
+    client.cancel().await.ok();
+    let _ = std::fs::remove_file(&policy);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_killed_while_its_cell_waits_ends_the_question_with_a_clear_message() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let policy = policy_file("team-runner", TEAM_POLICY);
+    let args = ["--policy", policy.to_str().unwrap(), "--approval-timeout", "300"];
+    let (client, _pid, mut guards) = support::start(Deployment::OverNats, &args, &[]).await;
+    let bus = console_bus(&guards).await;
+    let cell = tokio::spawn(async move {
+        let result = support::run_python(&client, ECHO_ONCE).await;
+        (support::report(&result), client)
+    });
+    let alice = viewer("alice", &[]);
+    let waiting = first_waiting(&bus, &alice, Duration::from_secs(60)).await;
+    let runner = guards.runner.as_mut().unwrap();
+    support::kill9(runner.id().unwrap());
+    let started = Instant::now();
+    let gone = loop {
+        let (left, _, recent) = board(&bus, &alice).await;
+        if left.is_empty()
+            && let Some(decision) = recent.into_iter().find(|d| d.id == waiting.id)
+        {
+            break decision;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "the question stayed on the board");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    assert_eq!(gone.outcome, "withdrawn", "{gone:?}");
+    assert!(gone.note.contains("sandbox-runner running it stopped answering"), "{gone:?}");
+    eprintln!("withdrawn {:?} after the runner was killed", started.elapsed());
+    let (report, client) = cell.await.unwrap();
+    assert!(
+        report["error"].as_str().is_some_and(|e| e.contains("runner")),
+        "the frontend says the runner was lost: {report}"
+    );
+    client.cancel().await.ok();
+    let _ = std::fs::remove_file(&policy);
+}
