@@ -24,6 +24,9 @@ command -v docker-compose >/dev/null 2>&1 || need_pkgs+=(docker-compose)
 [ -x /usr/bin/runsc ] || need_pkgs+=(runsc)
 # The TLS test makes its certificates with the openssl command.
 command -v openssl >/dev/null 2>&1 || need_pkgs+=(openssl)
+# The web console's tests drive a real browser through WebDriver.
+command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need_pkgs+=(chromium-driver)
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   log "installing ${need_pkgs[*]}"
