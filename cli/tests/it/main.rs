@@ -14,6 +14,7 @@ mod cluster;
 mod code_mcp;
 mod compose;
 mod conformance;
+mod console;
 mod direct;
 mod discovery;
 mod doctor;

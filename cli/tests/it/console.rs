@@ -1,0 +1,157 @@
+//! The web console end to end: `serve --http --auth-tokens` with a policy
+//! whose rule names approvers; a client's code calls the tool and waits;
+//! the client hears where the question waits (a URL-mode elicitation with
+//! the console's link, and no form question); an approver logs in to the
+//! console over HTTP, sees the call and approves it, and the code goes on.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::ClientHandler;
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
+    FormElicitationCapability, UrlElicitationCapability,
+};
+use rmcp::service::{ClientServiceExt, RequestContext, RoleClient};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+use crate::auth::{TokenFile, serve, token_new};
+use crate::http::{LEGACY, run_python, stdout};
+use crate::support::{self, log_path};
+
+/// `echo` waits for alice or the security group.
+const POLICY: &str = r#"{"version": "1", "default": "allow", "tools": {"echo": {
+    "action": "approve", "approvers": ["alice", "group:security"], "reason": "echo speaks for the team"}}}"#;
+
+/// A client that declares form and URL elicitation and notes what it is
+/// asked: URL-mode links, and form messages (accepting neither).
+#[derive(Clone, Default)]
+struct Watcher {
+    links: Arc<Mutex<Vec<String>>>,
+    forms: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Watcher {
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        match request {
+            ElicitRequestParams::UrlElicitationParams { url, .. } => self.links.lock().unwrap().push(url),
+            ElicitRequestParams::FormElicitationParams { message, .. } => self.forms.lock().unwrap().push(message),
+            _ => {}
+        }
+        Ok(ElicitResult::new(ElicitationAction::Decline))
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(
+            ElicitationCapability::new()
+                .with_form(FormElicitationCapability::default())
+                .with_url(UrlElicitationCapability::default()),
+        );
+        let mut info = ClientConfig::default();
+        info.capabilities = capabilities;
+        info
+    }
+}
+
+/// The value of cookie `name` a response sets.
+fn set_cookie(answer: &reqwest::Response, name: &str) -> Option<String> {
+    answer
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|header| Some(header.strip_prefix(&format!("{name}="))?.split(';').next()?.to_string()))
+}
+
+fn csrf_in(page: &str) -> String {
+    let at = page.find("name=\"csrf\" value=\"").expect("a csrf field") + "name=\"csrf\" value=\"".len();
+    page[at..].split('"').next().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn an_approver_approves_a_waiting_call_in_the_console_and_the_client_was_pointed_there_by_a_url_elicitation() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let (carol, alice) = (token_new("carol"), token_new("alice"));
+    let tokens = TokenFile::of(&[&carol, &alice]);
+    let policy = log_path("console-policy").with_extension("json");
+    std::fs::write(&policy, POLICY).unwrap();
+    let (_serve, url, _log) =
+        serve(&["--warm", "0", "--auth-tokens", tokens.arg(), "--policy", policy.to_str().unwrap()]).await;
+    let base = url.trim_end_matches("/mcp").to_string();
+
+    let watcher = Watcher::default();
+    let config = StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header(carol.token.clone());
+    let transport = StreamableHttpClientTransport::from_config(config);
+    let client = watcher.clone().serve_with_lifecycle(transport, LEGACY()).await.expect("carol connects");
+    let running = tokio::spawn(async move {
+        let result = run_python(&client, "print(await echo({'text': 'team-approved'}))").await;
+        client.cancel().await.ok();
+        result
+    });
+
+    // Alice logs in to the console with her MCP token.
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let form = http.get(format!("{base}/console/login")).send().await.unwrap();
+    let login = set_cookie(&form, "codemode_console_login").expect("a login cookie");
+    let csrf = csrf_in(&form.text().await.unwrap());
+    let logged_in = http
+        .post(format!("{base}/console/login"))
+        .header("cookie", format!("codemode_console_login={login}"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("csrf={csrf}&token={}", alice.token))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(logged_in.status(), 303);
+    let cookie = format!("codemode_console={}", set_cookie(&logged_in, "codemode_console").expect("a session"));
+
+    // The call waits on her board; the client was given its page.
+    let started = Instant::now();
+    let (page, csrf) = loop {
+        let board = http.get(format!("{base}/console")).header("cookie", &cookie).send().await.unwrap();
+        assert_eq!(board.status(), 200);
+        let page = board.text().await.unwrap();
+        if page.contains("/console/approvals/") {
+            let csrf = csrf_in(&page);
+            break (page, csrf);
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "no call waited for alice: {page}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(page.contains("echo speaks for the team") && page.contains("carol"), "{page}");
+    let at = page.find("/console/approvals/").unwrap();
+    let link = page[at..].split('"').next().unwrap().to_string();
+    for _ in 0..50 {
+        if !watcher.links.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(*watcher.links.lock().unwrap(), [format!("{base}{link}")], "a URL-mode elicitation with the link");
+
+    let decided = http
+        .post(format!("{base}{link}"))
+        .header("cookie", &cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("decision=approve&note=ok+for+the+team&csrf={csrf}"))
+        .send()
+        .await
+        .unwrap();
+    let status = decided.status();
+    let page = decided.text().await.unwrap();
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("approved"), "{page}");
+
+    let result = tokio::time::timeout(Duration::from_secs(60), running).await.expect("the cell ends").unwrap();
+    assert_eq!(stdout(&result), "team-approved\n");
+    assert!(watcher.forms.lock().unwrap().is_empty(), "the rule does not ask the client: no form question");
+}
