@@ -46,5 +46,6 @@ mod several;
 mod skill;
 mod split;
 mod support;
+mod team;
 mod threat_model;
 mod tls;

@@ -258,7 +258,7 @@ async fn a_runner_killed_while_its_cell_waits_ends_the_question_with_a_clear_mes
     let bus = console_bus(&guards).await;
     let cell = tokio::spawn(async move {
         let result = support::run_python(&client, ECHO_ONCE).await;
-        (support::report(&result), client)
+        (support::outcome(&result), client)
     });
     let alice = viewer("alice", &[]);
     let waiting = first_waiting(&bus, &alice, Duration::from_secs(60)).await;
@@ -278,11 +278,9 @@ async fn a_runner_killed_while_its_cell_waits_ends_the_question_with_a_clear_mes
     assert_eq!(gone.outcome, "withdrawn", "{gone:?}");
     assert!(gone.note.contains("sandbox-runner running it stopped answering"), "{gone:?}");
     eprintln!("withdrawn {:?} after the runner was killed", started.elapsed());
-    let (report, client) = cell.await.unwrap();
-    assert!(
-        report["error"].as_str().is_some_and(|e| e.contains("runner")),
-        "the frontend says the runner was lost: {report}"
-    );
+    let (outcome, client) = cell.await.unwrap();
+    let lost = outcome.expect_err("the cell's outcome is unknown");
+    assert!(lost.contains("sandbox-runner running this cell was lost"), "{lost}");
     client.cancel().await.ok();
     let _ = std::fs::remove_file(&policy);
 }

@@ -330,7 +330,7 @@ pub struct Call {
     /// How a team's approval of the call was decided (a rule with
     /// `approvers`); left out otherwise, so older records read the same.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approval: Option<Approval>,
+    pub approval: Option<Box<Approval>>,
 }
 
 /// The decision on a question to a team (see [`Call::approval`]).

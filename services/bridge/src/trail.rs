@@ -97,7 +97,7 @@ impl Trail {
             result_bytes,
             result_sha256,
             tainted: self.tainted,
-            approval: self.approval.clone(),
+            approval: self.approval.clone().map(Box::new),
         })
     }
 }
