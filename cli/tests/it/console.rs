@@ -60,7 +60,7 @@ impl ClientHandler for Watcher {
 }
 
 /// The value of cookie `name` a response sets.
-fn set_cookie(answer: &reqwest::Response, name: &str) -> Option<String> {
+pub(crate) fn set_cookie(answer: &reqwest::Response, name: &str) -> Option<String> {
     answer
         .headers()
         .get_all("set-cookie")
@@ -69,7 +69,7 @@ fn set_cookie(answer: &reqwest::Response, name: &str) -> Option<String> {
         .find_map(|header| Some(header.strip_prefix(&format!("{name}="))?.split(';').next()?.to_string()))
 }
 
-fn csrf_in(page: &str) -> String {
+pub(crate) fn csrf_in(page: &str) -> String {
     let at = page.find("name=\"csrf\" value=\"").expect("a csrf field") + "name=\"csrf\" value=\"".len();
     page[at..].split('"').next().unwrap().to_string()
 }

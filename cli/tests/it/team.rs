@@ -284,3 +284,88 @@ async fn a_runner_killed_while_its_cell_waits_ends_the_question_with_a_clear_mes
     client.cancel().await.ok();
     let _ = std::fs::remove_file(&policy);
 }
+
+/// Log in to the console at `base` with `token`: the session cookie.
+async fn console_login(http: &reqwest::Client, base: &str, token: &str) -> String {
+    use crate::console::{csrf_in, set_cookie};
+    let form = http.get(format!("{base}/console/login")).send().await.unwrap();
+    let login = set_cookie(&form, "codemode_console_login").expect("a login cookie");
+    let csrf = csrf_in(&form.text().await.unwrap());
+    let logged_in = http
+        .post(format!("{base}/console/login"))
+        .header("cookie", format!("codemode_console_login={login}"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("csrf={csrf}&token={token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(logged_in.status(), 303, "alice logs in");
+    format!("codemode_console={}", set_cookie(&logged_in, "codemode_console").expect("a session"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_frontend_killed_while_a_call_waits_a_new_one_shows_the_same_question_and_its_approval_reaches_the_cell() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let policy = policy_file("team-restart", TEAM_POLICY);
+    let calls = log_path("team-restart-calls");
+    let args = ["--policy", policy.to_str().unwrap(), "--approval-timeout", "300"];
+    let (client, frontend_pid, guards) =
+        support::start(Deployment::OverNats, &args, &["--log", calls.to_str().unwrap()]).await;
+    let cell = tokio::spawn(async move {
+        let result = support::run_python(&client, ECHO_ONCE).await;
+        (support::outcome(&result), client)
+    });
+    let bus = console_bus(&guards).await;
+    let alice = viewer("alice", &[]);
+    let waiting = first_waiting(&bus, &alice, Duration::from_secs(60)).await;
+    // The frontend that ran the cell dies; its client's request goes with it.
+    support::kill9(frontend_pid);
+    let _ = cell.await;
+    // Another frontend, with the console, over the same NATS.
+    let token = crate::auth::token_new("alice");
+    let tokens = crate::auth::TokenFile::of(&[&token]);
+    let mut second = support::service_command(
+        &guards.nats_url(),
+        guards.users(),
+        "frontend",
+        &["--http", "127.0.0.1:0", "--auth-tokens", tokens.arg()],
+        None,
+    );
+    let (_second, url, _log) = crate::http::spawn_http(&mut second).await;
+    let base = url.trim_end_matches("/mcp").to_string();
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let cookie = console_login(&http, &base, &token.token).await;
+    let page = http.get(format!("{base}/console")).header("cookie", &cookie).send().await.unwrap();
+    let page = page.text().await.unwrap();
+    let link = format!("/console/approvals/{}", waiting.id);
+    assert!(page.contains(&link), "the new frontend shows the same question {}: {page}", waiting.id);
+    let csrf = crate::console::csrf_in(&page);
+    let decided = http
+        .post(format!("{base}{link}"))
+        .header("cookie", &cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("decision=approve&note=after+the+restart&csrf={csrf}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(decided.status(), 200);
+    // The approval reaches the cell: the call goes out to the server.
+    let started = Instant::now();
+    loop {
+        let logged = support::logged_calls(&calls);
+        if logged.iter().any(|c| c == "tools/call echo") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "the approved call never reached the server: {logged:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (left, _, recent) = board(&bus, &alice).await;
+    assert!(left.is_empty(), "{left:?}");
+    let decision = recent.iter().find(|d| d.id == waiting.id).expect("the decision is kept");
+    assert_eq!((decision.outcome.as_str(), decision.by.as_deref()), ("approved", Some("alice")));
+    let _ = std::fs::remove_file(&policy);
+    let _ = std::fs::remove_file(&calls);
+}
