@@ -81,6 +81,13 @@ impl Bridge {
             question_sha256: String::new(),
         };
         question.question_sha256 = board::question_hash(&question);
+        let Some(bus) = self.inner.approvals.get().cloned() else {
+            // `code-mode run`: no frontend, so no console and nobody to decide.
+            let why = "its rule names approvers, who decide in the web console of an HTTP frontend, and no frontend \
+                       serves this bridge";
+            return answer(&question, board::ended(&question, "withdrawn", why), started.elapsed(), timeout);
+        };
+        let bus = Some(bus);
         let stored = Stored { question: question.clone(), self_approve: team.self_approve, decision: None };
         if let Err(e) = board.open(&stored).await {
             tracing::warn!(tool = %site.tool, cell = %call.cell_id, error = %e, "could not put a call on the approval board");
@@ -89,7 +96,6 @@ impl Bridge {
         }
         tracing::info!(question = %question.id, tool = %site.tool, cell = %call.cell_id, %rule,
             approvers = %question.approvers.join(","), "a call waits for its approvers");
-        let bus = self.inner.approvals.get().cloned();
         let holder = match (&bus, from_code) {
             (Some(bus), true) => Holder::start(bus.clone(), &call.cell_id, call.call_index).await,
             _ => None,

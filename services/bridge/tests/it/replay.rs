@@ -153,12 +153,25 @@ async fn decide_first(bridge: &code_mode_bridge::Bridge, name: &str, approve: bo
 }
 
 #[tokio::test]
+async fn a_rule_naming_approvers_is_refused_at_once_where_no_frontend_serves_the_bridge() {
+    let team =
+        r#"{"version": "1", "default": "allow", "tools": {"echo": {"action": "approve", "approvers": ["alice"]}}}"#;
+    let h = Setup::default().policy(team).start().await.expect("the bridge starts");
+    let refusal = refused(h.bridge.call(&call("s", "c", 1, "echo", json!({"text": "x"}))).await);
+    assert!(refusal.contains("decide in the web console of an HTTP frontend"), "{refusal}");
+    h.close().await;
+}
+
+#[tokio::test]
 async fn a_rule_naming_approvers_replays_with_who_decided_and_flags_a_decider_who_could_not_decide_now() {
     let path = unique_path("team-audit.jsonl");
     let team = r#"{"version": "1", "default": "allow", "tools": {"echo": {"action": "approve", "approvers": ["alice", "bob"]}}}"#;
     let mut setup = Setup::default().policy(team);
     setup.policy_options.audit = Some(file_sink(&path).await);
     let h = setup.start().await.expect("the bridge starts");
+    // On a bus, as a frontend would reach it (without one nobody could decide).
+    let stop = tokio_util::sync::CancellationToken::new();
+    let _served = h.bridge.serve(&code_mode_core::bus::Bus::in_process(), stop.clone()).await.unwrap();
     for (i, approver) in [(1, "alice"), (2, "bob")] {
         let mut asked = call("s", "c", i, "echo", json!({"text": format!("call {i}")}));
         asked.identity = Some("carol".into());
@@ -173,6 +186,7 @@ async fn a_rule_naming_approvers_replays_with_who_decided_and_flags_a_decider_wh
     decide_first(&h.bridge, "alice", false, "not this one").await;
     let refusal = refused(waiting.await.unwrap());
     assert!(refusal.contains("declined by alice: not this one"), "{refusal}");
+    stop.cancel();
     h.close().await;
     let recorded = records(&path);
     let approvals: Vec<&Value> = recorded.iter().filter(|r| r["kind"] == "call").map(|r| &r["approval"]).collect();
