@@ -24,6 +24,7 @@ use code_mode_core::nats::{NatsOptions, NatsTls, NatsTransport};
 use code_mode_core::state::{JetStreamConfig, SessionStore};
 use code_mode_mcp_frontend::auth::oauth::OAuthOptions;
 use code_mode_mcp_frontend::auth::{AuthOptions, SessionLimits};
+use code_mode_mcp_frontend::console::ConsoleClient;
 use code_mode_mcp_frontend::http::{ConsoleOptions, HttpOptions, McpHttpServer, TlsFiles};
 use code_mode_mcp_frontend::{Expose, Frontend, FrontendConfig, FrontendFactory, KeepConfig};
 use code_mode_sandbox_runner::image::{self, BaseSource};
@@ -44,7 +45,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::BuildImage(args) => build_image(args.base, args.if_missing).await,
         Command::Serve(args) => {
             let _metrics = start_metrics(&args.stack.metrics, "serve", &root).await?;
-            let http = http_options(&args.http);
+            let http = http_options(&args.http)?;
             if let Some(options) = &http {
                 code_mode_mcp_frontend::http::preflight(options).await?;
             }
@@ -90,7 +91,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             config.keep = keep_config(&args.keep);
             let direct = direct_config(&args.direct);
             (config.expose, config.max_direct_calls) = (direct.expose, direct.max_calls);
-            if let Some(options) = http_options(&args.http) {
+            if let Some(options) = http_options(&args.http)? {
                 code_mode_mcp_frontend::http::preflight(&options).await?;
                 let factory = FrontendFactory::connect(bus, config).await?;
                 return serve_http(factory, &options, &root).await;
@@ -209,8 +210,10 @@ async fn policy_check(args: PolicyCheckArgs, root: &CancellationToken) -> anyhow
     Ok(())
 }
 
-fn http_options(args: &HttpArgs) -> Option<HttpOptions> {
-    let addr = args.http.clone()?;
+/// The HTTP settings, if `--http` was given; a bad console client secret
+/// file is the error.
+fn http_options(args: &HttpArgs) -> anyhow::Result<Option<HttpOptions>> {
+    let Some(addr) = args.http.clone() else { return Ok(None) };
     let auth = AuthOptions {
         tokens_file: args.auth_tokens.clone(),
         oauth: args.oauth_issuer.as_ref().map(|issuer| OAuthOptions {
@@ -230,8 +233,20 @@ fn http_options(args: &HttpArgs) -> Option<HttpOptions> {
     let console = ConsoleOptions {
         operators: args.console_operators.clone().unwrap_or_else(|| ConsoleOptions::default().operators),
         public_url: args.public_url.clone(),
+        oauth_client: match (&args.console_client_id, &args.console_client_secret_file) {
+            (Some(id), Some(file)) => Some(ConsoleClient::confidential(id, file)?),
+            (Some(id), None) => Some(ConsoleClient::public(id)?),
+            (None, _) => None,
+        },
     };
-    Some(HttpOptions { addr, allowed_hosts: args.allowed_hosts.clone(), auth, max_body: args.max_body, tls, console })
+    Ok(Some(HttpOptions {
+        addr,
+        allowed_hosts: args.allowed_hosts.clone(),
+        auth,
+        max_body: args.max_body,
+        tls,
+        console,
+    }))
 }
 
 /// Serve MCP over HTTP until a signal; the URL goes to stderr.

@@ -676,6 +676,19 @@ pub struct HttpArgs {
     /// listened on.
     #[arg(long, value_name = "URL", requires = "http", value_parser = parse_public_url)]
     pub public_url: Option<String>,
+    /// With `--oauth-issuer`: the web console's client id at that issuer.
+    /// The console's login page then offers "Sign in with" the issuer (the
+    /// authorization-code flow with PKCE; register the redirect URI
+    /// `<public URL>/console/login/callback`); without it only the token
+    /// form is offered. The scopes asked are every `--oauth-scope`, and
+    /// `openid` when the issuer lists it.
+    #[arg(long, value_name = "ID", requires = "oauth_issuer")]
+    pub console_client_id: Option<String>,
+    /// With `--console-client-id`: a file holding that client's secret on
+    /// one line, read at startup (the console is then a confidential
+    /// client; without it a public one, protected by PKCE alone).
+    #[arg(long, value_name = "FILE", requires = "console_client_id")]
+    pub console_client_secret_file: Option<std::path::PathBuf>,
     /// With `--http`: a browser origin allowed to call (`https://host[:port]`),
     /// repeatable; a request carrying any other `Origin` gets 403 (none is
     /// allowed by default, but a loopback origin passes at a server

@@ -44,7 +44,7 @@ pub const LEEWAY: Duration = Duration::from_secs(60);
 /// Least time between two fetches of the issuer's keys.
 pub const REFETCH_EVERY: Duration = Duration::from_secs(30);
 /// Longest time one request to the issuer may take.
-const ISSUER_TIMEOUT: Duration = Duration::from_secs(5);
+pub const ISSUER_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest token accepted, in bytes.
 const MAX_TOKEN: usize = 16 * 1024;
 /// Key requests that may wait at the actor.
@@ -515,10 +515,18 @@ impl KeysActor {
     }
 }
 
-/// The issuer's `jwks_uri`, from its authorization-server metadata
-/// (RFC 8414) or else its OpenID configuration; the document must name
-/// the same issuer.
+/// The issuer's `jwks_uri`, from its [metadata](issuer_metadata).
 async fn discover(client: &reqwest::Client, issuer: &str) -> Result<String, String> {
+    let (url, metadata) = issuer_metadata(client, issuer).await?;
+    metadata["jwks_uri"].as_str().map(str::to_string).ok_or_else(|| format!("{url} names no jwks_uri"))
+}
+
+/// The issuer's metadata and where it was read: its authorization-server
+/// metadata (RFC 8414), else its OpenID configuration (both places OpenID
+/// discovery allows); the document must name the same issuer. The keys'
+/// actor reads `jwks_uri` from it, the console's OAuth login its
+/// `authorization_endpoint` and `token_endpoint`.
+pub async fn issuer_metadata(client: &reqwest::Client, issuer: &str) -> Result<(String, Value), String> {
     let (origin, path) = split_origin(issuer);
     let path = path.trim_end_matches('/');
     let places = [
@@ -534,10 +542,7 @@ async fn discover(client: &reqwest::Client, issuer: &str) -> Result<String, Stri
                     last = format!("{url} names another issuer ({})", metadata["issuer"]);
                     continue;
                 }
-                return metadata["jwks_uri"]
-                    .as_str()
-                    .map(str::to_string)
-                    .ok_or_else(|| format!("{url} names no jwks_uri"));
+                return Ok((url, metadata));
             }
             Err(e) => last = e,
         }

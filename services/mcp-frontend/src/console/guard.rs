@@ -65,6 +65,20 @@ pub fn cookie(name: &str, value: &str, max_age: u64, secure: bool) -> String {
     format!("{name}={value}; Path=/console; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}")
 }
 
+/// The `Set-Cookie` value of an OAuth sign-in in progress
+/// ([`super::oauth::COOKIE`], sealed): HttpOnly, SameSite=Lax (the issuer
+/// sends the browser back with a top-level GET from its own site, which a
+/// Strict cookie would not follow), Path=/console/login (only the start
+/// and the callback see it), Secure over TLS; `max_age` 0 removes it.
+pub fn sign_in_cookie(value: &str, max_age: u64, secure: bool) -> String {
+    let secure = if secure { "; Secure" } else { "" };
+    format!(
+        "{}={value}; Path={}; HttpOnly; SameSite=Lax; Max-Age={max_age}{secure}",
+        super::oauth::COOKIE,
+        super::oauth::COOKIE_PATH
+    )
+}
+
 /// Whether `token` can be held in a cookie as is (cookie-octets of RFC
 /// 6265: no space, quote, comma, semicolon, backslash or control): a static
 /// token (`cm_` and hex) and a JWT (base64url and dots) can.
@@ -183,6 +197,16 @@ mod tests {
         assert!(!plain.contains("Secure"));
         assert!(session_cookie("cm_abc", true).ends_with("; Secure"));
         assert!(cookie(COOKIE, "", 0, false).contains("Max-Age=0"), "logging out removes it");
+    }
+
+    #[test]
+    fn the_sign_in_cookie_is_http_only_lax_and_only_under_the_login_path() {
+        let cookie = sign_in_cookie("sealed", 600, true);
+        assert_eq!(
+            cookie,
+            "codemode_console_oauth=sealed; Path=/console/login; HttpOnly; SameSite=Lax; Max-Age=600; Secure"
+        );
+        assert!(sign_in_cookie("", 0, false).ends_with("Max-Age=0"));
     }
 
     #[test]

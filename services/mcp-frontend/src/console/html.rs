@@ -111,6 +111,16 @@ pub struct Frame<'a> {
 /// A whole page: the frame around `body` (already HTML).
 pub fn page(title: &str, frame: &Frame<'_>, body: &str) -> String {
     let refresh = if frame.refresh { "<meta http-equiv=\"refresh\" content=\"5\">\n" } else { "" };
+    framed(title, frame, body, refresh)
+}
+
+/// A whole page that sends the browser on to `to` (a path of the console)
+/// at once, by a meta refresh: a navigation the console's own page starts.
+pub fn page_going_to(title: &str, frame: &Frame<'_>, body: &str, to: &str) -> String {
+    framed(title, frame, body, &format!("<meta http-equiv=\"refresh\" content=\"0; url={}\">\n", escape(to)))
+}
+
+fn framed(title: &str, frame: &Frame<'_>, body: &str, refresh: &str) -> String {
     let mut nav = String::new();
     if let Some(viewer) = frame.viewer {
         nav.push_str("<nav><a href=\"/console\">Waiting calls</a>");
@@ -135,11 +145,21 @@ pub fn page(title: &str, frame: &Frame<'_>, body: &str) -> String {
     )
 }
 
-/// The login form (`error`: why the last try failed, our own text).
-pub fn login(csrf: &str, error: Option<&str>) -> String {
+/// The login form (`error`: why the last try failed, our own text); with
+/// `issuer`, a link signing in there first.
+pub fn login(csrf: &str, error: Option<&str>, issuer: Option<&str>) -> String {
     let error = error.map(|e| format!("<p class=\"refusal\">{}</p>\n", escape(e))).unwrap_or_default();
+    let oauth = issuer
+        .map(|issuer| {
+            format!(
+                "<p><a class=\"sign-in\" href=\"/console/login/oauth\">Sign in with {}</a></p>\n<p class=\"muted\">\
+                 Or:</p>\n",
+                shown(issuer, SHORT)
+            )
+        })
+        .unwrap_or_default();
     let body = format!(
-        "{error}<p>Paste the bearer token you use for MCP (a static token or an OAuth access token). The console \
+        "{error}{oauth}<p>Paste the bearer token you use for MCP (a static token or an OAuth access token). The console \
          keeps it in a cookie for this site only and checks it again on every page.</p>\n\
          <form method=\"post\" action=\"/console/login\">\n<input type=\"hidden\" name=\"csrf\" value=\"{}\">\n\
          <label for=\"token\">Token</label>\n<input type=\"password\" id=\"token\" name=\"token\" autocomplete=\"off\" \

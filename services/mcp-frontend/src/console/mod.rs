@@ -9,7 +9,9 @@
 //! bearer token it uses for MCP. Server-rendered HTML ([`html`]), no
 //! JavaScript.
 //!
-//! - `GET /console/login` asks for the token; `POST /console/login` checks
+//! - `GET /console/login` asks for the token (and, with an OAuth issuer and
+//!   `--console-client-id`, offers "Sign in with" the issuer: [`oauth`]);
+//!   `POST /console/login` checks
 //!   it with the gate of `/mcp` and [starts the session](Console::start_session):
 //!   a cookie holding the token ([`guard`]: HttpOnly, SameSite=Strict,
 //!   Path=/console, Secure over TLS). Nothing is stored server-side, so a
@@ -36,6 +38,7 @@
 
 pub mod guard;
 pub mod html;
+pub mod oauth;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -51,6 +54,8 @@ use code_mode_core::bus::BusError;
 use code_mode_proto::{ConsoleReply, ConsoleRequest, Viewer, subjects};
 
 use self::html::{Frame, SHORT, escape, shown};
+pub use self::oauth::{ConsoleClient, ConsoleClientError};
+use self::oauth::{OAuthSignIn, SignInError};
 use crate::auth::{Gate, Identity};
 use crate::{FrontendFactory, Shared};
 
@@ -77,11 +82,16 @@ pub struct ConsoleOptions {
     /// `https://mcp.example.com`): the links given to clients start with
     /// it. `None`: `http(s)://` and the address listened on.
     pub public_url: Option<String>,
+    /// The console as an OAuth client of the issuer `/mcp` takes tokens
+    /// from (`--console-client-id`, `--console-client-secret-file`): the
+    /// login page then offers signing in there ([`oauth`]). `None`, or no
+    /// OAuth issuer: only the token form.
+    pub oauth_client: Option<ConsoleClient>,
 }
 
 impl Default for ConsoleOptions {
     fn default() -> Self {
-        Self { operators: DEFAULT_OPERATORS.into(), public_url: None }
+        Self { operators: DEFAULT_OPERATORS.into(), public_url: None, oauth_client: None }
     }
 }
 
@@ -112,6 +122,8 @@ struct Inner {
     operators: String,
     secure: bool,
     allowed_hosts: Vec<String>,
+    /// Signing in through the OAuth issuer, when offered.
+    sign_in: Option<OAuthSignIn>,
 }
 
 /// What a page knows of its viewer.
@@ -141,8 +153,25 @@ impl Console {
         allowed_hosts: Vec<String>,
         secure: bool,
     ) -> Self {
-        let inner =
-            Inner { gate, shared: factory.shared.clone(), operators: options.operators.clone(), secure, allowed_hosts };
+        let sign_in = match (&options.oauth_client, gate.oauth()) {
+            (Some(client), Some(oauth)) => OAuthSignIn::new(client.clone(), oauth),
+            (Some(_), None) => {
+                tracing::error!(
+                    "a console OAuth client is set but tokens are not checked by an OAuth issuer: only the token \
+                     form is offered"
+                );
+                None
+            }
+            (None, _) => None,
+        };
+        let inner = Inner {
+            gate,
+            shared: factory.shared.clone(),
+            operators: options.operators.clone(),
+            secure,
+            allowed_hosts,
+            sign_in,
+        };
         Self { inner: Arc::new(inner) }
     }
 
@@ -163,6 +192,8 @@ impl Console {
             .route("/style.css", web::get().to(style))
             .route("/login", web::get().to(login_form))
             .route("/login", web::post().to(login))
+            .route("/login/oauth", web::get().to(sign_in_start))
+            .route("/login/callback", web::get().to(sign_in_callback))
             .route("/logout", web::post().to(logout))
             .route("/approvals/{id}", web::get().to(question))
             .route("/approvals/{id}", web::post().to(decide))
@@ -181,6 +212,27 @@ impl Console {
             .append_header((header::SET_COOKIE, guard::session_cookie(token, self.inner.secure)))
             .append_header((header::SET_COOKIE, guard::cookie(guard::LOGIN_COOKIE, "", 0, self.inner.secure)))
             .finish()
+    }
+
+    /// [`start_session`](Self::start_session) at the end of a redirect
+    /// from another site (the OAuth callback): a page that sends the
+    /// browser on to the board itself (a meta refresh, and a link), rather
+    /// than a 303. After a chain of redirects that began on the issuer's
+    /// site a browser would not send the SameSite=Strict session cookie to
+    /// the board; a navigation started by the console's own page does.
+    fn start_session_from_elsewhere(&self, token: &str, identity: &Identity) -> HttpResponse {
+        let answer = self.start_session(token);
+        let body = format!(
+            "<p class=\"done\">Signed in as <strong>{}</strong>.</p>\n<p><a href=\"{PATH}\">Go to the console</a></p>\n",
+            shown(identity.as_str(), SHORT)
+        );
+        let frame = Frame { viewer: None, csrf: "", operator: false, refresh: false };
+        let page = html::page_going_to("Signed in", &frame, &body, PATH);
+        let mut done = html_answer(StatusCode::OK, page);
+        for cookie in answer.headers().get_all(header::SET_COOKIE) {
+            done.headers_mut().append(header::SET_COOKIE, cookie.clone());
+        }
+        done
     }
 
     /// The viewer of a request, by its cookie's token checked now; else
@@ -365,7 +417,8 @@ fn login_page(console: &Console, status: StatusCode, error: Option<&str>) -> Htt
     let Some(secret) = guard::random_hex() else {
         return html_answer(StatusCode::INTERNAL_SERVER_ERROR, "no randomness from the system".into());
     };
-    let mut answer = html_answer(status, html::login(&guard::csrf_of(&secret), error));
+    let issuer = console.inner.sign_in.as_ref().map(OAuthSignIn::issuer);
+    let mut answer = html_answer(status, html::login(&guard::csrf_of(&secret), error, issuer));
     if let Ok(value) = header::HeaderValue::from_str(&guard::cookie(
         guard::LOGIN_COOKIE,
         &secret,
@@ -404,6 +457,130 @@ async fn login(console: web::Data<Console>, request: HttpRequest, body: web::Byt
             login_page(&console, StatusCode::UNAUTHORIZED, Some("That token is not valid here."))
         }
     }
+}
+
+/// The console's `redirect_uri`: its public base and the callback path.
+fn redirect_uri(console: &Console) -> String {
+    let base = console.inner.shared.console_base.get().map_or("", String::as_str);
+    format!("{base}{}", oauth::CALLBACK_PATH)
+}
+
+/// `GET /console/login/oauth`: start signing in at the issuer (see
+/// [`oauth`]).
+async fn sign_in_start(console: web::Data<Console>) -> HttpResponse {
+    let Some(sign_in) = &console.inner.sign_in else { return not_found().await };
+    match sign_in.start(&redirect_uri(&console)).await {
+        Ok((location, sealed)) => HttpResponse::SeeOther()
+            .insert_header((header::LOCATION, location))
+            .append_header((
+                header::SET_COOKIE,
+                guard::sign_in_cookie(&sealed, oauth::SIGN_IN_TTL.as_secs(), console.inner.secure),
+            ))
+            .finish(),
+        Err(e) => sign_in_failed(&console, &e),
+    }
+}
+
+/// `GET /console/login/callback?code&state` (or `?error`): check the state
+/// against the sign-in cookie, exchange the code, check the token as
+/// `/mcp` would, start the session. The sign-in cookie goes in every case.
+async fn sign_in_callback(console: web::Data<Console>, request: HttpRequest) -> HttpResponse {
+    let Some(sign_in) = &console.inner.sign_in else { return not_found().await };
+    let query = form_fields(request.query_string().as_bytes());
+    let field = |name: &str| query.get(name).map(String::as_str).filter(|v| !v.is_empty());
+    let outcome = async {
+        if let Some(error) = field("error") {
+            return Err(oauth::refusal_of(error, field("error_description")));
+        }
+        // RFC 9207: an issuer that names itself must be ours.
+        if field("iss").is_some_and(|iss| iss != sign_in.issuer()) {
+            return Err(SignInError::OtherIssuer);
+        }
+        let cookie = guard::cookie_of(&request, oauth::COOKIE);
+        let pending = sign_in.pending(cookie.as_deref(), field("state"))?;
+        let code = field("code").ok_or(SignInError::NoCode)?;
+        let token = sign_in.exchange(code, &pending, &redirect_uri(&console)).await?;
+        if !guard::cookie_safe(&token) {
+            return Err(SignInError::Token("it cannot be kept in a cookie (too long or not cookie-safe)".into()));
+        }
+        let identity = console.inner.gate.identify(&token).await.map_err(SignInError::Token)?;
+        Ok((token, identity))
+    }
+    .await;
+    let mut answer = match outcome {
+        Ok((token, identity)) => {
+            tracing::info!(identity = %identity, "console login through the OAuth issuer");
+            console.start_session_from_elsewhere(&token, &identity)
+        }
+        Err(e) => sign_in_failed(&console, &e),
+    };
+    if let Ok(clear) = header::HeaderValue::from_str(&guard::sign_in_cookie("", 0, console.inner.secure)) {
+        answer.headers_mut().append(header::SET_COOKIE, clear);
+    }
+    answer
+}
+
+/// The page of a sign-in that did not end in a session; every text from
+/// the issuer or the request is escaped.
+fn sign_in_failed(console: &Console, error: &SignInError) -> HttpResponse {
+    tracing::info!(%error, "a console sign-in through the OAuth issuer failed");
+    let issuer = console.inner.sign_in.as_ref().map_or("", OAuthSignIn::issuer);
+    let (status, text) = match error {
+        SignInError::Metadata(_) => (
+            StatusCode::BAD_GATEWAY,
+            format!(
+                "The issuer {} cannot be reached or does not describe itself: try again later.",
+                shown(issuer, SHORT)
+            ),
+        ),
+        SignInError::Refused { error, description } => (
+            StatusCode::BAD_REQUEST,
+            format!(
+                "The issuer did not sign you in: <code>{}</code>{}",
+                shown(error, SHORT),
+                if description.is_empty() { String::new() } else { format!(" ({})", shown(description, 300)) }
+            ),
+        ),
+        SignInError::NoSignIn => (
+            StatusCode::BAD_REQUEST,
+            "This sign-in was not started in this browser, has taken more than 10 minutes, or the console restarted \
+             meanwhile: sign in again."
+                .to_string(),
+        ),
+        SignInError::State => (
+            StatusCode::BAD_REQUEST,
+            "This answer of the issuer does not belong to the sign-in this browser started (state): sign in again."
+                .to_string(),
+        ),
+        SignInError::OtherIssuer => (
+            StatusCode::BAD_REQUEST,
+            "This answer names another issuer than the console's (iss): sign in again.".to_string(),
+        ),
+        SignInError::NoCode => (StatusCode::BAD_REQUEST, "The issuer sent no code: sign in again.".to_string()),
+        SignInError::Exchange { error, description } => (
+            StatusCode::BAD_REQUEST,
+            format!(
+                "The issuer refused to give a token for this code: <code>{}</code>{}. A code serves once: sign in \
+                 again.",
+                shown(error, SHORT),
+                if description.is_empty() { String::new() } else { format!(" ({})", shown(description, 300)) }
+            ),
+        ),
+        SignInError::TokenRequest(_) => (
+            StatusCode::BAD_GATEWAY,
+            "The issuer's token endpoint could not be asked or gave no usable token: try again.".to_string(),
+        ),
+        SignInError::Token(why) => (
+            StatusCode::FORBIDDEN,
+            format!(
+                "The issuer signed you in, but its token is not accepted here: {}. Ask whoever runs this server.",
+                shown(why, SHORT)
+            ),
+        ),
+    };
+    let body = format!("<p class=\"refusal\">{text}</p>\n<p><a href=\"{PATH}/login\">Back to the login page</a></p>\n");
+    let frame = Frame { viewer: None, csrf: "", operator: false, refresh: false };
+    html_answer(status, html::page("Not signed in", &frame, &body))
 }
 
 /// `POST /console/logout`: remove the cookie.

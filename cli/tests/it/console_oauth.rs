@@ -1,0 +1,444 @@
+//! Signing in to the web console through the OAuth issuer, against a real
+//! authorization server: npm `oidc-provider`
+//! (`testing/peers/oidc_login_issuer.mjs`, its development login and
+//! consent pages). A small browser made of reqwest and a cookie jar follows
+//! the redirects and submits the issuer's forms as a person would; the
+//! console's callback is a real redirect from the issuer with a real code.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::support;
+
+/// The test's authorization server; killed when dropped.
+struct Issuer {
+    url: String,
+    child: std::process::Child,
+}
+
+impl Drop for Issuer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Issuer {
+    /// Start oidc-provider for `base`'s resource and callback; `None` off CI
+    /// when the peers are not installed (under `CI=true` a missing one
+    /// fails the test).
+    fn start(base: &str) -> Option<Issuer> {
+        code_mode_core::testing::peers::npm_package("oidc-provider")?;
+        let script = code_mode_core::testing::peers::workspace_root().join("testing/peers/oidc_login_issuer.mjs");
+        let mut child = std::process::Command::new("node")
+            .arg(script)
+            .arg(format!("{base}/mcp"))
+            .arg(format!("{base}/console/login/callback"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("node runs the issuer");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(url) = line.strip_prefix("issuer=") {
+                    let _ = tx.send(url.to_string());
+                }
+            }
+        });
+        let url = rx.recv_timeout(Duration::from_secs(60)).expect("the issuer starts within 60 s");
+        Some(Issuer { url, child })
+    }
+}
+
+/// `serve --http` with OAuth at `issuer` (the groups in the `groups`
+/// claim) and `extra` options; its base URL.
+struct Served {
+    base: String,
+    _serve: tokio::process::Child,
+}
+
+async fn serve(port: u16, issuer: &str, extra: &[&str]) -> Served {
+    let base = format!("http://127.0.0.1:{port}");
+    let mut serve = tokio::process::Command::new(support::code_mode());
+    serve
+        .args(["serve", "--warm", "0", "--http", &format!("127.0.0.1:{port}"), "--oauth-issuer", issuer])
+        .args(["--oauth-resource", &format!("{base}/mcp"), "--oauth-scope", "mcp:run"])
+        .args(["--oauth-groups-claim", "groups"])
+        .args(extra)
+        .arg("--")
+        .arg(support::test_server());
+    serve.stdin(std::process::Stdio::null()).kill_on_drop(true);
+    let (serve, printed, _log) = crate::http::spawn_http(&mut serve).await;
+    assert_eq!(printed, format!("{base}/mcp"));
+    Served { base, _serve: serve }
+}
+
+/// A free loopback port (the issuer must know the callback before the
+/// server starts).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A cookie a browser keeps: where it goes, and its value.
+#[derive(Clone, Debug)]
+struct Cookie {
+    authority: String,
+    path: String,
+    name: String,
+    value: String,
+}
+
+/// What a browser needs of HTTP here: cookies kept per authority and path,
+/// redirects followed one by one (so the test can stop before one).
+struct Browser {
+    http: reqwest::Client,
+    jar: Mutex<Vec<Cookie>>,
+}
+
+/// An answer: status, `Set-Cookie` values, `Location`, body.
+struct Page {
+    status: u16,
+    set_cookies: Vec<String>,
+    location: Option<String>,
+    body: String,
+}
+
+impl Page {
+    /// The value cookie `name` is set to, if this answer sets it.
+    fn sets(&self, name: &str) -> Option<String> {
+        self.set_cookies.iter().find_map(|c| Some(c.strip_prefix(&format!("{name}="))?.split(';').next()?.to_string()))
+    }
+}
+
+fn authority_and_path(url: &str) -> (String, String) {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    (authority.to_string(), if path.is_empty() { "/".into() } else { path.to_string() })
+}
+
+impl Browser {
+    fn new() -> Self {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        Self { http, jar: Mutex::new(Vec::new()) }
+    }
+
+    fn cookies_for(&self, url: &str) -> String {
+        let (authority, path) = authority_and_path(url);
+        let jar = self.jar.lock().unwrap();
+        jar.iter()
+            .filter(|c| c.authority == authority && path.starts_with(&c.path))
+            .map(|c| format!("{}={}", c.name, c.value))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.jar.lock().unwrap().iter().any(|c| c.name == name)
+    }
+
+    async fn send(&self, request: reqwest::RequestBuilder, url: &str) -> Page {
+        let cookies = self.cookies_for(url);
+        let request = if cookies.is_empty() { request } else { request.header("cookie", cookies) };
+        let answer = request.send().await.unwrap_or_else(|e| panic!("{url}: {e}"));
+        let status = answer.status().as_u16();
+        let set_cookies: Vec<String> =
+            answer.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok()).map(str::to_string).collect();
+        let location = answer.headers().get("location").and_then(|v| v.to_str().ok()).map(|l| absolute(url, l));
+        let body = answer.text().await.unwrap();
+        let (authority, _) = authority_and_path(url);
+        let mut jar = self.jar.lock().unwrap();
+        for header in &set_cookies {
+            let mut parts = header.split(';').map(str::trim);
+            let Some((name, value)) = parts.next().and_then(|p| p.split_once('=')) else { continue };
+            let mut path = "/".to_string();
+            let mut gone = value.is_empty();
+            for attribute in parts {
+                let lower = attribute.to_ascii_lowercase();
+                if let Some(p) = attribute.strip_prefix("Path=").or_else(|| attribute.strip_prefix("path=")) {
+                    path = p.to_string();
+                }
+                if lower == "max-age=0" || lower.contains("1970") {
+                    gone = true;
+                }
+            }
+            jar.retain(|c| !(c.authority == authority && c.name == name && c.path == path));
+            if !gone {
+                jar.push(Cookie { authority: authority.clone(), path, name: name.into(), value: value.into() });
+            }
+        }
+        Page { status, set_cookies, location, body }
+    }
+
+    async fn get(&self, url: &str) -> Page {
+        self.send(self.http.get(url), url).await
+    }
+
+    async fn post_form(&self, url: &str, form: &str) -> Page {
+        let request =
+            self.http.post(url).header("content-type", "application/x-www-form-urlencoded").body(form.to_string());
+        self.send(request, url).await
+    }
+
+    /// Follow `page`'s redirects (as GETs) until an answer that is not a
+    /// redirect, or until the next one would go to a URL starting with
+    /// `stop_at`: the last page, and the URL not visited.
+    async fn follow(&self, mut page: Page, stop_at: &str) -> (Page, Option<String>) {
+        for _ in 0..20 {
+            let Some(next) = page.location.clone().filter(|_| (300..400).contains(&page.status)) else {
+                return (page, None);
+            };
+            if next.starts_with(stop_at) {
+                return (page, Some(next));
+            }
+            page = self.get(&next).await;
+        }
+        panic!("more than 20 redirects");
+    }
+}
+
+/// `location` made absolute against `url`.
+fn absolute(url: &str, location: &str) -> String {
+    if location.contains("://") {
+        return location.to_string();
+    }
+    let scheme_end = url.find("://").unwrap() + 3;
+    let origin_end = url[scheme_end..].find('/').map_or(url.len(), |i| scheme_end + i);
+    format!("{}{location}", &url[..origin_end])
+}
+
+/// The `action` of the first form of an issuer's page, made absolute.
+fn form_action(issuer: &str, page: &str) -> String {
+    let at = page.find("<form").expect("a form on the issuer's page");
+    let at = at + page[at..].find("action=\"").expect("a form action") + "action=\"".len();
+    absolute(issuer, &page[at..at + page[at..].find('"').unwrap()])
+}
+
+fn query_value(url: &str, name: &str) -> Option<String> {
+    let query = url.split_once('?')?.1;
+    query.split('&').find_map(|pair| Some(pair.strip_prefix(&format!("{name}="))?.to_string()))
+}
+
+/// A person named `login` clicks "Sign in with" on the console's login
+/// page, signs in at the issuer and consents: the URL the issuer sends the
+/// browser back to (not visited yet).
+async fn sign_in_at_issuer(browser: &Browser, served: &Served, issuer: &Issuer, login: &str) -> String {
+    let page = browser.get(&format!("{}/console/login", served.base)).await;
+    assert_eq!(page.status, 200);
+    let offered = format!("href=\"/console/login/oauth\">Sign in with {}</a>", issuer.url);
+    assert!(page.body.contains(&offered), "{}", page.body);
+    let started = browser.get(&format!("{}/console/login/oauth", served.base)).await;
+    assert_eq!(started.status, 303, "{}", started.body);
+    let sealed = started.sets("codemode_console_oauth").expect("a sign-in cookie");
+    let cookie = started.set_cookies.iter().find(|c| c.starts_with("codemode_console_oauth=")).unwrap();
+    for flag in ["Path=/console/login", "HttpOnly", "SameSite=Lax", "Max-Age=600"] {
+        assert!(cookie.contains(flag), "{flag} missing: {cookie}");
+    }
+    let to_issuer = started.location.clone().unwrap();
+    assert!(to_issuer.starts_with(&format!("{}/auth?", issuer.url)), "{to_issuer}");
+    for part in ["response_type=code", "code_challenge_method=S256", "scope=openid%20mcp%3Arun", "client_id=code-mode-"]
+    {
+        assert!(to_issuer.contains(part), "{part} missing: {to_issuer}");
+    }
+    let resource = format!("resource={}", encode(&format!("{}/mcp", served.base)));
+    assert!(to_issuer.contains(&resource), "{to_issuer}");
+    let verifier_hidden = !sealed.contains(&query_value(&to_issuer, "state").unwrap());
+    assert!(verifier_hidden, "the sign-in cookie is sealed, not the state in clear");
+
+    let callback = format!("{}/console/login/callback", served.base);
+    let (login_page, _) = browser.follow(started, &callback).await;
+    assert_eq!(login_page.status, 200, "the issuer's login page: {}", login_page.body);
+    let form = format!("prompt=login&login={login}&password=anything");
+    let submitted = browser.post_form(&form_action(&issuer.url, &login_page.body), &form).await;
+    let (consent_page, _) = browser.follow(submitted, &callback).await;
+    assert_eq!(consent_page.status, 200, "the issuer's consent page: {}", consent_page.body);
+    let consented = browser.post_form(&form_action(&issuer.url, &consent_page.body), "prompt=consent").await;
+    let (_, back) = browser.follow(consented, &callback).await;
+    let back = back.expect("the issuer sends the browser back to the console");
+    assert!(query_value(&back, "code").is_some(), "{back}");
+    back
+}
+
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// Whether an answer starts a console session (sets the session cookie to
+/// a value).
+fn starts_a_session(page: &Page) -> bool {
+    page.sets("codemode_console").is_some_and(|v| !v.is_empty())
+}
+
+/// A port, an issuer for it and the server with the console's client; the
+/// client secret file is removed at the end of the test by the caller.
+async fn served_with_sign_in(public: bool) -> Option<(Issuer, Served, std::path::PathBuf)> {
+    let port = free_port();
+    let issuer = Issuer::start(&format!("http://127.0.0.1:{port}"))?;
+    let secret = support::log_path("console-client-secret");
+    std::fs::write(&secret, "console-secret\n").unwrap();
+    let served = if public {
+        serve(port, &issuer.url, &["--console-client-id", "code-mode-console-public"]).await
+    } else {
+        let file = secret.to_str().unwrap();
+        serve(port, &issuer.url, &["--console-client-id", "code-mode-console", "--console-client-secret-file", file])
+            .await
+    };
+    Some((issuer, served, secret))
+}
+
+#[tokio::test]
+async fn a_person_signs_in_through_the_issuer_and_lands_on_the_console_as_herself_with_her_groups() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some((issuer, served, secret)) = served_with_sign_in(false).await else { return };
+    let browser = Browser::new();
+    let back = sign_in_at_issuer(&browser, &served, &issuer, "alice").await;
+    let landed = browser.get(&back).await;
+    assert_eq!(landed.status, 200, "{}", landed.body);
+    assert!(starts_a_session(&landed), "a session cookie: {:?}", landed.set_cookies);
+    let session = landed.set_cookies.iter().find(|c| c.starts_with("codemode_console=")).unwrap();
+    assert!(session.contains("SameSite=Strict") && session.contains("HttpOnly"), "{session}");
+    assert_eq!(landed.sets("codemode_console_oauth").as_deref(), Some(""), "the sign-in cookie is removed");
+    assert!(!browser.has("codemode_console_oauth"));
+    assert!(landed.body.contains("Signed in as <strong>alice</strong>"), "{}", landed.body);
+    assert!(landed.body.contains("http-equiv=\"refresh\" content=\"0; url=/console\""), "{}", landed.body);
+
+    // The page sends the browser on to the board, where she is herself.
+    let board = browser.get(&format!("{}/console", served.base)).await;
+    assert_eq!(board.status, 200, "{}", board.body);
+    assert!(board.body.contains("<span class=\"who\">alice</span>"), "{}", board.body);
+    assert!(board.body.contains("href=\"/console/operations\""), "her groups came with the token: {}", board.body);
+    let operations = browser.get(&format!("{}/console/operations", served.base)).await;
+    assert_eq!(operations.status, 200, "alice is in the operators group");
+    let _ = std::fs::remove_file(secret);
+}
+
+#[tokio::test]
+async fn a_callback_with_a_wrong_state_is_refused_sets_no_session_and_leaves_the_code_unspent() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some((issuer, served, secret)) = served_with_sign_in(false).await else { return };
+    let browser = Browser::new();
+    let back = sign_in_at_issuer(&browser, &served, &issuer, "mallory").await;
+    let state = query_value(&back, "state").unwrap();
+    let kept_cookie = browser.cookies_for(&back);
+    let forged = back.replace(&format!("state={state}"), "state=AAAA%3Cb%3Ewrong%3C%2Fb%3E");
+    let refused = browser.get(&forged).await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(!starts_a_session(&refused), "{:?}", refused.set_cookies);
+    assert!(refused.body.contains("does not belong to the sign-in this browser started"), "{}", refused.body);
+    assert!(!refused.body.contains("<b>wrong"), "nothing of the request reaches the page unescaped");
+
+    // Without the sign-in cookie the real state is refused too.
+    let stranger = Browser::new();
+    let no_cookie = stranger.get(&back).await;
+    assert_eq!(no_cookie.status, 400, "{}", no_cookie.body);
+    assert!(!starts_a_session(&no_cookie));
+
+    // The refused answers spent nothing: the code and the right state,
+    // with the sign-in cookie the browser held, still sign her in.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let plain = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let right = plain.get(&back).header("cookie", &kept_cookie).send().await.unwrap();
+    assert_eq!(right.status(), 200);
+    let body = right.text().await.unwrap();
+    assert!(body.contains("Signed in as <strong>mallory</strong>"), "{body}");
+    let _ = std::fs::remove_file(secret);
+}
+
+#[tokio::test]
+async fn a_callback_whose_code_was_already_used_is_refused() {
+    if !support::sandbox_available() {
+        return;
+    }
+    // The public client: PKCE alone.
+    let Some((issuer, served, secret)) = served_with_sign_in(true).await else { return };
+    let browser = Browser::new();
+    let back = sign_in_at_issuer(&browser, &served, &issuer, "bob").await;
+    // What an attacker would replay: the callback URL and the sign-in
+    // cookie as they were before the callback.
+    let kept_cookie = browser.cookies_for(&back);
+    assert!(kept_cookie.contains("codemode_console_oauth="), "{kept_cookie}");
+    let first = browser.get(&back).await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert!(starts_a_session(&first));
+
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let replay = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let again = replay.get(&back).header("cookie", &kept_cookie).send().await.unwrap();
+    assert_eq!(again.status(), 400);
+    let sets: Vec<String> =
+        again.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok()).map(str::to_string).collect();
+    assert!(
+        !sets.iter().any(|c| c.starts_with("codemode_console=") && !c.starts_with("codemode_console=;")),
+        "{sets:?}"
+    );
+    let body = again.text().await.unwrap();
+    assert!(body.contains("<code>invalid_grant</code>") && body.contains("A code serves once"), "{body}");
+    let _ = std::fs::remove_file(secret);
+}
+
+#[tokio::test]
+async fn an_error_from_the_issuer_is_shown_escaped_and_starts_no_session() {
+    if !support::sandbox_available() {
+        return;
+    }
+    // No issuer answers here: an error callback needs none.
+    let served = serve(free_port(), "http://127.0.0.1:9", &["--console-client-id", "code-mode-console"]).await;
+    let url = format!(
+        "{}/console/login/callback?error=access_denied&error_description=%3Cscript%3Ealert(1)%3C%2Fscript%3E",
+        served.base
+    );
+    let answer = Browser::new().get(&url).await;
+    assert_eq!(answer.status, 400);
+    assert!(!starts_a_session(&answer));
+    assert!(answer.body.contains("<code>access_denied</code>"), "{}", answer.body);
+    assert!(answer.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;") && !answer.body.contains("<script"));
+}
+
+#[tokio::test]
+async fn the_login_page_without_a_console_client_id_offers_only_the_token_form() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let served = serve(free_port(), "http://127.0.0.1:9", &[]).await;
+    let browser = Browser::new();
+    let page = browser.get(&format!("{}/console/login", served.base)).await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("name=\"token\""), "{}", page.body);
+    assert!(!page.body.contains("Sign in with") && !page.body.contains("/console/login/oauth"), "{}", page.body);
+    assert_eq!(browser.get(&format!("{}/console/login/oauth", served.base)).await.status, 404);
+    assert_eq!(browser.get(&format!("{}/console/login/callback?code=x&state=y", served.base)).await.status, 404);
+}
+
+#[tokio::test]
+async fn a_client_secret_file_that_cannot_be_read_stops_startup_naming_the_file() {
+    let missing = support::log_path("console-secret-missing");
+    let output = tokio::process::Command::new(support::code_mode())
+        .args(["serve", "--http", "127.0.0.1:0", "--oauth-issuer", "http://127.0.0.1:9"])
+        .args(["--oauth-resource", "http://127.0.0.1:1/mcp", "--console-client-id", "code-mode-console"])
+        .arg("--console-client-secret-file")
+        .arg(&missing)
+        .arg("--")
+        .arg(support::test_server())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("console client secret file") && stderr.contains(&*missing.to_string_lossy()), "{stderr}");
+}
