@@ -15,6 +15,7 @@ mod code_mcp;
 mod compose;
 mod conformance;
 mod console;
+mod console_browser;
 mod console_oauth;
 mod direct;
 mod discovery;

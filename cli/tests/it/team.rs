@@ -142,7 +142,7 @@ async fn a_call_approved_three_minutes_after_it_was_asked_completes_in_a_cell_wh
     });
     let alice = viewer("alice", &[]);
     let waiting = first_waiting(&bus, &alice, Duration::from_secs(60)).await;
-    assert_eq!((waiting.server.as_str(), waiting.tool.as_str()), ("test", "echo"), "{waiting:?}");
+    assert!(waiting.server.ends_with("code-mode-test-server") && waiting.tool == "echo", "{waiting:?}");
     assert_eq!(waiting.reason.as_deref(), Some("echo speaks for the team"));
     assert!(waiting.arguments.contains("launch-code-4711"), "{waiting:?}");
     // Nobody outside the approvers sees it.

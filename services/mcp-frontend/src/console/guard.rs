@@ -32,7 +32,10 @@ pub const HEADERS: [(&str, &str); 4] = [
          base-uri 'none'",
     ),
     ("x-content-type-options", "nosniff"),
-    ("referrer-policy", "no-referrer"),
+    // Not `no-referrer`: under it a browser sends `Origin: null` with the
+    // console's own forms, and the Origin check would refuse them. Other
+    // sites still learn nothing (the console's URLs hold no secret anyway).
+    ("referrer-policy", "same-origin"),
     ("cache-control", "no-store"),
 ];
 

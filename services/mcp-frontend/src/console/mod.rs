@@ -33,7 +33,7 @@
 //! Every POST carries a `csrf` field, the [`guard::csrf_of`] the cookie's
 //! token, compared in constant time, and an `Origin`, if it sends one, of
 //! the console itself; otherwise 403. Every response carries a strict
-//! Content-Security-Policy, `nosniff`, `no-referrer` and `no-store`
+//! Content-Security-Policy, `nosniff`, `same-origin` referrers and `no-store`
 //! ([`guard::HEADERS`]).
 
 pub mod guard;

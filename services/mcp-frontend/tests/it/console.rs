@@ -160,7 +160,7 @@ fn assert_console_headers(headers: &HeaderMap) {
          base-uri 'none'"
     );
     assert_eq!(headers["x-content-type-options"], "nosniff");
-    assert_eq!(headers["referrer-policy"], "no-referrer");
+    assert_eq!(headers["referrer-policy"], "same-origin");
     assert_eq!(headers["cache-control"], "no-store");
 }
 
