@@ -69,6 +69,45 @@ pub(crate) fn set_cookie(answer: &reqwest::Response, name: &str) -> Option<Strin
         .find_map(|header| Some(header.strip_prefix(&format!("{name}="))?.split(';').next()?.to_string()))
 }
 
+/// Log in to the console at `base` with `token` as a browser would (the
+/// login form's cookie and CSRF value, then the token): the session
+/// cookie, as a `Cookie` header value.
+pub(crate) async fn login(http: &reqwest::Client, base: &str, token: &str) -> String {
+    let form = http.get(format!("{base}/console/login")).send().await.unwrap();
+    let login = set_cookie(&form, "codemode_console_login").expect("a login cookie");
+    let csrf = csrf_in(&form.text().await.unwrap());
+    let logged_in = http
+        .post(format!("{base}/console/login"))
+        .header("cookie", format!("codemode_console_login={login}"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("csrf={csrf}&token={token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(logged_in.status(), 303, "the login is taken");
+    format!("codemode_console={}", set_cookie(&logged_in, "codemode_console").expect("a session"))
+}
+
+/// Post a decision (`approve` or `decline`, the note form-encoded) on the
+/// question page `link` with the session `cookie` and its `csrf` value.
+pub(crate) async fn decide(
+    http: &reqwest::Client,
+    base: &str,
+    cookie: &str,
+    link: &str,
+    decision: &str,
+    note: &str,
+    csrf: &str,
+) -> reqwest::Response {
+    http.post(format!("{base}{link}"))
+        .header("cookie", cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("decision={decision}&note={note}&csrf={csrf}"))
+        .send()
+        .await
+        .unwrap()
+}
+
 pub(crate) fn csrf_in(page: &str) -> String {
     let at = page.find("name=\"csrf\" value=\"").expect("a csrf field") + "name=\"csrf\" value=\"".len();
     page[at..].split('"').next().unwrap().to_string()
@@ -100,19 +139,7 @@ async fn an_approver_approves_a_waiting_call_in_the_console_and_the_client_was_p
 
     // Alice logs in to the console with her MCP token.
     let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    let form = http.get(format!("{base}/console/login")).send().await.unwrap();
-    let login = set_cookie(&form, "codemode_console_login").expect("a login cookie");
-    let csrf = csrf_in(&form.text().await.unwrap());
-    let logged_in = http
-        .post(format!("{base}/console/login"))
-        .header("cookie", format!("codemode_console_login={login}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!("csrf={csrf}&token={}", alice.token))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(logged_in.status(), 303);
-    let cookie = format!("codemode_console={}", set_cookie(&logged_in, "codemode_console").expect("a session"));
+    let cookie = login(&http, &base, &alice.token).await;
 
     // The call waits on her board; the client was given its page.
     let started = Instant::now();
@@ -138,14 +165,7 @@ async fn an_approver_approves_a_waiting_call_in_the_console_and_the_client_was_p
     }
     assert_eq!(*watcher.links.lock().unwrap(), [format!("{base}{link}")], "a URL-mode elicitation with the link");
 
-    let decided = http
-        .post(format!("{base}{link}"))
-        .header("cookie", &cookie)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!("decision=approve&note=ok+for+the+team&csrf={csrf}"))
-        .send()
-        .await
-        .unwrap();
+    let decided = decide(&http, &base, &cookie, &link, "approve", "ok+for+the+team", &csrf).await;
     let status = decided.status();
     let page = decided.text().await.unwrap();
     assert_eq!(status, 200, "{page}");

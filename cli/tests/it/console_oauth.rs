@@ -6,51 +6,15 @@
 //! console's callback is a real redirect from the issuer with a real code.
 
 use std::sync::Mutex;
-use std::time::Duration;
 
+use crate::oauth::{Issuer, encode};
 use crate::support;
 
-/// The test's authorization server; killed when dropped.
-struct Issuer {
-    url: String,
-    child: std::process::Child,
-}
-
-impl Drop for Issuer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Issuer {
-    /// Start oidc-provider for `base`'s resource and callback; `None` off CI
-    /// when the peers are not installed (under `CI=true` a missing one
-    /// fails the test).
-    fn start(base: &str) -> Option<Issuer> {
-        code_mode_core::testing::peers::npm_package("oidc-provider")?;
-        let script = code_mode_core::testing::peers::workspace_root().join("testing/peers/oidc_login_issuer.mjs");
-        let mut child = std::process::Command::new("node")
-            .arg(script)
-            .arg(format!("{base}/mcp"))
-            .arg(format!("{base}/console/login/callback"))
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("node runs the issuer");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(url) = line.strip_prefix("issuer=") {
-                    let _ = tx.send(url.to_string());
-                }
-            }
-        });
-        let url = rx.recv_timeout(Duration::from_secs(60)).expect("the issuer starts within 60 s");
-        Some(Issuer { url, child })
-    }
+/// oidc-provider with its own login and consent pages, for `base`'s
+/// resource and console callback; `None` off CI when the peers are not
+/// installed (under `CI=true` a missing one fails the test).
+fn issuer(base: &str) -> Option<Issuer> {
+    Issuer::spawn("oidc_login_issuer.mjs", &[&format!("{base}/mcp"), &format!("{base}/console/login/callback")])
 }
 
 /// `serve --http` with OAuth at `issuer` (the groups in the `groups`
@@ -262,18 +226,6 @@ async fn sign_in_at_issuer(browser: &Browser, served: &Served, issuer: &Issuer, 
     back
 }
 
-fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
 /// Whether an answer starts a console session (sets the session cookie to
 /// a value).
 fn starts_a_session(page: &Page) -> bool {
@@ -284,7 +236,7 @@ fn starts_a_session(page: &Page) -> bool {
 /// client secret file is removed at the end of the test by the caller.
 async fn served_with_sign_in(public: bool) -> Option<(Issuer, Served, std::path::PathBuf)> {
     let port = free_port();
-    let issuer = Issuer::start(&format!("http://127.0.0.1:{port}"))?;
+    let issuer = issuer(&format!("http://127.0.0.1:{port}"))?;
     let secret = support::log_path("console-client-secret");
     std::fs::write(&secret, "console-secret\n").unwrap();
     let served = if public {

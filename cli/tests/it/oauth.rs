@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 use crate::support::{self, log_path};
 
 /// The test's authorization server; killed when dropped.
-struct Issuer {
-    url: String,
+pub(crate) struct Issuer {
+    pub(crate) url: String,
     _child: std::process::Child,
 }
 
@@ -31,11 +31,17 @@ impl Issuer {
     /// Start oidc-provider for `resource`; `None` off CI when the peers
     /// are not installed.
     fn start(resource: &str) -> Option<Issuer> {
+        Self::spawn("oidc_issuer.mjs", &[resource])
+    }
+
+    /// Start the issuer script `script` of `testing/peers` with `args`; the
+    /// URL it prints. `None` off CI when the peers are not installed.
+    pub(crate) fn spawn(script: &str, args: &[&str]) -> Option<Issuer> {
         code_mode_core::testing::peers::npm_package("oidc-provider")?;
-        let script = code_mode_core::testing::peers::workspace_root().join("testing/peers/oidc_issuer.mjs");
+        let script = code_mode_core::testing::peers::workspace_root().join("testing/peers").join(script);
         let mut child = std::process::Command::new("node")
             .arg(script)
-            .arg(resource)
+            .args(args)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -82,7 +88,7 @@ impl Issuer {
     }
 }
 
-fn encode(text: &str) -> String {
+pub(crate) fn encode(text: &str) -> String {
     text.bytes()
         .map(|b| {
             if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {

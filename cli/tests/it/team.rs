@@ -184,7 +184,7 @@ async fn a_call_approved_three_minutes_after_it_was_asked_completes_in_a_cell_wh
     let record: Value = text
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|r| r["type"] == "call" && r["tool"] == "echo")
+        .find(|r| r["kind"] == "call" && r["tool"] == "echo")
         .unwrap_or_else(|| panic!("a call record for echo in {text}"));
     let approval = &record["approval"];
     assert_eq!((approval["outcome"].as_str(), approval["by"].as_str()), (Some("approved"), Some("alice")), "{record}");
@@ -285,24 +285,6 @@ async fn a_runner_killed_while_its_cell_waits_ends_the_question_with_a_clear_mes
     let _ = std::fs::remove_file(&policy);
 }
 
-/// Log in to the console at `base` with `token`: the session cookie.
-async fn console_login(http: &reqwest::Client, base: &str, token: &str) -> String {
-    use crate::console::{csrf_in, set_cookie};
-    let form = http.get(format!("{base}/console/login")).send().await.unwrap();
-    let login = set_cookie(&form, "codemode_console_login").expect("a login cookie");
-    let csrf = csrf_in(&form.text().await.unwrap());
-    let logged_in = http
-        .post(format!("{base}/console/login"))
-        .header("cookie", format!("codemode_console_login={login}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!("csrf={csrf}&token={token}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(logged_in.status(), 303, "alice logs in");
-    format!("codemode_console={}", set_cookie(&logged_in, "codemode_console").expect("a session"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_frontend_killed_while_a_call_waits_a_new_one_shows_the_same_question_and_its_approval_reaches_the_cell() {
     if !support::sandbox_available() {
@@ -337,20 +319,13 @@ async fn the_frontend_killed_while_a_call_waits_a_new_one_shows_the_same_questio
     let (_second, url, _log) = crate::http::spawn_http(&mut second).await;
     let base = url.trim_end_matches("/mcp").to_string();
     let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    let cookie = console_login(&http, &base, &token.token).await;
+    let cookie = crate::console::login(&http, &base, &token.token).await;
     let page = http.get(format!("{base}/console")).header("cookie", &cookie).send().await.unwrap();
     let page = page.text().await.unwrap();
     let link = format!("/console/approvals/{}", waiting.id);
     assert!(page.contains(&link), "the new frontend shows the same question {}: {page}", waiting.id);
     let csrf = crate::console::csrf_in(&page);
-    let decided = http
-        .post(format!("{base}{link}"))
-        .header("cookie", &cookie)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!("decision=approve&note=after+the+restart&csrf={csrf}"))
-        .send()
-        .await
-        .unwrap();
+    let decided = crate::console::decide(&http, &base, &cookie, &link, "approve", "after+the+restart", &csrf).await;
     assert_eq!(decided.status(), 200);
     // The approval reaches the cell: the call goes out to the server.
     let started = Instant::now();

@@ -478,7 +478,7 @@ pub fn parse_line(line: &str) -> Result<ParsedLine, LineError> {
 pub fn rfc3339(time: SystemTime) -> String {
     let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();
-    let (year, month, day) = civil_date(secs / 86_400);
+    let (year, month, day) = code_mode_core::calendar::civil_date(secs / 86_400);
     let rest = secs % 86_400;
     format!(
         "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
@@ -509,22 +509,6 @@ pub fn parse_rfc3339(text: &str) -> Option<SystemTime> {
     let nanos: u32 = digits.parse().ok()?;
     let days = days_from_civil(year, month, day);
     Some(UNIX_EPOCH + Duration::new(days * 86_400 + h * 3600 + m * 60 + s, nanos))
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01.
-fn civil_date(days: u64) -> (u64, u64, u64) {
-    // Count in 400-year eras starting on 0000-03-01, so leap days fall at
-    // the end of each year.
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let day_of_era = z % 146_097;
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_from_march = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
-    let month = if month_from_march < 10 { month_from_march + 3 } else { month_from_march - 9 };
-    let year = year_of_era + era * 400 + u64::from(month <= 2);
-    (year, month, day)
 }
 
 /// The inverse of [`civil_date`].

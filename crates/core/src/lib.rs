@@ -3,6 +3,7 @@
 //! helpers for tests that need real infrastructure ([`testing`]).
 
 pub mod bus;
+pub mod calendar;
 pub mod defaults;
 pub mod error;
 pub mod lease;

@@ -88,6 +88,12 @@ impl Bridge {
             return answer(&question, board::ended(&question, "withdrawn", why), started.elapsed(), timeout);
         };
         let bus = Some(bus);
+        // Held first, so that a question on the board is one whose cell is
+        // paused (and watched) already.
+        let holder = match (&bus, from_code) {
+            (Some(bus), true) => Holder::start(bus.clone(), &call.cell_id, call.call_index).await,
+            _ => None,
+        };
         let stored = Stored { question: question.clone(), self_approve: team.self_approve, decision: None };
         if let Err(e) = board.open(&stored).await {
             tracing::warn!(tool = %site.tool, cell = %call.cell_id, error = %e, "could not put a call on the approval board");
@@ -96,10 +102,6 @@ impl Bridge {
         }
         tracing::info!(question = %question.id, tool = %site.tool, cell = %call.cell_id, %rule,
             approvers = %question.approvers.join(","), "a call waits for its approvers");
-        let holder = match (&bus, from_code) {
-            (Some(bus), true) => Holder::start(bus.clone(), &call.cell_id, call.call_index).await,
-            _ => None,
-        };
         let client = bus.as_ref().and_then(|bus| self.tell_asker(bus, call, &question, team.ask_client, timeout));
         let decision = self.wait_for_decision(&board, &question, holder.as_ref(), client, timeout).await;
         drop(holder);
@@ -242,27 +244,30 @@ pub(crate) struct Holder {
 }
 
 impl Holder {
-    /// Hold the cell `cell_id` for its call `call_index`; `None` when the
-    /// cell cannot be held (no runner answers on its hold subject: an older
-    /// runner, or a cell already gone), and its wait then counts against
-    /// its deadline.
+    /// Hold the cell `cell_id` for its call `call_index`, and watch that it
+    /// lives: `None` only when its id names no subject. A runner that does
+    /// not answer the first hold is asked again at each renewal (the wait
+    /// counts against the deadline until one answers); no runner serving
+    /// the cell's hold subject means the cell is gone, at once or later.
     pub(crate) async fn start(bus: Bus, cell_id: &str, call_index: u32) -> Option<Self> {
         let subject = subjects::cell_hold(cell_id)?;
         let hold = CellHold { call_index, hold: true };
-        match bus.call_quiet::<_, CellHeld>(&subject, &hold, HOLD_WAIT).await {
+        let first = bus.call_quiet::<_, CellHeld>(&subject, &hold, HOLD_WAIT).await;
+        let gone_now = matches!(first, Err(BusError::NoResponders { .. }));
+        match &first {
             Ok(held) => {
                 if let Some(why) = &held.refused {
                     tracing::info!(cell = %cell_id, "the cell is not held: {why}");
                 }
             }
-            Err(e) => {
-                tracing::info!(cell = %cell_id, error = %e, "the cell cannot be held: its wait counts against its deadline");
-                return None;
-            }
+            Err(e) => tracing::info!(cell = %cell_id, error = %e, "the cell could not be held (yet)"),
         }
         let stop = CancellationToken::new();
         let gone = Arc::new(tokio::sync::Notify::new());
-        let is_gone = Arc::new(AtomicBool::new(false));
+        let is_gone = Arc::new(AtomicBool::new(gone_now));
+        if gone_now {
+            return Some(Self { stop, gone, is_gone });
+        }
         let (task_stop, task_gone, task_is_gone) = (stop.clone(), gone.clone(), is_gone.clone());
         tokio::spawn(async move {
             loop {

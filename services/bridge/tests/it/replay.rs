@@ -171,7 +171,17 @@ async fn a_rule_naming_approvers_replays_with_who_decided_and_flags_a_decider_wh
     let h = setup.start().await.expect("the bridge starts");
     // On a bus, as a frontend would reach it (without one nobody could decide).
     let stop = tokio_util::sync::CancellationToken::new();
-    let _served = h.bridge.serve(&code_mode_core::bus::Bus::in_process(), stop.clone()).await.unwrap();
+    let bus = code_mode_core::bus::Bus::in_process();
+    let _served = h.bridge.serve(&bus, stop.clone()).await.unwrap();
+    // The test makes the calls a runner would relay, so it also answers
+    // their cell's hold subject as a runner does while the cell runs.
+    let hold = code_mode_proto::subjects::cell_hold("c").unwrap();
+    let _cell = bus
+        .serve(&hold, "sandbox-runner", stop.clone(), |_: code_mode_proto::CellHold| async {
+            Ok(code_mode_proto::CellHeld { paused: true, held_ms: 0, refused: None })
+        })
+        .await
+        .unwrap();
     for (i, approver) in [(1, "alice"), (2, "bob")] {
         let mut asked = call("s", "c", i, "echo", json!({"text": format!("call {i}")}));
         asked.identity = Some("carol".into());
@@ -205,4 +215,19 @@ async fn a_rule_naming_approvers_replays_with_who_decided_and_flags_a_decider_wh
     let client_only = r#"{"version": "1", "default": "allow", "tools": {"echo": {"action": "approve"}}}"#;
     let moved = replay(&policy_file(client_only), &recorded, None).await.unwrap();
     assert_eq!(moved.tools["echo"].changes[&Change::NowAskedOfTheClient].calls, 3, "{moved}");
+}
+
+#[tokio::test]
+async fn a_call_whose_cell_no_runner_holds_is_withdrawn_at_once_instead_of_waiting_for_approvers() {
+    let team =
+        r#"{"version": "1", "default": "allow", "tools": {"echo": {"action": "approve", "approvers": ["alice"]}}}"#;
+    let h = Setup::default().policy(team).start().await.expect("the bridge starts");
+    let stop = tokio_util::sync::CancellationToken::new();
+    let _served = h.bridge.serve(&code_mode_core::bus::Bus::in_process(), stop.clone()).await.unwrap();
+    let started = std::time::Instant::now();
+    let refusal = refused(h.bridge.call(&call("s", "gone-cell", 1, "echo", json!({"text": "x"}))).await);
+    assert!(refusal.contains("withdrawn: the cell that asked ended"), "{refusal}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "at once, not at the approval timeout");
+    stop.cancel();
+    h.close().await;
 }
