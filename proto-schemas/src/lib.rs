@@ -72,10 +72,14 @@ pub mod subjects {
     /// [`crate::ConsoleReply`]: the calls waiting for a team's approval,
     /// the decisions, the audit log's tail.
     pub const APPROVALS: &str = "codemode.v1.approvals";
+    /// sandbox-runner -> bridge: [`crate::RunnerStatus`] ->
+    /// [`crate::StatusNoted`], every few seconds: the runner's slots, for
+    /// the web console's operations view.
+    pub const RUNNER_STATUS: &str = "codemode.v1.runners.status";
     /// Every subject, for documentation and permission checks (the approval,
     /// client, runner, lease and hold subjects are prefixes: one subject per
     /// session, runner or cell below each).
-    pub const ALL: [&str; 12] = [
+    pub const ALL: [&str; 13] = [
         CATALOG_GET,
         TOOL_CALL,
         TOOL_DIRECT,
@@ -88,6 +92,7 @@ pub mod subjects {
         CANCEL,
         CELL_HOLD,
         APPROVALS,
+        RUNNER_STATUS,
     ];
 
     /// The hold subject of one cell, or `None` when the cell id is not one
@@ -1030,7 +1035,39 @@ pub enum ConsoleRequest {
         /// How many records.
         lines: u32,
     },
+    /// The sandbox-runners heard from lately and their slots:
+    /// [`ConsoleReply::Runners`].
+    Runners,
+    /// Which of these client sessions are tainted by private data:
+    /// [`ConsoleReply::Sessions`].
+    Sessions {
+        /// The sessions (at most 500 are looked at).
+        ids: Vec<String>,
+    },
 }
+
+/// A sandbox-runner's slots, as it reports them on
+/// [`subjects::RUNNER_STATUS`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunnerStatus {
+    /// The runner's id.
+    pub id: String,
+    /// Cells it runs at once.
+    pub capacity: u32,
+    /// Slots free now.
+    pub free: u32,
+    /// Started containers waiting in its warm pool.
+    pub warm: u32,
+    /// When the bridge heard it, in Unix milliseconds (set by the bridge).
+    #[serde(default)]
+    pub at_ms: u64,
+}
+
+/// The bridge's acknowledgement of a [`RunnerStatus`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StatusNoted {}
 
 /// One call waiting for a team's approval.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -1114,6 +1151,16 @@ pub enum ConsoleReply {
     },
     /// The decision was taken.
     Decided(Decision),
+    /// The runners heard from in the last 15 s.
+    Runners {
+        /// By id.
+        runners: Vec<RunnerStatus>,
+    },
+    /// The sessions asked about that are tainted.
+    Sessions {
+        /// Their ids.
+        tainted: Vec<String>,
+    },
     /// The audit log's tail.
     Audit {
         /// The last records, as their JSON lines, oldest first.
@@ -1576,6 +1623,8 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         ("cell_hold_reply", schema::<Reply<CellHeld>>()),
         ("console_request", schema::<ConsoleRequest>()),
         ("console_reply", schema::<Reply<ConsoleReply>>()),
+        ("runner_status", schema::<RunnerStatus>()),
+        ("runner_status_reply", schema::<Reply<StatusNoted>>()),
     ]
 }
 

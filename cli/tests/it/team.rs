@@ -307,7 +307,8 @@ async fn the_frontend_killed_while_a_call_waits_a_new_one_shows_the_same_questio
     support::kill9(frontend_pid);
     let _ = cell.await;
     // Another frontend, with the console, over the same NATS.
-    let token = crate::auth::token_new("alice");
+    let mut token = crate::auth::token_new("alice");
+    token.line.push_str(" groups=operators");
     let tokens = crate::auth::TokenFile::of(&[&token]);
     let mut second = support::service_command(
         &guards.nats_url(),
@@ -340,6 +341,11 @@ async fn the_frontend_killed_while_a_call_waits_a_new_one_shows_the_same_questio
     let (left, _, recent) = board(&bus, &alice).await;
     assert!(left.is_empty(), "{left:?}");
     let decision = recent.iter().find(|d| d.id == waiting.id).expect("the decision is kept");
+    // Alice is an operator: the runner's slots are on the operations view.
+    let operations = http.get(format!("{base}/console/operations")).header("cookie", &cookie).send().await.unwrap();
+    let operations = operations.text().await.unwrap();
+    let runners = &operations[operations.find("<h2>Sandbox-runners</h2>").expect("the runners' section")..];
+    assert!(runners.contains("<th>Free slots</th>") && runners.contains("<td><code>"), "{runners}");
     assert_eq!((decision.outcome.as_str(), decision.by.as_deref()), ("approved", Some("alice")));
     let _ = std::fs::remove_file(&policy);
     let _ = std::fs::remove_file(&calls);

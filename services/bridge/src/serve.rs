@@ -118,7 +118,19 @@ impl Bridge {
                 async move { me.console(request).await }
             })
             .await?;
-        Ok(vec![catalog, calls, direct, cancels, ends, console])
+        let me = self.clone();
+        let runners = bus
+            .serve(subjects::RUNNER_STATUS, queue_groups::BRIDGE, cancel.clone(), move |status: proto::RunnerStatus| {
+                let me = me.clone();
+                async move {
+                    if let Err(e) = me.runner_status(status).await {
+                        tracing::debug!(error = %e, "a runner's status could not be kept");
+                    }
+                    Ok(proto::StatusNoted {})
+                }
+            })
+            .await?;
+        Ok(vec![catalog, calls, direct, cancels, ends, console, runners])
     }
 
     /// Cancel the direct call `call_id` if it runs here (its request at the

@@ -313,6 +313,12 @@ impl Drop for Holder {
 
 /// How many audit records the console may ask for.
 pub const MAX_AUDIT_LINES: u32 = 200;
+/// The entry of the board's pseudo-session that keeps the runners' slots.
+const RUNNERS: &str = "runners";
+/// The most runners kept (the entry stays far under the store's 64 KiB).
+const MAX_RUNNERS: usize = 200;
+/// A runner heard from within this long is shown (they report every 5 s).
+const RUNNER_FRESH_MS: u64 = 15_000;
 
 impl Bridge {
     /// Answer the web console: the board as `viewer` may see it, a
@@ -350,7 +356,54 @@ impl Bridge {
                 Ok(proto::ConsoleReply::Decided(decision))
             }
             proto::ConsoleRequest::Audit { lines } => Ok(self.audit_tail(lines.min(MAX_AUDIT_LINES) as usize)),
+            proto::ConsoleRequest::Runners => {
+                let now = board::now_ms();
+                let runners = self.runners().await.map_err(|e| failed(e.into()))?;
+                let fresh = runners.into_iter().filter(|r| now.saturating_sub(r.at_ms) <= RUNNER_FRESH_MS).collect();
+                Ok(proto::ConsoleReply::Runners { runners: fresh })
+            }
+            proto::ConsoleRequest::Sessions { ids } => {
+                let store = &self.inner.rebuild.state;
+                let mut tainted = Vec::new();
+                for id in ids.into_iter().take(500) {
+                    let entry = store.get(&id, crate::private::TAINT).await.map_err(|e| failed(e.into()))?;
+                    // The taint is there or not: its value names the tool.
+                    if entry.is_some() {
+                        tainted.push(id);
+                    }
+                }
+                Ok(proto::ConsoleReply::Sessions { tainted })
+            }
         }
+    }
+
+    /// Note a runner's slots (kept in the state store, so every bridge
+    /// answers the console alike); runners silent for a minute are dropped.
+    pub async fn runner_status(
+        &self,
+        mut status: proto::RunnerStatus,
+    ) -> Result<(), code_mode_core::state::StateError> {
+        status.at_ms = board::now_ms();
+        let now = status.at_ms;
+        self.inner
+            .rebuild
+            .state
+            .update(board::SESSION, RUNNERS, |value| {
+                let mut runners: Vec<proto::RunnerStatus> =
+                    value.and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default();
+                runners.retain(|r| r.id != status.id && now.saturating_sub(r.at_ms) < 60_000);
+                runners.push(status.clone());
+                runners.sort_by(|a, b| a.id.cmp(&b.id));
+                runners.truncate(MAX_RUNNERS);
+                serde_json::to_value(runners).expect("statuses are JSON")
+            })
+            .await
+            .map(|_| ())
+    }
+
+    async fn runners(&self) -> Result<Vec<proto::RunnerStatus>, code_mode_core::state::StateError> {
+        let entry = self.inner.rebuild.state.get(board::SESSION, RUNNERS).await?;
+        Ok(entry.and_then(|e| serde_json::from_value(e.value).ok()).unwrap_or_default())
     }
 
     /// The last `lines` records of a file audit log and the state of its

@@ -58,7 +58,9 @@ use code_mode_audit::record::{self, Body, CellOutcome};
 use code_mode_audit::{AuditSink, Durability};
 use code_mode_core::bus::{Bus, BusError};
 use code_mode_core::lease::Progress;
-use code_mode_proto::{CellEnded, CellRan, CellReport, KeptReply, KeptRequest, RunCell, queue_groups, subjects};
+use code_mode_proto::{
+    CellEnded, CellRan, CellReport, KeptReply, KeptRequest, RunCell, RunnerStatus, StatusNoted, queue_groups, subjects,
+};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -235,6 +237,12 @@ pub struct RunnerConfig {
 /// engine: a runner killed with cells and warm containers leaves them to
 /// the other runners on the same engine.
 pub const REAP_EVERY: Duration = Duration::from_secs(5);
+
+/// How often a serving runner tells the bridges its slots.
+pub const STATUS_EVERY: Duration = Duration::from_secs(5);
+
+/// How long one status report may take.
+const STATUS_WAIT: Duration = Duration::from_secs(2);
 
 /// The warm pool of a long-running runner (`serve`, `sandbox-runner`) when
 /// nothing else is configured. The library default is 0: a runner that
@@ -558,6 +566,36 @@ impl SandboxRunner {
         }
     }
 
+    /// This runner's slots now.
+    pub fn status(&self) -> RunnerStatus {
+        let warm = self.inner.pool.get().map_or(0, |pool| pool.size());
+        RunnerStatus {
+            id: self.inner.id.clone(),
+            capacity: self.inner.config.capacity as u32,
+            free: self.inner.slots.available_permits() as u32,
+            warm: warm as u32,
+            at_ms: 0,
+        }
+    }
+
+    /// Tell the bridges this runner's slots every [`STATUS_EVERY`] until
+    /// `cancel` (for the web console; a bridge that does not answer is
+    /// simply told again next time).
+    async fn report_status(self, cancel: CancellationToken) {
+        loop {
+            let status = self.status();
+            if let Err(e) =
+                self.inner.bus.call_quiet::<_, StatusNoted>(subjects::RUNNER_STATUS, &status, STATUS_WAIT).await
+            {
+                tracing::debug!(error = %e, "no bridge noted this runner's status");
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep(STATUS_EVERY) => {}
+            }
+        }
+    }
+
     /// Serve cells on the bus until `cancel` (on the queue group's subject,
     /// and the kept sessions' cells on this runner's own), and keep the warm
     /// pool filled meanwhile (the first call starts it). Cells in flight are
@@ -621,6 +659,7 @@ impl SandboxRunner {
             })
             .await?;
         let reaper = tokio::spawn(container::reap_every(self.inner.docker.clone(), REAP_EVERY, cancel.clone()));
+        let status = tokio::spawn(self.clone().report_status(cancel.clone()));
         let pool = self.start_pool(cancel);
         let me = self.clone();
         Ok(tokio::spawn(async move {
@@ -630,6 +669,7 @@ impl SandboxRunner {
                 let _ = kept.await;
             }
             let _ = reaper.await;
+            let _ = status.await;
             if let Some(pool) = pool {
                 let _ = pool.await;
             }

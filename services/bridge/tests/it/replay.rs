@@ -231,3 +231,27 @@ async fn a_call_whose_cell_no_runner_holds_is_withdrawn_at_once_instead_of_waiti
     stop.cancel();
     h.close().await;
 }
+
+#[tokio::test]
+async fn the_console_hears_of_each_runners_slots_and_which_sessions_are_tainted() {
+    use code_mode_proto::{ConsoleReply, ConsoleRequest, RunnerStatus};
+    let h = Setup::server(&[]).private(&["get_env"]).start().await.expect("the bridge starts");
+    for (id, free) in [("r1", 3), ("r2", 0), ("r1", 2)] {
+        let status = RunnerStatus { id: id.into(), capacity: 4, free, warm: 1, at_ms: 0 };
+        h.bridge.runner_status(status).await.expect("kept");
+    }
+    let Ok(ConsoleReply::Runners { runners }) = h.bridge.console(ConsoleRequest::Runners).await else {
+        panic!("the runners")
+    };
+    let seen: Vec<(&str, u32)> = runners.iter().map(|r| (r.id.as_str(), r.free)).collect();
+    assert_eq!(seen, [("r1", 2), ("r2", 0)], "the latest of each runner");
+    assert!(runners.iter().all(|r| r.at_ms > 0), "stamped by the bridge");
+    ok(h.bridge.call(&call("tainted", "c", 1, "get_env", json!({"name": "HOME"}))).await);
+    ok(h.bridge.call(&call("clean", "c", 1, "add", json!({"a": 1, "b": 2}))).await);
+    let ids = vec!["tainted".to_string(), "clean".to_string()];
+    let Ok(ConsoleReply::Sessions { tainted }) = h.bridge.console(ConsoleRequest::Sessions { ids }).await else {
+        panic!("the sessions")
+    };
+    assert_eq!(tainted, ["tainted"]);
+    h.close().await;
+}

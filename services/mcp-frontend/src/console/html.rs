@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use code_mode_proto::{Decision, WaitingCall};
+use code_mode_proto::{Decision, RunnerStatus, WaitingCall};
 
 use crate::activity::{CellRecord, SessionInfo};
 
@@ -278,9 +278,19 @@ pub fn message(text: &str) -> String {
 
 /// The operations view: this frontend's sessions and cells, the audit
 /// log's tail.
+/// What the bridges told the operations view: the runners' slots and the
+/// sessions tainted by private data (each `Err` says why it is unknown).
+pub struct FromBridges<'a> {
+    /// The runners heard from lately.
+    pub runners: Result<&'a [RunnerStatus], &'a str>,
+    /// The tainted sessions among this frontend's.
+    pub tainted: Result<&'a [String], &'a str>,
+}
+
 pub fn operations(
     sessions: &[SessionInfo],
     cells: &[CellRecord],
+    bridges: FromBridges<'_>,
     audit: Result<(&[String], &str), &str>,
     now: SystemTime,
 ) -> String {
@@ -294,22 +304,28 @@ pub fn operations(
         );
         for s in sessions.iter().take(500) {
             let open = now.duration_since(s.started).map_or(0, |d| d.as_secs());
+            let taint = match bridges.tainted {
+                Ok(tainted) if tainted.contains(&s.id) => "tainted: only private tools",
+                Ok(_) => "clean",
+                Err(_) => "unknown",
+            };
             let _ = writeln!(
                 out,
-                "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td class=\"muted\">held by the bridge</td>\
+                "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td>\
                  <td>{}</td><td>{}</td></tr>",
                 shown(s.identity.as_deref().unwrap_or("-"), SHORT),
                 shown(&s.id, SHORT),
                 s.cells,
+                taint,
                 s.kept.as_deref().map_or_else(|| "none".to_string(), |r| format!("on runner {}", shown(r, SHORT))),
                 span(open),
             );
         }
         out.push_str("</table>\n");
     }
-    out.push_str(
-        "<p class=\"muted\">A session's private-data taint is not known to the frontend: the bridge holds it.</p>\n",
-    );
+    if let Err(why) = bridges.tainted {
+        let _ = writeln!(out, "<p class=\"muted\">The sessions' taint is unknown: {}</p>", shown(why, SHORT));
+    }
     out.push_str("<h2>Last cells of this frontend</h2>\n");
     if cells.is_empty() {
         out.push_str("<p class=\"muted\">No cell has run yet.</p>\n");
@@ -329,11 +345,30 @@ pub fn operations(
         }
         out.push_str("</table>\n");
     }
-    out.push_str(
-        "<h2>Sandbox-runners</h2>\n<p class=\"muted\">Free runner slots are not known to the frontend (a runner \
-         refuses a cell when it is full, and the frontend offers it again); see the runners' \
-         <code>/metrics</code>.</p>\n",
-    );
+    out.push_str("<h2>Sandbox-runners</h2>\n");
+    match bridges.runners {
+        Ok([]) => out.push_str("<p class=\"muted\">No runner reported in the last 15 s.</p>\n"),
+        Ok(runners) => {
+            out.push_str(
+                "<table>\n<tr><th>Runner</th><th>Free slots</th><th>Capacity</th><th>Warm</th><th>Heard</th></tr>\n",
+            );
+            for r in runners.iter().take(200) {
+                let _ = writeln!(
+                    out,
+                    "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    shown(&r.id, SHORT),
+                    r.free,
+                    r.capacity,
+                    r.warm,
+                    utc(r.at_ms),
+                );
+            }
+            out.push_str("</table>\n");
+        }
+        Err(why) => {
+            let _ = writeln!(out, "<p class=\"refusal\">The runners are unknown: {}</p>", shown(why, SHORT));
+        }
+    }
     out.push_str("<h2>Audit log</h2>\n");
     match audit {
         Ok((records, chain)) => {

@@ -682,6 +682,16 @@ async fn decide(
     }
 }
 
+/// Why a bridge's answer says nothing (empty when it does).
+fn unknown(answer: &Result<ConsoleReply, BusError>) -> String {
+    match answer {
+        Ok(ConsoleReply::Runners { .. } | ConsoleReply::Sessions { .. }) => String::new(),
+        Ok(_) => "the bridge answered with another kind of reply".into(),
+        Err(BusError::NoResponders { .. }) => "no bridge answers".into(),
+        Err(e) => e.to_string(),
+    }
+}
+
 /// `GET /console/operations`: operators only.
 async fn operations(console: web::Data<Console>, request: HttpRequest) -> HttpResponse {
     let (seen, _) = match console.seen(&request).await {
@@ -710,7 +720,21 @@ async fn operations(console: web::Data<Console>, request: HttpRequest) -> HttpRe
             Err(why.as_str())
         }
     };
-    let body = html::operations(&sessions, &cells, audit, std::time::SystemTime::now());
+    let runners = console.ask(&ConsoleRequest::Runners).await;
+    let ids = sessions.iter().map(|s| s.id.clone()).collect();
+    let tainted = console.ask(&ConsoleRequest::Sessions { ids }).await;
+    let (runners_why, tainted_why) = (unknown(&runners), unknown(&tainted));
+    let bridges = html::FromBridges {
+        runners: match &runners {
+            Ok(ConsoleReply::Runners { runners }) => Ok(runners.as_slice()),
+            _ => Err(runners_why.as_str()),
+        },
+        tainted: match &tainted {
+            Ok(ConsoleReply::Sessions { tainted }) => Ok(tainted.as_slice()),
+            _ => Err(tainted_why.as_str()),
+        },
+    };
+    let body = html::operations(&sessions, &cells, bridges, audit, std::time::SystemTime::now());
     html_answer(StatusCode::OK, html::page("Operations", &seen.frame(true), &body))
 }
 

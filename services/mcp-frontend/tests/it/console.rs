@@ -88,6 +88,16 @@ async fn console_bridge(request: ConsoleRequest) -> Result<ConsoleReply, WireErr
             records: vec![format!("{{\"n\":{lines},\"tool\":\"{}\"}}", HOSTILE.replace('"', "'"))],
             chain: "verified (1 records)".into(),
         }),
+        ConsoleRequest::Runners => Ok(ConsoleReply::Runners {
+            runners: vec![code_mode_proto::RunnerStatus {
+                id: format!("runner{HOSTILE}"),
+                capacity: 4,
+                free: 3,
+                warm: 1,
+                at_ms: 1,
+            }],
+        }),
+        ConsoleRequest::Sessions { ids } => Ok(ConsoleReply::Sessions { tainted: ids }),
     }
 }
 
@@ -309,7 +319,9 @@ async fn only_operators_see_the_operations_view_with_the_audit_tail_and_others_s
     assert_eq!(operations.status(), 200);
     let page = operations.text().await.unwrap();
     assert!(page.contains("verified (1 records)") && page.contains("&quot;n&quot;:20"), "{page}");
-    assert!(page.contains("not known to the frontend") && !page.contains("<script"), "{page}");
+    // The runner's slots and its hostile id, escaped; no script anywhere.
+    assert!(page.contains("<td>3</td><td>4</td><td>1</td>") && page.contains("runner&quot;&gt;&lt;img"), "{page}");
+    assert!(!page.contains("<script"), "{page}");
 }
 
 #[tokio::test]
