@@ -342,10 +342,18 @@ async fn the_frontend_killed_while_a_call_waits_a_new_one_shows_the_same_questio
     assert!(left.is_empty(), "{left:?}");
     let decision = recent.iter().find(|d| d.id == waiting.id).expect("the decision is kept");
     // Alice is an operator: the runner's slots are on the operations view.
-    let operations = http.get(format!("{base}/console/operations")).header("cookie", &cookie).send().await.unwrap();
-    let operations = operations.text().await.unwrap();
-    let runners = &operations[operations.find("<h2>Sandbox-runners</h2>").expect("the runners' section")..];
-    assert!(runners.contains("<th>Free slots</th>") && runners.contains("<td><code>"), "{runners}");
+    // A runner reports every 5 s (its first report may precede the bridge).
+    let started = Instant::now();
+    loop {
+        let page = http.get(format!("{base}/console/operations")).header("cookie", &cookie).send().await.unwrap();
+        let page = page.text().await.unwrap();
+        let runners = &page[page.find("<h2>Sandbox-runners</h2>").expect("the runners' section")..];
+        if runners.contains("<th>Free slots</th>") && runners.contains("<td><code>") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "no runner on the operations view: {runners}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
     assert_eq!((decision.outcome.as_str(), decision.by.as_deref()), ("approved", Some("alice")));
     let _ = std::fs::remove_file(&policy);
     let _ = std::fs::remove_file(&calls);
