@@ -33,6 +33,12 @@ use tokio_util::sync::CancellationToken;
 /// How long a hold lasts without a renewal (the bridge renews every 3 s).
 pub const LAPSE: Duration = Duration::from_secs(12);
 
+/// Tries of one pause before the next renewal tries again.
+const PAUSE_TRIES: u32 = 3;
+
+/// The pause between two tries.
+const PAUSE_RETRY: Duration = Duration::from_millis(200);
+
 /// What can pause a container.
 #[derive(Debug, Clone)]
 pub struct Pauser {
@@ -50,7 +56,7 @@ struct State {
     since: Option<Instant>,
     /// Time held before `since`.
     held: Duration,
-    /// A pause failed: holds are refused from then on.
+    /// The run has ended: holds are refused from then on.
     broken: Option<String>,
 }
 
@@ -126,18 +132,28 @@ impl Hold {
         }
     }
 
+    /// Pause the container. The engine's freezer may fail under load
+    /// ("unable to freeze"): a few quick tries here, and each renewal of a
+    /// hold tries again while the container still runs (its deadline counts
+    /// meanwhile, as for a cell that is not held).
     async fn pause(&self, state: &mut State) {
         let Some(pauser) = &self.pauser else { return };
-        match pauser.docker.pause_container(&pauser.id).await {
-            Ok(()) => {
-                state.since = Some(Instant::now());
-                tracing::info!(container = %pauser.id, "the cell is held: its container is paused while a person decides");
+        let mut last = None;
+        for attempt in 0..PAUSE_TRIES {
+            if attempt > 0 {
+                tokio::time::sleep(PAUSE_RETRY).await;
             }
-            Err(e) => {
-                tracing::warn!(container = %pauser.id, error = %e, "could not pause a held cell's container");
-                state.broken = Some(format!("its container could not be paused: {e}"));
-                state.holders.clear();
+            match pauser.docker.pause_container(&pauser.id).await {
+                Ok(()) => {
+                    state.since = Some(Instant::now());
+                    tracing::info!(container = %pauser.id, "the cell is held: its container is paused while a person decides");
+                    return;
+                }
+                Err(e) => last = Some(e),
             }
+        }
+        if let Some(e) = last {
+            tracing::warn!(container = %pauser.id, error = %e, "could not pause a held cell's container (tried again at the next renewal)");
         }
     }
 
