@@ -14,8 +14,6 @@
 //! Who decided, when, with what note, and the hash of the question they
 //! saw go into the call's audit record ([`code_mode_audit::record::Approval`]).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use code_mode_audit::record as audit_record;
@@ -87,12 +85,11 @@ impl Bridge {
                        serves this bridge";
             return answer(&question, board::ended(&question, "withdrawn", why), started.elapsed(), timeout);
         };
-        let bus = Some(bus);
         // Held first, so that a question on the board is one whose cell is
         // paused (and watched) already.
-        let holder = match (&bus, from_code) {
-            (Some(bus), true) => Holder::start(bus.clone(), &call.cell_id, call.call_index).await,
-            _ => None,
+        let holder = match from_code {
+            true => Holder::start(bus.clone(), &call.cell_id, call.call_index).await,
+            false => None,
         };
         let stored = Stored { question: question.clone(), self_approve: team.self_approve, decision: None };
         if let Err(e) = board.open(&stored).await {
@@ -102,7 +99,7 @@ impl Bridge {
         }
         tracing::info!(question = %question.id, tool = %site.tool, cell = %call.cell_id, %rule,
             approvers = %question.approvers.join(","), "a call waits for its approvers");
-        let client = bus.as_ref().and_then(|bus| self.tell_asker(bus, call, &question, team.ask_client, timeout));
+        let client = self.tell_asker(&bus, call, &question, team.ask_client, timeout);
         let decision = self.wait_for_decision(&board, &question, holder.as_ref(), client, timeout).await;
         drop(holder);
         board.close(&question.id).await;
@@ -239,8 +236,8 @@ fn answer(question: &WaitingCall, decision: proto::Decision, waited: Duration, t
 #[derive(Debug)]
 pub(crate) struct Holder {
     stop: CancellationToken,
-    gone: Arc<tokio::sync::Notify>,
-    is_gone: Arc<AtomicBool>,
+    /// Cancelled once the held cell is gone.
+    gone: CancellationToken,
 }
 
 impl Holder {
@@ -263,12 +260,12 @@ impl Holder {
             Err(e) => tracing::info!(cell = %cell_id, error = %e, "the cell could not be held (yet)"),
         }
         let stop = CancellationToken::new();
-        let gone = Arc::new(tokio::sync::Notify::new());
-        let is_gone = Arc::new(AtomicBool::new(gone_now));
+        let gone = CancellationToken::new();
         if gone_now {
-            return Some(Self { stop, gone, is_gone });
+            gone.cancel();
+            return Some(Self { stop, gone });
         }
-        let (task_stop, task_gone, task_is_gone) = (stop.clone(), gone.clone(), is_gone.clone());
+        let (task_stop, task_gone) = (stop.clone(), gone.clone());
         tokio::spawn(async move {
             loop {
                 tokio::select! {
@@ -278,8 +275,7 @@ impl Holder {
                 match bus.call_quiet::<_, CellHeld>(&subject, &hold, HOLD_WAIT).await {
                     Ok(_) => {}
                     Err(BusError::NoResponders { .. }) => {
-                        task_is_gone.store(true, Ordering::SeqCst);
-                        task_gone.notify_waiters();
+                        task_gone.cancel();
                         return;
                     }
                     Err(e) => tracing::debug!(error = %e, "a hold renewal failed; trying again"),
@@ -290,18 +286,13 @@ impl Holder {
                 tracing::debug!(error = %e, "could not release a held cell (it may have ended)");
             }
         });
-        Some(Self { stop, gone, is_gone })
+        Some(Self { stop, gone })
     }
 
     /// Resolves (with the reason) once the held cell is gone.
     pub(crate) async fn gone(&self) -> &'static str {
-        loop {
-            let notified = self.gone.notified();
-            if self.is_gone.load(Ordering::SeqCst) {
-                return "the cell that asked ended, or the sandbox-runner running it stopped answering";
-            }
-            notified.await;
-        }
+        self.gone.cancelled().await;
+        "the cell that asked ended, or the sandbox-runner running it stopped answering"
     }
 }
 
