@@ -52,6 +52,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let keep = keep_config(&args.keep);
             let parts = stack_parts(&args.stack, args.max_concurrent, keep, direct_config(&args.direct)).await?;
             let stack = Stack::start(parts, Buses::One(Bus::in_process()), &root).await?;
+            reload_on_hangup(&stack.bridge, &args.stack.bridge, &root)?;
             let served = match &http {
                 Some(options) => serve_http(stack.factory.clone(), options, &root).await,
                 None => serve_stdio(stack.factory.session(), &root).await,
@@ -132,6 +133,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 crate::audit::open_sink(&args.audit, "bridge", Some(transport.client()), replicas(&args.nats)).await?;
             let parts = bridge_parts(&args.bridge, servers, state, audit);
             let running = start_bridge(parts, &Bus::new(transport), &root).await?;
+            reload_on_hangup(&running.bridge, &args.bridge, &root)?;
             tracing::info!("bridge serving over NATS");
             root.cancelled().await;
             running.stopped().await;
@@ -174,6 +176,20 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             }
         },
     }
+}
+
+/// Reread the `--config` file (else the `--policy` file) on each SIGHUP
+/// and apply it to the bridge (`code_mode_bridge::ReloadSource`).
+fn reload_on_hangup(
+    bridge: &code_mode_bridge::Bridge,
+    args: &BridgeArgs,
+    root: &CancellationToken,
+) -> anyhow::Result<()> {
+    let source = match &args.config {
+        Some(file) => code_mode_bridge::ReloadSource::Config(file.clone()),
+        None => code_mode_bridge::ReloadSource::Policies,
+    };
+    bridge.reload_on_hangup(source, root.child_token()).context("listening for SIGHUP (config reload)")
 }
 
 /// `doctor`: the posture report on stdout; an error when a required check

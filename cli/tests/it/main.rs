@@ -41,6 +41,7 @@ mod policy_check;
 mod private;
 mod readme;
 mod remote;
+mod reload;
 mod run_command;
 mod session_walk;
 mod sessions;

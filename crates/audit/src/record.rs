@@ -77,6 +77,10 @@ pub enum Body {
     Cell(Cell),
     /// One decision on one tool call.
     Call(Call),
+    /// The bridge reread its policy files and `mcpServers` config while
+    /// running (SIGHUP) and now applies them: the hash of each policy in
+    /// force, the servers added and removed.
+    Reload(Reload),
 }
 
 impl Body {
@@ -89,6 +93,7 @@ impl Body {
             Body::CellStart(_) => "cell_start",
             Body::Cell(_) => "cell",
             Body::Call(_) => "call",
+            Body::Reload(_) => "reload",
         }
     }
 }
@@ -138,6 +143,36 @@ pub struct ToolInfo {
     /// `openWorldHint`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_world: Option<bool>,
+}
+
+/// A reload the bridge applied: from then on its calls are judged by these
+/// policies. A reload that was refused or invalid writes nothing (the
+/// policies in force did not change).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reload {
+    /// What was reread: the `mcpServers` file's path, or `policies` (the
+    /// policy files of servers given by flags).
+    pub source: String,
+    /// The catalog's version from this reload on.
+    pub version: u64,
+    /// Servers started by this reload.
+    pub added: Vec<String>,
+    /// Servers closed by this reload.
+    pub removed: Vec<String>,
+    /// Each server's policy in force now (servers without one are absent).
+    pub policies: Vec<PolicyInForce>,
+}
+
+/// One server's policy as a reload read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyInForce {
+    /// The server.
+    pub server: String,
+    /// The policy file (or, for an inline policy, where it was written).
+    pub policy: String,
+    /// SHA-256 (lowercase hex) of the policy file's bytes (of an inline
+    /// policy's JSON as written by `serde_json`).
+    pub sha256: String,
 }
 
 /// What every cell record says of the cell.

@@ -115,6 +115,26 @@ pub fn readable(r: &Value) -> String {
                 r["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()).collect();
             format!("server {}: {}", s(r, "server"), names.join(", "))
         }
+        "reload" => {
+            let policies: Vec<String> = r["policies"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|p| format!("{} {}", s(p, "server"), short(s(p, "sha256"), 12)))
+                .collect();
+            let names = |key: &str| -> String {
+                let list: Vec<&str> = r[key].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+                if list.is_empty() { "-".to_string() } else { list.join(",") }
+            };
+            format!(
+                "{} version {} added {} removed {} policies {}",
+                s(r, "source"),
+                r["version"],
+                names("added"),
+                names("removed"),
+                if policies.is_empty() { "-".to_string() } else { policies.join(", ") }
+            )
+        }
         "cell_start" | "cell" => {
             let mut text = format!(
                 "session {} identity {} cell {} code {} B sha256 {} runtime {} image {}",

@@ -672,6 +672,79 @@ mod tests {
         ] {
             assert!(text.contains(&format!("# HELP {name} ")), "no HELP for {name} in\n{text}");
             assert!(text.contains(&format!("# TYPE {name} ")), "no TYPE for {name} in\n{text}");
+// Live reload of the bridge's policies and `mcpServers` config (SIGHUP).
+// Kept apart from [`Metrics`]: registered into [`metrics()`]'s registry by
+// the first process that can reload, so a process that cannot (a frontend,
+// a sandbox-runner, `code-mode run`) exports none of these.
+
+/// The results a reload counts under: `ok` (applied), `invalid` (a file or
+/// the catalog it would make is invalid), `refused` (a change that cannot
+/// apply while running), `failed` (an added server did not start, or the
+/// reload could not be recorded).
+pub const RELOAD_RESULTS: [&str; 4] = ["ok", "invalid", "refused", "failed"];
+
+/// `codemode_config_reloads_total{result}` and
+/// `codemode_config_last_reload_success`.
+struct ReloadMetrics {
+    reloads: IntCounterVec,
+    last_success: IntGauge,
+}
+
+static RELOAD: LazyLock<ReloadMetrics> = LazyLock::new(|| {
+    let reloads = IntCounterVec::new(
+        Opts::new("codemode_config_reloads_total", "Reloads of the bridge's policies and mcpServers config, by result"),
+        &["result"],
+    )
+    .expect("valid metric");
+    let last_success = IntGauge::new(
+        "codemode_config_last_reload_success",
+        "1 when the bridge's last reload was applied (or none was asked for), 0 when it kept the running config",
+    )
+    .expect("valid metric");
+    for result in RELOAD_RESULTS {
+        reloads.with_label_values(&[result]);
+    }
+    last_success.set(1);
+    let registry = metrics().registry();
+    let _ = registry.register(Box::new(reloads.clone()));
+    let _ = registry.register(Box::new(last_success.clone()));
+    ReloadMetrics { reloads, last_success }
+});
+
+/// This process reloads its bridge's config on SIGHUP: the reload series
+/// are exported from now on (counts at 0, last success 1).
+pub fn config_reload_enabled() {
+    LazyLock::force(&RELOAD);
+}
+
+/// A reload ended with `result` (one of [`RELOAD_RESULTS`]).
+pub fn config_reload(result: &str) {
+    let result = RELOAD_RESULTS.iter().find(|r| **r == result).copied().unwrap_or("failed");
+    RELOAD.reloads.with_label_values(&[result]).inc();
+    RELOAD.last_success.set(i64::from(result == "ok"));
+}
+
+// `codemode_oauth_keys_loaded`: kept apart from [`Metrics`], registered on
+// first use, so a process without an OAuth issuer has no such series.
+
+/// `codemode_oauth_keys_loaded`, registered in [`metrics()`]'s registry the
+/// first time [`oauth_keys_loaded`] is called.
+static OAUTH_KEYS_LOADED: LazyLock<IntGauge> = LazyLock::new(|| {
+    let gauge = IntGauge::new(
+        "codemode_oauth_keys_loaded",
+        "1 while the MCP HTTP server holds its OAuth issuer's signing keys, 0 while it holds none (tokens are refused)",
+    )
+    .expect("valid metric");
+    let _ = metrics().registry().register(Box::new(gauge.clone()));
+    gauge
+});
+
+/// The OAuth issuer's keys are held (`true`) or none are. Called only where
+/// an issuer is configured: the gauge is absent elsewhere.
+pub fn oauth_keys_loaded(loaded: bool) {
+    OAUTH_KEYS_LOADED.set(i64::from(loaded));
+}
+
         }
         assert!(text.contains("codemode_cell_duration_seconds_bucket{outcome=\"finished\",le=\"0.5\"} 1"), "{text}");
         assert!(text.contains("codemode_containers_reaped_total 2"), "{text}");

@@ -128,7 +128,7 @@ impl Bridge {
             answer = self.refuse(format!("{}: {e}", call.tool));
         }
         let (server, tool) = match (call.op, current.catalog.get(&call.tool)) {
-            (Op::Tool, Some(tool)) => (self.inner.servers[tool.server].name(), tool.mcp_name.as_str()),
+            (Op::Tool, Some(tool)) => (current.servers[tool.server].name(), tool.mcp_name.as_str()),
             (Op::Tool, None) => ("<none>", "<unknown>"),
             // Other requests are counted by their method, never by a URI or
             // name the client chose (no series can be minted).
@@ -197,7 +197,7 @@ impl Bridge {
             let catalog::Denial { rule, reason } = &withheld.denial;
             let site = CallSite {
                 session: &call.session,
-                server: self.inner.servers[withheld.server].name(),
+                server: current.servers[withheld.server].name(),
                 tool: &withheld.mcp_name,
             };
             tracing::info!(tool = %call.tool, cell = %call.cell_id, %rule, "refused: denied by policy (not offered)");
@@ -215,7 +215,7 @@ impl Bridge {
             trail.refused(check, &why);
             return Err(self.refuse(why));
         };
-        trail.at(self.inner.servers[tool.server].name(), &tool.mcp_name);
+        trail.at(current.servers[tool.server].name(), &tool.mcp_name);
         Ok(Target::Tool(tool))
     }
 
@@ -238,7 +238,7 @@ impl Bridge {
                         let why = format!(
                             "{}: the server {} takes no subscriptions",
                             call.op.method(),
-                            self.inner.servers[server].name()
+                            current.servers[server].name()
                         );
                         return unknown(trail, why);
                     }
@@ -275,7 +275,7 @@ impl Bridge {
             },
         };
         if let Some(server) = target.server() {
-            trail.at(self.inner.servers[server].name(), &target.audit_name());
+            trail.at(current.servers[server].name(), &target.audit_name());
         }
         Ok(target)
     }
@@ -421,6 +421,11 @@ impl Bridge {
     /// Step 7, the call: to its server (over the shared session, or the
     /// client's own when it can be asked or listens, see
     /// [`crate::upstream`]), within the call timeout; its result (refused
+                // Remembered so that a reload does not remove the server
+                // whose taint an open session holds.
+                if private && let Some(index) = target.server() {
+                    self.inner.reloads.tainted_by(&key, current.servers[index].name());
+                }
     /// when the tool failed or the result is over the limit) or the host
     /// fault. A list for code is answered from the catalog.
     #[allow(clippy::too_many_arguments)]
@@ -447,7 +452,7 @@ impl Bridge {
             trail.result = Some((CallResult::Ok, Some(value.to_string())));
             return Answer::Value(value);
         };
-        let server = &self.inner.servers[index];
+        let server = &current.servers[index];
         let params = target.params(arguments);
         let direct = matches!(caller, Caller::Direct { .. });
         // A client that can be asked may take as long as a person may to
@@ -539,8 +544,8 @@ impl Bridge {
             other => return self.admit(applied, call, other, trail),
         };
         let name = &tool.name;
-        let site =
-            CallSite { session: &call.session, server: self.inner.servers[tool.server].name(), tool: &tool.mcp_name };
+        let server = self.server_name(tool.server);
+        let site = CallSite { session: &call.session, server: &server, tool: &tool.mcp_name };
         trail.record_args = applied.policy.records_args(&tool.mcp_name);
         let verdict = applied.policy.verdict(&tool.mcp_name);
         if let Verdict::Deny { reason, rule } = &verdict {
@@ -636,7 +641,8 @@ impl Bridge {
         let Some(admission) = target.admission(applied, call) else { return Ok(()) };
         let Some(index) = target.server() else { return Ok(()) };
         let audit_name = target.audit_name();
-        let site = CallSite { session: &call.session, server: self.inner.servers[index].name(), tool: &audit_name };
+        let server = self.server_name(index);
+        let site = CallSite { session: &call.session, server: &server, tool: &audit_name };
         match admission {
             Admission::Allow { rule } => {
                 self.decided(trail, site, AuditDecision::Allowed, &rule, None);
@@ -1058,7 +1064,7 @@ impl Target<'_> {
         match self {
             Target::Tool(tool) => tool.name.clone(),
             other => match other.server() {
-                Some(server) => format!("the resources and prompts of {}", bridge.inner.servers[server].name()),
+                Some(server) => format!("the resources and prompts of {}", bridge.server_name(server)),
                 None => String::new(),
             },
         }

@@ -63,6 +63,12 @@ pub(crate) struct Current {
     pub(crate) direct_message: std::sync::OnceLock<proto::Catalog>,
     /// What the servers offer besides tools.
     pub(crate) offers: Offers,
+    /// Every server the bridge started, by index; a reload appends the
+    /// servers it adds and leaves a removed server's (closed) handle in its
+    /// place, so an index never changes meaning.
+    pub(crate) servers: Arc<Vec<ServerHandle>>,
+    /// What to keep of each server, by the same index; `None`: removed.
+    pub(crate) wrapped: Arc<Vec<Option<WrappedServer>>>,
 }
 
 impl Current {
@@ -81,6 +87,10 @@ impl Current {
 pub(crate) struct Applied {
     pub(crate) policy: Arc<Policy>,
     pub(crate) limiter: RateLimiter,
+    /// SHA-256 (hex) of the policy as read: the file's bytes, or an inline
+    /// policy's JSON as `serde_json` writes it (what a reload's audit
+    /// record names).
+    pub(crate) sha256: String,
 }
 
 /// What one build makes: the catalog, its private rule, each server's
@@ -100,10 +110,10 @@ impl Judge for Policies<'_> {
     }
 }
 
-/// The configuration a catalog is built with.
+/// The configuration a catalog is built with, besides each server's own
+/// settings ([`Current::wrapped`]).
 #[derive(Debug)]
 pub(crate) struct Rebuild {
-    pub(crate) servers: Vec<WrappedServer>,
     pub(crate) prefixed: bool,
     pub(crate) limits: CatalogLimits,
     pub(crate) state: SessionStore,
@@ -121,11 +131,37 @@ pub(crate) struct Rebuild {
 impl Rebuild {
     /// Build a catalog (and its private rule) from each server's tools,
     /// reading each server's policy against the tools it lists, and the
-    /// offers from what else each server offers.
-    fn build(&self, tools: &[Arc<Vec<rmcp::model::Tool>>], offerings: &[Arc<Offering>]) -> Result<Built, BridgeError> {
-        let mut listed = Vec::with_capacity(self.servers.len());
-        let mut policies = Vec::with_capacity(self.servers.len());
-        for (wrapped, tools) in self.servers.iter().zip(tools) {
+    /// offers from what else each server offers. A removed server
+    /// (`None` in `servers`) keeps its index and offers nothing. The
+    /// private rule stays on when `keep_rule` (it was on: sessions may
+    /// hold taints, which must keep confining them) even when no tool is
+    /// private any more.
+    pub(crate) fn build(
+        &self,
+        servers: &[Option<WrappedServer>],
+        names: &[String],
+        tools: &[Arc<Vec<rmcp::model::Tool>>],
+        offerings: &[Arc<Offering>],
+        keep_rule: bool,
+    ) -> Result<Built, BridgeError> {
+        let mut listed = Vec::with_capacity(servers.len());
+        let mut policies = Vec::with_capacity(servers.len());
+        for ((wrapped, tools), name) in servers.iter().zip(tools).zip(names) {
+            let Some(wrapped) = wrapped else {
+                listed.push(ServerTools {
+                    server: name.clone(),
+                    prefixed: self.prefixed,
+                    tools: Vec::new(),
+                    allow: None,
+                    private: Vec::new(),
+                    origin: crate::Origin::Flags,
+                    observed: HashMap::new(),
+                    labels: HashMap::new(),
+                    withheld: HashMap::new(),
+                });
+                policies.push(None);
+                continue;
+            };
             let applied = match &wrapped.policy {
                 Some(source) => Some(self.load_policy(wrapped, source, tools)?),
                 None => None,
@@ -164,16 +200,17 @@ impl Rebuild {
             policies.push(applied);
         }
         let catalog = Catalog::build(&listed, &self.limits)?;
-        let rule = catalog.has_private().then(|| {
+        let rule = (catalog.has_private() || keep_rule).then(|| {
             PrivateRule::new(self.state.clone(), catalog.private_tools()).with_stateless_idle(self.stateless_idle)
         });
         // A server's resources and prompts are as private as its most
         // private tool: a server trusted with private data by one tool
         // may hold it in what it serves otherwise.
         let private: Vec<bool> =
-            (0..self.servers.len()).map(|i| catalog.tools().iter().any(|t| t.server == i && t.private)).collect();
-        let names = self.servers.iter().map(|w| w.spec.name.clone()).collect();
-        let offers = Offers::build(offerings.to_vec(), names, self.prefixed, private, &Policies(&policies));
+            (0..servers.len()).map(|i| catalog.tools().iter().any(|t| t.server == i && t.private)).collect();
+        let offerings =
+            servers.iter().zip(offerings).map(|(w, o)| if w.is_some() { o.clone() } else { Default::default() });
+        let offers = Offers::build(offerings.collect(), names.to_vec(), self.prefixed, private, &Policies(&policies));
         Ok((catalog, rule, policies, offers))
     }
 
@@ -198,9 +235,19 @@ impl Rebuild {
                 },
             })
             .collect();
-        let policy = match source {
-            PolicySource::File(path) => Policy::load(path, &facts),
-            PolicySource::Inline { value, origin } => Policy::from_value(value, origin, &facts),
+        // Read once: the hash is of the very bytes the policy was parsed from.
+        let (policy, sha256) = match source {
+            PolicySource::File(path) => {
+                let file = path.display().to_string();
+                match std::fs::read_to_string(path) {
+                    Ok(text) => (Policy::parse(&text, &file, &facts), audit_record::hex_sha256(text.as_bytes())),
+                    Err(source) => (Err(crate::policy::PolicyError::Read { file, source }), String::new()),
+                }
+            }
+            PolicySource::Inline { value, origin } => (
+                Policy::from_value(value, origin, &facts),
+                audit_record::hex_sha256(&serde_json::to_vec(value).unwrap_or_default()),
+            ),
         };
         let policy = policy.map_err(|error| BridgeError::Policy {
             // An inline policy's errors name the config file and entry already.
@@ -212,7 +259,7 @@ impl Rebuild {
             error: Box::new(error),
         })?;
         let policy = Arc::new(policy);
-        Ok(Applied { limiter: RateLimiter::new(policy.clone(), self.state.clone()), policy })
+        Ok(Applied { limiter: RateLimiter::new(policy.clone(), self.state.clone()), policy, sha256 })
     }
 }
 
@@ -245,24 +292,29 @@ impl Bridge {
         let mut handles = Vec::new();
         let mut actors = Vec::new();
         let mut listed = Vec::new();
+        let mut tokens = Vec::new();
         for (index, wrapped) in config.servers.iter().enumerate() {
             let relay = Relay::shared(index, &wrapped.spec.name, bridge_ref.clone());
-            match server::start_relaying(&wrapped.spec, relay, servers_cancel.clone()).await {
+            // A token of its own, so that a reload can close it alone.
+            let token = servers_cancel.child_token();
+            match server::start_relaying(&wrapped.spec, relay, token.clone()).await {
                 Ok((handle, tools, actor)) => {
                     listed.push(Arc::new(tools));
                     handles.push(handle);
                     actors.push(actor);
+                    tokens.push(token);
                 }
                 Err(e) => {
                     servers_cancel.cancel();
                     drop(handles);
-                    Closer { actors, own_sessions: Default::default(), audit: None }.closed().await;
+                    Closer { actors, added: Default::default(), own_sessions: Default::default(), audit: None }
+                        .closed()
+                        .await;
                     return Err(e);
                 }
             }
         }
         let rebuild = Rebuild {
-            servers: config.servers,
             prefixed,
             limits: config.catalog,
             state: config.state.clone(),
@@ -272,17 +324,21 @@ impl Bridge {
             learned: Default::default(),
         };
         // What earlier runs learned of the results, before the first stubs.
-        let known = rebuild.servers.iter().zip(&listed).flat_map(|(wrapped, tools)| {
+        let known = config.servers.iter().zip(&listed).flat_map(|(wrapped, tools)| {
             tools.iter().map(|t| (wrapped.spec.name.clone(), t.name.to_string())).collect::<Vec<_>>()
         });
         rebuild.shapes.load(known.collect::<Vec<_>>()).await;
         let offerings: Vec<_> = handles.iter().map(ServerHandle::offering).collect();
-        let (catalog, rule, policies, offers) = match rebuild.build(&listed, &offerings) {
+        let wrapped: Vec<Option<WrappedServer>> = config.servers.iter().cloned().map(Some).collect();
+        let names: Vec<String> = config.servers.iter().map(|w| w.spec.name.clone()).collect();
+        let (catalog, rule, policies, offers) = match rebuild.build(&wrapped, &names, &listed, &offerings, false) {
             Ok(built) => built,
             Err(e) => {
                 servers_cancel.cancel();
                 drop(handles);
-                Closer { actors, own_sessions: Default::default(), audit: None }.closed().await;
+                Closer { actors, added: Default::default(), own_sessions: Default::default(), audit: None }
+                    .closed()
+                    .await;
                 return Err(e);
             }
         };
@@ -291,11 +347,9 @@ impl Bridge {
             tracing::info!(?private, store = config.state.backend_kind(), "private-data rule on");
         }
         tracing::info!(tools = catalog.tools().len(), left_out = catalog.left_out().len(), "bridge ready");
-        let changes: Vec<_> = handles.iter().map(ServerHandle::tools_changes).collect();
-        let offering_changes: Vec<_> = handles.iter().map(ServerHandle::offering_changes).collect();
-        for (wrapped, applied) in rebuild.servers.iter().zip(&policies) {
+        for (wrapped, applied) in config.servers.iter().zip(&policies) {
             if let Some(applied) = applied {
-                tracing::info!(server = %wrapped.spec.name, policy = applied.policy.source(), "policy on");
+                tracing::info!(server = %wrapped.spec.name, policy = applied.policy.source(), sha256 = %applied.sha256, "policy on");
             }
         }
         if let Some(audit) = &config.policy_options.audit {
@@ -303,7 +357,9 @@ impl Bridge {
                 if let Err(e) = audit.append(tools_record(handle.name(), tools), Durability::Written).await {
                     servers_cancel.cancel();
                     drop(handles);
-                    Closer { actors, own_sessions: Default::default(), audit: None }.closed().await;
+                    Closer { actors, added: Default::default(), own_sessions: Default::default(), audit: None }
+                        .closed()
+                        .await;
                     return Err(BridgeError::Audit(e));
                 }
             }
@@ -316,14 +372,17 @@ impl Bridge {
             message: Default::default(),
             direct_message: Default::default(),
             offers,
+            servers: Arc::new(handles),
+            wrapped: Arc::new(wrapped),
         };
         let audit_for_closer = config.policy_options.audit.clone();
         let upstreams = Upstreams::new(bridge_ref.clone(), servers_cancel.clone());
         let own_sessions = upstreams.tasks();
+        let reloads = crate::reload::Reloads::new(servers_cancel.clone(), bridge_ref.clone(), tokens);
+        let added = reloads.added_tasks();
         let bridge = Bridge {
             inner: Arc::new(Inner {
                 current: std::sync::RwLock::new(Arc::new(current)),
-                servers: handles,
                 limits: config.limits,
                 rebuild,
                 audit: config.policy_options.audit.clone(),
@@ -331,20 +390,15 @@ impl Bridge {
                 scopes: Scopes::new(config.state.clone(), config.limits.stateless_idle),
                 upstreams,
                 in_flight: Default::default(),
+                reloads,
             }),
         };
         let _ = bridge_ref.set(Arc::downgrade(&bridge.inner));
-        actors.push(tokio::spawn(refresher(
-            Arc::downgrade(&bridge.inner),
-            changes,
-            offering_changes,
-            bridge.inner.rebuild.learned.clone(),
-            servers_cancel.clone(),
-        )));
+        actors.push(tokio::spawn(refresher(Arc::downgrade(&bridge.inner), servers_cancel.clone())));
         // Holds only a weak reference and ends with the bridge (or its
         // token): nothing to wait for at close.
         tokio::spawn(crate::upstream::reaper(Arc::downgrade(&bridge.inner), servers_cancel));
-        Ok((bridge, Closer { actors, own_sessions, audit: audit_for_closer }))
+        Ok((bridge, Closer { actors, added, own_sessions, audit: audit_for_closer }))
     }
 
     /// Rebuild the catalog from every wrapped server's current tools and
@@ -356,11 +410,16 @@ impl Bridge {
 
     /// Rebuild the catalog; `record`: the servers' tools changed, so the
     /// audit log gets their new lists (a learned result shape changes
-    /// only stubs, and records nothing).
+    /// only stubs, and records nothing). One rebuild at a time (a reload
+    /// is one too), so a rebuild never swaps in a catalog of settings a
+    /// reload has replaced meanwhile.
     async fn rebuild_catalog(&self, record: bool) -> Result<u64, BridgeError> {
-        let tools: Vec<_> = self.inner.servers.iter().map(ServerHandle::tools).collect();
-        let offerings: Vec<_> = self.inner.servers.iter().map(ServerHandle::offering).collect();
-        let built = self.inner.rebuild.build(&tools, &offerings);
+        let _one = self.inner.reloads.one_at_a_time().await;
+        let held = self.current();
+        let tools: Vec<_> = held.servers.iter().map(ServerHandle::tools).collect();
+        let offerings: Vec<_> = held.servers.iter().map(ServerHandle::offering).collect();
+        let names: Vec<String> = held.servers.iter().map(|s| s.name().to_string()).collect();
+        let built = self.inner.rebuild.build(&held.wrapped, &names, &tools, &offerings, held.rule.is_some());
         if built.is_ok()
             && record
             && let Some(audit) = &self.inner.audit
@@ -368,7 +427,10 @@ impl Bridge {
             // Recorded before the new catalog serves a call, and awaited:
             // the refresher is one of the tasks the closer waits for, so no
             // record of it is left in flight when the sink closes.
-            for (handle, tools) in self.inner.servers.iter().zip(&tools) {
+            for ((handle, tools), wrapped) in held.servers.iter().zip(&tools).zip(held.wrapped.iter()) {
+                if wrapped.is_none() {
+                    continue;
+                }
                 if let Err(e) = audit.append(tools_record(handle.name(), tools), Durability::Written).await {
                     tracing::error!(error = %e, "the changed tools could not be recorded");
                 }
@@ -387,6 +449,8 @@ impl Bridge {
                     message: Default::default(),
                     direct_message: Default::default(),
                     offers,
+                    servers: held.servers.clone(),
+                    wrapped: held.wrapped.clone(),
                 });
                 Ok(version)
             }
@@ -432,7 +496,8 @@ impl Bridge {
     }
 
     fn make_message(&self, current: &Current, direct: bool) -> proto::Catalog {
-        let tools = current.catalog.entries(self.inner.servers.len() > 1, direct);
+        let several = current.wrapped.iter().filter(|w| w.is_some()).count() > 1;
+        let tools = current.catalog.entries(several, direct);
         let mut withheld: Vec<String> = current.catalog.withheld_names().map(str::to_string).collect();
         withheld.sort_unstable();
         let max_calls = self.inner.limits.max_calls;
@@ -482,7 +547,7 @@ impl Bridge {
 }
 
 /// The `tools` record of one server: its tools and their annotations.
-fn tools_record(server: &str, tools: &[rmcp::model::Tool]) -> audit_record::Body {
+pub(crate) fn tools_record(server: &str, tools: &[rmcp::model::Tool]) -> audit_record::Body {
     let tools = tools
         .iter()
         .map(|t| {
@@ -500,36 +565,92 @@ fn tools_record(server: &str, tools: &[rmcp::model::Tool]) -> audit_record::Body
 }
 
 /// Rebuild the catalog whenever a wrapped server publishes a new tool list
-/// (or new lists of resources, templates or prompts), until the servers
-/// stop or the bridge is gone.
-async fn refresher(
-    bridge: std::sync::Weak<Inner>,
-    mut changes: Vec<tokio::sync::watch::Receiver<Arc<Vec<rmcp::model::Tool>>>>,
-    mut offering_changes: Vec<tokio::sync::watch::Receiver<Arc<Offering>>>,
-    learned: Arc<tokio::sync::Notify>,
-    cancel: CancellationToken,
-) {
-    if changes.is_empty() {
-        return;
+/// (or new lists of resources, templates or prompts), or a result shape is
+/// learned, until the servers stop or the bridge is gone. It follows the
+/// servers of the current catalog: a reload's added servers are watched
+/// from then on, a removed one no longer.
+async fn refresher(bridge: std::sync::Weak<Inner>, cancel: CancellationToken) {
+    type Changes<T> = Vec<Option<tokio::sync::watch::Receiver<Arc<T>>>>;
+    /// What woke the refresher.
+    enum Event {
+        /// A server's tools (or offering) changed; `false`: its actor ended.
+        Changed {
+            index: usize,
+            tools: bool,
+            alive: bool,
+        },
+        Learned,
+        Reloaded,
     }
+    let Some((learned, reloaded)) =
+        bridge.upgrade().map(|inner| (inner.rebuild.learned.clone(), inner.reloads.reloaded.clone()))
+    else {
+        return;
+    };
+    let mut tools: Changes<Vec<rmcp::model::Tool>> = Vec::new();
+    let mut offerings: Changes<Offering> = Vec::new();
     loop {
-        let tools = futures::future::select_all(changes.iter_mut().map(|rx| Box::pin(rx.changed())));
-        let offerings = futures::future::select_all(offering_changes.iter_mut().map(|rx| Box::pin(rx.changed())));
-        let (result, record) = tokio::select! {
-            _ = cancel.cancelled() => return,
-            (result, _, _) = tools => (result, true),
-            (result, _, _) = offerings => (result, true),
-            () = learned.notified() => {
-                // Shapes learned by a burst of calls make one rebuild.
-                tokio::time::sleep(LEARNED_SETTLE).await;
-                (Ok(()), false)
+        {
+            let Some(inner) = bridge.upgrade() else { return };
+            let current = Bridge { inner }.current();
+            for handle in current.servers.iter().skip(tools.len()) {
+                tools.push(Some(handle.tools_changes()));
+                offerings.push(Some(handle.offering_changes()));
+            }
+            for (index, wrapped) in current.wrapped.iter().enumerate() {
+                if wrapped.is_none() {
+                    tools[index] = None;
+                    offerings[index] = None;
+                }
+            }
+        }
+        let event = {
+            let tools_changed = first_change(&mut tools, true);
+            let offering_changed = first_change(&mut offerings, false);
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                event = tools_changed => event,
+                event = offering_changed => event,
+                () = reloaded.notified() => Event::Reloaded,
+                () = learned.notified() => Event::Learned,
             }
         };
-        if result.is_err() {
-            return;
-        }
+        let record = match event {
+            Event::Reloaded => continue,
+            Event::Changed { index, tools: which, alive: false } => {
+                // Its actor ended: closed by a reload, or the bridge stops.
+                if which {
+                    tools[index] = None;
+                } else {
+                    offerings[index] = None;
+                }
+                continue;
+            }
+            Event::Changed { .. } => true,
+            Event::Learned => {
+                // Shapes learned by a burst of calls make one rebuild.
+                tokio::time::sleep(LEARNED_SETTLE).await;
+                false
+            }
+        };
         let Some(inner) = bridge.upgrade() else { return };
         let _ = Bridge { inner }.rebuild_catalog(record).await;
+    }
+
+    /// The first change among `changes` (pending when none is watched).
+    async fn first_change<T>(changes: &mut Changes<T>, tools: bool) -> Event {
+        let waits: Vec<_> = changes
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(index, rx)| {
+                rx.as_mut().map(|rx| Box::pin(async move { (index, rx.changed().await.is_ok()) }))
+            })
+            .collect();
+        if waits.is_empty() {
+            return std::future::pending().await;
+        }
+        let ((index, alive), _, _) = futures::future::select_all(waits).await;
+        Event::Changed { index, tools, alive }
     }
 }
 

@@ -69,6 +69,7 @@ mod current;
 mod error;
 mod offers;
 mod relay;
+mod reload;
 mod serve;
 mod settings;
 mod team;
@@ -84,8 +85,8 @@ use crate::catalog::Catalog;
 pub use crate::check::{DIRECT_CALLS, call_request_timeout, result_text};
 use crate::current::{Current, Rebuild};
 pub use crate::error::{BridgeError, SessionEndError};
+pub use crate::reload::{ReloadError, ReloadSource, Reloaded};
 use crate::scope::Scopes;
-use crate::server::ServerHandle;
 pub use crate::settings::{BridgeConfig, CallLimits, Origin, PolicyOptions, PolicySource, WrappedServer};
 
 /// A running bridge: a cheap handle.
@@ -96,9 +97,9 @@ pub struct Bridge {
 
 #[derive(Debug)]
 pub(crate) struct Inner {
-    /// The current catalog; replaced whole by [`Bridge::refresh_catalog`].
+    /// The current catalog, with the servers it indexes; replaced whole by
+    /// [`Bridge::refresh_catalog`] and [`Bridge::reload`].
     pub(crate) current: std::sync::RwLock<Arc<Current>>,
-    pub(crate) servers: Vec<ServerHandle>,
     pub(crate) limits: CallLimits,
     /// What the catalog is rebuilt from, besides the servers' tools.
     pub(crate) rebuild: Rebuild,
@@ -114,6 +115,8 @@ pub(crate) struct Inner {
     /// The direct calls running here, by call id: cancelling one cancels
     /// its request at the server.
     pub(crate) in_flight: std::sync::Mutex<std::collections::HashMap<String, tokio_util::sync::CancellationToken>>,
+    /// What a reload needs: one rebuild at a time, the servers it adds.
+    pub(crate) reloads: reload::Reloads,
 }
 
 /// The wrapped servers' owner tasks; await [`Closer::closed`] after
@@ -121,6 +124,8 @@ pub(crate) struct Inner {
 #[derive(Debug)]
 pub struct Closer {
     actors: Vec<tokio::task::JoinHandle<()>>,
+    /// The actors of servers a reload added.
+    added: tokio_util::task::TaskTracker,
     /// The tasks of clients' own sessions with the servers.
     own_sessions: tokio_util::task::TaskTracker,
     audit: Option<AuditSink>,
@@ -133,6 +138,8 @@ impl Closer {
         for a in self.actors {
             let _ = a.await;
         }
+        self.added.close();
+        self.added.wait().await;
         self.own_sessions.close();
         self.own_sessions.wait().await;
         if let Some(audit) = self.audit {
@@ -155,5 +162,11 @@ impl Bridge {
     /// The current catalog.
     pub fn catalog(&self) -> Arc<Catalog> {
         self.current().catalog.clone()
+    }
+
+    /// The name of the server at `index` (a removed server's too: an
+    /// index never changes meaning).
+    pub(crate) fn server_name(&self, index: usize) -> String {
+        self.current().servers.get(index).map(|s| s.name().to_string()).unwrap_or_default()
     }
 }

@@ -94,12 +94,12 @@ impl PolicyReport {
     /// servers list now.
     fn of(bridge: &Bridge, named: bool) -> PolicyReport {
         let current = bridge.current();
-        let inner = &bridge.inner;
-        let servers = inner
+        let servers = current
             .servers
             .iter()
-            .zip(&inner.rebuild.servers)
+            .zip(current.wrapped.iter())
             .enumerate()
+            .filter_map(|(index, (handle, wrapped))| wrapped.as_ref().map(|w| (index, (handle, w))))
             .map(|(index, (handle, wrapped))| {
                 let applied = current.policies.get(index).and_then(Option::as_ref);
                 let tools = handle

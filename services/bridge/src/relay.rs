@@ -471,7 +471,7 @@ impl crate::Bridge {
         kind: AskKind,
         trail: &mut crate::trail::Trail,
     ) -> Result<(), String> {
-        let name = self.inner.servers[server].name().to_string();
+        let name = self.server_name(server);
         if let Some(applied) = &current.policies[server] {
             let site = crate::policy::CallSite { session, server: &name, tool: kind.method() };
             match applied.policy.ask(kind.into()) {
@@ -524,7 +524,7 @@ impl crate::Bridge {
         call: &code_mode_proto::ToolCall,
         result: &mut serde_json::Value,
     ) -> Result<(), String> {
-        let name = self.inner.servers[server].name().to_string();
+        let name = self.server_name(server);
         let Some(serde_json::Value::Object(requests)) = result.get_mut("inputRequests") else { return Ok(()) };
         for (_, request) in requests.iter_mut() {
             let kind = match request.get("method").and_then(serde_json::Value::as_str) {
@@ -585,7 +585,7 @@ impl crate::Bridge {
         let Some(subject) = code_mode_proto::subjects::client(asker) else { return };
         let message = code_mode_proto::ToClient::Note(code_mode_proto::ServerNote {
             call_id,
-            server: self.inner.servers[server].name().to_string(),
+            server: self.server_name(server),
             note,
         });
         if let Err(e) = to_client(bus, &subject, &message, NOTE_TIMEOUT).await {
@@ -608,7 +608,7 @@ impl crate::Bridge {
         withdrawn: &tokio_util::sync::CancellationToken,
     ) -> Result<serde_json::Value, ErrorData> {
         let current = self.current();
-        let name = self.inner.servers[server].name().to_string();
+        let name = self.server_name(server);
         let record = code_mode_proto::ToolCall {
             session: owner.session.clone(),
             asker: Some(owner.asker.clone()),
@@ -645,7 +645,7 @@ impl crate::Bridge {
         withdrawn: &tokio_util::sync::CancellationToken,
         trail: &mut crate::trail::Trail,
     ) -> Result<serde_json::Value, ErrorData> {
-        let name = self.inner.servers[server].name().to_string();
+        let name = self.server_name(server);
         let refused = |trail: &mut crate::trail::Trail, check: &str, why: String| {
             tracing::info!(server = %name, method = kind.method(), "a server's question was refused: {why}");
             trail.refused(check, &why);

@@ -54,6 +54,7 @@ impl Bridge {
                 }
             }
         }
+        self.inner.reloads.forget(session);
         Ok(removed)
     }
 

@@ -289,6 +289,20 @@ impl Upstreams {
         keys.len()
     }
 
+    /// Close every client's own session with the server at `index` (a
+    /// reload removed it); its stateless shared session too.
+    pub(crate) fn close_server(&self, index: usize) {
+        let mut slots = code_mode_core::sync::lock(&self.slots);
+        let keys: Vec<_> = slots.keys().filter(|(_, i)| *i == index).cloned().collect();
+        for key in &keys {
+            if let Some(slot) = slots.remove(key)
+                && let Some(Ok(own)) = slot.get()
+            {
+                own.close.cancel();
+            }
+        }
+    }
+
     /// Close `asker`'s sessions that have no call in flight (a stateless
     /// request's, once its calls ended).
     pub(crate) fn close_idle_of(&self, asker: &str) {
@@ -365,7 +379,7 @@ impl crate::Bridge {
         direct: bool,
         retry: Option<&code_mode_proto::Retry>,
     ) -> Result<serde_json::Value, CallError> {
-        let server = &self.inner.servers[index];
+        let server = &self.current().servers[index].clone();
         let asker = call.asker.clone().unwrap_or_else(|| call.session.clone());
         // A stateless client's direct request goes to a server that speaks
         // that revision too in it: the server's own questions then come
