@@ -41,6 +41,12 @@
 //! a configuration, but a running bridge keeps serving what it had rather
 //! than drop every tool. An allowlist is explicit, so a new tool that is not
 //! on it stays out.
+//!
+//! The config itself can change while the bridge runs: [`Bridge::reload`]
+//! (SIGHUP in `serve` and `bridge`) rereads the policy files and the
+//! `mcpServers` file, starts added servers and closes removed ones, and
+//! swaps in a catalog built the same way, or keeps everything and says why
+//! ([`reload`](crate::reload) has what reloads and what is refused).
 
 pub mod approval;
 pub mod catalog;
