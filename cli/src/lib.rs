@@ -60,6 +60,17 @@ mod library;
 pub use code_mode_mcp_frontend::KeepConfig;
 pub use library::{Bridge, Budget, CellReport, Error, McpServer, Options, Sandbox, Server, build_server, run_code};
 
+/// The `service.name` of a command's spans (`OTEL_SERVICE_NAME` overrides
+/// it): each split service its own, the all-in-one commands `code-mode`.
+fn trace_service(command: &cli::Command) -> &'static str {
+    match command {
+        cli::Command::Frontend(_) => "code-mode-frontend",
+        cli::Command::Bridge(_) => "code-mode-bridge",
+        cli::Command::SandboxRunner(_) => "code-mode-sandbox-runner",
+        _ => "code-mode",
+    }
+}
+
 /// Entry point of the binary.
 pub fn main() -> std::process::ExitCode {
     use clap::Parser;
@@ -81,7 +92,7 @@ pub fn main() -> std::process::ExitCode {
             None => e.exit(),
         },
     };
-    code_mode_core::init_logging("warn,code_mode=info");
+    let tracing = code_mode_core::init_logging_and_traces("warn,code_mode=info", trace_service(&args.command));
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
@@ -89,7 +100,10 @@ pub fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    match runtime.block_on(app::run(args)) {
+    let ran = runtime.block_on(app::run(args));
+    // The service has stopped: its last spans go out before it exits.
+    tracing.shutdown();
+    match ran {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => match e.downcast_ref::<audit::Exit>() {
             // The command printed its verdict already.

@@ -8,6 +8,12 @@
 //!
 //! On top of raw bytes, [`Bus::call`] and [`Bus::serve`] carry typed JSON
 //! messages wrapped in the [`Reply`] envelope of `code-mode-proto`.
+//!
+//! Each request also carries the caller's trace context ([`TraceHeaders`]:
+//! W3C `traceparent`/`tracestate`, NATS message headers over NATS), and
+//! each handler runs under it, so the spans the handler makes are children
+//! of the caller's (`docs/tracing.md`). The headers are empty when nothing
+//! is traced.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -17,6 +23,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use code_mode_proto::{ErrorKind, Reply, WireError};
+pub use code_mode_telemetry::trace::TraceHeaders;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::{mpsc, oneshot};
@@ -108,6 +115,8 @@ pub trait Responder: Send {
 pub struct Request {
     /// The request body.
     pub payload: Bytes,
+    /// The caller's trace context (empty when it traces nothing).
+    pub headers: TraceHeaders,
     /// Where the reply goes.
     pub responder: Box<dyn Responder>,
 }
@@ -115,8 +124,15 @@ pub struct Request {
 /// The transport under a [`Bus`]: in-process now, NATS later.
 #[async_trait]
 pub trait Transport: Send + Sync + 'static {
-    /// Send a request and wait for one reply.
-    async fn request(&self, subject: &str, payload: Bytes, timeout: Duration) -> Result<Bytes, BusError>;
+    /// Send a request (with the caller's trace context) and wait for one
+    /// reply.
+    async fn request(
+        &self,
+        subject: &str,
+        headers: &TraceHeaders,
+        payload: Bytes,
+        timeout: Duration,
+    ) -> Result<Bytes, BusError>;
     /// Receive the requests on `subject` as a member of `queue_group`.
     async fn subscribe(&self, subject: &str, queue_group: &str) -> Result<mpsc::Receiver<Request>, BusError>;
 }
@@ -195,7 +211,8 @@ impl Bus {
     {
         let codec = |source| BusError::Codec { subject: subject.to_string(), source };
         let payload = serde_json::to_vec(request).map_err(codec)?;
-        let answer = self.transport.request(subject, Bytes::from(payload), timeout).await?;
+        let headers = TraceHeaders::current();
+        let answer = self.transport.request(subject, &headers, Bytes::from(payload), timeout).await?;
         match serde_json::from_slice::<Reply<R>>(&answer).map_err(codec)? {
             Reply::Ok(reply) => Ok(reply),
             Reply::Err(error) => Err(BusError::Remote { subject: subject.to_string(), error }),
@@ -300,7 +317,8 @@ impl Default for Serving {
     }
 }
 
-/// Decode one request, run the handler, send its reply (or the error).
+/// Decode one request, run the handler (under the caller's trace context),
+/// send its reply (or the error).
 async fn answer<Q, R, F, Fut>(subject: &str, request: Request, handler: &F)
 where
     Q: DeserializeOwned,
@@ -309,7 +327,7 @@ where
     Fut: Future<Output = Result<R, WireError>>,
 {
     let reply = match serde_json::from_slice::<Q>(&request.payload) {
-        Ok(q) => match handler(q).await {
+        Ok(q) => match code_mode_telemetry::trace::within(&request.headers, handler(q)).await {
             Ok(r) => Reply::Ok(r),
             Err(e) => Reply::Err(e),
         },
@@ -374,10 +392,16 @@ impl InProcess {
 
 #[async_trait]
 impl Transport for InProcess {
-    async fn request(&self, subject: &str, payload: Bytes, timeout: Duration) -> Result<Bytes, BusError> {
+    async fn request(
+        &self,
+        subject: &str,
+        headers: &TraceHeaders,
+        payload: Bytes,
+        timeout: Duration,
+    ) -> Result<Bytes, BusError> {
         let member = self.pick(subject).ok_or_else(|| BusError::NoResponders { subject: subject.to_string() })?;
         let (tx, rx) = oneshot::channel();
-        let request = Request { payload, responder: Box::new(OneshotResponder(tx)) };
+        let request = Request { payload, headers: headers.clone(), responder: Box::new(OneshotResponder(tx)) };
         member.send(request).await.map_err(|_| BusError::NoResponders { subject: subject.to_string() })?;
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(reply)) => Ok(reply),

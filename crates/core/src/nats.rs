@@ -4,6 +4,10 @@
 //! queue subscriptions, so each request reaches one member of the group and
 //! replicas of a service share the load. The async-nats `Client` is itself a
 //! handle on one connection task, which reconnects on its own.
+//!
+//! A request's trace context travels as NATS message headers
+//! (`traceparent`, `tracestate`; nats-server supports headers by default,
+//! no configuration needed); a request without one carries no headers.
 
 use std::time::Duration;
 
@@ -12,7 +16,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
-use crate::bus::{BusError, Request, Responder, Transport};
+use crate::bus::{BusError, Request, Responder, TraceHeaders, Transport};
 
 /// A bus transport over one NATS connection.
 #[derive(Clone, Debug)]
@@ -181,6 +185,23 @@ pub async fn wait_for_stream_leader(stream: &async_nats::jetstream::stream::Stre
     }
 }
 
+/// A request's trace context as NATS headers.
+fn nats_headers(headers: &TraceHeaders) -> async_nats::HeaderMap {
+    let mut map = async_nats::HeaderMap::new();
+    for (name, value) in headers.iter() {
+        map.insert(name, value);
+    }
+    map
+}
+
+/// The trace context among a message's NATS headers (nothing else of them).
+fn trace_headers(map: &async_nats::HeaderMap) -> TraceHeaders {
+    use code_mode_telemetry::trace::{TRACEPARENT, TRACESTATE};
+    TraceHeaders::from_pairs(
+        [TRACEPARENT, TRACESTATE].into_iter().filter_map(|name| map.get(name).map(|v| (name, v.as_str()))),
+    )
+}
+
 struct NatsResponder {
     client: async_nats::Client,
     reply: async_nats::Subject,
@@ -195,7 +216,13 @@ impl Responder for NatsResponder {
 
 #[async_trait]
 impl Transport for NatsTransport {
-    async fn request(&self, subject: &str, payload: Bytes, timeout: Duration) -> Result<Bytes, BusError> {
+    async fn request(
+        &self,
+        subject: &str,
+        headers: &TraceHeaders,
+        payload: Bytes,
+        timeout: Duration,
+    ) -> Result<Bytes, BusError> {
         // While the client reconnects, a request would wait in its queue for
         // the whole timeout: fail at once instead, saying why.
         if self.client.connection_state() != async_nats::connection::State::Connected {
@@ -203,7 +230,10 @@ impl Transport for NatsTransport {
                 "not connected to NATS (reconnecting): the request on {subject} was not sent; try again shortly"
             )));
         }
-        let request = async_nats::client::Request::new().payload(payload).timeout(Some(timeout));
+        let mut request = async_nats::client::Request::new().payload(payload).timeout(Some(timeout));
+        if !headers.is_empty() {
+            request = request.headers(nats_headers(headers));
+        }
         match self.client.send_request(subject.to_string(), request).await {
             Ok(message) => Ok(message.payload),
             Err(e) => Err(match e.kind() {
@@ -234,8 +264,13 @@ impl Transport for NatsTransport {
                     m = subscription.next() => match m { Some(m) => m, None => break },
                 };
                 let Some(reply) = message.reply else { continue };
+                let headers = match &message.headers {
+                    Some(h) => trace_headers(h),
+                    None => TraceHeaders::default(),
+                };
                 let request = Request {
                     payload: message.payload,
+                    headers,
                     responder: Box::new(NatsResponder { client: client.clone(), reply }),
                 };
                 if tx.send(request).await.is_err() {

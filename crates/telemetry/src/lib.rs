@@ -19,6 +19,9 @@
 //! - [`scrape`]: a raw-socket HTTP GET and a parser of the exposition
 //!   format, for whatever scrapes a live service: the load-test binary
 //!   (`code-mode-loadtest clients --metrics`) and the tests.
+//! - [`trace`]: OpenTelemetry spans of a cell and its calls, their W3C
+//!   context beside each bus message, and the OTLP export when the
+//!   standard `OTEL_*` variables ask for it (`docs/tracing.md`).
 //!
 //! # One explicit registry, process-wide
 //!
@@ -50,6 +53,7 @@ pub mod metrics;
 pub mod phases;
 pub mod scrape;
 pub mod server;
+pub mod trace;
 
 pub use metrics::{
     ApprovalAnswer, CellOutcome, Decision, FrontendCellResult, Metrics, StateResult, approval_answered, audit_probed,

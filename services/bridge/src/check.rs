@@ -111,9 +111,17 @@ impl Bridge {
         retry: Option<&proto::Retry>,
     ) -> Answer {
         let started = std::time::Instant::now();
+        // The call's trace span, under the runner's `cell.run` (the bus runs
+        // this under the sender's context; docs/tracing.md).
+        let span =
+            code_mode_telemetry::trace::tool_call_span(&call.cell_id, u64::from(call.call_index), call.op.method());
         let current = self.current();
         let mut trail = Trail::new(call);
-        let mut answer = self.check_and_call(&current, call, caller, &mut trail, cancel, retry).await;
+        let mut answer = tracing::Instrument::instrument(
+            self.check_and_call(&current, call, caller, &mut trail, cancel, retry),
+            span.clone(),
+        )
+        .await;
         // A stateless request's own sessions go with its last call.
         if let Some(link) = &call.link
             && link.stateless
@@ -147,6 +155,12 @@ impl Bridge {
             Answer::Failed(ToolReply::Fault { .. }) => Decision::Fault,
         };
         code_mode_telemetry::tool_call(server, tool, decision, started.elapsed());
+        code_mode_telemetry::trace::tool_named(&span, server, tool);
+        let fault = match &answer {
+            Answer::Failed(ToolReply::Fault { kind }) => Some(kind.as_str()),
+            _ => None,
+        };
+        code_mode_telemetry::trace::ended(&span, decision.as_str(), fault);
         answer
     }
 
@@ -459,7 +473,25 @@ impl Bridge {
         // answer the server's questions, on top of the call's own time.
         let asks = call.link.as_ref().is_some_and(code_mode_proto::ClientLink::can_be_asked);
         let timeout = if asks { limits.call_timeout + limits.approval_timeout } else { limits.call_timeout };
-        let sent = self.send(index, call, params, timeout, cancel, direct, retry).await;
+        // A tool by its server's name; anything else by its method, never a
+        // URI or name the code chose.
+        let what = match target {
+            Target::Tool(tool) => tool.mcp_name.as_str(),
+            _ => call.op.method(),
+        };
+        let wrapped = code_mode_telemetry::trace::wrapped_call_span(server.name(), what);
+        let sent = tracing::Instrument::instrument(
+            self.send(index, call, params, timeout, cancel, direct, retry),
+            wrapped.clone(),
+        )
+        .await;
+        match &sent {
+            Ok(result) if result.get("isError").and_then(Value::as_bool) == Some(true) => {
+                code_mode_telemetry::trace::ended(&wrapped, "tool_error", None)
+            }
+            Ok(_) => code_mode_telemetry::trace::ended(&wrapped, "ok", None),
+            Err(e) => code_mode_telemetry::trace::ended(&wrapped, "fault", Some(wire::fault_kind(e).as_str())),
+        }
         match sent {
             Ok(mut result) if direct && result.get("resultType").and_then(Value::as_str) == Some("input_required") => {
                 // The server's own questions for a stateless client: judged

@@ -38,7 +38,7 @@ pub fn tool_reply(failure: CallFailure, max_message_chars: usize) -> ToolReply {
 }
 
 /// The kind the sandbox may see of a host fault, never its details.
-fn fault_kind(e: &CallError) -> ErrorKind {
+pub(crate) fn fault_kind(e: &CallError) -> ErrorKind {
     match e {
         CallError::Timeout(_) => ErrorKind::TimeoutError,
         CallError::Restarting => ErrorKind::ServerRestarting,

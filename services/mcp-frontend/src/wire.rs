@@ -166,6 +166,19 @@ pub(crate) fn ran_result(ran: &Ran) -> CallToolResult {
     result
 }
 
+/// Record on a cell's trace span how it ended: a fixed word, and a failure's
+/// metric label as its error kind (never the report's text or the error's
+/// message, which may quote the code's data).
+pub(crate) fn cell_traced(span: &tracing::Span, result: &Result<Ran, FrontendError>) {
+    use code_mode_telemetry::trace::ended;
+    match result {
+        Ok(ran) if ran.report.stopped => ended(span, "stopped", None),
+        Ok(ran) if ran.report.error.is_some() => ended(span, "error", None),
+        Ok(_) => ended(span, "ok", None),
+        Err(_) => ended(span, "failed", Some(FrontendError::metric_result(result).as_str())),
+    }
+}
+
 /// `v` as a JSON object (an empty one for anything else).
 pub(crate) fn as_object(v: serde_json::Value) -> JsonObject {
     match v {

@@ -381,6 +381,27 @@ pub async fn run(
     report_of(run, end, died)
 }
 
+/// Run `run` (one cell, fresh or kept, from its lease to its report) in its
+/// trace span `cell.run`, a child of the frontend's `cell` (the bus runs
+/// this handler under the frontend's context): every call the cell makes
+/// is relayed from within it, so the bridge's spans are its children.
+pub(crate) async fn traced(
+    cell: &RunCell,
+    run: impl std::future::Future<Output = Result<code_mode_proto::CellRan, SandboxError>>,
+) -> Result<code_mode_proto::CellRan, SandboxError> {
+    use code_mode_telemetry::trace;
+    use tracing::Instrument;
+    let span = trace::cell_run_span(&cell.cell_id, cell.keep.is_some());
+    let ran = run.instrument(span.clone()).await;
+    match &ran {
+        Ok(ran) if ran.report.stopped => trace::ended(&span, "stopped", None),
+        Ok(ran) if ran.report.error.is_some() => trace::ended(&span, "error", None),
+        Ok(_) => trace::ended(&span, "ok", None),
+        Err(e) => trace::ended(&span, "failed", Some(wire::service_error(e).kind.as_str())),
+    }
+    ran
+}
+
 /// Send `cell` to the runner in the container (`keep`: it stays for the
 /// session's next cell) and drive it to its end.
 pub(crate) async fn run_in(
@@ -613,7 +634,9 @@ async fn handle_line(
                 link: run.cell.link.clone(),
             };
             let bus = bus.clone();
-            calls.spawn(async move { (id, relay(&bus, &call, call_timeout + CALL_MARGIN).await, read_at) });
+            // In the cell's span: the call's trace context goes with it.
+            let relayed = async move { (id, relay(&bus, &call, call_timeout + CALL_MARGIN).await, read_at) };
+            calls.spawn(tracing::Instrument::in_current_span(relayed));
         }
         FromRunner::Content { block } => {
             run.content_bytes = protocol::check_block(&block, run.content.len(), run.content_bytes)?;

@@ -396,7 +396,7 @@ impl SandboxRunner {
         let lease = code_mode_core::lease::hold_reporting(&self.inner.bus, &cell.cell_id, &runner, cancel, progress)
             .await
             .map_err(SandboxError::Lease)?;
-        let ran = run.await;
+        let ran = cell::traced(cell, run).await;
         if let Some(lease) = lease {
             let how = match &ran {
                 Ok(ran) if ran.report.stopped => CellEnded::Stopped,

@@ -527,6 +527,9 @@ impl SessionActor {
         let handle_keep = self.keep;
         let session = at.session.clone();
         let span = tracing::info_span!("cell", %session, cell = %cell_id, identity = %shown(identity.as_ref()));
+        // The exported trace's root (docs/tracing.md): no session, no identity.
+        let traced = code_mode_telemetry::trace::cell_span(&cell_id);
+        let trace = traced.clone();
         let task = self.cells.spawn(
             async move {
                 let began = std::time::Instant::now();
@@ -563,6 +566,7 @@ impl SessionActor {
                     }
                 };
                 notifier.tell(notice).await;
+                crate::wire::cell_traced(&trace, &result);
                 code_mode_telemetry::frontend_cell(FrontendError::metric_result(&result));
                 shared.activity.cell_ended(crate::activity::CellRecord {
                     cell_id: order.cell_id.clone(),
@@ -581,7 +585,8 @@ impl SessionActor {
                 shared.catalog.refresh().await;
                 container
             }
-            .instrument(span),
+            .instrument(span)
+            .instrument(traced),
         );
         self.cell_ids.insert(task.id(), cell_id);
         if kept.is_some() {
