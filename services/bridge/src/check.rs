@@ -422,6 +422,11 @@ impl Bridge {
         match rule.judge(&key, &name, private).await {
             Ok(()) => {
                 trail.tainted = Some(private);
+                // Remembered so that a reload does not remove the server
+                // whose taint an open session holds.
+                if private && let Some(index) = target.server() {
+                    self.inner.reloads.tainted_by(&key, current.servers[index].name());
+                }
                 Ok(())
             }
             Err(refusal) => {
@@ -435,11 +440,6 @@ impl Bridge {
     /// Step 7, the call: to its server (over the shared session, or the
     /// client's own when it can be asked or listens, see
     /// [`crate::upstream`]), within the call timeout; its result (refused
-                // Remembered so that a reload does not remove the server
-                // whose taint an open session holds.
-                if private && let Some(index) = target.server() {
-                    self.inner.reloads.tainted_by(&key, current.servers[index].name());
-                }
     /// when the tool failed or the result is over the limit) or the host
     /// fault. A list for code is answered from the catalog.
     #[allow(clippy::too_many_arguments)]
