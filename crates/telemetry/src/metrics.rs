@@ -7,9 +7,12 @@
 //! ([`CellOutcome`], [`Decision`]) or bounded label values, so an untrusted
 //! input can never mint new series.
 
-use std::sync::LazyLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
+use prometheus::core::{Collector, Desc};
+use prometheus::proto::MetricFamily;
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
@@ -200,6 +203,53 @@ impl StateResult {
     }
 }
 
+/// A gauge that is absent from the scrape until it is first set.
+///
+/// A plain [`IntGauge`] is exported from the moment it is registered, at 0,
+/// by every process, whether or not the process has the thing it measures:
+/// a frontend would say `codemode_audit_sink_up 0` without any audit sink,
+/// and an alert on `== 0` would fire on a healthy stack. This one is
+/// registered like any metric (its name and help are reserved) but yields
+/// no series until the component it measures sets it the first time; from
+/// then on it is exported with its value for the life of the process.
+#[derive(Debug, Clone)]
+pub struct LazyGauge {
+    gauge: IntGauge,
+    set: Arc<AtomicBool>,
+}
+
+impl LazyGauge {
+    fn new(name: &str, help: &str) -> Self {
+        Self { gauge: IntGauge::new(name, help).expect("valid metric"), set: Arc::new(AtomicBool::new(false)) }
+    }
+
+    /// Set the value; the gauge is exported from now on.
+    pub fn set(&self, value: i64) {
+        self.gauge.set(value);
+        self.set.store(true, Ordering::Release);
+    }
+
+    /// The value (0 while it was never set).
+    pub fn get(&self) -> i64 {
+        self.gauge.get()
+    }
+
+    /// Whether it was ever set, i.e. whether a scrape shows it.
+    pub fn is_exported(&self) -> bool {
+        self.set.load(Ordering::Acquire)
+    }
+}
+
+impl Collector for LazyGauge {
+    fn desc(&self) -> Vec<&Desc> {
+        self.gauge.desc()
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        if self.is_exported() { self.gauge.collect() } else { Vec::new() }
+    }
+}
+
 /// Every metric of code-mode, registered in one registry.
 #[derive(Debug, Clone)]
 pub struct Metrics {
@@ -222,22 +272,26 @@ pub struct Metrics {
     pub server_up: IntGaugeVec,
     /// `codemode_state_store_operations_total{result}`.
     pub state_store_operations: IntCounterVec,
-    /// `codemode_state_store_up`.
-    pub state_store_up: IntGauge,
+    /// `codemode_state_store_up` (absent until the process's state store
+    /// answers or fails its first call).
+    pub state_store_up: LazyGauge,
     /// `codemode_session_taints_total{event}`.
     pub session_taints: IntCounterVec,
     /// `codemode_audit_records_total{result}`.
     pub audit_records: IntCounterVec,
-    /// `codemode_audit_sink_up`.
-    pub audit_sink_up: IntGauge,
+    /// `codemode_audit_sink_up` (absent until the process opens an audit
+    /// sink).
+    pub audit_sink_up: LazyGauge,
     /// `codemode_frontend_cells_total{result}`.
     pub frontend_cells: IntCounterVec,
-    /// `codemode_runner_capacity`.
-    pub runner_capacity: IntGauge,
-    /// `codemode_runner_cells_running`.
-    pub runner_cells_running: IntGauge,
-    /// `codemode_warm_pool_size`.
-    pub warm_pool_size: IntGauge,
+    /// `codemode_runner_capacity` (absent in a process without a
+    /// sandbox-runner).
+    pub runner_capacity: LazyGauge,
+    /// `codemode_runner_cells_running` (absent in a process without a
+    /// sandbox-runner).
+    pub runner_cells_running: LazyGauge,
+    /// `codemode_warm_pool_size` (absent in a process without a warm pool).
+    pub warm_pool_size: LazyGauge,
     /// `codemode_containers_started_total`.
     pub containers_started: IntCounter,
     /// `codemode_containers_removed_total{result}`.
@@ -302,7 +356,8 @@ impl Metrics {
         let counter = |name: &str, help: &str, labels: &[&str]| {
             IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric")
         };
-        let gauge = |name: &str, help: &str| IntGauge::new(name, help).expect("valid metric");
+        // Gauges of one component each: absent where it is not.
+        let gauge = LazyGauge::new;
         let approvals = counter(
             "codemode_approvals_total",
             "Approval questions the bridge asked, by the answer that came back.",
@@ -341,8 +396,7 @@ impl Metrics {
         let runner_capacity = gauge("codemode_runner_capacity", "Cells this sandbox-runner runs at once at most.");
         let runner_cells_running = gauge("codemode_runner_cells_running", "Cells this sandbox-runner is running now.");
         let warm_pool_size =
-            IntGauge::new("codemode_warm_pool_size", "Started containers waiting in the warm pool for a cell.")
-                .expect("valid metric");
+            gauge("codemode_warm_pool_size", "Started containers waiting in the warm pool for a cell.");
         let containers_started =
             IntCounter::new("codemode_containers_started_total", "Sandbox containers created and started.")
                 .expect("valid metric");
@@ -618,60 +672,6 @@ pub fn set_warm_pool_size(n: usize) {
     metrics().warm_pool_size.set(i64::try_from(n).unwrap_or(i64::MAX));
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_metric_is_rendered_with_help_and_type_once_it_has_a_value() {
-        let m = Metrics::new();
-        m.cells.with_label_values(&["finished"]).inc();
-        m.cell_duration.with_label_values(&["finished"]).observe(0.3);
-        m.tool_calls.with_label_values(&["s", "t", "ok"]).inc();
-        m.tool_call_duration.with_label_values(&["s", "t", "ok"]).observe(0.002);
-        m.policy_decisions.with_label_values(&["s", "t", "denied", "/tools/t"]).inc();
-        m.approvals.with_label_values(&["timed_out"]).inc();
-        m.server_exits.with_label_values(&["s"]).inc();
-        m.server_up.with_label_values(&["s"]).set(1);
-        m.state_store_up.set(1);
-        m.audit_sink_up.set(1);
-        m.runner_capacity.set(4);
-        m.runner_cells_running.set(2);
-        m.warm_pool_size.set(3);
-        m.containers_started.inc();
-        m.containers_removed.with_label_values(&["removed"]).inc();
-        m.containers_reaped.inc_by(2);
-        m.bus_requests.with_label_values(&["codemode.v1.tool.call"]).inc();
-        m.bus_request_errors.with_label_values(&["codemode.v1.tool.call", "timeout"]).inc();
-        m.set_service("bridge");
-        let text = m.render();
-        for name in [
-            "codemode_cells_total",
-            "codemode_cell_duration_seconds",
-            "codemode_tool_calls_total",
-            "codemode_tool_call_duration_seconds",
-            "codemode_policy_decisions_total",
-            "codemode_approvals_total",
-            "codemode_server_exits_total",
-            "codemode_server_up",
-            "codemode_state_store_operations_total",
-            "codemode_state_store_up",
-            "codemode_session_taints_total",
-            "codemode_audit_records_total",
-            "codemode_audit_sink_up",
-            "codemode_frontend_cells_total",
-            "codemode_runner_capacity",
-            "codemode_runner_cells_running",
-            "codemode_warm_pool_size",
-            "codemode_containers_started_total",
-            "codemode_containers_removed_total",
-            "codemode_containers_reaped_total",
-            "codemode_bus_requests_total",
-            "codemode_bus_request_errors_total",
-            "codemode_service_info",
-        ] {
-            assert!(text.contains(&format!("# HELP {name} ")), "no HELP for {name} in\n{text}");
-            assert!(text.contains(&format!("# TYPE {name} ")), "no TYPE for {name} in\n{text}");
 // Live reload of the bridge's policies and `mcpServers` config (SIGHUP).
 // Kept apart from [`Metrics`]: registered into [`metrics()`]'s registry by
 // the first process that can reload, so a process that cannot (a frontend,
@@ -745,8 +745,95 @@ pub fn oauth_keys_loaded(loaded: bool) {
     OAUTH_KEYS_LOADED.set(i64::from(loaded));
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_metric_is_rendered_with_help_and_type_once_it_has_a_value() {
+        let m = Metrics::new();
+        m.cells.with_label_values(&["finished"]).inc();
+        m.cell_duration.with_label_values(&["finished"]).observe(0.3);
+        m.tool_calls.with_label_values(&["s", "t", "ok"]).inc();
+        m.tool_call_duration.with_label_values(&["s", "t", "ok"]).observe(0.002);
+        m.policy_decisions.with_label_values(&["s", "t", "denied", "/tools/t"]).inc();
+        m.approvals.with_label_values(&["timed_out"]).inc();
+        m.server_exits.with_label_values(&["s"]).inc();
+        m.server_up.with_label_values(&["s"]).set(1);
+        m.state_store_up.set(1);
+        m.audit_sink_up.set(1);
+        m.runner_capacity.set(4);
+        m.runner_cells_running.set(2);
+        m.warm_pool_size.set(3);
+        m.containers_started.inc();
+        m.containers_removed.with_label_values(&["removed"]).inc();
+        m.containers_reaped.inc_by(2);
+        m.bus_requests.with_label_values(&["codemode.v1.tool.call"]).inc();
+        m.bus_request_errors.with_label_values(&["codemode.v1.tool.call", "timeout"]).inc();
+        m.set_service("bridge");
+        let text = m.render();
+        for name in [
+            "codemode_cells_total",
+            "codemode_cell_duration_seconds",
+            "codemode_tool_calls_total",
+            "codemode_tool_call_duration_seconds",
+            "codemode_policy_decisions_total",
+            "codemode_approvals_total",
+            "codemode_server_exits_total",
+            "codemode_server_up",
+            "codemode_state_store_operations_total",
+            "codemode_state_store_up",
+            "codemode_session_taints_total",
+            "codemode_audit_records_total",
+            "codemode_audit_sink_up",
+            "codemode_frontend_cells_total",
+            "codemode_runner_capacity",
+            "codemode_runner_cells_running",
+            "codemode_warm_pool_size",
+            "codemode_containers_started_total",
+            "codemode_containers_removed_total",
+            "codemode_containers_reaped_total",
+            "codemode_bus_requests_total",
+            "codemode_bus_request_errors_total",
+            "codemode_service_info",
+        ] {
+            assert!(text.contains(&format!("# HELP {name} ")), "no HELP for {name} in\n{text}");
+            assert!(text.contains(&format!("# TYPE {name} ")), "no TYPE for {name} in\n{text}");
         }
         assert!(text.contains("codemode_cell_duration_seconds_bucket{outcome=\"finished\",le=\"0.5\"} 1"), "{text}");
         assert!(text.contains("codemode_containers_reaped_total 2"), "{text}");
+    }
+
+    #[test]
+    fn a_component_gauge_is_absent_from_the_scrape_until_its_component_sets_it_even_to_zero() {
+        let m = Metrics::new();
+        let gauges =
+            [&m.state_store_up, &m.audit_sink_up, &m.runner_capacity, &m.runner_cells_running, &m.warm_pool_size];
+        let names = [
+            "codemode_state_store_up",
+            "codemode_audit_sink_up",
+            "codemode_runner_capacity",
+            "codemode_runner_cells_running",
+            "codemode_warm_pool_size",
+        ];
+        let text = m.render();
+        for name in names {
+            assert!(!text.contains(name), "{name} is exported before anything set it:\n{text}");
+        }
+        // A failing component exports its 0: that is what the alerts see.
+        m.audit_sink_up.set(0);
+        let text = m.render();
+        assert!(text.contains("\ncodemode_audit_sink_up 0\n"), "{text}");
+        assert!(text.contains("# TYPE codemode_audit_sink_up gauge"), "{text}");
+        assert!(!text.contains("codemode_state_store_up"), "the other gauges stay absent:\n{text}");
+        m.audit_sink_up.set(1);
+        assert!(m.render().contains("\ncodemode_audit_sink_up 1\n"));
+        for gauge in gauges {
+            gauge.set(0);
+        }
+        let text = m.render();
+        for name in names {
+            assert!(text.contains(&format!("\n{name} 0\n")), "{name} is exported once set:\n{text}");
+        }
     }
 }

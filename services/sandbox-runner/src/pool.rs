@@ -142,6 +142,8 @@ impl Pool {
         let (size_tx, size) = watch::channel(0);
         let (target_tx, target) = watch::channel(sizing.floor);
         code_mode_telemetry::set_warm_pool_target(sizing.floor);
+        // The pool exists: its size is exported (0) from now on.
+        code_mode_telemetry::set_warm_pool_size(0);
         let actor = PoolActor {
             docker,
             lockdown,
