@@ -1,8 +1,11 @@
-//! The monitoring files of `deploy/`: the alert rules are valid and every
-//! alert fires on its unit-test series (`promtool check rules`, `promtool
-//! test rules`, Debian's `prometheus` package), and the stack's Prometheus
-//! configuration loads them. That every dashboard panel's query returns
-//! series from a real stack is checked in `compose.rs`.
+//! The monitoring files of `deploy/`: the alert rules are valid, every
+//! alert fires on its unit-test series and stays silent on each healthy
+//! stack's (`promtool check rules`, `promtool test rules`, Debian's
+//! `prometheus` package), the stack's Prometheus configuration loads them,
+//! and the compose file's `monitoring` profile needs no image from a
+//! registry (Grafana, which does, has its own profile). That every dashboard
+//! panel's query returns series from a real stack is checked in
+//! `compose.rs`; the rules against a real Prometheus in `alerts.rs`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -62,6 +65,129 @@ fn the_alert_rules_pass_promtool_and_each_alert_fires_in_its_unit_tests() {
         });
         assert!(fires, "alerts.test.yml has no case where {name} fires");
     }
+}
+
+/// The test groups of a promtool unit-test file, each with the comment
+/// lines (two spaces in) just before it.
+fn test_groups(tests: &str) -> Vec<String> {
+    let (mut groups, mut current, mut comments) = (Vec::new(), String::new(), String::new());
+    for line in tests.lines().skip_while(|l| *l != "tests:").skip(1) {
+        if line.starts_with("  #") {
+            comments.push_str(line);
+            comments.push('\n');
+            continue;
+        }
+        if line.starts_with("  - interval:") && !current.is_empty() {
+            groups.push(std::mem::take(&mut current));
+        }
+        current.push_str(&std::mem::take(&mut comments));
+        current.push_str(line);
+        current.push('\n');
+    }
+    groups.push(current);
+    groups
+}
+
+#[test]
+fn every_alert_is_checked_silent_on_each_healthy_stack_of_the_unit_tests() {
+    let rules = std::fs::read_to_string(prometheus_dir().join("alerts.yml")).unwrap();
+    let tests = std::fs::read_to_string(prometheus_dir().join("alerts.test.yml")).unwrap();
+    let names = alert_names(&rules);
+    let groups = test_groups(&tests);
+    // The checks of a group: its own, or the anchored list it names.
+    let anchored = |alias: &str| -> String {
+        let anchor = format!("alert_rule_test: &{alias}");
+        groups.iter().find(|g| g.contains(&anchor)).unwrap_or_else(|| panic!("no anchor {alias}")).clone()
+    };
+    let healthy: Vec<&String> = groups.iter().filter(|g| g.contains("  # Healthy:")).collect();
+    assert!(healthy.len() >= 3, "healthy cases: the compose stack idle and busy, a plain serve: {}", healthy.len());
+    for group in healthy {
+        let title = group.lines().next().unwrap_or_default();
+        let checks = match group.split("alert_rule_test: *").nth(1) {
+            Some(alias) => anchored(alias.split_whitespace().next().unwrap()),
+            None => group.clone(),
+        };
+        let checks = checks.split("alert_rule_test:").nth(1).expect("checks");
+        assert!(!checks.contains("exp_labels"), "{title}: a healthy stack expects no alert");
+        for name in &names {
+            let silent = format!("alertname: {name}, exp_alerts: []");
+            assert!(checks.contains(&silent), "{title}: {name} is not checked silent");
+        }
+    }
+}
+
+#[test]
+fn the_monitoring_profile_needs_no_registry_image_and_grafana_has_a_profile_of_its_own() {
+    let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
+    let out = match Command::new("docker-compose")
+        .arg("-f")
+        .arg(deploy.join("docker-compose.yml"))
+        .arg("config")
+        .envs([
+            ("CODE_MODE_NATS_FRONTEND_PASSWORD", "f"),
+            ("CODE_MODE_NATS_BRIDGE_PASSWORD", "b"),
+            ("CODE_MODE_NATS_RUNNER_PASSWORD", "r"),
+        ])
+        .env_remove("CODE_MODE_PROMETHEUS_IMAGE")
+        .env_remove("CODE_MODE_GRAFANA_IMAGE")
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => {
+            code_mode_core::testing::unavailable("docker-compose", &e.to_string());
+            return;
+        }
+    };
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let config = String::from_utf8_lossy(&out.stdout);
+    // Each service's image and profiles (`docker-compose config` prints
+    // every service, with its `profiles:` list, whatever profiles are on).
+    let mut services: Vec<(String, String, Vec<String>)> = Vec::new();
+    let mut lines = config.lines().skip_while(|l| *l != "services:").skip(1).peekable();
+    while let Some(line) = lines.next() {
+        let Some(name) = line.strip_prefix("  ").and_then(|l| l.strip_suffix(':')) else { break };
+        if name.starts_with(' ') {
+            continue;
+        }
+        let (mut image, mut profiles) = (String::new(), Vec::new());
+        while let Some(next) = lines.peek() {
+            if !next.starts_with("   ") {
+                break;
+            }
+            let next = lines.next().unwrap();
+            if let Some(i) = next.strip_prefix("    image: ") {
+                image = i.to_string();
+            } else if next == "    profiles:" {
+                while let Some(p) = lines.peek().and_then(|l| l.strip_prefix("    - ")) {
+                    profiles.push(p.to_string());
+                    lines.next();
+                }
+            }
+        }
+        services.push((name.to_string(), image, profiles));
+    }
+    let started_by = |active: &[&str]| -> Vec<(String, String)> {
+        services
+            .iter()
+            .filter(|(_, _, p)| p.is_empty() || p.iter().any(|p| active.contains(&p.as_str())))
+            .map(|(n, i, _)| (n.clone(), i.clone()))
+            .collect()
+    };
+    // What `--profile http --profile monitoring up -d` starts: images this
+    // machine builds (deploy/build.sh), none from a registry.
+    let monitoring = started_by(&["http", "monitoring"]);
+    let mut names: Vec<&str> = monitoring.iter().map(|(n, _)| n.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["bridge", "frontend-http", "nats", "prometheus", "sandbox-runner"], "{services:?}");
+    for (name, image) in &monitoring {
+        assert!(image.starts_with("code-mode-"), "{name} needs {image}, not built by deploy/build.sh");
+    }
+    // Grafana only with `--profile grafana`, which brings its Prometheus.
+    let grafana = started_by(&["grafana"]);
+    assert!(grafana.iter().any(|(n, i)| n == "grafana" && i.starts_with("grafana/")), "{grafana:?}");
+    assert!(grafana.iter().any(|(n, _)| n == "prometheus"), "{grafana:?}");
+    let compose = std::fs::read_to_string(deploy.join("docker-compose.yml")).unwrap();
+    assert!(compose.contains("--profile grafana up -d grafana"), "the compose file says how to start Grafana");
 }
 
 #[test]
