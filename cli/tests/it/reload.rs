@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
 use code_mode_core::testing::TempDir;
@@ -283,4 +284,92 @@ async fn sighup_to_one_bridge_over_nats_reloads_that_bridges_policy() {
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     client.cancel().await.unwrap();
+}
+
+/// A client that answers its first elicitation only when told: it says
+/// when it was asked, then waits for the go-ahead and accepts.
+#[derive(Clone)]
+struct Gate {
+    asked: Arc<tokio::sync::Notify>,
+    go: Arc<tokio::sync::Notify>,
+}
+
+impl rmcp::ClientHandler for Gate {
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        self.asked.notify_one();
+        self.go.notified().await;
+        Ok(rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept).with_content(json!({})))
+    }
+
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut info = rmcp::model::ClientConfig::default();
+        info.capabilities.elicitation = Some(
+            rmcp::model::ElicitationCapability::new().with_form(rmcp::model::FormElicitationCapability::default()),
+        );
+        info
+    }
+}
+
+const ECHO_NEEDS_APPROVAL: &str = r#"{"version":"1","default":"allow","tools":{"echo":{"action":"approve"}}}"#;
+const ECHO_NEEDS_APPROVAL_ADD_DENIED: &str = r#"{"version":"1","default":"allow","tools":{"echo":{"action":"approve"},"add":{"action":"deny","reason":"no sums from now on"}}}"#;
+
+#[tokio::test]
+async fn a_call_waiting_for_approval_across_a_sighup_runs_once_approved_and_the_cells_next_call_meets_the_new_rules() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let dir = TempDir::new("reload-approval");
+    let policy = dir.0.join("policy.json");
+    let audit = dir.0.join("audit.jsonl");
+    write(&policy, ECHO_NEEDS_APPROVAL);
+    let gate = Gate { asked: Arc::default(), go: Arc::default() };
+    let args = ["--policy", policy.to_str().unwrap(), "--audit", audit.to_str().unwrap()];
+    let (client, pid, _guards) = support::start_with_lifecycle(
+        Deployment::AllInOne,
+        &args,
+        &[],
+        gate.clone(),
+        rmcp::service::ClientLifecycleMode::Initialize,
+    )
+    .await;
+    let code = format!("print(await echo({{'text': 'held across the reload'}}))\n{TRY_ADD}");
+    let cell = tokio::spawn({
+        let peer = client.peer().clone();
+        async move {
+            let mut params = CallToolRequestParams::new("run_python");
+            params.arguments = Some(json!({ "code": code }).as_object().unwrap().clone());
+            peer.call_tool(params).await
+        }
+    });
+    tokio::time::timeout(Duration::from_secs(30), gate.asked.notified()).await.expect("echo's question within 30 s");
+
+    // While the question waits, the policy changes and is reloaded.
+    write(&policy, ECHO_NEEDS_APPROVAL_ADD_DENIED);
+    hangup(pid);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !audit_lines(&audit).iter().any(|r| r["kind"] == "reload") {
+        assert!(tokio::time::Instant::now() < deadline, "the reload is recorded within 20 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    gate.go.notify_one();
+    let result = tokio::time::timeout(Duration::from_secs(60), cell).await.expect("the cell ends").unwrap();
+    let out = stdout_of(&result.expect("run_python answers"));
+    assert_eq!(
+        out, "held across the reload\nrefused: add: denied by policy (/tools/add): no sums from now on\n",
+        "the approved call ran; the cell's next call met the reloaded rules"
+    );
+    let calls: Vec<(String, String)> = audit_lines(&audit)
+        .iter()
+        .filter(|r| r["kind"] == "call")
+        .map(|r| {
+            (r["tool"].as_str().unwrap_or_default().to_string(), r["decision"].as_str().unwrap_or_default().to_string())
+        })
+        .collect();
+    assert_eq!(calls, [("echo".to_string(), "approved".to_string()), ("add".to_string(), "denied".to_string())]);
+    client.cancel().await.ok();
 }
