@@ -2,6 +2,13 @@
 //! `GET /metrics` with [`metrics()`](crate::metrics()) in the text
 //! exposition format and `GET /healthz` with a small JSON body.
 //!
+//! `/healthz` answers 200 while the process lives: `{"service": ...,
+//! "ok": true}`. A component that may be up but not ready (an OAuth
+//! issuer not reached yet) reports itself with [`report_health`]: then the
+//! body also holds `"ready"` (every component ready) and each component's
+//! detail under its name, and `GET /readyz` answers the same body with 200
+//! when ready, 503 when not (without such components it is always 200).
+//!
 //! [`MetricsServer::start`] binds the configured address (port 0 picks a
 //! free port; [`MetricsServer::local_addr`] reports the real one), runs one
 //! worker, ignores OS signals (the process's root token handles those) and
@@ -10,6 +17,8 @@
 //! running until the token fires.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use actix_web::http::header::ContentType;
@@ -55,6 +64,7 @@ impl MetricsServer {
                 .app_data(data.clone())
                 .route("/metrics", web::get().to(render_metrics))
                 .route("/healthz", web::get().to(healthz))
+                .route("/readyz", web::get().to(readyz))
         })
         .workers(1)
         .shutdown_timeout(SHUTDOWN_GRACE_SECS)
@@ -92,6 +102,90 @@ async fn render_metrics() -> HttpResponse {
 }
 
 async fn healthz(service: web::Data<Service>) -> HttpResponse {
-    let body = serde_json::json!({ "service": service.0, "ok": true });
+    let (_, body) = health(&service.0);
     HttpResponse::Ok().content_type(ContentType::json()).body(body.to_string())
+}
+
+async fn readyz(service: web::Data<Service>) -> HttpResponse {
+    let (ready, body) = health(&service.0);
+    let mut answer = if ready { HttpResponse::Ok() } else { HttpResponse::ServiceUnavailable() };
+    answer.content_type(ContentType::json()).body(body.to_string())
+}
+
+/// What one component says on `/healthz`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComponentHealth {
+    /// Whether it is ready (`/readyz` answers 503 while one is not).
+    pub ready: bool,
+    /// What `/healthz` shows under its name.
+    pub detail: serde_json::Value,
+}
+
+type Check = Box<dyn Fn() -> ComponentHealth + Send + Sync>;
+
+/// The components reporting, by registration.
+static COMPONENTS: Mutex<Vec<(u64, String, Check)>> = Mutex::new(Vec::new());
+static NEXT_COMPONENT: AtomicU64 = AtomicU64::new(0);
+
+/// Show what `check` says under `name` on `/healthz`, and count it in
+/// readiness, until the returned handle is dropped. `check` is called on
+/// every request: it must answer at once (read a value, never wait).
+pub fn report_health(name: &str, check: impl Fn() -> ComponentHealth + Send + Sync + 'static) -> HealthReport {
+    let id = NEXT_COMPONENT.fetch_add(1, Ordering::Relaxed);
+    COMPONENTS.lock().unwrap_or_else(PoisonError::into_inner).push((id, name.to_string(), Box::new(check)));
+    HealthReport { id }
+}
+
+/// A component's place on `/healthz` (see [`report_health`]); dropping it
+/// removes the component.
+#[derive(Debug)]
+#[must_use = "the component leaves /healthz when this is dropped"]
+pub struct HealthReport {
+    id: u64,
+}
+
+impl Drop for HealthReport {
+    fn drop(&mut self) {
+        COMPONENTS.lock().unwrap_or_else(PoisonError::into_inner).retain(|(id, _, _)| *id != self.id);
+    }
+}
+
+/// Whether every component is ready, and the `/healthz` body.
+fn health(service: &str) -> (bool, serde_json::Value) {
+    let mut body = serde_json::json!({ "service": service, "ok": true });
+    let components = COMPONENTS.lock().unwrap_or_else(PoisonError::into_inner);
+    if components.is_empty() {
+        return (true, body);
+    }
+    let mut ready = true;
+    for (_, name, check) in components.iter() {
+        let health = check();
+        ready &= health.ready;
+        body[name.as_str()] = health.detail;
+    }
+    body["ready"] = ready.into();
+    (ready, body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_component_not_ready_shows_its_detail_on_healthz_and_makes_readyz_false_until_it_leaves() {
+        let (ready, body) = health("frontend");
+        assert!(ready);
+        assert_eq!(body, serde_json::json!({"service": "frontend", "ok": true}), "no component: the plain body");
+        let report = report_health("oauth_issuer", || ComponentHealth {
+            ready: false,
+            detail: serde_json::json!({"reachable": false}),
+        });
+        let (ready, body) = health("frontend");
+        assert!(!ready);
+        assert_eq!(body["ok"], true, "still alive");
+        assert_eq!(body["ready"], false);
+        assert_eq!(body["oauth_issuer"]["reachable"], false);
+        drop(report);
+        assert_eq!(health("frontend"), (true, serde_json::json!({"service": "frontend", "ok": true})));
+    }
 }

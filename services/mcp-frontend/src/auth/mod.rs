@@ -11,9 +11,11 @@
 //!    gets 401 and a `WWW-Authenticate: Bearer` challenge
 //!    (`error="invalid_token"` when one was sent; with OAuth it names the
 //!    Protected Resource Metadata), a token lacking a required scope 403
-//!    `insufficient_scope`. The token never reaches a log line or an
-//!    answer; the transport strips the `Authorization` header before the
-//!    MCP handlers see the request.
+//!    `insufficient_scope`; with OAuth, a token that cannot be checked
+//!    because the issuer's keys could not be loaded gets 503 with
+//!    `Retry-After` (`temporarily_unavailable`, saying why). The token
+//!    never reaches a log line or an answer; the transport strips the
+//!    `Authorization` header before the MCP handlers see the request.
 //! 3. **Session owner** ([`owners`]): a request naming an MCP session opened
 //!    by another identity gets 403 and the session is not touched. A
 //!    request that may open a session (a `POST` without `Mcp-Session-Id`)
@@ -261,6 +263,9 @@ enum Verdict {
     Invalid(String),
     /// A valid token without a required scope.
     Insufficient,
+    /// The token cannot be checked now: the OAuth issuer's keys could not
+    /// be loaded (why, for the log and the answer).
+    Unavailable(String),
 }
 
 /// The gate in front of the MCP transport (see the module's doc).
@@ -274,12 +279,12 @@ pub(crate) struct Gate {
 impl Gate {
     /// The gate of `options`: the token file is read now (a bad one stops
     /// startup) and reread on SIGHUP until `cancel` fires; an OAuth
-    /// issuer's keys are fetched now (tried again when a token comes, if it
-    /// does not answer).
+    /// issuer's keys are fetched by their own task from now until `cancel`
+    /// fires (startup does not wait for the issuer).
     pub async fn new(options: &AuthOptions, cancel: tokio_util::sync::CancellationToken) -> Result<Self, AuthError> {
         let verifier = match (&options.tokens_file, &options.oauth) {
             (Some(path), _) => Verifier::Static(StaticTokens::open(path, cancel)?),
-            (None, Some(oauth)) => Verifier::OAuth(OAuth::start(oauth.clone()).await?),
+            (None, Some(oauth)) => Verifier::OAuth(OAuth::start(oauth.clone(), cancel)?),
             (None, None) => Verifier::Open,
         };
         Ok(Self { verifier, origins: Origins::new(&options.allowed_origins), owners: Owners::start(options.limits) })
@@ -302,6 +307,7 @@ impl Gate {
             (Verifier::OAuth(oauth), Some(token)) => match oauth.verify(token).await {
                 Ok(verified) => Verdict::Pass(Some(verified.identity)),
                 Err(Refusal::Scope) => Verdict::Insufficient,
+                Err(refusal @ Refusal::KeysUnavailable(_)) => Verdict::Unavailable(refusal.to_string()),
                 Err(refusal) => Verdict::Invalid(refusal.to_string()),
             },
         }
@@ -317,6 +323,7 @@ impl Gate {
             Verdict::Missing => Err("no token".into()),
             Verdict::Invalid(why) => Err(why),
             Verdict::Insufficient => Err("the token lacks a required scope".into()),
+            Verdict::Unavailable(why) => Err(why),
         }
     }
 
@@ -393,6 +400,15 @@ pub(crate) async fn gate(
             let description = "the access token lacks a scope this server requires";
             let mut answer = refusal(request, StatusCode::FORBIDDEN, json_error("insufficient_scope", description));
             set_challenge(&mut answer, &gate.challenge(Some("insufficient_scope")));
+            return Ok(answer);
+        }
+        Verdict::Unavailable(why) => {
+            // Not the token's fault: 503, so the client tries again rather
+            // than throwing a good token away.
+            tracing::warn!(peer = ?request.peer_addr(), %why, "refused an MCP request: its token cannot be checked yet");
+            let mut answer =
+                refusal(request, StatusCode::SERVICE_UNAVAILABLE, json_error("temporarily_unavailable", &why));
+            answer.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             return Ok(answer);
         }
     };

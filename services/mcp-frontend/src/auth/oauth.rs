@@ -16,39 +16,42 @@
 //! - its scopes (`scope`, space-separated, or `scp`) hold every
 //!   `--oauth-scope` (else 403 `insufficient_scope`).
 //!
-//! One actor per process owns the issuer's keys ([`Keys`]): it finds the
+//! One actor per process owns the issuer's keys ([`keys`]): it finds the
 //! JWKS from the issuer's metadata (RFC 8414 authorization-server metadata,
-//! else OpenID discovery), caches it, and fetches it again when a token
-//! names a `kid` it does not hold, at most once per [`REFETCH_EVERY`] (so a
-//! flood of made-up `kid`s costs the issuer one request per interval). An
-//! issuer that cannot be reached leaves the keys held in force; with none
-//! held yet every token is refused until it answers.
+//! else OpenID discovery) and caches it, off the request path. It fetches at
+//! once at startup, again with a bounded backoff while no key is held or the
+//! last fetch failed, and when a token names a `kid` it does not hold at
+//! most once per [`REFETCH_EVERY`] (so a flood of made-up `kid`s costs the
+//! issuer one request per interval). A token check waits on the network at
+//! most [`KEY_WAIT`]; with no key held it is then refused as
+//! [`Refusal::KeysUnavailable`] (503 at the gate), not as a bad token. An
+//! issuer that cannot be reached leaves the keys held in force, and
+//! `/healthz` says so (`oauth_issuer`).
 //!
 //! This server's Protected Resource Metadata (RFC 9728), naming the issuer,
 //! is served at `/.well-known/oauth-protected-resource` (and with the
 //! resource's path appended), and every 401 points there.
 
-use std::collections::HashMap;
+mod keys;
+
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ring::signature::{self, UnparsedPublicKey};
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
+pub use self::keys::{KEY_WAIT, KeyStatus, REFETCH_EVERY, RETRY_CAP, RETRY_FIRST};
+use self::keys::{Keys, Missing};
 use super::{AuthError, Identity};
 
 /// Clock difference tolerated on `exp` and `nbf`.
 pub const LEEWAY: Duration = Duration::from_secs(60);
-/// Least time between two fetches of the issuer's keys.
-pub const REFETCH_EVERY: Duration = Duration::from_secs(30);
 /// Longest time one request to the issuer may take.
 pub const ISSUER_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest token accepted, in bytes.
 const MAX_TOKEN: usize = 16 * 1024;
-/// Key requests that may wait at the actor.
-const REQUESTS: usize = 256;
 
 /// The OAuth settings (`--oauth-issuer`, `--oauth-resource`,
 /// `--oauth-scope`, `--oauth-groups-claim`).
@@ -134,9 +137,13 @@ pub enum Refusal {
     /// `none`, HS*, or an algorithm not supported.
     #[error("the token's algorithm {0:?} is not accepted (asymmetric signatures only)")]
     Algorithm(String),
-    /// No key of the issuer has this `kid` (or the keys are not known yet).
+    /// No key of the issuer held has this `kid`.
     #[error("no key of the issuer matches the token")]
     UnknownKey,
+    /// No key of the issuer is held: it could not be reached (why), so no
+    /// token can be checked. Not the token's fault.
+    #[error("the OAuth issuer's keys could not be loaded ({0}), so no token can be checked yet")]
+    KeysUnavailable(String),
     /// The signature does not verify.
     #[error("the token's signature does not verify")]
     Signature,
@@ -175,17 +182,23 @@ pub struct OAuth {
 }
 
 impl OAuth {
-    /// Start the keys' actor; the issuer's keys are fetched now (a failure
-    /// is logged, and tried again when a token comes).
-    pub async fn start(options: OAuthOptions) -> Result<Self, AuthError> {
+    /// Start the keys' actor, which fetches the issuer's keys at once (and
+    /// again with backoff while that fails), until `cancel` fires. Returns
+    /// without waiting for the issuer.
+    pub fn start(options: OAuthOptions, cancel: CancellationToken) -> Result<Self, AuthError> {
         for (name, url) in [("--oauth-issuer", &options.issuer), ("--oauth-resource", &options.resource)] {
             if !(url.starts_with("https://") || url.starts_with("http://")) {
                 return Err(AuthError::OAuthSetting { name, reason: format!("{url:?} is not an http(s) URL") });
             }
         }
-        let keys = Keys::start(options.issuer.clone());
-        keys.prefetch().await;
+        let keys = Keys::start(options.issuer.clone(), cancel);
         Ok(Self { options, keys })
+    }
+
+    /// What is known of the issuer: keys held, whether the last fetch
+    /// reached it.
+    pub fn issuer_status(&self) -> KeyStatus {
+        self.keys.status()
     }
 
     /// The settings.
@@ -208,7 +221,10 @@ impl OAuth {
         let algorithm = Alg::of(&alg).ok_or_else(|| Refusal::Algorithm(alg.chars().take(16).collect()))?;
         let kid = header["kid"].as_str().map(str::to_string);
         let signature = URL_SAFE_NO_PAD.decode(sig).map_err(|_| Refusal::Malformed)?;
-        let key = self.keys.find(kid, algorithm).await.ok_or(Refusal::UnknownKey)?;
+        let key = self.keys.find(kid, algorithm).await.map_err(|missing| match missing {
+            Missing::UnknownKey => Refusal::UnknownKey,
+            Missing::NoKeys(why) => Refusal::KeysUnavailable(why),
+        })?;
         let signed = &token.as_bytes()[..head.len() + 1 + body.len()];
         key.verify(algorithm, signed, &signature).map_err(|_| Refusal::Signature)?;
         let claims: Value = decode_json(body)?;
@@ -381,146 +397,6 @@ impl Key {
     }
 }
 
-enum Command {
-    Find { kid: Option<String>, alg: Alg, reply: oneshot::Sender<Option<Key>> },
-    Prefetch { reply: oneshot::Sender<()> },
-}
-
-/// A handle on the actor owning the issuer's keys.
-#[derive(Debug, Clone)]
-struct Keys {
-    requests: mpsc::Sender<Command>,
-}
-
-impl Keys {
-    fn start(issuer: String) -> Keys {
-        let (requests, inbox) = mpsc::channel(REQUESTS);
-        tokio::spawn(
-            KeysActor { issuer, keys: HashMap::new(), anonymous: Vec::new(), fetched: None, jwks_uri: None }.run(inbox),
-        );
-        Keys { requests }
-    }
-
-    async fn prefetch(&self) {
-        let (reply, done) = oneshot::channel();
-        if self.requests.send(Command::Prefetch { reply }).await.is_ok() {
-            let _ = done.await;
-        }
-    }
-
-    async fn find(&self, kid: Option<String>, alg: Alg) -> Option<Key> {
-        let (reply, answer) = oneshot::channel();
-        self.requests.send(Command::Find { kid, alg, reply }).await.ok()?;
-        answer.await.ok().flatten()
-    }
-}
-
-struct KeysActor {
-    issuer: String,
-    /// Keys by `kid`.
-    keys: HashMap<String, Key>,
-    /// Keys without a `kid` (tried for a token without one).
-    anonymous: Vec<Key>,
-    /// When the keys were last fetched (successfully or not).
-    fetched: Option<tokio::time::Instant>,
-    /// The JWKS address, once discovered.
-    jwks_uri: Option<String>,
-}
-
-impl KeysActor {
-    async fn run(mut self, mut inbox: mpsc::Receiver<Command>) {
-        // reqwest's rustls needs the process's crypto provider (ring, as
-        // async-nats uses); installing it twice is harmless.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder().timeout(ISSUER_TIMEOUT).build();
-        let client = match client {
-            Ok(client) => client,
-            Err(e) => {
-                tracing::error!(error = %e, "no HTTP client for the OAuth issuer: every token is refused");
-                while inbox.recv().await.is_some() {}
-                return;
-            }
-        };
-        while let Some(command) = inbox.recv().await {
-            match command {
-                Command::Prefetch { reply } => {
-                    self.fetch(&client).await;
-                    let _ = reply.send(());
-                }
-                Command::Find { kid, alg, reply } => {
-                    let mut key = self.lookup(kid.as_deref(), alg);
-                    let due = self.fetched.is_none_or(|at| at.elapsed() >= REFETCH_EVERY);
-                    if key.is_none() && due {
-                        tracing::info!(
-                            kid = kid.as_deref().unwrap_or("-"),
-                            "a token names a key not held: fetching the issuer's keys again"
-                        );
-                        self.fetch(&client).await;
-                        key = self.lookup(kid.as_deref(), alg);
-                    }
-                    let _ = reply.send(key);
-                }
-            }
-        }
-    }
-
-    fn lookup(&self, kid: Option<&str>, alg: Alg) -> Option<Key> {
-        match kid {
-            Some(kid) => self.keys.get(kid).filter(|k| k.fits(alg)).cloned(),
-            None => {
-                let mut fitting = self.anonymous.iter().chain(self.keys.values()).filter(|k| k.fits(alg));
-                // Without a kid, only an unambiguous key is used.
-                match (fitting.next(), fitting.next()) {
-                    (Some(one), None) => Some(one.clone()),
-                    _ => None,
-                }
-            }
-        }
-    }
-
-    /// Fetch the keys (discovering the JWKS address first, once); on
-    /// failure the keys held stay.
-    async fn fetch(&mut self, client: &reqwest::Client) {
-        self.fetched = Some(tokio::time::Instant::now());
-        if self.jwks_uri.is_none() {
-            match discover(client, &self.issuer).await {
-                Ok(uri) => self.jwks_uri = Some(uri),
-                Err(e) => {
-                    tracing::warn!(issuer = %self.issuer, error = %e, "the OAuth issuer's metadata could not be read");
-                    return;
-                }
-            }
-        }
-        let Some(uri) = self.jwks_uri.clone() else { return };
-        match get_json(client, &uri).await {
-            Ok(jwks) => {
-                let (mut keys, mut anonymous) = (HashMap::new(), Vec::new());
-                for jwk in jwks["keys"].as_array().into_iter().flatten() {
-                    let Some(key) = Key::from_jwk(jwk) else { continue };
-                    match jwk["kid"].as_str() {
-                        Some(kid) => {
-                            keys.insert(kid.to_string(), key);
-                        }
-                        None => anonymous.push(key),
-                    }
-                }
-                tracing::info!(issuer = %self.issuer, keys = keys.len() + anonymous.len(), "the OAuth issuer's keys were fetched");
-                self.keys = keys;
-                self.anonymous = anonymous;
-            }
-            Err(e) => {
-                tracing::warn!(%uri, error = %e, "the OAuth issuer's keys could not be fetched; the keys held stay")
-            }
-        }
-    }
-}
-
-/// The issuer's `jwks_uri`, from its [metadata](issuer_metadata).
-async fn discover(client: &reqwest::Client, issuer: &str) -> Result<String, String> {
-    let (url, metadata) = issuer_metadata(client, issuer).await?;
-    metadata["jwks_uri"].as_str().map(str::to_string).ok_or_else(|| format!("{url} names no jwks_uri"))
-}
-
 /// The issuer's metadata and where it was read: its authorization-server
 /// metadata (RFC 8414), else its OpenID configuration (both places OpenID
 /// discovery allows); the document must name the same issuer. The keys'
@@ -551,11 +427,27 @@ pub async fn issuer_metadata(client: &reqwest::Client, issuer: &str) -> Result<(
 }
 
 async fn get_json(client: &reqwest::Client, url: &str) -> Result<Value, String> {
-    let answer = client.get(url).send().await.map_err(|e| format!("{url}: {e}"))?;
+    let answer = client.get(url).send().await.map_err(|e| format!("{url}: {}", with_causes(&e)))?;
     if !answer.status().is_success() {
         return Err(format!("{url}: HTTP {}", answer.status()));
     }
-    answer.json::<Value>().await.map_err(|e| format!("{url}: {e}"))
+    answer.json::<Value>().await.map_err(|e| format!("{url}: {}", with_causes(&e)))
+}
+
+/// An error and its causes, `: `-separated (reqwest's own message leaves
+/// out why a connection failed).
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        let more = e.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = e.source();
+    }
+    text
 }
 
 #[cfg(test)]
@@ -563,7 +455,6 @@ mod tests {
     use super::*;
 
     fn oauth() -> OAuth {
-        let (requests, _inbox) = mpsc::channel(1);
         OAuth {
             options: OAuthOptions {
                 issuer: "https://issuer.example".into(),
@@ -571,7 +462,7 @@ mod tests {
                 scopes: vec!["mcp:run".into()],
                 groups_claim: Some("groups".into()),
             },
-            keys: Keys { requests },
+            keys: Keys::idle(),
         }
     }
 
