@@ -3,9 +3,11 @@
 // client and resource indicators, so it issues JWT access tokens (RS256)
 // whose `aud` is the resource the test names.
 //
-//     node oidc_issuer.mjs RESOURCE
+//     node oidc_issuer.mjs RESOURCE [PORT]
 //
-// Prints `issuer=http://127.0.0.1:PORT` on stdout once it listens. The
+// Listens on PORT (a free port when not given: a test that starts the
+// resource server before its issuer names the port it reserved), and
+// prints `issuer=http://127.0.0.1:PORT` on stdout once it listens. The
 // client is `code-mode-test` / `test-secret` (client_secret_basic or
 // _post), allowed the scope `mcp:run`.
 //
@@ -24,8 +26,9 @@ import { createHmac, createSign, generateKeyPairSync } from 'node:crypto';
 import Provider, { errors } from 'oidc-provider';
 
 const resource = process.argv[2];
-if (!resource) {
-  console.error('usage: node oidc_issuer.mjs RESOURCE');
+const port = Number(process.argv[3] ?? 0);
+if (!resource || !Number.isInteger(port)) {
+  console.error('usage: node oidc_issuer.mjs RESOURCE [PORT]');
   process.exit(2);
 }
 
@@ -59,7 +62,7 @@ function mint(claims, how) {
 let jwksFetches = 0;
 
 const server = http.createServer();
-server.listen(0, '127.0.0.1', () => {
+server.listen(port, '127.0.0.1', () => {
   const issuer = `http://127.0.0.1:${server.address().port}`;
   const provider = new Provider(issuer, {
     clients: [

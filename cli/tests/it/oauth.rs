@@ -6,6 +6,11 @@
 //! Resource Metadata; each way a token can be wrong is its own test, with
 //! the token minted by the test's issuer process (its own key, a key it
 //! does not publish, HS256 keyed with its public key, or no signature).
+//!
+//! The issuer's keys are fetched off the request path: a server started
+//! before its issuer says so on `/healthz` and `/readyz`, refuses tokens as
+//! "cannot be checked yet" (503), and accepts the first token once the
+//! issuer is up; an issuer killed later leaves its known keys in force.
 
 use std::io::{BufRead, BufReader};
 use std::time::Duration;
@@ -32,6 +37,12 @@ impl Issuer {
     /// are not installed.
     fn start(resource: &str) -> Option<Issuer> {
         Self::spawn("oidc_issuer.mjs", &[resource])
+    }
+
+    /// Kill the issuer now (it answers nothing from then on).
+    fn kill(&mut self) {
+        let _ = self._child.kill();
+        let _ = self._child.wait();
     }
 
     /// Start the issuer script `script` of `testing/peers` with `args`; the
@@ -155,15 +166,20 @@ const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","param
 /// `initialize` with `token` (if any): the status, the `WWW-Authenticate`
 /// header and the body.
 fn initialize(served: &Served, token: Option<&str>) -> (u16, String, String) {
+    let (status, headers, body) = initialize_at(&served.url, token);
+    let challenge = headers.into_iter().find(|(n, _)| n == "www-authenticate").map(|(_, v)| v).unwrap_or_default();
+    (status, challenge, body)
+}
+
+/// `initialize` at the MCP endpoint `url` with `token` (if any): the
+/// status, the headers and the body.
+fn initialize_at(url: &str, token: Option<&str>) -> (u16, Vec<(String, String)>, String) {
     let auth = token.map(|t| format!("Bearer {t}"));
     let mut headers = vec![("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
     if let Some(auth) = &auth {
         headers.push(("Authorization", auth));
     }
-    let (status, answer_headers, body) = request(&served.url, "POST", "/mcp", &headers, INITIALIZE);
-    let challenge =
-        answer_headers.into_iter().find(|(n, _)| n == "www-authenticate").map(|(_, v)| v).unwrap_or_default();
-    (status, challenge, body)
+    request(url, "POST", "/mcp", &headers, INITIALIZE)
 }
 
 /// `token` is refused with 401 `invalid_token` pointing at the metadata,
@@ -360,6 +376,149 @@ async fn a_real_token_lacking_the_required_scope_gets_403_insufficient_scope() {
     assert!(body.contains("insufficient_scope") && !body.contains(unscoped.split('.').nth(1).unwrap()), "{body}");
     let scoped = served.issuer.token(&served.url, Some("mcp:run"));
     assert_eq!(initialize(&served, Some(&scoped)).0, 200);
+}
+
+/// `/healthz` of the metrics address `addr` (`host:port`).
+fn healthz(addr: &str) -> Value {
+    let (status, _, body) = support::raw_http(addr, "GET", "/healthz", &[], "");
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str(&body).expect("JSON health")
+}
+
+/// The value of the unlabelled series `name` on `/metrics` of `addr`.
+fn gauge(addr: &str, name: &str) -> Option<String> {
+    let (status, _, body) = support::raw_http(addr, "GET", "/metrics", &[], "");
+    assert_eq!(status, 200, "{body}");
+    body.lines().find_map(|l| l.strip_prefix(&format!("{name} ")).map(str::to_string))
+}
+
+/// Wait up to `within` for `/healthz` at `addr` to satisfy `test`; the last
+/// body seen.
+async fn healthz_until(addr: &str, within: Duration, test: impl Fn(&Value) -> bool) -> Value {
+    let give_up = std::time::Instant::now() + within;
+    loop {
+        let health = healthz(addr);
+        if test(&health) {
+            return health;
+        }
+        assert!(std::time::Instant::now() < give_up, "/healthz never got there: {health}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_server_started_before_its_issuer_says_so_on_healthz_and_accepts_the_first_token_once_the_issuer_is_up() {
+    if !support::sandbox_available() || code_mode_core::testing::peers::npm_package("oidc-provider").is_none() {
+        return;
+    }
+    // The issuer's port is reserved, but nothing listens there yet.
+    let ports = code_mode_core::testing::distinct_ports(3);
+    let (port, metrics_port, issuer_port) = (ports[0], ports[1], ports[2]);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let issuer_url = format!("http://127.0.0.1:{issuer_port}");
+    let metrics = format!("127.0.0.1:{metrics_port}");
+    let mut serve = tokio::process::Command::new(support::code_mode());
+    serve
+        .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--oauth-issuer", &issuer_url])
+        .args(["--oauth-resource", &url, "--oauth-scope", "mcp:run", "--warm", "0", "--metrics-addr", &metrics])
+        .arg("--")
+        .arg(support::test_server());
+    serve.stdin(std::process::Stdio::null()).kill_on_drop(true);
+    let started = std::time::Instant::now();
+    let (_serve, printed, log) = crate::http::spawn_http(&mut serve).await;
+    assert_eq!(printed, url);
+    eprintln!("serve listened {} ms after it was started, without its issuer", started.elapsed().as_millis());
+
+    // /healthz: alive, not ready, the issuer not reached and why.
+    let health =
+        healthz_until(&metrics, Duration::from_secs(5), |h| h["oauth_issuer"]["reachable"] == json!(false)).await;
+    assert_eq!(health["ok"], true, "{health}");
+    assert_eq!(health["ready"], false, "{health}");
+    let issuer = &health["oauth_issuer"];
+    assert_eq!(issuer["issuer"], issuer_url.as_str());
+    assert_eq!(issuer["keys_loaded"], false);
+    let error = issuer["error"].as_str().expect("the error is shown");
+    assert!(error.contains(&issuer_port.to_string()), "the error names the issuer's address: {error}");
+    assert!(issuer["since"].as_str().is_some_and(|s| s.ends_with('Z')), "{issuer}");
+    let (status, _, body) = support::raw_http(&metrics, "GET", "/readyz", &[], "");
+    assert_eq!(status, 503, "not ready while no key is held: {body}");
+    assert_eq!(gauge(&metrics, "codemode_oauth_keys_loaded").as_deref(), Some("0"));
+
+    // Without a token: 401 as always. With a well-formed token: refused
+    // quickly and clearly as "cannot be checked yet", not as a bad token.
+    assert_eq!(initialize_at(&url, None).0, 401);
+    let part = |v: Value| base64_url_encode(v.to_string().as_bytes());
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let claims = json!({"iss": issuer_url, "aud": url, "sub": "svc-a", "exp": now + 300, "scope": "mcp:run"});
+    let early = format!("{}.{}.{}", part(json!({"alg": "RS256", "kid": "test-key"})), part(claims), "AAAA");
+    let asked = std::time::Instant::now();
+    let (status, headers, body) = initialize_at(&url, Some(&early));
+    let refused_in = asked.elapsed();
+    assert_eq!(status, 503, "{body}");
+    let answer: Value = serde_json::from_str(&body).expect("a JSON error");
+    assert_eq!(answer["error"], "temporarily_unavailable", "{answer}");
+    let description = answer["error_description"].as_str().unwrap();
+    assert!(description.contains("issuer's keys could not be loaded"), "{description}");
+    assert!(headers.iter().any(|(n, v)| n == "retry-after" && v == "1"), "{headers:?}");
+    assert!(refused_in < Duration::from_millis(2500), "the refusal took {refused_in:?}");
+    eprintln!("a token before the issuer was up was refused (503) in {} ms", refused_in.as_millis());
+
+    // The issuer comes up on its port; the first token it issues is
+    // accepted by the first request that carries it.
+    let issuer = Issuer::spawn("oidc_issuer.mjs", &[&url, &issuer_port.to_string()]).expect("the peers are installed");
+    let up = std::time::Instant::now();
+    assert_eq!(issuer.url, issuer_url);
+    let token = issuer.token(&url, Some("mcp:run"));
+    let got_token = up.elapsed();
+    let asked = std::time::Instant::now();
+    let (status, _, body) = initialize_at(&url, Some(&token));
+    let answered_in = asked.elapsed();
+    let since_up = up.elapsed();
+    assert_eq!(status, 200, "the first request with the first token is accepted: {body}");
+    eprintln!(
+        "issuer up -> token issued in {} ms; the first request with it was accepted in {} ms ({} ms after the \
+         issuer was up)",
+        got_token.as_millis(),
+        answered_in.as_millis(),
+        since_up.as_millis()
+    );
+    assert!(answered_in < Duration::from_secs(2), "the first accepted request took {answered_in:?}");
+
+    let health = healthz(&metrics);
+    assert_eq!(health["ready"], true, "{health}");
+    assert_eq!(health["oauth_issuer"]["reachable"], true, "{health}");
+    assert_eq!(health["oauth_issuer"]["keys_loaded"], true, "{health}");
+    assert_eq!(health["oauth_issuer"]["error"], Value::Null, "{health}");
+    assert_eq!(support::raw_http(&metrics, "GET", "/readyz", &[], "").0, 200);
+    assert_eq!(gauge(&metrics, "codemode_oauth_keys_loaded").as_deref(), Some("1"));
+    let log = log.lock().unwrap().join("\n");
+    assert!(!log.contains(token.rsplit('.').next().unwrap()), "a token reached the log");
+}
+
+#[tokio::test]
+async fn an_issuer_killed_after_its_keys_were_loaded_leaves_tokens_signed_by_its_known_keys_accepted() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some(mut served) = serve_with_oauth(&["--warm", "0"]).await else { return };
+    let real = served.issuer.token(&served.url, Some("mcp:run"));
+    let minted = served.issuer.mint(&served.issuer.claims(&served.url), "issuer-key");
+    let unknown = served.issuer.mint(&served.issuer.claims(&served.url), "unknown-kid:made-up");
+    assert_eq!(initialize(&served, Some(&real)).0, 200, "the keys are loaded");
+    served.issuer.kill();
+    for (token, what) in [(&real, "a token from the token endpoint"), (&minted, "another token under its key")] {
+        let asked = std::time::Instant::now();
+        let (status, _, body) = initialize(&served, Some(token));
+        assert_eq!(status, 200, "{what} is still accepted: {body}");
+        assert!(asked.elapsed() < Duration::from_secs(1), "{what} waited {:?} on a dead issuer", asked.elapsed());
+    }
+    // A key the issuer never had is still no key: refused as a bad token,
+    // at once (keys are held, so the dead issuer is not waited on).
+    let asked = std::time::Instant::now();
+    let (status, challenge, _) = initialize(&served, Some(&unknown));
+    assert_eq!(status, 401);
+    assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+    assert!(asked.elapsed() < Duration::from_secs(2), "the refusal took {:?}", asked.elapsed());
 }
 
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
