@@ -52,3 +52,4 @@ mod support;
 mod team;
 mod threat_model;
 mod tls;
+mod traces;
