@@ -14,8 +14,11 @@
 //!   each tool call ([`tool_call_host`]); the warm pool's target and takes
 //!   ([`set_warm_pool_target`], [`warm_pool_take`]).
 //! - [`server`]: the actix-web server answering `GET /metrics` (the text
-//!   exposition format) and `GET /healthz` (`{"service": ..., "ok": true}`),
-//!   started on a configured address and stopped by a cancellation token.
+//!   exposition format), `GET /healthz` (`{"service": ..., "ok": true}`,
+//!   with `"ready"` and each registered component's detail, such as an
+//!   OAuth issuer's keys) and `GET /readyz` (the same body, 503 until every
+//!   component is ready), started on a configured address and stopped by a
+//!   cancellation token.
 //! - [`scrape`]: a raw-socket HTTP GET and a parser of the exposition
 //!   format, for whatever scrapes a live service: the load-test binary
 //!   (`code-mode-loadtest clients --metrics`) and the tests.
