@@ -7,11 +7,16 @@
 //! (`--profile http`, authentication on: a token file made here with
 //! `code-mode token new`, mounted read-only), to which another connects by
 //! URL with its bearer token (and a request without one gets 401); Prometheus
-//! (`--profile monitoring`) scrapes every replica. After a short load of
-//! HTTP sessions (tool calls, a private call, a rate-limited one, runners
-//! full), every query of every Grafana dashboard (`deploy/grafana/`)
-//! returns series from that Prometheus, so a renamed metric fails here.
-//! (Grafana itself comes from a registry, so it is not started here.)
+//! (`--profile monitoring`, its image built here: `up` pulls nothing) scrapes
+//! every replica with the alert rules. After a short load of HTTP sessions
+//! (tool calls, a private call, a rate-limited one, runners full), every
+//! query of every Grafana dashboard (`deploy/grafana/`) returns series from
+//! that Prometheus, so a renamed metric fails here; from `up` until then
+//! (the stack starting, a minute or more with every target up, the cells
+//! included) no alert was ever even pending; and at the end, nats-server killed, the bridge's watched state
+//! store stops answering and `CodeModeStateStoreUnreachable` fires.
+//! (Grafana itself comes from a registry, in profile `grafana`, so it is not
+//! started here.)
 //! The `cluster` profile runs the stack on three nats-servers with three
 //! replicas of its JetStream state, and keeps serving with one of them
 //! killed in the middle of a load.
@@ -75,9 +80,9 @@ const SERVERS: &str = r#"{"mcpServers": {
                                 "sleep": {"action": "approve"}}}}
 }}"#;
 
-/// The services `up` starts: the stack with Prometheus, not Grafana (whose
-/// image comes from a registry).
-const SERVICES: [&str; 5] = ["nats", "bridge", "sandbox-runner", "frontend-http", "prometheus"];
+/// How long, at least, the healthy stack's Prometheus is watched for
+/// alerts (twelve evaluations of its rules, 5 s apart).
+const HEALTHY_WATCH: Duration = Duration::from_secs(60);
 
 /// Projects made by this process so far.
 static PROJECTS: AtomicUsize = AtomicUsize::new(0);
@@ -179,9 +184,21 @@ async fn the_compose_stack_serves_clients_through_compose_run_and_http_and_every
     build_services_image();
 
     let project = Project::new();
-    let mut up = vec!["up", "-d", "--scale", "sandbox-runner=2"];
-    up.extend(SERVICES);
-    project.run(&up);
+    // The profiles as docs/deployment.md gives them, every service of them:
+    // nothing is pulled (Grafana is in a profile of its own).
+    let out =
+        project.compose().args(["up", "-d", "--scale", "sandbox-runner=2"]).output().expect("docker-compose runs");
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "docker-compose up failed:\n{said}");
+    assert!(!said.contains("Pulling"), "up pulled an image:\n{said}");
+    let services = project.run(&["ps", "--services", "--filter", "status=running"]);
+    let mut services: Vec<&str> = services.lines().collect();
+    services.sort_unstable();
+    assert_eq!(services, ["bridge", "frontend-http", "nats", "prometheus", "sandbox-runner"]);
+    let web = std::net::SocketAddr::from(([127, 0, 0, 1], project.prometheus_port));
+    let up_at = std::time::Instant::now();
+    let healthy_from = every_target_up(web, 4).await;
+    eprintln!("compose: Prometheus saw the 4 targets up {:?} after up", up_at.elapsed());
     let runners: Vec<String> = project.run(&["ps", "-q", "sandbox-runner"]).lines().map(str::to_string).collect();
     assert_eq!(runners.len(), 2, "two sandbox-runners: {runners:?}");
 
@@ -248,7 +265,6 @@ async fn the_compose_stack_serves_clients_through_compose_run_and_http_and_every
     let finished = 5 + LOAD_SESSIONS * LOAD_CELLS;
 
     // Prometheus found both runners and counted every cell.
-    let web = std::net::SocketAddr::from(([127, 0, 0, 1], project.prometheus_port));
     let give_up = std::time::Instant::now() + Duration::from_secs(90);
     let (mut up, mut counted) = (Value::Null, Value::Null);
     loop {
@@ -281,6 +297,22 @@ async fn the_compose_stack_serves_clients_through_compose_run_and_http_and_every
     }
     assert!(empty.is_empty(), "dashboard queries without a series from the stack's Prometheus:\n{}", empty.join("\n"));
     eprintln!("compose: {} dashboard queries each returned series", queries.len());
+
+    // From every target up until now, cells and all, no alert was even
+    // pending at any evaluation (see alerts.rs for why that means none can
+    // fire, whatever its `for:`).
+    if let Some(rest) = HEALTHY_WATCH.checked_sub(healthy_from.elapsed()) {
+        tokio::time::sleep(rest).await;
+    }
+    assert_eq!(crate::alerts::rules_evaluate_cleanly(web).await, 8, "the stack's Prometheus evaluates every rule");
+    let watched = healthy_from.elapsed();
+    let written = crate::alerts::alerts_written_within(web, watched).await;
+    assert_eq!(written, serde_json::json!([]), "alerts on the healthy stack within {watched:?}");
+    // Nor while it started: before every target's first scrape.
+    let since_up = up_at.elapsed();
+    let written = crate::alerts::alerts_written_within(web, since_up + Duration::from_secs(1)).await;
+    assert_eq!(written, serde_json::json!([]), "alerts while the stack started ({since_up:?} ago)");
+    eprintln!("compose: no ALERTS series from `up` on ({since_up:?}), {watched:?} of it with every target up");
 
     // A runner container killed in the middle of two cells (one slot per
     // runner: one cell each): the cell it held fails within 5 s, the other
@@ -324,6 +356,35 @@ async fn the_compose_stack_serves_clients_through_compose_run_and_http_and_every
         lost[0],
         killed_at.elapsed()
     );
+
+    // nats-server killed: the bridge's probe of its state store (every
+    // 10 s, the test's servers have a policy) fails, its
+    // codemode_state_store_up goes to 0, and the alert fires a minute later.
+    project.run(&["kill", "nats"]);
+    let nats_killed = std::time::Instant::now();
+    let (mut pending, mut firing, mut others) = (None, None, std::collections::BTreeSet::new());
+    while firing.is_none() {
+        assert!(nats_killed.elapsed() < Duration::from_secs(150), "no firing CodeModeStateStoreUnreachable");
+        for alert in crate::alerts::active_alerts(web).await.unwrap_or_default() {
+            if alert.name != "CodeModeStateStoreUnreachable" {
+                others.insert(format!("{} {}", alert.name, alert.state));
+                continue;
+            }
+            assert_eq!(alert.labels["job"], "bridge", "{alert:?}");
+            match alert.state.as_str() {
+                "pending" => pending = pending.or(Some(nats_killed.elapsed())),
+                _ => firing = Some(nats_killed.elapsed()),
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let (pending, firing) = (pending.expect("pending before firing"), firing.unwrap());
+    assert!(firing >= Duration::from_secs(60), "fired {firing:?} after the kill, before its for: 1m");
+    eprintln!(
+        "compose: nats-server killed: CodeModeStateStoreUnreachable pending after {pending:?}, firing after {firing:?} \
+         (other alerts meanwhile: {others:?})"
+    );
+    project.run(&["start", "nats"]);
     drop(project);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let left: Vec<String> = sandbox_owners()
@@ -345,8 +406,24 @@ fn http_transport(url: &str, token: &str) -> rmcp::transport::StreamableHttpClie
 const LOAD_SESSIONS: usize = 6;
 const LOAD_CELLS: usize = 3;
 
+/// Wait (at most 90 s) until Prometheus scrapes `targets` targets, every
+/// one up; then the moment it saw them.
+async fn every_target_up(web: std::net::SocketAddr, targets: usize) -> std::time::Instant {
+    let give_up = std::time::Instant::now() + Duration::from_secs(90);
+    let mut up = Value::Null;
+    loop {
+        up = query(web, "up").await.unwrap_or(up);
+        let series = up.as_array().map(Vec::as_slice).unwrap_or_default();
+        if series.len() == targets && series.iter().all(|s| s["value"][1] == "1") {
+            return std::time::Instant::now();
+        }
+        assert!(std::time::Instant::now() < give_up, "Prometheus's targets: {up}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
 /// A Prometheus instant query; its `result`, or `None` on any failure.
-async fn query(web: std::net::SocketAddr, promql: &str) -> Option<Value> {
+pub(crate) async fn query(web: std::net::SocketAddr, promql: &str) -> Option<Value> {
     let encoded: String = promql
         .bytes()
         .map(|b| match b {

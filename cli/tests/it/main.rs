@@ -7,6 +7,7 @@
 // A panic in a test is the test failing.
 #![allow(clippy::unwrap_used)]
 
+mod alerts;
 mod approval;
 mod audit;
 mod auth;
@@ -40,8 +41,8 @@ mod policy_categories;
 mod policy_check;
 mod private;
 mod readme;
-mod remote;
 mod reload;
+mod remote;
 mod run_command;
 mod session_walk;
 mod sessions;
