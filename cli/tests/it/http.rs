@@ -66,6 +66,46 @@ pub(crate) async fn spawn_http(
     (child, url, log)
 }
 
+/// [`spawn_http`] on a port chosen before the command starts (because an
+/// argument must name it, as an OAuth resource URI does): `command(port)`
+/// on a free port, again on another one (at most 5 tries) when the port
+/// was taken in between by another process (`Address already in use`).
+pub(crate) async fn spawn_http_on_free_port(
+    mut command: impl FnMut(u16) -> tokio::process::Command,
+) -> (tokio::process::Child, String, Arc<Mutex<Vec<String>>>, u16) {
+    for _ in 0..5 {
+        let port = code_mode_core::testing::free_port();
+        let mut cmd = command(port);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let kept = log.clone();
+        let mut child = cmd.stderr(std::process::Stdio::piped()).spawn().expect("the frontend starts");
+        let stderr = child.stderr.take().expect("stderr is piped").into_owned_fd().expect("a file descriptor");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut sent = false;
+            for line in BufReader::new(std::fs::File::from(stderr)).lines().map_while(Result::ok) {
+                if !sent && let Some(url) = line.strip_prefix("code-mode: MCP on ") {
+                    let _ = tx.send(url.to_string());
+                    sent = true;
+                }
+                eprintln!("frontend: {line}");
+                kept.lock().unwrap().push(line);
+            }
+        });
+        let url =
+            tokio::task::spawn_blocking(move || rx.recv_timeout(std::time::Duration::from_secs(60))).await.unwrap();
+        match url {
+            Ok(url) => return (child, url, log, port),
+            Err(_) if log.lock().unwrap().iter().any(|l| l.contains("Address already in use")) => {
+                eprintln!("port {port} was taken before the frontend bound it: another port");
+                let _ = child.wait().await;
+            }
+            Err(e) => panic!("the frontend prints its URL within 60 s: {e}"),
+        }
+    }
+    panic!("five free ports were each taken before the frontend bound them")
+}
+
 pub(crate) async fn connect<H: ClientHandler>(
     url: &str,
     handler: H,

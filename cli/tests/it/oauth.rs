@@ -130,12 +130,6 @@ fn request(
     support::raw_http(authority, method, path, headers, body)
 }
 
-/// A free loopback port (the resource URI must name it before the server
-/// starts).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// `serve --http` with OAuth against a fresh issuer; dropping it stops both.
 struct Served {
     url: String,
@@ -145,20 +139,28 @@ struct Served {
 }
 
 async fn serve_with_oauth(extra: &[&str]) -> Option<Served> {
-    let port = free_port();
+    code_mode_core::testing::peers::npm_package("oidc-provider")?;
+    // The resource URI names the port, so the port is chosen first (and
+    // chosen again, with a new issuer for the new URI, if it was taken).
+    let mut issuer = None;
+    let (serve, printed, log, port) = crate::http::spawn_http_on_free_port(|port| {
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        let started = Issuer::start(&url).expect("the issuer starts: its peers are installed");
+        let mut serve = tokio::process::Command::new(support::code_mode());
+        serve
+            .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--oauth-issuer", &started.url])
+            .args(["--oauth-resource", &url, "--oauth-scope", "mcp:run"])
+            .args(extra)
+            .arg("--")
+            .arg(support::test_server());
+        serve.stdin(std::process::Stdio::null()).kill_on_drop(true);
+        issuer = Some(started);
+        serve
+    })
+    .await;
     let url = format!("http://127.0.0.1:{port}/mcp");
-    let issuer = Issuer::start(&url)?;
-    let mut serve = tokio::process::Command::new(support::code_mode());
-    serve
-        .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--oauth-issuer", &issuer.url])
-        .args(["--oauth-resource", &url, "--oauth-scope", "mcp:run"])
-        .args(extra)
-        .arg("--")
-        .arg(support::test_server());
-    serve.stdin(std::process::Stdio::null()).kill_on_drop(true);
-    let (serve, printed, log) = crate::http::spawn_http(&mut serve).await;
     assert_eq!(printed, url);
-    Some(Served { url, issuer, log, _serve: serve })
+    Some(Served { url, issuer: issuer.expect("an issuer was started"), log, _serve: serve })
 }
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
