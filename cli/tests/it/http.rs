@@ -41,6 +41,16 @@ async fn split(bridge_args: &[&str], server_args: &[&str]) -> Split {
 pub(crate) async fn spawn_http(
     command: &mut tokio::process::Command,
 ) -> (tokio::process::Child, String, Arc<Mutex<Vec<String>>>) {
+    let (child, url, log) = try_spawn_http(command).await;
+    let url = url.expect("the frontend prints its URL within 60 s");
+    (child, url, log)
+}
+
+/// Spawn a `--http` command: the child, the URL it printed once it listened
+/// (an error when it exited or said nothing for 60 s), and its log lines.
+async fn try_spawn_http(
+    command: &mut tokio::process::Command,
+) -> (tokio::process::Child, Result<String, std::sync::mpsc::RecvTimeoutError>, Arc<Mutex<Vec<String>>>) {
     let log = Arc::new(Mutex::new(Vec::new()));
     let kept = log.clone();
     let mut child = command.stderr(std::process::Stdio::piped()).spawn().expect("the frontend starts");
@@ -59,10 +69,7 @@ pub(crate) async fn spawn_http(
             kept.lock().unwrap().push(line);
         }
     });
-    let url = tokio::task::spawn_blocking(move || rx.recv_timeout(std::time::Duration::from_secs(60)))
-        .await
-        .unwrap()
-        .expect("the frontend prints its URL within 60 s");
+    let url = tokio::task::spawn_blocking(move || rx.recv_timeout(std::time::Duration::from_secs(60))).await.unwrap();
     (child, url, log)
 }
 
@@ -75,25 +82,7 @@ pub(crate) async fn spawn_http_on_free_port(
 ) -> (tokio::process::Child, String, Arc<Mutex<Vec<String>>>, u16) {
     for _ in 0..5 {
         let port = code_mode_core::testing::free_port();
-        let mut cmd = command(port);
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let kept = log.clone();
-        let mut child = cmd.stderr(std::process::Stdio::piped()).spawn().expect("the frontend starts");
-        let stderr = child.stderr.take().expect("stderr is piped").into_owned_fd().expect("a file descriptor");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut sent = false;
-            for line in BufReader::new(std::fs::File::from(stderr)).lines().map_while(Result::ok) {
-                if !sent && let Some(url) = line.strip_prefix("code-mode: MCP on ") {
-                    let _ = tx.send(url.to_string());
-                    sent = true;
-                }
-                eprintln!("frontend: {line}");
-                kept.lock().unwrap().push(line);
-            }
-        });
-        let url =
-            tokio::task::spawn_blocking(move || rx.recv_timeout(std::time::Duration::from_secs(60))).await.unwrap();
+        let (mut child, url, log) = try_spawn_http(&mut command(port)).await;
         match url {
             Ok(url) => return (child, url, log, port),
             Err(_) if log.lock().unwrap().iter().any(|l| l.contains("Address already in use")) => {
