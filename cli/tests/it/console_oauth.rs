@@ -17,14 +17,15 @@ fn issuer(base: &str) -> Option<Issuer> {
     Issuer::spawn("oidc_login_issuer.mjs", &[&format!("{base}/mcp"), &format!("{base}/console/login/callback")])
 }
 
-/// `serve --http` with OAuth at `issuer` (the groups in the `groups`
-/// claim) and `extra` options; its base URL.
+/// `serve --http` with OAuth and `extra` options, and its base URL.
 struct Served {
     base: String,
     _serve: tokio::process::Child,
 }
 
-async fn serve(port: u16, issuer: &str, extra: &[&str]) -> Served {
+/// The `serve --http` command on `port` with OAuth at `issuer` (the groups
+/// in the `groups` claim) and `extra` options.
+fn serve_command(port: u16, issuer: &str, extra: &[&str]) -> tokio::process::Command {
     let base = format!("http://127.0.0.1:{port}");
     let mut serve = tokio::process::Command::new(support::code_mode());
     serve
@@ -35,15 +36,17 @@ async fn serve(port: u16, issuer: &str, extra: &[&str]) -> Served {
         .arg("--")
         .arg(support::test_server());
     serve.stdin(std::process::Stdio::null()).kill_on_drop(true);
-    let (serve, printed, _log) = crate::http::spawn_http(&mut serve).await;
-    assert_eq!(printed, format!("{base}/mcp"));
-    Served { base, _serve: serve }
+    serve
 }
 
-/// A free loopback port (the issuer must know the callback before the
-/// server starts).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+/// `serve` with `extra` options and an issuer nobody answers at (for pages
+/// that need none), on a free port (another one if that was taken first).
+async fn serve_without_issuer(extra: &[&str]) -> Served {
+    let (serve, printed, _log, port) =
+        crate::http::spawn_http_on_free_port(|port| serve_command(port, "http://127.0.0.1:9", extra)).await;
+    let base = format!("http://127.0.0.1:{port}");
+    assert_eq!(printed, format!("{base}/mcp"));
+    Served { base, _serve: serve }
 }
 
 /// A cookie a browser keeps: where it goes, and its value.
@@ -233,20 +236,37 @@ fn starts_a_session(page: &Page) -> bool {
 }
 
 /// A port, an issuer for it and the server with the console's client; the
-/// client secret file is removed at the end of the test by the caller.
+/// client secret file is removed at the end of the test by the caller. The
+/// issuer must know the server's port before it starts, so a port another
+/// process took before the server bound it means another port and issuer.
 async fn served_with_sign_in(public: bool) -> Option<(Issuer, Served, std::path::PathBuf)> {
-    let port = free_port();
-    let issuer = issuer(&format!("http://127.0.0.1:{port}"))?;
     let secret = support::log_path("console-client-secret");
     std::fs::write(&secret, "console-secret\n").unwrap();
-    let served = if public {
-        serve(port, &issuer.url, &["--console-client-id", "code-mode-console-public"]).await
+    let file = secret.to_str().unwrap().to_string();
+    let extra: Vec<&str> = if public {
+        vec!["--console-client-id", "code-mode-console-public"]
     } else {
-        let file = secret.to_str().unwrap();
-        serve(port, &issuer.url, &["--console-client-id", "code-mode-console", "--console-client-secret-file", file])
-            .await
+        vec!["--console-client-id", "code-mode-console", "--console-client-secret-file", &file]
     };
-    Some((issuer, served, secret))
+    for _ in 0..5 {
+        let port = code_mode_core::testing::free_port();
+        let base = format!("http://127.0.0.1:{port}");
+        let issuer = issuer(&base)?;
+        let (mut serve, printed, log) =
+            crate::http::try_spawn_http(&mut serve_command(port, &issuer.url, &extra)).await;
+        match printed {
+            Ok(printed) => {
+                assert_eq!(printed, format!("{base}/mcp"));
+                return Some((issuer, Served { base, _serve: serve }, secret));
+            }
+            Err(_) if log.lock().unwrap().iter().any(|l| l.contains("Address already in use")) => {
+                eprintln!("port {port} was taken before serve bound it: another port and issuer");
+                let _ = serve.wait().await;
+            }
+            Err(e) => panic!("serve prints its URL within 60 s: {e}"),
+        }
+    }
+    panic!("five free ports were each taken before serve bound them")
 }
 
 #[tokio::test]
@@ -349,7 +369,7 @@ async fn an_error_from_the_issuer_is_shown_escaped_and_starts_no_session() {
         return;
     }
     // No issuer answers here: an error callback needs none.
-    let served = serve(free_port(), "http://127.0.0.1:9", &["--console-client-id", "code-mode-console"]).await;
+    let served = serve_without_issuer(&["--console-client-id", "code-mode-console"]).await;
     let url = format!(
         "{}/console/login/callback?error=access_denied&error_description=%3Cscript%3Ealert(1)%3C%2Fscript%3E",
         served.base
@@ -366,7 +386,7 @@ async fn the_login_page_without_a_console_client_id_offers_only_the_token_form()
     if !support::sandbox_available() {
         return;
     }
-    let served = serve(free_port(), "http://127.0.0.1:9", &[]).await;
+    let served = serve_without_issuer(&[]).await;
     let browser = Browser::new();
     let page = browser.get(&format!("{}/console/login", served.base)).await;
     assert_eq!(page.status, 200);

@@ -48,7 +48,7 @@ pub(crate) async fn spawn_http(
 
 /// Spawn a `--http` command: the child, the URL it printed once it listened
 /// (an error when it exited or said nothing for 60 s), and its log lines.
-async fn try_spawn_http(
+pub(crate) async fn try_spawn_http(
     command: &mut tokio::process::Command,
 ) -> (tokio::process::Child, Result<String, std::sync::mpsc::RecvTimeoutError>, Arc<Mutex<Vec<String>>>) {
     let log = Arc::new(Mutex::new(Vec::new()));
