@@ -4,7 +4,8 @@
 //! the same names, labels and allowlist), takes the catalog the bridge
 //! builds, and renders the `run_python` description through the
 //! frontend's own code, so what it prints is what a client gets. No
-//! sandbox-runner starts, so Docker is not needed.
+//! sandbox-runner starts, so Docker is not needed; the description is the
+//! one of the default image (the standard library only).
 
 use code_mode_core::bus::Bus;
 use code_mode_core::state::SessionStore;
@@ -42,7 +43,10 @@ pub async fn describe(args: DescribeArgs, root: &CancellationToken) -> anyhow::R
     let config =
         FrontendConfig { keep: crate::app::keep_config(&args.keep), ..crate::app::frontend_config(&args.frontend, 1)? };
     let budget = config.description_budget;
-    let facts = View::facts(&catalog, &config);
+    let mut facts = View::facts(&catalog, &config);
+    // No runner reports here: the default image's packages are known, none
+    // beyond the standard library, and that is what `serve` says with it.
+    facts.packages.get_or_insert_with(Vec::new);
     let (tier, text) = description::describe(&facts, &catalog.tools, budget);
     let sizes = description::tier_sizes(&facts, &catalog.tools);
     let chars = text.chars().count();

@@ -251,6 +251,13 @@ pub struct Catalog {
     /// from an older bridge.
     #[serde(default)]
     pub listed: String,
+    /// The Python packages (`name==version`, sorted) that every live
+    /// sandbox-runner's image holds beyond the standard library: the code
+    /// may run on any of them, so only what they share is promised. `None`
+    /// while no runner has said (or from an older bridge); empty: the
+    /// standard library only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packages: Option<Vec<String>>,
 }
 
 /// Everything but tools that the wrapped servers offer a client of the
@@ -1062,6 +1069,12 @@ pub struct RunnerStatus {
     /// When the bridge heard it, in Unix milliseconds (set by the bridge).
     #[serde(default)]
     pub at_ms: u64,
+    /// The Python packages its sandbox image holds beyond the standard
+    /// library (`name==version`, sorted; empty for the default image).
+    /// `None`: not known (its image could not be inspected, or an older
+    /// runner).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packages: Option<Vec<String>>,
 }
 
 /// The bridge's acknowledgement of a [`RunnerStatus`].

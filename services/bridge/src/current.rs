@@ -391,6 +391,7 @@ impl Bridge {
                 upstreams,
                 in_flight: Default::default(),
                 reloads,
+                packages: Default::default(),
             }),
         };
         let _ = bridge_ref.set(Arc::downgrade(&bridge.inner));
@@ -464,7 +465,8 @@ impl Bridge {
     /// The catalog as the frontend receives it.
     pub fn catalog_message(&self) -> proto::Catalog {
         let current = self.current();
-        current.message.get_or_init(|| self.make_message(&current, false)).clone()
+        let message = current.message.get_or_init(|| self.make_message(&current, false));
+        self.with_packages(message)
     }
 
     /// The answer to a catalog request: the catalog (with each tool's
@@ -476,7 +478,9 @@ impl Bridge {
             false => current.message.get_or_init(|| self.make_message(&current, false)),
             true => current.direct_message.get_or_init(|| self.make_message(&current, true)),
         };
-        if request.known.as_deref() == Some(message.fingerprint.as_str()) {
+        let packages = self.inner.packages.common();
+        let fingerprint = crate::packages::fingerprint(&message.fingerprint, packages.as_deref());
+        if request.known.as_deref() == Some(fingerprint.as_str()) {
             return proto::Catalog {
                 version: message.version,
                 tools: Vec::new(),
@@ -484,15 +488,24 @@ impl Bridge {
                 call_timeout_ms: message.call_timeout_ms,
                 approval_timeout_ms: message.approval_timeout_ms,
                 ask_timeout_ms: message.ask_timeout_ms,
-                fingerprint: message.fingerprint.clone(),
+                fingerprint,
                 unchanged: true,
                 withheld: Vec::new(),
                 stateless_idle_ms: message.stateless_idle_ms,
                 features: None,
                 listed: message.listed.clone(),
+                packages,
             };
         }
-        message.clone()
+        proto::Catalog { fingerprint, packages, ..message.clone() }
+    }
+
+    /// `message` with the packages the runners offer now (and the
+    /// fingerprint that covers them).
+    fn with_packages(&self, message: &proto::Catalog) -> proto::Catalog {
+        let packages = self.inner.packages.common();
+        let fingerprint = crate::packages::fingerprint(&message.fingerprint, packages.as_deref());
+        proto::Catalog { fingerprint, packages, ..message.clone() }
     }
 
     fn make_message(&self, current: &Current, direct: bool) -> proto::Catalog {
@@ -542,6 +555,7 @@ impl Bridge {
             stateless_idle_ms,
             features,
             listed,
+            packages: None,
         }
     }
 }

@@ -74,6 +74,7 @@ mod check;
 mod current;
 mod error;
 mod offers;
+mod packages;
 mod relay;
 mod reload;
 mod serve;
@@ -123,6 +124,8 @@ pub(crate) struct Inner {
     pub(crate) in_flight: std::sync::Mutex<std::collections::HashMap<String, tokio_util::sync::CancellationToken>>,
     /// What a reload needs: one rebuild at a time, the servers it adds.
     pub(crate) reloads: reload::Reloads,
+    /// What the runners heard lately say of their images' packages.
+    pub(crate) packages: packages::Heard,
 }
 
 /// The wrapped servers' owner tasks; await [`Closer::closed`] after

@@ -162,7 +162,7 @@ const BUILTINS: &[&str] = &[
 ];
 
 /// Names the sandbox runner itself puts in the code's globals.
-pub const RUNNER_NAMES: &[&str] = &["ToolError", "TOOLS", "search_tools"];
+pub const RUNNER_NAMES: &[&str] = &["ToolError", "TOOLS", "search_tools", "PACKAGES"];
 
 /// True for a plain ASCII Python identifier.
 pub fn is_identifier(s: &str) -> bool {
@@ -221,6 +221,7 @@ mod tests {
             ("ToolError", "ToolError_"),
             ("TOOLS", "TOOLS_"),
             ("search_tools", "search_tools_"),
+            ("PACKAGES", "PACKAGES_"),
             ("len", "len_"),
         ] {
             assert_eq!(python_name(mcp), py, "{mcp}");

@@ -374,6 +374,10 @@ impl Bridge {
         &self,
         mut status: proto::RunnerStatus,
     ) -> Result<(), code_mode_core::state::StateError> {
+        self.inner.packages.note(&status);
+        // The shared entry keeps slots only: the packages stay with the
+        // bridge that heard them, so 200 runners stay far under 64 KiB.
+        status.packages = None;
         status.at_ms = board::now_ms();
         let now = status.at_ms;
         self.inner

@@ -73,6 +73,7 @@ impl View {
             keep: config.keep.map(|k| KeepFacts { idle_secs: k.idle.as_secs(), max_secs: k.max.as_secs() }),
             stateless: None,
             resources: catalog.features.as_ref().is_some_and(|f| f.has_resources),
+            packages: catalog.packages.clone(),
         }
     }
 }
@@ -253,6 +254,7 @@ mod tests {
             stateless_idle_ms: 3_600_000,
             features: None,
             listed: String::new(),
+            packages: None,
         }
     }
 

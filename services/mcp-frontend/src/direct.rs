@@ -153,6 +153,7 @@ mod tests {
                 stateless_idle_ms: 0,
                 features: None,
                 listed: String::new(),
+                packages: None,
             })
         })
         .await

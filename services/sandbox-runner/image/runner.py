@@ -16,8 +16,8 @@ container's stdin and stdout, one JSON object per line:
    cell does not pay for it. None of it holds data of any cell: each fresh
    container runs one cell only.
 3. It sends ``ready``, reads the ``cell`` message, and builds fresh globals
-   for the code: one async function per tool, ``TOOLS``, ``search_tools`` and
-   ``ToolError``.
+   for the code: one async function per tool, ``TOOLS``, ``search_tools``,
+   ``ToolError`` and ``PACKAGES``.
 4. It runs the code (top-level ``await`` allowed). Each awaited tool function
    sends a ``call`` line and waits for the matching ``result`` line, which a
    reader thread picks up from the host.
@@ -37,7 +37,12 @@ The code runs in this same process and could tamper with anything here; that
 is accepted. The host treats every line from the container as untrusted, so
 this runner only has to be correct for code that does not try to subvert it.
 
-Only the standard library is used.
+Only the standard library is used. An image built with packages
+(``code-mode build-image --requirements``) holds them under
+``/opt/code-mode/packages``, which is put at the end of ``sys.path`` (so
+the standard library wins over a package's module of the same name), and
+names them in ``/opt/code-mode/packages.json``. Nothing of them is imported
+before the code imports it: a warm container costs the same with packages.
 """
 
 import ast
@@ -1211,6 +1216,29 @@ def make_search_tools(tools):
 # The code's globals
 # --------------------------------------------------------------------------
 
+# Where an image built with packages holds them, and the file naming them.
+PACKAGES_DIR = "/opt/code-mode/packages"
+PACKAGES_FILE = "/opt/code-mode/packages.json"
+
+if os.path.isdir(PACKAGES_DIR):
+    sys.path.append(PACKAGES_DIR)
+
+
+def read_packages(path=PACKAGES_FILE):
+    """The packages the image holds beyond the standard library, as a
+    read-only mapping of distribution name to version (empty for the
+    default image, or when the file is unreadable)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            found = json.load(f)
+    except (OSError, ValueError):
+        found = {}
+    if not isinstance(found, dict):
+        found = {}
+    return types.MappingProxyType({str(k): str(v) for k, v in sorted(found.items())})
+
+
+
 
 def make_globals(tools, caller, withheld=()):
     """A fresh module namespace holding only what the code is promised.
@@ -1236,6 +1264,7 @@ def make_globals(tools, caller, withheld=()):
     namespace["TOOLS"] = ToolStubs(catalog)
     namespace["search_tools"] = make_search_tools(tools)
     namespace["ToolError"] = ToolError
+    namespace["PACKAGES"] = read_packages()
     return module
 
 
@@ -1262,6 +1291,7 @@ def refresh_globals(module, tools, caller, installed, withheld=()):
     namespace["TOOLS"] = ToolStubs(catalog)
     namespace["search_tools"] = make_search_tools(tools)
     namespace["ToolError"] = ToolError
+    namespace["PACKAGES"] = read_packages()
     return current
 
 

@@ -566,8 +566,9 @@ impl SandboxRunner {
         }
     }
 
-    /// This runner's slots now.
-    pub fn status(&self) -> RunnerStatus {
+    /// This runner's slots now, and its image's `packages` (as
+    /// [`image::installed_packages`] read them).
+    pub fn status(&self, packages: Option<Vec<String>>) -> RunnerStatus {
         let warm = self.inner.pool.get().map_or(0, |pool| pool.size());
         RunnerStatus {
             id: self.inner.id.clone(),
@@ -575,15 +576,27 @@ impl SandboxRunner {
             free: self.inner.slots.available_permits() as u32,
             warm: warm as u32,
             at_ms: 0,
+            packages,
         }
     }
 
-    /// Tell the bridges this runner's slots every [`STATUS_EVERY`] until
-    /// `cancel` (for the web console; a bridge that does not answer is
-    /// simply told again next time).
+    /// Tell the bridges this runner's slots and its image's packages every
+    /// [`STATUS_EVERY`] until `cancel` (for the web console and the
+    /// `run_python` description; a bridge that does not answer is simply
+    /// told again next time). The packages are read from the image once;
+    /// when that fails they are not named (the bridges then promise none
+    /// of this runner).
     async fn report_status(self, cancel: CancellationToken) {
+        let image = &self.inner.config.lockdown.image;
+        let packages = match image::installed_packages(&self.inner.docker, image).await {
+            Ok(packages) => Some(packages),
+            Err(e) => {
+                tracing::warn!(%image, error = %e, "the image's packages could not be read: none is named to the model");
+                None
+            }
+        };
         loop {
-            let status = self.status();
+            let status = self.status(packages.clone());
             if let Err(e) =
                 self.inner.bus.call_quiet::<_, StatusNoted>(subjects::RUNNER_STATUS, &status, STATUS_WAIT).await
             {

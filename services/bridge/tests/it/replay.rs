@@ -237,7 +237,7 @@ async fn the_console_hears_of_each_runners_slots_and_which_sessions_are_tainted(
     use code_mode_proto::{ConsoleReply, ConsoleRequest, RunnerStatus};
     let h = Setup::server(&[]).private(&["get_env"]).start().await.expect("the bridge starts");
     for (id, free) in [("r1", 3), ("r2", 0), ("r1", 2)] {
-        let status = RunnerStatus { id: id.into(), capacity: 4, free, warm: 1, at_ms: 0 };
+        let status = RunnerStatus { id: id.into(), capacity: 4, free, warm: 1, at_ms: 0, packages: None };
         h.bridge.runner_status(status).await.expect("kept");
     }
     let Ok(ConsoleReply::Runners { runners }) = h.bridge.console(ConsoleRequest::Runners).await else {

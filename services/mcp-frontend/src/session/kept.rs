@@ -357,6 +357,7 @@ mod tests {
                 stateless_idle_ms: 3_600_000,
                 features: None,
                 listed: String::new(),
+                packages: None,
             })
         })
         .await

@@ -36,6 +36,7 @@ fn catalog() -> Catalog {
         stateless_idle_ms: 3_600_000,
         features: None,
         listed: String::new(),
+        packages: None,
     }
 }
 
@@ -95,6 +96,7 @@ async fn console_bridge(request: ConsoleRequest) -> Result<ConsoleReply, WireErr
                 free: 3,
                 warm: 1,
                 at_ms: 1,
+                packages: None,
             }],
         }),
         ConsoleRequest::Sessions { ids } => Ok(ConsoleReply::Sessions { tainted: ids }),

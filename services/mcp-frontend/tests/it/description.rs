@@ -31,6 +31,7 @@ fn default_facts() -> RunFacts {
         keep: None,
         stateless: None,
         resources: true,
+        packages: Some(Vec::new()),
     }
 }
 
