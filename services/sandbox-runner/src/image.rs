@@ -6,6 +6,9 @@
 //! a registry (`python:3.12-slim`). On top, `image/Dockerfile` adds
 //! `runner.py`, the non-root user and the entrypoint. The tag carries a hash
 //! of the Dockerfile and the runner, so a changed runner gets a new image.
+//!
+//! An image with packages ([`packages`]) is built on top of that default
+//! image and tagged by a hash of its packages too.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -17,6 +20,13 @@ use futures::StreamExt;
 use sha2::{Digest, Sha256};
 
 use crate::StartError;
+
+pub mod packages;
+
+pub use packages::{
+    IMAGE_AND_PACKAGES, INPUTS_LABEL, PACKAGES_LABEL, Packages, PackagesError, build_packages_image,
+    installed_packages, packages_tag, runner_image,
+};
 
 /// The runner script baked into the image.
 pub const RUNNER_PY: &str = include_str!("../image/runner.py");
@@ -109,11 +119,7 @@ pub async fn build_image_as(
     tag: &str,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), StartError> {
-    let source = match source {
-        BaseSource::Auto if debootstrap_usable() => BaseSource::Debootstrap,
-        BaseSource::Auto => BaseSource::Registry,
-        other => other,
-    };
+    let source = resolve_source(source);
     let base = match source {
         BaseSource::Debootstrap => {
             if !image_exists(docker, OFFLINE_BASE).await? {
@@ -152,6 +158,16 @@ pub async fn build_image_as(
     }
     progress(&format!("built {tag}"));
     Ok(())
+}
+
+/// `Auto` made definite: debootstrap when it can run here, else the
+/// registry.
+pub(crate) fn resolve_source(source: BaseSource) -> BaseSource {
+    match source {
+        BaseSource::Auto if debootstrap_usable() => BaseSource::Debootstrap,
+        BaseSource::Auto => BaseSource::Registry,
+        other => other,
+    }
 }
 
 /// The build context: the Dockerfile and `runner.py`, as a tar archive.
