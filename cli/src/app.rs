@@ -27,7 +27,7 @@ use code_mode_mcp_frontend::auth::{AuthOptions, SessionLimits};
 use code_mode_mcp_frontend::console::ConsoleClient;
 use code_mode_mcp_frontend::http::{ConsoleOptions, HttpOptions, McpHttpServer, TlsFiles};
 use code_mode_mcp_frontend::{Expose, Frontend, FrontendConfig, FrontendFactory, KeepConfig};
-use code_mode_sandbox_runner::image::{self, BaseSource};
+use code_mode_sandbox_runner::image;
 use code_mode_sandbox_runner::{DEFAULT_WARM, connect_docker};
 use code_mode_telemetry::MetricsServer;
 use tokio_util::sync::CancellationToken;
@@ -42,7 +42,7 @@ use crate::stack::{BridgeParts, Buses, RunnerParts, Stack, StackParts, start_bri
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let root = code_mode_core::shutdown::on_signal();
     match cli.command {
-        Command::BuildImage(args) => build_image(args.base, args.if_missing).await,
+        Command::BuildImage(args) => build_image(args).await,
         Command::Serve(args) => {
             let _metrics = start_metrics(&args.stack.metrics, "serve", &root).await?;
             let http = http_options(&args.http)?;
@@ -141,6 +141,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::SandboxRunner(args) => {
             let _metrics = start_metrics(&args.metrics, "sandbox-runner", &root).await?;
+            check_image_choice(&args.runner.image, &args.runner.packages)?;
             let transport = nats_transport(&args.nats, "code-mode-sandbox-runner").await?;
             let audit =
                 crate::audit::open_sink(&args.audit, "sandbox-runner", Some(transport.client()), replicas(&args.nats))
@@ -195,7 +196,11 @@ fn reload_on_hangup(
 /// `doctor`: the posture report on stdout; an error when a required check
 /// failed.
 async fn doctor(args: crate::cli::DoctorArgs) -> anyhow::Result<()> {
-    let image = args.image.unwrap_or_else(image::default_image_tag);
+    check_image_choice(&args.image, &args.packages)?;
+    let image = match args.image {
+        Some(image) => image,
+        None => image::packages_tag(&args.packages.packages())?,
+    };
     let report = code_mode_sandbox_runner::posture::check(args.runtime, &image).await;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
@@ -365,6 +370,7 @@ pub(crate) fn bridge_parts(
 fn runner_parts(args: &RunnerArgs, capacity: usize, audit: Option<AuditSink>) -> RunnerParts {
     RunnerParts {
         image: args.image.clone(),
+        packages: args.packages.packages(),
         base: args.base,
         runtime: args.runtime,
         capacity,
@@ -387,6 +393,7 @@ async fn stack_parts(
     direct: Direct,
 ) -> anyhow::Result<StackParts> {
     let StackArgs { bridge, runner, frontend, server, audit, .. } = args;
+    check_image_choice(&runner.image, &runner.packages)?;
     // The config file is checked before anything starts.
     let servers = wrapped_servers(bridge, server)?;
     let audit = crate::audit::open_sink(audit, "serve", None, 1).await?;
@@ -454,16 +461,35 @@ fn read_code(code: Option<String>, file: Option<std::path::PathBuf>) -> anyhow::
     Ok(code)
 }
 
-async fn build_image(base: BaseSource, if_missing: bool) -> anyhow::Result<()> {
+/// `build-image`: the default image, or the one of `--requirements`,
+/// `--apt` and `--wheels` (built only when its tag is missing); its tag on
+/// stdout.
+async fn build_image(args: crate::cli::BuildImageArgs) -> anyhow::Result<()> {
+    let packages = args.packages.packages();
+    // The packages are checked before Docker is asked anything.
+    let tag = image::packages_tag(&packages)?;
     let docker = connect_docker().await?;
-    let tag = image::default_image_tag();
-    if if_missing && image::image_exists(&docker, &tag).await? {
+    let progress = |line: &str| eprintln!("build-image: {line}");
+    if !packages.is_empty() {
+        let built = image::build_packages_image(&docker, args.base, &packages, &progress).await?;
+        println!("{built}");
+        return Ok(());
+    }
+    if args.if_missing && image::image_exists(&docker, &tag).await? {
         eprintln!("build-image: {tag} already exists");
     } else {
-        let progress = |line: &str| eprintln!("build-image: {line}");
-        image::build_image(&docker, base, &progress).await?;
+        image::build_image(&docker, args.base, &progress).await?;
     }
     println!("{tag}");
+    Ok(())
+}
+
+/// `--image` and packages together are refused: which image would run is
+/// a guess.
+fn check_image_choice(image: &Option<String>, packages: &crate::cli::PackageArgs) -> anyhow::Result<()> {
+    if image.is_some() && !packages.packages().is_empty() {
+        bail!("{}", image::IMAGE_AND_PACKAGES);
+    }
     Ok(())
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use code_mode_core::defaults;
 use code_mode_sandbox_runner::container::Runtime;
-use code_mode_sandbox_runner::image::BaseSource;
+use code_mode_sandbox_runner::image::{BaseSource, Packages};
 
 use crate::ranges;
 
@@ -224,9 +224,14 @@ pub struct DoctorArgs {
     /// The runtime to check.
     #[arg(long, default_value = "runc", value_name = "runc|runsc")]
     pub runtime: Runtime,
-    /// The sandbox image (default: the image this version builds).
+    /// The sandbox image (default: the image this version builds, or the
+    /// one of --requirements/--apt; not with those).
     #[arg(long)]
     pub image: Option<String>,
+    /// Check the image with these packages (as serve would pick it; it is
+    /// not built here).
+    #[command(flatten)]
+    pub packages: PackageArgs,
     /// Print the report as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -499,9 +504,13 @@ pub struct BridgeArgs {
 /// Options of the sandbox: which image.
 #[derive(Debug, Args)]
 pub struct RunnerArgs {
-    /// The sandbox image (default: the image this version builds).
+    /// The sandbox image (default: the image this version builds, or the
+    /// one of --requirements/--apt; not with those).
     #[arg(long)]
     pub image: Option<String>,
+    /// The packages in the sandbox image.
+    #[command(flatten)]
+    pub packages: PackageArgs,
     /// Where a missing default image's base comes from: auto, debootstrap or registry.
     #[arg(long, default_value = "auto", value_name = "SOURCE")]
     pub base: BaseSource,
@@ -780,9 +789,41 @@ pub struct BuildImageArgs {
     /// else the registry), debootstrap, or registry (python:3.12-slim).
     #[arg(long, default_value = "auto", value_name = "SOURCE")]
     pub base: BaseSource,
-    /// Do nothing when the image already exists.
+    /// Do nothing when the image already exists (an image with packages
+    /// is never built twice: its tag is a hash of its contents).
     #[arg(long)]
     pub if_missing: bool,
+    /// Build the image with these packages instead of the default one.
+    #[command(flatten)]
+    pub packages: PackageArgs,
+}
+
+/// Packages in the sandbox image (`build-image`, `serve`, `run`,
+/// `sandbox-runner`, `doctor`): each set is its own image, tagged
+/// `code-mode-sandbox:p-<hash>` by a hash of the runner and the packages,
+/// so every command given the same set picks the same image.
+#[derive(Debug, Clone, Default, Args)]
+pub struct PackageArgs {
+    /// A pip requirements file whose packages the sandbox image holds
+    /// (every requirement pinned with `==`; with `--hash` options pip checks
+    /// every download). The image is built when missing.
+    #[arg(long, value_name = "FILE")]
+    pub requirements: Option<PathBuf>,
+    /// A Debian package the sandbox image holds, e.g. python3-numpy
+    /// (repeatable; the offline debootstrap base only).
+    #[arg(long = "apt", value_name = "PACKAGE")]
+    pub apt: Vec<String>,
+    /// With --requirements: install from the wheels in this directory
+    /// instead of a package index.
+    #[arg(long, value_name = "DIR", requires = "requirements")]
+    pub wheels: Option<PathBuf>,
+}
+
+impl PackageArgs {
+    /// The packages asked for.
+    pub fn packages(&self) -> Packages {
+        Packages { requirements: self.requirements.clone(), apt: self.apt.clone(), wheels: self.wheels.clone() }
+    }
 }
 
 /// The subcommands that wrap servers, and so take `-- <server command>`,

@@ -8,8 +8,9 @@
 //! - [`start_bridge`]: the wrapped servers, the catalog, the checks; served
 //!   on a bus.
 //! - [`start_runner`]: the Docker engine checked (the runtime registered,
-//!   the image built if missing) before anything of it starts; served on a
-//!   bus, its warm pool filling.
+//!   the image built if missing: the default one, or the one of its
+//!   packages) before anything of it starts; served on a bus, its warm pool
+//!   filling.
 //! - [`Stack::start`]: the three over one in-process bus or over one bus
 //!   each, and the frontend's factory of client sessions.
 //!
@@ -31,7 +32,7 @@ use code_mode_core::bus::Bus;
 use code_mode_core::state::SessionStore;
 use code_mode_mcp_frontend::{FrontendConfig, FrontendFactory};
 use code_mode_sandbox_runner::container::{Lockdown, Runtime};
-use code_mode_sandbox_runner::image::{self, BaseSource};
+use code_mode_sandbox_runner::image::{self, BaseSource, Packages};
 use code_mode_sandbox_runner::{RunnerConfig, SandboxRunner, connect_docker};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -127,6 +128,9 @@ pub struct RunnerParts {
     /// The sandbox image (`None`: the one this version builds, built if
     /// missing).
     pub image: Option<String>,
+    /// Packages the image holds (`None` image only): the image of
+    /// [`image::packages_tag`], built if missing.
+    pub packages: Packages,
     /// Where a missing default image's base comes from.
     pub base: BaseSource,
     /// The container runtime.
@@ -150,6 +154,7 @@ impl Default for RunnerParts {
         let config = RunnerConfig::default();
         Self {
             image: None,
+            packages: Packages::default(),
             base: BaseSource::Auto,
             runtime: Runtime::default(),
             capacity: config.capacity,
@@ -184,11 +189,8 @@ impl RunningRunner {
 pub async fn start_runner(parts: RunnerParts, bus: &Bus, cancel: &CancellationToken) -> Result<RunningRunner, Error> {
     let docker = connect_docker().await?;
     code_mode_sandbox_runner::container::check_runtime(&docker, parts.runtime).await?;
-    let tag = match parts.image {
-        Some(tag) => tag,
-        None => image::default_image_tag(),
-    };
-    image::ensure_image(&docker, &tag, parts.base, &parts.progress).await?;
+    let tag =
+        image::runner_image(&docker, parts.image.as_deref(), &parts.packages, parts.base, &parts.progress).await?;
     let config = RunnerConfig {
         lockdown: Lockdown { image: tag, ..Lockdown::for_runtime(parts.runtime) },
         capacity: parts.capacity.max(1),
