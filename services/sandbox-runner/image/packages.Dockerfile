@@ -51,6 +51,10 @@ RUN set -e; if [ -n "$APT" ]; then \
     fi
 COPY --from=builder /opt/code-mode/packages /opt/code-mode/packages
 COPY --from=builder /opt/code-mode/packages.json /opt/code-mode/packages.json
+# Packages keep caches and settings under HOME (matplotlib's config dir,
+# font caches): the user's /nonexistent is on the read-only root, /tmp is
+# the sandbox's one writable place.
+ENV HOME=/tmp
 # As image/Dockerfile ends.
 USER 65534:65534
 WORKDIR /tmp

@@ -687,13 +687,17 @@ pub async fn build_packages_image(
         progress(&format!("{tag} already exists"));
         return Ok(tag);
     }
-    let resolved = super::resolve_source(base);
-    if !inputs.apt.is_empty() && resolved == BaseSource::Registry && !image_exists(docker, &default).await? {
+    if !inputs.apt.is_empty() {
         let why = match base {
-            BaseSource::Registry => "--base registry was asked for".to_string(),
-            _ => "debootstrap cannot run here (it needs root and the debootstrap program)".to_string(),
+            BaseSource::Registry => Some("--base registry was asked for".to_string()),
+            _ if super::resolve_source(base) == BaseSource::Registry && !image_exists(docker, &default).await? => {
+                Some("debootstrap cannot run here (it needs root and the debootstrap program)".to_string())
+            }
+            _ => None,
         };
-        return Err(PackagesError::AptNeedsDebootstrap { why }.into());
+        if let Some(why) = why {
+            return Err(PackagesError::AptNeedsDebootstrap { why }.into());
+        }
     }
     if !image_exists(docker, &default).await? {
         progress(&format!("the default image {default} is missing: building it first"));
@@ -746,11 +750,16 @@ async fn run_build(
     let mut stream = docker.build_image(options, None, Some(bollard::body_full(context.into())));
     let mut lines: Vec<String> = Vec::new();
     while let Some(item) = stream.next().await {
-        let info = item.map_err(|e| PackagesError::Build { tag: tag.to_string(), reason: e.to_string() })?;
+        // A failed step comes as an error of the stream (or an error
+        // detail): pip's or apt-get's own lines say more.
+        let info = item.map_err(|e| build_failure(tag, &lines, &e.to_string()))?;
         if let Some(text) = info.stream.as_deref() {
-            for line in text.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()) {
-                progress(line);
-                lines.push(line.to_string());
+            for line in text.lines().map(without_colours) {
+                let line = line.trim_end();
+                if !line.trim().is_empty() {
+                    progress(line);
+                    lines.push(line.to_string());
+                }
             }
             if lines.len() > 2000 {
                 lines.drain(..1000);
@@ -768,6 +777,26 @@ async fn run_build(
         .into());
     }
     Ok(())
+}
+
+/// The line without terminal colour sequences (`ESC [ ... m`): the engine
+/// colours a step's stderr.
+fn without_colours(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && chars.peek() == Some(&'[') {
+            chars.next();
+            for end in chars.by_ref() {
+                if end.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// What a failed build says: pip's error naming the package, else
@@ -807,7 +836,12 @@ fn pip_failure(lines: &[String]) -> Option<PackagesError> {
     if errors.iter().any(|l| l.starts_with("THESE PACKAGES DO NOT MATCH THE HASHES")) {
         let expected = after.iter().map(|l| l.trim()).find(|l| l.starts_with("Expected ")).unwrap_or_default();
         let got = after.iter().map(|l| l.trim()).find(|l| l.starts_with("Got ")).unwrap_or_default();
-        let detail = [expected, got].iter().filter(|s| !s.is_empty()).copied().collect::<Vec<_>>().join(", ");
+        let detail = [expected, got]
+            .iter()
+            .filter(|s| !s.is_empty())
+            .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect::<Vec<_>>()
+            .join(", ");
         return pip(
             named().unwrap_or_else(|| "a requirement".into()),
             format!("THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE ({detail})"),
@@ -1087,8 +1121,9 @@ mod tests {
         );
         let e = pip_failure(&hashes).unwrap().to_string();
         assert!(e.starts_with("pip could not install tabulate==0.9.0: THESE PACKAGES DO NOT MATCH"), "{e}");
-        assert!(e.contains("Expected sha256 0000") && e.contains("Got        abcd"), "{e}");
+        assert!(e.contains("(Expected sha256 0000, Got abcd)"), "{e}");
         assert!(pip_failure(&lines("Step 1/3 : FROM x\nE: Unable to locate package nope")).is_none());
+        assert_eq!(without_colours("\u{1b}[91mERROR: x\u{1b}[0m"), "ERROR: x");
         let apt = build_failure("t", &lines("E: Unable to locate package nope"), "returned a non-zero code: 100");
         assert_eq!(apt.to_string(), "building t failed: apt-get: Unable to locate package nope");
     }
