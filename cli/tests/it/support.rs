@@ -4,8 +4,8 @@
 
 #![allow(dead_code)]
 
-use std::cell::Cell;
-use std::path::PathBuf;
+use std::cell::{Cell, RefCell};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -35,7 +35,7 @@ thread_local! {
 /// Run `test` with every `code-mode run` it starts ([`command`], [`run`])
 /// under `runtime`, and [`sandbox_available`] checking that runtime: the
 /// harness behind the threat model's `runc::*` and `runsc::*` tests.
-pub fn under(runtime: Runtime, test: fn()) {
+pub fn under(runtime: Runtime, test: impl FnOnce()) {
     struct Reset;
     impl Drop for Reset {
         fn drop(&mut self) {
@@ -53,6 +53,71 @@ pub fn under_runsc_available() -> bool {
     let available = sandbox_available();
     RUNTIME.set(None);
     available
+}
+
+thread_local! {
+    /// The requirements file, and its image's tag, whose image every
+    /// `code-mode run` of the current test uses (see [`under_packages`]).
+    static PACKAGES: RefCell<Option<(PathBuf, String)>> = const { RefCell::new(None) };
+}
+
+/// The data-science set the package tests build (numpy, pandas and
+/// matplotlib, pinned): `testing/packages/data-science.txt`.
+pub fn data_science() -> PathBuf {
+    code_mode_core::testing::peers::workspace_root().join("testing/packages/data-science.txt")
+}
+
+/// The tag of the sandbox image of `requirements`, built by `code-mode
+/// build-image --requirements` when missing. Test processes take turns
+/// through a lock file, so the first builds it and the others find it (a
+/// build of a set that exists is a no-op).
+pub fn package_image(requirements: &Path) -> String {
+    let lock = std::fs::File::create(std::env::temp_dir().join("code-mode-test-package-image.lock"))
+        .expect("the lock file is created");
+    lock.lock().expect("the lock is taken");
+    let out = Command::new(code_mode())
+        .args(["build-image", "--requirements"])
+        .arg(requirements)
+        .stdin(Stdio::null())
+        .output()
+        .expect("build-image runs");
+    assert!(
+        out.status.success(),
+        "build-image --requirements {} failed: {}",
+        requirements.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("the tag is text").trim().to_string()
+}
+
+/// [`under`] `runtime`, with every `code-mode run` the test starts on the
+/// image of `requirements` (`--requirements`), built first when missing:
+/// the harness behind the threat model's `packages_runc::*` and
+/// `packages_runsc::*` tests.
+pub fn under_packages(runtime: Runtime, requirements: PathBuf, test: impl FnOnce()) {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            PACKAGES.set(None);
+        }
+    }
+    under(runtime, || {
+        if !sandbox_available() {
+            return;
+        }
+        let tag = package_image(&requirements);
+        PACKAGES.set(Some((requirements.clone(), tag)));
+        let _reset = Reset;
+        test();
+    });
+}
+
+/// The sandbox image of the current test: the package image
+/// [`under_packages`] set, else this version's default image.
+pub fn image() -> String {
+    PACKAGES
+        .with_borrow(|p| p.as_ref().map(|(_, tag)| tag.clone()))
+        .unwrap_or_else(code_mode_sandbox_runner::image::default_image_tag)
 }
 
 /// The runtime of the current test: the one [`under`] set, else runc.
@@ -156,6 +221,9 @@ pub fn command(args: &[&str], code: &str, server_args: &[&str]) -> Command {
     if let Some(runtime) = RUNTIME.get() {
         cmd.args(["--runtime", runtime.name()]);
     }
+    if let Some((requirements, _)) = PACKAGES.with_borrow(|p| p.clone()) {
+        cmd.arg("--requirements").arg(requirements);
+    }
     cmd.args(args).arg("--code").arg(code).arg("--").arg(test_server()).args(server_args);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd
@@ -235,7 +303,7 @@ fn service_of(flag: &str) -> &'static str {
     match flag {
         "--allow" | "--env" | "--max-calls" | "--call-timeout" | "--private" | "--policy" | "--audit"
         | "--approval-timeout" | "--offer-denied" => "bridge",
-        "--image" | "--base" | "--warm" => "runner",
+        "--image" | "--base" | "--warm" | "--requirements" | "--apt" | "--wheels" => "runner",
         _ => "frontend",
     }
 }

@@ -244,7 +244,9 @@ for root, dirs, files in os.walk("/"):
         low = name.lower()
         if any(w in low for w in ("code-mode", "code_mode", "rmcp", "cargo", "rustc", "rustup")):
             found.append(os.path.join(root, name))
-opt = [os.path.join(r, f) for r, _, fs in os.walk("/opt") for f in fs]
+# An image's packages sit under /opt/code-mode/packages, named by packages.json.
+opt = sorted(p for p in (os.path.join(r, f) for r, _, fs in os.walk("/opt") for f in fs)
+             if not p.startswith("/opt/code-mode/packages/"))
 print(json.dumps({
     "import_mcp": imported,
     "mcp_spec": importlib.util.find_spec("mcp") is not None,
@@ -257,7 +259,12 @@ print(json.dumps({
     assert_eq!(seen["import_mcp"], "ModuleNotFoundError");
     assert_eq!(seen["mcp_spec"], false);
     assert_eq!(seen["found"], serde_json::json!(["/opt/code-mode"]), "project or Rust files in the image");
-    assert_eq!(seen["opt"], serde_json::json!(["/opt/code-mode/runner.py"]));
+    let opt = if support::image() == code_mode_sandbox_runner::image::default_image_tag() {
+        serde_json::json!(["/opt/code-mode/runner.py"])
+    } else {
+        serde_json::json!(["/opt/code-mode/packages.json", "/opt/code-mode/runner.py"])
+    };
+    assert_eq!(seen["opt"], opt);
     assert_eq!(seen["which"], serde_json::json!([]));
 }
 
@@ -535,7 +542,7 @@ fn the_posture_check_passes_under_this_runtime() {
     }
     // The same check as `code-mode doctor`, from the library.
     let runtime = support::runtime();
-    let image = code_mode_sandbox_runner::image::default_image_tag();
+    let image = support::image();
     let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let report = tokio.block_on(code_mode_sandbox_runner::posture::check(runtime, &image));
     assert!(report.passed(), "{report}");
@@ -1187,7 +1194,9 @@ fn a_traceback_shows_only_the_cells_own_frames() {
 // The matrix: every test above runs under each runtime
 // ---------------------------------------------------------------------------
 
-/// `runc::<test>` and `runsc::<test>` for each test named in `both`;
+/// `runc::<test>` and `runsc::<test>` for each test named in `both`, and
+/// `packages_runc::<test>` and `packages_runsc::<test>` on the data-science
+/// image ([`crate::support::under_packages`]);
 /// `runc_only` tests say in their doc comment why they do not apply to the
 /// other runtime. A test function left out of the lists is dead code, which
 /// the lints refuse.
@@ -1199,6 +1208,18 @@ macro_rules! matrix {
         }
         mod runsc {
             $(#[test] fn $both() { crate::support::under(super::Runtime::Runsc, super::$both) })*
+        }
+        /// The same on a sandbox image with packages (numpy, pandas,
+        /// matplotlib): more code inside, no new way out.
+        mod packages_runc {
+            $(#[test] fn $both() {
+                crate::support::under_packages(super::Runtime::Runc, crate::support::data_science(), super::$both)
+            })*
+        }
+        mod packages_runsc {
+            $(#[test] fn $both() {
+                crate::support::under_packages(super::Runtime::Runsc, crate::support::data_science(), super::$both)
+            })*
         }
     };
 }

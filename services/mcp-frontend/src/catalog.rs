@@ -96,7 +96,11 @@ pub(crate) fn changed_lists(before: &View, now: &View) -> ChangedLists {
     let (old_features, new_features) = (features(old), features(new));
     // Only result shapes were learned: the clients' models keep what they
     // hold (no notice, no list_changed); new sessions and cells get them.
-    let learned_only = !old.listed.is_empty() && old.listed == new.listed && old.withheld == new.withheld;
+    // What the code can import is news to every model.
+    let learned_only = !old.listed.is_empty()
+        && old.listed == new.listed
+        && old.withheld == new.withheld
+        && old.packages == new.packages;
     ChangedLists {
         tools: !learned_only
             && (old.tools != new.tools || old.withheld != new.withheld || before.description != now.description),
@@ -206,7 +210,8 @@ impl Watcher {
             && old.catalog.ask_timeout_ms == catalog.ask_timeout_ms
             && old.catalog.stateless_idle_ms == catalog.stateless_idle_ms
             && old.catalog.withheld == catalog.withheld
-            && old.catalog.features == catalog.features;
+            && old.catalog.features == catalog.features
+            && old.catalog.packages == catalog.packages;
         if same {
             return false;
         }
@@ -276,6 +281,12 @@ mod tests {
         renamed.listed = "listed-2".into();
         renamed.tools[0].name = "sum".into();
         assert!(changed_lists(&before, &View::new(renamed, &config)).tools);
+        // The runners named their packages: every client is told.
+        let mut packages = learned.clone();
+        packages.packages = Some(vec!["numpy==2.2.6".into()]);
+        let with_packages = View::new(packages, &config);
+        assert!(with_packages.description.contains("numpy 2.2.6"), "{}", with_packages.description);
+        assert!(changed_lists(&before, &with_packages).tools);
         // From a bridge that sends no fingerprint of what it lists, any
         // change is told.
         let (mut old, mut new) = (before.catalog.clone(), learned);

@@ -1,0 +1,220 @@
+//! Sandboxes with packages, as the model meets them: the description names
+//! what the code can import, `PACKAGES` in the code holds the same, a chart
+//! drawn with matplotlib goes back to the model as an image, and a package
+//! that misbehaves at import is held by the same lock-down as any code.
+//! (Building images is in `image_build.rs`; the threat model's tests also
+//! run on the data-science image: `threat_model::packages_runc::*` and
+//! `threat_model::packages_runsc::*`.)
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use base64::Engine as _;
+use code_mode_sandbox_runner::container::Runtime;
+use serde_json::Value;
+
+use crate::support::{self, Deployment};
+
+/// The `run_python` description once it satisfies `ok` (the runners tell
+/// the bridge their packages a moment after the start), or the last one
+/// after 20 s.
+async fn description_when(client: &support::Client, ok: impl Fn(&str) -> bool) -> String {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let tools = client.peer().list_all_tools().await.expect("tools/list answers");
+        let text = tools[0].description.as_deref().unwrap_or_default().to_string();
+        if ok(&text) || tokio::time::Instant::now() > deadline {
+            return text;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+async fn printed(client: &support::Client, code: &str) -> String {
+    let (stdout, error) = support::outcome(&support::run_python(client, code).await).expect("the cell ran");
+    assert_eq!(error, None, "{stdout}");
+    stdout
+}
+
+async fn the_description_names_the_packages_and_the_code_finds_them_in_packages(deployment: Deployment) {
+    if !support::sandbox_available() {
+        return;
+    }
+    let requirements = support::data_science();
+    support::package_image(&requirements);
+    let (client, _pid, _guards) =
+        support::start(deployment, &["--requirements", requirements.to_str().unwrap()], &[]).await;
+    let text = description_when(&client, |d| d.contains("numpy 2.2.6")).await;
+    for named in ["numpy 2.2.6", "pandas 2.2.3", "matplotlib 3.9.4", "PACKAGES maps each name to its version"] {
+        assert!(text.contains(named), "{named} is not in the description: {text}");
+    }
+    assert!(!text.contains("standard library only"), "{text}");
+    let out = printed(&client, "print(PACKAGES['numpy'], PACKAGES['pandas'], 'pip' in PACKAGES)").await;
+    assert_eq!(out.trim(), "2.2.6 2.2.3 False");
+    client.cancel().await.ok();
+
+    // The default image: the standard library only, and PACKAGES is empty.
+    let (client, _pid, _guards) = support::start(deployment, &[], &[]).await;
+    let text = description_when(&client, |d| d.contains("standard library only")).await;
+    assert!(text.contains("(no network, standard library only,"), "{text}");
+    assert!(!text.contains("PACKAGES"), "{text}");
+    let out = printed(&client, "import importlib.util\nprint(dict(PACKAGES), importlib.util.find_spec('numpy'))").await;
+    assert_eq!(out.trim(), "{} None");
+    client.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn through_serve_the_description_names_the_images_packages_and_the_code_finds_them_in_packages() {
+    the_description_names_the_packages_and_the_code_finds_them_in_packages(Deployment::AllInOne).await;
+}
+
+#[tokio::test]
+async fn over_nats_the_description_names_the_runners_packages_and_the_code_finds_them_in_packages() {
+    the_description_names_the_packages_and_the_code_finds_them_in_packages(Deployment::OverNats).await;
+}
+
+#[test]
+fn a_cell_draws_a_chart_with_matplotlib_and_hands_it_back_to_the_model_as_an_image() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let requirements = support::data_science();
+    support::package_image(&requirements);
+    let code = r#"
+import io
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+frame = pd.DataFrame({"x": np.arange(10), "y": np.arange(10) ** 2})
+figure, axes = plt.subplots(figsize=(4, 3), dpi=80)
+axes.plot(frame.x, frame.y)
+picture = io.BytesIO()
+figure.savefig(picture, format="png")
+show(picture.getvalue(), "image/png")
+print(int(frame.y.sum()), PACKAGES["matplotlib"])
+"#;
+    let ran = support::run(&["--requirements", requirements.to_str().unwrap(), "--deadline", "60"], code, &[]);
+    let last = ran.ok().lines().last().unwrap_or_default().to_string();
+    assert_eq!(last, "285 3.9.4");
+    let content = ran.report["content"].as_array().expect("handed-back content");
+    assert_eq!(content.len(), 1, "{content:?}");
+    assert_eq!(content[0]["type"], "image");
+    assert_eq!(content[0]["mimeType"], "image/png");
+    let png = base64::engine::general_purpose::STANDARD.decode(content[0]["data"].as_str().unwrap()).unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    // 320 by 240 pixels, as drawn.
+    assert_eq!(&png[16..24], &[0, 0, 1, 64, 0, 0, 0, 240]);
+}
+
+/// What the hostile package does when imported: open sockets, run
+/// programs, write where it should not, read the environment; each
+/// attempt's outcome is kept in `SEEN`.
+const HOSTILE: &str = r#"import os, socket, subprocess
+SEEN = {}
+def attempt(name, action):
+    try:
+        SEEN[name] = action()
+    except Exception as e:
+        SEEN[name] = type(e).__name__
+def connect():
+    socket.create_connection(("1.1.1.1", 53), timeout=2).close()
+    return "connected"
+def write(path):
+    with open(path, "w") as f:
+        f.write("x")
+    return "written"
+def status():
+    text = subprocess.run(["cat", "/proc/self/status"], capture_output=True, text=True, timeout=10).stdout
+    return {k: v.strip() for k, v in (l.split(":", 1) for l in text.splitlines()) if k in ("Uid", "CapEff", "Seccomp")}
+attempt("connect", connect)
+attempt("resolve", lambda: socket.gethostbyname("pypi.org"))
+attempt("program", status)
+attempt("shell", lambda: subprocess.run(["sh", "-c", "echo $((6 * 7))"], capture_output=True, text=True, timeout=10).stdout.strip())
+attempt("write_root", lambda: write("/hostile"))
+attempt("write_itself", lambda: write(os.path.join(os.path.dirname(__file__), "changed.py")))
+attempt("environment", lambda: sorted(k for k in os.environ if "SECRET" in k or "TOKEN" in k))
+"#;
+
+/// A wheel of `hostile` 1.0 (pure Python) in `dir`, written by the host's
+/// python3 (zipfile and hashlib: a wheel is a zip with a RECORD of hashes).
+fn hostile_wheel(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let script = r#"
+import base64, hashlib, sys, zipfile
+out, source = sys.argv[1], sys.stdin.read()
+files = {
+    "hostile/__init__.py": source,
+    "hostile-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: hostile\nVersion: 1.0\n",
+    "hostile-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: code-mode-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+}
+def digest(text):
+    return base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+record = "".join(f"{name},sha256={digest(text)},{len(text.encode())}\n" for name, text in files.items())
+files["hostile-1.0.dist-info/RECORD"] = record + "hostile-1.0.dist-info/RECORD,,\n"
+with zipfile.ZipFile(out + "/hostile-1.0-py3-none-any.whl", "w") as wheel:
+    for name, text in files.items():
+        wheel.writestr(name, text)
+"#;
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(dir)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    use std::io::Write as _;
+    child.stdin.take().unwrap().write_all(HOSTILE.as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success(), "the wheel was not written");
+}
+
+fn a_package_that_reaches_out_at_import_is_held_like_any_code(runtime: Runtime) {
+    support::under(runtime, || {
+        if !support::sandbox_available() {
+            return;
+        }
+        let dir: PathBuf = std::env::temp_dir().join(format!("code-mode-hostile-{}", uuid::Uuid::new_v4().simple()));
+        let wheels = dir.join("wheels");
+        hostile_wheel(&wheels);
+        let requirements = dir.join("requirements.txt");
+        std::fs::write(&requirements, "hostile==1.0\n").unwrap();
+        let wheels_arg = wheels.to_str().unwrap();
+        let requirements_arg = requirements.to_str().unwrap();
+        let built = std::process::Command::new(support::code_mode())
+            .args(["build-image", "--requirements", requirements_arg, "--wheels", wheels_arg])
+            .output()
+            .expect("build-image runs");
+        assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+        let code = "import json, hostile\nprint(json.dumps(hostile.SEEN, sort_keys=True))";
+        let mut command = support::command(
+            &["--requirements", requirements_arg, "--wheels", wheels_arg, "--deadline", "40"],
+            code,
+            &[],
+        );
+        command.env("CODE_MODE_TEST_SECRET", "host-secret").env("GITHUB_TOKEN", "host-token");
+        let ran = support::run_prepared(command);
+        let seen: Value = serde_json::from_str(ran.ok().trim()).expect("the package's report");
+        assert_eq!(seen["connect"], "OSError", "{seen}");
+        assert_eq!(seen["resolve"], "gaierror", "{seen}");
+        assert_eq!(seen["program"]["Uid"], "65534\t65534\t65534\t65534", "{seen}");
+        assert_eq!(seen["program"]["CapEff"], "0000000000000000", "{seen}");
+        assert_eq!(seen["program"]["Seccomp"], "2", "a seccomp filter holds the program too: {seen}");
+        assert_eq!(seen["shell"], "42", "a program of the image runs, inside the same walls: {seen}");
+        // Read-only (runc says so; gVisor refuses nobody first).
+        for write in ["write_root", "write_itself"] {
+            assert!(["OSError", "PermissionError"].contains(&seen[write].as_str().unwrap_or_default()), "{seen}");
+        }
+        assert_eq!(seen["environment"], serde_json::json!([]), "{seen}");
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
+
+#[test]
+fn under_runc_a_package_that_opens_sockets_runs_programs_and_writes_at_import_is_held_like_any_code() {
+    a_package_that_reaches_out_at_import_is_held_like_any_code(Runtime::Runc);
+}
+
+#[test]
+fn under_runsc_a_package_that_opens_sockets_runs_programs_and_writes_at_import_is_held_like_any_code() {
+    a_package_that_reaches_out_at_import_is_held_like_any_code(Runtime::Runsc);
+}
