@@ -34,6 +34,7 @@ mod metrics;
 mod model_reads;
 mod monitoring;
 mod oauth;
+mod packages;
 mod passthrough;
 mod passthrough_faults;
 mod policy;
