@@ -502,6 +502,30 @@ mod tests {
     }
 
     #[test]
+    fn packages_are_settings_of_the_commands_that_pick_an_image() {
+        use clap::Parser;
+        let (_d, path) = file(
+            "[run]\nrequirements = \"reqs.txt\"\napt = [\"python3-numpy\", \"python3-scipy\"]\nwheels = \"wheels\"\n\n\
+             [sandbox-runner]\nrequirements = \"reqs.txt\"\n\n[build-image]\napt = [\"python3-numpy\"]\n",
+        );
+        let out = apply(argv(&["run", "--settings", &path, "--code", "1", "--", "srv"]), &[]).unwrap();
+        let crate::cli::Command::Run(run) = Cli::try_parse_from(out).expect("parses").command else {
+            panic!("not run")
+        };
+        let packages = run.stack.runner.packages.packages();
+        assert_eq!(packages.requirements.as_deref(), Some(std::path::Path::new("reqs.txt")));
+        assert_eq!(packages.apt, ["python3-numpy", "python3-scipy"]);
+        assert_eq!(packages.wheels.as_deref(), Some(std::path::Path::new("wheels")));
+        let out = apply(argv(&["sandbox-runner", "--settings", &path, "--nats", "n"]), &[]).unwrap();
+        assert!(strings(out).windows(2).any(|w| w == ["--requirements", "reqs.txt"]));
+        let env = vec![("CODE_MODE_DOCTOR__APT".to_string(), "python3-numpy,python3-pandas".to_string())];
+        let out = apply(argv(&["doctor"]), &env).unwrap();
+        assert_eq!(strings(out), ["code-mode", "doctor", "--apt", "python3-numpy", "--apt", "python3-pandas"]);
+        let out = apply(argv(&["build-image", "--settings", &path]), &[]).unwrap();
+        assert_eq!(strings(out)[2..4], ["--apt", "python3-numpy"]);
+    }
+
+    #[test]
     fn a_switch_takes_true_or_false() {
         let (_d, path) = file("[build-image]\nif-missing = true\n");
         let out = apply(argv(&["build-image", "--settings", &path]), &[]).unwrap();

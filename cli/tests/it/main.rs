@@ -25,6 +25,7 @@ mod faults;
 mod first_hour;
 mod http;
 mod https;
+mod image_build;
 mod kept;
 mod library;
 mod list_changed;

@@ -683,10 +683,6 @@ pub async fn build_packages_image(
     }
     let inputs = Inputs::read(p)?;
     let tag = inputs.tag(p.wheels.is_some());
-    if image_exists(docker, &tag).await? {
-        progress(&format!("{tag} already exists"));
-        return Ok(tag);
-    }
     if !inputs.apt.is_empty() {
         let why = match base {
             BaseSource::Registry => Some("--base registry was asked for".to_string()),
@@ -698,6 +694,10 @@ pub async fn build_packages_image(
         if let Some(why) = why {
             return Err(PackagesError::AptNeedsDebootstrap { why }.into());
         }
+    }
+    if image_exists(docker, &tag).await? {
+        progress(&format!("{tag} already exists"));
+        return Ok(tag);
     }
     if !image_exists(docker, &default).await? {
         progress(&format!("the default image {default} is missing: building it first"));
