@@ -567,8 +567,18 @@ fn the_posture_check_passes_under_this_runtime() {
         "namespaces",
         "devices",
         "image-contents",
+        "packages",
     ] {
         assert!(names.contains(&name), "no {name} check: {report}");
+    }
+    // Doctor names what the image holds beyond the standard library.
+    let packages = &report.get("packages").expect("packages").detail;
+    if image == code_mode_sandbox_runner::image::default_image_tag() {
+        assert_eq!(packages, "none beyond the standard library");
+    } else {
+        for named in ["numpy 2.2.6", "pandas 2.2.3", "matplotlib 3.9.4"] {
+            assert!(packages.contains(named), "{named} is not listed: {packages}");
+        }
     }
     let kernel = &report.get("kernel").expect("kernel").detail;
     // gVisor's Sentry presents itself as Linux 4.4.0.

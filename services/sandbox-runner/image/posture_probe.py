@@ -126,21 +126,34 @@ for pid in children:
 for pid in children:
     os.waitpid(pid, 0)
 
-# The image: Python and the runner, nothing of ours or of an MCP client.
+# The image: Python and the runner, nothing of ours or of an MCP client;
+# an image built with packages also holds them (under
+# /opt/code-mode/packages, on the code's sys.path as the runner puts it
+# there, and named in packages.json).
+PACKAGES_DIR = "/opt/code-mode/packages"
 try:
     runner = open("/opt/code-mode/runner.py", "rb").read()
     runner_sha256 = hashlib.sha256(runner).hexdigest()
 except OSError as e:
     runner_sha256 = name_of(e.errno)
+if os.path.isdir(PACKAGES_DIR):
+    sys.path.append(PACKAGES_DIR)
 try:
     import mcp  # noqa: F401
     mcp_importable = True
 except ImportError:
     mcp_importable = False
+try:
+    with open("/opt/code-mode/packages.json", encoding="utf-8") as f:
+        packages = json.load(f)
+except (OSError, ValueError):
+    packages = None
 facts["image"] = {
     "python": platform.python_version(),
     "runner_sha256": runner_sha256,
-    "opt": sorted(os.path.join(r, f) for r, _, fs in os.walk("/opt") for f in fs),
+    "opt": sorted(p for p in (os.path.join(r, f) for r, _, fs in os.walk("/opt") for f in fs)
+                  if not p.startswith(PACKAGES_DIR + "/")),
+    "packages": packages,
     "mcp": mcp_importable,
     "tools": [t for t in ("cargo", "rustc", "gcc", "cc", "docker", "code-mode", "code-mode-test-server")
               if shutil.which(t)],

@@ -454,8 +454,17 @@ pub fn judge(report: &mut Report, lockdown: &Lockdown, observed: &Observed) {
 
     let image = &facts["image"];
     let runner = format!("{:x}", Sha256::digest(RUNNER_PY.as_bytes()));
-    let only_runner = image["opt"] == serde_json::json!(["/opt/code-mode/runner.py"]);
+    let packages: Option<std::collections::BTreeMap<String, String>> =
+        serde_json::from_value(image["packages"].clone()).ok().flatten();
+    // An image with packages holds their list beside the runner (and the
+    // packages under /opt/code-mode/packages, which the probe leaves out).
+    let only_runner = match packages {
+        None => image["opt"] == serde_json::json!(["/opt/code-mode/runner.py"]),
+        Some(_) => image["opt"] == serde_json::json!(["/opt/code-mode/packages.json", "/opt/code-mode/runner.py"]),
+    };
     let clean = image["mcp"] == false && image["tools"] == serde_json::json!([]);
+    let (verdict, detail) = judge_packages(packages.as_ref());
+    report.push("packages", verdict, detail);
     report.pass_if(
         "image-contents",
         image["runner_sha256"] == runner.as_str() && only_runner && clean,
@@ -469,6 +478,57 @@ pub fn judge(report: &mut Report, lockdown: &Lockdown, observed: &Observed) {
         ),
     );
     report.push("kernel", Verdict::Pass, format!("the code sees kernel {}", s(&facts["kernel"])));
+}
+
+/// Packages known to open network connections or run programs as their
+/// job, and what they do. In the sandbox they find no network and run as
+/// nobody with no capabilities, so those calls fail; a package of the list
+/// is worth a look (is it needed at all?), not a refusal.
+const REACHING_PACKAGES: &[(&str, &str)] = &[
+    ("aiohttp", "opens network connections"),
+    ("boto3", "opens network connections"),
+    ("botocore", "opens network connections"),
+    ("docker", "talks to a Docker engine's socket"),
+    ("fabric", "opens SSH connections and runs programs"),
+    ("gitpython", "runs the git program"),
+    ("grpcio", "opens network connections"),
+    ("httpx", "opens network connections"),
+    ("invoke", "runs programs"),
+    ("paramiko", "opens SSH connections"),
+    ("pexpect", "runs programs"),
+    ("plumbum", "runs programs"),
+    ("pycurl", "opens network connections"),
+    ("requests", "opens network connections"),
+    ("sh", "runs programs"),
+    ("urllib3", "opens network connections"),
+    ("websocket-client", "opens network connections"),
+    ("websockets", "opens network connections"),
+];
+
+/// The `packages` check: what the image holds beyond the standard library,
+/// by name and version; a warning naming each package known to reach out.
+fn judge_packages(packages: Option<&std::collections::BTreeMap<String, String>>) -> (Verdict, String) {
+    let Some(packages) = packages.filter(|p| !p.is_empty()) else {
+        return (Verdict::Pass, "none beyond the standard library".into());
+    };
+    let listed: Vec<String> = packages.iter().map(|(name, version)| format!("{name} {version}")).collect();
+    let reaching: Vec<String> = packages
+        .keys()
+        .filter_map(|name| {
+            let key = name.to_ascii_lowercase().replace('_', "-");
+            REACHING_PACKAGES.iter().find(|(known, _)| *known == key).map(|(_, what)| format!("{name} {what}"))
+        })
+        .collect();
+    let mut detail = format!("{}: {}", listed.len(), listed.join(", "));
+    if reaching.is_empty() {
+        return (Verdict::Pass, detail);
+    }
+    detail.push_str(&format!(
+        "; {}: in the sandbox there is no network and the code runs as nobody, so those calls fail (is the package \
+         needed?)",
+        reaching.join(", ")
+    ));
+    (Verdict::Warn, detail)
 }
 
 fn show(value: Option<u64>) -> String {
@@ -501,6 +561,19 @@ mod tests {
         assert!(detail.contains("carries the fix of CVE-2024-21626"), "{detail}");
         assert_eq!(judge_runc("1.1.5+ds1", "1.1.5+ds1-1").0, Verdict::Warn, "the unpatched Debian build");
         assert_eq!(judge_runc("garbage", "").0, Verdict::Warn);
+    }
+
+    #[test]
+    fn the_packages_check_lists_each_package_and_warns_for_one_known_to_reach_out() {
+        assert_eq!(judge_packages(None), (Verdict::Pass, "none beyond the standard library".into()));
+        let mut packages = std::collections::BTreeMap::new();
+        packages.insert("numpy".to_string(), "2.2.6".to_string());
+        let (verdict, detail) = judge_packages(Some(&packages));
+        assert_eq!((verdict, detail.as_str()), (Verdict::Pass, "1: numpy 2.2.6"));
+        packages.insert("Requests".to_string(), "2.32.3".to_string());
+        let (verdict, detail) = judge_packages(Some(&packages));
+        assert_eq!(verdict, Verdict::Warn);
+        assert!(detail.starts_with("2: Requests 2.32.3, numpy 2.2.6; Requests opens network connections"), "{detail}");
     }
 
     #[test]
