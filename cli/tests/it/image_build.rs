@@ -170,3 +170,47 @@ fn an_image_and_packages_together_are_refused_and_apt_needs_the_offline_base() {
     let stderr = text(&out.stderr);
     assert!(stderr.contains("--apt needs the offline debootstrap base") && stderr.contains("python3.11"), "{stderr}");
 }
+
+/// A pure-Python wheel made by hand (a zip with the package, METADATA,
+/// WHEEL and RECORD), written by the host's python3 into `dir`.
+fn make_wheel(dir: &Path, version: &str) {
+    let script = r#"
+import base64, hashlib, sys, zipfile
+out, version = sys.argv[1], sys.argv[2]
+info = f"codemode_hello-{version}.dist-info"
+files = {
+    "codemode_hello/__init__.py": "def hello():\n    return 'hello from a local wheel'\n",
+    f"{info}/METADATA": f"Metadata-Version: 2.1\nName: codemode-hello\nVersion: {version}\n",
+    f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+}
+record = []
+for name, text in files.items():
+    digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+    record.append(f"{name},sha256={digest},{len(text.encode())}")
+files[f"{info}/RECORD"] = "\n".join(record + [f"{info}/RECORD,,"]) + "\n"
+with zipfile.ZipFile(f"{out}/codemode_hello-{version}-py3-none-any.whl", "w") as z:
+    for name, text in files.items():
+        z.writestr(name, text)
+"#;
+    let status = Command::new("python3").arg("-c").arg(script).arg(dir).arg(version).status().unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn a_wheel_from_a_local_directory_is_installed_without_a_package_index() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let wheels = code_mode_core::testing::TempDir::new("wheels");
+    make_wheel(&wheels.0, "1.0");
+    let (_dir, file) = requirements("codemode-hello==1.0\n");
+    let args = ["--requirements", path(&file), "--wheels", path(&wheels.0)];
+    let ran = support::run(&args, "import codemode_hello\nprint(codemode_hello.hello(), dict(PACKAGES))", &[]);
+    assert_eq!(ran.ok(), "hello from a local wheel {'codemode-hello': '1.0'}\n");
+    // A version the directory lacks is not looked for anywhere else.
+    let (_dir2, other) = requirements("codemode-hello==2.0\n");
+    let out = build_image(&["--requirements", path(&other), "--wheels", path(&wheels.0)]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("pip could not install codemode-hello==2.0: No matching distribution found"), "{stderr}");
+}
