@@ -855,7 +855,10 @@ fn pip_failure(lines: &[String]) -> Option<PackagesError> {
         );
     }
     if let Some(line) = errors.iter().find(|l| l.starts_with("In --require-hashes mode")) {
-        return pip(named().unwrap_or_else(|| "a dependency".into()), (*line).to_string());
+        return pip(
+            named().unwrap_or_else(|| "a dependency".into()),
+            format!("{line} (a dependency: in hash-checking mode pin it in the file, with its hashes)"),
+        );
     }
     for prefix in ["Could not build wheels for ", "Failed building wheel for ", "Failed to build "] {
         if let Some(rest) = errors.iter().find_map(|l| l.strip_prefix(prefix)) {
