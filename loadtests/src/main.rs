@@ -27,6 +27,12 @@
 //!   with its warm pool, each driven by an MCP client over its
 //!   stdin/stdout.
 //!
+//! - `packages` (only when named, with `--packages-image TAG`): cold and
+//!   warm `print(1)` on an image built with packages beside the default
+//!   image, samples alternating, a warm cell importing numpy, pandas and
+//!   pyplot, each image's idle warm container memory and size (see
+//!   [`packages`]).
+//!
 //! `--compare` instead measures code-mode beside the engine's floor in one
 //! run (`compare`): a raw `docker run` of the same cell, a direct MCP call.
 //!
@@ -41,6 +47,7 @@
 mod clients;
 mod compare;
 mod mcp;
+mod packages;
 mod plots;
 mod stack;
 mod stats;
@@ -96,6 +103,10 @@ struct Args {
     /// run, with ratios; the other scenarios are not run.
     #[arg(long)]
     compare: bool,
+    /// The `packages` scenario's image: one `code-mode build-image
+    /// --requirements` made (e.g. of testing/packages/data-science.txt).
+    #[arg(long, value_name = "TAG")]
+    packages_image: Option<String>,
     /// With `--compare`: also write the report as JSON to this file.
     #[arg(long, value_name = "FILE", requires = "compare")]
     json: Option<PathBuf>,
@@ -118,6 +129,7 @@ enum Scenario {
     Policy,
     Audit,
     Kept,
+    Packages,
 }
 
 const PRINT_ONE: &str = "print(1)";
@@ -161,6 +173,11 @@ async fn main() -> anyhow::Result<()> {
     if args.server.is_empty() {
         args.server = vec![default_server()?.display().to_string()];
     }
+    ensure!(
+        !args.scenarios.contains(&Scenario::Packages) || args.packages_image.is_some(),
+        "the packages scenario needs --packages-image TAG (an image `code-mode build-image --requirements FILE` made)"
+    );
+    let mut facts = Vec::new();
     if args.compare {
         let options = compare::Options {
             samples: args.samples,
@@ -279,6 +296,15 @@ async fn main() -> anyhow::Result<()> {
             let (samples, _) = measured?;
             rows.push(row("kept print(1)", transport, &samples, "the session's own container".into()));
         }
+        if let (true, Some(image)) = (wants(Scenario::Packages), &args.packages_image) {
+            eprintln!("loadtest: cells on {image} beside the default image over {transport}");
+            let measured =
+                packages::measure(transport, runtime, &args.server, image, args.warmup, args.samples).await?;
+            for (scenario, samples, note) in measured.rows {
+                rows.push(row(&scenario, transport, &samples, note));
+            }
+            facts.extend(measured.facts.into_iter().map(|f| format!("{runtime}, {transport}: {f}")));
+        }
         for row in &mut rows[first_row..] {
             row.runtime = runtime;
         }
@@ -314,6 +340,9 @@ async fn main() -> anyhow::Result<()> {
             "{:<28} {:<7} {:<11} {:>4} {:>9.1} {:>9.1} {:>9.1}  {}",
             r.scenario, r.runtime, r.transport, s.count, s.p50_ms, s.p90_ms, s.max_ms, r.note
         );
+    }
+    for fact in facts {
+        println!("{fact}");
     }
     Ok(())
 }
