@@ -83,6 +83,13 @@ pub enum PackagesError {
         /// Why, and what to write instead.
         reason: String,
     },
+    /// The requirements file names no requirement (an empty image would be
+    /// the default one under another tag).
+    #[error("{file}: names no requirement: pin at least one, NAME==VERSION (or leave out --requirements)")]
+    NoRequirement {
+        /// The file, as given.
+        file: String,
+    },
     /// A file or directory could not be read.
     #[error("{path}: {reason}")]
     Unreadable {
@@ -337,7 +344,7 @@ impl Requirements {
             requirements.push(requirement);
         }
         if requirements.is_empty() {
-            return Err(PackagesError::Unreadable { path: file.to_string(), reason: "names no requirement".into() });
+            return Err(PackagesError::NoRequirement { file: file.to_string() });
         }
         let hashed = requirements.iter().find(|r| !r.hashes.is_empty()).map(|r| r.line);
         if let Some(why) = hashed
