@@ -13,13 +13,9 @@ ARG IMAGE
 
 FROM ${IMAGE} AS builder
 USER root
+COPY list_packages.py /build/
 # Debian package names (checked by code-mode against Debian's grammar).
 ARG APT=""
-# pip's source options: `--no-index --find-links /wheels` with --wheels,
-# and `--require-hashes` when the requirements carry hashes.
-ARG PIP_OPTIONS=""
-COPY list_packages.py requirements.txt ca-certificates.crt /build/
-COPY wheels/ /wheels/
 # The Debian packages first, alone, so their Python distributions are
 # named apart from pip's own.
 RUN set -e; mkdir -p /opt/code-mode/packages; echo '{}' > /build/apt.json; \
@@ -28,14 +24,22 @@ RUN set -e; mkdir -p /opt/code-mode/packages; echo '{}' > /build/apt.json; \
       DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $APT; \
       python3 /build/list_packages.py /build/apt.json /usr/lib/python3/dist-packages; \
     fi
+# pip, when there are requirements and the base lacks it (the debootstrap
+# base): a step of its own, before the requirements, so every set of
+# requirements reuses it and a failed install does not repeat it.
+ARG NEED_PIP=""
+RUN set -e; if [ -n "$NEED_PIP" ] && ! python3 -m pip --version >/dev/null 2>&1; then \
+      ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1 || apt-get update -q; \
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-pip; \
+    fi
+# pip's source options: `--no-index --find-links /wheels` with --wheels,
+# and `--cert` for the host's CA bundle.
+ARG PIP_OPTIONS=""
+COPY requirements.txt ca-certificates.crt /build/
+COPY wheels/ /wheels/
 RUN set -e; if [ -s /build/requirements.txt ]; then \
-      if ! python3 -m pip --version >/dev/null 2>&1; then \
-        ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1 || apt-get update -q; \
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-pip; \
-      fi; \
       python3 -m pip install --no-cache-dir --disable-pip-version-check --no-input --progress-bar off \
-        --root-user-action=ignore --cert /build/ca-certificates.crt \
-        --target /opt/code-mode/packages $PIP_OPTIONS -r /build/requirements.txt; \
+        --root-user-action=ignore --target /opt/code-mode/packages $PIP_OPTIONS -r /build/requirements.txt; \
       rm -rf /opt/code-mode/packages/bin; \
     fi
 RUN python3 /build/list_packages.py /opt/code-mode/packages.json /opt/code-mode/packages --merge /build/apt.json

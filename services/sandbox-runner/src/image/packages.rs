@@ -752,7 +752,13 @@ async fn run_build(
         pip.push("--no-index --find-links /wheels");
     }
     let pip = pip.join(" ");
-    let args = HashMap::from([("IMAGE", default), ("APT", apt.as_str()), ("PIP_OPTIONS", pip.as_str())]);
+    let need_pip = if inputs.requirements.is_some() { "1" } else { "" };
+    let args = HashMap::from([
+        ("IMAGE", default),
+        ("APT", apt.as_str()),
+        ("NEED_PIP", need_pip),
+        ("PIP_OPTIONS", pip.as_str()),
+    ]);
     let options = BuildImageOptionsBuilder::new().t(scratch).buildargs(&args).rm(true).forcerm(true).build();
     let mut stream = docker.build_image(options, None, Some(bollard::body_full(context.into())));
     let mut lines: Vec<String> = Vec::new();
