@@ -172,7 +172,8 @@ fn an_image_and_packages_together_are_refused_and_apt_needs_the_offline_base() {
 }
 
 /// A pure-Python wheel made by hand (a zip with the package, METADATA,
-/// WHEEL and RECORD), written by the host's python3 into `dir`.
+/// WHEEL and RECORD), written by the host's python3 into `dir`; the same
+/// bytes every time (its contents are part of the image's tag).
 fn make_wheel(dir: &Path, version: &str) {
     let script = r#"
 import base64, hashlib, sys, zipfile
@@ -190,7 +191,8 @@ for name, text in files.items():
 files[f"{info}/RECORD"] = "\n".join(record + [f"{info}/RECORD,,"]) + "\n"
 with zipfile.ZipFile(f"{out}/codemode_hello-{version}-py3-none-any.whl", "w") as z:
     for name, text in files.items():
-        z.writestr(name, text)
+        # A fixed time: the same wheel byte for byte, so the same tag.
+        z.writestr(zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0)), text)
 "#;
     let status = Command::new("python3").arg("-c").arg(script).arg(dir).arg(version).status().unwrap();
     assert!(status.success());
