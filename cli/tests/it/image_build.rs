@@ -55,12 +55,33 @@ fn a_pure_python_and_a_compiled_package_from_pypi_are_imported_by_a_cell() {
     let packages = Packages { requirements: Some(file.clone()), ..Default::default() };
     assert_eq!(image::packages_tag(&packages).unwrap(), tag, "the command and the library agree on the tag");
     assert_eq!(installed(&tag), ["numpy==2.2.6", "tabulate==0.9.0"]);
+    holds_only_the_packages(&tag);
 
     let code = "import numpy, tabulate\n\
                 table = tabulate.tabulate([['sum', int(numpy.arange(5).sum())]], tablefmt='plain')\n\
                 print(table, sorted(PACKAGES.items()))";
     let ran = support::run(&["--requirements", path(&file)], code, &[]);
     assert_eq!(ran.ok(), "sum  10 [('numpy', '2.2.6'), ('tabulate', '0.9.0')]\n");
+}
+
+/// The image with packages has none of the builder's tools and the
+/// default image's user, working directory and entrypoint.
+fn holds_only_the_packages(tag: &str) {
+    let probe = "import importlib.util, os, shutil\n\
+                 found = [p for p in ('/build', '/wheels', '/etc/ssl/certs/ca-certificates.crt') if os.path.exists(p)]\n\
+                 found += [t for t in ('gcc', 'cc', 'pip', 'pip3') if shutil.which(t)]\n\
+                 found += ['pip module'] if importlib.util.find_spec('pip') else []\n\
+                 print(os.getuid(), os.getcwd(), found)";
+    let out = Command::new("docker")
+        .args(["run", "--rm", "--network", "none", "--entrypoint", "python3", tag, "-c", probe])
+        .output()
+        .expect("docker runs");
+    assert_eq!(text(&out.stdout), "65534 /tmp []\n", "{}", text(&out.stderr));
+    let format = "{{json .Config.Entrypoint}} {{.Config.User}}";
+    let config = |image: &str| {
+        text(&Command::new("docker").args(["inspect", "-f", format, image]).output().expect("docker runs").stdout)
+    };
+    assert_eq!(config(tag), config(&image::default_image_tag()));
 }
 
 #[test]
@@ -74,6 +95,7 @@ fn a_debian_package_on_the_offline_base_is_imported_by_a_cell() {
     assert!(out.starts_with("1.0 {'numpy': '1."), "bookworm's numpy 1.24: {out}");
     let tag = image::packages_tag(&Packages { apt: vec!["python3-numpy".into()], ..Default::default() }).unwrap();
     assert!(installed(&tag).iter().any(|p| p.starts_with("numpy==1.")), "{:?}", installed(&tag));
+    holds_only_the_packages(&tag);
 }
 
 #[test]
