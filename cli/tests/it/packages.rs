@@ -153,9 +153,10 @@ def digest(text):
     return base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
 record = "".join(f"{name},sha256={digest(text)},{len(text.encode())}\n" for name, text in files.items())
 files["hostile-1.0.dist-info/RECORD"] = record + "hostile-1.0.dist-info/RECORD,,\n"
+# Fixed dates: the same bytes every run, so the same image tag.
 with zipfile.ZipFile(out + "/hostile-1.0-py3-none-any.whl", "w") as wheel:
     for name, text in files.items():
-        wheel.writestr(name, text)
+        wheel.writestr(zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0)), text)
 "#;
     let mut child = std::process::Command::new("python3")
         .args(["-c", script])
