@@ -46,6 +46,7 @@ mod readme;
 mod reload;
 mod remote;
 mod run_command;
+mod sandbox_lifetime;
 mod session_walk;
 mod sessions;
 mod several;

@@ -33,6 +33,18 @@ starts): what code left running by an earlier cell prints is dropped, and a
 call it makes is refused without being sent, as is everything between
 cells. The host enforces the same between cells on its side.
 
+The container ends by itself when the host is gone, and at the latest at
+a bound nobody has to tell it (see "Lifetime" in ``docs/sandbox.md``): the
+end of its input (the host's attach stream closed, as when the sandbox-runner
+dies) makes the runner exit at once, in the warm wait, during a cell and
+between kept cells; and a timer outside the interpreter's lock
+(``faulthandler``'s watchdog thread, which needs no GIL, so code stuck in C
+cannot hold it off) exits the process at the backstop: ``--unclaimed
+SECONDS`` (an argument at start) while it waits for its cell, then the
+``backstop`` of the cell message (the run's deadline plus a margin; in kept
+mode also the wait for the next cell and the session's longest life). The
+runner is the container's init, so its exit ends every process of the code.
+
 The code runs in this same process and could tamper with anything here; that
 is accepted. The host treats every line from the container as untrusted, so
 this runner only has to be correct for code that does not try to subvert it.
@@ -51,6 +63,7 @@ import base64
 import builtins
 import concurrent.futures
 import contextvars
+import faulthandler
 import inspect
 import io
 import itertools
@@ -70,6 +83,11 @@ import types
 DEFAULT_MAX_OUTPUT = 8192
 DEFAULT_STOP_OUTPUT = 1024 * 1024
 DEFAULT_MAX_LINE = 256 * 1024
+
+# How long a container may wait for its cell when no ``--unclaimed`` is
+# given, and a run's bound when its cell message names none (seconds).
+DEFAULT_UNCLAIMED = 600.0
+DEFAULT_RUN_BACKSTOP = 3600.0
 
 # The file name the cell is compiled under; only its frames are reported.
 # Kept cells are compiled as "<cell N>", so a function defined in one cell
@@ -263,6 +281,68 @@ class Channel:
 
 
 # --------------------------------------------------------------------------
+# How long the container may live
+# --------------------------------------------------------------------------
+
+
+def host_gone():
+    """The host closed its side: nobody reads what the code does any more,
+    so the container ends now (the runner is its init)."""
+    os._exit(0)
+
+
+class Backstop:
+    """Ends the process at a moment nobody has to announce: the bound of
+    the phase the runner is in (waiting for a cell, running one, waiting
+    between kept cells), never later than the kept session's end.
+
+    ``faulthandler.dump_traceback_later(..., exit=True)`` runs a native
+    thread that waits without the GIL and calls ``_exit`` when the time is
+    up: code spinning in C (``sum(range(10**12))``) cannot hold it off as
+    it would a Python thread. Setting a new bound replaces the old one.
+    The traceback it writes goes to descriptor 2, which is /dev/null."""
+
+    def __init__(self):
+        self._session_end = None  # time.monotonic() of a kept session's end
+
+    def arm(self, seconds):
+        """End the process ``seconds`` from now (or at the session's end)."""
+        if self._session_end is not None:
+            seconds = min(seconds, self._session_end - time.monotonic())
+        try:
+            faulthandler.dump_traceback_later(max(0.001, seconds), exit=True, file=2)
+        except (RuntimeError, ValueError, OverflowError):
+            # No thread could be started: a process without its backstop
+            # must not run code.
+            os._exit(3)
+
+    def end_session_in(self, seconds):
+        """A kept session lives at most ``seconds`` more."""
+        end = time.monotonic() + seconds
+        self._session_end = end if self._session_end is None else min(self._session_end, end)
+
+
+def _seconds(value, default):
+    """A positive, finite number of seconds, or ``default``."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return default
+    return seconds if 0 < seconds < 1e9 else default
+
+
+def unclaimed_from(argv):
+    """``--unclaimed SECONDS`` of the runner's arguments."""
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "--unclaimed":
+            return _seconds(argv[i + 1], DEFAULT_UNCLAIMED)
+    return DEFAULT_UNCLAIMED
+
+
+BACKSTOP = Backstop()
+
+
+# --------------------------------------------------------------------------
 # Which cell runs
 # --------------------------------------------------------------------------
 
@@ -433,7 +513,6 @@ class ToolCaller:
         self._ids = itertools.count(1)
         self._pending = {}  # call id -> future
         self._lock = threading.Lock()
-        self._closed = False  # the host closed its side
         self._go = threading.Event()
         # What the running cell handed back, and when it last reported
         # progress (reset for each kept cell).
@@ -456,7 +535,7 @@ class ToolCaller:
     def begin(self, max_line, gate, cells=None):
         """The cell has been read: let the reader take the channel's input.
         With ``cells`` (a queue), kept mode: the host's next ``cell``
-        messages go there, and None at the end."""
+        messages go there (at the end of the input the process exits)."""
         self._max_line = max_line
         self._gate = gate
         self._cells = cells
@@ -592,8 +671,6 @@ class ToolCaller:
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         with self._lock:
-            if self._closed:
-                raise ToolError("the host closed the channel")
             if not self._gate.admits():
                 raise ToolError(
                     f"{label or name}: this call comes from code left running by a "
@@ -653,16 +730,9 @@ class ToolCaller:
                 outcome = (False, ToolError(message.get("error")))
             self._settle_threadsafe(future, outcome)
 
-        # The host closed its side: every call still waiting fails.
-        with self._lock:
-            self._closed = True
-            waiting = list(self._pending.values())
-            self._pending.clear()
-        for future in waiting:
-            self._settle_threadsafe(
-                future, (False, ToolError("the host closed the channel")))
-        if self._cells is not None:
-            self._cells.put(None)
+        # The host closed its side: it is gone (it closes nothing while it
+        # still wants the run), so nothing of the code may go on.
+        host_gone()
 
     def end_cell(self, capture, message):
         """Kept mode: close the gate, send ``done``, and fail the calls the
@@ -1419,7 +1489,21 @@ def prepare():
     return loop_runner
 
 
+def read_backstop(cell):
+    """The cell message's ``backstop``: seconds the run may last, and in
+    kept mode how long to wait for the next cell and how long the session
+    may still live (None when not given)."""
+    backstop = cell.get("backstop") if isinstance(cell, dict) else None
+    if not isinstance(backstop, dict):
+        backstop = {}
+    return (_seconds(backstop.get("run"), DEFAULT_RUN_BACKSTOP),
+            _seconds(backstop.get("between"), None),
+            _seconds(backstop.get("session"), None))
+
+
 def main():
+    # The wait for the cell is bounded before anything else happens.
+    BACKSTOP.arm(unclaimed_from(sys.argv[1:]))
     channel = take_protocol_descriptors()
     caller = ToolCaller(channel)
     caller.start_reader()
@@ -1428,9 +1512,13 @@ def main():
 
     line = channel.read_line()
     if line is None:
-        os._exit(0)  # the host went away before sending the cell
+        host_gone()  # the host went away before sending the cell
     try:
         cell = json.loads(line)
+        run_for, _, session = read_backstop(cell)
+        if session is not None:
+            BACKSTOP.end_session_in(session)
+        BACKSTOP.arm(run_for)
         kept = cell.get("keep") is True
         code, tools, withheld, max_output, stop_output, max_line = read_limits(cell)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
@@ -1468,7 +1556,8 @@ class CurrentCapture:
 
 def run_kept(channel, cell, caller):
     """Run the cells of one session in one namespace until the host closes
-    the channel; each cell gets its own limits and output capture.
+    the channel (or a backstop ends it); each cell gets its own limits and
+    output capture.
     ``caller``'s reader thread is started and waits for ``begin``."""
     carry_cell_into_threads()
     gate = Gate(kept=True)
@@ -1483,6 +1572,7 @@ def run_kept(channel, cell, caller):
                CapturedStream(current, "<stderr>"))
     installed = {}
     number = 0
+    _, between, _ = read_backstop(cell)
     while cell is not None:
         number += 1
         try:
@@ -1491,7 +1581,7 @@ def run_kept(channel, cell, caller):
             channel.send({"type": "done",
                           "error": f"runner: bad cell message: {exc!r}",
                           "truncated": False, "stopped": False})
-            cell = cells.get()
+            cell = next_cell(cells, between)
             continue
         capture = OutputCapture(channel, max_output, stop_output, max_line, gate)
         current.capture = capture
@@ -1509,8 +1599,23 @@ def run_kept(channel, cell, caller):
         caller.end_cell(capture, {"type": "done", "error": error,
                                   "truncated": capture.truncated,
                                   "stopped": False})
-        cell = cells.get()
+        cell = next_cell(cells, between)
     os._exit(0)
+
+
+def next_cell(cells, between):
+    """Kept mode: wait for the session's next cell, at most ``between``
+    seconds (and never past the session's end); then arm the new cell's
+    run bound."""
+    BACKSTOP.arm(between if between is not None else DEFAULT_UNCLAIMED)
+    cell = cells.get()
+    run_for, new_between, session = read_backstop(cell)
+    if session is not None:
+        BACKSTOP.end_session_in(session)
+    BACKSTOP.arm(run_for)
+    if new_between is not None:
+        between = new_between
+    return cell
 
 
 def _run_numbered(number, code, namespace, filename):

@@ -33,9 +33,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::SandboxError;
-use crate::container::{Container, Input, Lockdown, Output};
+use crate::container::{BACKSTOP_MARGIN, Container, Input, Lockdown, Output};
 use crate::hold::{Hold, Pauser};
-use crate::protocol::{self, FromRunner, LineReader, RunnerLimits, ToRunner, Violation};
+use crate::protocol::{self, Backstop, FromRunner, LineReader, RunnerLimits, ToRunner, Violation};
 use crate::remover::Remover;
 use crate::wire;
 
@@ -57,6 +57,9 @@ pub struct ReadyContainer {
     output: Output,
     input: Input,
     warm: bool,
+    /// When its runner said `ready`: it ends by itself
+    /// [`crate::container::UNCLAIMED`] after its start unless it gets a cell.
+    ready_at: Instant,
 }
 
 impl std::fmt::Debug for ReadyContainer {
@@ -154,7 +157,7 @@ impl ReadyContainer {
                     match protocol::parse(first) {
                         // The runner waits for its cell after `ready`: nothing may follow it yet.
                         Ok(FromRunner::Ready {}) if parsed.len() == 1 && !lines.has_partial() => {
-                            return Ok(ReadyContainer { container, output, input, warm: false });
+                            return Ok(ReadyContainer { container, output, input, warm: false, ready_at: Instant::now() });
                         }
                         Ok(FromRunner::Ready {}) => {
                             break NotReady::Violation(Violation::OutOfOrder("a message between ready and the cell"));
@@ -186,6 +189,11 @@ impl ReadyContainer {
     /// True when it came from the warm pool.
     pub fn is_warm(&self) -> bool {
         self.warm
+    }
+
+    /// When its runner said `ready`.
+    pub(crate) fn ready_at(&self) -> Instant {
+        self.ready_at
     }
 
     /// Mark it as kept in the warm pool.
@@ -231,7 +239,12 @@ impl Streams {
     /// Write one message; a write error means the container is gone, which
     /// the output side notices.
     pub async fn send(&mut self, message: &ToRunner<'_>) {
-        let _ = self.input.write_all(&protocol::encode(message)).await;
+        self.send_line(&protocol::encode(message)).await;
+    }
+
+    /// Write one encoded message (with its newline), as [`Streams::send`].
+    pub async fn send_line(&mut self, line: &[u8]) {
+        let _ = self.input.write_all(line).await;
         let _ = self.input.flush().await;
     }
 }
@@ -347,7 +360,7 @@ pub async fn run(
     let mut streams = streams;
     let mut run = Run::new(cell, progress);
     let started = std::time::Instant::now();
-    let end = run_in(&mut run, &mut streams, false, bus, deadline, cancel, container.pauser()).await;
+    let end = run_in(&mut run, &mut streams, None, bus, deadline, cancel, container.pauser()).await;
     let ran = started.elapsed();
     // Nothing of it is read from here on.
     drop(streams);
@@ -402,18 +415,40 @@ pub(crate) async fn traced(
     ran
 }
 
-/// Send `cell` to the runner in the container (`keep`: it stays for the
+/// What a kept container's runner is told of its session, for its
+/// backstops: the session's idle time and the rest of its longest life.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeptBounds {
+    pub idle: Duration,
+    pub left: Duration,
+}
+
+/// The backstop of a run ending at `deadline` (held at most `allowance`),
+/// and of the session it belongs to: each bound plus [`BACKSTOP_MARGIN`].
+pub(crate) fn backstop(deadline: Instant, allowance: Duration, kept: Option<KeptBounds>) -> Backstop {
+    let run = deadline.saturating_duration_since(Instant::now()) + allowance + BACKSTOP_MARGIN;
+    Backstop {
+        run: run.as_secs_f64(),
+        between: kept.map(|k| (k.idle + BACKSTOP_MARGIN).as_secs_f64()),
+        session: kept.map(|k| (k.left + BACKSTOP_MARGIN).as_secs_f64()),
+    }
+}
+
+/// Send `cell` to the runner in the container (`kept`: it stays for the
 /// session's next cell) and drive it to its end.
 pub(crate) async fn run_in(
     run: &mut Run<'_>,
     streams: &mut Streams,
-    keep: bool,
+    kept: Option<KeptBounds>,
     bus: &Bus,
     deadline: Instant,
     cancel: &CancellationToken,
     pauser: Pauser,
 ) -> End {
     let cell = run.cell;
+    // While a call waits for a person the bridge holds the cell: paused,
+    // its deadline stopped, for at most the approval timeout in all.
+    let allowance = Duration::from_millis(cell.limits.approval_timeout_ms);
     let message = ToRunner::Cell {
         code: &cell.code,
         tools: &cell.tools,
@@ -423,18 +458,15 @@ pub(crate) async fn run_in(
             stop_output: cell.limits.stop_output,
             max_line: cell.limits.max_line,
         },
-        keep,
+        keep: kept.is_some(),
     };
     let sending = std::time::Instant::now();
-    streams.send(&message).await;
+    streams.send_line(&protocol::encode_cell(&message, backstop(deadline, allowance, kept))).await;
     run.timing.deliver = Some(sending.elapsed());
     run.timing.delivered = Some(std::time::Instant::now());
     // A call may first wait for a person's approval, then for the server.
     let call_timeout =
         Duration::from_millis(cell.limits.call_timeout_ms.saturating_add(cell.limits.approval_timeout_ms));
-    // While a call waits for a person the bridge holds the cell: paused,
-    // its deadline stopped, for at most the approval timeout in all.
-    let allowance = Duration::from_millis(cell.limits.approval_timeout_ms);
     let stop = CancellationToken::new();
     let _serving = stop.clone().drop_guard();
     let hold = match allowance.is_zero() {

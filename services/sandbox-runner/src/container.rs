@@ -66,6 +66,19 @@ pub const RUNSC_HOST_PIDS: i64 = 1024;
 /// outside, the code killing itself) wait it out in full.
 pub const OOM_EVENT_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// How long a container may wait for its cell before its runner ends it
+/// by itself (`runner.py --unclaimed`): the backstop of a warm container
+/// nobody claims, also when its sandbox-runner is gone without closing its
+/// input. A live warm pool replaces its containers before this
+/// ([`crate::pool::RETIRE_AFTER`]).
+pub const UNCLAIMED: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+
+/// How long past its own bound (a run's deadline and approval allowance,
+/// a kept session's idle time or longest life) a container's runner ends
+/// it by itself: the host ends it first whenever it is there to, so this
+/// only acts when the sandbox-runner is gone or stuck.
+pub const BACKSTOP_MARGIN: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The OCI runtime a sandbox container runs under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -199,6 +212,9 @@ pub struct Lockdown {
     pub seccomp: Option<String>,
     /// The OCI runtime, always named to the engine (whatever its default).
     pub runtime: Runtime,
+    /// How long the runner waits for its cell before it ends the container
+    /// by itself ([`UNCLAIMED`]; whole seconds, at least one).
+    pub unclaimed: std::time::Duration,
 }
 
 impl Default for Lockdown {
@@ -220,6 +236,7 @@ impl Lockdown {
             user: "65534:65534".into(),
             seccomp: Some(runtime.seccomp_profile().to_string()),
             runtime,
+            unclaimed: UNCLAIMED,
         }
     }
 
@@ -270,6 +287,8 @@ impl Lockdown {
         };
         ContainerCreateBody {
             image: Some(self.image.clone()),
+            // Arguments of the image's entrypoint, runner.py.
+            cmd: Some(vec!["--unclaimed".into(), self.unclaimed.as_secs().max(1).to_string()]),
             user: Some(self.user.clone()),
             env: Some(vec![]),
             labels: Some(labels),
@@ -474,8 +493,14 @@ impl Container {
         let name = format!("code-mode-{}", uuid::Uuid::new_v4().simple());
         let since = unix_seconds().saturating_sub(1);
         let options = CreateContainerOptionsBuilder::new().name(&name).build();
+        let mut body = lockdown.create_body(labels);
+        if entrypoint.is_some() {
+            // Another program than the runner: none of the runner's arguments.
+            body.entrypoint = entrypoint;
+            body.cmd = None;
+        }
         let created = docker
-            .create_container(Some(options), ContainerCreateBody { entrypoint, ..lockdown.create_body(labels) })
+            .create_container(Some(options), body)
             .await
             .map_err(|e| SandboxError::from_create(e, &lockdown.image))?;
         // From here on the container exists: the guard removes it on any path.
@@ -659,6 +684,15 @@ mod tests {
         assert!(opts.iter().any(|o| o == "no-new-privileges:true"));
         assert!(opts.iter().any(|o| o.starts_with("seccomp={")));
         assert!(hc.tmpfs.as_ref().unwrap()["/tmp"].contains("noexec,nosuid"));
+    }
+
+    #[test]
+    fn the_runner_is_told_how_long_it_may_wait_for_its_cell() {
+        let body = Lockdown::default().create_body(HashMap::new());
+        assert_eq!(body.cmd, Some(vec!["--unclaimed".to_string(), UNCLAIMED.as_secs().to_string()]));
+        let short = Lockdown { unclaimed: std::time::Duration::from_millis(10), ..Lockdown::default() };
+        assert_eq!(short.create_body(HashMap::new()).cmd.unwrap()[1], "1", "at least a second");
+        assert!(BACKSTOP_MARGIN < UNCLAIMED);
     }
 
     /// The allow rules of a profile: `(name, has argument checks)`.

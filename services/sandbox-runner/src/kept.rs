@@ -511,7 +511,9 @@ impl KeptActor {
         let started = std::time::Instant::now();
         let mut run = Run::new(cell, progress);
         let pauser = self.container.pauser();
-        let end = cell::run_in(&mut run, &mut self.streams, true, &self.bus, deadline, &self.end, pauser).await;
+        let bounds =
+            cell::KeptBounds { idle: self.lifetime.idle, left: self.lifetime.max.saturating_sub(self.born.elapsed()) };
+        let end = cell::run_in(&mut run, &mut self.streams, Some(bounds), &self.bus, deadline, &self.end, pauser).await;
         let lives = matches!(end, End::Done { stopped: false, .. });
         let died = if matches!(end, End::Died) { self.container.exit_state().await } else { None };
         tracing::info!(cell = %cell.cell_id, identity = cell.identity.as_deref().unwrap_or("anonymous"), container = %self.container.id(), kept = true, elapsed_ms = started.elapsed().as_millis() as u64, end = ?end, "cell ended");

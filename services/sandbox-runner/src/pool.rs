@@ -28,6 +28,10 @@
 //! out of the window, the target falls back to the floor, and the ready
 //! containers above it are removed (the oldest first).
 //!
+//! A ready container that waited [`RETIRE_AFTER`] is replaced by a fresh
+//! one, before its runner's own bound ends it
+//! ([`crate::container::UNCLAIMED`]).
+//!
 //! The number of ready containers is published to the handles and as the
 //! `codemode_warm_pool_size` gauge, the target as `codemode_warm_pool_target`,
 //! and each take as `codemode_warm_pool_takes_total{result="warm"|"empty"}`.
@@ -68,6 +72,11 @@ const REFILL_WEIGHT: f64 = 0.25;
 /// memory; the rate then reads as at least this many per window, which
 /// puts the target at the ceiling anyway).
 const ARRIVALS_KEPT: usize = 4096;
+/// A ready container waiting this long is replaced by a fresh one, well
+/// before its runner would end it by itself
+/// ([`crate::container::UNCLAIMED`] after its start): an idle pool renews
+/// its containers instead of seeing them die.
+pub const RETIRE_AFTER: Duration = Duration::from_secs(9 * 60);
 /// The window of arrivals when nothing else is configured.
 pub const DEFAULT_WINDOW: Duration = Duration::from_secs(10);
 
@@ -266,6 +275,7 @@ impl PoolActor {
             self.refill(target);
             self.publish();
             let next_expiry = self.arrivals.front().map(|&at| at + self.sizing.window);
+            let next_retired = self.ready.front().map(|r| r.ready_at() + RETIRE_AFTER);
             tokio::select! {
                 _ = self.cancel.cancelled() => break,
                 request = inbox.recv() => {
@@ -299,6 +309,14 @@ impl PoolActor {
                 _ = sleep_until(self.retry_at) => self.retry_at = None,
                 // The oldest arrival leaves the window: the target may fall.
                 _ = sleep_until(next_expiry) => {}
+                // The oldest ready container has waited long enough: a fresh
+                // one replaces it (the refill at the top of the loop).
+                _ = sleep_until(next_retired) => {
+                    if let Some(old) = self.ready.pop_front() {
+                        tracing::debug!(container = %old.id(), "a warm container waited its longest; replacing it");
+                        self.removing.spawn(old.remove());
+                    }
+                }
                 Some(_) = self.removing.join_next(), if !self.removing.is_empty() => {}
             }
         }
@@ -428,6 +446,12 @@ mod tests {
 
     fn sizing(floor: usize, ceiling: usize) -> Sizing {
         Sizing { floor, ceiling, window: Duration::from_secs(10) }
+    }
+
+    #[test]
+    fn a_waiting_container_is_renewed_before_its_runner_would_end_it() {
+        let margin = crate::container::UNCLAIMED.saturating_sub(RETIRE_AFTER);
+        assert!(margin >= Duration::from_secs(60), "the pool renews {margin:?} before the backstop");
     }
 
     #[test]

@@ -100,6 +100,25 @@ pub enum ToRunner<'a> {
     },
 }
 
+/// The bounds after which the runner in the container ends it by itself,
+/// in seconds from the cell message (see "Lifetime" in `docs/sandbox.md`):
+/// what holds a container's life when its sandbox-runner is gone without
+/// its input closing, or is stuck.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Backstop {
+    /// The run: its deadline, the approval allowance (a held cell is
+    /// paused, its deadline stopped) and a margin.
+    pub run: f64,
+    /// Kept mode: the wait for the session's next cell after `done` (its
+    /// idle time and a margin).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub between: Option<f64>,
+    /// Kept mode: the rest of the session's longest life and a margin; the
+    /// runner never lives past it, whatever the other bounds say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<f64>,
+}
+
 /// Why a content block the code handed back is refused: each reason is a
 /// protocol violation (the runner in the container checks the same bounds
 /// and raises in the code first).
@@ -200,6 +219,20 @@ pub fn encode(message: &ToRunner<'_>) -> Vec<u8> {
     line
 }
 
+/// A `cell` message with its [`Backstop`], as one line (the field sits
+/// beside the message's own, so a runner that does not know it ignores it).
+pub fn encode_cell(message: &ToRunner<'_>, backstop: Backstop) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct WithBackstop<'m, 'a> {
+        #[serde(flatten)]
+        message: &'m ToRunner<'a>,
+        backstop: Backstop,
+    }
+    let mut line = serde_json::to_vec(&WithBackstop { message, backstop }).expect("runner messages are plain JSON");
+    line.push(b'\n');
+    line
+}
+
 /// Splits a byte stream into lines of at most `max` bytes.
 #[derive(Debug)]
 pub struct LineReader {
@@ -253,6 +286,26 @@ impl LineReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cell_message_carries_its_backstop_beside_its_own_fields() {
+        let limits = RunnerLimits { max_output: 10, stop_output: 20, max_line: 30 };
+        let cell = ToRunner::Cell { code: "print(1)", tools: &[], withheld: &[], limits, keep: true };
+        let backstop = Backstop { run: 70.0, between: Some(610.0), session: Some(3610.5) };
+        let line = encode_cell(&cell, backstop);
+        assert_eq!(line.last(), Some(&b'\n'));
+        let value: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(value["type"], "cell");
+        assert_eq!(value["keep"], true);
+        assert_eq!(value["code"], "print(1)");
+        assert_eq!(value["backstop"], serde_json::json!({"run": 70.0, "between": 610.0, "session": 3610.5}));
+
+        let fresh = ToRunner::Cell { code: "", tools: &[], withheld: &[], limits, keep: false };
+        let line = encode_cell(&fresh, Backstop { run: 5.0, between: None, session: None });
+        let value: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(value["backstop"], serde_json::json!({"run": 5.0}), "a fresh run has no session bounds");
+        assert!(value.get("keep").is_none());
+    }
 
     #[test]
     fn known_messages_parse() {
