@@ -129,3 +129,7 @@ cargo build --workspace --locked --quiet
 
 log "building the sandbox image if missing"
 as_root ./target/debug/code-mode build-image --if-missing >/dev/null
+# The package tests' image (numpy, pandas, matplotlib from PyPI): built
+# here once, so no test waits on its first build (a no-op when it exists).
+log "building the data-science sandbox image if missing"
+as_root ./target/debug/code-mode build-image --requirements testing/packages/data-science.txt >/dev/null

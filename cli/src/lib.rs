@@ -58,6 +58,7 @@ pub mod fuzzing;
 mod library;
 
 pub use code_mode_mcp_frontend::KeepConfig;
+pub use code_mode_sandbox_runner::image::Packages;
 pub use library::{Bridge, Budget, CellReport, Error, McpServer, Options, Sandbox, Server, build_server, run_code};
 
 /// The `service.name` of a command's spans (`OTEL_SERVICE_NAME` overrides

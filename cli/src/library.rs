@@ -26,6 +26,7 @@ use code_mode_core::bus::Bus;
 use code_mode_core::defaults;
 use code_mode_mcp_frontend::{CellOptions, Frontend, FrontendConfig, FrontendFactory, KeepConfig};
 use code_mode_proto::{ToolCall, ToolReply};
+use code_mode_sandbox_runner::image::Packages;
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
@@ -168,6 +169,10 @@ pub struct Options {
     /// The sandbox image (default: the one this version builds, built on
     /// first use if missing).
     pub image: Option<String>,
+    /// Packages the sandbox image holds beyond the standard library: the
+    /// image of these packages is used, built on first use if missing (not
+    /// with `image`).
+    pub packages: Packages,
     /// Containers kept started ahead of need for fresh cells.
     pub warm: usize,
     /// Cells that run at once.
@@ -183,6 +188,7 @@ impl Default for Options {
             max_calls: defaults::MAX_CALLS,
             call_timeout: defaults::CALL_TIMEOUT,
             image: None,
+            packages: Packages::default(),
             warm: 0,
             max_concurrent: defaults::MAX_CONCURRENT_CELLS,
             keep: KeepConfig::default(),
@@ -345,6 +351,7 @@ impl Bridge {
                 let options = &self.inner.options;
                 let parts = RunnerParts {
                     image: options.image.clone(),
+                    packages: options.packages.clone(),
                     capacity: options.max_concurrent.max(1),
                     warm: options.warm,
                     ..RunnerParts::default()

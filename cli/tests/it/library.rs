@@ -72,6 +72,22 @@ async fn a_sandbox_gives_each_cell_its_own_call_budget_and_close_removes_its_con
 }
 
 #[tokio::test]
+async fn a_bridge_with_packages_in_its_options_runs_cells_on_the_image_of_those_packages() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let requirements = support::data_science();
+    let tag = support::package_image(&requirements);
+    let packages = code_mode::Packages { requirements: Some(requirements), ..Default::default() };
+    let options = Options { packages, ..Default::default() };
+    let bridge = Bridge::start_with(vec![Server::command(test_server())], options, false).await.unwrap();
+    let report = run_code(&bridge, "import numpy\nprint(numpy.__version__, PACKAGES['pandas'])").await.unwrap();
+    assert_eq!(report.stdout, "2.2.6 2.2.3\n", "{report:?}");
+    assert!(tag.starts_with("code-mode-sandbox:p-"), "{tag}");
+    bridge.close().await;
+}
+
+#[tokio::test]
 async fn the_documentation_examples_of_the_crate_and_the_sandbox_run_as_written_against_the_test_server() {
     if !support::sandbox_available() {
         return;
