@@ -151,14 +151,55 @@ fn empty_form() -> ElicitationSchema {
         .expect("an empty object schema is a valid elicitation schema")
 }
 
-/// The approval a client's elicitation result gives.
+/// The approval a client's elicitation result gives. Only a well-formed
+/// accept approves: `action: "accept"` with `content` an object holding the
+/// fields the form asked for, which are none ([`question_linked`] asks an
+/// empty form). An accept whose content is missing, not an object (`"yes"`,
+/// `["no"]`) or holds fields nobody asked for approves nothing: it may be a
+/// client's misreading of a refusal, and the call is refused saying why.
 pub fn answer_of(result: &ElicitResult) -> ApprovalReply {
     match result.action {
-        ElicitationAction::Accept => ApprovalReply::Approved,
+        ElicitationAction::Accept => match malformed_accept(result.content.as_ref()) {
+            None => ApprovalReply::Approved,
+            Some(why) => {
+                tracing::info!(%why, "an approval answer that breaks the question's form approves nothing");
+                ApprovalReply::Unavailable { reason: format!("the client's answer approves nothing: {why}") }
+            }
+        },
         ElicitationAction::Decline => ApprovalReply::Declined,
         ElicitationAction::Cancel => ApprovalReply::Cancelled,
         // An action of a later protocol: not an approval.
         _ => ApprovalReply::Unavailable { reason: "the client answered with an action code-mode does not know".into() },
+    }
+}
+
+/// Why an accept's `content` does not answer the approval form (an object
+/// with no fields), if it does not.
+fn malformed_accept(content: Option<&serde_json::Value>) -> Option<String> {
+    let kind = |value: &serde_json::Value| match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    };
+    match content {
+        None => {
+            Some("an accept must carry `content`, the form's fields as an object (`{}`: the form asks none)".into())
+        }
+        Some(serde_json::Value::Object(fields)) if fields.is_empty() => None,
+        Some(serde_json::Value::Object(fields)) => {
+            let named: Vec<&str> = fields.keys().map(String::as_str).take(5).collect();
+            Some(format!(
+                "the accept's content holds fields the form did not ask for ({}): it asks none",
+                named.join(", ")
+            ))
+        }
+        Some(other) => Some(format!(
+            "an accept's `content` must be an object holding the form's fields (`{{}}`: the form asks none), not {}",
+            kind(other)
+        )),
     }
 }
 
@@ -260,5 +301,25 @@ mod tests {
         assert_eq!(answer_of_value(Some(&json!({"action": "cancel"}))), ApprovalReply::Cancelled);
         assert!(matches!(answer_of_value(Some(&json!({"action": "yes please"}))), ApprovalReply::Unavailable { .. }));
         assert!(matches!(answer_of_value(None), ApprovalReply::Unavailable { .. }));
+    }
+
+    #[test]
+    fn an_accept_whose_content_breaks_the_form_approves_nothing_and_says_why() {
+        for (content, says) in [
+            (json!({"action": "accept", "content": "yes"}), "not a string"),
+            (json!({"action": "accept", "content": ["no"]}), "not an array"),
+            (json!({"action": "accept", "content": true}), "not a boolean"),
+            (json!({"action": "accept", "content": null}), "must carry `content`"),
+            (json!({"action": "accept"}), "must carry `content`"),
+            (json!({"action": "accept", "content": {"approved": false}}), "did not ask for (approved)"),
+        ] {
+            match answer_of_value(Some(&content)) {
+                ApprovalReply::Unavailable { reason } => {
+                    assert!(reason.starts_with("the client's answer approves nothing: "), "{reason}");
+                    assert!(reason.contains(says), "{content}: {reason}");
+                }
+                other => panic!("{content} gave {other:?}"),
+            }
+        }
     }
 }

@@ -455,6 +455,16 @@ impl ServerHandler for Frontend {
         request: rmcp::model::InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::InitializeResult, McpError> {
+        // One handshake per session: a second would change what the
+        // client declared (whether it can be asked for approvals) under
+        // the session's feet. (Over HTTP the gate refuses it first.)
+        if self.handshaken.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            tracing::info!(session = %self.session(), "refused a second initialize on a session");
+            return Err(McpError::invalid_request(
+                "this MCP session is already initialized: a session has one handshake",
+                None,
+            ));
+        }
         // The session takes its caller (and its place among the open
         // sessions) at the handshake, before the client can send more.
         if let Some(caller) = auth::caller_of(&context) {

@@ -25,6 +25,8 @@
 //!
 //! Requests whose `Host` is not allowed are refused (403): loopback only by
 //! default, against DNS rebinding; name the hosts the server is reached by.
+//! A malformed `Host` (or absolute-form target) gets 400 first, and an
+//! absolute-form target's authority stands for `Host` ([`crate::host`]).
 //! Before the transport, every request passes the [`auth`](crate::auth)
 //! gate: origin, bearer token, session owner and session limits. An
 //! address that is not loopback is served only with authentication, or
@@ -150,7 +152,7 @@ impl McpHttpServer {
                  and call every tool"
             );
         }
-        let gate = Gate::new(&options.auth, cancel.clone()).await?;
+        let gate = Gate::new(&options.auth, cancel.clone()).await?.reading_bodies_up_to(options.max_body);
         // The Protected Resource Metadata (RFC 9728), outside the gate: a
         // client reads it before it has a token.
         let metadata = gate.oauth().map(|o| (o.metadata_url(), o.metadata()));
@@ -180,7 +182,7 @@ impl McpHttpServer {
                 .clone()
                 .scope_with_path(MCP_PATH)
                 .wrap(from_fn(move |request, next| auth::gate(gate.clone(), request, next)));
-            let mut app = App::new().wrap_fn(session_end_is_ok).service(guarded);
+            let mut app = App::new().wrap_fn(session_end_is_ok).wrap_fn(crate::host::checked).service(guarded);
             if let Some(console) = &console {
                 app = app.configure(|config| console.configure(config));
             }

@@ -50,6 +50,7 @@ pub mod console;
 pub mod description;
 pub mod direct;
 pub mod handle;
+pub mod host;
 pub mod http;
 pub mod lifetimes;
 pub mod notices;
@@ -298,6 +299,7 @@ impl FrontendFactory {
             session: SessionHandle::start(self.shared.clone(), keep),
             shared: self.shared.clone(),
             transport: Transport::Connection,
+            handshaken: Arc::default(),
         }
     }
 
@@ -309,6 +311,7 @@ impl FrontendFactory {
             session: SessionHandle::start(self.shared.clone(), self.shared.config.keep),
             shared: self.shared.clone(),
             transport: Transport::Http,
+            handshaken: Arc::default(),
         }
     }
 
@@ -325,6 +328,10 @@ pub struct Frontend {
     pub(crate) shared: Arc<Shared>,
     pub(crate) session: SessionHandle,
     pub(crate) transport: Transport,
+    /// Whether the client's `initialize` was answered: a session has one
+    /// handshake, and a second (which would declare other capabilities) is
+    /// refused.
+    pub(crate) handshaken: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// How a [`Frontend`]'s client reaches it, which decides what one client

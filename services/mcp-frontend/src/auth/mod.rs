@@ -16,12 +16,26 @@
 //!    `Retry-After` (`temporarily_unavailable`, saying why). The token
 //!    never reaches a log line or an answer; the transport strips the
 //!    `Authorization` header before the MCP handlers see the request.
-//! 3. **Session owner** ([`owners`]): a request naming an MCP session opened
-//!    by another identity gets 403 and the session is not touched. A
-//!    request that may open a session (a `POST` without `Mcp-Session-Id`)
-//!    takes a place within `--max-sessions` and
-//!    `--max-sessions-per-identity`, or gets 429 with a JSON-RPC error
+//! 3. **Body** ([`body`]): a `POST`'s body is read here, within `--max-body`
+//!    (a larger declared `Content-Length` gets 413 before the body arrives)
+//!    and within [`body::BODY_TIMEOUT`] (else 408, the connection closed),
+//!    and put back for the transport.
+//! 4. **Session** ([`owners`]): a request naming an MCP session
+//!    (`Mcp-Session-Id`) goes on only when that session is open and was
+//!    opened by this identity; any other id gets 404 before anything is
+//!    served, whatever the method and protocol version, and another
+//!    identity's session gets the very same answer (so ids cannot be
+//!    probed) while the session is not touched. An `initialize` naming a
+//!    session is refused (400): a session has one handshake, so its
+//!    declared capabilities cannot change. A request that may open a
+//!    session (a `POST` without `Mcp-Session-Id`) and a request the
+//!    transport serves statelessly (protocol 2026-07-28), whatever session
+//!    it names, take a place within `--max-sessions` and
+//!    `--max-sessions-per-identity`, or get 429 with a JSON-RPC error
 //!    saying which limit.
+//!
+//! (The syntax of `Host`, and an absolute-form target's authority, are
+//! checked before the gate for every path: [`crate::host`].)
 //!
 //! What passes carries a [`Caller`] (the identity, and the session's place)
 //! to the MCP handlers through the request's extensions; the session's
@@ -34,6 +48,7 @@
 //! limits. Listening on an address that is not loopback without
 //! authentication is refused unless `--insecure-no-auth` says so.
 
+pub mod body;
 pub mod oauth;
 pub mod origin;
 pub(crate) mod owners;
@@ -274,6 +289,8 @@ pub(crate) struct Gate {
     verifier: Verifier,
     origins: Origins,
     owners: Owners,
+    /// The largest request body (`--max-body`).
+    max_body: usize,
 }
 
 impl Gate {
@@ -287,7 +304,19 @@ impl Gate {
             (None, Some(oauth)) => Verifier::OAuth(OAuth::start(oauth.clone(), cancel)?),
             (None, None) => Verifier::Open,
         };
-        Ok(Self { verifier, origins: Origins::new(&options.allowed_origins), owners: Owners::start(options.limits) })
+        Ok(Self {
+            verifier,
+            origins: Origins::new(&options.allowed_origins),
+            owners: Owners::start(options.limits),
+            max_body: body::DEFAULT_MAX_BODY,
+        })
+    }
+
+    /// The gate, refusing request bodies over `max` bytes (`None`: the
+    /// default, 4 MiB).
+    pub fn reading_bodies_up_to(mut self, max: Option<usize>) -> Self {
+        self.max_body = max.unwrap_or(body::DEFAULT_MAX_BODY);
+        self
     }
 
     async fn verify(&self, request: &ServiceRequest) -> Verdict {
@@ -367,7 +396,7 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// The gate as actix-web middleware (`middleware::from_fn`).
 pub(crate) async fn gate(
     gate: Gate,
-    request: ServiceRequest,
+    mut request: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<EitherBody<impl MessageBody + 'static>>, actix_web::Error> {
     let origin = match request.headers().get(header::ORIGIN).map(HeaderValue::to_str) {
@@ -412,32 +441,67 @@ pub(crate) async fn gate(
             return Ok(answer);
         }
     };
-    let session = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
-    let mut lease = None;
-    match &session {
-        Some(session) => {
-            if let Some(owner) = gate.owners.owner(session).await
-                && owner != identity
-            {
-                tracing::warn!(
-                    identity = shown(identity.as_ref()),
-                    owner = shown(owner.as_ref()),
-                    "refused a request naming an MCP session another identity opened"
-                );
-                let message = "this MCP session belongs to another identity";
-                return Ok(refusal(request, StatusCode::FORBIDDEN, json_error("forbidden_session", message)));
-            }
+    let message = if request.method() == actix_web::http::Method::POST {
+        match body::read(&mut request, gate.max_body).await {
+            Ok(bytes) => Some(body::classify(&bytes, request.headers())),
+            Err(refused) => return Ok(body_refusal(request, &refused)),
         }
-        None if request.method() == actix_web::http::Method::POST => {
-            match gate.owners.reserve(identity.clone()).await {
-                Ok(granted) => lease = Some(granted),
-                Err(limit) => {
-                    tracing::info!(identity = shown(identity.as_ref()), %limit, "refused a new MCP session");
-                    return Ok(refusal(request, StatusCode::TOO_MANY_REQUESTS, jsonrpc_error(&limit.to_string())));
+    } else {
+        None
+    };
+    let session = request.headers().get(SESSION_HEADER).map(|v| v.to_str().map(str::to_string));
+    let opens = match session {
+        // A session id is a claim: only an id of a session open now, opened
+        // by this identity, goes on. Another identity's session is answered
+        // as an id nobody opened, so ids cannot be probed.
+        Some(session) => {
+            let owner = match &session {
+                Ok(session) => gate.owners.owner(session).await,
+                Err(_) => None,
+            };
+            match owner {
+                Some(owner) if owner == identity => {}
+                Some(owner) => {
+                    tracing::warn!(
+                        identity = shown(identity.as_ref()),
+                        owner = shown(owner.as_ref()),
+                        "refused a request naming an MCP session another identity opened"
+                    );
+                    return Ok(unknown_session(request));
+                }
+                None => {
+                    tracing::info!(
+                        identity = shown(identity.as_ref()),
+                        method = %request.method(),
+                        "refused a request naming an MCP session that is not open"
+                    );
+                    return Ok(unknown_session(request));
                 }
             }
+            match message {
+                Some(body::Message::Initialize) => {
+                    tracing::info!(identity = shown(identity.as_ref()), "refused a second initialize on a session");
+                    let message = "this MCP session is already initialized: a session has one handshake; open a new \
+                                   session (a request without Mcp-Session-Id) to initialize again";
+                    return Ok(refusal(request, StatusCode::BAD_REQUEST, jsonrpc_error(INVALID_REQUEST, message)));
+                }
+                // Served outside the session it names: a place of its own.
+                Some(body::Message::Stateless) => true,
+                _ => false,
+            }
         }
-        None => {}
+        None => message.is_some(),
+    };
+    let mut lease = None;
+    if opens {
+        match gate.owners.reserve(identity.clone()).await {
+            Ok(granted) => lease = Some(granted),
+            Err(limit) => {
+                tracing::info!(identity = shown(identity.as_ref()), %limit, "refused a new MCP session");
+                let refused = jsonrpc_error(LIMIT_ERROR_CODE, &limit.to_string());
+                return Ok(refusal(request, StatusCode::TOO_MANY_REQUESTS, refused));
+            }
+        }
     }
     request.extensions_mut().insert(Caller { identity, lease: lease.clone() });
     let response = next.call(request).await?;
@@ -468,8 +532,34 @@ fn json_error(code: &str, description: &str) -> serde_json::Value {
 }
 
 /// A JSON-RPC error body (the request's id is not read).
-fn jsonrpc_error(message: &str) -> serde_json::Value {
-    serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": LIMIT_ERROR_CODE, "message": message}})
+fn jsonrpc_error(code: i64, message: &str) -> serde_json::Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}})
+}
+
+/// JSON-RPC's code of an invalid request.
+const INVALID_REQUEST: i64 = -32600;
+
+/// The one answer to a request naming a session that is not open, or that
+/// another identity opened: 404, as MCP asks for an unknown session (the
+/// client starts a new one).
+fn unknown_session<B>(request: ServiceRequest) -> ServiceResponse<EitherBody<B>> {
+    let message = "no MCP session of this client is open under this Mcp-Session-Id: open a new session (a request \
+                   without Mcp-Session-Id)";
+    refusal(request, StatusCode::NOT_FOUND, json_error("unknown_session", message))
+}
+
+/// The answer to a body that was not read: 413 or 408 (the connection is
+/// closed then, so what is left of the body is never waited for), or 400.
+fn body_refusal<B>(request: ServiceRequest, refused: &body::BodyError) -> ServiceResponse<EitherBody<B>> {
+    let (status, code) = match refused {
+        body::BodyError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+        body::BodyError::Slow { .. } => (StatusCode::REQUEST_TIMEOUT, "request_timeout"),
+        body::BodyError::Broken(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
+    };
+    tracing::info!(peer = ?request.peer_addr(), why = %refused, "refused an MCP request's body");
+    let mut answer = refusal(request, status, json_error(code, &refused.to_string()));
+    answer.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    answer
 }
 
 /// The JSON-RPC error code of a refusal by a limit.
