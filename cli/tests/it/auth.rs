@@ -305,12 +305,14 @@ async fn another_identitys_token_on_an_open_session_is_refused_and_the_session_g
     let (_serve, url, _log) = serve(&["--warm", "0", "--auth-tokens", tokens.arg()]).await;
     let session = open_session(&url, &alice);
 
+    // Refused as a session nobody opened (404): the answer does not tell
+    // another identity that the id is real.
     let stolen = list_tools(&url, &mallory, &session);
-    assert_eq!(stolen.status, 403, "{stolen:?}");
-    assert!(stolen.body.contains("belongs to another identity"), "{}", stolen.body);
+    assert_eq!(stolen.status, 404, "{stolen:?}");
+    assert!(stolen.body.contains("unknown_session"), "{}", stolen.body);
     let auth = bearer(&mallory);
     let ended = request(&url, "DELETE", &[("Authorization", &auth), ("Mcp-Session-Id", &session)], "");
-    assert_eq!(ended.status, 403, "another identity cannot end the session: {ended:?}");
+    assert_eq!(ended.status, 404, "another identity cannot end the session: {ended:?}");
 
     let listed = list_tools(&url, &alice, &session);
     assert_eq!(listed.status, 200, "{listed:?}");

@@ -24,6 +24,7 @@ mod doctor;
 mod faults;
 mod first_hour;
 mod http;
+mod http_attacks;
 mod https;
 mod image_build;
 mod kept;
