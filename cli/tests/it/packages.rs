@@ -219,3 +219,21 @@ fn under_runc_a_package_that_opens_sockets_runs_programs_and_writes_at_import_is
 fn under_runsc_a_package_that_opens_sockets_runs_programs_and_writes_at_import_is_held_like_any_code() {
     a_package_that_reaches_out_at_import_is_held_like_any_code(Runtime::Runsc);
 }
+
+#[tokio::test]
+async fn a_runner_whose_engine_lacks_the_image_it_is_given_stops_at_startup_naming_the_tag() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else { return };
+    let tag = "code-mode-sandbox:p-000000000000";
+    let mut runner = support::service_command(&nats.url(), &users, "sandbox-runner", &["--image", tag], None);
+    runner.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
+    let out = tokio::time::timeout(Duration::from_secs(30), runner.output())
+        .await
+        .expect("the runner stops within 30 s")
+        .expect("the runner ran");
+    assert!(!out.status.success(), "the runner started without its image");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("the sandbox image {tag} does not exist")), "{stderr}");
+}
