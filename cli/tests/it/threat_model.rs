@@ -568,6 +568,10 @@ fn the_posture_check_passes_under_this_runtime() {
         "devices",
         "image-contents",
         "packages",
+        "kptr-restrict",
+        "perf-paranoid",
+        "dmesg-restrict",
+        "unprivileged-bpf",
     ] {
         assert!(names.contains(&name), "no {name} check: {report}");
     }

@@ -159,6 +159,40 @@ facts["image"] = {
               if shutil.which(t)],
 }
 
+
+
+# What the code can learn about the kernel: the settings that decide it as
+# the code reads them (under runc the host's own, under runsc gVisor's),
+# and whether /proc/kallsyms shows it real addresses.
+def kernel_setting(name):
+    try:
+        with open(f"/proc/sys/kernel/{name}") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def kallsyms():
+    """'addresses' when a symbol's address is readable, 'zeroed', or the
+    errno name of the refusal."""
+    try:
+        with open("/proc/kallsyms") as f:
+            for number, line in enumerate(f):
+                if number >= 2000:
+                    break
+                if int(line.split()[0], 16):
+                    return "addresses"
+        return "zeroed"
+    except OSError as e:
+        return name_of(e.errno)
+    except (ValueError, IndexError):
+        return "unreadable"
+
+
+facts["kernel_settings"] = {name: kernel_setting(name) for name in (
+    "kptr_restrict", "perf_event_paranoid", "dmesg_restrict", "unprivileged_bpf_disabled")}
+facts["kallsyms"] = kallsyms()
+
 print(json.dumps(facts), flush=True)
 
 # The host reads the cgroup now; it closes our stdin when done.

@@ -121,6 +121,105 @@ pub struct Observed {
     pub cgroup_memory: Option<u64>,
     /// `(exit code, OOM-killed)` once the container stopped.
     pub exit: Option<(i64, bool)>,
+    /// The host's [`KERNEL_SETTINGS`] as read where doctor runs, by their
+    /// key (`None`: unreadable).
+    pub host_kernel: Vec<(&'static str, Option<i64>)>,
+}
+
+/// A host setting that decides what a cell can learn about the kernel.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelSetting {
+    /// The check's name.
+    pub check: &'static str,
+    /// The key under `/proc/sys/kernel/` (`kernel.<key>` to sysctl).
+    pub key: &'static str,
+    /// The weakest value that is not weak.
+    pub at_least: i64,
+    /// What a weaker value lets unprivileged code (a cell under runc) do.
+    pub exposes: &'static str,
+}
+
+/// The settings doctor reports, each with the value to set.
+pub const KERNEL_SETTINGS: [KernelSetting; 4] = [
+    KernelSetting {
+        check: "kptr-restrict",
+        key: "kptr_restrict",
+        at_least: 1,
+        exposes: "kernel addresses in /proc/kallsyms and elsewhere reach processes without CAP_SYSLOG once \
+                  perf_event_paranoid is 1 or less (a KASLR bypass)",
+    },
+    KernelSetting {
+        check: "perf-paranoid",
+        key: "perf_event_paranoid",
+        at_least: 2,
+        exposes: "unprivileged processes may profile the kernel, and with kptr_restrict 0 read kernel addresses",
+    },
+    KernelSetting {
+        check: "dmesg-restrict",
+        key: "dmesg_restrict",
+        at_least: 1,
+        exposes: "unprivileged processes may read the kernel log (addresses, other containers' events)",
+    },
+    KernelSetting {
+        check: "unprivileged-bpf",
+        key: "unprivileged_bpf_disabled",
+        at_least: 1,
+        exposes: "unprivileged processes may load BPF programs (our seccomp filter refuses bpf() to the code; this \
+                  is the host's line behind it)",
+    },
+];
+
+/// The host's value of each of [`KERNEL_SETTINGS`], from `/proc/sys`.
+pub fn host_kernel_settings() -> Vec<(&'static str, Option<i64>)> {
+    KERNEL_SETTINGS
+        .iter()
+        .map(|s| {
+            let read = std::fs::read_to_string(format!("/proc/sys/kernel/{}", s.key)).ok();
+            (s.key, read.and_then(|v| v.split_whitespace().next().and_then(|n| n.parse().ok())))
+        })
+        .collect()
+}
+
+/// One kernel setting: the host's value next to what the sandbox reads
+/// (`inside`, and `kallsyms`: what /proc/kallsyms showed it); a warning on
+/// a weak or unreadable host value, saying what to set.
+pub fn judge_kernel_setting(
+    setting: &KernelSetting,
+    host: Option<i64>,
+    inside: &Value,
+    kallsyms: &Value,
+    runtime: Runtime,
+) -> (Verdict, String) {
+    let whose = if runtime == Runtime::Runsc { "the sandbox (gVisor's own kernel)" } else { "the sandbox" };
+    let mut seen = match inside.as_i64() {
+        Some(v) => format!("{whose} reads {v}"),
+        None => format!("{whose} cannot read it"),
+    };
+    if setting.key == "kptr_restrict" {
+        let shows = match kallsyms.as_str() {
+            Some("addresses") => "shows it real addresses".to_string(),
+            Some("zeroed") => "shows it every address zeroed".to_string(),
+            Some(refused) => format!("gives it {refused}"),
+            None => "was not read".to_string(),
+        };
+        seen.push_str(&format!(", /proc/kallsyms {shows}"));
+    }
+    let sysctl = format!("kernel.{}", setting.key);
+    match host {
+        None => (
+            Verdict::Warn,
+            format!("{sysctl} could not be read on this host; {seen}: check it is {} or more", setting.at_least),
+        ),
+        Some(v) if v < setting.at_least => (
+            Verdict::Warn,
+            format!(
+                "host {sysctl} = {v}, {seen}: {}; set it to {} (`sysctl -w {sysctl}={}`, and in /etc/sysctl.d/ to \
+                 keep it)",
+                setting.exposes, setting.at_least, setting.at_least
+            ),
+        ),
+        Some(v) => (Verdict::Pass, format!("host {sysctl} = {v}, {seen}")),
+    }
 }
 
 /// Run every check for `runtime` with the sandbox image `image`.
@@ -274,7 +373,7 @@ pub async fn observe(docker: &Docker, lockdown: &Lockdown) -> Result<Observed, c
     let (container, mut output, mut input) =
         Container::start_with(docker, lockdown, "posture-probe", Some(entrypoint)).await?;
     let result = async {
-        let mut observed = Observed::default();
+        let mut observed = Observed { host_kernel: host_kernel_settings(), ..Observed::default() };
         let mut buffer = Vec::new();
         let first = tokio::time::timeout(PROBE_TIMEOUT, next_line(&mut output, &mut buffer))
             .await
@@ -478,6 +577,13 @@ pub fn judge(report: &mut Report, lockdown: &Lockdown, observed: &Observed) {
         ),
     );
     report.push("kernel", Verdict::Pass, format!("the code sees kernel {}", s(&facts["kernel"])));
+
+    for setting in &KERNEL_SETTINGS {
+        let host = observed.host_kernel.iter().find(|(key, _)| *key == setting.key).and_then(|(_, v)| *v);
+        let inside = &facts["kernel_settings"][setting.key];
+        let (verdict, detail) = judge_kernel_setting(setting, host, inside, &facts["kallsyms"], lockdown.runtime);
+        report.push(setting.check, verdict, detail);
+    }
 }
 
 /// Packages known to open network connections or run programs as their
@@ -538,6 +644,76 @@ fn show(value: Option<u64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn setting(check: &str) -> &'static KernelSetting {
+        KERNEL_SETTINGS.iter().find(|s| s.check == check).unwrap()
+    }
+
+    #[test]
+    fn a_weak_host_kernel_setting_warns_saying_what_to_set_and_shows_what_the_sandbox_reads() {
+        let kptr = setting("kptr-restrict");
+        let (verdict, detail) =
+            judge_kernel_setting(kptr, Some(0), &serde_json::json!(0), &serde_json::json!("zeroed"), Runtime::Runc);
+        assert_eq!(verdict, Verdict::Warn, "{detail}");
+        assert!(detail.starts_with("host kernel.kptr_restrict = 0, the sandbox reads 0"), "{detail}");
+        assert!(
+            detail.contains("every address zeroed") && detail.contains("sysctl -w kernel.kptr_restrict=1"),
+            "{detail}"
+        );
+
+        let perf = setting("perf-paranoid");
+        let (verdict, detail) = judge_kernel_setting(perf, Some(1), &serde_json::json!(1), &Value::Null, Runtime::Runc);
+        assert_eq!(verdict, Verdict::Warn);
+        assert!(detail.contains("set it to 2") && !detail.contains("kallsyms"), "{detail}");
+
+        for (check, weak) in [("dmesg-restrict", 0), ("unprivileged-bpf", 0)] {
+            let (verdict, detail) =
+                judge_kernel_setting(setting(check), Some(weak), &serde_json::json!(weak), &Value::Null, Runtime::Runc);
+            assert_eq!(verdict, Verdict::Warn, "{check}: {detail}");
+            assert!(detail.contains("set it to 1"), "{detail}");
+        }
+    }
+
+    #[test]
+    fn a_strict_host_setting_passes_and_an_unreadable_one_warns() {
+        for (check, strict) in [
+            ("kptr-restrict", 1),
+            ("kptr-restrict", 2),
+            ("perf-paranoid", 3),
+            ("dmesg-restrict", 1),
+            ("unprivileged-bpf", 2),
+        ] {
+            let (verdict, detail) = judge_kernel_setting(
+                setting(check),
+                Some(strict),
+                &serde_json::json!(strict),
+                &serde_json::json!("zeroed"),
+                Runtime::Runc,
+            );
+            assert_eq!(verdict, Verdict::Pass, "{check}: {detail}");
+        }
+        let (verdict, detail) =
+            judge_kernel_setting(setting("dmesg-restrict"), None, &Value::Null, &Value::Null, Runtime::Runsc);
+        assert_eq!(verdict, Verdict::Warn);
+        assert!(detail.contains("could not be read") && detail.contains("gVisor's own kernel"), "{detail}");
+    }
+
+    #[test]
+    fn every_kernel_setting_is_read_from_this_host_and_judged_in_the_report() {
+        let host = host_kernel_settings();
+        assert_eq!(host.len(), KERNEL_SETTINGS.len());
+        assert!(host.iter().all(|(_, v)| v.is_some()), "this Linux host has them all: {host:?}");
+        let facts = serde_json::json!({"kernel_settings": {"kptr_restrict": 1, "perf_event_paranoid": 2,
+            "dmesg_restrict": 1, "unprivileged_bpf_disabled": 2}, "kallsyms": "zeroed"});
+        let observed = Observed { facts, host_kernel: host, ..Observed::default() };
+        let mut report = Report { runtime: Runtime::Runc, image: "i".into(), checks: Vec::new() };
+        judge(&mut report, &Lockdown::default(), &observed);
+        for s in &KERNEL_SETTINGS {
+            let check = report.get(s.check).unwrap_or_else(|| panic!("no {} check: {report}", s.check));
+            assert_ne!(check.verdict, Verdict::Fail, "a kernel setting only warns: {report}");
+            assert!(check.detail.contains(&format!("kernel.{}", s.key)), "{}", check.detail);
+        }
+    }
 
     #[test]
     fn runc_older_than_a_fix_warns_naming_the_cve_and_the_fix() {
@@ -608,6 +784,7 @@ mod tests {
             cgroup_pids: Some(crate::container::RUNSC_HOST_PIDS as u64),
             cgroup_memory: Some(lockdown.memory_bytes as u64),
             exit: Some((0, false)),
+            host_kernel: vec![],
         };
         let mut report = Report { runtime: Runtime::Runsc, image: "i".into(), checks: Vec::new() };
         judge(&mut report, &lockdown, &observed);
