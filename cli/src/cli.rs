@@ -81,6 +81,10 @@ pub struct DescribeArgs {
     /// Kept variables (`--keep-variables`) change what the description says.
     #[command(flatten)]
     pub keep: KeepArgs,
+    /// The packages of the sandbox image: the description names those the
+    /// image holds (it must be built; Docker is asked only then).
+    #[command(flatten)]
+    pub packages: PackageArgs,
     /// Print it all as one JSON object instead.
     #[arg(long)]
     pub json: bool,

@@ -5,13 +5,15 @@
 //! builds, and renders the `run_python` description through the
 //! frontend's own code, so what it prints is what a client gets. No
 //! sandbox-runner starts, so Docker is not needed; the description is the
-//! one of the default image (the standard library only).
+//! one of the default image (the standard library only), or with
+//! `--requirements`/`--apt`/`--wheels` of that image, read from Docker.
 
 use code_mode_core::bus::Bus;
 use code_mode_core::state::SessionStore;
 use code_mode_mcp_frontend::FrontendConfig;
 use code_mode_mcp_frontend::catalog::View;
 use code_mode_mcp_frontend::description::{self, Tier};
+use code_mode_sandbox_runner::image::{self, Packages};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -29,9 +31,28 @@ fn tier_name(tier: Tier) -> &'static str {
     }
 }
 
+/// What the sandbox image of `packages` holds beyond the standard library:
+/// nothing for the default image (Docker is not asked), else its label;
+/// the image must exist.
+async fn image_packages(packages: &Packages) -> anyhow::Result<Vec<String>> {
+    if packages.is_empty() {
+        return Ok(Vec::new());
+    }
+    let tag = image::packages_tag(packages)?;
+    let docker = code_mode_sandbox_runner::connect_docker().await?;
+    if !image::image_exists(&docker, &tag).await? {
+        anyhow::bail!(
+            "the sandbox image {tag} of these packages is not built: run `code-mode build-image` with the same \
+             --requirements/--apt/--wheels first"
+        );
+    }
+    Ok(image::installed_packages(&docker, &tag).await?)
+}
+
 /// Start the servers, print the description, the tiers and the stubs, stop
 /// the servers.
 pub async fn describe(args: DescribeArgs, root: &CancellationToken) -> anyhow::Result<()> {
+    let packages = image_packages(&args.packages.packages()).await?;
     let servers = crate::app::wrapped_servers(&args.bridge, &args.server)?;
     let parts = crate::app::bridge_parts(&args.bridge, servers, SessionStore::in_memory(), None);
     let cancel = root.child_token();
@@ -45,8 +66,9 @@ pub async fn describe(args: DescribeArgs, root: &CancellationToken) -> anyhow::R
     let budget = config.description_budget;
     let mut facts = View::facts(&catalog, &config);
     // No runner reports here: the default image's packages are known, none
-    // beyond the standard library, and that is what `serve` says with it.
-    facts.packages.get_or_insert_with(Vec::new);
+    // beyond the standard library, and that is what `serve` says with it;
+    // an image of packages names its own, read from the image.
+    facts.packages = Some(packages);
     let (tier, text) = description::describe(&facts, &catalog.tools, budget);
     let sizes = description::tier_sizes(&facts, &catalog.tools);
     let chars = text.chars().count();

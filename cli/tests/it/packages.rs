@@ -237,3 +237,37 @@ async fn a_runner_whose_engine_lacks_the_image_it_is_given_stops_at_startup_nami
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(&format!("the sandbox image {tag} does not exist")), "{stderr}");
 }
+
+#[test]
+fn describe_names_the_packages_of_a_built_image_and_asks_for_a_build_of_a_set_not_built() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let requirements = support::data_science();
+    support::package_image(&requirements);
+    let describe = |file: &Path| {
+        std::process::Command::new(support::code_mode())
+            .args(["describe", "--json", "--requirements"])
+            .arg(file)
+            .arg("--")
+            .arg(support::test_server())
+            .output()
+            .expect("describe runs")
+    };
+    let out = describe(&requirements);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = report["description"].as_str().unwrap();
+    assert!(text.contains("numpy 2.2.6") && text.contains("PACKAGES maps"), "{text}");
+
+    let dir = std::env::temp_dir().join(format!("code-mode-unbuilt-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let unbuilt = dir.join("requirements.txt");
+    // A set no test builds.
+    std::fs::write(&unbuilt, "tabulate==0.9.0\nsix==1.16.0\n").unwrap();
+    let out = describe(&unbuilt);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is not built: run `code-mode build-image`"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
