@@ -1,8 +1,9 @@
 //! No sandbox outlives its sandbox-runner (issue 29), with real processes:
 //! a runner over NATS, the only one of its engine, killed with `kill -9`;
 //! each kind of container it starts (warm in its pool, running a cell,
-//! kept for a `--keep-variables` session between cells) must stop running
-//! by itself, with no other runner to reap it, within [`GONE_WITHIN`].
+//! kept for a `--keep-variables` session, between cells and running one)
+//! must stop running by itself, with no other runner to reap it, within
+//! [`GONE_WITHIN`].
 //! "By itself" is checked in the engine's event log: the container died
 //! without anyone asking the engine to kill it.
 //!
@@ -227,6 +228,33 @@ async fn a_kept_container_ends_by_itself_when_its_only_runner_is_killed_between_
     client.cancel().await.unwrap();
 }
 
+async fn a_kept_container_running_a_cell_ends_by_itself_when_its_only_runner_is_killed() {
+    let mut deployment = Deployment::start(&["--warm", "0"]);
+    let pid = deployment.runner_pid();
+    let client = deployment.client(&["--keep-variables", "--deadline", "120"]).await;
+    let first = run_python(&client, "x = 1\nprint(x)").await;
+    assert_eq!(support::stdout_of(&first), "1\n", "{first:?}");
+    // The session's second cell makes a call (so it surely runs), then
+    // sleeps far past the test.
+    let code = "await add({'a': x, 'b': 1})\nimport time\ntime.sleep(600)";
+    let cell = tokio::spawn(async move {
+        let result = run_python(&client, code).await;
+        (client, result)
+    });
+    let log = deployment.log.clone();
+    let running = eventually(Duration::from_secs(60), || !logged_calls(&log).is_empty()).await;
+    assert!(running, "the kept cell's call never reached the server");
+    let ids = running_of(pid);
+    assert_eq!(ids.len(), 1, "the session's one container runs the cell: {ids:?}");
+    killed_runner_leaves_nothing_running(&mut deployment, ids, "kept, running a cell,").await;
+    let (client, result) = tokio::time::timeout(Duration::from_secs(30), cell)
+        .await
+        .expect("the client hears of the lost runner")
+        .expect("the cell task ran");
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    client.cancel().await.unwrap();
+}
+
 /// `kill -STOP` or `kill -CONT` a process.
 fn signal(pid: u32, which: &str) {
     let status = Command::new("kill").args([which, &pid.to_string()]).status().expect("kill runs");
@@ -355,6 +383,7 @@ both_runtimes!(
     a_warm_container_ends_by_itself_when_its_only_runner_is_killed,
     a_container_running_a_cell_ends_by_itself_when_its_only_runner_is_killed,
     a_kept_container_ends_by_itself_when_its_only_runner_is_killed_between_cells,
+    a_kept_container_running_a_cell_ends_by_itself_when_its_only_runner_is_killed,
     with_its_runner_stopped_a_cell_holding_the_interpreter_ends_at_its_deadline_and_the_margin,
     with_its_runner_stopped_a_kept_container_ends_at_its_session_max_and_the_margin,
     a_warm_container_nobody_claims_ends_at_its_unclaimed_bound,
