@@ -96,11 +96,12 @@ pub(crate) fn changed_lists(before: &View, now: &View) -> ChangedLists {
     let (old_features, new_features) = (features(old), features(new));
     // Only result shapes were learned: the clients' models keep what they
     // hold (no notice, no list_changed); new sessions and cells get them.
-    // What the code can import is news to every model.
-    let learned_only = !old.listed.is_empty()
-        && old.listed == new.listed
-        && old.withheld == new.withheld
-        && old.packages == new.packages;
+    // What the code can import is news to every model once it was known:
+    // the runners' first word on it (a moment after the start) is learned
+    // like a shape, not announced.
+    let packages_news = old.packages.is_some() && old.packages != new.packages;
+    let learned_only =
+        !old.listed.is_empty() && old.listed == new.listed && old.withheld == new.withheld && !packages_news;
     ChangedLists {
         tools: !learned_only
             && (old.tools != new.tools || old.withheld != new.withheld || before.description != now.description),
@@ -272,7 +273,7 @@ mod tests {
         learned.fingerprint = "two".into();
         learned.tools[0].stub = "async def add(a: int) -> {sum: int} (observed):".into();
         learned.tools[0].summary = "add(a: int) -> {sum: int} (observed)  the add tool.".into();
-        let before = View::new(first, &config);
+        let before = View::new(first.clone(), &config);
         let now = View::new(learned.clone(), &config);
         assert_ne!(before.description, now.description, "new sessions read the learned shape");
         assert_eq!(changed_lists(&before, &now), ChangedLists::default(), "nobody is told");
@@ -281,12 +282,18 @@ mod tests {
         renamed.listed = "listed-2".into();
         renamed.tools[0].name = "sum".into();
         assert!(changed_lists(&before, &View::new(renamed, &config)).tools);
-        // The runners named their packages: every client is told.
-        let mut packages = learned.clone();
+        // The runners' first word on their packages is learned, not told;
+        // a change of packages after it is told to every client.
+        let mut known = first.clone();
+        known.packages = Some(Vec::new());
+        let known = View::new(known, &config);
+        assert!(known.description.contains("standard library only"), "{}", known.description);
+        assert_eq!(changed_lists(&before, &known), ChangedLists::default(), "nobody is told");
+        let mut packages = first.clone();
         packages.packages = Some(vec!["numpy==2.2.6".into()]);
         let with_packages = View::new(packages, &config);
         assert!(with_packages.description.contains("numpy 2.2.6"), "{}", with_packages.description);
-        assert!(changed_lists(&before, &with_packages).tools);
+        assert!(changed_lists(&known, &with_packages).tools);
         // From a bridge that sends no fingerprint of what it lists, any
         // change is told.
         let (mut old, mut new) = (before.catalog.clone(), learned);
