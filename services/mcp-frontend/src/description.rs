@@ -439,7 +439,9 @@ mod tests {
         let unknown = description(&facts(), &[], 12_000);
         assert!(!unknown.contains("standard library") && !unknown.contains("PACKAGES"), "{unknown}");
         let none = description(&RunFacts { packages: Some(Vec::new()), ..facts() }, &[], 12_000);
-        assert!(none.starts_with("Run Python code in a fresh, locked-down sandbox (no network, standard library only,"));
+        assert!(
+            none.starts_with("Run Python code in a fresh, locked-down sandbox (no network, standard library only,")
+        );
         assert!(!none.contains("PACKAGES"), "{none}");
         let some = RunFacts { packages: Some(vec!["numpy==2.2.6".into(), "tabulate==0.9.0".into()]), ..facts() };
         let some = description(&some, &[], 12_000);
