@@ -13,25 +13,12 @@ use rmcp::model::CallToolResult;
 use tokio::time::Instant;
 
 use crate::support::{
-    self, Client, Deployment, children_of, containers_of, kill9, pid_alive, report, run_python, spawn_service, start,
+    self, Client, Deployment, children_of, containers_of, eventually, kill9, pid_alive, report, run_python,
+    spawn_service, start,
 };
 
 /// The deadline the tests give a cell.
 const DEADLINE: Duration = Duration::from_secs(10);
-
-/// Poll `check` every 100 ms until it holds, up to `within`.
-async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let give_up = Instant::now() + within;
-    loop {
-        if check() {
-            return true;
-        }
-        if Instant::now() >= give_up {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 /// The text of a result that is a tool error, or the test fails.
 fn error_text(result: &CallToolResult) -> String {

@@ -64,15 +64,8 @@ fn read_answer(stream: &mut TcpStream) -> Answer {
 }
 
 fn parse(answer: &[u8]) -> Answer {
-    let answer = String::from_utf8_lossy(answer).into_owned();
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
-    let mut lines = head.lines();
-    let status = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    Answer { status, headers, body: body.to_string() }
+    let (status, headers, body) = support::http_answer(answer);
+    Answer { status, headers, body }
 }
 
 /// A `POST` (or other `method`) to `/mcp` in origin form, with `Host:

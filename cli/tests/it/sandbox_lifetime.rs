@@ -25,7 +25,9 @@ use code_mode_core::testing::{NatsServer, NatsUsers};
 use code_mode_sandbox_runner::container::{BACKSTOP_MARGIN, Container, Lockdown, Runtime};
 use tokio::time::Instant;
 
-use crate::support::{self, Client, containers_of, kill9, log_path, logged_calls, run_python, service_command};
+use crate::support::{
+    self, Client, containers_of, eventually, kill9, log_path, logged_calls, run_python, service_command,
+};
 
 /// How soon after its runner is killed every container of it must have
 /// stopped running.
@@ -95,20 +97,6 @@ fn running() -> Vec<String> {
 fn running_of(pid: u32) -> Vec<String> {
     let now = running();
     containers_of(pid).into_iter().filter(|id| now.contains(id)).collect()
-}
-
-/// Poll until `check` holds, up to `within`; true if it did.
-async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let give_up = Instant::now() + within;
-    loop {
-        if check() {
-            return true;
-        }
-        if Instant::now() >= give_up {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// Wait up to `within` for each of `ids` to stop running; how long after
@@ -198,22 +186,7 @@ async fn a_container_running_a_cell_ends_by_itself_when_its_only_runner_is_kille
     let client = deployment.client(&["--deadline", "120"]).await;
     // The cell makes a call (so it surely runs), then sleeps far past the test.
     let code = "await add({'a': 1, 'b': 1})\nimport time\ntime.sleep(600)";
-    let cell = tokio::spawn(async move {
-        let result = run_python(&client, code).await;
-        (client, result)
-    });
-    let log = deployment.log.clone();
-    let running = eventually(Duration::from_secs(60), || !logged_calls(&log).is_empty()).await;
-    assert!(running, "the cell's call never reached the server");
-    let ids = running_of(pid);
-    assert_eq!(ids.len(), 1, "one container runs the cell: {ids:?}");
-    killed_runner_leaves_nothing_running(&mut deployment, ids, "cell").await;
-    let (client, result) = tokio::time::timeout(Duration::from_secs(30), cell)
-        .await
-        .expect("the client hears of the lost runner")
-        .expect("the cell task ran");
-    assert_eq!(result.is_error, Some(true), "{result:?}");
-    client.cancel().await.unwrap();
+    killed_mid_cell(&mut deployment, client, pid, code, "cell").await;
 }
 
 async fn a_kept_container_ends_by_itself_when_its_only_runner_is_killed_between_cells() {
@@ -237,16 +210,23 @@ async fn a_kept_container_running_a_cell_ends_by_itself_when_its_only_runner_is_
     // The session's second cell makes a call (so it surely runs), then
     // sleeps far past the test.
     let code = "await add({'a': x, 'b': 1})\nimport time\ntime.sleep(600)";
+    killed_mid_cell(&mut deployment, client, pid, code, "kept, running a cell,").await;
+}
+
+/// Run `code` (a call, then a long sleep) in `client`'s session; once its
+/// call reached the server, kill the only runner (`pid`): its one container
+/// (`what`) ends by itself, and the client hears of the lost runner.
+async fn killed_mid_cell(deployment: &mut Deployment, client: Client, pid: u32, code: &'static str, what: &str) {
     let cell = tokio::spawn(async move {
         let result = run_python(&client, code).await;
         (client, result)
     });
     let log = deployment.log.clone();
     let running = eventually(Duration::from_secs(60), || !logged_calls(&log).is_empty()).await;
-    assert!(running, "the kept cell's call never reached the server");
+    assert!(running, "the {what}'s call never reached the server");
     let ids = running_of(pid);
-    assert_eq!(ids.len(), 1, "the session's one container runs the cell: {ids:?}");
-    killed_runner_leaves_nothing_running(&mut deployment, ids, "kept, running a cell,").await;
+    assert_eq!(ids.len(), 1, "one container runs the {what}: {ids:?}");
+    killed_runner_leaves_nothing_running(deployment, ids, what).await;
     let (client, result) = tokio::time::timeout(Duration::from_secs(30), cell)
         .await
         .expect("the client hears of the lost runner")

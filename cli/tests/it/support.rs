@@ -666,7 +666,13 @@ pub fn raw_http(
     }
     let mut answer = Vec::new();
     let _ = stream.read_to_end(&mut answer);
-    let answer = String::from_utf8_lossy(&answer).into_owned();
+    http_answer(&answer)
+}
+
+/// An HTTP/1.1 answer read off a socket: the status (0 when there is none),
+/// the headers (names in lower case) and the body.
+pub fn http_answer(answer: &[u8]) -> (u16, Vec<(String, String)>, String) {
+    let answer = String::from_utf8_lossy(answer).into_owned();
     let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
     let mut lines = head.lines();
     let status = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
@@ -675,4 +681,18 @@ pub fn raw_http(
         .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
         .collect();
     (status, headers, body.to_string())
+}
+
+/// Poll `check` every 100 ms until it holds, up to `within`; true if it did.
+pub async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let give_up = std::time::Instant::now() + within;
+    loop {
+        if check() {
+            return true;
+        }
+        if std::time::Instant::now() >= give_up {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
