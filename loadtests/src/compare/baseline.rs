@@ -14,7 +14,7 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 use serde_json::Value;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::*;
 
@@ -106,10 +106,25 @@ pub(super) async fn raw_run(args: &[String]) -> anyhow::Result<Duration> {
         .context("starting docker run")?;
     let mut stdin = child.stdin.take().context("docker run's stdin")?;
     stdin.write_all(&cell_line("print(1)")).await?;
+    stdin.flush().await?;
+    // The runner ends when its input closes (no sandbox outlives its host),
+    // so the input stays open until the cell is done, as the host's does.
+    let mut lines = BufReader::new(child.stdout.take().context("docker run's stdout")?).lines();
+    let mut stdout = String::new();
+    while let Some(line) = lines.next_line().await? {
+        stdout.push_str(&line);
+        stdout.push('\n');
+        if line.contains(r#""type": "done""#) {
+            break;
+        }
+    }
     drop(stdin);
+    while let Some(line) = lines.next_line().await? {
+        stdout.push_str(&line);
+        stdout.push('\n');
+    }
     let out = child.wait_with_output().await?;
     let elapsed = started.elapsed();
-    let stdout = String::from_utf8_lossy(&out.stdout);
     ensure!(
         out.status.success() && stdout.contains(r#""data": "1""#) && stdout.contains(r#""type": "done""#),
         "the raw docker run did not print 1: {stdout} {}",
