@@ -16,6 +16,7 @@ use anyhow::{Context, ensure};
 use code_mode_proto::CellReport;
 use code_mode_sandbox_runner::container::Runtime;
 
+use crate::compare::probe::{idle_warm_memory_of, refilled};
 use crate::stack::{Extras, Stack, Transport};
 use crate::stats::Summary;
 
@@ -33,9 +34,6 @@ const IMPORTS: &str = "import time\nt = time.perf_counter()\nimport numpy, panda
                        matplotlib.use('Agg')\nimport matplotlib.pyplot\n\
                        print(round((time.perf_counter() - t) * 1000, 1))";
 
-/// How long a warm pool may take to refill.
-const REFILL_BOUND: Duration = Duration::from_secs(120);
-
 /// One cell's time, checked.
 async fn timed(stack: &Stack, code: &str) -> anyhow::Result<(Duration, CellReport)> {
     let started = Instant::now();
@@ -45,61 +43,11 @@ async fn timed(stack: &Stack, code: &str) -> anyhow::Result<(Duration, CellRepor
     Ok((elapsed, report))
 }
 
-async fn refilled(stack: &Stack) -> anyhow::Result<()> {
-    let filled = tokio::time::timeout(REFILL_BOUND, stack.runner.pool().wait_until_full()).await;
-    ensure!(matches!(filled, Ok(true)), "the warm pool did not refill within {REFILL_BOUND:?}");
-    Ok(())
-}
-
 /// `docker image inspect`'s size of `image`, in MB (10^6 bytes, as `docker
 /// images` shows them).
 async fn image_mb(docker: &bollard::Docker, image: &str) -> anyhow::Result<f64> {
     let inspected = docker.inspect_image(image).await.with_context(|| format!("inspecting {image}"))?;
     Ok(inspected.size.unwrap_or_default() as f64 / 1e6)
-}
-
-/// The memory the engine counts for each running sandbox container of
-/// `image` (idle warm ones here), in MiB. Containers are matched by the
-/// image they were started from (a filter by ancestor would also match the
-/// images built on it).
-async fn idle_mib(image: &str) -> anyhow::Result<Vec<f64>> {
-    let listed = tokio::process::Command::new("docker")
-        .args(["ps", "--filter", "label=code-mode.sandbox", "--format", "{{.ID}} {{.Image}}"])
-        .output()
-        .await
-        .context("docker ps")?;
-    let ids: Vec<String> = String::from_utf8_lossy(&listed.stdout)
-        .lines()
-        .filter_map(|l| l.split_once(' ').filter(|(_, from)| *from == image).map(|(id, _)| id.to_string()))
-        .collect();
-    let mut used = Vec::new();
-    for id in ids {
-        let out = tokio::process::Command::new("docker")
-            .args(["stats", "--no-stream", "--format", "{{.MemUsage}}", &id])
-            .output()
-            .await
-            .context("docker stats")?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        if let Some(mib) = parse_usage(text.split('/').next().unwrap_or_default().trim()) {
-            used.push(mib);
-        }
-    }
-    Ok(used)
-}
-
-/// `12.5MiB`, `900KiB` or `1.2GiB` in MiB.
-fn parse_usage(text: &str) -> Option<f64> {
-    let split = text.find(|c: char| c.is_ascii_alphabetic())?;
-    let (number, unit) = text.split_at(split);
-    let number: f64 = number.trim().parse().ok()?;
-    let factor = match unit {
-        "B" => 1.0 / (1024.0 * 1024.0),
-        "KiB" | "kB" => 1.0 / 1024.0,
-        "MiB" | "MB" => 1.0,
-        "GiB" | "GB" => 1024.0,
-        _ => return None,
-    };
-    Some(number * factor)
 }
 
 fn mean(values: &[f64]) -> f64 {
@@ -175,8 +123,9 @@ pub async fn measure(
         let (mut a, mut b, mut imports, mut import_ms) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         refilled(&plain).await?;
         refilled(&packaged).await?;
-        let idle_default = idle_mib(&default).await?;
-        let idle_packages = idle_mib(image).await?;
+        let owner = code_mode_sandbox_runner::container::owner_label();
+        let idle_default = idle_warm_memory_of(&owner, Some(&default)).await?;
+        let idle_packages = idle_warm_memory_of(&owner, Some(image)).await?;
         for i in 0..warmup + samples {
             // Both pools full before each cell, and each image first every
             // other time, so one pool's refill never runs under the other's
@@ -219,17 +168,4 @@ pub async fn measure(
         idle_packages.len()
     ));
     Ok(Measured { rows, facts })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_engines_memory_figures_are_read_in_mib() {
-        assert_eq!(parse_usage("12.5MiB"), Some(12.5));
-        assert_eq!(parse_usage("512KiB"), Some(0.5));
-        assert_eq!(parse_usage("1.5GiB"), Some(1536.0));
-        assert_eq!(parse_usage("--"), None);
-    }
 }

@@ -37,7 +37,7 @@
 //! printed table.
 
 mod baseline;
-mod probe;
+pub(crate) mod probe;
 mod report;
 
 use std::path::{Path, PathBuf};

@@ -28,8 +28,15 @@ pub(super) fn load_average() -> String {
 
 /// Memory of each idle warm container owned by `owner`, in MiB (`docker stats`).
 pub(super) async fn idle_warm_memory(owner: &str) -> anyhow::Result<Vec<f64>> {
+    idle_warm_memory_of(owner, None).await
+}
+
+/// [`idle_warm_memory`] of the containers started from `image` alone, when
+/// given (matched by the image a container was started from: an
+/// `ancestor` filter would also match the images built on it).
+pub(crate) async fn idle_warm_memory_of(owner: &str, image: Option<&str>) -> anyhow::Result<Vec<f64>> {
     let list = tokio::process::Command::new("docker")
-        .args(["ps", "-q", "--no-trunc", "--filter"])
+        .args(["ps", "--no-trunc", "--format", "{{.ID}} {{.Image}}", "--filter"])
         .arg(format!("label={LABEL_SANDBOX}"))
         .arg("--filter")
         .arg(format!("label={LABEL_OWNER}={owner}"))
@@ -37,7 +44,12 @@ pub(super) async fn idle_warm_memory(owner: &str) -> anyhow::Result<Vec<f64>> {
         .arg(format!("label={LABEL_CELL}={}", code_mode_sandbox_runner::pool::WARM_CELL))
         .output()
         .await?;
-    let ids: Vec<String> = String::from_utf8_lossy(&list.stdout).split_whitespace().map(String::from).collect();
+    let ids: Vec<String> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(_, from)| image.is_none_or(|image| *from == image))
+        .map(|(id, _)| id.to_string())
+        .collect();
     if ids.is_empty() {
         return Ok(vec![]);
     }
@@ -56,7 +68,7 @@ pub(super) async fn idle_warm_memory(owner: &str) -> anyhow::Result<Vec<f64>> {
 }
 
 /// `12.5MiB`, `900KiB`, `1.1GiB` in MiB.
-pub(super) fn mib(text: &str) -> Option<f64> {
+pub(crate) fn mib(text: &str) -> Option<f64> {
     let split = text.find(|c: char| c.is_ascii_alphabetic())?;
     let (number, unit) = text.split_at(split);
     let number: f64 = number.trim().parse().ok()?;
@@ -182,7 +194,7 @@ pub(super) async fn warm_cell(stack: &Stack) -> anyhow::Result<(Duration, Vec<(u
     Ok((elapsed, before.iter().zip(&after).map(|(b, a)| (a.0 - b.0, a.1 - b.1)).collect()))
 }
 
-pub(super) async fn refilled(stack: &Stack) -> anyhow::Result<()> {
+pub(crate) async fn refilled(stack: &Stack) -> anyhow::Result<()> {
     let pool = stack.runner.pool();
     let filled = tokio::time::timeout(REFILL_BOUND, pool.wait_until_full()).await;
     ensure!(matches!(filled, Ok(true)), "the warm pool did not refill within {REFILL_BOUND:?}");
