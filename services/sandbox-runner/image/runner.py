@@ -1308,6 +1308,11 @@ def read_packages(path=PACKAGES_FILE):
     return types.MappingProxyType({str(k): str(v) for k, v in sorted(found.items())})
 
 
+# Read once, before the container is ready: every cell's PACKAGES is this
+# same read-only mapping, off the cell's path.
+INSTALLED = read_packages()
+
+
 
 
 def make_globals(tools, caller, withheld=()):
@@ -1334,7 +1339,7 @@ def make_globals(tools, caller, withheld=()):
     namespace["TOOLS"] = ToolStubs(catalog)
     namespace["search_tools"] = make_search_tools(tools)
     namespace["ToolError"] = ToolError
-    namespace["PACKAGES"] = read_packages()
+    namespace["PACKAGES"] = INSTALLED
     return module
 
 
@@ -1361,7 +1366,7 @@ def refresh_globals(module, tools, caller, installed, withheld=()):
     namespace["TOOLS"] = ToolStubs(catalog)
     namespace["search_tools"] = make_search_tools(tools)
     namespace["ToolError"] = ToolError
-    namespace["PACKAGES"] = read_packages()
+    namespace["PACKAGES"] = INSTALLED
     return current
 
 
