@@ -271,3 +271,44 @@ fn describe_names_the_packages_of_a_built_image_and_asks_for_a_build_of_a_set_no
     assert!(stderr.contains("is not built: run `code-mode build-image`"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn a_bridge_killed_and_started_again_leaves_the_packages_in_the_description_and_the_cells() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let requirements = support::data_science();
+    support::package_image(&requirements);
+    let (client, _pid, mut guards) =
+        support::start(Deployment::OverNats, &["--requirements", requirements.to_str().unwrap()], &[]).await;
+    let text = description_when(&client, |d| d.contains("numpy 2.2.6")).await;
+    assert!(text.contains("numpy 2.2.6"), "{text}");
+
+    // The packages a bridge heard live in its memory only: a new bridge
+    // learns them from the runner's next status (every 5 s), and the
+    // frontend keeps what it knew meanwhile.
+    let mut bridge = guards.bridge.take().expect("a bridge");
+    support::kill9(bridge.id().expect("the bridge runs"));
+    bridge.wait().await.expect("the killed bridge is reaped");
+    let nats = guards.nats_url();
+    guards.bridge = Some(support::spawn_service(&nats, guards.users(), "bridge", &[], Some(&[])));
+    // Through the new bridge's first answers (before the runner's next
+    // status reaches it) the description keeps naming them.
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(10) {
+        let tools = client.peer().list_all_tools().await.expect("tools/list answers");
+        let text = tools[0].description.as_deref().unwrap_or_default();
+        assert!(text.contains("numpy 2.2.6"), "{:?} after the restart: {text}", started.elapsed());
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let out = loop {
+        let result = support::run_python(&client, "print(PACKAGES['numpy'])").await;
+        match support::outcome(&result) {
+            Ok((stdout, None)) => break stdout,
+            _ if started.elapsed() < Duration::from_secs(40) => tokio::time::sleep(Duration::from_millis(500)).await,
+            other => panic!("no cell ran through the new bridge: {other:?}"),
+        }
+    };
+    assert_eq!(out, "2.2.6\n");
+    client.cancel().await.ok();
+}

@@ -203,6 +203,13 @@ impl Watcher {
             return false;
         }
         let old = self.publish.borrow().clone();
+        // A bridge that has heard no runner yet (just started, or restarted)
+        // does not know the packages: what was known stays, so a bridge's
+        // restart does not take them out of the description for a moment.
+        let mut catalog = catalog;
+        if catalog.packages.is_none() {
+            catalog.packages.clone_from(&old.catalog.packages);
+        }
         // Bridge replicas count versions apart: compare what is offered.
         let same = old.catalog.tools == catalog.tools
             && old.catalog.max_calls == catalog.max_calls
