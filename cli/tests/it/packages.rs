@@ -312,3 +312,34 @@ async fn a_bridge_killed_and_started_again_leaves_the_packages_in_the_descriptio
     assert_eq!(out, "2.2.6\n");
     client.cancel().await.ok();
 }
+
+#[tokio::test]
+async fn both_python_sdk_clients_over_http_read_the_packages_in_the_description_and_find_them_in_packages() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let requirements = support::data_science();
+    support::package_image(&requirements);
+    let mut serve = tokio::process::Command::new(support::code_mode());
+    serve.args(["serve", "--http", "127.0.0.1:0", "--requirements", requirements.to_str().unwrap(), "--"]);
+    serve.arg(support::test_server()).stdin(std::process::Stdio::null()).kill_on_drop(true);
+    let (_serve, url, _log) = crate::http::spawn_http(&mut serve).await;
+    // A cell first: the frontend asks the bridge again after each cell, and
+    // the runner has named its packages by then.
+    let steps = serde_json::json!([
+        {"op": "call", "tool": "run_python", "arguments": {"code": "print(PACKAGES['pandas'])"}},
+        {"op": "list_tools"},
+    ]);
+    // `mcp.Client` at its defaults (the stateless 2026-07-28 protocol), then
+    // `ClientSession` (initialize, 2025-11-25).
+    for api in ["client", "session"] {
+        let Some((results, stderr)) = support::python_sdk(&["--url", &url, "--api", api], &steps).await else {
+            return;
+        };
+        let printed = results[0]["result"]["structuredContent"]["stdout"].as_str();
+        assert_eq!(printed, Some("2.2.3\n"), "{api}: {results:?} {stderr}");
+        let tools = results[1]["result"]["tools"].as_array().unwrap_or_else(|| panic!("{api}: {results:?}"));
+        let description = tools[0]["description"].as_str().unwrap_or_default();
+        assert!(description.contains("numpy 2.2.6") && description.contains("PACKAGES maps"), "{api}: {description}");
+    }
+}

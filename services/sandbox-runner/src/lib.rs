@@ -241,6 +241,9 @@ pub const REAP_EVERY: Duration = Duration::from_secs(5);
 /// How often a serving runner tells the bridges its slots.
 pub const STATUS_EVERY: Duration = Duration::from_secs(5);
 
+/// How soon a status no bridge noted is sent again, until one is.
+const STATUS_FIRST_RETRY: Duration = Duration::from_millis(250);
+
 /// How long one status report may take.
 const STATUS_WAIT: Duration = Duration::from_secs(2);
 
@@ -595,16 +598,20 @@ impl SandboxRunner {
                 None
             }
         };
+        // Until a bridge has noted one, statuses go out every
+        // STATUS_FIRST_RETRY: a runner starting before its bridge (as
+        // `serve` and a stack's start do) names its packages at once.
+        let mut noted = false;
         loop {
             let status = self.status(packages.clone());
-            if let Err(e) =
-                self.inner.bus.call_quiet::<_, StatusNoted>(subjects::RUNNER_STATUS, &status, STATUS_WAIT).await
-            {
-                tracing::debug!(error = %e, "no bridge noted this runner's status");
+            match self.inner.bus.call_quiet::<_, StatusNoted>(subjects::RUNNER_STATUS, &status, STATUS_WAIT).await {
+                Ok(_) => noted = true,
+                Err(e) => tracing::debug!(error = %e, "no bridge noted this runner's status"),
             }
+            let wait = if noted { STATUS_EVERY } else { STATUS_FIRST_RETRY };
             tokio::select! {
                 _ = cancel.cancelled() => return,
-                _ = tokio::time::sleep(STATUS_EVERY) => {}
+                _ = tokio::time::sleep(wait) => {}
             }
         }
     }
