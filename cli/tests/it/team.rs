@@ -124,6 +124,8 @@ async fn a_call_approved_three_minutes_after_it_was_asked_completes_in_a_cell_wh
     }
     let policy = policy_file("team-policy", TEAM_POLICY);
     let audit = log_path("team-audit");
+    // No warm pool: the cell's own container carries its id as a label
+    // (a warm one was labelled before any cell was known).
     let args = [
         "--policy",
         policy.to_str().unwrap(),
@@ -133,6 +135,8 @@ async fn a_call_approved_three_minutes_after_it_was_asked_completes_in_a_cell_wh
         "600",
         "--audit",
         audit.to_str().unwrap(),
+        "--warm",
+        "0",
     ];
     let (client, _pid, guards) = support::start(Deployment::OverNats, &args, &[]).await;
     let bus = console_bus(&guards).await;
