@@ -25,6 +25,7 @@ mod replay;
 mod restart;
 mod search;
 mod search_eval;
+mod search_meaning;
 mod session_end;
 mod startup;
 mod stateless;

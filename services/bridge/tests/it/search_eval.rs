@@ -41,16 +41,32 @@ pub struct Query {
     pub want: String,
     /// `tune` or `holdout` (never looked at while tuning).
     pub set: String,
+    /// The catalog the question is asked of: [`REAL_TOOLS`] (the four real
+    /// servers) or 300 (`catalog-300.json`, copies of them under other
+    /// server names).
+    #[serde(default = "real_tools")]
+    pub catalog: usize,
+}
+
+fn real_tools() -> usize {
+    REAL_TOOLS
 }
 
 /// Every question of `queries.json`.
 pub fn queries() -> Vec<Query> {
+    questions("queries.json")
+}
+
+/// Every question of one file of the evaluation (`queries.json`,
+/// `tune-43.json`, `heldout-43.json`).
+pub fn questions(file: &str) -> Vec<Query> {
     #[derive(Deserialize)]
     struct File {
         queries: Vec<Query>,
     }
-    let text = std::fs::read_to_string(eval_dir().join("queries.json")).expect("queries.json is readable");
-    serde_json::from_str::<File>(&text).expect("queries.json holds queries").queries
+    let path = eval_dir().join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str::<File>(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display())).queries
 }
 
 /// The `tools` the real server `name` lists, from its committed fixture.
