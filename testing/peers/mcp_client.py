@@ -48,6 +48,8 @@ STEPS is a JSON list, run in order in one client session:
         (sampling, elicitation, roots), as a list of {"method", "params"}
     {"op": "together", "steps": [...], "stagger": SECONDS}  the steps at
         once (each started SECONDS after the last), their outputs as a list
+    {"op": "pause"}  wait for a line on stdin (the test's go-ahead, while
+        other clients act), its output null; the session stays open
 A "call" step with "progress": true passes a progress callback; the step's
 output then also holds "progress": [{"progress", "total", "message"}, ...].
 
@@ -289,6 +291,9 @@ async def main(argv):
                     result = await logs_after(notes, step.get("at_least", 0), step.get("wait", 5))
                 elif op == "asked":
                     result = list(asked)
+                elif op == "pause":
+                    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+                    result = None
                 elif op == "list_resources":
                     result = await client.list_resources()
                 elif op == "list_templates":

@@ -2,6 +2,13 @@
 //! told (`notifications/tools/list_changed`), the `run_python` description
 //! then carries the new stub, and later cells see and call the tool; a client
 //! that set a log level also hears `tools_changed`.
+//!
+//! The server is a remote one, whose one process serves every session: the
+//! client set a log level, so its cell's call goes over a session of its
+//! own, where alone the server announces the change; the bridge lists the
+//! tools again on the shared session, which has the new tool too. (A tool a
+//! stdio server adds in a client's own process is offered to nobody: bridge
+//! `list_changed::a_tool_a_stdio_server_adds_on_one_clients_own_session_is_offered_to_nobody`.)
 
 #![allow(deprecated)] // MCP logging is deprecated from 2026-07-28 on; these clients speak 2025-11-25.
 
@@ -15,7 +22,9 @@ use rmcp::service::{NotificationContext, Peer, RoleClient};
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use crate::support::{self, Deployment, start_with, stdout_of};
+use code_mode_core::testing::HttpTestServer;
+
+use crate::support::{self, Deployment, start_remote_with, stdout_of};
 
 /// A client handler that records each `notifications/tools/list_changed`
 /// and the `event` of each log notification.
@@ -66,7 +75,8 @@ async fn a_tool_a_wrapped_server_adds_reaches_the_client_and_later_cells(deploym
     }
     let (seen, mut notified) = mpsc::channel(16);
     let (logged, mut log) = mpsc::channel(16);
-    let (client, _, _guards) = start_with(deployment, &[], &["--add-tool"], Recorder { seen, logged }).await;
+    let server = HttpTestServer::start("127.0.0.1:0", &["--add-tool"]);
+    let (client, _, _guards) = start_remote_with(deployment, &[], &server.url, Recorder { seen, logged }).await;
     let peer = client.peer().clone();
     peer.set_level(SetLevelRequestParams::new(LoggingLevel::Info)).await.expect("setLevel answers");
     let before = description(&peer).await;

@@ -51,6 +51,7 @@ mod sandbox_lifetime;
 mod session_walk;
 mod sessions;
 mod several;
+mod shared_catalog;
 mod skill;
 mod split;
 mod support;

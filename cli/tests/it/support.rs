@@ -397,10 +397,43 @@ pub async fn start_with_lifecycle<H: ClientHandler>(
     handler: H,
     lifecycle: ClientLifecycleMode,
 ) -> (RunningService<RoleClient, H>, u32, Guards) {
+    start_wrapping(deployment, args, Wrapped::TestServer(server_args), handler, lifecycle).await
+}
+
+/// [`start_with`] wrapping the remote MCP server at `url` (`--url`)
+/// instead of the test server over stdio.
+pub async fn start_remote_with<H: ClientHandler>(
+    deployment: Deployment,
+    args: &[&str],
+    url: &str,
+    handler: H,
+) -> (RunningService<RoleClient, H>, u32, Guards) {
+    start_wrapping(deployment, args, Wrapped::Url(url), handler, ClientLifecycleMode::Initialize).await
+}
+
+/// The server a deployment wraps.
+enum Wrapped<'a> {
+    /// The test server over stdio, with these arguments.
+    TestServer(&'a [&'a str]),
+    /// A remote server (streamable HTTP) at this URL.
+    Url(&'a str),
+}
+
+async fn start_wrapping<H: ClientHandler>(
+    deployment: Deployment,
+    args: &[&str],
+    wrapped: Wrapped<'_>,
+    handler: H,
+    lifecycle: ClientLifecycleMode,
+) -> (RunningService<RoleClient, H>, u32, Guards) {
     let mut frontend = tokio::process::Command::new(code_mode());
     let guards = match deployment {
         Deployment::AllInOne => {
-            frontend.arg("serve").args(args).arg("--").arg(test_server()).args(server_args);
+            frontend.arg("serve").args(args);
+            match wrapped {
+                Wrapped::TestServer(server_args) => frontend.arg("--").arg(test_server()).args(server_args),
+                Wrapped::Url(url) => frontend.args(["--url", url]),
+            };
             Guards { nats: None, bridge: None, runner: None, users: None }
         }
         Deployment::OverNats => {
@@ -433,7 +466,15 @@ pub async fn start_with_lifecycle<H: ClientHandler>(
                     runner_args.extend_from_slice(value);
                 }
             }
-            let bridge = spawn_service(&nats.url(), &users, "bridge", &bridge_args, Some(server_args));
+            let bridge = match wrapped {
+                Wrapped::TestServer(server_args) => {
+                    spawn_service(&nats.url(), &users, "bridge", &bridge_args, Some(server_args))
+                }
+                Wrapped::Url(url) => {
+                    bridge_args.extend_from_slice(&["--url", url]);
+                    spawn_service(&nats.url(), &users, "bridge", &bridge_args, None)
+                }
+            };
             let runner = spawn_service(&nats.url(), &users, "sandbox-runner", &runner_args, None);
             frontend.arg("frontend").args(["--nats", &nats.url()]).args(&frontend_args);
             frontend.env("CODE_MODE_NATS_USER", "frontend").env("CODE_MODE_NATS_PASSWORD", users.password("frontend"));

@@ -6,8 +6,12 @@
 //! A server's messages are of three kinds:
 //!
 //! - **List changes** (`notifications/tools/list_changed`, `resources/…`,
-//!   `prompts/…`) of the server's *shared* session wake its actor, which
-//!   lists again ([`Relisting`]); the catalog follows.
+//!   `prompts/…`) wake the server's actor, which lists again on the
+//!   *shared* session ([`Relisting`]); the catalog follows. A change heard
+//!   on a client's own session is only a reason to list the shared session
+//!   again: the own session declares that client's capabilities and may
+//!   hold that client's state, so what it lists is never what other
+//!   clients are offered.
 //! - **Notifications for a client**: progress carries the progress token of
 //!   the request it is about (rmcp puts a token of its own on every request
 //!   it sends), so it is routed to that call's client on any session. A
@@ -181,33 +185,20 @@ impl Drop for FlightGuard {
     }
 }
 
-/// Wake-ups of a shared session's actor: list the tools again, or the rest
-/// of what the server offers; from the session that announced the change
-/// when it was a client's own (a server whose lists live in its process,
-/// changed by a call on that session, lists the change only there).
+/// Wake-ups of a server's actor: list the tools again, or the rest of
+/// what the server offers, always on the shared session. A client's own
+/// session passes on the changes it hears as wake-ups too (a server whose
+/// lists are the same for every session may announce a change only on the
+/// session whose call made it), but never its own lists: it declares one
+/// client's capabilities, so a server offering some tools only to capable
+/// clients lists fewer there, and a server keeping lists per session (or
+/// per process, for a stdio server) lists that client's there. The shared
+/// session declares every capability and stands for no client: its lists
+/// are the catalog of every client (issue 36).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Relisting {
     pub(crate) tools: Arc<Notify>,
     pub(crate) offering: Arc<Notify>,
-    /// The client's own session that last announced a change, to list on.
-    pub(crate) announced_by: Arc<std::sync::Mutex<Option<rmcp::service::Peer<RoleClient>>>>,
-}
-
-impl Relisting {
-    /// Where to list the changed lists: the session that announced them,
-    /// else `shared`.
-    pub(crate) fn lister(&self, shared: &rmcp::service::Peer<RoleClient>) -> rmcp::service::Peer<RoleClient> {
-        code_mode_core::sync::lock(&self.announced_by)
-            .take()
-            .filter(|p| !p.is_transport_closed())
-            .unwrap_or_else(|| shared.clone())
-    }
-
-    fn announced(&self, peer: Option<&rmcp::service::Peer<RoleClient>>) {
-        if let Some(peer) = peer {
-            *code_mode_core::sync::lock(&self.announced_by) = Some(peer.clone());
-        }
-    }
 }
 
 /// Whom a client's own session serves.
@@ -259,8 +250,8 @@ impl Relay {
     }
 
     /// The handler of a client's own session with the server; the
-    /// server's list changes heard there wake the shared session's actor
-    /// (`relisting`), whose lists the catalog holds.
+    /// server's list changes heard there wake the server's actor
+    /// (`relisting`), which lists again on the shared session.
     pub(crate) fn own(server: usize, name: &str, owner: Owner, relisting: Relisting, bridge: BridgeRef) -> Self {
         Self { server, name: name.into(), flights: Flights::default(), relisting, owner: Some(Arc::new(owner)), bridge }
     }
@@ -440,18 +431,17 @@ impl ClientHandler for Relay {
         self.tell(&owner.asker, None, Note::ResourceUpdated { uri: params.uri }).await;
     }
 
-    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
-        self.relisting.announced(self.owner.as_ref().map(|_| &context.peer));
+    // On any session, the shared one or a client's own: the actor lists
+    // again on the shared session (see `Relisting`).
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.relisting.tools.notify_one();
     }
 
-    async fn on_resource_list_changed(&self, context: NotificationContext<RoleClient>) {
-        self.relisting.announced(self.owner.as_ref().map(|_| &context.peer));
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.relisting.offering.notify_one();
     }
 
-    async fn on_prompt_list_changed(&self, context: NotificationContext<RoleClient>) {
-        self.relisting.announced(self.owner.as_ref().map(|_| &context.peer));
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.relisting.offering.notify_one();
     }
 }

@@ -658,10 +658,11 @@ impl ServerActor {
                     tracing::debug!(server = %self.spec.name, ?reason, "the session ended");
                     return Ended::Exited;
                 }
+                // Always on the shared session, whichever session announced
+                // the change (see `Relisting`).
                 _ = relisting.tools.notified() => {
-                    let lister = relisting.lister(&peer);
                     let listed = tokio::select! {
-                        listed = tokio::time::timeout(self.spec.start_timeout, lister.list_all_tools()) => listed,
+                        listed = tokio::time::timeout(self.spec.start_timeout, peer.list_all_tools()) => listed,
                         _ = self.stopping() => break,
                     };
                     match listed {
@@ -671,9 +672,8 @@ impl ServerActor {
                     }
                 }
                 _ = relisting.offering.notified() => {
-                    let lister = relisting.lister(&peer);
                     let listed = tokio::select! {
-                        listed = tokio::time::timeout(self.spec.start_timeout, list_offering(&self.spec.name, &lister)) => listed,
+                        listed = tokio::time::timeout(self.spec.start_timeout, list_offering(&self.spec.name, &peer)) => listed,
                         _ = self.stopping() => break,
                     };
                     match listed {
@@ -714,6 +714,7 @@ impl ServerActor {
     fn publish_tools(&self, tools: Vec<Tool>, why: &str) {
         let before = self.tools.borrow().clone();
         if tools == *before {
+            tracing::debug!(server = %self.spec.name, "{why}: listed again, unchanged");
             return;
         }
         let names = |list: &[Tool]| list.iter().map(|t| t.name.to_string()).collect::<std::collections::BTreeSet<_>>();
@@ -734,6 +735,7 @@ impl ServerActor {
     /// Publish `offering` when it differs from the last one.
     fn publish_offering(&self, offering: Offering, why: &str) {
         if offering == **self.offering.borrow() {
+            tracing::debug!(server = %self.spec.name, "{why}: listed again, unchanged");
             return;
         }
         tracing::info!(

@@ -138,3 +138,74 @@ async fn a_remote_server_that_adds_a_tool_over_http_refreshes_the_catalog() {
     cancel.cancel();
     closer.closed().await;
 }
+
+/// A call of a client that set a log level: it goes over a session of that
+/// client's own with the server (a child process of its own for a stdio
+/// server).
+fn own_session_call(tool: &str, arguments: serde_json::Value) -> code_mode_proto::ToolCall {
+    let link = code_mode_proto::ClientLink { log_level: Some("info".into()), ..Default::default() };
+    code_mode_proto::ToolCall {
+        session: "listening".into(),
+        asker: Some("listening".into()),
+        link: Some(link),
+        ..tool_call(tool, arguments, 1)
+    }
+}
+
+#[tokio::test]
+async fn a_tool_a_stdio_server_adds_on_one_clients_own_session_is_offered_to_nobody() {
+    let h = Harness::with_args(&["--add-tool"]).await;
+    // The client's own child process adds the tool and announces it there:
+    // the bridge lists again on the shared session, which has no such tool.
+    assert_eq!(ok(h.bridge.call(&own_session_call("add_tool", json!({"name": "own-tool"}))).await), "added own-tool");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(h.bridge.catalog_version(), 1, "the catalog did not follow the client's own session");
+    assert!(h.bridge.catalog().get("own_tool").is_none());
+    assert!(refused(h.call("own_tool", json!({})).await).contains("there is no tool named"));
+    // A change on the shared session still reaches the catalog.
+    assert_eq!(ok(h.call("add_tool", json!({"name": "shared-tool"})).await), "added shared-tool");
+    version_above(&h, 1).await;
+    let catalog = h.bridge.catalog();
+    assert!(catalog.get("shared_tool").is_some());
+    assert!(catalog.get("own_tool").is_none(), "still offered to nobody");
+    h.close().await;
+}
+
+#[tokio::test]
+async fn a_tool_a_remote_server_announces_only_on_one_clients_own_session_is_listed_on_the_shared_one() {
+    // One process serves every session, so what one session adds all have;
+    // the server announces it only on the session whose call added it.
+    let server = HttpTestServer::start("127.0.0.1:0", &["--add-tool"]);
+    let config = BridgeConfig {
+        servers: vec![WrappedServer {
+            spec: ServerSpec {
+                name: "remote".into(),
+                transport: Transport::Http(HttpSpec { url: server.url.clone(), headers: Vec::new() }),
+                start_timeout: Duration::from_secs(20),
+            },
+            allow: None,
+            private: Vec::new(),
+            policy: None,
+            origin: code_mode_bridge::Origin::Flags,
+        }],
+        limits: CallLimits { call_timeout: Duration::from_secs(10), ..CallLimits::default() },
+        catalog: Default::default(),
+        state: SessionStore::in_memory(),
+        policy_options: Default::default(),
+    };
+    let cancel = CancellationToken::new();
+    let (bridge, closer) = Bridge::start(config, cancel.clone()).await.expect("the bridge starts");
+
+    assert_eq!(ok(bridge.call(&own_session_call("add_tool", json!({"name": "late"}))).await), "added late");
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(10);
+    while bridge.catalog_version() == 1 {
+        assert!(tokio::time::Instant::now() < give_up, "the catalog was not refreshed within 10 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(bridge.catalog().get("late").is_some());
+    // Called over the shared session, which lists it.
+    assert_eq!(ok(bridge.call(&tool_call("late", json!({}), 2)).await), "ok late");
+
+    cancel.cancel();
+    closer.closed().await;
+}
