@@ -4,7 +4,8 @@
 //! malformed `Host` values and absolute-form targets, slow and huge
 //! bodies, probing another identity's session ids, and ending a session
 //! nobody opened. Raw HTTP over a `TcpStream` where a client library would
-//! not send such a request.
+//! not send such a request. Then those of issue 36: `Origin` values that
+//! are not one serialized origin, at `/mcp` and at the console.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -470,4 +471,99 @@ async fn a_slow_body_is_cut_off_after_10_s_and_a_declared_huge_body_gets_413_bef
     assert_eq!(cut.status, 408, "{cut:?}");
     assert!(took >= Duration::from_secs(9) && took < Duration::from_secs(13), "cut after {took:?}");
     eprintln!("a body trickled at a byte a second was cut off after {took:?}");
+}
+
+/// Issue 36: `Origin` values that are not one serialized origin (RFC 6454:
+/// `scheme://host[:port]`, nothing else) get 403 at `/mcp` and at
+/// `/console`, whatever host they seem to name; real loopback origins still
+/// pass at this loopback server.
+#[tokio::test]
+async fn origin_values_that_are_not_one_serialized_origin_get_403_at_mcp_and_at_the_console_and_loopback_origins_pass()
+{
+    let (_serve, url, clients, _tokens, _log) = serve_for(&["alice"], &["--expose-tools=only"]).await;
+    let auth = bearer(&clients[0]);
+    let at = authority(&url);
+    let port = at.rsplit(':').next().unwrap().to_string();
+    let mcp = |headers: &[(&str, &str)]| {
+        let mut all = vec![("Authorization", auth.as_str())];
+        all.extend_from_slice(headers);
+        exchange(&at, &raw("POST", &at, &all, INITIALIZE), Duration::from_secs(30))
+    };
+    let console = |method: &str, path: &str, origin: &str| {
+        let body = if method == "POST" { "csrf=x&token=y" } else { "" };
+        let (status, _, body) = support::raw_http(&at, method, path, &[("Origin", origin)], body);
+        (status, body)
+    };
+    for origin in [
+        // The values of the issue.
+        format!("http://localhost:{port}.evil.com"),
+        format!("http://[::1].evil.com:{port}"),
+        format!("http://user@localhost:{port}"),
+        "http://evil.com@localhost".to_string(),
+        "http://localhost:abc".to_string(),
+        // More that a lenient parser reads as loopback.
+        format!("http://127.0.0.1:{port}/"),
+        format!("http://127.0.0.1:{port}/mcp"),
+        format!("http://localhost:{port}?x"),
+        "http://localhost:".into(),
+        "http://localhost:99999".into(),
+        format!("http://[localhost]:{port}"),
+        format!("http://[::1:{port}"),
+        format!("localhost:{port}"),
+        format!("http://localhost:{port} http://evil.com"),
+    ] {
+        let answer = mcp(&[("Origin", &origin)]);
+        assert_eq!(answer.status, 403, "Origin: {origin} at /mcp: {answer:?}");
+        assert!(answer.body.contains("not one serialized origin"), "Origin: {origin}: {}", answer.body);
+        for (method, path) in [("GET", "/console/login"), ("GET", "/console"), ("POST", "/console/login")] {
+            let (status, body) = console(method, path, &origin);
+            assert_eq!(status, 403, "Origin: {origin} at {method} {path}: {body}");
+            assert!(body.contains("not one serialized origin"), "Origin: {origin} at {method} {path}: {body}");
+        }
+    }
+    // Two Origin fields: refused, even when the first is a loopback one.
+    let loopback = format!("http://127.0.0.1:{port}");
+    let twice = mcp(&[("Origin", &loopback), ("Origin", "http://evil.com")]);
+    assert_eq!(twice.status, 403, "{twice:?}");
+    // Real loopback origins still pass, at /mcp and at the console.
+    for origin in [
+        format!("http://localhost:{port}"),
+        loopback.clone(),
+        format!("http://[::1]:{port}"),
+        "http://127.0.0.1".into(),
+        "https://localhost".into(),
+    ] {
+        let answer = mcp(&[("Origin", &origin)]);
+        assert_eq!(answer.status, 200, "Origin: {origin} at /mcp: {answer:?}");
+    }
+    let (status, body) = console("GET", "/console/login", &loopback);
+    assert_eq!(status, 200, "the console's own origin: {body}");
+    // A well-formed origin that is not allowed still gets the other 403.
+    let evil = mcp(&[("Origin", "http://evil.com")]);
+    assert_eq!(evil.status, 403, "{evil:?}");
+    assert!(evil.body.contains("Origin is not allowed"), "{}", evil.body);
+}
+
+#[tokio::test]
+async fn an_allowed_origin_that_is_not_an_origin_stops_startup_naming_it() {
+    let alice = token_new("alice");
+    let tokens = TokenFile::of(&[&alice]);
+    for (origin, why) in [
+        ("http://user@app.example.com", "user information"),
+        ("https://app.example.com/app", "no path"),
+        ("null", "opaque origin"),
+    ] {
+        let out = tokio::process::Command::new(support::code_mode())
+            .args(["serve", "--http", "127.0.0.1:0", "--expose-tools=only", "--auth-tokens", tokens.arg()])
+            .args(["--allowed-origin", origin, "--"])
+            .arg(support::test_server())
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output();
+        let out = tokio::time::timeout(Duration::from_secs(60), out).await.expect("serve stops").unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{origin}: {stderr}");
+        assert!(stderr.contains(&format!("--allowed-origin {origin:?} is not an origin")), "{origin}: {stderr}");
+        assert!(stderr.contains(why), "{origin}: {stderr}");
+    }
 }

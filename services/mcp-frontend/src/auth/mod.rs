@@ -197,6 +197,14 @@ pub enum AuthError {
         /// What is wrong.
         reason: String,
     },
+    /// An `--allowed-origin` that is not an origin.
+    #[error("--allowed-origin {origin:?} is not an origin (`scheme://host[:port]`): {reason}")]
+    AllowedOrigin {
+        /// The value given.
+        origin: String,
+        /// What is wrong.
+        reason: origin::OriginError,
+    },
     /// Listening on the network with nobody checked.
     #[error(
         "refusing to serve MCP on {addr} without authentication: it is not a loopback address, so anyone who \
@@ -306,7 +314,8 @@ impl Gate {
         };
         Ok(Self {
             verifier,
-            origins: Origins::new(&options.allowed_origins),
+            origins: Origins::new(&options.allowed_origins)
+                .map_err(|(origin, reason)| AuthError::AllowedOrigin { origin, reason })?,
             owners: Owners::start(options.limits),
             max_body: body::DEFAULT_MAX_BODY,
         })
@@ -399,13 +408,17 @@ pub(crate) async fn gate(
     mut request: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<EitherBody<impl MessageBody + 'static>>, actix_web::Error> {
-    let origin = match request.headers().get(header::ORIGIN).map(HeaderValue::to_str) {
-        None => None,
-        Some(Ok(origin)) => Some(origin),
-        Some(Err(_)) => Some("(not text)"),
+    let origin = match origin::of_request(request.headers()) {
+        Ok(origin) => origin,
+        Err(why) => {
+            tracing::info!(%why, "refused an MCP request whose Origin is not a serialized origin");
+            let message = format!("the Origin header is not one serialized origin (RFC 6454): {why}");
+            return Ok(refusal(request, StatusCode::FORBIDDEN, json_error("forbidden_origin", &message)));
+        }
     };
-    if !gate.origins.admits(origin, Some(request.app_config().local_addr())) {
-        tracing::info!(origin = origin.unwrap_or_default(), "refused an MCP request from an origin not allowed");
+    if !gate.origins.admits(origin.as_ref(), Some(request.app_config().local_addr())) {
+        let origin = origin.map(|o| o.to_string()).unwrap_or_default();
+        tracing::info!(%origin, "refused an MCP request from an origin not allowed");
         let message = "this Origin is not allowed (--allowed-origin)";
         return Ok(refusal(request, StatusCode::FORBIDDEN, json_error("forbidden_origin", message)));
     }

@@ -5,6 +5,8 @@
 
 use actix_web::HttpRequest;
 use actix_web::http::header;
+
+use crate::auth::origin::{self, Origin};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -148,18 +150,21 @@ pub fn host_allowed(request: &HttpRequest, allowed: &[String]) -> bool {
 
 /// Whether a POST's `Origin` (if it sent one) is the console's own: the
 /// public base URL's origin, or this scheme with the `Host` the request
-/// came to (checked against the allowed hosts before).
+/// came to (checked against the allowed hosts before). A value that is not
+/// one serialized origin is nobody's ([`crate::auth::origin`]).
 pub fn origin_allowed(request: &HttpRequest, base: Option<&str>, secure: bool) -> bool {
-    let Some(origin) = request.headers().get(header::ORIGIN) else { return true };
-    let Ok(origin) = origin.to_str() else { return false };
-    let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
+    let origin = match origin::of_request(request.headers()) {
+        Ok(None) => return true,
+        Ok(Some(origin)) => origin,
+        Err(_) => return false,
+    };
     let scheme = if secure { "https" } else { "http" };
     let by_host = request
         .headers()
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
-        .map(|host| format!("{scheme}://{}", host.trim().to_ascii_lowercase()));
-    let by_base = base.map(origin_of);
+        .and_then(|host| format!("{scheme}://{}", host.trim()).parse::<Origin>().ok());
+    let by_base = base.and_then(|base| origin_of(base).parse::<Origin>().ok());
     [by_host, by_base].into_iter().flatten().any(|own| own == origin)
 }
 
@@ -263,6 +268,10 @@ mod tests {
         assert!(!origin_allowed(&with(Some("https://127.0.0.1:8080")), base, false), "another scheme");
         assert!(!origin_allowed(&with(Some("https://evil.example")), base, false));
         assert!(!origin_allowed(&with(Some("null")), base, false));
+        assert!(origin_allowed(&with(Some("HTTP://127.0.0.1:8080")), base, false), "compared without case");
+        for malformed in ["http://127.0.0.1:8080/", "http://user@127.0.0.1:8080", "http://127.0.0.1:8080/console"] {
+            assert!(!origin_allowed(&with(Some(malformed)), base, false), "{malformed}");
+        }
         assert_eq!(origin_of("https://Mcp.example.com:8443/mcp"), "https://mcp.example.com:8443");
     }
 }

@@ -290,7 +290,8 @@ impl Console {
 }
 
 /// Refuse a request whose `Host` the server is not reached by (as the MCP
-/// transport does for `/mcp`).
+/// transport does for `/mcp`), or whose `Origin` is not one serialized
+/// origin (as `/mcp` does; a POST's must moreover be the console's own).
 async fn host_check(
     console: Console,
     request: ServiceRequest,
@@ -301,6 +302,11 @@ async fn host_check(
         let answer = HttpResponse::Forbidden()
             .content_type("text/plain; charset=utf-8")
             .body("this Host is not allowed (--allowed-host)");
+        return Ok(request.into_response(answer).map_into_right_body());
+    }
+    if let Err(why) = crate::auth::origin::of_request(request.headers()) {
+        tracing::info!(%why, "refused a console request whose Origin is not a serialized origin");
+        let answer = forbidden(&format!("The Origin header is not one serialized origin (RFC 6454): {why}."));
         return Ok(request.into_response(answer).map_into_right_body());
     }
     Ok(next.call(request).await?.map_into_left_body())
