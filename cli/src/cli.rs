@@ -209,13 +209,13 @@ pub struct AuditShowArgs {
     /// Only calls of this tool (`TOOL` or `SERVER/TOOL`).
     #[arg(long)]
     pub tool: Option<String>,
-    /// Only calls with this decision (allowed, approved, denied,
-    /// not_approved, rate_limited, refused).
-    #[arg(long)]
+    /// Only calls with this decision (any other word is
+    /// refused, naming them).
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(code_mode_audit::Decision::WORDS))]
     pub decision: Option<String>,
-    /// Only records of this kind (open, checkpoint, tools, cell_start,
-    /// cell, call).
-    #[arg(long)]
+    /// Only records of this kind (any other word is refused,
+    /// naming them).
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(code_mode_audit::record::Body::KINDS))]
     pub kind: Option<String>,
     /// Print the records themselves, one JSON line each (as stored).
     #[arg(long)]

@@ -248,3 +248,24 @@ async fn over_nats_the_bridge_and_the_runner_write_one_chain_to_one_stream() {
         assert_eq!(r["seq"].as_u64(), Some(i as u64 + 1), "the stream's sequence is the record's");
     }
 }
+
+#[test]
+fn audit_show_refuses_an_unknown_kind_or_decision_naming_every_one_there_is() {
+    let dir = TempDir::new("audit-kinds");
+    let file = write(&dir, "audit.jsonl", "");
+    for (flag, words) in
+        [("--kind", &code_mode_audit::Body::KINDS[..]), ("--decision", &code_mode_audit::Decision::WORDS[..])]
+    {
+        let out = code_mode(&["audit", "show", flag, "nonsense", file.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "refused as a usage error: {stderr}");
+        assert!(stdout(&out).is_empty(), "nothing printed as if it were a result");
+        assert!(stderr.contains("'nonsense'") && stderr.contains(flag), "{stderr}");
+        for word in words {
+            assert!(stderr.contains(word), "{flag}'s refusal names {word}: {stderr}");
+        }
+        // A word of the list is taken.
+        let out = code_mode(&["audit", "show", flag, words[0], file.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}

@@ -210,3 +210,27 @@ fn the_policy_check_example_of_the_readme_prints_what_the_readme_says() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_rule_with_approvers_names_them_and_who_else_may_decide() {
+    let dir = fresh_dir("policy-check-approvers");
+    let policy = write(
+        &dir,
+        "policy.json",
+        r#"{"version": "1", "default": "allow", "tools": {
+            "sleep": {"action": "approve", "approvers": ["alice", "group:security"]},
+            "count": {"action": "approve", "approvers": ["group:ops"], "ask_client": true, "self_approve": true,
+                      "limits": [{"counter": "counts", "window": "hour", "max": 3}]},
+            "echo": {"action": "approve"}}}"#,
+    );
+    let log = log_path("policy-check-approvers");
+    let lines = lines_of(&check_file(&policy, &log, &[]));
+    for expected in [
+        "sleep: needs approval by alice, group:security — /tools/sleep",
+        "count: needs approval by group:ops (or the client; their own calls too) [3 per hour, counter counts] — /tools/count",
+        "echo: needs approval — /tools/echo",
+    ] {
+        assert!(lines.iter().any(|l| l == expected), "{expected:?} is printed: {lines:#?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

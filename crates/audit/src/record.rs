@@ -84,6 +84,10 @@ pub enum Body {
 }
 
 impl Body {
+    /// Every `kind` word, in the order the variants are declared (what
+    /// `audit show --kind` takes).
+    pub const KINDS: [&'static str; 7] = ["open", "checkpoint", "tools", "cell_start", "cell", "call", "reload"];
+
     /// The `kind` word.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -251,6 +255,9 @@ pub enum Decision {
 }
 
 impl Decision {
+    /// Every decision word (what `audit show --decision` takes).
+    pub const WORDS: [&'static str; 6] = ["allowed", "approved", "denied", "not_approved", "rate_limited", "refused"];
+
     /// The word in a record and in the metric's label.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -566,6 +573,22 @@ mod tests {
     fn canonical_sorts_keys_at_every_level_and_drops_spaces() {
         let value = json!({"b": 1, "a": {"z": [true, null, "x/é\n"], "y": -2}});
         assert_eq!(canonical(&value), r#"{"a":{"y":-2,"z":[true,null,"x/é\n"]},"b":1}"#);
+    }
+
+    /// The words serde knows, from its error for an unknown one.
+    fn words_serde_expects<T: serde::de::DeserializeOwned + std::fmt::Debug>(value: Value) -> Vec<String> {
+        let error = serde_json::from_value::<T>(value).unwrap_err().to_string();
+        let listed = error.split("expected one of ").nth(1).unwrap_or_else(|| panic!("{error}"));
+        listed.split(", ").map(|w| w.trim_matches(|c: char| c == '`' || c.is_whitespace()).to_string()).collect()
+    }
+
+    #[test]
+    fn the_kinds_and_decisions_listed_for_audit_show_are_every_one_a_record_may_hold() {
+        assert_eq!(words_serde_expects::<Body>(json!({"kind": "nonsense"})), Body::KINDS);
+        assert_eq!(words_serde_expects::<Decision>(json!("nonsense")), Decision::WORDS);
+        for word in Decision::WORDS {
+            assert_eq!(Decision::from_word(word).map(Decision::as_str), Some(word));
+        }
     }
 
     #[test]

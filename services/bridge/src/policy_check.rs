@@ -12,24 +12,27 @@
 //! add: limited [2 per minute, counter add_rate] — /tools/add
 //! echo: deny — /default: the policy denies every tool it does not name (default deny)
 //! sleep: needs approval — /categories/destructive
+//! refund: needs approval by alice, group:security (or the client) — /tools/refund
 //! count: allow — /tools/count (not offered: not on the allowlist)
 //! ```
 //!
 //! that is `<tool>: <verdict> — <rule>`, where the verdict is `allow`,
-//! `deny`, `needs approval` or `limited` with the limits as the stubs show
-//! them, the rule is the JSON path of the rule that decides
+//! `deny`, `needs approval` (by the session's client), `needs approval by`
+//! the rule's approvers (who decide in the web console; then whether the
+//! client may answer too and whether approvers may decide their own calls)
+//! or `limited` with the limits as the stubs show them, the rule is the JSON path of the rule that decides
 //! ([`crate::policy::RuleSource`]) followed, for a deny, by its reason, and a
 //! tool the bridge would not offer says why in parentheses. A server without
 //! a policy shows `allow — no policy`. With several servers (or `--config`)
 //! each line starts with the server's name: `math add: ...`. Tools are in
 //! the order their server lists them, servers in configuration order.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use code_mode_core::state::SessionStore;
 use tokio_util::sync::CancellationToken;
 
-use crate::policy::{Limit, Verdict};
+use crate::policy::{Limit, Team, Verdict};
 use crate::{Bridge, BridgeConfig, BridgeError, PolicyOptions, WrappedServer};
 
 /// What the policies say of every tool the servers list.
@@ -160,8 +163,16 @@ impl ToolReport {
         match &self.verdict {
             None | Some(Verdict::Allow { .. }) => "allow".to_string(),
             Some(Verdict::Deny { .. }) => "deny".to_string(),
-            Some(Verdict::Approve { limits, .. }) if limits.is_empty() => "needs approval".to_string(),
-            Some(Verdict::Approve { limits, .. }) => format!("needs approval [{}]", with_counters(limits)),
+            Some(Verdict::Approve { limits, team, .. }) => {
+                let mut text = match team {
+                    Some(team) => format!("needs approval by {}", approvers(team)),
+                    None => "needs approval".to_string(),
+                };
+                if !limits.is_empty() {
+                    let _ = write!(text, " [{}]", with_counters(limits));
+                }
+                text
+            }
             Some(Verdict::Limited { limits, .. }) => format!("limited [{}]", with_counters(limits)),
         }
     }
@@ -174,6 +185,22 @@ impl ToolReport {
             Some(v) => v.rule().to_string(),
         }
     }
+}
+
+/// Who decides a team's question: the rule's approvers as written, then
+/// whether the session's own client may answer too and whether approvers
+/// may decide their own calls (`alice, group:security (or the client;
+/// their own calls too)`).
+fn approvers(team: &Team) -> String {
+    let names = team.approvers.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+    let mut also = Vec::new();
+    if team.ask_client {
+        also.push("or the client");
+    }
+    if team.self_approve {
+        also.push("their own calls too");
+    }
+    if also.is_empty() { names } else { format!("{names} ({})", also.join("; ")) }
 }
 
 /// Limits with the counter each one counts in (tools naming one counter
@@ -204,7 +231,7 @@ impl fmt::Display for PolicyReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{RuleSource, Scope, Window};
+    use crate::policy::{Approver, RuleSource, Scope, Window};
 
     fn line(tool: &str, verdict: Option<Verdict>, not_offered: Option<&str>) -> ToolReport {
         ToolReport { tool: tool.to_string(), verdict, not_offered: not_offered.map(str::to_string) }
@@ -235,6 +262,20 @@ mod tests {
                         None,
                     ),
                     line("count", Some(Verdict::Allow { rule: RuleSource::Default }), Some("not on the allowlist")),
+                    line(
+                        "refund",
+                        Some(Verdict::Approve {
+                            rule: RuleSource::Tool("refund".into()),
+                            limits: vec![],
+                            team: Some(Team {
+                                approvers: vec![Approver::Identity("alice".into()), Approver::Group("security".into())],
+                                self_approve: false,
+                                ask_client: true,
+                                reason: None,
+                            }),
+                        }),
+                        None,
+                    ),
                 ],
             }],
             named: false,
@@ -244,7 +285,8 @@ mod tests {
             "add: limited [2 per minute, counter add_rate] — /tools/add\n\
              echo: deny — /default: no\n\
              sleep: needs approval — /tools/sleep\n\
-             count: allow — /default (not offered: not on the allowlist)\n"
+             count: allow — /default (not offered: not on the allowlist)\n\
+             refund: needs approval by alice, group:security (or the client) — /tools/refund\n"
         );
         let named = PolicyReport { named: true, ..report };
         assert!(named.to_string().starts_with("math add: limited"), "{named}");

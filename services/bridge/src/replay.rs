@@ -137,6 +137,14 @@ pub struct ToolReport {
     pub changes: BTreeMap<Change, Changed>,
     /// Calls whose `args` rule could not be checked (no recorded values).
     pub args_not_evaluated: u64,
+    /// Calls an approver decided who is not named among the new rule's
+    /// approvers, which name groups: whether they are in one of those
+    /// groups was not recorded, so whether they could decide them now is
+    /// not judged.
+    pub deciders_not_judged: u64,
+    /// Those groups (`group:security`), for the report.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deciders_groups: Vec<String>,
 }
 
 /// The result of a replay.
@@ -167,8 +175,10 @@ impl fmt::Display for ReplayReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "replayed {} calls of {} through {}:", self.calls, self.server, self.policy)?;
         for (tool, report) in &self.tools {
-            if report.changes.is_empty() {
+            if report.changes.is_empty() && report.deciders_not_judged == 0 && report.args_not_evaluated == 0 {
                 writeln!(f, "  {tool}: {} calls, unchanged", report.calls)?;
+            } else if report.changes.is_empty() {
+                writeln!(f, "  {tool}: {} calls, none changed of those the replay could judge", report.calls)?;
             }
             for (change, c) in &report.changes {
                 let from = match change {
@@ -185,6 +195,17 @@ impl fmt::Display for ReplayReport {
                     "  {tool}: /tools/{tool}/args not evaluated on {} calls: their arguments were not recorded \
                      (\"record_args\": true records them)",
                     report.args_not_evaluated
+                )?;
+            }
+        }
+        for (tool, report) in &self.tools {
+            if report.deciders_not_judged > 0 {
+                writeln!(
+                    f,
+                    "  {tool}: {} calls decided by approvers not named in the new rule cannot be judged: whether \
+                     they are in {} is not recorded",
+                    report.deciders_not_judged,
+                    report.deciders_groups.join(" or ")
                 )?;
             }
         }
@@ -356,8 +377,20 @@ pub async fn replay(policy_path: &Path, records: &[Value], server: Option<&str>)
         };
         let went_out = old.went_out();
         let decided_by_people = matches!(old, Decision::Approved | Decision::NotApproved);
-        let team_change = (new == Outcome::Approval && decided_by_people).then(|| team_change(&verdict, &call));
-        let change = team_change.flatten().or(match new {
+        let team_change = match (new == Outcome::Approval && decided_by_people).then(|| team_change(&verdict, &call)) {
+            Some(Judged::Changed(change)) => Some(change),
+            Some(Judged::Unknown(groups)) => {
+                tool.deciders_not_judged += 1;
+                for group in groups {
+                    if !tool.deciders_groups.contains(&group) {
+                        tool.deciders_groups.push(group);
+                    }
+                }
+                None
+            }
+            Some(Judged::Same) | None => None,
+        };
+        let change = team_change.or(match new {
             Outcome::Denied if went_out => Some(Change::NowDenied),
             Outcome::OverLimit if went_out => Some(Change::NowOverLimit),
             Outcome::ArgsRefused if went_out => Some(Change::NowRefusedByArgs),
@@ -387,21 +420,39 @@ fn approval_rule(verdict: &Verdict) -> String {
     }
 }
 
+/// Whether the people who decided a recorded call could decide it now.
+#[derive(Debug, PartialEq, Eq)]
+enum Judged {
+    /// No: this changes.
+    Changed(Change),
+    /// Yes, as far as the records say.
+    Same,
+    /// Cannot tell: the decider is not named, and the rule names these
+    /// groups, whose members the records do not hold.
+    Unknown(Vec<String>),
+}
+
 /// How a recorded call decided by people would be decided under an approve
-/// verdict: by other people, or by the same.
-fn team_change(verdict: &Verdict, call: &Call) -> Option<Change> {
-    let Verdict::Approve { team, .. } = verdict else { return None };
+/// verdict: by other people, or by the same, or (a decider only a group
+/// could admit) the records cannot tell.
+fn team_change(verdict: &Verdict, call: &Call) -> Judged {
+    let Verdict::Approve { team, .. } = verdict else { return Judged::Same };
     let by = call.approval.as_ref().and_then(|a| a.by.as_deref()).filter(|by| *by != "client");
     match (team, by) {
-        (Some(team), None) if !team.ask_client => Some(Change::NowDecidedByApprovers),
+        (Some(team), None) if !team.ask_client => Judged::Changed(Change::NowDecidedByApprovers),
         (Some(team), Some(name)) => {
             let named = team.approvers.iter().any(|a| matches!(a, Approver::Identity(n) if n == name));
-            let by_group = team.approvers.iter().any(|a| matches!(a, Approver::Group(_)));
+            let groups: Vec<String> =
+                team.approvers.iter().filter(|a| matches!(a, Approver::Group(_))).map(ToString::to_string).collect();
             let own = !team.self_approve && call.identity.as_deref() == Some(name);
-            (own || (!named && !by_group)).then_some(Change::DeciderNoLongerApprover)
+            match (own, named, groups.is_empty()) {
+                (true, _, _) | (false, false, true) => Judged::Changed(Change::DeciderNoLongerApprover),
+                (false, false, false) => Judged::Unknown(groups),
+                (false, true, _) => Judged::Same,
+            }
         }
-        (None, Some(_)) => Some(Change::NowAskedOfTheClient),
-        _ => None,
+        (None, Some(_)) => Judged::Changed(Change::NowAskedOfTheClient),
+        _ => Judged::Same,
     }
 }
 

@@ -211,6 +211,23 @@ async fn a_rule_naming_approvers_replays_with_who_decided_and_flags_a_decider_wh
     let flagged = &stricter.tools["echo"].changes[&Change::DeciderNoLongerApprover];
     assert_eq!((flagged.calls, stricter.changed), (1, 1), "{stricter}");
     assert!(flagged.why.contains("(approvers: alice)"), "{stricter}");
+    // Alice and a group: bob's approval may or may not be given now (the
+    // records do not say who is in the group), which the report says
+    // instead of calling it unchanged.
+    let with_group = team.replace(r#"["alice", "bob"]"#, r#"["alice", "group:security"]"#);
+    let unknown = replay(&policy_file(&with_group), &recorded, None).await.unwrap();
+    assert!(!unknown.changes_anything(), "{unknown}");
+    let echo = &unknown.tools["echo"];
+    assert_eq!((echo.deciders_not_judged, echo.deciders_groups.as_slice()), (1, &["group:security".to_string()][..]));
+    let text = unknown.to_string();
+    assert!(!text.contains("unchanged"), "{text}");
+    assert!(
+        text.contains(
+            "echo: 1 calls decided by approvers not named in the new rule cannot be judged: whether they are in \
+             group:security is not recorded"
+        ),
+        "{text}"
+    );
     // The client asked instead of approvers: every decision would move.
     let client_only = r#"{"version": "1", "default": "allow", "tools": {"echo": {"action": "approve"}}}"#;
     let moved = replay(&policy_file(client_only), &recorded, None).await.unwrap();
