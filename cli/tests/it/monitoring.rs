@@ -418,3 +418,62 @@ fn the_runner_host_compose_file_joins_the_cluster_over_tls_with_its_certificate(
         assert!(config.contains(wanted), "no {wanted:?} in\n{config}");
     }
 }
+
+/// The job names a text's `job_name:` lines give, in order.
+fn job_names(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.trim().trim_start_matches("- ").strip_prefix("job_name:"))
+        .map(|n| n.trim().trim_matches(['\'', '"']).to_string())
+        .collect()
+}
+
+/// Every `job="NAME"` a text selects on.
+fn selected_jobs(text: &str) -> std::collections::BTreeSet<String> {
+    let after = |pattern: &'static str| text.split(pattern).skip(1);
+    after("job=\\\"")
+        .chain(after("job=\""))
+        .filter_map(|rest| {
+            let name: String = rest.chars().take_while(|c| *c != '"' && *c != '\\').collect();
+            (!name.is_empty()).then_some(name)
+        })
+        .collect()
+}
+
+#[test]
+fn every_scrape_config_of_the_docs_names_the_jobs_the_dashboards_select() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs");
+    let mut selected = std::collections::BTreeSet::new();
+    for (_, dashboard) in dashboards() {
+        selected.extend(selected_jobs(&dashboard.to_string()).into_iter().filter(|j| !j.contains('$')));
+    }
+    let want: Vec<&str> = vec!["bridge", "frontend-http", "sandbox-runner"];
+    assert_eq!(selected.iter().map(String::as_str).collect::<Vec<_>>(), want, "the jobs the dashboards select");
+    let stack = std::fs::read_to_string(prometheus_dir().join("prometheus.yml")).unwrap();
+    let mut jobs = job_names(&stack);
+    jobs.sort();
+    assert_eq!(jobs, want, "deploy/prometheus/prometheus.yml");
+    // Every scrape config a doc gives.
+    let mut blocks = 0;
+    for doc in ["metrics.md", "deploy-multi-host.md", "deployment.md"] {
+        let text = std::fs::read_to_string(docs.join(doc)).unwrap();
+        for block in text.split("```yaml\n").skip(1).filter_map(|b| b.split("```").next()) {
+            if !block.contains("scrape_configs") {
+                continue;
+            }
+            blocks += 1;
+            let mut jobs = job_names(block);
+            jobs.sort();
+            assert_eq!(jobs, want, "the scrape config of docs/{doc}:\n{block}");
+        }
+    }
+    assert!(blocks >= 1, "docs/metrics.md gives a scrape config");
+    let multi_host = std::fs::read_to_string(docs.join("deploy-multi-host.md")).unwrap();
+    assert!(
+        multi_host.contains("Name the jobs `bridge`,\n  `sandbox-runner` and `frontend-http`")
+            && multi_host.contains("the alerts\n  take any job names"),
+        "docs/deploy-multi-host.md names the jobs and says the alerts take any"
+    );
+    // The alerts select on no job: a process says what it runs.
+    let rules = std::fs::read_to_string(prometheus_dir().join("alerts.yml")).unwrap();
+    assert!(selected_jobs(&rules).is_empty(), "an alert selects on a job: {:?}", selected_jobs(&rules));
+}

@@ -129,3 +129,74 @@ fn the_description_of_the_four_reference_servers_at_each_tier_is_the_checked_in_
         assert_eq!(text, golden, "the {name} tier differs from {} (UPDATE_FIXTURES=1 rewrites it)", path.display());
     }
 }
+
+/// The workspace's root (the docs are in `docs/`).
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The numbers of the table row starting `| <first> |` in `file`: its
+/// characters and tokens (the row's last two cells, `6,836` read as 6836).
+fn row_numbers(file: &str, first: &str) -> (usize, usize) {
+    let text = std::fs::read_to_string(root().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let row = text
+        .lines()
+        .find(|l| l.starts_with(&format!("| {first} |")))
+        .unwrap_or_else(|| panic!("{file} has no row | {first} |"));
+    let cells: Vec<usize> = row.split('|').map(|c| c.trim().replace(',', "")).filter_map(|c| c.parse().ok()).collect();
+    assert!(cells.len() >= 2, "{file}: {row}");
+    (cells[cells.len() - 2], cells[cells.len() - 1])
+}
+
+/// The sizes README.md and docs/usage.md give, and the count
+/// docs/what-the-model-reads.md gives for the description it prints, are
+/// the sizes measured here: the 25 tools' row is the description that
+/// document prints (which `discovery::the_first_cell_of_the_task_runs_as_written_from_the_description_in_the_docs`
+/// checks is what `describe --config` gives for the real servers, the
+/// filesystem server named `fs`), the others the committed catalog's.
+#[test]
+fn the_docs_give_the_measured_size_of_each_description() {
+    let cl100k = tiktoken_rs::cl100k_base().expect("cl100k_base ships with tiktoken-rs");
+    let doc = std::fs::read_to_string(root().join("docs/what-the-model-reads.md")).unwrap();
+    let block = doc.split("## The description\n\n```text\n").nth(1).and_then(|rest| rest.split("\n```").next());
+    let printed = block.expect("what-the-model-reads.md prints the description");
+    let measured_25 = (printed.chars().count(), cl100k.encode_with_special_tokens(printed).len());
+    let said = format!("(the typed tier: {} characters", thousands(measured_25.0));
+    assert!(doc.contains(&said), "docs/what-the-model-reads.md says {said:?} of the description it prints");
+    let all = real_entries();
+    let budget = code_mode_core::defaults::DESCRIPTION_BUDGET;
+    let measured = |range: std::ops::Range<usize>| {
+        let (_, text) = describe(&default_facts(), &all[range], budget);
+        (text.chars().count(), cl100k.encode_with_special_tokens(&text).len())
+    };
+    let rows = [
+        ("25 (memory, filesystem, time)", measured_25),
+        ("42 (the four reference servers)", measured(0..42)),
+        ("150", measured(0..150)),
+        ("300", measured(0..300)),
+    ];
+    for file in ["README.md", "docs/usage.md"] {
+        for (first, sizes) in &rows {
+            // docs/usage.md names the 42 tools' servers more briefly.
+            let first = if file == "docs/usage.md" {
+                first.replace("four reference servers", "four servers")
+            } else {
+                first.to_string()
+            };
+            assert_eq!(row_numbers(file, &first), *sizes, "{file}, row {first}: characters and cl100k tokens");
+        }
+    }
+}
+
+/// `6836` as the docs write it: `6,836`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
