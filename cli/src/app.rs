@@ -279,18 +279,23 @@ async fn serve_http(factory: FrontendFactory, options: &HttpOptions, root: &Canc
     Ok(())
 }
 
-/// Serve `/metrics` and `/healthz` when `--metrics-addr` is given, until the
-/// root token is cancelled. Started first, so a bad address fails before
+/// What watches a service from outside while it runs: its metrics server
+/// and its pid file (each when asked for), dropped at exit.
+struct Watched {
+    _metrics: Option<MetricsServer>,
+    _pid: Option<crate::pid_file::PidFile>,
+}
+
+/// Write the pid file and serve `/metrics` and `/healthz` when asked
+/// (`--pid-file`, `--metrics-addr`), until the root token is cancelled.
+/// Started first, so a bad address or an unwritable file fails before
 /// anything else starts; `/healthz` answers while the process lives.
-async fn start_metrics(
-    args: &MetricsArgs,
-    service: &str,
-    root: &CancellationToken,
-) -> anyhow::Result<Option<MetricsServer>> {
-    let Some(addr) = &args.metrics_addr else { return Ok(None) };
+async fn start_metrics(args: &MetricsArgs, service: &str, root: &CancellationToken) -> anyhow::Result<Watched> {
+    let pid = args.pid_file.as_deref().map(crate::pid_file::PidFile::write).transpose()?;
+    let Some(addr) = &args.metrics_addr else { return Ok(Watched { _metrics: None, _pid: pid }) };
     let server = MetricsServer::start(addr, service, root.child_token()).await?;
     eprintln!("code-mode: {service} metrics on http://{}/metrics", server.local_addr());
-    Ok(Some(server))
+    Ok(Watched { _metrics: Some(server), _pid: pid })
 }
 
 /// Replicas of what the service creates in JetStream.

@@ -49,7 +49,7 @@ pub enum Command {
     /// and answers catalog requests and tool calls over NATS.
     Bridge(Box<BridgeServiceArgs>),
     /// The sandbox-runner service alone: runs cells sent over NATS.
-    SandboxRunner(RunnerServiceArgs),
+    SandboxRunner(Box<RunnerServiceArgs>),
     /// Work with policy files.
     Policy(PolicyArgs),
     /// Check and read audit records.
@@ -563,7 +563,8 @@ pub struct FrontendArgs {
     pub max_cells_per_session: Option<usize>,
 }
 
-/// Where a service serves its Prometheus metrics and health.
+/// How a service is watched and signalled from outside: its Prometheus
+/// metrics and health, its pid file.
 #[derive(Debug, Args)]
 pub struct MetricsArgs {
     /// Serve `GET /metrics` (Prometheus text format) and `GET /healthz` on
@@ -571,6 +572,10 @@ pub struct MetricsArgs {
     /// Off when not given.
     #[arg(long, value_name = "HOST:PORT")]
     pub metrics_addr: Option<String>,
+    /// Write this process's id to FILE at start and remove it at exit, so
+    /// `kill -HUP "$(cat FILE)"` signals this one process (a reload).
+    #[arg(long, value_name = "FILE")]
+    pub pid_file: Option<std::path::PathBuf>,
 }
 
 /// How a service reaches NATS.

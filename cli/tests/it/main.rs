@@ -20,6 +20,7 @@ mod console_browser;
 mod console_oauth;
 mod direct;
 mod discovery;
+mod docs_commands;
 mod doctor;
 mod faults;
 mod first_hour;

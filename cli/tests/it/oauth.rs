@@ -550,3 +550,43 @@ fn base64_url_decode(text: &str) -> Vec<u8> {
     }
     out
 }
+
+/// The OAuth snippet of docs/deployment.md.
+fn oauth_snippet() -> String {
+    let doc = std::fs::read_to_string(code_mode_core::testing::peers::workspace_root().join("docs/deployment.md"))
+        .expect("docs/deployment.md");
+    doc.split("```python\n")
+        .skip(1)
+        .filter_map(|b| b.split("\n```").next())
+        .find(|b| b.contains("ClientCredentialsOAuthProvider("))
+        .expect("the OAuth snippet")
+        .to_string()
+}
+
+#[tokio::test]
+async fn the_oauth_example_of_the_docs_runs_as_written_through_a_cell_longer_than_httpxs_default_timeout() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some(python) = code_mode_core::testing::peers::venv_bin("python") else { return };
+    let Some(served) = serve_with_oauth(&["--warm", "0"]).await else { return };
+    // As written, with the test issuer's client and URL in place of the
+    // placeholders; then the connection "as above" with `mcp.Client` at its
+    // defaults, and a cell that takes longer than httpx's default 5 s.
+    let snippet = oauth_snippet()
+        .replace("client_id=\"...\"", "client_id=\"code-mode-test\"")
+        .replace("client_secret=\"...\"", "client_secret=\"test-secret\"")
+        .replace("https://login.example.com/realms/tools", &served.issuer.url);
+    let program = format!(
+        "import asyncio, sys\nfrom mcp import Client\nfrom mcp.client.streamable_http import streamable_http_client\n\
+         url = sys.argv[1]\n{snippet}\n\n\
+         async def main():\n    async with Client(streamable_http_client(url, http_client=http)) as client:\n        \
+         r = await client.call_tool('run_python', {{'code': 'import time\\ntime.sleep(7)\\nprint(\"waited\")'}})\n        \
+         print(r.structured_content['stdout'], end='')\n\n\
+         asyncio.run(main())\n"
+    );
+    let out = tokio::process::Command::new(&python).args(["-c", &program, &served.url]).output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the snippet failed: {stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "waited\n", "{stderr}");
+}

@@ -339,6 +339,16 @@ async fn the_http_client_examples_of_the_readme_name_what_exists_and_the_bearer_
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "the bearer snippet: {}", String::from_utf8_lossy(&out.stderr));
     assert!(said.contains("{\"sum\":3}"), "it prints the cell's result: {said}");
+    // Its client waits out a cell longer than httpx's default 5 s.
+    let slow = bearer.replace("print(await add(a=1, b=2))", "import time; time.sleep(7); print(await add(a=1, b=2))");
+    assert_ne!(&slow, bearer, "the snippet's cell was found");
+    let out = tokio::process::Command::new(&python)
+        .args(["-c", PY_CHECK, &slow, "run", &url, &alice.token])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "the bearer snippet, 7 s cell: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("{\"sum\":3}"));
 }
 
 #[tokio::test]

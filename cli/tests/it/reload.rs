@@ -373,3 +373,54 @@ async fn a_call_waiting_for_approval_across_a_sighup_runs_once_approved_and_the_
     assert_eq!(calls, [("echo".to_string(), "approved".to_string()), ("add".to_string(), "denied".to_string())]);
     client.cancel().await.ok();
 }
+
+/// The shell lines of the reload example in docs/servers.md (the block
+/// after "## Changing config while running").
+fn documented_reload_lines() -> Vec<String> {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/servers.md")).unwrap();
+    let section = doc.split("## Changing config while running").nth(1).expect("the section");
+    let block = section.split("```sh\n").nth(1).and_then(|b| b.split("```").next()).expect("its shell block");
+    block.lines().map(|l| l.split("   #").next().unwrap().trim().to_string()).filter(|l| !l.is_empty()).collect()
+}
+
+#[tokio::test]
+async fn the_documented_reload_command_signals_only_the_serve_whose_pid_file_it_reads() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let lines = documented_reload_lines();
+    let kill = lines.iter().find(|l| l.starts_with("kill -HUP")).expect("the docs give a kill -HUP line");
+    assert!(!kill.contains("pidof") && !kill.contains("pkill"), "signals by name: {kill}");
+    let dir = TempDir::new("reload-pid-file");
+    let (mine, other) = (dir.0.join("code-mode.pid"), dir.0.join("other.pid"));
+    let mut served = Vec::new();
+    for (name, pid_file) in [("mine", &mine), ("other", &other)] {
+        let file = dir.0.join(format!("{name}.json"));
+        config(&file, &["one"], &[]);
+        let stderr = dir.0.join(format!("{name}.log"));
+        let args = ["--config", file.to_str().unwrap(), "--pid-file", pid_file.to_str().unwrap(), "--warm", "0"];
+        let (client, pid) = serve(&args, false, &stderr).await;
+        assert_eq!(std::fs::read_to_string(pid_file).unwrap(), format!("{pid}\n"), "the pid file holds its id");
+        config(&file, &["one", "two"], &[]);
+        served.push((client, stderr));
+    }
+    // The docs' line, verbatim, with `pidfile` set to the first serve's file.
+    let script = format!("pidfile='{}'\n{kill}", mine.display());
+    let out = std::process::Command::new("sh").arg("-c").arg(&script).output().expect("sh runs");
+    assert!(out.status.success(), "{script}: {}", String::from_utf8_lossy(&out.stderr));
+    description_until(&served[0].0, "the signalled serve reloads", |d| d.contains("def two__add(")).await;
+    logged(&served[0].1, &["SIGHUP: reloading the config"]).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let untouched = std::fs::read_to_string(&served[1].1).unwrap_or_default();
+    assert!(!untouched.contains("SIGHUP"), "the other serve was signalled too:\n{untouched}");
+    assert!(!description(&served[1].0).await.contains("two__add"), "the other serve kept its config");
+    // At exit each removes its file.
+    for (client, _) in served {
+        client.cancel().await.unwrap();
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while mine.exists() || other.exists() {
+        assert!(tokio::time::Instant::now() < deadline, "the pid files are left after exit");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
