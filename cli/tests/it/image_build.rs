@@ -238,3 +238,54 @@ fn a_wheel_from_a_local_directory_is_installed_without_a_package_index() {
     let stderr = text(&out.stderr);
     assert!(stderr.contains("pip could not install codemode-hello==2.0: No matching distribution found"), "{stderr}");
 }
+
+/// The untagged (`<none>`) images of the engine, by full id.
+fn dangling_images() -> std::collections::BTreeSet<String> {
+    let out = Command::new("docker").args(["images", "-q", "--no-trunc", "-f", "dangling=true"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout).lines().map(str::to_string).collect()
+}
+
+/// The requirements file a build stage copied in, read from `image` (a
+/// container created from it and never started, then removed); `None`
+/// when it has none.
+fn requirements_in(image: &str) -> Option<String> {
+    let created = Command::new("docker").args(["create", image, "true"]).output().unwrap();
+    if !created.status.success() {
+        return None;
+    }
+    let container = text(&created.stdout).trim().to_string();
+    let copied = Command::new("docker").args(["cp", &format!("{container}:/build/requirements.txt"), "-"]).output();
+    let _ = Command::new("docker").args(["rm", "-f", &container]).output();
+    let copied = copied.ok().filter(|o| o.status.success())?;
+    // `docker cp ... -` writes a tar archive: the file's text is in it.
+    Some(String::from_utf8_lossy(&copied.stdout).into_owned())
+}
+
+#[test]
+fn a_package_image_build_leaves_no_untagged_builder_image_behind() {
+    if !support::sandbox_available() {
+        return;
+    }
+    // A set no build has made yet (a version of its own), from a local
+    // wheel: the build runs every step of both stages.
+    let version =
+        format!("1.{}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos());
+    let wheels = code_mode_core::testing::TempDir::new("wheels-dangling");
+    make_wheel(&wheels.0, &version);
+    let pinned = format!("codemode-hello=={version}");
+    let (_dir, file) = requirements(&format!("{pinned}\n"));
+    let before = dangling_images();
+    let built = build_image(&["--requirements", path(&file), "--wheels", path(&wheels.0)]);
+    assert!(built.status.success(), "{}", text(&built.stderr));
+    let tag = text(&built.stdout).trim().to_string();
+    // Only the untagged images this build made are looked at (other
+    // builds share the engine): those holding its requirements file.
+    let ours: Vec<String> = dangling_images()
+        .difference(&before)
+        .filter(|id| requirements_in(id).is_some_and(|r| r.contains(&pinned)))
+        .cloned()
+        .collect();
+    let _ = Command::new("docker").args(["rmi", &tag]).output();
+    assert!(ours.is_empty(), "the build left its builder stage's image behind, untagged: {ours:?}");
+}

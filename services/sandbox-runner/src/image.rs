@@ -22,6 +22,7 @@ use sha2::{Digest, Sha256};
 use crate::StartError;
 
 pub mod packages;
+mod stages;
 
 pub use packages::{
     IMAGE_AND_PACKAGES, INPUTS_LABEL, PACKAGES_LABEL, Packages, PackagesError, build_packages_image,

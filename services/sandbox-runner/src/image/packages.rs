@@ -15,7 +15,9 @@
 //! default image plus the Debian packages and those two paths, with the
 //! default image's user, working directory and entrypoint. The JSON is
 //! read back out of the built image and becomes its
-//! [`PACKAGES_LABEL`], which [`installed_packages`] reads.
+//! [`PACKAGES_LABEL`], which [`installed_packages`] reads. The builder
+//! stage's image, which the engine's classic builder keeps untagged, is
+//! removed after the build (`stages`), so a build leaves only its tag.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -762,26 +764,36 @@ async fn run_build(
     let options = BuildImageOptionsBuilder::new().t(scratch).buildargs(&args).rm(true).forcerm(true).build();
     let mut stream = docker.build_image(options, None, Some(bollard::body_full(context.into())));
     let mut lines: Vec<String> = Vec::new();
-    while let Some(item) = stream.next().await {
-        // A failed step comes as an error of the stream (or an error
-        // detail): pip's or apt-get's own lines say more.
-        let info = item.map_err(|e| build_failure(tag, &lines, &e.to_string()))?;
-        if let Some(text) = info.stream.as_deref() {
-            for line in text.lines().map(without_colours) {
-                let line = line.trim_end();
-                if !line.trim().is_empty() {
-                    progress(line);
-                    lines.push(line.to_string());
+    // The builder stage's image (and a failed build's last step) stay
+    // behind untagged unless removed: read which they are as they go by.
+    let mut stages = super::stages::StageImages::default();
+    let streamed = async {
+        while let Some(item) = stream.next().await {
+            // A failed step comes as an error of the stream (or an error
+            // detail): pip's or apt-get's own lines say more.
+            let info = item.map_err(|e| build_failure(tag, &lines, &e.to_string()))?;
+            if let Some(text) = info.stream.as_deref() {
+                for line in text.lines().map(without_colours) {
+                    let line = line.trim_end();
+                    stages.line(line);
+                    if !line.trim().is_empty() {
+                        progress(line);
+                        lines.push(line.to_string());
+                    }
+                }
+                if lines.len() > 2000 {
+                    lines.drain(..1000);
                 }
             }
-            if lines.len() > 2000 {
-                lines.drain(..1000);
+            if let Some(detail) = info.error_detail.and_then(|d| d.message) {
+                return Err(build_failure(tag, &lines, &detail));
             }
         }
-        if let Some(detail) = info.error_detail.and_then(|d| d.message) {
-            return Err(build_failure(tag, &lines, &detail).into());
-        }
+        Ok(())
     }
+    .await;
+    super::stages::remove_untagged(docker, &stages.last_images()).await;
+    streamed?;
     if !image_exists(docker, scratch).await? {
         return Err(PackagesError::Build {
             tag: tag.to_string(),
