@@ -67,7 +67,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let code = read_code(args.code, args.file)?;
             let asker =
                 if args.ask { Some(crate::terminal::TerminalAsker::open().map_err(anyhow::Error::msg)?) } else { None };
-            let parts = stack_parts(&args.stack, 1, None, Direct::default()).await?;
+            let mut parts = stack_parts(&args.stack, 1, None, Direct::default()).await?;
+            // No client reads the description: no wait for the packages.
+            parts.frontend.packages_wait = std::time::Duration::ZERO;
             let stack = Stack::start(parts, Buses::One(Bus::in_process()), &root).await?;
             let frontend = stack.factory.session();
             let report = async {

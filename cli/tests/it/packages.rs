@@ -314,32 +314,45 @@ async fn a_bridge_killed_and_started_again_leaves_the_packages_in_the_descriptio
 }
 
 #[tokio::test]
-async fn both_python_sdk_clients_over_http_read_the_packages_in_the_description_and_find_them_in_packages() {
+async fn both_python_sdk_clients_over_http_read_the_packages_in_their_first_listing_and_find_them_in_packages() {
     if !support::sandbox_available() {
         return;
     }
     let requirements = support::data_science();
     support::package_image(&requirements);
-    let mut serve = tokio::process::Command::new(support::code_mode());
-    serve.args(["serve", "--http", "127.0.0.1:0", "--requirements", requirements.to_str().unwrap(), "--"]);
-    serve.arg(support::test_server()).stdin(std::process::Stdio::null()).kill_on_drop(true);
-    let (_serve, url, _log) = crate::http::spawn_http(&mut serve).await;
-    // A cell first: the frontend asks the bridge again after each cell, and
-    // the runner has named its packages by then.
+    // A client lists the tools first, as clients do on connect, and many
+    // never again: that first description must name what the code can
+    // import. A new server for each client, so each lists as soon as it
+    // can after the start. `mcp.Client` at its defaults (the stateless
+    // 2026-07-28 protocol), then `ClientSession` (initialize, 2025-11-25);
+    // the data-science image, then the default one.
     let steps = serde_json::json!([
-        {"op": "call", "tool": "run_python", "arguments": {"code": "print(PACKAGES['pandas'])"}},
         {"op": "list_tools"},
+        {"op": "call", "tool": "run_python", "arguments": {"code": "print(PACKAGES.get('pandas'))"}},
     ]);
-    // `mcp.Client` at its defaults (the stateless 2026-07-28 protocol), then
-    // `ClientSession` (initialize, 2025-11-25).
-    for api in ["client", "session"] {
-        let Some((results, stderr)) = support::python_sdk(&["--url", &url, "--api", api], &steps).await else {
-            return;
-        };
-        let printed = results[0]["result"]["structuredContent"]["stdout"].as_str();
-        assert_eq!(printed, Some("2.2.3\n"), "{api}: {results:?} {stderr}");
-        let tools = results[1]["result"]["tools"].as_array().unwrap_or_else(|| panic!("{api}: {results:?}"));
-        let description = tools[0]["description"].as_str().unwrap_or_default();
-        assert!(description.contains("numpy 2.2.6") && description.contains("PACKAGES maps"), "{api}: {description}");
+    let images: [(&[&str], &[&str], &str); 2] = [
+        (&["--requirements", requirements.to_str().unwrap()], &["numpy 2.2.6", "PACKAGES maps"], "2.2.3\n"),
+        (&[], &["(no network, standard library only,"], "None\n"),
+    ];
+    for (args, named, printed) in images {
+        for api in ["client", "session"] {
+            let mut serve = tokio::process::Command::new(support::code_mode());
+            serve.args(["serve", "--http", "127.0.0.1:0"]).args(args).arg("--").arg(support::test_server());
+            serve.stdin(std::process::Stdio::null()).kill_on_drop(true);
+            let (_serve, url, _log) = crate::http::spawn_http(&mut serve).await;
+            let Some((results, stderr)) = support::python_sdk(&["--url", &url, "--api", api], &steps).await else {
+                return;
+            };
+            let tools = results[0]["result"]["tools"].as_array().unwrap_or_else(|| panic!("{api}: {results:?}"));
+            let description = tools[0]["description"].as_str().unwrap_or_default();
+            for text in named {
+                assert!(
+                    description.contains(text),
+                    "{api} {args:?}: {text:?} is not in the first listing: {description}"
+                );
+            }
+            let out = results[1]["result"]["structuredContent"]["stdout"].as_str();
+            assert_eq!(out, Some(printed), "{api}: {results:?} {stderr}");
+        }
     }
 }

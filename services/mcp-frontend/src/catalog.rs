@@ -96,10 +96,11 @@ pub(crate) fn changed_lists(before: &View, now: &View) -> ChangedLists {
     let (old_features, new_features) = (features(old), features(new));
     // Only result shapes were learned: the clients' models keep what they
     // hold (no notice, no list_changed); new sessions and cells get them.
-    // What the code can import is news to every model once it was known:
-    // the runners' first word on it (a moment after the start) is learned
-    // like a shape, not announced.
-    let packages_news = old.packages.is_some() && old.packages != new.packages;
+    // What the code can import is news to every model, the runners' first
+    // word on it too: a frontend waits for that word before it serves
+    // (`FrontendConfig::packages_wait`), so a client hears of it only when
+    // it listed a description that named no packages.
+    let packages_news = old.packages != new.packages;
     let learned_only =
         !old.listed.is_empty() && old.listed == new.listed && old.withheld == new.withheld && !packages_news;
     ChangedLists {
@@ -289,13 +290,13 @@ mod tests {
         renamed.listed = "listed-2".into();
         renamed.tools[0].name = "sum".into();
         assert!(changed_lists(&before, &View::new(renamed, &config)).tools);
-        // The runners' first word on their packages is learned, not told;
-        // a change of packages after it is told to every client.
+        // The runners' first word on their packages, after a description
+        // that named none, is told to every client; so is a change after it.
         let mut known = first.clone();
         known.packages = Some(Vec::new());
         let known = View::new(known, &config);
         assert!(known.description.contains("standard library only"), "{}", known.description);
-        assert_eq!(changed_lists(&before, &known), ChangedLists::default(), "nobody is told");
+        assert!(changed_lists(&before, &known).tools, "the first word on the packages is told");
         let mut packages = first.clone();
         packages.packages = Some(vec!["numpy==2.2.6".into()]);
         let with_packages = View::new(packages, &config);

@@ -153,7 +153,8 @@ mod tests {
                 stateless_idle_ms: 0,
                 features: None,
                 listed: String::new(),
-                packages: None,
+                // A runner has named its packages (the standard library only).
+                packages: Some(Vec::new()),
             })
         })
         .await

@@ -110,6 +110,12 @@ pub struct FrontendConfig {
     /// How long to wait for the bridge's catalog at start (services may start
     /// in any order).
     pub catalog_wait: Duration,
+    /// How long to wait at start, once the bridge answers, for a
+    /// sandbox-runner to have named its image's packages, so that the
+    /// first `tools/list` already says what the code can import (only
+    /// when `run_python` is offered; zero: do not wait, e.g. `run`, where
+    /// no client reads the description).
+    pub packages_wait: Duration,
     /// Keep each session's variables between its cells (`--keep-variables`):
     /// `None` runs every cell in a fresh container.
     pub keep: Option<KeepConfig>,
@@ -156,6 +162,7 @@ impl Default for FrontendConfig {
             description_budget: defaults::DESCRIPTION_BUDGET,
             capacity_wait: defaults::CAPACITY_WAIT,
             catalog_wait: CATALOG_WAIT,
+            packages_wait: PACKAGES_WAIT,
             keep: None,
             max_cells_per_session: None,
             expose: Expose::Off,
@@ -176,6 +183,14 @@ pub struct CellOptions {
 pub const CATALOG_WAIT: Duration = Duration::from_secs(30);
 /// How long one catalog request may take at start.
 const CATALOG_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long to wait at start for a sandbox-runner's word on its packages,
+/// by default: a runner names them within a second of its start (it tells
+/// the bridges again every 250 ms until one has noted it), so this bounds
+/// only a stack whose runners start late (e.g. building their image).
+pub const PACKAGES_WAIT: Duration = Duration::from_secs(10);
+/// How often the catalog is asked again while the packages are unknown at
+/// start.
+const PACKAGES_POLL: Duration = Duration::from_millis(100);
 /// Pause between two tries of a request that found no service free.
 pub(crate) const RETRY_PAUSE: Duration = Duration::from_millis(100);
 /// Margin over the deadline for a cell's reply. The runner counts the
@@ -242,6 +257,32 @@ impl StatelessSlots {
     }
 }
 
+/// The bridge's catalog once it names the sandboxes' packages (a runner
+/// told it), asking again every [`PACKAGES_POLL`] for at most `wait`;
+/// after that, `first` or the last answer. The description a client lists
+/// first then says what the code can import; should the runners name them
+/// only later, every client is told (`notifications/tools/list_changed`).
+async fn packages_named(bus: &Bus, request: &CatalogRequest, first: Catalog, wait: Duration) -> Catalog {
+    let give_up = tokio::time::Instant::now() + wait;
+    let mut catalog = first;
+    while catalog.packages.is_none() {
+        if tokio::time::Instant::now() + PACKAGES_POLL > give_up {
+            tracing::warn!(
+                waited = ?wait,
+                "no sandbox-runner has named its image's packages yet: the description names none until one does \
+                 (clients are then told the tools changed)"
+            );
+            break;
+        }
+        tokio::time::sleep(PACKAGES_POLL).await;
+        match bus.call::<_, Catalog>(subjects::CATALOG_GET, request, CATALOG_TIMEOUT).await {
+            Ok(next) => catalog = next,
+            Err(e) => tracing::debug!(error = %e, "asking the catalog again for the packages failed"),
+        }
+    }
+    catalog
+}
+
 /// Makes the [`Frontend`] of each client session of one process: fetches the
 /// bridge's catalog once, then makes sessions without waiting (the MCP
 /// HTTP transport asks for one per session, or per request from a stateless
@@ -270,6 +311,10 @@ impl FrontendFactory {
                 }
                 Err(e) => return Err(e.into()),
             }
+        };
+        let catalog = match config.expose.run_python() && catalog.packages.is_none() {
+            true => packages_named(&bus, &request, catalog, config.packages_wait).await,
+            false => catalog,
         };
         let shared = Shared {
             catalog: CatalogHandle::start(bus.clone(), config, catalog),
@@ -479,7 +524,8 @@ mod tests {
             stateless_idle_ms: 3_600_000,
             features: None,
             listed: String::new(),
-            packages: None,
+            // A runner has named its packages (the standard library only).
+            packages: Some(Vec::new()),
         }
     }
 

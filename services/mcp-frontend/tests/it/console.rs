@@ -36,7 +36,8 @@ fn catalog() -> Catalog {
         stateless_idle_ms: 3_600_000,
         features: None,
         listed: String::new(),
-        packages: None,
+        // A runner has named its packages (the standard library only).
+        packages: Some(Vec::new()),
     }
 }
 
@@ -96,7 +97,8 @@ async fn console_bridge(request: ConsoleRequest) -> Result<ConsoleReply, WireErr
                 free: 3,
                 warm: 1,
                 at_ms: 1,
-                packages: None,
+                // A runner has named its packages (the standard library only).
+                packages: Some(Vec::new()),
             }],
         }),
         ConsoleRequest::Sessions { ids } => Ok(ConsoleReply::Sessions { tainted: ids }),
