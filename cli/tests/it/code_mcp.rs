@@ -223,6 +223,40 @@ print("done")
 }
 
 #[tokio::test]
+async fn a_cell_that_reports_progress_once_then_works_quietly_keeps_telling_both_sdk_clients_it_runs_every_5_s() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code_mode = support::code_mode().display().to_string();
+    let server = support::test_server().display().to_string();
+    let code = "import time\nreport_progress(1, 10, 'one of ten')\ntime.sleep(11.5)\nprint('done')";
+    for api in ["client", "session"] {
+        let args = ["--stdio", &code_mode, "serve", "--", &server, "--", "--api", api];
+        let steps = json!([{"op": "call", "tool": "run_python", "arguments": {"code": code}, "progress": true}]);
+        let (results, stderr) = python_sdk(&args, &steps).await.expect("the Python SDK is installed");
+        assert_eq!(results[0]["result"]["structuredContent"]["stdout"], "done\n", "{api}: {results:?} {stderr}");
+        let progress = results[0]["progress"].as_array().unwrap_or_else(|| panic!("{api}: {results:?}"));
+        let (first, beats) = progress.split_first().unwrap_or_else(|| panic!("{api}: no progress at all"));
+        assert_eq!(
+            (&first["progress"], &first["total"], &first["message"]),
+            (&json!(1.0), &json!(10.0), &json!("one of ten"))
+        );
+        // 5 s and 10 s after the report: the code's numbers, each a hair
+        // above the last (MCP wants progress to grow), saying the cell runs.
+        assert!(beats.len() >= 2, "{api}: a heartbeat every 5 s after the report: {progress:?}");
+        let mut last = 1.0;
+        for beat in beats {
+            let done = beat["progress"].as_f64().unwrap_or_default();
+            assert!(done > last && done < 1.001, "{api}: {progress:?}");
+            last = done;
+            assert_eq!(beat["total"], 10.0, "{api}: {progress:?}");
+            let message = beat["message"].as_str().unwrap_or_default();
+            assert!(message.starts_with("the cell has run for"), "{api}: {progress:?}");
+        }
+    }
+}
+
+#[tokio::test]
 async fn a_wrapped_server_that_asks_the_clients_model_during_a_cell_reaches_both_sdk_clients() {
     if !support::sandbox_available() {
         return;

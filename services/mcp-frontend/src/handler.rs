@@ -186,8 +186,9 @@ impl Frontend {
         let mut elicitations = FuturesUnordered::new();
         let mut cancelled = false;
         // Progress goes out increasing only (as MCP wants): a cell that
-        // runs long says so every HEARTBEAT until its code reports progress
-        // of its own.
+        // runs long says so whenever HEARTBEAT passes without a progress
+        // notification, before and after its code reports progress of its
+        // own, so a client with a read timeout keeps waiting for a live cell.
         let mut sent = ProgressSent::default();
         let is_cell = run.call_id.is_none();
         let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
@@ -202,7 +203,9 @@ impl Frontend {
                     Question::Note(note) => {
                         if let (Some(token), Note::Progress { progress: done, total, message }) = (&progress, note.note) {
                             sent.code_reported = true;
-                            sent.send(context, token, done, total, message).await;
+                            if sent.send(context, token, done, total, message).await {
+                                heartbeat.reset();
+                            }
                         }
                     }
                     Question::Ask(ask) if stateless => {
@@ -270,11 +273,11 @@ impl Frontend {
                     }
                 }
                 Some(()) = elicitations.next(), if !elicitations.is_empty() => {}
-                _ = heartbeat.tick(), if is_cell && progress.is_some() && !sent.code_reported => {
+                _ = heartbeat.tick(), if is_cell && progress.is_some() => {
                     if let Some(token) = &progress {
                         let running = started.elapsed().as_secs();
-                        let message = format!("the cell has run for {running} s");
-                        sent.send(context, token, running as f64, None, Some(message)).await;
+                        let message = Some(format!("the cell has run for {running} s"));
+                        sent.beat(context, token, running as f64, message).await;
                     }
                 }
             }
@@ -711,22 +714,26 @@ impl ServerHandler for Frontend {
         crate::gateway::typed::<rmcp::model::CompleteResult>(value)
     }
 }
-/// How often a running cell tells a client that asked for progress that
-/// it still runs, until its code reports progress of its own.
+
+/// How long a running cell goes without a progress notification to a
+/// client that asked for progress before it tells that client it still
+/// runs.
 const HEARTBEAT: Duration = Duration::from_secs(5);
 
 /// The progress sent on one request so far.
 #[derive(Debug, Default)]
 struct ProgressSent {
     last: Option<f64>,
-    /// The cell's code (or the server) reported progress: no heartbeat any
-    /// more.
+    /// The total of the last notification the code (or the server) sent.
+    total: Option<f64>,
+    /// The cell's code (or the server) reported progress: a heartbeat
+    /// then keeps its numbers (see [`ProgressSent::beat`]).
     code_reported: bool,
 }
 
 impl ProgressSent {
     /// Send a progress notification with the request's token, unless it
-    /// would not increase on the last one.
+    /// would not increase on the last one; true when it was sent.
     async fn send(
         &mut self,
         context: &RequestContext<RoleServer>,
@@ -734,15 +741,40 @@ impl ProgressSent {
         progress: f64,
         total: Option<f64>,
         message: Option<String>,
-    ) {
+    ) -> bool {
         if self.last.is_some_and(|last| progress <= last) {
-            return;
+            return false;
         }
         self.last = Some(progress);
+        self.total = total;
         let params =
             serde_json::json!({"progressToken": token, "progress": progress, "total": total, "message": message});
         if let Ok(params) = serde_json::from_value(params) {
             let _ = context.peer.notify_progress(params).await;
+        }
+        true
+    }
+
+    /// A heartbeat: the seconds run so far as the progress while the code
+    /// has reported none; after it has, its own progress and total again,
+    /// grown by the least a number can grow (MCP wants each notification's
+    /// progress above the last), so a client's bar stays where the code
+    /// put it while it hears that the cell still runs.
+    async fn beat(
+        &mut self,
+        context: &RequestContext<RoleServer>,
+        token: &rmcp::model::ProgressToken,
+        running: f64,
+        message: Option<String>,
+    ) {
+        match (self.code_reported, self.last) {
+            (true, Some(last)) => {
+                let total = self.total;
+                self.send(context, token, last.next_up(), total, message).await;
+            }
+            _ => {
+                self.send(context, token, running, None, message).await;
+            }
         }
     }
 }
