@@ -144,6 +144,14 @@ async fn a_deadline_in_a_kept_container_ends_it_and_the_next_cell_says_its_varia
     let (_, error) = out(&run_python(&client, "while True:\n    pass").await);
     let error = error.expect("the run was stopped");
     assert!(error.contains("deadline") && error.contains("the session's sandbox was removed with this run"), "{error}");
+    // What to do with a job longer than a run: split it, the variables
+    // carry it (from the next run on); the operator's --deadline.
+    assert!(
+        error.contains(
+            "For a longer job, do it in shorter runs: this session keeps its variables from one run to the next"
+        ) && error.contains("--deadline"),
+        "{error}"
+    );
     assert!(until_containers(pid, 0, Duration::from_secs(10)).await, "the stopped cell's container was removed");
     let next = cell(&client, "print('x' in globals())").await;
     let lines: Vec<&str> = next.lines().collect();

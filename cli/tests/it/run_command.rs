@@ -243,3 +243,19 @@ fn numbers_out_of_range_stop_startup_naming_the_option_value_and_range_without_a
         "{stderr}"
     );
 }
+
+#[test]
+fn a_run_stopped_at_its_deadline_says_what_to_do_with_a_longer_job() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let ran = run(&["--deadline", "2"], "import time\ntime.sleep(30)", &[]);
+    assert!(ran.stopped(), "{ran:#?}");
+    let error = ran.error().unwrap_or_default();
+    assert!(error.starts_with("stopped: the run passed its 2 s deadline. "), "{error}");
+    for hint in
+        ["For a longer job, do it in shorter runs, each printing what the next needs", "--keep-variables", "--deadline"]
+    {
+        assert!(error.contains(hint), "{hint:?} is not in: {error}");
+    }
+}

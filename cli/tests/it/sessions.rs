@@ -216,15 +216,24 @@ async fn over_http_a_stateless_client_keeps_its_variables_through_the_handle_and
     assert_eq!(printed(&ran[3]), "False\n", "without the handle a run starts fresh");
     assert!(content(&ran[3]).get("session").is_none(), "and keeps nothing: {ran:?}");
 
-    // Another identity presenting alice's handle; a tampered one; not one at all.
+    // Another identity presenting alice's handle; one with its runner id
+    // changed, one with its key changed (each is not valid: never "ended",
+    // never a fresh sandbox); not one at all.
     let flip = |c: char| if c == '0' { '1' } else { '0' };
-    let tampered = format!("{}{}", &handle[..handle.len() - 1], flip(handle.chars().last().unwrap()));
+    let changed_at =
+        |at: usize| -> String { handle.char_indices().map(|(i, c)| if i == at { flip(c) } else { c }).collect() };
+    let (other_runner, other_key) = (changed_at("cms2.".len()), changed_at("cms2.".len() + 33));
     let with = |session: &str| json!({"op": "call", "tool": "run_python", "arguments": {"code": "print(x)", "session": session}});
     let Some(bobs) = sdk(&strs(&bob_args), &[with(&handle)]).await else { return };
     assert!(refused(&bobs[0]).contains("belongs to another client identity"), "{bobs:?}");
-    let Some(bad) = sdk(&strs(&alice_args), &[with(&tampered), with("cms1.nothing")]).await else { return };
-    assert!(refused(&bad[0]).contains("no sandbox of this server is known under this session handle"), "{bad:?}");
-    assert!(refused(&bad[1]).contains("is not a session handle of code-mode"), "{bad:?}");
+    let steps = [with(&other_runner), with(&other_key), with("cms2.nothing")];
+    let Some(bad) = sdk(&strs(&alice_args), &steps).await else { return };
+    for changed in &bad[..2] {
+        let text = refused(changed);
+        assert!(text.starts_with("run_python: this session handle is not valid: it was changed"), "{text}");
+        assert!(text.contains("send `session: \"new\"` to start a new sandbox that keeps its variables"), "{text}");
+    }
+    assert!(refused(&bad[2]).contains("is not a session handle of code-mode"), "{bad:?}");
 
     // Alice may hold two kept sandboxes: a third removes the one unused
     // longest (her older ones may have gone idle meanwhile: three new ones).
@@ -243,6 +252,7 @@ async fn over_http_a_stateless_client_keeps_its_variables_through_the_handle_and
     let Some(late) = sdk(&strs(&alice_args), &[with(&handle)]).await else { return };
     let text = refused(&late[0]);
     assert!(text.contains("has ended (no run within its idle time (--session-idle))"), "{text}");
+    assert!(text.contains("send `session: \"new\"` to start a new sandbox that keeps its variables"), "{text}");
 }
 
 #[tokio::test]
@@ -313,4 +323,6 @@ async fn over_nats_a_stateless_taint_outlives_a_killed_bridge_and_a_handle_whose
     let Some(late) = sdk(&strs(&args), &[with]).await else { return };
     let text = refused(&late[0]);
     assert!(text.contains("has ended (its sandbox-runner stopped or restarted)"), "{text}");
+    // A stateless client's way to keep variables again is a new handle.
+    assert!(text.contains("send `session: \"new\"` to start a new sandbox that keeps its variables"), "{text}");
 }

@@ -531,10 +531,30 @@ pub(crate) fn end_message(end: End, cell: &RunCell, died: Option<(i64, bool)>, r
     let deadline_s = cell.limits.deadline_ms as f64 / 1000.0;
     match end {
         End::Done { error, stopped, .. } => (error, stopped),
-        End::Deadline => (Some(format!("stopped: the run passed its {deadline_s} s deadline")), true),
+        End::Deadline => {
+            (Some(format!("stopped: the run passed its {deadline_s} s deadline. {}", longer_job(cell))), true)
+        }
         End::Violation(v) => (Some(format!("stopped: protocol violation: {v}")), true),
         End::Died => (Some(died_message(died, ready)), true),
         End::Shutdown => (Some("stopped: code-mode is shutting down".into()), true),
+    }
+}
+
+/// What to do with a job longer than one run's deadline, after a run
+/// stopped at it: the code cannot change the deadline, so it is told how
+/// to split the work (a kept session's variables carry it from run to
+/// run) and who can.
+fn longer_job(cell: &RunCell) -> &'static str {
+    match cell.keep {
+        Some(_) => {
+            "For a longer job, do it in shorter runs: this session keeps its variables from one run to the next; \
+             the operator of code-mode can give every run longer with --deadline."
+        }
+        None => {
+            "For a longer job, do it in shorter runs, each printing what the next needs (a run keeps nothing); the \
+             operator of code-mode can keep variables between runs (--keep-variables) or give every run longer \
+             (--deadline)."
+        }
     }
 }
 
