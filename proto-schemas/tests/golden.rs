@@ -1,6 +1,7 @@
 //! The committed JSON Schemas in `schemas/` match the message types.
 //!
-//! Run with `UPDATE_SCHEMAS=1` to rewrite them after a deliberate change.
+//! Run with `UPDATE_SCHEMAS=1` to rewrite them after a deliberate change
+//! (refused under `CI=true`, where the test only compares).
 
 // A panic in a test is the test failing.
 #![allow(clippy::unwrap_used)]
@@ -10,7 +11,7 @@ use std::path::PathBuf;
 #[test]
 fn committed_schemas_match_the_message_types() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schemas");
-    let update = std::env::var_os("UPDATE_SCHEMAS").is_some();
+    let update = code_mode_core::testing::rewrite_golden("UPDATE_SCHEMAS");
     let mut stale = Vec::new();
     for (name, schema) in code_mode_proto::schemas() {
         let path = dir.join(format!("{name}.json"));

@@ -9,7 +9,8 @@
 //! initialize handshake).
 //!
 //! `UPDATE_SCREENSHOT=1` writes the console's picture with one call waiting
-//! to `docs/images/console.png` (the README shows it).
+//! to `docs/images/console.png` (the README shows it; refused under
+//! `CI=true`).
 
 use std::path::PathBuf;
 
@@ -66,7 +67,7 @@ async fn in_a_real_browser_an_approver_approves_one_call_and_declines_another_wi
     .await;
     let root = code_mode_core::testing::peers::workspace_root();
     let script = root.join("testing/console/browser.py");
-    let screenshot = if std::env::var_os("UPDATE_SCREENSHOT").is_some() {
+    let screenshot = if code_mode_core::testing::rewrite_golden("UPDATE_SCREENSHOT") {
         root.join("docs/images/console.png")
     } else {
         log_path("console").with_extension("png")

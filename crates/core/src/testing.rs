@@ -21,6 +21,23 @@ pub fn unavailable(what: &str, why: &str) -> bool {
     false
 }
 
+/// Whether a golden-file test rewrites its committed files instead of
+/// comparing with them: true when `var` (`UPDATE_FIXTURES`,
+/// `UPDATE_SCHEMAS`, ...) is set on a developer's machine. Under `CI=true`
+/// a set `var` fails the test: CI compares what is committed, and a test
+/// that rewrote its golden file there would pass whatever the code does.
+#[track_caller]
+pub fn rewrite_golden(var: &str) -> bool {
+    if std::env::var_os(var).is_none() {
+        return false;
+    }
+    assert!(
+        !in_ci(),
+        "{var} is set under CI=true: CI compares the committed golden files and never rewrites them (unset {var})"
+    );
+    true
+}
+
 /// The path of a binary built from this workspace (tests run from
 /// `target/<profile>/deps/`, binaries sit one level up).
 pub fn workspace_binary(name: &str) -> PathBuf {

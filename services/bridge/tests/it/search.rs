@@ -3,7 +3,8 @@
 //! `testing/search-eval/tools/*.json` holds what four real reference servers
 //! list (npm `@modelcontextprotocol/server-everything`, `-memory`,
 //! `-filesystem`, PyPI `mcp-server-time`); one test starts them and checks
-//! the files are still exactly that (`UPDATE_FIXTURES=1` rewrites them).
+//! the files are still exactly that (`UPDATE_FIXTURES=1` rewrites them, and
+//! fails the test under `CI=true`).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -29,10 +30,12 @@ fn scratch() -> PathBuf {
 type RealServer = (&'static str, String, Vec<String>, Vec<(String, String)>);
 
 /// The four real servers, by the names their tools get as a prefix, in the
-/// order of the catalog.
+/// order of the catalog; `None` off CI when a server is not installed. A
+/// scratch folder that cannot be made fails the test (it is no missing
+/// component).
 fn real_servers() -> Option<Vec<RealServer>> {
     let scratch = scratch();
-    std::fs::create_dir_all(&scratch).ok()?;
+    std::fs::create_dir_all(&scratch).unwrap_or_else(|e| panic!("the scratch folder {}: {e}", scratch.display()));
     let memory_file = scratch.join("memory.jsonl").display().to_string();
     Some(vec![
         ("everything", npm_bin("mcp-server-everything")?.display().to_string(), vec!["stdio".into()], vec![]),
@@ -55,7 +58,7 @@ fn real_servers() -> Option<Vec<RealServer>> {
 #[tokio::test]
 async fn the_committed_tool_lists_are_what_the_real_servers_list() {
     let Some(servers) = real_servers() else { return };
-    let update = std::env::var_os("UPDATE_FIXTURES").is_some();
+    let update = code_mode_core::testing::rewrite_golden("UPDATE_FIXTURES");
     for (name, command, args, set_env) in servers {
         let spec = ServerSpec {
             name: name.into(),
@@ -139,7 +142,7 @@ fn catalog_fixture() -> PathBuf {
 fn the_committed_catalog_of_300_real_tools_is_what_the_bridge_builds() {
     let entries = catalog_of(300).entries(true, false);
     let text = serde_json::to_string_pretty(&entries).expect("entries are JSON") + "\n";
-    if std::env::var_os("UPDATE_FIXTURES").is_some() {
+    if code_mode_core::testing::rewrite_golden("UPDATE_FIXTURES") {
         std::fs::write(catalog_fixture(), &text).expect("the fixture is written");
     }
     let committed = std::fs::read_to_string(catalog_fixture()).unwrap_or_default();
