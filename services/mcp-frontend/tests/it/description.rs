@@ -52,6 +52,7 @@ fn the_reference_servers_get_every_typed_signature_and_150_real_tools_fit_4000_c
         .sum();
     println!("run_python description with the default budget ({budget} characters), real tools (testing/search-eval)");
     println!("{:>5}  {:<24} {:<10} {:>10} {:>15}", "tools", "servers", "tier", "characters", "tokens (cl100k)");
+    let mut measured = Vec::new();
     for (what, range) in SIZES {
         let entries = &all[range];
         let n = entries.len();
@@ -59,6 +60,12 @@ fn the_reference_servers_get_every_typed_signature_and_150_real_tools_fit_4000_c
         let chars = text.chars().count();
         let tokens = cl100k.encode_with_special_tokens(&text).len();
         println!("{n:>5}  {what:<24} {:<10} {chars:>10} {tokens:>15}", format!("{tier:?}"));
+        let named = match tier {
+            Tier::Typed => "typed lines",
+            Tier::Names => "names by server",
+            other => panic!("{n} tools: the documents name no {other:?} row"),
+        };
+        measured.push((n, named.to_string(), chars, tokens));
         assert!(chars <= budget, "{n} tools: {chars} characters");
         match n {
             25 | 42 => {
@@ -89,8 +96,13 @@ fn the_reference_servers_get_every_typed_signature_and_150_real_tools_fit_4000_c
         }
     }
     println!("(the four servers' 42 tools' own tools/list JSON: {raw} characters)");
-    // Where the tier changes, adding the catalog's tools one by one (the
-    // numbers README and docs/usage.md give).
+    // The table docs/usage.md and the README give is this one.
+    for (doc, text) in documents() {
+        assert_eq!(documented_table(&text), measured, "the table of {doc} is not what the description measures now");
+    }
+    // Where the tier changes, adding the catalog's tools one by one: each
+    // tier once, from the richest to the leanest, at the numbers
+    // docs/usage.md and the README give.
     let mut changes = Vec::new();
     for n in 1..=all.len() {
         let (tier, text) = describe(&default_facts(), &all[..n], budget);
@@ -99,12 +111,72 @@ fn the_reference_servers_get_every_typed_signature_and_150_real_tools_fit_4000_c
             changes.push((n, tier));
         }
     }
-    assert_eq!(changes, [(1, Tier::Stubs), (28, Tier::Typed), (69, Tier::Signatures), (108, Tier::Names)]);
+    let tiers: Vec<Tier> = changes.iter().map(|(_, tier)| *tier).collect();
+    assert_eq!(tiers, [Tier::Stubs, Tier::Typed, Tier::Signatures, Tier::Names], "{changes:?}");
+    assert_eq!(changes[0].0, 1, "{changes:?}");
+    let at: Vec<usize> = changes[1..].iter().map(|(n, _)| *n).collect();
+    for (doc, text) in documents() {
+        assert_eq!(documented_changes(&text), at, "{doc} says the tier changes elsewhere than it does");
+    }
+}
+
+/// The documents that give the description's sizes: their names and text.
+fn documents() -> Vec<(&'static str, String)> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    ["docs/usage.md", "README.md"]
+        .into_iter()
+        .map(|doc| (doc, std::fs::read_to_string(root.join(doc)).unwrap_or_else(|e| panic!("{doc}: {e}"))))
+        .collect()
+}
+
+/// A number as the documents write it (`6,948`).
+fn number(text: &str) -> usize {
+    let digits: String = text.chars().filter(char::is_ascii_digit).collect();
+    digits.parse().unwrap_or_else(|_| panic!("no number in {text:?}"))
+}
+
+/// The rows of a document's table of the description's sizes: tools,
+/// tier, characters, tokens.
+fn documented_table(text: &str) -> Vec<(usize, String, usize, usize)> {
+    let rows: Vec<(usize, String, usize, usize)> = text
+        .lines()
+        .skip_while(|l| !(l.starts_with("| tools | tier | characters | tokens")))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<&str> = l.trim_matches('|').split('|').map(str::trim).collect();
+            let tools = number(cells[0].split_whitespace().next().unwrap_or_default());
+            (tools, cells[1].to_string(), number(cells[2]), number(cells[3]))
+        })
+        .collect();
+    assert!(!rows.is_empty(), "no table of the description's sizes");
+    rows
+}
+
+/// The numbers of tools a document says the tier changes at ("the tier
+/// changes at 28 tools (stubs to typed lines), 69 (...) and 108 (...).").
+fn documented_changes(text: &str) -> Vec<usize> {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let from = flat.find("the tier changes at ").expect("a sentence saying where the tier changes");
+    let sentence = &flat[from..];
+    let mut depth = 0;
+    let mut outside = String::new();
+    for c in sentence.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            '.' if depth == 0 => break,
+            c if depth == 0 => outside.push(c),
+            _ => {}
+        }
+    }
+    outside.split(|c: char| !c.is_ascii_digit()).filter(|w| !w.is_empty()).map(number).collect()
 }
 
 /// The checked-in description of the four reference servers' 42 tools at
 /// each tier (`testing/search-eval/golden/`); `UPDATE_FIXTURES=1`
-/// rewrites them. A change to what the model reads shows in review.
+/// rewrites them (and fails the test under `CI=true`). A change to what
+/// the model reads shows in review.
 #[test]
 fn the_description_of_the_four_reference_servers_at_each_tier_is_the_checked_in_one() {
     use code_mode_mcp_frontend::description::tier_sizes;
@@ -120,7 +192,7 @@ fn the_description_of_the_four_reference_servers_at_each_tier_is_the_checked_in_
         let (tier, text) = describe(&facts, entries, budget);
         assert_eq!(format!("{tier:?}").to_lowercase(), name.split('-').next().unwrap(), "{name}");
         let path = dir.join(format!("{name}.txt"));
-        if std::env::var_os("UPDATE_FIXTURES").is_some() {
+        if code_mode_core::testing::rewrite_golden("UPDATE_FIXTURES") {
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::write(&path, &text).unwrap();
             continue;
