@@ -1,10 +1,14 @@
 //! The web console over real HTTP: an HTTP frontend with a token file on
 //! an in-process bus, whose fake bridge answers the console's requests
-//! (`codemode.v1.approvals`) with values meant to break the page. Checks
-//! the login and its cookie, the redirect to it, CSRF and Origin, the
-//! headers, the escaping, the operators' view and a revoked token.
+//! (`codemode.v1.approvals`) with values meant to break the page, and
+//! keeps every request it was sent. Checks the login and its cookie, the
+//! redirect to it, CSRF and Origin, the headers, the escaping, the
+//! operators' view, what the frontend asks the bridges for each viewer
+//! (which calls wait for whom is the real bridge's to decide: its
+//! `board` tests and `team::*` in the cli's tests) and a revoked token.
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use code_mode_core::bus::Bus;
@@ -13,8 +17,8 @@ use code_mode_mcp_frontend::auth::static_tokens::new_token;
 use code_mode_mcp_frontend::http::{HttpOptions, McpHttpServer};
 use code_mode_mcp_frontend::{FrontendConfig, FrontendFactory};
 use code_mode_proto::{
-    Catalog, CatalogRequest, ConsoleReply, ConsoleRequest, Decision, ErrorKind, WaitingCall, WireError, queue_groups,
-    subjects,
+    Catalog, CatalogRequest, ConsoleReply, ConsoleRequest, Decision, ErrorKind, Viewer, WaitingCall, WireError,
+    queue_groups, subjects,
 };
 use reqwest::header::{HeaderMap, LOCATION, SET_COOKIE};
 use tokio_util::sync::CancellationToken;
@@ -114,6 +118,15 @@ struct Served {
     tokens: PathBuf,
     cancel: CancellationToken,
     http: reqwest::Client,
+    /// Every request the fake bridge was sent, in order.
+    asked: Arc<Mutex<Vec<ConsoleRequest>>>,
+}
+
+impl Served {
+    /// The requests the bridge was sent so far, forgotten once read.
+    fn asked(&self) -> Vec<ConsoleRequest> {
+        std::mem::take(&mut *self.asked.lock().unwrap())
+    }
 }
 
 impl Drop for Served {
@@ -130,8 +143,14 @@ async fn serve(bridge_answers_the_console: bool, authenticate: bool) -> Served {
     bus.serve(subjects::CATALOG_GET, queue_groups::BRIDGE, cancel.clone(), |_: CatalogRequest| async { Ok(catalog()) })
         .await
         .unwrap();
+    let asked = Arc::new(Mutex::new(Vec::new()));
     if bridge_answers_the_console {
-        bus.serve(subjects::APPROVALS, queue_groups::BRIDGE, cancel.clone(), console_bridge).await.unwrap();
+        let kept = asked.clone();
+        let bridge = move |request: ConsoleRequest| {
+            kept.lock().unwrap().push(request.clone());
+            console_bridge(request)
+        };
+        bus.serve(subjects::APPROVALS, queue_groups::BRIDGE, cancel.clone(), bridge).await.unwrap();
     }
     let (alice, alice_line) = new_token("alice").unwrap();
     let (bob, bob_line) = new_token("bob").unwrap();
@@ -149,7 +168,7 @@ async fn serve(bridge_answers_the_console: bool, authenticate: bool) -> Served {
     let server = McpHttpServer::start(factory, &options, cancel.clone()).await.unwrap();
     let base = format!("http://{}", server.local_addr());
     let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    Served { base, alice, bob, tokens, cancel, http }
+    Served { base, alice, bob, tokens, cancel, http, asked }
 }
 
 /// The value of cookie `name` a response sets, and the whole header.
@@ -309,16 +328,40 @@ async fn posts_without_the_csrf_value_with_a_wrong_one_or_from_another_origin_ge
 }
 
 #[tokio::test]
-async fn only_operators_see_the_operations_view_with_the_audit_tail_and_others_see_nothing_waiting() {
+async fn only_operators_see_the_operations_view_with_the_audit_tail_and_the_bridges_are_asked_for_each_viewer_as_their_token_names_them()
+ {
     let served = serve(true, true).await;
     let bob = format!("codemode_console={}", served.bob);
+    let alice = format!("codemode_console={}", served.alice);
+    let bob_viewer = Viewer { name: "bob".into(), groups: Vec::new() };
+    let alice_viewer = Viewer { name: "alice".into(), groups: vec!["operators".into(), "security".into()] };
+    // The board and a question's page ask the bridges for the calls
+    // waiting for this viewer, named with the groups of their token line,
+    // and show what comes back.
     let board = served.get("/console", Some(&bob)).await.text().await.unwrap();
     assert!(board.contains("Nothing waits for you.") && !board.contains("Operations"), "{board}");
-    assert_eq!(served.get("/console/operations", Some(&bob)).await.status(), 403);
     let question = served.get("/console/approvals/q-1", Some(&bob)).await.text().await.unwrap();
     assert!(question.contains("not waiting for you"), "{question}");
+    let for_bob = ConsoleRequest::Board { viewer: bob_viewer.clone() };
+    assert_eq!(served.asked(), [for_bob.clone(), for_bob], "what bob's pages asked the bridges");
+    let board = served.get("/console", Some(&alice)).await.text().await.unwrap();
+    assert!(board.contains("/console/approvals/q-1") && board.contains("Operations"), "{board}");
+    assert_eq!(served.asked(), [ConsoleRequest::Board { viewer: alice_viewer.clone() }]);
+    // A decision goes to the bridges under the viewer's name and groups
+    // (the bridge decides whether they may take it).
+    let bobs_csrf = csrf_in(&served.get("/console", Some(&bob)).await.text().await.unwrap());
+    let body = format!("decision=approve&note=mine+now&csrf={bobs_csrf}");
+    let decided = served.post("/console/approvals/q-1", Some(&bob), None, &body).await;
+    assert_eq!(decided.status(), 409, "the fake bridge lets only alice decide");
+    let asked = served.asked();
+    let decision =
+        ConsoleRequest::Decide { viewer: bob_viewer, id: "q-1".into(), approve: true, note: "mine now".into() };
+    assert_eq!(asked.last(), Some(&decision), "{asked:?}");
 
-    let alice = format!("codemode_console={}", served.alice);
+    // Bob is no operator: the frontend refuses him the operations view
+    // without asking the bridges for the audit tail or the runners.
+    assert_eq!(served.get("/console/operations", Some(&bob)).await.status(), 403);
+    assert_eq!(served.asked(), [], "nothing of the operations view was asked for bob");
     let operations = served.get("/console/operations", Some(&alice)).await;
     assert_eq!(operations.status(), 200);
     let page = operations.text().await.unwrap();
@@ -326,6 +369,11 @@ async fn only_operators_see_the_operations_view_with_the_audit_tail_and_others_s
     // The runner's slots and its hostile id, escaped; no script anywhere.
     assert!(page.contains("<td>3</td><td>4</td><td>1</td>") && page.contains("runner&quot;&gt;&lt;img"), "{page}");
     assert!(!page.contains("<script"), "{page}");
+    let asked = served.asked();
+    assert!(
+        asked.contains(&ConsoleRequest::Audit { lines: 20 }) && asked.contains(&ConsoleRequest::Runners),
+        "{asked:?}"
+    );
 }
 
 #[tokio::test]
