@@ -144,7 +144,11 @@ fn list_tools(url: &str, client: &Client, session: &str) -> Answered {
 }
 
 /// An rmcp client sending `client`'s token.
-async fn connect_as<H: ClientHandler>(url: &str, client: &Client, handler: H) -> RunningService<RoleClient, H> {
+pub(crate) async fn connect_as<H: ClientHandler>(
+    url: &str,
+    client: &Client,
+    handler: H,
+) -> RunningService<RoleClient, H> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(client.token.clone());
     let transport = StreamableHttpClientTransport::from_config(config);

@@ -3,7 +3,9 @@
 //! (container paused, deadline stopped), and a decision taken through the
 //! bridges' console subject reaches the waiting code. The services are the
 //! real processes; the test speaks on the bus as the frontend's console
-//! does, with the `frontend` user's permissions.
+//! does, with the `frontend` user's permissions, and through a frontend's
+//! console over HTTP where a person signs in (an approver whose own code
+//! made the call, as a client of that frontend with her token).
 
 use std::time::{Duration, Instant};
 
@@ -211,16 +213,66 @@ async fn a_declined_call_raises_a_tool_error_carrying_the_approvers_note_and_the
     if !support::sandbox_available() {
         return;
     }
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let policy = policy_file("team-decline", TEAM_POLICY);
+    let calls = log_path("team-decline-calls");
     let args = ["--policy", policy.to_str().unwrap(), "--approval-timeout", "120"];
-    let (client, _pid, guards) = support::start(Deployment::OverNats, &args, &[]).await;
+    // nats-server, the bridge and a runner (`start`'s own stdio frontend
+    // stays unused: its client has no identity).
+    let (_unused, _pid, guards) =
+        support::start(Deployment::OverNats, &args, &["--log", calls.to_str().unwrap()]).await;
     let bus = console_bus(&guards).await;
+    // Alice is an approver by name, and the caller: her code runs over
+    // HTTP with her token, so the question carries her identity. Bob
+    // approves as a member of the security group.
+    let alice = crate::auth::token_new("alice");
+    let mut bob = crate::auth::token_new("bob");
+    bob.line.push_str(" groups=security");
+    let tokens = crate::auth::TokenFile::of(&[&alice, &bob]);
+    let mut frontend = support::service_command(
+        &guards.nats_url(),
+        guards.users(),
+        "frontend",
+        &["--http", "127.0.0.1:0", "--auth-tokens", tokens.arg()],
+        None,
+    );
+    let (_frontend, url, _log) = crate::http::spawn_http(&mut frontend).await;
+    let base = url.trim_end_matches("/mcp").to_string();
+    let client = crate::auth::connect_as(&url, &alice, ()).await;
     let cell = tokio::spawn(async move {
-        let result = support::run_python(&client, ECHO_ONCE).await;
-        (support::stdout_of(&result), client)
+        let result = crate::http::run_python(&client, ECHO_ONCE).await;
+        (crate::http::stdout(&result), client)
     });
-    let bob = viewer("bob", &["security"]);
-    let waiting = first_waiting(&bus, &bob, Duration::from_secs(60)).await;
+    let bob_viewer = viewer("bob", &["security"]);
+    let waiting = first_waiting(&bus, &bob_viewer, Duration::from_secs(60)).await;
+    assert_eq!(waiting.identity.as_deref(), Some("alice"), "the question names its caller: {waiting:?}");
+    assert!(waiting.approvers.contains(&"alice".to_string()), "alice is among the approvers: {waiting:?}");
+
+    // Alice signs in to the console and approves her own call: refused,
+    // saying why.
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let cookie = crate::console::login(&http, &base, &alice.token).await;
+    let page = http.get(format!("{base}/console")).header("cookie", &cookie).send().await.unwrap();
+    let csrf = crate::console::csrf_in(&page.text().await.unwrap());
+    let link = format!("/console/approvals/{}", waiting.id);
+    let refused = crate::console::decide(&http, &base, &cookie, &link, "approve", "my+own", &csrf).await;
+    assert_eq!(refused.status(), 409, "alice's approval of her own call is refused");
+    let page = refused.text().await.unwrap();
+    let why = "alice made this call, and the rule does not let anyone approve their own calls";
+    assert!(page.contains(why), "{page}");
+    // The same on the bus, as the console asks the bridges.
+    let own = ConsoleRequest::Decide {
+        viewer: viewer("alice", &[]),
+        id: waiting.id.clone(),
+        approve: true,
+        note: String::new(),
+    };
+    let refused = bus
+        .call::<_, ConsoleReply>(subjects::APPROVALS, &own, Duration::from_secs(5))
+        .await
+        .expect_err("the caller is refused her own call");
+    assert!(refused.to_string().contains(why), "{refused}");
+    // Eve is no approver at all.
     let refused = bus
         .call::<_, ConsoleReply>(
             subjects::APPROVALS,
@@ -235,9 +287,22 @@ async fn a_declined_call_raises_a_tool_error_carrying_the_approvers_note_and_the
         .await
         .expect_err("eve is no approver");
     assert!(refused.to_string().contains("eve is not among this rule's approvers"), "{refused}");
+    // The call still waits: on bob's board and decided by nobody, its
+    // cell running, the server not called.
+    let (still, _, recent) = board(&bus, &bob_viewer).await;
+    assert!(still.iter().any(|c| c.id == waiting.id), "the call no longer waits: {still:?}");
+    assert!(!recent.iter().any(|d| d.id == waiting.id), "the call was decided: {recent:?}");
+    assert!(!cell.is_finished(), "the cell ended while its call waited");
+    assert!(!support::logged_calls(&calls).iter().any(|c| c == "tools/call echo"), "echo reached the server");
+
     bus.call::<_, ConsoleReply>(
         subjects::APPROVALS,
-        &ConsoleRequest::Decide { viewer: bob, id: waiting.id.clone(), approve: false, note: "not on a Friday".into() },
+        &ConsoleRequest::Decide {
+            viewer: bob_viewer,
+            id: waiting.id.clone(),
+            approve: false,
+            note: "not on a Friday".into(),
+        },
         Duration::from_secs(5),
     )
     .await
@@ -247,8 +312,13 @@ async fn a_declined_call_raises_a_tool_error_carrying_the_approvers_note_and_the
         stdout.contains("refused:") && stdout.contains("declined by bob: not on a Friday"),
         "the code's ToolError carries the note: {stdout}"
     );
+    assert!(
+        !support::logged_calls(&calls).iter().any(|c| c == "tools/call echo"),
+        "a declined echo reached the server"
+    );
     client.cancel().await.ok();
     let _ = std::fs::remove_file(&policy);
+    let _ = std::fs::remove_file(&calls);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
