@@ -45,18 +45,59 @@ struct Receiver {
     strange: Arc<Mutex<Vec<String>>>,
 }
 
+/// The port an OTLP/HTTP exporter sends to when no endpoint is set
+/// (`http://localhost:4318`).
+const OTLP_DEFAULT_PORT: u16 = 4318;
+
 impl Receiver {
+    /// A receiver on a free loopback port.
     async fn start() -> Receiver {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
+        Self::serving(vec![listener])
+    }
+
+    /// A receiver where an exporter with no endpoint set would send:
+    /// port 4318 of `localhost`, on 127.0.0.1 and (where the host has it)
+    /// ::1. The port is machine-wide: another test or collector holding it
+    /// is waited for up to 60 s, then fails the test, since a receiver
+    /// elsewhere could not see what a default exporter sends.
+    async fn on_the_default_port() -> Receiver {
+        let started = Instant::now();
+        let v4 = loop {
+            match tokio::net::TcpListener::bind(("127.0.0.1", OTLP_DEFAULT_PORT)).await {
+                Ok(listener) => break listener,
+                Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && started.elapsed() < Duration::from_secs(60) => {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                Err(e) => panic!(
+                    "127.0.0.1:{OTLP_DEFAULT_PORT} (the OTLP default) is needed to see that nothing is exported there, \
+                     and stayed taken for {:?}: {e}",
+                    started.elapsed()
+                ),
+            }
+        };
+        let mut listeners = vec![v4];
+        match tokio::net::TcpListener::bind(("::1", OTLP_DEFAULT_PORT)).await {
+            Ok(v6) => listeners.push(v6),
+            // A host without IPv6 on loopback: localhost is 127.0.0.1 alone.
+            Err(e) if e.kind() == std::io::ErrorKind::AddrNotAvailable => {}
+            Err(e) => panic!("[::1]:{OTLP_DEFAULT_PORT} (the OTLP default) is taken: {e}"),
+        }
+        Self::serving(listeners)
+    }
+
+    fn serving(listeners: Vec<tokio::net::TcpListener>) -> Receiver {
+        let addr = listeners[0].local_addr().unwrap();
         let spans = Arc::new(Mutex::new(Vec::new()));
         let strange = Arc::new(Mutex::new(Vec::new()));
-        let (kept, odd) = (spans.clone(), strange.clone());
-        tokio::spawn(async move {
-            while let Ok((socket, _)) = listener.accept().await {
-                tokio::spawn(serve_connection(socket, kept.clone(), odd.clone()));
-            }
-        });
+        for listener in listeners {
+            let (kept, odd) = (spans.clone(), strange.clone());
+            tokio::spawn(async move {
+                while let Ok((socket, _)) = listener.accept().await {
+                    tokio::spawn(serve_connection(socket, kept.clone(), odd.clone()));
+                }
+            });
+        }
         Receiver { addr, spans, strange }
     }
 
@@ -313,7 +354,9 @@ async fn without_an_endpoint_or_with_the_sdk_disabled_nothing_is_exported_and_no
     if !support::sandbox_available() {
         return;
     }
-    let receiver = Receiver::start().await;
+    // On the OTLP default port: an exporter started without an endpoint
+    // would send there, so "nothing exported" can fail for the unset case.
+    let receiver = Receiver::on_the_default_port().await;
     // Disabled with an endpoint set: nothing goes to it.
     let mut disabled = tokio::process::Command::new(support::code_mode());
     disabled.args(["serve", "--http", "127.0.0.1:0", "--allow", "add", "--"]).arg(support::test_server());
@@ -326,18 +369,22 @@ async fn without_an_endpoint_or_with_the_sdk_disabled_nothing_is_exported_and_no
         "OTEL_EXPORTER_OTLP_ENDPOINT",
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
         "OTEL_EXPORTER_OTLP_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+        "OTEL_TRACES_EXPORTER",
         "OTEL_SDK_DISABLED",
     ] {
         unset.env_remove(var);
     }
+    // Were an exporter made anyway, it would send within the wait below.
+    unset.env("OTEL_BSP_SCHEDULE_DELAY", "100");
     unset.stdin(std::process::Stdio::null()).kill_on_drop(true);
     for mut cmd in [disabled, unset] {
         let (_serve, mcp, log) = spawn_http(&mut cmd).await;
         let client = crate::http::connect(&mcp, (), LEGACY()).await;
         assert_eq!(stdout(&run_python(&client, "print(await add({'a': 2, 'b': 2}))").await), "{\"sum\":4}\n");
         client.cancel().await.ok();
-        // Longer than the export delay the first test uses.
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        // Ten times the export delay (100 ms) an exporter would have here.
+        tokio::time::sleep(Duration::from_secs(1)).await;
         let log = log.lock().unwrap().join("\n");
         assert!(!log.to_lowercase().contains("trace"), "no word about traces: {log}");
     }
