@@ -812,7 +812,21 @@ print(await forged(2000, 'subscribe', 'test://small'))
 print(await forged(2001, 'get_prompt', 'greet'))
 print(await read_resource('test://small'))"
     );
-    let ran = run(&["--deadline", "20"], &code, &["--resources", "--log", log.to_str().unwrap()]);
+    let audit = support::log_path("forged-op-audit");
+    // A budget of one call: the refused requests use none of it.
+    let args = ["--deadline", "20", "--max-calls", "1", "--audit", audit.to_str().unwrap()];
+    let ran = run(&args, &code, &["--resources", "--log", log.to_str().unwrap()]);
+    // The bridge writes an audit record for every request it is sent,
+    // refused or not: it holds the read alone, as the first call of the cell.
+    let records: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["kind"] == "call")
+        .collect();
+    let seen_by_bridge: Vec<(&str, &str)> =
+        records.iter().map(|r| (r["tool"].as_str().unwrap_or("?"), r["decision"].as_str().unwrap_or("?"))).collect();
+    assert_eq!(seen_by_bridge, [("test://small", "allowed")], "what the bridge saw: {records:#?}");
     let lines: Vec<&str> = ran.ok().lines().collect();
     assert_eq!(
         lines,
@@ -825,6 +839,7 @@ print(await read_resource('test://small'))"
     let seen = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(!seen.contains("subscribe") && !seen.contains("prompts/get"), "{seen}");
     let _ = std::fs::remove_file(log);
+    let _ = std::fs::remove_file(audit);
 }
 
 fn forged_calls_to_unknown_tools_are_refused_before_the_server_sees_them() {
