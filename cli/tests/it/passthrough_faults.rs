@@ -278,6 +278,10 @@ async fn a_frontend_killed_while_a_server_waits_for_its_clients_answer_leaves_th
     kill9(first.id().expect("the frontend runs"));
     first.wait().await.expect("the killed frontend is reaped");
     let killed_at = Instant::now();
+    // The bridge's server processes then: its shared session's and the
+    // killed frontend's client's own session's.
+    let at_the_kill = support::children_of(bridge_pid);
+    assert_eq!(at_the_kill.len(), 2, "the shared session and the dead client's own: {at_the_kill:?}");
     pending.abort();
     drop(silent);
 
@@ -340,17 +344,49 @@ async fn a_frontend_killed_while_a_server_waits_for_its_clients_answer_leaves_th
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     eprintln!("the orphaned ask_model call ended {:?} after its question was asked: {call_ended}", asked_at.elapsed());
+    // Its record: allowed, of the same client session and cell as the
+    // question, written after it, and an error result (the server heard its
+    // client could not be asked), within seconds of the question's end,
+    // not at the call's own 60 s timeout.
+    assert_eq!((call_ended["decision"].as_str(), call_ended["result"].as_str()), (Some("allowed"), Some("error")));
+    assert_eq!(call_ended["cell"], orphaned["cell"], "{call_ended}");
+    assert!(call_ended["seq"].as_u64() > orphaned["seq"].as_u64(), "{call_ended}");
+    let at = |record: &Value, field: &str| {
+        let text = record[field].as_str().unwrap_or_else(|| panic!("{field} in {record}"));
+        code_mode_audit::record::parse_rfc3339(text).unwrap_or_else(|| panic!("{field} is no time: {text}"))
+    };
+    let after_the_question = at(&call_ended, "time").duration_since(at(&orphaned, "time")).expect("after the question");
+    assert!(after_the_question < Duration::from_secs(5), "the call ended {after_the_question:?} after its question");
+    let took = at(&call_ended, "time").duration_since(at(&call_ended, "decided")).expect("a time after its start");
+    assert!(
+        took < Duration::from_secs(30),
+        "the call took {took:?}: its own timeout (60 s) ended it, not its question"
+    );
 
     // The bridge and the new client go on.
     let sum = call(&client, "add", json!({"a": 2, "b": 3}), Duration::from_secs(20)).await;
     assert_eq!(sum.structured_content, Some(json!({"sum": 5})), "{sum:?}");
     assert!(bridge.try_wait().unwrap().is_none(), "the bridge still runs");
     assert!(support::pid_alive(bridge_pid));
+    // The new client has its own session (a process of its own) while it
+    // is connected; when it leaves, that one closes, and what stays is what
+    // there was at the kill: the shared session and the killed frontend's
+    // client's own session, which no session end will close (it closes
+    // when idle, after upstream::OWN_IDLE).
+    let with_the_new_client = support::children_of(bridge_pid);
+    let its_own: Vec<u32> = with_the_new_client.iter().copied().filter(|p| !at_the_kill.contains(p)).collect();
+    assert_eq!(its_own.len(), 1, "the new client's own session: {with_the_new_client:?} (at the kill {at_the_kill:?})");
     client.cancel().await.ok();
-    // What stays: the server processes the bridge still runs once the new
-    // client has gone (its shared session, and the killed frontend's
-    // client's own session, which no session end will close).
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    eprintln!("the bridge's server processes after both clients: {:?}", support::children_of(bridge_pid));
+    let left = support::eventually(Duration::from_secs(10), || {
+        let mut now = support::children_of(bridge_pid);
+        now.sort_unstable();
+        let mut then = at_the_kill.clone();
+        then.sort_unstable();
+        now == then
+    })
+    .await;
+    let now = support::children_of(bridge_pid);
+    assert!(left, "the bridge's server processes after both clients: {now:?}, at the kill {at_the_kill:?}");
+    eprintln!("the bridge's server processes after both clients: {now:?}");
     let _ = (std::fs::remove_file(log), std::fs::remove_file(audit));
 }
