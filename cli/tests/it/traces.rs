@@ -243,6 +243,26 @@ fn one<'a>(spans: &'a [Received], service: &str, name: &str) -> &'a Received {
     found[0]
 }
 
+/// `child` starts and ends within `parent` (times in nanoseconds since
+/// the epoch; the spans of one process share its clock, and a child sent
+/// by another process is allowed no slack either: the services of these
+/// tests share one host's clock).
+fn within(child: &Received, parent: &Received) {
+    let (c, p) = (&child.span, &parent.span);
+    assert!(
+        c.start_time_unix_nano >= p.start_time_unix_nano && c.end_time_unix_nano <= p.end_time_unix_nano,
+        "{} ({} to {}) is not within its parent {} ({} to {}): it starts {} ns after and ends {} ns after",
+        c.name,
+        c.start_time_unix_nano,
+        c.end_time_unix_nano,
+        p.name,
+        p.start_time_unix_nano,
+        p.end_time_unix_nano,
+        c.start_time_unix_nano as i128 - p.start_time_unix_nano as i128,
+        c.end_time_unix_nano as i128 - p.end_time_unix_nano as i128,
+    );
+}
+
 fn has(spans: &[Received], service: &str, name: &str) -> bool {
     spans.iter().any(|r| r.service == service && r.span.name == name)
 }
@@ -297,6 +317,10 @@ async fn one_cells_spans_from_frontend_runner_and_bridge_share_a_trace_nest_and_
     assert_eq!(run.span.parent_span_id, cell.span.span_id, "cell.run is the cell's child");
     assert_eq!(call.span.parent_span_id, run.span.span_id, "tool_call is cell.run's child");
     assert_eq!(wrapped.span.parent_span_id, call.span.span_id, "wrapped_call is tool_call's child");
+    // Each child within its parent's time.
+    within(wrapped, call);
+    within(call, run);
+    within(run, cell);
 
     // What they say: the tool, its server, the outcome.
     assert_eq!(attribute(call, "tool").as_deref(), Some("echo"));
@@ -347,6 +371,9 @@ async fn serve_in_one_process_gives_one_trace_through_the_in_process_bus() {
     assert_eq!(call.span.parent_span_id, run.span.span_id);
     assert_eq!(wrapped.span.parent_span_id, call.span.span_id);
     assert!([run, call, wrapped].iter().all(|s| s.span.trace_id == cell.span.trace_id));
+    within(wrapped, call);
+    within(call, run);
+    within(run, cell);
 }
 
 #[tokio::test]
@@ -390,4 +417,153 @@ async fn without_an_endpoint_or_with_the_sdk_disabled_nothing_is_exported_and_no
     }
     assert!(receiver.spans().is_empty(), "nothing was exported: {:#?}", names(&receiver.spans()));
     assert!(receiver.strange.lock().unwrap().is_empty());
+}
+
+/// Every span whose parent arrived too lies within it.
+fn all_within(spans: &[Received]) -> usize {
+    let mut checked = 0;
+    for child in spans {
+        if let Some(parent) = spans.iter().find(|p| p.span.span_id == child.span.parent_span_id) {
+            within(child, parent);
+            checked += 1;
+        }
+    }
+    checked
+}
+
+#[tokio::test]
+async fn over_nats_every_span_of_concurrent_and_sequential_calls_lies_within_its_parent() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some((nats, users)) = NatsServer::start_secured() else { return };
+    let url = nats.url();
+    let receiver = Receiver::start().await;
+    let mut bridge = support::service_command(
+        &url,
+        &users,
+        "bridge",
+        &["--allow", "echo", "--allow", "add", "--audit", "nats"],
+        Some(&[]),
+    );
+    exporting_to(&mut bridge, &receiver);
+    let _bridge = bridge.spawn().expect("the bridge starts");
+    let mut runner = support::service_command(&url, &users, "sandbox-runner", &["--warm", "1"], None);
+    exporting_to(&mut runner, &receiver);
+    let _runner = runner.spawn().expect("the runner starts");
+    let mut frontend =
+        support::service_command(&url, &users, "frontend", &["--http", "127.0.0.1:0", "--insecure-no-auth"], None);
+    exporting_to(&mut frontend, &receiver);
+    let (_frontend, mcp, _log) = spawn_http(&mut frontend).await;
+    let client = crate::http::connect(&mcp, (), LEGACY()).await;
+    let code = "import asyncio\n\
+                await asyncio.gather(*[echo(text=str(i)) for i in range(10)])\n\
+                for i in range(10):\n    await add(a=i, b=1)\nprint('done')";
+    assert_eq!(stdout(&run_python(&client, code).await), "done\n");
+    // The Python SDK's clients, which can be asked questions: their calls
+    // go over sessions of their own with the wrapped server.
+    let steps = serde_json::json!([{"op": "call", "tool": "run_python", "arguments": {"code": code}}]);
+    for mode in ["legacy", "auto"] {
+        let Some((results, stderr)) = support::python_sdk(&["--url", &mcp, "--mode", mode], &steps).await else {
+            return;
+        };
+        assert_eq!(results[0]["result"]["structuredContent"]["stdout"], "done\n", "{results:?} {stderr}");
+    }
+    let spans = receiver
+        .until(Duration::from_secs(30), |s| {
+            s.iter().filter(|r| r.span.name == "wrapped_call").count() == 60
+                && s.iter().filter(|r| r.span.name == "cell").count() == 3
+        })
+        .await;
+    client.cancel().await.ok();
+    assert!(all_within(&spans) >= 123, "every call's spans were checked");
+}
+
+/// Write each span on stderr (`OTEL_TRACES_EXPORTER=console`), no collector.
+fn console_spans(cmd: &mut tokio::process::Command) {
+    cmd.env("OTEL_TRACES_EXPORTER", "console")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("OTEL_SDK_DISABLED")
+        .env_remove("OTEL_SERVICE_NAME");
+}
+
+/// Spawn `cmd` with its stderr lines kept (and passed on to ours).
+fn spawn_reading_stderr(cmd: &mut tokio::process::Command) -> (tokio::process::Child, Arc<Mutex<Vec<String>>>) {
+    use std::io::BufRead;
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let kept = lines.clone();
+    let mut child = cmd.stderr(std::process::Stdio::piped()).spawn().expect("the service starts");
+    let stderr = child.stderr.take().unwrap().into_owned_fd().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(std::fs::File::from(stderr)).lines().map_while(Result::ok) {
+            eprintln!("service: {line}");
+            kept.lock().unwrap().push(line);
+        }
+    });
+    (child, lines)
+}
+
+/// A console span line's `key=value` words (after `span`).
+fn console_line(line: &str) -> std::collections::BTreeMap<String, String> {
+    let mut words = line.split(' ');
+    assert_eq!(words.next(), Some("span"), "{line}");
+    words
+        .map(|w| {
+            let (k, v) = w.split_once('=').unwrap_or_else(|| panic!("a key=value word: {w:?} in {line}"));
+            (k.to_string(), v.to_string())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn with_the_console_exporter_each_service_writes_its_spans_on_stderr_and_the_lines_make_one_trace() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some((nats, users)) = NatsServer::start_secured() else { return };
+    let url = nats.url();
+    let mut bridge = support::service_command(&url, &users, "bridge", &["--allow", "echo"], Some(&[]));
+    console_spans(&mut bridge);
+    let (_bridge, bridge_log) = spawn_reading_stderr(&mut bridge);
+    let mut runner = support::service_command(&url, &users, "sandbox-runner", &["--warm", "1"], None);
+    console_spans(&mut runner);
+    let (_runner, runner_log) = spawn_reading_stderr(&mut runner);
+    let mut frontend =
+        support::service_command(&url, &users, "frontend", &["--http", "127.0.0.1:0", "--insecure-no-auth"], None);
+    console_spans(&mut frontend);
+    let (_frontend, mcp, frontend_log) = spawn_http(&mut frontend).await;
+    let client = crate::http::connect(&mcp, (), LEGACY()).await;
+    let out = stdout(&run_python(&client, &format!("print(await echo({{'text': '{ARGUMENT}'}}))")).await);
+    assert!(out.contains(ARGUMENT), "{out}");
+    client.cancel().await.ok();
+    // What `grep '^span '` of the three logs shows.
+    let spans = |log: &Arc<Mutex<Vec<String>>>| -> Vec<String> {
+        log.lock().unwrap().iter().filter(|l| l.starts_with("span ")).cloned().collect()
+    };
+    let give_up = Instant::now() + Duration::from_secs(20);
+    let lines = loop {
+        let lines: Vec<String> = [&frontend_log, &runner_log, &bridge_log].into_iter().flat_map(spans).collect();
+        if lines.len() >= 4 || Instant::now() > give_up {
+            break lines;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(lines.len(), 4, "cell, cell.run, tool_call, wrapped_call: {lines:#?}");
+    for line in &lines {
+        assert!(!line.contains(ARGUMENT), "a span line carries the argument: {line}");
+    }
+    let parsed: Vec<_> = lines.iter().map(|l| console_line(l)).collect();
+    let named = |name: &str| parsed.iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("{name}: {lines:#?}"));
+    let (cell, run, call, wrapped) = (named("cell"), named("cell.run"), named("tool_call"), named("wrapped_call"));
+    assert_eq!(cell["service"], "code-mode-frontend");
+    assert_eq!(run["service"], "code-mode-sandbox-runner");
+    assert_eq!((call["service"].as_str(), wrapped["service"].as_str()), ("code-mode-bridge", "code-mode-bridge"));
+    assert!(parsed.iter().all(|p| p["trace"] == cell["trace"]), "one trace: {lines:#?}");
+    assert_eq!(cell["parent"], "-", "the cell is the root");
+    assert_eq!(run["parent"], cell["id"]);
+    assert_eq!(call["parent"], run["id"]);
+    assert_eq!(wrapped["parent"], call["id"]);
+    assert_eq!((call["tool"].as_str(), call["outcome"].as_str()), ("echo", "ok"));
+    assert!(parsed.iter().all(|p| p["duration_ms"].parse::<f64>().is_ok() && p["start_us"].parse::<u64>().is_ok()));
 }

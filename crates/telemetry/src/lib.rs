@@ -52,6 +52,7 @@
 //! cumulative counters: they assert on the change between two scrapes and on
 //! labels of their own, never on absolute values.
 
+pub mod console_spans;
 pub mod metrics;
 pub mod phases;
 pub mod scrape;

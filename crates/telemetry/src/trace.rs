@@ -14,8 +14,10 @@
 //!   the remote parent a responder runs its handler under, so spans of
 //!   several processes form one trace;
 //! - the **export** ([`layer`]): an OTLP exporter over HTTP (protobuf),
-//!   configured by the standard `OTEL_*` variables, and its [`Tracing`]
-//!   guard, which flushes and shuts the provider down on a graceful stop.
+//!   and a console one writing each span as a line on stderr
+//!   (`OTEL_TRACES_EXPORTER=console`, [`crate::console_spans`]), configured
+//!   by the standard `OTEL_*` variables, and its [`Tracing`] guard, which
+//!   flushes and shuts the provider down on a graceful stop.
 //!
 //! Without `OTEL_EXPORTER_OTLP_ENDPOINT` (or `..._TRACES_ENDPOINT`), or with
 //! `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none`, there is no
@@ -59,9 +61,14 @@ pub enum TraceError {
         /// Its value.
         value: String,
     },
+    /// An exporter this build does not have (`OTEL_TRACES_EXPORTER`).
+    #[error(
+        "OTEL_TRACES_EXPORTER={0:?}: this build exports traces with otlp (to a collector) or console (to stderr) only"
+    )]
+    Exporter(String),
     /// The exporter could not be built (a malformed endpoint, say).
     #[error("the OTLP trace exporter: {0}")]
-    Exporter(#[from] opentelemetry_otlp::ExporterBuildError),
+    Otlp(#[from] opentelemetry_otlp::ExporterBuildError),
 }
 
 /// The trace context that travels beside a bus message: `traceparent` and,
@@ -221,12 +228,19 @@ pub fn ended(span: &Span, outcome: &str, error_kind: Option<&str>) {
 pub struct Export {
     /// `service.name` of this process's resource.
     pub service_name: String,
+    /// Send the spans over OTLP to the endpoint of the variables.
+    pub otlp: bool,
+    /// Write each span as one line on stderr ([`crate::console_spans`]).
+    pub console: bool,
 }
 
 /// Read the standard variables (`env` looks one up): `None` when nothing
-/// is to be exported (no endpoint, `OTEL_SDK_DISABLED=true`,
-/// `OTEL_TRACES_EXPORTER=none`), an error for a protocol other than
-/// `http/protobuf`. `OTEL_SERVICE_NAME` overrides `default_service`.
+/// is to be exported (`OTEL_SDK_DISABLED=true`, `OTEL_TRACES_EXPORTER=none`,
+/// or no OTLP endpoint and no `console` exporter), an error for a protocol
+/// other than `http/protobuf` or an exporter other than `otlp` and
+/// `console`. `OTEL_TRACES_EXPORTER` is a comma-separated list (`otlp` when
+/// unset); `otlp` needs an endpoint. `OTEL_SERVICE_NAME` overrides
+/// `default_service`.
 pub fn export_settings(
     env: impl Fn(&str) -> Option<String>,
     default_service: &str,
@@ -235,22 +249,36 @@ pub fn export_settings(
     if set("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
         return Ok(None);
     }
-    if set("OTEL_TRACES_EXPORTER").is_some_and(|v| v.eq_ignore_ascii_case("none")) {
+    let exporters: Vec<String> = set("OTEL_TRACES_EXPORTER")
+        .unwrap_or_else(|| "otlp".into())
+        .split(',')
+        .map(|e| e.trim().to_ascii_lowercase())
+        .filter(|e| !e.is_empty())
+        .collect();
+    if exporters.iter().any(|e| e == "none") {
         return Ok(None);
     }
-    if set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_none() && set("OTEL_EXPORTER_OTLP_ENDPOINT").is_none() {
+    if let Some(other) = exporters.iter().find(|e| *e != "otlp" && *e != "console") {
+        return Err(TraceError::Exporter(other.clone()));
+    }
+    let console = exporters.iter().any(|e| e == "console");
+    let endpoint = set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some() || set("OTEL_EXPORTER_OTLP_ENDPOINT").is_some();
+    let otlp = endpoint && exporters.iter().any(|e| e == "otlp");
+    if !otlp && !console {
         return Ok(None);
     }
-    for var in ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"] {
-        if let Some(value) = set(var) {
-            if value != "http/protobuf" {
-                return Err(TraceError::Protocol { var, value });
+    if otlp {
+        for var in ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"] {
+            if let Some(value) = set(var) {
+                if value != "http/protobuf" {
+                    return Err(TraceError::Protocol { var, value });
+                }
+                break;
             }
-            break;
         }
     }
     let service_name = set("OTEL_SERVICE_NAME").unwrap_or_else(|| default_service.to_string());
-    Ok(Some(Export { service_name }))
+    Ok(Some(Export { service_name, otlp, console }))
 }
 
 /// The tracer provider of this process, while traces are exported: flushed
@@ -289,9 +317,10 @@ impl Drop for Tracing {
 }
 
 /// The layer that exports this module's spans, when the variables ask for
-/// it (see [`export_settings`]), and the guard of its provider. The
+/// it (see [`export_settings`]), and the guard of its provider. The OTLP
 /// exporter sends batches (`OTEL_BSP_SCHEDULE_DELAY`, default 5 s) from a
-/// thread of its own with reqwest's blocking client (TLS: rustls with ring).
+/// thread of its own with reqwest's blocking client (TLS: rustls with
+/// ring); the console one writes each span on stderr as it ends.
 #[allow(clippy::type_complexity)]
 pub fn layer<S>(default_service: &str) -> Result<(Option<impl Layer<S>>, Tracing), TraceError>
 where
@@ -300,12 +329,20 @@ where
     let Some(export) = export_settings(|var| std::env::var(var).ok(), default_service)? else {
         return Ok((None, Tracing::default()));
     };
-    // reqwest's rustls takes the process-wide provider: ring, as NATS's.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let exporter =
-        opentelemetry_otlp::SpanExporter::builder().with_http().with_protocol(Protocol::HttpBinary).build()?;
     let resource = opentelemetry_sdk::Resource::builder().with_service_name(export.service_name).build();
-    let provider = SdkTracerProvider::builder().with_resource(resource).with_batch_exporter(exporter).build();
+    let mut provider = SdkTracerProvider::builder().with_resource(resource);
+    if export.otlp {
+        // reqwest's rustls takes the process-wide provider: ring, as NATS's.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let exporter =
+            opentelemetry_otlp::SpanExporter::builder().with_http().with_protocol(Protocol::HttpBinary).build()?;
+        provider = provider.with_batch_exporter(exporter);
+    }
+    if export.console {
+        // Each span as it ends: a person reads them as they come.
+        provider = provider.with_simple_exporter(crate::console_spans::ConsoleExporter::default());
+    }
+    let provider = provider.build();
     let tracer = provider.tracer("code-mode");
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)
@@ -338,6 +375,23 @@ mod tests {
         assert_eq!(export_settings(env(&[endpoint, ("OTEL_TRACES_EXPORTER", "none")]), "svc").unwrap(), None);
         let named = export_settings(env(&[endpoint, ("OTEL_SERVICE_NAME", "edge")]), "svc").unwrap().unwrap();
         assert_eq!(named.service_name, "edge");
+        assert!(named.otlp && !named.console);
+    }
+
+    #[test]
+    fn the_console_exporter_needs_no_endpoint_and_an_unknown_exporter_is_refused_by_name() {
+        let console = export_settings(env(&[("OTEL_TRACES_EXPORTER", "console")]), "svc").unwrap().unwrap();
+        assert!(console.console && !console.otlp, "{console:?}");
+        let endpoint = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318");
+        let both =
+            export_settings(env(&[endpoint, ("OTEL_TRACES_EXPORTER", "otlp, console")]), "svc").unwrap().unwrap();
+        assert!(both.console && both.otlp, "{both:?}");
+        // A console exporter does not care for the OTLP protocol.
+        let grpc = ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc");
+        assert!(export_settings(env(&[grpc, ("OTEL_TRACES_EXPORTER", "console")]), "svc").unwrap().is_some());
+        let err = export_settings(env(&[endpoint, ("OTEL_TRACES_EXPORTER", "zipkin")]), "svc").unwrap_err();
+        assert!(matches!(&err, TraceError::Exporter(e) if e == "zipkin"), "{err}");
+        assert_eq!(export_settings(env(&[("OTEL_TRACES_EXPORTER", "console,none")]), "svc").unwrap(), None);
     }
 
     #[test]
