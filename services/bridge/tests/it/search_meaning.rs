@@ -1,7 +1,7 @@
 //! Issue 43: `search_tools` finds what people mean, not only the words a
 //! description used, on questions written the way people write a need
 //! (`testing/search-eval/tune-43.json` and the held-out
-//! `heldout-43.json`), with typos in a tool's key word, and without an
+//! `heldout-43-round2.json`), with typos in a tool's key word, and without an
 //! empty answer for a real need.
 //!
 //! Like `search.rs`, these rank with `runner.py`'s own `search_tools` on
@@ -56,7 +56,7 @@ fn percent(part: usize, whole: usize) -> f64 {
 }
 
 fn print_row(label: &str, (n, first, top3): (usize, usize, usize)) {
-    println!("{label:<28} {n:>5} {first:>6} {:>6.1}% {top3:>6} {:>6.1}%", percent(first, n), percent(top3, n));
+    println!("{label:<34} {n:>5} {first:>6} {:>6.1}% {top3:>6} {:>6.1}%", percent(first, n), percent(top3, n));
 }
 
 fn print_misses(label: &str, questions: &[Query], ranks: &[(usize, Vec<String>)]) {
@@ -68,38 +68,67 @@ fn print_misses(label: &str, questions: &[Query], ranks: &[(usize, Vec<String>)]
     }
 }
 
-/// Issue 43 asked for 95 % first and 99 % in the top three on the held-out
-/// questions; the ranker reaches 84.5 % and 92.2 % (before it: 69.0 % and
-/// 81.9 %). This holds the floor measured, so that a change cannot lose
-/// what was gained; raise it with the ranker.
+/// The file of the held-out questions (issue 43, round 2): written before
+/// the ranker of round 2 changed, never tuned on.
+const HELD_OUT: &str = "heldout-43-round2.json";
+
+/// The floor of the held-out test, in percent: first, and in the top three.
+const FIRST_FLOOR: f64 = 81.0;
+const TOP3_FLOOR: f64 = 89.9;
+
+/// The note of the tuning questions that were held out in round 1.
+const ROUND_1_HELD_OUT: &str = "held out in round 1";
+
+/// Issue 43 asked for 95 % first and 99 % in the top three on held-out
+/// questions. On round 2's held-out set the ranker of round 1 found the
+/// wanted tool first for 129 of 159 (81.1 %) and in the top three for 143 (89.9 %);
+/// this holds the floor measured, so that a change cannot lose what was
+/// gained; raise it with the ranker.
 #[test]
-fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_84_in_100_and_top_three_for_92() {
+fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_81_in_100_and_top_three_for_89() {
     let Some(python) = python() else { return };
     let old = queries();
     let tune = questions("tune-43.json");
-    let held = questions("heldout-43.json");
+    let held = questions(HELD_OUT);
     assert!(held.iter().all(|q| q.set == "heldout") && tune.iter().all(|q| q.set == "tune"));
     let real = held.iter().filter(|q| q.catalog == REAL_TOOLS).count();
-    assert!(real >= 60 && held.len() > real, "{real} held-out questions over the 42 tools, {} in all", held.len());
+    assert!(
+        real >= 80 && held.len() - real >= 15,
+        "{real} held-out questions over the 42 tools, {} in all",
+        held.len()
+    );
     let (old_ranks, tune_ranks, held_ranks) = (ranks(&python, &old), ranks(&python, &tune), ranks(&python, &held));
     let part =
         |qs: &[Query], rs: &[(usize, Vec<String>)], keep: &dyn Fn(&Query) -> bool| -> Vec<(usize, Vec<String>)> {
             qs.iter().zip(rs).filter(|(q, _)| keep(q)).map(|(_, r)| r.clone()).collect()
         };
-    println!("{:<28} {:>5} {:>14} {:>14}", "questions", "n", "wanted first", "in top three");
+    let round1 = |q: &Query| q.note == ROUND_1_HELD_OUT;
+    println!("{:<34} {:>5} {:>14} {:>14}", "questions", "n", "wanted first", "in top three");
     print_row("queries.json tune", recall(&part(&old, &old_ranks, &|q| q.set == "tune")));
     print_row("queries.json holdout (seen)", recall(&part(&old, &old_ranks, &|q| q.set == "holdout")));
-    print_row("tune-43, 42 tools", recall(&part(&tune, &tune_ranks, &|q| q.catalog == REAL_TOOLS)));
-    print_row("tune-43, 300 tools", recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS)));
-    print_row("heldout-43, 42 tools", recall(&part(&held, &held_ranks, &|q| q.catalog == REAL_TOOLS)));
-    print_row("heldout-43, 300 tools", recall(&part(&held, &held_ranks, &|q| q.catalog != REAL_TOOLS)));
+    print_row("tune-43, 42 tools", recall(&part(&tune, &tune_ranks, &|q| q.catalog == REAL_TOOLS && !round1(q))));
+    print_row("tune-43, 300 tools", recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && !round1(q))));
+    print_row(
+        "tune-43 held out in round 1, 42",
+        recall(&part(&tune, &tune_ranks, &|q| q.catalog == REAL_TOOLS && round1(q))),
+    );
+    print_row(
+        "tune-43 held out in round 1, 300",
+        recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && round1(q))),
+    );
+    print_row("tune, all", recall(&[old_ranks.clone(), tune_ranks.clone()].concat()));
+    print_row("heldout round 2, 42 tools", recall(&part(&held, &held_ranks, &|q| q.catalog == REAL_TOOLS)));
+    print_row("heldout round 2, 300 tools", recall(&part(&held, &held_ranks, &|q| q.catalog != REAL_TOOLS)));
     let (n, first, top3) = recall(&held_ranks);
-    print_row("heldout-43, all", (n, first, top3));
+    print_row("heldout round 2, all", (n, first, top3));
     print_misses("queries.json", &old, &old_ranks);
     print_misses("tune-43", &tune, &tune_ranks);
-    print_misses("heldout-43", &held, &held_ranks);
-    assert!(percent(first, n) >= 84.0, "held out: the wanted tool is first for only {first} of {n}");
-    assert!(percent(top3, n) >= 92.0, "held out: the wanted tool is in the top three for only {top3} of {n}");
+    if std::env::var_os("SHOW_HELD_OUT_MISSES").is_some() {
+        // Only for the docs, after the last measurement: never to tune on.
+        print_misses("held out", &held, &held_ranks);
+    }
+    assert!(percent(first, n) >= FIRST_FLOOR, "held out: the wanted tool is first for only {first} of {n}");
+    assert!(percent(top3, n) >= TOP3_FLOOR, "held out: the wanted tool is in the top three for only {top3} of {n}");
 }
 
 /// Misspellings of `word` one letter wrong (a letter dropped, two swapped,
@@ -175,7 +204,7 @@ fn no_question_naming_a_real_need_of_a_listed_tool_gets_an_empty_answer() {
     let Some(python) = python() else { return };
     let mut all = queries();
     all.extend(questions("tune-43.json"));
-    all.extend(questions("heldout-43.json"));
+    all.extend(questions(HELD_OUT));
     let empty: Vec<&str> = all
         .iter()
         .zip(ranks(&python, &all))
