@@ -1,5 +1,8 @@
 """Run runner.py's own ``search_tools`` on the host, for the evaluation and the bench.
 
+``runner.py`` loads the ranking from ``tool_search.py`` beside it (and that
+its tables from ``search_tables.py``), as in the image.
+
 Usage: ``python3 rank.py RUNNER_PY [rank|bench]``, with one JSON object on stdin
 (``rank``) or one per command (``bench``):
 
@@ -46,8 +49,8 @@ def words(runner):
     texts = json.load(sys.stdin)
     results = []
     for text in texts:
-        groups = [[weight, sorted(members)] for weight, members in runner.query_terms(text)]
-        results.append({"index": runner.search_words(text), "query": groups})
+        groups = [[weight, sorted(members)] for weight, members in runner.tool_search.query_terms(text)]
+        results.append({"index": runner.tool_search.search_words(text), "query": groups})
     json.dump(results, sys.stdout)
 
 
@@ -66,7 +69,7 @@ def bench(runner):
         elif command == "index":
             for i in range(count):
                 # As in a fresh sandbox: nothing of an earlier index is kept.
-                runner._STEMS.clear()
+                runner.tool_search._STEMS.clear()
                 runner.make_search_tools(tools)(queries[i % len(queries)])
         else:
             raise SystemExit(f"unknown command {command!r}")

@@ -260,9 +260,14 @@ print(json.dumps({
     assert_eq!(seen["mcp_spec"], false);
     assert_eq!(seen["found"], serde_json::json!(["/opt/code-mode"]), "project or Rust files in the image");
     let opt = if support::image() == code_mode_sandbox_runner::image::default_image_tag() {
-        serde_json::json!(["/opt/code-mode/runner.py"])
+        serde_json::json!(["/opt/code-mode/runner.py", "/opt/code-mode/search_tables.py", "/opt/code-mode/tool_search.py"])
     } else {
-        serde_json::json!(["/opt/code-mode/packages.json", "/opt/code-mode/runner.py"])
+        serde_json::json!([
+            "/opt/code-mode/packages.json",
+            "/opt/code-mode/runner.py",
+            "/opt/code-mode/search_tables.py",
+            "/opt/code-mode/tool_search.py"
+        ])
     };
     assert_eq!(seen["opt"], opt);
     assert_eq!(seen["which"], serde_json::json!([]));
@@ -343,7 +348,8 @@ fn the_root_filesystem_is_read_only_and_tmp_cannot_run_programs() {
 seen = {}
 # /var/tmp is world-writable in the image: only the read-only root stops it.
 seen["var_tmp_mode"] = oct(os.stat("/var/tmp").st_mode & 0o7777)
-for path in ["/x", "/etc/x", "/var/tmp/x", "/opt/code-mode/runner.py"]:
+for path in ["/x", "/etc/x", "/var/tmp/x", "/opt/code-mode/runner.py", "/opt/code-mode/tool_search.py",
+             "/opt/code-mode/search_tables.py"]:
     try:
         with open(path, "a") as f:
             f.write("x")
@@ -377,7 +383,9 @@ print(json.dumps(seen))"##;
     for path in ["/x", "/etc/x"] {
         assert_eq!(seen[path], not_ours, "writing {path}: {seen}");
     }
-    assert_ne!(seen["/opt/code-mode/runner.py"], "written", "the runner was modified: {seen}");
+    for path in ["/opt/code-mode/runner.py", "/opt/code-mode/tool_search.py", "/opt/code-mode/search_tables.py"] {
+        assert_ne!(seen[path], "written", "the runner's {path} was modified: {seen}");
+    }
     assert_eq!(seen["tmp_written"], true, "/tmp is not writable: {seen}");
     assert_eq!(seen["sh"], "ran\n", "programs of the image do not run: {seen}");
     assert_eq!(seen["exec"], "EACCES", "a program written to /tmp ran: {seen}");

@@ -126,16 +126,19 @@ for pid in children:
 for pid in children:
     os.waitpid(pid, 0)
 
-# The image: Python and the runner, nothing of ours or of an MCP client;
+# The image: Python and the runner's files, nothing of ours or of an MCP client;
 # an image built with packages also holds them (under
 # /opt/code-mode/packages, on the code's sys.path as the runner puts it
 # there, and named in packages.json).
 PACKAGES_DIR = "/opt/code-mode/packages"
-try:
-    runner = open("/opt/code-mode/runner.py", "rb").read()
-    runner_sha256 = hashlib.sha256(runner).hexdigest()
-except OSError as e:
-    runner_sha256 = name_of(e.errno)
+RUNNER_FILES = ("runner.py", "tool_search.py", "search_tables.py")
+files_sha256 = {}
+for name in RUNNER_FILES:
+    try:
+        with open("/opt/code-mode/" + name, "rb") as f:
+            files_sha256[name] = hashlib.sha256(f.read()).hexdigest()
+    except OSError as e:
+        files_sha256[name] = name_of(e.errno)
 if os.path.isdir(PACKAGES_DIR):
     sys.path.append(PACKAGES_DIR)
 try:
@@ -150,7 +153,7 @@ except (OSError, ValueError):
     packages = None
 facts["image"] = {
     "python": platform.python_version(),
-    "runner_sha256": runner_sha256,
+    "files_sha256": files_sha256,
     "opt": sorted(p for p in (os.path.join(r, f) for r, _, fs in os.walk("/opt") for f in fs)
                   if not p.startswith(PACKAGES_DIR + "/")),
     "packages": packages,

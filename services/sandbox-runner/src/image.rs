@@ -1,11 +1,13 @@
-//! The sandbox image: Python and `runner.py`, nothing else.
+//! The sandbox image: Python and `runner.py` (with the search it loads,
+//! `tool_search.py` and `search_tables.py`), nothing else.
 //!
 //! The image is built in two layers. The base is a minimal Python:
 //! either built offline with `debootstrap` from the Debian mirror apt
 //! already uses and `docker import`ed (no registry needed), or pulled from
 //! a registry (`python:3.12-slim`). On top, `image/Dockerfile` adds
-//! `runner.py`, the non-root user and the entrypoint. The tag carries a hash
-//! of the Dockerfile and the runner, so a changed runner gets a new image.
+//! `runner.py` and its search files, the non-root user and the entrypoint.
+//! The tag carries a hash of the Dockerfile and those files, so a changed
+//! runner gets a new image.
 //!
 //! An image with packages ([`packages`]) is built on top of that default
 //! image and tagged by a hash of its packages too.
@@ -31,6 +33,13 @@ pub use packages::{
 
 /// The runner script baked into the image.
 pub const RUNNER_PY: &str = include_str!("../image/runner.py");
+/// `search_tools`' ranking, which `runner.py` loads from beside it.
+pub const TOOL_SEARCH_PY: &str = include_str!("../image/tool_search.py");
+/// The vocabulary `tool_search.py` loads from beside it.
+pub const SEARCH_TABLES_PY: &str = include_str!("../image/search_tables.py");
+/// The files of the runner layer under `/opt/code-mode`, by name.
+pub const RUNNER_FILES: [(&str, &str); 3] =
+    [("runner.py", RUNNER_PY), ("tool_search.py", TOOL_SEARCH_PY), ("search_tables.py", SEARCH_TABLES_PY)];
 /// The Dockerfile of the runner layer (`ARG BASE` picks the base).
 pub const DOCKERFILE: &str = include_str!("../image/Dockerfile");
 /// The base a registry user gets.
@@ -70,7 +79,10 @@ pub fn default_image_tag() -> String {
     let mut hash = Sha256::new();
     hash.update(DOCKERFILE.as_bytes());
     hash.update([0]);
-    hash.update(RUNNER_PY.as_bytes());
+    for (_, text) in RUNNER_FILES {
+        hash.update(text.as_bytes());
+        hash.update([0]);
+    }
     let digest = hash.finalize();
     let hex: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
     format!("{IMAGE_REPOSITORY}:{hex}")
@@ -171,10 +183,10 @@ pub(crate) fn resolve_source(source: BaseSource) -> BaseSource {
     }
 }
 
-/// The build context: the Dockerfile and `runner.py`, as a tar archive.
+/// The build context: the Dockerfile and the runner's files, as a tar archive.
 fn build_context() -> Result<Vec<u8>, StartError> {
     let mut tar = tar::Builder::new(Vec::new());
-    for (name, text) in [("Dockerfile", DOCKERFILE), ("runner.py", RUNNER_PY)] {
+    for (name, text) in [("Dockerfile", DOCKERFILE)].into_iter().chain(RUNNER_FILES) {
         let mut header = tar::Header::new_gnu();
         header.set_size(text.len() as u64);
         header.set_mode(0o644);

@@ -1,7 +1,7 @@
 //! The sandbox-runner: runs each cell of code in a fresh, locked-down Docker
 //! container and relays its tool calls to the bridge.
 //!
-//! - [`image`]: the sandbox image (Python + `runner.py`), built offline or
+//! - [`image`]: the sandbox image (Python + `runner.py` and its search), built offline or
 //!   from a registry.
 //! - [`container`]: the lockdown of one container, its lifecycle, and the
 //!   label-based reaper of containers left by dead owners.

@@ -27,7 +27,7 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
 use crate::container::{Container, Lockdown, Runtime, check_runtime};
-use crate::image::{self, RUNNER_PY};
+use crate::image::{self, RUNNER_FILES};
 
 /// The probe script run in the container.
 pub const PROBE_PY: &str = include_str!("../image/posture_probe.py");
@@ -552,25 +552,33 @@ pub fn judge(report: &mut Report, lockdown: &Lockdown, observed: &Observed) {
     );
 
     let image = &facts["image"];
-    let runner = format!("{:x}", Sha256::digest(RUNNER_PY.as_bytes()));
+    // The runner's files, each as this build of code-mode holds it.
+    let ours: serde_json::Map<String, serde_json::Value> = RUNNER_FILES
+        .iter()
+        .map(|(name, text)| (name.to_string(), format!("{:x}", Sha256::digest(text.as_bytes())).into()))
+        .collect();
+    let runner_ours = image["files_sha256"] == serde_json::Value::Object(ours);
+    let opt_files: Vec<String> = RUNNER_FILES.iter().map(|(name, _)| format!("/opt/code-mode/{name}")).collect();
     let packages: Option<std::collections::BTreeMap<String, String>> =
         serde_json::from_value(image["packages"].clone()).ok().flatten();
     // An image with packages holds their list beside the runner (and the
     // packages under /opt/code-mode/packages, which the probe leaves out).
-    let only_runner = match packages {
-        None => image["opt"] == serde_json::json!(["/opt/code-mode/runner.py"]),
-        Some(_) => image["opt"] == serde_json::json!(["/opt/code-mode/packages.json", "/opt/code-mode/runner.py"]),
-    };
+    let mut expected_opt = opt_files;
+    if packages.is_some() {
+        expected_opt.push("/opt/code-mode/packages.json".into());
+    }
+    expected_opt.sort();
+    let only_runner = image["opt"] == serde_json::json!(expected_opt);
     let clean = image["mcp"] == false && image["tools"] == serde_json::json!([]);
     let (verdict, detail) = judge_packages(packages.as_ref());
     report.push("packages", verdict, detail);
     report.pass_if(
         "image-contents",
-        image["runner_sha256"] == runner.as_str() && only_runner && clean,
+        runner_ours && only_runner && clean,
         format!(
-            "Python {}; runner.py {}; /opt holds {}; mcp importable: {}; tools found: {}",
+            "Python {}; runner.py, tool_search.py, search_tables.py {}; /opt holds {}; mcp importable: {}; tools found: {}",
             s(&image["python"]),
-            if image["runner_sha256"] == runner.as_str() { "is ours" } else { "differs from ours" },
+            if runner_ours { "are ours" } else { "differ from ours" },
             s(&image["opt"]),
             s(&image["mcp"]),
             s(&image["tools"])
@@ -775,7 +783,7 @@ mod tests {
             "processes": {"started": 63, "refused": "EAGAIN"}, "io_uring": "ok", "memfd": 0,
             "unshare_user": "ok", "clone3": "ENOSYS", "mknod_device": "ok",
             "devices": {"/dev/net/tun": "ok", "/dev/fuse": "ok"},
-            "image": {"python": "3.11.2", "runner_sha256": "x", "opt": [], "mcp": false, "tools": []}
+            "image": {"python": "3.11.2", "files_sha256": {"runner.py": "x"}, "opt": [], "mcp": false, "tools": []}
         });
         let lockdown = Lockdown::for_runtime(Runtime::Runsc);
         let observed = Observed {

@@ -1,0 +1,243 @@
+"""The vocabulary ``tool_search.py`` reads queries with: words that say
+nothing, command words and phrases, synonyms and words of the same need,
+time zone abbreviations, what a file's extension says it is.
+
+Generic vocabulary of tool catalogs (files, records, time, actions and MCP's
+own), not any one server's; ``testing/search-eval/README.md`` says how it
+was written and what tuning changed. Data only: ``tool_search.py`` loads
+this file from its own folder, as ``runner.py`` loads that one.
+"""
+
+# A query opening with one of these is a question (tool_search.py's
+# QUESTION_HINTS).
+QUESTION_WORDS = frozenset(
+    "what what's whats which when where who whose how is are does do did have has".split())
+
+# Words of a question that asks what is known or was said.
+RECALL_WORDS = frozenset("remember remembered recall told mention mentioned said stored know known".split())
+
+# The word after one of these is a name the call is given ("a folder
+# called logs"): an argument.
+NAMING_WORDS = frozenset("called named titled".split())
+
+# After "how", these words make the question ("how many", "how long").
+HOW_WORDS = frozenset("many much long often".split())
+
+# Words that say nothing about which tool is wanted.
+STOP_WORDS = frozenset("""
+a an the of to in on at by for from with without into onto about as and or
+but if then than so is are was were be been being am it its it's this that
+these those there here what what's whats which who whom whose how why when
+where do does did doing done can could would should will shall may might
+must please me my mine i i'm you your yours we us our they them their he
+she his her him some any each every all just also only very really quite
+want wants need needs like let let's give tell using use via s t d ll re ve
+not no nor have has had ever i've pls thanks thank okay ok hey
+""".split())
+
+# Words that stand for several (command names, shorthand): they join the
+# query as the words they stand for.
+COMPOUND_WORDS = {
+    "mkdir": "make directory",
+    "rmdir": "remove directory",
+    "ls": "list",
+    "rm": "remove",
+    "mv": "move",
+    "cp": "copy",
+    "cat": "read",
+    "grep": "search",
+    "unlink": "remove link",
+    "du": "size",
+    "stat": "metadata",
+    "rn": "now",
+    "atm": "now",
+    "filename": "file name",
+    "dirs": "directory",
+    "envs": "environment",
+    "llm": "llm model",
+    "readme": "file",
+    "license": "file",
+    "makefile": "file",
+    "dockerfile": "file",
+    "changelog": "file",
+    "disconnect": "remove connection",
+    "detach": "remove link",
+}
+
+# Verbs that, opening the query or a clause of it, ask for more than
+# their word: "link Alice to Acme" creates a link, "remember that ..."
+# stores something.
+LEADING_VERBS = {
+    "link": "link create",
+    "connect": "connect create",
+    "remember": "remember add",
+    "note": "note add",
+    "record": "record create",
+}
+
+# Phrases read as one word before the query is split.
+PHRASES = {
+    "log in": "login",
+    "log into": "login",
+    "sign in": "login",
+    "logged in": "login",
+    "in one go": "together",
+    "at once": "together",
+    "at the same time": "together",
+    "which files": "list files",
+    "what files": "list files",
+    "last changed": "last modified",
+    "in one call": "together",
+    "side by side": "compare",
+    "right now": "now",
+    "daylight saving": "dst",
+    "daylight savings": "dst",
+    "at the moment": "now",
+    "take up space": "size",
+    "taking up space": "size",
+    "off limits": "allowed",
+    "no longer": "remove",
+    "knowledge graph": "graph",
+    "look at": "view",
+    "look inside": "inside",
+    "say back": "echo",
+    "deep dive": "research",
+    "forget that": "forget fact",
+    "let me": "allowed",
+    "file or folder": "type",
+    "file or a folder": "type",
+    "file or directory": "type",
+    "file or a directory": "type",
+}
+
+# Groups of words that name one thing or action in tool catalogs: generic
+# vocabulary of files, records, time and actions, written before tuning
+# (testing/search-eval/README.md lists what tuning changed).
+SYNONYM_GROUPS = [
+    "create make new add generate build",
+    "add sum plus total addition",
+    "delete remove erase drop forget destroy purge clear wipe retract discard",
+    "read get fetch load open view show display retrieve see print peek inspect examine grab",
+    "write save store put overwrite persist",
+    "edit modify change update patch alter replace amend tweak fix correct swap",
+    "list enumerate browse entries",
+    "search find lookup look locate query match filter seek",
+    "directory folder dir subfolder subdirectory",
+    "file document",
+    "move rename relocate transfer",
+    "time clock hour minute date datetime timestamp",
+    "current now present today latest",
+    "timezone zone tz",
+    "convert translate transform",
+    "size big large bytes",
+    "metadata info information details stat stats attributes properties",
+    "compress zip gzip gz pack archive",
+    "image picture photo png jpg jpeg gif icon screenshot",
+    "media audio video sound",
+    "environment env",
+    "variable var",
+    "echo repeat parrot",
+    "message text string word",
+    "toggle switch enable disable turn activate deactivate",
+    "trigger start run launch begin kick",
+    "observation fact note detail",
+    "entity node person people organization thing contact",
+    "relation relationship link connect connection edge associate",
+    "research investigate investigation study explore analyze",
+    "number integer digit",
+    "slow long lengthy",
+    "operation task job process",
+    "tree hierarchy recursive",
+    "allowed allow access permitted accessible",
+    "permission privilege mode owner own owns",
+    "pattern glob wildcard regex",
+    "multiple several many batch bulk together simultaneously",
+    "know knowledge",
+    "weather forecast",
+    "elicitation elicit",
+    "sampling completion",
+    "url uri",
+    "root roots",
+]
+
+# Groups of words people use for one kind of need, though they do not
+# mean the same: a member matches the others at RELATED_WEIGHT.
+RELATED_GROUPS = [
+    "time morning afternoon evening night noon midnight tonight day week weekday weekend "
+    "monday tuesday wednesday thursday friday saturday sunday",
+    "dst daylight saving summer",
+    "convert difference ahead behind equivalent",
+    "timezone utc gmt offset",
+    "read contents content inside say says written tail head",
+    "list contents inside items children contain contains containing",
+    "current local",
+    "media binary base64 song music voice podcast clip movie",
+    "edit insert append prepend",
+    "size kb mb gb megabytes kilobytes",
+    "metadata timestamps age",
+    "reference ref pointer",
+    "elicitation confirm confirmation questionnaire survey",
+    "entity record entry profile",
+    "multiple both compare",
+    "entire whole everything complete full dump export backup snapshot",
+    "size space usage disk biggest largest smallest",
+    "tree layout overview organised organized nested",
+    "knowledge memory memories remember recall told mention mentioned stored",
+    "relation reports manages married works belongs owns member friend parent child "
+    "sibling spouse colleague boss employee employer partner",
+    "observation preference prefers likes dislikes speaks lives",
+    "echo ping back unchanged mirror",
+    "annotation annotated priority audience",
+    "edit diff comment uncomment",
+    "delete unlink break detach disconnect",
+    "allowed reach touch sandbox",
+    "create empty blank fresh",
+    "exclude skip skipping ignore except excluding",
+    "count handful few",
+    "weather temperature humidity conditions rain sunny climate",
+    "sum add plus total calculate compute arithmetic math addition",
+    "tiny small little sample logo",
+    "compress shrink deflate",
+    "log spam verbose level levels noisy",
+    "subscription subscribe subscriber subscribed notification notifications notify changed",
+    "long progress steps duration wait while",
+    "research topic deep synthesize findings summarize",
+    "elicitation ask prompt input form fill answer",
+    "url browser web page login oauth consent authorize redirect visit",
+    "sampling llm model completion prompt tokens ai gpt haiku poem",
+    "root workspace",
+]
+
+# Time zone abbreviations: one in a query asks about a time zone. Those
+# that are English words count only when written in capitals.
+ZONE_ABBREVIATIONS = frozenset("""
+utc gmt pst pdt pt mst mdt mt cst cdt ct est edt et akst akdt hst cet cest
+eet eest wet west bst ist jst kst sgt hkt aest aedt acst acdt awst nzst
+nzdt msk gst pht ict wib sast brt art cat eat wat
+""".split())
+
+ZONE_WORDS = frozenset("pt mt ct et west cat eat art wat".split())
+
+# Words that make a zone abbreviation in lower case one ("9am est to ist").
+TIME_WORDS = frozenset("time times hour hours clock now timezone timezones zone zones convert date".split())
+
+CLOCK_WORDS = frozenset("noon midnight".split())
+
+# What a file name's extension says the file is.
+EXTENSION_KINDS = {
+    "image": "png jpg jpeg gif bmp webp svg tif tiff ico heic",
+    "audio": "mp3 wav ogg flac m4a aac opus",
+    "video": "mp4 mov avi mkv webm",
+    "text": "txt md markdown json csv tsv log yaml yml toml ini cfg conf py rs js ts "
+            "html xml sh sql c h go java rb",
+    "compress": "gz zip tgz tar bz2 xz 7z",
+}
+
+# The words a kind of file adds to a query, with their weights.
+EXTENSION_HINTS = {
+    "image": (("image", 0.6), ("media", 0.5)),
+    "audio": (("audio", 0.6), ("media", 0.5)),
+    "video": (("video", 0.6), ("media", 0.5)),
+    "text": (("text", 0.5),),
+    "compress": (),
+}
