@@ -13,6 +13,21 @@ this file from its own folder, as ``runner.py`` loads that one.
 QUESTION_WORDS = frozenset(
     "what what's whats which when where who whose how is are does do did have has".split())
 
+# A question opening with one of these asks what is (a tool that reads),
+# unless it asks how to do something ("how do I ...").
+READING_QUESTIONS = frozenset(
+    "what what's whats which when where who whose is are was were does did has have how".split())
+
+# Verbs that, opening a request, ask to read, not to change anything.
+READING_VERBS = frozenset("get list show read view display fetch print find search lookup locate".split())
+
+# Words asking for all of something.
+WHOLE_WORDS = frozenset("all every everything entire whole complete full".split())
+
+# Verbs that, opening a tool's name, say it changes something.
+MUTATING_VERBS = frozenset(
+    "create add delete remove write edit move rename update set put insert append patch drop clear".split())
+
 # Words of a question that asks what is known or was said.
 RECALL_WORDS = frozenset("remember remembered recall told mention mentioned said stored know known".split())
 
@@ -33,6 +48,9 @@ must please me my mine i i'm you your yours we us our they them their he
 she his her him some any each every all just also only very really quite
 want wants need needs like let let's give tell using use via s t d ll re ve
 not no nor have has had ever i've pls thanks thank okay ok hey
+doesn don isn aren wasn weren won didn hasn haven can cannot couldn wouldn
+shouldn under over within across below above between through per upon
+beneath beside near
 """.split())
 
 # Words that stand for several (command names, shorthand): they join the
@@ -99,6 +117,8 @@ PHRASES = {
     "no longer": "remove",
     "knowledge graph": "graph",
     "look at": "view",
+    "look for": "search",
+    "looking for": "search",
     "look inside": "inside",
     "say back": "echo",
     "deep dive": "research",
@@ -163,6 +183,7 @@ SYNONYM_GROUPS = [
 # Groups of words people use for one kind of need, though they do not
 # mean the same: a member matches the others at RELATED_WEIGHT.
 RELATED_GROUPS = [
+    "search anywhere somewhere wherever",
     "time morning afternoon evening night noon midnight tonight day week weekday weekend "
     "monday tuesday wednesday thursday friday saturday sunday",
     "dst daylight saving summer",
@@ -185,12 +206,12 @@ RELATED_GROUPS = [
     "knowledge memory memories remember recall told mention mentioned stored",
     "relation reports manages married works belongs owns member friend parent child "
     "sibling spouse colleague boss employee employer partner",
-    "observation preference prefers likes dislikes speaks lives",
-    "echo ping back unchanged mirror",
+    "observation preference prefers likes dislikes speaks lives favourite favorite",
+    "echo ping back unchanged mirror say",
     "annotation annotated priority audience",
     "edit diff comment uncomment",
     "delete unlink break detach disconnect",
-    "allowed reach touch sandbox",
+    "allowed reach touch sandbox may",
     "create empty blank fresh",
     "exclude skip skipping ignore except excluding",
     "count handful few",

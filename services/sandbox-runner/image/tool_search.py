@@ -33,6 +33,8 @@ COMPOUND_WORDS, LEADING_VERBS, PHRASES = TABLES.COMPOUND_WORDS, TABLES.LEADING_V
 SYNONYM_GROUPS, RELATED_GROUPS = TABLES.SYNONYM_GROUPS, TABLES.RELATED_GROUPS
 ZONE_ABBREVIATIONS, ZONE_WORDS, TIME_WORDS = TABLES.ZONE_ABBREVIATIONS, TABLES.ZONE_WORDS, TABLES.TIME_WORDS
 CLOCK_WORDS, EXTENSION_KINDS, EXTENSION_HINTS = TABLES.CLOCK_WORDS, TABLES.EXTENSION_KINDS, TABLES.EXTENSION_HINTS
+READING_QUESTIONS, WHOLE_WORDS, MUTATING_VERBS = TABLES.READING_QUESTIONS, TABLES.WHOLE_WORDS, TABLES.MUTATING_VERBS
+READING_VERBS = TABLES.READING_VERBS
 
 # --------------------------------------------------------------------------
 # How search_tools ranks
@@ -58,6 +60,31 @@ CLOCK_WORDS, EXTENSION_KINDS, EXTENSION_HINTS = TABLES.CLOCK_WORDS, TABLES.EXTEN
 # how the numbers below were chosen.
 # --------------------------------------------------------------------------
 
+# The values a parameter's type allows (Literal['error', 'success']; from
+# the signature the cell carries): a query naming one asks for the tool
+# that takes it ("weather in Chicago" where location is one of 'New York',
+# 'Chicago', 'Los Angeles').
+VALUES_FIELD_WEIGHT = 3.0
+_LITERAL = re.compile(r"Literal\[([^\]]*)\]")
+_LITERAL_VALUE = re.compile(r"'([^']{1,60})'|\"([^\"]{1,60})\"")
+# A question asking what is (not how to do something) wants a tool that
+# reads: a tool whose name opens with a verb that changes something
+# (MUTATING_VERBS) has its score multiplied by this.
+MUTATING_IN_QUESTION = 0.7
+# A query asking for all of something ("all entities", "everything")
+# favours the tools that need no argument: their score is multiplied by this.
+WHOLE_NO_ARGUMENT = 1.3
+# A word asking for all of something ("everything", "entire") says how much
+# is wanted, not what: it weighs this much ("list everything" is no
+# question to server-everything).
+WHOLE_WORD_WEIGHT = 0.3
+# A query holding values (file names, paths, quoted text, numbers) wants a
+# tool that takes arguments: one that takes none has its score multiplied
+# by this.
+VALUES_NO_ARGUMENT = 0.7
+# The tools of the server a query names best have their score multiplied
+# by 1 + this (the tools of a server it names less, by less).
+SERVER_BONUS = 1.0
 # Field -> (weight, length normalisation b). The name, title and server are
 # short, so their length matters little.
 SEARCH_FIELDS = {
@@ -67,7 +94,8 @@ SEARCH_FIELDS = {
     "description": (1.0, 0.75),
     "params": (0.8, 0.3),
     "param_text": (0.3, 0.6),
-    "output": (0.3, 0.6),
+    "output": (0.6, 0.6),
+    "values": (VALUES_FIELD_WEIGHT, 0.3),
 }
 SEARCH_K1 = 1.2
 # A synonym counts this much of the word itself; a word of the same need
@@ -140,6 +168,12 @@ _SUM = re.compile(r"\d\s*\+\s*\.?\d")
 # A file name ("notes.txt", "main.py", ".env") or a bare extension (".gz").
 _FILE_NAME = re.compile(r"^[\w-]*\.[A-Za-z][A-Za-z0-9]{0,4}$|^\.[A-Za-z][\w.-]{0,40}$")
 EXTENSIONS = {ext: kind for kind, exts in EXTENSION_KINDS.items() for ext in exts.split()}
+# Kinds of file whose extension, written as a word ("a wav file"), says
+# what the file is.
+MEDIA_KINDS = ("image", "audio", "video")
+BARE_EXTENSION = 0.5
+# Punctuation that ends a clause of a query, after a word.
+_CLAUSE_ENDS = ",;:!?."
 # Punctuation around a token of the query.
 _EDGE_PUNCTUATION = "\"'`()[]{}<>,;:!?."
 
@@ -152,12 +186,21 @@ _ASCII_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _EXAMPLES = re.compile(r"\((?:e\.g\.|eg\b|for example|such as)[^)]*\)", re.I)
 # A capitalised word (not an acronym): "Tokyo", "Alice".
 _PROPER_NAME = re.compile(r"\b[A-Z][a-z]+\b")
+# Capitalised words in a row: "New York", "Los Angeles".
+_PROPER_RUN = re.compile(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)+\b")
 # Where a clause of a query ends.
 _CLAUSES = re.compile(r"[,;:.!?]+\s")
 # Quoted text in a query: 'likes tea', "Project X", `main`.
 _QUOTED = re.compile(r"(?<!\w)(['\"`])([^'\"`]{1,120})\1(?!\w)")
 
 
+# Suffixes that make a word of another (longest first), each with the
+# letters the rest must keep (and how many letters of the suffix stay):
+# "observation" -> "observ", "creation" -> "creat" (not "cre"),
+# "compression" -> "compress", "readable" -> "read", "recursively" ->
+# "recursive".
+_DERIVED = (("ations", 4), ("ation", 4), ("tions", 4, 1), ("tion", 4, 1), ("sions", 4, 1), ("sion", 4, 1),
+            ("able", 4), ("ly", 5))
 _STEMS = {}  # word -> its stem: catalogs repeat their words
 
 
@@ -172,6 +215,15 @@ def _stem(word):
 def _stem_word(word):
     if len(word) <= 3 or not word.isalpha():
         return word
+    # Words made from a verb read as the verb: "creation", "deletion",
+    # "compression", "observation", "readable", "recursively".
+    if word.endswith("ication") and len(word) >= 10:
+        word = word[:-7] + "y"  # "modification" -> "modify", "notification" -> "notify"
+    for suffix, keep, *back in _DERIVED:
+        cut = len(suffix) - (back[0] if back else 0)  # "tion" leaves its "t"
+        if word.endswith(suffix) and len(word) - cut >= keep:
+            word = word[:-cut]
+            break
     if word.endswith("ies") and len(word) > 4:
         word = word[:-3] + "y"
     elif word.endswith("sses"):
@@ -280,6 +332,19 @@ _LEXICON_WORDS = frozenset(
     w for groups in (SYNONYM_GROUPS, RELATED_GROUPS) for group in groups for w in group.split()
     if w.isalpha() and len(w) >= 3)
 _LEXICON_GRAMS = _gram_index(_LEXICON_WORDS)
+def _deletions(word):
+    """``word`` and each spelling of it with one letter left out."""
+    return {word} | {word[:i] + word[i + 1:] for i in range(len(word))}
+
+
+# Words that say nothing, long enough to be read through a typo, by each
+# of their spellings with a letter left out: a word one letter away from
+# one shares such a spelling with it.
+_FUNCTION_DELETIONS = {}
+for _word in STOP_WORDS | QUESTION_WORDS:
+    if _word.isalpha() and len(_word) >= 3:
+        for _variant in _deletions(_word):
+            _FUNCTION_DELETIONS.setdefault(_variant, set()).add(_word)
 
 
 def _query_tokens(query):
@@ -330,6 +395,10 @@ def _query_tokens(query):
         lower = bare.lower()
         if not bare:
             continue
+        if token[-1] in _CLAUSE_ENDS and bare[-1] not in _CLAUSE_ENDS:
+            end = ","  # where a clause ends: after this token
+        else:
+            end = None
         if "://" in bare or lower.startswith("www."):
             arguments.extend(_raw_words(bare))
             hints.append(("url", 1.0))
@@ -361,6 +430,11 @@ def _query_tokens(query):
             plain.append("\0" + bare)  # an identifier: the index decides
         else:
             plain.append(bare)
+            kind = EXTENSIONS.get(lower)
+            if kind in MEDIA_KINDS:  # "a wav file", "PNG image": less than a file's name says
+                hints.extend((word, weight * BARE_EXTENSION) for word, weight in EXTENSION_HINTS[kind])
+        if end:
+            plain.append(end)
     if maybe_zones:
         if zones or clocks or TIME_WORDS.intersection(w.lower() for w in plain):
             zones += len(maybe_zones)
@@ -379,16 +453,35 @@ def _query_tokens(query):
     return " ".join(plain), arguments, hints, files
 
 
-def query_terms(query, named=None, correct=None):
+def query_terms(query, index=None):
     """The query as weighted groups of stemmed words: for each word of the
     query, ``(weight, {word: 1, synonym: SYNONYM_WEIGHT, related word:
-    RELATED_WEIGHT, ...})``.
+    RELATED_WEIGHT, ...})``. ``index`` (a SearchIndex) says which words
+    the catalog knows; without it no word is read as a typo."""
+    return read_query(query, index).groups
 
-    ``named`` holds the raw words tools and servers are named by (an
-    identifier in the query made of them is a name, not an argument);
-    ``correct(stem, word)`` returns how many letters are wrong and the
-    known words a misspelt one may stand for, or ``None``."""
+
+class Query:
+    """What a query asks: its weighted word groups, whether it is a
+    question, and what its values are."""
+
+    __slots__ = ("groups", "question", "files", "values", "whole", "words")
+
+    def __init__(self, groups, question, files, values, whole, words):
+        self.groups = groups
+        self.question = question  # asks what is, not to change anything
+        self.files = files  # how many file names it holds
+        self.values = values  # how many values (file names, paths, URLs, numbers, quotes) it holds
+        self.whole = whole  # asks for all of something ("all", "everything")
+        self.words = words  # its words as written (lower case), names of tools and servers too
+
+
+def read_query(query, index=None):
+    """Read ``query`` (see query_terms) into a Query."""
+    named = index.named if index is not None else None
+    correct = index.correct if index is not None else None
     text, arguments, extra, files = _query_tokens(query)
+    values = files + len(arguments)
     tokens, named_words = [], []
     for token in text.split():
         if token.startswith("\0"):  # an identifier: a name, or an argument
@@ -404,25 +497,46 @@ def query_terms(query, named=None, correct=None):
         tokens.append(token)
     text = " ".join(tokens)
     raw = []
+    opener = None  # the clause that asks a question ("charlie memory, who is Ivy"): its words
     for clause in _CLAUSES.split(text):
         words = _raw_words(clause)
+        if words and index is not None:
+            words[0] = index.function_word(words[0], first=True)
         if words and words[0] in LEADING_VERBS:
             words[:1] = LEADING_VERBS[words[0]].split()
+        if words and (not raw or words[0] in QUESTION_WORDS and not (opener and opener[0] in QUESTION_WORDS)):
+            opener = words
         raw += words
-    question = bool(raw) and raw[0] in QUESTION_WORDS
+    if index is not None:
+        raw = [index.function_word(w) for w in raw]
+    opener = opener or []
+    question = opener[:1] != [] and opener[0] in QUESTION_WORDS
+    reads = opener[:1] != [] and (opener[0] in READING_VERBS or opener[0] in READING_QUESTIONS
+                                  and not (opener[0] == "how" and opener[1:2] == ["do"]))
+    whole = bool(WHOLE_WORDS.intersection(raw))
     raw += named_words
     if question:
         extra += [(word, QUESTION_WEIGHT) for word in QUESTION_HINTS]
     # Capitalised words after the first are names (Tokyo, New York,
     # Alice): arguments of the call, not words of the tool.
     names = {w.lower() for w in _PROPER_NAME.findall(text)[1:]}
-    if _PROPER_NAME.match(text.lstrip()) is None:
+    first = _PROPER_NAME.match(text.lstrip())
+    if first is None:
         names |= {w.lower() for w in _PROPER_NAME.findall(text)[:1]}
+    elif index is not None and index.unknown(first.group(0).lower()):
+        names.add(first.group(0).lower())  # "Bob reports to Alice"
     names -= LEXICON.keys() | set(COMPOUND_WORDS)  # "Read", "Echo": words, not names
+    for run in _PROPER_RUN.findall(text):
+        # "New York", "Los Angeles": a name of several words, each a name
+        # when one of them is no word of the tables ("Read Text File" is
+        # no name).
+        words = run.lower().split()
+        if any(_stem(w) not in LEXICON and w not in STOP_WORDS and w not in COMPOUND_WORDS for w in words):
+            names.update(words)
     if question:
-        extra += [(QUESTION_SUBJECTS[word], 1.0) for word in raw[:1] if word in QUESTION_SUBJECTS]
-        extra += [(WHERE_HINT, WHERE_WEIGHT) for word in raw[:1] if word == "where"]
-        if files == 1:
+        extra += [(QUESTION_SUBJECTS[word], 1.0) for word in opener[:1] if word in QUESTION_SUBJECTS]
+        extra += [(WHERE_HINT, WHERE_WEIGHT) for word in opener[:1] if word == "where"]
+        if files == 1 and opener[0] != "where":
             extra.append((ONE_FILE_QUESTION_HINT, ONE_FILE_QUESTION_WEIGHT))
         if names or RECALL_WORDS.intersection(raw):
             extra.append((NAMED_QUESTION_HINT, NAMED_QUESTION_WEIGHT))
@@ -441,6 +555,8 @@ def query_terms(query, named=None, correct=None):
                 continue
             if word in names:
                 weighted.append((_stem(part), PROPER_NAME_WEIGHT, None))
+            elif part in WHOLE_WORDS:
+                weighted.append((_stem(part), WHOLE_WORD_WEIGHT, None))  # how much, not what
             elif part.isdigit():
                 weighted.append((part, ARGUMENT_WEIGHT, None))
             elif expansion is None and part.isalpha():
@@ -470,7 +586,7 @@ def query_terms(query, named=None, correct=None):
             members = dict(LEXICON.get(word, {}))
             members[word] = 1.0
         groups[word] = (weight, members)
-    return list(groups.values())
+    return Query(list(groups.values()), reads, files, values, whole, frozenset(raw))
 
 
 class SearchIndex:
@@ -485,6 +601,10 @@ class SearchIndex:
         self.lengths = []  # per tool: {field: words}
         self.name_words = []  # per tool: the distinct words of its name
         self.factors = []  # per tool: 1, or DEPRECATED_FACTOR
+        self.mutating = []  # per tool: its name opens with a verb that changes something
+        self.arguments = []  # per tool: (parameters it takes, parameters it requires)
+        self.servers = []  # per tool: the words of its server's name
+        self.corrections = {}  # (stem, word) -> what correct() said
         self.named = set()  # raw words of tools' and servers' names
         spellings = {}  # raw word of any field -> its stem
         totals = dict.fromkeys(SEARCH_FIELDS, 0)
@@ -503,6 +623,12 @@ class SearchIndex:
                 self.exact.setdefault(listed.lower(), index)
                 self.exact_words.setdefault(" ".join(_raw_words(listed)), index)
             texts = {field: search.get(field) or "" for field in SEARCH_FIELDS}
+            signature = tool.get("signature") or {}
+            params = [p for p in signature.get("params") or () if isinstance(p, dict)]
+            texts["values"] = " ".join(
+                a or b for p in params for literal in _LITERAL.findall(str(p.get("type") or ""))
+                for a, b in _LITERAL_VALUE.findall(literal))
+            self.arguments.append((len(params), sum(1 for p in params if p.get("required"))))
             if not texts["name"]:
                 texts["name"] = name
             if not texts["description"]:
@@ -522,6 +648,9 @@ class SearchIndex:
                     self.named.update(raw)
             self.lengths.append(lengths)
             self.name_words.append(tuple(set(search_words(texts["name"]))))
+            self.servers.append(frozenset(_raw_words(texts["server"])))
+            verb = _raw_words(texts["name"])[:1]
+            self.mutating.append(bool(verb) and verb[0] in MUTATING_VERBS)
             deprecated = "deprecat" in (texts["title"] + " " + texts["description"]).lower()
             self.factors.append(DEPRECATED_FACTOR if deprecated else 1.0)
         count = max(1, len(tools))
@@ -534,7 +663,46 @@ class SearchIndex:
         self.spellings = {w: s for w, s in spellings.items() if w.isalpha() and len(w) >= 3}
         self.grams = _gram_index(w for w in self.spellings if w not in _LEXICON_WORDS)
 
+    def knows(self, word):
+        """Whether ``word`` (as written, lower case) is a word of the
+        catalog, of the tables, or one that says nothing."""
+        stem = _stem(word)
+        return (word in STOP_WORDS or word in self.spellings or word in _LEXICON_WORDS or stem in self.postings
+                or stem in LEXICON or word in COMPOUND_WORDS or not word.isalpha())
+
+    def unknown(self, word):
+        """Whether ``word`` is neither known nor a typo of a known word (a
+        name: "Bob")."""
+        return not self.knows(word) and self.correct(_stem(word), word) is None
+
+    def function_word(self, word, first=False):
+        """``word``, or the question word or word that says nothing it is a
+        typo of ("waht" -> "what", "teh" -> "the"): one letter wrong in a
+        word of three letters or more that nothing else knows. Opening the
+        query, a question word wins over a known word as near ("waht" is
+        "what", not "wait"); elsewhere a known word wins."""
+        if len(word) < 3 or self.knows(word):
+            return word
+        near = sorted(known for variant in _deletions(word) for known in _FUNCTION_DELETIONS.get(variant, ())
+                      if _typo_distance(word, known, 1) <= 1)
+        if not near:
+            return word
+        if first:
+            for known in near:
+                if known in QUESTION_WORDS:
+                    return known
+        if self.correct(_stem(word), word) is not None:
+            return word
+        return near[0]
+
     def correct(self, stem, word):
+        """See _correct; remembered per word (a query asks it more than once)."""
+        key = (stem, word)
+        if key not in self.corrections:
+            self.corrections[key] = self._correct(stem, word)
+        return self.corrections[key]
+
+    def _correct(self, stem, word):
         """``(letters wrong, {stems})`` for a word (``stem`` as stemmed,
         ``word`` as written) neither the catalog nor the tables know: the
         known words closest to it, one letter away, or two when one of the
@@ -588,7 +756,8 @@ class SearchIndex:
         matched = {}  # tool -> the weight of the query's words it holds
         total_weight = 0.0
         asked = {}  # word -> the highest weight the query gives it
-        for weight, members in query_terms(query, self.named, self.correct):
+        read = read_query(query, self)
+        for weight, members in read.groups:
             # A word and its synonyms count as one term (BM25F with
             # synonyms): its idf is that of its most common member, so a
             # rare synonym cannot outweigh the word itself.
@@ -620,6 +789,18 @@ class SearchIndex:
                 else:
                     scores[index] = gain * tf / (SEARCH_K1 + tf)
                     matched[index] = weight * best[index]
+        # A query naming a server ("bravo memory", "memory_bravo", "the
+        # time server") asks for its tools: the tools of the servers it
+        # names best gain. A word that says how much ("everything") names
+        # a server only beside another word of its name or "server".
+        named = {}
+        if read.words:
+            scoped = "server" in read.words
+            for words in set(self.servers):
+                hits = words & read.words
+                if hits and (scoped or len(hits) > 1 or not hits <= WHOLE_WORDS):
+                    named[words] = len(hits)
+        most = max(named.values(), default=0)
         ranked = []
         for index, score in scores.items():
             if score <= 0:
@@ -634,6 +815,15 @@ class SearchIndex:
                 cover /= len(words)
                 score *= 1.0 + NAME_COVER_BONUS * cover * cover
             score *= self.factors[index] * (matched[index] / total_weight) ** COORDINATION
+            if read.question and self.mutating[index]:
+                score *= MUTATING_IN_QUESTION
+            if most:
+                score *= 1.0 + SERVER_BONUS * named.get(self.servers[index], 0) / most
+            takes, requires = self.arguments[index]
+            if read.whole and not requires:
+                score *= WHOLE_NO_ARGUMENT
+            if read.values and not takes:
+                score *= VALUES_NO_ARGUMENT
             ranked.append((-score, index))
         ranked.sort()
         order = [index for _, index in ranked]
