@@ -21,6 +21,12 @@ READING_QUESTIONS = frozenset(
 # Verbs that, opening a request, ask to read, not to change anything.
 READING_VERBS = frozenset("get list show read view display fetch print find search lookup locate".split())
 
+# After one of these, a verb says when or whether, not what is asked for
+# ("before deleting"); so after one of PERMISSION_WORDS and "to"
+# ("allowed to save").
+ASIDE_WORDS = frozenset("before after instead".split())
+PERMISSION_WORDS = frozenset("allowed permitted able supposed".split())
+
 # Words asking for all of something.
 WHOLE_WORDS = frozenset("all every everything entire whole complete full".split())
 
@@ -64,7 +70,7 @@ COMPOUND_WORDS = {
     "cp": "copy",
     "cat": "read",
     "grep": "search",
-    "unlink": "remove link",
+    "unlink": "remove link relation",
     "du": "size",
     "stat": "metadata",
     "rn": "now",
@@ -78,7 +84,9 @@ COMPOUND_WORDS = {
     "makefile": "file",
     "dockerfile": "file",
     "changelog": "file",
-    "disconnect": "remove connection",
+    "disconnect": "remove connection relation",
+    "tail": "read last lines",
+    "head": "read first lines",
     "detach": "remove link",
 }
 
@@ -118,6 +126,26 @@ PHRASES = {
     "knowledge graph": "graph",
     "look at": "view",
     "look for": "search",
+    "current folder": "folder",
+    "current directory": "directory",
+    "project root": "folder",
+    "root folder": "folder",
+    "root directory": "directory",
+    "take out": "remove",
+    "get rid of": "remove",
+    "change the filename": "rename file",
+    "change the file name": "rename file",
+    "change the name": "rename",
+    "change its name": "rename",
+    "in the name": "pattern",
+    "in its name": "pattern",
+    "in their name": "pattern",
+    "in the filename": "pattern",
+    "search and replace": "replace",
+    "find and replace": "replace",
+    "language model": "llm",
+    "fill in": "form",
+    "fill out": "form",
     "looking for": "search",
     "look inside": "inside",
     "say back": "echo",

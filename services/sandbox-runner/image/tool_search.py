@@ -34,7 +34,7 @@ SYNONYM_GROUPS, RELATED_GROUPS = TABLES.SYNONYM_GROUPS, TABLES.RELATED_GROUPS
 ZONE_ABBREVIATIONS, ZONE_WORDS, TIME_WORDS = TABLES.ZONE_ABBREVIATIONS, TABLES.ZONE_WORDS, TABLES.TIME_WORDS
 CLOCK_WORDS, EXTENSION_KINDS, EXTENSION_HINTS = TABLES.CLOCK_WORDS, TABLES.EXTENSION_KINDS, TABLES.EXTENSION_HINTS
 READING_QUESTIONS, WHOLE_WORDS, MUTATING_VERBS = TABLES.READING_QUESTIONS, TABLES.WHOLE_WORDS, TABLES.MUTATING_VERBS
-READING_VERBS = TABLES.READING_VERBS
+READING_VERBS, ASIDE_WORDS, PERMISSION_WORDS = TABLES.READING_VERBS, TABLES.ASIDE_WORDS, TABLES.PERMISSION_WORDS
 
 # --------------------------------------------------------------------------
 # How search_tools ranks
@@ -85,6 +85,16 @@ VALUES_NO_ARGUMENT = 0.7
 # The tools of the server a query names best have their score multiplied
 # by 1 + this (the tools of a server it names less, by less).
 SERVER_BONUS = 1.0
+# A query speaking of a server's domain (the words most of its tools hold
+# and few other tools: memory's "entity", "graph") favours that server's
+# tools: their score is multiplied by up to 1 + this. A word held by more
+# than DOMAIN_SHARE of the catalog's tools is no server's own.
+DOMAIN_BONUS = 0.3
+DOMAIN_SHARE = 0.3
+# A sentence found in the descriptions of this many differently named tools
+# is left out of them (boilerplate).
+BOILERPLATE_TOOLS = 3
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # Field -> (weight, length normalisation b). The name, title and server are
 # short, so their length matters little.
 SEARCH_FIELDS = {
@@ -92,7 +102,7 @@ SEARCH_FIELDS = {
     "title": (1.0, 0.3),
     "server": (0.6, 0.0),
     "description": (1.0, 0.75),
-    "params": (0.8, 0.3),
+    "params": (0.5, 0.3),
     "param_text": (0.3, 0.6),
     "output": (0.6, 0.6),
     "values": (VALUES_FIELD_WEIGHT, 0.3),
@@ -110,7 +120,7 @@ COORDINATION = 0.25
 # A tool whose title or description says it is deprecated has its score
 # multiplied by this: when it ties with its replacement, the replacement
 # comes first.
-DEPRECATED_FACTOR = 0.9
+DEPRECATED_FACTOR = 0.8
 # A question (QUESTION_WORDS: what, which, when, ...) asks for something to
 # be read: these words join the query at this weight ("what time is it" ->
 # get the time).
@@ -124,7 +134,7 @@ WHERE_WEIGHT = 0.6
 # A question about one named file ("when was main.py created") asks
 # about it: this word joins the query at this weight.
 ONE_FILE_QUESTION_HINT = "metadata"
-ONE_FILE_QUESTION_WEIGHT = 0.4
+ONE_FILE_QUESTION_WEIGHT = 0.8
 # A question that names someone or something ("who is Alice", "what do we
 # know about Bob") or asks what is known ("did I ever mention ...") asks
 # to look it up: this word joins the query at NAMED_QUESTION_WEIGHT, more
@@ -199,8 +209,7 @@ _QUOTED = re.compile(r"(?<!\w)(['\"`])([^'\"`]{1,120})\1(?!\w)")
 # "observation" -> "observ", "creation" -> "creat" (not "cre"),
 # "compression" -> "compress", "readable" -> "read", "recursively" ->
 # "recursive".
-_DERIVED = (("ations", 4), ("ation", 4), ("tions", 4, 1), ("tion", 4, 1), ("sions", 4, 1), ("sion", 4, 1),
-            ("able", 4), ("ly", 5))
+_DERIVED = (("ation", 5), ("tion", 4, 1), ("sion", 4, 1), ("able", 4), ("ly", 5))
 _STEMS = {}  # word -> its stem: catalogs repeat their words
 
 
@@ -215,15 +224,6 @@ def _stem(word):
 def _stem_word(word):
     if len(word) <= 3 or not word.isalpha():
         return word
-    # Words made from a verb read as the verb: "creation", "deletion",
-    # "compression", "observation", "readable", "recursively".
-    if word.endswith("ication") and len(word) >= 10:
-        word = word[:-7] + "y"  # "modification" -> "modify", "notification" -> "notify"
-    for suffix, keep, *back in _DERIVED:
-        cut = len(suffix) - (back[0] if back else 0)  # "tion" leaves its "t"
-        if word.endswith(suffix) and len(word) - cut >= keep:
-            word = word[:-cut]
-            break
     if word.endswith("ies") and len(word) > 4:
         word = word[:-3] + "y"
     elif word.endswith("sses"):
@@ -232,6 +232,15 @@ def _stem_word(word):
         word = word[:-2]
     elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
         word = word[:-1]
+    # Words made from a verb read as the verb: "creation", "deletion",
+    # "compression", "observation", "readable", "recursively".
+    if word.endswith("ication") and len(word) >= 10:
+        word = word[:-7] + "y"  # "modification" -> "modify", "notifications" -> "notify"
+    for suffix, keep, *back in _DERIVED:
+        cut = len(suffix) - (back[0] if back else 0)  # "tion" leaves its "t"
+        if word.endswith(suffix) and len(word) - cut >= keep:
+            word = word[:-cut]
+            break
     for suffix in ("ing", "ed"):
         stem = word[:-len(suffix)]
         if (word.endswith(suffix) and len(stem) >= 3
@@ -244,6 +253,8 @@ def _stem_word(word):
             break
     if word.endswith("e") and len(word) > 3:
         word = word[:-1]
+    if word.endswith("at") and len(word) >= 7:
+        word = word[:-2]  # "simulate", "simulated" -> "simul", as "simulation"
     return word
 
 
@@ -543,18 +554,23 @@ def read_query(query, index=None):
     elif names:
         extra.append((NAMED_HINT, NAMED_HINT_WEIGHT))
     weighted = []  # (stem, weight, the word as written if it may be a typo)
-    previous = None
+    previous = before = None
     for word in raw:
         if previous == "how" and word in HOW_WORDS:
             previous = word
             continue  # "how many": a question, not "many" things
-        previous = word
+        # The verb after "allowed to" or "before" is not what is asked for
+        # ("where am I allowed to save files", "ask before deleting").
+        aside = previous in ASIDE_WORDS or (previous == "to" and before in PERMISSION_WORDS)
+        before, previous = previous, word
         expansion = COMPOUND_WORDS.get(word)
         for part in (expansion.split() if expansion else [word]):
             if part in STOP_WORDS or (len(part) < 2 and not part.isdigit()):
                 continue
             if word in names:
                 weighted.append((_stem(part), PROPER_NAME_WEIGHT, None))
+            elif aside:
+                weighted.append((_stem(part), ARGUMENT_WEIGHT, None))
             elif part in WHOLE_WORDS:
                 weighted.append((_stem(part), WHOLE_WORD_WEIGHT, None))  # how much, not what
             elif part.isdigit():
@@ -589,6 +605,20 @@ def read_query(query, index=None):
     return Query(list(groups.values()), reads, files, values, whole, frozenset(raw))
 
 
+def _boilerplate(tools):
+    """The sentences (lower case) that the descriptions of at least
+    BOILERPLATE_TOOLS differently named tools share ("Only works within
+    allowed directories."): they tell these tools from no other, and would
+    make their words common."""
+    carriers = {}
+    for tool in tools:
+        search = tool.get("search") or {}
+        name = search.get("name") or tool.get("name")
+        for sentence in _SENTENCE_END.split(search.get("description") or ""):
+            carriers.setdefault(sentence.strip().lower(), set()).add(name)
+    return {s for s, names in carriers.items() if s and len(names) >= BOILERPLATE_TOOLS}
+
+
 class SearchIndex:
     """BM25F over the tools' search fields, built once per cell on first use."""
 
@@ -608,6 +638,7 @@ class SearchIndex:
         self.named = set()  # raw words of tools' and servers' names
         spellings = {}  # raw word of any field -> its stem
         totals = dict.fromkeys(SEARCH_FIELDS, 0)
+        boilerplate = _boilerplate(tools)
         for index, tool in enumerate(tools):
             name = tool["name"]
             search = tool.get("search") or {}
@@ -633,6 +664,9 @@ class SearchIndex:
                 texts["name"] = name
             if not texts["description"]:
                 texts["description"] = tool.get("stub") or ""
+            elif boilerplate:
+                texts["description"] = " ".join(
+                    s for s in _SENTENCE_END.split(texts["description"]) if s.strip().lower() not in boilerplate)
             lengths = {}
             for field, text in texts.items():
                 raw = _content_words(text)
@@ -656,6 +690,22 @@ class SearchIndex:
         count = max(1, len(tools))
         self.average = {f: max(1.0, totals[f] / count) for f in SEARCH_FIELDS}
         self.count = len(tools)
+        # Each server's own words (its domain): words at least half of its
+        # tools hold (three tools or more) and at most DOMAIN_SHARE of the
+        # catalog's: memory's "entity", "relation", "graph", "knowledge".
+        members = {}
+        for index, server in enumerate(self.servers):
+            members.setdefault(server, []).append(index)
+        self.domains = {}  # stem -> {server words: 1}
+        for word, tools_fields in self.postings.items():
+            if len(tools_fields) > DOMAIN_SHARE * self.count:
+                continue
+            held = {}
+            for index in tools_fields:
+                held[self.servers[index]] = held.get(self.servers[index], 0) + 1
+            for server, count in held.items():
+                if len(members[server]) >= 3 and count * 2 >= len(members[server]) and word not in server:
+                    self.domains.setdefault(word, set()).add(server)
         for tools_fields in self.postings.values():
             for index, fields in tools_fields.items():
                 tools_fields[index] = self._tf(index, fields)
@@ -757,7 +807,14 @@ class SearchIndex:
         total_weight = 0.0
         asked = {}  # word -> the highest weight the query gives it
         read = read_query(query, self)
+        domain = {}  # server words -> how much the query speaks of its domain
         for weight, members in read.groups:
+            spoken = {}
+            for word, member in members.items():
+                for server in self.domains.get(word, ()):
+                    spoken[server] = max(spoken.get(server, 0.0), weight * member)
+            for server, much in spoken.items():
+                domain[server] = domain.get(server, 0.0) + much
             # A word and its synonyms count as one term (BM25F with
             # synonyms): its idf is that of its most common member, so a
             # rare synonym cannot outweigh the word itself.
@@ -801,6 +858,7 @@ class SearchIndex:
                 if hits and (scoped or len(hits) > 1 or not hits <= WHOLE_WORDS):
                     named[words] = len(hits)
         most = max(named.values(), default=0)
+        loudest = max(domain.values(), default=0.0)
         ranked = []
         for index, score in scores.items():
             if score <= 0:
@@ -819,6 +877,8 @@ class SearchIndex:
                 score *= MUTATING_IN_QUESTION
             if most:
                 score *= 1.0 + SERVER_BONUS * named.get(self.servers[index], 0) / most
+            if loudest:
+                score *= 1.0 + DOMAIN_BONUS * domain.get(self.servers[index], 0.0) / loudest
             takes, requires = self.arguments[index]
             if read.whole and not requires:
                 score *= WHOLE_NO_ARGUMENT
