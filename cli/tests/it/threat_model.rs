@@ -259,16 +259,16 @@ print(json.dumps({
     assert_eq!(seen["import_mcp"], "ModuleNotFoundError");
     assert_eq!(seen["mcp_spec"], false);
     assert_eq!(seen["found"], serde_json::json!(["/opt/code-mode"]), "project or Rust files in the image");
-    let opt = if support::image() == code_mode_sandbox_runner::image::default_image_tag() {
-        serde_json::json!(["/opt/code-mode/runner.py", "/opt/code-mode/search_tables.py", "/opt/code-mode/tool_search.py"])
-    } else {
-        serde_json::json!([
-            "/opt/code-mode/packages.json",
-            "/opt/code-mode/runner.py",
-            "/opt/code-mode/search_tables.py",
-            "/opt/code-mode/tool_search.py"
-        ])
-    };
+    // The runner's files, and an image with packages also names them.
+    let mut opt: Vec<String> = code_mode_sandbox_runner::image::RUNNER_FILES
+        .iter()
+        .map(|(name, _)| format!("/opt/code-mode/{name}"))
+        .collect();
+    if support::image() != code_mode_sandbox_runner::image::default_image_tag() {
+        opt.push("/opt/code-mode/packages.json".into());
+    }
+    opt.sort();
+    let opt = serde_json::json!(opt);
     assert_eq!(seen["opt"], opt);
     assert_eq!(seen["which"], serde_json::json!([]));
 }
@@ -349,7 +349,7 @@ seen = {}
 # /var/tmp is world-writable in the image: only the read-only root stops it.
 seen["var_tmp_mode"] = oct(os.stat("/var/tmp").st_mode & 0o7777)
 for path in ["/x", "/etc/x", "/var/tmp/x", "/opt/code-mode/runner.py", "/opt/code-mode/tool_search.py",
-             "/opt/code-mode/search_tables.py"]:
+             "/opt/code-mode/search_query.py", "/opt/code-mode/search_tables.py"]:
     try:
         with open(path, "a") as f:
             f.write("x")
@@ -383,8 +383,9 @@ print(json.dumps(seen))"##;
     for path in ["/x", "/etc/x"] {
         assert_eq!(seen[path], not_ours, "writing {path}: {seen}");
     }
-    for path in ["/opt/code-mode/runner.py", "/opt/code-mode/tool_search.py", "/opt/code-mode/search_tables.py"] {
-        assert_ne!(seen[path], "written", "the runner's {path} was modified: {seen}");
+    for (name, _) in code_mode_sandbox_runner::image::RUNNER_FILES {
+        let path = format!("/opt/code-mode/{name}");
+        assert_ne!(seen[path.as_str()], "written", "the runner's {path} was modified: {seen}");
     }
     assert_eq!(seen["tmp_written"], true, "/tmp is not writable: {seen}");
     assert_eq!(seen["sh"], "ran\n", "programs of the image do not run: {seen}");

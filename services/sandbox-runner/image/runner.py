@@ -780,8 +780,9 @@ def load_beside(name):
     return module
 
 
-# The ranking lives in tool_search.py (its own vocabulary tables in
-# search_tables.py): loaded here, before ``ready``, so no cell pays for it.
+# The ranking lives in tool_search.py (which loads search_query.py, and
+# that search_tables.py, from the same folder): loaded here, before
+# ``ready``, so no cell pays for it.
 tool_search = load_beside("tool_search")
 make_search_tools = tool_search.make_search_tools
 

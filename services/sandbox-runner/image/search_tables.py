@@ -4,8 +4,8 @@ time zone abbreviations, what a file's extension says it is.
 
 Generic vocabulary of tool catalogs (files, records, time, actions and MCP's
 own), not any one server's; ``testing/search-eval/README.md`` says how it
-was written and what tuning changed. Data only: ``tool_search.py`` loads
-this file from its own folder, as ``runner.py`` loads that one.
+was written and what tuning changed. Data only: ``search_query.py`` loads
+this file from its own folder, as ``runner.py`` loads ``tool_search.py``.
 """
 
 # A query opening with one of these is a question (tool_search.py's

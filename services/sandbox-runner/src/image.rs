@@ -1,5 +1,6 @@
-//! The sandbox image: Python and `runner.py` (with the search it loads,
-//! `tool_search.py` and `search_tables.py`), nothing else.
+//! The sandbox image: Python and `runner.py` (with the files of
+//! `search_tools` it loads: `tool_search.py`, `search_query.py`,
+//! `search_tables.py`), nothing else.
 //!
 //! The image is built in two layers. The base is a minimal Python:
 //! either built offline with `debootstrap` from the Debian mirror apt
@@ -35,11 +36,17 @@ pub use packages::{
 pub const RUNNER_PY: &str = include_str!("../image/runner.py");
 /// `search_tools`' ranking, which `runner.py` loads from beside it.
 pub const TOOL_SEARCH_PY: &str = include_str!("../image/tool_search.py");
-/// The vocabulary `tool_search.py` loads from beside it.
+/// How a query is read, which `tool_search.py` loads from beside it.
+pub const SEARCH_QUERY_PY: &str = include_str!("../image/search_query.py");
+/// The vocabulary `search_query.py` loads from beside it.
 pub const SEARCH_TABLES_PY: &str = include_str!("../image/search_tables.py");
 /// The files of the runner layer under `/opt/code-mode`, by name.
-pub const RUNNER_FILES: [(&str, &str); 3] =
-    [("runner.py", RUNNER_PY), ("tool_search.py", TOOL_SEARCH_PY), ("search_tables.py", SEARCH_TABLES_PY)];
+pub const RUNNER_FILES: [(&str, &str); 4] = [
+    ("runner.py", RUNNER_PY),
+    ("tool_search.py", TOOL_SEARCH_PY),
+    ("search_query.py", SEARCH_QUERY_PY),
+    ("search_tables.py", SEARCH_TABLES_PY),
+];
 /// The Dockerfile of the runner layer (`ARG BASE` picks the base).
 pub const DOCKERFILE: &str = include_str!("../image/Dockerfile");
 /// The base a registry user gets.

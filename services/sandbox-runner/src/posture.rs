@@ -576,7 +576,7 @@ pub fn judge(report: &mut Report, lockdown: &Lockdown, observed: &Observed) {
         "image-contents",
         runner_ours && only_runner && clean,
         format!(
-            "Python {}; runner.py, tool_search.py, search_tables.py {}; /opt holds {}; mcp importable: {}; tools found: {}",
+            "Python {}; runner.py and the search files it loads {}; /opt holds {}; mcp importable: {}; tools found: {}",
             s(&image["python"]),
             if runner_ours { "are ours" } else { "differ from ours" },
             s(&image["opt"]),

@@ -1,0 +1,528 @@
+"""Reading for search_tools: the words of a text and what a query asks.
+
+Words are split at snake, kebab and camel case, lower-cased and lightly
+stemmed; a query is read into weighted groups of words (with their synonyms
+and related words from ``search_tables.py``), its values (file names, paths,
+quoted text, numbers, names) apart. ``tool_search.py`` ranks the catalog's
+tools by what this returns; it loads this file, and this file the tables,
+from their own folder (``/opt/code-mode`` in the image, not on the code's
+``sys.path``).
+"""
+
+import importlib.util
+import os
+import re
+
+def _load_tables():
+    """``search_tables.py`` from this file's folder (not on ``sys.path``)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "search_tables.py")
+    spec = importlib.util.spec_from_file_location("code_mode_search_tables", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+TABLES = _load_tables()
+QUESTION_WORDS, RECALL_WORDS = TABLES.QUESTION_WORDS, TABLES.RECALL_WORDS
+NAMING_WORDS, HOW_WORDS, STOP_WORDS = TABLES.NAMING_WORDS, TABLES.HOW_WORDS, TABLES.STOP_WORDS
+COMPOUND_WORDS, LEADING_VERBS, PHRASES = TABLES.COMPOUND_WORDS, TABLES.LEADING_VERBS, TABLES.PHRASES
+SYNONYM_GROUPS, RELATED_GROUPS = TABLES.SYNONYM_GROUPS, TABLES.RELATED_GROUPS
+ZONE_ABBREVIATIONS, ZONE_WORDS, TIME_WORDS = TABLES.ZONE_ABBREVIATIONS, TABLES.ZONE_WORDS, TABLES.TIME_WORDS
+CLOCK_WORDS, EXTENSION_KINDS, EXTENSION_HINTS = TABLES.CLOCK_WORDS, TABLES.EXTENSION_KINDS, TABLES.EXTENSION_HINTS
+READING_QUESTIONS, WHOLE_WORDS, MUTATING_VERBS = TABLES.READING_QUESTIONS, TABLES.WHOLE_WORDS, TABLES.MUTATING_VERBS
+READING_VERBS, ASIDE_WORDS, PERMISSION_WORDS = TABLES.READING_VERBS, TABLES.ASIDE_WORDS, TABLES.PERMISSION_WORDS
+
+# --------------------------------------------------------------------------
+# Words, and what a query asks
+# --------------------------------------------------------------------------
+
+# A synonym counts this much of the word itself; a word of the same need
+# (RELATED_GROUPS) this much.
+SYNONYM_WEIGHT = 0.5
+RELATED_WEIGHT = 0.3
+# A word asking for all of something ("everything", "entire") says how much
+# is wanted, not what: it weighs this much ("list everything" is no
+# question to server-everything).
+WHOLE_WORD_WEIGHT = 0.3
+# A question (QUESTION_WORDS: what, which, when, ...) asks for something to
+# be read: these words join the query at this weight ("what time is it" ->
+# get the time).
+QUESTION_HINTS = ("get", "list", "read")
+QUESTION_WEIGHT = 0.3
+# A question about someone ("who is Alice") asks about a person.
+QUESTION_SUBJECTS = {"who": "person", "whom": "person", "whose": "person"}
+# A question asking where something is asks to find it.
+WHERE_HINT = "search"
+WHERE_WEIGHT = 0.6
+# A question about one named file ("when was main.py created") asks
+# about it: this word joins the query at this weight.
+ONE_FILE_QUESTION_HINT = "metadata"
+ONE_FILE_QUESTION_WEIGHT = 0.8
+# A question that names someone or something ("who is Alice", "what do we
+# know about Bob") or asks what is known ("did I ever mention ...") asks
+# to look it up: this word joins the query at NAMED_QUESTION_WEIGHT, more
+# than the plain question's hints.
+NAMED_QUESTION_HINT = "search"
+NAMED_QUESTION_WEIGHT = 0.6
+# A request that names someone or something ("forget Dave") is about a
+# thing of that name: this word joins the query at this weight.
+NAMED_HINT = "entity"
+NAMED_HINT_WEIGHT = 0.15
+# A name in the query (a capitalised word after the first) weighs this much.
+PROPER_NAME_WEIGHT = 0.3
+# A value in the query (quoted text, a path, a file name, a URL, a number,
+# an identifier that names no tool or server) is an argument of the call:
+# its words weigh this much.
+ARGUMENT_WEIGHT = 0.3
+# A query word that no tool and no table knows, read as a known word one
+# or two letters away (a typo), weighs this much.
+TYPO_WEIGHTS = {1: 0.8, 2: 0.5}
+# Words of at most this many letters are read with one wrong letter at
+# most; longer ones with two. A word longer than TYPO_LONGEST is not read
+# as a typo at all.
+TYPO_SHORT = 4
+TYPO_LONGEST = 30
+
+# Two numbers or more in a query ("add 5 and 9") ask for a tool of
+# numbers: "number" joins the query at this weight.
+NUMBERS_WEIGHT = 0.6
+
+
+_PHRASE = re.compile(r"\b(" + "|".join(sorted((re.escape(p) for p in PHRASES), key=len, reverse=True)) + r")\b", re.I)
+
+
+# An IANA time zone name: "Europe/Madrid", "America/Argentina/Salta".
+_IANA_ZONE = re.compile(r"^(?:Africa|America|Antarctica|Arctic|Asia|Atlantic|Australia|Europe|Indian|Pacific|Etc)"
+                        r"/[A-Za-z_+-]+(?:/[A-Za-z_+-]+)?$", re.I)
+# A time of day: "4pm", "9:30", "14:30", "10am".
+_CLOCK = re.compile(r"^\d{1,2}(?::\d{2})?(?:am|pm|h)$|^\d{1,2}:\d{2}$", re.I)
+# Two numbers added: "2+2", "19.5 + 0.5".
+_SUM = re.compile(r"\d\s*\+\s*\.?\d")
+# A file name ("notes.txt", "main.py", ".env") or a bare extension (".gz").
+_FILE_NAME = re.compile(r"^[\w-]*\.[A-Za-z][A-Za-z0-9]{0,4}$|^\.[A-Za-z][\w.-]{0,40}$")
+EXTENSIONS = {ext: kind for kind, exts in EXTENSION_KINDS.items() for ext in exts.split()}
+# Kinds of file whose extension, written as a word ("a wav file"), says
+# what the file is.
+MEDIA_KINDS = ("image", "audio", "video")
+BARE_EXTENSION = 0.5
+# Punctuation that ends a clause of a query, after a word.
+_CLAUSE_ENDS = ",;:!?."
+# Punctuation around a token of the query.
+_EDGE_PUNCTUATION = "\"'`()[]{}<>,;:!?."
+
+_CAMEL_LOWER_UPPER = re.compile(r"([a-z0-9])([A-Z])")
+_CAMEL_ACRONYM = re.compile(r"([A-Z]+)([A-Z][a-z])")
+_WORD = re.compile(r"[^\W\d_]+|\d+")
+_ASCII_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+# A parenthesis of examples in a description: "(e.g., 'Asia/Tokyo')". Its
+# values show a format, not what the tool is for.
+_EXAMPLES = re.compile(r"\((?:e\.g\.|eg\b|for example|such as)[^)]*\)", re.I)
+# A capitalised word (not an acronym): "Tokyo", "Alice".
+_PROPER_NAME = re.compile(r"\b[A-Z][a-z]+\b")
+# Capitalised words in a row: "New York", "Los Angeles".
+_PROPER_RUN = re.compile(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)+\b")
+# Where a clause of a query ends.
+_CLAUSES = re.compile(r"[,;:.!?]+\s")
+# Quoted text in a query: 'likes tea', "Project X", `main`.
+_QUOTED = re.compile(r"(?<!\w)(['\"`])([^'\"`]{1,120})\1(?!\w)")
+
+
+# Suffixes that make a word of another (longest first), each with the
+# letters the rest must keep (and how many letters of the suffix stay):
+# "observation" -> "observ", "creation" -> "creat" (not "cre"),
+# "compression" -> "compress", "readable" -> "read", "recursively" ->
+# "recursive".
+_DERIVED = (("ation", 5), ("tion", 4, 1), ("sion", 4, 1), ("able", 4), ("ly", 5))
+_STEMS = {}  # word -> its stem: catalogs repeat their words
+
+
+def _stem(word):
+    """A light stemmer: plurals, -ing, -ed, a final -e; never below 3 letters."""
+    stem = _STEMS.get(word)
+    if stem is None:
+        stem = _STEMS[word] = _stem_word(word)
+    return stem
+
+
+def _stem_word(word):
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith(("xes", "ches", "shes", "zes")):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    # Words made from a verb read as the verb: "creation", "deletion",
+    # "compression", "observation", "readable", "recursively".
+    if word.endswith("ication") and len(word) >= 10:
+        word = word[:-7] + "y"  # "modification" -> "modify", "notifications" -> "notify"
+    for suffix, keep, *back in _DERIVED:
+        cut = len(suffix) - (back[0] if back else 0)  # "tion" leaves its "t"
+        if word.endswith(suffix) and len(word) - cut >= keep:
+            word = word[:-cut]
+            break
+    for suffix in ("ing", "ed"):
+        stem = word[:-len(suffix)]
+        if (word.endswith(suffix) and len(stem) >= 3
+                and any(c in "aeiouy" for c in stem)):
+            word = stem
+            if word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]  # running -> run, logging -> log
+            elif word.endswith("i"):
+                word = word[:-1] + "y"  # modified -> modify
+            break
+    if word.endswith("e") and len(word) > 3:
+        word = word[:-1]
+    if word.endswith("at") and len(word) >= 7:
+        word = word[:-2]  # "simulate", "simulated" -> "simul", as "simulation"
+    return word
+
+
+def _raw_words(text):
+    """Lower-cased words of ``text``, names split at snake, kebab and camel
+    case, letters and digits apart."""
+    if text.isascii():
+        # One pass: an acronym before a capitalised word ("HTTPServer"),
+        # a capitalised or lower-case word, an acronym, digits.
+        return [w.lower() for w in _ASCII_WORD.findall(text)]
+    text = _CAMEL_LOWER_UPPER.sub(r"\1 \2", text)
+    text = _CAMEL_ACRONYM.sub(r"\1 \2", text)
+    return _WORD.findall(text.lower())
+
+
+def _content_words(text):
+    """The raw words of ``text`` that count: no stop words, no single
+    letters, no example values in parentheses."""
+    return [w for w in _raw_words(_EXAMPLES.sub(" ", text))
+            if w not in STOP_WORDS and (len(w) >= 2 or w.isdigit())]
+
+
+def search_words(text):
+    """The stemmed words of ``text``, in order, without stop words, single
+    letters, or example values in parentheses."""
+    return [_stem(word) for word in _content_words(text)]
+
+
+def _lexicon():
+    """Stemmed word -> {other stemmed word: weight} from the synonym and
+    related groups (a synonym's weight wins over a related word's)."""
+    table = {}
+    for groups, weight in ((RELATED_GROUPS, RELATED_WEIGHT), (SYNONYM_GROUPS, SYNONYM_WEIGHT)):
+        for group in groups:
+            stems = {_stem(w) for w in group.split()}
+            for stem in stems:
+                others = table.setdefault(stem, {})
+                for other in stems - {stem}:
+                    others[other] = max(weight, others.get(other, 0.0))
+    return table
+
+
+LEXICON = _lexicon()
+# Kept for the words test and for readers: the synonyms alone.
+SYNONYMS = {stem: {o for o, w in others.items() if w == SYNONYM_WEIGHT} for stem, others in LEXICON.items()}
+
+
+def _grams(word):
+    """The letter pairs of ``word`` with its ends marked: "^c", "ca", "at", "t$"."""
+    padded = "^" + word + "$"
+    return {padded[i:i + 2] for i in range(len(padded) - 1)}
+
+
+def _gram_index(words, index=None):
+    """Letter pair -> the words holding it (added to ``index``)."""
+    index = {} if index is None else index
+    for word in words:
+        for gram in _grams(word):
+            index.setdefault(gram, set()).add(word)
+    return index
+
+
+def _typo_distance(a, b, bound):
+    """The optimal string alignment distance of ``a`` and ``b`` (a letter
+    dropped, added, replaced, or two neighbours swapped, each counts one),
+    or ``bound + 1`` as soon as it exceeds ``bound``."""
+    if abs(len(a) - len(b)) > bound:
+        return bound + 1
+    before, row = None, list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        current = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            current[j] = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                current[j] = min(current[j], before[j - 2] + 1)
+        if min(current) > bound:
+            return bound + 1
+        before, row = row, current
+    return row[-1]
+
+
+# Words the tables know (their raw spellings), which a typo may stand for,
+# and their letter pairs: built once, before any cell.
+_LEXICON_WORDS = frozenset(
+    w for groups in (SYNONYM_GROUPS, RELATED_GROUPS) for group in groups for w in group.split()
+    if w.isalpha() and len(w) >= 3)
+_LEXICON_GRAMS = _gram_index(_LEXICON_WORDS)
+def _deletions(word):
+    """``word`` and each spelling of it with one letter left out."""
+    return {word} | {word[:i] + word[i + 1:] for i in range(len(word))}
+
+
+# Words that say nothing, long enough to be read through a typo, by each
+# of their spellings with a letter left out: a word one letter away from
+# one shares such a spelling with it.
+_FUNCTION_DELETIONS = {}
+for _word in STOP_WORDS | QUESTION_WORDS:
+    if _word.isalpha() and len(_word) >= 3:
+        for _variant in _deletions(_word):
+            _FUNCTION_DELETIONS.setdefault(_variant, set()).add(_word)
+
+
+def _query_tokens(query):
+    """Split a query into its plain text and the values in it.
+
+    Returns ``(text, arguments, hints, files)``: the text left for words,
+    the words of values (quoted text, paths, globs, URLs, file names,
+    numbers), words the values ask for with their weights (``("file",
+    1.0)`` for a file name), and how many files the query names.
+    Identifiers with ``_`` stay in the text marked with a leading NUL:
+    whether they name a tool is for the index to say."""
+    arguments, hints = [], []
+    zones = clocks = files = numbers = 0
+    maybe_zones = []  # "pst" in lower case: a zone if the query is about time
+
+    def quoted(match):
+        arguments.extend(_raw_words(match.group(2)))
+        return " "
+
+    text = _QUOTED.sub(quoted, query)
+    if _SUM.search(text):
+        hints.append(("sum", 1.0))
+        text = text.replace("+", " + ")
+    text = _PHRASE.sub(lambda m: PHRASES[m.group(1).lower()], text)
+    plain = []
+
+    def file_name(bare):
+        """Read ``bare`` as a file name or a bare extension, if it is one."""
+        nonlocal files
+        if not _FILE_NAME.match(bare) or bare[0].isdigit():
+            return False
+        name, _, extension = bare.lower().rpartition(".")
+        kind = EXTENSIONS.get(extension)
+        if name or kind is None:  # a file (notes.txt, .env), not a bare extension (.gz)
+            files += 1
+            arguments.extend(_raw_words(name or extension))
+            hints.append(("file", 1.0))
+            hints.extend(EXTENSION_HINTS.get(kind or "text", ()))
+        else:
+            plain.append(extension)
+        return True
+
+    for token in text.split():
+        if token.startswith("."):
+            bare = token.rstrip(_EDGE_PUNCTUATION)
+        else:
+            bare = token.strip(_EDGE_PUNCTUATION)
+        lower = bare.lower()
+        if not bare:
+            continue
+        if token[-1] in _CLAUSE_ENDS and bare[-1] not in _CLAUSE_ENDS:
+            end = ","  # where a clause ends: after this token
+        else:
+            end = None
+        if "://" in bare or lower.startswith("www."):
+            arguments.extend(_raw_words(bare))
+            hints.append(("url", 1.0))
+        elif _IANA_ZONE.match(bare):
+            zones += 1
+        elif lower in ZONE_ABBREVIATIONS and bare.isupper():
+            zones += 1
+        elif lower in ZONE_ABBREVIATIONS and lower not in ZONE_WORDS:
+            maybe_zones.append(bare)
+        elif _CLOCK.match(bare) or lower in CLOCK_WORDS:
+            clocks += 1
+        elif lower in ("am", "pm") and plain and plain[-1].isdigit():
+            plain.pop()
+            clocks += 1
+        elif "*" in bare:
+            arguments.extend(_raw_words(bare))
+            hints += [("pattern", 1.0), ("file", 0.5)]
+        elif file_name(bare):
+            pass
+        elif "/" in bare and len(bare) > 1:
+            *folders, last = bare.split("/")
+            arguments.extend(w for f in folders for w in _raw_words(f))
+            if not file_name(last):
+                arguments.extend(_raw_words(last))
+        elif bare.replace(".", "").replace(",", "").isdigit():
+            arguments.append(bare)
+            numbers += 1
+        elif "_" in bare.strip("_"):
+            plain.append("\0" + bare)  # an identifier: the index decides
+        else:
+            plain.append(bare)
+            kind = EXTENSIONS.get(lower)
+            if kind in MEDIA_KINDS:  # "a wav file", "PNG image": less than a file's name says
+                hints.extend((word, weight * BARE_EXTENSION) for word, weight in EXTENSION_HINTS[kind])
+        if end:
+            plain.append(end)
+    if maybe_zones:
+        if zones or clocks or TIME_WORDS.intersection(w.lower() for w in plain):
+            zones += len(maybe_zones)
+        else:
+            plain += maybe_zones  # "edt file": a misspelt word, not a zone
+    if files >= 2:
+        hints.append(("multiple", 0.8))
+    if numbers >= 2:
+        hints.append(("number", NUMBERS_WEIGHT))
+    if zones:
+        hints += [("timezone", 1.0), ("time", 0.5)]
+    if clocks:
+        hints += [("time", 1.0), ("convert", 0.8)]
+    elif zones >= 2:
+        hints.append(("convert", 1.0))
+    return " ".join(plain), arguments, hints, files
+
+
+def query_terms(query, index=None):
+    """The query as weighted groups of stemmed words: for each word of the
+    query, ``(weight, {word: 1, synonym: SYNONYM_WEIGHT, related word:
+    RELATED_WEIGHT, ...})``. ``index`` (a SearchIndex) says which words
+    the catalog knows; without it no word is read as a typo."""
+    return read_query(query, index).groups
+
+
+class Query:
+    """What a query asks: its weighted word groups, whether it is a
+    question, and what its values are."""
+
+    __slots__ = ("groups", "question", "files", "values", "whole", "words")
+
+    def __init__(self, groups, question, files, values, whole, words):
+        self.groups = groups
+        self.question = question  # asks what is, not to change anything
+        self.files = files  # how many file names it holds
+        self.values = values  # how many values (file names, paths, URLs, numbers, quotes) it holds
+        self.whole = whole  # asks for all of something ("all", "everything")
+        self.words = words  # its words as written (lower case), names of tools and servers too
+
+
+def read_query(query, index=None):
+    """Read ``query`` (see query_terms) into a Query."""
+    named = index.named if index is not None else None
+    correct = index.correct if index is not None else None
+    text, arguments, extra, files = _query_tokens(query)
+    values = files + len(arguments)
+    tokens, named_words = [], []
+    for token in text.split():
+        if token.startswith("\0"):  # an identifier: a name, or an argument
+            words = _raw_words(token[1:])
+            if named is not None and words and all(w in named for w in words):
+                named_words += words
+            else:
+                arguments.extend(words)
+            continue
+        if tokens and tokens[-1].lower() in NAMING_WORDS:
+            arguments.extend(_raw_words(token))  # "a folder called logs"
+            continue
+        tokens.append(token)
+    text = " ".join(tokens)
+    raw = []
+    opener = None  # the clause that asks a question ("charlie memory, who is Ivy"): its words
+    for clause in _CLAUSES.split(text):
+        words = _raw_words(clause)
+        if words and index is not None:
+            words[0] = index.function_word(words[0], first=True)
+        if words and words[0] in LEADING_VERBS:
+            words[:1] = LEADING_VERBS[words[0]].split()
+        if words and (not raw or words[0] in QUESTION_WORDS and not (opener and opener[0] in QUESTION_WORDS)):
+            opener = words
+        raw += words
+    if index is not None:
+        raw = [index.function_word(w) for w in raw]
+    opener = opener or []
+    question = opener[:1] != [] and opener[0] in QUESTION_WORDS
+    reads = opener[:1] != [] and (opener[0] in READING_VERBS or opener[0] in READING_QUESTIONS
+                                  and not (opener[0] == "how" and opener[1:2] == ["do"]))
+    whole = bool(WHOLE_WORDS.intersection(raw))
+    raw += named_words
+    if question:
+        extra += [(word, QUESTION_WEIGHT) for word in QUESTION_HINTS]
+    # Capitalised words after the first are names (Tokyo, New York,
+    # Alice): arguments of the call, not words of the tool.
+    names = {w.lower() for w in _PROPER_NAME.findall(text)[1:]}
+    first = _PROPER_NAME.match(text.lstrip())
+    if first is None:
+        names |= {w.lower() for w in _PROPER_NAME.findall(text)[:1]}
+    elif index is not None and index.unknown(first.group(0).lower()):
+        names.add(first.group(0).lower())  # "Bob reports to Alice"
+    names -= LEXICON.keys() | set(COMPOUND_WORDS)  # "Read", "Echo": words, not names
+    for run in _PROPER_RUN.findall(text):
+        # "New York", "Los Angeles": a name of several words, each a name
+        # when one of them is no word of the tables ("Read Text File" is
+        # no name).
+        words = run.lower().split()
+        if any(_stem(w) not in LEXICON and w not in STOP_WORDS and w not in COMPOUND_WORDS for w in words):
+            names.update(words)
+    if question:
+        extra += [(QUESTION_SUBJECTS[word], 1.0) for word in opener[:1] if word in QUESTION_SUBJECTS]
+        extra += [(WHERE_HINT, WHERE_WEIGHT) for word in opener[:1] if word == "where"]
+        if files == 1 and opener[0] != "where":
+            extra.append((ONE_FILE_QUESTION_HINT, ONE_FILE_QUESTION_WEIGHT))
+        if names or RECALL_WORDS.intersection(raw):
+            extra.append((NAMED_QUESTION_HINT, NAMED_QUESTION_WEIGHT))
+    elif names:
+        extra.append((NAMED_HINT, NAMED_HINT_WEIGHT))
+    weighted = []  # (stem, weight, the word as written if it may be a typo)
+    previous = before = None
+    for word in raw:
+        if previous == "how" and word in HOW_WORDS:
+            previous = word
+            continue  # "how many": a question, not "many" things
+        # The verb after "allowed to" or "before" is not what is asked for
+        # ("where am I allowed to save files", "ask before deleting").
+        aside = previous in ASIDE_WORDS or (previous == "to" and before in PERMISSION_WORDS)
+        before, previous = previous, word
+        expansion = COMPOUND_WORDS.get(word)
+        for part in (expansion.split() if expansion else [word]):
+            if part in STOP_WORDS or (len(part) < 2 and not part.isdigit()):
+                continue
+            if word in names:
+                weighted.append((_stem(part), PROPER_NAME_WEIGHT, None))
+            elif aside:
+                weighted.append((_stem(part), ARGUMENT_WEIGHT, None))
+            elif part in WHOLE_WORDS:
+                weighted.append((_stem(part), WHOLE_WORD_WEIGHT, None))  # how much, not what
+            elif part.isdigit():
+                weighted.append((part, ARGUMENT_WEIGHT, None))
+            elif expansion is None and part.isalpha():
+                weighted.append((_stem(part), 1.0, part))  # may be a typo
+            else:
+                weighted.append((_stem(part), 1.0, None))
+    weighted += [(_stem(w), ARGUMENT_WEIGHT, None) for w in arguments
+                 if w not in STOP_WORDS and (len(w) >= 2 or w.isdigit())]
+    weighted += [(_stem(word), weight, None) for word, weight in extra]
+    groups = {}
+    for word, weight, written in weighted:
+        members = None
+        if written is not None and correct is not None:
+            found = correct(word, written)
+            if found:
+                distance, known = found
+                weight *= TYPO_WEIGHTS[distance]
+                members = {}
+                for other in known:
+                    for synonym, w in LEXICON.get(other, {}).items():
+                        members[synonym] = max(w, members.get(synonym, 0.0))
+                members.update(dict.fromkeys(known, 1.0))
+        if word in groups:
+            groups[word] = (max(weight, groups[word][0]), groups[word][1])
+            continue
+        if members is None:
+            members = dict(LEXICON.get(word, {}))
+            members[word] = 1.0
+        groups[word] = (weight, members)
+    return Query(list(groups.values()), reads, files, values, whole, frozenset(raw))
