@@ -387,6 +387,11 @@ def _query_tokens(query):
     return " ".join(plain), arguments, hints, files
 
 
+# Marks a word of the query that is a name (matched as written, without
+# synonyms).
+NAME = object()
+
+
 def query_terms(query, index=None):
     """The query as weighted groups of stemmed words: for each word of the
     query, ``(weight, {word: 1, synonym: SYNONYM_WEIGHT, related word:
@@ -476,7 +481,7 @@ def read_query(query, index=None):
             extra.append((NAMED_QUESTION_HINT, NAMED_QUESTION_WEIGHT))
     elif names:
         extra.append((NAMED_HINT, NAMED_HINT_WEIGHT))
-    weighted = []  # (stem, weight, the word as written if it may be a typo)
+    weighted = []  # (stem, weight, the word as written if it may be a typo, or NAME)
     previous = before = None
     for word in raw:
         if previous == "how" and word in HOW_WORDS:
@@ -491,7 +496,7 @@ def read_query(query, index=None):
             if part in STOP_WORDS or (len(part) < 2 and not part.isdigit()):
                 continue
             if word in names:
-                weighted.append((_stem(part), PROPER_NAME_WEIGHT, None))
+                weighted.append((_stem(part), PROPER_NAME_WEIGHT, NAME))
             elif aside:
                 weighted.append((_stem(part), ARGUMENT_WEIGHT, None))
             elif part in WHOLE_WORDS:
@@ -508,7 +513,9 @@ def read_query(query, index=None):
     groups = {}
     for word, weight, written in weighted:
         members = None
-        if written is not None and correct is not None:
+        if written is NAME:
+            members = {word: 1.0}  # a name means itself: "New" of "New York" is no "create"
+        elif written is not None and correct is not None:
             found = correct(word, written)
             if found:
                 distance, known = found

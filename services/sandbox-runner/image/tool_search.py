@@ -76,6 +76,9 @@ MUTATING_IN_QUESTION = 0.7
 # A query asking for all of something ("all entities", "everything")
 # favours the tools that need no argument: their score is multiplied by this.
 WHOLE_NO_ARGUMENT = 1.3
+# A question or reading request naming all the fields a tool's result
+# holds has the tool's score multiplied by 1 + this (by less for fewer).
+RESULT_COVER_BONUS = 0.5
 # A query holding values (file names, paths, quoted text, numbers) wants a
 # tool that takes arguments: one that takes none has its score multiplied
 # by this.
@@ -102,7 +105,7 @@ SEARCH_FIELDS = {
     "description": (1.0, 0.75),
     "params": (0.5, 0.3),
     "param_text": (0.3, 0.6),
-    "output": (0.6, 0.6),
+    "output": (0.6, 0.3),
     "values": (VALUES_FIELD_WEIGHT, 0.3),
 }
 SEARCH_K1 = 1.2
@@ -146,6 +149,7 @@ class SearchIndex:
         self.mutating = []  # per tool: its name opens with a verb that changes something
         self.arguments = []  # per tool: (parameters it takes, parameters it requires)
         self.servers = []  # per tool: the words of its server's name
+        self.results = []  # per tool: the stems of its result's field names
         self.corrections = {}  # (stem, word) -> what correct() said
         self.named = set()  # raw words of tools' and servers' names
         spellings = {}  # raw word of any field -> its stem
@@ -195,6 +199,9 @@ class SearchIndex:
             self.lengths.append(lengths)
             self.name_words.append(tuple(set(search_words(texts["name"]))))
             self.servers.append(frozenset(_raw_words(texts["server"])))
+            self.results.append(frozenset(
+                _stem(w) for line in texts["output"].splitlines() for w in _raw_words(line.split(" ", 1)[0])
+                if w not in STOP_WORDS))
             verb = _raw_words(texts["name"])[:1]
             self.mutating.append(bool(verb) and verb[0] in MUTATING_VERBS)
             deprecated = "deprecat" in (texts["title"] + " " + texts["description"]).lower()
@@ -391,6 +398,12 @@ class SearchIndex:
                 score *= 1.0 + SERVER_BONUS * named.get(self.servers[index], 0) / most
             if loudest:
                 score *= 1.0 + DOMAIN_BONUS * domain.get(self.servers[index], 0.0) / loudest
+            results = self.results[index]
+            if read.question and results:
+                # A question or a reading request naming what a tool returns
+                # ("list all entities and relations") asks for that tool.
+                cover = sum(min(1.0, asked.get(word, 0.0)) for word in results) / len(results)
+                score *= 1.0 + RESULT_COVER_BONUS * cover
             takes, requires = self.arguments[index]
             if read.whole and not requires:
                 score *= WHOLE_NO_ARGUMENT
