@@ -14,7 +14,7 @@ use code_mode_bridge::catalog::{Catalog, CatalogLimits, ListedTool, ServerTools}
 use code_mode_proto::ToolStub;
 
 use crate::search_eval::{
-    Query, REAL_TOOLS, SERVERS, catalog_of, cell_tools, listed, python, queries, questions, rank, server_tools,
+    Query, REAL_TOOLS, SERVERS, catalog_of, cell_tools, listed, python, queries, questions, rank, server_tools, words,
 };
 
 /// The rank of the wanted tool for each question (1 for first, 99 when not
@@ -278,4 +278,98 @@ fn a_description_stuffed_with_every_word_of_the_tuning_questions_comes_first_for
     );
     assert!(evil_first * 100 <= 2 * asked.len(), "the stuffed tool comes first for {evil_first} questions");
     assert!(top3 * 100 >= 95 * asked.len(), "the wanted tool is in the top three for only {top3}");
+}
+
+/// Issue 43, round 2: what the ranker reads of a query beyond its words.
+/// Each of these was ranked wrong by round 1's ranker.
+#[test]
+fn search_tools_reads_clauses_misspelt_question_words_names_signatures_and_the_server_a_query_names() {
+    let Some(python) = python() else { return };
+    let asked = |query: &str, want: &str, catalog: usize| Query {
+        query: query.into(),
+        want: want.into(),
+        set: "tune".into(),
+        catalog,
+        note: String::new(),
+    };
+    let questions = [
+        // The verb opening a later clause ("record that": create).
+        asked("Bob reports to Alice, record that", "memory__create_relations", REAL_TOOLS),
+        // A misspelt question word is still a question.
+        asked("waht time is it in london", "time__get_current_time", REAL_TOOLS),
+        // "New York" is a name (no "new" thing to create) and one of the
+        // values the weather tool's `location` takes.
+        asked("weather report for New York", "everything__get_structured_content", REAL_TOOLS),
+        // A value of a parameter's Literal type.
+        asked("show me a debug message", "everything__get_annotated_message", REAL_TOOLS),
+        // The verb after "before" is not what is asked for.
+        asked(
+            "request confirmation from the person before deleting",
+            "everything__trigger_elicitation_request",
+            REAL_TOOLS,
+        ),
+        // "modification" is the "modified" of the file's metadata.
+        asked("last modification date of schema.sql", "filesystem__get_file_info", REAL_TOOLS),
+        // The server a query names, and a question in its second clause.
+        asked("charlie memory, who is Ivy", "memory_charlie__search_nodes", 300),
+    ];
+    let found = ranks(&python, &questions);
+    let wrong: Vec<String> = questions
+        .iter()
+        .zip(&found)
+        .filter(|(_, (rank, _))| *rank != 1)
+        .map(|(q, (rank, names))| {
+            format!("{:?} wants {} (rank {rank}), got {:?}", q.query, q.want, &names[..3.min(names.len())])
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn words_made_from_a_verb_stem_as_the_verb() {
+    let Some(python) = python() else { return };
+    let seen =
+        words(&python, &["creation deletion simulated simulation notifications modification readable recursively"]);
+    assert_eq!(
+        seen[0]["index"],
+        serde_json::json!(["creat", "delet", "simul", "simul", "notify", "modify", "read", "recursiv"])
+    );
+}
+
+#[test]
+fn tools_of_one_server_sharing_a_description_stuffed_with_the_tuning_questions_words_come_first_for_none_of_them() {
+    let Some(python) = python() else { return };
+    let mut asked = queries();
+    asked.extend(questions("tune-43.json").into_iter().filter(|q| q.catalog == REAL_TOOLS));
+    let mut words: Vec<String> = Vec::new();
+    for q in &asked {
+        for w in q.query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+            let w = w.to_lowercase();
+            if !words.contains(&w) {
+                words.push(w);
+            }
+        }
+    }
+    // Five tools of a hostile server, each with the same stuffed
+    // description: a sentence that many tools share tells them apart from
+    // nothing, and is left out of what they are ranked by.
+    let stuffed: Vec<ListedTool> = (0..5)
+        .map(|i| ListedTool {
+            name: format!("tool_{i}"),
+            description: Some(words.join(" ")),
+            input_schema: serde_json::json!({"type": "object", "properties": {}}),
+            output_schema: None,
+            title: None,
+            annotations: None,
+        })
+        .collect();
+    let mut servers: Vec<ServerTools> = SERVERS.iter().map(|s| server_tools(s, listed(s))).collect();
+    servers.push(server_tools("evil", stuffed));
+    let catalog = Catalog::build(&servers, &CatalogLimits::default()).unwrap();
+    let tools = cell_tools(&catalog);
+    let texts: Vec<&str> = asked.iter().map(|q| q.query.as_str()).collect();
+    let ranked = rank(&python, &tools, &texts, 3);
+    let evil_first = ranked.iter().filter(|r| r.first().is_some_and(|n| n.starts_with("evil__"))).count();
+    println!("five tools stuffed alike with {} words come first for {evil_first} of {}", words.len(), asked.len());
+    assert_eq!(evil_first, 0, "the stuffed tools come first for {evil_first} questions");
 }
