@@ -73,19 +73,20 @@ fn print_misses(label: &str, questions: &[Query], ranks: &[(usize, Vec<String>)]
 const HELD_OUT: &str = "heldout-43-round2.json";
 
 /// The floor of the held-out test, in percent: first, and in the top three.
-const FIRST_FLOOR: f64 = 81.0;
-const TOP3_FLOOR: f64 = 89.9;
+const FIRST_FLOOR: f64 = 87.4;
+const TOP3_FLOOR: f64 = 97.4;
 
 /// The note of the tuning questions that were held out in round 1.
 const ROUND_1_HELD_OUT: &str = "held out in round 1";
 
 /// Issue 43 asked for 95 % first and 99 % in the top three on held-out
 /// questions. On round 2's held-out set the ranker of round 1 found the
-/// wanted tool first for 129 of 159 (81.1 %) and in the top three for 143 (89.9 %);
-/// this holds the floor measured, so that a change cannot lose what was
-/// gained; raise it with the ranker.
+/// wanted tool first for 129 of 159 (81.1 %) and in the top three for 143
+/// (89.9 %); round 2's ranker finds it first for 139 (87.4 %) and in the
+/// top three for 155 (97.5 %). This holds the floor measured, so that a
+/// change cannot lose what was gained; raise it with the ranker.
 #[test]
-fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_81_in_100_and_top_three_for_89() {
+fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_87_in_100_and_top_three_for_97() {
     let Some(python) = python() else { return };
     let old = queries();
     let tune = questions("tune-43.json");
