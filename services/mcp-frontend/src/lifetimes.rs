@@ -127,6 +127,78 @@ mod tests {
         }
     }
 
+    /// What docs/sessions.md calls each control in its table.
+    fn named_in_the_docs(control: Control) -> &'static str {
+        match control {
+            Control::PrivateData => "private-data taint",
+            Control::GrantLimits => "`grant` rate limits",
+            Control::KeptVariables => "kept variables",
+            Control::CellsPerSession => "`--max-cells-per-session`",
+            Control::DirectCalls => "`--max-direct-calls`",
+            Control::LogLevel => "log level",
+            Control::Approvals => "approvals",
+        }
+    }
+
+    /// How long a cell of that table says a control lasts; `before` is
+    /// the cell to its left (for "the same").
+    fn read_in_the_docs(cell: &str, before: Option<Lasts>) -> Lasts {
+        let starts = |words: &str| cell.starts_with(words);
+        if starts("the same") {
+            return before.unwrap_or_else(|| panic!("{cell:?} has no cell before it"));
+        }
+        if cell.contains("an answer covers that one call") {
+            Lasts::Call
+        } else if starts("the session") || starts("from `logging/setLevel` on") {
+            Lasts::Session
+        } else if starts("the identity") {
+            Lasts::Identity
+        } else if starts("a handle") {
+            Lasts::Handle
+        } else if starts("the request carrying") {
+            Lasts::Request
+        } else {
+            panic!("docs/sessions.md: no reading of {cell:?} as a lifetime")
+        }
+    }
+
+    /// The definition here and the tables of docs/sessions.md agree: a row
+    /// per control, each saying what [`Control::lasts`] says, and the
+    /// session's bounds (the versions, the idle time of an MCP session).
+    #[test]
+    fn docs_sessions_md_states_this_definition() {
+        let doc = include_str!("../../../docs/sessions.md");
+        let rows: Vec<Vec<&str>> = doc
+            .lines()
+            .skip_while(|l| {
+                !l.starts_with("| control | over stdio, or an MCP session | a stateless client over HTTP |")
+            })
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
+            .collect();
+        assert_eq!(rows.len(), Control::ALL.len(), "one row per control: {rows:?}");
+        for control in Control::ALL {
+            let name = named_in_the_docs(control);
+            let row = rows
+                .iter()
+                .find(|r| r[0].starts_with(name))
+                .unwrap_or_else(|| panic!("docs/sessions.md has no row for {control:?} ({name})"));
+            let with_a_session = read_in_the_docs(row[1], None);
+            let stateless = read_in_the_docs(row[2], Some(with_a_session));
+            assert_eq!(with_a_session, control.lasts(ClientKind::Connection), "{control:?}: {row:?}");
+            assert_eq!(with_a_session, control.lasts(ClientKind::HttpSession), "{control:?}: {row:?}");
+            assert_eq!(stateless, control.lasts(ClientKind::Stateless), "{control:?}: {row:?}");
+        }
+        let versions = ProtocolVersion::KNOWN_VERSIONS;
+        let (first, last) = (versions[0].as_str(), versions[versions.len() - 1].as_str());
+        let span = format!("whatever protocol version it negotiated ({first} to {last})");
+        assert!(doc.contains(&span), "docs/sessions.md says {span:?}");
+        let idle = code_mode_core::defaults::HTTP_SESSION_IDLE.as_secs();
+        let ends = format!("until the client closes it or {} minutes pass without a request", idle / 60);
+        assert!(idle.is_multiple_of(60) && doc.contains(&ends), "docs/sessions.md says {ends:?}");
+    }
+
     #[test]
     fn over_one_connection_every_protocol_version_is_a_session() {
         for version in ProtocolVersion::KNOWN_VERSIONS {
