@@ -285,15 +285,20 @@ async fn a_bridge_killed_and_started_again_leaves_the_packages_in_the_descriptio
     assert!(text.contains("numpy 2.2.6"), "{text}");
 
     // The packages a bridge heard live in its memory only: a new bridge
-    // learns them from the runner's next status (every 5 s), and the
-    // frontend keeps what it knew meanwhile.
+    // learns them from a runner's status, and the frontend keeps what it
+    // knew meanwhile. The runner is stopped first, so the new bridge hears
+    // no runner for as long as the test looks (a live runner would tell it
+    // within moments, and the window would be a race).
+    let mut runner = guards.runner.take().expect("a runner");
+    support::kill9(runner.id().expect("the runner runs"));
+    runner.wait().await.expect("the killed runner is reaped");
     let mut bridge = guards.bridge.take().expect("a bridge");
     support::kill9(bridge.id().expect("the bridge runs"));
     bridge.wait().await.expect("the killed bridge is reaped");
     let nats = guards.nats_url();
     guards.bridge = Some(support::spawn_service(&nats, guards.users(), "bridge", &[], Some(&[])));
-    // Through the new bridge's first answers (before the runner's next
-    // status reaches it) the description keeps naming them.
+    // Through the new bridge's answers, which name no packages (it heard no
+    // runner), the description keeps naming them.
     let started = std::time::Instant::now();
     while started.elapsed() < Duration::from_secs(10) {
         let tools = client.peer().list_all_tools().await.expect("tools/list answers");
@@ -301,6 +306,9 @@ async fn a_bridge_killed_and_started_again_leaves_the_packages_in_the_descriptio
         assert!(text.contains("numpy 2.2.6"), "{:?} after the restart: {text}", started.elapsed());
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+    // A runner again: cells run through the new bridge, with the packages.
+    let args = ["--requirements", requirements.to_str().unwrap()];
+    guards.runner = Some(support::spawn_service(&nats, guards.users(), "sandbox-runner", &args, None));
     let out = loop {
         let result = support::run_python(&client, "print(PACKAGES['numpy'])").await;
         match support::outcome(&result) {
@@ -310,6 +318,52 @@ async fn a_bridge_killed_and_started_again_leaves_the_packages_in_the_descriptio
         }
     };
     assert_eq!(out, "2.2.6\n");
+    client.cancel().await.ok();
+}
+
+/// The first cell of a kept session: what `PACKAGES` is and whether the
+/// code can change it; then every file read fails for the code (and would
+/// for the runner, sharing its interpreter, were it to read the image's
+/// packages file again on the next cell's path).
+const PACKAGES_FIRST: &str = "\
+import builtins
+first = PACKAGES
+tries = []
+for change in (lambda: PACKAGES.__setitem__('numpy', '0'), lambda: PACKAGES.__delitem__('numpy'),
+               lambda: PACKAGES.clear(), lambda: PACKAGES.update(numpy='0'), lambda: setattr(PACKAGES, 'x', 1)):
+    try:
+        change()
+        tries.append('changed')
+    except (TypeError, AttributeError):
+        tries.append('refused')
+print(type(PACKAGES).__name__, tries, PACKAGES['numpy'])
+real_open = builtins.open
+def no_file(*args, **kwargs):
+    raise OSError('no file is read now')
+builtins.open = no_file
+";
+
+/// The next cell: the same mapping, read before it.
+const PACKAGES_NEXT: &str = "\
+builtins.open = real_open
+print(PACKAGES is first, PACKAGES['numpy'], PACKAGES['pandas'])
+";
+
+#[tokio::test]
+async fn packages_is_one_read_only_mapping_read_before_any_cell_and_the_same_in_every_cell_of_a_kept_session() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let requirements = support::data_science();
+    support::package_image(&requirements);
+    let args = ["--requirements", requirements.to_str().unwrap(), "--keep-variables"];
+    let (client, _pid, _guards) = support::start(Deployment::AllInOne, &args, &[]).await;
+    let out = printed(&client, PACKAGES_FIRST).await;
+    assert_eq!(out.trim(), "mappingproxy ['refused', 'refused', 'refused', 'refused', 'refused'] 2.2.6");
+    // Were PACKAGES read from the file for this cell, it would be another
+    // mapping, and an empty one (the file cannot be opened now).
+    let out = printed(&client, PACKAGES_NEXT).await;
+    assert_eq!(out.trim(), "True 2.2.6 2.2.3");
     client.cancel().await.ok();
 }
 
