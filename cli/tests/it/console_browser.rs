@@ -30,7 +30,7 @@ fn config(test_server: &std::path::Path) -> String {
 
 /// The browser, its driver and selenium, or `None` where the test may
 /// skip (it fails under `CI=true`).
-fn browser_available() -> Option<PathBuf> {
+pub(crate) fn browser_available() -> Option<PathBuf> {
     let python = code_mode_core::testing::peers::venv_bin("python");
     let ready = python.as_ref().is_some_and(|p| {
         std::process::Command::new(p).args(["-c", "import selenium"]).output().is_ok_and(|o| o.status.success())

@@ -1,9 +1,15 @@
 //! Signing in to the web console through the OAuth issuer, against a real
 //! authorization server: npm `oidc-provider`
 //! (`testing/peers/oidc_login_issuer.mjs`, its development login and
-//! consent pages). A small browser made of reqwest and a cookie jar follows
-//! the redirects and submits the issuer's forms as a person would; the
-//! console's callback is a real redirect from the issuer with a real code.
+//! consent pages). A person signs in with Debian's chromium, driven by
+//! selenium (`testing/console/oauth_sign_in.py`), the console and the
+//! issuer on two sites (`localhost` and `127.0.0.1`), so the browser
+//! enforces the cookies' SameSite attributes the sign-in is built around.
+//! The attacks on the callback (a wrong state, a spent code) use a small
+//! browser made of reqwest and a cookie jar, which follows the redirects and
+//! submits the issuer's forms as a person would, and lets the test keep and
+//! replay what an attacker would; the console's callback is a real
+//! redirect from the issuer with a real code.
 
 use std::sync::Mutex;
 
@@ -23,18 +29,22 @@ struct Served {
     _serve: tokio::process::Child,
 }
 
-/// The `serve --http` command on `port` with OAuth at `issuer` (the groups
-/// in the `groups` claim) and `extra` options.
-fn serve_command(port: u16, issuer: &str, extra: &[&str]) -> tokio::process::Command {
-    let base = format!("http://127.0.0.1:{port}");
+/// The `serve --http` command listening on 127.0.0.1:`port`, reached by
+/// people at `http://<host>:<port>` (its `--public-url` when `host` is
+/// another name), with OAuth at `issuer` (the groups in the `groups`
+/// claim) and `extra` options.
+fn serve_command(port: u16, host: &str, issuer: &str, extra: &[&str]) -> tokio::process::Command {
+    let base = format!("http://{host}:{port}");
     let mut serve = tokio::process::Command::new(support::code_mode());
     serve
         .args(["serve", "--warm", "0", "--http", &format!("127.0.0.1:{port}"), "--oauth-issuer", issuer])
         .args(["--oauth-resource", &format!("{base}/mcp"), "--oauth-scope", "mcp:run"])
         .args(["--oauth-groups-claim", "groups"])
-        .args(extra)
-        .arg("--")
-        .arg(support::test_server());
+        .args(extra);
+    if host != "127.0.0.1" {
+        serve.args(["--public-url", &base]);
+    }
+    serve.arg("--").arg(support::test_server());
     serve.stdin(std::process::Stdio::null()).kill_on_drop(true);
     serve
 }
@@ -43,7 +53,8 @@ fn serve_command(port: u16, issuer: &str, extra: &[&str]) -> tokio::process::Com
 /// that need none), on a free port (another one if that was taken first).
 async fn serve_without_issuer(extra: &[&str]) -> Served {
     let (serve, printed, _log, port) =
-        crate::http::spawn_http_on_free_port(|port| serve_command(port, "http://127.0.0.1:9", extra)).await;
+        crate::http::spawn_http_on_free_port(|port| serve_command(port, "127.0.0.1", "http://127.0.0.1:9", extra))
+            .await;
     let base = format!("http://127.0.0.1:{port}");
     assert_eq!(printed, format!("{base}/mcp"));
     Served { base, _serve: serve }
@@ -101,10 +112,6 @@ impl Browser {
             .map(|c| format!("{}={}", c.name, c.value))
             .collect::<Vec<_>>()
             .join("; ")
-    }
-
-    fn has(&self, name: &str) -> bool {
-        self.jar.lock().unwrap().iter().any(|c| c.name == name)
     }
 
     async fn send(&self, request: reqwest::RequestBuilder, url: &str) -> Page {
@@ -235,11 +242,12 @@ fn starts_a_session(page: &Page) -> bool {
     page.sets("codemode_console").is_some_and(|v| !v.is_empty())
 }
 
-/// A port, an issuer for it and the server with the console's client; the
-/// client secret file is removed at the end of the test by the caller. The
-/// issuer must know the server's port before it starts, so a port another
-/// process took before the server bound it means another port and issuer.
-async fn served_with_sign_in(public: bool) -> Option<(Issuer, Served, std::path::PathBuf)> {
+/// A port, an issuer for it and the server with the console's client,
+/// which people reach at `http://<host>:<port>`; the client secret file is
+/// removed at the end of the test by the caller. The issuer must know the
+/// server's port before it starts, so a port another process took before
+/// the server bound it means another port and issuer.
+async fn served_with_sign_in(public: bool, host: &str) -> Option<(Issuer, Served, std::path::PathBuf)> {
     let secret = support::log_path("console-client-secret");
     std::fs::write(&secret, "console-secret\n").unwrap();
     let file = secret.to_str().unwrap().to_string();
@@ -250,13 +258,13 @@ async fn served_with_sign_in(public: bool) -> Option<(Issuer, Served, std::path:
     };
     for _ in 0..5 {
         let port = code_mode_core::testing::free_port();
-        let base = format!("http://127.0.0.1:{port}");
+        let base = format!("http://{host}:{port}");
         let issuer = issuer(&base)?;
         let (mut serve, printed, log) =
-            crate::http::try_spawn_http(&mut serve_command(port, &issuer.url, &extra)).await;
+            crate::http::try_spawn_http(&mut serve_command(port, host, &issuer.url, &extra)).await;
         match printed {
             Ok(printed) => {
-                assert_eq!(printed, format!("{base}/mcp"));
+                assert_eq!(printed, format!("http://127.0.0.1:{port}/mcp"));
                 return Some((issuer, Served { base, _serve: serve }, secret));
             }
             Err(_) if log.lock().unwrap().iter().any(|l| l.contains("Address already in use")) => {
@@ -270,30 +278,56 @@ async fn served_with_sign_in(public: bool) -> Option<(Issuer, Served, std::path:
 }
 
 #[tokio::test]
-async fn a_person_signs_in_through_the_issuer_and_lands_on_the_console_as_herself_with_her_groups() {
+async fn in_chromium_a_person_signs_in_through_an_issuer_on_another_site_and_lands_on_the_console_as_herself_with_her_groups()
+ {
     if !support::sandbox_available() {
         return;
     }
-    let Some((issuer, served, secret)) = served_with_sign_in(false).await else { return };
-    let browser = Browser::new();
-    let back = sign_in_at_issuer(&browser, &served, &issuer, "alice").await;
-    let landed = browser.get(&back).await;
-    assert_eq!(landed.status, 200, "{}", landed.body);
-    assert!(starts_a_session(&landed), "a session cookie: {:?}", landed.set_cookies);
-    let session = landed.set_cookies.iter().find(|c| c.starts_with("codemode_console=")).unwrap();
-    assert!(session.contains("SameSite=Strict") && session.contains("HttpOnly"), "{session}");
-    assert_eq!(landed.sets("codemode_console_oauth").as_deref(), Some(""), "the sign-in cookie is removed");
-    assert!(!browser.has("codemode_console_oauth"));
-    assert!(landed.body.contains("Signed in as <strong>alice</strong>"), "{}", landed.body);
-    assert!(landed.body.contains("http-equiv=\"refresh\" content=\"0; url=/console\""), "{}", landed.body);
-
-    // The page sends the browser on to the board, where she is herself.
-    let board = browser.get(&format!("{}/console", served.base)).await;
-    assert_eq!(board.status, 200, "{}", board.body);
-    assert!(board.body.contains("<span class=\"who\">alice</span>"), "{}", board.body);
-    assert!(board.body.contains("href=\"/console/operations\""), "her groups came with the token: {}", board.body);
-    let operations = browser.get(&format!("{}/console/operations", served.base)).await;
-    assert_eq!(operations.status, 200, "alice is in the operators group");
+    let Some(python) = crate::console_browser::browser_available() else { return };
+    // The console at localhost, the issuer at 127.0.0.1: two sites to the
+    // browser (the test checks it below), as a console and its company's
+    // issuer would be.
+    let Some((issuer, served, secret)) = served_with_sign_in(false, "localhost").await else { return };
+    assert!(issuer.url.starts_with("http://127.0.0.1:") && served.base.starts_with("http://localhost:"));
+    let script = code_mode_core::testing::peers::workspace_root().join("testing/console/oauth_sign_in.py");
+    let out = tokio::process::Command::new(&python)
+        .arg(&script)
+        .args(["--console", &served.base, "--issuer", &issuer.url, "--login", "alice"])
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("the browser script runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the browser script failed: {stderr}");
+    let seen: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("JSON from the script ({e}): {stderr}"));
+    eprintln!("the browser saw: {seen:#}");
+    assert_eq!(seen["offered"], format!("Sign in with {}", issuer.url), "{seen}");
+    assert_eq!(seen["at_issuer"].as_str().map(|u| u.starts_with(&issuer.url)), Some(true), "{seen}");
+    // Back from the issuer's site, the sign-in cookie (SameSite=Lax) came
+    // with the callback and the board opened with the session cookie
+    // (SameSite=Strict), which the console's own page sent the browser on
+    // with: she is herself there, with her groups.
+    assert_eq!(seen["landed"], format!("{}/console", served.base), "{seen}");
+    assert_eq!(seen["who"], "alice", "{seen}");
+    assert_eq!(seen["operations_link"], true, "her groups came with the token: {seen}");
+    assert_eq!(seen["operations_title"].as_str().map(|t| t.contains("Operations")), Some(true), "{seen}");
+    // What the browser keeps: the session cookie alone, HttpOnly and
+    // Strict; the sign-in cookie is gone.
+    let cookies = seen["cookies"].as_array().expect("the cookies");
+    let names: Vec<&str> = cookies.iter().filter_map(|c| c["name"].as_str()).collect();
+    assert!(!names.contains(&"codemode_console_oauth"), "the sign-in cookie is removed: {cookies:?}");
+    let session = cookies.iter().find(|c| c["name"] == "codemode_console").expect("the session cookie");
+    assert_eq!(
+        (&session["sameSite"], &session["httpOnly"], &session["path"]),
+        (&"Strict".into(), &true.into(), &"/console".into())
+    );
+    // The browser takes the two names for two sites: the same navigation
+    // to the board goes to the login page when the issuer's page starts it
+    // (no Strict cookie), and to the board when the console's page does.
+    assert_eq!(seen["from_the_issuer"], format!("{}/console/login", served.base), "{seen}");
+    assert_eq!(seen["from_the_console"], format!("{}/console", served.base), "{seen}");
+    assert_eq!(seen["who_then"], "alice", "{seen}");
     let _ = std::fs::remove_file(secret);
 }
 
@@ -302,7 +336,7 @@ async fn a_callback_with_a_wrong_state_is_refused_sets_no_session_and_leaves_the
     if !support::sandbox_available() {
         return;
     }
-    let Some((issuer, served, secret)) = served_with_sign_in(false).await else { return };
+    let Some((issuer, served, secret)) = served_with_sign_in(false, "127.0.0.1").await else { return };
     let browser = Browser::new();
     let back = sign_in_at_issuer(&browser, &served, &issuer, "mallory").await;
     let state = query_value(&back, "state").unwrap();
@@ -337,7 +371,7 @@ async fn a_callback_whose_code_was_already_used_is_refused() {
         return;
     }
     // The public client: PKCE alone.
-    let Some((issuer, served, secret)) = served_with_sign_in(true).await else { return };
+    let Some((issuer, served, secret)) = served_with_sign_in(true, "127.0.0.1").await else { return };
     let browser = Browser::new();
     let back = sign_in_at_issuer(&browser, &served, &issuer, "bob").await;
     // What an attacker would replay: the callback URL and the sign-in
