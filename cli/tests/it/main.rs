@@ -21,6 +21,7 @@ mod console_oauth;
 mod direct;
 mod discovery;
 mod docs_commands;
+mod docs_links;
 mod doctor;
 mod faults;
 mod first_hour;

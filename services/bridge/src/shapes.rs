@@ -21,7 +21,7 @@
 //! A tool labelled private learns nothing: its results may hold private
 //! data, and the catalog with the stubs is shown to every session,
 //! including ones the private-data rule would keep from that data (see
-//! `docs/threat-model.md`).
+//! `docs/architecture.md#threat-model`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
