@@ -259,3 +259,27 @@ fn a_run_stopped_at_its_deadline_says_what_to_do_with_a_longer_job() {
         assert!(error.contains(hint), "{hint:?} is not in: {error}");
     }
 }
+
+#[test]
+fn a_cell_printing_more_than_8_kib_keeps_its_head_and_its_closing_lines_and_says_how_much_was_cut_between() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let code = "for i in range(3000):\n    print(f'row {i}')\nprint('SUMMARY: 3000 rows, 0 errors')";
+    let ran = run(&[], code, &[]);
+    let printed: String =
+        (0..3000).map(|i| format!("row {i}\n")).chain(["SUMMARY: 3000 rows, 0 errors\n".into()]).collect();
+    let stdout = ran.ok();
+    assert!(ran.truncated() && !ran.stopped(), "{ran:#?}");
+    assert!(stdout.len() <= 8192, "{} bytes", stdout.len());
+    let (head, rest) = stdout.split_once("\n[... ").expect("a line says what was cut");
+    let (cut, tail) = rest.split_once(" bytes of output cut here ...]\n").expect("how many bytes");
+    assert!(printed.starts_with(head) && head.len() == 6144, "the first 6 KiB: {} bytes", head.len());
+    assert!(printed.ends_with(tail) && tail.ends_with("row 2999\nSUMMARY: 3000 rows, 0 errors\n"), "{tail}");
+    assert!(tail.starts_with("row "), "the tail starts at a line: {tail}");
+    assert_eq!(cut.parse::<usize>().unwrap(), printed.len() - head.len() - tail.len(), "the bytes cut between");
+    // Output that fits is whole, with no such line.
+    let small = run(&[], "print('x' * 8000)", &[]);
+    assert_eq!(small.ok(), format!("{}\n", "x".repeat(8000)));
+    assert!(!small.truncated());
+}

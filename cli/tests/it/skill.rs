@@ -35,7 +35,7 @@ fn stated_limits() -> Vec<String> {
         format!("one tool call | {} seconds", d::CALL_TIMEOUT.as_secs()),
         format!("{} of JSON", kib(d::MAX_ARGUMENTS)),
         format!("one result | {}", kib(d::MAX_RESULT)),
-        format!("the first {}", kib(d::MAX_OUTPUT as usize)),
+        format!("printed output returned | {}", kib(d::MAX_OUTPUT as usize)),
         format!("prints {} is stopped", kib(d::STOP_OUTPUT as usize)),
         format!("at most {} characters", d::MAX_MESSAGE_CHARS),
         format!("the code itself | {}", kib(d::MAX_CODE)),

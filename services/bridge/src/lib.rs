@@ -49,6 +49,7 @@
 //! ([`reload`](crate::reload) has what reloads and what is refused).
 
 pub mod approval;
+pub mod brief;
 pub mod catalog;
 pub mod config;
 pub mod naming;

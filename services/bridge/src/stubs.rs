@@ -41,8 +41,6 @@ const MAX_PARAM_DESCRIPTION: usize = 200;
 const MAX_TYPE_CHARS: usize = 300;
 /// Enum values or union members shown.
 const MAX_ALTERNATIVES: usize = 8;
-/// Characters of the description's first line in a summary.
-const MAX_SUMMARY_CHARS: usize = 160;
 
 /// The label of a tool that may see private data (`--private`).
 pub const PRIVATE_LABEL: &str = "[private]";
@@ -478,11 +476,12 @@ const MAX_SIGNATURE_PARAMS: usize = 100;
 const MAX_SIGNATURE_NAME: usize = 256;
 
 /// One line for a tool: its typed signature with labels, two spaces, then
-/// the first line of its description.
+/// the first sentences of its description, marked when cut
+/// ([`crate::brief`]).
 pub fn summary(tool: &ToolText<'_>, limits: &StubLimits) -> String {
-    let first = tool.description.and_then(|d| d.trim().lines().next()).unwrap_or("").trim();
+    let brief = tool.description.map(crate::brief::brief).unwrap_or_default();
     let line = signature_line(tool, limits);
-    if first.is_empty() { line } else { format!("{line}  {}", cut_chars(first, MAX_SUMMARY_CHARS)) }
+    if brief.is_empty() { line } else { format!("{line}  {brief}") }
 }
 
 /// Characters of a title kept for search.
@@ -695,7 +694,8 @@ mod tests {
             },
             &limits(),
         );
-        assert_eq!(s, "create_issue(title?: Any, body?: Any) [private]  File an issue.");
+        // The sentences of the description's first paragraph, joined.
+        assert_eq!(s, "create_issue(title?: Any, body?: Any) [private]  File an issue. More.");
     }
 
     #[test]
@@ -784,7 +784,7 @@ mod tests {
         let line =
             "fs__read(path: str, tail?: float, mode: Literal['r', 'rb'] = 'r') -> {content: str} [needs approval]";
         assert_eq!(signature_line(&text, &limits()), line);
-        assert_eq!(summary(&text, &limits()), format!("{line}  Read a file."));
+        assert_eq!(summary(&text, &limits()), format!("{line}  Read a file. More."));
         assert!(stub(&text, &limits()).starts_with(
             "async def fs__read(path: str, tail?: float, mode: Literal['r', 'rb'] = 'r') -> {content: str}:\n"
         ));

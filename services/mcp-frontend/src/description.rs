@@ -9,9 +9,9 @@
 //! 2. one typed line per tool: `fs__read_text_file(path: str, head?: int)
 //!    -> {content: str}  Read a file.` (every parameter typed, optional
 //!    ones marked `?`, defaults shown, the result's shape when it is
-//!    declared or was observed, the labels, the first line of the
-//!    description); when those do not fit, the same lines with that first
-//!    line cut short, then without it;
+//!    declared or was observed, the labels, the first sentences of the
+//!    description, as the bridge cut them); when those do not fit, the
+//!    same lines with that text cut short, then without it;
 //! 3. the tools' names only, one line per server, each label as a short
 //!    mark after the name (`delete_file[approval]`);
 //! 4. how many tools there are, with the labelled ones' names and marks
@@ -159,8 +159,8 @@ pub const NOTATION: &str = "Signatures: `p?: T` is optional, `p: T = v` has a de
      result string holds (a dict or list shape: json.loads it; `(observed)`: learned from earlier results, not \
      declared; `str (JSON)`: a string holding JSON text).\n";
 
-/// Characters of a description's first line kept in the typed tier's
-/// second try.
+/// Characters of a tool's description kept in the typed tier's second
+/// try.
 const SHORT_BRIEF: usize = 60;
 
 /// Which tier a description uses.
@@ -170,8 +170,8 @@ pub enum Tier {
     Empty,
     /// Every stub.
     Stubs,
-    /// One typed line per tool, with the first line of its description
-    /// (whole, then cut short).
+    /// One typed line per tool, with the first sentences of its
+    /// description (as the bridge cut them, then cut short).
     Typed,
     /// One typed line per tool, without descriptions.
     Signatures,
@@ -230,7 +230,7 @@ fn header(facts: &RunFacts, tools: &[ToolEntry]) -> String {
          returning a str (JSON text if structured): `r = await tool({{\"a\": 1}})` or \
          `r = await tool(a=1)`. Use top-level await; `asyncio.gather` runs calls concurrently. A refused or \
          failed call raises ToolError. At most {calls} calls per run, {timeout} s per call. Only printed output \
-         comes back (the first {kib} KiB, and a traceback's end). TOOLS[name] is a tool's stub (typed \
+         returns ({kib} KiB: start and end; a traceback's end). TOOLS[name] is a tool's stub (typed \
          signature, parameters, result); search_tools(query, limit=5) returns {{name: summary}} of the best \
          matches; neither uses a call. A result's images and files are in its .blocks; show(block) hands one \
          to the model ({shown} at most, {shown_kib} KiB); report_progress(done, total).{packages}{resources} Tool descriptions below \
@@ -310,7 +310,7 @@ pub fn tier_sizes(facts: &RunFacts, tools: &[ToolEntry]) -> Vec<(Tier, usize)> {
     tiers(&header(facts, tools), tools).into_iter().map(|(tier, text)| (tier, text.chars().count())).collect()
 }
 
-/// A tool's typed line with the first line of its description cut to
+/// A tool's typed line with its description's text cut to
 /// `brief` characters (0: left out). An entry from an older bridge, without
 /// a typed line, keeps its summary.
 fn short_summary(tool: &ToolEntry, brief: usize) -> String {

@@ -394,18 +394,35 @@ def carry_cell_into_threads():
 # --------------------------------------------------------------------------
 
 
+# Output kept at the end of a run's printed text, as a share of what is
+# kept (the rest is its head), and the least kept output that gets a tail.
+OUTPUT_TAIL_SHARE = 4
+OUTPUT_TAIL_MIN = 256
+# Bytes kept in the tail for the line saying how much was cut.
+CUT_LINE_ROOM = 64
+
+
 class OutputCapture:
     """Counts everything the code prints and forwards what the host keeps.
 
-    The first ``max_output`` bytes (UTF-8, never cut inside a character) are
-    sent as ``output`` messages; the rest is only counted. Once the count
-    reaches ``stop_output`` the run ends at once with ``stopped: true``.
+    Of ``max_output`` bytes kept (UTF-8, never cut inside a character), the
+    first three quarters are the output's head, sent as ``output`` messages
+    as they are printed; the last quarter is its tail, held here until the
+    cell ends (``finish``), so that a summary the code prints last comes
+    back too. When the code printed more, a line between head and tail
+    says how many bytes were cut there. Once the count reaches
+    ``stop_output`` the run ends at once with ``stopped: true``.
     """
 
     def __init__(self, channel, max_output, stop_output, max_line, gate):
         self._channel = channel
         self._gate = gate
         self._max_output = max_output
+        tail = max_output // OUTPUT_TAIL_SHARE if max_output >= OUTPUT_TAIL_MIN else 0
+        self._head_max = max_output - tail
+        self._tail_room = tail
+        self._tail = b""
+        self._finished = False
         self._stop_output = stop_output
         # Largest piece of output per message: even if every byte became a
         # six-character JSON escape the line stays under the line limit.
@@ -418,21 +435,28 @@ class OutputCapture:
         return self.total > self._max_output
 
     def write(self, text):
+        room = self._tail_room
         if text.isascii():
             # The common case, without encoding a huge string just to count.
             size = len(text)
-            head = text[:max(0, self._max_output)].encode("ascii")
+            head = text[:max(0, self._head_max)].encode("ascii")
+            tail = text[-room:].encode("ascii") if room else b""
         else:
             head = text.encode("utf-8", "backslashreplace")
             size = len(head)
+            tail = head[-room:] if room else b""
         with self._lock:
             if not self._gate.admits():
                 return  # not the running cell's: dropped, not counted
-            room = self._max_output - self.total
+            left = self._head_max - self.total
             self.total += size
-            if room > 0:
-                self._forward(head[:room])
+            if left > 0:
+                self._forward(head[:left])
+            past = min(size, self.total - self._head_max)
+            if room and past > 0:
+                self._tail = (self._tail + tail[-min(past, len(tail)):])[-room:]
             if self.total >= self._stop_output:
+                self._finish_locked()
                 self._channel.send_last({
                     "type": "done",
                     "error": "stopped: the code printed "
@@ -441,9 +465,36 @@ class OutputCapture:
                     "stopped": True,
                 })
 
-    def end_cell(self, message):
-        """Close the gate and send ``done``: no text of the cell follows it."""
+    def finish(self):
+        """Send the output's tail (after the head, with the line saying
+        how much was cut between them, if anything was): once, at the end
+        of the cell, before ``done``."""
         with self._lock:
+            self._finish_locked()
+
+    def _finish_locked(self):
+        if self._finished or not self._tail_room:
+            return
+        self._finished = True
+        past = self.total - self._head_max
+        if past <= 0:
+            return
+        if self.total <= self._max_output:
+            self._forward(self._tail[-past:])  # all of it fits: nothing cut
+            return
+        tail = self._tail[-(self._tail_room - CUT_LINE_ROOM):]
+        # Start the tail at a line's start when one begins in its first half.
+        newline = tail.find(b"\n", 0, len(tail) // 2)
+        if newline >= 0:
+            tail = tail[newline + 1:]
+        cut = self.total - self._head_max - len(tail)
+        self._forward(f"\n[... {cut} bytes of output cut here ...]\n".encode("ascii") + tail)
+
+    def end_cell(self, message):
+        """Send the tail, close the gate and send ``done``: no text of the
+        cell follows it."""
+        with self._lock:
+            self._finish_locked()
             self._gate.running = None
             self._channel.send(message)
 
@@ -1181,7 +1232,8 @@ def main():
     runner_module, sys.modules["__main__"] = sys.modules["__main__"], module
     error = run_cell(code, module.__dict__, loop_runner=loop_runner)
 
-    # Captured output is sent as it is written: nothing is left to flush.
+    # The head was sent as it was written; its tail goes now.
+    capture.finish()
     channel.send_last({"type": "done", "error": error,
                        "truncated": capture.truncated, "stopped": False})
 
