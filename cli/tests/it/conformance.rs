@@ -8,7 +8,11 @@
 //! over stdio and over streamable HTTP, in one process and over NATS. In
 //! code mode (`run_python` alone) the measure is the same for every
 //! scenario that does not call one of the peer's tools by name: those tools
-//! are reached from code there, not by the client.
+//! are reached from code there, not by the client. So that the measure
+//! cannot shrink unseen, each test first holds the peer alone to every
+//! scenario the suite's `conformance list` scores, and the suite runner's
+//! exit status to its outcome; through code-mode nothing fails but, in
+//! code mode, the scenarios left out.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -30,6 +34,8 @@ fn peer() -> PathBuf {
 
 /// The suite's outcome against `target` (`--url URL`, or `--peer`), both
 /// requirement sets; `None` where the test may skip (no suite, no SDK).
+/// The runner's exit status is held to what it says: 0 when no scored
+/// scenario failed, 1 when one did; 2 (the suite could not be run) fails.
 async fn suite(target: &[&str]) -> Option<Value> {
     npm_bin("conformance")?;
     let python = venv_bin("python")?;
@@ -43,7 +49,56 @@ async fn suite(target: &[&str]) -> Option<Value> {
         .expect("the suite runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    Some(serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("the suite's outcome ({e}): {stdout} {stderr}")))
+    let outcome: Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("the suite's outcome ({e}): {stdout} {stderr}"));
+    let any_failed = REVISIONS.iter().any(|r| outcome[r]["failed"].as_object().is_none_or(|f| !f.is_empty()));
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(any_failed)),
+        "the suite runner against {target:?} exits 0 when every scored scenario passed, 1 when one failed: {stderr}"
+    );
+    Some(outcome)
+}
+
+/// The server scenarios a requirement set scores, as the suite's own
+/// `conformance list` names them (not as the runner reads them).
+fn scored(revision: &str) -> BTreeSet<String> {
+    let conformance = npm_bin("conformance").expect("the suite ran");
+    let bin = conformance.parent().expect("the suite's .bin folder");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let out = std::process::Command::new(&conformance)
+        .args(["list", "--requirements", revision])
+        .env("PATH", path)
+        .output()
+        .expect("conformance list runs");
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "conformance list --requirements {revision}: {listing}");
+    let names: BTreeSet<String> = listing
+        .lines()
+        .skip_while(|l| !l.starts_with("Server scenarios"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.trim().strip_prefix("- ").map(|n| n.trim().to_string()))
+        .collect();
+    assert!(!names.is_empty(), "conformance list --requirements {revision} names no server scenario: {listing}");
+    names
+}
+
+/// The peer alone passes every scenario each set scores, so that "what
+/// the peer passes alone" is all of them and a regression of the peer or
+/// a suite that stops reporting fails here rather than shrinking the
+/// measure.
+fn the_peer_passes_everything(alone: &Value) {
+    for revision in REVISIONS {
+        let scored = scored(revision);
+        assert_eq!(
+            passed(alone, revision),
+            scored,
+            "{revision}: the peer alone passes every scored scenario; it fails {}",
+            alone[revision]["failed"]
+        );
+        println!("the peer alone, {revision}: {} of {} scored", scored.len(), scored.len());
+    }
 }
 
 fn passed(outcome: &Value, revision: &str) -> BTreeSet<String> {
@@ -57,6 +112,11 @@ fn passed(outcome: &Value, revision: &str) -> BTreeSet<String> {
 
 /// The scenarios that call one of the peer's tools by name (or need one of
 /// them first): in code mode the client's only tool is `run_python`.
+/// `server-stateless` (scored under 2026-07-28) is one of them: besides
+/// its discovery, version and routing checks it calls the peer's
+/// diagnostic tools `test_missing_capability` (the -32021 refusal and its
+/// HTTP 400), `test_streaming_elicitation`, `test_logging_tool` and
+/// `test_trigger_tool_change` (the listen stream's notifications) by name.
 const CALLS_A_PEER_TOOL: &[&str] = &[
     "tools-call-simple-text",
     "tools-call-image",
@@ -82,9 +142,14 @@ const CALLS_A_PEER_TOOL: &[&str] = &[
     "server-stateless",
 ];
 
-/// Every scenario `alone` passed is passed `through` too, for each set.
+/// Every scenario `alone` passed is passed `through` too, for each set,
+/// and nothing fails through code-mode.
 fn holds(label: &str, alone: &Value, through: &Value) {
     holds_but(label, alone, through, &[]);
+    for revision in REVISIONS {
+        let failed = through[revision]["failed"].as_object().unwrap_or_else(|| panic!("{through}"));
+        assert!(failed.is_empty(), "{label}, {revision}: through code-mode these fail: {failed:?}");
+    }
 }
 
 /// [`holds`], leaving out the scenarios in `not_applicable`.
@@ -138,6 +203,7 @@ async fn peer_over_http() -> Option<(tokio::process::Child, String)> {
 #[tokio::test]
 async fn through_serve_the_conformance_suite_passes_every_scenario_the_peer_passes_alone() {
     let Some(alone) = suite(&["--peer"]).await else { return };
+    the_peer_passes_everything(&alone);
     let Some(python) = venv_bin("python") else { return };
     // The peer wrapped over stdio.
     let mut serve = tokio::process::Command::new(support::code_mode());
@@ -157,6 +223,7 @@ async fn through_serve_the_conformance_suite_passes_every_scenario_the_peer_pass
 #[tokio::test]
 async fn in_code_mode_the_conformance_suite_passes_every_scenario_the_peer_passes_alone_that_calls_none_of_its_tools() {
     let Some(alone) = suite(&["--peer"]).await else { return };
+    the_peer_passes_everything(&alone);
     let Some(python) = venv_bin("python") else { return };
     if !support::sandbox_available() {
         return;
@@ -180,6 +247,7 @@ async fn in_code_mode_the_conformance_suite_passes_every_scenario_the_peer_passe
 #[tokio::test]
 async fn over_nats_the_conformance_suite_passes_every_scenario_the_peer_passes_alone() {
     let Some(alone) = suite(&["--peer"]).await else { return };
+    the_peer_passes_everything(&alone);
     let Some(python) = venv_bin("python") else { return };
     let Some((nats, users)) = NatsServer::start_secured() else { panic!("nats-server is needed") };
     let python = python.display().to_string();
