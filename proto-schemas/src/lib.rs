@@ -986,6 +986,10 @@ pub struct CellHold {
     pub call_index: u32,
     /// Hold (and renew) or release.
     pub hold: bool,
+    /// Send back the cell's code ([`CellHeld::code`]): the first hold of a
+    /// call asked about in the web console, whose approvers see it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub code: bool,
 }
 
 /// The runner's answer to a [`CellHold`].
@@ -1001,6 +1005,9 @@ pub struct CellHeld {
     /// whole allowance): from now on its waits count against its deadline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
+    /// The cell's code, when [`CellHold::code`] asked for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
 }
 
 /// Who looks at the web console: an authenticated identity and its groups,
@@ -1051,6 +1058,28 @@ pub enum ConsoleRequest {
         /// The sessions (at most 500 are looked at).
         ids: Vec<String>,
     },
+    /// Each bridge's last config reload (SIGHUP), when it had one:
+    /// [`ConsoleReply::Reloads`].
+    Reloads,
+}
+
+/// A bridge's last config reload, as the operations view shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReloadStatus {
+    /// The bridge (its host and process id).
+    pub bridge: String,
+    /// When it reloaded, in Unix milliseconds.
+    pub at_ms: u64,
+    /// `ok`, `invalid`, `refused` or `failed` (as
+    /// `codemode_config_reloads_total{result}` counts them).
+    pub result: String,
+    /// What was reread (the file).
+    pub source: String,
+    /// Why the running config stayed, for a reload that did not apply
+    /// (file, server and key, as the log says it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// A sandbox-runner's slots, as it reports them on
@@ -1118,7 +1147,17 @@ pub struct WaitingCall {
     /// SHA-256 of the question as asked (what a decision's audit record
     /// names).
     pub question_sha256: String,
+    /// The code of the cell that made the call, as its sandbox-runner holds
+    /// it (cut to [`CODE_SHOWN`] characters), so the approvers see what
+    /// the call is part of; `None` for a client's direct call, or when the
+    /// runner did not answer in time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
 }
+
+/// How many characters of a cell's code a waiting call keeps
+/// ([`WaitingCall::code`]).
+pub const CODE_SHOWN: usize = 8_000;
 
 /// How a question ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -1181,6 +1220,12 @@ pub enum ConsoleReply {
         /// The chain's state: `verified (N records)`, `broken at ...`, or
         /// why it cannot be read.
         chain: String,
+    },
+    /// The bridges' last config reloads (bridges that never reloaded are
+    /// not there), by bridge.
+    Reloads {
+        /// One per bridge.
+        reloads: Vec<ReloadStatus>,
     },
 }
 
@@ -1539,6 +1584,21 @@ pub struct LeaseHeld {
     /// cell runs there instead of leaving it behind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kept: Option<KeptContainer>,
+    /// Set once the cell has been held (a call of it waited for a person,
+    /// its container paused): whether it is held now and for how long in
+    /// all, so the frontend does not count that time as run time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<HeldTime>,
+}
+
+/// How long a cell has been held, as its lease tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HeldTime {
+    /// Its container is paused now: a call waits for a person.
+    pub paused: bool,
+    /// Time held so far (this hold included), in milliseconds.
+    pub held_ms: u64,
 }
 
 /// The progress a cell's code reported, as its lease tells it.

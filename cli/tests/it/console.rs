@@ -175,3 +175,167 @@ async fn an_approver_approves_a_waiting_call_in_the_console_and_the_client_was_p
     assert_eq!(stdout(&result), "team-approved\n");
     assert!(watcher.forms.lock().unwrap().is_empty(), "the rule does not ask the client: no form question");
 }
+
+/// The operations view as `cookie`'s viewer sees it.
+async fn operations(http: &reqwest::Client, base: &str, cookie: &str) -> String {
+    let page = http.get(format!("{base}/console/operations")).header("cookie", cookie).send().await.unwrap();
+    assert_eq!(page.status(), 200, "the operations view");
+    page.text().await.unwrap()
+}
+
+/// The seconds of `what` in a heartbeat message (`... held for 12 s ...`).
+fn seconds_after(message: &str, what: &str) -> Option<u64> {
+    message.split(what).nth(1)?.split_whitespace().next()?.parse().ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cell_waiting_for_its_approvers_is_listed_held_in_the_operations_view_its_heartbeat_leaves_the_hold_out_of_its_run_time_and_the_approver_reads_its_code()
+ {
+    if !support::sandbox_available() {
+        return;
+    }
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let carol = token_new("carol");
+    // Alice approves, and operates: her line names the operators' group.
+    let alice = token_new("alice");
+    let alice_line =
+        crate::auth::Client { token: alice.token.clone(), line: format!("{} groups=operators", alice.line) };
+    let tokens = TokenFile::of(&[&carol, &alice_line]);
+    let policy = log_path("console-held-policy").with_extension("json");
+    std::fs::write(&policy, POLICY).unwrap();
+    let args = [
+        "--warm",
+        "0",
+        "--auth-tokens",
+        tokens.arg(),
+        "--policy",
+        policy.to_str().unwrap(),
+        "--approval-timeout",
+        "120",
+    ];
+    let (_serve, url, _log) = serve(&args).await;
+    let base = url.trim_end_matches("/mcp").to_string();
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let cookie = login(&http, &base, &alice.token).await;
+    let idle = operations(&http, &base, &cookie).await;
+    assert!(idle.contains("No cell runs now."), "{idle}");
+
+    // Carol's code, by the Python SDK's `mcp.Client` at its defaults asking
+    // for progress: two seconds of work, then a call that waits for alice.
+    let code = "import time\ntime.sleep(2)\nprint(await echo({'text': 'held-then-approved'}))";
+    let steps =
+        serde_json::json!([{"op": "call", "tool": "run_python", "arguments": {"code": code}, "progress": true}]);
+    let header = format!("Authorization: Bearer {}", carol.token);
+    let client = tokio::spawn(async move { support::python_sdk(&["--url", &url, "--header", &header], &steps).await });
+
+    // The operations view lists the cell, held, while it waits.
+    let started = Instant::now();
+    let held_page = loop {
+        let page = operations(&http, &base, &cookie).await;
+        if page.contains("<strong>held</strong>") {
+            break page;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the cell never showed held: {page}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    let running = held_page.split("<h2>Cells running now</h2>").nth(1).unwrap().split("<h2>").next().unwrap();
+    assert!(running.contains("carol") && running.contains("a call waits for a person"), "{running}");
+    // The approver reads the code that made the call beside its arguments.
+    let board =
+        http.get(format!("{base}/console")).header("cookie", &cookie).send().await.unwrap().text().await.unwrap();
+    assert!(board.contains("Code of the cell") && board.contains("time.sleep(2)"), "{board}");
+    assert!(board.contains("held-then-approved"), "the arguments: {board}");
+    // Held long enough for two heartbeats, then approved.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let csrf = csrf_in(&board);
+    let at = board.find("/console/approvals/").unwrap();
+    let link = board[at..].split('"').next().unwrap().to_string();
+    let decided = decide(&http, &base, &cookie, &link, "approve", "fine", &csrf).await;
+    assert_eq!(decided.status(), 200);
+
+    let (results, stderr) =
+        tokio::time::timeout(Duration::from_secs(90), client).await.expect("the cell ends").unwrap().expect("the SDK");
+    let result = &results[0];
+    assert_eq!(result["result"]["structuredContent"]["stdout"], "held-then-approved\n", "{result} {stderr}");
+    let messages: Vec<String> = result["progress"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["message"].as_str().map(str::to_string))
+        .collect();
+    let held: Vec<&String> = messages.iter().filter(|m| m.contains("is held while a person decides")).collect();
+    assert!(held.len() >= 2, "heartbeats while held: {messages:#?}");
+    for message in &held {
+        let ran = seconds_after(message, "run for ").expect("the run time");
+        assert!(ran <= 5, "the hold is not run time: {message} ({messages:#?})");
+        assert!(seconds_after(message, "held for ").is_some(), "{message}");
+    }
+    let held_secs: Vec<u64> = held.iter().filter_map(|m| seconds_after(m, "held for ")).collect();
+    assert!(held_secs.windows(2).all(|w| w[0] < w[1]), "the held time grows: {messages:#?}");
+    // Once it ran again, the view lists it no more.
+    let after = operations(&http, &base, &cookie).await;
+    assert!(after.contains("No cell runs now."), "{after}");
+}
+
+#[tokio::test]
+async fn a_config_reload_that_did_not_apply_shows_first_in_the_operations_view_and_an_applied_one_too() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let alice = token_new("alice");
+    let operator = crate::auth::Client { token: alice.token.clone(), line: format!("{} groups=operators", alice.line) };
+    let tokens = TokenFile::of(&[&operator]);
+    let policy = log_path("console-reload-policy").with_extension("json");
+    std::fs::write(&policy, POLICY).unwrap();
+    let pid_file = log_path("console-reload").with_extension("pid");
+    let args = [
+        "--warm",
+        "0",
+        "--auth-tokens",
+        tokens.arg(),
+        "--policy",
+        policy.to_str().unwrap(),
+        "--pid-file",
+        pid_file.to_str().unwrap(),
+    ];
+    let (_serve, url, _log) = serve(&args).await;
+    let base = url.trim_end_matches("/mcp").to_string();
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let cookie = login(&http, &base, &alice.token).await;
+    assert!(operations(&http, &base, &cookie).await.contains("No bridge has reloaded its config"));
+    let hangup = || {
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let status = std::process::Command::new("kill").args(["-HUP", pid.trim()]).status().unwrap();
+        assert!(status.success());
+    };
+    // A policy with a mistake: the running one stays, and the view says why.
+    std::fs::write(&policy, r#"{"version": "1", "default": "allow", "tools": {"echo": {"action": "perhaps"}}}"#)
+        .unwrap();
+    hangup();
+    let started = Instant::now();
+    let page = loop {
+        let page = operations(&http, &base, &cookie).await;
+        if page.contains("did not apply") {
+            break page;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "the failed reload never showed: {page}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let refusal = page.split("<p class=\"refusal\">").nth(1).unwrap().split("</p>").next().unwrap();
+    assert!(refusal.contains("(invalid)") && refusal.contains("the running config stays"), "{refusal}");
+    assert!(refusal.contains("perhaps") && refusal.contains("/tools/echo"), "it names the key: {refusal}");
+    assert!(page.find("did not apply").unwrap() < page.find("Live sessions").unwrap(), "first on the page");
+    // Fixed: the next reload applies, and the view says so.
+    std::fs::write(&policy, POLICY).unwrap();
+    hangup();
+    let started = Instant::now();
+    loop {
+        let page = operations(&http, &base, &cookie).await;
+        if !page.contains("did not apply") && page.contains("class=\"approve\">ok</td>") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "the applied reload never showed: {page}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

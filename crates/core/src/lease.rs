@@ -18,7 +18,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use code_mode_proto::{CellEnded, CellProgress, KeptContainer, LeaseCheck, LeaseHeld, queue_groups, subjects};
+use code_mode_proto::{
+    CellEnded, CellProgress, HeldTime, KeptContainer, LeaseCheck, LeaseHeld, queue_groups, subjects,
+};
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
@@ -56,22 +58,52 @@ pub struct Held {
     progress: Progress,
 }
 
-/// Where the code's last reported progress is kept for its lease to say;
-/// cheap to clone (the run that reads the code's lines holds one).
+/// Where the code's last reported progress, and the time the cell has
+/// been held, are kept for its lease to say; cheap to clone (the run that
+/// reads the code's lines holds one, and so does the cell's hold).
 #[derive(Debug, Clone, Default)]
-pub struct Progress(Arc<Mutex<Option<CellProgress>>>);
+pub struct Progress(Arc<Mutex<Said>>);
+
+/// What the lease of a running cell says besides its runner.
+#[derive(Debug, Default)]
+struct Said {
+    progress: Option<CellProgress>,
+    /// Held before the current hold.
+    held_before: Duration,
+    /// Since when the cell is held, while it is.
+    held_since: Option<Instant>,
+}
 
 impl Progress {
     /// The code reported progress: from now on the lease says it (with a
     /// higher count).
     pub fn report(&self, progress: String, total: Option<String>, message: Option<String>) {
-        let mut held = crate::sync::lock(&self.0);
-        let count = held.as_ref().map_or(1, |p| p.count.saturating_add(1));
-        *held = Some(CellProgress { count, progress, total, message });
+        let mut said = crate::sync::lock(&self.0);
+        let count = said.progress.as_ref().map_or(1, |p| p.count.saturating_add(1));
+        said.progress = Some(CellProgress { count, progress, total, message });
     }
 
-    fn get(&self) -> Option<CellProgress> {
-        crate::sync::lock(&self.0).clone()
+    /// The cell is held from now on (its container paused while a person
+    /// decides on a call).
+    pub fn held(&self) {
+        let mut said = crate::sync::lock(&self.0);
+        said.held_since.get_or_insert_with(Instant::now);
+    }
+
+    /// The cell runs again.
+    pub fn resumed(&self) {
+        let mut said = crate::sync::lock(&self.0);
+        if let Some(since) = said.held_since.take() {
+            said.held_before += since.elapsed();
+        }
+    }
+
+    fn get(&self) -> (Option<CellProgress>, Option<HeldTime>) {
+        let said = crate::sync::lock(&self.0);
+        let held = said.held_before + said.held_since.map(|s| s.elapsed()).unwrap_or_default();
+        let paused = said.held_since.is_some();
+        let time = (paused || !held.is_zero()).then_some(HeldTime { paused, held_ms: held.as_millis() as u64 });
+        (said.progress.clone(), time)
     }
 }
 
@@ -139,8 +171,9 @@ pub async fn hold_reporting(
     let reported = progress.clone();
     bus.serve(&subject, queue_groups::SANDBOX_RUNNER, stop.clone(), move |_: LeaseCheck| {
         let (ended, kept) = crate::sync::lock(&state).clone().unzip();
-        let held = LeaseHeld { runner: runner.clone(), progress: reported.get(), ended, kept: kept.flatten() };
-        async move { Ok(held) }
+        let (progress, held) = reported.get();
+        let answer = LeaseHeld { runner: runner.clone(), progress, ended, kept: kept.flatten(), held };
+        async move { Ok(answer) }
     })
     .await?;
     Ok(Some(Held { token: stop.clone(), stop: Some(stop.drop_guard()), ended, progress }))
@@ -172,11 +205,22 @@ pub async fn lost(bus: &Bus, cell_id: &str) -> Gone {
     lost_watching(bus, cell_id, |_| {}).await
 }
 
-/// [`lost`], handing each new progress report the lease says to
-/// `on_progress` (at most one per [`PING`]).
-pub async fn lost_watching(bus: &Bus, cell_id: &str, mut on_progress: impl FnMut(&CellProgress)) -> Gone {
+/// What a running cell's lease said that its watcher had not heard yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Heard<'a> {
+    /// The code reported progress (a higher count than before).
+    Progress(&'a CellProgress),
+    /// The cell is held, or was: a hold began or ended, or it goes on
+    /// (said once per [`PING`] while it does).
+    Held(HeldTime),
+}
+
+/// [`lost`], handing what the lease says that is news to `on_heard` (at
+/// most once per [`PING`] each): the code's progress, the cell's hold.
+pub async fn lost_watching(bus: &Bus, cell_id: &str, mut on_heard: impl FnMut(Heard<'_>)) -> Gone {
     let Some(subject) = subjects::cell_lease(cell_id) else { return std::future::pending().await };
     let mut last_progress = 0;
+    let mut last_held: Option<HeldTime> = None;
     let check = LeaseCheck { cell_id: cell_id.to_string() };
     let mut answered = Instant::now();
     let mut ended_since = None;
@@ -190,7 +234,13 @@ pub async fn lost_watching(bus: &Bus, cell_id: &str, mut on_progress: impl FnMut
                     && progress.count > last_progress
                 {
                     last_progress = progress.count;
-                    on_progress(progress);
+                    on_heard(Heard::Progress(progress));
+                }
+                if let Some(time) = held.held
+                    && (time.paused || last_held != Some(time))
+                {
+                    last_held = Some(time);
+                    on_heard(Heard::Held(time));
                 }
                 if let Some(how) = held.ended {
                     let since = *ended_since.get_or_insert(answered);
@@ -218,16 +268,17 @@ pub async fn watched<T>(bus: &Bus, cell_id: &str, call: impl Future<Output = T>)
     watched_with(bus, cell_id, call, |_| {}).await
 }
 
-/// [`watched`], handing the code's progress reports to `on_progress`.
+/// [`watched`], handing what the lease says that is news (the code's
+/// progress, the cell's hold) to `on_heard`.
 pub async fn watched_with<T>(
     bus: &Bus,
     cell_id: &str,
     call: impl Future<Output = T>,
-    on_progress: impl FnMut(&CellProgress),
+    on_heard: impl FnMut(Heard<'_>),
 ) -> Result<T, Gone> {
     tokio::select! {
         answer = call => Ok(answer),
-        gone = lost_watching(bus, cell_id, on_progress) => Err(gone),
+        gone = lost_watching(bus, cell_id, on_heard) => Err(gone),
     }
 }
 
@@ -349,7 +400,14 @@ mod progress_tests {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let watching = tokio::spawn({
             let (bus, seen) = (bus.clone(), seen.clone());
-            async move { lost_watching(&bus, cell, |p| crate::sync::lock(&seen).push((p.count, p.progress.clone()))).await }
+            async move {
+                lost_watching(&bus, cell, |heard| {
+                    if let Heard::Progress(p) = heard {
+                        crate::sync::lock(&seen).push((p.count, p.progress.clone()))
+                    }
+                })
+                .await
+            }
         });
         progress.report("1".into(), Some("4".into()), None);
         tokio::time::sleep(PING * 2 + Duration::from_millis(300)).await;
@@ -358,5 +416,38 @@ mod progress_tests {
         watching.abort();
         let seen = crate::sync::lock(&seen).clone();
         assert_eq!(seen, [(1, "1".to_string()), (2, "3".to_string())], "each report once, in order");
+    }
+
+    #[tokio::test]
+    async fn a_hold_reaches_the_watcher_each_second_while_it_lasts_and_its_end_once() {
+        let bus = Bus::in_process();
+        let cell = "9c3b11f0-held";
+        let lease = hold(&bus, cell, "runner-a", &CancellationToken::new()).await.unwrap().expect("a lease");
+        let clock = lease.progress();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let watching = tokio::spawn({
+            let (bus, seen) = (bus.clone(), seen.clone());
+            async move {
+                lost_watching(&bus, cell, |heard| {
+                    if let Heard::Held(time) = heard {
+                        crate::sync::lock(&seen).push(time)
+                    }
+                })
+                .await
+            }
+        });
+        tokio::time::sleep(PING + PING / 2).await;
+        assert!(crate::sync::lock(&seen).is_empty(), "never held: nothing said");
+        clock.held();
+        tokio::time::sleep(PING * 3).await;
+        clock.resumed();
+        tokio::time::sleep(PING * 3).await;
+        watching.abort();
+        let seen = crate::sync::lock(&seen).clone();
+        let paused: Vec<u64> = seen.iter().filter(|t| t.paused).map(|t| t.held_ms).collect();
+        assert!(paused.len() >= 2 && paused.windows(2).all(|w| w[0] <= w[1]), "while held, each second: {seen:?}");
+        let after: Vec<&HeldTime> = seen.iter().filter(|t| !t.paused).collect();
+        assert_eq!(after.len(), 1, "its end once: {seen:?}");
+        assert!(after[0].held_ms >= 2_000 && after[0].held_ms < 4_500, "held about 3 s in all: {seen:?}");
     }
 }

@@ -112,7 +112,7 @@ pub fn question_hash(q: &WaitingCall) -> String {
     let shown = serde_json::json!({
         "id": q.id, "session": q.session, "identity": q.identity, "cell": q.cell_id, "server": q.server,
         "tool": q.tool, "arguments": q.arguments, "args": q.args, "rule": q.rule, "approvers": q.approvers,
-        "asked_ms": q.asked_ms,
+        "asked_ms": q.asked_ms, "code": q.code,
     });
     code_mode_audit::record::hex_sha256(shown.to_string().as_bytes())
 }
@@ -348,9 +348,20 @@ mod tests {
             asked_ms: now_ms(),
             timeout_ms: 60_000,
             question_sha256: String::new(),
+            code: Some("await pay(amount=5)".into()),
         };
         q.question_sha256 = question_hash(&q);
         Stored { question: q, self_approve: false, decision: None }
+    }
+
+    #[test]
+    fn the_questions_hash_covers_the_code_its_approvers_saw() {
+        let asked = question("q", Some("carol"), &["alice"]).question;
+        let other_code = WaitingCall { code: Some("await pay(amount=5000)".into()), ..asked.clone() };
+        let no_code = WaitingCall { code: None, ..asked.clone() };
+        assert_ne!(question_hash(&asked), question_hash(&other_code));
+        assert_ne!(question_hash(&asked), question_hash(&no_code));
+        assert_eq!(question_hash(&asked), asked.question_sha256);
     }
 
     fn viewer(name: &str, groups: &[&str]) -> Viewer {

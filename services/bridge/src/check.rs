@@ -644,7 +644,7 @@ impl Bridge {
         }
         // The person's time does not count against the cell's deadline.
         let holder = match (self.inner.approvals.get(), from_code) {
-            (Some(bus), true) => crate::team::Holder::start(bus.clone(), &call.cell_id, call.call_index).await,
+            (Some(bus), true) => crate::team::Holder::start(bus.clone(), &call.cell_id, call.call_index, false).await,
             _ => None,
         };
         let answer = self.ask_approval(call, site, rule).await;

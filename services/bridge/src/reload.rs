@@ -241,6 +241,12 @@ fn start_key_changed(old: &WrappedServer, new: &WrappedServer) -> Option<&'stati
     }
 }
 
+/// This bridge as the operations view names it: its host and process id.
+fn this_bridge() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    format!("{}:{}", host.trim(), std::process::id())
+}
+
 impl Bridge {
     /// Reread `source` and apply it (see the module doc): the new catalog's
     /// version and what changed, or why the running config stays. Each
@@ -263,6 +269,21 @@ impl Bridge {
                 tracing::error!(source = %source.describe(), result = e.result(), error = %e, "config not reloaded: the running config stays");
                 code_mode_telemetry::metrics::config_reload(e.result());
             }
+        }
+        // The web console's operators see it too, not only stderr and a
+        // counter.
+        let status = code_mode_proto::ReloadStatus {
+            bridge: this_bridge(),
+            at_ms: crate::board::now_ms(),
+            result: match &outcome {
+                Ok(_) => "ok".to_string(),
+                Err(e) => e.result().to_string(),
+            },
+            source: source.describe(),
+            error: outcome.as_ref().err().map(|e| crate::stubs::cut_chars(&e.to_string(), 2_000)),
+        };
+        if let Err(e) = self.note_reload(status).await {
+            tracing::warn!(error = %e, "the reload's outcome could not be noted for the web console");
         }
         outcome
     }

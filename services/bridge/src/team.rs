@@ -62,6 +62,15 @@ impl Bridge {
         let timeout = self.inner.limits.approval_timeout;
         let started = Instant::now();
         let board = Board::new(self.inner.rebuild.state.clone());
+        let bus = self.inner.approvals.get().cloned();
+        // Held first, so that a question on the board is one whose cell is
+        // paused (and watched) already; its first answer brings the cell's
+        // code, which the approvers read beside the arguments.
+        let holder = match (&bus, from_code) {
+            (Some(bus), true) => Holder::start(bus.clone(), &call.cell_id, call.call_index, true).await,
+            _ => None,
+        };
+        let code = holder.as_ref().and_then(|h| h.code.as_deref()).map(shown_code);
         let mut question = WaitingCall {
             id: uuid::Uuid::new_v4().simple().to_string(),
             session: call.session.clone(),
@@ -77,19 +86,14 @@ impl Bridge {
             asked_ms: board::now_ms(),
             timeout_ms: timeout.as_millis() as u64,
             question_sha256: String::new(),
+            code,
         };
         question.question_sha256 = board::question_hash(&question);
-        let Some(bus) = self.inner.approvals.get().cloned() else {
+        let Some(bus) = bus else {
             // `code-mode run`: no frontend, so no console and nobody to decide.
             let why = "its rule names approvers, who decide in the web console of an HTTP frontend, and no frontend \
                        serves this bridge";
             return answer(&question, board::ended(&question, "withdrawn", why), started.elapsed(), timeout);
-        };
-        // Held first, so that a question on the board is one whose cell is
-        // paused (and watched) already.
-        let holder = match from_code {
-            true => Holder::start(bus.clone(), &call.cell_id, call.call_index).await,
-            false => None,
         };
         let stored = Stored { question: question.clone(), self_approve: team.self_approve, decision: None };
         if let Err(e) = board.open(&stored).await {
@@ -231,6 +235,17 @@ fn answer(question: &WaitingCall, decision: proto::Decision, waited: Duration, t
     TeamAnswer { approved, refusal, audit }
 }
 
+/// A cell's code as a waiting call shows it: cut to
+/// [`proto::CODE_SHOWN`] characters, saying how much was cut.
+fn shown_code(code: &str) -> String {
+    let total = code.chars().count();
+    if total <= proto::CODE_SHOWN {
+        return code.to_string();
+    }
+    let kept: String = code.chars().take(proto::CODE_SHOWN).collect();
+    format!("{kept}\n# ... ({} more characters of the cell's code are not shown)", total - proto::CODE_SHOWN)
+}
+
 /// A hold on one cell while a call of it waits: renewed every [`RENEW`],
 /// released when dropped.
 #[derive(Debug)]
@@ -238,6 +253,9 @@ pub(crate) struct Holder {
     stop: CancellationToken,
     /// Cancelled once the held cell is gone.
     gone: CancellationToken,
+    /// The cell's code, when asked for and its runner answered the first
+    /// hold.
+    pub(crate) code: Option<String>,
 }
 
 impl Holder {
@@ -246,24 +264,29 @@ impl Holder {
     /// not answer the first hold is asked again at each renewal (the wait
     /// counts against the deadline until one answers); no runner serving
     /// the cell's hold subject means the cell is gone, at once or later.
-    pub(crate) async fn start(bus: Bus, cell_id: &str, call_index: u32) -> Option<Self> {
+    /// `code`: ask the runner for the cell's code with the first hold.
+    pub(crate) async fn start(bus: Bus, cell_id: &str, call_index: u32, code: bool) -> Option<Self> {
         let subject = subjects::cell_hold(cell_id)?;
-        let hold = CellHold { call_index, hold: true };
-        let first = bus.call_quiet::<_, CellHeld>(&subject, &hold, HOLD_WAIT).await;
+        let hold = CellHold { call_index, hold: true, code: false };
+        let first = bus.call_quiet::<_, CellHeld>(&subject, &CellHold { code, ..hold }, HOLD_WAIT).await;
         let gone_now = matches!(first, Err(BusError::NoResponders { .. }));
-        match &first {
+        let code = match first {
             Ok(held) => {
                 if let Some(why) = &held.refused {
                     tracing::info!(cell = %cell_id, "the cell is not held: {why}");
                 }
+                held.code
             }
-            Err(e) => tracing::info!(cell = %cell_id, error = %e, "the cell could not be held (yet)"),
-        }
+            Err(e) => {
+                tracing::info!(cell = %cell_id, error = %e, "the cell could not be held (yet)");
+                None
+            }
+        };
         let stop = CancellationToken::new();
         let gone = CancellationToken::new();
         if gone_now {
             gone.cancel();
-            return Some(Self { stop, gone });
+            return Some(Self { stop, gone, code });
         }
         let (task_stop, task_gone) = (stop.clone(), gone.clone());
         tokio::spawn(async move {
@@ -286,7 +309,7 @@ impl Holder {
                 tracing::debug!(error = %e, "could not release a held cell (it may have ended)");
             }
         });
-        Some(Self { stop, gone })
+        Some(Self { stop, gone, code })
     }
 
     /// Resolves (with the reason) once the held cell is gone.
@@ -308,6 +331,11 @@ pub const MAX_AUDIT_LINES: u32 = 200;
 const RUNNERS: &str = "runners";
 /// The most runners kept (the entry stays far under the store's 64 KiB).
 const MAX_RUNNERS: usize = 200;
+/// The entry of the board's pseudo-session that keeps each bridge's last
+/// config reload.
+const RELOADS: &str = "reloads";
+/// The most bridges whose last reload is kept.
+const MAX_RELOADS: usize = 50;
 /// A runner heard from within this long is shown (they report every 5 s).
 const RUNNER_FRESH_MS: u64 = 15_000;
 
@@ -353,6 +381,12 @@ impl Bridge {
                 let fresh = runners.into_iter().filter(|r| now.saturating_sub(r.at_ms) <= RUNNER_FRESH_MS).collect();
                 Ok(proto::ConsoleReply::Runners { runners: fresh })
             }
+            proto::ConsoleRequest::Reloads => {
+                let entry =
+                    self.inner.rebuild.state.get(board::SESSION, RELOADS).await.map_err(|e| failed(e.into()))?;
+                let reloads = entry.and_then(|e| serde_json::from_value(e.value).ok()).unwrap_or_default();
+                Ok(proto::ConsoleReply::Reloads { reloads })
+            }
             proto::ConsoleRequest::Sessions { ids } => {
                 let store = &self.inner.rebuild.state;
                 let mut tainted = Vec::new();
@@ -391,6 +425,29 @@ impl Bridge {
                 runners.sort_by(|a, b| a.id.cmp(&b.id));
                 runners.truncate(MAX_RUNNERS);
                 serde_json::to_value(runners).expect("statuses are JSON")
+            })
+            .await
+            .map(|_| ())
+    }
+
+    /// Note this bridge's last config reload (kept in the state store, so
+    /// every bridge shows every bridge's to the console's operators).
+    pub(crate) async fn note_reload(
+        &self,
+        status: proto::ReloadStatus,
+    ) -> Result<(), code_mode_core::state::StateError> {
+        self.inner
+            .rebuild
+            .state
+            .update(board::SESSION, RELOADS, |value| {
+                let mut reloads: Vec<proto::ReloadStatus> =
+                    value.and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default();
+                reloads.retain(|r| r.bridge != status.bridge);
+                reloads.push(status.clone());
+                // The most recent bridges, so the entry stays small.
+                reloads.sort_by_key(|r| std::cmp::Reverse(r.at_ms));
+                reloads.truncate(MAX_RELOADS);
+                serde_json::to_value(reloads).expect("reloads are JSON")
             })
             .await
             .map(|_| ())

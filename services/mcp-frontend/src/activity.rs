@@ -1,11 +1,16 @@
 //! What this frontend process is doing, for the web console's operators
 //! ([`crate::console`]): its live client sessions (identity, cells run,
-//! kept container) and the last cells it ran (a ring of [`RECENT_CELLS`]).
+//! kept container), the cells running now (and which of them are held
+//! while a person decides on a call), and the last cells it ran (a ring of
+//! [`RECENT_CELLS`]).
 //!
 //! The session actors write here (a session starts, learns its caller,
-//! ends a cell, keeps a container, ends); the console reads a snapshot.
-//! Each actor stays the owner of its own state: this is a copy for people
-//! to look at, never read back by the sessions.
+//! starts and ends a cell, keeps a container, ends), and so does the watch
+//! of each cell's lease (how long the cell has been held, as its runner
+//! says); the console reads a snapshot, and a cell's heartbeat to its
+//! client reads how long it was held. Each actor stays the owner of its own
+//! state: this is a copy for people to look at, never read back by the
+//! sessions.
 //!
 //! A `std::sync::Mutex` rather than an actor: every access is one short
 //! insert, update or copy that never awaits while holding the lock (as
@@ -35,6 +40,33 @@ pub struct SessionInfo {
     pub started: SystemTime,
 }
 
+/// One cell running now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunningCell {
+    /// The cell's id.
+    pub cell_id: String,
+    /// The session running it.
+    pub session: String,
+    /// Whose code it is.
+    pub identity: Option<String>,
+    /// When the session took it.
+    pub started: SystemTime,
+    /// Once it was held (a call of it waited for a person): whether it is
+    /// held now and for how long in all, as its runner says.
+    pub held: Option<code_mode_proto::HeldTime>,
+}
+
+/// What the operations view shows of this process, at one moment.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// The live sessions, oldest first.
+    pub sessions: Vec<SessionInfo>,
+    /// The cells running now, oldest first.
+    pub running: Vec<RunningCell>,
+    /// The last cells that ended, newest first.
+    pub cells: Vec<CellRecord>,
+}
+
 /// One cell this process ran.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CellRecord {
@@ -56,6 +88,7 @@ pub struct CellRecord {
 #[derive(Debug, Default)]
 struct Inner {
     sessions: HashMap<String, SessionInfo>,
+    running: HashMap<String, RunningCell>,
     cells: VecDeque<CellRecord>,
 }
 
@@ -92,10 +125,28 @@ impl Activity {
         code_mode_core::sync::lock(&self.inner).sessions.remove(id);
     }
 
+    /// A session took a cell.
+    pub fn cell_started(&self, cell: RunningCell) {
+        code_mode_core::sync::lock(&self.inner).running.insert(cell.cell_id.clone(), cell);
+    }
+
+    /// A running cell's hold, as its lease says it.
+    pub fn cell_held(&self, cell_id: &str, held: code_mode_proto::HeldTime) {
+        if let Some(cell) = code_mode_core::sync::lock(&self.inner).running.get_mut(cell_id) {
+            cell.held = Some(held);
+        }
+    }
+
+    /// How long a running cell has been held so far, if it was.
+    pub fn held_time(&self, cell_id: &str) -> Option<code_mode_proto::HeldTime> {
+        code_mode_core::sync::lock(&self.inner).running.get(cell_id).and_then(|c| c.held)
+    }
+
     /// A cell of a session ended; the oldest record goes past
     /// [`RECENT_CELLS`].
     pub fn cell_ended(&self, record: CellRecord) {
         let mut inner = code_mode_core::sync::lock(&self.inner);
+        inner.running.remove(&record.cell_id);
         if let Some(info) = inner.sessions.get_mut(&record.session) {
             info.cells = info.cells.saturating_add(1);
         }
@@ -105,12 +156,15 @@ impl Activity {
         inner.cells.push_back(record);
     }
 
-    /// The live sessions (oldest first) and the last cells (newest first).
-    pub fn snapshot(&self) -> (Vec<SessionInfo>, Vec<CellRecord>) {
+    /// The live sessions and the running cells (oldest first), and the
+    /// last cells (newest first).
+    pub fn snapshot(&self) -> Snapshot {
         let inner = code_mode_core::sync::lock(&self.inner);
         let mut sessions: Vec<SessionInfo> = inner.sessions.values().cloned().collect();
         sessions.sort_by(|a, b| a.started.cmp(&b.started).then_with(|| a.id.cmp(&b.id)));
-        (sessions, inner.cells.iter().rev().cloned().collect())
+        let mut running: Vec<RunningCell> = inner.running.values().cloned().collect();
+        running.sort_by(|a, b| a.started.cmp(&b.started).then_with(|| a.cell_id.cmp(&b.cell_id)));
+        Snapshot { sessions, running, cells: inner.cells.iter().rev().cloned().collect() }
     }
 }
 
@@ -155,13 +209,34 @@ mod tests {
         for i in 0..60 {
             activity.cell_ended(record(i, "s1"));
         }
-        let (sessions, cells) = activity.snapshot();
+        let Snapshot { sessions, cells, .. } = activity.snapshot();
         assert_eq!(sessions.len(), 1);
         assert_eq!((sessions[0].cells, sessions[0].identity.as_deref()), (60, Some("alice")));
         assert_eq!(sessions[0].kept.as_deref(), Some("runner-1"));
         assert_eq!(cells.len(), RECENT_CELLS);
         assert_eq!((cells[0].cell_id.as_str(), cells[49].cell_id.as_str()), ("c59", "c10"));
         activity.session_ended("s1");
-        assert!(activity.snapshot().0.is_empty());
+        assert!(activity.snapshot().sessions.is_empty());
+    }
+
+    #[test]
+    fn a_running_cell_is_listed_with_its_hold_until_it_ends() {
+        let activity = Activity::default();
+        let cell = RunningCell {
+            cell_id: "c1".into(),
+            session: "s1".into(),
+            identity: None,
+            started: SystemTime::now(),
+            held: None,
+        };
+        activity.cell_started(cell);
+        assert_eq!(activity.held_time("c1"), None);
+        let held = code_mode_proto::HeldTime { paused: true, held_ms: 4_000 };
+        activity.cell_held("c1", held);
+        activity.cell_held("gone", held);
+        assert_eq!(activity.held_time("c1"), Some(held));
+        assert_eq!(activity.snapshot().running.len(), 1);
+        activity.cell_ended(record(1, "s1"));
+        assert!(activity.snapshot().running.is_empty(), "c1 ended");
     }
 }

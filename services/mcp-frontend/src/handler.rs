@@ -49,8 +49,9 @@ impl Frontend {
     /// (`keep`: in the session's kept container, if variables are kept).
     pub(crate) async fn start_cell(&self, code: String, keep: CellKeep, link: Option<ClientLink>) -> CellRun {
         let (route, questions) = mpsc::channel(QUESTIONS_PER_CELL);
+        let cell_id = uuid::Uuid::new_v4().to_string();
         let order = CellOrder {
-            cell_id: uuid::Uuid::new_v4().to_string(),
+            cell_id: cell_id.clone(),
             code,
             route: Some(route),
             options: CellOptions::default(),
@@ -61,7 +62,7 @@ impl Frontend {
         let result = async move {
             report.await.unwrap_or(Err(FrontendError::SessionEnded)).map(|ran| wire::ran_result(&ran).into())
         };
-        CellRun { result: Box::pin(result), questions, tool: TOOL_NAME.into(), call_id: None }
+        CellRun { result: Box::pin(result), questions, tool: TOOL_NAME.into(), call_id: None, cell_id: Some(cell_id) }
     }
 
     /// What the client of `context` can answer and wants to hear: its
@@ -162,7 +163,7 @@ impl Frontend {
         let result = self.session.direct(order).await;
         let result = async move { result.await.unwrap_or(Err(FrontendError::SessionEnded)) };
         let tool = if op == Op::Tool { target } else { op.method().to_string() };
-        Ok(CellRun { result: Box::pin(result), questions, tool, call_id: Some(call_id) })
+        Ok(CellRun { result: Box::pin(result), questions, tool, call_id: Some(call_id), cell_id: None })
     }
 
     /// Wait for a cell's (or direct call's) end while answering its
@@ -275,9 +276,11 @@ impl Frontend {
                 Some(()) = elicitations.next(), if !elicitations.is_empty() => {}
                 _ = heartbeat.tick(), if is_cell && progress.is_some() => {
                     if let Some(token) = &progress {
-                        let running = started.elapsed().as_secs();
-                        let message = Some(format!("the cell has run for {running} s"));
-                        sent.beat(context, token, running as f64, message).await;
+                        // Time held while a person decided is not run time.
+                        let held = run.cell_id.as_deref().and_then(|id| self.shared.activity.held_time(id));
+                        let elapsed = started.elapsed();
+                        let message = Some(heartbeat_message(elapsed, held));
+                        sent.beat(context, token, elapsed.as_secs() as f64, message).await;
                     }
                 }
             }
@@ -776,6 +779,25 @@ impl ProgressSent {
                 self.send(context, token, running, None, message).await;
             }
         }
+    }
+}
+
+/// What a cell's heartbeat says: how long it ran, the time it was held
+/// while a person decided on a call left out (its container was paused and
+/// its deadline stopped meanwhile).
+fn heartbeat_message(elapsed: Duration, held: Option<code_mode_proto::HeldTime>) -> String {
+    let held_secs = held.map_or(0, |h| h.held_ms / 1000);
+    let ran = elapsed.as_secs().saturating_sub(held_secs);
+    match held {
+        Some(h) if h.paused => {
+            format!(
+                "the cell is held while a person decides on one of its calls: held for {held_secs} s, run for {ran} s"
+            )
+        }
+        Some(_) if held_secs > 0 => {
+            format!("the cell has run for {ran} s (and was held {held_secs} s while a person decided)")
+        }
+        _ => format!("the cell has run for {ran} s"),
     }
 }
 

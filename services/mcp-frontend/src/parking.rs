@@ -136,8 +136,13 @@ mod tests {
             console: None,
         };
         let (_route, questions) = mpsc::channel(1);
-        let run =
-            CellRun { result: Box::pin(std::future::pending()), questions, tool: "run_python".into(), call_id: None };
+        let run = CellRun {
+            result: Box::pin(std::future::pending()),
+            questions,
+            tool: "run_python".into(),
+            call_id: None,
+            cell_id: None,
+        };
         let pending = vec![Question::Approval(crate::approval::Pending { request, answer })];
         (Parked { run, pending, identity: identity.map(Identity::new) }, waiting)
     }

@@ -471,7 +471,7 @@ pub(crate) async fn run_in(
     let _serving = stop.clone().drop_guard();
     let hold = match allowance.is_zero() {
         true => Hold::none(),
-        false => Hold::serve(bus, &cell.cell_id, pauser, allowance, stop).await,
+        false => Hold::serve(bus, cell, pauser, allowance, run.progress.clone(), stop).await,
     };
     let end = drive(run, streams, bus, Clock { base: deadline, hold: &hold }, call_timeout, cancel).await;
     hold.finish().await;

@@ -17,7 +17,11 @@
 //!
 //! [`Hold`] is owned by the cell's run (the `drive` loop reads the deadline
 //! from it); the subject's handler shares its state behind a mutex, held
-//! across the engine's pause and unpause so they never interleave.
+//! across the engine's pause and unpause so they never interleave. Each
+//! pause and resume is also told to the cell's lease ([`Progress::held`]),
+//! so the frontend hears how long the cell was held and does not count it
+//! as run time; a bridge asking a team about a call gets the cell's code
+//! with its first hold ([`CellHold::code`]), for the approvers to read.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,7 +29,8 @@ use std::time::Duration;
 
 use bollard::Docker;
 use code_mode_core::bus::Bus;
-use code_mode_proto::{CellHeld, CellHold, queue_groups, subjects};
+use code_mode_core::lease::Progress;
+use code_mode_proto::{CellHeld, CellHold, RunCell, queue_groups, subjects};
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -72,19 +77,39 @@ pub struct Hold {
     state: Arc<Mutex<State>>,
     allowance: Duration,
     pauser: Option<Pauser>,
+    /// Where the cell's lease says how long it has been held.
+    clock: Progress,
+    /// The cell's code, for a bridge that asks ([`CellHold::code`]).
+    code: Arc<str>,
 }
 
 impl Hold {
     /// A hold that never holds (a cell whose id names no subject, or runs
     /// without an engine to pause it).
     pub fn none() -> Self {
-        Self { state: Arc::default(), allowance: Duration::ZERO, pauser: None }
+        Self {
+            state: Arc::default(),
+            allowance: Duration::ZERO,
+            pauser: None,
+            clock: Progress::default(),
+            code: Arc::from(""),
+        }
     }
 
-    /// Serve `cell_id`'s hold subject until `stop`; `allowance` is the most
-    /// the cell may be held in all.
-    pub async fn serve(bus: &Bus, cell_id: &str, pauser: Pauser, allowance: Duration, stop: CancellationToken) -> Self {
-        let hold = Self { state: Arc::default(), allowance, pauser: Some(pauser) };
+    /// Serve the hold subject of `cell` until `stop`; `allowance` is the
+    /// most the cell may be held in all; `clock` is where its lease says
+    /// how long it was held.
+    pub async fn serve(
+        bus: &Bus,
+        cell: &RunCell,
+        pauser: Pauser,
+        allowance: Duration,
+        clock: Progress,
+        stop: CancellationToken,
+    ) -> Self {
+        let cell_id = cell.cell_id.as_str();
+        let code = Arc::from(cell.code.as_str());
+        let hold = Self { state: Arc::default(), allowance, pauser: Some(pauser), clock, code };
         let Some(subject) = subjects::cell_hold(cell_id) else { return Self::none() };
         let me = hold.clone();
         let served = bus
@@ -113,7 +138,8 @@ impl Hold {
             if let Some(why) = refused {
                 state.holders.clear();
                 self.resume(&mut state).await;
-                return CellHeld { paused: false, held_ms: state.held_now().as_millis() as u64, refused: Some(why) };
+                let held_ms = state.held_now().as_millis() as u64;
+                return CellHeld { paused: false, held_ms, refused: Some(why), code: self.code_for(&request) };
             }
             state.holders.insert(request.call_index, Instant::now());
             if state.since.is_none() {
@@ -129,7 +155,13 @@ impl Hold {
             paused: state.since.is_some(),
             held_ms: state.held_now().as_millis() as u64,
             refused: state.broken.clone(),
+            code: self.code_for(&request),
         }
+    }
+
+    /// The cell's code, when the request asks for it.
+    fn code_for(&self, request: &CellHold) -> Option<String> {
+        request.code.then(|| self.code.to_string())
     }
 
     /// Pause the container. The engine's freezer may fail under load
@@ -146,6 +178,7 @@ impl Hold {
             match pauser.docker.pause_container(&pauser.id).await {
                 Ok(()) => {
                     state.since = Some(Instant::now());
+                    self.clock.held();
                     tracing::info!(container = %pauser.id, "the cell is held: its container is paused while a person decides");
                     return;
                 }
@@ -166,6 +199,7 @@ impl Hold {
         }
         state.held += since.elapsed();
         state.since = None;
+        self.clock.resumed();
         tracing::info!(held_ms = state.held.as_millis() as u64, "the cell runs again");
     }
 

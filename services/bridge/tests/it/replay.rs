@@ -178,7 +178,7 @@ async fn a_rule_naming_approvers_replays_with_who_decided_and_flags_a_decider_wh
     let hold = code_mode_proto::subjects::cell_hold("c").unwrap();
     let _cell = bus
         .serve(&hold, "sandbox-runner", stop.clone(), |_: code_mode_proto::CellHold| async {
-            Ok(code_mode_proto::CellHeld { paused: true, held_ms: 0, refused: None })
+            Ok(code_mode_proto::CellHeld { paused: true, held_ms: 0, refused: None, code: None })
         })
         .await
         .unwrap();

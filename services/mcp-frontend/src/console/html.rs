@@ -7,9 +7,9 @@
 use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use code_mode_proto::{Decision, RunnerStatus, WaitingCall};
+use code_mode_proto::{Decision, ReloadStatus, RunnerStatus, WaitingCall};
 
-use crate::activity::{CellRecord, SessionInfo};
+use crate::activity::{RunningCell, Snapshot};
 
 /// Longest text of one value shown (a name, a rule, a note), in
 /// characters.
@@ -18,6 +18,9 @@ pub const SHORT: usize = 200;
 pub const SUMMARY: usize = 1000;
 /// Longest `args` JSON or audit record shown.
 pub const LONG: usize = 4000;
+/// Longest cell code shown (the bridge cuts it to
+/// [`code_mode_proto::CODE_SHOWN`] already, and says how much it cut).
+pub const CODE: usize = code_mode_proto::CODE_SHOWN + 200;
 
 /// `text` safe inside HTML text and inside a double- or single-quoted
 /// attribute: `&`, `<`, `>`, `"` and `'` become entities. Every value that
@@ -181,6 +184,19 @@ pub fn waiting_call(call: &WaitingCall, csrf: &str, now: u64) -> String {
         let text = serde_json::to_string_pretty(args).unwrap_or_default();
         let _ = writeln!(out, "<dt>Arguments in full</dt><dd><pre>{}</pre></dd>", shown(&text, LONG));
     }
+    // The code that made the call (the bridge got it from the runner):
+    // what the call is part of, and what the code will do with its result.
+    match &call.code {
+        Some(code) => {
+            let _ = writeln!(out, "<dt>Code of the cell</dt><dd><pre class=\"code\">{}</pre></dd>", shown(code, CODE));
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "<dt>Code of the cell</dt><dd class=\"muted\">not known (a direct call, or its runner did not say)</dd>"
+            );
+        }
+    }
     let who = call.identity.as_deref().unwrap_or("(no identity)");
     let _ = write!(
         out,
@@ -278,23 +294,102 @@ pub fn message(text: &str) -> String {
 
 /// The operations view: this frontend's sessions and cells, the audit
 /// log's tail.
-/// What the bridges told the operations view: the runners' slots and the
-/// sessions tainted by private data (each `Err` says why it is unknown).
+/// What the bridges told the operations view: the runners' slots, the
+/// sessions tainted by private data, the bridges' last config reloads
+/// (each `Err` says why it is unknown).
 pub struct FromBridges<'a> {
     /// The runners heard from lately.
     pub runners: Result<&'a [RunnerStatus], &'a str>,
     /// The tainted sessions among this frontend's.
     pub tainted: Result<&'a [String], &'a str>,
+    /// Each bridge's last reload.
+    pub reloads: Result<&'a [ReloadStatus], &'a str>,
+}
+
+/// The bridges' last config reloads: a failed one first, as a refusal,
+/// with why the running config stayed.
+fn reloads(out: &mut String, reloads: Result<&[ReloadStatus], &str>) {
+    out.push_str("<h2>Config reloads</h2>\n");
+    match reloads {
+        Ok([]) => out.push_str("<p class=\"muted\">No bridge has reloaded its config (SIGHUP) since it started.</p>\n"),
+        Ok(reloads) => {
+            for r in reloads.iter().filter(|r| r.result != "ok").take(20) {
+                let _ = writeln!(
+                    out,
+                    "<p class=\"refusal\">The last reload of bridge <code>{}</code> at {} did not apply ({}): the \
+                     running config stays. {}</p>",
+                    shown(&r.bridge, SHORT),
+                    utc(r.at_ms),
+                    shown(&r.result, SHORT),
+                    shown(r.error.as_deref().unwrap_or(""), LONG),
+                );
+            }
+            out.push_str("<table>\n<tr><th>Bridge</th><th>Last reload</th><th>Result</th><th>File</th></tr>\n");
+            for r in reloads.iter().take(50) {
+                let class = if r.result == "ok" { "approve" } else { "decline" };
+                let _ = writeln!(
+                    out,
+                    "<tr><td><code>{}</code></td><td>{}</td><td class=\"{class}\">{}</td><td><code>{}</code></td></tr>",
+                    shown(&r.bridge, SHORT),
+                    utc(r.at_ms),
+                    shown(&r.result, SHORT),
+                    shown(&r.source, SHORT),
+                );
+            }
+            out.push_str("</table>\n");
+        }
+        Err(why) => {
+            let _ = writeln!(out, "<p class=\"refusal\">The reloads are unknown: {}</p>", shown(why, SHORT));
+        }
+    }
+}
+
+/// The cells running now, each with how long it ran and whether it is
+/// held while a person decides on one of its calls (that time is not run
+/// time: its container is paused and its deadline stopped).
+fn running_cells(out: &mut String, running: &[RunningCell], now: SystemTime) {
+    out.push_str("<h2>Cells running now</h2>\n");
+    if running.is_empty() {
+        out.push_str("<p class=\"muted\">No cell runs now.</p>\n");
+        return;
+    }
+    out.push_str(
+        "<table>\n<tr><th>Since</th><th>Cell</th><th>Identity</th><th>Session</th><th>Run for</th><th>State</th></tr>\n",
+    );
+    for c in running.iter().take(500) {
+        let elapsed = now.duration_since(c.started).map_or(0, |d| d.as_secs());
+        let held = c.held.map_or(0, |h| h.held_ms / 1000);
+        let state = match c.held {
+            Some(h) if h.paused => format!("<strong>held</strong>: a call waits for a person ({})", span(held)),
+            Some(_) if held > 0 => format!("running (was held {})", span(held)),
+            _ => "running".to_string(),
+        };
+        let started = c.started.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{state}</td></tr>",
+            utc(started),
+            shown(&c.cell_id, SHORT),
+            shown(c.identity.as_deref().unwrap_or("-"), SHORT),
+            shown(&c.session, SHORT),
+            span(elapsed.saturating_sub(held)),
+        );
+    }
+    out.push_str("</table>\n");
 }
 
 pub fn operations(
-    sessions: &[SessionInfo],
-    cells: &[CellRecord],
+    snapshot: &Snapshot,
     bridges: FromBridges<'_>,
     audit: Result<(&[String], &str), &str>,
     now: SystemTime,
 ) -> String {
-    let mut out = String::from("<h2>Live sessions of this frontend</h2>\n");
+    let (sessions, cells) = (&snapshot.sessions, &snapshot.cells);
+    let mut out = String::new();
+    // A config reload that did not apply comes first: the running config
+    // is not the one on disk.
+    reloads(&mut out, bridges.reloads);
+    out.push_str("<h2>Live sessions of this frontend</h2>\n");
     if sessions.is_empty() {
         out.push_str("<p class=\"muted\">No live session.</p>\n");
     } else {
@@ -326,9 +421,10 @@ pub fn operations(
     if let Err(why) = bridges.tainted {
         let _ = writeln!(out, "<p class=\"muted\">The sessions' taint is unknown: {}</p>", shown(why, SHORT));
     }
+    running_cells(&mut out, &snapshot.running, now);
     out.push_str("<h2>Last cells of this frontend</h2>\n");
     if cells.is_empty() {
-        out.push_str("<p class=\"muted\">No cell has run yet.</p>\n");
+        out.push_str("<p class=\"muted\">No cell has ended yet.</p>\n");
     } else {
         out.push_str("<table>\n<tr><th>Ended</th><th>Cell</th><th>Identity</th><th>Outcome</th><th>Took</th></tr>\n");
         for c in cells {
@@ -458,6 +554,7 @@ mod tests {
             asked_ms: 0,
             timeout_ms: 1000,
             question_sha256: hostile.into(),
+            code: Some(hostile.into()),
         };
         let html = board(&[call], 0, &[], "c\"srf");
         assert!(!html.contains("<img") && !html.contains("<script"), "{html}");

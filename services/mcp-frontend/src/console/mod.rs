@@ -23,7 +23,11 @@
 //!   wait for others; it refreshes every 5 s.
 //! - `GET /console/approvals/{id}`: one question (the link its client was
 //!   given); `POST` there decides it.
-//! - `GET /console/operations`: for the `--console-operators` group only.
+//! - `GET /console/operations`: for the `--console-operators` group only:
+//!   the bridges' last config reloads (one that did not apply first), this
+//!   frontend's sessions, the cells running now (held ones marked, their
+//!   held time not counted as run time), its last cells, the runners, the
+//!   audit log's tail.
 //!
 //! The bridges own the questions: the console asks them on
 //! [`subjects::APPROVALS`] ([`ConsoleRequest`] -> [`ConsoleReply`]), and
@@ -691,7 +695,9 @@ async fn decide(
 /// Why a bridge's answer says nothing (empty when it does).
 fn unknown(answer: &Result<ConsoleReply, BusError>) -> String {
     match answer {
-        Ok(ConsoleReply::Runners { .. } | ConsoleReply::Sessions { .. }) => String::new(),
+        Ok(ConsoleReply::Runners { .. } | ConsoleReply::Sessions { .. } | ConsoleReply::Reloads { .. }) => {
+            String::new()
+        }
         Ok(_) => "the bridge answered with another kind of reply".into(),
         Err(BusError::NoResponders { .. }) => "no bridge answers".into(),
         Err(e) => e.to_string(),
@@ -714,7 +720,7 @@ async fn operations(console: web::Data<Console>, request: HttpRequest) -> HttpRe
             html::page("Operators only", &seen.frame(false), &html::message(&text)),
         );
     }
-    let (sessions, cells) = console.inner.shared.activity.snapshot();
+    let snapshot = console.inner.shared.activity.snapshot();
     let audit = console.ask(&ConsoleRequest::Audit { lines: AUDIT_LINES }).await;
     let why;
     let audit = match &audit {
@@ -727,9 +733,10 @@ async fn operations(console: web::Data<Console>, request: HttpRequest) -> HttpRe
         }
     };
     let runners = console.ask(&ConsoleRequest::Runners).await;
-    let ids = sessions.iter().map(|s| s.id.clone()).collect();
+    let ids = snapshot.sessions.iter().map(|s| s.id.clone()).collect();
     let tainted = console.ask(&ConsoleRequest::Sessions { ids }).await;
-    let (runners_why, tainted_why) = (unknown(&runners), unknown(&tainted));
+    let reloads = console.ask(&ConsoleRequest::Reloads).await;
+    let (runners_why, tainted_why, reloads_why) = (unknown(&runners), unknown(&tainted), unknown(&reloads));
     let bridges = html::FromBridges {
         runners: match &runners {
             Ok(ConsoleReply::Runners { runners }) => Ok(runners.as_slice()),
@@ -739,8 +746,12 @@ async fn operations(console: web::Data<Console>, request: HttpRequest) -> HttpRe
             Ok(ConsoleReply::Sessions { tainted }) => Ok(tainted.as_slice()),
             _ => Err(tainted_why.as_str()),
         },
+        reloads: match &reloads {
+            Ok(ConsoleReply::Reloads { reloads }) => Ok(reloads.as_slice()),
+            _ => Err(reloads_why.as_str()),
+        },
     };
-    let body = html::operations(&sessions, &cells, bridges, audit, std::time::SystemTime::now());
+    let body = html::operations(&snapshot, bridges, audit, std::time::SystemTime::now());
     html_answer(StatusCode::OK, html::page("Operations", &seen.frame(true), &body))
 }
 

@@ -4,10 +4,9 @@
 //! watched meanwhile.
 
 use code_mode_core::bus::BusError;
-use code_mode_core::lease::Gone;
+use code_mode_core::lease::{Gone, Heard};
 use code_mode_proto::{
-    CellLimits, CellProgress, CellRan, CellReport, ErrorKind, KeptContainer, Note, RunCell, ServerNote, ToolStub,
-    subjects,
+    CellLimits, CellRan, CellReport, ErrorKind, KeptContainer, Note, RunCell, ServerNote, ToolStub, subjects,
 };
 use tokio::sync::mpsc;
 
@@ -57,20 +56,26 @@ pub(super) async fn prepare<'s>(
     Ok((slot, cell_message(shared, at, identity, order, &view)))
 }
 
-/// Hand the progress the code reports (as the cell's lease says it) to the
-/// request running the cell, which passes it on to a client that asked for
-/// progress (a full queue drops it: it is only news).
-pub(super) fn progress_to<'a>(
+/// What the cell's lease says, where it goes: the progress the code
+/// reports to the request running the cell, which passes it on to a
+/// client that asked for progress (a full queue drops it: it is only
+/// news); how long the cell was held to this process's activity (the
+/// operations view, and the request's heartbeat, read it there).
+pub(super) fn heard_by<'a>(
+    shared: &'a Shared,
     route: Option<&'a mpsc::Sender<Question>>,
     cell_id: &'a str,
-) -> impl FnMut(&CellProgress) + 'a {
-    move |reported: &CellProgress| {
-        let Some(route) = route else { return };
-        let Ok(progress) = reported.progress.parse::<f64>() else { return };
-        let total = reported.total.as_deref().and_then(|t| t.parse::<f64>().ok());
-        let note = Note::Progress { progress, total, message: reported.message.clone() };
-        let note = ServerNote { call_id: Some(cell_id.to_string()), server: CODE.to_string(), note };
-        let _ = route.try_send(Question::Note(note));
+) -> impl FnMut(Heard<'_>) + 'a {
+    move |heard: Heard<'_>| match heard {
+        Heard::Held(time) => shared.activity.cell_held(cell_id, time),
+        Heard::Progress(reported) => {
+            let Some(route) = route else { return };
+            let Ok(progress) = reported.progress.parse::<f64>() else { return };
+            let total = reported.total.as_deref().and_then(|t| t.parse::<f64>().ok());
+            let note = Note::Progress { progress, total, message: reported.message.clone() };
+            let note = ServerNote { call_id: Some(cell_id.to_string()), server: CODE.to_string(), note };
+            let _ = route.try_send(Question::Note(note));
+        }
     }
 }
 
@@ -143,23 +148,19 @@ pub(super) async fn send_fresh(
         // (and says how the cell ended a while after); a runner that dies
         // stops answering it.
         let call = bus.call(subjects::CELL_RUN, cell, wait);
-        let answer = match code_mode_core::lease::watched_with(
-            bus,
-            &cell.cell_id,
-            call,
-            progress_to(route, &cell.cell_id),
-        )
-        .await
-        {
-            Ok(answer) => answer,
-            Err(gone) => {
-                let kept = match &gone {
-                    Gone::ReportLost { kept, .. } => kept.clone(),
-                    Gone::Silent(_) => None,
-                };
-                return Err((gone_error(&cell.cell_id, gone), kept));
-            }
-        };
+        let answer =
+            match code_mode_core::lease::watched_with(bus, &cell.cell_id, call, heard_by(shared, route, &cell.cell_id))
+                .await
+            {
+                Ok(answer) => answer,
+                Err(gone) => {
+                    let kept = match &gone {
+                        Gone::ReportLost { kept, .. } => kept.clone(),
+                        Gone::Silent(_) => None,
+                    };
+                    return Err((gone_error(&cell.cell_id, gone), kept));
+                }
+            };
         let last = match answer {
             Err(BusError::Remote { error, .. }) if error.kind == ErrorKind::NoCapacity => None,
             Err(e @ BusError::NoResponders { .. }) => Some(e),

@@ -234,8 +234,8 @@ pub(super) async fn send_to_runner(
     // its death is seen within seconds, not at the deadline.
     let request = KeptRequest::Run(cell.clone());
     let call = shared.bus.call::<_, KeptReply>(&subject, &request, wait);
-    let progress = super::cells::progress_to(route, &cell.cell_id);
-    let answer = match code_mode_core::lease::watched_with(&shared.bus, &cell.cell_id, call, progress).await {
+    let heard = super::cells::heard_by(shared, route, &cell.cell_id);
+    let answer = match code_mode_core::lease::watched_with(&shared.bus, &cell.cell_id, call, heard).await {
         Ok(answer) => answer,
         // Only the report was lost: the container lives on at its runner
         // (or, stopped, was removed: the next cell learns it from there).

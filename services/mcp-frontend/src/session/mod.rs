@@ -109,6 +109,8 @@ pub(crate) struct CellRun {
     pub tool: String,
     /// A direct call's id (a client's cancellation names it to the bridge).
     pub call_id: Option<String>,
+    /// A cell's id (its heartbeat reads how long it was held).
+    pub cell_id: Option<String>,
 }
 
 impl std::fmt::Debug for CellRun {
@@ -534,6 +536,13 @@ impl SessionActor {
             async move {
                 let began = std::time::Instant::now();
                 tracing::info!(code_bytes = order.code.len(), "cell started");
+                shared.activity.cell_started(crate::activity::RunningCell {
+                    cell_id: order.cell_id.clone(),
+                    session: session_id.clone(),
+                    identity: identity.as_ref().map(|i| i.to_string()),
+                    started: std::time::SystemTime::now(),
+                    held: None,
+                });
                 notifier.tell(Notice::cell_started(&order.cell_id)).await;
                 let (result, container) = match (kept, &order.keep) {
                     (Some(keep), _) => {

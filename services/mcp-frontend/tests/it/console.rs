@@ -61,6 +61,7 @@ fn waiting(id: &str) -> WaitingCall {
         asked_ms: 1,
         timeout_ms: 60_000,
         question_sha256: "ab".repeat(32),
+        code: Some(format!("files = await list_files()\nawait delete(path='{HOSTILE}')")),
     }
 }
 
@@ -106,6 +107,15 @@ async fn console_bridge(request: ConsoleRequest) -> Result<ConsoleReply, WireErr
             }],
         }),
         ConsoleRequest::Sessions { ids } => Ok(ConsoleReply::Sessions { tainted: ids }),
+        ConsoleRequest::Reloads => Ok(ConsoleReply::Reloads {
+            reloads: vec![code_mode_proto::ReloadStatus {
+                bridge: "host-a:41".into(),
+                at_ms: 1,
+                result: "invalid".into(),
+                source: "/etc/code-mode/servers.json".into(),
+                error: Some(format!("servers.json: server \"files\": key \"policy\": {HOSTILE}")),
+            }],
+        }),
     }
 }
 
@@ -269,6 +279,8 @@ async fn logging_in_sets_an_http_only_strict_cookie_holding_the_token_and_the_bo
     assert!(page.contains("&lt;script&gt;alert(2)&lt;/script&gt;"));
     assert!(page.contains("Approve") && page.contains("Decline") && page.contains("2 questions wait for other"));
     assert!(page.contains("carol") && page.contains("/tools/delete") && page.contains("Operations"));
+    // The code that made the call, beside its arguments, as text.
+    assert!(page.contains("Code of the cell") && page.contains("files = await list_files()"), "{page}");
 
     let css = served.get("/console/style.css", None).await;
     assert_eq!(css.status(), 200);
@@ -369,9 +381,15 @@ async fn only_operators_see_the_operations_view_with_the_audit_tail_and_the_brid
     // The runner's slots and its hostile id, escaped; no script anywhere.
     assert!(page.contains("<td>3</td><td>4</td><td>1</td>") && page.contains("runner&quot;&gt;&lt;img"), "{page}");
     assert!(!page.contains("<script"), "{page}");
+    // A reload that did not apply, first and escaped.
+    let reload = page.find("did not apply (invalid)").expect("the failed reload is shown");
+    assert!(reload < page.find("Live sessions").unwrap(), "the failed reload comes first");
+    assert!(page.contains("key &quot;policy&quot;: &quot;&gt;&lt;img src=x"), "{page}");
     let asked = served.asked();
     assert!(
-        asked.contains(&ConsoleRequest::Audit { lines: 20 }) && asked.contains(&ConsoleRequest::Runners),
+        asked.contains(&ConsoleRequest::Audit { lines: 20 })
+            && asked.contains(&ConsoleRequest::Runners)
+            && asked.contains(&ConsoleRequest::Reloads),
         "{asked:?}"
     );
 }
