@@ -255,11 +255,7 @@ impl Upstreams {
             .map(|(key, _)| key);
         match oldest {
             Some(key) => {
-                if let Some(slot) = slots.remove(&key)
-                    && let Some(Ok(own)) = slot.get()
-                {
-                    own.close.cancel();
-                }
+                close_where(slots, |k, _| *k == key);
                 true
             }
             None => false,
@@ -267,80 +263,60 @@ impl Upstreams {
     }
 
     fn forget(&self, key: &(String, usize)) {
-        if let Some(slot) = code_mode_core::sync::lock(&self.slots).remove(key)
-            && let Some(Ok(own)) = slot.get()
-        {
-            own.close.cancel();
-        }
+        close_where(&mut code_mode_core::sync::lock(&self.slots), |k, _| k == key);
     }
 
     /// Close every session of the frontend session object `asker` (its
     /// client session ended, or its stateless request was answered).
     pub(crate) fn close_for(&self, asker: &str) -> usize {
-        let mut slots = code_mode_core::sync::lock(&self.slots);
-        let keys: Vec<_> = slots.keys().filter(|(a, _)| a == asker).cloned().collect();
-        for key in &keys {
-            if let Some(slot) = slots.remove(key)
-                && let Some(Ok(own)) = slot.get()
-            {
-                own.close.cancel();
-            }
-        }
-        keys.len()
+        close_where(&mut code_mode_core::sync::lock(&self.slots), |(a, _), _| a == asker)
     }
 
     /// Close every client's own session with the server at `index` (a
     /// reload removed it); its stateless shared session too.
     pub(crate) fn close_server(&self, index: usize) {
-        let mut slots = code_mode_core::sync::lock(&self.slots);
-        let keys: Vec<_> = slots.keys().filter(|(_, i)| *i == index).cloned().collect();
-        for key in &keys {
-            if let Some(slot) = slots.remove(key)
-                && let Some(Ok(own)) = slot.get()
-            {
-                own.close.cancel();
-            }
-        }
+        close_where(&mut code_mode_core::sync::lock(&self.slots), |(_, i), _| *i == index);
     }
 
     /// Close `asker`'s sessions that have no call in flight (a stateless
     /// request's, once its calls ended).
     pub(crate) fn close_idle_of(&self, asker: &str) {
-        let mut slots = code_mode_core::sync::lock(&self.slots);
-        let keys: Vec<_> = slots
-            .iter()
-            .filter(|((a, _), slot)| a == asker && matches!(slot.get(), Some(Ok(own)) if !own.busy()))
-            .map(|(key, _)| key.clone())
-            .collect();
-        for key in keys {
-            if let Some(slot) = slots.remove(&key)
-                && let Some(Ok(own)) = slot.get()
-            {
-                own.close.cancel();
-            }
-        }
+        close_where(&mut code_mode_core::sync::lock(&self.slots), |(a, _), slot| {
+            a == asker && matches!(slot.get(), Some(Ok(own)) if !own.busy())
+        });
     }
 
     /// Close the sessions unused for [`OWN_IDLE`] with no call in flight.
     pub(crate) fn reap(&self) {
         let now = Instant::now();
-        let mut slots = code_mode_core::sync::lock(&self.slots);
-        let stale: Vec<_> = slots
-            .iter()
-            .filter(|(_, slot)| {
-                matches!(slot.get(), Some(Ok(own)) if !own.busy() && now.duration_since(own.idle_since()) >= OWN_IDLE)
-            })
-            .map(|(key, _)| key.clone())
-            .collect();
-        for key in stale {
-            if let Some(slot) = slots.remove(&key)
-                && let Some(Ok(own)) = slot.get()
-            {
-                tracing::info!(client = %key.0, "closing a client's own session unused for {} s", OWN_IDLE.as_secs());
-                own.close.cancel();
+        close_where(&mut code_mode_core::sync::lock(&self.slots), |(client, _), slot| {
+            let stale = matches!(slot.get(),
+                Some(Ok(own)) if !own.busy() && now.duration_since(own.idle_since()) >= OWN_IDLE);
+            if stale {
+                tracing::info!(%client, "closing a client's own session unused for {} s", OWN_IDLE.as_secs());
             }
-        }
+            stale
+        });
     }
+}
+
+/// Remove the slots `pick` chooses, closing the session of each one that
+/// holds an open session; how many were removed.
+fn close_where(
+    slots: &mut HashMap<(String, usize), Slot>,
+    mut pick: impl FnMut(&(String, usize), &Slot) -> bool,
+) -> usize {
+    let before = slots.len();
+    slots.retain(|key, slot| {
+        if !pick(key, slot) {
+            return true;
+        }
+        if let Some(Ok(own)) = slot.get() {
+            own.close.cancel();
+        }
+        false
+    });
+    before - slots.len()
 }
 
 /// True when calls of a client with `link` go over sessions of its own.

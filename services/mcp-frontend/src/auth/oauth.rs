@@ -427,27 +427,11 @@ pub async fn issuer_metadata(client: &reqwest::Client, issuer: &str) -> Result<(
 }
 
 async fn get_json(client: &reqwest::Client, url: &str) -> Result<Value, String> {
-    let answer = client.get(url).send().await.map_err(|e| format!("{url}: {}", with_causes(&e)))?;
+    let answer = client.get(url).send().await.map_err(|e| format!("{url}: {}", code_mode_core::error::report(&e)))?;
     if !answer.status().is_success() {
         return Err(format!("{url}: HTTP {}", answer.status()));
     }
-    answer.json::<Value>().await.map_err(|e| format!("{url}: {}", with_causes(&e)))
-}
-
-/// An error and its causes, `: `-separated (reqwest's own message leaves
-/// out why a connection failed).
-fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(e) = cause {
-        let more = e.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        cause = e.source();
-    }
-    text
+    answer.json::<Value>().await.map_err(|e| format!("{url}: {}", code_mode_core::error::report(&e)))
 }
 
 #[cfg(test)]
