@@ -248,3 +248,9 @@ fn what_is_not_built_is_said_only_in_the_list_docs_readme_keeps() {
         elsewhere.join("\n")
     );
 }
+
+#[test]
+fn the_readme_stays_a_front_page_of_at_most_200_lines() {
+    let lines = read(&root().join("README.md")).lines().count();
+    assert!(lines <= 200, "README.md has {lines} lines: move the detail into a chapter of docs/ and link it");
+}
