@@ -283,3 +283,21 @@ fn a_cell_printing_more_than_8_kib_keeps_its_head_and_its_closing_lines_and_says
     assert_eq!(small.ok(), format!("{}\n", "x".repeat(8000)));
     assert!(!small.truncated());
 }
+
+#[test]
+fn a_wrapped_server_that_keeps_running_after_its_input_closes_is_ended_by_sigterm_when_run_ends() {
+    if !support::sandbox_available() {
+        return;
+    }
+    // The server lingers after its input closes until SIGTERM, and records
+    // the signal in its log; before, `run` waited 2 s and then killed it
+    // (no SIGTERM was sent within that wait).
+    let log = support::log_path("linger");
+    let log_arg = log.display().to_string();
+    let ran = run(&[], "print(1)", &["--linger", "--log", &log_arg]);
+    assert_eq!(ran.ok(), "1\n");
+    let requests = std::fs::read_to_string(&log).unwrap();
+    assert!(requests.lines().any(|l| l == "SIGTERM -"), "ended by SIGTERM: {requests}");
+    assert!(!ran.stderr().contains("did not close in time"), "{}", ran.stderr());
+    let _ = std::fs::remove_file(&log);
+}

@@ -72,6 +72,7 @@ pub mod fuzzing;
 
 pub mod board;
 mod check;
+mod child;
 mod current;
 mod error;
 mod offers;

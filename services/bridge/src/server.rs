@@ -58,14 +58,16 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::BridgeError;
+use crate::child::ChildTransport;
 use crate::relay::{Flights, Relay, Relisting};
 
 /// The variables a stdio MCP server gets by default (as MCP clients do),
 /// when they are set here.
 pub const DEFAULT_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
 
-/// How long a wrapped server gets to exit after its session closes; then its
-/// process is killed (`kill_on_drop`).
+/// How long a wrapped session gets to close; a stdio server's own close is
+/// shorter ([`crate::child`]: its input closed, then SIGTERM, then SIGKILL),
+/// and past this its process is killed (`kill_on_drop`).
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The restart delays of a wrapped server that exits on its own.
@@ -550,7 +552,7 @@ fn http_config(http: &HttpSpec) -> Result<StreamableHttpClientTransportConfig, S
 
 /// Spawn a stdio server with its environment; its stderr goes to the log,
 /// and its last lines to `tail`.
-fn spawn(name: &str, spec: &StdioSpec, tail: StderrTail) -> Result<TokioChildProcess, BridgeError> {
+fn spawn(name: &str, spec: &StdioSpec, tail: StderrTail) -> Result<ChildTransport, BridgeError> {
     let mut cmd = tokio::process::Command::new(&spec.command);
     cmd.args(&spec.args).env_clear().kill_on_drop(true);
     for key in DEFAULT_ENV {
@@ -592,7 +594,7 @@ fn spawn(name: &str, spec: &StdioSpec, tail: StderrTail) -> Result<TokioChildPro
             tail.closed.notify_one();
         });
     }
-    Ok(transport)
+    Ok(ChildTransport::new(transport))
 }
 
 impl ServerActor {

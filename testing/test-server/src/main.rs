@@ -10,7 +10,8 @@
 //! `--add-tool` adds `add_tool {name}`, which adds a tool at runtime
 //! (answering `ok <name>`) and sends `notifications/tools/list_changed`.
 //! `--reports` adds `report {owner, secret}`, which answers with nested JSON
-//! text and declares no output schema.
+//! text and declares no output schema. `--linger` keeps it running after
+//! its input closes, until SIGTERM.
 //!
 //! Stdout is the MCP channel: logs go to stderr only. With `--http ADDR` it
 //! serves the same tools plus `get_header` over streamable HTTP instead, at
@@ -88,6 +89,10 @@ struct Args {
     /// result shapes learned from results).
     #[arg(long)]
     reports: bool,
+    /// Keep running after the input closes (as some servers do) until
+    /// SIGTERM, which is then recorded in the `--log` file as `SIGTERM -`.
+    #[arg(long)]
+    linger: bool,
 }
 
 #[tokio::main]
@@ -137,11 +142,24 @@ async fn main() -> anyhow::Result<()> {
     tracing::info!(tools = catalog.tools.len(), "serving MCP over stdio");
 
     let server = TestServer::new(catalog).with_resources(args.resources, args.resource_host.as_deref());
+    // Set up before serving, so that a SIGTERM at any time is recorded
+    // (only when lingering: otherwise SIGTERM ends the server at once).
+    let term = match args.linger {
+        true => Some((tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?, args.log.clone())),
+        false => None,
+    };
     let service = RequestLog::new(server, log)
         .serve(rmcp::transport::stdio_pipes())
         .await
         .context("MCP initialization failed")?;
     service.waiting().await.context("MCP service failed")?;
+    if let Some((mut term, log)) = term {
+        tracing::info!("the input closed: lingering until SIGTERM");
+        term.recv().await;
+        if let Some(path) = log {
+            OpenOptions::new().append(true).open(path)?.write_all(b"SIGTERM -\n")?;
+        }
+    }
     Ok(())
 }
 
