@@ -709,3 +709,86 @@ impl crate::Bridge {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The bookkeeping of calls in flight and of their notes, under paused
+    //! time: each wait is bounded and ends as soon as what it waits for
+    //! happens.
+
+    use super::*;
+    use tokio::time::Instant;
+
+    fn flight(call: &str, request: i64) -> Flight {
+        Flight {
+            call_id: call.into(),
+            request_id: RequestId::Number(request),
+            asker: format!("asker-{call}"),
+            progress: true,
+            relaying: Relaying::default(),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_result_waits_for_its_notes_only_until_the_last_one_is_delivered() {
+        let relaying = Relaying::default();
+        let note = relaying.start();
+        let started = Instant::now();
+        let delivered = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            drop(note);
+        });
+        relaying.settled().await;
+        assert_eq!(started.elapsed(), Duration::from_millis(300), "it returned as the note was delivered");
+        delivered.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_result_with_no_note_on_its_way_waits_only_the_grace_and_a_stuck_note_at_most_the_settle_time() {
+        let relaying = Relaying::default();
+        let started = Instant::now();
+        relaying.settled().await;
+        assert_eq!(started.elapsed(), NOTE_GRACE);
+        let _stuck = relaying.start();
+        let started = Instant::now();
+        relaying.settled().await;
+        assert_eq!(started.elapsed(), NOTE_GRACE + NOTE_SETTLE, "a note never delivered holds the result no longer");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn progress_that_races_ahead_of_its_call_finds_it_when_the_call_is_noted_in_time() {
+        let flights = Flights::default();
+        let later = flights.clone();
+        let noted = tokio::spawn(async move {
+            tokio::time::sleep(LATE_FLIGHT / 2).await;
+            later.enter("token-1".into(), flight("call-1", 1))
+        });
+        let started = Instant::now();
+        let found = flights.of_token("token-1").await.expect("the call noted within the wait");
+        assert_eq!(found.call_id, "call-1");
+        assert_eq!(started.elapsed(), LATE_FLIGHT / 2, "found as soon as it was noted");
+        let guard = noted.await.unwrap();
+        assert_eq!(flights.count(), 1);
+        drop(guard);
+        assert_eq!(flights.count(), 0, "a call that ended leaves the flights");
+        let started = Instant::now();
+        assert!(flights.of_token("token-1").await.is_none(), "an ended call's token finds nothing");
+        assert_eq!(started.elapsed(), LATE_FLIGHT, "and waits no longer than the bound");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_servers_message_belongs_to_the_call_of_its_stream_else_to_the_only_call_in_flight() {
+        let flights = Flights::default();
+        assert!(flights.of_message(None).is_none(), "no call in flight: nobody's");
+        let one = flights.enter("t1".into(), flight("call-1", 1));
+        assert_eq!(flights.of_message(None).unwrap().call_id, "call-1", "the only call in flight");
+        let two = flights.enter("t2".into(), flight("call-2", 2));
+        assert!(flights.of_message(None).is_none(), "two calls and no stream: it is the session's");
+        let on_two = InboundStreamOrigin::OutboundRequest(RequestId::Number(2));
+        assert_eq!(flights.of_message(Some(&on_two)).unwrap().call_id, "call-2", "the call whose stream it came on");
+        drop(two);
+        assert!(flights.of_message(Some(&on_two)).is_none(), "a stream whose call ended belongs to no call");
+        drop(one);
+        assert_eq!(flights.count(), 0);
+    }
+}
