@@ -5,6 +5,9 @@
 ARG BASE=debian:bookworm-slim
 FROM ${BASE}
 COPY prometheus /usr/local/bin/
+# Its web UI's pages and libraries (build.sh copies Debian's), where
+# Debian's binary reads them: the UI works with nothing from the network.
+COPY web /usr/share/prometheus/web
 # The TSDB (a named volume in the compose file starts as a copy of this
 # folder, owner included).
 RUN mkdir -p /prometheus && chown 65534:65534 /prometheus

@@ -327,3 +327,140 @@ async fn a_real_prometheus_scrapes_serve_and_answers_a_query_for_its_finished_ce
     client.cancel().await.expect("the client closes");
     let _ = prom.kill().await;
 }
+
+/// The link of docs/metrics.md that opens the offline dashboard (the
+/// stack's Prometheus, its own graph page with four panels).
+fn offline_dashboard_link() -> String {
+    let docs = std::fs::read_to_string(code_mode_core::testing::peers::workspace_root().join("docs/metrics.md"))
+        .expect("docs/metrics.md");
+    let at = docs.find("http://127.0.0.1:9090/classic/graph?").expect("docs/metrics.md gives the dashboard's link");
+    docs[at..].split(|c: char| c.is_whitespace() || c == '`' || c == '>' || c == ')').next().unwrap().to_string()
+}
+
+/// A container this test started, removed when dropped.
+struct Container(String);
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("docker").args(["rm", "-f", &self.0]).output();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stacks_prometheus_draws_the_offline_dashboard_in_chromium_from_its_own_files_alone() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some(python) = crate::console_browser::browser_available() else { return };
+    if std::process::Command::new("prometheus").arg("--version").output().is_err() {
+        unavailable("prometheus", "prometheus does not run (apt-get install prometheus)");
+        return;
+    }
+    // The compose stack's Prometheus image, as deploy/build.sh builds it.
+    let root = code_mode_core::testing::peers::workspace_root();
+    let bin_dir = support::code_mode().parent().expect("the binary is in a folder").to_path_buf();
+    let built = std::process::Command::new("bash")
+        .arg(root.join("deploy/build.sh"))
+        .arg("--bin-dir")
+        .arg(&bin_dir)
+        .args(["--only", "prometheus"])
+        .output()
+        .expect("build.sh runs");
+    assert!(built.status.success(), "deploy/build.sh failed:\n{}", String::from_utf8_lossy(&built.stderr));
+
+    let mut serve = spawn(serve_command(&[]), "serve").await;
+    let client = client(&mut serve).await;
+
+    // That image, on the host's network (it scrapes serve on loopback).
+    let dir = TempDir::new("offline-dashboard");
+    let config = dir.0.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: serve\n    static_configs:\n      - \
+             targets: ['{}']\n",
+            serve.metrics
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let port = code_mode_core::testing::free_port();
+    let name = format!("code-mode-test-prometheus-{}", uuid::Uuid::new_v4().simple());
+    let mount = format!("{}:/etc/prometheus.yml:ro", config.display());
+    let listen = format!("--web.listen-address=127.0.0.1:{port}");
+    let started = std::process::Command::new("docker")
+        .args(["run", "-d", "--rm", "--name", &name, "--network", "host", "-v", &mount])
+        .args(["--entrypoint", "prometheus", "code-mode-prometheus:latest"])
+        .args(["--config.file=/etc/prometheus.yml", "--storage.tsdb.path=/prometheus", &listen])
+        .output()
+        .expect("docker runs");
+    assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
+    let _container = Container(name);
+    let web = SocketAddr::from(([127, 0, 0, 1], port));
+    let give_up = std::time::Instant::now() + Duration::from_secs(60);
+    while support::prometheus_query(web, "up").await.is_none_or(|up| up[0]["value"][1] != "1") {
+        assert!(std::time::Instant::now() < give_up, "the image's Prometheus never scraped serve");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    // Cells for the panels to draw (each decision of a tool call, an
+    // error), counted after a first scrape, so that their rates are not 0.
+    for _ in 0..2 {
+        assert_eq!(run_python(&client, THREE_DECISIONS).await["stdout"], "{\"sum\":5}\nrefused\nfault\n");
+    }
+    run_python(&client, "raise ValueError('on purpose')").await;
+    let rate = "sum%28rate%28codemode_cells_total%5B5m%5D%29%29";
+    let give_up = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let value = support::prometheus_query(web, rate).await;
+        if value.as_ref().and_then(|v| v[0]["value"][1].as_str()).is_some_and(|v| v.parse::<f64>().unwrap_or(0.0) > 0.0)
+        {
+            break;
+        }
+        assert!(std::time::Instant::now() < give_up, "no rate of cells from the image's Prometheus: {value:?}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+
+    // The browser reaches loopback only.
+    let link = offline_dashboard_link().replace("127.0.0.1:9090", &format!("127.0.0.1:{port}"));
+    let screenshot = if code_mode_core::testing::rewrite_golden("UPDATE_SCREENSHOT") {
+        root.join("docs/images/prometheus.png")
+    } else {
+        support::log_path("offline-dashboard").with_extension("png")
+    };
+    let out = tokio::process::Command::new(&python)
+        .arg(root.join("testing/console/prometheus_graph.py"))
+        .args(["--url", &link, "--panels", "4", "--screenshot", screenshot.to_str().unwrap()])
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("the browser script runs");
+    assert!(out.status.success(), "the browser script failed: {}", String::from_utf8_lossy(&out.stderr));
+    let seen: Value = serde_json::from_slice(&out.stdout).expect("JSON from the script");
+    eprintln!("{seen:#}");
+    let panels = seen["panels"].as_array().expect("panels");
+    assert_eq!(panels.len(), 4, "four panels: {seen:#}");
+    for panel in panels {
+        assert!(panel["lines"].as_u64().unwrap_or(0) > 0, "a panel drew no line: {panel}");
+        assert_eq!(panel["errors"], json!([]), "{panel}");
+    }
+    let legend = |i: usize| panels[i]["legend"].to_string();
+    assert!(legend(0).contains(r#"outcome=\"finished\""#) && legend(0).contains(r#"outcome=\"error\""#), "{seen:#}");
+    assert!(legend(2).contains(r#"decision=\"ok\""#), "{seen:#}");
+    assert!(legend(3).contains("codemode_warm_pool_size"), "{seen:#}");
+    // Every file came from that Prometheus, none failed to load.
+    let resources = seen["resources"].as_array().expect("resources");
+    let own = format!("http://127.0.0.1:{port}/");
+    assert!(resources.len() > 10, "the UI's files: {resources:?}");
+    assert!(resources.iter().all(|r| r.as_str().is_some_and(|r| r.starts_with(&own))), "{resources:?}");
+    let failed: Vec<&Value> = seen["log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["message"].as_str().is_some_and(|m| m.contains("Failed to load") || m.contains("net::ERR")))
+        .collect();
+    assert!(failed.is_empty(), "files that did not load: {failed:?}");
+    let png = std::fs::read(&screenshot).expect("the screenshot was written");
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "a PNG");
+    client.cancel().await.expect("the client closes");
+}
