@@ -339,6 +339,10 @@ pub(crate) fn wrapped_servers(args: &BridgeArgs, server: &[String]) -> anyhow::R
             None => bail!("no server command after -- (or --url URL, or --config FILE)"),
         },
     };
+    let server = match &args.server_name {
+        Some(name) => server.named(name),
+        None => server,
+    };
     Ok(vec![
         server
             .pass_env(args.env.clone())

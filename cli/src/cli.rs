@@ -13,6 +13,7 @@ use code_mode_sandbox_runner::container::Runtime;
 use code_mode_sandbox_runner::image::{BaseSource, Packages};
 
 use crate::ranges;
+use crate::text_values::{header_value, parse_group, parse_public_url, parse_server_name};
 
 /// Let a model drive any MCP server by writing Python, run in a locked-down
 /// Docker sandbox, with every tool call checked on the host.
@@ -458,6 +459,10 @@ pub struct BridgeArgs {
     /// (`NAME:VALUE`, e.g. `Authorization:Bearer ...`); repeatable.
     #[arg(long = "header", value_name = "NAME:VALUE", requires = "server_url", value_parser = header_value)]
     pub headers: Vec<(String, String)>,
+    /// The name of the one wrapped server (logs, questions, refusals,
+    /// the console); default: a short name from its command (or the URL).
+    #[arg(long = "name", value_name = "NAME", conflicts_with = "config", value_parser = parse_server_name)]
+    pub server_name: Option<String>,
     /// Apply this policy file to the server's tools (which may be called,
     /// how often, with which arguments; tools named as the server lists
     /// them). With `--config`, give each entry its own `"policy"`.
@@ -868,32 +873,5 @@ pub fn server_form_hint(error: &clap::Error, argv: &[std::ffi::OsString]) -> Opt
             Some(format!("code-mode {command}: no server to wrap: {forms}"))
         }
         _ => None,
-    }
-}
-
-/// A `--header NAME:VALUE`: the name (a valid HTTP header name) and the
-/// value, trimmed.
-fn header_value(text: &str) -> Result<(String, String), String> {
-    let (name, value) = text.split_once(':').ok_or_else(|| format!("{text:?} is not NAME:VALUE"))?;
-    let name = name.trim();
-    http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| format!("{name:?} is not an HTTP header name"))?;
-    Ok((name.to_string(), value.trim().to_string()))
-}
-
-/// A group name (`--console-operators`): 1 to 64 characters, no space or
-/// comma.
-fn parse_group(text: &str) -> Result<String, String> {
-    code_mode_mcp_frontend::auth::check_group(text)?;
-    Ok(text.to_string())
-}
-
-/// A public base URL (`--public-url`): `http://` or `https://` and a host.
-fn parse_public_url(text: &str) -> Result<String, String> {
-    let rest = text.strip_prefix("https://").or_else(|| text.strip_prefix("http://"));
-    match rest {
-        Some(rest) if !rest.is_empty() && !rest.starts_with('/') && !text.contains(char::is_whitespace) => {
-            Ok(text.trim_end_matches('/').to_string())
-        }
-        _ => Err(format!("{text:?} is not an http(s) URL with a host")),
     }
 }

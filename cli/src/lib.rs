@@ -50,6 +50,7 @@ pub mod ranges;
 pub mod settings;
 pub mod stack;
 pub mod terminal;
+mod text_values;
 
 // The cargo-fuzz targets' entry points: only with the `fuzzing` feature
 // (the fuzz crate enables it) and in this crate's tests.

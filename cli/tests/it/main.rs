@@ -50,6 +50,7 @@ mod reload;
 mod remote;
 mod run_command;
 mod sandbox_lifetime;
+mod server_name;
 mod session_walk;
 mod sessions;
 mod several;

@@ -67,14 +67,14 @@ pub struct WrappedServer {
 
 impl WrappedServer {
     /// The local server a command line starts (`command[0]` the program,
-    /// named after it; the rest its arguments), with the minimal
+    /// named by [`short_name`]; the rest its arguments), with the minimal
     /// environment, every tool kept, none private, no policy: what
     /// `-- COMMAND` wraps. `None` when `command` is empty.
     pub fn command(command: &[String]) -> Option<WrappedServer> {
         let (program, args) = command.split_first()?;
         Some(WrappedServer {
             spec: ServerSpec {
-                name: program.clone(),
+                name: short_name(program, args),
                 transport: Transport::Stdio(StdioSpec {
                     command: program.clone(),
                     args: args.to_vec(),
@@ -244,4 +244,65 @@ pub struct PolicyOptions {
     /// `[denied: ...]`); by default they are left out of the catalog, and a
     /// call naming one is refused with the rule and reason all the same.
     pub offer_denied: bool,
+}
+
+/// Programs that start a server named in their arguments.
+const LAUNCHERS: &[&str] =
+    &["npx", "node", "uvx", "uv", "python", "python3", "pipx", "bunx", "bun", "deno", "pnpm", "yarn", "docker", "env"];
+/// Words of a launcher's command line that are not the server.
+const LAUNCHER_WORDS: &[&str] = &["run", "exec", "dlx", "x", "-m"];
+
+/// A short name for the server `program args` starts, for a person to read
+/// (logs, questions, refusals, the console) instead of a host path: the
+/// file name of the program, or for a launcher (`npx`, `node`, `uvx`,
+/// `python3`, ...) of the first argument that is not a flag, without a
+/// package version or a script's extension
+/// (`npx -y @modelcontextprotocol/server-everything@2` gives
+/// `server-everything`); characters other than letters, digits, `-`, `_`
+/// and `.` become `_`.
+pub fn short_name(program: &str, args: &[String]) -> String {
+    let file = |path: &str| path.rsplit('/').next().unwrap_or(path).to_string();
+    let mut name = file(program);
+    if LAUNCHERS.contains(&name.as_str())
+        && let Some(server) = args.iter().find(|a| !a.starts_with('-') && !LAUNCHER_WORDS.contains(&a.as_str()))
+    {
+        let server = file(server);
+        let server = match server.rfind('@') {
+            Some(at) if at > 0 => server[..at].to_string(),
+            _ => server,
+        };
+        let server = [".js", ".mjs", ".cjs", ".ts", ".py"]
+            .iter()
+            .find_map(|ext| server.strip_suffix(ext))
+            .map(str::to_string)
+            .unwrap_or(server);
+        if !server.is_empty() {
+            name = server;
+        }
+    }
+    let name: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' }).collect();
+    name.chars().take(64).collect()
+}
+
+#[cfg(test)]
+mod short_name_tests {
+    use super::short_name;
+
+    fn named(command: &[&str]) -> String {
+        let args: Vec<String> = command[1..].iter().map(|s| s.to_string()).collect();
+        short_name(command[0], &args)
+    }
+
+    #[test]
+    fn a_server_is_named_by_its_file_name_or_the_package_a_launcher_starts_never_by_a_host_path() {
+        assert_eq!(named(&["/work/node_modules/.bin/mcp-server-everything"]), "mcp-server-everything");
+        assert_eq!(named(&["npx", "-y", "@modelcontextprotocol/server-everything@2.0.1"]), "server-everything");
+        assert_eq!(named(&["uvx", "mcp-server-time", "--local-timezone", "UTC"]), "mcp-server-time");
+        assert_eq!(named(&["/usr/bin/python3", "-m", "my_server"]), "my_server");
+        assert_eq!(named(&["node", "/srv/app/index.mjs"]), "index");
+        assert_eq!(named(&["./target/debug/code-mode-test-server", "--many", "3"]), "code-mode-test-server");
+        assert_eq!(named(&["node"]), "node", "a launcher alone keeps its own name");
+        assert_eq!(named(&["my server!"]), "my_server_");
+    }
 }
