@@ -8,7 +8,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use code_mode_mcp_frontend::CELL_MARGIN;
+use code_mode_core::defaults::HOP_MARGIN;
 use rmcp::model::CallToolResult;
 use tokio::time::Instant;
 
@@ -40,7 +40,7 @@ async fn until_output(client: &Client, code: &str, expected: &str, within: Durat
     let give_up = Instant::now() + within;
     let mut failed = Vec::new();
     loop {
-        let result = tokio::time::timeout(DEADLINE + CELL_MARGIN + Duration::from_secs(5), run_python(client, code))
+        let result = tokio::time::timeout(DEADLINE + HOP_MARGIN + Duration::from_secs(5), run_python(client, code))
             .await
             .expect("run_python answers within the deadline and its margin");
         match stdout_of(&result) {

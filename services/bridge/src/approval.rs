@@ -17,9 +17,6 @@ use serde_json::Value;
 pub const SUMMARY_CHARS: usize = 400;
 /// Longest single value in a summary, in characters.
 pub const VALUE_CHARS: usize = 120;
-/// How much longer than the approval timeout the bridge waits for the
-/// frontend's answer (it answers `timed_out` itself at the timeout).
-pub const MARGIN: Duration = code_mode_core::defaults::HOP_MARGIN;
 
 /// A readable, bounded summary of a call's arguments:
 /// `path = "/tmp/a", recursive = true`.

@@ -713,7 +713,7 @@ impl Bridge {
         };
         // The frontend answers `timed_out` itself when the person does not;
         // the margin covers the hops.
-        let wait = timeout + approval::MARGIN;
+        let wait = timeout + code_mode_core::defaults::HOP_MARGIN;
         match bus.call_counted_as::<_, ApprovalReply>(&subject, subjects::APPROVAL, &request, wait).await {
             Ok(reply) => reply,
             Err(BusError::NoResponders { .. }) => ApprovalReply::Unavailable {

@@ -670,7 +670,7 @@ impl crate::Bridge {
             params,
             timeout_ms: timeout.as_millis() as u64,
         });
-        let wait = timeout + crate::approval::MARGIN;
+        let wait = timeout + code_mode_core::defaults::HOP_MARGIN;
         let asked = to_client(bus, &subject, &message, wait);
         let reply = tokio::select! {
             reply = asked => reply,

@@ -136,7 +136,7 @@ impl Bridge {
         let (tx, rx) = oneshot::channel();
         let bus = bus.clone();
         tokio::spawn(async move {
-            let wait = timeout + approval::MARGIN;
+            let wait = timeout + code_mode_core::defaults::HOP_MARGIN;
             match bus.call_counted_as::<_, ApprovalReply>(&subject, subjects::APPROVAL, &request, wait).await {
                 Ok(reply) if ask_client => {
                     let _ = tx.send(reply);

@@ -29,8 +29,6 @@
 //! With `ask_client` the form question is asked as above, its message
 //! giving the link too ([`question_linked`]).
 
-use std::time::Duration;
-
 use code_mode_proto::{ApprovalReply, ApprovalRequest, ConsoleAsk};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
 use tokio::sync::oneshot;
@@ -57,10 +55,6 @@ pub enum Asking {
     /// The client declared no form elicitation.
     Unsupported,
 }
-
-/// Longest time a parked cell waits for the client's retried call beyond
-/// the approval timeout, before it is dropped.
-pub const PARK_MARGIN: Duration = code_mode_core::defaults::HOP_MARGIN;
 
 /// The question the person sees, as an elicitation form with no fields.
 pub fn question(request: &ApprovalRequest) -> ElicitRequestParams {

@@ -20,13 +20,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use code_mode_core::defaults::HOP_MARGIN;
 use code_mode_proto::{CallCancelled, CancelCall, Catalog, DirectCall, DirectReply, Op, subjects};
 use rmcp::model::{CallToolResponse, JsonObject, Tool, ToolAnnotations};
 
 use crate::{FrontendError, Shared};
-
-/// Margin over the call's own timeouts for the bridge's answer (the hops).
-const REPLY_MARGIN: Duration = code_mode_core::defaults::HOP_MARGIN;
 
 /// Which tools `tools/list` offers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -86,7 +84,7 @@ fn object(value: &serde_json::Value) -> JsonObject {
 pub(crate) async fn call(shared: &Shared, call: &DirectCall) -> Result<CallToolResponse, FrontendError> {
     let catalog = &shared.catalog.current().catalog;
     let answers = catalog.answer_wait_ms(call.link.as_ref());
-    let wait = Duration::from_millis(catalog.call_timeout_ms + answers) + REPLY_MARGIN;
+    let wait = Duration::from_millis(catalog.call_timeout_ms + answers) + HOP_MARGIN;
     let answer = shared.bus.call::<_, DirectReply>(subjects::TOOL_DIRECT, call, wait).await;
     match call.op {
         Op::Tool => crate::wire::direct_reply(&call.tool, answer),
@@ -223,7 +221,7 @@ mod tests {
         let started = tokio::time::Instant::now();
         let timed_out = call(&shared, &direct_call()).await;
         assert_eq!(text(&timed_out), "BridgeTimeout");
-        assert_eq!(started.elapsed(), Duration::from_millis(1000) + REPLY_MARGIN);
+        assert_eq!(started.elapsed(), Duration::from_millis(1000) + HOP_MARGIN);
         cancel.cancel();
     }
 }

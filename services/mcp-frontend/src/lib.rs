@@ -193,12 +193,6 @@ pub const PACKAGES_WAIT: Duration = Duration::from_secs(10);
 const PACKAGES_POLL: Duration = Duration::from_millis(100);
 /// Pause between two tries of a request that found no service free.
 pub(crate) const RETRY_PAUSE: Duration = Duration::from_millis(100);
-/// Margin over the deadline for a cell's reply. The runner counts the
-/// deadline from the cell's arrival (container start included), so this
-/// covers removing the container and the hops. A runner that has not
-/// answered by then is taken as lost: a killed runner costs the client the
-/// deadline plus this, not a hang.
-pub const CELL_MARGIN: Duration = defaults::HOP_MARGIN;
 
 /// What the sessions of one frontend process share: the bus, the settings,
 /// the cell slots, and handles on the catalog watcher and the parking lot.

@@ -7,19 +7,20 @@
 //! actor per frontend process owns such cells, by token, until the client
 //! calls again with the answers (over stateless HTTP that call reaches a
 //! new session object, so the lot is the process's, not a session's) or
-//! until the longest question's timeout plus [`PARK_MARGIN`] passes; then
+//! until the longest question's timeout plus [`HOP_MARGIN`] passes; then
 //! the parked cell is dropped, which refuses its waiting calls. The task
 //! ends when the last handle goes.
 
 use std::collections::HashMap;
 
+use code_mode_core::time::sleep_until;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::approval::PARK_MARGIN;
 use crate::auth::Identity;
 use crate::questions::Question;
 use crate::session::CellRun;
+use code_mode_core::defaults::HOP_MARGIN;
 
 /// Park requests that may wait at the actor.
 const REQUESTS: usize = 64;
@@ -55,9 +56,9 @@ impl ParkingLot {
         ParkingLot { requests }
     }
 
-    /// Keep `parked` under `token` until `until` (plus [`PARK_MARGIN`]).
+    /// Keep `parked` under `token` until `until` (plus [`HOP_MARGIN`]).
     pub async fn park(&self, token: String, parked: Parked, until: Instant) {
-        let until = until + PARK_MARGIN;
+        let until = until + HOP_MARGIN;
         // A lot that is gone drops the cell, as an expired one would be.
         let _ = self.requests.send(Command::Park { token, parked, until }).await;
     }
@@ -102,13 +103,6 @@ async fn run(mut inbox: mpsc::Receiver<Command>) {
                 });
             }
         }
-    }
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
 
@@ -167,9 +161,9 @@ mod tests {
         let until = Instant::now() + Duration::from_secs(60);
         lot.park("token-2".into(), cell, until).await;
         let (later, _later_waiting) = parked(None);
-        lot.park("later".into(), later, until + PARK_MARGIN * 10).await;
+        lot.park("later".into(), later, until + HOP_MARGIN * 10).await;
         // Still parked just before its time and the margin are up ...
-        tokio::time::sleep_until(until + PARK_MARGIN - Duration::from_millis(10)).await;
+        tokio::time::sleep_until(until + HOP_MARGIN - Duration::from_millis(10)).await;
         assert_eq!(waiting.try_recv(), Err(TryRecvError::Empty), "the question still waits");
         // ... dropped right after: the waiting call's answer goes with it,
         // which the bridge takes as a refusal.

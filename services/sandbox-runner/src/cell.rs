@@ -39,9 +39,6 @@ use crate::protocol::{self, Backstop, FromRunner, LineReader, RunnerLimits, ToRu
 use crate::remover::Remover;
 use crate::wire;
 
-/// How long a bus request for one tool call may wait beyond the call's own
-/// timeout at the bridge.
-const CALL_MARGIN: Duration = code_mode_core::defaults::HOP_MARGIN;
 /// Bytes of the container's stderr kept for diagnostics (it is /dev/null
 /// once the runner is up, so only start-up failures land there).
 const STDERR_KEPT: usize = 2048;
@@ -687,7 +684,9 @@ async fn handle_line(
             };
             let bus = bus.clone();
             // In the cell's span: the call's trace context goes with it.
-            let relayed = async move { (id, relay(&bus, &call, call_timeout + CALL_MARGIN).await, read_at) };
+            let relayed = async move {
+                (id, relay(&bus, &call, call_timeout + code_mode_core::defaults::HOP_MARGIN).await, read_at)
+            };
             calls.spawn(tracing::Instrument::in_current_span(relayed));
         }
         FromRunner::Content { block } => {

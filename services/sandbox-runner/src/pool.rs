@@ -45,6 +45,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use bollard::Docker;
+use code_mode_core::time::sleep_until;
 use futures::StreamExt;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
@@ -431,13 +432,6 @@ async fn first_to_speak(ready: &mut VecDeque<ReadyContainer>) -> usize {
     }
     let (_, index, _) = futures::future::select_all(ready.iter_mut().map(|r| r.output_mut().next())).await;
     index
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
 }
 
 #[cfg(test)]

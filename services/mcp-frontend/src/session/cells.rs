@@ -4,6 +4,7 @@
 //! watched meanwhile.
 
 use code_mode_core::bus::BusError;
+use code_mode_core::defaults::HOP_MARGIN;
 use code_mode_core::lease::{Gone, Heard};
 use code_mode_proto::{
     CellLimits, CellRan, CellReport, ErrorKind, KeptContainer, Note, RunCell, ServerNote, ToolStub, subjects,
@@ -14,7 +15,7 @@ use super::CellOrder;
 use crate::auth::Identity;
 use crate::catalog::View;
 use crate::questions::Question;
-use crate::{CELL_MARGIN, FrontendError, RETRY_PAUSE, Shared};
+use crate::{FrontendError, RETRY_PAUSE, Shared};
 
 /// Where a session's cells and direct calls count (`session`: the client
 /// session, or a stateless request's identity scope) and who asks about
@@ -142,7 +143,7 @@ pub(super) async fn send_fresh(
     loop {
         // A cell held while a person decides runs that much longer (at
         // most its approval allowance in all).
-        let wait = config.deadline + std::time::Duration::from_millis(cell.limits.approval_timeout_ms) + CELL_MARGIN;
+        let wait = config.deadline + std::time::Duration::from_millis(cell.limits.approval_timeout_ms) + HOP_MARGIN;
         let bus = &shared.bus;
         // The runner that takes the cell holds its lease until it replies
         // (and says how the cell ended a while after); a runner that dies
@@ -167,7 +168,7 @@ pub(super) async fn send_fresh(
             // A runner took the cell and never answered (or dropped it).
             Err(BusError::Timeout { .. } | BusError::Dropped { .. }) => {
                 tracing::warn!(cell = %cell.cell_id, "the sandbox-runner running the cell was lost");
-                return Err((FrontendError::RunnerLost { waited: wait, margin: CELL_MARGIN }, None));
+                return Err((FrontendError::RunnerLost { waited: wait, margin: HOP_MARGIN }, None));
             }
             other => return other.map_err(|e| (e.into(), None)),
         };

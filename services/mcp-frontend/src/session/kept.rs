@@ -7,6 +7,7 @@
 use std::collections::VecDeque;
 
 use code_mode_core::bus::BusError;
+use code_mode_core::defaults::HOP_MARGIN;
 use code_mode_core::lease::Gone;
 use code_mode_proto::{
     CellRan, CellReport, ErrorKind, Keep, KeptContainer, KeptEnd, KeptReply, KeptRequest, RunCell, subjects,
@@ -16,7 +17,7 @@ use super::cells::{At, gone_error, prepare, send_fresh};
 use super::{CellOrder, CellReply, CellSlot, Ran, SESSION_END_TIMEOUT};
 use crate::auth::Identity;
 use crate::handle::HandleError;
-use crate::{CELL_MARGIN, FrontendError, KeepConfig, Shared};
+use crate::{FrontendError, KeepConfig, Shared};
 
 /// A kept session's container as its session knows it.
 #[derive(Debug, Clone, Default)]
@@ -48,7 +49,7 @@ pub(super) struct Kept {
 pub(super) async fn end_kept(shared: &Shared, session: &str, at: KeptContainer) {
     let Some(subject) = subjects::runner(&at.runner) else { return };
     let end = KeptRequest::End(KeptEnd { session: session.to_string(), key: at.key });
-    match shared.bus.call::<_, KeptReply>(&subject, &end, SESSION_END_TIMEOUT + CELL_MARGIN).await {
+    match shared.bus.call::<_, KeptReply>(&subject, &end, SESSION_END_TIMEOUT + HOP_MARGIN).await {
         Ok(reply) => tracing::info!(%session, ?reply, "client session ended; its kept container was removed"),
         Err(e) => {
             tracing::info!(%session, error = %e, "client session ended, but the runner holding its kept container could not be told")
@@ -229,7 +230,7 @@ pub(super) async fn send_to_runner(
 ) -> Result<CellRan, Next> {
     let Some(subject) = subjects::runner(&at.runner) else { return Err(Next::Lost(Lost::RunnerGone)) };
     let held = std::time::Duration::from_millis(cell.limits.approval_timeout_ms);
-    let wait = shared.config.deadline + held + CELL_MARGIN;
+    let wait = shared.config.deadline + held + HOP_MARGIN;
     // The runner holds the cell's lease while it runs, as for a fresh cell:
     // its death is seen within seconds, not at the deadline.
     let request = KeptRequest::Run(cell.clone());
@@ -265,7 +266,7 @@ pub(super) async fn send_to_runner(
         Err(BusError::Timeout { .. } | BusError::Dropped { .. }) => {
             tracing::warn!(cell = %cell.cell_id, "the sandbox-runner holding the kept container was lost");
             Err(Next::Fail(
-                FrontendError::RunnerLost { waited: wait, margin: CELL_MARGIN },
+                FrontendError::RunnerLost { waited: wait, margin: HOP_MARGIN },
                 Some("its sandbox-runner was lost during an earlier run".into()),
             ))
         }
