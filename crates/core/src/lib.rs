@@ -11,6 +11,7 @@ pub mod nats;
 pub mod shutdown;
 pub mod state;
 pub mod sync;
+pub mod text;
 pub mod time;
 // Harnesses of real infrastructure for tests (the `testing` feature, which
 // the workspace's dev-dependencies enable): never in a release build.

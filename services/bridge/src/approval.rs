@@ -40,12 +40,7 @@ fn compact(value: &Value) -> String {
 
 /// `text` cut to `max` characters, ending with `…` when cut.
 fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
+    code_mode_core::text::cut_chars(text, max, code_mode_core::text::PEOPLE_MARK)
 }
 
 /// Why a call was not approved, as the code's `ToolError` says it.

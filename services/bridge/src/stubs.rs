@@ -51,23 +51,12 @@ const PRIVATE_NOTE: &str = "It may see private data: once it is called, this ses
 
 /// Cut `text` to at most `max` bytes on a character boundary, marking the cut.
 pub fn cut_bytes(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut end = max.saturating_sub(3);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}...", &text[..end])
+    code_mode_core::text::cut_bytes(text, max, code_mode_core::text::MODEL_MARK)
 }
 
 /// Cut `text` to at most `max` characters, marking the cut.
 pub fn cut_chars(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let kept: String = text.chars().take(max.saturating_sub(3)).collect();
-    format!("{kept}...")
+    code_mode_core::text::cut_chars(text, max, code_mode_core::text::MODEL_MARK)
 }
 
 /// A parameter name as a stub shows it: plain when it is a short identifier,

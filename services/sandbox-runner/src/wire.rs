@@ -48,7 +48,11 @@ pub fn to_code(id: u64, reply: ToolReply) -> ToRunner<'static> {
             ToRunner::Result { id, ok: true, value: Some(value), error: None, blocks: Some(blocks) }
         }
         ToolReply::Refused { message } => {
-            let message = message.chars().take(defaults::MAX_MESSAGE_CHARS).collect();
+            let message = code_mode_core::text::cut_chars(
+                &message,
+                defaults::MAX_MESSAGE_CHARS,
+                code_mode_core::text::MODEL_MARK,
+            );
             ToRunner::Result { id, ok: false, value: None, error: Some(message), blocks: None }
         }
         ToolReply::Fault { kind } => {

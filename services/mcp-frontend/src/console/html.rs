@@ -40,12 +40,9 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-/// `text` cut to `max` characters (a cut one ends with `…`).
-pub fn cut(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
-    match text.char_indices().nth(max) {
-        None => text.into(),
-        Some((at, _)) => format!("{}…", &text[..at]).into(),
-    }
+/// `text` in at most `max` characters (a cut one ends with `…`).
+pub fn cut(text: &str, max: usize) -> String {
+    code_mode_core::text::cut_chars(text, max, code_mode_core::text::PEOPLE_MARK)
 }
 
 /// `text` cut to `max` characters, then escaped: how every outside value
@@ -518,7 +515,7 @@ mod tests {
     #[test]
     fn cutting_counts_characters_not_bytes() {
         assert_eq!(cut("héllo", 10), "héllo");
-        assert_eq!(cut("héllo", 2), "hé…");
+        assert_eq!(cut("héllo", 3), "hé…");
     }
 
     #[test]

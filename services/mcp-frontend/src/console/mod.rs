@@ -673,7 +673,7 @@ async fn decide(
             return html_answer(StatusCode::BAD_REQUEST, html::page("No decision", &seen.frame(false), &body));
         }
     };
-    let note = html::cut(form.get("note").map_or("", |n| n.trim()), MAX_NOTE).into_owned();
+    let note = html::cut(form.get("note").map_or("", |n| n.trim()), MAX_NOTE);
     let id = id.into_inner();
     let asked = ConsoleRequest::Decide { viewer: seen.viewer(), id: id.clone(), approve, note };
     match console.ask(&asked).await {
