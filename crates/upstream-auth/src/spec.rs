@@ -1,0 +1,359 @@
+//! The `auth` block of a remote server: how code-mode gets an access token
+//! for it. The same JSON object is read from an `mcpServers` entry and
+//! from `--auth` on the command line:
+//!
+//! ```json
+//! {"type": "oauth", "scopes": ["repo:read"], "client_id": "...", "client_secret": "${VAR}"}
+//! {"type": "client_credentials", "client_id": "...", "client_secret": "${VAR}"}
+//! {"type": "client_credentials", "client_id": "...", "private_key_file": "key.pem"}
+//! ```
+//!
+//! `${VAR}` in a string is taken from code-mode's own environment, so
+//! secrets stay out of the file. Parsing checks every key and says which is
+//! wrong; a secret's value is never shown (its `Debug` is redacted).
+
+use std::fmt;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::error::SpecError;
+
+/// A secret string (a client secret, a private key): never shown.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wrap `value`.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The value, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[secret]")
+    }
+}
+
+/// How code-mode authenticates to one remote server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthSpec {
+    /// A person logs in (authorization code with PKCE); code-mode keeps and
+    /// renews the tokens.
+    OAuth(OAuthSpec),
+    /// A machine account (the client credentials grant), no person needed.
+    ClientCredentials(ClientCredentialsSpec),
+}
+
+/// The authorization-code grant's settings.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OAuthSpec {
+    /// Scopes to ask for; empty: those the server's challenge names, else
+    /// those its Protected Resource Metadata lists, else none.
+    pub scopes: Vec<String>,
+    /// A client registered with the authorization server beforehand (it
+    /// comes first, before a Client ID Metadata Document and Dynamic
+    /// Client Registration).
+    pub client_id: Option<String>,
+    /// That client's secret, when it is a confidential client.
+    pub client_secret: Option<Secret>,
+    /// An HTTPS URL where this client's metadata document is published, used
+    /// as the client id with authorization servers that take them.
+    pub client_metadata_url: Option<String>,
+    /// The loopback redirect URI to use (a pre-registered client's
+    /// registered one); default: `http://127.0.0.1:<free port>/callback`.
+    pub redirect_uri: Option<String>,
+    /// The name to register under (Dynamic Client Registration).
+    pub client_name: Option<String>,
+}
+
+/// The client credentials grant's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientCredentialsSpec {
+    /// The client.
+    pub client_id: String,
+    /// How it proves who it is.
+    pub credential: Credential,
+    /// Scopes to ask for (empty: none named).
+    pub scopes: Vec<String>,
+}
+
+/// How a machine client authenticates at the token endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credential {
+    /// A shared secret (`client_secret_basic` or `_post`, as the
+    /// authorization server offers).
+    Secret(Secret),
+    /// A private key signing a JWT assertion (`private_key_jwt`, RFC 7523).
+    PrivateKey {
+        /// The PKCS#8 PEM.
+        pem: Secret,
+        /// `ES256` or `RS256`.
+        algorithm: SigningAlgorithm,
+    },
+}
+
+/// The JWS algorithms a client assertion can be signed with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SigningAlgorithm {
+    /// ECDSA P-256 with SHA-256.
+    Es256,
+    /// RSASSA-PKCS1-v1_5 with SHA-256.
+    Rs256,
+}
+
+impl SigningAlgorithm {
+    /// The JWS name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SigningAlgorithm::Es256 => "ES256",
+            SigningAlgorithm::Rs256 => "RS256",
+        }
+    }
+}
+
+const OAUTH_KEYS: &[&str] =
+    &["type", "scopes", "client_id", "client_secret", "client_metadata_url", "redirect_uri", "client_name"];
+const CC_KEYS: &[&str] =
+    &["type", "scopes", "client_id", "client_secret", "private_key", "private_key_file", "signing_algorithm"];
+
+impl AuthSpec {
+    /// Read an `auth` block. `lookup` answers `${VAR}`; `base` is the folder
+    /// a relative `private_key_file` is taken from. A bare string is the
+    /// block's `type` alone (`"oauth"`).
+    pub fn from_json(value: &Value, lookup: &dyn Fn(&str) -> Option<String>, base: &Path) -> Result<Self, SpecError> {
+        let object = match value {
+            Value::String(kind) => {
+                let mut map = serde_json::Map::new();
+                map.insert("type".into(), Value::String(kind.clone()));
+                map
+            }
+            Value::Object(map) => map.clone(),
+            _ => return Err(SpecError::new("type", "expected an object with \"type\", or the type as a string")),
+        };
+        let reader = Reader { map: &object, lookup };
+        let kind = reader.string("type")?.ok_or_else(|| {
+            SpecError::new(
+                "type",
+                "missing: \"oauth\" (a person logs in) or \"client_credentials\" (a machine account)",
+            )
+        })?;
+        match kind.as_str() {
+            "oauth" => {
+                reader.only(OAUTH_KEYS)?;
+                let spec = OAuthSpec {
+                    scopes: reader.scopes()?,
+                    client_id: reader.string("client_id")?,
+                    client_secret: reader.string("client_secret")?.map(Secret),
+                    client_metadata_url: reader.string("client_metadata_url")?,
+                    redirect_uri: reader.string("redirect_uri")?,
+                    client_name: reader.string("client_name")?,
+                };
+                if spec.client_secret.is_some() && spec.client_id.is_none() {
+                    return Err(SpecError::new(
+                        "client_secret",
+                        "given without \"client_id\" (the secret of which client?)",
+                    ));
+                }
+                if let Some(url) = &spec.client_metadata_url {
+                    check_metadata_url(url)?;
+                }
+                if let Some(uri) = &spec.redirect_uri {
+                    crate::login::check_loopback(uri).map_err(|why| SpecError::new("redirect_uri", why))?;
+                }
+                Ok(AuthSpec::OAuth(spec))
+            }
+            "client_credentials" => {
+                reader.only(CC_KEYS)?;
+                let client_id = reader
+                    .string("client_id")?
+                    .ok_or_else(|| SpecError::new("client_id", "missing: the machine client's id"))?;
+                let secret = reader.string("client_secret")?;
+                let key = reader.string("private_key")?;
+                let key_file = reader.string("private_key_file")?;
+                let credential = match (secret, key, key_file) {
+                    (Some(secret), None, None) => Credential::Secret(Secret(secret)),
+                    (None, Some(pem), None) => {
+                        Credential::PrivateKey { pem: Secret(pem), algorithm: reader.algorithm()? }
+                    }
+                    (None, None, Some(file)) => {
+                        let path = base.join(&file);
+                        let pem = std::fs::read_to_string(&path).map_err(|e| {
+                            SpecError::new("private_key_file", format!("cannot read {}: {e}", path.display()))
+                        })?;
+                        Credential::PrivateKey { pem: Secret(pem), algorithm: reader.algorithm()? }
+                    }
+                    (None, None, None) => {
+                        return Err(SpecError::new(
+                            "client_secret",
+                            "missing: give \"client_secret\", \"private_key\" or \"private_key_file\"",
+                        ));
+                    }
+                    _ => {
+                        return Err(SpecError::new(
+                            "client_secret",
+                            "give one of \"client_secret\", \"private_key\" and \"private_key_file\", not several",
+                        ));
+                    }
+                };
+                if let Credential::PrivateKey { pem, algorithm } = &credential {
+                    crate::assertion::check_key(pem.expose(), *algorithm).map_err(|why| {
+                        SpecError::new(
+                            if object.contains_key("private_key") { "private_key" } else { "private_key_file" },
+                            why,
+                        )
+                    })?;
+                }
+                Ok(AuthSpec::ClientCredentials(ClientCredentialsSpec {
+                    client_id,
+                    credential,
+                    scopes: reader.scopes()?,
+                }))
+            }
+            other => Err(SpecError::new(
+                "type",
+                format!(
+                    "{other:?} is not a type: \"oauth\" (a person logs in) or \"client_credentials\" (a machine account)"
+                ),
+            )),
+        }
+    }
+
+    /// `oauth` or `client_credentials`, for messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AuthSpec::OAuth(_) => "oauth",
+            AuthSpec::ClientCredentials(_) => "client_credentials",
+        }
+    }
+
+    /// True when a person must log in (the authorization-code grant).
+    pub fn is_interactive(&self) -> bool {
+        matches!(self, AuthSpec::OAuth(_))
+    }
+}
+
+/// A Client ID Metadata Document URL: HTTPS with a path (the spec's rule).
+fn check_metadata_url(url: &str) -> Result<(), SpecError> {
+    let parsed =
+        reqwest::Url::parse(url).map_err(|e| SpecError::new("client_metadata_url", format!("not a URL ({e})")))?;
+    if parsed.scheme() != "https" || parsed.path() == "/" || parsed.host_str().is_none() {
+        return Err(SpecError::new("client_metadata_url", "must be an https:// URL with a path"));
+    }
+    Ok(())
+}
+
+struct Reader<'a> {
+    map: &'a serde_json::Map<String, Value>,
+    lookup: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Reader<'_> {
+    fn only(&self, known: &[&str]) -> Result<(), SpecError> {
+        match self.map.keys().find(|k| !known.contains(&k.as_str())) {
+            Some(key) => Err(SpecError::new(key, format!("unknown key (known here: {})", known.join(", ")))),
+            None => Ok(()),
+        }
+    }
+
+    fn string(&self, key: &str) -> Result<Option<String>, SpecError> {
+        match self.map.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) if !s.trim().is_empty() => expand(key, s, self.lookup).map(Some),
+            Some(_) => Err(SpecError::new(key, "expected a non-empty string")),
+        }
+    }
+
+    fn scopes(&self) -> Result<Vec<String>, SpecError> {
+        let Some(value) = self.map.get("scopes") else { return Ok(Vec::new()) };
+        let Value::Array(items) = value else { return Err(SpecError::new("scopes", "expected a list of strings")) };
+        let mut scopes = Vec::with_capacity(items.len());
+        for item in items {
+            match item.as_str() {
+                Some(s) if !s.is_empty() && !s.contains(char::is_whitespace) => scopes.push(s.to_string()),
+                _ => return Err(SpecError::new("scopes", "expected a list of scope names (no spaces)")),
+            }
+        }
+        Ok(scopes)
+    }
+
+    fn algorithm(&self) -> Result<SigningAlgorithm, SpecError> {
+        match self.string("signing_algorithm")?.as_deref() {
+            None | Some("ES256") => Ok(SigningAlgorithm::Es256),
+            Some("RS256") => Ok(SigningAlgorithm::Rs256),
+            Some(other) => {
+                Err(SpecError::new("signing_algorithm", format!("{other:?}: expected \"ES256\" or \"RS256\"")))
+            }
+        }
+    }
+}
+
+/// Replace each `${VAR}` in `value` from `lookup`.
+fn expand(key: &str, value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, SpecError> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            return Err(SpecError::new(key, "\"${\" without a closing \"}\""));
+        };
+        let var = &after[..end];
+        if var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(SpecError::new(key, format!("${{{var}}} is not a variable name")));
+        }
+        let Some(found) = lookup(var) else {
+            return Err(SpecError::new(key, format!("${{{var}}} is not set in code-mode's environment")));
+        };
+        out.push_str(&found);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(value: Value) -> Result<AuthSpec, SpecError> {
+        AuthSpec::from_json(&value, &|name| (name == "SECRET").then(|| "s3cret".to_string()), Path::new("."))
+    }
+
+    #[test]
+    fn an_oauth_block_reads_its_scopes_and_preregistered_client_with_the_secret_from_the_environment() {
+        let spec =
+            parse(json!({"type": "oauth", "scopes": ["a", "b"], "client_id": "c", "client_secret": "${SECRET}"}))
+                .unwrap();
+        let AuthSpec::OAuth(oauth) = spec else { panic!() };
+        assert_eq!(oauth.scopes, ["a", "b"]);
+        assert_eq!(oauth.client_secret.as_ref().unwrap().expose(), "s3cret");
+        assert!(!format!("{oauth:?}").contains("s3cret"), "a secret is never shown");
+        assert_eq!(parse(json!("oauth")).unwrap(), AuthSpec::OAuth(OAuthSpec::default()));
+    }
+
+    #[test]
+    fn a_bad_block_names_the_key_and_never_the_secret() {
+        let e = parse(json!({"type": "oauth", "client_secret": "x"})).unwrap_err();
+        assert_eq!(e.key, "client_secret");
+        let e = parse(json!({"type": "oauth", "scope": ["a"]})).unwrap_err();
+        assert_eq!(e.key, "scope");
+        let e = parse(json!({"type": "password"})).unwrap_err();
+        assert_eq!(e.key, "type");
+        let e = parse(json!({"type": "client_credentials", "client_id": "c", "client_secret": "${NOPE}"})).unwrap_err();
+        assert!(e.to_string().contains("${NOPE} is not set"), "{e}");
+        let e = parse(json!({"type": "oauth", "redirect_uri": "https://evil.example/cb"})).unwrap_err();
+        assert_eq!(e.key, "redirect_uri");
+        let e = parse(json!({"type": "oauth", "client_metadata_url": "http://x.example/m.json"})).unwrap_err();
+        assert_eq!(e.key, "client_metadata_url");
+        let e = parse(json!({"type": "client_credentials", "client_id": "c"})).unwrap_err();
+        assert!(e.to_string().contains("client_secret"), "{e}");
+    }
+}

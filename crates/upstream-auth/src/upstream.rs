@@ -1,0 +1,449 @@
+//! One remote server's authorization in this process: [`Upstream`], a
+//! cheap handle shared by every session code-mode opens with the server
+//! (the shared one, clients' own, a reconnect), owning its cached grant.
+//!
+//! It hands out the access token for each request, renews it before it
+//! expires (one renewal at a time here, and across processes through the
+//! vault's lock), reacts to the server's `401` (renew once; else a new
+//! login is needed) and `403 insufficient_scope` (note the scope for the
+//! next login; a machine account asks for it at once), and publishes
+//! whether the server can be reached now ([`Status`]).
+//!
+//! In `serve` ([`Mode::Serve`]) nothing here talks to a person: a server
+//! that needs a login says so and names the command. In `login`
+//! ([`Mode::Login`]) the same reactions run the login instead: the first
+//! request goes without a token, and the server's challenge starts the
+//! authorization (at most one step-up after it).
+//!
+//! What it does when parts fail: the authorization server down or slow at
+//! a renewal answers [`UpstreamError::AuthorizationServer`] within
+//! [`RENEW_TIMEOUT`] (the grant is kept; the next call tries again); the
+//! vault unreadable or the key wrong answers [`UpstreamError::Vault`],
+//! which stops startup.
+
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::error::{UpstreamError, VaultError};
+use crate::flow::{self, Renewal};
+use crate::grant::{Grant, now, scope_list, union};
+use crate::login::Loopback;
+use crate::spec::AuthSpec;
+use crate::vault::Vault;
+
+/// The longest a renewal at the authorization server may take.
+pub const RENEW_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often a server waiting for a login looks for one.
+const LOGIN_POLL: Duration = Duration::from_secs(1);
+
+static DEFAULT_VAULT: OnceLock<Vault> = OnceLock::new();
+
+/// Set where this process keeps grants (the `bridge` service: the state
+/// store); by default the files of the user's state folder. Once.
+pub fn set_default_vault(vault: Vault) -> bool {
+    DEFAULT_VAULT.set(vault).is_ok()
+}
+
+fn default_vault() -> Result<Vault, VaultError> {
+    match DEFAULT_VAULT.get() {
+        Some(vault) => Ok(vault.clone()),
+        None => Vault::from_environment(),
+    }
+}
+
+/// Whether the server can be reached with the grant now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// Not looked at yet.
+    Unknown,
+    /// A usable grant.
+    LoggedIn,
+    /// A person must log in (the message names the command).
+    NeedsLogin(String),
+}
+
+/// Who does the person's step.
+#[derive(Clone)]
+pub enum Mode {
+    /// Nobody: a server that needs a login waits for `code-mode login`.
+    Serve,
+    /// This process logs in (the `login` command).
+    Login(Arc<Interactive>),
+}
+
+/// Says where to log in: the server's name and the authorization URL.
+pub type Announce = Box<dyn Fn(&str, &str) + Send + Sync>;
+
+/// How `login` shows the authorization URL.
+pub struct Interactive {
+    /// Open it in a browser when one is at hand.
+    pub open_browser: bool,
+    /// How long the person has.
+    pub timeout: Duration,
+    /// Say where to log in (server, URL): `login` prints it.
+    pub announce: Announce,
+}
+
+/// One remote server's authorization: a cheap handle.
+#[derive(Clone)]
+pub struct Upstream {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    server: String,
+    resource: String,
+    spec: AuthSpec,
+    command: String,
+    vault: OnceLock<Result<Vault, VaultError>>,
+    cache: Mutex<Option<Grant>>,
+    renewing: tokio::sync::Mutex<()>,
+    status: watch::Sender<Status>,
+    mode: Mode,
+    /// The last `WWW-Authenticate` challenge the server sent.
+    challenge: Mutex<Option<String>>,
+    /// `login`: authorized once in this run; a step-up already made.
+    authorized: Mutex<(bool, bool)>,
+    /// A machine account's scopes asked for after a `403`.
+    stepped: Mutex<Vec<String>>,
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstream")
+            .field("server", &self.inner.server)
+            .field("resource", &self.inner.resource)
+            .field("kind", &self.inner.spec.kind())
+            .finish()
+    }
+}
+
+impl Upstream {
+    /// The authorization of `server` at `resource` (its URL) by `spec`;
+    /// `command` is what a person runs to log in to it. Grants live in
+    /// `vault`, or this process's default one, resolved at first use.
+    pub fn new(server: &str, resource: &str, spec: AuthSpec, command: &str, vault: Option<Vault>, mode: Mode) -> Self {
+        let lock = OnceLock::new();
+        if let Some(vault) = vault {
+            let _ = lock.set(Ok(vault));
+        }
+        Self {
+            inner: Arc::new(Inner {
+                server: server.to_string(),
+                resource: resource.to_string(),
+                spec,
+                command: command.to_string(),
+                vault: lock,
+                cache: Mutex::new(None),
+                renewing: tokio::sync::Mutex::new(()),
+                status: watch::Sender::new(Status::Unknown),
+                mode,
+                challenge: Mutex::new(None),
+                authorized: Mutex::new((false, false)),
+                stepped: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// The server's name.
+    pub fn server(&self) -> &str {
+        &self.inner.server
+    }
+
+    /// The server's URL.
+    pub fn resource(&self) -> &str {
+        &self.inner.resource
+    }
+
+    /// The `auth` block.
+    pub fn spec(&self) -> &AuthSpec {
+        &self.inner.spec
+    }
+
+    /// What a person runs to log in.
+    pub fn command(&self) -> &str {
+        &self.inner.command
+    }
+
+    /// The vault the grant lives in.
+    pub fn vault(&self) -> Result<Vault, UpstreamError> {
+        self.inner.vault.get_or_init(default_vault).clone().map_err(|source| self.vault_error(source))
+    }
+
+    /// Whether the server can be reached with the grant now.
+    pub fn status(&self) -> Status {
+        self.inner.status.borrow().clone()
+    }
+
+    /// A receiver that sees each change of [`Upstream::status`].
+    pub fn status_changes(&self) -> watch::Receiver<Status> {
+        self.inner.status.subscribe()
+    }
+
+    /// The grant as stored now (for `login --status`).
+    pub async fn stored(&self) -> Result<Option<Grant>, UpstreamError> {
+        self.vault()?.load(&self.inner.resource).await.map_err(|e| self.vault_error(e))
+    }
+
+    /// The access token for the next request: the cached one while it is
+    /// fresh, else a renewed one. `Ok(None)`: send without one (`login`'s
+    /// first request, whose challenge starts the authorization).
+    pub async fn token(&self) -> Result<Option<String>, UpstreamError> {
+        if let Mode::Login(_) = &self.inner.mode
+            && self.inner.spec.is_interactive()
+            && !code_mode_core::sync::lock(&self.inner.authorized).0
+        {
+            return Ok(None);
+        }
+        if let Some(grant) = code_mode_core::sync::lock(&self.inner.cache).as_ref()
+            && let Some(token) = grant.usable_token(now())
+        {
+            return Ok(Some(token.to_string()));
+        }
+        self.renew(None, false).await.map(Some)
+    }
+
+    /// Note the server's challenge (a `401` or `403`), for discovery.
+    pub fn note_challenge(&self, challenge: &str) {
+        *code_mode_core::sync::lock(&self.inner.challenge) = Some(challenge.to_string());
+    }
+
+    /// The server refused `sent` (or a request without a token) with
+    /// `401`: the token to retry with, once.
+    pub async fn rejected(&self, sent: Option<&str>, challenge: &str) -> Result<String, UpstreamError> {
+        self.note_challenge(challenge);
+        if let Mode::Login(interactive) = &self.inner.mode
+            && self.inner.spec.is_interactive()
+        {
+            let first = !code_mode_core::sync::lock(&self.inner.authorized).0;
+            if first || sent.is_some() {
+                return self.authorize(interactive, Some(challenge), &[]).await;
+            }
+        }
+        if sent.is_none() && self.inner.spec.is_interactive() {
+            return Err(self.needs_login("not logged in".into()));
+        }
+        self.renew(sent, false).await
+    }
+
+    /// The server refused `sent` with `403 insufficient_scope` naming
+    /// `challenge`'s scope: the token to retry with (a machine account's
+    /// step-up, or `login`'s), or why not.
+    pub async fn insufficient(&self, challenge: &str) -> Result<String, UpstreamError> {
+        self.note_challenge(challenge);
+        let wanted = reqwest::Url::parse(&self.inner.resource)
+            .ok()
+            .and_then(|base| rmcp::transport::WWWAuthenticateParams::parse(challenge, &base).scope)
+            .map(|s| scope_list(&s))
+            .unwrap_or_default();
+        let scope = if wanted.is_empty() { "unnamed".to_string() } else { wanted.join(" ") };
+        let still = || UpstreamError::StillInsufficient { server: self.inner.server.clone(), scope: scope.clone() };
+        match (&self.inner.mode, &self.inner.spec) {
+            (_, AuthSpec::ClientCredentials(_)) => {
+                {
+                    let mut stepped = code_mode_core::sync::lock(&self.inner.stepped);
+                    if wanted.is_empty() || wanted.iter().all(|w| stepped.contains(w)) {
+                        return Err(still());
+                    }
+                    *stepped = union(&stepped, wanted.iter().cloned());
+                }
+                self.renew(None, true).await
+            }
+            (Mode::Login(interactive), AuthSpec::OAuth(_)) => {
+                let stepped_up = std::mem::replace(&mut code_mode_core::sync::lock(&self.inner.authorized).1, true);
+                if stepped_up {
+                    return Err(still());
+                }
+                self.authorize(interactive, Some(challenge), &wanted).await
+            }
+            (Mode::Serve, AuthSpec::OAuth(_)) => {
+                let vault = self.vault()?;
+                let _guard = vault.lock(&self.inner.resource).await.map_err(|e| self.vault_error(e))?;
+                let mut grant = match vault.load(&self.inner.resource).await.map_err(|e| self.vault_error(e))? {
+                    Some(grant) => grant,
+                    None => return Err(self.needs_login("not logged in".into())),
+                };
+                if !wanted.is_empty() && wanted.iter().all(|w| grant.scopes.contains(w)) {
+                    return Err(still());
+                }
+                grant.wanted = union(&grant.wanted, wanted.iter().cloned());
+                vault.save(&grant).await.map_err(|e| self.vault_error(e))?;
+                *code_mode_core::sync::lock(&self.inner.cache) = Some(grant);
+                Err(UpstreamError::NeedsScope {
+                    server: self.inner.server.clone(),
+                    scope,
+                    command: self.inner.command.clone(),
+                })
+            }
+        }
+    }
+
+    /// The server refused even a fresh token: a person must log in again.
+    pub async fn refused_fresh(&self) -> UpstreamError {
+        let why = "the server refused a freshly renewed token".to_string();
+        if self.inner.spec.is_interactive() {
+            let _ = self.withdraw(&why).await;
+            self.needs_login(why)
+        } else {
+            UpstreamError::AuthorizationServer {
+                server: self.inner.server.clone(),
+                at: "its token".into(),
+                why: "was refused by the server even fresh".into(),
+            }
+        }
+    }
+
+    /// Wait until a login for this server is stored (another process ran
+    /// `code-mode login`), looking every second.
+    pub async fn wait_for_login(&self) {
+        loop {
+            tokio::time::sleep(LOGIN_POLL).await;
+            let Ok(vault) = self.vault() else { continue };
+            if let Ok(Some(grant)) = vault.load(&self.inner.resource).await
+                && grant.login_needed.is_none()
+                && grant.tokens.is_some()
+            {
+                *code_mode_core::sync::lock(&self.inner.cache) = Some(grant);
+                self.inner.status.send_replace(Status::LoggedIn);
+                return;
+            }
+        }
+    }
+
+    /// Renew (or, for a machine account, obtain) the access token. `sent`:
+    /// the token a server refused, which a renewal by another process may
+    /// already have replaced; `force`: renew even so (a step-up).
+    async fn renew(&self, sent: Option<&str>, force: bool) -> Result<String, UpstreamError> {
+        let _one = self.inner.renewing.lock().await;
+        let vault = self.vault()?;
+        let _guard = vault.lock(&self.inner.resource).await.map_err(|e| self.vault_error(e))?;
+        let stored = vault.load(&self.inner.resource).await.map_err(|e| self.vault_error(e))?;
+        if let Some(grant) = &stored
+            && !force
+            && let Some(token) = grant.usable_token(now())
+            && sent != Some(token)
+        {
+            let token = token.to_string();
+            *code_mode_core::sync::lock(&self.inner.cache) = stored;
+            self.inner.status.send_replace(Status::LoggedIn);
+            return Ok(token);
+        }
+        let renewed = match (&self.inner.spec, stored) {
+            (AuthSpec::ClientCredentials(spec), _) => {
+                let challenge = code_mode_core::sync::lock(&self.inner.challenge).clone();
+                let extra = code_mode_core::sync::lock(&self.inner.stepped).clone();
+                let exchange = flow::client_credentials(&self.inner.resource, spec, challenge.as_deref(), &extra);
+                self.bounded(exchange).await
+            }
+            (AuthSpec::OAuth(_), None) => return Err(self.needs_login("not logged in".into())),
+            (AuthSpec::OAuth(_), Some(grant)) if grant.login_needed.is_some() => {
+                return Err(self.needs_login(grant.login_needed.clone().unwrap_or_default()));
+            }
+            (AuthSpec::OAuth(_), Some(mut grant)) => match self.bounded(flow::refresh(&grant)).await {
+                Ok((tokens, scopes)) => {
+                    grant.tokens = Some(tokens);
+                    if let Some(scopes) = scopes {
+                        grant.scopes = scopes;
+                    }
+                    tracing::info!(server = %self.inner.server, "renewed the access token");
+                    Ok(grant)
+                }
+                Err(e) => Err(e),
+            },
+        };
+        match renewed {
+            Ok(grant) => {
+                vault.save(&grant).await.map_err(|e| self.vault_error(e))?;
+                let token = grant.tokens.as_ref().map(|t| t.access.clone()).unwrap_or_default();
+                *code_mode_core::sync::lock(&self.inner.cache) = Some(grant);
+                self.inner.status.send_replace(Status::LoggedIn);
+                Ok(token)
+            }
+            Err(Renewal::Rejected(why)) if self.inner.spec.is_interactive() => {
+                tracing::warn!(server = %self.inner.server, %why, "the login can no longer be renewed: a new login is needed");
+                drop(_guard);
+                self.withdraw(&why).await?;
+                Err(self.needs_login(why))
+            }
+            Err(Renewal::Rejected(why) | Renewal::Failed(why)) => Err(self.as_error(why)),
+        }
+    }
+
+    /// Run `future` at the authorization server within [`RENEW_TIMEOUT`].
+    async fn bounded<T>(&self, future: impl Future<Output = Result<T, Renewal>>) -> Result<T, Renewal> {
+        match tokio::time::timeout(RENEW_TIMEOUT, future).await {
+            Ok(result) => result,
+            Err(_) => Err(Renewal::Failed(format!("did not answer within {} s", RENEW_TIMEOUT.as_secs()))),
+        }
+    }
+
+    /// Mark the stored grant as needing a new login (its tokens dropped).
+    async fn withdraw(&self, why: &str) -> Result<(), UpstreamError> {
+        let vault = self.vault()?;
+        if let Some(mut grant) = vault.load(&self.inner.resource).await.map_err(|e| self.vault_error(e))? {
+            grant.tokens = None;
+            grant.login_needed = Some(why.to_string());
+            vault.save(&grant).await.map_err(|e| self.vault_error(e))?;
+            *code_mode_core::sync::lock(&self.inner.cache) = Some(grant);
+        }
+        Ok(())
+    }
+
+    /// `login`: the person's step, from the server's `challenge`, asking
+    /// for `extra` scopes too.
+    async fn authorize(
+        &self,
+        interactive: &Interactive,
+        challenge: Option<&str>,
+        extra: &[String],
+    ) -> Result<String, UpstreamError> {
+        let AuthSpec::OAuth(spec) = &self.inner.spec else {
+            return Err(self.login_error("a machine account does not log in".into()));
+        };
+        let vault = self.vault()?;
+        let previous = vault.load(&self.inner.resource).await.map_err(|e| self.vault_error(e))?;
+        let extra = union(extra, previous.iter().flat_map(|p| p.wanted.clone()));
+        let loopback = Loopback::bind(spec.redirect_uri.as_deref()).await.map_err(|e| self.login_error(e))?;
+        let pending =
+            flow::begin(&self.inner.resource, spec, challenge, previous.as_ref(), &extra, loopback.redirect_uri())
+                .await
+                .map_err(|e| self.login_error(e))?;
+        (interactive.announce)(&self.inner.server, &pending.url);
+        if interactive.open_browser {
+            crate::login::open_browser(&pending.url);
+        }
+        let deadline = tokio::time::Instant::now() + interactive.timeout;
+        let callback = loopback.wait(&pending.state, deadline).await.map_err(|e| self.login_error(e))?;
+        drop(loopback);
+        let grant = flow::finish(&self.inner.resource, pending, &callback).await.map_err(|e| self.login_error(e))?;
+        vault.save(&grant).await.map_err(|e| self.vault_error(e))?;
+        let token = grant.tokens.as_ref().map(|t| t.access.clone()).unwrap_or_default();
+        *code_mode_core::sync::lock(&self.inner.cache) = Some(grant);
+        code_mode_core::sync::lock(&self.inner.authorized).0 = true;
+        self.inner.status.send_replace(Status::LoggedIn);
+        Ok(token)
+    }
+
+    fn needs_login(&self, why: String) -> UpstreamError {
+        let error =
+            UpstreamError::NeedsLogin { server: self.inner.server.clone(), why, command: self.inner.command.clone() };
+        self.inner.status.send_replace(Status::NeedsLogin(error.to_string()));
+        error
+    }
+
+    fn vault_error(&self, source: VaultError) -> UpstreamError {
+        UpstreamError::Vault { server: self.inner.server.clone(), source }
+    }
+
+    fn login_error(&self, why: String) -> UpstreamError {
+        UpstreamError::Login { server: self.inner.server.clone(), why }
+    }
+
+    fn as_error(&self, why: String) -> UpstreamError {
+        let grant = code_mode_core::sync::lock(&self.inner.cache).clone();
+        let at = grant.and_then(|g| g.issuer).unwrap_or_else(|| "of this server".to_string());
+        UpstreamError::AuthorizationServer { server: self.inner.server.clone(), at, why }
+    }
+}
