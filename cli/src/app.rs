@@ -165,6 +165,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Audit(args) => crate::audit::command(args).await,
         Command::Doctor(args) => doctor(args).await,
         Command::Describe(args) => crate::describe::describe(*args, &root).await,
+        Command::Login(args) => crate::login::login(args).await,
+        Command::Logout(args) => crate::login::logout(args).await,
         Command::Token(args) => match args.command {
             TokenCommand::New { name } => {
                 let (token, line) = code_mode_mcp_frontend::auth::static_tokens::new_token(&name)
@@ -333,7 +335,7 @@ pub(crate) fn wrapped_servers(args: &BridgeArgs, server: &[String]) -> anyhow::R
         return Ok(code_mode_bridge::config::load(file)?);
     }
     let server = match &args.server_url {
-        Some(url) => args.headers.iter().fold(WrappedServer::url(url), |s, (name, value)| s.header(name, value)),
+        Some(url) => crate::login::url_server(url, &args.headers, args.auth.as_deref())?,
         None => match WrappedServer::command(server) {
             Some(server) => server,
             None => bail!("no server command after -- (or --url URL, or --config FILE)"),

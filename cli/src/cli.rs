@@ -62,6 +62,13 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Make bearer tokens for `--auth-tokens`.
     Token(TokenArgs),
+    /// Log in to remote servers that need it (those with an `auth` block):
+    /// print the authorization URL (and open it when a browser is at hand),
+    /// take the redirect on a loopback port, keep the tokens encrypted;
+    /// `--status` lists what is logged in, never a token.
+    Login(LoginArgs),
+    /// Forget the stored login of remote servers.
+    Logout(LogoutArgs),
     /// Print what the model will read: the `run_python` description a
     /// client gets, the tier it uses and the size of every tier, and each
     /// tool's stub (`TOOLS[name]`). Starts the wrapped servers to list
@@ -94,6 +101,56 @@ pub struct DescribeArgs {
     #[arg(last = true, required_unless_present_any = ["config", "server_url"], conflicts_with_all = ["config", "server_url"],
           value_name = "SERVER_COMMAND")]
     pub server: Vec<String>,
+}
+
+/// Which remote servers `login` and `logout` are about.
+#[derive(Debug, Args)]
+pub struct LoginTarget {
+    /// The servers of this `mcpServers` file (those with an `auth` block).
+    #[arg(long, value_name = "FILE", conflicts_with = "server_url")]
+    pub config: Option<PathBuf>,
+    /// The one remote server at this URL (as `serve --url`).
+    #[arg(long = "url", value_name = "URL")]
+    pub server_url: Option<String>,
+    /// With `--url`: its auth block, as `serve --auth` (default `oauth`).
+    #[arg(long = "auth", value_name = "TYPE|JSON", requires = "server_url")]
+    pub auth: Option<String>,
+    /// With `--url`: a header sent with every request (`NAME:VALUE`).
+    #[arg(long = "header", value_name = "NAME:VALUE", requires = "server_url", value_parser = header_value)]
+    pub headers: Vec<(String, String)>,
+    /// The server of `--config` to log in to (default: each that needs it).
+    #[arg(value_name = "SERVER", conflicts_with = "server_url")]
+    pub server: Option<String>,
+}
+
+/// Options of `login`.
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    /// Which servers.
+    #[command(flatten)]
+    pub target: LoginTarget,
+    /// List each server's login (scopes, expiry, authorization server),
+    /// never a token; log in to nothing.
+    #[arg(long)]
+    pub status: bool,
+    /// With `--status`: one JSON object per server, one per line.
+    #[arg(long, requires = "status")]
+    pub json: bool,
+    /// Print the authorization URL without opening a browser.
+    #[arg(long)]
+    pub no_browser: bool,
+    /// How long the person has to log in, in seconds.
+    #[arg(long, default_value = "300", value_name = "SECONDS", allow_hyphen_values = true,
+          value_parser = ranges::TIME.parser())]
+    pub timeout: Duration,
+}
+
+/// Options of `logout`.
+#[derive(Debug, Args)]
+pub struct LogoutArgs {
+    /// Which servers.
+    #[command(flatten)]
+    pub target: LoginTarget,
 }
 
 /// Options of `token`.
@@ -463,6 +520,12 @@ pub struct BridgeArgs {
     /// the console); default: a short name from its command (or the URL).
     #[arg(long = "name", value_name = "NAME", conflicts_with = "config", value_parser = parse_server_name)]
     pub server_name: Option<String>,
+    /// With `--url`: how code-mode gets an access token for the server,
+    /// as a config entry's `auth` block: `oauth` (a person logs in once,
+    /// `code-mode login --url URL`), or the block as JSON, e.g.
+    /// `{"type":"client_credentials","client_id":"...","client_secret":"${VAR}"}`.
+    #[arg(long = "auth", value_name = "TYPE|JSON", requires = "server_url")]
+    pub auth: Option<String>,
     /// Apply this policy file to the server's tools (which may be called,
     /// how often, with which arguments; tools named as the server lists
     /// them). With `--config`, give each entry its own `"policy"`.

@@ -45,6 +45,7 @@ pub mod app;
 pub mod audit;
 pub mod cli;
 pub mod describe;
+pub mod login;
 pub mod pid_file;
 pub mod ranges;
 pub mod settings;

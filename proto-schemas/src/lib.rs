@@ -258,6 +258,22 @@ pub struct Catalog {
     /// standard library only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packages: Option<Vec<String>>,
+    /// Wrapped servers that cannot be reached now and why, each naming what
+    /// fixes it (a remote server waiting for `code-mode login NAME`): their
+    /// tools are not in `tools` until then, and the description says so.
+    /// Absent when every server is reachable (and from an older bridge).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable: Vec<Unavailable>,
+}
+
+/// A wrapped server that cannot be called now ([`Catalog::unavailable`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Unavailable {
+    /// The server's name.
+    pub server: String,
+    /// Why, and what fixes it (never a secret).
+    pub why: String,
 }
 
 /// Everything but tools that the wrapped servers offer a client of the

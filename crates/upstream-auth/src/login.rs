@@ -50,6 +50,21 @@ pub fn check_loopback(uri: &str) -> Result<(), String> {
 
 use url::Url;
 
+/// The start error of a server without an `auth` block that answered
+/// `401` with a login challenge: what it asked for and what to add.
+pub fn needs_auth_block(server: &str, url: &str, challenge: &str) -> String {
+    let metadata = Url::parse(url)
+        .ok()
+        .and_then(|base| rmcp::transport::WWWAuthenticateParams::parse(challenge, &base).resource_metadata_url)
+        .map(|m| format!(", its resource metadata at {m}"))
+        .unwrap_or_default();
+    format!(
+        "{url} answered 401 Unauthorized: it requires an OAuth login{metadata}. Give it an auth block \
+         (\"auth\": {{\"type\": \"oauth\"}} in its mcpServers entry, or --auth oauth beside --url), \
+         then run `code-mode login` for {server}"
+    )
+}
+
 /// What the authorization server's redirect carried.
 #[derive(Clone)]
 pub struct Callback {

@@ -220,7 +220,9 @@ impl Bridge {
             return Err(self.refuse(format!("{}: denied by policy ({rule}): {reason}", call.tool)));
         }
         let Some(tool) = catalog.get(&call.tool) else {
-            let (why, check) = if catalog.is_not_kept(&call.tool) {
+            let (why, check) = if let Some(login) = self.awaiting_login(current, &call.tool) {
+                (format!("{}: {login}", call.tool), "bridge:login_needed")
+            } else if catalog.is_not_kept(&call.tool) {
                 (format!("{}: this tool is not on the allowlist", call.tool), "bridge:allowlist")
             } else {
                 (format!("there is no tool named {:?}; TOOLS lists the tools", call.tool), "bridge:unknown_tool")
@@ -231,6 +233,18 @@ impl Bridge {
         };
         trail.at(current.servers[tool.server].name(), &tool.mcp_name);
         Ok(Target::Tool(tool))
+    }
+
+    /// Why a tool the catalog lacks cannot be called yet when its server
+    /// waits for a login: with one server, any name; with several, a name
+    /// with that server's prefix.
+    fn awaiting_login(&self, current: &Current, tool: &str) -> Option<String> {
+        let prefixed = self.inner.rebuild.prefixed || current.servers.len() > 1;
+        current.servers.iter().find_map(|server| {
+            let why = server.login_needed()?;
+            let prefix = crate::naming::python_name(&format!("{}__", server.name()));
+            (!prefixed || tool.starts_with(&prefix)).then_some(why)
+        })
     }
 
     /// Step 1 for a request other than a tool call: the server that offers
@@ -548,6 +562,20 @@ impl Bridge {
                     limits.max_message_chars,
                 );
                 Answer::ServerRefused { message, code: error.code.0, data: error.data }
+            }
+            Err(server::CallError::NeedsLogin(why)) => {
+                tracing::info!(tool = %name, server = %server.name(), "refused: the server needs a login");
+                trail.result = Some((CallResult::Error, Some(why.clone())));
+                self.refuse(format!("{name}: {why}"))
+            }
+            Err(server::CallError::Service(ref e)) if code_mode_upstream_auth::refusal(e).is_some() => {
+                // The server's authorization failed (a login needed, a
+                // scope missing, the authorization server down): said with
+                // the command that fixes it, never with a token.
+                let why = code_mode_upstream_auth::refusal(e).map(|r| r.to_string()).unwrap_or_default();
+                tracing::warn!(tool = %name, server = %server.name(), %why, "refused: the server's authorization failed");
+                trail.result = Some((CallResult::Error, Some(why.clone())));
+                self.refuse(format!("{name}: {why}"))
             }
             Err(e) => {
                 tracing::warn!(tool = %name, server = %server.name(), error = %e, "call failed on the host");

@@ -5,7 +5,9 @@
 //! [`WrappedServer`]. A local server has `command`, `args` and `env` (values
 //! as written, `${VAR}` expanded from code-mode's own environment); a remote
 //! one, reached over streamable HTTP, has `url` and `headers` (values
-//! expanded the same way, so secrets stay out of the file). Both take
+//! expanded the same way, so secrets stay out of the file) and may have
+//! `auth`, how code-mode gets an access token for it (read by
+//! [`code_mode_upstream_auth::AuthSpec`]). Both take
 //! `allow`, `private` (`true` for every kept tool, or a list), `policy`
 //! (the path of a [`crate::policy`] file, relative to this file's folder, or
 //! the policy itself as an object in the same shape, see
@@ -94,7 +96,7 @@ pub enum ConfigError {
     },
     /// A key this version does not know.
     #[error(
-        "{file}: server {entry:?}: unknown key {key:?} (known: command, args, env, url, headers, allow, private, policy, type)"
+        "{file}: server {entry:?}: unknown key {key:?} (known: command, args, env, url, headers, auth, allow, private, policy, type)"
     )]
     UnknownKey {
         /// The file.
@@ -163,6 +165,16 @@ pub enum ConfigError {
         key: String,
         /// The variable.
         var: String,
+    },
+    /// A bad `auth` block (the key inside it and why; never a value).
+    #[error("{file}: server {entry:?}: {error}")]
+    BadAuth {
+        /// The file.
+        file: PathBuf,
+        /// The entry.
+        entry: String,
+        /// The key and why.
+        error: code_mode_upstream_auth::SpecError,
     },
     /// A malformed `${...}`.
     #[error("{file}: server {entry:?}: key {section:?}.{key}: {why}")]
@@ -248,6 +260,7 @@ impl Entry<'_> {
         let mut private = Vec::new();
         let mut private_all = false;
         let mut policy = None;
+        let mut auth = None;
         for (key, v) in map {
             match key.as_str() {
                 "command" => match v {
@@ -261,6 +274,13 @@ impl Entry<'_> {
                 "args" => args = Some(self.strings(key, v)?),
                 "env" => set_env = Some(self.values("env", v, lookup)?),
                 "headers" => headers = self.headers(v, lookup)?,
+                "auth" => {
+                    let base = self.file.parent().unwrap_or(Path::new("."));
+                    let spec = code_mode_upstream_auth::AuthSpec::from_json(v, lookup, base).map_err(|error| {
+                        ConfigError::BadAuth { file: self.file.to_path_buf(), entry: self.name.to_string(), error }
+                    })?;
+                    auth = Some(spec);
+                }
                 "allow" => allow = Some(self.strings(key, v)?),
                 "private" => match v {
                     Value::Bool(all) => private_all = *all,
@@ -311,8 +331,10 @@ impl Entry<'_> {
                 if remote_type == Some(true) {
                     return Err(self.conflict("type", "a remote server (\"http\") needs \"url\", not \"command\""));
                 }
-                if map.contains_key("headers") {
-                    return Err(self.conflict("headers", "only for a remote server (\"url\"), not with \"command\""));
+                for key in ["headers", "auth"] {
+                    if map.contains_key(key) {
+                        return Err(self.conflict(key, "only for a remote server (\"url\"), not with \"command\""));
+                    }
                 }
                 Transport::Stdio(StdioSpec {
                     command,
@@ -330,7 +352,24 @@ impl Entry<'_> {
                         return Err(self.conflict(key, "only for a local server (\"command\"), not with \"url\""));
                     }
                 }
-                Transport::Http(HttpSpec { url, headers })
+                if auth.is_some() && headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization")) {
+                    return Err(self.conflict(
+                        "headers",
+                        "an \"Authorization\" header beside \"auth\": the login's token is the authorization",
+                    ));
+                }
+                let auth = auth.map(|spec| {
+                    let command = format!("code-mode login --config {} {}", self.file.display(), self.name);
+                    code_mode_upstream_auth::Upstream::new(
+                        self.name,
+                        &url,
+                        spec,
+                        &command,
+                        None,
+                        code_mode_upstream_auth::Mode::Serve,
+                    )
+                });
+                Transport::Http(HttpSpec { url, headers, auth })
             }
             (None, None) => {
                 return Err(ConfigError::MissingCommand {

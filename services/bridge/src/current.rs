@@ -495,6 +495,7 @@ impl Bridge {
                 features: None,
                 listed: message.listed.clone(),
                 packages,
+                unavailable: message.unavailable.clone(),
             };
         }
         proto::Catalog { fingerprint, packages, ..message.clone() }
@@ -540,7 +541,12 @@ impl Bridge {
         // definitions (with labels), not the stubs rendered from them.
         let definitions: Vec<_> =
             current.catalog.tools().iter().map(|t| (&t.name, &t.mark, t.private, &t.direct)).collect();
-        let listed = serde_json::to_vec(&(&definitions, &withheld)).unwrap_or_default();
+        let unavailable: Vec<proto::Unavailable> = current
+            .servers
+            .iter()
+            .filter_map(|s| s.login_needed().map(|why| proto::Unavailable { server: s.name().to_string(), why }))
+            .collect();
+        let listed = serde_json::to_vec(&(&definitions, &withheld, &unavailable)).unwrap_or_default();
         let listed = format!("{:x}", <sha2::Sha256 as sha2::Digest>::digest(&listed));
         proto::Catalog {
             version: current.version,
@@ -556,6 +562,7 @@ impl Bridge {
             features,
             listed,
             packages: None,
+            unavailable,
         }
     }
 }

@@ -22,7 +22,14 @@
 //! A remote server ([`Transport::Http`]) is handled the same way: starting
 //! it means connecting (`initialize` and `tools/list` within the start
 //! timeout), and when its session ends (the HTTP connection is lost) the
-//! actor reconnects with the same delays.
+//! actor reconnects with the same delays. Its requests go through
+//! [`AuthorizedHttp`]: with an `auth` block each carries the server's
+//! access token ([`Upstream`], crate `code-mode-upstream-auth`). A server
+//! that needs a login (none stored, or its renewal refused) is not an
+//! error: its state is [`Link::NeedsLogin`], it lists no tools, calls fail
+//! naming the login command, and the actor connects once a login is
+//! stored. One without an `auth` block that answers `401` with a login
+//! challenge fails to start saying which block to add.
 //!
 //! Besides its tools the actor lists what else the server offers (its
 //! resources, resource templates and prompts, and whether it completes
@@ -56,6 +63,8 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+use code_mode_upstream_auth::{AuthorizedHttp, Upstream};
 
 use crate::BridgeError;
 use crate::child::ChildTransport;
@@ -198,13 +207,20 @@ pub struct HttpSpec {
     pub url: String,
     /// Headers sent with every request (values may hold secrets).
     pub headers: Vec<(String, String)>,
+    /// Its authorization (the `auth` block), shared by every session with
+    /// it; `None`: only `headers`.
+    pub auth: Option<Upstream>,
 }
 
 impl std::fmt::Debug for HttpSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Header values are often tokens: only their names are shown.
         let names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
-        f.debug_struct("HttpSpec").field("url", &self.url).field("headers", &names).finish()
+        f.debug_struct("HttpSpec")
+            .field("url", &self.url)
+            .field("headers", &names)
+            .field("auth", &self.auth.as_ref().map(|a| a.spec().kind()))
+            .finish()
     }
 }
 
@@ -227,6 +243,9 @@ pub enum CallError {
     /// (see [`crate::upstream`]).
     #[error("a session of this client's own with the server could not be opened: {0}")]
     Own(String),
+    /// The server needs a login (the message names the command).
+    #[error("{0}")]
+    NeedsLogin(String),
 }
 
 /// Restart delays: `initial` after the first exit, doubled after each
@@ -273,6 +292,8 @@ enum Link {
     Up(Peer<RoleClient>),
     /// Exited; the actor is restarting it.
     Restarting,
+    /// Waiting for a person to log in (the message names the command).
+    NeedsLogin(String),
     /// Closed for good.
     Closed,
 }
@@ -392,6 +413,20 @@ enum Ended {
     Stopped,
     /// The server exited on its own.
     Exited,
+    /// Its login can no longer be renewed: closed until a new one.
+    LoginNeeded(String),
+}
+
+/// Why `spec`'s server cannot be reached now, when it is that it needs a
+/// login.
+fn login_needed(spec: &ServerSpec) -> Option<String> {
+    match &spec.transport {
+        Transport::Http(HttpSpec { auth: Some(auth), .. }) => match auth.status() {
+            code_mode_upstream_auth::Status::NeedsLogin(why) => Some(why),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// Start a wrapped server on its own (no bridge around it: its messages
@@ -410,10 +445,23 @@ pub(crate) async fn start_relaying(
     relay: Relay,
     cancel: CancellationToken,
 ) -> Result<(ServerHandle, Vec<Tool>, tokio::task::JoinHandle<()>), BridgeError> {
-    let (session, tools) = connect(spec, relay.clone()).await?;
-    let offering = list_offering(&spec.name, session.peer()).await;
-    code_mode_telemetry::server_up(&spec.name, true);
-    let (link, link_rx) = watch::channel(Link::Up(session.peer().clone()));
+    let (session, tools, offering, link) = match connect(spec, relay.clone()).await {
+        Ok((session, tools)) => {
+            let offering = list_offering(&spec.name, session.peer()).await;
+            code_mode_telemetry::server_up(&spec.name, true);
+            let link = Link::Up(session.peer().clone());
+            (Some(session), tools, offering, link)
+        }
+        Err(e) => match login_needed(spec) {
+            Some(why) => {
+                tracing::warn!(server = %spec.name, "{why}: serving the other servers; this one joins once logged in");
+                code_mode_telemetry::server_up(&spec.name, false);
+                (None, Vec::new(), Offering::default(), Link::NeedsLogin(why))
+            }
+            None => return Err(e),
+        },
+    };
+    let (link, link_rx) = watch::channel(link);
     let (tools_tx, tools_rx) = watch::channel(Arc::new(tools.clone()));
     let (offering_tx, offering_rx) = watch::channel(Arc::new(offering));
     let handle = ServerHandle {
@@ -470,8 +518,31 @@ async fn initialize_as(
             // https uses rustls with ring, the provider async-nats already
             // brings; the client needs it installed as the process default.
             let _ = rustls::crypto::ring::default_provider().install_default();
-            let transport = StreamableHttpClientTransport::from_config(config);
-            tokio::time::timeout_at(deadline, relay.serve_with_lifecycle(transport, lifecycle)).await
+            if let Some(auth) = &http.auth {
+                // A login missing, or the tokens unreadable: said before any request.
+                let ready = tokio::time::timeout_at(deadline, auth.token()).await;
+                match ready {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => return Err(start_error(e.to_string())),
+                    Err(_) => return Err(start_error("no access token within the start timeout".into())),
+                }
+            }
+            let client = AuthorizedHttp::new(http.auth.clone());
+            let transport = StreamableHttpClientTransport::with_client(client.clone(), config);
+            let initialized = tokio::time::timeout_at(deadline, relay.serve_with_lifecycle(transport, lifecycle)).await;
+            if let Ok(Err(e)) = &initialized {
+                if http.auth.is_none()
+                    && let Some(challenge) = client.challenge()
+                {
+                    return Err(start_error(code_mode_upstream_auth::login::needs_auth_block(
+                        &spec.name, &http.url, &challenge,
+                    )));
+                }
+                if let Some(refusal) = code_mode_upstream_auth::refusal(e) {
+                    return Err(start_error(refusal.to_string()));
+                }
+            }
+            initialized
         }
     };
     match initialized {
@@ -598,19 +669,32 @@ fn spawn(name: &str, spec: &StdioSpec, tail: StderrTail) -> Result<ChildTranspor
 }
 
 impl ServerActor {
-    async fn run(mut self, mut session: Session) {
+    async fn run(mut self, first: Option<Session>) {
         let name = self.spec.name.clone();
-        loop {
+        let mut next = first;
+        'served: loop {
+            let session = match next.take() {
+                Some(session) => session,
+                None => match self.after_login().await {
+                    Some(session) => session,
+                    None => break,
+                },
+            };
             let up_since = Instant::now();
-            if let Ended::Stopped = self.serve(session).await {
-                break;
+            match self.serve(session).await {
+                Ended::Stopped => break,
+                Ended::LoginNeeded(why) => {
+                    self.needs_login(why);
+                    continue;
+                }
+                Ended::Exited => {}
             }
             code_mode_telemetry::server_exited(&name);
             self.link.send_replace(Link::Restarting);
             let uptime = up_since.elapsed();
             let mut delay = self.backoff.after_exit(uptime);
             tracing::warn!(server = %name, uptime_ms = uptime.as_millis() as u64, "the wrapped server exited: restarting it in {delay:?}");
-            session = loop {
+            let session = loop {
                 if !self.pause(delay).await {
                     self.link.send_replace(Link::Closed);
                     return;
@@ -631,6 +715,10 @@ impl ServerActor {
                         break session;
                     }
                     Err(e) => {
+                        if let Some(why) = login_needed(&self.spec) {
+                            self.needs_login(why);
+                            continue 'served;
+                        }
                         delay = self.backoff.after_failed_start();
                         tracing::warn!(server = %name, error = %e, "restarting the wrapped server failed: next try in {delay:?}");
                     }
@@ -639,8 +727,54 @@ impl ServerActor {
             code_mode_telemetry::server_up(&name, true);
             tracing::info!(server = %name, "the wrapped server runs again");
             self.link.send_replace(Link::Up(session.peer().clone()));
+            next = Some(session);
         }
         self.link.send_replace(Link::Closed);
+    }
+
+    /// The server needs a login: calls fail naming it, its tools leave the
+    /// catalog until then.
+    fn needs_login(&self, why: String) {
+        tracing::warn!(server = %self.spec.name, "{why}");
+        code_mode_telemetry::server_up(&self.spec.name, false);
+        self.link.send_replace(Link::NeedsLogin(why));
+        self.publish_tools(Vec::new(), "the server needs a login");
+        self.publish_offering(Offering::default(), "the server needs a login");
+    }
+
+    /// Wait for a login to be stored, then connect; `None` when the actor
+    /// must stop first.
+    async fn after_login(&mut self) -> Option<Session> {
+        let Transport::Http(HttpSpec { auth: Some(auth), .. }) = &self.spec.transport else { return None };
+        let auth = auth.clone();
+        loop {
+            tokio::select! {
+                _ = auth.wait_for_login() => {}
+                _ = self.stopping() => return None,
+            }
+            let started = tokio::select! {
+                started = connect(&self.spec, self.relay.clone()) => started,
+                _ = self.stopping() => return None,
+            };
+            match started {
+                Ok((session, tools)) => {
+                    tracing::info!(server = %self.spec.name, "logged in: the server joins the catalog");
+                    self.publish_tools(tools, "the server was logged in to");
+                    let offering = list_offering(&self.spec.name, session.peer()).await;
+                    self.publish_offering(offering, "the server was logged in to");
+                    code_mode_telemetry::server_up(&self.spec.name, true);
+                    self.link.send_replace(Link::Up(session.peer().clone()));
+                    return Some(session);
+                }
+                Err(e) => {
+                    let delay = self.backoff.after_failed_start();
+                    tracing::warn!(server = %self.spec.name, error = %e, "connecting after the login failed: next try in {delay:?}");
+                    if !self.pause(delay).await {
+                        return None;
+                    }
+                }
+            }
+        }
     }
 
     /// Serve one session until it ends: closed by us on shutdown (or when
@@ -653,9 +787,22 @@ impl ServerActor {
         let peer = session.peer().clone();
         let ended = session.waiting();
         tokio::pin!(ended);
+        let mut auth = match &self.spec.transport {
+            Transport::Http(HttpSpec { auth: Some(auth), .. }) => Some(auth.status_changes()),
+            _ => None,
+        };
+        let mut withdrawn = None;
         loop {
             tokio::select! {
                 _ = self.stopping() => break,
+                changed = async { auth.as_mut()?.changed().await.ok() }, if auth.is_some() => {
+                    if changed.is_none() {
+                        auth = None;
+                    } else if let Some(why) = login_needed(&self.spec) {
+                        withdrawn = Some(why);
+                        break;
+                    }
+                }
                 reason = &mut ended => {
                     tracing::debug!(server = %self.spec.name, ?reason, "the session ended");
                     return Ended::Exited;
@@ -690,7 +837,10 @@ impl ServerActor {
         if tokio::time::timeout(CLOSE_TIMEOUT, ended).await.is_err() {
             tracing::warn!(server = %self.spec.name, "the wrapped server did not close in time: killed");
         }
-        Ended::Stopped
+        match withdrawn {
+            Some(why) => Ended::LoginNeeded(why),
+            None => Ended::Stopped,
+        }
     }
 
     /// Resolves when the actor must stop: on shutdown, or once every handle
@@ -783,7 +933,16 @@ impl ServerHandle {
         match &*self.link.borrow() {
             Link::Up(peer) => Ok((peer.clone(), self.flights.clone())),
             Link::Restarting => Err(CallError::Restarting),
+            Link::NeedsLogin(why) => Err(CallError::NeedsLogin(why.clone())),
             Link::Closed => Err(CallError::Closed),
+        }
+    }
+
+    /// Why the server waits for a login (naming the command), if it does.
+    pub fn login_needed(&self) -> Option<String> {
+        match &*self.link.borrow() {
+            Link::NeedsLogin(why) => Some(why.clone()),
+            _ => None,
         }
     }
 
@@ -809,6 +968,7 @@ impl ServerHandle {
         let peer = match &*self.link.borrow() {
             Link::Up(peer) => peer.clone(),
             Link::Restarting => return Err(CallError::Restarting),
+            Link::NeedsLogin(why) => return Err(CallError::NeedsLogin(why.clone())),
             Link::Closed => return Err(CallError::Closed),
         };
         let mut params = CallToolRequestParams::new(tool.to_string());

@@ -95,7 +95,7 @@ impl WrappedServer {
         WrappedServer {
             spec: ServerSpec {
                 name: url.to_string(),
-                transport: Transport::Http(HttpSpec { url: url.to_string(), headers: Vec::new() }),
+                transport: Transport::Http(HttpSpec { url: url.to_string(), headers: Vec::new(), auth: None }),
                 start_timeout: defaults::START_TIMEOUT,
             },
             allow: None,
@@ -117,6 +117,15 @@ impl WrappedServer {
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> WrappedServer {
         if let Transport::Http(http) = &mut self.spec.transport {
             http.headers.push((name.into(), value.into()));
+        }
+        self
+    }
+
+    /// How code-mode gets an access token for a remote server (its `auth`
+    /// block).
+    pub fn authorized(mut self, auth: code_mode_upstream_auth::Upstream) -> WrappedServer {
+        if let Transport::Http(http) = &mut self.spec.transport {
+            http.auth = Some(auth);
         }
         self
     }

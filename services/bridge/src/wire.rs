@@ -43,7 +43,7 @@ pub(crate) fn fault_kind(e: &CallError) -> ErrorKind {
         CallError::Timeout(_) => ErrorKind::TimeoutError,
         CallError::Restarting => ErrorKind::ServerRestarting,
         CallError::Closed => ErrorKind::ServerClosed,
-        CallError::Own(_) => ErrorKind::ServiceError,
+        CallError::Own(_) | CallError::NeedsLogin(_) => ErrorKind::ServiceError,
         CallError::Service(e) => match e {
             ServiceError::McpError(_) => ErrorKind::McpError,
             ServiceError::TransportSend(_) => ErrorKind::TransportSendError,

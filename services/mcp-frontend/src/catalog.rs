@@ -74,6 +74,7 @@ impl View {
             stateless: None,
             resources: catalog.features.as_ref().is_some_and(|f| f.has_resources),
             packages: catalog.packages.clone(),
+            unavailable: catalog.unavailable.iter().map(|u| (u.server.clone(), u.why.clone())).collect(),
         }
     }
 }
@@ -266,6 +267,7 @@ mod tests {
             unchanged: false,
             withheld: Vec::new(),
             stateless_idle_ms: 3_600_000,
+            unavailable: Vec::new(),
             features: None,
             listed: String::new(),
             packages: None,

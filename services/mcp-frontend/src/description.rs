@@ -50,6 +50,9 @@ pub struct RunFacts {
     /// The packages (`name==version`) the sandboxes hold beyond the
     /// standard library; `None` when not known (nothing is said then).
     pub packages: Option<Vec<String>>,
+    /// Wrapped servers that cannot be called now: (server, why and what
+    /// fixes it), e.g. one waiting for `code-mode login`.
+    pub unavailable: Vec<(String, String)>,
 }
 
 impl Default for RunFacts {
@@ -66,6 +69,7 @@ impl Default for RunFacts {
             stateless: None,
             resources: false,
             packages: None,
+            unavailable: Vec::new(),
         }
     }
 }
@@ -244,7 +248,17 @@ fn header(facts: &RunFacts, tools: &[ToolEntry]) -> String {
         packages = packages_sentence(facts.packages.as_deref()),
         resources = if facts.resources { " Await read_resource(uri) and list_resources() for resources." } else { "" },
     );
-    if tools.iter().any(|t| t.private) { format!("{header}{}", private_rule(facts)) } else { header }
+    let header = if tools.iter().any(|t| t.private) { format!("{header}{}", private_rule(facts)) } else { header };
+    format!("{header}{}", unavailable_sentence(&facts.unavailable))
+}
+
+/// The servers whose tools cannot be called now, and why (a login the
+/// person must make): so the model says what to do instead of guessing.
+fn unavailable_sentence(unavailable: &[(String, String)]) -> String {
+    unavailable
+        .iter()
+        .map(|(server, why)| format!("The server {server:?} cannot be used now and its tools are not listed: {why}.\n"))
+        .collect()
 }
 
 /// The most packages named in the description; `PACKAGES` in the code
@@ -415,6 +429,19 @@ mod tests {
             direct: None,
             signature: Default::default(),
         }
+    }
+
+    #[test]
+    fn a_server_waiting_for_a_login_is_named_with_the_command_that_logs_in() {
+        let tools = vec![tool(Some("notes"), "notes__add", "def notes__add(): ...", "Add.", "")];
+        let why = "tracker needs a login: not logged in; run `code-mode login --config s.json tracker`";
+        let facts = RunFacts { unavailable: vec![("tracker".into(), why.into())], ..facts() };
+        let text = description(&facts, &tools, 12_000);
+        assert!(
+            text.contains("\"tracker\" cannot be used now") && text.contains("code-mode login --config s.json tracker"),
+            "{text}"
+        );
+        assert!(!description(&facts(), &tools, 12_000).contains("cannot be used now"));
     }
 
     #[test]

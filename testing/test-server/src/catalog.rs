@@ -47,6 +47,8 @@ pub struct CatalogOptions {
     /// Add `report`, which declares no output schema and answers with
     /// nested JSON text.
     pub reports: bool,
+    /// An OAuth resource server (`--oauth-issuer`): add `whoami`.
+    pub whoami: bool,
 }
 
 /// What a tool does when called.
@@ -81,6 +83,9 @@ pub enum Behavior {
     /// arguments: a repository, its issues, counts by mail address, and
     /// `raw`, a string holding JSON text.
     Report,
+    /// Answers with the subject, scopes and times of the access token that
+    /// carried the call.
+    Whoami,
 }
 
 /// The tools in the order `tools/list` returns them, and how to run each.
@@ -127,6 +132,14 @@ impl Catalog {
                     "required": ["name"]
                 }),
                 Behavior::GetHeader,
+            );
+        }
+        if options.whoami {
+            catalog.push(
+                "whoami",
+                "Return the subject, scopes, issue and expiry times of the access token that carried this call.",
+                json!({"type": "object", "properties": {}}),
+                Behavior::Whoami,
             );
         }
         if options.add_tool {

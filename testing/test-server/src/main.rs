@@ -16,9 +16,12 @@
 //! Stdout is the MCP channel: logs go to stderr only. With `--http ADDR` it
 //! serves the same tools plus `get_header` over streamable HTTP instead, at
 //! any path, prints `listening on http://HOST:PORT/mcp` as the one line of
-//! stdout, and serves until killed.
+//! stdout, and serves until killed. With `--oauth-issuer URL` it is an
+//! OAuth resource server too (`oauth.rs`): tokens of that issuer only,
+//! the tool `whoami` added.
 
 mod catalog;
+mod oauth;
 mod server;
 
 use std::{fs::OpenOptions, io::Write as _, net::SocketAddr, path::PathBuf, sync::Arc};
@@ -93,6 +96,27 @@ struct Args {
     /// SIGTERM, which is then recorded in the `--log` file as `SIGTERM -`.
     #[arg(long)]
     linger: bool,
+    /// With `--http`: require bearer tokens (RS256 JWTs) of this OAuth
+    /// issuer for this server (audience `http://HOST:PORT/mcp`), answer 401
+    /// with a challenge naming the Protected Resource Metadata, and add
+    /// `whoami`.
+    #[arg(long, value_name = "URL", requires = "http")]
+    oauth_issuer: Option<String>,
+    /// With `--oauth-issuer`: a scope every request needs (repeatable).
+    #[arg(long = "oauth-scope", value_name = "SCOPE", requires = "oauth_issuer")]
+    oauth_scopes: Vec<String>,
+    /// With `--oauth-issuer`: calling TOOL needs SCOPE too, else 403
+    /// insufficient_scope (`TOOL=SCOPE`, repeatable).
+    #[arg(long = "require-scope", value_name = "TOOL=SCOPE", requires = "oauth_issuer")]
+    require_scopes: Vec<String>,
+    /// With `--oauth-issuer`: the `resource` its metadata names (default:
+    /// its own URL), to test clients that must refuse another.
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    oauth_resource: Option<String>,
+    /// With `--oauth-issuer`: accept tokens for this audience instead of its
+    /// own URL (a server that takes tokens meant for another).
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    oauth_audience: Option<String>,
 }
 
 #[tokio::main]
@@ -134,10 +158,23 @@ async fn main() -> anyhow::Result<()> {
         add_tool: args.add_tool,
         resources: args.resources,
         reports: args.reports,
+        whoami: args.oauth_issuer.is_some(),
     });
     if let Some(addr) = args.http {
         let server = TestServer::new(catalog).with_resources(args.resources, args.resource_host.as_deref());
-        return serve_http(addr, server, log.map(|file| Arc::new(LogFile::new(file)))).await;
+        let mut required = std::collections::HashMap::new();
+        for pair in &args.require_scopes {
+            let (tool, scope) = pair.split_once('=').context("--require-scope takes TOOL=SCOPE")?;
+            required.insert(tool.to_string(), scope.to_string());
+        }
+        let gate = args.oauth_issuer.clone().map(|issuer| GateSettings {
+            issuer,
+            scopes: args.oauth_scopes.clone(),
+            required,
+            resource: args.oauth_resource.clone(),
+            audience: args.oauth_audience.clone(),
+        });
+        return serve_http(addr, server, log.map(|file| Arc::new(LogFile::new(file))), gate).await;
     }
     tracing::info!(tools = catalog.tools.len(), "serving MCP over stdio");
 
@@ -163,8 +200,23 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Serve `server` over streamable HTTP (HTTP/1.1) on `addr` until killed.
-async fn serve_http(addr: SocketAddr, server: TestServer, log: Option<Arc<LogFile>>) -> anyhow::Result<()> {
+/// The resource-server settings (`--oauth-issuer` and its companions).
+struct GateSettings {
+    issuer: String,
+    scopes: Vec<String>,
+    required: std::collections::HashMap<String, String>,
+    resource: Option<String>,
+    audience: Option<String>,
+}
+
+/// Serve `server` over streamable HTTP (HTTP/1.1) on `addr` until killed;
+/// behind an OAuth gate with `gate`.
+async fn serve_http(
+    addr: SocketAddr,
+    server: TestServer,
+    log: Option<Arc<LogFile>>,
+    gate: Option<GateSettings>,
+) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
     let bound = listener.local_addr()?;
     let service = StreamableHttpService::new(
@@ -172,18 +224,81 @@ async fn serve_http(addr: SocketAddr, server: TestServer, log: Option<Arc<LogFil
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );
+    let gate = gate.map(|settings| {
+        let resource = format!("http://{bound}/mcp");
+        let mut gate = oauth::Gate::new(settings.issuer, resource.clone(), settings.scopes, settings.required);
+        gate.advertised = settings.resource.unwrap_or_else(|| resource.clone());
+        gate.audience = settings.audience.unwrap_or(resource);
+        Arc::new(gate)
+    });
     let mut stdout = std::io::stdout();
     writeln!(stdout, "listening on http://{bound}/mcp")?;
     stdout.flush()?;
-    tracing::info!(%bound, "serving MCP over streamable HTTP");
+    tracing::info!(%bound, oauth = gate.is_some(), "serving MCP over streamable HTTP");
     loop {
         let (stream, _) = listener.accept().await.context("accept failed")?;
-        let service = hyper_util::service::TowerToHyperService::new(service.clone());
+        let io = hyper_util::rt::TokioIo::new(stream);
+        let Some(gate) = gate.clone() else {
+            let service = hyper_util::service::TowerToHyperService::new(service.clone());
+            tokio::spawn(async move {
+                if let Err(error) = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await {
+                    tracing::debug!(%error, "HTTP connection ended");
+                }
+            });
+            continue;
+        };
+        let service = service.clone();
+        let handler = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+            let (gate, mut service) = (gate.clone(), service.clone());
+            async move { Ok::<_, std::convert::Infallible>(guarded(&gate, &mut service, request).await) }
+        });
         tokio::spawn(async move {
-            let io = hyper_util::rt::TokioIo::new(stream);
-            if let Err(error) = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await {
+            if let Err(error) = hyper::server::conn::http1::Builder::new().serve_connection(io, handler).await {
                 tracing::debug!(%error, "HTTP connection ended");
             }
         });
+    }
+}
+
+type Body = http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>;
+
+/// One request through the OAuth gate: the metadata, a refusal, or the MCP
+/// service.
+async fn guarded<S>(
+    gate: &oauth::Gate,
+    service: &mut S,
+    request: hyper::Request<hyper::body::Incoming>,
+) -> http::Response<Body>
+where
+    S: tower_service::Service<
+            http::Request<http_body_util::Full<bytes::Bytes>>,
+            Response = http::Response<Body>,
+            Error = std::convert::Infallible,
+        >,
+{
+    use http_body_util::BodyExt as _;
+    let respond = |status: u16, challenge: Option<String>, body: String| {
+        let mut response =
+            http::Response::builder().status(status).header(http::header::CONTENT_TYPE, "application/json");
+        if let Some(challenge) = challenge {
+            response = response.header(http::header::WWW_AUTHENTICATE, challenge);
+        }
+        response
+            .body(http_body_util::Full::new(bytes::Bytes::from(body)).boxed())
+            .unwrap_or_else(|_| http::Response::new(http_body_util::Empty::new().boxed()))
+    };
+    if request.uri().path().starts_with("/.well-known/oauth-protected-resource") {
+        return respond(200, None, gate.metadata().to_string());
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = body.collect().await.map(|collected| collected.to_bytes()).unwrap_or_default();
+    let authorization = parts.headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    if let Err(refusal) = gate.check(authorization, &bytes).await {
+        return respond(refusal.status, Some(refusal.challenge), refusal.body);
+    }
+    let request = http::Request::from_parts(parts, http_body_util::Full::new(bytes));
+    match service.call(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
     }
 }

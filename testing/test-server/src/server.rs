@@ -173,6 +173,7 @@ impl TestServer {
                 text_result(value)
             }
             Behavior::Count => text_result(calls_so_far.to_string()),
+            Behavior::Whoami => CallToolResult::structured(crate::oauth::whoami(headers)),
             Behavior::AddTool => {
                 let new = str_arg(args, "name")?.ok_or_else(|| missing("name"))?;
                 let mut catalog = self.catalog.write().unwrap_or_else(|poisoned| poisoned.into_inner());

@@ -110,7 +110,7 @@ async fn a_remote_server_that_adds_a_tool_over_http_refreshes_the_catalog() {
         servers: vec![WrappedServer {
             spec: ServerSpec {
                 name: "remote".into(),
-                transport: Transport::Http(HttpSpec { url, headers: Vec::new() }),
+                transport: Transport::Http(HttpSpec { url, headers: Vec::new(), auth: None }),
                 start_timeout: Duration::from_secs(20),
             },
             allow: None,

@@ -356,6 +356,7 @@ mod tests {
                 unchanged: false,
                 withheld: vec![],
                 stateless_idle_ms: 3_600_000,
+                unavailable: Vec::new(),
                 features: None,
                 listed: String::new(),
                 // A runner has named its packages (the standard library only).

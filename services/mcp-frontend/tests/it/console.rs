@@ -38,6 +38,7 @@ fn catalog() -> Catalog {
         unchanged: false,
         withheld: Vec::new(),
         stateless_idle_ms: 3_600_000,
+        unavailable: Vec::new(),
         features: None,
         listed: String::new(),
         // A runner has named its packages (the standard library only).

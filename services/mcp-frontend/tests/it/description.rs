@@ -32,6 +32,7 @@ fn default_facts() -> RunFacts {
         stateless: None,
         resources: true,
         packages: Some(Vec::new()),
+        unavailable: Vec::new(),
     }
 }
 
