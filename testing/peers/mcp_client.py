@@ -44,6 +44,7 @@ STEPS is a JSON list, run in order in one client session:
     {"op": "notifications", "at_least": N, "wait": SECONDS}  the server
         notifications other than log messages received so far, as a list of
         {"method", "params"}
+    {"op": "sleep", "seconds": S}  wait S seconds (e.g. past a token's expiry)
     {"op": "asked"}  the questions the server put to this client so far
         (sampling, elicitation, roots), as a list of {"method", "params"}
     {"op": "together", "steps": [...], "stagger": SECONDS}  the steps at
@@ -293,6 +294,9 @@ async def main(argv):
                     result = list(asked)
                 elif op == "pause":
                     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+                    result = None
+                elif op == "sleep":
+                    await asyncio.sleep(step["seconds"])
                     result = None
                 elif op == "list_resources":
                     result = await client.list_resources()

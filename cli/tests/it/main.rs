@@ -62,3 +62,6 @@ mod team;
 mod threat_model;
 mod tls;
 mod traces;
+mod upstream;
+mod upstream_attacks;
+mod upstream_login;

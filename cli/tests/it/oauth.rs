@@ -40,7 +40,7 @@ impl Issuer {
     }
 
     /// Kill the issuer now (it answers nothing from then on).
-    fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         let _ = self._child.kill();
         let _ = self._child.wait();
     }
@@ -112,7 +112,7 @@ pub(crate) fn encode(text: &str) -> String {
 }
 
 /// One HTTP/1.1 request to `base` (`http://host:port`); the status and body.
-fn http(base: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+pub(crate) fn http(base: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
     let answered = request(base, method, path, headers, body);
     (answered.0, answered.2)
 }

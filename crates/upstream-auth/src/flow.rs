@@ -72,6 +72,7 @@ pub(crate) async fn begin(
     extra: &[String],
     redirect_uri: &str,
 ) -> Result<Pending, String> {
+    crate::ensure_crypto();
     let mut manager = AuthorizationManager::new(resource).await.map_err(|e| format!("{resource}: {e}"))?;
     let resolution = manager.resolve_metadata_from_challenge(challenge).await.map_err(|e| discovery_error(&e))?;
     if resolution.source == AuthorizationMetadataSource::LegacyEndpointFallback {
@@ -200,6 +201,7 @@ pub(crate) async fn finish(
 
 /// Renew `grant`'s access token with its refresh token; the new tokens.
 pub(crate) async fn refresh(grant: &Grant) -> Result<(Tokens, Option<Vec<String>>), Renewal> {
+    crate::ensure_crypto();
     let failed = |e: &dyn std::fmt::Display| Renewal::Failed(e.to_string());
     let (Some(client), Some(tokens)) = (&grant.client, &grant.tokens) else {
         return Err(Renewal::Rejected("no login is stored".into()));
@@ -244,7 +246,9 @@ pub(crate) async fn refresh(grant: &Grant) -> Result<(Tokens, Option<Vec<String>
             Err(Renewal::Rejected(format!("the authorization server refused the refresh token ({})", short(&why))))
         }
         Err(AuthError::AuthorizationRequired) => Err(Renewal::Rejected("the login can no longer be renewed".into())),
-        Err(e) => Err(Renewal::Failed(format!("renewing failed: {}", short(&e.to_string())))),
+        Err(e) => {
+            Err(Renewal::Failed(format!("could not renew the token ({})", short(&code_mode_core::error::report(&e)))))
+        }
     }
 }
 
@@ -256,6 +260,7 @@ pub(crate) async fn client_credentials(
     challenge: Option<&str>,
     extra: &[String],
 ) -> Result<Grant, Renewal> {
+    crate::ensure_crypto();
     let failed = |e: String| Renewal::Failed(e);
     let mut manager = AuthorizationManager::new(resource).await.map_err(|e| failed(e.to_string()))?;
     let resolution =

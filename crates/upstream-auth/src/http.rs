@@ -52,6 +52,7 @@ impl AuthorizedHttp {
     /// The client of a server authorized by `auth` (`None`: no `auth`
     /// block).
     pub fn new(auth: Option<Upstream>) -> Self {
+        crate::ensure_crypto();
         // As rmcp's default client: no idle pooling (a delayed-ACK stall),
         // only same-origin 307/308 redirects, which keep method and body.
         let http = reqwest::Client::builder()
@@ -105,7 +106,8 @@ impl AuthorizedHttp {
                     renewed = true;
                 }
                 Err(StreamableHttpError::InsufficientScope(e)) => {
-                    token = Some(auth.insufficient(&e.www_authenticate_header).await.map_err(refused)?);
+                    token =
+                        Some(auth.insufficient(token.as_deref(), &e.www_authenticate_header).await.map_err(refused)?);
                 }
                 other => return other,
             }

@@ -42,3 +42,9 @@ pub use vault::Vault;
 pub(crate) fn printable(text: &str, max: usize) -> String {
     text.chars().filter(|c| !c.is_control()).take(max).collect()
 }
+
+/// Make rustls use ring, the provider the workspace builds (reqwest here is
+/// built without one of its own): before any HTTP client is made.
+pub(crate) fn ensure_crypto() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}

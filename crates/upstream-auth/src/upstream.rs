@@ -231,7 +231,7 @@ impl Upstream {
     /// The server refused `sent` with `403 insufficient_scope` naming
     /// `challenge`'s scope: the token to retry with (a machine account's
     /// step-up, or `login`'s), or why not.
-    pub async fn insufficient(&self, challenge: &str) -> Result<String, UpstreamError> {
+    pub async fn insufficient(&self, sent: Option<&str>, challenge: &str) -> Result<String, UpstreamError> {
         self.note_challenge(challenge);
         let wanted = reqwest::Url::parse(&self.inner.resource)
             .ok()
@@ -265,6 +265,14 @@ impl Upstream {
                     Some(grant) => grant,
                     None => return Err(self.needs_login("not logged in".into())),
                 };
+                if let Some(token) = grant.usable_token(now())
+                    && sent != Some(token)
+                {
+                    // A login since (the step-up itself): retry with it.
+                    let token = token.to_string();
+                    *code_mode_core::sync::lock(&self.inner.cache) = Some(grant);
+                    return Ok(token);
+                }
                 if !wanted.is_empty() && wanted.iter().all(|w| grant.scopes.contains(w)) {
                     return Err(still());
                 }

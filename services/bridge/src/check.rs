@@ -577,6 +577,14 @@ impl Bridge {
                 trail.result = Some((CallResult::Error, Some(why.clone())));
                 self.refuse(format!("{name}: {why}"))
             }
+            Err(_) if server.login_needed_now().is_some() => {
+                let why = server.login_needed_now().unwrap_or_default();
+                // The login was withdrawn while the call was out (its
+                // session closed under it): said as the login it needs.
+                tracing::info!(tool = %name, server = %server.name(), "refused: the server needs a login");
+                trail.result = Some((CallResult::Error, Some(why.clone())));
+                self.refuse(format!("{name}: {why}"))
+            }
             Err(e) => {
                 tracing::warn!(tool = %name, server = %server.name(), error = %e, "call failed on the host");
                 trail.result = Some((CallResult::Fault, None));

@@ -946,6 +946,13 @@ impl ServerHandle {
         }
     }
 
+    /// Why the server cannot be called for want of a login, as its
+    /// authorization knows it now (before its actor has closed the
+    /// session): a call that failed meanwhile is refused with this.
+    pub fn login_needed_now(&self) -> Option<String> {
+        login_needed(&self.spec).or_else(|| self.login_needed())
+    }
+
     /// The server's current tools, as last listed.
     pub fn tools(&self) -> Arc<Vec<Tool>> {
         self.tools.borrow().clone()

@@ -435,8 +435,8 @@ mod tests {
     fn a_server_waiting_for_a_login_is_named_with_the_command_that_logs_in() {
         let tools = vec![tool(Some("notes"), "notes__add", "def notes__add(): ...", "Add.", "")];
         let why = "tracker needs a login: not logged in; run `code-mode login --config s.json tracker`";
-        let facts = RunFacts { unavailable: vec![("tracker".into(), why.into())], ..facts() };
-        let text = description(&facts, &tools, 12_000);
+        let waiting = RunFacts { unavailable: vec![("tracker".into(), why.into())], ..facts() };
+        let text = description(&waiting, &tools, 12_000);
         assert!(
             text.contains("\"tracker\" cannot be used now") && text.contains("code-mode login --config s.json tracker"),
             "{text}"

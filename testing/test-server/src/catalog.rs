@@ -518,6 +518,7 @@ mod tests {
             add_tool: true,
             resources: true,
             reports: true,
+            whoami: true,
         });
         assert_eq!(catalog.tools.len(), catalog.behaviors.len());
         let echo = catalog.tool("echo").expect("echo");

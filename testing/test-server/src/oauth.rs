@@ -25,6 +25,9 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
+/// An RSA public key: modulus and exponent, big-endian.
+type RsaKey = (Vec<u8>, Vec<u8>);
+
 /// What a request may do, once its token is checked.
 #[derive(Debug)]
 pub struct Gate {
@@ -37,7 +40,7 @@ pub struct Gate {
     pub audience: String,
     pub base_scopes: Vec<String>,
     pub required: HashMap<String, String>,
-    keys: Mutex<HashMap<String, (Vec<u8>, Vec<u8>)>>,
+    keys: Mutex<HashMap<String, RsaKey>>,
     http: reqwest::Client,
 }
 
@@ -169,7 +172,7 @@ impl Gate {
         Ok(claims)
     }
 
-    fn key(&self, kid: &str) -> Option<(Vec<u8>, Vec<u8>)> {
+    fn key(&self, kid: &str) -> Option<RsaKey> {
         self.keys.lock().unwrap_or_else(|p| p.into_inner()).get(kid).cloned()
     }
 
