@@ -113,7 +113,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             // learned result shapes would: a server without JetStream then
             // costs what the shapes would remember of a restart, never a call.
             let servers = wrapped_servers(&args.bridge, &args.server)?;
-            let needed = servers.iter().any(|s| !s.private.is_empty() || s.policy.is_some());
+            let logins = servers.iter().any(crate::login::has_auth);
+            let needed = logins || servers.iter().any(|s| !s.private.is_empty() || s.policy.is_some());
             let config = JetStreamConfig { replicas: replicas(&args.nats), ..Default::default() };
             let state = match SessionStore::over_nats(&transport, config).await {
                 Ok(store) => {
@@ -128,9 +129,20 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     SessionStore::in_memory()
                 }
                 Err(e) => {
-                    return Err(e).context("opening the session-state store (JetStream) for --private or a policy");
+                    return Err(e).context(
+                        "opening the session-state store (JetStream) for --private, a policy or an auth block",
+                    );
                 }
             };
+            if logins {
+                // Remote servers' logins live in the store too, every
+                // replica reading the same grant (sealed with this key).
+                let key = code_mode_upstream_auth::Key::from_environment()?;
+                code_mode_upstream_auth::set_default_vault(code_mode_upstream_auth::Vault::in_store(
+                    state.clone(),
+                    key,
+                ));
+            }
             let audit =
                 crate::audit::open_sink(&args.audit, "bridge", Some(transport.client()), replicas(&args.nats)).await?;
             let parts = bridge_parts(&args.bridge, servers, state, audit);

@@ -121,6 +121,12 @@ pub struct LoginTarget {
     /// The server of `--config` to log in to (default: each that needs it).
     #[arg(value_name = "SERVER", conflicts_with = "server_url")]
     pub server: Option<String>,
+    /// Keep the login in the split deployment's state store at this NATS
+    /// server (where `code-mode bridge` reads it; credentials from
+    /// CODE_MODE_NATS_USER and CODE_MODE_NATS_PASSWORD, the key from
+    /// CODE_MODE_TOKEN_KEY) instead of this user's files.
+    #[arg(long = "nats", value_name = "URL")]
+    pub nats: Option<String>,
 }
 
 /// Options of `login`.

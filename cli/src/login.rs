@@ -83,6 +83,11 @@ fn servers(target: &LoginTarget) -> anyhow::Result<Vec<WrappedServer>> {
     Ok(with_auth)
 }
 
+/// True when `server` has an `auth` block.
+pub(crate) fn has_auth(server: &WrappedServer) -> bool {
+    upstream_of(server).is_some()
+}
+
 fn upstream_of(server: &WrappedServer) -> Option<&Upstream> {
     match &server.spec.transport {
         Transport::Http(HttpSpec { auth: Some(auth), .. }) => Some(auth),
@@ -94,9 +99,9 @@ fn upstream_of(server: &WrappedServer) -> Option<&Upstream> {
 pub async fn login(args: LoginArgs) -> anyhow::Result<()> {
     let servers = servers(&args.target)?;
     if args.status {
-        return status(&servers, args.json).await;
+        return status(&servers, args.json, &args.target).await;
     }
-    let vault = vault(true)?;
+    let vault = vault(&args.target, true).await?;
     let only = args.target.server.is_some() || args.target.server_url.is_some();
     let mut failed = Vec::new();
     for server in &servers {
@@ -130,9 +135,28 @@ pub async fn login(args: LoginArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The vault of this user's state folder; `make_key`: make the key file
-/// when no key exists yet (a first login).
-fn vault(make_key: bool) -> anyhow::Result<Vault> {
+/// The vault of this user's state folder, or with `--nats` the split
+/// bridge's state store; `make_key`: make the key file when no key exists
+/// yet (a first login, files only: the store's key comes from the
+/// deployment).
+async fn vault(target: &LoginTarget, make_key: bool) -> anyhow::Result<Vault> {
+    if let Some(url) = &target.nats {
+        let key = Key::from_environment()?
+            .context("a login kept in the state store needs CODE_MODE_TOKEN_KEY (the bridge's key)")?;
+        let options = code_mode_core::nats::NatsOptions {
+            url: url.clone(),
+            credentials: std::env::var("CODE_MODE_NATS_USER").ok().zip(std::env::var("CODE_MODE_NATS_PASSWORD").ok()),
+            name: Some("code-mode-login".into()),
+            // As the bridge's NATS user, whose replies come under this prefix.
+            inbox_prefix: Some("_INBOX.bridge".into()),
+            tls: Default::default(),
+        };
+        let transport = code_mode_core::nats::NatsTransport::connect(&options).await?;
+        let store = code_mode_core::state::SessionStore::over_nats(&transport, Default::default())
+            .await
+            .context("opening the session-state store (JetStream)")?;
+        return Ok(Vault::in_store(store, Some(key)));
+    }
     let vault = Vault::from_environment()?;
     if vault.key().is_some() || !make_key {
         return Ok(vault);
@@ -168,11 +192,25 @@ async fn login_one(server: &WrappedServer, upstream: &Upstream, vault: &Vault, a
     }
     let config = StreamableHttpClientTransportConfig::with_uri(http.url.clone()).custom_headers(headers);
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let transport = StreamableHttpClientTransport::with_client(AuthorizedHttp::new(Some(login.clone())), config);
+    let transport =
+        StreamableHttpClientTransport::with_client(AuthorizedHttp::new(Some(login.clone())), config.clone());
     // The person's time, plus the exchanges around it.
     let bound = args.timeout + Duration::from_secs(60);
     let listed = tokio::time::timeout(bound, async {
-        let session = ().serve_with_lifecycle(transport, ClientLifecycleMode::Initialize).await?;
+        let session = match ().serve_with_lifecycle(transport, ClientLifecycleMode::Initialize).await {
+            Ok(session) => session,
+            Err(e) if code_mode_upstream_auth::refusal(&e).is_some() => return Err(e.into()),
+            Err(e) => {
+                // A server of the stateless 2026-07-28 revision alone refuses
+                // the handshake (as serve does, speak that revision instead).
+                tracing::info!(error = %e, "the server refused the initialize handshake: trying the stateless revision");
+                let discover = ClientLifecycleMode::Discover {
+                    preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+                };
+                let transport = StreamableHttpClientTransport::with_client(AuthorizedHttp::new(Some(login.clone())), config);
+                ().serve_with_lifecycle(transport, discover).await?
+            }
+        };
         let tools = session.peer().list_all_tools().await;
         let _ = session.cancel().await;
         anyhow::Ok(tools?)
@@ -217,8 +255,8 @@ fn span(secs: u64) -> String {
 }
 
 /// `login --status`.
-async fn status(servers: &[WrappedServer], as_json: bool) -> anyhow::Result<()> {
-    let vault = vault(false)?;
+async fn status(servers: &[WrappedServer], as_json: bool, target: &LoginTarget) -> anyhow::Result<()> {
+    let vault = vault(target, false).await?;
     for server in servers {
         let Some(upstream) = upstream_of(server) else { continue };
         let name = &server.spec.name;
@@ -277,7 +315,7 @@ async fn status(servers: &[WrappedServer], as_json: bool) -> anyhow::Result<()> 
 /// `code-mode logout`.
 pub async fn logout(args: LogoutArgs) -> anyhow::Result<()> {
     let servers = servers(&args.target)?;
-    let vault = vault(false)?;
+    let vault = vault(&args.target, false).await?;
     for server in &servers {
         let Some(upstream) = upstream_of(server) else { continue };
         if vault.delete(upstream.resource()).await? {

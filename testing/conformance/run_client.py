@@ -19,7 +19,9 @@ Output on stdout:
 
     {"2025-11-25": {"passed": [...], "failed": {"auth/x": "check-id: why"}}, ...}
 
-(extension runs are keyed `extension@VERSION`). Exit status 0 when every
+(extension runs are keyed `extension@VERSION`). With --retries N a failed
+scenario runs again up to N times (the passes after a retry are listed
+under "retried" too). Exit status 0 when every
 scenario run passed, 1 when one failed, 2 when the suite could not run.
 Standard library only.
 """
@@ -133,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-ms", type=int, default=30000, help="per scenario (default 30000)")
     parser.add_argument("--bin-dir", type=Path, default=DEFAULT_BIN_DIR)
     parser.add_argument("--verbose", action="store_true", help="copy the suite's output to stderr")
+    parser.add_argument(
+        "--retries", type=int, default=0, help="run a failed scenario again up to N times (a loaded machine's time-outs)"
+    )
     args = parser.parse_args(argv)
     if not (args.bin_dir / "conformance").exists():
         log(f"no conformance suite in {args.bin_dir}: run scripts/setup.sh")
@@ -151,6 +156,12 @@ def main(argv: list[str] | None = None) -> int:
                 for name in names:
                     log(f"{key}: {name} ...")
                     failure = run_one(args.bin_dir, args.command, name, revision, args.timeout_ms, args.verbose)
+                    for attempt in range(args.retries):
+                        if failure is None:
+                            break
+                        log(f"{key}: {name}: failed ({failure}); again ({attempt + 1} of {args.retries})")
+                        report.setdefault("retried", []).append(name)
+                        failure = run_one(args.bin_dir, args.command, name, revision, args.timeout_ms, args.verbose)
                     log(f"{key}: {name}: {'PASS' if failure is None else 'FAIL ' + failure}")
                     if failure is None:
                         report["passed"].append(name)

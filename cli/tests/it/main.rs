@@ -15,6 +15,7 @@ mod cluster;
 mod code_mcp;
 mod compose;
 mod conformance;
+mod conformance_client;
 mod console;
 mod console_browser;
 mod console_oauth;

@@ -358,3 +358,37 @@ async fn a_missing_or_wrong_token_key_stops_startup_and_never_falls_back_to_plai
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("cannot be decrypted with the key from CODE_MODE_TOKEN_KEY"), "{said}");
 }
+
+#[tokio::test]
+async fn a_clients_own_token_to_code_mode_is_never_forwarded_upstream() {
+    let Some(up) = Upstream::start(60, &[]) else { return };
+    assert!(up.login().await.0);
+    let alice = crate::auth::token_new("alice");
+    let tokens = crate::auth::TokenFile::of(&[&alice]);
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut serve = up.command(&[
+        "serve",
+        "--http",
+        &listen,
+        "--auth-tokens",
+        tokens.arg(),
+        "--url",
+        &up.url,
+        "--auth",
+        "oauth",
+        "--expose-tools=only",
+    ]);
+    let (_child, url, _log) = crate::http::spawn_http(&mut serve).await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url)
+        .auth_header(alice.token.clone());
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+    let client = rmcp::ServiceExt::serve((), transport).await.expect("the client connects");
+    let seen = call(&client, "get_header", json!({"name": "authorization"})).await;
+    let header = text(&seen);
+    assert!(!header.contains(&alice.token), "the client's token reached the upstream: {header}");
+    let grant = up.vault().load(&up.url).await.unwrap().unwrap();
+    assert_eq!(header, format!("Bearer {}", grant.tokens.unwrap().access), "code-mode's own login went instead");
+    client.cancel().await.unwrap();
+}

@@ -528,8 +528,9 @@ async fn initialize_as(
                 }
             }
             let client = AuthorizedHttp::new(http.auth.clone());
-            let transport = StreamableHttpClientTransport::with_client(client.clone(), config);
-            let initialized = tokio::time::timeout_at(deadline, relay.serve_with_lifecycle(transport, lifecycle)).await;
+            let transport = StreamableHttpClientTransport::with_client(client.clone(), config.clone());
+            let initialized =
+                tokio::time::timeout_at(deadline, relay.clone().serve_with_lifecycle(transport, lifecycle)).await;
             if let Ok(Err(e)) = &initialized {
                 if http.auth.is_none()
                     && let Some(challenge) = client.challenge()
@@ -540,6 +541,28 @@ async fn initialize_as(
                 }
                 if let Some(refusal) = code_mode_upstream_auth::refusal(e) {
                     return Err(start_error(refusal.to_string()));
+                }
+                if !stateless {
+                    // A server of the stateless revision alone refuses the
+                    // handshake: speak that revision to it instead.
+                    tracing::info!(server = %spec.name, error = %e, "the server refused the initialize handshake: trying the stateless 2026-07-28 revision");
+                    let discover = ClientLifecycleMode::Discover {
+                        preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+                    };
+                    let transport =
+                        StreamableHttpClientTransport::with_client(AuthorizedHttp::new(http.auth.clone()), config);
+                    match tokio::time::timeout_at(deadline, relay.serve_with_lifecycle(transport, discover)).await {
+                        Ok(Ok(session)) => {
+                            tracing::info!(server = %spec.name, "the server speaks the stateless 2026-07-28 revision");
+                            return Ok(session);
+                        }
+                        Ok(Err(stateless_error)) => {
+                            return Err(start_error(format!(
+                                "MCP initialization failed: {e}; with the stateless 2026-07-28 revision too: {stateless_error}"
+                            )));
+                        }
+                        Err(_) => {}
+                    }
                 }
             }
             initialized

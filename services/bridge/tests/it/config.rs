@@ -402,3 +402,46 @@ async fn errors_about_an_entry_name_its_key_and_the_server_by_its_entry_not_a_fl
     let err = start(config::load(&path).expect("it parses")).await.expect_err("refused").to_string();
     assert!(err.starts_with(&format!("{}: server \"math\": {}", path.display(), policy.display())), "{err}");
 }
+
+#[test]
+fn an_auth_block_gives_a_remote_entry_its_authorization_and_is_checked_key_by_key() {
+    let path = config_file(
+        "auth",
+        r#"{"mcpServers": {
+            "tracker": {"url": "https://tracker.example/mcp", "auth": {"type": "oauth", "scopes": ["issues:read"], "client_id": "cm", "client_secret": "${CM_SECRET}"}},
+            "robot": {"url": "https://robot.example/mcp", "auth": {"type": "client_credentials", "client_id": "bot", "client_secret": "${CM_SECRET}"}}
+        }}"#,
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    let servers = config::parse(&path, &text, |v| (v == "CM_SECRET").then(|| "s3cret".to_string())).expect("it parses");
+    let Transport::Http(tracker) = &servers[0].spec.transport else { panic!("a remote server") };
+    let auth = tracker.auth.as_ref().expect("its auth block");
+    assert_eq!(auth.spec().kind(), "oauth");
+    assert_eq!(auth.command(), format!("code-mode login --config {} tracker", path.display()));
+    assert!(!format!("{:?}", servers[0].spec).contains("s3cret"), "no secret in the entry's Debug");
+    let Transport::Http(robot) = &servers[1].spec.transport else { panic!("a remote server") };
+    assert_eq!(robot.auth.as_ref().unwrap().spec().kind(), "client_credentials");
+
+    let err = load_error(
+        "auth-key",
+        r#"{"mcpServers": {"t": {"url": "https://t.example/mcp", "auth": {"type": "oauth", "scope": ["a"]}}}}"#,
+    );
+    assert!(err.contains(r#"server "t": key "auth.scope": unknown key"#), "{err}");
+    let err = load_error(
+        "auth-type",
+        r#"{"mcpServers": {"t": {"url": "https://t.example/mcp", "auth": {"type": "basic"}}}}"#,
+    );
+    assert!(err.contains(r#"key "auth.type""#), "{err}");
+    let err = load_error("auth-stdio", r#"{"mcpServers": {"t": {"command": "x", "auth": "oauth"}}}"#);
+    assert!(err.contains(r#"key "auth": only for a remote server"#), "{err}");
+    let err = load_error(
+        "auth-header",
+        r#"{"mcpServers": {"t": {"url": "https://t.example/mcp", "headers": {"Authorization": "Bearer x"}, "auth": "oauth"}}}"#,
+    );
+    assert!(err.contains(r#"key "headers": an "Authorization" header beside "auth""#), "{err}");
+    let err = load_error(
+        "auth-secret",
+        r#"{"mcpServers": {"t": {"url": "https://t.example/mcp", "auth": {"type": "oauth", "client_id": "c", "client_secret": "${CM_NEVER_SET_SECRET}"}}}}"#,
+    );
+    assert!(err.contains("${CM_NEVER_SET_SECRET} is not set"), "{err}");
+}
