@@ -180,7 +180,7 @@ async fn a_tool_a_remote_server_announces_only_on_one_clients_own_session_is_lis
         servers: vec![WrappedServer {
             spec: ServerSpec {
                 name: "remote".into(),
-                transport: Transport::Http(HttpSpec { url: server.url.clone(), headers: Vec::new() }),
+                transport: Transport::Http(HttpSpec { url: server.url.clone(), headers: Vec::new(), auth: None }),
                 start_timeout: Duration::from_secs(20),
             },
             allow: None,
