@@ -145,7 +145,7 @@ pub struct LoginArgs {
     /// Print the authorization URL without opening a browser.
     #[arg(long)]
     pub no_browser: bool,
-    /// How long the person has to log in, in seconds.
+    /// How long the person has to log in, in seconds (0.001 to 86400).
     #[arg(long, default_value = "300", value_name = "SECONDS", allow_hyphen_values = true,
           value_parser = ranges::TIME.parser())]
     pub timeout: Duration,
