@@ -74,9 +74,18 @@ impl Upstream {
     /// (needing `mcp:read`, and `server_args`); `None` off CI without the
     /// peers.
     pub(crate) fn start(ttl: u32, server_args: &[&str]) -> Option<Self> {
+        Self::start_with(ttl, &[], server_args)
+    }
+
+    /// [`Upstream::start`] with `issuer_args` for the issuer too (such as
+    /// `--pages`: its own login and consent pages, for a real browser).
+    pub(crate) fn start_with(ttl: u32, issuer_args: &[&str], server_args: &[&str]) -> Option<Self> {
         let port = free_port();
         let url = format!("http://127.0.0.1:{port}/mcp");
-        let issuer = Issuer::spawn("oidc_upstream_issuer.mjs", &[&url, "--ttl", &ttl.to_string()])?;
+        let ttl = ttl.to_string();
+        let mut all = vec![url.as_str(), "--ttl", ttl.as_str()];
+        all.extend_from_slice(issuer_args);
+        let issuer = Issuer::spawn("oidc_upstream_issuer.mjs", &all)?;
         let mut args = vec!["--oauth-issuer", issuer.url.as_str(), "--oauth-scope", "mcp:read"];
         args.extend_from_slice(server_args);
         let server = Server::start(port, &args);

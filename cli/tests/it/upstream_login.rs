@@ -273,3 +273,55 @@ async fn stored_tokens_are_encrypted_in_a_private_file_and_a_token_for_one_serve
     assert!(text(&refused).contains("needs a login"), "{}", text(&refused));
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_person_logs_in_on_the_authorization_servers_own_pages_in_a_real_browser() {
+    use tokio::io::AsyncBufReadExt as _;
+    let Some(python) = crate::console_browser::browser_available() else { return };
+    let Some(up) = Upstream::start_with(60, &["--pages"], &[]) else { return };
+    let script = code_mode_core::testing::peers::workspace_root().join("testing/peers/oauth_browser_login.py");
+    let mut login = up
+        .command(&["login", "--url", &up.url, "--no-browser", "--timeout", "90"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("code-mode login starts");
+    let mut lines = tokio::io::BufReader::new(login.stderr.take().unwrap()).lines();
+    let (mut said, mut seen) = (String::new(), None);
+    while let Some(line) = lines.next_line().await.unwrap() {
+        said.push_str(&line);
+        said.push('\n');
+        if line.starts_with("http://") && seen.is_none() {
+            // The person: chromium opens the printed URL, signs in as dora
+            // on the authorization server's page and consents on the next.
+            let out = tokio::process::Command::new(&python)
+                .arg(&script)
+                .args(["--url", &line, "--name", "dora"])
+                .kill_on_drop(true)
+                .output()
+                .await
+                .expect("the browser script runs");
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            seen = Some(serde_json::from_str::<Value>(stdout.trim()).unwrap_or_else(|e| {
+                panic!("the browser's report ({e}): {stdout} {}", String::from_utf8_lossy(&out.stderr))
+            }));
+        }
+    }
+    let status = login.wait().await.unwrap();
+    let seen = seen.expect("the login printed an authorization URL");
+    assert!(status.success(), "the login succeeds: {said} {seen}");
+    assert_eq!(seen["titles"].as_array().map(Vec::len), Some(3), "sign-in, consent, code-mode's page: {seen}");
+    let last = seen["last"].as_str().unwrap();
+    assert!(last.starts_with("http://127.0.0.1:") && last.ends_with("/callback"), "{seen}");
+    assert!(seen["text"].as_str().unwrap().contains("code-mode has the login"), "{seen}");
+    // The token is dora's, the name typed on the page.
+    let (client, _) =
+        connect_client(up.command(&["serve", "--url", &up.url, "--auth", "oauth", "--expose-tools=only"])).await;
+    let whoami = call(&client, "whoami", json!({})).await;
+    assert_ne!(whoami.is_error, Some(true), "{}", text(&whoami));
+    let claims = whoami.structured_content.unwrap();
+    assert_eq!(claims["sub"], "dora", "{claims}");
+    assert_eq!(claims["scope"], "mcp:read", "{claims}");
+    client.cancel().await.unwrap();
+}

@@ -53,6 +53,7 @@ pub struct Refusal {
 
 impl Gate {
     pub fn new(issuer: String, resource: String, base_scopes: Vec<String>, required: HashMap<String, String>) -> Self {
+        let _ = rustls::crypto::ring::default_provider().install_default();
         Self {
             issuer,
             advertised: resource.clone(),
