@@ -38,7 +38,12 @@ async fn run(args: &[&str]) -> Option<Value> {
         .expect("the runner runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    Some(serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("the runner's outcome ({e}): {stdout} {stderr}")))
+    let outcome: Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("the runner's outcome ({e}): {stdout} {stderr}"));
+    // Each scenario's verdict in the test's output (the numbers the
+    // conformance README reports).
+    eprintln!("{stderr}");
+    Some(outcome)
 }
 
 fn names(outcome: &Value, key: &str, bucket: &str) -> BTreeSet<String> {

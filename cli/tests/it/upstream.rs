@@ -137,9 +137,20 @@ impl Upstream {
 
     /// Run a `code-mode login ...` command, following each URL it prints.
     pub(crate) async fn login_command(&self, args: &[&str], tamper: impl Fn(&str) -> String) -> (bool, String) {
+        self.login_command_env(args, &[], tamper).await
+    }
+
+    /// [`Upstream::login_command`] with `env` set too.
+    pub(crate) async fn login_command_env(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        tamper: impl Fn(&str) -> String,
+    ) -> (bool, String) {
         use tokio::io::AsyncBufReadExt as _;
         let mut child = self
             .command(args)
+            .envs(env.iter().copied())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())

@@ -325,3 +325,50 @@ async fn a_person_logs_in_on_the_authorization_servers_own_pages_in_a_real_brows
     assert_eq!(claims["scope"], "mcp:read", "{claims}");
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn over_nats_the_login_lives_in_the_state_store_the_split_bridge_uses_it_and_a_wrong_key_stops_it_naming_the_store()
+ {
+    let Some(up) = Upstream::start(60, &[]) else { return };
+    let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else { return };
+    let nats_url = nats.url();
+    let as_bridge = [("CODE_MODE_NATS_USER", "bridge"), ("CODE_MODE_NATS_PASSWORD", users.password("bridge"))];
+    let login = ["login", "--nats", &nats_url, "--url", &up.url, "--no-browser", "--timeout", "30"];
+    let (ok, said) = up.login_command_env(&login, &as_bridge, str::to_string).await;
+    assert!(ok, "the login succeeds: {said}");
+    assert!(up.vault().load(&up.url).await.unwrap().is_none(), "nothing in the state folder's files");
+    let bridge_args = ["--url", up.url.as_str(), "--auth", "oauth"];
+    let bridge = |key: &str| {
+        let mut command = support::service_command(&nats_url, &users, "bridge", &bridge_args, None);
+        command.env("CODE_MODE_TOKEN_KEY", key).env("CODE_MODE_STATE_DIR", &up.state);
+        command
+    };
+    let mut first = bridge(&up.key);
+    let _bridge = first.spawn().expect("the bridge starts");
+    let mut frontend = tokio::process::Command::new(support::code_mode());
+    frontend.args(["frontend", "--nats", &nats_url, "--expose-tools=only"]);
+    frontend.env("CODE_MODE_NATS_USER", "frontend").env("CODE_MODE_NATS_PASSWORD", users.password("frontend"));
+    let (client, _) = connect_client(frontend).await;
+    assert!(
+        listed_within(&client, Duration::from_secs(30), |names| names.contains(&"whoami".to_string())).await,
+        "the split bridge lists the server with the stored login"
+    );
+    let whoami = call(&client, "whoami", json!({})).await;
+    assert_ne!(whoami.is_error, Some(true), "{}", text(&whoami));
+    assert_eq!(whoami.structured_content.unwrap()["sub"], "alice");
+    client.cancel().await.unwrap();
+    // Another key than the login's: the bridge stops, naming the record's
+    // place in the store and the key's source; no plaintext fallback.
+    let mut wrong = bridge(&"11".repeat(32));
+    let out = tokio::time::timeout(Duration::from_secs(60), wrong.stderr(std::process::Stdio::piped()).output())
+        .await
+        .expect("the bridge stops at once")
+        .unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("the state store key")
+            && said.contains("cannot be decrypted with the key from CODE_MODE_TOKEN_KEY"),
+        "{said}"
+    );
+}
