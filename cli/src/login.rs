@@ -200,6 +200,11 @@ async fn login_one(server: &WrappedServer, upstream: &Upstream, vault: &Vault, a
         let session = match ().serve_with_lifecycle(transport, ClientLifecycleMode::Initialize).await {
             Ok(session) => session,
             Err(e) if code_mode_upstream_auth::refusal(&e).is_some() => return Err(e.into()),
+            // The login itself failed (the person's step, the authorization
+            // server): say so rather than log in again another way.
+            Err(_) if login.login_failure().is_some() => {
+                return Err(login.login_failure().map(anyhow::Error::from).unwrap_or_else(|| anyhow::anyhow!("login")));
+            }
             Err(e) => {
                 // A server of the stateless 2026-07-28 revision alone refuses
                 // the handshake (as serve does, speak that revision instead).

@@ -4,8 +4,9 @@
 //! metadata naming another issuer, Protected Resource Metadata naming
 //! another resource, a redirect off the loopback interface, any token found
 //! in the logs, traces, audit records, metrics, error texts or the sandbox
-//! after a full run; the authorization server down or slow at login and at
-//! renewal, the token file unreadable, the key missing or wrong.
+//! after a full run; the authorization server down or slow at login, at
+//! renewal and when serve starts, the token file unreadable, the key
+//! missing or wrong.
 
 use std::io::{Read as _, Write as _};
 use std::sync::{Arc, Mutex};
@@ -391,4 +392,61 @@ async fn a_clients_own_token_to_code_mode_is_never_forwarded_upstream() {
     let grant = up.vault().load(&up.url).await.unwrap().unwrap();
     assert_eq!(header, format!("Bearer {}", grant.tokens.unwrap().access), "code-mode's own login went instead");
     client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_authorization_server_slow_at_login_fails_it_naming_the_authorization_server_and_nothing_hangs() {
+    let Some(up) = Upstream::start(60, &[]) else { return };
+    up.slow(120_000);
+    let started = Instant::now();
+    let (ok, said) = up.login().await;
+    let waited = started.elapsed();
+    assert!(!ok, "{said}");
+    assert!(waited < Duration::from_secs(60), "it gave up within {waited:?}: {said}");
+    let named = format!("the code exchange at the authorization server {}", up.issuer.url);
+    assert!(said.contains(&named), "the error names the authorization server: {said}");
+    assert_eq!(said.matches("open this URL").count(), 1, "one login, not another way after it failed: {said}");
+    assert!(up.vault().load(&up.url).await.unwrap().is_none(), "no grant stored");
+}
+
+#[tokio::test]
+async fn the_authorization_server_slow_or_down_when_serve_starts_with_an_expired_token_stops_startup_naming_it_within_seconds()
+ {
+    let Some(mut up) = Upstream::start(5, &[]) else { return };
+    assert!(up.login().await.0);
+    let config = up.state.with_extension("json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {
+            "local": {"command": support::test_server(), "allow": ["add"]},
+            "tracker": {"url": up.url, "auth": {"type": "oauth"}},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    tokio::time::sleep(Duration::from_secs(6)).await; // the access token expired
+    for fault in ["slow", "down"] {
+        if fault == "slow" {
+            up.slow(120_000);
+        } else {
+            up.issuer.kill();
+        }
+        let started = Instant::now();
+        let mut serve = up.command(&["serve", "--config", &config, "--expose-tools=only"]);
+        serve.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
+        let out = tokio::time::timeout(Duration::from_secs(45), serve.stderr(std::process::Stdio::piped()).output())
+            .await
+            .unwrap_or_else(|_| panic!("{fault}: serve hung at startup"))
+            .unwrap();
+        let waited = started.elapsed();
+        assert!(!out.status.success(), "{fault}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains("\"tracker\"") && said.contains(&format!("the authorization server {}", up.issuer.url)),
+            "{fault}: names the server and its authorization server: {said}"
+        );
+        assert!(waited < Duration::from_secs(30), "{fault}: stopped within {waited:?}");
+        assert!(up.vault().load(&up.url).await.unwrap().unwrap().login_needed.is_none(), "{fault}: the login is kept");
+    }
 }

@@ -169,6 +169,8 @@ pub(crate) async fn finish(
     pending: Pending,
     callback: &crate::login::Callback,
 ) -> Result<Grant, String> {
+    let issuer = pending.metadata.issuer.clone().unwrap_or_else(|| pending.metadata.authorization_endpoint.clone());
+    let token_endpoint = pending.metadata.token_endpoint.clone();
     let response = pending
         .session
         .handle_callback_with_issuer(&callback.code, &callback.state, callback.iss.as_deref())
@@ -180,7 +182,10 @@ pub(crate) async fn finish(
             AuthError::AuthorizationServerMissingIssuer { expected_issuer } => format!(
                 "the authorization server {expected_issuer} promised an iss parameter in its response and sent none: refused (RFC 9207)"
             ),
-            other => format!("the code exchange failed: {other}"),
+            other => format!(
+                "the code exchange at the authorization server {} (token endpoint {}) failed: {other}",
+                issuer, token_endpoint
+            ),
         })?;
     let (tokens, scope) = tokens_of(&response, now())?;
     check_audience(&tokens.access, resource, &pending.resource_indicator)?;

@@ -106,6 +106,8 @@ struct Inner {
     challenge: Mutex<Option<String>>,
     /// `login`: authorized once in this run; a step-up already made.
     authorized: Mutex<(bool, bool)>,
+    /// `login`: why the person's step or the code exchange failed.
+    failed: Mutex<Option<UpstreamError>>,
     /// A machine account's scopes asked for after a `403`.
     stepped: Mutex<Vec<String>>,
 }
@@ -142,6 +144,7 @@ impl Upstream {
                 mode,
                 challenge: Mutex::new(None),
                 authorized: Mutex::new((false, false)),
+                failed: Mutex::new(None),
                 stepped: Mutex::new(Vec::new()),
             }),
         }
@@ -338,6 +341,9 @@ impl Upstream {
             self.inner.status.send_replace(Status::LoggedIn);
             return Ok(token);
         }
+        // Names the authorization server in an error even before anything
+        // was cached (the first renewal after a start).
+        let issuer = stored.as_ref().and_then(|g| g.issuer.clone());
         let renewed = match (&self.inner.spec, stored) {
             (AuthSpec::ClientCredentials(spec), _) => {
                 let challenge = code_mode_core::sync::lock(&self.inner.challenge).clone();
@@ -375,7 +381,7 @@ impl Upstream {
                 self.withdraw(&why).await?;
                 Err(self.needs_login(why))
             }
-            Err(Renewal::Rejected(why) | Renewal::Failed(why)) => Err(self.as_error(why)),
+            Err(Renewal::Rejected(why) | Renewal::Failed(why)) => Err(self.as_error(why, issuer)),
         }
     }
 
@@ -399,9 +405,29 @@ impl Upstream {
         Ok(())
     }
 
+    /// `login`: why this run's login failed (the person's step, the
+    /// authorization server), so that `login` says that instead of trying
+    /// the server another way.
+    pub fn login_failure(&self) -> Option<UpstreamError> {
+        code_mode_core::sync::lock(&self.inner.failed).clone()
+    }
+
     /// `login`: the person's step, from the server's `challenge`, asking
-    /// for `extra` scopes too.
+    /// for `extra` scopes too; a failure is kept for [`Upstream::login_failure`].
     async fn authorize(
+        &self,
+        interactive: &Interactive,
+        challenge: Option<&str>,
+        extra: &[String],
+    ) -> Result<String, UpstreamError> {
+        let result = self.authorize_once(interactive, challenge, extra).await;
+        if let Err(e) = &result {
+            *code_mode_core::sync::lock(&self.inner.failed) = Some(e.clone());
+        }
+        result
+    }
+
+    async fn authorize_once(
         &self,
         interactive: &Interactive,
         challenge: Option<&str>,
@@ -449,9 +475,9 @@ impl Upstream {
         UpstreamError::Login { server: self.inner.server.clone(), why }
     }
 
-    fn as_error(&self, why: String) -> UpstreamError {
-        let grant = code_mode_core::sync::lock(&self.inner.cache).clone();
-        let at = grant.and_then(|g| g.issuer).unwrap_or_else(|| "of this server".to_string());
+    fn as_error(&self, why: String, issuer: Option<String>) -> UpstreamError {
+        let cached = || code_mode_core::sync::lock(&self.inner.cache).as_ref().and_then(|g| g.issuer.clone());
+        let at = issuer.or_else(cached).unwrap_or_else(|| "of this server".to_string());
         UpstreamError::AuthorizationServer { server: self.inner.server.clone(), at, why }
     }
 }
