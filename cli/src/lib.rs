@@ -44,6 +44,7 @@
 pub mod app;
 pub mod audit;
 pub mod cli;
+pub mod cli_login;
 pub mod describe;
 pub mod login;
 pub mod pid_file;
