@@ -807,6 +807,18 @@ impl ClientLink {
     }
 }
 
+impl ToolEntry {
+    /// The name a client calling it directly (`--expose-tools`) gives it:
+    /// the server's own name for it, prefixed `<server>__` only where
+    /// several servers are wrapped.
+    pub fn gateway_name(&self) -> String {
+        match &self.server {
+            Some(server) => format!("{server}__{}", self.mcp_name),
+            None => self.mcp_name.clone(),
+        }
+    }
+}
+
 impl Catalog {
     /// How long a call of a client with `link` may wait for answers on top
     /// of its own timeout: a person's approval, and a wrapped server's

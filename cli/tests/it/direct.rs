@@ -75,7 +75,7 @@ async fn with_expose_tools_only_serve_lists_and_calls_the_wrapped_tools_with_no_
     assert_eq!(sum.is_error, Some(false), "{sum:?}");
     assert_eq!(sum.structured_content, Some(json!({"sum": 5})), "the structured content as the server sent it");
     let asked_for_code = call(client.peer(), "run_python", json!({"code": "print(1)"})).await;
-    assert_eq!(refusal(&asked_for_code), "there is no tool named \"run_python\"; TOOLS lists the tools");
+    assert_eq!(refusal(&asked_for_code), "there is no tool named \"run_python\"; tools/list lists the tools");
     assert_eq!(logged_calls(&log).len(), 1, "only the add call reached the server");
     client.cancel().await.ok();
     let _ = std::fs::remove_file(&log);
@@ -125,7 +125,8 @@ fn check_sdk_steps(results: &[Value], stderr: &str, with_code: bool) {
     let tools = results[0]["result"]["tools"].as_array().unwrap_or_else(|| panic!("{results:?} {stderr}"));
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names.contains(&"run_python"), with_code, "{names:?}");
-    let add = tools.iter().find(|t| t["name"] == "test__add").unwrap_or_else(|| panic!("{names:?}"));
+    // One server wrapped: its own names, not prefixed.
+    let add = tools.iter().find(|t| t["name"] == "add").unwrap_or_else(|| panic!("{names:?}"));
     assert_eq!(add["inputSchema"]["properties"]["a"]["type"], "integer", "{add}");
     assert_eq!(add["outputSchema"]["required"], json!(["sum"]), "{add}");
     assert_eq!(add["annotations"]["readOnlyHint"], true, "{add}");
@@ -399,9 +400,9 @@ async fn a_tool_a_wrapped_server_adds_is_announced_listed_and_called_directly() 
         .expect("the client is told within 20 s that the tool list changed")
         .expect("the handler is alive");
     let after = peer.list_all_tools().await.unwrap();
-    let late = after.iter().find(|t| t.name == "late_tool").expect("the new tool is listed");
+    let late = after.iter().find(|t| t.name == "late-tool").expect("the new tool is listed, as its server names it");
     assert!(late.description.as_deref().unwrap().starts_with("Added at runtime by add_tool."), "{late:?}");
-    assert_eq!(text(&call(&peer, "late_tool", json!({})).await), "ok late-tool");
+    assert_eq!(text(&call(&peer, "late-tool", json!({})).await), "ok late-tool");
     client.cancel().await.ok();
 }
 
@@ -423,13 +424,13 @@ async fn server_everythings_image_and_structured_results_arrive_unchanged_throug
 
     let tools = client.peer().list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert!(!names.contains(&"everything__get_env"), "the denied tool is not offered: {names:?}");
-    let denied = refusal(&call(client.peer(), "everything__get_env", json!({})).await);
+    assert!(!names.contains(&"get-env"), "the denied tool is not offered: {names:?}");
+    let denied = refusal(&call(client.peer(), "get-env", json!({})).await);
     assert_eq!(
-        denied, "everything__get_env: denied by policy (/tools/get-env): the environment stays on the host",
-        "refused by name"
+        denied, "get-env: denied by policy (/tools/get-env): the environment stays on the host",
+        "refused by the name the client gave"
     );
-    let image = tools.iter().find(|t| t.name == "everything__get_tiny_image").expect("get-tiny-image is offered");
+    let image = tools.iter().find(|t| t.name == "get-tiny-image").expect("get-tiny-image is offered");
     assert_eq!(image.title.as_deref(), Some("Get Tiny Image Tool"));
     for (tool, served, arguments) in [
         ("get-tiny-image", "everything__get_tiny_image", json!({})),

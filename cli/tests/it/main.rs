@@ -26,6 +26,7 @@ mod docs_links;
 mod doctor;
 mod faults;
 mod first_hour;
+mod gateway_names;
 mod http;
 mod http_attacks;
 mod https;

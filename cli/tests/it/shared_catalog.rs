@@ -30,12 +30,9 @@ const LOG_FILTER: &str = "info,code_mode_bridge::server=debug";
 
 /// The tools server-everything registers only for a client that declared
 /// sampling, elicitation or roots.
-const GATED: [&str; 4] = [
-    "everything__get_roots_list",
-    "everything__trigger_elicitation_request",
-    "everything__trigger_sampling_request",
-    "everything__trigger_url_elicitation",
-];
+/// (As a gateway offers them: the server's own names, one server wrapped.)
+const GATED: [&str; 4] =
+    ["get-roots-list", "trigger-elicitation-request", "trigger-sampling-request", "trigger-url-elicitation"];
 
 /// A `--config` naming server-everything `everything`.
 fn everything_config(tag: &str) -> Option<std::path::PathBuf> {

@@ -324,6 +324,16 @@ impl Catalog {
         self.withheld.get(name)
     }
 
+    /// A withheld tool by the name a gateway client gives it (the server's
+    /// own name, `<server>__` before it with several servers, as
+    /// `tools/list` would offer it), `server_name` naming each server.
+    pub fn withheld_as_offered(&self, name: &str, several: Option<&dyn Fn(usize) -> String>) -> Option<&WithheldTool> {
+        self.withheld.values().find(|w| match several {
+            Some(server_name) => name.strip_prefix(&format!("{}__", server_name(w.server))) == Some(&w.mcp_name),
+            None => name == w.mcp_name,
+        })
+    }
+
     /// The Python names of the tools a policy withholds.
     pub fn withheld_names(&self) -> impl Iterator<Item = &str> {
         self.withheld.keys().map(String::as_str)

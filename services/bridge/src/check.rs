@@ -207,7 +207,12 @@ impl Bridge {
             return self.offered(current, call, trail);
         }
         let catalog = &*current.catalog;
-        if let Some(withheld) = catalog.withheld(&call.tool) {
+        // A gateway client may name a withheld tool as its server does.
+        let server_name = |i: usize| current.servers[i].name().to_string();
+        let several = current.wrapped.iter().filter(|w| w.is_some()).count() > 1;
+        let several: Option<&dyn Fn(usize) -> String> = several.then_some(&server_name);
+        let withheld = catalog.withheld(&call.tool).or_else(|| catalog.withheld_as_offered(&call.tool, several));
+        if let Some(withheld) = withheld {
             let catalog::Denial { rule, reason } = &withheld.denial;
             let site = CallSite {
                 session: &call.session,

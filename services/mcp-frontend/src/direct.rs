@@ -51,7 +51,8 @@ impl Expose {
 }
 
 /// The wrapped tools of `catalog` as MCP tools: the servers' schemas,
-/// titles and annotations under the names the code calls them by, each
+/// titles and annotations under the servers' own names (prefixed
+/// `<server>__` with several servers, [`code_mode_proto::ToolEntry::gateway_name`]), each
 /// description led by its labels. Tools a policy denies outright are not
 /// in the catalog, so not offered.
 pub(crate) fn tools(catalog: &Catalog) -> Vec<Tool> {
@@ -61,7 +62,7 @@ pub(crate) fn tools(catalog: &Catalog) -> Vec<Tool> {
         .filter_map(|entry| {
             let direct = entry.direct.as_ref()?;
             let mut tool =
-                Tool::new(entry.name.clone(), direct.description.clone(), Arc::new(object(&direct.input_schema)));
+                Tool::new(entry.gateway_name(), direct.description.clone(), Arc::new(object(&direct.input_schema)));
             tool.title = direct.title.clone();
             tool.output_schema = direct.output_schema.as_ref().map(|o| Arc::new(object(o)));
             tool.annotations =
@@ -85,11 +86,60 @@ pub(crate) async fn call(shared: &Shared, call: &DirectCall) -> Result<CallToolR
     let catalog = &shared.catalog.current().catalog;
     let answers = catalog.answer_wait_ms(call.link.as_ref());
     let wait = Duration::from_millis(catalog.call_timeout_ms + answers) + HOP_MARGIN;
-    let answer = shared.bus.call::<_, DirectReply>(subjects::TOOL_DIRECT, call, wait).await;
-    match call.op {
-        Op::Tool => crate::wire::direct_reply(&call.tool, answer),
-        op => Ok(crate::wire::gateway_reply(op.method(), answer).into()),
+    if call.op != Op::Tool {
+        let answer = shared.bus.call::<_, DirectReply>(subjects::TOOL_DIRECT, call, wait).await;
+        return Ok(crate::wire::gateway_reply(call.op.method(), answer).into());
     }
+    // The client names the tool as tools/list offered it; the bridge knows
+    // it by the name the code calls it by (which a client may also use).
+    let asked = call.tool.as_str();
+    let python = catalog.tools.iter().find(|t| t.gateway_name() == asked).map(|t| t.name.clone());
+    let answer = match &python {
+        Some(name) => {
+            let call = DirectCall { tool: name.clone(), ..call.clone() };
+            shared.bus.call::<_, DirectReply>(subjects::TOOL_DIRECT, &call, wait).await
+        }
+        None => shared.bus.call::<_, DirectReply>(subjects::TOOL_DIRECT, call, wait).await,
+    };
+    let answer = answer.map(|reply| in_client_words(reply, asked, python.as_deref(), catalog));
+    crate::wire::direct_reply(asked, answer)
+}
+
+/// A refusal in the words of a client of the gateway: an unknown name
+/// refused as such, pointing at `tools/list` (not at `TOOLS`, which only
+/// code has) and at the offered name closest to it; a refusal naming the
+/// tool by its Python name names it as the client did.
+fn in_client_words(reply: DirectReply, asked: &str, python: Option<&str>, catalog: &Catalog) -> DirectReply {
+    let DirectReply::Refused { message, code: None, data } = reply else { return reply };
+    let message = if message.starts_with("there is no tool named ") {
+        let offered: Vec<String> =
+            catalog.tools.iter().filter(|t| t.direct.is_some()).map(|t| t.gateway_name()).collect();
+        match closest(asked, &offered) {
+            Some(near) => {
+                format!("there is no tool named {asked:?}; tools/list lists the tools (did you mean {near:?}?)")
+            }
+            None => format!("there is no tool named {asked:?}; tools/list lists the tools"),
+        }
+    } else {
+        match python.and_then(|p| message.strip_prefix(p)).filter(|rest| rest.starts_with(':')) {
+            Some(rest) => format!("{asked}{rest}"),
+            None => message,
+        }
+    };
+    DirectReply::Refused { message, code: None, data }
+}
+
+/// The name of `names` closest to `wrong` (`-` and `_` alike, case aside),
+/// if one is close enough to be what was meant.
+fn closest<'n>(wrong: &str, names: &'n [String]) -> Option<&'n str> {
+    let plain = |s: &str| s.to_lowercase().replace('-', "_");
+    let wrong = plain(wrong);
+    names
+        .iter()
+        .map(|n| (strsim::normalized_levenshtein(&wrong, &plain(n)), n))
+        .filter(|(score, _)| *score >= 0.6)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, n)| n.as_str())
 }
 
 /// How long telling the bridges of a cancelled call may take.
