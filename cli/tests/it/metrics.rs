@@ -102,10 +102,10 @@ fn serve_command(extra: &[&str]) -> Command {
     command
 }
 
-/// The server label of the test server: the bridge names a server by its
-/// command.
+/// The server label of the test server: a server wrapped by its command is
+/// named by its program's file name, never a host path.
 fn server_label() -> String {
-    support::test_server().display().to_string()
+    support::test_server().file_name().unwrap().to_string_lossy().into_owned()
 }
 
 #[tokio::test]

@@ -305,11 +305,7 @@ impl Bridge {
                     tokens.push(token);
                 }
                 Err(e) => {
-                    servers_cancel.cancel();
-                    drop(handles);
-                    Closer { actors, added: Default::default(), own_sessions: Default::default(), audit: None }
-                        .closed()
-                        .await;
+                    close_started(&servers_cancel, handles, actors).await;
                     return Err(e);
                 }
             }
@@ -334,11 +330,7 @@ impl Bridge {
         let (catalog, rule, policies, offers) = match rebuild.build(&wrapped, &names, &listed, &offerings, false) {
             Ok(built) => built,
             Err(e) => {
-                servers_cancel.cancel();
-                drop(handles);
-                Closer { actors, added: Default::default(), own_sessions: Default::default(), audit: None }
-                    .closed()
-                    .await;
+                close_started(&servers_cancel, handles, actors).await;
                 return Err(e);
             }
         };
@@ -355,11 +347,7 @@ impl Bridge {
         if let Some(audit) = &config.policy_options.audit {
             for (handle, tools) in handles.iter().zip(&listed) {
                 if let Err(e) = audit.append(tools_record(handle.name(), tools), Durability::Written).await {
-                    servers_cancel.cancel();
-                    drop(handles);
-                    Closer { actors, added: Default::default(), own_sessions: Default::default(), audit: None }
-                        .closed()
-                        .await;
+                    close_started(&servers_cancel, handles, actors).await;
                     return Err(BridgeError::Audit(e));
                 }
             }
@@ -679,3 +667,15 @@ async fn refresher(bridge: std::sync::Weak<Inner>, cancel: CancellationToken) {
 /// rebuilds the catalog, so that the other results of the same burst of
 /// calls are in it too.
 const LEARNED_SETTLE: Duration = Duration::from_millis(100);
+
+/// Close the servers a start that failed midway had started: cancel them,
+/// drop their handles and wait for their actors (no audit sink yet).
+async fn close_started(
+    cancel: &CancellationToken,
+    handles: Vec<ServerHandle>,
+    actors: Vec<tokio::task::JoinHandle<()>>,
+) {
+    cancel.cancel();
+    drop(handles);
+    Closer { actors, added: Default::default(), own_sessions: Default::default(), audit: None }.closed().await;
+}
