@@ -44,7 +44,9 @@ fi
 
 if ! docker info >/dev/null 2>&1; then
   log "no Docker engine answers: starting dockerd in the background (log: /tmp/code-mode-dockerd.log)"
-  as_root sh -c 'nohup dockerd >/tmp/code-mode-dockerd.log 2>&1 &'
+  # setsid: the engine outlives the shell that started it (a developer's
+  # terminal or tool session closing must not take every container with it).
+  as_root sh -c 'setsid nohup dockerd >/tmp/code-mode-dockerd.log 2>&1 </dev/null &'
   for _ in $(seq 1 60); do
     docker info >/dev/null 2>&1 && break
     sleep 1

@@ -221,6 +221,9 @@ async fn clients_with_static_tokens_run_cells_and_their_identity_is_in_audit_rec
     let echo = records.iter().find(|r| r["kind"] == "call" && r["tool"] == "echo").unwrap();
     assert_eq!(echo["decision"], "approved");
 
+    for who in ["alice", "bob"] {
+        support::log_shows(&log, |l| l.contains("cell ended") && l.contains(&format!("identity={who}"))).await;
+    }
     let log = log.lock().unwrap().join("\n");
     for who in ["alice", "bob"] {
         assert!(log.lines().any(|l| l.contains("cell started") && l.contains(&format!("identity={who}"))), "{log}");
@@ -294,6 +297,7 @@ async fn requests_without_a_valid_token_get_401_with_a_bearer_challenge_and_no_t
     assert!(wrong.body.contains("invalid_token"), "{}", wrong.body);
 
     assert_eq!(request(&url, "POST", &[("Authorization", &bearer(&alice))], INITIALIZE).status, 200);
+    support::log_shows(&log, |l| l.contains("refused an MCP request whose bearer token is not valid")).await;
     let log = log.lock().unwrap().join("\n");
     assert!(log.contains("refused an MCP request whose bearer token is not valid"), "{log}");
     assert!(!log.contains(&forged[3..]) && !log.contains(&alice.token[3..]), "a token reached the log: {log}");
@@ -527,7 +531,7 @@ async fn insecure_no_auth_serves_a_non_loopback_address_and_says_so_in_a_warning
     let port = url.rsplit(':').next().unwrap().trim_end_matches("/mcp");
     let answer = request(&format!("http://127.0.0.1:{port}/mcp"), "POST", &[], INITIALIZE);
     assert_eq!(answer.status, 200, "{answer:?}");
-    assert!(log.lock().unwrap().iter().any(|l| l.contains("WARN") && l.contains("--insecure-no-auth")));
+    assert!(support::log_shows(&log, |l| l.contains("WARN") && l.contains("--insecure-no-auth")).await);
 }
 
 /// `add` 10 calls an hour per identity, shared by all its sessions.

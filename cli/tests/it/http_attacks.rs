@@ -213,10 +213,8 @@ async fn another_identitys_token_gets_the_same_404_on_a_real_session_id_as_on_a_
     let ended = request(&url, "DELETE", &in_session(&mallory, &session), "");
     assert_eq!((ended.status, &ended.body), (on_made_up.status, &on_made_up.body), "{ended:?}");
     assert!(
-        log.lock()
-            .unwrap()
-            .iter()
-            .any(|l| l.contains("refused a request naming an MCP session another identity opened")),
+        support::log_shows(&log, |l| l.contains("refused a request naming an MCP session another identity opened"))
+            .await,
         "the log tells the two apart"
     );
 

@@ -737,3 +737,10 @@ pub async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bo
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Whether a line the process wrote to its log satisfies `wanted` within
+/// ten seconds: the log is read by a thread, so a line written just before
+/// an answer may reach the test just after it.
+pub async fn log_shows(log: &std::sync::Mutex<Vec<String>>, wanted: impl Fn(&str) -> bool) -> bool {
+    eventually(Duration::from_secs(10), || log.lock().unwrap().iter().any(|l| wanted(l))).await
+}
