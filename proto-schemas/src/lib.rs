@@ -1413,6 +1413,11 @@ pub enum FromClient {
     Refused {
         /// Why.
         message: String,
+        /// The JSON-RPC error code the server gets (the client's own, or
+        /// the one MCP prescribes for the case); absent: invalid request
+        /// (`-32600`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<i32>,
     },
     /// A notification was passed on (or dropped: the client did not want
     /// it).

@@ -47,6 +47,7 @@ mod policy;
 mod policy_categories;
 mod policy_check;
 mod private;
+mod questions_on_reads;
 mod readme;
 mod reload;
 mod remote;

@@ -690,9 +690,13 @@ impl crate::Bridge {
                 trail.result = Some((code_mode_audit::record::CallResult::Ok, Some(result.to_string())));
                 Ok(result)
             }
-            Ok(code_mode_proto::FromClient::Refused { message }) => {
+            Ok(code_mode_proto::FromClient::Refused { message, code }) => {
                 trail.result = Some((code_mode_audit::record::CallResult::Error, Some(message.clone())));
-                Err(ErrorData::invalid_request(message, None))
+                Err(ErrorData::new(
+                    code.map_or(rmcp::model::ErrorCode::INVALID_REQUEST, rmcp::model::ErrorCode),
+                    message,
+                    None,
+                ))
             }
             Ok(code_mode_proto::FromClient::Noted) => {
                 trail.result = Some((code_mode_audit::record::CallResult::Fault, None));

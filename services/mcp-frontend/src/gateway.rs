@@ -106,10 +106,13 @@ pub(crate) async fn request(
         Err(e) => return Err(McpError::internal_error(format!("{}: {e}", op.method()), None)),
     };
     let envelope = match frontend.drive(run, context).await? {
+        // A server's own questions are answered for a stateless client on
+        // this request (see `Frontend::drive`): what is left to ask is a
+        // person's approval, which such a client gives only on a tool call.
         CallToolResponse::InputRequired(_) => {
             return Err(McpError::invalid_request(
                 format!(
-                    "{}: the server asked the client a question, which a stateless client can answer only on a tool call",
+                    "{}: a person's approval is needed, which a stateless client (MCP 2026-07-28) can give only on a tool call",
                     op.method()
                 ),
                 None,

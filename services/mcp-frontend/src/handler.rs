@@ -62,7 +62,14 @@ impl Frontend {
         let result = async move {
             report.await.unwrap_or(Err(FrontendError::SessionEnded)).map(|ran| wire::ran_result(&ran).into())
         };
-        CellRun { result: Box::pin(result), questions, tool: TOOL_NAME.into(), call_id: None, cell_id: Some(cell_id) }
+        CellRun {
+            result: Box::pin(result),
+            questions,
+            tool: TOOL_NAME.into(),
+            call_id: None,
+            cell_id: Some(cell_id),
+            op: Op::Tool,
+        }
     }
 
     /// What the client of `context` can answer and wants to hear: its
@@ -163,7 +170,7 @@ impl Frontend {
         let result = self.session.direct(order).await;
         let result = async move { result.await.unwrap_or(Err(FrontendError::SessionEnded)) };
         let tool = if op == Op::Tool { target } else { op.method().to_string() };
-        Ok(CellRun { result: Box::pin(result), questions, tool, call_id: Some(call_id), cell_id: None })
+        Ok(CellRun { result: Box::pin(result), questions, tool, call_id: Some(call_id), cell_id: None, op })
     }
 
     /// Wait for a cell's (or direct call's) end while answering its
@@ -208,6 +215,19 @@ impl Frontend {
                                 heartbeat.reset();
                             }
                         }
+                    }
+                    // A stateless client hears a server's questions only in
+                    // a tool call's input-required result: on any other
+                    // request (a read, a prompt, a completion) the question
+                    // is answered for it, and the request waits for its own
+                    // result. Such a question is most often the server's
+                    // own business that happened to come while this request
+                    // was the one in flight (server-everything asks for
+                    // the roots as soon as a session starts).
+                    Question::Ask(PendingAsk { ask, answer, .. }) if stateless && run.op != Op::Tool => {
+                        tracing::info!(server = %ask.server, method = ask.ask.method(), request = run.op.method(),
+                            "a server's question on a stateless client's request that cannot carry it: answered for the client");
+                        let _ = answer.send(questions::not_askable(&ask, Some(run.op)));
                     }
                     Question::Ask(ask) if stateless => {
                         let pending = self.gather(&mut run, Question::Ask(ask)).await;

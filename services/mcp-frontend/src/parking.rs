@@ -136,6 +136,7 @@ mod tests {
             tool: "run_python".into(),
             call_id: None,
             cell_id: None,
+            op: code_mode_proto::Op::Tool,
         };
         let pending = vec![Question::Approval(crate::approval::Pending { request, answer })];
         (Parked { run, pending, identity: identity.map(Identity::new) }, waiting)

@@ -136,11 +136,11 @@ pub(crate) async fn ask_client(
     let request = json!({"method": method, "params": shown_params(ask)});
     let request: ServerRequest = match serde_json::from_value(request) {
         Ok(request) => request,
-        Err(e) => return FromClient::Refused { message: format!("{method}: malformed request: {e}") },
+        Err(e) => return FromClient::Refused { message: format!("{method}: malformed request: {e}"), code: None },
     };
     let could_not = |e: &ServiceError| {
         tracing::warn!(error = %e, method, "the client could not be asked a server's question");
-        FromClient::Refused { message: format!("{method}: the client could not be asked") }
+        FromClient::Refused { message: format!("{method}: the client could not be asked"), code: None }
     };
     let handle = match peer.send_cancellable_request(request, PeerRequestOptions::no_options()).await {
         Ok(handle) => handle,
@@ -150,7 +150,9 @@ pub(crate) async fn ask_client(
     let (outcome, why) = tokio::select! {
         answer = tokio::time::timeout(timeout, handle.await_response()) => match answer {
             Ok(Ok(result)) => return answered(ask.ask, &result),
-            Ok(Err(ServiceError::McpError(error))) => return FromClient::Refused { message: error.message.to_string() },
+            Ok(Err(ServiceError::McpError(error))) => {
+                return FromClient::Refused { message: error.message.to_string(), code: Some(error.code.0) };
+            }
             Ok(Err(e)) => return could_not(&e),
             Err(_) => (
                 format!("{method}: the client did not answer within {} s", timeout.as_secs()),
@@ -163,7 +165,7 @@ pub(crate) async fn ask_client(
     if let Err(e) = peer.notify_cancelled(cancel).await {
         tracing::debug!(error = %e, method, "the client could not be told the question is cancelled");
     }
-    FromClient::Refused { message: outcome }
+    FromClient::Refused { message: outcome, code: None }
 }
 
 /// The client's result as the answer, when it is the kind asked for.
@@ -178,7 +180,36 @@ fn answered(kind: AskKind, result: &ClientResult) -> FromClient {
         (true, Ok(result)) => FromClient::Answered { result },
         _ => FromClient::Refused {
             message: format!("{}: the client answered with another kind of result", kind.method()),
+            code: None,
         },
+    }
+}
+
+/// The JSON-RPC code of a question that a client cannot answer: MCP's
+/// chapter on roots prescribes "method not found" for a client without
+/// roots; sampling and elicitation are answered alike.
+pub(crate) const NOT_ASKABLE: i32 = -32601;
+
+/// The answer, for a stateless (2026-07-28) client, to a server's question
+/// that came while no tool call of it was in flight to carry it (`during`:
+/// the client's request that was, such as a read, a prompt or a
+/// completion; else none): only a tool call's result may ask such a client
+/// something, and no request may be sent to it, so for the server this
+/// client cannot answer ([`NOT_ASKABLE`]), as if it had not declared the
+/// capability. An empty list of roots would tell the server that the
+/// client has none (a filesystem server would narrow its folders to
+/// nothing); an error leaves the server as it was.
+pub(crate) fn not_askable(ask: &ServerAsk, during: Option<code_mode_proto::Op>) -> FromClient {
+    let when = match during {
+        Some(op) => format!("its request in flight is {}", op.method()),
+        None => "none is in flight".to_string(),
+    };
+    FromClient::Refused {
+        message: format!(
+            "{}: the client (MCP 2026-07-28) can be asked only on a tool call, and {when}",
+            ask.ask.method()
+        ),
+        code: Some(NOT_ASKABLE),
     }
 }
 
@@ -195,6 +226,7 @@ pub(crate) fn answer_of_value(ask: &ServerAsk, value: Option<&Value>) -> FromCli
     let Some(value) = value else {
         return FromClient::Refused {
             message: format!("{}: the client answered without this question's answer", ask.ask.method()),
+            code: None,
         };
     };
     let fits = match ask.ask {
@@ -207,6 +239,7 @@ pub(crate) fn answer_of_value(ask: &ServerAsk, value: Option<&Value>) -> FromCli
     } else {
         FromClient::Refused {
             message: format!("{}: the client's answer is not of the kind asked for", ask.ask.method()),
+            code: None,
         }
     }
 }
@@ -228,6 +261,18 @@ mod tests {
         assert_eq!(shown["message"], "The server \"notes\" asks (through code-mode): Your name?");
         let request = input_request(&ask(AskKind::Sampling, json!({"messages": [], "maxTokens": 5})));
         assert!(matches!(request, Some(InputRequest::CreateMessage(_))), "{request:?}");
+    }
+
+    #[test]
+    fn a_question_a_stateless_client_cannot_take_is_answered_method_not_found_naming_the_request_in_flight() {
+        let roots = ask(AskKind::Roots, json!({}));
+        let FromClient::Refused { message, code } = not_askable(&roots, Some(code_mode_proto::Op::Complete)) else {
+            panic!("a refusal")
+        };
+        assert_eq!(code, Some(-32601), "what MCP prescribes for a client without roots");
+        assert!(message.starts_with("roots/list: ") && message.ends_with("completion/complete"), "{message}");
+        let FromClient::Refused { message, .. } = not_askable(&roots, None) else { panic!("a refusal") };
+        assert!(message.ends_with("none is in flight"), "{message}");
     }
 
     #[test]

@@ -10,7 +10,11 @@
 //! `--add-tool` adds `add_tool {name}`, which adds a tool at runtime
 //! (answering `ok <name>`) and sends `notifications/tools/list_changed`.
 //! `--reports` adds `report {owner, secret}`, which answers with nested JSON
-//! text and declares no output schema. `--linger` keeps it running after
+//! text and declares no output schema. `--ask-on-reads` makes it ask its
+//! client questions (`roots/list`, `elicitation/create`) in the middle of
+//! a resource read, a prompt or a completion, as some servers do with
+//! requests of their own that belong to no call; `--handshake-only` keeps
+//! it to the revisions with an initialize handshake. `--linger` keeps it running after
 //! its input closes, until SIGTERM.
 //!
 //! Stdout is the MCP channel: logs go to stderr only. With `--http ADDR` it
@@ -92,6 +96,19 @@ struct Args {
     /// result shapes learned from results).
     #[arg(long)]
     reports: bool,
+    /// With `--resources`: before answering a `resources/read`,
+    /// `prompts/get` or `completion/complete`, ask the client `roots/list`
+    /// (when it declared roots) and `elicitation/create` (when it declared
+    /// elicitation), then answer as usual; each outcome goes to the `--log`
+    /// file as `asked <method> <answer or error CODE>`.
+    #[arg(long, requires = "resources")]
+    ask_on_reads: bool,
+    /// Speak only the revisions with an initialize handshake (2025-11-25
+    /// and older), as server-everything 2026.8.31 does: a stateless client's
+    /// requests then reach it over a session of their own, where its
+    /// questions are requests of its own, not input-required results.
+    #[arg(long)]
+    handshake_only: bool,
     /// Keep running after the input closes (as some servers do) until
     /// SIGTERM, which is then recorded in the `--log` file as `SIGTERM -`.
     #[arg(long)]
@@ -178,7 +195,19 @@ async fn main() -> anyhow::Result<()> {
     }
     tracing::info!(tools = catalog.tools.len(), "serving MCP over stdio");
 
-    let server = TestServer::new(catalog).with_resources(args.resources, args.resource_host.as_deref());
+    let asks_log = match (args.ask_on_reads, &args.log) {
+        (true, Some(path)) => Some(Arc::new(LogFile::new(
+            OpenOptions::new()
+                .append(true)
+                .open(path)
+                .with_context(|| format!("cannot open the request log {}", path.display()))?,
+        ))),
+        _ => None,
+    };
+    let server = TestServer::new(catalog)
+        .with_resources(args.resources, args.resource_host.as_deref())
+        .asking_on_reads(args.ask_on_reads, asks_log)
+        .handshake_only(args.handshake_only);
     // Set up before serving, so that a SIGTERM at any time is recorded
     // (only when lingering: otherwise SIGTERM ends the server at once).
     let term = match args.linger {

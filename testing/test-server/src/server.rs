@@ -38,6 +38,12 @@ pub struct TestServer {
     base: Arc<str>,
     /// Names `publish` added: each a resource and a prompt.
     published: Arc<RwLock<Vec<String>>>,
+    /// Asks the client questions while it reads (`--ask-on-reads`).
+    ask_on_reads: bool,
+    /// Where the outcomes of those questions are recorded.
+    asks_log: Option<Arc<LogFile>>,
+    /// Speaks only the revisions with an initialize handshake.
+    handshake_only: bool,
 }
 
 /// A 1x1 PNG, for the image resource.
@@ -55,6 +61,64 @@ impl TestServer {
             resources: false,
             base: "test://".into(),
             published: Default::default(),
+            ask_on_reads: false,
+            asks_log: None,
+            handshake_only: false,
+        }
+    }
+
+    /// The same, speaking only the revisions with an initialize handshake
+    /// (no `server/discover`, no stateless 2026-07-28) when `only`.
+    pub fn handshake_only(self, only: bool) -> Self {
+        Self { handshake_only: only, ..self }
+    }
+
+    /// The same, asking the client `roots/list` and `elicitation/create`
+    /// (as far as it declared them) before answering a read, a prompt or a
+    /// completion, and recording the outcomes in `log`.
+    pub fn asking_on_reads(self, ask: bool, log: Option<Arc<LogFile>>) -> Self {
+        Self { ask_on_reads: ask, asks_log: log, ..self }
+    }
+
+    /// With `--ask-on-reads`: put the client the questions it declared it
+    /// answers, within the request of `context`, and record how each went.
+    #[allow(deprecated)] // Roots are deprecated from 2026-07-28 on; this server speaks older revisions too.
+    async fn ask_first(&self, context: &RequestContext<RoleServer>) {
+        if !self.ask_on_reads {
+            return;
+        }
+        let caps = context.peer.peer_info().map(|info| info.capabilities.clone()).unwrap_or_default();
+        let outcome = |error: rmcp::service::ServiceError| match error {
+            rmcp::service::ServiceError::McpError(e) => format!("error {}", e.code.0),
+            other => format!("failed {other}"),
+        };
+        if caps.roots.is_some() {
+            let said = match context.peer.list_roots().await {
+                Ok(list) => format!("{} root(s)", list.roots.len()),
+                Err(e) => outcome(e),
+            };
+            self.note_asked("roots/list", &said);
+        }
+        if caps.elicitation.is_some() {
+            let request = json!({"method": "elicitation/create", "params": {"mode": "form", "message": "Which colour?",
+                                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}});
+            let said = match serde_json::from_value::<rmcp::model::ServerRequest>(request) {
+                Ok(request) => match context.peer.send_request(request).await {
+                    Ok(answer) => {
+                        let answer = serde_json::to_value(answer).unwrap_or_default();
+                        answer["action"].as_str().unwrap_or("no action").to_string()
+                    }
+                    Err(e) => outcome(e),
+                },
+                Err(e) => format!("failed {e}"),
+            };
+            self.note_asked("elicitation/create", &said);
+        }
+    }
+
+    fn note_asked(&self, method: &str, said: &str) {
+        if let Some(log) = &self.asks_log {
+            log.record("asked", &format!("{method} {said}"));
         }
     }
 
@@ -282,6 +346,13 @@ impl ServerHandler for TestServer {
             .with_instructions("A test server for the code-mode integration tests.")
     }
 
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        match self.handshake_only {
+            false => std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
+            true => ProtocolVersion::KNOWN_VERSIONS.iter().filter(|v| v.has_initialize()).cloned().collect(),
+        }
+    }
+
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -318,11 +389,12 @@ impl ServerHandler for TestServer {
     async fn read_resource(
         &self,
         request: rmcp::model::ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
         if !self.resources {
             return self.not_offered("resources/read");
         }
+        self.ask_first(&context).await;
         let uri = request.uri.as_str();
         let text = |text: String| json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]});
         let local = uri.strip_prefix(&*self.base).unwrap_or("");
@@ -362,11 +434,12 @@ impl ServerHandler for TestServer {
     async fn get_prompt(
         &self,
         request: rmcp::model::GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
         if !self.resources {
             return self.not_offered("prompts/get");
         }
+        self.ask_first(&context).await;
         if request.name != "greet" {
             return Err(McpError::invalid_params(format!("unknown prompt: {}", request.name), None));
         }
@@ -381,11 +454,12 @@ impl ServerHandler for TestServer {
     async fn complete(
         &self,
         request: rmcp::model::CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CompleteResult, McpError> {
         if !self.resources {
             return self.not_offered("completion/complete");
         }
+        self.ask_first(&context).await;
         let request = serde_json::to_value(&request).unwrap_or_default();
         let typed = request["argument"]["value"].as_str().unwrap_or_default();
         let values: Vec<&str> = ["Ann", "Anton", "Bob"].into_iter().filter(|v| v.starts_with(typed)).collect();

@@ -111,6 +111,11 @@ pub(crate) struct CellRun {
     pub call_id: Option<String>,
     /// A cell's id (its heartbeat reads how long it was held).
     pub cell_id: Option<String>,
+    /// What the client's request does: [`Op::Tool`] for a tool call
+    /// (`run_python`, or a wrapped tool called directly), whose result may
+    /// ask a stateless client questions; else the gateway request (a read,
+    /// a prompt, a completion, ...), whose result cannot.
+    pub op: Op,
 }
 
 impl std::fmt::Debug for CellRun {

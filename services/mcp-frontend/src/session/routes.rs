@@ -111,22 +111,31 @@ pub(super) async fn relay(
                     let asked = async {
                         let pending = PendingAsk { ask, answer, withdrawn: withdrawn.clone() };
                         if cell.send(Question::Ask(pending)).await.is_err() {
-                            return FromClient::Refused { message: format!("{method}: the call has ended") };
+                            return FromClient::Refused {
+                                message: format!("{method}: the call has ended"),
+                                code: None,
+                            };
                         }
                         wait.await.unwrap_or_else(|_| FromClient::Refused {
                             message: format!("{method}: the request ended before the client answered"),
+                            code: None,
                         })
                     };
                     tokio::time::timeout(timeout, asked).await.unwrap_or_else(|_| FromClient::Refused {
                         message: format!("{method}: the client did not answer within {} s", timeout.as_secs()),
+                        code: None,
                     })
                 }
                 // Outside any of its requests only a client of a session
-                // can be asked (a stateless one has nothing to answer on).
+                // can be asked: one that made the initialize handshake. A
+                // stateless (2026-07-28) client takes no requests, even
+                // over a connection of its own, and is answered for.
                 _ => match session_client(notifier) {
+                    Some(peer) if peer.peer_info().is_none() => crate::questions::not_askable(&ask, None),
                     Some(peer) => ask_client(&peer, &ask, timeout, &withdrawn).await,
                     None => FromClient::Refused {
                         message: format!("{}: no request of the client is running to ask it on", ask.ask.method()),
+                        code: None,
                     },
                 },
             }
