@@ -102,16 +102,13 @@ impl RunningBridge {
 pub async fn start_bridge(parts: BridgeParts, bus: &Bus, cancel: &CancellationToken) -> Result<RunningBridge, Error> {
     let config = BridgeConfig {
         servers: parts.servers,
+        prefixed: parts.prefixed,
         limits: parts.limits,
         catalog: Default::default(),
         state: parts.state,
         policy_options: PolicyOptions { audit: parts.audit, offer_denied: parts.offer_denied },
     };
-    let (bridge, closer) = if parts.prefixed {
-        Bridge::start_prefixed(config, cancel.child_token()).await?
-    } else {
-        Bridge::start(config, cancel.child_token()).await?
-    };
+    let (bridge, closer) = Bridge::start(config, cancel.child_token()).await?;
     match bridge.serve(bus, cancel.clone()).await {
         Ok(tasks) => Ok(RunningBridge { bridge, closer, tasks }),
         Err(e) => {

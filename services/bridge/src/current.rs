@@ -1,8 +1,7 @@
 //! The current catalog and everything built with it: each server's policy
 //! and rate limiter, the private-data rule, the catalog messages the
-//! frontends get; how the bridge starts (its servers first, then the
-//! catalog), and how the catalog is rebuilt when a server's tools change
-//! (the refresher).
+//! frontends get; and how the catalog is rebuilt when a server's tools
+//! change (the refresher). The bridge's start is [`crate::start`].
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,15 +17,8 @@ use crate::catalog::{Catalog, CatalogLimits, ListedTool, ServerTools};
 use crate::offers::{Judge, Offers};
 use crate::policy::{Admission, Annotations, Policy, RateLimiter, ToolFacts, Verdict};
 use crate::private::PrivateRule;
-use crate::relay::{BridgeRef, Relay};
-use crate::scope::Scopes;
-use crate::server::Offering;
-use crate::server::ServerHandle;
-use crate::upstream::Upstreams;
-use crate::{
-    Bridge, BridgeConfig, BridgeError, Closer, Inner, PolicySource, WrappedServer, catalog, config, naming, schema,
-    server,
-};
+use crate::server::{Offering, ServerHandle};
+use crate::{Bridge, BridgeError, PolicySource, WrappedServer, catalog, config, naming, schema};
 
 /// The private labels of `wrapped`, with [`config::ALL_TOOLS`] (`"private":
 /// true`) made into every tool it keeps: the allowlist, else every listed
@@ -264,132 +256,6 @@ impl Rebuild {
 }
 
 impl Bridge {
-    /// Start every wrapped server and build the catalog. If one server fails
-    /// to start, the ones already started are closed before the error returns.
-    /// Tool names get the `<server>__` prefix when there are several servers.
-    pub async fn start(config: BridgeConfig, cancel: CancellationToken) -> Result<(Bridge, Closer), BridgeError> {
-        let prefixed = config.servers.len() > 1;
-        Self::start_with(config, cancel, prefixed).await
-    }
-
-    /// [`Bridge::start`], but every tool name gets the `<server>__` prefix,
-    /// even with one server (`--config`: names do not change when a second
-    /// server is added).
-    pub async fn start_prefixed(
-        config: BridgeConfig,
-        cancel: CancellationToken,
-    ) -> Result<(Bridge, Closer), BridgeError> {
-        Self::start_with(config, cancel, true).await
-    }
-
-    pub(crate) async fn start_with(
-        config: BridgeConfig,
-        cancel: CancellationToken,
-        prefixed: bool,
-    ) -> Result<(Bridge, Closer), BridgeError> {
-        let servers_cancel = cancel.child_token();
-        let bridge_ref = BridgeRef::default();
-        let mut handles = Vec::new();
-        let mut actors = Vec::new();
-        let mut listed = Vec::new();
-        let mut tokens = Vec::new();
-        for (index, wrapped) in config.servers.iter().enumerate() {
-            let relay = Relay::shared(index, &wrapped.spec.name, bridge_ref.clone());
-            // A token of its own, so that a reload can close it alone.
-            let token = servers_cancel.child_token();
-            match server::start_relaying(&wrapped.spec, relay, token.clone()).await {
-                Ok((handle, tools, actor)) => {
-                    listed.push(Arc::new(tools));
-                    handles.push(handle);
-                    actors.push(actor);
-                    tokens.push(token);
-                }
-                Err(e) => {
-                    close_started(&servers_cancel, handles, actors).await;
-                    return Err(e);
-                }
-            }
-        }
-        let rebuild = Rebuild {
-            prefixed,
-            limits: config.catalog,
-            state: config.state.clone(),
-            offer_denied: config.policy_options.offer_denied,
-            stateless_idle: config.limits.stateless_idle,
-            shapes: crate::shapes::Shapes::new(Some(config.state.clone())),
-            learned: Default::default(),
-        };
-        // What earlier runs learned of the results, before the first stubs.
-        let known = config.servers.iter().zip(&listed).flat_map(|(wrapped, tools)| {
-            tools.iter().map(|t| (wrapped.spec.name.clone(), t.name.to_string())).collect::<Vec<_>>()
-        });
-        rebuild.shapes.load(known.collect::<Vec<_>>()).await;
-        let offerings: Vec<_> = handles.iter().map(ServerHandle::offering).collect();
-        let wrapped: Vec<Option<WrappedServer>> = config.servers.iter().cloned().map(Some).collect();
-        let names: Vec<String> = config.servers.iter().map(|w| w.spec.name.clone()).collect();
-        let (catalog, rule, policies, offers) = match rebuild.build(&wrapped, &names, &listed, &offerings, false) {
-            Ok(built) => built,
-            Err(e) => {
-                close_started(&servers_cancel, handles, actors).await;
-                return Err(e);
-            }
-        };
-        if rule.is_some() {
-            let private: Vec<&str> = catalog.private_tools().collect();
-            tracing::info!(?private, store = config.state.backend_kind(), "private-data rule on");
-        }
-        tracing::info!(tools = catalog.tools().len(), left_out = catalog.left_out().len(), "bridge ready");
-        for (wrapped, applied) in config.servers.iter().zip(&policies) {
-            if let Some(applied) = applied {
-                tracing::info!(server = %wrapped.spec.name, policy = applied.policy.source(), sha256 = %applied.sha256, "policy on");
-            }
-        }
-        if let Some(audit) = &config.policy_options.audit {
-            for (handle, tools) in handles.iter().zip(&listed) {
-                if let Err(e) = audit.append(tools_record(handle.name(), tools), Durability::Written).await {
-                    close_started(&servers_cancel, handles, actors).await;
-                    return Err(BridgeError::Audit(e));
-                }
-            }
-        }
-        let current = Current {
-            catalog: Arc::new(catalog),
-            version: 1,
-            rule,
-            policies,
-            message: Default::default(),
-            direct_message: Default::default(),
-            offers,
-            servers: Arc::new(handles),
-            wrapped: Arc::new(wrapped),
-        };
-        let audit_for_closer = config.policy_options.audit.clone();
-        let upstreams = Upstreams::new(bridge_ref.clone(), servers_cancel.clone());
-        let own_sessions = upstreams.tasks();
-        let reloads = crate::reload::Reloads::new(servers_cancel.clone(), bridge_ref.clone(), tokens);
-        let added = reloads.added_tasks();
-        let bridge = Bridge {
-            inner: Arc::new(Inner {
-                current: std::sync::RwLock::new(Arc::new(current)),
-                limits: config.limits,
-                rebuild,
-                audit: config.policy_options.audit.clone(),
-                approvals: std::sync::OnceLock::new(),
-                scopes: Scopes::new(config.state.clone(), config.limits.stateless_idle),
-                upstreams,
-                in_flight: Default::default(),
-                reloads,
-                packages: Default::default(),
-            }),
-        };
-        let _ = bridge_ref.set(Arc::downgrade(&bridge.inner));
-        actors.push(tokio::spawn(refresher(Arc::downgrade(&bridge.inner), servers_cancel.clone())));
-        // Holds only a weak reference and ends with the bridge (or its
-        // token): nothing to wait for at close.
-        tokio::spawn(crate::upstream::reaper(Arc::downgrade(&bridge.inner), servers_cancel));
-        Ok((bridge, Closer { actors, added, own_sessions, audit: audit_for_closer }))
-    }
-
     /// Rebuild the catalog from every wrapped server's current tools and
     /// swap it in with the next version. On failure the current catalog
     /// stays and the error is returned (and logged).
@@ -578,7 +444,7 @@ pub(crate) fn tools_record(server: &str, tools: &[rmcp::model::Tool]) -> audit_r
 /// learned, until the servers stop or the bridge is gone. It follows the
 /// servers of the current catalog: a reload's added servers are watched
 /// from then on, a removed one no longer.
-async fn refresher(bridge: std::sync::Weak<Inner>, cancel: CancellationToken) {
+pub(crate) async fn refresher(bridge: Bridge, cancel: CancellationToken) {
     type Changes<T> = Vec<Option<tokio::sync::watch::Receiver<Arc<T>>>>;
     /// What woke the refresher.
     enum Event {
@@ -591,17 +457,12 @@ async fn refresher(bridge: std::sync::Weak<Inner>, cancel: CancellationToken) {
         Learned,
         Reloaded,
     }
-    let Some((learned, reloaded)) =
-        bridge.upgrade().map(|inner| (inner.rebuild.learned.clone(), inner.reloads.reloaded.clone()))
-    else {
-        return;
-    };
+    let (learned, reloaded) = (bridge.inner.rebuild.learned.clone(), bridge.inner.reloads.reloaded.clone());
     let mut tools: Changes<Vec<rmcp::model::Tool>> = Vec::new();
     let mut offerings: Changes<Offering> = Vec::new();
     loop {
         {
-            let Some(inner) = bridge.upgrade() else { return };
-            let current = Bridge { inner }.current();
+            let current = bridge.current();
             for handle in current.servers.iter().skip(tools.len()) {
                 tools.push(Some(handle.tools_changes()));
                 offerings.push(Some(handle.offering_changes()));
@@ -642,8 +503,7 @@ async fn refresher(bridge: std::sync::Weak<Inner>, cancel: CancellationToken) {
                 false
             }
         };
-        let Some(inner) = bridge.upgrade() else { return };
-        let _ = Bridge { inner }.rebuild_catalog(record).await;
+        let _ = bridge.rebuild_catalog(record).await;
     }
 
     /// The first change among `changes` (pending when none is watched).
@@ -667,15 +527,3 @@ async fn refresher(bridge: std::sync::Weak<Inner>, cancel: CancellationToken) {
 /// rebuilds the catalog, so that the other results of the same burst of
 /// calls are in it too.
 const LEARNED_SETTLE: Duration = Duration::from_millis(100);
-
-/// Close the servers a start that failed midway had started: cancel them,
-/// drop their handles and wait for their actors (no audit sink yet).
-async fn close_started(
-    cancel: &CancellationToken,
-    handles: Vec<ServerHandle>,
-    actors: Vec<tokio::task::JoinHandle<()>>,
-) {
-    cancel.cancel();
-    drop(handles);
-    Closer { actors, added: Default::default(), own_sessions: Default::default(), audit: None }.closed().await;
-}

@@ -77,10 +77,13 @@ mod current;
 mod error;
 mod offers;
 mod packages;
+mod questions;
 mod relay;
 mod reload;
+mod send;
 mod serve;
 mod settings;
+mod start;
 mod team;
 mod trail;
 mod upstream;
@@ -98,10 +101,16 @@ pub use crate::reload::{ReloadError, ReloadSource, Reloaded};
 use crate::scope::Scopes;
 pub use crate::settings::{BridgeConfig, CallLimits, Origin, PolicyOptions, PolicySource, WrappedServer};
 
-/// A running bridge: a cheap handle.
+/// A running bridge: a cheap handle. When the last handle is dropped the
+/// bridge's own tasks stop (their hold on it is not a handle), and with
+/// them its servers.
 #[derive(Clone, Debug)]
 pub struct Bridge {
     pub(crate) inner: Arc<Inner>,
+    /// Held by every handle given out, not by the bridge's own tasks:
+    /// dropping the last one cancels [`Inner::stop`].
+    #[allow(dead_code)] // Held for its drop.
+    held: Option<Arc<tokio_util::sync::DropGuard>>,
 }
 
 #[derive(Debug)]
@@ -120,7 +129,7 @@ pub(crate) struct Inner {
     /// Where each stateless scope's state lives now.
     pub(crate) scopes: Scopes,
     /// Clients' own sessions with the servers.
-    pub(crate) upstreams: upstream::Upstreams,
+    pub(crate) upstreams: Arc<upstream::Upstreams>,
     /// The direct calls running here, by call id: cancelling one cancels
     /// its request at the server.
     pub(crate) in_flight: std::sync::Mutex<std::collections::HashMap<String, tokio_util::sync::CancellationToken>>,
@@ -128,6 +137,13 @@ pub(crate) struct Inner {
     pub(crate) reloads: reload::Reloads,
     /// What the runners heard lately say of their images' packages.
     pub(crate) packages: packages::Heard,
+    /// The bridge's own tasks (the refresher, the reaper, the upcalls'
+    /// server and each upcall, ...): each ends with [`Inner::stop`], and
+    /// the closer waits for them.
+    pub(crate) tasks: tokio_util::task::TaskTracker,
+    /// Cancelled when the bridge's token fires or its last handle is
+    /// dropped: the bridge's own tasks end then.
+    pub(crate) stop: tokio_util::sync::CancellationToken,
 }
 
 /// The wrapped servers' owner tasks; await [`Closer::closed`] after
@@ -139,6 +155,8 @@ pub struct Closer {
     added: tokio_util::task::TaskTracker,
     /// The tasks of clients' own sessions with the servers.
     own_sessions: tokio_util::task::TaskTracker,
+    /// The bridge's own tasks ([`Inner::tasks`]).
+    tasks: tokio_util::task::TaskTracker,
     audit: Option<AuditSink>,
 }
 
@@ -153,6 +171,8 @@ impl Closer {
         self.added.wait().await;
         self.own_sessions.close();
         self.own_sessions.wait().await;
+        self.tasks.close();
+        self.tasks.wait().await;
         if let Some(audit) = self.audit {
             audit.close().await;
         }
@@ -160,6 +180,19 @@ impl Closer {
 }
 
 impl Bridge {
+    /// A new bridge's first handle.
+    pub(crate) fn first_handle(inner: Inner) -> Self {
+        let held = Some(Arc::new(inner.stop.clone().drop_guard()));
+        Self { inner: Arc::new(inner), held }
+    }
+
+    /// The bridge as one of its own tasks holds it: not a handle, so it
+    /// keeps the bridge only until [`Inner::stop`], which the task waits
+    /// for.
+    pub(crate) fn for_task(&self) -> Self {
+        Self { inner: self.inner.clone(), held: None }
+    }
+
     pub(crate) fn current(&self) -> Arc<Current> {
         code_mode_core::sync::read(&self.inner.current).clone()
     }

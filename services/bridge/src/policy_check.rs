@@ -76,15 +76,16 @@ pub async fn check(
     prefixed: bool,
     cancel: CancellationToken,
 ) -> Result<PolicyReport, BridgeError> {
-    let named = prefixed || servers.len() > 1;
     let config = BridgeConfig {
         servers,
+        prefixed,
         limits: Default::default(),
         catalog: Default::default(),
         state: SessionStore::in_memory(),
         policy_options: PolicyOptions::default(),
     };
-    let (bridge, closer) = Bridge::start_with(config, cancel.clone(), named).await?;
+    let named = config.prefixed_names();
+    let (bridge, closer) = Bridge::start(config, cancel.clone()).await?;
     let report = PolicyReport::of(&bridge, named);
     drop(bridge);
     cancel.cancel();

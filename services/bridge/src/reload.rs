@@ -52,7 +52,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::ConfigError;
 use crate::current::Current;
-use crate::relay::{BridgeRef, Relay};
+use crate::relay::{Relay, Upward};
 use crate::server::{ServerHandle, Transport};
 use crate::{Bridge, BridgeError, WrappedServer, server};
 
@@ -151,7 +151,8 @@ pub(crate) struct Reloads {
     pub(crate) reloaded: Arc<Notify>,
     /// The parent of every server's token.
     servers_cancel: CancellationToken,
-    bridge_ref: BridgeRef,
+    /// Handed to each added server's handler: its way up to the bridge.
+    upward: Upward,
     /// Each server's token, by index.
     tokens: std::sync::Mutex<Vec<CancellationToken>>,
     /// The actors of servers a reload started.
@@ -162,16 +163,12 @@ pub(crate) struct Reloads {
 }
 
 impl Reloads {
-    pub(crate) fn new(
-        servers_cancel: CancellationToken,
-        bridge_ref: BridgeRef,
-        tokens: Vec<CancellationToken>,
-    ) -> Self {
+    pub(crate) fn new(servers_cancel: CancellationToken, upward: Upward, tokens: Vec<CancellationToken>) -> Self {
         Self {
             one: Default::default(),
             reloaded: Default::default(),
             servers_cancel,
-            bridge_ref,
+            upward,
             tokens: std::sync::Mutex::new(tokens),
             added: TaskTracker::new(),
             tainted: Default::default(),
@@ -352,7 +349,7 @@ impl Bridge {
         let mut added = Vec::new();
         for new in adding {
             let index = servers.len();
-            let relay = Relay::shared(index, &new.spec.name, reloads.bridge_ref.clone());
+            let relay = Relay::shared(index, &new.spec.name, reloads.upward.clone());
             let token = reloads.servers_cancel.child_token();
             match server::start_relaying(&new.spec, relay, token.clone()).await {
                 Ok((handle, _, actor)) => {
@@ -448,21 +445,22 @@ impl Bridge {
     }
 
     /// Reload from `source` on each SIGHUP this process gets, until
-    /// `cancel`. Registered before it returns: from then on SIGHUP no longer
-    /// ends the process.
+    /// `cancel` (or the bridge stops). Registered before it returns: from
+    /// then on SIGHUP no longer ends the process.
     pub fn reload_on_hangup(&self, source: ReloadSource, cancel: CancellationToken) -> std::io::Result<()> {
         let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
         code_mode_telemetry::metrics::config_reload_enabled();
-        let bridge = std::sync::Arc::downgrade(&self.inner);
-        tokio::spawn(async move {
+        let bridge = self.for_task();
+        let stop = self.inner.stop.clone();
+        self.inner.tasks.spawn(async move {
             loop {
                 tokio::select! {
                     _ = cancel.cancelled() => return,
+                    _ = stop.cancelled() => return,
                     signal = hangup.recv() => if signal.is_none() { return },
                 }
-                let Some(inner) = bridge.upgrade() else { return };
                 tracing::info!(source = %source.describe(), "SIGHUP: reloading the config");
-                let _ = Bridge { inner }.reload(&source).await;
+                let _ = bridge.reload(&source).await;
             }
         });
         Ok(())

@@ -435,7 +435,7 @@ pub async fn start(
     spec: &ServerSpec,
     cancel: CancellationToken,
 ) -> Result<(ServerHandle, Vec<Tool>, tokio::task::JoinHandle<()>), BridgeError> {
-    start_relaying(spec, Relay::shared(0, &spec.name, Default::default()), cancel).await
+    start_relaying(spec, Relay::shared(0, &spec.name, crate::relay::Upward::default()), cancel).await
 }
 
 /// [`start`] with `relay` as the handler of its shared session (see

@@ -227,8 +227,12 @@ pub enum PolicySource {
 #[derive(Debug, Clone)]
 pub struct BridgeConfig {
     /// The wrapped servers (names are prefixed when several, and always
-    /// with [`Bridge::start_prefixed`]).
+    /// when [`BridgeConfig::prefixed`]).
     pub servers: Vec<WrappedServer>,
+    /// Give every tool name the `<server>__` prefix, even with one server
+    /// (`--config`: names do not change when a second server is added);
+    /// else only when there are several.
+    pub prefixed: bool,
     /// Per-call limits.
     pub limits: CallLimits,
     /// Catalog bounds.
@@ -243,6 +247,14 @@ pub struct BridgeConfig {
 }
 
 /// Options of the policies, shared by every server's policy.
+impl BridgeConfig {
+    /// True when tool names get the `<server>__` prefix: always when
+    /// [`BridgeConfig::prefixed`], else with several servers.
+    pub fn prefixed_names(&self) -> bool {
+        self.prefixed || self.servers.len() > 1
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct PolicyOptions {
     /// The audit sink: every call becomes one `call` record, every wrapped

@@ -45,6 +45,7 @@ async fn each_decision_counts_once_by_server_tool_and_decision_and_is_timed() {
             policy: None,
             origin: code_mode_bridge::Origin::Flags,
         }],
+        prefixed: false,
         limits: CallLimits { call_timeout: Duration::from_secs(10), ..CallLimits::default() },
         catalog: Default::default(),
         state: code_mode_core::state::SessionStore::in_memory(),

@@ -286,13 +286,14 @@ async fn a_config_entry_policy_is_a_path_relative_to_the_config_file_and_is_appl
     assert_eq!(servers[0].policy, Some(code_mode_bridge::PolicySource::File(dir.join("policies/test.json"))));
     let config = code_mode_bridge::BridgeConfig {
         servers,
+        prefixed: true,
         limits: Default::default(),
         catalog: Default::default(),
         state: code_mode_core::state::SessionStore::in_memory(),
         policy_options: Default::default(),
     };
     let cancel = tokio_util::sync::CancellationToken::new();
-    let (bridge, closer) = code_mode_bridge::Bridge::start_prefixed(config, cancel.clone()).await.expect("it starts");
+    let (bridge, closer) = code_mode_bridge::Bridge::start(config, cancel.clone()).await.expect("it starts");
     let call = |tool: &str, arguments| crate::support::tool_call(tool, arguments, 1);
     assert_eq!(ok(bridge.call(&call("test__add", json!({"a": 2, "b": 3}))).await), SUM);
     let message = refused(bridge.call(&call("test__echo", json!({"text": "hi"}))).await);

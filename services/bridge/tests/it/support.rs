@@ -137,6 +137,7 @@ impl Setup {
                 policy: self.policy.map(code_mode_bridge::PolicySource::File),
                 origin: code_mode_bridge::Origin::Flags,
             }],
+            prefixed: false,
             limits: self.limits,
             catalog: Default::default(),
             state: self.state.unwrap_or_else(SessionStore::in_memory),
@@ -288,13 +289,14 @@ pub async fn gone_within(pid: u32, within: Duration) -> bool {
 pub async fn start_prefixed(servers: Vec<WrappedServer>) -> Result<(Bridge, Closer, CancellationToken), BridgeError> {
     let config = BridgeConfig {
         servers,
+        prefixed: true,
         limits: CallLimits { call_timeout: Duration::from_secs(10), ..CallLimits::default() },
         catalog: Default::default(),
         state: SessionStore::in_memory(),
         policy_options: Default::default(),
     };
     let cancel = CancellationToken::new();
-    let (bridge, closer) = Bridge::start_prefixed(config, cancel.clone()).await?;
+    let (bridge, closer) = Bridge::start(config, cancel.clone()).await?;
     Ok((bridge, closer, cancel))
 }
 

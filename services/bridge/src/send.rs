@@ -1,0 +1,172 @@
+//! The outbound send: one checked request of a call to a wrapped server,
+//! over the session it belongs on (a client's own, a stateless client's
+//! shared one of the 2026-07-28 revision, else the server's shared
+//! session; see [`crate::upstream`]), noted in flight there so that the
+//! server's progress and questions find the call, within the call's
+//! timeout and cancelled at the server when the client cancels.
+
+use std::time::Duration;
+
+use code_mode_proto::ClientLink;
+use rmcp::service::{Peer, RoleClient};
+use tokio_util::sync::CancellationToken;
+
+use crate::relay::{Flight, Owner, Relaying};
+use crate::server::CallError;
+use crate::upstream::wants_own;
+
+impl crate::Bridge {
+    /// Send one checked request of `call` to server `index`: over the
+    /// client's own session when its client can be asked or listens (see
+    /// the module doc), else the shared one; noted in flight on that
+    /// session (its progress and questions find the call), within
+    /// `timeout`, cancelled at the server when `cancel` fires. The result
+    /// as the server sent it, as JSON.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn send(
+        &self,
+        index: usize,
+        call: &code_mode_proto::ToolCall,
+        mut params: serde_json::Value,
+        timeout: Duration,
+        cancel: CancellationToken,
+        direct: bool,
+        retry: Option<&code_mode_proto::Retry>,
+    ) -> Result<serde_json::Value, CallError> {
+        let server = &self.current().servers[index].clone();
+        let asker = call.asker.clone().unwrap_or_else(|| call.session.clone());
+        // A stateless client's direct request goes to a server that speaks
+        // that revision too in it: the server's own questions then come
+        // back as its input-required result (code, whose questions the
+        // frontend asks, always goes through a relaying session).
+        let stateless_link = call.link.as_ref().filter(|l| l.stateless && direct);
+        let stateless = match stateless_link {
+            Some(_) => self.inner.upstreams.stateless(index, server).await,
+            None => None,
+        };
+        let mut options = rmcp::service::PeerRequestOptions::no_options();
+        if let (Some(link), Some(_)) = (stateless_link, &stateless) {
+            options = options.with_meta(request_meta(link));
+            if let (Some(retry), serde_json::Value::Object(map)) = (retry, &mut params) {
+                if let Some(state) = &retry.request_state {
+                    map.insert("requestState".into(), serde_json::Value::String(state.clone()));
+                }
+                if !retry.input_responses.is_null() {
+                    map.insert("inputResponses".into(), retry.input_responses.clone());
+                }
+            }
+        }
+        let own_needed = stateless.is_none()
+            && (wants_own(call.link.as_ref())
+                || matches!(call.op, code_mode_proto::Op::Subscribe | code_mode_proto::Op::Unsubscribe));
+        let own = match (stateless, own_needed) {
+            (Some(stateless), _) => Some(stateless),
+            (None, true) => {
+                let owner = Owner {
+                    asker: asker.clone(),
+                    session: call.session.clone(),
+                    identity: call.identity.clone(),
+                    link: call.link.clone().unwrap_or_default(),
+                };
+                self.inner.upstreams.get(index, server, &owner).await?
+            }
+            (None, false) => None,
+        };
+        let own_session = own.is_some();
+        let (peer, flights) = match own {
+            Some(own) => {
+                let logging = server.offering().logging;
+                own.follow_level(call.link.as_ref().and_then(|l| l.log_level.as_deref()), logging).await;
+                (own.peer, own.flights)
+            }
+            None => server.shared()?,
+        };
+        let request: rmcp::model::ClientRequest =
+            serde_json::from_value(serde_json::json!({"method": call.op.method(), "params": params}))
+                .map_err(|_| CallError::Service(rmcp::service::ServiceError::UnexpectedResponse))?;
+        let handle = peer.send_cancellable_request(request, options).await.map_err(CallError::Service)?;
+        let token = match serde_json::to_value(&handle.progress_token) {
+            Ok(serde_json::Value::String(s)) => s,
+            Ok(other) => other.to_string(),
+            Err(_) => String::new(),
+        };
+        let relaying = Relaying::default();
+        let progress = call.link.as_ref().is_some_and(|l| l.progress);
+        let flight = Flight {
+            call_id: call.cell_id.clone(),
+            request_id: handle.id.clone(),
+            asker,
+            progress,
+            relaying: relaying.clone(),
+        };
+        let _in_flight = flights.enter(token, flight);
+        let id = handle.id.clone();
+        let peer_for_cancel = handle.peer.clone();
+        let response = handle.await_response();
+        tokio::pin!(response);
+        let result = tokio::select! {
+            result = &mut response => result.map_err(CallError::Service),
+            _ = tokio::time::sleep(timeout) => {
+                cancel_at_server(&peer_for_cancel, id, "the gateway's call timeout passed").await;
+                return Err(CallError::Timeout(timeout));
+            }
+            _ = cancel.cancelled() => {
+                cancel_at_server(&peer_for_cancel, id, "the client cancelled the request").await;
+                return Err(CallError::Service(rmcp::service::ServiceError::Cancelled {
+                    reason: Some("cancelled by the client".into()),
+                }));
+            }
+        }?;
+        if progress || own_session {
+            // Its last notes go before its result.
+            relaying.settled().await;
+        }
+        serde_json::to_value(&result).map_err(|_| CallError::Service(rmcp::service::ServiceError::UnexpectedResponse))
+    }
+}
+
+/// The `_meta` of a stateless client's request to a server of that
+/// revision: the client's capabilities and log level (its protocol
+/// version and identity are the gateway's, set by the session).
+fn request_meta(link: &ClientLink) -> rmcp::model::RequestMetaObject {
+    let mut meta = rmcp::model::RequestMetaObject::default();
+    let mut caps = serde_json::Map::new();
+    if link.sampling {
+        caps.insert("sampling".into(), serde_json::json!({}));
+    }
+    if link.roots {
+        caps.insert("roots".into(), serde_json::json!({}));
+    }
+    if link.elicitation || link.elicitation_url {
+        let mut modes = serde_json::Map::new();
+        if link.elicitation {
+            modes.insert("form".into(), serde_json::json!({}));
+        }
+        if link.elicitation_url {
+            modes.insert("url".into(), serde_json::json!({}));
+        }
+        caps.insert("elicitation".into(), serde_json::Value::Object(modes));
+    }
+    if let Ok(caps) = serde_json::from_value(serde_json::Value::Object(caps)) {
+        meta.set_client_capabilities(caps);
+    }
+    #[allow(deprecated)] // Logging is deprecated from 2026-07-28 on; clients still send levels.
+    if let Some(level) = link.log_level.as_deref()
+        && let Ok(level) = serde_json::from_value::<rmcp::model::LoggingLevel>(serde_json::Value::String(level.into()))
+    {
+        meta.set_log_level(level);
+    }
+    meta
+}
+
+/// Tell the server that the request `id` is cancelled.
+async fn cancel_at_server(peer: &Peer<RoleClient>, id: rmcp::model::RequestId, reason: &str) {
+    let notification = serde_json::json!({
+        "method": "notifications/cancelled",
+        "params": {"requestId": id, "reason": reason},
+    });
+    let Ok(notification) = serde_json::from_value::<rmcp::model::ClientNotification>(notification) else { return };
+    if let Err(e) = peer.send_notification(notification).await {
+        tracing::debug!(error = %e, "could not tell the server that a request was cancelled");
+    }
+}
