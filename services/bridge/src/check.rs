@@ -684,7 +684,7 @@ impl Bridge {
             return Err(self.refuse(format!("{name}: needs approval ({rule}): {}", answer.refusal)));
         }
         // The person's time does not count against the cell's deadline.
-        let holder = match (self.inner.approvals.get(), from_code) {
+        let holder = match (self.inner.outbound.get(), from_code) {
             (Some(bus), true) => crate::team::Holder::start(bus.clone(), &call.cell_id, call.call_index, false).await,
             _ => None,
         };
@@ -734,7 +734,7 @@ impl Bridge {
     /// frontend, whether the call may go out.
     async fn ask_approval(&self, call: &ToolCall, site: CallSite<'_>, rule: &RuleSource) -> ApprovalReply {
         let timeout = self.inner.limits.approval_timeout;
-        let Some(bus) = self.inner.approvals.get() else {
+        let Some(bus) = self.inner.outbound.get() else {
             return ApprovalReply::Unavailable { reason: "this bridge is not connected to any client session".into() };
         };
         // The frontend session that asks: a stateless client's request, or

@@ -123,9 +123,11 @@ pub(crate) struct Inner {
     pub(crate) rebuild: Rebuild,
     /// Where decisions are written.
     pub(crate) audit: Option<AuditSink>,
-    /// The bus to ask a client session's frontend for approvals on (set by
-    /// [`Bridge::serve`]; without it an approval cannot be asked for).
-    pub(crate) approvals: std::sync::OnceLock<Bus>,
+    /// The outbound bus: what the bridge sends the frontends' session
+    /// objects on its own (approvals and the team's questions, holds of a
+    /// waiting cell, a server's notes and questions for a client). Set by
+    /// [`Bridge::serve`]; without it nothing can be asked or told.
+    pub(crate) outbound: std::sync::OnceLock<Bus>,
     /// Where each stateless scope's state lives now.
     pub(crate) scopes: Scopes,
     /// Clients' own sessions with the servers.

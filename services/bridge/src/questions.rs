@@ -178,7 +178,7 @@ async fn to_client(
 impl crate::Bridge {
     /// Pass a server's note to the frontend session object `asker`.
     pub(crate) async fn tell_client(&self, asker: &str, call_id: Option<String>, server: usize, note: Note) {
-        let Some(bus) = self.inner.approvals.get() else { return };
+        let Some(bus) = self.inner.outbound.get() else { return };
         let Some(subject) = code_mode_proto::subjects::client(asker) else { return };
         let message = code_mode_proto::ToClient::Note(code_mode_proto::ServerNote {
             call_id,
@@ -261,7 +261,7 @@ impl crate::Bridge {
             return Err(ErrorData::invalid_request(why, None));
         }
         trail.went_out();
-        let Some(bus) = self.inner.approvals.get() else {
+        let Some(bus) = self.inner.outbound.get() else {
             return refused(trail, "bridge:no_client", "no client session can be reached".to_string());
         };
         let Some(subject) = code_mode_proto::subjects::client(&owner.asker) else {

@@ -65,7 +65,7 @@ impl Bridge {
         cancel: CancellationToken,
     ) -> Result<Vec<tokio::task::JoinHandle<()>>, BusError> {
         // Approvals are asked of the client sessions on this bus.
-        let _ = self.inner.approvals.set(bus.clone());
+        let _ = self.inner.outbound.set(bus.clone());
         let me = self.clone();
         let catalog = bus
             .serve(subjects::CATALOG_GET, queue_groups::BRIDGE, cancel.clone(), move |request: CatalogRequest| {

@@ -114,7 +114,7 @@ impl Bridge {
             limits: config.limits,
             rebuild,
             audit: config.policy_options.audit.clone(),
-            approvals: std::sync::OnceLock::new(),
+            outbound: std::sync::OnceLock::new(),
             scopes: Scopes::new(config.state.clone(), config.limits.stateless_idle),
             upstreams: upstreams.clone(),
             in_flight: Default::default(),

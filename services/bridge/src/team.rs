@@ -62,7 +62,7 @@ impl Bridge {
         let timeout = self.inner.limits.approval_timeout;
         let started = Instant::now();
         let board = Board::new(self.inner.rebuild.state.clone());
-        let bus = self.inner.approvals.get().cloned();
+        let bus = self.inner.outbound.get().cloned();
         // Held first, so that a question on the board is one whose cell is
         // paused (and watched) already; its first answer brings the cell's
         // code, which the approvers read beside the arguments.
