@@ -22,12 +22,14 @@ use code_mode_core::bus::BusError;
 use code_mode_core::defaults;
 use code_mode_proto::{self as proto, ApprovalReply, DirectCall, DirectReply, Op, ToolCall, ToolReply, subjects};
 use code_mode_telemetry::{ApprovalAnswer, Decision};
-use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
+use crate::answer::{Caller, result_text};
 use crate::current::{Applied, Current};
 use crate::policy::{Admission, AuditDecision, CallSite, RuleSource, Verdict};
+use crate::target::{Named, Target, completion_target};
 use crate::trail::Trail;
+use crate::wire::Answer;
 use crate::{Bridge, CallLimits, approval, catalog, policy, private, server, wire};
 
 impl Bridge {
@@ -40,14 +42,7 @@ impl Bridge {
     /// cannot be written turns the reply into a refusal (fail closed), and
     /// no call goes out while the sink is failing.
     pub async fn call(&self, call: &ToolCall) -> ToolReply {
-        match self.checked(call, Caller::Code).await {
-            Answer::Text(value) => ToolReply::Ok { value },
-            Answer::Content { value, blocks } => ToolReply::Content { value, blocks },
-            Answer::Result(result) => ToolReply::Ok { value: result_text(&result) },
-            Answer::Value(value) => ToolReply::Ok { value: value.to_string() },
-            Answer::ServerRefused { message, .. } => ToolReply::Refused { message },
-            Answer::Failed(reply) => reply,
-        }
+        self.checked(call, Caller::Code).await.for_code()
     }
 
     /// Check one call a client made directly (`--expose-tools`) and, if it
@@ -76,22 +71,7 @@ impl Bridge {
         let caller = Caller::Direct { max_calls: direct.max_calls };
         let answer = self.checked_with(&call, caller, cancel, direct.retry.as_ref()).await;
         code_mode_core::sync::lock(&self.inner.in_flight).remove(&direct.call_id);
-        match answer {
-            Answer::Result(result) => match serde_json::to_value(&*result) {
-                Ok(result) => DirectReply::Ok { result },
-                Err(_) => DirectReply::Fault { kind: proto::ErrorKind::UnexpectedResponse },
-            },
-            Answer::Value(result) => DirectReply::Ok { result },
-            Answer::ServerRefused { message, code, data } => DirectReply::Refused { message, code: Some(code), data },
-            Answer::Text(text)
-            | Answer::Failed(ToolReply::Ok { value: text })
-            | Answer::Content { value: text, .. }
-            | Answer::Failed(ToolReply::Content { value: text, .. }) => {
-                DirectReply::Ok { result: serde_json::json!({"content": [{"type": "text", "text": text}]}) }
-            }
-            Answer::Failed(ToolReply::Refused { message }) => DirectReply::Refused { message, code: None, data: None },
-            Answer::Failed(ToolReply::Fault { kind }) => DirectReply::Fault { kind },
-        }
+        answer.for_direct()
     }
 
     /// The one path every call takes, from code or direct: the checks, the
@@ -685,7 +665,9 @@ impl Bridge {
         }
         // The person's time does not count against the cell's deadline.
         let holder = match (self.inner.outbound.get(), from_code) {
-            (Some(bus), true) => crate::team::Holder::start(bus.clone(), &call.cell_id, call.call_index, false).await,
+            (Some(bus), true) => {
+                crate::team::Holder::start(self, bus.clone(), &call.cell_id, call.call_index, false).await
+            }
             _ => None,
         };
         let answer = self.ask_approval(call, site, rule).await;
@@ -785,68 +767,6 @@ impl Bridge {
         trail.reason = reason;
     }
 
-    /// The answer for a result, how it came back, and the text whose size
-    /// and hash the audit record keeps (what the caller is handed: for code
-    /// the text, for a direct call the whole result as JSON). A tool's own
-    /// failure is refused with its text either way. The size checked is the
-    /// text's, plus for a direct call the blocks code never gets (images,
-    /// audio, resources), so a result without them gets the very message
-    /// code gets. Another request's result is handed whole, as JSON, and its
-    /// size is that JSON's.
-    fn result_answer(&self, tool: &str, op: Op, result: Value, caller: Caller) -> (Answer, CallResult, String) {
-        let max = self.inner.limits.max_result;
-        let too_large = |size: usize| {
-            format!("{tool}: the result is {size} bytes, over the {max} byte limit (refused, not cut): ask for less")
-        };
-        // A server of the stateless revision may answer a stateless
-        // client's direct request with its own input-required result: it
-        // goes to the client as it is, whatever the request.
-        let input_required = result.get("resultType").and_then(Value::as_str) == Some("input_required");
-        if op != Op::Tool || (input_required && matches!(caller, Caller::Direct { .. })) {
-            let handed = result.to_string();
-            if handed.len() > max {
-                return (self.refuse(too_large(handed.len())), CallResult::TooLarge, handed);
-            }
-            return (Answer::Value(result), CallResult::Ok, handed);
-        }
-        let result: CallToolResult = match serde_json::from_value(result) {
-            Ok(result) => result,
-            Err(e) => {
-                tracing::warn!(%tool, error = %e, "the server's result is not a tool result");
-                return (
-                    Answer::Failed(ToolReply::Fault { kind: proto::ErrorKind::UnexpectedResponse }),
-                    CallResult::Fault,
-                    String::new(),
-                );
-            }
-        };
-        let text = result_text(&result);
-        if result.is_error == Some(true) {
-            return (self.refuse(format!("{tool} failed: {text}")), CallResult::Error, text);
-        }
-        // Code gets the blocks other than text too (with their bytes), so
-        // both callers are handed the text and every other block.
-        let size = text.len() + non_text_bytes(&result);
-        let handed = match caller {
-            Caller::Code => text,
-            Caller::Direct { .. } => serde_json::to_string(&result).unwrap_or_default(),
-        };
-        if size > max {
-            return (self.refuse(too_large(size)), CallResult::TooLarge, handed);
-        }
-        match caller {
-            Caller::Code => {
-                let blocks = non_text_blocks(&result);
-                let answer = match blocks.is_empty() {
-                    true => Answer::Text(handed.clone()),
-                    false => Answer::Content { value: handed.clone(), blocks },
-                };
-                (answer, CallResult::Ok, handed)
-            }
-            Caller::Direct { .. } => (Answer::Result(Box::new(result)), CallResult::Ok, handed),
-        }
-    }
-
     /// Learn a tool's result shape from a successful result (what code
     /// receives of it), unless the tool is private (see [`crate::shapes`]);
     /// when what its stub shows changes, the refresher rebuilds the catalog.
@@ -885,7 +805,7 @@ impl Bridge {
         Ok(entry.value.as_u64().unwrap_or(u64::MAX))
     }
 
-    fn refuse(&self, message: String) -> Answer {
+    pub(crate) fn refuse(&self, message: String) -> Answer {
         Answer::Failed(wire::tool_reply(wire::CallFailure::Refused(message), self.inner.limits.max_message_chars))
     }
 }
@@ -941,269 +861,10 @@ fn state_refusal(tool: &str, what: &str, error: &code_mode_core::state::StateErr
     format!("{tool}: session state {how}: refusing the call under the {what} (fail closed)")
 }
 
-/// Where a call comes from: a cell's code, or a client calling the tool
-/// directly. Only the budget checked and the shape of the result differ.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Caller {
-    /// A cell's code: the run's budget (`call_index` of `max_calls`); the
-    /// result as a string.
-    Code,
-    /// A client's direct call: the session's direct calls (`call_index` of
-    /// `max_calls`, none: no limit); the result in its MCP shape.
-    Direct { max_calls: Option<u32> },
-}
-
-/// What a checked call came to, before it takes its caller's shape.
-#[derive(Debug)]
-pub(crate) enum Answer {
-    /// The result as code receives it.
-    Text(String),
-    /// The same with the result's blocks other than text, for code.
-    Content {
-        /// The string code gets.
-        value: String,
-        /// The blocks other than text, as the server sent them.
-        blocks: Vec<Value>,
-    },
-    /// The result as the server sent it (direct calls).
-    Result(Box<CallToolResult>),
-    /// The result of a request other than a tool call, as JSON.
-    Value(Value),
-    /// A request other than a tool call that its server refused with a
-    /// JSON-RPC error: its message (cut) and code.
-    ServerRefused {
-        /// The server's message, led by the request.
-        message: String,
-        /// The server's error code.
-        code: i32,
-        /// The error's data.
-        data: Option<Value>,
-    },
-    /// Refused (the bridge's message, cut) or a host fault (its kind
-    /// only), as [`wire::tool_reply`] puts it on the wire.
-    Failed(ToolReply),
-}
-
-/// A result as the code receives it: the structured content as JSON if the
-/// server sent some, else the text blocks joined by newlines, each other
-/// block named in its place (`[image image/png: .blocks[0]]`): code finds
-/// it, with its bytes, in the result's `blocks`.
-pub fn result_text(result: &CallToolResult) -> String {
-    if let Some(structured) = &result.structured_content {
-        return serde_json::to_string(structured).unwrap_or_default();
-    }
-    let mut other = 0;
-    let parts: Vec<String> = result
-        .content
-        .iter()
-        .map(|block| {
-            let (what, detail) = match block {
-                ContentBlock::Text(t) => return t.text.clone(),
-                ContentBlock::Image(i) => ("image", Some(i.mime_type.as_str())),
-                ContentBlock::Audio(a) => ("audio", Some(a.mime_type.as_str())),
-                ContentBlock::Resource(_) => ("embedded resource", None),
-                ContentBlock::ResourceLink(l) => ("resource link", Some(l.uri.as_str())),
-                _ => ("content", None),
-            };
-            let at = other;
-            other += 1;
-            match detail {
-                Some(detail) => format!("[{what} {detail}: .blocks[{at}]]"),
-                None => format!("[{what}: .blocks[{at}]]"),
-            }
-        })
-        .collect();
-    parts.join("\n")
-}
-
-/// A result's blocks other than text, as JSON, in order (what code finds in
-/// a result's `blocks`).
-fn non_text_blocks(result: &CallToolResult) -> Vec<Value> {
-    result
-        .content
-        .iter()
-        .filter(|block| !matches!(block, ContentBlock::Text(_)))
-        .filter_map(|block| serde_json::to_value(block).ok())
-        .collect()
-}
-
-/// Bytes of a result's blocks that [`result_text`] names without inlining
-/// (images, audio, resources), as JSON: what a direct caller gets beyond
-/// the text code gets.
-fn non_text_bytes(result: &CallToolResult) -> usize {
-    result
-        .content
-        .iter()
-        .filter(|block| !matches!(block, ContentBlock::Text(_)))
-        .map(|block| serde_json::to_vec(block).map(|v| v.len()).unwrap_or(0))
-        .sum()
-}
-
 /// The default timeout of a bus request carrying one tool call: the call's
 /// own timeout plus a margin for the hops.
 pub fn call_request_timeout(limits: &CallLimits) -> Duration {
     limits.call_timeout + defaults::HOP_MARGIN
-}
-
-/// What a call names, once step 1 found it: a tool of the catalog, or the
-/// target of another request and the server that offers it.
-#[derive(Debug)]
-pub(crate) enum Target<'c> {
-    /// A tool.
-    Tool(&'c catalog::CatalogTool),
-    /// A resource to read, subscribe to or unsubscribe from.
-    Resource {
-        /// The server offering it.
-        server: usize,
-        /// Its URI.
-        uri: String,
-    },
-    /// A prompt.
-    Prompt {
-        /// The server offering it.
-        server: usize,
-        /// Its name as the server lists it.
-        mcp_name: String,
-        /// The name it is offered under.
-        offered: String,
-    },
-    /// A completion of a prompt's or a resource template's argument.
-    Complete {
-        /// The server offering what it completes.
-        server: usize,
-        /// What it completes.
-        of: Completed,
-    },
-    /// Every server's resources or templates, from the catalog.
-    Lists,
-}
-
-/// What a completion completes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Completed {
-    /// A prompt's argument (the prompt's name as its server lists it).
-    Prompt(String),
-    /// A resource template's argument (the template's URI).
-    Template(String),
-}
-
-/// A name for messages.
-struct Named {
-    name: String,
-}
-
-impl Target<'_> {
-    /// The server that receives the request, if one does.
-    pub(crate) fn server(&self) -> Option<usize> {
-        match self {
-            Target::Tool(tool) => Some(tool.server),
-            Target::Resource { server, .. } | Target::Prompt { server, .. } | Target::Complete { server, .. } => {
-                Some(*server)
-            }
-            Target::Lists => None,
-        }
-    }
-
-    /// How refusals name it: the tool's Python name, else the method and
-    /// its target.
-    fn name(&self, call: &ToolCall) -> String {
-        match self {
-            Target::Tool(tool) => tool.name.clone(),
-            Target::Resource { uri, .. } => format!("{} {}", call.op.method(), crate::stubs::cut_chars(uri, 200)),
-            Target::Prompt { offered, .. } => format!("prompts/get {offered}"),
-            Target::Complete { of: Completed::Prompt(name), .. } => format!("completion/complete of prompt {name}"),
-            Target::Complete { of: Completed::Template(uri), .. } => {
-                format!("completion/complete of {}", crate::stubs::cut_chars(uri, 200))
-            }
-            Target::Lists => call.op.method().to_string(),
-        }
-    }
-
-    /// What the audit record names as the "tool": the server's name for
-    /// it (a URI, a prompt's listed name, a template).
-    fn audit_name(&self) -> String {
-        match self {
-            Target::Tool(tool) => tool.mcp_name.clone(),
-            Target::Resource { uri, .. } => uri.clone(),
-            Target::Prompt { mcp_name, .. } => mcp_name.clone(),
-            Target::Complete { of: Completed::Prompt(name), .. } => name.clone(),
-            Target::Complete { of: Completed::Template(uri), .. } => uri.clone(),
-            Target::Lists => String::new(),
-        }
-    }
-
-    /// How the private-data rule names it when it taints.
-    fn judged_as(&self, bridge: &Bridge) -> String {
-        match self {
-            Target::Tool(tool) => tool.name.clone(),
-            other => match other.server() {
-                Some(server) => format!("the resources and prompts of {}", bridge.server_name(server)),
-                None => String::new(),
-            },
-        }
-    }
-
-    /// Whether the private-data rule counts it as private (`None`: it
-    /// sends no server anything).
-    fn private(&self, current: &Current) -> Option<bool> {
-        match self {
-            Target::Tool(tool) => Some(tool.private),
-            Target::Lists => None,
-            other => other.server().map(|server| current.offers.is_private(server)),
-        }
-    }
-
-    /// The server's policy on it (a tool's verdict is applied elsewhere).
-    fn admission(&self, applied: &Applied, _call: &ToolCall) -> Option<Admission> {
-        let policy = &applied.policy;
-        match self {
-            Target::Tool(_) | Target::Lists => None,
-            Target::Resource { uri, .. } => Some(policy.resource(uri)),
-            Target::Prompt { mcp_name, .. } => Some(policy.prompt(mcp_name)),
-            Target::Complete { of: Completed::Prompt(name), .. } => Some(policy.prompt(name)),
-            Target::Complete { of: Completed::Template(uri), .. } => Some(policy.resource(uri)),
-        }
-    }
-
-    /// The MCP request's parameters as its server takes them.
-    fn params(&self, arguments: serde_json::Map<String, Value>) -> Value {
-        match self {
-            Target::Tool(tool) => serde_json::json!({"name": tool.mcp_name, "arguments": arguments}),
-            Target::Resource { uri, .. } => serde_json::json!({"uri": uri}),
-            Target::Prompt { mcp_name, .. } => serde_json::json!({"name": mcp_name, "arguments": arguments}),
-            Target::Complete { of, .. } => {
-                let mut params = Value::Object(arguments);
-                if let Completed::Prompt(name) = of {
-                    // The server knows its prompt by its own name.
-                    params["ref"]["name"] = Value::String(name.clone());
-                }
-                params
-            }
-            Target::Lists => Value::Object(Default::default()),
-        }
-    }
-}
-
-/// What a `completion/complete` request completes, from its `ref`.
-fn completion_target<'c>(offers: &crate::offers::Offers, params: &Value) -> Result<Target<'c>, String> {
-    let reference = params.get("ref").ok_or("the request has no ref")?;
-    match reference.get("type").and_then(Value::as_str) {
-        Some("ref/prompt") => {
-            let name = reference.get("name").and_then(Value::as_str).ok_or("a prompt ref needs a name")?;
-            let (server, mcp_name) = match offers.prompt(name) {
-                Some((server, mcp_name)) => (server, mcp_name.to_string()),
-                None => offers.withheld_prompt(name).ok_or_else(|| format!("there is no prompt named {name:?}"))?,
-            };
-            Ok(Target::Complete { server, of: Completed::Prompt(mcp_name) })
-        }
-        Some("ref/resource") => {
-            let uri = reference.get("uri").and_then(Value::as_str).ok_or("a resource ref needs a uri")?;
-            let server = offers.resource_server(uri)?;
-            Ok(Target::Complete { server, of: Completed::Template(uri.to_string()) })
-        }
-        Some(other) => Err(format!("a ref of type {other:?} is not one code-mode knows")),
-        None => Err("the ref has no type".to_string()),
-    }
 }
 
 /// True when a call's cancellation came from its client (a direct call

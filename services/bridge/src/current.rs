@@ -332,8 +332,8 @@ impl Bridge {
             false => current.message.get_or_init(|| self.make_message(&current, false)),
             true => current.direct_message.get_or_init(|| self.make_message(&current, true)),
         };
-        let packages = self.inner.packages.common();
-        let fingerprint = crate::packages::fingerprint(&message.fingerprint, packages.as_deref());
+        let packages = self.inner.runners.common();
+        let fingerprint = crate::runners::fingerprint(&message.fingerprint, packages.as_deref());
         if request.known.as_deref() == Some(fingerprint.as_str()) {
             return proto::Catalog {
                 version: message.version,
@@ -358,8 +358,8 @@ impl Bridge {
     /// `message` with the packages the runners offer now (and the
     /// fingerprint that covers them).
     fn with_packages(&self, message: &proto::Catalog) -> proto::Catalog {
-        let packages = self.inner.packages.common();
-        let fingerprint = crate::packages::fingerprint(&message.fingerprint, packages.as_deref());
+        let packages = self.inner.runners.common();
+        let fingerprint = crate::runners::fingerprint(&message.fingerprint, packages.as_deref());
         proto::Catalog { fingerprint, packages, ..message.clone() }
     }
 

@@ -70,20 +70,23 @@ pub mod wire;
 #[doc(hidden)]
 pub mod fuzzing;
 
+mod answer;
 pub mod board;
 mod check;
 mod child;
+mod console;
 mod current;
 mod error;
 mod offers;
-mod packages;
 mod questions;
 mod relay;
 mod reload;
+mod runners;
 mod send;
 mod serve;
 mod settings;
 mod start;
+mod target;
 mod team;
 mod trail;
 mod upstream;
@@ -93,8 +96,9 @@ use std::sync::Arc;
 use code_mode_audit::AuditSink;
 use code_mode_core::bus::Bus;
 
+pub use crate::answer::result_text;
 use crate::catalog::Catalog;
-pub use crate::check::{DIRECT_CALLS, call_request_timeout, result_text};
+pub use crate::check::{DIRECT_CALLS, call_request_timeout};
 use crate::current::{Current, Rebuild};
 pub use crate::error::{BridgeError, SessionEndError};
 pub use crate::reload::{ReloadError, ReloadSource, Reloaded};
@@ -138,7 +142,7 @@ pub(crate) struct Inner {
     /// What a reload needs: one rebuild at a time, the servers it adds.
     pub(crate) reloads: reload::Reloads,
     /// What the runners heard lately say of their images' packages.
-    pub(crate) packages: packages::Heard,
+    pub(crate) runners: runners::Heard,
     /// The bridge's own tasks (the refresher, the reaper, the upcalls'
     /// server and each upcall, ...): each ends with [`Inner::stop`], and
     /// the closer waits for them.

@@ -310,12 +310,29 @@ type Learnt = HashMap<String, HashMap<String, Learned>>;
 pub struct Shapes {
     inner: Arc<Mutex<Learnt>>,
     store: Option<SessionStore>,
+    /// The writes to the store on their way (the bridge's tracker, so that
+    /// shutdown waits for them).
+    writes: tokio_util::task::TaskTracker,
 }
 
 impl Shapes {
     /// Shapes kept in `store` (none: in this process only).
     pub fn new(store: Option<SessionStore>) -> Self {
-        Self { inner: Default::default(), store }
+        Self::tracked(store, Default::default())
+    }
+
+    /// [`Shapes::new`], its writes tracked by `writes`.
+    pub(crate) fn tracked(store: Option<SessionStore>, writes: tokio_util::task::TaskTracker) -> Self {
+        Self { inner: Default::default(), store, writes }
+    }
+
+    /// Wait for the writes on their way (of shapes with a tracker of their
+    /// own).
+    #[cfg(test)]
+    async fn written(&self) {
+        self.writes.close();
+        self.writes.wait().await;
+        self.writes.reopen();
     }
 
     /// Read what the store holds for these tools (`(server, tool)`), so a
@@ -398,7 +415,7 @@ impl Shapes {
         if let Some(store) = &self.store {
             let store = store.clone();
             let stored = Stored { server: server.to_string(), tool: tool.to_string(), learned };
-            tokio::spawn(async move {
+            self.writes.spawn(async move {
                 let name = entry_name(&stored.server, &stored.tool);
                 let value = serde_json::to_value(&stored).unwrap_or(Value::Null);
                 // The most results seen wins: two replicas learning at once
@@ -536,5 +553,37 @@ mod tests {
         }
         assert_eq!(again.get("gh", "list_issues").unwrap().render(), "list[{number: int}]");
         assert!(again.get("gh", "other").is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn of_two_replicas_storing_one_tools_shape_the_better_informed_one_stays_whichever_writes_last() {
+        let tool = || [("gh".to_string(), "list_issues".to_string())];
+        for informed_last in [false, true] {
+            let store = SessionStore::in_memory();
+            let (informed, novice) = (Shapes::new(Some(store.clone())), Shapes::new(Some(store.clone())));
+            let learn_all = || {
+                for _ in 0..MAX_OBSERVED {
+                    informed.observe("gh", "list_issues", r#"[{"number": 1}]"#, false);
+                }
+            };
+            if !informed_last {
+                learn_all();
+                informed.written().await;
+            }
+            assert!(novice.observe("gh", "list_issues", r#"{"other": "x"}"#, false));
+            novice.written().await;
+            if informed_last {
+                learn_all();
+                informed.written().await;
+            }
+            let again = Shapes::new(Some(store));
+            again.load(tool()).await;
+            assert_eq!(
+                again.get("gh", "list_issues").map(|s| s.render()).as_deref(),
+                Some("list[{number: int}]"),
+                "the shape of {MAX_OBSERVED} results stays (written {})",
+                if informed_last { "last" } else { "first" }
+            );
+        }
     }
 }

@@ -28,6 +28,7 @@ impl Bridge {
         let prefixed = config.prefixed_names();
         let servers_cancel = cancel.child_token();
         let (upward, upcalls) = Upward::channel();
+        let tasks = TaskTracker::new();
         let mut handles = Vec::new();
         let mut actors = Vec::new();
         let mut listed = Vec::new();
@@ -55,7 +56,7 @@ impl Bridge {
             state: config.state.clone(),
             offer_denied: config.policy_options.offer_denied,
             stateless_idle: config.limits.stateless_idle,
-            shapes: crate::shapes::Shapes::new(Some(config.state.clone())),
+            shapes: crate::shapes::Shapes::tracked(Some(config.state.clone()), tasks.clone()),
             learned: Default::default(),
         };
         // What earlier runs learned of the results, before the first stubs.
@@ -106,7 +107,6 @@ impl Bridge {
         let upstreams = Arc::new(Upstreams::new(upward.clone(), servers_cancel.clone()));
         let own_sessions = upstreams.tasks();
         let reloads = crate::reload::Reloads::new(servers_cancel.clone(), upward, tokens);
-        let tasks = TaskTracker::new();
         let stop = servers_cancel.child_token();
         let added = reloads.added_tasks();
         let bridge = Bridge::first_handle(Inner {
@@ -119,7 +119,7 @@ impl Bridge {
             upstreams: upstreams.clone(),
             in_flight: Default::default(),
             reloads,
-            packages: Default::default(),
+            runners: Default::default(),
             tasks: tasks.clone(),
             stop: stop.clone(),
         });

@@ -67,7 +67,7 @@ impl Bridge {
         // paused (and watched) already; its first answer brings the cell's
         // code, which the approvers read beside the arguments.
         let holder = match (&bus, from_code) {
-            (Some(bus), true) => Holder::start(bus.clone(), &call.cell_id, call.call_index, true).await,
+            (Some(bus), true) => Holder::start(self, bus.clone(), &call.cell_id, call.call_index, true).await,
             _ => None,
         };
         let code = holder.as_ref().and_then(|h| h.code.as_deref()).map(shown_code);
@@ -135,9 +135,15 @@ impl Bridge {
         };
         let (tx, rx) = oneshot::channel();
         let bus = bus.clone();
-        tokio::spawn(async move {
+        let stop = self.inner.stop.clone();
+        self.inner.tasks.spawn(async move {
             let wait = timeout + code_mode_core::defaults::HOP_MARGIN;
-            match bus.call_counted_as::<_, ApprovalReply>(&subject, subjects::APPROVAL, &request, wait).await {
+            let asked = bus.call_counted_as::<_, ApprovalReply>(&subject, subjects::APPROVAL, &request, wait);
+            let reply = tokio::select! {
+                _ = stop.cancelled() => return,
+                reply = asked => reply,
+            };
+            match reply {
                 Ok(reply) if ask_client => {
                     let _ = tx.send(reply);
                 }
@@ -264,8 +270,10 @@ impl Holder {
     /// not answer the first hold is asked again at each renewal (the wait
     /// counts against the deadline until one answers); no runner serving
     /// the cell's hold subject means the cell is gone, at once or later.
-    /// `code`: ask the runner for the cell's code with the first hold.
-    pub(crate) async fn start(bus: Bus, cell_id: &str, call_index: u32, code: bool) -> Option<Self> {
+    /// `code`: ask the runner for the cell's code with the first hold. The
+    /// renewals are a task on `bridge`'s tracker that ends (releasing the
+    /// cell) when the holder is dropped or the bridge stops.
+    pub(crate) async fn start(bridge: &Bridge, bus: Bus, cell_id: &str, call_index: u32, code: bool) -> Option<Self> {
         let subject = subjects::cell_hold(cell_id)?;
         let hold = CellHold { call_index, hold: true, code: false };
         let first = bus.call_quiet::<_, CellHeld>(&subject, &CellHold { code, ..hold }, HOLD_WAIT).await;
@@ -282,14 +290,14 @@ impl Holder {
                 None
             }
         };
-        let stop = CancellationToken::new();
+        let stop = bridge.inner.stop.child_token();
         let gone = CancellationToken::new();
         if gone_now {
             gone.cancel();
             return Some(Self { stop, gone, code });
         }
         let (task_stop, task_gone) = (stop.clone(), gone.clone());
-        tokio::spawn(async move {
+        bridge.inner.tasks.spawn(async move {
             loop {
                 tokio::select! {
                     _ = task_stop.cancelled() => break,
@@ -322,169 +330,5 @@ impl Holder {
 impl Drop for Holder {
     fn drop(&mut self) {
         self.stop.cancel();
-    }
-}
-
-/// How many audit records the console may ask for.
-pub const MAX_AUDIT_LINES: u32 = 200;
-/// The entry of the board's pseudo-session that keeps the runners' slots.
-const RUNNERS: &str = "runners";
-/// The most runners kept (the entry stays far under the store's 64 KiB).
-const MAX_RUNNERS: usize = 200;
-/// The entry of the board's pseudo-session that keeps each bridge's last
-/// config reload.
-const RELOADS: &str = "reloads";
-/// The most bridges whose last reload is kept.
-const MAX_RELOADS: usize = 50;
-/// A runner heard from within this long is shown (they report every 5 s).
-const RUNNER_FRESH_MS: u64 = 15_000;
-
-impl Bridge {
-    /// Answer the web console: the board as `viewer` may see it, a
-    /// decision, the audit log's tail.
-    pub async fn console(&self, request: proto::ConsoleRequest) -> Result<proto::ConsoleReply, proto::WireError> {
-        let board = Board::new(self.inner.rebuild.state.clone());
-        let failed = |e: board::BoardError| proto::WireError {
-            kind: match e {
-                board::BoardError::State(_) => proto::ErrorKind::Other("state_unavailable".into()),
-                _ => proto::ErrorKind::BadRequest,
-            },
-            message: e.to_string(),
-        };
-        match request {
-            proto::ConsoleRequest::Board { viewer } => {
-                let open = board.open_questions().await.map_err(failed)?;
-                let (mine, others): (Vec<Stored>, Vec<Stored>) =
-                    open.into_iter().filter(|s| s.decision.is_none()).partition(|s| s.refuses(&viewer).is_none());
-                let may_see = |approvers: &[String]| {
-                    approvers
-                        .iter()
-                        .filter_map(|a| crate::policy::Approver::parse(a))
-                        .any(|a| a.admits(&viewer.name, &viewer.groups))
-                };
-                let recent =
-                    board.recent().await.map_err(failed)?.into_iter().filter(|d| may_see(&d.approvers)).collect();
-                Ok(proto::ConsoleReply::Board {
-                    waiting: mine.into_iter().map(|s| s.question).collect(),
-                    others: others.len() as u32,
-                    recent,
-                })
-            }
-            proto::ConsoleRequest::Decide { viewer, id, approve, note } => {
-                let decision = board.decide(&viewer, &id, approve, &note).await.map_err(failed)?;
-                Ok(proto::ConsoleReply::Decided(decision))
-            }
-            proto::ConsoleRequest::Audit { lines } => Ok(self.audit_tail(lines.min(MAX_AUDIT_LINES) as usize)),
-            proto::ConsoleRequest::Runners => {
-                let now = board::now_ms();
-                let runners = self.runners().await.map_err(|e| failed(e.into()))?;
-                let fresh = runners.into_iter().filter(|r| now.saturating_sub(r.at_ms) <= RUNNER_FRESH_MS).collect();
-                Ok(proto::ConsoleReply::Runners { runners: fresh })
-            }
-            proto::ConsoleRequest::Reloads => {
-                let entry =
-                    self.inner.rebuild.state.get(board::SESSION, RELOADS).await.map_err(|e| failed(e.into()))?;
-                let reloads = entry.and_then(|e| serde_json::from_value(e.value).ok()).unwrap_or_default();
-                Ok(proto::ConsoleReply::Reloads { reloads })
-            }
-            proto::ConsoleRequest::Sessions { ids } => {
-                let store = &self.inner.rebuild.state;
-                let mut tainted = Vec::new();
-                for id in ids.into_iter().take(500) {
-                    let entry = store.get(&id, crate::private::TAINT).await.map_err(|e| failed(e.into()))?;
-                    // The taint is there or not: its value names the tool.
-                    if entry.is_some() {
-                        tainted.push(id);
-                    }
-                }
-                Ok(proto::ConsoleReply::Sessions { tainted })
-            }
-        }
-    }
-
-    /// Note a runner's slots (kept in the state store, so every bridge
-    /// answers the console alike); runners silent for a minute are dropped.
-    pub async fn runner_status(
-        &self,
-        mut status: proto::RunnerStatus,
-    ) -> Result<(), code_mode_core::state::StateError> {
-        self.inner.packages.note(&status);
-        // The shared entry keeps slots only: the packages stay with the
-        // bridge that heard them, so 200 runners stay far under 64 KiB.
-        status.packages = None;
-        status.at_ms = board::now_ms();
-        let now = status.at_ms;
-        self.inner
-            .rebuild
-            .state
-            .update(board::SESSION, RUNNERS, |value| {
-                let mut runners: Vec<proto::RunnerStatus> =
-                    value.and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default();
-                runners.retain(|r| r.id != status.id && now.saturating_sub(r.at_ms) < 60_000);
-                runners.push(status.clone());
-                runners.sort_by(|a, b| a.id.cmp(&b.id));
-                runners.truncate(MAX_RUNNERS);
-                serde_json::to_value(runners).expect("statuses are JSON")
-            })
-            .await
-            .map(|_| ())
-    }
-
-    /// Note this bridge's last config reload (kept in the state store, so
-    /// every bridge shows every bridge's to the console's operators).
-    pub(crate) async fn note_reload(
-        &self,
-        status: proto::ReloadStatus,
-    ) -> Result<(), code_mode_core::state::StateError> {
-        self.inner
-            .rebuild
-            .state
-            .update(board::SESSION, RELOADS, |value| {
-                let mut reloads: Vec<proto::ReloadStatus> =
-                    value.and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default();
-                reloads.retain(|r| r.bridge != status.bridge);
-                reloads.push(status.clone());
-                // The most recent bridges, so the entry stays small.
-                reloads.sort_by_key(|r| std::cmp::Reverse(r.at_ms));
-                reloads.truncate(MAX_RELOADS);
-                serde_json::to_value(reloads).expect("reloads are JSON")
-            })
-            .await
-            .map(|_| ())
-    }
-
-    async fn runners(&self) -> Result<Vec<proto::RunnerStatus>, code_mode_core::state::StateError> {
-        let entry = self.inner.rebuild.state.get(board::SESSION, RUNNERS).await?;
-        Ok(entry.and_then(|e| serde_json::from_value(e.value).ok()).unwrap_or_default())
-    }
-
-    /// The last `lines` records of a file audit log and the state of its
-    /// chain (the whole chain is checked).
-    fn audit_tail(&self, lines: usize) -> proto::ConsoleReply {
-        let Some(sink) = &self.inner.audit else {
-            return proto::ConsoleReply::Audit { records: Vec::new(), chain: "no audit log is kept (--audit)".into() };
-        };
-        let Some(path) = sink.name().strip_prefix("file:") else {
-            return proto::ConsoleReply::Audit {
-                records: Vec::new(),
-                chain: format!("the audit log is {}: check it with `code-mode audit verify`", sink.name()),
-            };
-        };
-        let path = std::path::PathBuf::from(path);
-        let mut files = code_mode_audit::file::rotated_files(&path).unwrap_or_default();
-        files.push(path);
-        let read = code_mode_audit::show::read_files(&files);
-        match read {
-            Err(e) => proto::ConsoleReply::Audit { records: Vec::new(), chain: format!("cannot be read: {e}") },
-            Ok(all) => {
-                let report = code_mode_audit::verify::verify(&all, &code_mode_audit::verify::VerifyOptions::default());
-                let chain = match &report.problem {
-                    None => format!("verified ({} records)", report.records),
-                    Some(problem) => format!("broken: {problem}"),
-                };
-                let records = all[all.len().saturating_sub(lines)..].iter().map(|l| l.text.clone()).collect();
-                proto::ConsoleReply::Audit { records, chain }
-            }
-        }
     }
 }

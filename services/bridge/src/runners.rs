@@ -1,29 +1,43 @@
-//! The Python packages the sandboxes offer beyond the standard library, as
-//! the sandbox-runners report them.
+//! What the sandbox-runners report, with one owner: each runner sends its
+//! status every 5 s (its slots, and the Python packages its image offers
+//! beyond the standard library, [`proto::RunnerStatus::packages`]), and a
+//! report counts for [`FRESH`], for at most [`MAX_RUNNERS`] runners, in
+//! both places it is kept:
 //!
-//! Each runner names its image's packages in the status it sends every
-//! 5 s ([`proto::RunnerStatus::packages`]). A bridge keeps, in memory, what
-//! each runner it heard said, and the catalog it hands the frontends names
-//! the packages every runner heard within [`FRESH`] shares: a cell may land
-//! on any runner, so only those are promised to the model. Statuses are
-//! spread over the bridge replicas (one queue group), so a replica knows
-//! the runners that reached it; with every runner on one image (the
-//! documented way) they all agree. A runner that stops reporting is
-//! forgotten after [`FRESH`], and what it alone had leaves the description
-//! then.
+//! - **Packages**, in this bridge's memory ([`Heard`]): the catalog it
+//!   hands the frontends names the packages every runner heard within
+//!   [`FRESH`] shares: a cell may land on any runner, so only those are
+//!   promised to the model. Statuses are spread over the bridge replicas
+//!   (one queue group), so a replica knows the runners that reached it;
+//!   with every runner on one image (the documented way) they all agree. A
+//!   runner that stops reporting is forgotten after [`FRESH`], and what it
+//!   alone had leaves the description then.
+//! - **Slots**, in the state store's board entry ([`Bridge::runner_status`]),
+//!   so that every bridge shows the web console the same runners (those
+//!   heard within [`SHOWN`]); the packages stay out of it, so the entry
+//!   stays far under the store's 64 KiB.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use code_mode_core::state::StateError;
 use code_mode_proto as proto;
+
+use crate::{Bridge, board};
 
 /// How long a runner's report counts. Runners report every 5 s and a
 /// replica hears a share of them, so this is several of their periods.
 pub const FRESH: Duration = Duration::from_secs(60);
 
 /// The most runners remembered (the oldest report is forgotten first).
-const MAX_RUNNERS: usize = 1024;
+pub const MAX_RUNNERS: usize = 200;
+
+/// A runner heard from within this long is shown in the console.
+const SHOWN: Duration = Duration::from_secs(15);
+
+/// The entry of the board's pseudo-session that keeps the runners' slots.
+const RUNNERS: &str = "runners";
 
 /// What each runner heard lately said of its image's packages.
 #[derive(Debug, Default)]
@@ -70,6 +84,43 @@ pub(crate) fn fingerprint(catalog: &str, packages: Option<&[String]>) -> String 
             let text = serde_json::to_vec(&(catalog, packages)).unwrap_or_default();
             format!("{:x}", <sha2::Sha256 as sha2::Digest>::digest(&text))
         }
+    }
+}
+
+impl Bridge {
+    /// Note a runner's status: its packages here, its slots in the state
+    /// store (see the module doc).
+    pub async fn runner_status(&self, mut status: proto::RunnerStatus) -> Result<(), StateError> {
+        self.inner.runners.note(&status);
+        status.packages = None;
+        status.at_ms = board::now_ms();
+        let now = status.at_ms;
+        let fresh = FRESH.as_millis() as u64;
+        self.inner
+            .rebuild
+            .state
+            .update(board::SESSION, RUNNERS, |value| {
+                let mut runners: Vec<proto::RunnerStatus> =
+                    value.and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default();
+                runners.retain(|r| r.id != status.id && now.saturating_sub(r.at_ms) < fresh);
+                runners.push(status.clone());
+                runners.sort_by(|a, b| a.id.cmp(&b.id));
+                runners.truncate(MAX_RUNNERS);
+                serde_json::to_value(runners).expect("statuses are JSON")
+            })
+            .await
+            .map(|_| ())
+    }
+
+    /// The runners the console shows: those heard within [`SHOWN`] by any
+    /// bridge.
+    pub(crate) async fn shown_runners(&self) -> Result<Vec<proto::RunnerStatus>, StateError> {
+        let entry = self.inner.rebuild.state.get(board::SESSION, RUNNERS).await?;
+        let runners: Vec<proto::RunnerStatus> =
+            entry.and_then(|e| serde_json::from_value(e.value).ok()).unwrap_or_default();
+        let now = board::now_ms();
+        let shown = SHOWN.as_millis() as u64;
+        Ok(runners.into_iter().filter(|r| now.saturating_sub(r.at_ms) <= shown).collect())
     }
 }
 
