@@ -179,7 +179,7 @@ impl Upstreams {
         let key = (owner.asker.clone(), index);
         // A session found ended is forgotten and opened anew, once.
         for _ in 0..2 {
-            let Some(slot) = self.slot(&key, server) else { return Ok(None) };
+            let Some(slot) = self.slot(&key, server.name()) else { return Ok(None) };
             let opened = slot.get_or_init(|| self.open(index, server, owner, stateless)).await;
             match opened {
                 Ok(own) if !own.close.is_cancelled() && !own.peer.is_transport_closed() => {
@@ -198,13 +198,13 @@ impl Upstreams {
 
     /// The place of `key`, made if it has none; `None` when the registry
     /// is full of busy sessions.
-    fn slot(&self, key: &(String, usize), server: &ServerHandle) -> Option<Slot> {
+    fn slot(&self, key: &(String, usize), server: &str) -> Option<Slot> {
         let mut slots = code_mode_core::sync::lock(&self.slots);
         if let Some(slot) = slots.get(key) {
             return Some(slot.clone());
         }
         if slots.len() >= MAX_OWN && !self.make_room(&mut slots) {
-            tracing::warn!(server = %server.name(), open = slots.len(), "every place for a client's own session is busy: this call goes over the shared session, where the server cannot ask the client anything");
+            tracing::warn!(%server, open = slots.len(), "every place for a client's own session is busy: this call goes over the shared session, where the server cannot ask the client anything");
             return None;
         }
         let slot = Slot::default();
@@ -334,5 +334,152 @@ pub(crate) async fn reaper(upstreams: Arc<Upstreams>, cancel: CancellationToken)
             _ = tokio::time::sleep(REAP_EVERY) => {}
         }
         upstreams.reap();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The registry's bookkeeping under paused time: the bound of
+    //! [`MAX_OWN`] sessions, the shared session as the fallback when every
+    //! place is busy, and idle reaping. The sessions share one peer of an
+    //! in-process MCP session (the registry never looks past its own
+    //! bookkeeping at them).
+
+    use super::*;
+    use crate::relay::{Flight, FlightGuard, Relaying};
+    use rmcp::ServiceExt;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    /// A client peer of an in-process session whose other end answers the
+    /// initialize handshake (and any later request with an empty result).
+    async fn peer() -> Peer<RoleClient> {
+        let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+        tokio::spawn(async move {
+            let (read, mut write) = tokio::io::split(server_io);
+            let mut lines = BufReader::new(read).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let message: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+                let Some(id) = message.get("id") else { continue };
+                let result = match message.get("method").and_then(serde_json::Value::as_str) {
+                    Some("initialize") => serde_json::json!({
+                        "protocolVersion": message.pointer("/params/protocolVersion").cloned().unwrap_or_default(),
+                        "capabilities": {},
+                        "serverInfo": {"name": "registry-test", "version": "0"},
+                    }),
+                    _ => serde_json::json!({}),
+                };
+                let reply = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result});
+                if write.write_all(format!("{reply}\n").as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let running = ().serve(client_io).await.expect("the in-process session initializes");
+        let peer = running.peer().clone();
+        // The session lives as long as the test's runtime.
+        std::mem::forget(running);
+        peer
+    }
+
+    fn registry() -> Upstreams {
+        Upstreams::new(Upward::default(), CancellationToken::new())
+    }
+
+    /// Put an open session of `asker` with server 0 in the registry.
+    fn put(upstreams: &Upstreams, peer: &Peer<RoleClient>, asker: &str) -> Own {
+        let own = Own {
+            peer: peer.clone(),
+            flights: Flights::default(),
+            close: upstreams.cancel.child_token(),
+            last_used: Arc::new(std::sync::Mutex::new(Instant::now())),
+            level: Default::default(),
+        };
+        let slot = Slot::new(OnceCell::new_with(Some(Ok(own.clone()))));
+        code_mode_core::sync::lock(&upstreams.slots).insert((asker.to_string(), 0), slot);
+        own
+    }
+
+    /// Note a call in flight on `own` until the guard drops.
+    fn busy(own: &Own, call: &str) -> FlightGuard {
+        let flight = Flight {
+            call_id: call.into(),
+            request_id: rmcp::model::RequestId::Number(1),
+            asker: call.into(),
+            progress: false,
+            relaying: Relaying::default(),
+        };
+        own.flights.enter(call.into(), flight)
+    }
+
+    fn open(upstreams: &Upstreams) -> usize {
+        code_mode_core::sync::lock(&upstreams.slots).len()
+    }
+
+    fn holds(upstreams: &Upstreams, asker: &str) -> bool {
+        code_mode_core::sync::lock(&upstreams.slots).contains_key(&(asker.to_string(), 0))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_sixty_fifth_session_closes_the_one_unused_the_longest_that_has_no_call_in_flight() {
+        let (peer, upstreams) = (peer().await, registry());
+        let mut owns = Vec::new();
+        for i in 0..MAX_OWN {
+            owns.push(put(&upstreams, &peer, &format!("client-{i}")));
+            tokio::time::advance(Duration::from_secs(1)).await;
+        }
+        // The oldest one is busy: the next oldest goes.
+        let _call = busy(&owns[0], "call-0");
+        let server = "s";
+        assert!(upstreams.slot(&("new-1".to_string(), 0), server).is_some(), "a place is made");
+        assert_eq!(open(&upstreams), MAX_OWN, "never more than {MAX_OWN}");
+        assert!(holds(&upstreams, "client-0"), "the busy one stays");
+        assert!(
+            !holds(&upstreams, "client-1") && owns[1].close.is_cancelled(),
+            "the least recently used idle one is closed"
+        );
+        // Used again, a session is no longer the oldest.
+        owns[2].touch();
+        assert!(upstreams.slot(&("new-2".to_string(), 0), server).is_some());
+        assert!(holds(&upstreams, "client-2") && !holds(&upstreams, "client-3"), "the touched one stays");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn with_every_place_busy_a_call_goes_over_the_shared_session_until_one_call_ends() {
+        let (peer, upstreams) = (peer().await, registry());
+        let mut calls = Vec::new();
+        for i in 0..MAX_OWN {
+            let own = put(&upstreams, &peer, &format!("client-{i}"));
+            calls.push(busy(&own, &format!("call-{i}")));
+        }
+        let server = "s";
+        let key = ("new".to_string(), 0);
+        assert!(upstreams.slot(&key, server).is_none(), "no place: the shared session it is");
+        assert_eq!(open(&upstreams), MAX_OWN, "and no busy session was closed");
+        drop(calls.remove(7));
+        assert!(upstreams.slot(&key, server).is_some(), "a session whose call ended makes room");
+        assert!(!holds(&upstreams, "client-7"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_reaper_closes_sessions_idle_for_own_idle_but_not_a_busy_one_or_one_used_since() {
+        let (peer, upstreams) = (peer().await, Arc::new(registry()));
+        let idle = put(&upstreams, &peer, "idle");
+        let working = put(&upstreams, &peer, "working");
+        let _call = busy(&working, "call");
+        let used = put(&upstreams, &peer, "used");
+        let stop = CancellationToken::new();
+        let reaping = tokio::spawn(reaper(upstreams.clone(), stop.clone()));
+        tokio::time::sleep(OWN_IDLE / 2).await;
+        used.touch();
+        tokio::time::sleep(OWN_IDLE / 2 - REAP_EVERY).await;
+        assert_eq!(open(&upstreams), 3, "nothing idle for {} s yet", OWN_IDLE.as_secs());
+        tokio::time::sleep(REAP_EVERY * 2).await;
+        assert!(!holds(&upstreams, "idle") && idle.close.is_cancelled(), "idle past OWN_IDLE: closed");
+        assert!(holds(&upstreams, "working"), "a session with a call in flight stays however old");
+        assert!(holds(&upstreams, "used"), "a session used since stays");
+        tokio::time::sleep(OWN_IDLE).await;
+        assert!(!holds(&upstreams, "used") && holds(&upstreams, "working"));
+        stop.cancel();
+        reaping.await.expect("the reaper ends with its token");
     }
 }
