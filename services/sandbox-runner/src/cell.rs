@@ -32,8 +32,8 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::SandboxError;
 use crate::container::{BACKSTOP_MARGIN, Container, Input, Lockdown, Output};
+use crate::error::SandboxError;
 use crate::hold::{Hold, Pauser};
 use crate::protocol::{self, Backstop, FromRunner, LineReader, RunnerLimits, ToRunner, Violation};
 use crate::remover::Remover;

@@ -28,7 +28,7 @@ use bollard::query_parameters::{
 use futures::Stream;
 use tokio::io::AsyncWrite;
 
-use crate::{SandboxError, StartError};
+use crate::error::{SandboxError, StartError};
 
 /// The label every sandbox container carries.
 pub const LABEL_SANDBOX: &str = "code-mode.sandbox";

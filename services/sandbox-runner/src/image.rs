@@ -22,7 +22,7 @@ use bollard::query_parameters::{BuildImageOptionsBuilder, CreateImageOptionsBuil
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
 
-use crate::StartError;
+use crate::error::StartError;
 
 pub mod packages;
 mod stages;

@@ -367,7 +367,7 @@ pub fn judge_runc(version: &str, build: &str) -> (Verdict, String) {
 
 /// Start the probe container, read its report and its cgroup, let it try
 /// the memory limit, remove it.
-pub async fn observe(docker: &Docker, lockdown: &Lockdown) -> Result<Observed, crate::SandboxError> {
+pub async fn observe(docker: &Docker, lockdown: &Lockdown) -> Result<Observed, crate::error::SandboxError> {
     let entrypoint =
         vec!["python3".to_string(), "-I".into(), "-c".into(), PROBE_PY.into(), lockdown.memory_bytes.to_string()];
     let (container, mut output, mut input) =
@@ -408,8 +408,8 @@ pub async fn observe(docker: &Docker, lockdown: &Lockdown) -> Result<Observed, c
     result
 }
 
-fn probe_error(reason: String) -> crate::SandboxError {
-    crate::SandboxError::Probe { reason }
+fn probe_error(reason: String) -> crate::error::SandboxError {
+    crate::error::SandboxError::Probe { reason }
 }
 
 /// The next line of the container's stdout (stderr is kept in `buffer`

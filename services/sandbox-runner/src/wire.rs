@@ -15,7 +15,7 @@ use code_mode_core::bus::BusError;
 use code_mode_core::defaults;
 use code_mode_proto::{CellLimits, ErrorKind, ToolReply, WireError};
 
-use crate::SandboxError;
+use crate::error::SandboxError;
 use crate::protocol::ToRunner;
 
 /// The one mapping of the runner's errors to the reply of `cell.run`.
@@ -23,10 +23,10 @@ pub fn service_error(e: &SandboxError) -> WireError {
     let kind = match e {
         SandboxError::NoCapacity { .. } => ErrorKind::NoCapacity,
         SandboxError::BadCell { .. } | SandboxError::BadRequest(_) => ErrorKind::BadRequest,
-        SandboxError::Kept(crate::KeptError::Lost) => ErrorKind::KeptLost,
-        SandboxError::Kept(crate::KeptError::Busy) => ErrorKind::KeptBusy,
-        SandboxError::Kept(crate::KeptError::Expired { .. }) => ErrorKind::KeptExpired,
-        SandboxError::Kept(crate::KeptError::Foreign) => ErrorKind::KeptForeign,
+        SandboxError::Kept(crate::kept::KeptError::Lost) => ErrorKind::KeptLost,
+        SandboxError::Kept(crate::kept::KeptError::Busy) => ErrorKind::KeptBusy,
+        SandboxError::Kept(crate::kept::KeptError::Expired { .. }) => ErrorKind::KeptExpired,
+        SandboxError::Kept(crate::kept::KeptError::Foreign) => ErrorKind::KeptForeign,
         SandboxError::Audit(_) => ErrorKind::AuditUnwritable,
         _ => ErrorKind::Sandbox,
     };

@@ -21,7 +21,7 @@
 
 use std::path::PathBuf;
 
-use crate::StartError;
+use crate::error::StartError;
 
 mod build;
 mod inputs;

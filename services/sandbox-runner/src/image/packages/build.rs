@@ -14,7 +14,7 @@ use futures::StreamExt;
 
 use super::inputs::Inputs;
 use super::*;
-use crate::StartError;
+use crate::error::StartError;
 use crate::image::{BaseSource, default_image_tag, image_exists};
 
 /// The packages `image` holds beyond the standard library, as sorted

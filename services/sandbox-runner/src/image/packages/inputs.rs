@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 
 use super::requirements::{Requirements, is_debian_name};
 use super::{LIST_PACKAGES_PY, PACKAGES_DOCKERFILE, Packages, PackagesError};
-use crate::StartError;
+use crate::error::StartError;
 use crate::image::{IMAGE_REPOSITORY, default_image_tag};
 
 /// Everything that goes into an image with packages, read and checked once.
