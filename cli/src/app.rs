@@ -17,26 +17,25 @@
 use std::io::Read;
 
 use anyhow::{Context, bail};
-use code_mode_audit::AuditSink;
-use code_mode_bridge::{CallLimits, WrappedServer};
+use code_mode_bridge::WrappedServer;
 use code_mode_core::bus::Bus;
 use code_mode_core::nats::{NatsOptions, NatsTls, NatsTransport};
-use code_mode_core::state::{JetStreamConfig, SessionStore};
-use code_mode_mcp_frontend::auth::oauth::OAuthOptions;
-use code_mode_mcp_frontend::auth::{AuthOptions, SessionLimits};
-use code_mode_mcp_frontend::console::ConsoleClient;
-use code_mode_mcp_frontend::http::{ConsoleOptions, HttpOptions, McpHttpServer, TlsFiles};
-use code_mode_mcp_frontend::{Expose, Frontend, FrontendConfig, FrontendFactory, KeepConfig};
+use code_mode_mcp_frontend::http::{HttpOptions, McpHttpServer};
+use code_mode_mcp_frontend::{Expose, Frontend, FrontendFactory, KeepConfig};
+use code_mode_sandbox_runner::connect_docker;
 use code_mode_sandbox_runner::image;
-use code_mode_sandbox_runner::{DEFAULT_WARM, connect_docker};
 use code_mode_telemetry::MetricsServer;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{
-    BridgeArgs, Cli, Command, DirectArgs, ExposeTools, FrontendArgs, HttpArgs, KeepArgs, MetricsArgs, NatsArgs,
-    PolicyCheckArgs, PolicyCommand, RunnerArgs, StackArgs, TokenCommand,
+    BridgeArgs, Cli, Command, MetricsArgs, NatsArgs, PolicyCheckArgs, PolicyCommand, ServiceArgs, StackArgs,
+    TokenCommand,
 };
-use crate::stack::{BridgeParts, Buses, RunnerParts, Stack, StackParts, start_bridge, start_runner};
+use crate::parts::{
+    Direct, bridge_parts, check_image_choice, direct_config, frontend_config, frontend_service_config, http_options,
+    keep_config, runner_parts, wrapped_servers,
+};
+use crate::stack::{Buses, Stack, StackParts, session_state, start_bridge, start_runner};
 
 /// Run a parsed command.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -45,12 +44,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::BuildImage(args) => build_image(args).await,
         Command::Serve(args) => {
             let _metrics = start_metrics(&args.stack.metrics, "serve", &root).await?;
-            let http = http_options(&args.http)?;
+            let http = http_options(&args.clients.http)?;
             if let Some(options) = &http {
                 code_mode_mcp_frontend::http::preflight(options).await?;
             }
-            let keep = keep_config(&args.keep);
-            let parts = stack_parts(&args.stack, args.max_concurrent, keep, direct_config(&args.direct)).await?;
+            let (keep, direct) = (keep_config(&args.clients.keep), direct_config(&args.clients.direct));
+            let parts = stack_parts(&args.stack, args.max_concurrent, keep, direct, &root).await?;
             let stack = Stack::start(parts, Buses::One(Bus::in_process()), &root).await?;
             reload_on_hangup(&stack.bridge, &args.stack.bridge, &root)?;
             let served = match &http {
@@ -67,7 +66,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let code = read_code(args.code, args.file)?;
             let asker =
                 if args.ask { Some(crate::terminal::TerminalAsker::open().map_err(anyhow::Error::msg)?) } else { None };
-            let mut parts = stack_parts(&args.stack, 1, None, Direct::default()).await?;
+            let mut parts = stack_parts(&args.stack, 1, None, Direct::default(), &root).await?;
             // No client reads the description: no wait for the packages.
             parts.frontend.packages_wait = std::time::Duration::ZERO;
             let stack = Stack::start(parts, Buses::One(Bus::in_process()), &root).await?;
@@ -87,14 +86,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Frontend(args) => {
-            let _metrics = start_metrics(&args.metrics, "frontend", &root).await?;
-            let bus = nats_bus(&args.nats, "code-mode-frontend").await?;
-            let mut config = frontend_config(&args.frontend, args.max_concurrent)?;
-            config.capacity_wait = args.capacity_wait;
-            config.keep = keep_config(&args.keep);
-            let direct = direct_config(&args.direct);
-            (config.expose, config.max_direct_calls) = (direct.expose, direct.max_calls);
-            if let Some(options) = http_options(&args.http)? {
+            let _metrics = start_metrics(&args.service.metrics, "frontend", &root).await?;
+            let bus = nats_bus(&args.service.nats, "code-mode-frontend").await?;
+            let config = frontend_service_config(&args);
+            if let Some(options) = http_options(&args.clients.http)? {
                 code_mode_mcp_frontend::http::preflight(&options).await?;
                 let factory = FrontendFactory::connect(bus, config).await?;
                 return serve_http(factory, &options, &root).await;
@@ -105,35 +100,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             served.context("serving MCP on stdio")
         }
         Command::Bridge(args) => {
-            let _metrics = start_metrics(&args.metrics, "bridge", &root).await?;
-            let transport = nats_transport(&args.nats, "code-mode-bridge").await?;
-            // The private-data taint and the policies' rate-limit counters
-            // live in JetStream, so they outlive this process and every
-            // replica shares them. Without private tools and policies only
-            // learned result shapes would: a server without JetStream then
-            // costs what the shapes would remember of a restart, never a call.
-            let servers = wrapped_servers(&args.bridge, &args.server)?;
+            let ServiceArgs { nats, metrics } = &args.service;
+            let _metrics = start_metrics(metrics, "bridge", &root).await?;
+            let transport = nats_transport(nats, "code-mode-bridge").await?;
+            let servers = wrapped_servers(&args.bridge)?;
             let logins = servers.iter().any(crate::login::has_auth);
-            let needed = logins || servers.iter().any(|s| !s.private.is_empty() || s.policy.is_some());
-            let config = JetStreamConfig { replicas: replicas(&args.nats), ..Default::default() };
-            let state = match SessionStore::over_nats(&transport, config).await {
-                Ok(store) => {
-                    if needed {
-                        // codemode_state_store_up follows the store while idle too.
-                        store.watch(code_mode_core::state::PROBE_EVERY, root.child_token());
-                    }
-                    store
-                }
-                Err(e) if !needed => {
-                    tracing::warn!(error = %e, "no JetStream for learned result shapes: they last as long as this process");
-                    SessionStore::in_memory()
-                }
-                Err(e) => {
-                    return Err(e).context(
-                        "opening the session-state store (JetStream) for --private, a policy or an auth block",
-                    );
-                }
-            };
+            let state = session_state(Some(&transport), &servers, replicas(nats), &root).await?;
             if logins {
                 // Remote servers' logins live in the store too, every
                 // replica reading the same grant (sealed with this key).
@@ -144,7 +116,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 ));
             }
             let audit =
-                crate::audit::open_sink(&args.audit, "bridge", Some(transport.client()), replicas(&args.nats)).await?;
+                crate::audit::open_sink(&args.audit, "bridge", Some(transport.client()), replicas(nats)).await?;
             let parts = bridge_parts(&args.bridge, servers, state, audit);
             let running = start_bridge(parts, &Bus::new(transport), &root).await?;
             reload_on_hangup(&running.bridge, &args.bridge, &root)?;
@@ -154,11 +126,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::SandboxRunner(args) => {
-            let _metrics = start_metrics(&args.metrics, "sandbox-runner", &root).await?;
+            let ServiceArgs { nats, metrics } = &args.service;
+            let _metrics = start_metrics(metrics, "sandbox-runner", &root).await?;
             check_image_choice(&args.runner.image, &args.runner.packages)?;
-            let transport = nats_transport(&args.nats, "code-mode-sandbox-runner").await?;
+            let transport = nats_transport(nats, "code-mode-sandbox-runner").await?;
             let audit =
-                crate::audit::open_sink(&args.audit, "sandbox-runner", Some(transport.client()), replicas(&args.nats))
+                crate::audit::open_sink(&args.audit, "sandbox-runner", Some(transport.client()), replicas(nats))
                     .await?;
             let parts = runner_parts(&args.runner, args.capacity, audit.clone());
             let running = start_runner(parts, &Bus::new(transport), &root).await?;
@@ -247,45 +220,6 @@ async fn policy_check(args: PolicyCheckArgs, root: &CancellationToken) -> anyhow
     Ok(())
 }
 
-/// The HTTP settings, if `--http` was given; a bad console client secret
-/// file is the error.
-fn http_options(args: &HttpArgs) -> anyhow::Result<Option<HttpOptions>> {
-    let Some(addr) = args.http.clone() else { return Ok(None) };
-    let auth = AuthOptions {
-        tokens_file: args.auth_tokens.clone(),
-        oauth: args.oauth_issuer.as_ref().map(|issuer| OAuthOptions {
-            issuer: issuer.clone(),
-            resource: args.oauth_resource.clone().unwrap_or_default(),
-            scopes: args.oauth_scopes.clone(),
-            groups_claim: args.oauth_groups_claim.clone(),
-        }),
-        allowed_origins: args.allowed_origins.clone(),
-        insecure_no_auth: args.insecure_no_auth,
-        limits: SessionLimits { max_sessions: args.max_sessions, max_per_identity: args.max_sessions_per_identity },
-    };
-    let tls = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => Some(TlsFiles { cert: cert.clone(), key: key.clone() }),
-        _ => None,
-    };
-    let console = ConsoleOptions {
-        operators: args.console_operators.clone().unwrap_or_else(|| ConsoleOptions::default().operators),
-        public_url: args.public_url.clone(),
-        oauth_client: match (&args.console_client_id, &args.console_client_secret_file) {
-            (Some(id), Some(file)) => Some(ConsoleClient::confidential(id, file)?),
-            (Some(id), None) => Some(ConsoleClient::public(id)?),
-            (None, _) => None,
-        },
-    };
-    Ok(Some(HttpOptions {
-        addr,
-        allowed_hosts: args.allowed_hosts.clone(),
-        auth,
-        max_body: args.max_body,
-        tls,
-        console,
-    }))
-}
-
 /// Serve MCP over HTTP until a signal; the URL goes to stderr.
 async fn serve_http(factory: FrontendFactory, options: &HttpOptions, root: &CancellationToken) -> anyhow::Result<()> {
     let server = McpHttpServer::start(factory, options, root.child_token()).await?;
@@ -340,73 +274,6 @@ async fn nats_transport(args: &NatsArgs, name: &str) -> anyhow::Result<NatsTrans
     Ok(NatsTransport::connect(&options).await?)
 }
 
-/// The wrapped servers: the entries of the `--config` file, else the one
-/// remote server of `--url`, else the one whose command follows `--`.
-pub(crate) fn wrapped_servers(args: &BridgeArgs, server: &[String]) -> anyhow::Result<Vec<WrappedServer>> {
-    if let Some(file) = &args.config {
-        return Ok(code_mode_bridge::config::load(file)?);
-    }
-    let server = match &args.server_url {
-        Some(url) => crate::login::url_server(url, &args.headers, args.auth.as_deref())?,
-        None => match WrappedServer::command(server) {
-            Some(server) => server,
-            None => bail!("no server command after -- (or --url URL, or --config FILE)"),
-        },
-    };
-    let server = match &args.server_name {
-        Some(name) => server.named(name),
-        None => server,
-    };
-    Ok(vec![
-        server
-            .pass_env(args.env.clone())
-            .allow(args.allow.clone())
-            .private(args.private.clone())
-            .policy_file(args.policy.clone()),
-    ])
-}
-
-/// The bridge of the flags, over `servers`, keeping session state in
-/// `state`. With `--config` every tool is named `<server>__<tool>`, even
-/// for one server, so names stay put when a server is added.
-pub(crate) fn bridge_parts(
-    args: &BridgeArgs,
-    servers: Vec<WrappedServer>,
-    state: SessionStore,
-    audit: Option<AuditSink>,
-) -> BridgeParts {
-    BridgeParts {
-        servers,
-        prefixed: args.config.is_some(),
-        limits: CallLimits {
-            max_calls: args.max_calls,
-            call_timeout: args.call_timeout,
-            approval_timeout: args.approval_timeout,
-            stateless_idle: args.stateless_idle,
-            ..CallLimits::default()
-        },
-        state,
-        audit,
-        offer_denied: args.offer_denied,
-    }
-}
-
-/// The sandbox-runner of the flags, running `capacity` cells at once.
-fn runner_parts(args: &RunnerArgs, capacity: usize, audit: Option<AuditSink>) -> RunnerParts {
-    RunnerParts {
-        image: args.image.clone(),
-        packages: args.packages.packages(),
-        base: args.base,
-        runtime: args.runtime,
-        capacity,
-        warm: args.warm.unwrap_or(DEFAULT_WARM),
-        warm_max: args.warm_max,
-        warm_window: args.warm_window,
-        audit,
-        progress: |line| eprintln!("code-mode: {line}"),
-    }
-}
-
 /// The three services of `serve` and `run` in one process: session state
 /// in memory (it lives and dies with the process), one audit sink for the
 /// runner's cell records and the bridge's call records, no sandbox-runner
@@ -416,62 +283,20 @@ async fn stack_parts(
     max_concurrent: usize,
     keep: Option<KeepConfig>,
     direct: Direct,
+    root: &CancellationToken,
 ) -> anyhow::Result<StackParts> {
-    let StackArgs { bridge, runner, frontend, server, audit, .. } = args;
+    let StackArgs { bridge, runner, frontend, audit, .. } = args;
     check_image_choice(&runner.image, &runner.packages)?;
     // The config file is checked before anything starts.
-    let servers = wrapped_servers(bridge, server)?;
+    let servers = wrapped_servers(bridge)?;
     let audit = crate::audit::open_sink(audit, "serve", None, 1).await?;
-    let frontend = FrontendConfig {
-        keep,
-        expose: direct.expose,
-        max_direct_calls: direct.max_calls,
-        ..frontend_config(frontend, max_concurrent)?
-    };
+    let frontend = frontend_config(frontend, max_concurrent, keep, direct);
     let runner = match direct.expose {
         Expose::Only => None,
         _ => Some(runner_parts(runner, max_concurrent.max(1), audit.clone())),
     };
-    Ok(StackParts { bridge: bridge_parts(bridge, servers, SessionStore::in_memory(), audit), runner, frontend })
-}
-
-pub(crate) fn frontend_config(args: &FrontendArgs, max_concurrent: usize) -> anyhow::Result<FrontendConfig> {
-    Ok(FrontendConfig {
-        max_code: args.max_code,
-        max_concurrent_cells: max_concurrent.max(1),
-        deadline: args.deadline,
-        description_budget: args.description_budget,
-        max_cells_per_session: args.max_cells_per_session,
-        ..FrontendConfig::default()
-    })
-}
-
-/// The kept-session settings, when `--keep-variables` is on.
-pub(crate) fn keep_config(args: &KeepArgs) -> Option<KeepConfig> {
-    args.keep_variables.then_some(KeepConfig {
-        idle: args.session_idle,
-        max: args.session_max,
-        most_handles: args.max_handles,
-    })
-}
-
-/// The wrapped tools offered directly (`--expose-tools`,
-/// `--max-direct-calls`).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Direct {
-    /// Which tools `tools/list` offers.
-    pub expose: Expose,
-    /// Direct calls per client session.
-    pub max_calls: Option<u32>,
-}
-
-fn direct_config(args: &DirectArgs) -> Direct {
-    let expose = match args.expose_tools {
-        ExposeTools::Off => Expose::Off,
-        ExposeTools::Beside => Expose::Beside,
-        ExposeTools::Only => Expose::Only,
-    };
-    Direct { expose, max_calls: args.max_direct_calls }
+    let state = session_state(None, &servers, 1, root).await?;
+    Ok(StackParts { bridge: bridge_parts(bridge, servers, state, audit), runner, frontend })
 }
 
 fn read_code(code: Option<String>, file: Option<std::path::PathBuf>) -> anyhow::Result<String> {
@@ -506,15 +331,6 @@ async fn build_image(args: crate::cli::BuildImageArgs) -> anyhow::Result<()> {
         image::build_image(&docker, args.base, &progress).await?;
     }
     println!("{tag}");
-    Ok(())
-}
-
-/// `--image` and packages together are refused: which image would run is
-/// a guess.
-fn check_image_choice(image: &Option<String>, packages: &crate::cli::PackageArgs) -> anyhow::Result<()> {
-    if image.is_some() && !packages.packages().is_empty() {
-        bail!("{}", image::IMAGE_AND_PACKAGES);
-    }
     Ok(())
 }
 

@@ -97,11 +97,6 @@ pub struct DescribeArgs {
     /// Print it all as one JSON object instead.
     #[arg(long)]
     pub json: bool,
-    /// The wrapped server's command and its arguments (not with `--config`
-    /// or `--url`).
-    #[arg(last = true, required_unless_present_any = ["config", "server_url"], conflicts_with_all = ["config", "server_url"],
-          value_name = "SERVER_COMMAND")]
-    pub server: Vec<String>,
 }
 
 /// Options of `token`.
@@ -331,11 +326,6 @@ pub struct StackArgs {
     /// The audit record.
     #[command(flatten)]
     pub audit: AuditArgs,
-    /// The wrapped server's command and its arguments (not with `--config`
-    /// or `--url`).
-    #[arg(last = true, required_unless_present_any = ["config", "server_url"], conflicts_with_all = ["config", "server_url"],
-          value_name = "SERVER_COMMAND")]
-    pub server: Vec<String>,
 }
 
 /// Options of `serve`.
@@ -348,15 +338,10 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = defaults::MAX_CONCURRENT_CELLS, value_name = "N", allow_hyphen_values = true,
           value_parser = ranges::CELLS.parser::<usize>())]
     pub max_concurrent: usize,
-    /// Kept sessions.
+    /// What the MCP clients get: kept sessions, the wrapped tools offered
+    /// directly, MCP over HTTP.
     #[command(flatten)]
-    pub keep: KeepArgs,
-    /// The wrapped tools offered directly.
-    #[command(flatten)]
-    pub direct: DirectArgs,
-    /// MCP over HTTP.
-    #[command(flatten)]
-    pub http: HttpArgs,
+    pub clients: ClientArgs,
 }
 
 /// Kept sessions: variables kept between the cells of a client session
@@ -522,6 +507,12 @@ pub struct BridgeArgs {
     /// refused all the same).
     #[arg(long)]
     pub offer_denied: bool,
+    /// The wrapped server's command and its arguments (not with `--config`
+    /// or `--url`): after every flag of the command that takes it, as its
+    /// last argument.
+    #[arg(last = true, required_unless_present_any = ["config", "server_url"], conflicts_with_all = ["config", "server_url"],
+          value_name = "SERVER_COMMAND")]
+    pub server: Vec<String>,
 }
 
 /// Options of the sandbox: which image.
@@ -630,15 +621,39 @@ pub struct NatsArgs {
     pub jetstream_replicas: u8,
 }
 
-/// Options of `frontend`.
+/// What each service started alone (`frontend`, `bridge`,
+/// `sandbox-runner`) takes first: its NATS connection, its metrics and
+/// health.
 #[derive(Debug, Args)]
-pub struct FrontendServiceArgs {
+pub struct ServiceArgs {
     /// NATS.
     #[command(flatten)]
     pub nats: NatsArgs,
     /// Metrics and health.
     #[command(flatten)]
     pub metrics: MetricsArgs,
+}
+
+/// What the frontend offers its MCP clients (`serve` and `frontend`).
+#[derive(Debug, Args)]
+pub struct ClientArgs {
+    /// Kept sessions.
+    #[command(flatten)]
+    pub keep: KeepArgs,
+    /// The wrapped tools offered directly.
+    #[command(flatten)]
+    pub direct: DirectArgs,
+    /// MCP over HTTP.
+    #[command(flatten)]
+    pub http: HttpArgs,
+}
+
+/// Options of `frontend`.
+#[derive(Debug, Args)]
+pub struct FrontendServiceArgs {
+    /// NATS, metrics and health.
+    #[command(flatten)]
+    pub service: ServiceArgs,
     /// Frontend options.
     #[command(flatten)]
     pub frontend: FrontendArgs,
@@ -651,15 +666,10 @@ pub struct FrontendServiceArgs {
     #[arg(long, default_value = "30", value_name = "SECONDS", allow_hyphen_values = true,
           value_parser = ranges::TIME.parser())]
     pub capacity_wait: Duration,
-    /// Kept sessions.
+    /// What the MCP clients get: kept sessions, the wrapped tools offered
+    /// directly, MCP over HTTP.
     #[command(flatten)]
-    pub keep: KeepArgs,
-    /// The wrapped tools offered directly.
-    #[command(flatten)]
-    pub direct: DirectArgs,
-    /// MCP over HTTP.
-    #[command(flatten)]
-    pub http: HttpArgs,
+    pub clients: ClientArgs,
 }
 
 /// Options of MCP over streamable HTTP (`serve` and `frontend`).
@@ -769,34 +779,23 @@ pub struct HttpArgs {
 /// Options of `bridge`.
 #[derive(Debug, Args)]
 pub struct BridgeServiceArgs {
-    /// NATS.
+    /// NATS, metrics and health.
     #[command(flatten)]
-    pub nats: NatsArgs,
-    /// Metrics and health.
-    #[command(flatten)]
-    pub metrics: MetricsArgs,
+    pub service: ServiceArgs,
     /// Bridge options.
     #[command(flatten)]
     pub bridge: BridgeArgs,
     /// The audit record.
     #[command(flatten)]
     pub audit: AuditArgs,
-    /// The wrapped server's command and its arguments (not with `--config`
-    /// or `--url`).
-    #[arg(last = true, required_unless_present_any = ["config", "server_url"], conflicts_with_all = ["config", "server_url"],
-          value_name = "SERVER_COMMAND")]
-    pub server: Vec<String>,
 }
 
 /// Options of `sandbox-runner`.
 #[derive(Debug, Args)]
 pub struct RunnerServiceArgs {
-    /// NATS.
+    /// NATS, metrics and health.
     #[command(flatten)]
-    pub nats: NatsArgs,
-    /// Metrics and health.
-    #[command(flatten)]
-    pub metrics: MetricsArgs,
+    pub service: ServiceArgs,
     /// Sandbox options.
     #[command(flatten)]
     pub runner: RunnerArgs,

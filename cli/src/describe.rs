@@ -10,7 +10,6 @@
 
 use code_mode_core::bus::Bus;
 use code_mode_core::state::SessionStore;
-use code_mode_mcp_frontend::FrontendConfig;
 use code_mode_mcp_frontend::catalog::View;
 use code_mode_mcp_frontend::description::{self, Tier};
 use code_mode_sandbox_runner::image::{self, Packages};
@@ -18,6 +17,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::DescribeArgs;
+use crate::parts;
 
 /// A tier's name as `describe` prints it.
 fn tier_name(tier: Tier) -> &'static str {
@@ -53,16 +53,15 @@ async fn image_packages(packages: &Packages) -> anyhow::Result<Vec<String>> {
 /// the servers.
 pub async fn describe(args: DescribeArgs, root: &CancellationToken) -> anyhow::Result<()> {
     let packages = image_packages(&args.packages.packages()).await?;
-    let servers = crate::app::wrapped_servers(&args.bridge, &args.server)?;
-    let parts = crate::app::bridge_parts(&args.bridge, servers, SessionStore::in_memory(), None);
+    let servers = parts::wrapped_servers(&args.bridge)?;
+    let parts = parts::bridge_parts(&args.bridge, servers, SessionStore::in_memory(), None);
     let cancel = root.child_token();
     let running = crate::stack::start_bridge(parts, &Bus::in_process(), &cancel).await?;
     let catalog = running.bridge.catalog_message();
     cancel.cancel();
     running.stopped().await;
 
-    let config =
-        FrontendConfig { keep: crate::app::keep_config(&args.keep), ..crate::app::frontend_config(&args.frontend, 1)? };
+    let config = parts::frontend_config(&args.frontend, 1, parts::keep_config(&args.keep), Default::default());
     let budget = config.description_budget;
     let mut facts = View::facts(&catalog, &config);
     // No runner reports here: the default image's packages are known, none

@@ -37,7 +37,8 @@
 //! in-process bus; `build-image` builds the sandbox image. Parsing lives in
 //! [`cli`] (with [`settings`] from a file and the environment, and
 //! [`ranges`] holding every numeric option to its range), the commands in
-//! [`app`], and the one place the services are put together in [`stack`]
+//! [`app`], what the flags mean for the services in [`parts`], and the
+//! one place the services are put together in [`stack`]
 //! (the commands, the library and the load tests all start them there);
 //! `main.rs` only calls [`main`].
 
@@ -47,6 +48,7 @@ pub mod cli;
 pub mod cli_login;
 pub mod describe;
 pub mod login;
+pub mod parts;
 pub mod pid_file;
 pub mod ranges;
 pub mod settings;

@@ -369,16 +369,11 @@ impl Bridge {
     }
 
     /// Stop everything: cells in flight end and every container is
-    /// removed, then the wrapped servers are closed.
+    /// removed, then the wrapped servers are closed, as a stack stops (at
+    /// most [`crate::stack::STOP_DEADLINE`]).
     pub async fn close(self) {
-        self.inner.cancel.cancel();
         let (bridge, runner) = std::mem::take(&mut *code_mode_core::sync::lock(&self.inner.closing));
-        if let Some(runner) = runner {
-            runner.stopped().await;
-        }
-        if let Some(bridge) = bridge {
-            bridge.stopped().await;
-        }
+        crate::stack::stop(&self.inner.cancel, bridge, runner).await;
     }
 }
 

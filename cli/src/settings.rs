@@ -487,7 +487,7 @@ mod tests {
 
         use crate::cli::{Command, ExposeTools};
         let parsed = |args: Vec<OsString>| match Cli::try_parse_from(args).expect("parses").command {
-            Command::Serve(serve) => (serve.direct.expose_tools, serve.direct.max_direct_calls),
+            Command::Serve(serve) => (serve.clients.direct.expose_tools, serve.clients.direct.max_direct_calls),
             _ => unreachable!(),
         };
         let (_d, path) = file("[serve]\nexpose-tools = \"only\"\nmax-direct-calls = 5\n");

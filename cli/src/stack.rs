@@ -13,6 +13,8 @@
 //!   filling.
 //! - [`Stack::start`]: the three over one in-process bus or over one bus
 //!   each, and the frontend's factory of client sessions.
+//! - [`session_state`]: where a bridge keeps its session state, by one
+//!   rule for every setup.
 //!
 //! The services reach each other only over the bus, whatever the bus is.
 //! Start order fails fast: the Docker engine and the image first (nothing
@@ -25,11 +27,12 @@
 
 use std::time::Duration;
 
+use anyhow::Context;
 use code_mode_audit::AuditSink;
 use code_mode_bridge::{Bridge, BridgeConfig, CallLimits, Closer, PolicyOptions, WrappedServer};
 use code_mode_core::bus::Bus;
-
-use code_mode_core::state::SessionStore;
+use code_mode_core::nats::NatsTransport;
+use code_mode_core::state::{JetStreamConfig, SessionStore};
 use code_mode_mcp_frontend::{FrontendConfig, FrontendFactory};
 use code_mode_sandbox_runner::container::{Lockdown, Runtime};
 use code_mode_sandbox_runner::image::{self, BaseSource, Packages};
@@ -73,6 +76,43 @@ impl BridgeParts {
             state: SessionStore::in_memory(),
             audit: None,
             offer_denied: false,
+        }
+    }
+}
+
+/// Where a bridge over `servers` keeps its session state (the private-data
+/// taint, the policies' rate-limit counters, remote servers' logins,
+/// learned result shapes): in memory for one process (`transport` none:
+/// it lives and dies with the process), in JetStream when the services are
+/// split, so it outlives the process and every replica shares it
+/// (`replicas` copies). There a store is required when the servers need
+/// one (private tools, a policy, an auth block) and watched while idle
+/// (`codemode_state_store_up`) until `cancel`; otherwise only learned
+/// result shapes would live in it, so a server without JetStream costs
+/// what the shapes would remember of a restart, never a call: the state
+/// then stays in memory, saying so.
+pub async fn session_state(
+    transport: Option<&NatsTransport>,
+    servers: &[WrappedServer],
+    replicas: usize,
+    cancel: &CancellationToken,
+) -> anyhow::Result<SessionStore> {
+    let Some(transport) = transport else { return Ok(SessionStore::in_memory()) };
+    let needed = servers.iter().any(|s| crate::login::has_auth(s) || !s.private.is_empty() || s.policy.is_some());
+    let config = JetStreamConfig { replicas, ..Default::default() };
+    match SessionStore::over_nats(transport, config).await {
+        Ok(store) => {
+            if needed {
+                store.watch(code_mode_core::state::PROBE_EVERY, cancel.child_token());
+            }
+            Ok(store)
+        }
+        Err(e) if !needed => {
+            tracing::warn!(error = %e, "no JetStream for learned result shapes: they last as long as this process");
+            Ok(SessionStore::in_memory())
+        }
+        Err(e) => {
+            Err(e).context("opening the session-state store (JetStream) for --private, a policy or an auth block")
         }
     }
 }
@@ -307,7 +347,7 @@ impl Stack {
 
 /// Cancel `cancel`, then wait for the runner (its containers removed) and
 /// the bridge (its servers closed), at most [`STOP_DEADLINE`].
-async fn stop(cancel: &CancellationToken, bridge: Option<RunningBridge>, runner: Option<RunningRunner>) {
+pub(crate) async fn stop(cancel: &CancellationToken, bridge: Option<RunningBridge>, runner: Option<RunningRunner>) {
     cancel.cancel();
     let stopped = async {
         if let Some(runner) = runner {

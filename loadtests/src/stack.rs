@@ -10,12 +10,11 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use code_mode::stack::{BridgeParts, Buses, RunnerParts, StackParts};
+use code_mode::stack::{BridgeParts, Buses, RunnerParts, StackParts, session_state};
 use code_mode_audit::{AuditSink, SinkOptions};
 use code_mode_bridge::WrappedServer;
 use code_mode_core::bus::Bus;
 use code_mode_core::nats::{NatsOptions, NatsTransport};
-use code_mode_core::state::{JetStreamConfig, SessionStore};
 use code_mode_mcp_frontend::{Frontend, FrontendConfig, KeepConfig};
 use code_mode_sandbox_runner::SandboxRunner;
 use code_mode_sandbox_runner::container::Runtime;
@@ -85,6 +84,7 @@ pub struct Stack {
     /// The runner (for its warm pool).
     pub runner: SandboxRunner,
     stack: code_mode::stack::Stack,
+    cancel: CancellationToken,
 }
 
 impl Stack {
@@ -102,17 +102,21 @@ impl Stack {
         extras: Extras,
     ) -> anyhow::Result<Stack> {
         let Extras { policy, audit, keep, image } = extras;
-        // The policy's counters live where `code-mode` keeps them: in memory
-        // for one process, in JetStream for the split services.
+        // Everything the stack starts stops with it (the state store's
+        // watch too).
+        let cancel = CancellationToken::new();
+        let Some(server) = WrappedServer::command(server) else { bail!("no server command") };
+        let server = server.named("test-server").policy_file(policy);
+        // The policy's counters live where `code-mode` keeps them, by its
+        // one rule: in memory for one process, in JetStream for the split
+        // services.
         let (buses, state) = match transport {
-            Transport::InProcess => (Buses::One(Bus::in_process()), SessionStore::in_memory()),
+            Transport::InProcess => {
+                (Buses::One(Bus::in_process()), session_state(None, std::slice::from_ref(&server), 1, &cancel).await?)
+            }
             Transport::Nats(_) => {
                 let bridge = transport.connect("bridge").await?;
-                let state = if policy.is_some() {
-                    SessionStore::over_nats(&bridge, JetStreamConfig::default()).await?
-                } else {
-                    SessionStore::in_memory()
-                };
+                let state = session_state(Some(&bridge), std::slice::from_ref(&server), 1, &cancel).await?;
                 let frontend = transport.bus("frontend").await?;
                 let runner = transport.bus("runner").await?;
                 (Buses::Apart { frontend, bridge: Bus::new(bridge), runner }, state)
@@ -131,8 +135,6 @@ impl Stack {
             }
             (Some(Audit::Nats), Transport::InProcess) => bail!("the NATS audit sink needs --nats"),
         };
-        let Some(server) = WrappedServer::command(server) else { bail!("no server command") };
-        let server = server.named("test-server").policy_file(policy);
         let parts = StackParts {
             bridge: BridgeParts { state, audit: audit.clone(), ..BridgeParts::new(vec![server]) },
             runner: Some(RunnerParts {
@@ -146,18 +148,26 @@ impl Stack {
             }),
             frontend: FrontendConfig { max_concurrent_cells: concurrency.max(1), keep, ..FrontendConfig::default() },
         };
-        let stack = code_mode::stack::Stack::start(parts, buses, &CancellationToken::new()).await?;
+        let stack = match code_mode::stack::Stack::start(parts, buses, &cancel).await {
+            Ok(stack) => stack,
+            Err(e) => {
+                cancel.cancel();
+                return Err(e.into());
+            }
+        };
         let frontend = stack.factory.session();
         let runner = stack.runner.clone().context("the stack runs code, so it has a runner")?;
         if let Err(e) = frontend.listen_for_approvals().await {
             stack.stop().await;
+            cancel.cancel();
             return Err(e.into());
         }
-        Ok(Stack { frontend, runner, stack })
+        Ok(Stack { frontend, runner, stack, cancel })
     }
 
     /// Stop everything and wait until it is gone.
     pub async fn stop(self) {
         self.stack.stop().await;
+        self.cancel.cancel();
     }
 }
