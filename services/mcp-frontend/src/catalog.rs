@@ -233,45 +233,14 @@ impl Watcher {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::{Arc, Mutex};
-
-    use code_mode_proto::{ToolEntry, queue_groups};
     use tokio_util::sync::CancellationToken;
 
     use super::*;
+    use crate::fake_bridge::FakeBridge;
 
+    /// The fake bridge's catalog before any runner named its packages.
     fn catalog(fingerprint: &str, names: &[&str]) -> Catalog {
-        Catalog {
-            version: 1,
-            tools: names
-                .iter()
-                .map(|n| ToolEntry {
-                    name: n.to_string(),
-                    mcp_name: n.to_string(),
-                    server: None,
-                    stub: format!("async def {n}(params: dict) -> str: ..."),
-                    summary: format!("{n}(): the {n} tool."),
-                    mark: String::new(),
-                    search: Default::default(),
-                    private: false,
-                    direct: None,
-                    signature: Default::default(),
-                })
-                .collect(),
-            max_calls: 50,
-            call_timeout_ms: 30_000,
-            approval_timeout_ms: 0,
-            ask_timeout_ms: 0,
-            fingerprint: fingerprint.into(),
-            unchanged: false,
-            withheld: Vec::new(),
-            stateless_idle_ms: 3_600_000,
-            unavailable: Vec::new(),
-            features: None,
-            listed: String::new(),
-            packages: None,
-        }
+        Catalog { packages: None, ..crate::fake_bridge::catalog(fingerprint, names) }
     }
 
     #[test]
@@ -311,43 +280,19 @@ mod tests {
         assert!(changed_lists(&View::new(old, &config), &View::new(new, &config)).tools);
     }
 
-    /// A bridge on `bus` answering with whatever `current` holds (only
-    /// "unchanged" when the asker names its fingerprint), after `delay`,
-    /// counting the requests.
-    async fn bridge(bus: &Bus, current: Arc<Mutex<Catalog>>, delay: Duration) -> (Arc<AtomicUsize>, CancellationToken) {
-        let asked = Arc::new(AtomicUsize::new(0));
-        let cancel = CancellationToken::new();
-        let count = asked.clone();
-        bus.serve(subjects::CATALOG_GET, queue_groups::BRIDGE, cancel.clone(), move |request: CatalogRequest| {
-            count.fetch_add(1, Ordering::SeqCst);
-            let mut answer = current.lock().unwrap().clone();
-            if request.known.as_deref() == Some(answer.fingerprint.as_str()) {
-                answer.tools.clear();
-                answer.unchanged = true;
-            }
-            async move {
-                tokio::time::sleep(delay).await;
-                Ok(answer)
-            }
-        })
-        .await
-        .unwrap();
-        (asked, cancel)
-    }
-
     #[tokio::test(start_paused = true)]
     async fn the_watcher_asks_every_poll_and_publishes_a_changed_catalog_to_every_subscriber() {
         let bus = Bus::in_process();
-        let current = Arc::new(Mutex::new(catalog("f1", &["add"])));
-        let (asked, _stop) = bridge(&bus, current.clone(), Duration::ZERO).await;
+        let cancel = CancellationToken::new();
+        let bridge = FakeBridge::serve(&bus, &cancel, catalog("f1", &["add"])).await;
         let handle = CatalogHandle::start(bus, FrontendConfig::default(), catalog("f1", &["add"]));
         let seen = handle.subscribe();
         tokio::time::sleep(CATALOG_POLL + Duration::from_millis(10)).await;
-        assert_eq!(asked.load(Ordering::SeqCst), 1, "one poll");
+        assert_eq!(bridge.asked_count(), 1, "one poll");
         assert!(!seen.has_changed().unwrap(), "an unchanged catalog is not published");
-        *current.lock().unwrap() = catalog("f2", &["add", "late"]);
+        bridge.set(catalog("f2", &["add", "late"]));
         tokio::time::sleep(CATALOG_POLL).await;
-        assert_eq!(asked.load(Ordering::SeqCst), 2);
+        assert_eq!(bridge.asked_count(), 2);
         assert!(seen.has_changed().unwrap(), "the change reaches the subscriber");
         assert!(handle.current().description.contains("async def late("), "{}", handle.current().description);
     }
@@ -355,10 +300,10 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn refreshes_asked_while_a_fetch_is_on_its_way_are_answered_by_one_fetch_after_it() {
         let bus = Bus::in_process();
-        let current = Arc::new(Mutex::new(catalog("f1", &["add"])));
-        let (asked, _stop) = bridge(&bus, current.clone(), Duration::from_millis(200)).await;
+        let cancel = CancellationToken::new();
+        let bridge = FakeBridge::serve_slowly(&bus, &cancel, catalog("f1", &["add"]), Duration::from_millis(200)).await;
         let handle = CatalogHandle::start(bus, FrontendConfig::default(), catalog("f1", &["add"]));
-        *current.lock().unwrap() = catalog("f2", &["add", "late"]);
+        bridge.set(catalog("f2", &["add", "late"]));
         let refreshes: Vec<_> = (0..10)
             .map(|_| {
                 let handle = handle.clone();
@@ -370,7 +315,7 @@ mod tests {
             changed += usize::from(refresh.await.unwrap());
         }
         assert!(changed >= 1, "the change is reported");
-        assert!(asked.load(Ordering::SeqCst) <= 2, "ten refreshes took {} fetches", asked.load(Ordering::SeqCst));
+        assert!(bridge.asked_count() <= 2, "ten refreshes took {} fetches", bridge.asked_count());
     }
 
     #[tokio::test(start_paused = true)]

@@ -22,8 +22,9 @@ use std::time::Duration;
 
 use code_mode_core::defaults::HOP_MARGIN;
 use code_mode_proto::{CallCancelled, CancelCall, Catalog, DirectCall, DirectReply, Op, subjects};
-use rmcp::model::{CallToolResponse, JsonObject, Tool, ToolAnnotations};
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 
+use crate::wire::Outcome;
 use crate::{FrontendError, Shared};
 
 /// Which tools `tools/list` offers.
@@ -79,16 +80,17 @@ fn object(value: &serde_json::Value) -> JsonObject {
     }
 }
 
-/// Send one direct call to the bridge and turn its answer into the MCP
-/// result the client gets ([`crate::wire::direct_reply`]; for a request
-/// other than a tool call, the envelope [`crate::wire::gateway_reply`]).
-pub(crate) async fn call(shared: &Shared, call: &DirectCall) -> Result<CallToolResponse, FrontendError> {
+/// Send one direct call to the bridge and turn its answer into how the
+/// request ends: the MCP result the client gets ([`crate::wire::direct_reply`]),
+/// or for a request other than a tool call the server's result or refusal
+/// ([`crate::wire::gateway_outcome`]).
+pub(crate) async fn call(shared: &Shared, call: &DirectCall) -> Result<Outcome, FrontendError> {
     let catalog = &shared.catalog.current().catalog;
     let answers = catalog.answer_wait_ms(call.link.as_ref());
     let wait = Duration::from_millis(catalog.call_timeout_ms + answers) + HOP_MARGIN;
     if call.op != Op::Tool {
         let answer = shared.bus.call::<_, DirectReply>(subjects::TOOL_DIRECT, call, wait).await;
-        return Ok(crate::wire::gateway_reply(call.op.method(), answer).into());
+        return Ok(crate::wire::gateway_outcome(call.op.method(), answer));
     }
     // The client names the tool as tools/list offered it; the bridge knows
     // it by the name the code calls it by (which a client may also use).
@@ -102,7 +104,7 @@ pub(crate) async fn call(shared: &Shared, call: &DirectCall) -> Result<CallToolR
         None => shared.bus.call::<_, DirectReply>(subjects::TOOL_DIRECT, call, wait).await,
     };
     let answer = answer.map(|reply| in_client_words(reply, asked, python.as_deref(), catalog));
-    crate::wire::direct_reply(asked, answer)
+    crate::wire::direct_reply(asked, answer).map(Outcome::Tool)
 }
 
 /// A refusal in the words of a client of the gateway: an unknown name
@@ -161,8 +163,8 @@ mod tests {
     use std::sync::Arc;
 
     use code_mode_core::bus::Bus;
-    use code_mode_proto::{CatalogRequest, ErrorKind, queue_groups};
-    use rmcp::model::CallToolResult;
+    use code_mode_proto::{ErrorKind, queue_groups};
+    use rmcp::model::{CallToolResponse, CallToolResult};
     use tokio_util::sync::CancellationToken;
 
     use super::*;
@@ -187,34 +189,15 @@ mod tests {
     /// A frontend's shared state over `bus`, whose bridge lists no tools
     /// (a call timeout of 1 s).
     async fn shared(bus: &Bus, cancel: &CancellationToken) -> Arc<Shared> {
-        bus.serve(subjects::CATALOG_GET, queue_groups::BRIDGE, cancel.clone(), |_: CatalogRequest| async {
-            Ok(Catalog {
-                version: 1,
-                tools: vec![],
-                max_calls: 10,
-                call_timeout_ms: 1000,
-                approval_timeout_ms: 0,
-                ask_timeout_ms: 0,
-                fingerprint: "f".into(),
-                unchanged: false,
-                withheld: vec![],
-                stateless_idle_ms: 0,
-                unavailable: Vec::new(),
-                features: None,
-                listed: String::new(),
-                // A runner has named its packages (the standard library only).
-                packages: Some(Vec::new()),
-            })
-        })
-        .await
-        .unwrap();
+        let catalog = Catalog { max_calls: 10, call_timeout_ms: 1000, ..crate::fake_bridge::catalog("f", &[]) };
+        crate::fake_bridge::FakeBridge::serve(bus, cancel, catalog).await;
         FrontendFactory::connect(bus.clone(), Default::default()).await.unwrap().shared.clone()
     }
 
     /// The complete result of a direct call.
     async fn call(shared: &Shared, direct: &DirectCall) -> CallToolResult {
         match super::call(shared, direct).await {
-            Ok(CallToolResponse::Complete(result)) => result,
+            Ok(Outcome::Tool(CallToolResponse::Complete(result))) => result,
             other => panic!("a complete result: {other:?}"),
         }
     }

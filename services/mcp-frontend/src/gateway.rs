@@ -12,10 +12,10 @@
 //! getting a prompt, a completion) goes to the bridge on the direct-call
 //! path of its session, with its [`Op`], and is checked there exactly as
 //! a tool call is: budget, size, audit, the server's policy, the
-//! private-data rule. Its answer comes back in the envelope of
-//! [`crate::wire::gateway_reply`], unwrapped here into the MCP result, or a
-//! JSON-RPC error carrying the server's own code when the server refused
-//! it (`-32602` for a refusal of the gateway's checks).
+//! private-data rule. Its answer comes back as an [`crate::wire::Outcome`]:
+//! the server's result, or a JSON-RPC error carrying the server's own code
+//! when the server refused it (`-32602` for a refusal of the gateway's
+//! checks).
 //!
 //! The capabilities the frontend declares follow what the servers offer:
 //! resources (with subscriptions when a server takes them) and prompts with
@@ -23,7 +23,7 @@
 
 use code_mode_proto::Op;
 use rmcp::RoleServer;
-use rmcp::model::{CallToolResponse, ErrorCode, ServerCapabilities};
+use rmcp::model::ServerCapabilities;
 use rmcp::service::RequestContext;
 use serde_json::Value;
 
@@ -66,11 +66,7 @@ pub(crate) fn listed<T: for<'de> rmcp::serde::Deserialize<'de>>(frontend: &Front
             offered.iter().map(|o| o.definition.clone()).collect()
         }
         None => {
-            return Err(McpError::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!("{key}: not offered (the bridge is older than this frontend)"),
-                None,
-            ));
+            return Err(wire::rpc::not_offered(key));
         }
     };
     let mut list = serde_json::Map::new();
@@ -78,11 +74,12 @@ pub(crate) fn listed<T: for<'de> rmcp::serde::Deserialize<'de>>(frontend: &Front
     // A 2026-07-28 client needs the result type (rmcp leaves it out for
     // older ones).
     list.insert("resultType".into(), Value::String("complete".into()));
-    serde_json::from_value(Value::Object(list)).map_err(|e| McpError::internal_error(format!("{key}: {e}"), None))
+    serde_json::from_value(Value::Object(list)).map_err(|e| wire::rpc::internal(key, e))
 }
 
 /// Send one request of `op` on `target` to the bridge through the
-/// session, answering its questions on this request, and unwrap the answer.
+/// session, answering its questions on this request: the server's result,
+/// or the JSON-RPC error the request ended in ([`wire::Outcome::result`]).
 pub(crate) async fn request(
     frontend: &Frontend,
     op: Op,
@@ -91,50 +88,12 @@ pub(crate) async fn request(
     retry: Option<code_mode_proto::Retry>,
     context: &RequestContext<RoleServer>,
 ) -> Result<Value, McpError> {
-    frontend.session.know_client(&context.peer);
-    if let Some(caller) = crate::auth::caller_of(context) {
-        frontend.session.know_caller(caller).await;
-    }
-    if frontend.stateless(context) {
-        frontend.session.stateless().await;
-    }
-    if let Some(level) = context.meta.log_level() {
-        frontend.session.set_level(level).await;
-    }
+    frontend.prologue(context).await;
     let run = match frontend.start_direct(op, target, arguments, context, retry).await {
         Ok(run) => run,
-        Err(e) => return Err(McpError::internal_error(format!("{}: {e}", op.method()), None)),
+        Err(e) => return Err(wire::rpc::internal(op.method(), e)),
     };
-    let envelope = match frontend.drive(run, context).await? {
-        // A server's own questions are answered for a stateless client on
-        // this request (see `Frontend::drive`): what is left to ask is a
-        // person's approval, which such a client gives only on a tool call.
-        CallToolResponse::InputRequired(_) => {
-            return Err(McpError::invalid_request(
-                format!(
-                    "{}: a person's approval is needed, which a stateless client (MCP 2026-07-28) can give only on a tool call",
-                    op.method()
-                ),
-                None,
-            ));
-        }
-        CallToolResponse::Complete(result) => result,
-        _ => return Err(McpError::internal_error(format!("{}: no result", op.method()), None)),
-    };
-    if envelope.is_error == Some(true) {
-        let message: String = envelope.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.clone()).collect();
-        let code = envelope
-            .meta
-            .as_ref()
-            .and_then(|m| m.0.get(wire::ERROR_CODE_KEY))
-            .and_then(Value::as_i64)
-            .and_then(|c| i32::try_from(c).ok())
-            .map(ErrorCode)
-            .unwrap_or(ErrorCode::INVALID_PARAMS);
-        let data = envelope.meta.as_ref().and_then(|m| m.0.get(wire::ERROR_DATA_KEY)).cloned();
-        return Err(McpError::new(code, message, data));
-    }
-    Ok(envelope.structured_content.unwrap_or(Value::Object(Default::default())))
+    frontend.drive(run, context).await.result(op.method())
 }
 
 /// A stateless client's retried request, answering the server's own
@@ -157,6 +116,5 @@ pub(crate) fn typed<T: for<'de> rmcp::serde::Deserialize<'de>>(mut value: Value)
     if let Value::Object(map) = &mut value {
         map.entry("resultType").or_insert_with(|| Value::String("complete".into()));
     }
-    serde_json::from_value(value)
-        .map_err(|e| McpError::internal_error(format!("the server's result is not of its kind: {e}"), None))
+    serde_json::from_value(value).map_err(|e| wire::rpc::internal("the server's result is not of its kind", e))
 }

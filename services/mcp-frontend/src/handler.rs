@@ -34,7 +34,8 @@ pub use crate::handle::HandleError;
 use crate::notices::Notice;
 use crate::parking::Parked;
 use crate::questions::{self, PendingAsk, Question};
-use crate::session::{CellKeep, CellOrder, CellRun, DirectOrder, QUESTIONS_PER_CELL};
+use crate::session::{CellKeep, CellOrder, CellRun, DirectOrder, Prologue, QUESTIONS_PER_CELL};
+use crate::wire::Outcome;
 use crate::{
     CellOptions, Frontend, FrontendError, TOOL_NAME, Transport, approval, auth, direct, handle, lifetimes, wire,
 };
@@ -60,7 +61,10 @@ impl Frontend {
         };
         let report = self.session.run(order).await;
         let result = async move {
-            report.await.unwrap_or(Err(FrontendError::SessionEnded)).map(|ran| wire::ran_result(&ran).into())
+            report
+                .await
+                .unwrap_or(Err(FrontendError::SessionEnded))
+                .map(|ran| Outcome::Tool(wire::ran_result(&ran).into()))
         };
         CellRun {
             result: Box::pin(result),
@@ -105,6 +109,22 @@ impl Frontend {
             .is_some_and(|v| lifetimes::ClientKind::of(http, &v) == lifetimes::ClientKind::Stateless)
     }
 
+    /// Tell the session what a request brings, in one message, before
+    /// the request starts anything: the client, the caller, whether it is
+    /// stateless (returned), and the log level a 2026-07-28 client sends
+    /// with each request.
+    pub(crate) async fn prologue(&self, context: &RequestContext<RoleServer>) -> bool {
+        let stateless = self.stateless(context);
+        let prologue = Prologue {
+            caller: auth::caller_of(context),
+            stateless,
+            level: context.meta.log_level(),
+            ..Prologue::default()
+        };
+        self.session.prologue(&context.peer, prologue).await;
+        stateless
+    }
+
     /// Where a `run_python` request's cell runs, from the client's kind and
     /// the handle it sent (the `session` argument, else `_meta`).
     pub(crate) fn cell_keep(
@@ -143,7 +163,7 @@ impl Frontend {
         let tool = request.name.to_string();
         let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
         match self.start_direct(Op::Tool, tool.clone(), arguments, context, retry).await {
-            Ok(run) => self.drive(run, context).await,
+            Ok(run) => self.drive(run, context).await.tool_response(),
             Err(e) => Ok(wire::failed(&tool, &e).into()),
         }
     }
@@ -178,11 +198,7 @@ impl Frontend {
     /// client's retried call parks the cell and returns the input-required
     /// result. A client that cancels the request cancels a direct call at
     /// its server.
-    pub(crate) async fn drive(
-        &self,
-        mut run: CellRun,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
+    pub(crate) async fn drive(&self, mut run: CellRun, context: &RequestContext<RoleServer>) -> Outcome {
         let asking = asking(context);
         let identity = auth::caller_of(context).and_then(|c| c.identity);
         let progress = context.meta.get_progress_token();
@@ -231,7 +247,7 @@ impl Frontend {
                     }
                     Question::Ask(ask) if stateless => {
                         let pending = self.gather(&mut run, Question::Ask(ask)).await;
-                        return Ok(self.park(run, pending, identity).await.into());
+                        return Outcome::Tool(self.park(run, pending, identity).await.into());
                     }
                     Question::Ask(PendingAsk { ask, answer, withdrawn }) => {
                         let peer = context.peer.clone();
@@ -270,20 +286,19 @@ impl Frontend {
                         }
                         Asking::InputRequired => {
                             let pending = self.gather(&mut run, Question::Approval(first)).await;
-                            return Ok(self.park(run, pending, identity).await.into());
+                            return Outcome::Tool(self.park(run, pending, identity).await.into());
                         }
                       }
                     }
                 },
                 result = &mut run.result => {
                     return match result {
-                        Ok(result) => Ok(result),
-                        Err(FrontendError::ServerRefused { code, message, data }) => {
-                            Err(McpError::new(rmcp::model::ErrorCode(code), message, data))
-                        }
+                        Ok(outcome) => outcome,
                         Err(e) => {
-                            tracing::warn!(error = %e, tool = %run.tool, "the call failed");
-                            Ok(wire::failed(&run.tool, &e).into())
+                            if !matches!(e, FrontendError::ServerRefused { .. }) {
+                                tracing::warn!(error = %e, tool = %run.tool, "the call failed");
+                            }
+                            wire::failed_outcome(&run.tool, e)
                         }
                     };
                 }
@@ -431,7 +446,7 @@ impl Frontend {
                 Question::Note(_) => {}
             }
         }
-        Some(self.drive(parked.run, context).await)
+        Some(self.drive(parked.run, context).await.tool_response())
     }
 
     /// The `run_python` tool as listed to a client of a session, or to a
@@ -486,10 +501,7 @@ impl ServerHandler for Frontend {
         // the session's feet. (Over HTTP the gate refuses it first.)
         if self.handshaken.swap(true, std::sync::atomic::Ordering::SeqCst) {
             tracing::info!(session = %self.session(), "refused a second initialize on a session");
-            return Err(McpError::invalid_request(
-                "this MCP session is already initialized: a session has one handshake",
-                None,
-            ));
+            return Err(wire::rpc::initialized_twice());
         }
         // The session takes its caller (and its place among the open
         // sessions) at the handshake, before the client can send more.
@@ -536,24 +548,10 @@ impl ServerHandler for Frontend {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.session.know_client(&context.peer);
-        if let Some(caller) = auth::caller_of(&context) {
-            self.session.know_caller(caller).await;
-        }
-        let stateless = self.stateless(&context);
-        if stateless {
-            self.session.stateless().await;
-        }
-        // A 2026-07-28 client sends its log level with each request.
-        if let Some(level) = context.meta.log_level() {
-            self.session.set_level(level).await;
-        }
+        let stateless = self.prologue(&context).await;
         let expose = self.shared.config.expose;
         if !expose.direct() && request.name != TOOL_NAME {
-            return Err(McpError::invalid_params(
-                format!("unknown tool {:?}: the only tool is {TOOL_NAME}", request.name),
-                None,
-            ));
+            return Err(wire::rpc::unknown_tool(&request.name, TOOL_NAME));
         }
         if request.request_state.is_some() || request.input_responses.is_some() {
             if let Some(token) = request.request_state.as_deref()
@@ -563,7 +561,7 @@ impl ServerHandler for Frontend {
             }
             if request.name == TOOL_NAME && expose.run_python() {
                 // Only code-mode's own states resume a cell.
-                return Err(McpError::invalid_params(FrontendError::NotParked.to_string(), None));
+                return Err(wire::rpc::not_parked());
             }
             // The wrapped server's own questions: its state and the
             // client's answers back to it (it checks its state; code-mode
@@ -594,7 +592,7 @@ impl ServerHandler for Frontend {
         // the calls inside it is not the cell's).
         let link = Some(ClientLink { progress: false, ..self.link_of(&context) });
         let run = self.start_cell(code.clone(), keep, link).await;
-        self.drive(run, &context).await
+        self.drive(run, &context).await.tool_response()
     }
 
     /// A stateless (2026-07-28) client listens for list changes with
@@ -732,7 +730,7 @@ impl ServerHandler for Frontend {
         request: rmcp::model::CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CompleteResult, McpError> {
-        let params = serde_json::to_value(&request).map_err(|e| McpError::invalid_params(e.to_string(), None))?;
+        let params = serde_json::to_value(&request).map_err(wire::rpc::bad_params)?;
         let value = crate::gateway::request(self, Op::Complete, String::new(), params, None, &context).await?;
         crate::gateway::typed::<rmcp::model::CompleteResult>(value)
     }

@@ -59,6 +59,8 @@ mod session;
 pub mod tls;
 
 mod error;
+#[cfg(test)]
+mod fake_bridge;
 mod gateway;
 mod handler;
 mod questions;
@@ -484,72 +486,33 @@ impl Frontend {
 mod tests {
     use std::sync::Mutex;
 
-    use code_mode_proto::{ToolEntry, queue_groups};
+    use code_mode_proto::queue_groups;
     use code_mode_telemetry::FrontendCellResult;
 
     use super::*;
+    use crate::fake_bridge::{self, FakeBridge};
 
-    fn entry(name: &str) -> ToolEntry {
-        ToolEntry {
-            name: name.into(),
-            mcp_name: name.into(),
-            server: None,
-            stub: format!("async def {name}(params: dict) -> str:\n    \"\"\"The {name} tool.\"\"\""),
-            summary: format!("{name}(params): The {name} tool."),
-            mark: String::new(),
-            search: Default::default(),
-            private: false,
-            direct: None,
-            signature: Default::default(),
-        }
-    }
-
+    /// The fake bridge's catalog of `names`, at `version`, with no
+    /// fingerprint (every refresh gets the whole catalog).
     fn catalog(version: u64, names: &[&str]) -> Catalog {
-        Catalog {
-            version,
-            tools: names.iter().map(|n| entry(n)).collect(),
-            max_calls: 50,
-            call_timeout_ms: 30_000,
-            approval_timeout_ms: 0,
-            ask_timeout_ms: 0,
-            fingerprint: String::new(),
-            unchanged: false,
-            withheld: Vec::new(),
-            stateless_idle_ms: 3_600_000,
-            unavailable: Vec::new(),
-            features: None,
-            listed: String::new(),
-            // A runner has named its packages (the standard library only).
-            packages: Some(Vec::new()),
-        }
+        Catalog { version, ..fake_bridge::catalog("", names) }
     }
 
     /// A frontend over an in-process bus whose bridge answers whatever
     /// catalog the returned cell holds.
     async fn frontend_over(first: Catalog) -> (Frontend, Arc<Mutex<Catalog>>, CancellationToken) {
         let bus = Bus::in_process();
-        let current = Arc::new(Mutex::new(first));
         let cancel = CancellationToken::new();
-        let served = current.clone();
-        bus.serve(subjects::CATALOG_GET, queue_groups::BRIDGE, cancel.clone(), move |_: CatalogRequest| {
-            let catalog = served.lock().unwrap().clone();
-            async move { Ok(catalog) }
-        })
-        .await
-        .expect("the fake bridge serves");
+        let bridge = FakeBridge::serve(&bus, &cancel, first).await;
         let frontend = Frontend::connect(bus, FrontendConfig::default()).await.expect("connects");
-        (frontend, current, cancel)
+        (frontend, bridge.catalog, cancel)
     }
 
     #[tokio::test]
     async fn cells_refused_for_their_size_or_finding_no_runner_are_counted_by_result() {
         let bus = Bus::in_process();
         let cancel = CancellationToken::new();
-        bus.serve(subjects::CATALOG_GET, queue_groups::BRIDGE, cancel.clone(), |_: CatalogRequest| async {
-            Ok(catalog(1, &["add"]))
-        })
-        .await
-        .expect("the bridge side serves");
+        FakeBridge::serve(&bus, &cancel, catalog(1, &["add"])).await;
         let config = FrontendConfig { max_code: 10, capacity_wait: Duration::from_millis(200), ..Default::default() };
         let frontend = Frontend::connect(bus, config).await.expect("connects");
         let count = |result: FrontendCellResult| {
@@ -587,30 +550,17 @@ mod tests {
         let bus = Bus::in_process();
         let mut first = catalog(1, &["add"]);
         first.fingerprint = "f1".into();
-        let current = Arc::new(Mutex::new(first));
-        let asked = Arc::new(Mutex::new(Vec::new()));
         let cancel = CancellationToken::new();
-        let (served, seen) = (current.clone(), asked.clone());
-        bus.serve(subjects::CATALOG_GET, queue_groups::BRIDGE, cancel.clone(), move |request: CatalogRequest| {
-            seen.lock().unwrap().push(request.known.clone());
-            let mut catalog = served.lock().unwrap().clone();
-            if request.known.as_deref() == Some(catalog.fingerprint.as_str()) {
-                catalog.tools.clear();
-                catalog.unchanged = true;
-            }
-            async move { Ok(catalog) }
-        })
-        .await
-        .expect("the fake bridge serves");
+        let bridge = FakeBridge::serve(&bus, &cancel, first).await;
         let frontend = Frontend::connect(bus, FrontendConfig::default()).await.expect("connects");
         assert!(!frontend.refresh_catalog().await);
         assert_eq!(frontend.catalog().tools.len(), 1, "an unchanged reply keeps the tools held");
         let mut second = catalog(2, &["add", "late"]);
         second.fingerprint = "f2".into();
-        *current.lock().unwrap() = second;
+        bridge.set(second);
         assert!(frontend.refresh_catalog().await);
         assert_eq!(frontend.catalog().tools.len(), 2);
-        assert_eq!(*asked.lock().unwrap(), [None, Some("f1".to_string()), Some("f1".to_string())]);
+        assert_eq!(*bridge.asked.lock().unwrap(), [None, Some("f1".to_string()), Some("f1".to_string())]);
         cancel.cancel();
     }
 
@@ -630,11 +580,7 @@ mod tests {
     -> (FrontendFactory, Arc<tokio::sync::Notify>, Arc<Mutex<Vec<String>>>, CancellationToken) {
         let bus = Bus::in_process();
         let cancel = CancellationToken::new();
-        bus.serve(subjects::CATALOG_GET, queue_groups::BRIDGE, cancel.clone(), |_: CatalogRequest| async {
-            Ok(catalog(1, &["add"]))
-        })
-        .await
-        .unwrap();
+        FakeBridge::serve(&bus, &cancel, catalog(1, &["add"])).await;
         let ended = Arc::new(Mutex::new(Vec::new()));
         let seen = ended.clone();
         bus.serve(

@@ -1,14 +1,22 @@
 //! What the frontend hands its MCP client, decided here and nowhere else:
 //! a cell's report as a result (structured content, the same JSON as text,
-//! `isError` when the code failed, and a stateless client's handle), and
-//! every error result: a request the frontend refuses or a cell that got
-//! no report says `<tool>: <why>` ([`failed`]); a direct call's refusal is
-//! the bridge's message, a fault only its kind, as code sees it
-//! ([`direct_reply`]).
+//! `isError` when the code failed, and a stateless client's handle), every
+//! error result, and every JSON-RPC error. A request the frontend refuses
+//! or a cell that got no report says `<tool>: <why>` ([`failed`]); a direct
+//! call's refusal is the bridge's message, a fault only its kind, as code
+//! sees it ([`direct_reply`]). A request to a wrapped server ends in an
+//! [`Outcome`], which each MCP method maps once: `tools/call` to a tool
+//! result ([`Outcome::tool_response`]), the others (a resource read, a
+//! prompt, a completion) to their own result or a JSON-RPC error carrying
+//! the server's code ([`Outcome::result`]).
 
 use code_mode_core::bus::BusError;
 use code_mode_proto::{CellReport, DirectReply, ErrorKind};
-use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, InputRequiredResult, JsonObject, ResultType};
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ContentBlock, ErrorCode, InputRequiredResult, JsonObject, ResultType,
+};
+use serde_json::Value;
 
 use crate::FrontendError;
 use crate::handle;
@@ -77,43 +85,135 @@ pub(crate) fn is_input_required(result: &serde_json::Value) -> bool {
     result.get("resultType").and_then(serde_json::Value::as_str) == Some("input_required")
 }
 
-/// The key under which a gateway request's refusal carries its server's
-/// error code inside the frontend (see [`gateway_reply`]).
-pub(crate) const ERROR_CODE_KEY: &str = "code-mode/error-code";
+/// How a request to a wrapped server (a direct call, a resource read, a
+/// prompt, a completion) or a cell ended, before it is an MCP answer.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// A tool call's or a cell's result, or the questions put to a
+    /// stateless client (input-required).
+    Tool(CallToolResponse),
+    /// Another request's result as its server sent it (for a stateless
+    /// client possibly the server's own input-required result).
+    Result(Value),
+    /// Refused by the frontend, the bridge's checks or the server: the
+    /// message, and when the server refused it with a JSON-RPC error its
+    /// code and data, which the client then gets.
+    Refused {
+        /// Why.
+        message: String,
+        /// The server's JSON-RPC error code.
+        code: Option<i32>,
+        /// The error's data, as the server gave it.
+        data: Option<Value>,
+    },
+}
 
-/// The key under which it carries the error's data, if any.
-pub(crate) const ERROR_DATA_KEY: &str = "code-mode/error-data";
+impl Outcome {
+    /// The answer to `tools/call`: the result, a refusal as an error
+    /// result, a server's JSON-RPC error as that error.
+    pub(crate) fn tool_response(self) -> Result<CallToolResponse, McpError> {
+        match self {
+            Outcome::Tool(response) => Ok(response),
+            Outcome::Refused { message, code: Some(code), data } => Err(McpError::new(ErrorCode(code), message, data)),
+            Outcome::Refused { message, code: None, .. } => Ok(error_text(message).into()),
+            Outcome::Result(value) => {
+                let mut result = CallToolResult::structured(value);
+                result.is_error = Some(false);
+                Ok(result.into())
+            }
+        }
+    }
+
+    /// The answer to `method` (`resources/read`, `prompts/get`, ...): the
+    /// server's result, or a JSON-RPC error: the server's own code, else
+    /// `-32602` for a refusal of the gateway's checks.
+    pub(crate) fn result(self, method: &str) -> Result<Value, McpError> {
+        match self {
+            Outcome::Result(value) => Ok(value),
+            Outcome::Refused { message, code, data } => {
+                Err(McpError::new(code.map(ErrorCode).unwrap_or(ErrorCode::INVALID_PARAMS), message, data))
+            }
+            // A server's own questions are answered for a stateless client on
+            // its request (see `Frontend::drive`): what is left to ask is a
+            // person's approval, which such a client gives only on a tool call.
+            Outcome::Tool(CallToolResponse::InputRequired(_)) => Err(McpError::invalid_request(
+                format!(
+                    "{method}: a person's approval is needed, which a stateless client (MCP 2026-07-28) can give only on a tool call"
+                ),
+                None,
+            )),
+            Outcome::Tool(_) => Err(McpError::internal_error(format!("{method}: no result"), None)),
+        }
+    }
+}
+
+/// How a request that got no answer (or was refused by the frontend) ends:
+/// `<tool>: <why>`, the server's JSON-RPC error kept.
+pub(crate) fn failed_outcome(tool: &str, error: FrontendError) -> Outcome {
+    match error {
+        FrontendError::ServerRefused { code, message, data } => Outcome::Refused { message, code: Some(code), data },
+        e => Outcome::Refused { message: format!("{tool}: {e}"), code: None, data: None },
+    }
+}
 
 /// The bridge's answer to a gateway request (a resource read, a prompt, a
-/// completion) on its way through the direct-call path inside this
-/// frontend: the server's result as structured content, or a refusal as an
-/// error result whose `_meta` carries the server's JSON-RPC error code when
-/// the server refused it. [`crate::gateway`] unwraps it into the MCP
-/// result or error the client gets; a client never sees this envelope.
-pub(crate) fn gateway_reply(what: &str, answer: Result<DirectReply, BusError>) -> CallToolResult {
+/// completion): the server's result, or a refusal with the server's
+/// JSON-RPC error code when the server refused it; a fault or a bus
+/// failure only as its kind's name.
+pub(crate) fn gateway_outcome(what: &str, answer: Result<DirectReply, BusError>) -> Outcome {
     match answer {
-        Ok(DirectReply::Ok { result }) => {
-            let mut envelope = CallToolResult::structured(result);
-            envelope.is_error = Some(false);
-            envelope
+        Ok(DirectReply::Ok { result }) => Outcome::Result(result),
+        Ok(DirectReply::Refused { message, code, data }) => Outcome::Refused { message, code, data },
+        Ok(DirectReply::Fault { kind }) => {
+            Outcome::Refused { message: format!("{what}: {}", kind.as_str()), code: None, data: None }
         }
-        Ok(DirectReply::Refused { message, code, data }) => {
-            let mut refused = error_text(message);
-            if let Some(code) = code {
-                let mut meta = JsonObject::new();
-                meta.insert(ERROR_CODE_KEY.into(), serde_json::Value::from(code));
-                if let Some(data) = data {
-                    meta.insert(ERROR_DATA_KEY.into(), data);
-                }
-                refused.meta = Some(rmcp::model::MetaObject(meta));
-            }
-            refused
-        }
-        Ok(DirectReply::Fault { kind }) => error_text(format!("{what}: {}", kind.as_str())),
         Err(e) => {
             tracing::warn!(%what, error = %e, "a gateway request did not reach the bridge");
-            error_text(format!("{what}: {}", e.tool_call_fault().as_str()))
+            Outcome::Refused { message: format!("{what}: {}", e.tool_call_fault().as_str()), code: None, data: None }
         }
+    }
+}
+
+/// The JSON-RPC errors of requests the frontend answers itself.
+pub(crate) mod rpc {
+    use rmcp::ErrorData as McpError;
+    use rmcp::model::ErrorCode;
+
+    use crate::FrontendError;
+
+    /// A second `initialize` on a session.
+    pub(crate) fn initialized_twice() -> McpError {
+        McpError::invalid_request("this MCP session is already initialized: a session has one handshake", None)
+    }
+
+    /// A call of a tool not offered (code mode: only `tool`).
+    pub(crate) fn unknown_tool(name: &str, tool: &str) -> McpError {
+        McpError::invalid_params(format!("unknown tool {name:?}: the only tool is {tool}"), None)
+    }
+
+    /// A retried `run_python` whose state resumes nothing.
+    pub(crate) fn not_parked() -> McpError {
+        McpError::invalid_params(FrontendError::NotParked.to_string(), None)
+    }
+
+    /// Parameters that are not what the method takes.
+    pub(crate) fn bad_params(error: impl std::fmt::Display) -> McpError {
+        McpError::invalid_params(error.to_string(), None)
+    }
+
+    /// A list (`resources`, `resourceTemplates`, `prompts`) a bridge older
+    /// than this frontend does not send.
+    pub(crate) fn not_offered(key: &str) -> McpError {
+        McpError::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("{key}: not offered (the bridge is older than this frontend)"),
+            None,
+        )
+    }
+
+    /// The frontend could not do `what`.
+    pub(crate) fn internal(what: &str, error: impl std::fmt::Display) -> McpError {
+        McpError::internal_error(format!("{what}: {error}"), None)
     }
 }
 

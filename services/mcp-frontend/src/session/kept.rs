@@ -316,7 +316,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use code_mode_core::bus::Bus;
-    use code_mode_proto::{Catalog, CatalogRequest, CellReport, ErrorKind, WireError, queue_groups};
+    use code_mode_proto::{Catalog, CellReport, ErrorKind, WireError, queue_groups};
     use tokio_util::sync::CancellationToken;
 
     use super::*;
@@ -344,27 +344,8 @@ mod tests {
     /// empty catalog) and a runners' queue group that counts the fresh
     /// cells it is sent and answers each with a new kept container.
     async fn frontend(bus: &Bus, cancel: &CancellationToken) -> (Arc<Shared>, Arc<AtomicUsize>) {
-        bus.serve(subjects::CATALOG_GET, queue_groups::BRIDGE, cancel.clone(), |_: CatalogRequest| async {
-            Ok(Catalog {
-                version: 1,
-                tools: vec![],
-                max_calls: 10,
-                call_timeout_ms: 1000,
-                approval_timeout_ms: 0,
-                ask_timeout_ms: 0,
-                fingerprint: "f".into(),
-                unchanged: false,
-                withheld: vec![],
-                stateless_idle_ms: 3_600_000,
-                unavailable: Vec::new(),
-                features: None,
-                listed: String::new(),
-                // A runner has named its packages (the standard library only).
-                packages: Some(Vec::new()),
-            })
-        })
-        .await
-        .unwrap();
+        let catalog = Catalog { max_calls: 10, call_timeout_ms: 1000, ..crate::fake_bridge::catalog("f", &[]) };
+        crate::fake_bridge::FakeBridge::serve(bus, cancel, catalog).await;
         let fresh = Arc::new(AtomicUsize::new(0));
         let count = fresh.clone();
         bus.serve(subjects::CELL_RUN, queue_groups::SANDBOX_RUNNER, cancel.clone(), move |cell: RunCell| {

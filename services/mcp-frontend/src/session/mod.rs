@@ -66,7 +66,7 @@ use std::time::Duration;
 use code_mode_proto::{ApprovalRequest, CellReport, ClientLink, DirectCall, KeptContainer, Op, ToClient, subjects};
 use rmcp::RoleServer;
 #[allow(deprecated)] // MCP logging, deprecated from 2026-07-28 on (see `notices`).
-use rmcp::model::{CallToolResponse, LoggingLevel};
+use rmcp::model::LoggingLevel;
 use rmcp::service::Peer;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio::task::JoinSet;
@@ -79,6 +79,7 @@ use crate::auth::{Caller, Identity, shown};
 use crate::handle::HandleError;
 use crate::notices::{Notice, Notices, Notifier};
 use crate::questions::Question;
+use crate::wire::Outcome;
 use crate::{CellOptions, FrontendError, KeepConfig, Shared};
 
 /// Commands that may wait at a session actor.
@@ -100,7 +101,7 @@ const SESSION_END_TIMEOUT: Duration = Duration::from_secs(2);
 pub(crate) struct CellRun {
     /// The result (or why there is none): complete, or (a direct call of a
     /// stateless client) the server's own input-required result.
-    pub result: std::pin::Pin<Box<dyn Future<Output = Result<CallToolResponse, FrontendError>> + Send>>,
+    pub result: std::pin::Pin<Box<dyn Future<Output = Result<Outcome, FrontendError>> + Send>>,
     /// The questions asked about its calls (the bridge's approvals, a
     /// wrapped server's own questions) and its servers' progress.
     pub questions: mpsc::Receiver<Question>,
@@ -192,13 +193,34 @@ pub(crate) struct Ran {
 enum Command {
     Listen { reply: oneshot::Sender<Result<(), FrontendError>> },
     Run { order: CellOrder, reply: CellReply },
-    Direct { order: DirectOrder, reply: oneshot::Sender<Result<CallToolResponse, FrontendError>> },
+    Direct { order: DirectOrder, reply: oneshot::Sender<Result<Outcome, FrontendError>> },
     AskLocally(Arc<dyn LocalAsker>),
     KnowClient(Peer<RoleServer>),
     KnowCaller(Caller),
-    Stateless,
+    Prologue(Prologue),
     SetLevel(LoggingLevel),
     End { reply: oneshot::Sender<()> },
+}
+
+/// What a request tells its session before it starts anything, in one
+/// message: the MCP client (the first request's, to tell it when the tools
+/// change), who calls, whether this is a stateless request, and the log
+/// level it carries.
+#[derive(Debug, Default)]
+#[allow(deprecated)] // MCP logging, deprecated from 2026-07-28 on (see `notices`).
+pub(crate) struct Prologue {
+    /// The client, to hand the actor once per session (set by
+    /// [`SessionHandle::prologue`]).
+    pub client: Option<Peer<RoleServer>>,
+    /// Who calls, when the frontend authenticates clients (the first one
+    /// told stays).
+    pub caller: Option<Caller>,
+    /// The request is a stateless one (MCP 2026-07-28 over HTTP): its cells
+    /// and direct calls count in its caller's stateless scope.
+    pub stateless: bool,
+    /// The log level the request carries (a 2026-07-28 client sends it
+    /// with each request).
+    pub level: Option<LoggingLevel>,
 }
 
 /// A handle on a session actor. Cheap to clone; the session ends once
@@ -274,7 +296,7 @@ impl SessionHandle {
 
     /// Call a wrapped tool directly; its MCP result comes on the returned
     /// receiver.
-    pub async fn direct(&self, order: DirectOrder) -> oneshot::Receiver<Result<CallToolResponse, FrontendError>> {
+    pub async fn direct(&self, order: DirectOrder) -> oneshot::Receiver<Result<Outcome, FrontendError>> {
         let (reply, result) = oneshot::channel();
         if let Err(mpsc::error::SendError(Command::Direct { reply, .. })) =
             self.commands.send(Command::Direct { order, reply }).await
@@ -310,13 +332,20 @@ impl SessionHandle {
         let _ = self.commands.send(Command::KnowCaller(caller)).await;
     }
 
-    /// This session object serves one stateless request of its caller
-    /// (told before, [`SessionHandle::know_caller`]): from now on its cells
-    /// and direct calls count in the caller's stateless scope, and its
-    /// cells share the caller's `--max-cells-per-session` slots in this
-    /// process.
-    pub async fn stateless(&self) {
-        let _ = self.commands.send(Command::Stateless).await;
+    /// Tell the actor what a request brings before it starts anything
+    /// ([`Prologue`]), in one message; the client `peer` goes with it the
+    /// first time. A stateless request makes this session object serve one
+    /// stateless request of its caller: from then on its cells and direct
+    /// calls count in the caller's stateless scope, and its cells share
+    /// the caller's `--max-cells-per-session` slots in this process.
+    pub async fn prologue(&self, peer: &Peer<RoleServer>, mut prologue: Prologue) {
+        let first = !self.told_client.swap(true, Ordering::SeqCst);
+        if first {
+            prologue.client = Some(peer.clone());
+        }
+        if self.commands.send(Command::Prologue(prologue)).await.is_err() && first {
+            self.told_client.store(false, Ordering::SeqCst);
+        }
     }
 
     /// The client chose the level of the log notifications it gets
@@ -360,7 +389,7 @@ struct SessionActor {
     /// Where each running cell's questions go, by cell id.
     routes: HashMap<String, mpsc::Sender<Question>>,
     local: Option<Arc<dyn LocalAsker>>,
-    client: Option<Peer<RoleServer>>,
+    pub client: Option<Peer<RoleServer>>,
     /// A cell ran, so the bridge may hold state for the session.
     ran: bool,
     subscription: Option<Subscription>,
@@ -471,23 +500,37 @@ impl SessionActor {
                 self.client.get_or_insert(peer);
             }
             Command::SetLevel(level) => self.notices.set_level(level),
-            Command::KnowCaller(caller) => {
-                if self.identity.is_none() && self.lease.is_none() {
-                    self.identity = caller.identity;
-                    self.shared.activity.session_identity(&self.id, self.identity.as_ref().map(Identity::as_str));
+            Command::KnowCaller(caller) => self.know_caller(caller),
+            Command::Prologue(Prologue { client, caller, stateless, level }) => {
+                if let Some(peer) = client {
+                    self.notices.know_client(&peer);
+                    self.client.get_or_insert(peer);
                 }
-                if self.lease.is_none() {
-                    self.lease = caller.lease;
+                if let Some(caller) = caller {
+                    self.know_caller(caller);
                 }
-            }
-            Command::Stateless => {
-                if self.scope.is_none() && !self.ran {
+                if stateless && self.scope.is_none() && !self.ran {
                     let scope = subjects::stateless_scope(self.identity.as_ref().map(Identity::as_str));
                     self.cell_slots = self.shared.stateless_slots.of(&scope);
                     self.scope = Some(scope);
                 }
+                if let Some(level) = level {
+                    self.notices.set_level(level);
+                }
             }
             Command::End { .. } => unreachable!("handled by the loop"),
+        }
+    }
+
+    /// The session's caller: the first identity told stays, and so does
+    /// its place among the open sessions.
+    fn know_caller(&mut self, caller: Caller) {
+        if self.identity.is_none() && self.lease.is_none() {
+            self.identity = caller.identity;
+            self.shared.activity.session_identity(&self.id, self.identity.as_ref().map(Identity::as_str));
+        }
+        if self.lease.is_none() {
+            self.lease = caller.lease;
         }
     }
 
@@ -613,7 +656,7 @@ impl SessionActor {
     /// session's end stops it, and the session counts it (the bridge
     /// refuses calls past `--max-direct-calls` in the place of the run's
     /// budget, and forgets the session's taint when it ends).
-    fn start_direct(&mut self, order: DirectOrder, reply: oneshot::Sender<Result<CallToolResponse, FrontendError>>) {
+    fn start_direct(&mut self, order: DirectOrder, reply: oneshot::Sender<Result<Outcome, FrontendError>>) {
         self.ran = true;
         self.direct_calls = self.direct_calls.saturating_add(1);
         let at = self.at();
