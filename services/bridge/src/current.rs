@@ -64,6 +64,29 @@ pub(crate) struct Current {
 }
 
 impl Current {
+    /// Version `version` of what calls are judged by: a build's catalog,
+    /// rule, policies and offers, for the servers the bridge holds (by
+    /// index), each server's settings (`None`: removed).
+    pub(crate) fn new(
+        version: u64,
+        built: Built,
+        servers: Arc<Vec<ServerHandle>>,
+        wrapped: Arc<Vec<Option<WrappedServer>>>,
+    ) -> Self {
+        let Built { catalog, rule, policies, offers } = built;
+        Self {
+            catalog: Arc::new(catalog),
+            version,
+            rule,
+            policies,
+            message: Default::default(),
+            direct_message: Default::default(),
+            offers,
+            servers,
+            wrapped,
+        }
+    }
+
     /// True when a policy holds some offered tool for approval.
     fn needs_approval(&self) -> bool {
         self.catalog.tools().iter().any(|t| {
@@ -87,7 +110,13 @@ pub(crate) struct Applied {
 
 /// What one build makes: the catalog, its private rule, each server's
 /// policy, the offers besides tools.
-pub(crate) type Built = (Catalog, Option<PrivateRule>, Vec<Option<Applied>>, Offers);
+#[derive(Debug)]
+pub(crate) struct Built {
+    pub(crate) catalog: Catalog,
+    pub(crate) rule: Option<PrivateRule>,
+    pub(crate) policies: Vec<Option<Applied>>,
+    pub(crate) offers: Offers,
+}
 
 /// The servers' policies, as the offers ask them.
 struct Policies<'a>(&'a [Option<Applied>]);
@@ -203,7 +232,7 @@ impl Rebuild {
         let offerings =
             servers.iter().zip(offerings).map(|(w, o)| if w.is_some() { o.clone() } else { Default::default() });
         let offers = Offers::build(offerings.collect(), names.to_vec(), self.prefixed, private, &Policies(&policies));
-        Ok((catalog, rule, policies, offers))
+        Ok(Built { catalog, rule, policies, offers })
     }
 
     /// Read `wrapped`'s policy (a file or inline) against every tool the
@@ -293,20 +322,10 @@ impl Bridge {
         }
         let mut current = code_mode_core::sync::write(&self.inner.current);
         match built {
-            Ok((catalog, rule, policies, offers)) => {
+            Ok(built) => {
                 let version = current.version + 1;
-                tracing::info!(version, tools = catalog.tools().len(), "catalog refreshed");
-                *current = Arc::new(Current {
-                    catalog: Arc::new(catalog),
-                    version,
-                    rule,
-                    policies,
-                    message: Default::default(),
-                    direct_message: Default::default(),
-                    offers,
-                    servers: held.servers.clone(),
-                    wrapped: held.wrapped.clone(),
-                });
+                tracing::info!(version, tools = built.catalog.tools().len(), "catalog refreshed");
+                *current = Arc::new(Current::new(version, built, held.servers.clone(), held.wrapped.clone()));
                 Ok(version)
             }
             Err(e) => {

@@ -367,15 +367,15 @@ impl Bridge {
         let tools: Vec<_> = servers.iter().map(ServerHandle::tools).collect();
         let offerings: Vec<_> = servers.iter().map(ServerHandle::offering).collect();
         let names: Vec<String> = servers.iter().map(|s| s.name().to_string()).collect();
-        let (catalog, rule, policies, offers) =
-            match self.inner.rebuild.build(&wrapped, &names, &tools, &offerings, held.rule.is_some()) {
-                Ok(built) => built,
-                Err(e) => {
-                    close_started(started);
-                    return Err(ReloadError::Catalog(e));
-                }
-            };
-        let in_force: Vec<PolicyInForce> = policies
+        let built = match self.inner.rebuild.build(&wrapped, &names, &tools, &offerings, held.rule.is_some()) {
+            Ok(built) => built,
+            Err(e) => {
+                close_started(started);
+                return Err(ReloadError::Catalog(e));
+            }
+        };
+        let in_force: Vec<PolicyInForce> = built
+            .policies
             .iter()
             .enumerate()
             .filter_map(|(i, a)| {
@@ -408,17 +408,7 @@ impl Bridge {
                 }
             }
         }
-        let current = Current {
-            catalog: Arc::new(catalog),
-            version,
-            rule,
-            policies,
-            message: Default::default(),
-            direct_message: Default::default(),
-            offers,
-            servers: Arc::new(servers),
-            wrapped: Arc::new(wrapped),
-        };
+        let current = Current::new(version, built, Arc::new(servers), Arc::new(wrapped));
         *code_mode_core::sync::write(&self.inner.current) = Arc::new(current);
         {
             let mut tokens = code_mode_core::sync::lock(&reloads.tokens);

@@ -67,19 +67,19 @@ impl Bridge {
         let offerings: Vec<_> = handles.iter().map(ServerHandle::offering).collect();
         let wrapped: Vec<Option<WrappedServer>> = config.servers.iter().cloned().map(Some).collect();
         let names: Vec<String> = config.servers.iter().map(|w| w.spec.name.clone()).collect();
-        let (catalog, rule, policies, offers) = match rebuild.build(&wrapped, &names, &listed, &offerings, false) {
+        let built = match rebuild.build(&wrapped, &names, &listed, &offerings, false) {
             Ok(built) => built,
             Err(e) => {
                 close_started(&servers_cancel, handles, actors).await;
                 return Err(e);
             }
         };
-        if rule.is_some() {
-            let private: Vec<&str> = catalog.private_tools().collect();
+        if built.rule.is_some() {
+            let private: Vec<&str> = built.catalog.private_tools().collect();
             tracing::info!(?private, store = config.state.backend_kind(), "private-data rule on");
         }
-        tracing::info!(tools = catalog.tools().len(), left_out = catalog.left_out().len(), "bridge ready");
-        for (wrapped, applied) in config.servers.iter().zip(&policies) {
+        tracing::info!(tools = built.catalog.tools().len(), left_out = built.catalog.left_out().len(), "bridge ready");
+        for (wrapped, applied) in config.servers.iter().zip(&built.policies) {
             if let Some(applied) = applied {
                 tracing::info!(server = %wrapped.spec.name, policy = applied.policy.source(), sha256 = %applied.sha256, "policy on");
             }
@@ -92,17 +92,7 @@ impl Bridge {
                 }
             }
         }
-        let current = Current {
-            catalog: Arc::new(catalog),
-            version: 1,
-            rule,
-            policies,
-            message: Default::default(),
-            direct_message: Default::default(),
-            offers,
-            servers: Arc::new(handles),
-            wrapped: Arc::new(wrapped),
-        };
+        let current = Current::new(1, built, Arc::new(handles), Arc::new(wrapped));
         let audit_for_closer = config.policy_options.audit.clone();
         let upstreams = Arc::new(Upstreams::new(upward.clone(), servers_cancel.clone()));
         let own_sessions = upstreams.tasks();
