@@ -65,6 +65,11 @@ pub enum ErrorKind {
     /// another session (for a stateless client's handle: another identity).
     #[serde(rename = "kept_foreign")]
     KeptForeign,
+    /// A service's error: the session-state store failed, so the bridge
+    /// could not answer a console request (the approval board, the
+    /// runners, the reloads).
+    #[serde(rename = "state_unavailable")]
+    StateUnavailable,
     /// A host fault: the wrapped server answered with a JSON-RPC error.
     McpError,
     /// A host fault: the wrapped server's transport closed (it crashed).
@@ -109,6 +114,7 @@ impl ErrorKind {
             ErrorKind::KeptBusy => "kept_busy",
             ErrorKind::KeptExpired => "kept_expired",
             ErrorKind::KeptForeign => "kept_foreign",
+            ErrorKind::StateUnavailable => "state_unavailable",
             ErrorKind::McpError => "McpError",
             ErrorKind::TransportClosed => "TransportClosed",
             ErrorKind::TransportSendError => "TransportSendError",

@@ -79,6 +79,7 @@ fn error_kinds_keep_their_wire_spelling_and_unknown_kinds_still_decode() {
         (ErrorKind::SessionEndFailed, "session_end_failed"),
         (ErrorKind::KeptLost, "kept_lost"),
         (ErrorKind::KeptBusy, "kept_busy"),
+        (ErrorKind::StateUnavailable, "state_unavailable"),
         (ErrorKind::McpError, "McpError"),
         (ErrorKind::TransportClosed, "TransportClosed"),
         (ErrorKind::ServerRestarting, "ServerRestarting"),
