@@ -2,15 +2,46 @@
 //! (structured content as JSON, else the text blocks, each other block
 //! named in its place and handed in `blocks`); a direct call gets the
 //! result whole in its MCP shape; either is refused when too large, or
-//! when the tool itself failed.
+//! when the tool itself failed. What a checked call came to ([`Answer`])
+//! takes its caller's wire shape in [`crate::wire`].
 
 use code_mode_audit::record::CallResult;
-use code_mode_proto::{self as proto, Op, ToolReply};
+use code_mode_proto::{Op, ToolReply};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
 use crate::Bridge;
-use crate::wire::Answer;
+
+/// What a checked call came to, before it takes its caller's shape.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    /// The result as code receives it.
+    Text(String),
+    /// The same with the result's blocks other than text, for code.
+    Content {
+        /// The string code gets.
+        value: String,
+        /// The blocks other than text, as the server sent them.
+        blocks: Vec<Value>,
+    },
+    /// The result as the server sent it (direct calls).
+    Result(Box<CallToolResult>),
+    /// The result of a request other than a tool call, as JSON.
+    Value(Value),
+    /// A request other than a tool call that its server refused with a
+    /// JSON-RPC error: its message (cut) and code.
+    ServerRefused {
+        /// The server's message, led by the request.
+        message: String,
+        /// The server's error code.
+        code: i32,
+        /// The error's data.
+        data: Option<Value>,
+    },
+    /// Refused (the bridge's message, cut) or a host fault (its kind
+    /// only), as [`crate::wire::tool_reply`] puts it on the wire.
+    Failed(ToolReply),
+}
 
 /// Where a call comes from: a cell's code, or a client calling the tool
 /// directly. Only the budget checked and the shape of the result differ.
@@ -59,11 +90,7 @@ impl Bridge {
             Ok(result) => result,
             Err(e) => {
                 tracing::warn!(%tool, error = %e, "the server's result is not a tool result");
-                return (
-                    Answer::Failed(ToolReply::Fault { kind: proto::ErrorKind::UnexpectedResponse }),
-                    CallResult::Fault,
-                    String::new(),
-                );
+                return (self.unexpected(), CallResult::Fault, String::new());
             }
         };
         let text = result_text(&result);

@@ -24,12 +24,11 @@ use code_mode_proto::{self as proto, ApprovalReply, DirectCall, DirectReply, Op,
 use code_mode_telemetry::{ApprovalAnswer, Decision};
 use serde_json::Value;
 
-use crate::answer::{Caller, result_text};
+use crate::answer::{Answer, Caller, result_text};
 use crate::current::{Applied, Current};
 use crate::policy::{Admission, AuditDecision, CallSite, RuleSource, Verdict};
 use crate::target::{Named, Target, completion_target};
-use crate::trail::Trail;
-use crate::wire::Answer;
+use crate::trail::{Judged, Trail};
 use crate::{Bridge, CallLimits, approval, catalog, policy, private, server, wire};
 
 impl Bridge {
@@ -399,7 +398,7 @@ impl Bridge {
     /// Step 6, the private-data rule, last of the checks, so that a call
     /// refused by any check above never taints; a private call taints
     /// here, before it goes out (see [`private`]).
-    async fn private_rule(
+    pub(crate) async fn private_rule(
         &self,
         current: &Current,
         target: &Target<'_>,
@@ -594,7 +593,7 @@ impl Bridge {
     ) -> Result<(), Answer> {
         let tool = match target {
             Target::Tool(tool) => *tool,
-            other => return self.admit(applied, call, other, trail),
+            other => return self.admit(applied, call.into(), other, trail),
         };
         let name = &tool.name;
         let server = self.server_name(tool.server);
@@ -691,21 +690,29 @@ impl Bridge {
     }
 
     /// Step 5 for a request other than a tool call: the server's rule for
-    /// the resource, prompt or template it names (`allow` or `deny`).
-    fn admit(&self, applied: &Applied, call: &ToolCall, target: &Target<'_>, trail: &mut Trail) -> Result<(), Answer> {
-        let Some(admission) = target.admission(applied, call) else { return Ok(()) };
+    /// the resource, prompt or template it names, or for the question it
+    /// asks (`allow` or `deny`).
+    pub(crate) fn admit(
+        &self,
+        applied: &Applied,
+        judged: Judged<'_>,
+        target: &Target<'_>,
+        trail: &mut Trail,
+    ) -> Result<(), Answer> {
+        let Some(admission) = target.admission(applied) else { return Ok(()) };
         let Some(index) = target.server() else { return Ok(()) };
         let audit_name = target.audit_name();
         let server = self.server_name(index);
-        let site = CallSite { session: &call.session, server: &server, tool: &audit_name };
+        let site = CallSite { session: judged.session, server: &server, tool: &audit_name };
         match admission {
             Admission::Allow { rule } => {
                 self.decided(trail, site, AuditDecision::Allowed, &rule, None);
                 Ok(())
             }
             Admission::Deny { reason, rule } => {
-                let name = target.name(call);
-                tracing::info!(op = call.op.method(), cell = %call.cell_id, %rule, "refused: denied by policy");
+                let name = target.name(judged);
+                let op = judged.method.unwrap_or_default();
+                tracing::info!(op, cell = %judged.cell, %rule, "refused: denied by policy");
                 self.decided(trail, site, AuditDecision::Denied, &rule, Some(reason.clone()));
                 Err(self.refuse(format!("{name}: denied by policy ({rule}): {reason}")))
             }
@@ -807,6 +814,11 @@ impl Bridge {
 
     pub(crate) fn refuse(&self, message: String) -> Answer {
         Answer::Failed(wire::tool_reply(wire::CallFailure::Refused(message), self.inner.limits.max_message_chars))
+    }
+
+    /// A server's answer that is not the result its request returns.
+    pub(crate) fn unexpected(&self) -> Answer {
+        Answer::Failed(wire::tool_reply(wire::CallFailure::Unexpected, self.inner.limits.max_message_chars))
     }
 }
 

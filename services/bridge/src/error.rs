@@ -1,5 +1,6 @@
 //! The bridge's errors: what stops it from starting (or a catalog from
-//! being rebuilt), and why an ended session's state could not be forgotten.
+//! being rebuilt), why a call to a wrapped server failed on the host side,
+//! and why an ended session's state could not be forgotten.
 
 use crate::policy::PolicyError;
 
@@ -102,4 +103,28 @@ pub enum SessionEndError {
     /// The session-state store failed.
     #[error("session state: {0}")]
     State(#[source] code_mode_core::state::StateError),
+}
+
+/// Why a call to the server failed on the host side.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The server took too long.
+    #[error("no answer within {0:?}")]
+    Timeout(std::time::Duration),
+    /// The MCP session failed (transport closed, protocol error, ...).
+    #[error("{0}")]
+    Service(#[from] rmcp::service::ServiceError),
+    /// The server exited and is not running again yet.
+    #[error("the server exited and is being restarted")]
+    Restarting,
+    /// The server was closed (shutdown).
+    #[error("the server was closed")]
+    Closed,
+    /// A session of the client's own with the server could not be opened
+    /// (see [`crate::upstream`]).
+    #[error("a session of this client's own with the server could not be opened: {0}")]
+    Own(String),
+    /// The server needs a login (the message names the command).
+    #[error("{0}")]
+    NeedsLogin(String),
 }

@@ -1,21 +1,36 @@
 //! A wrapped server's messages for a client, on the bridge's side: the
-//! other end of the session layer's [`Upward`] channel. Notes are passed to
-//! the client's frontend session object; each question (sampling,
-//! elicitation, roots) is judged first (the server's policy, the
-//! private-data rule for a sampling answer, one audit record) and then
-//! asked there ([`code_mode_proto::subjects::client`]). A stateless
-//! server's input-required result is judged question by question the same
-//! way ([`Bridge::vet_questions`]).
+//! other end of the session layer's [`Upward`](crate::relay::Upward)
+//! channel. Notes are passed to the client's frontend session object; each
+//! question (sampling, elicitation, roots) is judged first and then asked
+//! there ([`code_mode_proto::subjects::client`]). A stateless server's
+//! input-required result is judged question by question the same way
+//! ([`Bridge::vet_questions`]).
+//!
+//! A question is judged by the steps a call takes ([`crate::check`]), by
+//! the same code, with the question as its target ([`Target::Question`]):
+//! the client declared the capability (its step 1, as a call's is that its
+//! target is offered), the server's policy (`sampling`, `elicitation`,
+//! `roots`: step 5, as for a resource or a prompt), the private-data rule
+//! for a sampling answer (step 6: the client's model writes it, so once the
+//! session read private data only a private server may have it). Each
+//! question is one audit record naming the client it was for ([`Judged`]).
 
 use std::time::Duration;
 
-use code_mode_proto::{AskKind, Note};
-use rmcp::model::ErrorData;
+use code_mode_audit::record::CallResult;
+use code_mode_proto::{AskKind, Note, ToolCall};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::Bridge;
+use crate::answer::Answer;
+use crate::check::StateKey;
+use crate::current::Current;
 use crate::relay::{Owner, Upcall};
+use crate::target::Target;
+use crate::trail::{Judged, Trail};
+use crate::wire::Unanswered;
 
 /// Serve the session layer's upcalls (see [`crate::relay::Upward`]) until
 /// `cancel`: each one in a task of its own on the bridge's tracker, so that
@@ -43,7 +58,7 @@ pub(crate) async fn serve(bridge: Bridge, mut upcalls: mpsc::Receiver<Upcall>, c
                 }
                 Upcall::Ask { owner, call_id, server, kind, params, withdrawn, answer } => {
                     let answered = tokio::select! {
-                        _ = cancel.cancelled() => Err(ErrorData::internal_error("the gateway is shutting down", None)),
+                        _ = cancel.cancelled() => Err(Unanswered::ShuttingDown),
                         answered = bridge.relay_ask(&owner, call_id, server, kind, params, &withdrawn) => answered,
                     };
                     let _ = answer.send(answered);
@@ -53,61 +68,46 @@ pub(crate) async fn serve(bridge: Bridge, mut upcalls: mpsc::Receiver<Upcall>, c
     }
 }
 
-impl crate::Bridge {
-    /// Judge a server's question to the client before it is asked: the
-    /// server's policy (`sampling`, `elicitation`, `roots`), and for
-    /// sampling the private-data rule (the client's model writes the
-    /// answer, so once `session` read private data only a private server
-    /// may have it). The decision goes into `trail`; `Err` holds the
+impl Bridge {
+    /// Judge a server's question before it is asked, by the steps of a
+    /// call after its target is found: the server's policy, then the
+    /// private-data rule. The decisions go into `trail`; `Err` holds the
     /// refusal.
-    pub(crate) async fn judge_question(
+    async fn judge_question(
         &self,
-        current: &crate::current::Current,
-        session: &str,
-        server: usize,
-        kind: AskKind,
-        trail: &mut crate::trail::Trail,
+        current: &Current,
+        judged: Judged<'_>,
+        target: &Target<'_>,
+        trail: &mut Trail,
     ) -> Result<(), String> {
-        let name = self.server_name(server);
-        if let Some(applied) = &current.policies[server] {
-            let site = crate::policy::CallSite { session, server: &name, tool: kind.method() };
-            match applied.policy.ask(kind.into()) {
-                crate::policy::Admission::Allow { rule } => {
-                    self.decided(trail, site, crate::policy::AuditDecision::Allowed, &rule, None);
-                }
-                crate::policy::Admission::Deny { reason, rule } => {
-                    self.decided(trail, site, crate::policy::AuditDecision::Denied, &rule, Some(reason.clone()));
-                    let why = format!("{}: denied by the gateway's policy ({rule}): {reason}", kind.method());
-                    tracing::info!(server = %name, "{why}");
-                    return Err(why);
-                }
+        let mut state = StateKey::new(self, judged.session);
+        let steps = async {
+            if let Some(server) = target.server()
+                && let Some(applied) = &current.policies[server]
+            {
+                self.admit(applied, judged, target, trail)?;
             }
+            self.private_rule(current, target, &mut state, trail).await
+        };
+        steps.await.map_err(Answer::refusal)
+    }
+
+    /// A question's trail, at its server, and its audit record once judged
+    /// (and, when it was asked, answered).
+    fn question_trail(&self, judged: Judged<'_>, target: &Target<'_>) -> Trail {
+        let mut trail = Trail::new(judged);
+        if let Some(server) = target.server() {
+            trail.at(&self.server_name(server), &target.audit_name());
         }
-        if kind == AskKind::Sampling
-            && let Some(rule) = &current.rule
-            && !current.offers.is_private(server)
-        {
-            let mut state = crate::check::StateKey::new(self, session);
-            let key = match state.get().await {
-                Ok(key) => key.to_string(),
-                Err(e) => {
-                    let why = format!(
-                        "{}: session state failed, refusing under the private-data rule (fail closed): {e}",
-                        kind.method()
-                    );
-                    trail.refused("bridge:private_data", &why);
-                    return Err(why);
-                }
-            };
-            let judged = format!("a sampling answer to {name}");
-            if let Err(refusal) = rule.judge(&key, &judged, false).await {
-                trail.tainted = Some(true);
-                trail.refused("bridge:private_data", &refusal.to_string());
-                return Err(refusal.to_string());
-            }
-            trail.tainted = Some(false);
+        trail
+    }
+
+    /// Write a question's audit record.
+    async fn record_question(&self, trail: &Trail, judged: Judged<'_>) -> Result<(), code_mode_audit::AuditError> {
+        match &self.inner.audit {
+            Some(audit) => audit.append(trail.record(judged), code_mode_audit::Durability::Written).await.map(|_| ()),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// A stateless server's input-required result on its way to the
@@ -116,42 +116,36 @@ impl crate::Bridge {
     /// a question is refused, and with it the whole result.
     pub(crate) async fn vet_questions(
         &self,
-        current: &crate::current::Current,
+        current: &Current,
         server: usize,
-        call: &code_mode_proto::ToolCall,
-        result: &mut serde_json::Value,
+        call: &ToolCall,
+        result: &mut Value,
     ) -> Result<(), String> {
         let name = self.server_name(server);
-        let Some(serde_json::Value::Object(requests)) = result.get_mut("inputRequests") else { return Ok(()) };
+        let Some(Value::Object(requests)) = result.get_mut("inputRequests") else { return Ok(()) };
         for (_, request) in requests.iter_mut() {
-            let kind = match request.get("method").and_then(serde_json::Value::as_str) {
+            let kind = match request.get("method").and_then(Value::as_str) {
                 Some("sampling/createMessage") => AskKind::Sampling,
                 Some("elicitation/create") => AskKind::Elicitation,
                 Some("roots/list") => AskKind::Roots,
                 other => return Err(format!("the server asked for {other:?}, which code-mode does not relay")),
             };
-            let record = code_mode_proto::ToolCall {
-                tool: kind.method().to_string(),
-                arguments: request.get("params").cloned().unwrap_or_default(),
-                op: code_mode_proto::Op::Tool,
-                link: None,
-                ..call.clone()
-            };
-            let mut trail = crate::trail::Trail::new(&record);
-            trail.method = Some(kind.method().to_string());
-            trail.at(&name, kind.method());
-            let judged = self.judge_question(current, &call.session, server, kind, &mut trail).await;
-            if judged.is_ok() {
+            let params = request.get("params").cloned().unwrap_or_default();
+            let session = &call.session;
+            let judged =
+                Judged::question(session, call.identity.as_deref(), &call.cell_id, call.call_index, kind, &params);
+            let target = Target::Question { server, kind };
+            let mut trail = self.question_trail(judged, &target);
+            let verdict = self.judge_question(current, judged, &target, &mut trail).await;
+            if verdict.is_ok() {
                 trail.went_out();
             }
-            if let Some(audit) = &self.inner.audit
-                && let Err(e) = audit.append(trail.record(&record), code_mode_audit::Durability::Written).await
-            {
+            if let Err(e) = self.record_question(&trail, judged).await {
                 return Err(format!("the gateway could not record the server's question: {e}"));
             }
-            judged?;
+            verdict?;
             if kind == AskKind::Elicitation
-                && let Some(serde_json::Value::String(message)) = request.pointer_mut("/params/message")
+                && let Some(Value::String(message)) = request.pointer_mut("/params/message")
             {
                 *message = format!("The server {name:?} asks (through code-mode): {message}");
             }
@@ -175,7 +169,7 @@ async fn to_client(
     bus.call_counted_as(subject, code_mode_proto::subjects::CLIENT, message, timeout).await
 }
 
-impl crate::Bridge {
+impl Bridge {
     /// Pass a server's note to the frontend session object `asker`.
     pub(crate) async fn tell_client(&self, asker: &str, call_id: Option<String>, server: usize, note: Note) {
         let Some(bus) = self.inner.outbound.get() else { return };
@@ -190,82 +184,80 @@ impl crate::Bridge {
         }
     }
 
-    /// Relay one question of server `server` to `owner`'s client, once it
-    /// passed the checks: the server's policy (`sampling`, `elicitation`,
-    /// `roots`), and for a sampling answer the private-data rule (the
-    /// client's model writes it, so after private data was read only a
-    /// private server may receive it). Every question is one audit record.
+    /// Relay one question of server `server` to `owner`'s client once it
+    /// passed the checks (see the module's doc); every question is one
+    /// audit record, written before the answer goes back (one that cannot
+    /// be written withholds the answer).
     pub(crate) async fn relay_ask(
         &self,
         owner: &Owner,
         call_id: Option<String>,
         server: usize,
         kind: AskKind,
-        params: serde_json::Value,
-        withdrawn: &tokio_util::sync::CancellationToken,
-    ) -> Result<serde_json::Value, ErrorData> {
+        params: Value,
+        withdrawn: &CancellationToken,
+    ) -> Result<Value, Unanswered> {
         let current = self.current();
-        let name = self.server_name(server);
-        let record = code_mode_proto::ToolCall {
-            session: owner.session.clone(),
-            asker: Some(owner.asker.clone()),
-            identity: owner.identity.clone(),
-            cell_id: call_id.clone().unwrap_or_default(),
-            call_index: 0,
-            tool: kind.method().to_string(),
-            arguments: params.clone(),
-            op: code_mode_proto::Op::Tool,
-            link: None,
-        };
-        let mut trail = crate::trail::Trail::new(&record);
-        trail.method = Some(kind.method().to_string());
-        trail.at(&name, kind.method());
-        let answer = self.judge_and_ask(&current, owner, call_id, server, kind, params, withdrawn, &mut trail).await;
-        if let Some(audit) = &self.inner.audit
-            && let Err(e) = audit.append(trail.record(&record), code_mode_audit::Durability::Written).await
-        {
+        let cell = call_id.clone().unwrap_or_default();
+        let judged = Judged::question(&owner.session, owner.identity.as_deref(), &cell, 0, kind, &params);
+        let target = Target::Question { server, kind };
+        let mut trail = self.question_trail(judged, &target);
+        let answer = async {
+            if let Err(why) = declared(owner, kind) {
+                return Err(self.question_refused(&mut trail, server, kind, "bridge:capability", why));
+            }
+            self.judge_question(&current, judged, &target, &mut trail).await.map_err(Unanswered::Refused)?;
+            trail.went_out();
+            self.ask_client(owner, call_id, server, kind, params.clone(), withdrawn, &mut trail).await
+        }
+        .await;
+        if let Err(e) = self.record_question(&trail, judged).await {
+            let name = self.server_name(server);
             tracing::error!(server = %name, error = %e, "a server's question could not be recorded: its answer is withheld");
-            return Err(ErrorData::internal_error(format!("the gateway could not record the answer: {e}"), None));
+            return Err(Unanswered::NotRecorded(e.to_string()));
         }
         answer
     }
 
-    #[allow(clippy::too_many_arguments)]
-    async fn judge_and_ask(
+    /// A question refused by a check of its own (the client's capability,
+    /// no client to ask), noted in its trail.
+    fn question_refused(
         &self,
-        current: &crate::current::Current,
+        trail: &mut Trail,
+        server: usize,
+        kind: AskKind,
+        check: &str,
+        why: String,
+    ) -> Unanswered {
+        let name = self.server_name(server);
+        tracing::info!(server = %name, method = kind.method(), "a server's question was refused: {why}");
+        trail.refused(check, &why);
+        Unanswered::Refused(why)
+    }
+
+    /// Ask `owner`'s client a question that passed the checks, through its
+    /// frontend session object; the client's answer, or why there is none.
+    /// A question the server withdraws meanwhile is withdrawn at the
+    /// client too.
+    #[allow(clippy::too_many_arguments)]
+    async fn ask_client(
+        &self,
         owner: &Owner,
         call_id: Option<String>,
         server: usize,
         kind: AskKind,
-        params: serde_json::Value,
-        withdrawn: &tokio_util::sync::CancellationToken,
-        trail: &mut crate::trail::Trail,
-    ) -> Result<serde_json::Value, ErrorData> {
+        params: Value,
+        withdrawn: &CancellationToken,
+        trail: &mut Trail,
+    ) -> Result<Value, Unanswered> {
         let name = self.server_name(server);
-        let refused = |trail: &mut crate::trail::Trail, check: &str, why: String| {
-            tracing::info!(server = %name, method = kind.method(), "a server's question was refused: {why}");
-            trail.refused(check, &why);
-            Err(ErrorData::invalid_request(why, None))
-        };
-        let link = &owner.link;
-        let declared = match kind {
-            AskKind::Sampling => link.sampling,
-            AskKind::Elicitation => link.elicitation || link.elicitation_url,
-            AskKind::Roots => link.roots,
-        };
-        if !declared {
-            return refused(trail, "bridge:capability", format!("{}: the client did not declare it", kind.method()));
-        }
-        if let Err(why) = self.judge_question(current, &owner.session, server, kind, trail).await {
-            return Err(ErrorData::invalid_request(why, None));
-        }
-        trail.went_out();
         let Some(bus) = self.inner.outbound.get() else {
-            return refused(trail, "bridge:no_client", "no client session can be reached".to_string());
+            let why = "no client session can be reached".to_string();
+            return Err(self.question_refused(trail, server, kind, "bridge:no_client", why));
         };
         let Some(subject) = code_mode_proto::subjects::client(&owner.asker) else {
-            return refused(trail, "bridge:no_client", "the client's session id cannot be addressed".to_string());
+            let why = "the client's session id cannot be addressed".to_string();
+            return Err(self.question_refused(trail, server, kind, "bridge:no_client", why));
         };
         let timeout = self.inner.limits.approval_timeout;
         let id = uuid::Uuid::new_v4().to_string();
@@ -288,35 +280,39 @@ impl crate::Bridge {
                 if let Err(e) = to_client(bus, &subject, &withdraw, NOTE_TIMEOUT).await {
                     tracing::debug!(server = %name, error = %e, "a withdrawn question could not be cancelled at the client");
                 }
-                trail.result = Some((code_mode_audit::record::CallResult::Error, Some("withdrawn by the server".into())));
-                return Err(ErrorData::invalid_request("the server withdrew its request", None));
+                trail.result = Some((CallResult::Error, Some("withdrawn by the server".into())));
+                return Err(Unanswered::Withdrawn);
             }
         };
         match reply {
             Ok(code_mode_proto::FromClient::Answered { result }) => {
-                trail.result = Some((code_mode_audit::record::CallResult::Ok, Some(result.to_string())));
+                trail.result = Some((CallResult::Ok, Some(result.to_string())));
                 Ok(result)
             }
             Ok(code_mode_proto::FromClient::Refused { message, code }) => {
-                trail.result = Some((code_mode_audit::record::CallResult::Error, Some(message.clone())));
-                Err(ErrorData::new(
-                    code.map_or(rmcp::model::ErrorCode::INVALID_REQUEST, rmcp::model::ErrorCode),
-                    message,
-                    None,
-                ))
+                trail.result = Some((CallResult::Error, Some(message.clone())));
+                Err(Unanswered::ByClient { message, code })
             }
             Ok(code_mode_proto::FromClient::Noted) => {
-                trail.result = Some((code_mode_audit::record::CallResult::Fault, None));
-                Err(ErrorData::internal_error("the client's frontend did not answer the question", None))
+                trail.result = Some((CallResult::Fault, None));
+                Err(Unanswered::NotAnswered)
             }
             Err(e) => {
                 tracing::warn!(server = %name, error = %e, "a server's question did not reach its client");
-                trail.result = Some((code_mode_audit::record::CallResult::Fault, None));
-                Err(ErrorData::internal_error(
-                    "the client could not be asked (its session is gone or did not answer)",
-                    None,
-                ))
+                trail.result = Some((CallResult::Fault, None));
+                Err(Unanswered::Unreachable)
             }
         }
     }
+}
+
+/// A question's step 1: the client declared that it can answer it.
+fn declared(owner: &Owner, kind: AskKind) -> Result<(), String> {
+    let link = &owner.link;
+    let declared = match kind {
+        AskKind::Sampling => link.sampling,
+        AskKind::Elicitation => link.elicitation || link.elicitation_url,
+        AskKind::Roots => link.roots,
+    };
+    if declared { Ok(()) } else { Err(format!("{}: the client did not declare it", kind.method())) }
 }

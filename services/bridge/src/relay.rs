@@ -52,6 +52,8 @@ use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, Ro
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::wire::{Unanswered, question_error};
+
 /// How long a progress notification that raced ahead of its call's
 /// registration waits for it (rmcp picks a request's token as it sends it,
 /// so the call learns its token only once the request is on its way).
@@ -234,7 +236,7 @@ pub(crate) enum Upcall {
         params: serde_json::Value,
         /// Cancelled when the server withdraws its request.
         withdrawn: CancellationToken,
-        answer: oneshot::Sender<Result<serde_json::Value, ErrorData>>,
+        answer: oneshot::Sender<Result<serde_json::Value, Unanswered>>,
     },
 }
 
@@ -277,7 +279,7 @@ impl Upward {
         kind: AskKind,
         params: serde_json::Value,
         withdrawn: CancellationToken,
-    ) -> Option<Result<serde_json::Value, ErrorData>> {
+    ) -> Option<Result<serde_json::Value, Unanswered>> {
         let up = self.0.as_ref()?;
         let (answer, answered) = oneshot::channel();
         up.send(Upcall::Ask { owner, call_id, server, kind, params, withdrawn, answer }).await.ok()?;
@@ -340,42 +342,34 @@ impl Relay {
     }
 
     /// Relay one question of the server to the owner's client; its answer
-    /// as the result the server expects.
+    /// as the result the server expects, or why there is none, as the
+    /// JSON-RPC error the server hears ([`crate::wire::question_error`]).
     async fn ask<R: serde::de::DeserializeOwned>(
         &self,
         kind: AskKind,
         params: &impl serde::Serialize,
         context: &RequestContext<RoleClient>,
     ) -> Result<R, ErrorData> {
-        let params = serde_json::to_value(params).map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        self.answer(kind, params, context).await.map_err(question_error)
+    }
+
+    /// [`Relay::ask`] before its failure is put as the server hears it.
+    async fn answer<R: serde::de::DeserializeOwned>(
+        &self,
+        kind: AskKind,
+        params: &impl serde::Serialize,
+        context: &RequestContext<RoleClient>,
+    ) -> Result<R, Unanswered> {
+        let params = serde_json::to_value(params).map_err(|e| Unanswered::BadParams(e.to_string()))?;
         let origin = origin_of(context);
         let Some(owner) = &self.owner else {
             tracing::info!(server = %self.name, method = kind.method(), "a server asked on its shared session, where no client can answer");
-            return Err(ErrorData::method_not_found_for(
-                kind.method(),
-                "the client of this call cannot answer it (code-mode relays a server's questions only to a client that declared the capability)",
-            ));
+            return Err(Unanswered::NoClient(kind));
         };
         let call_id = self.flights.of_message(origin).map(|f| f.call_id);
         let asked = self.upward.ask(owner.clone(), call_id, self.server, kind, params, context.ct.clone()).await;
-        let Some(answer) = asked else {
-            return Err(ErrorData::internal_error("the gateway is shutting down", None));
-        };
-        let answer = answer?;
-        serde_json::from_value(answer).map_err(|e| {
-            ErrorData::internal_error(format!("the client's answer is not a {} result: {e}", kind.method()), None)
-        })
-    }
-}
-
-/// An `ErrorData` for a method the client does not serve.
-trait MethodNotFound {
-    fn method_not_found_for(method: &str, why: &str) -> ErrorData;
-}
-
-impl MethodNotFound for ErrorData {
-    fn method_not_found_for(method: &str, why: &str) -> ErrorData {
-        ErrorData::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, format!("{method}: {why}"), None)
+        let answer = asked.ok_or(Unanswered::ShuttingDown)??;
+        serde_json::from_value(answer).map_err(|e| Unanswered::BadAnswer { kind, why: e.to_string() })
     }
 }
 

@@ -30,8 +30,6 @@ use code_mode_core::state::SessionStore;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::stubs::cut_chars;
-
 /// Results of one tool looked at; after them its shape stays as it is.
 pub const MAX_OBSERVED: u32 = 8;
 /// Levels of nesting kept; deeper values show only their kind.
@@ -194,7 +192,7 @@ impl Shape {
     /// list[str]}`, `dict[str, int]`, `str (JSON)`, cut at
     /// [`MAX_RENDERED`] characters.
     pub fn render(&self) -> String {
-        cut_chars(&self.text(), MAX_RENDERED)
+        code_mode_core::text::cut_chars(&self.text(), MAX_RENDERED, code_mode_core::text::MODEL_MARK)
     }
 
     fn text(&self) -> String {

@@ -1,18 +1,21 @@
-//! What a call names, once the pipeline's first step found it
-//! ([`Target`]): a tool of the catalog, or the target of another request
-//! (a resource, a prompt, a completion, the lists) and the server that
-//! offers it; how each is named in refusals and the audit record, how
-//! private it is, what the policy says of it, and the request's params.
+//! What a judged request names, once the pipeline's first step found it
+//! ([`Target`]): a tool of the catalog, the target of another request (a
+//! resource, a prompt, a completion, the lists) and the server that offers
+//! it, or a server's question to a client; how each is named in refusals
+//! and the audit record, how private it is, what the policy says of it,
+//! and the request's params.
 
-use code_mode_proto::ToolCall;
+use code_mode_proto::AskKind;
 use serde_json::Value;
 
 use crate::current::{Applied, Current};
 use crate::policy::Admission;
+use crate::trail::Judged;
 use crate::{Bridge, catalog};
 
-/// What a call names, once step 1 found it: a tool of the catalog, or the
-/// target of another request and the server that offers it.
+/// What a judged request names, once step 1 found it: a tool of the
+/// catalog, the target of another request and the server that offers it,
+/// or a server's question to the client.
 #[derive(Debug)]
 pub(crate) enum Target<'c> {
     /// A tool.
@@ -42,6 +45,13 @@ pub(crate) enum Target<'c> {
     },
     /// Every server's resources or templates, from the catalog.
     Lists,
+    /// A server's question to the client (sampling, elicitation, roots).
+    Question {
+        /// The server asking.
+        server: usize,
+        /// What it asks.
+        kind: AskKind,
+    },
 }
 
 /// What a completion completes.
@@ -63,25 +73,28 @@ impl Target<'_> {
     pub(crate) fn server(&self) -> Option<usize> {
         match self {
             Target::Tool(tool) => Some(tool.server),
-            Target::Resource { server, .. } | Target::Prompt { server, .. } | Target::Complete { server, .. } => {
-                Some(*server)
-            }
+            Target::Resource { server, .. }
+            | Target::Prompt { server, .. }
+            | Target::Complete { server, .. }
+            | Target::Question { server, .. } => Some(*server),
             Target::Lists => None,
         }
     }
 
     /// How refusals name it: the tool's Python name, else the method and
-    /// its target.
-    pub(crate) fn name(&self, call: &ToolCall) -> String {
+    /// its target (a question: its method).
+    pub(crate) fn name<'a>(&self, judged: impl Into<Judged<'a>>) -> String {
+        let method = judged.into().method.unwrap_or_default();
         match self {
             Target::Tool(tool) => tool.name.clone(),
-            Target::Resource { uri, .. } => format!("{} {}", call.op.method(), crate::stubs::cut_chars(uri, 200)),
+            Target::Resource { uri, .. } => format!("{method} {}", crate::stubs::cut_chars(uri, 200)),
             Target::Prompt { offered, .. } => format!("prompts/get {offered}"),
             Target::Complete { of: Completed::Prompt(name), .. } => format!("completion/complete of prompt {name}"),
             Target::Complete { of: Completed::Template(uri), .. } => {
                 format!("completion/complete of {}", crate::stubs::cut_chars(uri, 200))
             }
-            Target::Lists => call.op.method().to_string(),
+            Target::Lists => method.to_string(),
+            Target::Question { kind, .. } => kind.method().to_string(),
         }
     }
 
@@ -95,13 +108,19 @@ impl Target<'_> {
             Target::Complete { of: Completed::Prompt(name), .. } => name.clone(),
             Target::Complete { of: Completed::Template(uri), .. } => uri.clone(),
             Target::Lists => String::new(),
+            Target::Question { kind, .. } => kind.method().to_string(),
         }
     }
 
-    /// How the private-data rule names it when it taints.
+    /// How the private-data rule names it when it taints (a question: the
+    /// answer it would carry to its server).
     pub(crate) fn judged_as(&self, bridge: &Bridge) -> String {
         match self {
             Target::Tool(tool) => tool.name.clone(),
+            Target::Question { server, kind } => {
+                let answer = if *kind == AskKind::Sampling { "a sampling answer" } else { kind.method() };
+                format!("{answer} to {}", bridge.server_name(*server))
+            }
             other => match other.server() {
                 Some(server) => format!("the resources and prompts of {}", bridge.server_name(server)),
                 None => String::new(),
@@ -110,17 +129,23 @@ impl Target<'_> {
     }
 
     /// Whether the private-data rule counts it as private (`None`: it
-    /// sends no server anything).
+    /// sends no server anything the rule judges). Of a server's questions
+    /// only a sampling answer is judged (the client's model writes it, so
+    /// once the session read private data only a private server may have
+    /// it), and never as private: it taints nothing.
     pub(crate) fn private(&self, current: &Current) -> Option<bool> {
         match self {
             Target::Tool(tool) => Some(tool.private),
             Target::Lists => None,
+            Target::Question { server, kind } => {
+                (*kind == AskKind::Sampling && !current.offers.is_private(*server)).then_some(false)
+            }
             other => other.server().map(|server| current.offers.is_private(server)),
         }
     }
 
     /// The server's policy on it (a tool's verdict is applied elsewhere).
-    pub(crate) fn admission(&self, applied: &Applied, _call: &ToolCall) -> Option<Admission> {
+    pub(crate) fn admission(&self, applied: &Applied) -> Option<Admission> {
         let policy = &applied.policy;
         match self {
             Target::Tool(_) | Target::Lists => None,
@@ -128,6 +153,7 @@ impl Target<'_> {
             Target::Prompt { mcp_name, .. } => Some(policy.prompt(mcp_name)),
             Target::Complete { of: Completed::Prompt(name), .. } => Some(policy.prompt(name)),
             Target::Complete { of: Completed::Template(uri), .. } => Some(policy.resource(uri)),
+            Target::Question { kind, .. } => Some(policy.ask((*kind).into())),
         }
     }
 
@@ -145,7 +171,7 @@ impl Target<'_> {
                 }
                 params
             }
-            Target::Lists => Value::Object(Default::default()),
+            Target::Lists | Target::Question { .. } => Value::Object(Default::default()),
         }
     }
 }

@@ -1,14 +1,70 @@
-//! The audit record of one call, filled in as its checks run
-//! ([`crate::check`]) and written when it ends.
+//! The audit record of one judged request, filled in as its checks run
+//! ([`crate::check`]) and written when it ends: a call (from code or a
+//! client) or a wrapped server's question to a client
+//! ([`crate::questions`]), each named by who made it ([`Judged`]).
 
 use std::time::SystemTime;
 
 use code_mode_audit::record::{self as audit_record, CallResult};
-use code_mode_proto::ToolCall;
+use code_mode_proto::{AskKind, ToolCall};
+use serde_json::Value;
 
 use crate::policy::AuditDecision;
 
-/// What becomes the audit record of one call, filled in as its checks run.
+/// Who made a judged request and what it carries, as its checks and its
+/// audit record name them: a call's session, identity, run and arguments,
+/// or those of the client a server's question is for and the question's
+/// parameters.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Judged<'a> {
+    /// Where it counts: the client session, or a stateless scope.
+    pub(crate) session: &'a str,
+    /// Who the client is.
+    pub(crate) identity: Option<&'a str>,
+    /// The run or direct call it belongs to (empty: none).
+    pub(crate) cell: &'a str,
+    /// Which call of the run (0: not a call of code).
+    pub(crate) index: u32,
+    /// What it names before its target is known: a tool's Python name,
+    /// another request's target, a question's method.
+    pub(crate) names: &'a str,
+    /// The MCP method when it is not a tool call.
+    pub(crate) method: Option<&'a str>,
+    /// The arguments or parameters, as they came.
+    pub(crate) arguments: &'a Value,
+}
+
+impl<'a> From<&'a ToolCall> for Judged<'a> {
+    fn from(call: &'a ToolCall) -> Self {
+        Self {
+            session: &call.session,
+            identity: call.identity.as_deref(),
+            cell: &call.cell_id,
+            index: call.call_index,
+            names: &call.tool,
+            method: (!call.op.is_tool()).then(|| call.op.method()),
+            arguments: &call.arguments,
+        }
+    }
+}
+
+impl<'a> Judged<'a> {
+    /// A server's question `kind` with its `params`, for the client of
+    /// `session` during the call `cell` (or none).
+    pub(crate) fn question(
+        session: &'a str,
+        identity: Option<&'a str>,
+        cell: &'a str,
+        index: u32,
+        kind: AskKind,
+        params: &'a Value,
+    ) -> Self {
+        Self { session, identity, cell, index, names: kind.method(), method: Some(kind.method()), arguments: params }
+    }
+}
+
+/// What becomes the audit record of one judged request, filled in as its
+/// checks run.
 #[derive(Debug)]
 pub(crate) struct Trail {
     pub(crate) server: Option<String>,
@@ -30,10 +86,11 @@ pub(crate) struct Trail {
 }
 
 impl Trail {
-    pub(crate) fn new(call: &ToolCall) -> Self {
+    pub(crate) fn new<'a>(judged: impl Into<Judged<'a>>) -> Self {
+        let judged = judged.into();
         Self {
             server: None,
-            tool: call.tool.clone(),
+            tool: judged.names.to_string(),
             decision: AuditDecision::Refused,
             rule: None,
             policy: None,
@@ -42,7 +99,7 @@ impl Trail {
             tainted: None,
             result: None,
             record_args: false,
-            method: (!call.op.is_tool()).then(|| call.op.method().to_string()),
+            method: judged.method.map(str::to_string),
             approval: None,
         }
     }
@@ -66,8 +123,9 @@ impl Trail {
         self.reason = None;
     }
 
-    pub(crate) fn record(&self, call: &ToolCall) -> audit_record::Body {
-        let args = serde_json::to_vec(&call.arguments).unwrap_or_default();
+    pub(crate) fn record<'a>(&self, judged: impl Into<Judged<'a>>) -> audit_record::Body {
+        let judged = judged.into();
+        let args = serde_json::to_vec(judged.arguments).unwrap_or_default();
         let (args_bytes, args_sha256) = audit_record::size_and_hash(&args);
         let (result, result_bytes, result_sha256) = match &self.result {
             None => (None, None, None),
@@ -78,10 +136,10 @@ impl Trail {
             }
         };
         audit_record::Body::Call(audit_record::Call {
-            session: call.session.clone(),
-            identity: call.identity.clone(),
-            cell: call.cell_id.clone(),
-            call: call.call_index,
+            session: judged.session.to_string(),
+            identity: judged.identity.map(str::to_string),
+            cell: judged.cell.to_string(),
+            call: judged.index,
             server: self.server.clone(),
             tool: self.tool.clone(),
             method: self.method.clone(),
@@ -92,7 +150,7 @@ impl Trail {
             decided: audit_record::rfc3339(self.decided),
             args_bytes,
             args_sha256,
-            args: self.record_args.then(|| call.arguments.clone()),
+            args: self.record_args.then(|| judged.arguments.clone()),
             result,
             result_bytes,
             result_sha256,

@@ -8,15 +8,18 @@
 //! log). A request the bridge cannot answer at all gets the [`WireError`]
 //! of [`service_error`]. What a checked call came to ([`Answer`]) takes its
 //! caller's shape here too ([`Answer::for_code`], [`Answer::for_direct`]),
-//! and so does a failure of the console's requests ([`board_error`]).
+//! and so does a failure of the console's requests ([`board_error`]). A
+//! wrapped server's question to a client that gets no answer
+//! ([`Unanswered`]) is the JSON-RPC error its server hears
+//! ([`question_error`]).
 
-use code_mode_proto::{DirectReply, ErrorKind, ToolReply, WireError};
-use rmcp::model::CallToolResult;
+use code_mode_proto::{AskKind, DirectReply, ErrorKind, ToolReply, WireError};
+use rmcp::model::{ErrorCode, ErrorData};
 use rmcp::service::ServiceError;
-use serde_json::Value;
 
 use crate::SessionEndError;
-use crate::server::CallError;
+use crate::answer::Answer;
+use crate::error::CallError;
 
 /// Why a tool call produced no result.
 #[derive(Debug)]
@@ -28,6 +31,9 @@ pub enum CallFailure {
     /// A fault on the host side (the server's session failed, it is
     /// restarting or closed): only its kind reaches the code.
     Host(CallError),
+    /// The server's answer is not the result its request returns (a fault
+    /// too: only its kind reaches the code).
+    Unexpected,
 }
 
 /// The one mapping of a call's failure to the wire: a refusal's message is
@@ -38,6 +44,7 @@ pub fn tool_reply(failure: CallFailure, max_message_chars: usize) -> ToolReply {
             ToolReply::Refused { message: crate::stubs::cut_chars(&message, max_message_chars) }
         }
         CallFailure::Host(e) => ToolReply::Fault { kind: fault_kind(&e) },
+        CallFailure::Unexpected => ToolReply::Fault { kind: ErrorKind::UnexpectedResponse },
     }
 }
 
@@ -84,38 +91,45 @@ mod tests {
         assert_eq!(reply, ToolReply::Fault { kind: ErrorKind::TransportClosed });
         let reply = tool_reply(CallFailure::Host(CallError::Restarting), 500);
         assert_eq!(serde_json::to_string(&reply).unwrap(), r#"{"status":"fault","kind":"ServerRestarting"}"#);
+        let reply = tool_reply(CallFailure::Unexpected, 500);
+        assert_eq!(reply, ToolReply::Fault { kind: ErrorKind::UnexpectedResponse });
     }
-}
 
-/// What a checked call came to, before it takes its caller's shape.
-#[derive(Debug)]
-pub(crate) enum Answer {
-    /// The result as code receives it.
-    Text(String),
-    /// The same with the result's blocks other than text, for code.
-    Content {
-        /// The string code gets.
-        value: String,
-        /// The blocks other than text, as the server sent them.
-        blocks: Vec<Value>,
-    },
-    /// The result as the server sent it (direct calls).
-    Result(Box<CallToolResult>),
-    /// The result of a request other than a tool call, as JSON.
-    Value(Value),
-    /// A request other than a tool call that its server refused with a
-    /// JSON-RPC error: its message (cut) and code.
-    ServerRefused {
-        /// The server's message, led by the request.
-        message: String,
-        /// The server's error code.
-        code: i32,
-        /// The error's data.
-        data: Option<Value>,
-    },
-    /// Refused (the bridge's message, cut) or a host fault (its kind
-    /// only), as [`tool_reply`] puts it on the wire.
-    Failed(ToolReply),
+    #[test]
+    fn a_failing_state_store_is_state_unavailable_on_the_wire_and_any_other_board_failure_a_bad_request() {
+        use crate::board::BoardError;
+        use code_mode_core::state::StateError;
+        let failed = board_error(BoardError::State(StateError::Unavailable("nats down".into())));
+        assert_eq!(failed.kind, ErrorKind::StateUnavailable);
+        assert_eq!(
+            serde_json::to_value(&failed).unwrap()["kind"],
+            "state_unavailable",
+            "the spelling the wire always carried"
+        );
+        assert_eq!(board_error(BoardError::Unknown("q1".into())).kind, ErrorKind::BadRequest);
+        assert_eq!(board_error(BoardError::Full).kind, ErrorKind::BadRequest);
+    }
+
+    #[test]
+    fn a_servers_unanswered_question_is_an_invalid_request_when_refused_and_keeps_a_clients_own_code() {
+        let refused = question_error(Unanswered::Refused("sampling/createMessage: denied".into()));
+        assert_eq!(refused.code, ErrorCode::INVALID_REQUEST);
+        assert_eq!(refused.message, "sampling/createMessage: denied");
+        let by_client = question_error(Unanswered::ByClient { message: "no roots".into(), code: Some(-32601) });
+        assert_eq!(by_client.code, ErrorCode(-32601));
+        let by_client = question_error(Unanswered::ByClient { message: "no".into(), code: None });
+        assert_eq!(by_client.code, ErrorCode::INVALID_REQUEST);
+        let shared = question_error(Unanswered::NoClient(AskKind::Roots));
+        assert_eq!(shared.code, ErrorCode::METHOD_NOT_FOUND);
+        assert!(
+            shared.message.starts_with("roots/list: the client of this call cannot answer it"),
+            "{}",
+            shared.message
+        );
+        for internal in [Unanswered::ShuttingDown, Unanswered::Unreachable, Unanswered::NotAnswered] {
+            assert_eq!(question_error(internal).code, ErrorCode::INTERNAL_ERROR);
+        }
+    }
 }
 
 impl Answer {
@@ -128,6 +142,16 @@ impl Answer {
             Answer::Value(value) => ToolReply::Ok { value: value.to_string() },
             Answer::ServerRefused { message, .. } => ToolReply::Refused { message },
             Answer::Failed(reply) => reply,
+        }
+    }
+
+    /// The message of a refusal by one of the checks' steps (a server's
+    /// question is refused with it as a JSON-RPC error).
+    pub(crate) fn refusal(self) -> String {
+        match self.for_code() {
+            ToolReply::Refused { message } => message,
+            ToolReply::Fault { kind } => kind.to_string(),
+            ToolReply::Ok { value } | ToolReply::Content { value, .. } => value,
         }
     }
 
@@ -155,15 +179,87 @@ impl Answer {
 }
 
 /// A failure of the approval board (the web console's requests) on the
-/// wire: the state store failing is `state_unavailable`, anything else the
-/// request's fault.
+/// wire: the state store failing is [`ErrorKind::StateUnavailable`],
+/// anything else the request's fault.
 pub(crate) fn board_error(e: crate::board::BoardError) -> WireError {
     let kind = match e {
-        crate::board::BoardError::State(_) => ErrorKind::Other(STATE_UNAVAILABLE.into()),
+        crate::board::BoardError::State(_) => ErrorKind::StateUnavailable,
         _ => ErrorKind::BadRequest,
     };
     WireError { kind, message: e.to_string() }
 }
 
-/// The kind of a console request's failure when the state store fails.
-const STATE_UNAVAILABLE: &str = "state_unavailable";
+/// Why a wrapped server's question to a client (sampling, elicitation,
+/// roots) got no answer. Its server hears it as the JSON-RPC error
+/// [`question_error`] makes of it.
+#[derive(Debug)]
+pub(crate) enum Unanswered {
+    /// The question could not be read (its parameters are not JSON).
+    BadParams(String),
+    /// Asked on the shared session, which stands for no client.
+    NoClient(AskKind),
+    /// Refused by the bridge's checks (the client's capability, the
+    /// server's policy, the private-data rule), or no client session can
+    /// be reached: the message says which.
+    Refused(String),
+    /// The server withdrew its request while the client was asked.
+    Withdrawn,
+    /// The client refused to answer: its message and JSON-RPC code.
+    ByClient {
+        /// The client's message.
+        message: String,
+        /// The client's code (absent: invalid request).
+        code: Option<i32>,
+    },
+    /// The client's frontend took the question but gave no answer.
+    NotAnswered,
+    /// The client could not be asked (its session is gone or silent).
+    Unreachable,
+    /// The question's audit record could not be written, so its answer is
+    /// withheld.
+    NotRecorded(String),
+    /// The client's answer is not the result the question's method returns.
+    BadAnswer {
+        /// The question.
+        kind: AskKind,
+        /// What was wrong with the answer.
+        why: String,
+    },
+    /// The gateway is shutting down (or no bridge serves the session).
+    ShuttingDown,
+}
+
+/// The one mapping of a server's unanswered question to the JSON-RPC error
+/// its server hears: the bridge's refusals and a withdrawn question as an
+/// invalid request, a client's own refusal with its code, a question on
+/// the shared session as a method not found, the rest as internal errors.
+pub(crate) fn question_error(failure: Unanswered) -> ErrorData {
+    match failure {
+        Unanswered::BadParams(why) => ErrorData::invalid_params(why, None),
+        Unanswered::NoClient(kind) => ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!(
+                "{}: the client of this call cannot answer it (code-mode relays a server's questions only to a \
+                 client that declared the capability)",
+                kind.method()
+            ),
+            None,
+        ),
+        Unanswered::Refused(why) => ErrorData::invalid_request(why, None),
+        Unanswered::Withdrawn => ErrorData::invalid_request("the server withdrew its request", None),
+        Unanswered::ByClient { message, code } => {
+            ErrorData::new(code.map_or(ErrorCode::INVALID_REQUEST, ErrorCode), message, None)
+        }
+        Unanswered::NotAnswered => ErrorData::internal_error("the client's frontend did not answer the question", None),
+        Unanswered::Unreachable => {
+            ErrorData::internal_error("the client could not be asked (its session is gone or did not answer)", None)
+        }
+        Unanswered::NotRecorded(e) => {
+            ErrorData::internal_error(format!("the gateway could not record the answer: {e}"), None)
+        }
+        Unanswered::BadAnswer { kind, why } => {
+            ErrorData::internal_error(format!("the client's answer is not a {} result: {why}", kind.method()), None)
+        }
+        Unanswered::ShuttingDown => ErrorData::internal_error("the gateway is shutting down", None),
+    }
+}

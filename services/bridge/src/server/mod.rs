@@ -55,7 +55,7 @@ use std::time::Duration;
 
 use http::{HeaderName, HeaderValue};
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
-use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
+use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::TokioChildProcess;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -68,6 +68,7 @@ use code_mode_upstream_auth::{AuthorizedHttp, Upstream};
 
 use crate::BridgeError;
 use crate::child::ChildTransport;
+pub use crate::error::CallError;
 use crate::relay::{Flights, Relay, Relisting};
 
 mod open;
@@ -167,30 +168,6 @@ impl std::fmt::Debug for HttpSpec {
             .field("auth", &self.auth.as_ref().map(|a| a.spec().kind()))
             .finish()
     }
-}
-
-/// Why a call to the server failed on the host side.
-#[derive(Debug, thiserror::Error)]
-pub enum CallError {
-    /// The server took too long.
-    #[error("no answer within {0:?}")]
-    Timeout(Duration),
-    /// The MCP session failed (transport closed, protocol error, ...).
-    #[error("{0}")]
-    Service(#[from] ServiceError),
-    /// The server exited and is not running again yet.
-    #[error("the server exited and is being restarted")]
-    Restarting,
-    /// The server was closed (shutdown).
-    #[error("the server was closed")]
-    Closed,
-    /// A session of the client's own with the server could not be opened
-    /// (see [`crate::upstream`]).
-    #[error("a session of this client's own with the server could not be opened: {0}")]
-    Own(String),
-    /// The server needs a login (the message names the command).
-    #[error("{0}")]
-    NeedsLogin(String),
 }
 
 /// Restart delays: `initial` after the first exit, doubled after each
