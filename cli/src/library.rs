@@ -25,7 +25,7 @@ use code_mode_bridge::{CallLimits, WrappedServer};
 use code_mode_core::bus::Bus;
 use code_mode_core::defaults;
 use code_mode_mcp_frontend::{CellOptions, Frontend, FrontendConfig, FrontendFactory, KeepConfig};
-use code_mode_proto::{ToolCall, ToolReply};
+use code_mode_proto::{Target, ToolCall, ToolReply};
 use code_mode_sandbox_runner::image::Packages;
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
@@ -330,9 +330,8 @@ impl Bridge {
             identity: None,
             cell_id: uuid::Uuid::new_v4().to_string(),
             call_index: 1,
-            tool: tool.into(),
+            target: Target::Tool(tool.into()),
             arguments,
-            op: Default::default(),
             link: None,
         };
         match self.inner.bridge.call(&call).await {

@@ -5,101 +5,46 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+mod target;
+pub mod wire;
+
 use crate::ErrorKind;
+pub use target::{Op, Target, TargetError};
 // The other items the doc comments link to.
 #[cfg(doc)]
 use crate::*;
 
 /// One tool call from the code, on its way to the bridge.
+///
+/// What it names is its [`Target`]; on the wire ([`wire::ToolCall`]) that
+/// is a field of its own for each kind (`tool`, `uri`, `prompt`) beside
+/// its `op`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "wire::ToolCall", into = "wire::ToolCall")]
 pub struct ToolCall {
     /// The session whose state the call counts in (the cell's
     /// [`RunCell::session`]).
     pub session: String,
     /// Who is asked when the call needs approval (the cell's
     /// [`RunCell::asker`]); absent: `session`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asker: Option<String>,
     /// Who the client is, when the frontend authenticates clients (the
     /// cell's [`RunCell::identity`]): named in the call's audit record and
     /// counted by `"scope": "identity"` limits.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<String>,
     /// The run making the call.
     pub cell_id: String,
     /// 1 for the run's first call, counting every call the run sent.
     pub call_index: u32,
-    /// The Python name of the tool; for another [`Op`], its target (a
-    /// resource's URI, empty for a list).
-    pub tool: String,
+    /// What the call asks of the server and what it names: a tool by its
+    /// Python name, a resource by its URI, a prompt, or nothing (a list).
+    pub target: Target,
     /// The arguments exactly as the code sent them (checked by the bridge).
     pub arguments: serde_json::Value,
-    /// What the call asks of the server: a tool call when absent.
-    #[serde(default, skip_serializing_if = "Op::is_tool")]
-    pub op: Op,
     /// What the cell's MCP client can answer and wants to hear (the cell's
     /// [`RunCell::link`]): a wrapped server's questions during the call
     /// reach it through [`subjects::client`] of the asker.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<ClientLink>,
-}
-
-/// What a call asks of a wrapped server: a tool call (the default), or one
-/// of MCP's other requests that carry data to a server. Each passes the same
-/// checks as a tool call, in the same order (see the bridge's `check.rs`).
-///
-/// For every op but [`Op::Tool`], a call's `tool` holds its target and its
-/// `arguments` the request's own parameters:
-///
-/// | op | target | arguments |
-/// | --- | --- | --- |
-/// | `read_resource`, `subscribe`, `unsubscribe` | the resource's URI | `{}` |
-/// | `list_resources`, `list_templates` | empty | `{}` |
-/// | `get_prompt` | the prompt's name as offered | the prompt's arguments (strings) |
-/// | `complete` | empty | the `completion/complete` parameters (`ref`, `argument`, `context`) |
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Op {
-    /// `tools/call`.
-    #[default]
-    Tool,
-    /// `resources/read`.
-    ReadResource,
-    /// `resources/list`, every server's (code only: a client lists from the
-    /// catalog).
-    ListResources,
-    /// `resources/templates/list`, every server's (code only).
-    ListTemplates,
-    /// `resources/subscribe`.
-    Subscribe,
-    /// `resources/unsubscribe`.
-    Unsubscribe,
-    /// `prompts/get`.
-    GetPrompt,
-    /// `completion/complete`.
-    Complete,
-}
-
-impl Op {
-    /// True for a tool call (the op a call has when it names none).
-    pub fn is_tool(&self) -> bool {
-        *self == Op::Tool
-    }
-
-    /// The MCP method it stands for.
-    pub fn method(self) -> &'static str {
-        match self {
-            Op::Tool => "tools/call",
-            Op::ReadResource => "resources/read",
-            Op::ListResources => "resources/list",
-            Op::ListTemplates => "resources/templates/list",
-            Op::Subscribe => "resources/subscribe",
-            Op::Unsubscribe => "resources/unsubscribe",
-            Op::GetPrompt => "prompts/get",
-            Op::Complete => "completion/complete",
-        }
-    }
 }
 
 /// What the MCP client behind a call can answer and wants to hear, so that
@@ -187,19 +132,21 @@ pub enum ToolReply {
 /// from the frontend to the bridge. The bridge checks it with the same code,
 /// in the same order, as a [`ToolCall`] from a cell; only the budget
 /// differs: the session's direct calls, not a run's.
+///
+/// What it names is its [`Target`]; on the wire ([`wire::DirectCall`])
+/// that is a field of its own for each kind (`tool`, `uri`, `prompt`)
+/// beside its `op`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "wire::DirectCall", into = "wire::DirectCall")]
 pub struct DirectCall {
     /// The session whose state the call counts in: the client session, or
     /// for a stateless client its identity's scope.
     pub session: String,
     /// Who is asked when the call needs approval; absent: `session`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asker: Option<String>,
     /// Who the client is, when the frontend authenticates clients: named
     /// in the call's audit record and counted by `"scope": "identity"`
     /// limits, as for a call from code.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<String>,
     /// This call's id: an approval question about it names it (where a
     /// cell's names the cell), and its audit record carries it as the cell.
@@ -208,23 +155,18 @@ pub struct DirectCall {
     pub call_index: u32,
     /// The direct calls the session may make (`--max-direct-calls`);
     /// absent: no limit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_calls: Option<u32>,
-    /// The tool's Python name (the name `tools/list` offered it under);
-    /// for another [`Op`], its target (see [`Op`]).
-    pub tool: String,
+    /// What the client asks of the server and what it names: a tool by the
+    /// Python name `tools/list` offered it under, a resource by its URI, a
+    /// prompt by its name as offered, or nothing.
+    pub target: Target,
     /// The arguments exactly as the client sent them (checked by the bridge).
     pub arguments: serde_json::Value,
-    /// What the client asks of the server: a tool call when absent.
-    #[serde(default, skip_serializing_if = "Op::is_tool")]
-    pub op: Op,
     /// What the client can answer and wants to hear.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<ClientLink>,
     /// A stateless client's retried request, answering the input-required
     /// result the wrapped server itself returned: the server's
     /// `requestState` and the client's `inputResponses`, passed back to it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<Retry>,
 }
 

@@ -146,21 +146,20 @@ fn a_runner_id_that_is_not_one_subject_token_gets_no_subject() {
 
 #[test]
 fn a_tool_call_carries_no_op_and_another_request_names_its_op() {
-    use code_mode_proto::{Op, ToolCall};
+    use code_mode_proto::{Target, ToolCall};
     let call = ToolCall {
         session: "s".into(),
         asker: None,
         identity: None,
         cell_id: "c".into(),
         call_index: 1,
-        tool: "add".into(),
+        target: Target::Tool("add".into()),
         arguments: serde_json::json!({}),
-        op: Op::Tool,
         link: None,
     };
     let json = serde_json::to_value(&call).unwrap();
     assert!(json.get("op").is_none() && json.get("link").is_none(), "a tool call's message is as before: {json}");
-    let read = ToolCall { op: Op::ReadResource, tool: "test://static-text".into(), ..call };
+    let read = ToolCall { target: Target::ReadResource("test://static-text".into()), ..call };
     let json = serde_json::to_value(&read).unwrap();
     assert_eq!(json["op"], "read_resource");
     assert_eq!(serde_json::from_value::<ToolCall>(json).unwrap(), read);

@@ -22,6 +22,7 @@ use code_mode_core::bus::BusError;
 use code_mode_core::defaults;
 use code_mode_proto::{self as proto, ApprovalReply, DirectCall, DirectReply, Op, ToolCall, ToolReply, subjects};
 use code_mode_telemetry::{ApprovalAnswer, Decision};
+use proto::Target as Asked;
 use serde_json::Value;
 
 use crate::answer::{Answer, Caller, result_text};
@@ -58,9 +59,8 @@ impl Bridge {
             identity: direct.identity.clone(),
             cell_id: direct.call_id.clone(),
             call_index: direct.call_index,
-            tool: direct.tool.clone(),
+            target: direct.target.clone(),
             arguments: direct.arguments.clone(),
-            op: direct.op,
             link: direct.link.clone(),
         };
         // The client may cancel it while it runs (any bridge replica hears
@@ -93,7 +93,7 @@ impl Bridge {
         // The call's trace span, under the runner's `cell.run` (the bus runs
         // this under the sender's context; docs/tracing.md).
         let span =
-            code_mode_telemetry::trace::tool_call_span(&call.cell_id, u64::from(call.call_index), call.op.method());
+            code_mode_telemetry::trace::tool_call_span(&call.cell_id, u64::from(call.call_index), call.target.method());
         let current = self.current();
         let mut trail = Trail::new(call);
         let mut answer = tracing::Instrument::instrument(
@@ -111,10 +111,10 @@ impl Bridge {
         if let Some(audit) = &self.inner.audit
             && let Err(e) = audit.append(trail.record(call), Durability::Written).await
         {
-            tracing::error!(tool = %call.tool, cell = %call.cell_id, error = %e, "the call's audit record was not written: its result is withheld");
-            answer = self.refuse(format!("{}: {e}", call.tool));
+            tracing::error!(tool = %call.target.name(), cell = %call.cell_id, error = %e, "the call's audit record was not written: its result is withheld");
+            answer = self.refuse(format!("{}: {e}", call.target.name()));
         }
-        let (server, tool) = match (call.op, current.catalog.get(&call.tool)) {
+        let (server, tool) = match (call.target.op(), current.catalog.get(call.target.name())) {
             (Op::Tool, Some(tool)) => (current.servers[tool.server].name(), tool.mcp_name.as_str()),
             (Op::Tool, None) => ("<none>", "<unknown>"),
             // Other requests are counted by their method, never by a URI or
@@ -182,15 +182,15 @@ impl Bridge {
     /// dropped as such, any other name as unknown); for another request,
     /// a server offers its target.
     fn allowlisted<'c>(&self, current: &'c Current, call: &ToolCall, trail: &mut Trail) -> Result<Target<'c>, Answer> {
-        if call.op != Op::Tool {
+        let Asked::Tool(asked) = &call.target else {
             return self.offered(current, call, trail);
-        }
+        };
         let catalog = &*current.catalog;
         // A gateway client may name a withheld tool as its server does.
         let server_name = |i: usize| current.servers[i].name().to_string();
         let several = current.wrapped.iter().filter(|w| w.is_some()).count() > 1;
         let several: Option<&dyn Fn(usize) -> String> = several.then_some(&server_name);
-        let withheld = catalog.withheld(&call.tool).or_else(|| catalog.withheld_as_offered(&call.tool, several));
+        let withheld = catalog.withheld(asked).or_else(|| catalog.withheld_as_offered(asked, several));
         if let Some(withheld) = withheld {
             let catalog::Denial { rule, reason } = &withheld.denial;
             let site = CallSite {
@@ -198,20 +198,20 @@ impl Bridge {
                 server: current.servers[withheld.server].name(),
                 tool: &withheld.mcp_name,
             };
-            tracing::info!(tool = %call.tool, cell = %call.cell_id, %rule, "refused: denied by policy (not offered)");
+            tracing::info!(tool = %asked, cell = %call.cell_id, %rule, "refused: denied by policy (not offered)");
             trail.at(site.server, site.tool);
             self.decided(trail, site, AuditDecision::Denied, rule, Some(reason.clone()));
-            return Err(self.refuse(format!("{}: denied by policy ({rule}): {reason}", call.tool)));
+            return Err(self.refuse(format!("{}: denied by policy ({rule}): {reason}", asked)));
         }
-        let Some(tool) = catalog.get(&call.tool) else {
-            let (why, check) = if let Some(login) = self.awaiting_login(current, &call.tool) {
-                (format!("{}: {login}", call.tool), "bridge:login_needed")
-            } else if catalog.is_not_kept(&call.tool) {
-                (format!("{}: this tool is not on the allowlist", call.tool), "bridge:allowlist")
+        let Some(tool) = catalog.get(asked) else {
+            let (why, check) = if let Some(login) = self.awaiting_login(current, asked) {
+                (format!("{}: {login}", asked), "bridge:login_needed")
+            } else if catalog.is_not_kept(asked) {
+                (format!("{}: this tool is not on the allowlist", asked), "bridge:allowlist")
             } else {
-                (format!("there is no tool named {:?}; TOOLS lists the tools", call.tool), "bridge:unknown_tool")
+                (format!("there is no tool named {:?}; TOOLS lists the tools", asked), "bridge:unknown_tool")
             };
-            tracing::info!(tool = %call.tool, cell = %call.cell_id, "refused: unknown or not allowed");
+            tracing::info!(tool = %asked, cell = %call.cell_id, "refused: unknown or not allowed");
             trail.refused(check, &why);
             return Err(self.refuse(why));
         };
@@ -237,43 +237,46 @@ impl Bridge {
     fn offered<'c>(&self, current: &'c Current, call: &ToolCall, trail: &mut Trail) -> Result<Target<'c>, Answer> {
         let offers = &current.offers;
         let unknown = |trail: &mut Trail, why: String| {
-            tracing::info!(op = call.op.method(), cell = %call.cell_id, "refused: {why}");
+            tracing::info!(op = call.target.method(), cell = %call.cell_id, "refused: {why}");
             trail.refused("bridge:unknown_target", &why);
             Err(self.refuse(why))
         };
-        let target = match call.op {
-            Op::Tool => unreachable!("tool calls are looked up in the catalog"),
-            Op::ListResources | Op::ListTemplates => return Ok(Target::Lists),
-            Op::ReadResource | Op::Subscribe | Op::Unsubscribe => match offers.resource_server(&call.tool) {
-                Ok(server) => {
-                    if call.op != Op::ReadResource && !offers.offering(server).is_some_and(|o| o.subscribe) {
-                        let why = format!(
-                            "{}: the server {} takes no subscriptions",
-                            call.op.method(),
-                            current.servers[server].name()
-                        );
-                        return unknown(trail, why);
+        let target = match &call.target {
+            Asked::Tool(_) => unreachable!("tool calls are looked up in the catalog"),
+            Asked::ListResources | Asked::ListTemplates => return Ok(Target::Lists),
+            Asked::ReadResource(uri) | Asked::Subscribe(uri) | Asked::Unsubscribe(uri) => {
+                match offers.resource_server(uri) {
+                    Ok(server) => {
+                        let subscribes = offers.offering(server).is_some_and(|o| o.subscribe);
+                        if !matches!(call.target, Asked::ReadResource(_)) && !subscribes {
+                            let why = format!(
+                                "{}: the server {} takes no subscriptions",
+                                call.target.method(),
+                                current.servers[server].name()
+                            );
+                            return unknown(trail, why);
+                        }
+                        Target::Resource { server, uri: uri.clone() }
                     }
-                    Target::Resource { server, uri: call.tool.clone() }
+                    Err(why) => return unknown(trail, format!("{}: {why}", call.target.method())),
                 }
-                Err(why) => return unknown(trail, format!("{}: {why}", call.op.method())),
-            },
-            Op::GetPrompt => match offers.prompt(&call.tool) {
+            }
+            Asked::GetPrompt(asked) => match offers.prompt(asked) {
                 Some((server, mcp_name)) => {
-                    Target::Prompt { server, mcp_name: mcp_name.to_string(), offered: call.tool.clone() }
+                    Target::Prompt { server, mcp_name: mcp_name.to_string(), offered: asked.clone() }
                 }
-                None => match offers.withheld_prompt(&call.tool) {
+                None => match offers.withheld_prompt(asked) {
                     // Denied by its server's policy: judged there, so the
                     // refusal names the rule.
-                    Some((server, mcp_name)) => Target::Prompt { server, mcp_name, offered: call.tool.clone() },
+                    Some((server, mcp_name)) => Target::Prompt { server, mcp_name, offered: asked.clone() },
                     None => {
                         let known = offers.prompt_names();
                         let why = if known.is_empty() {
-                            format!("prompts/get: there is no prompt named {:?} (no server offers prompts)", call.tool)
+                            format!("prompts/get: there is no prompt named {asked:?} (no server offers prompts)")
                         } else {
                             format!(
                                 "prompts/get: there is no prompt named {:?} (there are: {})",
-                                call.tool,
+                                asked,
                                 crate::stubs::cut_chars(&known.join(", "), 200)
                             )
                         };
@@ -281,7 +284,7 @@ impl Bridge {
                     }
                 },
             },
-            Op::Complete => match completion_target(offers, &call.arguments) {
+            Asked::Complete => match completion_target(offers, &call.arguments) {
                 Ok(target) => target,
                 Err(why) => return unknown(trail, format!("completion/complete: {why}")),
             },
@@ -356,14 +359,15 @@ impl Bridge {
             trail.refused("bridge:arguments", "the arguments do not fit the tool's schema or size limit");
             return Err(self.refuse(format!("{}: {problem}", tool.name)));
         }
-        let size = serde_json::to_vec(&call.arguments).map(|v| v.len()).unwrap_or(usize::MAX) + call.tool.len();
+        let size =
+            serde_json::to_vec(&call.arguments).map(|v| v.len()).unwrap_or(usize::MAX) + call.target.name().len();
         if !matches!(target, Target::Tool(_)) && size > max {
             trail.refused("bridge:arguments", "the request is over the size limit");
             return Err(self.refuse(format!("{name}: the request is {size} bytes, over the {max} byte limit")));
         }
         let arguments = match call.arguments.clone() {
             Value::Object(arguments) => arguments,
-            Value::Null if call.op != Op::Tool => serde_json::Map::new(),
+            Value::Null if call.target.op() != Op::Tool => serde_json::Map::new(),
             _ => {
                 trail.refused("bridge:arguments", "the arguments are not a JSON object");
                 return Err(self.refuse(format!("{name}: arguments must be a JSON object")));
@@ -456,8 +460,8 @@ impl Bridge {
         trail.went_out();
         let name = target.name(call);
         let Some(index) = target.server() else {
-            let items = match call.op {
-                Op::ListTemplates => current.offers.templates_for_code(),
+            let items = match call.target {
+                Asked::ListTemplates => current.offers.templates_for_code(),
                 _ => current.offers.resources_for_code(),
             };
             let value = Value::Array(items);
@@ -475,7 +479,7 @@ impl Bridge {
         // URI or name the code chose.
         let what = match target {
             Target::Tool(tool) => tool.mcp_name.as_str(),
-            _ => call.op.method(),
+            _ => call.target.method(),
         };
         let wrapped = code_mode_telemetry::trace::wrapped_call_span(server.name(), what);
         let sent = tracing::Instrument::instrument(
@@ -498,12 +502,12 @@ impl Bridge {
                     trail.result = Some((CallResult::Error, Some(why.clone())));
                     return self.refuse(format!("{name}: {why}"));
                 }
-                let (answer, kind, text) = self.result_answer(&name, call.op, result, caller);
+                let (answer, kind, text) = self.result_answer(&name, call.target.op(), result, caller);
                 trail.result = Some((kind, Some(text)));
                 answer
             }
             Ok(result) => {
-                let (answer, kind, text) = self.result_answer(&name, call.op, result, caller);
+                let (answer, kind, text) = self.result_answer(&name, call.target.op(), result, caller);
                 if kind == CallResult::Ok {
                     self.learn(target, &answer);
                 }
@@ -522,7 +526,7 @@ impl Bridge {
                 self.refuse(format!("{name}: cancelled by the client"))
             }
             Err(server::CallError::Service(rmcp::service::ServiceError::McpError(error)))
-                if call.op == Op::Tool && direct && CLIENT_ERRORS.contains(&error.code.0) =>
+                if call.target.op() == Op::Tool && direct && CLIENT_ERRORS.contains(&error.code.0) =>
             {
                 // The server refused the client's own request (its
                 // arguments, a capability it lacks, a state it altered):
@@ -535,11 +539,13 @@ impl Bridge {
                 );
                 Answer::ServerRefused { message, code: error.code.0, data: error.data }
             }
-            Err(server::CallError::Service(rmcp::service::ServiceError::McpError(error))) if call.op != Op::Tool => {
+            Err(server::CallError::Service(rmcp::service::ServiceError::McpError(error)))
+                if call.target.op() != Op::Tool =>
+            {
                 // A server's own refusal of a resource or prompt (not
                 // found, bad arguments) is its answer: passed on as a
                 // refusal with its message, cut like any.
-                tracing::info!(op = call.op.method(), server = %server.name(), code = error.code.0, "the server refused the request");
+                tracing::info!(op = call.target.method(), server = %server.name(), code = error.code.0, "the server refused the request");
                 trail.result = Some((CallResult::Error, Some(error.message.to_string())));
                 let message = crate::stubs::cut_chars(
                     &format!("{name} failed: {} (error {})", error.message, error.code.0),

@@ -58,7 +58,10 @@ impl crate::Bridge {
         }
         let own_needed = stateless.is_none()
             && (wants_own(call.link.as_ref())
-                || matches!(call.op, code_mode_proto::Op::Subscribe | code_mode_proto::Op::Unsubscribe));
+                || matches!(
+                    call.target,
+                    code_mode_proto::Target::Subscribe(_) | code_mode_proto::Target::Unsubscribe(_)
+                ));
         let own = match (stateless, own_needed) {
             (Some(stateless), _) => Some(stateless),
             (None, true) => {
@@ -82,7 +85,7 @@ impl crate::Bridge {
             None => server.shared()?,
         };
         let request: rmcp::model::ClientRequest =
-            serde_json::from_value(serde_json::json!({"method": call.op.method(), "params": params}))
+            serde_json::from_value(serde_json::json!({"method": call.target.method(), "params": params}))
                 .map_err(|_| CallError::Service(rmcp::service::ServiceError::UnexpectedResponse))?;
         let handle = peer.send_cancellable_request(request, options).await.map_err(CallError::Service)?;
         let token = match serde_json::to_value(&handle.progress_token) {

@@ -41,8 +41,8 @@ impl<'a> From<&'a ToolCall> for Judged<'a> {
             identity: call.identity.as_deref(),
             cell: &call.cell_id,
             index: call.call_index,
-            names: &call.tool,
-            method: (!call.op.is_tool()).then(|| call.op.method()),
+            names: call.target.name(),
+            method: (!call.target.op().is_tool()).then(|| call.target.method()),
             arguments: &call.arguments,
         }
     }

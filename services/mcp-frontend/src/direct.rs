@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use code_mode_core::defaults::HOP_MARGIN;
-use code_mode_proto::{CallCancelled, CancelCall, Catalog, DirectCall, DirectReply, Op, subjects};
+use code_mode_proto::{CallCancelled, CancelCall, Catalog, DirectCall, DirectReply, Target, subjects};
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 
 use crate::wire::Outcome;
@@ -88,17 +88,17 @@ pub(crate) async fn call(shared: &Shared, call: &DirectCall) -> Result<Outcome, 
     let catalog = &shared.catalog.current().catalog;
     let answers = catalog.answer_wait_ms(call.link.as_ref());
     let wait = Duration::from_millis(catalog.call_timeout_ms + answers) + HOP_MARGIN;
-    if call.op != Op::Tool {
+    let Target::Tool(asked) = &call.target else {
         let answer = shared.bus.call::<_, DirectReply>(subjects::TOOL_DIRECT, call, wait).await;
-        return Ok(crate::wire::gateway_outcome(call.op.method(), answer));
-    }
+        return Ok(crate::wire::gateway_outcome(call.target.method(), answer));
+    };
     // The client names the tool as tools/list offered it; the bridge knows
     // it by the name the code calls it by (which a client may also use).
-    let asked = call.tool.as_str();
+    let asked = asked.as_str();
     let python = catalog.tools.iter().find(|t| t.gateway_name() == asked).map(|t| t.name.clone());
     let answer = match &python {
         Some(name) => {
-            let call = DirectCall { tool: name.clone(), ..call.clone() };
+            let call = DirectCall { target: Target::Tool(name.clone()), ..call.clone() };
             shared.bus.call::<_, DirectReply>(subjects::TOOL_DIRECT, &call, wait).await
         }
         None => shared.bus.call::<_, DirectReply>(subjects::TOOL_DIRECT, call, wait).await,
@@ -178,9 +178,8 @@ mod tests {
             call_id: "direct-1".into(),
             call_index: 1,
             max_calls: None,
-            tool: "add".into(),
+            target: Target::Tool("add".into()),
             arguments: serde_json::json!({"a": 1, "b": 2}),
-            op: Op::Tool,
             link: None,
             retry: None,
         }
@@ -220,11 +219,11 @@ mod tests {
                 "structuredContent": {"sum": 3},
                 "isError": false,
             });
-            match call.tool.as_str() {
+            match call.target.name() {
                 "add" => Ok(DirectReply::Ok { result }),
                 "crash" => Ok(DirectReply::Fault { kind: ErrorKind::TransportClosed }),
                 _ => Ok(DirectReply::Refused {
-                    message: format!("{}: denied by policy", call.tool),
+                    message: format!("{}: denied by policy", call.target.name()),
                     code: None,
                     data: None,
                 }),
@@ -239,9 +238,9 @@ mod tests {
             Some(rmcp::model::ResultType::COMPLETE),
             "given the result type the client's protocol needs"
         );
-        let crashed = call(&shared, &DirectCall { tool: "crash".into(), ..direct_call() }).await;
+        let crashed = call(&shared, &DirectCall { target: Target::Tool("crash".into()), ..direct_call() }).await;
         assert_eq!(text(&crashed), "TransportClosed", "only the kind");
-        let denied = call(&shared, &DirectCall { tool: "echo".into(), ..direct_call() }).await;
+        let denied = call(&shared, &DirectCall { target: Target::Tool("echo".into()), ..direct_call() }).await;
         assert_eq!(text(&denied), "echo: denied by policy", "the bridge's own message");
         serving.cancel();
         // A bridge that takes the call and never answers: a timeout after

@@ -10,7 +10,7 @@
 //! session actor compares each new catalog with the last). Every request
 //! that carries data to a server (reading or subscribing to a resource,
 //! getting a prompt, a completion) goes to the bridge on the direct-call
-//! path of its session, with its [`Op`], and is checked there exactly as
+//! path of its session, with its [`Target`], and is checked there exactly as
 //! a tool call is: budget, size, audit, the server's policy, the
 //! private-data rule. Its answer comes back as an [`crate::wire::Outcome`]:
 //! the server's result, or a JSON-RPC error carrying the server's own code
@@ -21,7 +21,7 @@
 //! resources (with subscriptions when a server takes them) and prompts with
 //! their `listChanged`, completions, logging.
 
-use code_mode_proto::Op;
+use code_mode_proto::Target;
 use rmcp::RoleServer;
 use rmcp::model::ServerCapabilities;
 use rmcp::service::RequestContext;
@@ -77,23 +77,23 @@ pub(crate) fn listed<T: for<'de> rmcp::serde::Deserialize<'de>>(frontend: &Front
     serde_json::from_value(Value::Object(list)).map_err(|e| wire::rpc::internal(key, e))
 }
 
-/// Send one request of `op` on `target` to the bridge through the
-/// session, answering its questions on this request: the server's result,
-/// or the JSON-RPC error the request ended in ([`wire::Outcome::result`]).
+/// Send one request of `target` to the bridge through the session,
+/// answering its questions on this request: the server's result, or the
+/// JSON-RPC error the request ended in ([`wire::Outcome::result`]).
 pub(crate) async fn request(
     frontend: &Frontend,
-    op: Op,
-    target: String,
+    target: Target,
     arguments: Value,
     retry: Option<code_mode_proto::Retry>,
     context: &RequestContext<RoleServer>,
 ) -> Result<Value, McpError> {
     frontend.prologue(context).await;
-    let run = match frontend.start_direct(op, target, arguments, context, retry).await {
+    let method = target.method();
+    let run = match frontend.start_direct(target, arguments, context, retry).await {
         Ok(run) => run,
-        Err(e) => return Err(wire::rpc::internal(op.method(), e)),
+        Err(e) => return Err(wire::rpc::internal(method, e)),
     };
-    frontend.drive(run, context).await.result(op.method())
+    frontend.drive(run, context).await.result(method)
 }
 
 /// A stateless client's retried request, answering the server's own

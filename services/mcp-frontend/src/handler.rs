@@ -16,7 +16,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use code_mode_proto::{ApprovalReply, ApprovalRequest, ClientLink, Note, Op};
+use code_mode_proto::{ApprovalReply, ApprovalRequest, ClientLink, Note, Op, Target};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use rmcp::model::{
@@ -162,19 +162,18 @@ impl Frontend {
     ) -> Result<CallToolResponse, McpError> {
         let tool = request.name.to_string();
         let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
-        match self.start_direct(Op::Tool, tool.clone(), arguments, context, retry).await {
+        match self.start_direct(Target::Tool(tool.clone()), arguments, context, retry).await {
             Ok(run) => self.drive(run, context).await.tool_response(),
             Err(e) => Ok(wire::failed(&tool, &e).into()),
         }
     }
 
-    /// Start a direct call of `op` on `target` (a tool's name, a resource's
-    /// URI, a prompt's name): the session sends it to the bridge, where it
-    /// is checked as a call from code; its questions come to this request.
+    /// Start a direct call of `target` (a tool, a resource's read, a
+    /// prompt, ...): the session sends it to the bridge, where it is checked
+    /// as a call from code; its questions come to this request.
     pub(crate) async fn start_direct(
         &self,
-        op: Op,
-        target: String,
+        target: Target,
         arguments: serde_json::Value,
         context: &RequestContext<RoleServer>,
         retry: Option<code_mode_proto::Retry>,
@@ -186,10 +185,11 @@ impl Frontend {
         let (route, questions) = mpsc::channel(QUESTIONS_PER_CELL);
         let call_id = format!("direct-{}", uuid::Uuid::new_v4());
         let link = Some(self.link_of(context));
-        let order = DirectOrder { call_id: call_id.clone(), tool: target.clone(), arguments, op, link, retry, route };
+        let op = target.op();
+        let tool = target.tool().unwrap_or(op.method()).to_string();
+        let order = DirectOrder { call_id: call_id.clone(), target, arguments, link, retry, route };
         let result = self.session.direct(order).await;
         let result = async move { result.await.unwrap_or(Err(FrontendError::SessionEnded)) };
-        let tool = if op == Op::Tool { target } else { op.method().to_string() };
         Ok(CellRun { result: Box::pin(result), questions, tool, call_id: Some(call_id), cell_id: None, op })
     }
 
@@ -675,8 +675,7 @@ impl ServerHandler for Frontend {
         let retry = crate::gateway::retry_of(request.request_state.clone(), request.input_responses.clone());
         let value = crate::gateway::request(
             self,
-            Op::ReadResource,
-            request.uri.clone(),
+            Target::ReadResource(request.uri.clone()),
             serde_json::json!({}),
             retry,
             &context,
@@ -694,7 +693,7 @@ impl ServerHandler for Frontend {
         request: rmcp::model::SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        crate::gateway::request(self, Op::Subscribe, request.uri.clone(), serde_json::json!({}), None, &context)
+        crate::gateway::request(self, Target::Subscribe(request.uri.clone()), serde_json::json!({}), None, &context)
             .await?;
         Ok(())
     }
@@ -705,7 +704,7 @@ impl ServerHandler for Frontend {
         request: rmcp::model::UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        crate::gateway::request(self, Op::Unsubscribe, request.uri.clone(), serde_json::json!({}), None, &context)
+        crate::gateway::request(self, Target::Unsubscribe(request.uri.clone()), serde_json::json!({}), None, &context)
             .await?;
         Ok(())
     }
@@ -717,8 +716,8 @@ impl ServerHandler for Frontend {
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
         let arguments = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
         let retry = crate::gateway::retry_of(request.request_state.clone(), request.input_responses.clone());
-        let value =
-            crate::gateway::request(self, Op::GetPrompt, request.name.clone(), arguments, retry, &context).await?;
+        let prompt = Target::GetPrompt(request.name.clone());
+        let value = crate::gateway::request(self, prompt, arguments, retry, &context).await?;
         if wire::is_input_required(&value) {
             return crate::gateway::typed::<InputRequiredResult>(value).map(Into::into);
         }
@@ -731,7 +730,7 @@ impl ServerHandler for Frontend {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CompleteResult, McpError> {
         let params = serde_json::to_value(&request).map_err(wire::rpc::bad_params)?;
-        let value = crate::gateway::request(self, Op::Complete, String::new(), params, None, &context).await?;
+        let value = crate::gateway::request(self, Target::Complete, params, None, &context).await?;
         crate::gateway::typed::<rmcp::model::CompleteResult>(value)
     }
 }

@@ -24,7 +24,7 @@ use bollard::Docker;
 use bollard::container::LogOutput;
 use code_mode_core::bus::Bus;
 use code_mode_core::lease::Progress;
-use code_mode_proto::{CellReport, Op, RunCell, ToolCall, ToolReply, subjects};
+use code_mode_proto::{CellReport, Op, RunCell, Target, ToolCall, ToolReply, subjects};
 use code_mode_telemetry::CellOutcome;
 use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
@@ -677,9 +677,8 @@ async fn handle_line(
                 identity: run.cell.identity.clone(),
                 cell_id: run.cell.cell_id.clone(),
                 call_index: run.calls_sent,
-                tool,
+                target: Target::new(op, tool),
                 arguments,
-                op,
                 link: run.cell.link.clone(),
             };
             let bus = bus.clone();
@@ -716,7 +715,7 @@ async fn relay(bus: &Bus, call: &ToolCall, timeout: Duration) -> ToolReply {
     match bus.call::<_, ToolReply>(subjects::TOOL_CALL, call, timeout).await {
         Ok(reply) => reply,
         Err(e) => {
-            tracing::warn!(tool = %call.tool, cell = %call.cell_id, error = %e, "tool call did not reach the bridge");
+            tracing::warn!(tool = %call.target.name(), cell = %call.cell_id, error = %e, "tool call did not reach the bridge");
             ToolReply::Fault { kind: wire::bus_fault(&e) }
         }
     }

@@ -17,9 +17,8 @@ fn direct(tool: &str, arguments: Value, index: u32, max: Option<u32>) -> DirectC
         call_id: format!("direct-{index}"),
         call_index: index,
         max_calls: max,
-        tool: tool.into(),
+        target: code_mode_proto::Target::Tool(tool.into()),
         arguments,
-        op: Default::default(),
         link: None,
         retry: None,
     }

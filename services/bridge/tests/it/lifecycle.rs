@@ -28,7 +28,11 @@ async fn the_bridge_answers_catalog_requests_and_tool_calls_over_the_in_process_
     let reply: ToolReply = bus.call(subjects::TOOL_CALL, &call, timeout).await.expect("a reply");
     assert_eq!(reply, ToolReply::Ok { value: r#"{"sum":5}"#.into() });
 
-    let call = ToolCall { tool: "add".into(), arguments: json!({"a": "x", "b": 3}), ..tool_call("", json!({}), 2) };
+    let call = ToolCall {
+        target: code_mode_proto::Target::Tool("add".into()),
+        arguments: json!({"a": "x", "b": 3}),
+        ..tool_call("", json!({}), 2)
+    };
     let reply: ToolReply = bus.call(subjects::TOOL_CALL, &call, timeout).await.expect("a reply");
     assert!(matches!(&reply, ToolReply::Refused { message } if message.contains("at /a")), "{reply:?}");
 

@@ -97,9 +97,8 @@ async fn a_limit_of_three_per_minute_lets_exactly_three_of_ten_concurrent_calls_
                 identity: None,
                 cell_id: "cell-1".into(),
                 call_index: i,
-                tool: "add".into(),
+                target: code_mode_proto::Target::Tool("add".into()),
                 arguments: json!({"a": 2, "b": 3}),
-                op: Default::default(),
                 link: None,
             };
             bridge.call(&call).await

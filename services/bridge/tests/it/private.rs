@@ -30,9 +30,8 @@ async fn call_at(h: &Harness, session: &str, tool: &str, arguments: Value, call_
         identity: None,
         cell_id: format!("{session}-cell"),
         call_index,
-        tool: tool.into(),
+        target: code_mode_proto::Target::Tool(tool.into()),
         arguments,
-        op: Default::default(),
         link: None,
     };
     h.bridge.call(&call).await

@@ -21,9 +21,8 @@ fn call(session: &str, cell: &str, index: u32, tool: &str, arguments: Value) -> 
         identity: None,
         cell_id: cell.into(),
         call_index: index,
-        tool: tool.into(),
+        target: code_mode_proto::Target::Tool(tool.into()),
         arguments,
-        op: Default::default(),
         link: None,
     }
 }
@@ -103,14 +102,14 @@ async fn resource_reads_and_prompts_replay_under_their_rules_keyed_by_method_and
     let mut setup = Setup::server(&["--resources"]).policy(r#"{"version": "1", "default": "allow"}"#);
     setup.policy_options.audit = Some(file_sink(&path).await);
     let h = setup.start().await.expect("the bridge starts");
-    let op = |index: u32, op: code_mode_proto::Op, target: &str, arguments: Value| ToolCall {
-        op,
-        ..call("s", "c", index, target, arguments)
+    let op = |index: u32, target: code_mode_proto::Target, arguments: Value| ToolCall {
+        target,
+        ..call("s", "c", index, "", arguments)
     };
-    use code_mode_proto::Op;
-    ok(h.bridge.call(&op(1, Op::ReadResource, "test://small", json!({}))).await);
-    ok(h.bridge.call(&op(2, Op::ReadResource, "test://secret", json!({}))).await);
-    ok(h.bridge.call(&op(3, Op::GetPrompt, "greet", json!({"name": "Ada"}))).await);
+    use code_mode_proto::Target;
+    ok(h.bridge.call(&op(1, Target::ReadResource("test://small".into()), json!({}))).await);
+    ok(h.bridge.call(&op(2, Target::ReadResource("test://secret".into()), json!({}))).await);
+    ok(h.bridge.call(&op(3, Target::GetPrompt("greet".into()), json!({"name": "Ada"}))).await);
     ok(h.bridge.call(&call("s", "c", 4, "echo", json!({"text": "hi"}))).await);
     h.close().await;
     let recorded = records(&path);

@@ -27,9 +27,8 @@ fn call(session: &str, index: u32, tool: &str, arguments: Value) -> ToolCall {
         identity: None,
         cell_id: format!("{session}-cell"),
         call_index: index,
-        tool: tool.into(),
+        target: code_mode_proto::Target::Tool(tool.into()),
         arguments,
-        op: Default::default(),
         link: None,
     }
 }

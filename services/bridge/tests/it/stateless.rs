@@ -30,9 +30,8 @@ fn call(identity: &str, tool: &str, arguments: Value) -> ToolCall {
         identity: Some(identity.into()),
         cell_id: format!("{asker}-cell"),
         call_index: 1,
-        tool: tool.into(),
+        target: code_mode_proto::Target::Tool(tool.into()),
         arguments,
-        op: Default::default(),
         link: None,
     }
 }
@@ -106,9 +105,8 @@ async fn a_grant_limit_of_three_holds_across_five_stateless_calls_and_a_direct_b
         call_id: format!("direct-{}", uuid::Uuid::new_v4()),
         call_index: 1,
         max_calls: Some(2),
-        tool: "echo".into(),
+        target: code_mode_proto::Target::Tool("echo".into()),
         arguments: json!({"text": "x"}),
-        op: Default::default(),
         link: None,
         retry: None,
     };

@@ -192,9 +192,8 @@ pub fn tool_call(tool: &str, arguments: Value, call_index: u32) -> ToolCall {
         identity: None,
         cell_id: "cell-1".into(),
         call_index,
-        tool: tool.into(),
+        target: code_mode_proto::Target::Tool(tool.into()),
         arguments,
-        op: Default::default(),
         link: None,
     }
 }

@@ -63,7 +63,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use code_mode_proto::{ApprovalRequest, CellReport, ClientLink, DirectCall, KeptContainer, Op, ToClient, subjects};
+use code_mode_proto::{
+    ApprovalRequest, CellReport, ClientLink, DirectCall, KeptContainer, Op, Target, ToClient, subjects,
+};
 use rmcp::RoleServer;
 #[allow(deprecated)] // MCP logging, deprecated from 2026-07-28 on (see `notices`).
 use rmcp::model::LoggingLevel;
@@ -130,13 +132,11 @@ impl std::fmt::Debug for CellRun {
 pub(crate) struct DirectOrder {
     /// The call's id (approval questions name it).
     pub call_id: String,
-    /// The tool's name, as `tools/list` offered it.
-    pub tool: String,
+    /// What the client asks: a tool by its name as `tools/list` offered
+    /// it, or another request for the gateway's servers.
+    pub target: Target,
     /// The arguments as the client sent them.
     pub arguments: serde_json::Value,
-    /// What the client asks: a tool call, or another request for the
-    /// gateway's servers (`tool` then holds its target).
-    pub op: Op,
     /// What the client can answer and wants to hear.
     pub link: Option<ClientLink>,
     /// A stateless client's retry of the server's own input-required
@@ -667,9 +667,8 @@ impl SessionActor {
             call_id: order.call_id.clone(),
             call_index: self.direct_calls,
             max_calls: self.shared.config.max_direct_calls,
-            tool: order.tool,
+            target: order.target,
             arguments: order.arguments,
-            op: order.op,
             link: order.link,
             retry: order.retry,
         };
