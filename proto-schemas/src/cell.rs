@@ -1,6 +1,6 @@
 //! Cells: a run of code and its limits, a kept session's container, the
-//! report, and a cell's lease ([`subjects::CELL_RUN`], [`subjects::runner`],
-//! [`subjects::cell_lease`]).
+//! report, a cell's lease and its cancel ([`subjects::CELL_RUN`],
+//! [`subjects::runner`], [`subjects::cell_lease`], [`subjects::cell_cancel`]).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -283,4 +283,23 @@ impl std::fmt::Display for CellEnded {
             CellEnded::Failed => "the runner answered with an error",
         })
     }
+}
+
+/// The request that ran a cell was cancelled (or its client went away):
+/// the runner running it stops it and kills its container.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelCell {
+    /// Why, as the cell's report and the logs say it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Whether the cell was still running when its cancel came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CellCancelled {
+    /// It was, and it is being stopped; false when it had ended already (or
+    /// a cancel came before: nothing is stopped twice).
+    pub stopped: bool,
 }

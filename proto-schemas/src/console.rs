@@ -151,6 +151,14 @@ pub struct WaitingCall {
     /// runner did not answer in time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// Whether anyone still waits for the answer, as the bridge found when
+    /// it read the board: `true` while the cell that asked runs (its
+    /// request is open: a request that goes stops its cell), `false` once
+    /// it ended or its runner is gone (the question is being withdrawn and
+    /// cannot be approved); `None` when not known (a direct call, or the
+    /// runner did not answer in time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub still_waited: Option<bool>,
 }
 
 /// How many characters of a cell's code a waiting call keeps

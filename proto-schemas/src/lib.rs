@@ -77,6 +77,8 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         ("console_reply", schema::<Reply<ConsoleReply>>()),
         ("runner_status", schema::<RunnerStatus>()),
         ("runner_status_reply", schema::<Reply<StatusNoted>>()),
+        ("cancel_cell", schema::<CancelCell>()),
+        ("cancel_cell_reply", schema::<Reply<CellCancelled>>()),
     ]
 }
 

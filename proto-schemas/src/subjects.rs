@@ -54,10 +54,17 @@ pub const APPROVALS: &str = "codemode.v1.approvals";
 /// [`crate::StatusNoted`], every few seconds: the runner's slots, for
 /// the web console's operations view.
 pub const RUNNER_STATUS: &str = "codemode.v1.runners.status";
+/// frontend -> the sandbox-runner running one cell: [`crate::CancelCell`]
+/// -> [`crate::CellCancelled`]: the request that ran the cell was
+/// cancelled (or its client went away), so the runner kills the cell's
+/// container now. The subject ends with the cell id (see
+/// [`cell_cancel`]); the runner answers on it from taking the cell until
+/// it replies, so no responder means the cell has ended already.
+pub const CELL_CANCEL: &str = "codemode.v1.cell.cancel";
 /// Every subject, for documentation and permission checks (the approval,
-/// client, runner, lease and hold subjects are prefixes: one subject per
+/// client, runner, lease, hold and cell cancel subjects are prefixes: one subject per
 /// session, runner or cell below each).
-pub const ALL: [&str; 13] = [
+pub const ALL: [&str; 14] = [
     CATALOG_GET,
     TOOL_CALL,
     TOOL_DIRECT,
@@ -71,6 +78,7 @@ pub const ALL: [&str; 13] = [
     CELL_HOLD,
     APPROVALS,
     RUNNER_STATUS,
+    CELL_CANCEL,
 ];
 
 /// The hold subject of one cell, or `None` when the cell id is not one
@@ -91,6 +99,13 @@ pub fn client(session: &str) -> Option<String> {
 /// subject token (the same rule as [`is_session_id`]).
 pub fn runner(id: &str) -> Option<String> {
     is_session_id(id).then(|| format!("{RUNNER}.{id}"))
+}
+
+/// The cancel subject of one cell, or `None` when the cell id is not
+/// one subject token (such a cell cannot be cancelled: it runs to its
+/// end or its deadline).
+pub fn cell_cancel(cell_id: &str) -> Option<String> {
+    is_session_id(cell_id).then(|| format!("{CELL_CANCEL}.{cell_id}"))
 }
 
 /// The lease subject of one cell, or `None` when the cell id is not one

@@ -53,6 +53,9 @@ STEPS is a JSON list, run in order in one client session:
         other clients act), its output null; the session stays open
 A "call" step with "progress": true passes a progress callback; the step's
 output then also holds "progress": [{"progress", "total", "message"}, ...].
+A "call" step with "give_up_after": SECONDS stops waiting after that long
+(an anyio cancel scope around the call, as a caller's timeout would); its
+output is then {"op": "call", "result": null, "gave_up": true}.
 
 --sampling TEXT declares sampling and answers every request with TEXT
 (after --sampling-delay SECONDS, if given; a question the server cancels
@@ -73,6 +76,7 @@ import ssl
 import sys
 import warnings
 
+import anyio
 import httpx2
 import mcp.types as types
 from mcp import Client, ClientSession, StdioServerParameters
@@ -277,7 +281,17 @@ async def main(argv):
                         async def on_progress(done, total, message):
                             progress.append({"progress": done, "total": total, "message": message})
                         options["progress_callback"] = on_progress
-                    result = await client.call_tool(step["tool"], arguments, **options)
+                    if "give_up_after" in step:
+                        # The caller gives up: the SDK abandons the request
+                        # (notifications/cancelled, or at 2026-07-28 over
+                        # HTTP the request's stream closed).
+                        with anyio.move_on_after(step["give_up_after"]) as scope:
+                            result = await client.call_tool(step["tool"], arguments, **options)
+                        if scope.cancelled_caught:
+                            results.append(None)
+                            return {"op": op, "result": None, "gave_up": True}
+                    else:
+                        result = await client.call_tool(step["tool"], arguments, **options)
                     last = result
                     if step.get("progress"):
                         results.append(result)

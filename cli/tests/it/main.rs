@@ -11,6 +11,7 @@ mod alerts;
 mod approval;
 mod audit;
 mod auth;
+mod cancel;
 mod cluster;
 mod code_mcp;
 mod compose;

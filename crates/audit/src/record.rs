@@ -231,6 +231,9 @@ pub enum CellOutcome {
     /// The run was stopped (deadline, output flood, protocol violation, the
     /// container died, shutdown).
     Stopped,
+    /// The request that ran it was cancelled, or its client went away: the
+    /// run was stopped and its container killed.
+    Cancelled,
     /// The run could not start (the container could not be created).
     Failed,
 }

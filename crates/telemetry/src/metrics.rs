@@ -41,19 +41,22 @@ pub enum CellOutcome {
     Died,
     /// code-mode was shutting down.
     Shutdown,
+    /// The request that ran it was cancelled (or its client went away).
+    Cancelled,
     /// No container could be created or started for it (a Docker failure).
     StartFailed,
 }
 
 impl CellOutcome {
     /// Every outcome.
-    pub const ALL: [CellOutcome; 7] = [
+    pub const ALL: [CellOutcome; 8] = [
         CellOutcome::Finished,
         CellOutcome::Error,
         CellOutcome::Deadline,
         CellOutcome::Violation,
         CellOutcome::Died,
         CellOutcome::Shutdown,
+        CellOutcome::Cancelled,
         CellOutcome::StartFailed,
     ];
 
@@ -66,6 +69,7 @@ impl CellOutcome {
             CellOutcome::Violation => "violation",
             CellOutcome::Died => "died",
             CellOutcome::Shutdown => "shutdown",
+            CellOutcome::Cancelled => "cancelled",
             CellOutcome::StartFailed => "start_failed",
         }
     }

@@ -56,12 +56,12 @@ pub enum BoardError {
     /// No open question has this id.
     #[error("no question {0:?} waits (it was decided, withdrawn or never asked)")]
     Unknown(String),
-    /// Already decided.
+    /// Already decided (or withdrawn).
     #[error("the question was already {outcome}{by}")]
     Decided {
         /// How.
         outcome: String,
-        /// ` by NAME`, or nothing.
+        /// ` by NAME`, `: why` (a withdrawal), or nothing.
         by: String,
     },
     /// The viewer may not decide it.
@@ -82,6 +82,10 @@ pub struct Stored {
     /// The decision, once taken.
     #[serde(default)]
     pub decision: Option<Decision>,
+    /// The call comes from a cell's code (whose lease says whether it
+    /// still runs), not a client's direct call.
+    #[serde(default)]
+    pub from_code: bool,
 }
 
 impl Stored {
@@ -194,10 +198,13 @@ impl Board {
             .decide_if(id, |s| s.refuses(viewer).map_or(Ok(()), |why| Err(BoardError::NotYours(why))), decision.clone())
             .await?;
         if held != decision {
-            return Err(BoardError::Decided {
-                outcome: held.outcome.clone(),
-                by: held.by.as_ref().map(|b| format!(" by {b}")).unwrap_or_default(),
-            });
+            // A withdrawn question says why (its request is gone, ...).
+            let why = match &held.by {
+                Some(by) => format!(" by {by}"),
+                None if held.note.is_empty() => String::new(),
+                None => format!(": {}", held.note),
+            };
+            return Err(BoardError::Decided { outcome: held.outcome.clone(), by: why });
         }
         tracing::info!(question = %id, by = %viewer.name, outcome = %decision.outcome, "an approver decided");
         Ok(decision)
@@ -349,9 +356,10 @@ mod tests {
             timeout_ms: 60_000,
             question_sha256: String::new(),
             code: Some("await pay(amount=5)".into()),
+            still_waited: None,
         };
         q.question_sha256 = question_hash(&q);
-        Stored { question: q, self_approve: false, decision: None }
+        Stored { question: q, self_approve: false, decision: None, from_code: true }
     }
 
     #[test]

@@ -42,7 +42,10 @@ impl Bridge {
     /// cannot be written turns the reply into a refusal (fail closed), and
     /// no call goes out while the sink is failing.
     pub async fn call(&self, call: &ToolCall) -> ToolReply {
-        self.checked(call, Caller::Code).await.for_code()
+        // The cell's request may be cancelled while the call runs (any
+        // bridge replica hears the cancel, which names the cell).
+        let flight = self.inner.in_flight.enter(&call.cell_id);
+        self.checked_with(call, Caller::Code, flight.token(), None).await.for_code()
     }
 
     /// Check one call a client made directly (`--expose-tools`) and, if it
@@ -65,23 +68,18 @@ impl Bridge {
         };
         // The client may cancel it while it runs (any bridge replica hears
         // the cancel; this one holds the call).
-        let cancel = tokio_util::sync::CancellationToken::new();
-        code_mode_core::sync::lock(&self.inner.in_flight).insert(direct.call_id.clone(), cancel.clone());
+        let flight = self.inner.in_flight.enter(&direct.call_id);
         let caller = Caller::Direct { max_calls: direct.max_calls };
-        let answer = self.checked_with(&call, caller, cancel, direct.retry.as_ref()).await;
-        code_mode_core::sync::lock(&self.inner.in_flight).remove(&direct.call_id);
+        let answer = self.checked_with(&call, caller, flight.token(), direct.retry.as_ref()).await;
+        drop(flight);
         answer.for_direct()
     }
 
     /// The one path every call takes, from code or direct: the checks, the
     /// call, the audit record (a record that cannot be written withholds
-    /// the result), the metrics.
-    async fn checked(&self, call: &ToolCall, caller: Caller) -> Answer {
-        self.checked_with(call, caller, tokio_util::sync::CancellationToken::new(), None).await
-    }
-
-    /// [`Bridge::checked`] of a call its client may cancel through
-    /// `cancel`, possibly retrying a server's input-required result.
+    /// the result), the metrics; its client may cancel it through
+    /// `cancel` (a call of a cancelled request never goes out), and a
+    /// server's input-required result may be retried.
     async fn checked_with(
         &self,
         call: &ToolCall,
@@ -160,6 +158,7 @@ impl Bridge {
     ) -> Answer {
         let pipeline = async {
             let target = self.allowlisted(current, call, trail)?;
+            self.not_cancelled(&cancel, &target, call)?;
             // Where the session's state lives (a stateless scope's current
             // generation), found when a step first needs it.
             let mut state = StateKey::new(self, &call.session);
@@ -172,6 +171,9 @@ impl Bridge {
                 self.apply_policy(applied, call, caller, &target, &mut state, trail).await?;
             }
             self.private_rule(current, &target, &mut state, trail).await?;
+            // A request cancelled while its call waited for a person: the
+            // call does not go out, whatever the answer.
+            self.not_cancelled(&cancel, &target, call)?;
             Ok(self.go_out(current, &target, call, arguments, caller, trail, cancel, retry).await)
         };
         pipeline.await.unwrap_or_else(|refused| refused)
@@ -482,6 +484,7 @@ impl Bridge {
             _ => call.target.method(),
         };
         let wrapped = code_mode_telemetry::trace::wrapped_call_span(server.name(), what);
+        let by_client = cancel.clone();
         let sent = tracing::Instrument::instrument(
             self.send(index, call, params, timeout, cancel, direct, retry),
             wrapped.clone(),
@@ -520,7 +523,7 @@ impl Bridge {
                 self.refuse(format!("{name}: no answer within {} s", after.as_secs_f64()))
             }
             Err(server::CallError::Service(rmcp::service::ServiceError::Cancelled { .. }))
-                if cancel_was_client(call) =>
+                if by_client.is_cancelled() =>
             {
                 trail.result = Some((CallResult::Fault, None));
                 self.refuse(format!("{name}: cancelled by the client"))
@@ -818,6 +821,20 @@ impl Bridge {
         Ok(entry.value.as_u64().unwrap_or(u64::MAX))
     }
 
+    /// The call's request was cancelled (the cell's, or the direct call's):
+    /// refused here so it never goes out.
+    fn not_cancelled(
+        &self,
+        cancel: &tokio_util::sync::CancellationToken,
+        target: &Target<'_>,
+        call: &ToolCall,
+    ) -> Result<(), Answer> {
+        match cancel.is_cancelled() {
+            true => Err(self.refuse(format!("{}: cancelled by the client", target.name(call)))),
+            false => Ok(()),
+        }
+    }
+
     pub(crate) fn refuse(&self, message: String) -> Answer {
         Answer::Failed(wire::tool_reply(wire::CallFailure::Refused(message), self.inner.limits.max_message_chars))
     }
@@ -883,10 +900,4 @@ fn state_refusal(tool: &str, what: &str, error: &code_mode_core::state::StateErr
 /// own timeout plus a margin for the hops.
 pub fn call_request_timeout(limits: &CallLimits) -> Duration {
     limits.call_timeout + defaults::HOP_MARGIN
-}
-
-/// True when a call's cancellation came from its client (a direct call
-/// the client cancelled), not from the server.
-fn cancel_was_client(call: &ToolCall) -> bool {
-    call.cell_id.starts_with("direct-")
 }

@@ -5,9 +5,13 @@
 //! reload is kept in the state store ([`Bridge::note_reload`]) so that
 //! every bridge shows every bridge's.
 
+use std::time::Duration;
+
+use code_mode_core::bus::BusError;
+use code_mode_proto::{self as proto, WaitingCall, subjects};
+
 use crate::Bridge;
 use crate::board::{self, Board, Stored};
-use code_mode_proto as proto;
 
 /// How many audit records the console may ask for.
 pub const MAX_AUDIT_LINES: u32 = 200;
@@ -16,8 +20,36 @@ pub const MAX_AUDIT_LINES: u32 = 200;
 const RELOADS: &str = "reloads";
 /// The most bridges whose last reload is kept.
 const MAX_RELOADS: usize = 50;
+/// How long the board waits for a cell's lease to say whether it runs.
+const LEASE_ASK: Duration = Duration::from_secs(1);
 
 impl Bridge {
+    /// The waiting calls, each saying whether anyone still waits for its
+    /// answer: a call from code asks its cell's lease now, which says the
+    /// cell runs (its request is open: a request that goes stops its
+    /// cell), ended, or nobody answers (its runner is gone). A direct
+    /// call's is not known here (the bridge that holds it withdraws its
+    /// question when its request goes).
+    async fn still_waited(&self, open: Vec<Stored>) -> Vec<WaitingCall> {
+        let bus = self.inner.outbound.get();
+        let asks = open.iter().map(|stored| async move {
+            let bus = bus.filter(|_| stored.from_code)?;
+            let cell = &stored.question.cell_id;
+            let subject = subjects::cell_lease(cell)?;
+            let check = proto::LeaseCheck { cell_id: cell.clone() };
+            match bus.call_quiet::<_, proto::LeaseHeld>(&subject, &check, LEASE_ASK).await {
+                Ok(held) => Some(held.ended.is_none()),
+                Err(BusError::NoResponders { .. }) => Some(false),
+                Err(_) => None,
+            }
+        });
+        let found = futures::future::join_all(asks).await;
+        open.into_iter()
+            .zip(found)
+            .map(|(stored, still)| WaitingCall { still_waited: still, ..stored.question })
+            .collect()
+    }
+
     /// Answer the web console: the board as `viewer` may see it, a
     /// decision, the audit log's tail.
     pub async fn console(&self, request: proto::ConsoleRequest) -> Result<proto::ConsoleReply, proto::WireError> {
@@ -36,11 +68,8 @@ impl Bridge {
                 };
                 let recent =
                     board.recent().await.map_err(failed)?.into_iter().filter(|d| may_see(&d.approvers)).collect();
-                Ok(proto::ConsoleReply::Board {
-                    waiting: mine.into_iter().map(|s| s.question).collect(),
-                    others: others.len() as u32,
-                    recent,
-                })
+                let waiting = self.still_waited(mine).await;
+                Ok(proto::ConsoleReply::Board { waiting, others: others.len() as u32, recent })
             }
             proto::ConsoleRequest::Decide { viewer, id, approve, note } => {
                 let decision = board.decide(&viewer, &id, approve, &note).await.map_err(failed)?;

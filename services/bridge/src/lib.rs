@@ -77,6 +77,7 @@ mod child;
 mod console;
 mod current;
 mod error;
+mod flights;
 mod offers;
 mod questions;
 mod relay;
@@ -136,9 +137,9 @@ pub(crate) struct Inner {
     pub(crate) scopes: Scopes,
     /// Clients' own sessions with the servers.
     pub(crate) upstreams: Arc<upstream::Upstreams>,
-    /// The direct calls running here, by call id: cancelling one cancels
-    /// its request at the server.
-    pub(crate) in_flight: std::sync::Mutex<std::collections::HashMap<String, tokio_util::sync::CancellationToken>>,
+    /// The calls running here that their client may cancel (a direct
+    /// call's, a cell's).
+    pub(crate) in_flight: flights::Flights,
     /// What a reload needs: one rebuild at a time, the servers it adds.
     pub(crate) reloads: reload::Reloads,
     /// What the runners heard lately say of their images' packages.

@@ -134,17 +134,16 @@ impl Bridge {
         Ok(vec![catalog, calls, direct, cancels, ends, console, runners])
     }
 
-    /// Cancel the direct call `call_id` if it runs here (its request at the
-    /// server is cancelled with `notifications/cancelled`); true when it
-    /// did.
+    /// Cancel the direct call `call_id`, or every call of the cell
+    /// `call_id`, running here (each request at its server is cancelled
+    /// with `notifications/cancelled`, a question one waits on is
+    /// withdrawn); true when some ran. A call of that id arriving later is
+    /// refused without going out (see `flights`).
     pub fn cancel_call(&self, call_id: &str) -> bool {
-        match code_mode_core::sync::lock(&self.inner.in_flight).get(call_id) {
-            Some(cancel) => {
-                tracing::info!(call = %call_id, "the client cancelled a call: cancelling it at the server");
-                cancel.cancel();
-                true
-            }
-            None => false,
+        let found = self.inner.in_flight.cancel(call_id);
+        if found {
+            tracing::info!(call = %call_id, "the client cancelled a request: cancelling its calls at their servers");
         }
+        found
     }
 }

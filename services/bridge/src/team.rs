@@ -87,6 +87,7 @@ impl Bridge {
             timeout_ms: timeout.as_millis() as u64,
             question_sha256: String::new(),
             code,
+            still_waited: None,
         };
         question.question_sha256 = board::question_hash(&question);
         let Some(bus) = bus else {
@@ -95,7 +96,7 @@ impl Bridge {
                        serves this bridge";
             return answer(&question, board::ended(&question, "withdrawn", why), started.elapsed(), timeout);
         };
-        let stored = Stored { question: question.clone(), self_approve: team.self_approve, decision: None };
+        let stored = Stored { question: question.clone(), self_approve: team.self_approve, decision: None, from_code };
         if let Err(e) = board.open(&stored).await {
             tracing::warn!(tool = %site.tool, cell = %call.cell_id, error = %e, "could not put a call on the approval board");
             let decision = board::ended(&question, "withdrawn", &format!("the approval board refused it: {e}"));
@@ -104,7 +105,11 @@ impl Bridge {
         tracing::info!(question = %question.id, tool = %site.tool, cell = %call.cell_id, %rule,
             approvers = %question.approvers.join(","), "a call waits for its approvers");
         let client = self.tell_asker(&bus, call, &question, team.ask_client, timeout);
-        let decision = self.wait_for_decision(&board, &question, holder.as_ref(), client, timeout).await;
+        // The request that ran the call may be cancelled (or its client go
+        // away) meanwhile: the question is then withdrawn at once.
+        let cancelled = self.inner.in_flight.token_of(&call.cell_id);
+        let waited = Waited { holder: holder.as_ref(), cancelled };
+        let decision = self.wait_for_decision(&board, &question, waited, client, timeout).await;
         drop(holder);
         board.close(&question.id).await;
         tracing::info!(question = %question.id, outcome = %decision.outcome, by = decision.by.as_deref().unwrap_or("-"),
@@ -160,10 +165,11 @@ impl Bridge {
         &self,
         board: &Board,
         question: &WaitingCall,
-        holder: Option<&Holder>,
+        waited: Waited<'_>,
         mut client: Option<oneshot::Receiver<ApprovalReply>>,
         timeout: Duration,
     ) -> proto::Decision {
+        let Waited { holder, cancelled } = waited;
         let until = tokio::time::Instant::now() + timeout;
         loop {
             let settled = tokio::select! {
@@ -187,6 +193,9 @@ impl Bridge {
                 why = async { holder.expect("guarded").gone().await }, if holder.is_some() => {
                     Some(board::ended(question, "withdrawn", why))
                 }
+                _ = async { cancelled.as_ref().expect("guarded").cancelled().await }, if cancelled.is_some() => {
+                    Some(board::ended(question, "withdrawn", WITHDRAWN_CANCELLED))
+                }
             };
             if let Some(decision) = settled {
                 // Whoever wrote first decides: an approver may have just
@@ -201,6 +210,18 @@ impl Bridge {
             }
         }
     }
+}
+
+/// Why a question whose request is gone was withdrawn.
+pub(crate) const WITHDRAWN_CANCELLED: &str =
+    "the request that asked is gone (cancelled by its client, or its client went away): nobody waits for this answer";
+
+/// What shows that someone still waits for a question's answer: the held
+/// cell (gone when its runner stops answering) and the token of the
+/// request's calls (fired by its cancel).
+struct Waited<'a> {
+    holder: Option<&'a Holder>,
+    cancelled: Option<CancellationToken>,
 }
 
 /// The decision of the session's own client, when its reply is one.

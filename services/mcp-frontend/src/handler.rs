@@ -26,6 +26,7 @@ use rmcp::model::{
 use rmcp::service::{Peer, RequestContext, ServiceError};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::approval::Asking;
 use crate::auth::Identity;
@@ -34,7 +35,7 @@ pub use crate::handle::HandleError;
 use crate::notices::Notice;
 use crate::parking::Parked;
 use crate::questions::{self, PendingAsk, Question};
-use crate::session::{CellKeep, CellOrder, CellRun, DirectOrder, Prologue, QUESTIONS_PER_CELL};
+use crate::session::{CellKeep, CellOrder, CellRun, DirectOrder, Prologue, QUESTIONS_PER_CELL, Running};
 use crate::wire::Outcome;
 use crate::{
     CellOptions, Frontend, FrontendError, TOOL_NAME, Transport, approval, auth, direct, handle, lifetimes, wire,
@@ -51,6 +52,7 @@ impl Frontend {
     pub(crate) async fn start_cell(&self, code: String, keep: CellKeep, link: Option<ClientLink>) -> CellRun {
         let (route, questions) = mpsc::channel(QUESTIONS_PER_CELL);
         let cell_id = uuid::Uuid::new_v4().to_string();
+        let cancel = tokio_util::sync::CancellationToken::new();
         let order = CellOrder {
             cell_id: cell_id.clone(),
             code,
@@ -58,6 +60,7 @@ impl Frontend {
             options: CellOptions::default(),
             keep,
             link,
+            cancel: cancel.clone(),
         };
         let report = self.session.run(order).await;
         let result = async move {
@@ -70,8 +73,7 @@ impl Frontend {
             result: Box::pin(result),
             questions,
             tool: TOOL_NAME.into(),
-            call_id: None,
-            cell_id: Some(cell_id),
+            running: Running::Cell { id: cell_id, stop: Some(cancel.drop_guard()) },
             op: Op::Tool,
         }
     }
@@ -190,7 +192,8 @@ impl Frontend {
         let order = DirectOrder { call_id: call_id.clone(), target, arguments, link, retry, route };
         let result = self.session.direct(order).await;
         let result = async move { result.await.unwrap_or(Err(FrontendError::SessionEnded)) };
-        Ok(CellRun { result: Box::pin(result), questions, tool, call_id: Some(call_id), cell_id: None, op })
+        let running = Running::Direct { call_id };
+        Ok(CellRun { result: Box::pin(result), questions, tool, running, op })
     }
 
     /// Wait for a cell's (or direct call's) end while answering its
@@ -205,16 +208,21 @@ impl Frontend {
         // A 2026-07-28 client is asked through input-required results,
         // over one connection as over HTTP: no server may send it requests.
         let stateless = input_required(context);
+        // Such a client over HTTP cancels by closing the request's stream.
+        let closed = crate::closed::of(context).filter(|_| stateless);
         // Questions put to the client by requests of their own, owned by
         // this request: dropped with it.
         let mut elicitations = FuturesUnordered::new();
         let mut cancelled = false;
+        // Fired when the request is gone: its questions are withdrawn at
+        // the client.
+        let gone = CancellationToken::new();
         // Progress goes out increasing only (as MCP wants): a cell that
         // runs long says so whenever HEARTBEAT passes without a progress
         // notification, before and after its code reports progress of its
         // own, so a client with a read timeout keeps waiting for a live cell.
         let mut sent = ProgressSent::default();
-        let is_cell = run.call_id.is_none();
+        let is_cell = matches!(run.running, Running::Cell { .. });
         let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
         let started = tokio::time::Instant::now();
         loop {
@@ -252,13 +260,14 @@ impl Frontend {
                     Question::Ask(PendingAsk { ask, answer, withdrawn }) => {
                         let peer = context.peer.clone();
                         let timeout = Duration::from_millis(ask.timeout_ms);
+                        let gone = gone.clone();
                         elicitations.push(Box::pin(async move {
-                            let _ = answer.send(questions::ask_client(&peer, &ask, timeout, &withdrawn).await);
+                            let _ = answer.send(questions::ask_client(&peer, &ask, timeout, &withdrawn, &gone).await);
                         }) as std::pin::Pin<Box<dyn Future<Output = ()> + Send>>);
                     }
                     Question::Approval(first) => {
                       let first = match first.request.console.clone() {
-                        Some(ask) => match self.tell_console(first, &ask, asking, context, &mut elicitations) {
+                        Some(ask) => match self.tell_console(first, &ask, asking, context, &gone, &mut elicitations) {
                             Some(first) => first,
                             None => continue,
                         },
@@ -275,12 +284,13 @@ impl Frontend {
                             let identity = identity.clone();
                             let notifier = self.session.notifier().clone();
                             let link = self.console_link(&first.request);
+                            let gone = gone.clone();
                             elicitations.push(Box::pin(async move {
                                 if first.request.console.is_none() {
                                     let how = "asking the person through elicitation";
                                     notifier.tell(Notice::approval_asked(&first.request, how)).await;
                                 }
-                                let answer = elicit(&peer, &first.request, identity.as_ref(), link.as_deref()).await;
+                                let answer = elicit(&peer, &first.request, identity.as_ref(), link.as_deref(), &gone).await;
                                 let _ = first.answer.send(answer);
                             }));
                         }
@@ -302,17 +312,25 @@ impl Frontend {
                         }
                     };
                 }
-                _ = context.ct.cancelled(), if !cancelled => {
+                () = crate::closed::gone(&context.ct, closed.as_ref()), if !cancelled => {
                     cancelled = true;
-                    if let Some(call_id) = &run.call_id {
-                        crate::direct::cancel(&self.shared, call_id).await;
+                    gone.cancel();
+                    match &mut run.running {
+                        Running::Direct { call_id } => crate::direct::cancel(&self.shared, call_id).await,
+                        // A cell stops (its container killed, its calls
+                        // cancelled, its questions withdrawn); its report,
+                        // saying so, still ends this loop.
+                        Running::Cell { stop, .. } => drop(stop.take()),
                     }
                 }
                 Some(()) = elicitations.next(), if !elicitations.is_empty() => {}
                 _ = heartbeat.tick(), if is_cell && progress.is_some() => {
                     if let Some(token) = &progress {
                         // Time held while a person decided is not run time.
-                        let held = run.cell_id.as_deref().and_then(|id| self.shared.activity.held_time(id));
+                        let held = match &run.running {
+                            Running::Cell { id, .. } => self.shared.activity.held_time(id),
+                            Running::Direct { .. } => None,
+                        };
                         let elapsed = started.elapsed();
                         let message = Some(heartbeat_message(elapsed, held));
                         sent.beat(context, token, elapsed.as_secs() as f64, message).await;
@@ -342,8 +360,10 @@ impl Frontend {
         ask: &code_mode_proto::ConsoleAsk,
         asking: Asking,
         context: &RequestContext<RoleServer>,
+        gone: &CancellationToken,
         elicitations: &mut FuturesUnordered<std::pin::Pin<Box<dyn Future<Output = ()> + Send>>>,
     ) -> Option<approval::Pending> {
+        let gone = gone.clone();
         let link = self.console_link(&first.request);
         let asked_by_form = ask.ask_client && asking != Asking::Unsupported;
         let url_mode = accepts_url_elicitation(context) && !input_required(context) && !asked_by_form;
@@ -357,11 +377,12 @@ impl Frontend {
             if url_mode && let Some(link) = link {
                 let question = approval::console_question(&request, &ask, &link);
                 // An accept only means the person opened the link.
-                match peer.create_elicitation_with_timeout(question, Some(timeout)).await {
-                    Ok(result) => {
+                match questions::elicit_unless_gone(&peer, question, timeout, &gone).await {
+                    Some(Ok(result)) => {
                         tracing::debug!(action = ?result.action, "the client heard of the console's question")
                     }
-                    Err(e) => tracing::debug!(error = %e, "a URL-mode elicitation found no answer"),
+                    Some(Err(e)) => tracing::debug!(error = %e, "a URL-mode elicitation found no answer"),
+                    None => tracing::debug!("a URL-mode elicitation was withdrawn: its request is gone"),
                 }
             }
         }));
@@ -850,19 +871,22 @@ fn accepts_url_elicitation(context: &RequestContext<RoleServer>) -> bool {
 
 /// Ask the client with `elicitation/create` and wait for the answer, at
 /// most the request's timeout (`link`: the console's page of a question
-/// that waits there too, given in the message).
+/// that waits there too, given in the message); withdrawn at the client
+/// when `gone` fires first.
 async fn elicit(
     peer: &Peer<RoleServer>,
     request: &ApprovalRequest,
     identity: Option<&Identity>,
     link: Option<&str>,
+    gone: &CancellationToken,
 ) -> ApprovalReply {
     let timeout = Duration::from_millis(request.timeout_ms);
-    match peer.create_elicitation_with_timeout(approval::question_linked(request, identity, link), Some(timeout)).await
-    {
-        Ok(result) => approval::answer_of(&result),
-        Err(ServiceError::Timeout { .. }) => ApprovalReply::TimedOut,
-        Err(e) => {
+    let question = approval::question_linked(request, identity, link);
+    match questions::elicit_unless_gone(peer, question, timeout, gone).await {
+        None => ApprovalReply::Unavailable { reason: questions::REQUEST_GONE.into() },
+        Some(Ok(result)) => approval::answer_of(&result),
+        Some(Err(ServiceError::Timeout { .. })) => ApprovalReply::TimedOut,
+        Some(Err(e)) => {
             tracing::warn!(error = %e, "elicitation failed");
             let reason: String = format!("the client could not be asked ({e})").chars().take(200).collect();
             ApprovalReply::Unavailable { reason }

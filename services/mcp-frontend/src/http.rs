@@ -173,7 +173,10 @@ impl McpHttpServer {
             .session_manager(Arc::new(manager))
             .cancellation_token(cancel.child_token())
             .maybe_allowed_hosts(hosts)
-            .on_request_fn(auth::carry_caller)
+            .on_request_fn(|request, extensions| {
+                auth::carry_caller(request, extensions);
+                crate::closed::carry(request, extensions);
+            })
             .maybe_max_request_body_bytes(options.max_body)
             .build();
         let server = HttpServer::new(move || {
@@ -181,7 +184,8 @@ impl McpHttpServer {
             let guarded = service
                 .clone()
                 .scope_with_path(MCP_PATH)
-                .wrap(from_fn(move |request, next| auth::gate(gate.clone(), request, next)));
+                .wrap(from_fn(move |request, next| auth::gate(gate.clone(), request, next)))
+                .wrap_fn(crate::closed::watched);
             let mut app = App::new().wrap_fn(session_end_is_ok).wrap_fn(crate::host::checked).service(guarded);
             if let Some(console) = &console {
                 app = app.configure(|config| console.configure(config));
@@ -202,6 +206,10 @@ impl McpHttpServer {
             app
         })
         .workers(1)
+        // A client that closes its side of the connection is gone: its
+        // request's response is dropped, which is how a 2026-07-28 client's
+        // cancel (and a vanished client) reaches the request (`closed`).
+        .h1_allow_half_closed(false)
         .shutdown_timeout(2)
         .shutdown_signal(cancel.clone().cancelled_owned());
         let secure = tls.is_some();

@@ -58,6 +58,7 @@ mod parking;
 mod session;
 pub mod tls;
 
+mod closed;
 mod error;
 #[cfg(test)]
 mod fake_bridge;
@@ -457,6 +458,7 @@ impl Frontend {
             options,
             keep: CellKeep::Session,
             link: None,
+            cancel: Default::default(),
         };
         self.session.run(order).await.await.unwrap_or(Err(FrontendError::SessionEnded)).map(|ran| ran.report)
     }
@@ -637,6 +639,7 @@ mod tests {
             options: Default::default(),
             keep: CellKeep::Fresh,
             link: None,
+            cancel: Default::default(),
         };
         let report = frontend.session.run(order).await;
         // Every handle is gone while the cell runs: the session lives on.

@@ -134,8 +134,7 @@ mod tests {
             result: Box::pin(std::future::pending()),
             questions,
             tool: "run_python".into(),
-            call_id: None,
-            cell_id: None,
+            running: crate::session::Running::Cell { id: "c".into(), stop: None },
             op: code_mode_proto::Op::Tool,
         };
         let pending = vec![Question::Approval(crate::approval::Pending { request, answer })];

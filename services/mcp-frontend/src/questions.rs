@@ -123,14 +123,53 @@ pub(crate) fn shown_params(ask: &ServerAsk) -> Value {
     params
 }
 
+/// Why a question is cancelled at the client when the request it belongs
+/// to is gone.
+pub(crate) const REQUEST_GONE: &str = "the request that asked is gone (cancelled, or its client left)";
+
+/// Put an elicitation to the client within `timeout`, unless `gone` fires
+/// first: then it is cancelled at the client (`notifications/cancelled`)
+/// and the answer is `None`.
+pub(crate) async fn elicit_unless_gone(
+    peer: &Peer<RoleServer>,
+    params: rmcp::model::ElicitRequestParams,
+    timeout: Duration,
+    gone: &CancellationToken,
+) -> Option<Result<rmcp::model::ElicitResult, ServiceError>> {
+    let request = ServerRequest::ElicitRequest(rmcp::model::ElicitRequest::new(params));
+    let mut options = PeerRequestOptions::no_options();
+    options.timeout = Some(timeout);
+    let handle = match peer.send_cancellable_request(request, options).await {
+        Ok(handle) => handle,
+        Err(e) => return Some(Err(e)),
+    };
+    let id = handle.id.clone();
+    tokio::select! {
+        answer = handle.await_response() => Some(match answer {
+            Ok(ClientResult::ElicitResult(result)) => Ok(result),
+            Ok(_) => Err(ServiceError::UnexpectedResponse),
+            Err(e) => Err(e),
+        }),
+        _ = gone.cancelled() => {
+            let cancel = CancelledNotificationParam::new(Some(id), Some(REQUEST_GONE.to_string()));
+            if let Err(e) = peer.notify_cancelled(cancel).await {
+                tracing::debug!(error = %e, "the client could not be told the question is withdrawn");
+            }
+            None
+        }
+    }
+}
+
 /// Ask a client of a session the server's question during the request,
-/// within its timeout. A question the server withdraws, or that times
-/// out, is cancelled at the client (`notifications/cancelled`).
+/// within its timeout. A question the server withdraws, that times out, or
+/// whose asking request is gone (`gone`: the client cancelled the request
+/// or left) is cancelled at the client (`notifications/cancelled`).
 pub(crate) async fn ask_client(
     peer: &Peer<RoleServer>,
     ask: &ServerAsk,
     timeout: Duration,
     withdrawn: &CancellationToken,
+    gone: &CancellationToken,
 ) -> FromClient {
     let method = ask.ask.method();
     let request = json!({"method": method, "params": shown_params(ask)});
@@ -160,6 +199,7 @@ pub(crate) async fn ask_client(
             ),
         },
         _ = withdrawn.cancelled() => (format!("{method}: the server withdrew it"), "the server withdrew its request"),
+        _ = gone.cancelled() => (format!("{method}: the request that asked is gone"), REQUEST_GONE),
     };
     let cancel = CancelledNotificationParam::new(Some(id), Some(why.to_string()));
     if let Err(e) = peer.notify_cancelled(cancel).await {

@@ -249,11 +249,28 @@ impl Streams {
 /// How one run ended, before it becomes a [`CellReport`].
 #[derive(Debug)]
 pub(crate) enum End {
-    Done { error: Option<String>, truncated: bool, stopped: bool },
+    Done {
+        error: Option<String>,
+        truncated: bool,
+        stopped: bool,
+    },
     Deadline,
     Violation(Violation),
     Died,
     Shutdown,
+    /// The request that ran the cell was cancelled (or its client went
+    /// away).
+    Cancelled,
+}
+
+/// What may stop a run before its end: the runner's shutdown, and the
+/// cancel of the request that ran the cell (`codemode.v1.cell.cancel.<cell>`).
+#[derive(Debug, Clone, Copy)]
+pub struct Stops<'a> {
+    /// The runner (or the kept session) is shutting down.
+    pub shutdown: &'a CancellationToken,
+    /// The cell's own cancel.
+    pub cancel: &'a CancellationToken,
 }
 
 /// The state of one run that the loop owns.
@@ -349,7 +366,7 @@ pub async fn run(
     cell: &RunCell,
     bus: &Bus,
     deadline: Instant,
-    cancel: &CancellationToken,
+    stops: Stops<'_>,
     remover: Option<&Remover>,
     progress: Progress,
 ) -> CellReport {
@@ -357,7 +374,7 @@ pub async fn run(
     let mut streams = streams;
     let mut run = Run::new(cell, progress);
     let started = std::time::Instant::now();
-    let end = run_in(&mut run, &mut streams, None, bus, deadline, cancel, container.pauser()).await;
+    let end = run_in(&mut run, &mut streams, None, bus, deadline, stops, container.pauser()).await;
     let ran = started.elapsed();
     // Nothing of it is read from here on.
     drop(streams);
@@ -439,7 +456,7 @@ pub(crate) async fn run_in(
     kept: Option<KeptBounds>,
     bus: &Bus,
     deadline: Instant,
-    cancel: &CancellationToken,
+    stops: Stops<'_>,
     pauser: Pauser,
 ) -> End {
     let cell = run.cell;
@@ -470,7 +487,7 @@ pub(crate) async fn run_in(
         true => Hold::none(),
         false => Hold::serve(bus, cell, pauser, allowance, run.progress.clone(), stop).await,
     };
-    let end = drive(run, streams, bus, Clock { base: deadline, hold: &hold }, call_timeout, cancel).await;
+    let end = drive(run, streams, bus, Clock { base: deadline, hold: &hold }, call_timeout, stops).await;
     hold.finish().await;
     end
 }
@@ -534,6 +551,7 @@ pub(crate) fn end_message(end: End, cell: &RunCell, died: Option<(i64, bool)>, r
         End::Violation(v) => (Some(format!("stopped: protocol violation: {v}")), true),
         End::Died => (Some(died_message(died, ready)), true),
         End::Shutdown => (Some("stopped: code-mode is shutting down".into()), true),
+        End::Cancelled => (Some("stopped: the request that ran this code was cancelled".into()), true),
     }
 }
 
@@ -564,6 +582,7 @@ pub(crate) fn outcome(end: &End) -> CellOutcome {
         End::Violation(_) => CellOutcome::Violation,
         End::Died => CellOutcome::Died,
         End::Shutdown => CellOutcome::Shutdown,
+        End::Cancelled => CellOutcome::Cancelled,
     }
 }
 
@@ -582,7 +601,7 @@ async fn drive(
     bus: &Bus,
     clock: Clock<'_>,
     call_timeout: Duration,
-    cancel: &CancellationToken,
+    stops: Stops<'_>,
 ) -> End {
     let max_line = run.cell.limits.max_line as usize;
     let mut calls: JoinSet<Relayed> = JoinSet::new();
@@ -594,7 +613,10 @@ async fn drive(
                     break End::Deadline;
                 }
             }
-            _ = cancel.cancelled() => break End::Shutdown,
+            _ = stops.shutdown.cancelled() => break End::Shutdown,
+            // The calls in flight are cancelled at their servers by the
+            // bridge, which hears the same cancel; here they are dropped.
+            _ = stops.cancel.cancelled() => break End::Cancelled,
             Some(done) = calls.join_next(), if !calls.is_empty() => {
                 let Ok((id, reply, read_at)) = done else { continue };
                 streams.send(&wire::to_code(id, reply)).await;

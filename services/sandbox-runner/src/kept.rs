@@ -101,6 +101,19 @@ impl Lifetime {
     }
 }
 
+/// What one cell's run in a kept container goes by: its deadline, where
+/// its progress goes (for its lease to say), and its own cancel (its
+/// request is gone).
+#[derive(Debug, Clone)]
+pub struct Turn {
+    /// When the run is stopped.
+    pub deadline: Instant,
+    /// Where the code's progress goes.
+    pub progress: Progress,
+    /// Fired when the cell's request is cancelled.
+    pub cancel: CancellationToken,
+}
+
 /// (Boxed where large: a ready container and a cell.)
 enum Command {
     Adopt {
@@ -110,12 +123,14 @@ enum Command {
         cell: Box<RunCell>,
         deadline: Instant,
         progress: Progress,
+        cancel: CancellationToken,
         reply: oneshot::Sender<Result<CellRan, KeptError>>,
     },
     Run {
         cell: Box<RunCell>,
         deadline: Instant,
         progress: Progress,
+        cancel: CancellationToken,
         reply: oneshot::Sender<Result<CellRan, KeptError>>,
     },
     End {
@@ -162,9 +177,9 @@ impl KeptSet {
         permit: Slot,
         lifetime: Lifetime,
         cell: RunCell,
-        deadline: Instant,
-        progress: Progress,
+        turn: Turn,
     ) -> Result<CellRan, KeptError> {
+        let Turn { deadline, progress, cancel } = turn;
         let (reply, ran) = oneshot::channel();
         let command = Command::Adopt {
             ready: Box::new(ready),
@@ -173,6 +188,7 @@ impl KeptSet {
             cell: Box::new(cell),
             deadline,
             progress,
+            cancel,
             reply,
         };
         self.requests.send(command).await.map_err(|_| KeptError::Lost)?;
@@ -180,9 +196,10 @@ impl KeptSet {
     }
 
     /// Run a kept session's next cell in the container its key names.
-    pub async fn run(&self, cell: RunCell, deadline: Instant, progress: Progress) -> Result<CellRan, KeptError> {
+    pub async fn run(&self, cell: RunCell, turn: Turn) -> Result<CellRan, KeptError> {
+        let Turn { deadline, progress, cancel } = turn;
         let (reply, ran) = oneshot::channel();
-        let command = Command::Run { cell: Box::new(cell), deadline, progress, reply };
+        let command = Command::Run { cell: Box::new(cell), deadline, progress, cancel, reply };
         self.requests.send(command).await.map_err(|_| KeptError::Lost)?;
         ran.await.map_err(|_| KeptError::Lost)?
     }
@@ -341,7 +358,7 @@ impl Registry {
 
     fn handle(&mut self, command: Command) {
         match command {
-            Command::Adopt { ready, permit, lifetime, cell, deadline, progress, reply } => {
+            Command::Adopt { ready, permit, lifetime, cell, deadline, progress, cancel, reply } => {
                 let key = uuid::Uuid::new_v4().simple().to_string();
                 let session = cell.session.clone();
                 if let Some(most) = cell.keep.as_ref().and_then(|k| k.most) {
@@ -365,14 +382,14 @@ impl Registry {
                     end: end.clone(),
                     between: 0,
                 };
-                let first = KeptCell { cell, deadline, progress, reply };
+                let first = KeptCell { cell, deadline, progress, cancel, reply };
                 let _ = cells.try_send(first);
                 let task = self.tasks.spawn(actor.run(inbox));
                 self.task_keys.insert(task.id(), key.clone());
                 let entry = Entry { session, cells, end, ended: Vec::new(), used: Instant::now(), why: None };
                 self.containers.insert(key, entry);
             }
-            Command::Run { cell, deadline, progress, reply } => {
+            Command::Run { cell, deadline, progress, cancel, reply } => {
                 let key = cell.keep.as_ref().and_then(|k| k.key.clone()).unwrap_or_default();
                 let refusal = self.refusal(&key, &cell.session);
                 let Some(entry) =
@@ -382,7 +399,7 @@ impl Registry {
                     return;
                 };
                 entry.used = Instant::now();
-                match entry.cells.try_send(KeptCell { cell: *cell, deadline, progress, reply }) {
+                match entry.cells.try_send(KeptCell { cell: *cell, deadline, progress, cancel, reply }) {
                     Ok(()) => {}
                     Err(mpsc::error::TrySendError::Full(cell)) => {
                         let _ = cell.reply.send(Err(KeptError::Busy));
@@ -414,6 +431,8 @@ struct KeptCell {
     deadline: Instant,
     /// Where the code's progress goes for its lease to say.
     progress: Progress,
+    /// The cell's own cancel (its request is gone).
+    cancel: CancellationToken,
     reply: oneshot::Sender<Result<CellRan, KeptError>>,
 }
 
@@ -478,9 +497,9 @@ impl KeptActor {
                     break if idle_until <= last_moment { Gone::Idle } else { Gone::PastMax };
                 }
                 next = cells.recv() => {
-                    let Some(KeptCell { cell, deadline, progress, reply }) = next else { break Gone::Ended };
+                    let Some(KeptCell { cell, deadline, progress, cancel, reply }) = next else { break Gone::Ended };
                     stop_output = cell.limits.stop_output as usize;
-                    let (report, lives) = self.run_cell(&cell, deadline, progress).await;
+                    let (report, lives) = self.run_cell(&cell, deadline, progress, &cancel).await;
                     let past_max = self.born.elapsed() >= self.lifetime.max;
                     let kept = (lives && !past_max).then(|| self.kept.clone());
                     let _ = reply.send(Ok(CellRan { report, kept }));
@@ -507,13 +526,20 @@ impl KeptActor {
     }
 
     /// Run one cell; the report, and whether the container lives on.
-    async fn run_cell(&mut self, cell: &RunCell, deadline: Instant, progress: Progress) -> (CellReport, bool) {
+    async fn run_cell(
+        &mut self,
+        cell: &RunCell,
+        deadline: Instant,
+        progress: Progress,
+        cancel: &CancellationToken,
+    ) -> (CellReport, bool) {
         let started = std::time::Instant::now();
         let mut run = Run::new(cell, progress);
         let pauser = self.container.pauser();
         let bounds =
             cell::KeptBounds { idle: self.lifetime.idle, left: self.lifetime.max.saturating_sub(self.born.elapsed()) };
-        let end = cell::run_in(&mut run, &mut self.streams, Some(bounds), &self.bus, deadline, &self.end, pauser).await;
+        let stops = cell::Stops { shutdown: &self.end, cancel };
+        let end = cell::run_in(&mut run, &mut self.streams, Some(bounds), &self.bus, deadline, stops, pauser).await;
         let lives = matches!(end, End::Done { stopped: false, .. });
         let died = if matches!(end, End::Died) { self.container.exit_state().await } else { None };
         tracing::info!(cell = %cell.cell_id, identity = cell.identity.as_deref().unwrap_or("anonymous"), container = %self.container.id(), kept = true, elapsed_ms = started.elapsed().as_millis() as u64, end = ?end, "cell ended");

@@ -61,7 +61,8 @@ use code_mode_audit::{AuditSink, Durability};
 use code_mode_core::bus::{Bus, BusError};
 use code_mode_core::lease::Progress;
 use code_mode_proto::{
-    CellEnded, CellRan, CellReport, KeptReply, KeptRequest, RunCell, RunnerStatus, StatusNoted, queue_groups, subjects,
+    CancelCell, CellCancelled, CellEnded, CellRan, CellReport, KeptReply, KeptRequest, RunCell, RunnerStatus,
+    StatusNoted, queue_groups, subjects,
 };
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -262,8 +263,10 @@ impl SandboxRunner {
         };
         let slot = Slot::counted(slot, &self.inner);
         let progress = Progress::default();
-        let run = self.run_in_slot(cell, slot, cancel, progress.clone());
-        self.leased(cell, cancel, progress, self.audited(cell, run)).await
+        let cancelled = CancellationToken::new();
+        let stops = cell::Stops { shutdown: cancel, cancel: &cancelled };
+        let run = self.run_in_slot(cell, slot, stops, progress.clone());
+        self.leased(cell, stops, progress, self.audited(cell, &cancelled, run)).await
     }
 
     /// Run `run` (one cell) holding `cell`'s lease: answered while it runs,
@@ -272,17 +275,24 @@ impl SandboxRunner {
     /// seconds too (`code_mode_core::lease`). A cell whose lease cannot be
     /// held is refused (NATS is unreachable: its report could not go back
     /// either).
+    ///
+    /// Meanwhile the runner answers on the cell's cancel subject
+    /// ([`subjects::cell_cancel`]): a cancel stops the run through
+    /// `stops.cancel` (its container is killed, its calls dropped); one that
+    /// comes after the run ended, or after another cancel, stops nothing.
     async fn leased(
         &self,
         cell: &RunCell,
-        cancel: &CancellationToken,
+        stops: cell::Stops<'_>,
         progress: Progress,
         run: impl Future<Output = Result<CellRan, SandboxError>>,
     ) -> Result<CellRan, SandboxError> {
         let runner = container::owner_label();
-        let lease = code_mode_core::lease::hold_reporting(&self.inner.bus, &cell.cell_id, &runner, cancel, progress)
-            .await
-            .map_err(SandboxError::Lease)?;
+        let lease =
+            code_mode_core::lease::hold_reporting(&self.inner.bus, &cell.cell_id, &runner, stops.shutdown, progress)
+                .await
+                .map_err(SandboxError::Lease)?;
+        let _cancels = self.serve_cancel(cell, stops).await;
         let ran = cell::traced(cell, run).await;
         if let Some(lease) = lease {
             let how = match &ran {
@@ -296,12 +306,46 @@ impl SandboxRunner {
         ran
     }
 
+    /// Answer on `cell`'s cancel subject until the returned guard drops:
+    /// the first cancel fires `stops.cancel`. `None` when the cell id is
+    /// not a subject token or the subject cannot be served (the cell then
+    /// runs to its end or its deadline; the frontend's cancel finds no
+    /// responder and says so in its log).
+    async fn serve_cancel(&self, cell: &RunCell, stops: cell::Stops<'_>) -> Option<tokio_util::sync::DropGuard> {
+        let subject = subjects::cell_cancel(&cell.cell_id)?;
+        let serving = stops.shutdown.child_token();
+        let cancel = stops.cancel.clone();
+        let cell_id = cell.cell_id.clone();
+        let served = self
+            .inner
+            .bus
+            .serve(&subject, queue_groups::SANDBOX_RUNNER, serving.clone(), move |request: CancelCell| {
+                let stopped = !cancel.is_cancelled();
+                if stopped {
+                    let reason = request.reason.as_deref().unwrap_or("no reason given");
+                    tracing::info!(cell = %cell_id, reason, "the cell's request was cancelled: stopping it");
+                    cancel.cancel();
+                }
+                async move { Ok(CellCancelled { stopped }) }
+            })
+            .await;
+        match served {
+            Ok(_) => Some(serving.drop_guard()),
+            Err(e) => {
+                tracing::warn!(cell = %cell.cell_id, error = %e, "the cell cannot be cancelled: its cancel subject could not be served");
+                None
+            }
+        }
+    }
+
     /// Run `run` (one cell), recording its start first and its end after
     /// when this runner has an audit sink: no record, no run; a cell whose
-    /// end cannot be recorded has its report withheld.
+    /// end cannot be recorded has its report withheld. A run stopped after
+    /// `cancelled` fired is recorded `cancelled`.
     async fn audited(
         &self,
         cell: &RunCell,
+        cancelled: &CancellationToken,
         run: impl Future<Output = Result<CellRan, SandboxError>>,
     ) -> Result<CellRan, SandboxError> {
         let Some(audit) = &self.inner.config.audit else { return run.await };
@@ -315,6 +359,7 @@ impl SandboxRunner {
         }
         let ran = run.await;
         let outcome = match &ran {
+            Ok(ran) if ran.report.stopped && cancelled.is_cancelled() => CellOutcome::Cancelled,
             Ok(ran) if ran.report.stopped => CellOutcome::Stopped,
             Ok(ran) if ran.report.error.is_some() => CellOutcome::Error,
             Ok(_) => CellOutcome::Ok,
@@ -366,9 +411,10 @@ impl SandboxRunner {
         &self,
         cell: &RunCell,
         slot: Slot,
-        cancel: &CancellationToken,
+        stops: cell::Stops<'_>,
         progress: Progress,
     ) -> Result<CellRan, SandboxError> {
+        let cancel = stops.shutdown;
         if cancel.is_cancelled() {
             return Ok(CellRan { report: shutdown_report(), kept: None });
         }
@@ -398,7 +444,7 @@ impl SandboxRunner {
         match &cell.keep {
             None => {
                 let remover = self.inner.remover.get();
-                let report = cell::run(ready, cell, &self.inner.bus, deadline, cancel, remover, progress).await;
+                let report = cell::run(ready, cell, &self.inner.bus, deadline, stops, remover, progress).await;
                 Ok(CellRan { report, kept: None })
             }
             Some(keep) if keep.key.is_some() => {
@@ -414,7 +460,9 @@ impl SandboxRunner {
                     ready.remove().await;
                     return Err(SandboxError::BadRequest("kept sessions need a serving runner".into()));
                 };
-                Ok(kept.adopt(ready, slot, Lifetime::of(keep), cell.clone(), deadline, progress).await?)
+                let cancel = stops.cancel.clone();
+                let turn = kept::Turn { deadline, progress, cancel };
+                Ok(kept.adopt(ready, slot, Lifetime::of(keep), cell.clone(), turn).await?)
             }
         }
     }
@@ -440,8 +488,12 @@ impl SandboxRunner {
                 let deadline = tokio::time::Instant::now() + Duration::from_millis(cell.limits.deadline_ms);
                 let Some(kept) = self.inner.kept.get() else { return Err(KeptError::Lost.into()) };
                 let progress = Progress::default();
-                let run = async { Ok(kept.run(cell.clone(), deadline, progress.clone()).await?) };
-                Ok(KeptReply::Ran(self.leased(&cell, cancel, progress.clone(), self.audited(&cell, run)).await?))
+                let cancelled = CancellationToken::new();
+                let stops = cell::Stops { shutdown: cancel, cancel: &cancelled };
+                let turn = kept::Turn { deadline, progress: progress.clone(), cancel: cancelled.clone() };
+                let run = async { Ok(kept.run(cell.clone(), turn).await?) };
+                let audited = self.audited(&cell, &cancelled, run);
+                Ok(KeptReply::Ran(self.leased(&cell, stops, progress.clone(), audited).await?))
             }
             KeptRequest::End(end) => {
                 let removed = match self.inner.kept.get() {

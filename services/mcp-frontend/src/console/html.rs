@@ -194,6 +194,17 @@ pub fn waiting_call(call: &WaitingCall, csrf: &str, now: u64) -> String {
             );
         }
     }
+    // Whether the answer still has a taker: a request that went (cancelled,
+    // its client gone) stopped its cell, and its question is withdrawn.
+    let waited = match call.still_waited {
+        Some(true) => "<dd class=\"waited\">yes: the request that asked is open, its cell paused until you decide</dd>",
+        Some(false) => {
+            "<dd class=\"gone\">no: the request that asked is gone; the question is being withdrawn and cannot be \
+             approved</dd>"
+        }
+        None => "<dd class=\"muted\">not known (a direct call, or its runner did not answer)</dd>",
+    };
+    let _ = writeln!(out, "<dt>Still waited for</dt>{waited}");
     let who = call.identity.as_deref().unwrap_or("(no identity)");
     let _ = write!(
         out,
@@ -552,6 +563,7 @@ mod tests {
             timeout_ms: 1000,
             question_sha256: hostile.into(),
             code: Some(hostile.into()),
+            still_waited: Some(true),
         };
         let html = board(&[call], 0, &[], "c\"srf");
         assert!(!html.contains("<img") && !html.contains("<script"), "{html}");

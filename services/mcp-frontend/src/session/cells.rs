@@ -183,3 +183,61 @@ pub(super) async fn send_fresh(
         tokio::time::sleep(RETRY_PAUSE).await;
     }
 }
+
+/// How often a cancelled cell's runner is asked again to stop it while
+/// nobody answers on its cancel subject (the runner may not have taken the
+/// cell yet).
+const CANCEL_AGAIN: std::time::Duration = std::time::Duration::from_millis(200);
+/// How long one cancel may wait for the runner's answer.
+const CANCEL_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Run `cell` (one cell's whole run, fresh or kept, to its report); when
+/// `cancel` fires first, stop it: the bridges cancel its calls in flight
+/// at their servers and withdraw its questions ([`crate::direct::cancel`]
+/// names the cell), and the runner running it kills its container
+/// ([`subjects::cell_cancel`]; asked again every [`CANCEL_AGAIN`] until a
+/// runner answers, since the cell may still be on its way to one). The
+/// cell's report still comes, saying it was stopped, and is returned. A
+/// cancel after the report does nothing.
+pub(super) async fn cancellable<T>(
+    shared: &Shared,
+    cell_id: &str,
+    cancel: &tokio_util::sync::CancellationToken,
+    cell: impl Future<Output = T>,
+) -> T {
+    tokio::pin!(cell);
+    tokio::select! {
+        biased;
+        ended = &mut cell => return ended,
+        () = cancel.cancelled() => {}
+    }
+    tracing::info!(cell = %cell_id, "the cell's request was cancelled: stopping the cell");
+    let stopping = async {
+        let bridges = crate::direct::cancel(shared, cell_id);
+        let runner = stop_at_runner(shared, cell_id);
+        tokio::join!(bridges, runner);
+        std::future::pending::<()>().await
+    };
+    tokio::select! {
+        ended = &mut cell => ended,
+        () = stopping => unreachable!("pending"),
+    }
+}
+
+/// Ask the runner running `cell_id` to stop it, until one answers (or the
+/// id names no subject).
+async fn stop_at_runner(shared: &Shared, cell_id: &str) {
+    use code_mode_proto::{CancelCell, CellCancelled};
+    let Some(subject) = subjects::cell_cancel(cell_id) else { return };
+    let request = CancelCell { reason: Some("the request that ran the cell was cancelled".into()) };
+    loop {
+        match shared.bus.call_quiet::<_, CellCancelled>(&subject, &request, CANCEL_WAIT).await {
+            Ok(CellCancelled { stopped }) => {
+                tracing::info!(cell = %cell_id, stopped, "the runner heard the cell's cancel");
+                return;
+            }
+            Err(e) => tracing::debug!(cell = %cell_id, error = %e, "no runner heard the cell's cancel yet"),
+        }
+        tokio::time::sleep(CANCEL_AGAIN).await;
+    }
+}

@@ -337,6 +337,7 @@ mod tests {
             options: Default::default(),
             keep: super::super::CellKeep::Session,
             link: None,
+            cancel: Default::default(),
         }
     }
 

@@ -110,15 +110,32 @@ pub(crate) struct CellRun {
     /// The tool the request called (`run_python`, or a wrapped tool called
     /// directly), named in an error.
     pub tool: String,
-    /// A direct call's id (a client's cancellation names it to the bridge).
-    pub call_id: Option<String>,
-    /// A cell's id (its heartbeat reads how long it was held).
-    pub cell_id: Option<String>,
+    /// What runs: a cell or a direct call.
+    pub running: Running,
     /// What the client's request does: [`Op::Tool`] for a tool call
     /// (`run_python`, or a wrapped tool called directly), whose result may
     /// ask a stateless client questions; else the gateway request (a read,
     /// a prompt, a completion, ...), whose result cannot.
     pub op: Op,
+}
+
+/// What a [`CellRun`] runs, which says how its client's cancel stops it.
+pub(crate) enum Running {
+    /// A cell.
+    Cell {
+        /// Its id (its heartbeat reads how long it was held).
+        id: String,
+        /// Its stop: dropped (with the run, or when its request is
+        /// cancelled) it fires the cell's [`CellOrder::cancel`]: the
+        /// container is killed, its calls are cancelled at their servers
+        /// and its questions withdrawn.
+        stop: Option<tokio_util::sync::DropGuard>,
+    },
+    /// A wrapped tool (or another request) a client calls directly.
+    Direct {
+        /// Its id: a client's cancel names it to the bridges.
+        call_id: String,
+    },
 }
 
 impl std::fmt::Debug for CellRun {
@@ -163,6 +180,10 @@ pub(crate) struct CellOrder {
     pub options: CellOptions,
     /// Where it runs.
     pub keep: CellKeep,
+    /// Fired when the request running it is gone (cancelled by its client,
+    /// or dropped with its connection): the cell is stopped
+    /// ([`cells::cancellable`]).
+    pub cancel: CancellationToken,
 }
 
 /// Where a cell runs.
@@ -592,26 +613,29 @@ impl SessionActor {
                     held: None,
                 });
                 notifier.tell(Notice::cell_started(&order.cell_id)).await;
-                let (result, container) = match (kept, &order.keep) {
-                    (Some(keep), _) => {
-                        let (result, container) =
-                            run_kept_cell(&shared, &at, identity.as_ref(), &order, keep, container).await;
-                        (result.map(|report| Ran { report, kept: None }), Some(container))
-                    }
-                    (None, CellKeep::Handle(handle)) => {
-                        let result = match handle_keep {
-                            Some(keep) => {
-                                run_handle_cell(&shared, &at, identity.as_ref(), &order, keep, handle.clone()).await
-                            }
-                            None => Err(HandleError::NotKept.into()),
-                        };
-                        (result, None)
-                    }
-                    (None, _) => {
-                        let result = run_cell(&shared, &at, identity.as_ref(), &order).await;
-                        (result.map(|report| Ran { report, kept: None }), None)
+                let run = async {
+                    match (kept, &order.keep) {
+                        (Some(keep), _) => {
+                            let (result, container) =
+                                run_kept_cell(&shared, &at, identity.as_ref(), &order, keep, container).await;
+                            (result.map(|report| Ran { report, kept: None }), Some(container))
+                        }
+                        (None, CellKeep::Handle(handle)) => {
+                            let result = match handle_keep {
+                                Some(keep) => {
+                                    run_handle_cell(&shared, &at, identity.as_ref(), &order, keep, handle.clone()).await
+                                }
+                                None => Err(HandleError::NotKept.into()),
+                            };
+                            (result, None)
+                        }
+                        (None, _) => {
+                            let result = run_cell(&shared, &at, identity.as_ref(), &order).await;
+                            (result.map(|report| Ran { report, kept: None }), None)
+                        }
                     }
                 };
+                let (result, container) = cells::cancellable(&shared, &order.cell_id, &order.cancel, run).await;
                 let notice = match &result {
                     Ok(Ran { report, .. }) => {
                         tracing::info!(error = report.error.is_some(), stopped = report.stopped, "cell ended");

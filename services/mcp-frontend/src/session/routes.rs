@@ -132,7 +132,10 @@ pub(super) async fn relay(
                 // over a connection of its own, and is answered for.
                 _ => match session_client(notifier) {
                     Some(peer) if peer.peer_info().is_none() => crate::questions::not_askable(&ask, None),
-                    Some(peer) => ask_client(&peer, &ask, timeout, &withdrawn).await,
+                    // Asked outside any request: only the server withdraws it.
+                    Some(peer) => {
+                        ask_client(&peer, &ask, timeout, &withdrawn, &tokio_util::sync::CancellationToken::new()).await
+                    }
                     None => FromClient::Refused {
                         message: format!("{}: no request of the client is running to ask it on", ask.ask.method()),
                         code: None,

@@ -63,6 +63,7 @@ fn waiting(id: &str) -> WaitingCall {
         timeout_ms: 60_000,
         question_sha256: "ab".repeat(32),
         code: Some(format!("files = await list_files()\nawait delete(path='{HOSTILE}')")),
+        still_waited: Some(true),
     }
 }
 
