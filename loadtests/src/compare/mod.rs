@@ -12,7 +12,10 @@
 //! read to result line written, `codemode_tool_call_host_seconds`), the
 //! bridge's share of that, and the rest, the container's side; beside them
 //! the floor of that container side, one line through the engine's attach
-//! stream to a Python echo in the same lockdown and back.
+//! stream to a Python echo in the same lockdown and back. The same call is
+//! also made as a client's direct call through `code-mode serve`, which
+//! offers the wrapped tools beside `run_python` (`--expose-tools`): the
+//! path a gateway client takes (frontend, bridge, server and back).
 //!
 //! Latency samples are taken in rounds, one sample of each figure per
 //! round, so that whatever else runs on the machine weighs on every figure
@@ -213,7 +216,9 @@ async fn measure(
     let raw_args = docker_run_args(&lockdown, Some(&seccomp));
     let measured = async {
         let mut serve = tokio::process::Command::new(code_mode);
-        serve.arg("serve").args(["--runtime", runtime.name()]).arg("--").args(&options.server);
+        // The wrapped tools offered beside run_python, so a direct call
+        // of `add` through code-mode is measured too.
+        serve.arg("serve").args(["--runtime", runtime.name(), "--expose-tools"]).arg("--").args(&options.server);
         let serve = Client::start(serve, "code-mode serve").await?;
         let (command, args) = options.server.split_first().context("no server command")?;
         let mut direct = tokio::process::Command::new(command);
@@ -273,6 +278,13 @@ async fn measure(
         Figure {
             name: "  its host side (runner, bus, bridge, server)",
             ours: summary(&samples.calls.host())?,
+            reference: summary(&samples.direct_call)?,
+            reference_name: DIRECT,
+            goal: "",
+        },
+        Figure {
+            name: "direct call through code-mode serve, MCP stdio",
+            ours: summary(&samples.serve_direct)?,
             reference: summary(&samples.direct_call)?,
             reference_name: DIRECT,
             goal: "",
@@ -408,6 +420,8 @@ async fn rounds(
         };
         let (direct_call, result) = direct.call("add", add.clone()).await?;
         ensure!(result.is_error != Some(true), "add failed: {result:?}");
+        let (serve_direct, result) = serve.call("add", add.clone()).await?;
+        ensure!(result.is_error != Some(true), "add through code-mode serve failed: {result:?}");
         let echoed = echo.round_trip().await?;
         if keep {
             samples.raw.push(raw);
@@ -418,6 +432,7 @@ async fn rounds(
             samples.nats_calls.0.extend(nats_call);
             samples.baseline_calls.0.extend(baseline_call);
             samples.direct_call.push(direct_call);
+            samples.serve_direct.push(serve_direct);
             samples.echo.push(echoed);
             add_phases(&mut phases.current, &deltas);
             samples.first_output.extend(one_phase(&deltas, first_output));

@@ -102,6 +102,9 @@ pub(super) struct Samples {
     pub(super) calls: Calls,
     pub(super) nats_calls: Calls,
     pub(super) direct_call: Vec<Duration>,
+    /// The same call made directly through `code-mode serve`
+    /// (`--expose-tools`): client, frontend, bridge, server and back.
+    pub(super) serve_direct: Vec<Duration>,
     /// A line through the engine's attach stream to an echo and back.
     pub(super) echo: Vec<Duration>,
     pub(super) baseline_warm: Vec<Duration>,

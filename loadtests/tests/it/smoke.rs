@@ -93,13 +93,15 @@ fn compare_puts_each_figure_beside_a_raw_docker_run_and_a_direct_call_under_each
         assert!(stdout.contains(&format!("--compare, runtime {runtime}:")), "no table for {runtime}:\n{stdout}");
         let figures = report["figures"].as_array().expect("figures");
         let names: Vec<&str> = figures.iter().map(|f| f["figure"].as_str().unwrap()).collect();
-        assert_eq!(figures.len(), 8, "six figures and two of the baseline image: {names:?}");
+        assert_eq!(figures.len(), 9, "seven figures and two of the baseline image: {names:?}");
         for figure in figures {
             let ratio = figure["ratio_p50"].as_f64().unwrap_or(f64::NAN);
             assert!(ratio.is_finite() && ratio > 0.0, "{figure}");
         }
         assert!(figures[0]["reference"].as_str().unwrap().starts_with("docker run"), "{report:#}");
         assert!(figures[3]["reference"].as_str().unwrap().contains("MCP client"), "{report:#}");
+        let through_serve = figures.iter().find(|f| f["figure"].as_str().unwrap().starts_with("direct call through"));
+        assert!(through_serve.is_some_and(|f| f["reference"].as_str().unwrap().contains("MCP client")), "{report:#}");
         let calls = &report["tool_call_breakdown"]["in_process"];
         for part in ["in_cell", "container_side", "host_side", "runner_and_bus", "bridge"] {
             assert!(calls[part]["p50_ms"].as_f64().is_some_and(|ms| ms >= 0.0), "no {part} in {report:#}");
