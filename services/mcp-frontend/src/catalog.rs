@@ -4,7 +4,8 @@
 //! The bus only carries requests, so somebody has to ask the bridge whether
 //! its tools changed. One actor task does, for every client session of the
 //! process: every [`CATALOG_POLL`], and whenever a session asks
-//! ([`CatalogHandle::refresh`], before and after each cell), naming the
+//! ([`CatalogHandle::refresh`], before and after each cell; not after a
+//! client's direct call or read, whose changes the poll finds), naming the
 //! fingerprint of the catalog it holds so that an unchanged catalog comes
 //! back without its tools. Requests that arrive while a fetch is on their
 //! way are answered by one fetch after it.

@@ -257,4 +257,37 @@ mod tests {
         assert_eq!(started.elapsed(), Duration::from_millis(1000) + HOP_MARGIN);
         cancel.cancel();
     }
+
+    #[tokio::test]
+    async fn a_direct_call_or_a_read_through_the_session_asks_the_bridge_for_no_catalog() {
+        let (bus, cancel) = (Bus::in_process(), CancellationToken::new());
+        let catalog = Catalog { max_calls: 10, call_timeout_ms: 1000, ..crate::fake_bridge::catalog("f", &["add"]) };
+        let bridge = crate::fake_bridge::FakeBridge::serve(&bus, &cancel, catalog).await;
+        bus.serve(subjects::TOOL_DIRECT, queue_groups::BRIDGE, cancel.clone(), |_: DirectCall| async {
+            Ok(DirectReply::Ok { result: serde_json::json!({"content": [{"type": "text", "text": "3"}]}) })
+        })
+        .await
+        .unwrap();
+        let shared = FrontendFactory::connect(bus.clone(), Default::default()).await.unwrap().shared.clone();
+        let session = crate::session::SessionHandle::start(shared, None);
+        let asked = bridge.asked_count();
+        for (i, target) in [Target::Tool("add".into()), Target::ReadResource("test://a".into())].into_iter().enumerate()
+        {
+            let (route, _questions) = tokio::sync::mpsc::channel(1);
+            let order = crate::session::DirectOrder {
+                call_id: format!("direct-{i}"),
+                target,
+                arguments: serde_json::json!({}),
+                link: None,
+                retry: None,
+                route,
+            };
+            let outcome = session.direct(order).await.await.expect("the session answers");
+            assert!(outcome.is_ok(), "{outcome:?}");
+        }
+        // Within the watcher's poll (3 s), so only a refresh per call would
+        // have asked.
+        assert_eq!(bridge.asked_count(), asked, "no catalog fetch for a direct call or a read");
+        cancel.cancel();
+    }
 }

@@ -698,10 +698,13 @@ impl SessionActor {
         };
         self.routes.insert(order.call_id.clone(), order.route);
         let shared = self.shared.clone();
+        // No catalog refresh after it: a wrapped server that changes its
+        // lists says so to the bridge, which lists them again on its own
+        // time (after this call's answer, as a rule), and the catalog
+        // watcher's poll finds the new catalog by its fingerprint; a fetch
+        // per call found nothing new but cost a round trip.
         let task = self.cells.spawn(async move {
             let _ = reply.send(crate::direct::call(&shared, &call).await);
-            // A call may have changed the tools: the clients hear of it now.
-            shared.catalog.refresh().await;
             None
         });
         self.cell_ids.insert(task.id(), order.call_id);
