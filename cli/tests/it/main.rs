@@ -41,6 +41,7 @@ mod metrics;
 mod model_reads;
 mod monitoring;
 mod oauth;
+mod orphans;
 mod packages;
 mod passthrough;
 mod passthrough_faults;

@@ -821,20 +821,6 @@ impl Bridge {
         Ok(entry.value.as_u64().unwrap_or(u64::MAX))
     }
 
-    /// The call's request was cancelled (the cell's, or the direct call's):
-    /// refused here so it never goes out.
-    fn not_cancelled(
-        &self,
-        cancel: &tokio_util::sync::CancellationToken,
-        target: &Target<'_>,
-        call: &ToolCall,
-    ) -> Result<(), Answer> {
-        match cancel.is_cancelled() {
-            true => Err(self.refuse(format!("{}: cancelled by the client", target.name(call)))),
-            false => Ok(()),
-        }
-    }
-
     pub(crate) fn refuse(&self, message: String) -> Answer {
         Answer::Failed(wire::tool_reply(wire::CallFailure::Refused(message), self.inner.limits.max_message_chars))
     }

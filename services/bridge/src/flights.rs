@@ -117,6 +117,22 @@ impl Flights {
     }
 }
 
+impl crate::Bridge {
+    /// The call's request was cancelled (the cell's, or the direct call's):
+    /// refused here so it never goes out.
+    pub(crate) fn not_cancelled(
+        &self,
+        cancel: &CancellationToken,
+        target: &crate::target::Target<'_>,
+        call: &code_mode_proto::ToolCall,
+    ) -> Result<(), crate::answer::Answer> {
+        match cancel.is_cancelled() {
+            true => Err(self.refuse(format!("{}: cancelled by the client", target.name(call)))),
+            false => Ok(()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,6 +12,11 @@
 //! reads it for a 2026-07-28 request only: at 2025-11-25 and before, a
 //! closed stream is no cancel (the client may resume the stream, and
 //! cancels with `notifications/cancelled`).
+//!
+//! A client with an MCP session over HTTP that ends it (`DELETE`, taken by
+//! the session manager) is gone too: the session's running requests end at
+//! once ([`session_end`]) rather than when rmcp stops waiting for them (it
+//! lets a closed session's handlers run on for 5 s).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -40,12 +45,65 @@ where
 {
     let token = CancellationToken::new();
     request.extensions_mut().insert(StreamClosed(token.clone()));
+    // A session's end (a DELETE the session manager took) ends the
+    // session's requests at once, not when rmcp gives up on them (5 s).
+    let ending = (request.method() == actix_web::http::Method::DELETE)
+        .then(|| request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string))
+        .flatten();
     let answer = service.call(request);
     async move {
         let response = answer.await?;
+        if let Some(session) = ending
+            && response.status().is_success()
+        {
+            SESSIONS.end(&session);
+        }
         let closed = token.drop_guard();
         Ok(response.map_body(move |_, body| BoxBody::new(Watched { body: body.boxed(), _closed: closed })))
     }
+}
+
+/// The header naming a request's MCP session.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The MCP sessions over HTTP whose requests are running, each with a
+/// token fired when the client ends the session.
+static SESSIONS: Sessions = Sessions { ending: std::sync::Mutex::new(None) };
+
+struct Sessions {
+    ending: std::sync::Mutex<Option<std::collections::HashMap<String, std::sync::Weak<CancellationToken>>>>,
+}
+
+impl Sessions {
+    /// The token of `session`'s end, shared by its running requests (an
+    /// entry lives while one of them holds it).
+    fn watch(&self, session: &str) -> std::sync::Arc<CancellationToken> {
+        let mut ending = code_mode_core::sync::lock(&self.ending);
+        let ending = ending.get_or_insert_with(Default::default);
+        if let Some(token) = ending.get(session).and_then(std::sync::Weak::upgrade) {
+            return token;
+        }
+        ending.retain(|_, token| token.strong_count() > 0);
+        let token = std::sync::Arc::new(CancellationToken::new());
+        ending.insert(session.to_string(), std::sync::Arc::downgrade(&token));
+        token
+    }
+
+    fn end(&self, session: &str) {
+        let token = code_mode_core::sync::lock(&self.ending).as_mut().and_then(|e| e.remove(session));
+        if let Some(token) = token.and_then(|t| t.upgrade()) {
+            tracing::info!(session, "the client ended its MCP session: its running requests are gone");
+            token.cancel();
+        }
+    }
+}
+
+/// The token of the end of `context`'s MCP session over streamable HTTP
+/// (the client's DELETE), while the caller holds it.
+pub(crate) fn session_end(context: &RequestContext<RoleServer>) -> Option<std::sync::Arc<CancellationToken>> {
+    let parts = context.extensions.get::<http::request::Parts>()?;
+    let session = parts.headers.get(SESSION_HEADER)?.to_str().ok()?;
+    Some(SESSIONS.watch(session))
 }
 
 /// Copy the request's [`StreamClosed`] into the MCP request's extensions
@@ -63,15 +121,30 @@ pub(crate) fn of(context: &RequestContext<RoleServer>) -> Option<CancellationTok
     parts.extensions.get::<rmcp::model::Extensions>()?.get::<StreamClosed>().map(|c| c.0.clone())
 }
 
-/// Resolves once the request is gone: cancelled by its client, or (when
-/// `closed` is given) its response stream closed.
-pub(crate) async fn gone(cancelled: &CancellationToken, closed: Option<&CancellationToken>) {
-    match closed {
-        Some(closed) => tokio::select! {
-            () = cancelled.cancelled() => {}
-            () = closed.cancelled() => {}
-        },
-        None => cancelled.cancelled().await,
+/// Resolves once the request is gone: cancelled by its client, (when
+/// `closed` is given) its response stream closed, or (when `ended` is
+/// given) its MCP session ended.
+pub(crate) async fn gone(
+    cancelled: &CancellationToken,
+    closed: Option<&CancellationToken>,
+    ended: Option<&CancellationToken>,
+) {
+    let closed = async {
+        match closed {
+            Some(closed) => closed.cancelled().await,
+            None => std::future::pending().await,
+        }
+    };
+    let ended = async {
+        match ended {
+            Some(ended) => ended.cancelled().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        () = cancelled.cancelled() => {}
+        () = closed => {}
+        () = ended => {}
     }
 }
 

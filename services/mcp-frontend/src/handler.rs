@@ -210,6 +210,8 @@ impl Frontend {
         let stateless = input_required(context);
         // Such a client over HTTP cancels by closing the request's stream.
         let closed = crate::closed::of(context).filter(|_| stateless);
+        // A client of a session over HTTP that ends it (DELETE) is gone.
+        let ended = crate::closed::session_end(context);
         // Questions put to the client by requests of their own, owned by
         // this request: dropped with it.
         let mut elicitations = FuturesUnordered::new();
@@ -312,7 +314,7 @@ impl Frontend {
                         }
                     };
                 }
-                () = crate::closed::gone(&context.ct, closed.as_ref()), if !cancelled => {
+                () = crate::closed::gone(&context.ct, closed.as_ref(), ended.as_deref()), if !cancelled => {
                     cancelled = true;
                     gone.cancel();
                     match &mut run.running {
