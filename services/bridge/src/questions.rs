@@ -27,7 +27,7 @@ use crate::Bridge;
 use crate::answer::Answer;
 use crate::check::StateKey;
 use crate::current::Current;
-use crate::relay::{Owner, Upcall};
+use crate::relay::{Owner, Question, Upcall};
 use crate::target::Target;
 use crate::trail::{Judged, Trail};
 use crate::wire::Unanswered;
@@ -56,10 +56,10 @@ pub(crate) async fn serve(bridge: Bridge, mut upcalls: mpsc::Receiver<Upcall>, c
                     }
                     let _ = delivered.send(());
                 }
-                Upcall::Ask { owner, call_id, server, kind, params, withdrawn, answer } => {
+                Upcall::Ask { question, answer } => {
                     let answered = tokio::select! {
                         _ = cancel.cancelled() => Err(Unanswered::ShuttingDown),
-                        answered = bridge.relay_ask(&owner, call_id, server, kind, params, &withdrawn) => answered,
+                        answered = bridge.relay_ask(&question) => answered,
                     };
                     let _ = answer.send(answered);
                 }
@@ -184,22 +184,16 @@ impl Bridge {
         }
     }
 
-    /// Relay one question of server `server` to `owner`'s client once it
-    /// passed the checks (see the module's doc); every question is one
-    /// audit record, written before the answer goes back (one that cannot
-    /// be written withholds the answer).
-    pub(crate) async fn relay_ask(
-        &self,
-        owner: &Owner,
-        call_id: Option<String>,
-        server: usize,
-        kind: AskKind,
-        params: Value,
-        withdrawn: &CancellationToken,
-    ) -> Result<Value, Unanswered> {
+    /// Relay one question of a server to its owner's client once it passed
+    /// the checks (see the module's doc); every question is one audit
+    /// record, written before the answer goes back (one that cannot be
+    /// written withholds the answer).
+    pub(crate) async fn relay_ask(&self, question: &Question) -> Result<Value, Unanswered> {
         let current = self.current();
-        let cell = call_id.clone().unwrap_or_default();
-        let judged = Judged::question(&owner.session, owner.identity.as_deref(), &cell, 0, kind, &params);
+        let Question { owner, call_id, server, kind, params, .. } = question;
+        let (server, kind) = (*server, *kind);
+        let cell = call_id.as_deref().unwrap_or_default();
+        let judged = Judged::question(&owner.session, owner.identity.as_deref(), cell, 0, kind, params);
         let target = Target::Question { server, kind };
         let mut trail = self.question_trail(judged, &target);
         let answer = async {
@@ -208,7 +202,7 @@ impl Bridge {
             }
             self.judge_question(&current, judged, &target, &mut trail).await.map_err(Unanswered::Refused)?;
             trail.went_out();
-            self.ask_client(owner, call_id, server, kind, params.clone(), withdrawn, &mut trail).await
+            self.ask_client(question, &mut trail).await
         }
         .await;
         if let Err(e) = self.record_question(&trail, judged).await {
@@ -235,21 +229,13 @@ impl Bridge {
         Unanswered::Refused(why)
     }
 
-    /// Ask `owner`'s client a question that passed the checks, through its
-    /// frontend session object; the client's answer, or why there is none.
-    /// A question the server withdraws meanwhile is withdrawn at the
+    /// Ask the owner's client a question that passed the checks, through
+    /// its frontend session object; the client's answer, or why there is
+    /// none. A question the server withdraws meanwhile is withdrawn at the
     /// client too.
-    #[allow(clippy::too_many_arguments)]
-    async fn ask_client(
-        &self,
-        owner: &Owner,
-        call_id: Option<String>,
-        server: usize,
-        kind: AskKind,
-        params: Value,
-        withdrawn: &CancellationToken,
-        trail: &mut Trail,
-    ) -> Result<Value, Unanswered> {
+    async fn ask_client(&self, question: &Question, trail: &mut Trail) -> Result<Value, Unanswered> {
+        let Question { owner, server, kind, withdrawn, .. } = question;
+        let (server, kind) = (*server, *kind);
         let name = self.server_name(server);
         let Some(bus) = self.inner.outbound.get() else {
             let why = "no client session can be reached".to_string();
@@ -263,10 +249,10 @@ impl Bridge {
         let id = uuid::Uuid::new_v4().to_string();
         let message = code_mode_proto::ToClient::Ask(code_mode_proto::ServerAsk {
             id: Some(id.clone()),
-            call_id,
+            call_id: question.call_id.clone(),
             server: name.clone(),
             ask: kind,
-            params,
+            params: question.params.clone(),
             timeout_ms: timeout.as_millis() as u64,
         });
         let wait = timeout + code_mode_core::defaults::HOP_MARGIN;

@@ -226,18 +226,26 @@ pub(crate) enum Upcall {
     /// Tell the frontend session object `asker` a note of server `server`;
     /// `delivered` is told once it was passed on (or could not be).
     Tell { asker: String, call_id: Option<String>, server: usize, note: Note, delivered: oneshot::Sender<()> },
-    /// Judge a question of server `server` and ask `owner`'s client; the
-    /// client's answer (or the refusal) comes back on `answer`.
-    Ask {
-        owner: Arc<Owner>,
-        call_id: Option<String>,
-        server: usize,
-        kind: AskKind,
-        params: serde_json::Value,
-        /// Cancelled when the server withdraws its request.
-        withdrawn: CancellationToken,
-        answer: oneshot::Sender<Result<serde_json::Value, Unanswered>>,
-    },
+    /// Judge a server's question and ask its owner's client; the client's
+    /// answer (or why there is none) comes back on `answer`.
+    Ask { question: Question, answer: oneshot::Sender<Result<serde_json::Value, Unanswered>> },
+}
+
+/// A server's question for the client a session of its own serves.
+#[derive(Debug)]
+pub(crate) struct Question {
+    /// Whom the session serves.
+    pub(crate) owner: Arc<Owner>,
+    /// The call it came during, if one is known.
+    pub(crate) call_id: Option<String>,
+    /// The server's index in the bridge.
+    pub(crate) server: usize,
+    /// What it asks.
+    pub(crate) kind: AskKind,
+    /// The request's parameters.
+    pub(crate) params: serde_json::Value,
+    /// Cancelled when the server withdraws its request.
+    pub(crate) withdrawn: CancellationToken,
 }
 
 /// How many upcalls may wait for the bridge to take them.
@@ -271,18 +279,10 @@ impl Upward {
 
     /// Ask a client a question through the bridge's checks; `None` when no
     /// bridge takes it.
-    async fn ask(
-        &self,
-        owner: Arc<Owner>,
-        call_id: Option<String>,
-        server: usize,
-        kind: AskKind,
-        params: serde_json::Value,
-        withdrawn: CancellationToken,
-    ) -> Option<Result<serde_json::Value, Unanswered>> {
+    async fn ask(&self, question: Question) -> Option<Result<serde_json::Value, Unanswered>> {
         let up = self.0.as_ref()?;
         let (answer, answered) = oneshot::channel();
-        up.send(Upcall::Ask { owner, call_id, server, kind, params, withdrawn, answer }).await.ok()?;
+        up.send(Upcall::Ask { question, answer }).await.ok()?;
         answered.await.ok()
     }
 }
@@ -367,7 +367,15 @@ impl Relay {
             return Err(Unanswered::NoClient(kind));
         };
         let call_id = self.flights.of_message(origin).map(|f| f.call_id);
-        let asked = self.upward.ask(owner.clone(), call_id, self.server, kind, params, context.ct.clone()).await;
+        let question = Question {
+            owner: owner.clone(),
+            call_id,
+            server: self.server,
+            kind,
+            params,
+            withdrawn: context.ct.clone(),
+        };
+        let asked = self.upward.ask(question).await;
         let answer = asked.ok_or(Unanswered::ShuttingDown)??;
         serde_json::from_value(answer).map_err(|e| Unanswered::BadAnswer { kind, why: e.to_string() })
     }
