@@ -56,6 +56,9 @@ output then also holds "progress": [{"progress", "total", "message"}, ...].
 A "call" step with "give_up_after": SECONDS stops waiting after that long
 (an anyio cancel scope around the call, as a caller's timeout would); its
 output is then {"op": "call", "result": null, "gave_up": true}.
+A "call" step with "read_timeout": SECONDS passes the SDK's own read
+timeout (read_timeout_seconds); a call that times out gives
+{"op": "call", "result": null, "timed_out": true}.
 
 --sampling TEXT declares sampling and answers every request with TEXT
 (after --sampling-delay SECONDS, if given; a question the server cancels
@@ -79,7 +82,7 @@ import warnings
 import anyio
 import httpx2
 import mcp.types as types
-from mcp import Client, ClientSession, StdioServerParameters
+from mcp import Client, ClientSession, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -290,6 +293,18 @@ async def main(argv):
                         if scope.cancelled_caught:
                             results.append(None)
                             return {"op": op, "result": None, "gave_up": True}
+                    elif "read_timeout" in step:
+                        # The SDK's own timeout: it abandons the request
+                        # with a courtesy cancel.
+                        try:
+                            result = await client.call_tool(
+                                step["tool"], arguments, read_timeout_seconds=step["read_timeout"], **options
+                            )
+                        except MCPError as e:
+                            if e.error.code != -32001:
+                                raise
+                            results.append(None)
+                            return {"op": op, "result": None, "timed_out": True}
                     else:
                         result = await client.call_tool(step["tool"], arguments, **options)
                     last = result

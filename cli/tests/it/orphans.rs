@@ -31,11 +31,20 @@ enum Leaves {
     /// rmcp's client (2025-11-25, a session over HTTP), closed: it ends its
     /// session.
     RmcpClosed,
+    /// A Python SDK client (`client`: 2026-07-28, `session`: 2025-11-25)
+    /// whose own read timeout passes: it abandons the request.
+    PythonSdkTimedOut(&'static str),
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_whose_python_sdk_client_was_killed_leaves_the_console_within_seconds_and_cannot_be_approved() {
     orphaned(Leaves::PythonSdkKilled).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_whose_python_sdk_clients_timed_out_leaves_the_console_within_seconds_and_cannot_be_approved() {
+    orphaned(Leaves::PythonSdkTimedOut("client")).await;
+    orphaned(Leaves::PythonSdkTimedOut("session")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -68,14 +77,23 @@ async fn orphaned(leaves: Leaves) {
     let mut python = None;
     let mut rmcp = None;
     match leaves {
-        Leaves::PythonSdkKilled => {
+        Leaves::PythonSdkKilled | Leaves::PythonSdkTimedOut(_) => {
+            let api = match leaves {
+                Leaves::PythonSdkTimedOut(api) => api,
+                _ => "client",
+            };
+            let mut step = json!({"op": "call", "tool": "run_python", "arguments": {"code": PAYS}});
+            if let Leaves::PythonSdkTimedOut(_) = leaves {
+                step["read_timeout"] = json!(8);
+            }
             let sdk = code_mode_core::testing::peers::venv_bin("python").expect("the Python SDK is installed");
             let script = code_mode_core::testing::peers::workspace_root().join("testing/peers/mcp_client.py");
-            let steps = json!([{"op": "call", "tool": "run_python", "arguments": {"code": PAYS}}]);
+            let steps = json!([step]);
             let child = tokio::process::Command::new(sdk)
                 .arg(script)
-                .args(["--url", &url, "--header", &format!("Authorization: Bearer {}", carol.token)])
+                .args(["--url", &url, "--api", api, "--header", &format!("Authorization: Bearer {}", carol.token)])
                 .arg(steps.to_string())
+                .stdout(std::process::Stdio::piped())
                 .kill_on_drop(true)
                 .spawn()
                 .expect("the Python SDK client runs");
@@ -109,9 +127,15 @@ async fn orphaned(leaves: Leaves) {
     let csrf = csrf_in(&page);
 
     // Carol's client leaves.
-    let left = Instant::now();
+    let mut left = Instant::now();
     match leaves {
         Leaves::PythonSdkKilled => python.take().unwrap().kill().await.expect("the client is killed"),
+        Leaves::PythonSdkTimedOut(api) => {
+            let out = python.take().unwrap().wait_with_output().await.expect("the client ends");
+            left = Instant::now();
+            let said = String::from_utf8_lossy(&out.stdout);
+            assert!(said.contains(r#""timed_out": true"#), "{api}: the SDK's read timeout passed: {said}");
+        }
         Leaves::RmcpClosed => {
             let (client, running) = rmcp.take().unwrap();
             running.abort();
