@@ -189,7 +189,7 @@ impl NatsBackend {
                 self.head = Some(Some((ack.sequence, Some(line_hash(line)))));
                 Ok(Wrote::At(ack.sequence))
             }
-            Err(e) if e.kind() == PublishErrorKind::WrongLastSequence => {
+            Err(e) if another_wrote_first(&e) => {
                 self.head = None;
                 Ok(Wrote::Conflict)
             }
@@ -261,4 +261,78 @@ pub async fn read_all(client: async_nats::Client, stream_name: &str) -> Result<(
         }
     }
     Ok((out, first > 1))
+}
+
+/// Did the stream refuse the record because another writer appended
+/// first? A single server says so with error code 10071, which async-nats
+/// reads as [`PublishErrorKind::WrongLastSequence`]; a replicated stream's
+/// leader refuses the very first record (an expected last subject sequence
+/// of 0) with 10164, "wrong last sequence" without the number, which
+/// async-nats 0.51 reads as `Other`. Both mean: read the head again and
+/// rebuild the record on it.
+fn another_wrote_first(e: &jetstream::context::PublishError) -> bool {
+    e.kind() == PublishErrorKind::WrongLastSequence
+        || std::error::Error::source(e)
+            .and_then(|source| source.downcast_ref::<jetstream::Error>())
+            .is_some_and(|server| server.error_code() == jetstream::ErrorCode::STREAM_WRONG_LAST_SEQUENCE_CONSTANT)
+}
+
+#[cfg(test)]
+mod tests {
+    // A panic in a test is the test failing.
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use code_mode_core::testing::NatsCluster;
+
+    /// The race a fresh stack runs at its start: the bridge and each runner
+    /// write their `open` record to the new stream at once, each as its
+    /// first record. On a three-node cluster the stream's leader refuses a
+    /// writer whose first record arrives while another's is still being
+    /// replicated with error code 10164; that writer's service failed to
+    /// start (the sink failed closed). It lost a race: it must read the
+    /// head again and chain on the winner.
+    #[tokio::test]
+    async fn writers_racing_for_a_replicated_streams_first_record_each_either_win_or_chain_on_the_winner() {
+        let Some((cluster, users)) = NatsCluster::start_secured(3) else { return };
+        const WRITERS: usize = 8;
+        let config = StreamConfig { replicas: 3, ..Default::default() };
+        let mut writers = Vec::new();
+        for w in 0..WRITERS {
+            // Each writer on a node of its own, as the services of a stack are.
+            let client =
+                async_nats::ConnectOptions::with_user_and_password("bridge".into(), users.password("bridge").into())
+                    .custom_inbox_prefix("_INBOX.bridge")
+                    .connect(cluster.url(w % 3))
+                    .await
+                    .unwrap();
+            let mut backend = NatsBackend::open(client, config.clone()).await.unwrap();
+            assert_eq!(backend.head().await.unwrap(), None, "every writer saw the empty stream");
+            writers.push(backend);
+        }
+        let mut racing = tokio::task::JoinSet::new();
+        for (w, mut backend) in writers.into_iter().enumerate() {
+            racing.spawn(async move {
+                let line = format!("{{\"seq\":1,\"writer\":{w}}}");
+                let wrote = backend.write(1, &line, &format!("first-{w}")).await;
+                (w, wrote, backend)
+            });
+        }
+        let (mut won, mut losers) = (0, Vec::new());
+        while let Some(done) = racing.join_next().await {
+            let (w, wrote, backend) = done.unwrap();
+            match wrote {
+                Ok(Wrote::At(1)) => won += 1,
+                Ok(Wrote::At(at)) => panic!("writer {w}'s first record was stored at {at}"),
+                Ok(Wrote::Conflict) => losers.push(backend),
+                Err(e) => panic!("writer {w} lost the race and was refused instead of retrying: {e}"),
+            }
+        }
+        assert_eq!((won, losers.len()), (1, WRITERS - 1), "one writer's record is the first");
+        // A loser chains on the winner.
+        let loser = &mut losers[0];
+        let head = loser.head().await.unwrap();
+        assert_eq!(head.as_ref().map(|(seq, _)| *seq), Some(1), "the head is the winner's record");
+        assert!(matches!(loser.write(2, "{\"seq\":2}", "second").await.unwrap(), Wrote::At(2)));
+    }
 }
