@@ -69,7 +69,10 @@ async fn a_cancel_stops_the_cell(deployment: Deployment) {
         .ok()
         .flatten()
         .expect("the cell says its container's host name");
-    assert!(wait_for(&log, "tools/call sleep", Duration::from_secs(20)).await, "the call reached the server");
+    assert!(
+        support::server_logged(&log, "tools/call sleep", Duration::from_secs(20)).await,
+        "the call reached the server"
+    );
     let container = full_id(&host).expect("the cell's container runs");
     assert_eq!(crate::team::state_of(&container), "running");
     let sent = SystemTime::now();
@@ -80,7 +83,7 @@ async fn a_cancel_stops_the_cell(deployment: Deployment) {
     eprintln!("measured: the container died {} ms after the cancel was sent", after.as_millis());
     assert!(after < Duration::from_secs(1), "the container died {after:?} after the cancel, not within 1 s");
     assert!(
-        wait_for(&log, "notifications/cancelled", Duration::from_secs(5)).await,
+        support::server_logged(&log, "notifications/cancelled", Duration::from_secs(5)).await,
         "the server heard of the cancel: {:?}",
         std::fs::read_to_string(&log)
     );
@@ -163,7 +166,10 @@ async fn both_python_sdk_clients_that_give_up_on_a_cell_stop_it_and_its_call_at_
         assert_eq!(results[0]["gave_up"], true, "{api}: {results:?} {stderr}");
         assert_eq!(results[1]["result"]["structuredContent"]["stdout"], "42\n", "{api}: {results:?}");
         assert!(started.elapsed() < Duration::from_secs(40), "{api}: the 60 s cell did not hold the session");
-        assert!(wait_for(&log, "notifications/cancelled", Duration::from_secs(5)).await, "{api}: the server heard");
+        assert!(
+            support::server_logged(&log, "notifications/cancelled", Duration::from_secs(5)).await,
+            "{api}: the server heard"
+        );
         let recorded = support::eventually(Duration::from_secs(10), || {
             std::fs::read_to_string(&audit).unwrap_or_default().contains(r#""outcome":"cancelled""#)
         })
@@ -193,7 +199,7 @@ async fn both_python_sdk_clients_that_give_up_on_a_cell_stop_it_and_its_call_at_
         assert_eq!(results[0]["gave_up"], true, "{api} over HTTP: {results:?} {stderr}");
         assert_eq!(results[1]["result"]["structuredContent"]["stdout"], "42\n", "{api} over HTTP: {results:?}");
         assert!(
-            wait_for(&log, "notifications/cancelled", Duration::from_secs(5)).await,
+            support::server_logged(&log, "notifications/cancelled", Duration::from_secs(5)).await,
             "{api} over HTTP: the server heard of the cancel: {:?}",
             std::fs::read_to_string(&log)
         );
@@ -305,15 +311,4 @@ fn died_at(container: &str, since: SystemTime, within: Duration) -> Option<Syste
         std::thread::sleep(Duration::from_millis(200));
     }
     None
-}
-
-async fn wait_for(log: &std::path::Path, line: &str, within: Duration) -> bool {
-    let deadline = tokio::time::Instant::now() + within;
-    while tokio::time::Instant::now() < deadline {
-        if std::fs::read_to_string(log).unwrap_or_default().lines().any(|l| l.starts_with(line)) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    false
 }

@@ -540,10 +540,10 @@ mod cancelled {
             .await
             .expect("the call is sent");
         // Until the call has reached the server.
-        let reached = wait_for(&log, "tools/call sleep", Duration::from_secs(10)).await;
+        let reached = crate::support::server_logged(&log, "tools/call sleep", Duration::from_secs(10)).await;
         assert!(reached, "the call reached the server: {:?}", std::fs::read_to_string(&log));
         call.cancel(Some("the client gave up".into())).await.expect("the cancel is sent");
-        let cancelled = wait_for(&log, "notifications/cancelled", Duration::from_secs(5)).await;
+        let cancelled = crate::support::server_logged(&log, "notifications/cancelled", Duration::from_secs(5)).await;
         assert!(cancelled, "the server heard of the cancel: {:?}", std::fs::read_to_string(&log));
         // The session goes on.
         let mut add = CallToolRequestParams::new("add");
@@ -552,17 +552,6 @@ mod cancelled {
         assert_eq!(sum.structured_content, Some(json!({"sum": 3})));
         client.cancel().await.ok();
         let _ = std::fs::remove_file(log);
-    }
-
-    async fn wait_for(log: &std::path::Path, line: &str, within: Duration) -> bool {
-        let deadline = tokio::time::Instant::now() + within;
-        while tokio::time::Instant::now() < deadline {
-            if std::fs::read_to_string(log).unwrap_or_default().lines().any(|l| l.starts_with(line)) {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        false
     }
 }
 

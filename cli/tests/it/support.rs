@@ -738,6 +738,12 @@ pub async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bo
     }
 }
 
+/// Wait up to `within` for a line starting with `start` in the log file
+/// `log` a test server writes (one line per message it receives).
+pub async fn server_logged(log: &std::path::Path, start: &str, within: Duration) -> bool {
+    eventually(within, || std::fs::read_to_string(log).unwrap_or_default().lines().any(|l| l.starts_with(start))).await
+}
+
 /// Whether a line the process wrote to its log satisfies `wanted` within
 /// ten seconds: the log is read by a thread, so a line written just before
 /// an answer may reach the test just after it.
