@@ -1,7 +1,7 @@
 """Run the MCP conformance suite's server scenarios and print the outcome as JSON.
 
     .venv/bin/python testing/conformance/run.py --url http://127.0.0.1:PORT/mcp \\
-        --requirements 2025-11-25 --requirements 2026-07-28 [--scenario NAME]
+        --requirements 2025-11-25 --requirements 2026-07-28 [--scenario NAME ...]
     .venv/bin/python testing/conformance/run.py --peer --requirements 2026-07-28
 
 For each requirement set it runs `conformance server` (the suite pinned in
@@ -164,6 +164,16 @@ def run_suite(bin_dir: Path, url: str, revision: str, scenario: str | None, time
     return report
 
 
+def merged(runs: list[dict]) -> dict:
+    """The reports of several runs of one requirement set, as one."""
+    report: dict = {"passed": [], "failed": {}, "not_scored": {"passed": [], "failed": {}}}
+    for run in runs:
+        for bucket, into in ((run, report), (run["not_scored"], report["not_scored"])):
+            into["passed"] += [name for name in bucket["passed"] if name not in into["passed"]]
+            into["failed"].update(bucket["failed"])
+    return report
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -213,7 +223,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--requirements", action="append", choices=REVISIONS, help="requirement set to run (repeatable; default: both)"
     )
-    parser.add_argument("--scenario", help="run only this scenario (at each requirement set's wire version)")
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        help="run only this scenario (repeatable; each at each requirement set's wire version)",
+    )
     parser.add_argument("--timeout-ms", type=int, default=30000, help="per-scenario timeout (default 30000)")
     parser.add_argument("--bin-dir", type=Path, default=DEFAULT_BIN_DIR, help=f"where `conformance` and Node 22 are (default {DEFAULT_BIN_DIR})")
     parser.add_argument("--keep", type=Path, help="keep the suite's results folders under this directory")
@@ -229,9 +243,11 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.ExitStack() as stack:
             url = stack.enter_context(started_peer(sys.executable)) if args.peer else args.url
             for revision in revisions:
-                results[revision] = run_suite(
-                    args.bin_dir, url, revision, args.scenario, args.timeout_ms, args.verbose, args.keep
-                )
+                runs = [
+                    run_suite(args.bin_dir, url, revision, scenario, args.timeout_ms, args.verbose, args.keep)
+                    for scenario in args.scenario or [None]
+                ]
+                results[revision] = merged(runs)
     except (RuntimeError, subprocess.SubprocessError, OSError) as exc:
         log(f"error: {exc}")
         if results:

@@ -34,15 +34,51 @@ fn peer() -> PathBuf {
 
 /// The suite's outcome against `target` (`--url URL`, or `--peer`), both
 /// requirement sets; `None` where the test may skip (no suite, no SDK).
-/// The runner's exit status is held to what it says: 0 when no scored
-/// scenario failed, 1 when one did; 2 (the suite could not be run) fails.
 async fn suite(target: &[&str]) -> Option<Value> {
+    run_suite(target, &REVISIONS, &[]).await
+}
+
+/// The conformance suite's ten server scenarios of the tasks extension
+/// (`conformance list`: `[extension]`), run at 2026-07-28.
+pub(crate) const TASKS_SCENARIOS: [&str; 10] = [
+    "tasks-lifecycle",
+    "tasks-capability-negotiation",
+    "tasks-wire-fields",
+    "tasks-request-state-removal",
+    "tasks-mrtr-input",
+    "tasks-request-headers",
+    "tasks-dispatch-and-envelope",
+    "tasks-status-notifications",
+    "tasks-required-task-error",
+    "tasks-mrtr-composition",
+];
+
+/// The ten `tasks-*` scenarios against `url` (they are scored by no
+/// requirement set, so they come back under `not_scored`); each must
+/// pass. `None` where the test may skip (no suite, no Python).
+pub(crate) async fn tasks_scenarios_pass(label: &str, url: &str) -> Option<()> {
+    let outcome = run_suite(&["--url", url], &["2026-07-28"], &TASKS_SCENARIOS).await?;
+    let report = &outcome["2026-07-28"]["not_scored"];
+    let passed: BTreeSet<&str> =
+        report["passed"].as_array().unwrap_or_else(|| panic!("{outcome}")).iter().filter_map(Value::as_str).collect();
+    let missing: Vec<&str> = TASKS_SCENARIOS.iter().copied().filter(|s| !passed.contains(s)).collect();
+    assert!(missing.is_empty(), "{label}: these tasks scenarios fail: {missing:?}: {}", report["failed"]);
+    println!("{label}: {} of the {} tasks-* scenarios pass", passed.len(), TASKS_SCENARIOS.len());
+    Some(())
+}
+
+/// The suite's outcome against `target` at `revisions`, all the scenarios
+/// each scores or just `scenarios`. The runner's exit status is held to
+/// what it says: 0 when no scored scenario failed, 1 when one did; 2 (the
+/// suite could not be run) fails.
+async fn run_suite(target: &[&str], revisions: &[&str], scenarios: &[&str]) -> Option<Value> {
     npm_bin("conformance")?;
     let python = venv_bin("python")?;
     let out = tokio::process::Command::new(python)
         .arg(workspace_root().join("testing/conformance/run.py"))
         .args(target)
-        .args(REVISIONS.iter().flat_map(|r| ["--requirements", r]))
+        .args(revisions.iter().flat_map(|r| ["--requirements", r]))
+        .args(scenarios.iter().flat_map(|s| ["--scenario", s]))
         .kill_on_drop(true)
         .output()
         .await
@@ -51,7 +87,7 @@ async fn suite(target: &[&str]) -> Option<Value> {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let outcome: Value =
         serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("the suite's outcome ({e}): {stdout} {stderr}"));
-    let any_failed = REVISIONS.iter().any(|r| outcome[r]["failed"].as_object().is_none_or(|f| !f.is_empty()));
+    let any_failed = revisions.iter().any(|r| outcome[r]["failed"].as_object().is_none_or(|f| !f.is_empty()));
     assert_eq!(
         out.status.code(),
         Some(i32::from(any_failed)),

@@ -22,11 +22,14 @@
 //! any path, prints `listening on http://HOST:PORT/mcp` as the one line of
 //! stdout, and serves until killed. With `--oauth-issuer URL` it is an
 //! OAuth resource server too (`oauth.rs`): tokens of that issuer only,
-//! the tool `whoami` added.
+//! the tool `whoami` added. With `--tasks` it offers instead the fixtures of
+//! the conformance suite's `tasks-*` scenarios (`tasks.rs`: MCP Tasks, with
+//! rmcp's task manager), over stdio or `--http`.
 
 mod catalog;
 mod oauth;
 mod server;
+mod tasks;
 
 use std::{fs::OpenOptions, io::Write as _, net::SocketAddr, path::PathBuf, sync::Arc};
 
@@ -134,6 +137,13 @@ struct Args {
     /// own URL (a server that takes tokens meant for another).
     #[arg(long, value_name = "URL", requires = "oauth_issuer")]
     oauth_audience: Option<String>,
+    /// Offer only the task fixtures of the conformance suite's `tasks-*`
+    /// scenarios (`greet`, `slow_compute`, `failing_job`,
+    /// `protocol_error_job`, `confirm_delete`, `multi_input`,
+    /// `test_tool_with_task`) and the tasks extension; `--log` records
+    /// `tools/call` and `tasks/*` requests.
+    #[arg(long, conflicts_with_all = ["resources", "oauth_issuer", "many"])]
+    tasks: bool,
 }
 
 #[tokio::main]
@@ -163,6 +173,20 @@ async fn main() -> anyhow::Result<()> {
         ),
         None => None,
     };
+
+    if args.tasks {
+        let fixtures = tasks::TaskFixtures::new(log.map(|file| Arc::new(LogFile::new(file))));
+        return match args.http {
+            Some(addr) => serve_tasks_http(addr, fixtures).await,
+            None => {
+                tracing::info!("serving the task fixtures over stdio");
+                let service =
+                    fixtures.serve(rmcp::transport::stdio_pipes()).await.context("MCP initialization failed")?;
+                service.waiting().await.context("MCP service failed")?;
+                Ok(())
+            }
+        };
+    }
 
     let catalog = Catalog::build(&CatalogOptions {
         many: args.many,
@@ -227,6 +251,31 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Serve the task fixtures over streamable HTTP on `addr` until killed.
+async fn serve_tasks_http(addr: SocketAddr, fixtures: tasks::TaskFixtures) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+    let bound = listener.local_addr()?;
+    let service = StreamableHttpService::new(
+        move || Ok(fixtures.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let mut stdout = std::io::stdout();
+    writeln!(stdout, "listening on http://{bound}/mcp")?;
+    stdout.flush()?;
+    tracing::info!(%bound, "serving the task fixtures over streamable HTTP");
+    loop {
+        let (stream, _) = listener.accept().await.context("accept failed")?;
+        let io = hyper_util::rt::TokioIo::new(stream);
+        let service = hyper_util::service::TowerToHyperService::new(service.clone());
+        tokio::spawn(async move {
+            if let Err(error) = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await {
+                tracing::debug!(%error, "HTTP connection ended");
+            }
+        });
+    }
 }
 
 /// The resource-server settings (`--oauth-issuer` and its companions).

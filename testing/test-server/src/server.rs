@@ -516,7 +516,7 @@ impl LogFile {
         Self(Mutex::new(file))
     }
 
-    fn record(&self, method: &str, tool: &str) {
+    pub(crate) fn record(&self, method: &str, tool: &str) {
         let line = format!("{method} {tool}\n");
         let mut file = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Err(error) = file.write_all(line.as_bytes()).and_then(|()| file.flush()) {
