@@ -105,7 +105,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let transport = nats_transport(nats, "code-mode-bridge").await?;
             let servers = wrapped_servers(&args.bridge)?;
             let logins = servers.iter().any(crate::login::has_auth);
-            let state = session_state(Some(&transport), &servers, replicas(nats), &root).await?;
+            // Both may wait for a fresh cluster's replicated streams to
+            // elect leaders: wait for them side by side, not one after the other.
+            let (state, audit) = tokio::try_join!(
+                session_state(Some(&transport), &servers, replicas(nats), &root),
+                crate::audit::open_sink(&args.audit, "bridge", Some(transport.client()), replicas(nats)),
+            )?;
             if logins {
                 // Remote servers' logins live in the store too, every
                 // replica reading the same grant (sealed with this key).
@@ -115,8 +120,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     key,
                 ));
             }
-            let audit =
-                crate::audit::open_sink(&args.audit, "bridge", Some(transport.client()), replicas(nats)).await?;
             let parts = bridge_parts(&args.bridge, servers, state, audit);
             let running = start_bridge(parts, &Bus::new(transport), &root).await?;
             reload_on_hangup(&running.bridge, &args.bridge, &root)?;

@@ -171,15 +171,28 @@ pub fn server_list(urls: &str) -> Result<Vec<async_nats::ServerAddr>, BusError> 
 /// cluster); a stream on a single server has one at once. Returns whether
 /// it has one; the caller's next request fails, saying why, if not.
 pub async fn wait_for_stream_leader(stream: &async_nats::jetstream::stream::Stream, within: Duration) -> bool {
-    let give_up = tokio::time::Instant::now() + within;
+    let started = tokio::time::Instant::now();
+    let give_up = started + within;
+    let name = &stream.cached_info().config.name;
+    let mut told = false;
     loop {
         if let Ok(info) = stream.get_info().await
             && info.cluster.as_ref().is_none_or(|c| c.leader.is_some())
         {
+            if told {
+                tracing::info!(stream = %name, waited_ms = started.elapsed().as_millis() as u64, "the stream has a leader");
+            }
             return true;
         }
         if tokio::time::Instant::now() >= give_up {
+            tracing::warn!(stream = %name, waited_ms = started.elapsed().as_millis() as u64,
+                "the stream elected no leader in time: its requests fail until it does");
             return false;
+        }
+        // Say so once it takes long enough to be seen at start.
+        if !told && started.elapsed() >= Duration::from_secs(1) {
+            tracing::info!(stream = %name, "waiting for the replicated stream to elect a leader");
+            told = true;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -416,15 +416,18 @@ impl NatsCluster {
         })
     }
 
-    /// Wait (up to 20 s) until a JetStream meta leader is elected.
+    /// Wait (up to 20 s) until the JetStream meta group is whole: every
+    /// node names the same leader, and the leader sees each other node as
+    /// current. A leader elected by two nodes while the third is still
+    /// catching up places a replicated stream created at once on a peer
+    /// that is not current, and under load that stream then went without a
+    /// leader of its own for tens of seconds (a service starting on the
+    /// fresh cluster waited that long).
     fn wait_for_leader(&self) {
         for _ in 0..200 {
-            let led = (0..self.nodes.len()).any(|i| {
-                self.monitor(i, "/jsz")
-                    .and_then(|j| j["meta_cluster"]["leader"].as_str().map(|l| !l.is_empty()))
-                    .unwrap_or(false)
-            });
-            if led {
+            let metas: Vec<Option<serde_json::Value>> =
+                (0..self.nodes.len()).map(|i| self.monitor(i, "/jsz").map(|j| j["meta_cluster"].clone())).collect();
+            if meta_group_whole(&metas) {
                 return;
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
@@ -432,8 +435,30 @@ impl NatsCluster {
         let seen: Vec<String> = (0..self.nodes.len())
             .map(|i| format!("node {}: {:?}", i + 1, self.monitor(i, "/jsz").map(|j| j["meta_cluster"].clone())))
             .collect();
-        panic!("the NATS cluster elected no JetStream leader within 20 s: {seen:?}");
+        panic!("the NATS cluster's JetStream meta group was not whole within 20 s: {seen:?}");
     }
+}
+
+/// Whether every node's `meta_cluster` (from `/jsz`) names one leader and
+/// that leader's own view lists every other node as a current replica.
+fn meta_group_whole(metas: &[Option<serde_json::Value>]) -> bool {
+    let Some(Some(first)) = metas.first() else { return false };
+    let Some(leader) = first["leader"].as_str().filter(|l| !l.is_empty()) else { return false };
+    if metas.len() == 1 {
+        return true;
+    }
+    let agreed = metas.iter().all(|m| m.as_ref().is_some_and(|m| m["leader"].as_str() == Some(leader)));
+    // The leader's view is the one whose replicas do not include the leader.
+    let leaders_view = metas
+        .iter()
+        .flatten()
+        .find(|m| m["replicas"].as_array().is_some_and(|r| r.iter().all(|peer| peer["name"].as_str() != Some(leader))));
+    let all_current = leaders_view.is_some_and(|m| {
+        m["replicas"]
+            .as_array()
+            .is_some_and(|r| r.len() + 1 == metas.len() && r.iter().all(|peer| peer["current"].as_bool() == Some(true)))
+    });
+    agreed && all_current
 }
 
 impl Drop for NatsCluster {
@@ -534,5 +559,40 @@ pub mod peers {
         } else {
             super::unavailable(name, ".venv is not installed: run scripts/setup.sh").then_some(path)
         }
+    }
+}
+
+#[cfg(test)]
+mod meta_group_tests {
+    use super::meta_group_whole;
+    use serde_json::json;
+
+    fn view(leader: &str, replicas: &[(&str, bool)]) -> Option<serde_json::Value> {
+        let replicas: Vec<_> =
+            replicas.iter().map(|(name, current)| json!({"name": name, "current": current})).collect();
+        Some(json!({"leader": leader, "replicas": replicas, "cluster_size": 3}))
+    }
+
+    #[test]
+    fn a_meta_group_is_whole_only_once_every_node_names_the_leader_and_the_leader_sees_each_peer_current() {
+        // As a fresh three-node cluster reports itself: n1 leads, n3 is
+        // known but not yet current in the leader's view.
+        let catching_up = [
+            view("n1", &[("n2", true), ("n3", false)]),
+            view("n1", &[("n1", true), ("n3", false)]),
+            view("n1", &[("n1", true), ("n2", false)]),
+        ];
+        assert!(!meta_group_whole(&catching_up));
+        let whole = [
+            view("n1", &[("n2", true), ("n3", true)]),
+            view("n1", &[("n1", true), ("n3", false)]),
+            view("n1", &[("n1", true), ("n2", false)]),
+        ];
+        assert!(meta_group_whole(&whole));
+        let disagreeing = [whole[0].clone(), view("n2", &[("n1", true), ("n3", true)]), whole[2].clone()];
+        assert!(!meta_group_whole(&disagreeing));
+        let unanswered = [whole[0].clone(), None, whole[2].clone()];
+        assert!(!meta_group_whole(&unanswered));
+        assert!(!meta_group_whole(&[view("", &[]), view("", &[]), view("", &[])]));
     }
 }
