@@ -49,7 +49,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 code_mode_mcp_frontend::http::preflight(options).await?;
             }
             let (keep, direct) = (keep_config(&args.clients.keep), direct_config(&args.clients.direct));
-            let parts = stack_parts(&args.stack, args.max_concurrent, keep, direct, &root).await?;
+            let mut parts = stack_parts(&args.stack, args.max_concurrent, keep, direct, &root).await?;
+            args.clients.tasks.apply(&mut parts.frontend);
             let stack = Stack::start(parts, Buses::One(Bus::in_process()), &root).await?;
             reload_on_hangup(&stack.bridge, &args.stack.bridge, &root)?;
             let served = match &http {

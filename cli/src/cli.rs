@@ -646,6 +646,8 @@ pub struct ClientArgs {
     /// MCP over HTTP.
     #[command(flatten)]
     pub http: HttpArgs,
+    #[command(flatten)]
+    pub tasks: crate::task_args::TaskArgs,
 }
 
 /// Options of `frontend`.

@@ -53,6 +53,7 @@ pub mod pid_file;
 pub mod ranges;
 pub mod settings;
 pub mod stack;
+pub mod task_args;
 pub mod terminal;
 mod text_values;
 

@@ -444,7 +444,10 @@ impl Sandbox {
 
     /// Run one cell, allowing it `budget` tool calls.
     pub async fn run(&self, code: &str, budget: Budget) -> Result<CellReport, Error> {
-        Ok(self.session.run_code_with(code, CellOptions { max_calls: Some(budget.get()) }).await?)
+        Ok(self
+            .session
+            .run_code_with(code, CellOptions { max_calls: Some(budget.get()), ..CellOptions::default() })
+            .await?)
     }
 
     /// Remove the container (and forget the session's state at the bridge).

@@ -114,7 +114,7 @@ pub fn frontend_config(
 /// clients, and how long a cell waits for a runner's slot.
 pub fn frontend_service_config(args: &FrontendServiceArgs) -> FrontendConfig {
     let clients = &args.clients;
-    FrontendConfig {
+    let mut config = FrontendConfig {
         capacity_wait: args.capacity_wait,
         ..frontend_config(
             &args.frontend,
@@ -122,7 +122,9 @@ pub fn frontend_service_config(args: &FrontendServiceArgs) -> FrontendConfig {
             keep_config(&clients.keep),
             direct_config(&clients.direct),
         )
-    }
+    };
+    clients.tasks.apply(&mut config);
+    config
 }
 
 /// The kept-session settings, when `--keep-variables` is on.

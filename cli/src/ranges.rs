@@ -275,6 +275,8 @@ mod every_option {
             expected.push(format!("{sub} --session-max"));
             expected.push(format!("{sub} --max-direct-calls"));
             expected.push(format!("{sub} --max-handles"));
+            expected.push(format!("{sub} --task-deadline"));
+            expected.push(format!("{sub} --task-ttl"));
         }
         // `describe` takes serve's options that shape what the model reads.
         for long in [

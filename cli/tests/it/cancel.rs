@@ -283,7 +283,7 @@ async fn a_cancelled_run_python_withdraws_its_approval_question_at_the_client_an
 }
 
 /// The engine's full id of the running container `short` names.
-fn full_id(short: &str) -> Option<String> {
+pub(crate) fn full_id(short: &str) -> Option<String> {
     let out = std::process::Command::new("docker")
         .args(["inspect", "-f", "{{.Id}}", short])
         .output()
@@ -294,7 +294,7 @@ fn full_id(short: &str) -> Option<String> {
 
 /// When the engine recorded the container's death (its `die` event, with
 /// the engine's own time), waiting up to `within` for it.
-fn died_at(container: &str, since: SystemTime, within: Duration) -> Option<SystemTime> {
+pub(crate) fn died_at(container: &str, since: SystemTime, within: Duration) -> Option<SystemTime> {
     let started = Instant::now();
     let from = since.duration_since(UNIX_EPOCH).unwrap().as_secs().saturating_sub(1);
     while started.elapsed() < within {

@@ -63,6 +63,7 @@ mod shared_catalog;
 mod skill;
 mod split;
 mod support;
+mod task_cells;
 mod tasks_passthrough;
 mod team;
 mod threat_model;

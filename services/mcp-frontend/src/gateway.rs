@@ -49,6 +49,10 @@ pub(crate) fn capabilities(frontend: &Frontend) -> ServerCapabilities {
             caps["completions"] = serde_json::json!({});
         }
     }
+    if frontend.shared.config.expose.run_python() {
+        // run_python answers a client that declared tasks with a task.
+        caps["extensions"] = serde_json::json!({rmcp::model::TASKS_EXTENSION_ID: {}});
+    }
     serde_json::from_value(caps).unwrap_or_default()
 }
 

@@ -34,6 +34,7 @@ pub use crate::direct::Expose;
 pub use crate::handle::HandleError;
 use crate::notices::Notice;
 use crate::parking::Parked;
+use crate::progress::{HEARTBEAT, ProgressSent, heartbeat_message};
 use crate::questions::{self, PendingAsk, Question};
 use crate::session::{CellKeep, CellOrder, CellRun, DirectOrder, Prologue, QUESTIONS_PER_CELL, Running};
 use crate::wire::Outcome;
@@ -49,7 +50,13 @@ const GATHER_PAUSE: Duration = Duration::from_millis(50);
 impl Frontend {
     /// Start a cell on an MCP request, with a route for its approvals
     /// (`keep`: in the session's kept container, if variables are kept).
-    pub(crate) async fn start_cell(&self, code: String, keep: CellKeep, link: Option<ClientLink>) -> CellRun {
+    pub(crate) async fn start_cell(
+        &self,
+        code: String,
+        keep: CellKeep,
+        link: Option<ClientLink>,
+        options: CellOptions,
+    ) -> CellRun {
         let (route, questions) = mpsc::channel(QUESTIONS_PER_CELL);
         let cell_id = uuid::Uuid::new_v4().to_string();
         let cancel = tokio_util::sync::CancellationToken::new();
@@ -57,7 +64,7 @@ impl Frontend {
             cell_id: cell_id.clone(),
             code,
             route: Some(route),
-            options: CellOptions::default(),
+            options,
             keep,
             link,
             cancel: cancel.clone(),
@@ -514,6 +521,30 @@ impl ServerHandler for Frontend {
             })
     }
 
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, McpError> {
+        self.task_get(request, &context).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.task_cancel(request, &context).await
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.task_update(request, &context).await
+    }
+
     async fn initialize(
         &self,
         request: rmcp::model::InitializeRequestParams,
@@ -614,7 +645,10 @@ impl ServerHandler for Frontend {
         // A cell's progress is its code's (a wrapped server's progress of
         // the calls inside it is not the cell's).
         let link = Some(ClientLink { progress: false, ..self.link_of(&context) });
-        let run = self.start_cell(code.clone(), keep, link).await;
+        if crate::tasks::wanted(&context) {
+            return self.start_task(code.clone(), keep, link, &context).await;
+        }
+        let run = self.start_cell(code.clone(), keep, link, CellOptions::default()).await;
         self.drive(run, &context).await.tool_response()
     }
 
@@ -755,89 +789,6 @@ impl ServerHandler for Frontend {
         let params = serde_json::to_value(&request).map_err(wire::rpc::bad_params)?;
         let value = crate::gateway::request(self, Target::Complete, params, None, &context).await?;
         crate::gateway::typed::<rmcp::model::CompleteResult>(value)
-    }
-}
-
-/// How long a running cell goes without a progress notification to a
-/// client that asked for progress before it tells that client it still
-/// runs.
-const HEARTBEAT: Duration = Duration::from_secs(5);
-
-/// The progress sent on one request so far.
-#[derive(Debug, Default)]
-struct ProgressSent {
-    last: Option<f64>,
-    /// The total of the last notification the code (or the server) sent.
-    total: Option<f64>,
-    /// The cell's code (or the server) reported progress: a heartbeat
-    /// then keeps its numbers (see [`ProgressSent::beat`]).
-    code_reported: bool,
-}
-
-impl ProgressSent {
-    /// Send a progress notification with the request's token, unless it
-    /// would not increase on the last one; true when it was sent.
-    async fn send(
-        &mut self,
-        context: &RequestContext<RoleServer>,
-        token: &rmcp::model::ProgressToken,
-        progress: f64,
-        total: Option<f64>,
-        message: Option<String>,
-    ) -> bool {
-        if self.last.is_some_and(|last| progress <= last) {
-            return false;
-        }
-        self.last = Some(progress);
-        self.total = total;
-        let params =
-            serde_json::json!({"progressToken": token, "progress": progress, "total": total, "message": message});
-        if let Ok(params) = serde_json::from_value(params) {
-            let _ = context.peer.notify_progress(params).await;
-        }
-        true
-    }
-
-    /// A heartbeat: the seconds run so far as the progress while the code
-    /// has reported none; after it has, its own progress and total again,
-    /// grown by the least a number can grow (MCP wants each notification's
-    /// progress above the last), so a client's bar stays where the code
-    /// put it while it hears that the cell still runs.
-    async fn beat(
-        &mut self,
-        context: &RequestContext<RoleServer>,
-        token: &rmcp::model::ProgressToken,
-        running: f64,
-        message: Option<String>,
-    ) {
-        match (self.code_reported, self.last) {
-            (true, Some(last)) => {
-                let total = self.total;
-                self.send(context, token, last.next_up(), total, message).await;
-            }
-            _ => {
-                self.send(context, token, running, None, message).await;
-            }
-        }
-    }
-}
-
-/// What a cell's heartbeat says: how long it ran, the time it was held
-/// while a person decided on a call left out (its container was paused and
-/// its deadline stopped meanwhile).
-fn heartbeat_message(elapsed: Duration, held: Option<code_mode_proto::HeldTime>) -> String {
-    let held_secs = held.map_or(0, |h| h.held_ms / 1000);
-    let ran = elapsed.as_secs().saturating_sub(held_secs);
-    match held {
-        Some(h) if h.paused => {
-            format!(
-                "the cell is held while a person decides on one of its calls: held for {held_secs} s, run for {ran} s"
-            )
-        }
-        Some(_) if held_secs > 0 => {
-            format!("the cell has run for {ran} s (and was held {held_secs} s while a person decided)")
-        }
-        _ => format!("the cell has run for {ran} s"),
     }
 }
 

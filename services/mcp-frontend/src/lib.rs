@@ -55,7 +55,9 @@ pub mod http;
 pub mod lifetimes;
 pub mod notices;
 mod parking;
+mod progress;
 mod session;
+mod tasks;
 pub mod tls;
 
 mod closed;
@@ -132,6 +134,10 @@ pub struct FrontendConfig {
     /// Direct tool calls one client session may make
     /// (`--max-direct-calls`); `None`: no limit.
     pub max_direct_calls: Option<u32>,
+    /// How long a cell run as a task may run (`--task-deadline`).
+    pub task_deadline: Duration,
+    /// How long a finished task's result is kept (`--task-ttl`).
+    pub task_ttl: Duration,
 }
 
 /// How long a kept session's container lives (`--keep-variables`).
@@ -170,6 +176,8 @@ impl Default for FrontendConfig {
             max_cells_per_session: None,
             expose: Expose::Off,
             max_direct_calls: None,
+            task_deadline: tasks::DEFAULT_TASK_DEADLINE,
+            task_ttl: tasks::DEFAULT_TASK_TTL,
         }
     }
 }
@@ -180,6 +188,9 @@ pub struct CellOptions {
     /// Tool calls this cell may make, at most the bridge's `--max-calls`
     /// (`None`: that many).
     pub max_calls: Option<u32>,
+    /// This cell's deadline instead of `--deadline` (a task's cell runs
+    /// up to `--task-deadline`).
+    pub deadline: Option<Duration>,
 }
 
 /// How long to wait for the bridge's catalog at start, by default.
@@ -217,6 +228,8 @@ pub(crate) struct Shared {
     /// once an HTTP server serves it: approval questions of rules with
     /// approvers link to it.
     pub console_base: std::sync::OnceLock<String>,
+    /// The `run_python` tasks: their records and this process's cells.
+    pub tasks: tasks::TaskBook,
 }
 
 /// The `--max-cells-per-session` slots of each identity's stateless
@@ -319,6 +332,11 @@ impl FrontendFactory {
             stateless_slots: StatelessSlots::new(config.max_cells_per_session),
             activity: Default::default(),
             console_base: Default::default(),
+            tasks: tasks::TaskBook::new(
+                code_mode_core::state::SessionStore::in_memory(),
+                config.task_deadline,
+                config.task_ttl,
+            ),
             slots: Semaphore::new(config.max_concurrent_cells.max(1)),
             bus,
             config,

@@ -114,7 +114,7 @@ fn cell_message(shared: &Shared, at: &At, identity: Option<&Identity>, order: &C
         tools: view.catalog.tools.iter().map(ToolStub::from).collect(),
         withheld: view.catalog.withheld.clone(),
         limits: CellLimits {
-            deadline_ms: config.deadline.as_millis() as u64,
+            deadline_ms: order.options.deadline.unwrap_or(config.deadline).as_millis() as u64,
             max_calls,
             call_timeout_ms: view.catalog.call_timeout_ms,
             approval_timeout_ms: view.catalog.answer_wait_ms(order.link.as_ref()),
@@ -143,7 +143,8 @@ pub(super) async fn send_fresh(
     loop {
         // A cell held while a person decides runs that much longer (at
         // most its approval allowance in all).
-        let wait = config.deadline + std::time::Duration::from_millis(cell.limits.approval_timeout_ms) + HOP_MARGIN;
+        let deadline = std::time::Duration::from_millis(cell.limits.deadline_ms);
+        let wait = deadline + std::time::Duration::from_millis(cell.limits.approval_timeout_ms) + HOP_MARGIN;
         let bus = &shared.bus;
         // The runner that takes the cell holds its lease until it replies
         // (and says how the cell ended a while after); a runner that dies

@@ -230,7 +230,7 @@ pub(super) async fn send_to_runner(
 ) -> Result<CellRan, Next> {
     let Some(subject) = subjects::runner(&at.runner) else { return Err(Next::Lost(Lost::RunnerGone)) };
     let held = std::time::Duration::from_millis(cell.limits.approval_timeout_ms);
-    let wait = shared.config.deadline + held + HOP_MARGIN;
+    let wait = std::time::Duration::from_millis(cell.limits.deadline_ms) + held + HOP_MARGIN;
     // The runner holds the cell's lease while it runs, as for a fresh cell:
     // its death is seen within seconds, not at the deadline.
     let request = KeptRequest::Run(cell.clone());

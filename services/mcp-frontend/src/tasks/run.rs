@@ -1,0 +1,249 @@
+//! One task's cell, from the `run_python` call that starts it to its
+//! settled record: the task is created in the store before its handle goes
+//! back, then a tokio task of this process drives the cell (its progress
+//! and heartbeat become the task's status message) and writes how it
+//! ended; and the `tasks/*` requests of the caller's tasks.
+//!
+//! A task's cell cannot ask its client anything yet (no request of the
+//! client is open while it runs): an approval waits in the web console when
+//! the rule has approvers there, and is otherwise refused, saying why; a
+//! wrapped server's question is refused the same way.
+
+use std::time::Duration;
+
+use code_mode_proto::{ApprovalReply, ClientLink, FromClient, Note};
+use rmcp::model::{
+    CallToolResponse, CancelTaskParams, CreateTaskResult, GetTaskParams, GetTaskResult, TaskPayload, UpdateTaskParams,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
+use tokio_util::sync::CancellationToken;
+
+use super::{TaskError, error_object, scope_of};
+use crate::questions::{NOT_ASKABLE, PendingAsk, Question};
+use crate::session::{CellKeep, CellRun, Running};
+use crate::{CellOptions, Frontend, FrontendError, TOOL_NAME, approval, auth, wire};
+
+/// How often a running task's status message is brought up to date.
+const STATUS_EVERY: Duration = Duration::from_secs(2);
+
+/// Why a task's cell cannot ask its client.
+const NOT_IN_TASK: &str = "a cell run as a task cannot ask its client (no request of the client is open); \
+                           a rule whose approvers answer in the web console still works";
+
+/// The JSON-RPC code of a task that failed for code-mode's own reason.
+const INTERNAL: i32 = -32603;
+
+/// The store scope of the caller of `context`.
+fn caller_scope(context: &RequestContext<RoleServer>) -> String {
+    scope_of(auth::caller_of(context).and_then(|c| c.identity).as_ref())
+}
+
+impl Frontend {
+    /// Start `run_python`'s cell as a task: its record is written, then
+    /// the handle returned; the cell runs on, up to `--task-deadline`,
+    /// driven by this process. A store that cannot keep the task refuses
+    /// the call (the cell is stopped).
+    pub(crate) async fn start_task(
+        &self,
+        code: String,
+        keep: CellKeep,
+        link: Option<ClientLink>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let scope = caller_scope(context);
+        // Nothing of the client can be asked while the task runs.
+        let link = link.map(|link| ClientLink {
+            sampling: false,
+            elicitation: false,
+            elicitation_url: false,
+            roots: false,
+            progress: false,
+            ..link
+        });
+        let options = CellOptions { deadline: Some(self.shared.tasks.deadline), ..CellOptions::default() };
+        let mut run = self.start_cell(code, keep, link, options).await;
+        let Running::Cell { id: cell, stop } = &mut run.running else {
+            return Err(McpError::internal_error("run_python started no cell", None));
+        };
+        let cell = cell.clone();
+        let token = stop.take().map(tokio_util::sync::DropGuard::disarm).unwrap_or_default();
+        // Dropping the run (this process ending) still stops the cell.
+        *stop = Some(token.clone().drop_guard());
+        let task = match self.shared.tasks.create(&scope, &cell, token.clone()).await {
+            Ok(task) => task,
+            Err(e) => {
+                tracing::warn!(error = %e, "a run_python task could not be created: its cell is stopped");
+                return Err(e.into());
+            }
+        };
+        tracing::info!(task = %task.task_id, %cell, "run_python runs as a task");
+        let frontend = self.clone();
+        let id = task.task_id.clone();
+        tokio::spawn(async move { frontend.drive_task(run, scope, id, cell, token).await });
+        Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
+    }
+
+    /// Drive a task's cell to its end, keeping the task's status message
+    /// up to date, then settle the task.
+    async fn drive_task(&self, mut run: CellRun, scope: String, id: String, cell: String, stop: CancellationToken) {
+        let book = &self.shared.tasks;
+        let started = tokio::time::Instant::now();
+        let mut status = tokio::time::interval_at(started + STATUS_EVERY, STATUS_EVERY);
+        let mut progress: Option<String> = None;
+        let mut waiting = false;
+        let result = loop {
+            tokio::select! {
+                biased;
+                Some(question) = run.questions.recv() => match question {
+                    Question::Note(note) => {
+                        if let Note::Progress { progress: done, total, message } = note.note {
+                            progress = Some(progress_text(done, total, message.as_deref()));
+                        }
+                    }
+                    Question::Ask(PendingAsk { ask, answer, .. }) => {
+                        let message = format!("{}: {NOT_IN_TASK}", ask.ask.method());
+                        let _ = answer.send(FromClient::Refused { message, code: Some(NOT_ASKABLE) });
+                    }
+                    Question::Approval(pending) => {
+                        let reason = match pending.request.console {
+                            Some(_) => {
+                                waiting = true;
+                                approval::IN_CONSOLE
+                            }
+                            None => NOT_IN_TASK,
+                        };
+                        let _ = pending.answer.send(ApprovalReply::Unavailable { reason: reason.into() });
+                    }
+                },
+                result = &mut run.result => break result,
+                _ = status.tick() => {
+                    let held = self.shared.activity.held_time(&cell);
+                    let mut message = crate::progress::heartbeat_message(started.elapsed(), held);
+                    if let Some(progress) = &progress {
+                        message = format!("{message}; its code reported {progress}");
+                    }
+                    if waiting && held.is_some_and(|h| h.paused) {
+                        message = format!("{message}; a call waits for a person in the web console");
+                    }
+                    let written = book.update(&scope, &id, |record| {
+                        record.task.task.status_message = Some(message.clone());
+                    }).await;
+                    if let Err(e) = written {
+                        tracing::warn!(task = %id, error = %e, "a task's progress could not be written");
+                    }
+                }
+            }
+        };
+        let ran = started.elapsed();
+        let (payload, message) = if stop.is_cancelled() {
+            (TaskPayload::Cancelled, format!("cancelled: the cell was stopped after {} s", ran.as_secs()))
+        } else {
+            settled(result, ran)
+        };
+        drop(run);
+        let status = payload.status();
+        let finished = match book.finish(&scope, &id, payload, message).await {
+            Err(TaskError::Store(code_mode_core::state::StateError::Invalid(why))) => {
+                let error = error_object(INTERNAL, &format!("run_python: the result could not be kept: {why}"));
+                book.finish(&scope, &id, TaskPayload::Failed { error }, "failed: its result is too large".into()).await
+            }
+            other => other,
+        };
+        match finished {
+            Ok(_) => tracing::info!(task = %id, ?status, ran_ms = ran.as_millis() as u64, "a run_python task ended"),
+            Err(e) => tracing::warn!(task = %id, error = %e, "a run_python task's end could not be written"),
+        }
+        // Forget it after --task-ttl (a read after that time finds it
+        // expired anyway, should this process be gone by then).
+        let ttl = book.ttl;
+        let store = book.store().clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(ttl).await;
+            let _ = store.delete(&scope, &format!("task.{id}")).await;
+        });
+    }
+
+    /// `tasks/get`: the caller's task, as it is now.
+    pub(crate) async fn task_get(
+        &self,
+        request: GetTaskParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let record = self.shared.tasks.get(&caller_scope(context), &request.task_id).await?;
+        Ok(GetTaskResult::new(record.task))
+    }
+
+    /// `tasks/cancel`: stop the caller's task's cell (it settles as
+    /// cancelled once the cell has stopped).
+    pub(crate) async fn task_cancel(
+        &self,
+        request: CancelTaskParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.shared.tasks.cancel(&caller_scope(context), &request.task_id).await?;
+        tracing::info!(task = %request.task_id, "a run_python task was cancelled by its client");
+        Ok(())
+    }
+
+    /// `tasks/update`: a task's cell asks nothing, so there is nothing to
+    /// answer; answers are ignored (as the extension says of unknown
+    /// keys), for the caller's own tasks only.
+    pub(crate) async fn task_update(
+        &self,
+        request: UpdateTaskParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.shared.tasks.get(&caller_scope(context), &request.task_id).await?;
+        Ok(())
+    }
+}
+
+/// How a task's cell ended, as the task's payload and status message: a
+/// result (also a run that failed inside, as `run_python` returns it) is
+/// completed; an error of code-mode itself (the runner lost, the session
+/// ended) or a server's JSON-RPC error fails the task with it.
+fn settled(result: Result<wire::Outcome, FrontendError>, ran: Duration) -> (TaskPayload, String) {
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(FrontendError::ServerRefused { code, message, data }) => {
+            wire::Outcome::Refused { message, code: Some(code), data }
+        }
+        Err(e) => {
+            let message = format!("{TOOL_NAME}: {e}");
+            let error = error_object(INTERNAL, &message);
+            return (TaskPayload::Failed { error }, format!("failed after {} s: {e}", ran.as_secs()));
+        }
+    };
+    match outcome.tool_response() {
+        Ok(CallToolResponse::Complete(result)) => match serde_json::to_value(&result) {
+            Ok(serde_json::Value::Object(result)) => {
+                (TaskPayload::Completed { result }, format!("completed: the cell ran {} s", ran.as_secs()))
+            }
+            _ => {
+                let error = error_object(INTERNAL, "run_python: the result could not be written");
+                (TaskPayload::Failed { error }, "failed: the result could not be written".into())
+            }
+        },
+        Ok(_) => {
+            let error = error_object(INTERNAL, "run_python: the cell asked a question a task cannot carry");
+            (TaskPayload::Failed { error }, "failed: the cell asked a question".into())
+        }
+        Err(e) => {
+            let error = error_object(e.code.0, &e.message);
+            (TaskPayload::Failed { error }, format!("failed: {}", e.message))
+        }
+    }
+}
+
+/// The progress the code reported, in words.
+fn progress_text(done: f64, total: Option<f64>, message: Option<&str>) -> String {
+    let amount = match total {
+        Some(total) => format!("progress {done}/{total}"),
+        None => format!("progress {done}"),
+    };
+    match message {
+        Some(message) => format!("{amount} ({message})"),
+        None => amount,
+    }
+}
