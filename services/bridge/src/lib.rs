@@ -71,6 +71,7 @@ pub mod wire;
 pub mod fuzzing;
 
 mod answer;
+mod arrivals;
 pub mod board;
 mod check;
 mod child;

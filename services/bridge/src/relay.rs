@@ -52,6 +52,7 @@ use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, Ro
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::arrivals::Arrivals;
 use crate::wire::{Unanswered, question_error};
 
 /// How long a progress notification that raced ahead of its call's
@@ -70,58 +71,6 @@ pub(crate) struct Flight {
     pub(crate) asker: String,
     /// Its client asked for progress.
     pub(crate) progress: bool,
-    /// Its notes on their way to the client (see [`Relaying::settled`]).
-    pub(crate) relaying: Relaying,
-}
-
-/// How many notes of one call are on their way to its client: a call's
-/// result waits for them ([`Relaying::settled`]), so that its last progress
-/// note reaches the client before the result does.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Relaying {
-    count: Arc<std::sync::atomic::AtomicUsize>,
-    done: Arc<Notify>,
-}
-
-/// How long a call's result gives the notes its server sent just before it
-/// to start their way (rmcp hands each notification to a task of its own).
-const NOTE_GRACE: Duration = Duration::from_millis(25);
-
-/// How long a call's result waits at most for its notes to be delivered.
-const NOTE_SETTLE: Duration = Duration::from_secs(1);
-
-impl Relaying {
-    /// One more note on its way; it is delivered when the guard drops.
-    fn start(&self) -> RelayGuard {
-        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        RelayGuard(self.clone())
-    }
-
-    /// Wait until the notes the server sent before the result are
-    /// delivered (bounded).
-    pub(crate) async fn settled(&self) {
-        tokio::time::sleep(NOTE_GRACE).await;
-        let deadline = tokio::time::Instant::now() + NOTE_SETTLE;
-        loop {
-            let done = self.done.notified();
-            if self.count.load(std::sync::atomic::Ordering::SeqCst) == 0 {
-                return;
-            }
-            if tokio::time::timeout_at(deadline, done).await.is_err() {
-                return;
-            }
-        }
-    }
-}
-
-/// A note on its way (see [`Relaying`]).
-struct RelayGuard(Relaying);
-
-impl Drop for RelayGuard {
-    fn drop(&mut self) {
-        self.0.count.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-        self.0.done.notify_waiters();
-    }
 }
 
 /// The calls in flight on one session, by the progress token rmcp gave
@@ -131,6 +80,8 @@ impl Drop for RelayGuard {
 pub(crate) struct Flights {
     inner: Arc<std::sync::Mutex<HashMap<String, Flight>>>,
     added: Arc<Notify>,
+    /// The session's notes, numbered as they arrive ([`crate::arrivals`]).
+    arrivals: Arrivals,
 }
 
 impl Flights {
@@ -169,6 +120,11 @@ impl Flights {
             (Some(only), None) => Some(only.clone()),
             _ => None,
         }
+    }
+
+    /// The session's notes as its transport numbered them.
+    pub(crate) fn arrivals(&self) -> &Arrivals {
+        &self.arrivals
     }
 
     /// How many calls are in flight.
@@ -305,6 +261,12 @@ pub(crate) struct Relay {
 }
 
 impl Relay {
+    /// The notes of this handler's session, which its transport numbers
+    /// ([`crate::arrivals::Noting`]).
+    pub(crate) fn arrivals(&self) -> Arrivals {
+        self.flights.arrivals().clone()
+    }
+
     /// The handler of a server's shared session (and of each session after
     /// a restart: the same flights and wake-ups).
     pub(crate) fn shared(server: usize, name: &str, upward: Upward) -> Self {
@@ -461,7 +423,6 @@ impl ClientHandler for Relay {
         if !flight.progress {
             return;
         }
-        let _delivering = flight.relaying.start();
         let note = Note::Progress { progress: params.progress, total: params.total, message: params.message };
         self.tell(&flight.asker, Some(flight.call_id), note).await;
     }
@@ -481,7 +442,6 @@ impl ClientHandler for Relay {
         };
         let origin = context.extensions.get::<InboundStreamOrigin>();
         let flight = self.flights.of_message(origin);
-        let _delivering = flight.as_ref().map(|f| f.relaying.start());
         let note = Note::Log { level, logger: params.logger, data: params.data };
         self.tell(&owner.asker, flight.map(|f| f.call_id), note).await;
     }
@@ -525,34 +485,7 @@ mod tests {
             request_id: RequestId::Number(request),
             asker: format!("asker-{call}"),
             progress: true,
-            relaying: Relaying::default(),
         }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_result_waits_for_its_notes_only_until_the_last_one_is_delivered() {
-        let relaying = Relaying::default();
-        let note = relaying.start();
-        let started = Instant::now();
-        let delivered = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            drop(note);
-        });
-        relaying.settled().await;
-        assert_eq!(started.elapsed(), Duration::from_millis(300), "it returned as the note was delivered");
-        delivered.await.unwrap();
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_result_with_no_note_on_its_way_waits_only_the_grace_and_a_stuck_note_at_most_the_settle_time() {
-        let relaying = Relaying::default();
-        let started = Instant::now();
-        relaying.settled().await;
-        assert_eq!(started.elapsed(), NOTE_GRACE);
-        let _stuck = relaying.start();
-        let started = Instant::now();
-        relaying.settled().await;
-        assert_eq!(started.elapsed(), NOTE_GRACE + NOTE_SETTLE, "a note never delivered holds the result no longer");
     }
 
     #[tokio::test(start_paused = true)]

@@ -11,7 +11,7 @@ use code_mode_proto::ClientLink;
 use rmcp::service::{Peer, RoleClient};
 use tokio_util::sync::CancellationToken;
 
-use crate::relay::{Flight, Owner, Relaying};
+use crate::relay::{Flight, Owner};
 use crate::server::CallError;
 use crate::upstream::wants_own;
 
@@ -93,15 +93,8 @@ impl crate::Bridge {
             Ok(other) => other.to_string(),
             Err(_) => String::new(),
         };
-        let relaying = Relaying::default();
         let progress = call.link.as_ref().is_some_and(|l| l.progress);
-        let flight = Flight {
-            call_id: call.cell_id.clone(),
-            request_id: handle.id.clone(),
-            asker,
-            progress,
-            relaying: relaying.clone(),
-        };
+        let flight = Flight { call_id: call.cell_id.clone(), request_id: handle.id.clone(), asker, progress };
         let _in_flight = flights.enter(token, flight);
         let id = handle.id.clone();
         let peer_for_cancel = handle.peer.clone();
@@ -121,8 +114,9 @@ impl crate::Bridge {
             }
         }?;
         if progress || own_session {
-            // Its last notes go before its result.
-            relaying.settled().await;
+            // The notes the server sent before its result go first.
+            let arrivals = flights.arrivals();
+            arrivals.settled(arrivals.last()).await;
         }
         serde_json::to_value(&result).map_err(|_| CallError::Service(rmcp::service::ServiceError::UnexpectedResponse))
     }

@@ -346,7 +346,7 @@ mod tests {
     //! bookkeeping at them).
 
     use super::*;
-    use crate::relay::{Flight, FlightGuard, Relaying};
+    use crate::relay::{Flight, FlightGuard};
     use rmcp::ServiceExt;
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -406,7 +406,6 @@ mod tests {
             request_id: rmcp::model::RequestId::Number(1),
             asker: call.into(),
             progress: false,
-            relaying: Relaying::default(),
         };
         own.flights.enter(call.into(), flight)
     }

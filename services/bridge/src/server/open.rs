@@ -7,6 +7,7 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use crate::arrivals::Noting;
 
 /// Longest command line quoted in an error, in characters.
 pub(super) const MAX_COMMAND_LINE: usize = 200;
@@ -91,7 +92,7 @@ pub(super) async fn initialize_as(
     let stderr = StderrTail::default();
     let initialized = match &spec.transport {
         Transport::Stdio(stdio) => {
-            let transport = spawn(&spec.name, stdio, stderr.clone())?;
+            let transport = Noting::new(spawn(&spec.name, stdio, stderr.clone())?, relay.arrivals());
             tokio::time::timeout_at(deadline, relay.serve_with_lifecycle(transport, lifecycle)).await
         }
         Transport::Http(http) => {
@@ -109,7 +110,10 @@ pub(super) async fn initialize_as(
                 }
             }
             let client = AuthorizedHttp::new(http.auth.clone());
-            let transport = StreamableHttpClientTransport::with_client(client.clone(), config.clone());
+            let transport = Noting::new(
+                StreamableHttpClientTransport::with_client(client.clone(), config.clone()),
+                relay.arrivals(),
+            );
             let initialized =
                 tokio::time::timeout_at(deadline, relay.clone().serve_with_lifecycle(transport, lifecycle)).await;
             if let Ok(Err(e)) = &initialized {
@@ -130,8 +134,10 @@ pub(super) async fn initialize_as(
                     let discover = ClientLifecycleMode::Discover {
                         preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
                     };
-                    let transport =
-                        StreamableHttpClientTransport::with_client(AuthorizedHttp::new(http.auth.clone()), config);
+                    let transport = Noting::new(
+                        StreamableHttpClientTransport::with_client(AuthorizedHttp::new(http.auth.clone()), config),
+                        relay.arrivals(),
+                    );
                     match tokio::time::timeout_at(deadline, relay.serve_with_lifecycle(transport, discover)).await {
                         Ok(Ok(session)) => {
                             tracing::info!(server = %spec.name, "the server speaks the stateless 2026-07-28 revision");
