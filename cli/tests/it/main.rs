@@ -31,6 +31,7 @@ mod gateway_names;
 mod http;
 mod http_attacks;
 mod https;
+mod idempotency_keys;
 mod image_build;
 mod kept;
 mod library;

@@ -645,6 +645,9 @@ impl ServerHandler for Frontend {
         // A cell's progress is its code's (a wrapped server's progress of
         // the calls inside it is not the cell's).
         let link = Some(ClientLink { progress: false, ..self.link_of(&context) });
+        if let Some(key) = crate::tasks::idempotency::key_of(&context)? {
+            return self.run_keyed(&key, code.clone(), keep, link, &context).await;
+        }
         if crate::tasks::wanted(&context) {
             return self.start_task(code.clone(), keep, link, &context).await;
         }

@@ -23,7 +23,7 @@ use crate::handle;
 use crate::session::Ran;
 
 /// An error result saying `text`.
-fn error_text(text: String) -> CallToolResult {
+pub(crate) fn error_text(text: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
 }
 

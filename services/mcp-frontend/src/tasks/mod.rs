@@ -15,6 +15,7 @@
 //! This module owns the book of tasks (the records, and the stops of the
 //! cells this process runs); [`run`] drives one task's cell to its record.
 
+pub(crate) mod idempotency;
 pub(crate) mod run;
 
 use std::collections::HashMap;
