@@ -47,6 +47,9 @@ pub struct View {
     pub description: String,
     /// The same for a stateless (2026-07-28) client over HTTP.
     pub stateless_description: String,
+    /// Whether clients are offered `run_python` at all (not with
+    /// `--expose-tools=only`): only then is its description one of their tools.
+    pub run_python: bool,
 }
 
 impl View {
@@ -58,7 +61,7 @@ impl View {
         let stateless =
             RunFacts { stateless: Some(StatelessFacts { idle_secs: catalog.stateless_idle_ms / 1000 }), ..facts };
         let stateless_description = description::description(&stateless, &catalog.tools, config.description_budget);
-        Self { catalog, description, stateless_description }
+        Self { catalog, description, stateless_description, run_python: config.expose.run_python() }
     }
 }
 
@@ -107,7 +110,9 @@ pub(crate) fn changed_lists(before: &View, now: &View) -> ChangedLists {
         !old.listed.is_empty() && old.listed == new.listed && old.withheld == new.withheld && !packages_news;
     ChangedLists {
         tools: !learned_only
-            && (old.tools != new.tools || old.withheld != new.withheld || before.description != now.description),
+            && (old.tools != new.tools
+                || old.withheld != new.withheld
+                || (now.run_python && before.description != now.description)),
         resources: old_features.resources != new_features.resources || old_features.templates != new_features.templates,
         prompts: old_features.prompts != new_features.prompts,
     }
@@ -237,6 +242,7 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     use super::*;
+    use crate::direct::Expose;
     use crate::fake_bridge::FakeBridge;
 
     /// The fake bridge's catalog before any runner named its packages.
@@ -279,6 +285,35 @@ mod tests {
         let (mut old, mut new) = (before.catalog.clone(), learned);
         (old.listed, new.listed) = (String::new(), String::new());
         assert!(changed_lists(&View::new(old, &config), &View::new(new, &config)).tools);
+    }
+
+    /// Seen in CI: a bridge lists a server's resources just after it
+    /// starts serving, so a frontend's first catalog may say "no resources"
+    /// and the next one names them. In code mode that changes
+    /// `run_python`'s description (it tells the model of `read_resource`),
+    /// a tool the client lists; a gateway that offers only the wrapped
+    /// tools offers no such description, so its clients hear of the
+    /// resources alone.
+    #[test]
+    fn a_change_only_to_run_pythons_description_is_told_as_a_tools_change_only_where_run_python_is_offered() {
+        let first = catalog("one", &["add"]);
+        let mut with_resources = first.clone();
+        with_resources.fingerprint = "two".into();
+        let offered = code_mode_proto::Offered {
+            server: None,
+            private: false,
+            definition: serde_json::json!({"uri": "test://a", "name": "a"}),
+        };
+        with_resources.features =
+            Some(code_mode_proto::Features { resources: vec![offered], has_resources: true, ..Default::default() });
+        for (expose, tools_told) in [(Expose::Off, true), (Expose::Beside, true), (Expose::Only, false)] {
+            let config = FrontendConfig { expose, ..FrontendConfig::default() };
+            let (before, now) = (View::new(first.clone(), &config), View::new(with_resources.clone(), &config));
+            assert_ne!(before.description, now.description, "the description tells of resources");
+            let changed = changed_lists(&before, &now);
+            assert_eq!(changed.tools, tools_told, "{expose:?}");
+            assert!(changed.resources, "{expose:?}: the resources are told");
+        }
     }
 
     #[tokio::test(start_paused = true)]
