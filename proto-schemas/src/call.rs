@@ -78,6 +78,11 @@ pub struct ClientLink {
     /// it as an input-required result of its request.
     #[serde(default)]
     pub stateless: bool,
+    /// A client of the tasks extension (SEP-2663) calling a tool directly:
+    /// the wrapped server may answer with a task (`resultType: "task"`),
+    /// which goes back to the client as it is.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tasks: bool,
 }
 
 impl ClientLink {

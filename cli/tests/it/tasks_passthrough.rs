@@ -1,13 +1,144 @@
 //! MCP Tasks (the tasks extension, SEP-2663) of wrapped servers: the
 //! conformance suite's ten `tasks-*` server scenarios against
-//! `code-mode-test-server --tasks` alone, the measure for code-mode in
-//! front of it.
+//! `code-mode-test-server --tasks` alone, and against code-mode in gateway
+//! mode (`--expose-tools=only`) in front of it, in one process (`serve`,
+//! the server over stdio and over streamable HTTP) and over NATS (the
+//! frontend and the bridge apart); and a task id answers only the identity
+//! whose call created it.
 
+use code_mode_core::testing::NatsServer;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig, GetTaskParams,
+    Implementation, TaskStatus,
+};
+use serde_json::{Value, json};
+
+use crate::auth::{TokenFile, token_new};
 use crate::conformance::tasks_scenarios_pass;
+use crate::support::{self, log_path, service_command};
 use crate::upstream::Server;
+
+/// A socket no Docker engine listens on: the gateway needs none.
+const NO_DOCKER: &str = "unix:///nonexistent/code-mode-test/docker.sock";
+
+/// A gateway frontend (`serve ...` or `frontend ...`) on a free port: its
+/// process, URL and log.
+async fn gateway(
+    mut command: tokio::process::Command,
+) -> (tokio::process::Child, String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    command.env("DOCKER_HOST", NO_DOCKER).stdin(std::process::Stdio::null()).kill_on_drop(true);
+    crate::http::spawn_http(&mut command).await
+}
 
 #[tokio::test]
 async fn the_test_servers_task_fixtures_pass_the_ten_tasks_scenarios_alone() {
     let server = Server::start(0, &["--tasks"]);
     tasks_scenarios_pass("code-mode-test-server --tasks alone", &server.url).await;
+}
+
+#[tokio::test]
+async fn through_serve_in_gateway_mode_a_wrapped_servers_tasks_pass_the_ten_tasks_scenarios() {
+    // The task server over stdio.
+    let mut serve = tokio::process::Command::new(support::code_mode());
+    serve.args(["serve", "--expose-tools=only", "--http", "127.0.0.1:0", "--"]).arg(support::test_server());
+    serve.arg("--tasks");
+    let (_stdio, url, _log) = gateway(serve).await;
+    if tasks_scenarios_pass("serve --expose-tools=only -- test server --tasks (stdio)", &url).await.is_none() {
+        return;
+    }
+    // Over streamable HTTP (`serve --url`).
+    let server = Server::start(0, &["--tasks"]);
+    let mut serve = tokio::process::Command::new(support::code_mode());
+    serve.args(["serve", "--expose-tools=only", "--http", "127.0.0.1:0", "--url", &server.url]);
+    let (_http, url, _log) = gateway(serve).await;
+    tasks_scenarios_pass("serve --expose-tools=only --url test server --tasks (HTTP)", &url).await;
+}
+
+#[tokio::test]
+async fn over_nats_in_gateway_mode_a_wrapped_servers_tasks_pass_the_ten_tasks_scenarios() {
+    let Some((nats, users)) = NatsServer::start_secured() else { panic!("nats-server is needed") };
+    let server = support::test_server().display().to_string();
+    let mut bridge = service_command(&nats.url(), &users, "bridge", &["--", &server, "--tasks"], None);
+    let _bridge = bridge.spawn().expect("the bridge starts");
+    let mut frontend = tokio::process::Command::new(support::code_mode());
+    frontend.args(["frontend", "--nats", &nats.url(), "--expose-tools=only", "--http", "127.0.0.1:0"]);
+    frontend.env("CODE_MODE_NATS_USER", "frontend").env("CODE_MODE_NATS_PASSWORD", users.password("frontend"));
+    let (_frontend, url, _log) = gateway(frontend).await;
+    tasks_scenarios_pass("frontend and bridge over NATS -- test server --tasks (stdio)", &url).await;
+}
+
+/// A client of the tasks extension.
+fn tasks_client() -> ClientConfig {
+    ClientConfig::new(ClientCapabilities::builder().enable_tasks().build(), Implementation::new("tasks-test", "1"))
+}
+
+fn rpc_error(error: rmcp::service::ServiceError) -> (i32, String) {
+    match error {
+        rmcp::service::ServiceError::McpError(e) => (e.code.0, e.message.to_string()),
+        other => panic!("a JSON-RPC error, not {other}"),
+    }
+}
+
+#[tokio::test]
+async fn a_wrapped_servers_task_answers_only_the_identity_that_created_it_and_another_identity_finds_no_such_task() {
+    let (alice, bob) = (token_new("alice"), token_new("bob"));
+    let tokens = TokenFile::of(&[&alice, &bob]);
+    let audit = log_path("tasks-identity-audit");
+    let calls = log_path("tasks-identity-server");
+    let mut serve = tokio::process::Command::new(support::code_mode());
+    serve.args(["serve", "--expose-tools=only", "--http", "127.0.0.1:0", "--auth-tokens", tokens.arg()]);
+    serve.args(["--audit", audit.to_str().unwrap(), "--"]).arg(support::test_server());
+    serve.args(["--tasks", "--log", calls.to_str().unwrap()]);
+    let (_serve, url, _log) = gateway(serve).await;
+    let as_alice = crate::auth::connect_as(&url, &alice, tasks_client()).await;
+    let as_bob = crate::auth::connect_as(&url, &bob, tasks_client()).await;
+
+    let mut params = CallToolRequestParams::new("slow_compute");
+    params.arguments = json!({"seconds": 60, "label": "alice's"}).as_object().cloned();
+    let created = match as_alice.call_tool_once(params).await.expect("the call is answered") {
+        CallToolResponse::Task(created) => created,
+        other => panic!("a task handle, not {other:?}"),
+    };
+    let id = created.task.task_id.clone();
+    let got = as_alice.get_task(GetTaskParams::new(&id)).await.expect("alice sees her task");
+    assert_eq!(got.task.status(), TaskStatus::Working);
+
+    // Bob holds the real id: it is as unknown to him as an id nobody made.
+    let foreign = rpc_error(as_bob.get_task(GetTaskParams::new(&id)).await.unwrap_err());
+    let unknown = rpc_error(as_bob.get_task(GetTaskParams::new("no-such-task")).await.unwrap_err());
+    assert_eq!(foreign.0, -32602, "{foreign:?}");
+    assert_eq!((foreign.0, foreign.1.replace(&id, "ID")), (unknown.0, unknown.1.replace("no-such-task", "ID")));
+    let cancel = rpc_error(as_bob.cancel_task(CancelTaskParams::new(&id)).await.unwrap_err());
+    assert_eq!(cancel.0, -32602, "{cancel:?}");
+    let still = as_alice.get_task(GetTaskParams::new(&id)).await.expect("alice still sees it");
+    assert_eq!(still.task.status(), TaskStatus::Working, "bob's cancel did not reach it");
+    // Bob's attempts never reached the server: only alice's requests did.
+    let reached = std::fs::read_to_string(&calls).unwrap_or_default();
+    assert_eq!(reached.matches("tasks/get").count(), 2, "{reached}");
+    assert!(!reached.contains("tasks/cancel"), "{reached}");
+
+    as_alice.cancel_task(CancelTaskParams::new(&id)).await.expect("alice cancels her task");
+    let mut status = TaskStatus::Working;
+    for _ in 0..50 {
+        status = as_alice.get_task(GetTaskParams::new(&id)).await.expect("alice polls").task.status();
+        if status.is_terminal() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, TaskStatus::Cancelled);
+
+    // Each request is audited as a call, under its identity; bob's refused.
+    let records: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("an audit line is JSON"))
+        .filter(|r: &Value| r["kind"] == "call")
+        .collect();
+    let of = |who: &str| records.iter().filter(|r| r["identity"] == who).count();
+    assert!(of("alice") >= 5, "the call, three polls and a cancel at least: {records:#?}");
+    assert_eq!(of("bob"), 3, "{records:#?}");
+    assert!(records.iter().filter(|r| r["identity"] == "bob").all(|r| r["decision"] != "allowed"), "{records:#?}");
+    as_alice.cancel().await.ok();
+    as_bob.cancel().await.ok();
 }

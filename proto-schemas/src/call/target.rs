@@ -21,6 +21,12 @@ use serde::{Deserialize, Serialize};
 /// | `list_resources`, `list_templates` | nothing | `{}` |
 /// | `get_prompt` | `prompt`: the prompt's name as offered | the prompt's arguments (strings) |
 /// | `complete` | nothing | the `completion/complete` parameters (`ref`, `argument`, `context`) |
+/// | `get_task`, `cancel_task` | `task`: the task's id, as its server gave it | `{}` |
+/// | `update_task` | `task`: the task's id | `{"inputResponses": {...}}`, the client's answers |
+///
+/// The task ops are a direct client's only (the tasks extension, SEP-2663):
+/// they reach the server whose tool call created the task, and only for the
+/// identity that created it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Op {
@@ -42,6 +48,12 @@ pub enum Op {
     GetPrompt,
     /// `completion/complete`.
     Complete,
+    /// `tasks/get` of a task a wrapped server created.
+    GetTask,
+    /// `tasks/update`: the client's answers to a task's input requests.
+    UpdateTask,
+    /// `tasks/cancel`.
+    CancelTask,
 }
 
 impl Op {
@@ -61,6 +73,9 @@ impl Op {
             Op::Unsubscribe => "resources/unsubscribe",
             Op::GetPrompt => "prompts/get",
             Op::Complete => "completion/complete",
+            Op::GetTask => "tasks/get",
+            Op::UpdateTask => "tasks/update",
+            Op::CancelTask => "tasks/cancel",
         }
     }
 }
@@ -84,6 +99,13 @@ pub enum Target {
     GetPrompt(String),
     /// `completion/complete` (what it completes is in its arguments).
     Complete,
+    /// `tasks/get` of the task of this id.
+    GetTask(String),
+    /// `tasks/update` of the task of this id (its answers are in the
+    /// arguments).
+    UpdateTask(String),
+    /// `tasks/cancel` of the task of this id.
+    CancelTask(String),
 }
 
 impl Target {
@@ -100,6 +122,9 @@ impl Target {
             Op::Unsubscribe => Target::Unsubscribe(name),
             Op::GetPrompt => Target::GetPrompt(name),
             Op::Complete => Target::Complete,
+            Op::GetTask => Target::GetTask(name),
+            Op::UpdateTask => Target::UpdateTask(name),
+            Op::CancelTask => Target::CancelTask(name),
         }
     }
 
@@ -114,6 +139,9 @@ impl Target {
             Target::Unsubscribe(_) => Op::Unsubscribe,
             Target::GetPrompt(_) => Op::GetPrompt,
             Target::Complete => Op::Complete,
+            Target::GetTask(_) => Op::GetTask,
+            Target::UpdateTask(_) => Op::UpdateTask,
+            Target::CancelTask(_) => Op::CancelTask,
         }
     }
 
@@ -130,7 +158,10 @@ impl Target {
             | Target::ReadResource(name)
             | Target::Subscribe(name)
             | Target::Unsubscribe(name)
-            | Target::GetPrompt(name) => name,
+            | Target::GetPrompt(name)
+            | Target::GetTask(name)
+            | Target::UpdateTask(name)
+            | Target::CancelTask(name) => name,
             Target::ListResources | Target::ListTemplates | Target::Complete => "",
         }
     }
@@ -147,6 +178,14 @@ impl Target {
     pub fn uri(&self) -> Option<&str> {
         match self {
             Target::ReadResource(uri) | Target::Subscribe(uri) | Target::Unsubscribe(uri) => Some(uri),
+            _ => None,
+        }
+    }
+
+    /// The task's id, for a `tasks/*` request.
+    pub fn task(&self) -> Option<&str> {
+        match self {
+            Target::GetTask(id) | Target::UpdateTask(id) | Target::CancelTask(id) => Some(id),
             _ => None,
         }
     }
@@ -189,19 +228,21 @@ pub(super) struct Named {
     pub tool: Option<String>,
     pub uri: Option<String>,
     pub prompt: Option<String>,
+    pub task: Option<String>,
 }
 
 impl From<Target> for Named {
     fn from(target: Target) -> Self {
         let op = target.op();
-        let (mut tool, mut uri, mut prompt) = (None, None, None);
+        let (mut tool, mut uri, mut prompt, mut task) = (None, None, None, None);
         match target {
             Target::Tool(name) => tool = Some(name),
             Target::ReadResource(name) | Target::Subscribe(name) | Target::Unsubscribe(name) => uri = Some(name),
             Target::GetPrompt(name) => prompt = Some(name),
+            Target::GetTask(id) | Target::UpdateTask(id) | Target::CancelTask(id) => task = Some(id),
             Target::ListResources | Target::ListTemplates | Target::Complete => {}
         }
-        Named { op, tool, uri, prompt }
+        Named { op, tool, uri, prompt, task }
     }
 }
 
@@ -209,15 +250,16 @@ impl TryFrom<Named> for Target {
     type Error = TargetError;
 
     fn try_from(named: Named) -> Result<Self, TargetError> {
-        let Named { op, tool, uri, prompt } = named;
+        let Named { op, tool, uri, prompt, task } = named;
         let needs = match op {
             Op::Tool => Some("tool"),
             Op::ReadResource | Op::Subscribe | Op::Unsubscribe => Some("uri"),
             Op::GetPrompt => Some("prompt"),
+            Op::GetTask | Op::UpdateTask | Op::CancelTask => Some("task"),
             Op::ListResources | Op::ListTemplates | Op::Complete => None,
         };
         let mut name = None;
-        for (field, value) in [("tool", tool), ("uri", uri), ("prompt", prompt)] {
+        for (field, value) in [("tool", tool), ("uri", uri), ("prompt", prompt), ("task", task)] {
             match value {
                 Some(value) if needs == Some(field) => name = Some(value),
                 Some(_) => return Err(TargetError { op, field, missing: false }),
@@ -246,6 +288,9 @@ mod tests {
             Target::Unsubscribe("test://a".into()),
             Target::GetPrompt("greet".into()),
             Target::Complete,
+            Target::GetTask("t-1".into()),
+            Target::UpdateTask("t-1".into()),
+            Target::CancelTask("t-1".into()),
         ];
         for target in targets {
             assert_eq!(Target::try_from(Named::from(target.clone())), Ok(target));
@@ -259,6 +304,7 @@ mod tests {
             tool: tool.map(str::to_string),
             uri: uri.map(str::to_string),
             prompt: None,
+            task: None,
         };
         let wrong = Target::try_from(named(Op::ReadResource, Some("add"), Some("test://a"))).unwrap_err();
         assert_eq!(wrong.to_string(), "a resources/read call has no `tool`");

@@ -1,6 +1,6 @@
 //! The calls as they travel: what a [`crate::ToolCall`] or a
 //! [`crate::DirectCall`] names is a field of its own for each kind of
-//! target (`tool`, `uri`, `prompt`) beside its `op`; reading a message
+//! target (`tool`, `uri`, `prompt`, `task`) beside its `op`; reading a message
 //! checks that it has the one its op needs and no other. These types are
 //! the messages' JSON Schemas.
 
@@ -42,6 +42,10 @@ pub struct ToolCall {
     /// For `get_prompt`: the prompt's name as offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
+    /// For `get_task`, `update_task`, `cancel_task`: the task's id, as its
+    /// server gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
     /// The arguments exactly as the code sent them (checked by the bridge).
     pub arguments: serde_json::Value,
     /// What the call asks of the server: a tool call when absent.
@@ -90,6 +94,10 @@ pub struct DirectCall {
     /// For `get_prompt`: the prompt's name as offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
+    /// For `get_task`, `update_task`, `cancel_task`: the task's id, as its
+    /// server gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
     /// The arguments exactly as the client sent them (checked by the bridge).
     pub arguments: serde_json::Value,
     /// What the client asks of the server: a tool call when absent.
@@ -108,8 +116,8 @@ pub struct DirectCall {
 impl From<crate::ToolCall> for ToolCall {
     fn from(call: crate::ToolCall) -> Self {
         let crate::ToolCall { session, asker, identity, cell_id, call_index, target, arguments, link } = call;
-        let Named { op, tool, uri, prompt } = target.into();
-        ToolCall { session, asker, identity, cell_id, call_index, tool, uri, prompt, arguments, op, link }
+        let Named { op, tool, uri, prompt, task } = target.into();
+        ToolCall { session, asker, identity, cell_id, call_index, tool, uri, prompt, task, arguments, op, link }
     }
 }
 
@@ -117,8 +125,9 @@ impl TryFrom<ToolCall> for crate::ToolCall {
     type Error = TargetError;
 
     fn try_from(call: ToolCall) -> Result<Self, TargetError> {
-        let ToolCall { session, asker, identity, cell_id, call_index, tool, uri, prompt, arguments, op, link } = call;
-        let target = Named { op, tool, uri, prompt }.try_into()?;
+        let ToolCall { session, asker, identity, cell_id, call_index, tool, uri, prompt, task, arguments, op, link } =
+            call;
+        let target = Named { op, tool, uri, prompt, task }.try_into()?;
         Ok(crate::ToolCall { session, asker, identity, cell_id, call_index, target, arguments, link })
     }
 }
@@ -137,7 +146,7 @@ impl From<crate::DirectCall> for DirectCall {
             link,
             retry,
         } = call;
-        let Named { op, tool, uri, prompt } = target.into();
+        let Named { op, tool, uri, prompt, task } = target.into();
         DirectCall {
             session,
             asker,
@@ -148,6 +157,7 @@ impl From<crate::DirectCall> for DirectCall {
             tool,
             uri,
             prompt,
+            task,
             arguments,
             op,
             link,
@@ -170,12 +180,13 @@ impl TryFrom<DirectCall> for crate::DirectCall {
             tool,
             uri,
             prompt,
+            task,
             arguments,
             op,
             link,
             retry,
         } = call;
-        let target = Named { op, tool, uri, prompt }.try_into()?;
+        let target = Named { op, tool, uri, prompt, task }.try_into()?;
         Ok(crate::DirectCall {
             session,
             asker,

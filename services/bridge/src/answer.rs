@@ -78,7 +78,9 @@ impl Bridge {
         // A server of the stateless revision may answer a stateless
         // client's direct request with its own input-required result: it
         // goes to the client as it is, whatever the request.
-        let input_required = result.get("resultType").and_then(Value::as_str) == Some("input_required");
+        // So does a task a server made of a client's call (tasks extension).
+        let input_required =
+            matches!(result.get("resultType").and_then(Value::as_str), Some("input_required" | "task"));
         if op != Op::Tool || (input_required && matches!(caller, Caller::Direct { .. })) {
             let handed = result.to_string();
             if handed.len() > max {

@@ -28,6 +28,7 @@ use serde_json::Value;
 use crate::answer::{Answer, Caller, result_text};
 use crate::current::{Applied, Current};
 use crate::policy::{Admission, AuditDecision, CallSite, RuleSource, Verdict};
+pub(crate) use crate::state_key::StateKey;
 use crate::target::{Named, Target, completion_target};
 use crate::trail::{Judged, Trail};
 use crate::{Bridge, CallLimits, approval, catalog, policy, private, server, wire};
@@ -290,6 +291,12 @@ impl Bridge {
                 Ok(target) => target,
                 Err(why) => return unknown(trail, format!("completion/complete: {why}")),
             },
+            Asked::GetTask(id) | Asked::UpdateTask(id) | Asked::CancelTask(id) => {
+                match self.task_server(current, id, call.identity.as_deref()) {
+                    Some(server) => Target::Task { server, id: id.clone() },
+                    None => return unknown(trail, crate::wrapped_tasks::not_found(call.target.method(), id)),
+                }
+            }
         };
         if let Some(server) = target.server() {
             trail.at(current.servers[server].name(), &target.audit_name());
@@ -321,6 +328,8 @@ impl Bridge {
         let spent = match caller {
             Caller::Code => (call.call_index > limits.max_calls)
                 .then(|| format!("{}: this run has used all of its {} tool calls", tool.name, limits.max_calls)),
+            // A task's polls and answers: its creating call was counted.
+            Caller::Direct { .. } if call.target.task().is_some() => None,
             Caller::Direct { max_calls: None } => None,
             Caller::Direct { max_calls: Some(max) } => match self.count_direct(state).await {
                 Ok(made) => (made.max(u64::from(call.call_index)) > u64::from(max)).then(|| {
@@ -510,6 +519,9 @@ impl Bridge {
                 answer
             }
             Ok(result) => {
+                if direct && call.target.op() == Op::Tool {
+                    self.inner.wrapped_tasks.created(server.name(), call.identity.as_deref(), &result);
+                }
                 let (answer, kind, text) = self.result_answer(&name, call.target.op(), result, caller);
                 if kind == CallResult::Ok {
                     self.learn(target, &answer);
@@ -840,36 +852,6 @@ const CLIENT_ERRORS: [i32; 2] = [-32602, -32021];
 
 /// The entry of a session's direct-call count (`--max-direct-calls`).
 pub const DIRECT_CALLS: &str = "direct.calls";
-
-/// Where one call's session state lives, resolved once, when a check first
-/// needs it (see [`scope`]): the session itself, or a stateless scope's
-/// current generation. When the call moves a scope on, the old
-/// generation's state is forgotten then.
-pub(crate) struct StateKey<'a> {
-    bridge: &'a Bridge,
-    session: &'a str,
-    resolved: Option<String>,
-}
-
-impl<'a> StateKey<'a> {
-    pub(crate) fn new(bridge: &'a Bridge, session: &'a str) -> Self {
-        Self { bridge, session, resolved: None }
-    }
-
-    pub(crate) async fn get(&mut self) -> Result<&str, code_mode_core::state::StateError> {
-        if self.resolved.is_none() {
-            let resolved = self.bridge.inner.scopes.resolve(self.session).await?;
-            if let Some(expired) = &resolved.expired
-                && let Err(e) = self.bridge.forget_state(expired).await
-            {
-                // Harmless: no call uses that generation again.
-                tracing::warn!(scope = %self.session, error = %e, "could not forget an ended scope generation");
-            }
-            self.resolved = Some(resolved.key);
-        }
-        Ok(self.resolved.as_deref().unwrap_or(self.session))
-    }
-}
 
 /// The refusal of a call whose session state could not be had for `what`.
 fn state_refusal(tool: &str, what: &str, error: &code_mode_core::state::StateError) -> String {

@@ -88,10 +88,12 @@ mod send;
 mod serve;
 mod settings;
 mod start;
+mod state_key;
 mod target;
 mod team;
 mod trail;
 mod upstream;
+mod wrapped_tasks;
 
 use std::sync::Arc;
 
@@ -141,6 +143,8 @@ pub(crate) struct Inner {
     /// The calls running here that their client may cancel (a direct
     /// call's, a cell's).
     pub(crate) in_flight: flights::Flights,
+    /// The wrapped servers' tasks handed to clients, and whose they are.
+    pub(crate) wrapped_tasks: wrapped_tasks::WrappedTasks,
     /// What a reload needs: one rebuild at a time, the servers it adds.
     pub(crate) reloads: reload::Reloads,
     /// What the runners heard lately say of their images' packages.

@@ -55,6 +55,11 @@ impl crate::Bridge {
                     map.insert("inputResponses".into(), retry.input_responses.clone());
                 }
             }
+        } else if let Some(link) = call.link.as_ref().filter(|l| l.tasks && direct) {
+            // A client of the tasks extension: the server may make a task
+            // of its call, and answers its tasks/* requests (the extension
+            // declared per request, SEP-2575).
+            options = options.with_meta(request_meta(link));
         }
         let own_needed = stateless.is_none()
             && (wants_own(call.link.as_ref())
@@ -143,6 +148,9 @@ fn request_meta(link: &ClientLink) -> rmcp::model::RequestMetaObject {
             modes.insert("url".into(), serde_json::json!({}));
         }
         caps.insert("elicitation".into(), serde_json::Value::Object(modes));
+    }
+    if link.tasks {
+        caps.insert("extensions".into(), serde_json::json!({rmcp::model::TASKS_EXTENSION_ID: {}}));
     }
     if let Ok(caps) = serde_json::from_value(serde_json::Value::Object(caps)) {
         meta.set_client_capabilities(caps);

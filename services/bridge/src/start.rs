@@ -108,6 +108,7 @@ impl Bridge {
             scopes: Scopes::new(config.state.clone(), config.limits.stateless_idle),
             upstreams: upstreams.clone(),
             in_flight: Default::default(),
+            wrapped_tasks: Default::default(),
             reloads,
             runners: Default::default(),
             tasks: tasks.clone(),

@@ -43,6 +43,15 @@ pub(crate) enum Target<'c> {
         /// What it completes.
         of: Completed,
     },
+    /// A task a server created for a client's direct call (`tasks/get`,
+    /// `tasks/update`, `tasks/cancel`): the server's, for the identity that
+    /// created it (see [`crate::wrapped_tasks`]).
+    Task {
+        /// The server holding it.
+        server: usize,
+        /// Its id, as the server gave it.
+        id: String,
+    },
     /// Every server's resources or templates, from the catalog.
     Lists,
     /// A server's question to the client (sampling, elicitation, roots).
@@ -76,6 +85,7 @@ impl Target<'_> {
             Target::Resource { server, .. }
             | Target::Prompt { server, .. }
             | Target::Complete { server, .. }
+            | Target::Task { server, .. }
             | Target::Question { server, .. } => Some(*server),
             Target::Lists => None,
         }
@@ -93,6 +103,7 @@ impl Target<'_> {
             Target::Complete { of: Completed::Template(uri), .. } => {
                 format!("completion/complete of {}", crate::stubs::cut_chars(uri, 200))
             }
+            Target::Task { id, .. } => format!("{method} {}", crate::stubs::cut_chars(id, 100)),
             Target::Lists => method.to_string(),
             Target::Question { kind, .. } => kind.method().to_string(),
         }
@@ -107,6 +118,7 @@ impl Target<'_> {
             Target::Prompt { mcp_name, .. } => mcp_name.clone(),
             Target::Complete { of: Completed::Prompt(name), .. } => name.clone(),
             Target::Complete { of: Completed::Template(uri), .. } => uri.clone(),
+            Target::Task { id, .. } => id.clone(),
             Target::Lists => String::new(),
             Target::Question { kind, .. } => kind.method().to_string(),
         }
@@ -148,7 +160,8 @@ impl Target<'_> {
     pub(crate) fn admission(&self, applied: &Applied) -> Option<Admission> {
         let policy = &applied.policy;
         match self {
-            Target::Tool(_) | Target::Lists => None,
+            // A task's creating call was judged by the policy.
+            Target::Tool(_) | Target::Lists | Target::Task { .. } => None,
             Target::Resource { uri, .. } => Some(policy.resource(uri)),
             Target::Prompt { mcp_name, .. } => Some(policy.prompt(mcp_name)),
             Target::Complete { of: Completed::Prompt(name), .. } => Some(policy.prompt(name)),
@@ -170,6 +183,11 @@ impl Target<'_> {
                     params["ref"]["name"] = Value::String(name.clone());
                 }
                 params
+            }
+            Target::Task { id, .. } => {
+                let mut params = arguments;
+                params.insert("taskId".into(), Value::String(id.clone()));
+                Value::Object(params)
             }
             Target::Lists | Target::Question { .. } => Value::Object(Default::default()),
         }

@@ -49,10 +49,10 @@ pub(crate) fn capabilities(frontend: &Frontend) -> ServerCapabilities {
             caps["completions"] = serde_json::json!({});
         }
     }
-    if frontend.shared.config.expose.run_python() {
-        // run_python answers a client that declared tasks with a task.
-        caps["extensions"] = serde_json::json!({rmcp::model::TASKS_EXTENSION_ID: {}});
-    }
+    // run_python answers a client that declared tasks with a task
+    // (`tasks`), and in gateway mode a wrapped server's task passes through
+    // to its client (`task_relay`): one of the two always holds.
+    caps["extensions"] = serde_json::json!({rmcp::model::TASKS_EXTENSION_ID: {}});
     serde_json::from_value(caps).unwrap_or_default()
 }
 

@@ -13,7 +13,6 @@
 //! to a server sent to the bridge as a direct call of its [`Op`], checked
 //! there as a tool call is ([`crate::gateway`]).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use code_mode_proto::{ApprovalReply, ApprovalRequest, ClientLink, Note, Op, Target};
@@ -21,7 +20,7 @@ use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ElicitRequest, Implementation, InputRequest, InputRequests,
-    InputRequiredResult, JsonObject, ListToolsResult, PaginatedRequestParams, ServerConfig, Tool,
+    InputRequiredResult, JsonObject, ListToolsResult, PaginatedRequestParams, ServerConfig,
 };
 use rmcp::service::{Peer, RequestContext, ServiceError};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -105,6 +104,7 @@ impl Frontend {
             }),
             progress: context.meta.get_progress_token().is_some(),
             stateless: input_required(context),
+            tasks: caps.as_ref().is_some_and(|c| c.supports_tasks()),
         }
     }
 
@@ -477,36 +477,6 @@ impl Frontend {
             }
         }
         Some(self.drive(parked.run, context).await.tool_response())
-    }
-
-    /// The `run_python` tool as listed to a client of a session, or to a
-    /// stateless client (`stateless`): its description says what is true
-    /// for that client, and with kept variables a stateless client's input
-    /// schema takes the session handle.
-    pub(crate) fn tool_for(&self, stateless: bool) -> Tool {
-        let view = self.shared.catalog.current();
-        let description = if stateless { view.stateless_description.clone() } else { view.description.clone() };
-        let mut properties = serde_json::json!({
-            "code": {"type": "string", "description": "Python source; top-level await is allowed."}
-        });
-        if stateless && self.shared.config.keep.is_some() {
-            properties[handle::ARGUMENT] = serde_json::json!({
-                "type": "string",
-                "description": "\"new\" to start a sandbox that keeps its variables between runs, or the \
-                                `session` value of an earlier result to run in that sandbox again. Leave it out to \
-                                run in a fresh sandbox that keeps nothing."
-            });
-        }
-        let input = serde_json::json!({
-            "type": "object",
-            "properties": properties,
-            "required": ["code"],
-            "additionalProperties": false,
-        });
-        let output = wire::output_schema();
-        let mut tool = Tool::new(TOOL_NAME, description, Arc::new(wire::as_object(input)));
-        tool.output_schema = Some(Arc::new(wire::as_object(output)));
-        tool
     }
 }
 

@@ -67,6 +67,8 @@ mod fake_bridge;
 mod gateway;
 mod handler;
 mod questions;
+mod run_python_tool;
+mod task_relay;
 mod wire;
 
 use std::sync::Arc;

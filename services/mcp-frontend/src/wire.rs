@@ -42,6 +42,9 @@ pub(crate) fn direct_reply(
     answer: Result<DirectReply, BusError>,
 ) -> Result<CallToolResponse, FrontendError> {
     match answer {
+        Ok(DirectReply::Ok { result }) if crate::task_relay::is_task(&result) => {
+            Ok(crate::task_relay::created(tool, result))
+        }
         Ok(DirectReply::Ok { result }) if is_input_required(&result) => {
             // The server's own questions for a stateless client: to the
             // client as they are (its requestState comes back with the

@@ -164,14 +164,20 @@ impl Frontend {
         });
     }
 
-    /// `tasks/get`: the caller's task, as it is now.
+    /// `tasks/get`: the caller's task, as it is now; in gateway mode an id
+    /// that is no cell's goes to the wrapped servers ([`crate::task_relay`]).
     pub(crate) async fn task_get(
         &self,
         request: GetTaskParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
-        let record = self.shared.tasks.get(&caller_scope(context), &request.task_id).await?;
-        Ok(GetTaskResult::new(record.task))
+        match self.shared.tasks.get(&caller_scope(context), &request.task_id).await {
+            // Not a cell's: a wrapped server's task, in gateway mode.
+            Err(TaskError::NotFound(_)) if self.shared.config.expose.direct() => {
+                crate::task_relay::get(self, request, context).await
+            }
+            record => Ok(GetTaskResult::new(record?.task)),
+        }
     }
 
     /// `tasks/cancel`: stop the caller's task's cell (it settles as
@@ -181,7 +187,12 @@ impl Frontend {
         request: CancelTaskParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.shared.tasks.cancel(&caller_scope(context), &request.task_id).await?;
+        match self.shared.tasks.cancel(&caller_scope(context), &request.task_id).await {
+            Err(TaskError::NotFound(_)) if self.shared.config.expose.direct() => {
+                return crate::task_relay::cancel(self, request, context).await;
+            }
+            cancelled => cancelled?,
+        }
         tracing::info!(task = %request.task_id, "a run_python task was cancelled by its client");
         Ok(())
     }
@@ -194,8 +205,12 @@ impl Frontend {
         request: UpdateTaskParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.shared.tasks.get(&caller_scope(context), &request.task_id).await?;
-        Ok(())
+        match self.shared.tasks.get(&caller_scope(context), &request.task_id).await {
+            Err(TaskError::NotFound(_)) if self.shared.config.expose.direct() => {
+                crate::task_relay::update(self, request, context).await
+            }
+            record => record.map(|_| ()).map_err(Into::into),
+        }
     }
 }
 
