@@ -122,3 +122,45 @@ fn serve_url_refuses_a_header_that_is_not_name_colon_value_and_a_command_beside_
     let both = run(&["serve", "--url", "http://127.0.0.1:9/mcp", "--", "some-server"]);
     assert!(both.contains("--url") && both.contains("cannot be used with"), "{both}");
 }
+
+/// The answers of `get_header` for `names`, called directly by `client`.
+async fn headers_seen<H: rmcp::ClientHandler>(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, H>,
+    names: &[&str],
+) -> Vec<String> {
+    let mut seen = Vec::new();
+    for name in names {
+        let mut params = rmcp::model::CallToolRequestParams::new("get_header");
+        params.arguments = Some(json!({ "name": name }).as_object().unwrap().clone());
+        let result = client.call_tool(params).await.expect("get_header answers");
+        let text = result.content.first().and_then(|c| c.as_text()).map(|t| t.text.clone());
+        seen.push(text.unwrap_or_else(|| format!("no text: {result:?}")));
+    }
+    seen
+}
+
+#[tokio::test]
+async fn serve_url_speaks_2026_07_28_to_a_server_that_offers_it_with_mcp_method_on_requests_and_mcp_param_for_a_tool_that_declares_it()
+ {
+    use rmcp::model::ProtocolVersion;
+    use rmcp::service::ClientLifecycleMode;
+    // The test server offers both revisions; `get_header` declares
+    // `x-mcp-header: Name` on its argument, and the server refuses a
+    // 2026-07-28 call of it without `Mcp-Param-Name` (or any request
+    // without `Mcp-Method`).
+    let remote = HttpTestServer::start("127.0.0.1:0", &[]);
+    let mut serve = tokio::process::Command::new(support::code_mode());
+    serve.args(["serve", "--expose-tools=only", "--http", "127.0.0.1:0", "--url", &remote.url]);
+    let (_serve, url, _log) = crate::http::spawn_http(&mut serve).await;
+    let names = ["mcp-protocol-version", "mcp-method", "mcp-param-name"];
+    // A client of the handshake: its calls go over code-mode's shared session.
+    let legacy = crate::http::connect(&url, (), ClientLifecycleMode::Initialize).await;
+    assert_eq!(headers_seen(&legacy, &names).await, ["2026-07-28", "tools/call", "mcp-param-name"]);
+    // A stateless 2026-07-28 client: over code-mode's stateless session.
+    let discover = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+    let stateless = crate::http::connect(&url, (), discover).await;
+    assert_eq!(headers_seen(&stateless, &names).await, ["2026-07-28", "tools/call", "mcp-param-name"]);
+    assert_eq!(logged_calls(&remote.log).len(), 6, "every call reached the server");
+    legacy.cancel().await.unwrap();
+    stateless.cancel().await.unwrap();
+}

@@ -126,9 +126,11 @@ impl Catalog {
             catalog.push(
                 "get_header",
                 "Return the value of a header of the HTTP request that carried this call, or \"<unset>\".",
+                // Its argument is mirrored into the request's `Mcp-Param-Name`
+                // header by a client of the 2026-07-28 revision (SEP-2243).
                 json!({
                     "type": "object",
-                    "properties": {"name": {"type": "string"}},
+                    "properties": {"name": {"type": "string", "x-mcp-header": "Name"}},
                     "required": ["name"]
                 }),
                 Behavior::GetHeader,

@@ -68,20 +68,82 @@ pub(super) fn spawn_failure(command: &str, e: &std::io::Error) -> String {
     }
 }
 
-/// Spawn the server (or connect to it) and initialize a session whose
-/// handler is `relay`, within the start timeout: with the initialize
-/// handshake, or (`stateless`) as a client of the stateless 2026-07-28
-/// revision, which fails with a server that does not speak it.
+/// Spawn the server (or connect to it) and initialize the server's shared
+/// session, whose handler is `relay`, within the start timeout (`deadline`).
+///
+/// A remote server is asked for the 2026-07-28 revision first
+/// (`server/discover`, then every request stateless, with the `Mcp-Method`
+/// and `Mcp-Param-*` headers), as MCP's newest clients do, so that what it
+/// offers there is what code-mode lists; a server that does not offer it
+/// (an error, or no answer within half the time left) gets the 2025-11-25
+/// handshake. A stdio server gets the handshake.
 pub(super) async fn initialize(spec: &ServerSpec, relay: Relay, deadline: Instant) -> Result<Session, BridgeError> {
-    initialize_as(spec, relay, deadline, false).await
+    if !matches!(spec.transport, Transport::Http(_)) {
+        return initialize_as(spec, relay, deadline, false).await;
+    }
+    let now = Instant::now();
+    let probe = now + deadline.saturating_duration_since(now) / 2;
+    match start(spec, relay.clone(), probe, Lifecycle::Stateless).await {
+        Ok(session) => {
+            tracing::info!(server = %spec.name, "the server speaks the 2026-07-28 revision: spoken statelessly");
+            return Ok(session);
+        }
+        Err(Failed::Final(e)) => return Err(e),
+        Err(Failed::Refused(e)) => {
+            tracing::info!(server = %spec.name, error = %e, "the server does not offer the 2026-07-28 revision: using the initialize handshake");
+        }
+    }
+    start(spec, relay, deadline, Lifecycle::Handshake { then_stateless: false }).await.map_err(Failed::into_error)
 }
 
+/// The same for a client's own session: with the initialize handshake
+/// (falling back to the stateless revision for a server that refuses it),
+/// or (`stateless`) as a client of the stateless 2026-07-28 revision,
+/// which fails with a server that does not speak it.
 pub(super) async fn initialize_as(
     spec: &ServerSpec,
     relay: Relay,
     deadline: Instant,
     stateless: bool,
 ) -> Result<Session, BridgeError> {
+    let lifecycle = match stateless {
+        true => Lifecycle::Stateless,
+        false => Lifecycle::Handshake { then_stateless: true },
+    };
+    start(spec, relay, deadline, lifecycle).await.map_err(Failed::into_error)
+}
+
+/// How a session starts.
+#[derive(Debug, Clone, Copy)]
+enum Lifecycle {
+    /// The initialize handshake; `then_stateless`: the stateless revision
+    /// for a remote server that refuses it.
+    Handshake { then_stateless: bool },
+    /// `server/discover` and the stateless 2026-07-28 revision.
+    Stateless,
+}
+
+/// Why a session did not start: the server refused (or did not answer)
+/// the revision tried, or something no other revision can mend (a login
+/// needed, an authorization refused, a program that cannot start).
+enum Failed {
+    Refused(BridgeError),
+    Final(BridgeError),
+}
+
+impl Failed {
+    fn into_error(self) -> BridgeError {
+        match self {
+            Failed::Refused(e) | Failed::Final(e) => e,
+        }
+    }
+}
+
+async fn start(spec: &ServerSpec, relay: Relay, deadline: Instant, lifecycle: Lifecycle) -> Result<Session, Failed> {
+    let (stateless, then_stateless) = match lifecycle {
+        Lifecycle::Stateless => (true, false),
+        Lifecycle::Handshake { then_stateless } => (false, then_stateless),
+    };
     use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
     let lifecycle = match stateless {
         false => ClientLifecycleMode::Initialize,
@@ -89,14 +151,16 @@ pub(super) async fn initialize_as(
     };
     let start_error =
         |reason: String| BridgeError::ServerStart { server: spec.name.clone(), command: spec.command_line(), reason };
+    let final_error = |reason: String| Failed::Final(start_error(reason));
     let stderr = StderrTail::default();
     let initialized = match &spec.transport {
         Transport::Stdio(stdio) => {
-            let transport = Noting::new(spawn(&spec.name, stdio, stderr.clone())?, relay.arrivals());
+            let transport =
+                Noting::new(spawn(&spec.name, stdio, stderr.clone()).map_err(Failed::Final)?, relay.arrivals());
             tokio::time::timeout_at(deadline, relay.serve_with_lifecycle(transport, lifecycle)).await
         }
         Transport::Http(http) => {
-            let config = http_config(http).map_err(start_error)?;
+            let config = http_config(http).map_err(final_error)?;
             // https uses rustls with ring, the provider async-nats already
             // brings; the client needs it installed as the process default.
             let _ = rustls::crypto::ring::default_provider().install_default();
@@ -105,8 +169,8 @@ pub(super) async fn initialize_as(
                 let ready = tokio::time::timeout_at(deadline, auth.token()).await;
                 match ready {
                     Ok(Ok(_)) => {}
-                    Ok(Err(e)) => return Err(start_error(e.to_string())),
-                    Err(_) => return Err(start_error("no access token within the start timeout".into())),
+                    Ok(Err(e)) => return Err(final_error(e.to_string())),
+                    Err(_) => return Err(final_error("no access token within the start timeout".into())),
                 }
             }
             let client = AuthorizedHttp::new(http.auth.clone());
@@ -120,14 +184,14 @@ pub(super) async fn initialize_as(
                 if http.auth.is_none()
                     && let Some(challenge) = client.challenge()
                 {
-                    return Err(start_error(code_mode_upstream_auth::login::needs_auth_block(
+                    return Err(final_error(code_mode_upstream_auth::login::needs_auth_block(
                         &spec.name, &http.url, &challenge,
                     )));
                 }
                 if let Some(refusal) = code_mode_upstream_auth::refusal(e) {
-                    return Err(start_error(refusal.to_string()));
+                    return Err(final_error(refusal.to_string()));
                 }
-                if !stateless {
+                if then_stateless {
                     // A server of the stateless revision alone refuses the
                     // handshake: speak that revision to it instead.
                     tracing::info!(server = %spec.name, error = %e, "the server refused the initialize handshake: trying the stateless 2026-07-28 revision");
@@ -144,9 +208,9 @@ pub(super) async fn initialize_as(
                             return Ok(session);
                         }
                         Ok(Err(stateless_error)) => {
-                            return Err(start_error(format!(
+                            return Err(Failed::Refused(start_error(format!(
                                 "MCP initialization failed: {e}; with the stateless 2026-07-28 revision too: {stateless_error}"
-                            )));
+                            ))));
                         }
                         Err(_) => {}
                     }
@@ -157,11 +221,13 @@ pub(super) async fn initialize_as(
     };
     match initialized {
         Ok(Ok(session)) => Ok(session),
-        Ok(Err(e)) => Err(start_error(format!("MCP initialization failed: {e}{}", stderr.describe().await))),
-        Err(_) => Err(start_error(format!(
+        Ok(Err(e)) => {
+            Err(Failed::Refused(start_error(format!("MCP initialization failed: {e}{}", stderr.describe().await))))
+        }
+        Err(_) => Err(Failed::Refused(start_error(format!(
             "no answer to initialize/tools list within {} s",
             spec.start_timeout.as_secs_f64()
-        ))),
+        )))),
     }
 }
 
@@ -174,7 +240,10 @@ pub(super) async fn connect(spec: &ServerSpec, relay: Relay) -> Result<(Session,
     let deadline = Instant::now() + spec.start_timeout;
     let mut session = initialize(spec, relay, deadline).await?;
     match tokio::time::timeout_at(deadline, session.peer().list_all_tools()).await {
-        Ok(Ok(tools)) => Ok((session, tools)),
+        Ok(Ok(tools)) => {
+            listen_for_list_changes(&session, &spec.name);
+            Ok((session, tools))
+        }
         failed => {
             let _ = session.close_with_timeout(CLOSE_TIMEOUT).await;
             let reason = match failed {
@@ -184,6 +253,40 @@ pub(super) async fn connect(spec: &ServerSpec, relay: Relay) -> Result<(Session,
             Err(BridgeError::ServerStart { server: spec.name.clone(), command: spec.command_line(), reason })
         }
     }
+}
+
+/// Whether `session` speaks a revision without the initialize handshake
+/// (2026-07-28, stateless).
+pub(crate) fn is_stateless(session: &Peer<RoleClient>) -> bool {
+    session.peer_info().is_some_and(|info| !info.protocol_version.has_initialize())
+}
+
+/// On a stateless (2026-07-28) shared session a server announces its list
+/// changes only on a `subscriptions/listen` stream: keep one open while the
+/// session lives, so that the catalog follows the server (the relay hears
+/// the notifications as over the handshake). A server that refuses it is
+/// logged: its catalog is then the one listed at start and at reload.
+fn listen_for_list_changes(session: &Session, server: &str) {
+    if !is_stateless(session.peer()) {
+        return;
+    }
+    let peer = session.peer().clone();
+    let server = server.to_string();
+    tokio::spawn(async move {
+        let filter = rmcp::model::SubscriptionFilter::builder()
+            .tools_list_changed()
+            .prompts_list_changed()
+            .resources_list_changed()
+            .build();
+        let request = rmcp::model::ClientRequest::SubscriptionsListenRequest(
+            rmcp::model::SubscriptionsListenRequest::new(rmcp::model::SubscriptionsListenRequestParams::new(filter)),
+        );
+        // It ends when the session closes, or when the server ends it.
+        match peer.send_request(request).await {
+            Ok(_) => tracing::debug!(%server, "the server ended its list-change stream"),
+            Err(e) => tracing::info!(%server, error = %e, "the server's list-change stream ended"),
+        }
+    });
 }
 
 /// A session of one client's own with a wrapped server (see
@@ -198,7 +301,23 @@ pub(crate) async fn open_own(
     cancel: CancellationToken,
     stateless: bool,
 ) -> Result<(Peer<RoleClient>, tokio::task::JoinHandle<()>), BridgeError> {
-    let session = initialize_as(spec, relay, Instant::now() + spec.start_timeout, stateless).await?;
+    let deadline = Instant::now() + spec.start_timeout;
+    let session = initialize_as(spec, relay, deadline, stateless).await?;
+    if is_stateless(session.peer()) && matches!(spec.transport, Transport::Http(_)) {
+        // rmcp's HTTP client mirrors a call's arguments into the
+        // `Mcp-Param-*` headers its tool declares from the tools/list it
+        // saw on this transport: list once, so that the calls made here
+        // carry them (a server checks them, and refuses a call without).
+        match tokio::time::timeout_at(deadline, session.peer().list_all_tools()).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                tracing::info!(server = %spec.name, error = %e, "tools/list failed on a stateless session: its calls carry no Mcp-Param-* headers");
+            }
+            Err(_) => {
+                tracing::info!(server = %spec.name, "no tools/list within the start timeout on a stateless session: its calls carry no Mcp-Param-* headers");
+            }
+        }
+    }
     let peer = session.peer().clone();
     let name = spec.name.clone();
     let task = tokio::spawn(async move {
