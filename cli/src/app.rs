@@ -51,6 +51,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let (keep, direct) = (keep_config(&args.clients.keep), direct_config(&args.clients.direct));
             let mut parts = stack_parts(&args.stack, args.max_concurrent, keep, direct, &root).await?;
             args.clients.tasks.apply(&mut parts.frontend);
+            args.files.apply(&mut parts.frontend);
             let stack = Stack::start(parts, Buses::One(Bus::in_process()), &root).await?;
             reload_on_hangup(&stack.bridge, &args.stack.bridge, &root)?;
             let served = match &http {

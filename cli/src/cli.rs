@@ -342,6 +342,9 @@ pub struct ServeArgs {
     /// directly, MCP over HTTP.
     #[command(flatten)]
     pub clients: ClientArgs,
+    /// Files out of cells.
+    #[command(flatten)]
+    pub files: crate::files_args::FilesArgs,
 }
 
 /// Kept sessions: variables kept between the cells of a client session

@@ -47,6 +47,7 @@ pub mod audit;
 pub mod cli;
 pub mod cli_login;
 pub mod describe;
+pub mod files_args;
 pub mod login;
 pub mod parts;
 pub mod pid_file;

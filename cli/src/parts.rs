@@ -85,6 +85,7 @@ pub fn runner_parts(args: &RunnerArgs, capacity: usize, audit: Option<AuditSink>
         warm_window: args.warm_window,
         audit,
         progress: |line| eprintln!("code-mode: {line}"),
+        files: None,
     }
 }
 

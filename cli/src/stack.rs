@@ -184,6 +184,8 @@ pub struct RunnerParts {
     pub audit: Option<AuditSink>,
     /// Told of each step of an image build (minutes on a fresh machine).
     pub progress: fn(&str),
+    /// Where cells' files out are kept (shared with the frontend).
+    pub files: Option<code_mode_core::files::FileStore>,
 }
 
 impl Default for RunnerParts {
@@ -200,6 +202,7 @@ impl Default for RunnerParts {
             warm_window: config.warm_window,
             audit: None,
             progress: |line| tracing::info!("{line}"),
+            files: None,
         }
     }
 }
@@ -235,6 +238,7 @@ pub async fn start_runner(parts: RunnerParts, bus: &Bus, cancel: &CancellationTo
         warm_max: parts.warm_max,
         warm_window: parts.warm_window,
         audit: parts.audit,
+        files: parts.files,
     };
     let runner = SandboxRunner::new(docker, config, bus.clone()).await?;
     let task = runner.serve(cancel.clone()).await?;
@@ -310,8 +314,17 @@ impl Stack {
     /// stack stops when `cancel` fires or at [`Stack::stop`].
     pub async fn start(parts: StackParts, buses: Buses, cancel: &CancellationToken) -> Result<Stack, Error> {
         let cancel = cancel.child_token();
+        let mut parts = parts;
+        // Kept files are shared in memory: only where the services share a
+        // process and a bus (issue 42; over NATS not built yet).
+        if !matches!(buses, Buses::One(_)) {
+            parts.frontend.files = None;
+        }
         let runner = match parts.runner {
-            Some(runner) => Some(start_runner(runner, buses.runner(), &cancel).await?),
+            Some(runner) => {
+                let runner = RunnerParts { files: parts.frontend.files.clone(), ..runner };
+                Some(start_runner(runner, buses.runner(), &cancel).await?)
+            }
             None => None,
         };
         let bridge = match start_bridge(parts.bridge, buses.bridge(), &cancel).await {

@@ -184,7 +184,38 @@ pub struct CellReport {
     /// all, in the order handed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub content: Vec<serde_json::Value>,
+    /// The files the code wrote to its output folder (`/tmp/out`), kept for
+    /// the client to read with `resources/read`; with the whole printed
+    /// output as one more when the kept output was cut (issue 42).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileLink>,
+    /// What became of files not kept: refused (a symlink, a bad name), past
+    /// a bound of the run, or not collected here; one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files_notes: Vec<String>,
 }
+
+/// A file kept for the client: a `code-mode://files/...` resource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileLink {
+    /// Its URI, for `resources/read`.
+    pub uri: String,
+    /// Its name in the output folder (`output.txt` for the whole output).
+    pub name: String,
+    /// Its MIME type.
+    #[serde(rename = "mimeType")]
+    pub mime_type: String,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// The most files one run hands out.
+pub const MAX_FILES_OUT: usize = 64;
+
+/// The most bytes the files of one run hold in all (the sandbox's `/tmp`
+/// is smaller by default and bounds them first).
+pub const MAX_FILES_OUT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The most content blocks one cell may hand back to the model.
 pub const MAX_HANDED_BACK: usize = 8;

@@ -6,6 +6,7 @@ pub mod bus;
 pub mod calendar;
 pub mod defaults;
 pub mod error;
+pub mod files;
 pub mod lease;
 pub mod nats;
 pub mod shutdown;

@@ -64,6 +64,7 @@ mod closed;
 mod error;
 #[cfg(test)]
 mod fake_bridge;
+mod files_out;
 mod gateway;
 mod handler;
 mod questions;
@@ -96,7 +97,7 @@ pub use crate::wire::report_result;
 pub const TOOL_NAME: &str = "run_python";
 
 /// Settings of the frontend.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct FrontendConfig {
     /// Largest code accepted, in bytes.
     pub max_code: usize,
@@ -140,6 +141,11 @@ pub struct FrontendConfig {
     pub task_deadline: Duration,
     /// How long a finished task's result is kept (`--task-ttl`).
     pub task_ttl: Duration,
+    /// Where the files a cell writes to `/tmp/out` are kept for the client
+    /// (`resources/read` of `code-mode://files/...`); shared with the
+    /// sandbox-runner in one process (`serve`); `None`: not offered
+    /// (issue 42).
+    pub files: Option<code_mode_core::files::FileStore>,
 }
 
 /// How long a kept session's container lives (`--keep-variables`).
@@ -180,6 +186,7 @@ impl Default for FrontendConfig {
             max_direct_calls: None,
             task_deadline: tasks::DEFAULT_TASK_DEADLINE,
             task_ttl: tasks::DEFAULT_TASK_TTL,
+            files: None,
         }
     }
 }
@@ -329,7 +336,7 @@ impl FrontendFactory {
             false => catalog,
         };
         let shared = Shared {
-            catalog: CatalogHandle::start(bus.clone(), config, catalog),
+            catalog: CatalogHandle::start(bus.clone(), config.clone(), catalog),
             parking: ParkingLot::start(),
             stateless_slots: StatelessSlots::new(config.max_cells_per_session),
             activity: Default::default(),

@@ -242,7 +242,8 @@ fn report_json(report: &CellReport) -> serde_json::Value {
 }
 
 /// Append what the code handed back to the model (`show`) as content
-/// blocks after the report's text.
+/// blocks after the report's text, then a resource link per kept file
+/// (issue 42).
 fn handed_back(result: &mut CallToolResult, report: &CellReport) {
     for block in &report.content {
         match serde_json::from_value::<ContentBlock>(block.clone()) {
@@ -250,6 +251,7 @@ fn handed_back(result: &mut CallToolResult, report: &CellReport) {
             Err(e) => tracing::warn!(error = %e, "a content block the code handed back is not an MCP block: left out"),
         }
     }
+    result.content.extend(crate::files_out::links(report));
 }
 
 /// The MCP result of a cell: its report, and for a stateless client's kept
@@ -300,7 +302,9 @@ pub(crate) fn output_schema() -> serde_json::Value {
             "error": {"type": ["string", "null"], "description": "Null when the code finished; else the end of its traceback or why the run was stopped."},
             "truncated": {"type": "boolean", "description": "The code printed more than was kept."},
             "stopped": {"type": "boolean", "description": "The run did not end on its own (deadline, output flood, protocol violation, the sandbox died)."},
-            "session": {"type": "string", "description": "For a stateless client with kept variables: the handle of the sandbox holding this run's variables; pass it as the `session` argument of the next run."}
+            "session": {"type": "string", "description": "For a stateless client with kept variables: the handle of the sandbox holding this run's variables; pass it as the `session` argument of the next run."},
+            "files": {"type": "array", "description": "Files the code wrote to /tmp/out (and its whole output when `stdout` was cut), each readable with resources/read for a limited time.", "items": {"type": "object", "properties": {"uri": {"type": "string"}, "name": {"type": "string"}, "mimeType": {"type": "string"}, "size": {"type": "integer"}}, "required": ["uri", "name", "mimeType", "size"]}},
+            "files_notes": {"type": "array", "items": {"type": "string"}, "description": "Files not handed out and why (refused, past a bound of the run)."}
         },
         "required": ["stdout", "error", "truncated", "stopped"],
         "additionalProperties": false

@@ -650,7 +650,8 @@ class ToolCaller:
 
         return {"read_resource": read_resource, "list_resources": list_resources,
                 "list_resource_templates": list_resource_templates, "show": show,
-                "report_progress": report_progress, "Block": Block, "Result": Result}
+                "report_progress": report_progress, "Block": Block, "Result": Result,
+                "save_file": files_out.save_file}
 
     def hand_back(self, item, mime_type):
         if isinstance(item, Block):
@@ -835,6 +836,8 @@ def load_beside(name):
 # that search_tables.py, from the same folder): loaded here, before
 # ``ready``, so no cell pays for it.
 tool_search = load_beside("tool_search")
+# Files out of a cell (/tmp/out, save_file): files_out.py, beside this one.
+files_out = load_beside("files_out")
 make_search_tools = tool_search.make_search_tools
 
 
@@ -1198,6 +1201,7 @@ def main():
     caller = ToolCaller(channel)
     caller.start_reader()
     loop_runner = prepare()
+    files_out.prepare()
     channel.send({"type": "ready"})
 
     line = channel.read_line()
@@ -1232,8 +1236,9 @@ def main():
     runner_module, sys.modules["__main__"] = sys.modules["__main__"], module
     error = run_cell(code, module.__dict__, loop_runner=loop_runner)
 
-    # The head was sent as it was written; its tail goes now.
+    # The head was sent as it was written; its tail goes now, then the files.
     capture.finish()
+    files_out.send_files(channel, max_line)
     channel.send_last({"type": "done", "error": error,
                        "truncated": capture.truncated, "stopped": False})
 

@@ -273,6 +273,17 @@ pub struct Stops<'a> {
     pub cancel: &'a CancellationToken,
 }
 
+/// Where what a run leaves goes: its container (to the runner's remover,
+/// or removed on the cell's path without one) and the files its code wrote
+/// (to the store shared with the frontend, or dropped with a note).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Leftovers<'a> {
+    /// The runner's remover.
+    pub remover: Option<&'a Remover>,
+    /// The store of kept files.
+    pub files: Option<&'a code_mode_core::files::FileStore>,
+}
+
 /// The state of one run that the loop owns.
 pub(crate) struct Run<'a> {
     cell: &'a RunCell,
@@ -286,6 +297,8 @@ pub(crate) struct Run<'a> {
     content_bytes: usize,
     /// Where the code's progress goes for the cell's lease to say.
     progress: Progress,
+    /// The files of its output folder (issue 42).
+    pub(crate) files: crate::files::Collector,
 }
 
 /// When the phases of one run happened, for `codemode_cell_phase_seconds`.
@@ -331,6 +344,7 @@ impl<'a> Run<'a> {
             content: Vec::new(),
             content_bytes: 0,
             progress,
+            files: crate::files::Collector::default(),
         }
     }
 
@@ -367,12 +381,14 @@ pub async fn run(
     bus: &Bus,
     deadline: Instant,
     stops: Stops<'_>,
-    remover: Option<&Remover>,
+    leftovers: Leftovers<'_>,
     progress: Progress,
 ) -> CellReport {
+    let Leftovers { remover, files } = leftovers;
     let (container, streams, warm) = ready.into_parts();
     let mut streams = streams;
     let mut run = Run::new(cell, progress);
+    run.files.store = files.cloned();
     let started = std::time::Instant::now();
     let end = run_in(&mut run, &mut streams, None, bus, deadline, stops, container.pauser()).await;
     let ran = started.elapsed();
@@ -528,6 +544,7 @@ pub(crate) fn report_of(mut run: Run<'_>, end: End, died: Option<(i64, bool)>) -
     // passed their checks before it did.
     if matches!(end, End::Violation(_)) {
         run.content.clear();
+        run.files = crate::files::Collector::default();
     }
     let (error, stopped) = match end {
         End::Done { error, truncated, stopped } => {
@@ -536,7 +553,16 @@ pub(crate) fn report_of(mut run: Run<'_>, end: End, died: Option<(i64, bool)>) -
         }
         end => end_message(end, run.cell, died, true),
     };
-    CellReport { stdout: run.output, error, truncated: run.truncated, stopped, content: run.content }
+    let (files, files_notes) = run.files.finish(run.cell.identity.as_deref().unwrap_or_default());
+    CellReport {
+        stdout: run.output,
+        error,
+        truncated: run.truncated,
+        stopped,
+        content: run.content,
+        files,
+        files_notes,
+    }
 }
 
 /// The error and `stopped` of a run: `died` is the exit state of a container
@@ -714,6 +740,9 @@ async fn handle_line(
             run.content_bytes = protocol::check_block(&block, run.content.len(), run.content_bytes)?;
             run.content.push(block);
         }
+        FromRunner::File { name, mime_type, size } => run.files.start(name, mime_type, size)?,
+        FromRunner::FileData { data } => run.files.data(&data)?,
+        FromRunner::FileNote { note } => run.files.note(&note),
         FromRunner::Progress { progress, total, message } => {
             // Numbers as the code gave them (finite ones only), a short
             // message: the lease says the latest.

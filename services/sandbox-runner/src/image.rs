@@ -40,12 +40,15 @@ pub const TOOL_SEARCH_PY: &str = include_str!("../image/tool_search.py");
 pub const SEARCH_QUERY_PY: &str = include_str!("../image/search_query.py");
 /// The vocabulary `search_query.py` loads from beside it.
 pub const SEARCH_TABLES_PY: &str = include_str!("../image/search_tables.py");
+/// Files out of a cell, which `runner.py` loads from beside it.
+pub const FILES_OUT_PY: &str = include_str!("../image/files_out.py");
 /// The files of the runner layer under `/opt/code-mode`, by name.
-pub const RUNNER_FILES: [(&str, &str); 4] = [
+pub const RUNNER_FILES: [(&str, &str); 5] = [
     ("runner.py", RUNNER_PY),
     ("tool_search.py", TOOL_SEARCH_PY),
     ("search_query.py", SEARCH_QUERY_PY),
     ("search_tables.py", SEARCH_TABLES_PY),
+    ("files_out.py", FILES_OUT_PY),
 ];
 /// The Dockerfile of the runner layer (`ARG BASE` picks the base).
 pub const DOCKERFILE: &str = include_str!("../image/Dockerfile");

@@ -578,7 +578,12 @@ impl KeptActor {
             match protocol::parse(&line).map_err(Gone::Violation)? {
                 // Between cells nothing is handed back and nobody listens
                 // for progress.
-                FromRunner::Output { .. } | FromRunner::Content { .. } | FromRunner::Progress { .. } => {}
+                FromRunner::Output { .. }
+                | FromRunner::Content { .. }
+                | FromRunner::Progress { .. }
+                | FromRunner::File { .. }
+                | FromRunner::FileData { .. }
+                | FromRunner::FileNote { .. } => {}
                 FromRunner::Call { id, tool, .. } => {
                     tracing::info!(session = %self.session, %tool, "refused a call made while no cell runs");
                     let message = format!("{tool}: no cell is running: a call made between cells is refused");

@@ -37,6 +37,7 @@
 pub mod cell;
 pub mod container;
 pub mod error;
+mod files;
 pub mod hold;
 pub mod image;
 pub mod kept;
@@ -116,6 +117,10 @@ pub struct RunnerConfig {
     /// its container, a `cell` record (synced) when it ends. A cell whose
     /// start cannot be recorded does not run.
     pub audit: Option<AuditSink>,
+    /// Where the files a cell's code writes to `/tmp/out` are kept for the
+    /// client (shared with the frontend in one process); `None`: they are
+    /// not handed out, and the report says so (issue 42).
+    pub files: Option<code_mode_core::files::FileStore>,
 }
 
 /// How often a serving runner removes the containers of dead owners on its
@@ -146,6 +151,7 @@ impl Default for RunnerConfig {
             warm_max: None,
             warm_window: pool::DEFAULT_WINDOW,
             audit: None,
+            files: None,
         }
     }
 }
@@ -444,7 +450,8 @@ impl SandboxRunner {
         match &cell.keep {
             None => {
                 let remover = self.inner.remover.get();
-                let report = cell::run(ready, cell, &self.inner.bus, deadline, stops, remover, progress).await;
+                let leftovers = cell::Leftovers { remover, files: self.inner.config.files.as_ref() };
+                let report = cell::run(ready, cell, &self.inner.bus, deadline, stops, leftovers, progress).await;
                 Ok(CellRan { report, kept: None })
             }
             Some(keep) if keep.key.is_some() => {

@@ -50,6 +50,27 @@ pub enum FromRunner {
         #[serde(default)]
         message: Option<String>,
     },
+    /// A file of the output folder follows (collected after the code
+    /// finished): its `size` bytes come in `file_data` lines next.
+    File {
+        /// Its path under the output folder.
+        name: String,
+        /// The MIME type `save_file` was given, if any.
+        #[serde(default)]
+        mime_type: Option<String>,
+        /// Its size in bytes.
+        size: u64,
+    },
+    /// The next piece of the current file, base64.
+    FileData {
+        /// The bytes, base64.
+        data: String,
+    },
+    /// A file of the output folder the runner did not hand out, and why.
+    FileNote {
+        /// One line.
+        note: String,
+    },
     /// The code is finished.
     Done {
         /// The end of the traceback, or why the runner stopped the code.
@@ -166,7 +187,7 @@ fn within(bytes: usize, more: usize) -> Result<usize, Violation> {
 }
 
 /// A MIME type as `type/subtype` (with parameters), at most 100 characters.
-fn is_mime_type(mime: &str) -> bool {
+pub(crate) fn is_mime_type(mime: &str) -> bool {
     let essence = mime.split(';').next().unwrap_or_default().trim();
     let mut parts = essence.split('/');
     let token = |t: Option<&str>| {

@@ -33,6 +33,7 @@ fn default_facts() -> RunFacts {
         resources: true,
         packages: Some(Vec::new()),
         unavailable: Vec::new(),
+        files_out: false,
     }
 }
 

@@ -1,0 +1,27 @@
+//! The options of files out of cells (`serve`, issue 42): how long the
+//! files a cell writes to `/tmp/out` stay readable by the client.
+
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::ranges;
+
+/// How long cells' files out are kept.
+#[derive(Debug, Args)]
+pub struct FilesArgs {
+    /// How long a file a cell wrote to /tmp/out (or its whole output when
+    /// the kept output was cut) stays readable with resources/read, in
+    /// seconds; only the identity that ran the cell reads it, then it is
+    /// gone (0.001 to 86400).
+    #[arg(long, default_value = "3600", value_name = "SECONDS", allow_hyphen_values = true,
+          value_parser = ranges::TIME.parser())]
+    pub files_ttl: Duration,
+}
+
+impl FilesArgs {
+    /// `config` keeping files in memory for `--files-ttl`.
+    pub fn apply(&self, config: &mut code_mode_mcp_frontend::FrontendConfig) {
+        config.files = Some(code_mode_core::files::FileStore::with_ttl(self.files_ttl));
+    }
+}

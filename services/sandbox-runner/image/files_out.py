@@ -1,0 +1,141 @@
+"""Files out of a cell (issue 42): what the code writes under /tmp/out,
+also through ``save_file``, handed to the host on the protocol channel once
+the code finished.
+
+Each regular file goes as a ``file`` line (its path under the folder, the
+MIME type ``save_file`` was given or one guessed from its name, its size),
+then its bytes in ``file_data`` lines (base64, each within the host's line
+limit). A symlink, anything but a regular file, a name the host would not
+take, and everything past the run's bounds (MAX_FILES files, MAX_BYTES
+bytes) is not handed out: a ``file_note`` line says which and why, and past
+a bound the collection ends there. The host holds the same bounds again.
+Loaded by runner.py from beside it (``load_beside``).
+"""
+
+import base64
+import json
+import mimetypes
+import os
+import stat
+
+OUT = "/tmp/out"
+# The host's bounds (code_mode_proto::MAX_FILES_OUT, MAX_FILES_OUT_BYTES).
+MAX_FILES = 64
+MAX_BYTES = 64 * 1024 * 1024
+MAX_NAME = 255
+
+# MIME types given to save_file, by name.
+_given = {}
+
+
+def prepare():
+    """Make the output folder (before ``ready``: the code finds it there)."""
+    os.makedirs(OUT, exist_ok=True)
+
+
+def safe_name(name):
+    """A relative path of plain names, as the host takes them."""
+    return (isinstance(name, str) and 0 < len(name.encode("utf-8", "surrogatepass")) <= MAX_NAME
+            and not any(c < " " or c in "\\\x7f" for c in name)
+            and all(part not in ("", ".", "..") for part in name.split("/")))
+
+
+def save_file(name, data, mime_type=None):
+    """Write ``data`` (bytes, or a str as UTF-8) to /tmp/out/``name`` for the
+    client: it comes back as a link, not to the model. ``name`` is a relative
+    path without ``..``; ``mime_type`` is guessed from the name when not
+    given. Returns the file's path."""
+    if not safe_name(name):
+        raise ValueError(f"save_file: the name must be a relative path under {OUT} without '..', "
+                         f"'.' or empty parts (at most {MAX_NAME} bytes), got {name!r}")
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    elif isinstance(data, (bytes, bytearray, memoryview)):
+        data = bytes(data)
+    else:
+        raise TypeError(f"save_file: data must be bytes or str, got {type(data).__name__}")
+    if mime_type is not None and (not isinstance(mime_type, str) or "/" not in mime_type):
+        raise ValueError("save_file: mime_type must be like 'text/csv'")
+    path = os.path.join(OUT, name)
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    if os.path.realpath(folder) != folder:
+        raise ValueError(f"save_file: {name!r} goes through a symlink: refused")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    if mime_type is not None:
+        _given[name] = mime_type
+    return path
+
+
+def _mime_of(name):
+    given = _given.get(name)
+    if given:
+        return given
+    return mimetypes.guess_type(name, strict=False)[0] or "application/octet-stream"
+
+
+def _entries():
+    """(path under the folder, full path) of everything in it, in order;
+    a symlinked folder is listed, never entered."""
+    for folder, dirs, files in os.walk(OUT, followlinks=False):
+        dirs.sort()
+        for name in sorted(files) + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
+            full = os.path.join(folder, name)
+            yield os.path.relpath(full, OUT), full
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
+
+
+def _read(full, size):
+    """The file's bytes, opened without following a symlink; None when it
+    changed into something else meanwhile."""
+    try:
+        fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None
+        return f.read(size + 1)
+
+
+def send_files(channel, max_line):
+    """Hand the folder's files to the host (after the code finished)."""
+    def note(text):
+        channel.send({"type": "file_note", "note": text})
+
+    chunk = max(3, (max_line - 64) // 4 * 3)
+    count = total = 0
+    for rel, full in _entries():
+        try:
+            mode = os.lstat(full).st_mode
+        except OSError:
+            continue
+        if stat.S_ISLNK(mode):
+            note(f"{rel!r}: a symlink: refused (only regular files under {OUT} are handed out)")
+            continue
+        if not stat.S_ISREG(mode):
+            note(f"{rel!r}: not a regular file: refused")
+            continue
+        if not safe_name(rel):
+            note(f"{rel!r}: a name that cannot be handed out: refused")
+            continue
+        if count >= MAX_FILES:
+            note(f"{rel!r} and any later files not handed out: a run hands out at most {MAX_FILES} files")
+            return
+        size = os.lstat(full).st_size
+        if total + size > MAX_BYTES:
+            note(f"{rel!r} and any later files not handed out: a run hands out at most "
+                 f"{MAX_BYTES // (1024 * 1024)} MiB of files")
+            return
+        data = _read(full, MAX_BYTES - total)
+        if data is None or total + len(data) > MAX_BYTES:
+            note(f"{rel!r}: changed while it was handed out: refused")
+            continue
+        count += 1
+        total += len(data)
+        channel.send({"type": "file", "name": rel, "mime_type": _mime_of(rel), "size": len(data)})
+        for start in range(0, len(data), chunk):
+            encoded = base64.b64encode(data[start:start + chunk]).decode("ascii")
+            channel.send_line(json.dumps({"type": "file_data", "data": encoded}).encode("ascii"))

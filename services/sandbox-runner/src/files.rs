@@ -1,0 +1,216 @@
+//! Files out (issue 42): what a cell's code wrote to its output folder
+//! (`/tmp/out`, also through `save_file`), read off the protocol channel
+//! after the code finished, checked as untrusted input, and kept in the
+//! shared [`FileStore`] under the identity that ran the cell; the report
+//! names each kept file by a `code-mode://files/...` link.
+//!
+//! The bytes leave the container only on the protocol channel: `runner.py`
+//! sends a `file` line (name, MIME type, size), then the bytes in
+//! `file_data` lines (base64, each within the line limit). The runner in
+//! the container refuses symlinks, other non-regular files and names with
+//! `..` first, and stops at the run's bounds ([`MAX_FILES_OUT`] files,
+//! [`MAX_FILES_OUT_BYTES`] bytes), each with a `file_note` line the report
+//! carries; here the same bounds are held again, and a line past them (or
+//! out of order) is a protocol violation. A file whose bytes did not all
+//! arrive (the run was stopped halfway) is never offered: a note says so.
+
+use base64::Engine as _;
+use bytes::Bytes;
+use code_mode_core::files::{FileStore, KeptFile};
+use code_mode_proto::{FileLink, MAX_FILES_OUT, MAX_FILES_OUT_BYTES};
+
+use crate::protocol::Violation;
+
+/// Notes kept per run, and characters per note: the rest are dropped (the
+/// runner in the container sends at most one per refused file).
+const MAX_NOTES: usize = 16;
+const NOTE_CHARS: usize = 300;
+/// The longest file name (a path under the output folder), in bytes.
+pub const MAX_NAME: usize = 255;
+
+/// A file being received or received whole.
+#[derive(Debug)]
+struct Incoming {
+    name: String,
+    mime_type: String,
+    size: u64,
+    data: Vec<u8>,
+}
+
+/// The files of one run as they arrive.
+#[derive(Debug, Default)]
+pub(crate) struct Collector {
+    whole: Vec<Incoming>,
+    current: Option<Incoming>,
+    bytes: u64,
+    notes: Vec<String>,
+    /// Where kept files go; `None`: nowhere here (the files are dropped,
+    /// and the report says so).
+    pub(crate) store: Option<FileStore>,
+}
+
+impl Collector {
+    /// A `file` line: the previous file must be whole.
+    pub(crate) fn start(&mut self, name: String, mime_type: Option<String>, size: u64) -> Result<(), Violation> {
+        self.close()?;
+        if self.whole.len() >= MAX_FILES_OUT {
+            return Err(Violation::OutOfOrder("more files handed out than a run may"));
+        }
+        match self.bytes.checked_add(size) {
+            Some(total) if total <= MAX_FILES_OUT_BYTES => self.bytes = total,
+            _ => return Err(Violation::OutOfOrder("more bytes of files handed out than a run may")),
+        }
+        if !is_safe_name(&name) {
+            return Err(Violation::OutOfOrder("a file name that is not a plain path under the output folder"));
+        }
+        let mime_type = match mime_type {
+            Some(m) if crate::protocol::is_mime_type(&m) => m,
+            _ => "application/octet-stream".to_string(),
+        };
+        // The size is bounded above, so the buffer is too.
+        self.current = Some(Incoming { name, mime_type, size, data: Vec::with_capacity(size as usize) });
+        Ok(())
+    }
+
+    /// A `file_data` line: more of the current file, never past its size.
+    pub(crate) fn data(&mut self, data: &str) -> Result<(), Violation> {
+        let Some(current) = self.current.as_mut() else {
+            return Err(Violation::OutOfOrder("file data without a file"));
+        };
+        let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data) else {
+            return Err(Violation::OutOfOrder("file data that is not base64"));
+        };
+        if current.data.len() as u64 + bytes.len() as u64 > current.size {
+            return Err(Violation::OutOfOrder("more file data than the file's size"));
+        }
+        current.data.extend_from_slice(&bytes);
+        Ok(())
+    }
+
+    /// A `file_note` line: kept (bounded) for the report.
+    pub(crate) fn note(&mut self, note: &str) {
+        if self.notes.len() < MAX_NOTES {
+            self.notes.push(note.chars().filter(|c| !c.is_control()).take(NOTE_CHARS).collect());
+        }
+    }
+
+    /// The current file ends here (another file starts, or the run ends):
+    /// it must be whole.
+    fn close(&mut self) -> Result<(), Violation> {
+        match self.current.take() {
+            Some(file) if file.data.len() as u64 == file.size => {
+                self.whole.push(file);
+                Ok(())
+            }
+            Some(_) => Err(Violation::OutOfOrder("a file shorter than its size")),
+            None => Ok(()),
+        }
+    }
+
+    /// Keep the whole files for `owner` (the cell's identity, empty for
+    /// none): their links, and the notes (one per file not kept, and for a
+    /// file cut short by the run's end).
+    pub(crate) fn finish(mut self, owner: &str) -> (Vec<FileLink>, Vec<String>) {
+        match self.current.take() {
+            Some(file) if file.data.len() as u64 == file.size => self.whole.push(file),
+            Some(cut) => {
+                let (got, size) = (cut.data.len(), cut.size);
+                self.note(&format!("{}: not offered: the run ended after {got} of its {size} bytes", cut.name));
+            }
+            None => {}
+        }
+        let mut links = Vec::new();
+        let Some(store) = self.store.clone() else {
+            if !self.whole.is_empty() {
+                let n = self.whole.len();
+                self.note(&format!(
+                    "{n} file(s) of /tmp/out not handed out: no file store here (`code-mode serve` offers them; \
+                     over NATS and in kept sessions not built yet)"
+                ));
+            }
+            return (links, self.notes);
+        };
+        let files = std::mem::take(&mut self.whole);
+        for file in files {
+            let (name, size) = (file.name.clone(), file.size);
+            let kept = KeptFile { name: file.name, mime_type: file.mime_type.clone(), bytes: Bytes::from(file.data) };
+            match store.put(owner, kept) {
+                Ok(uri) => links.push(FileLink { uri, name, mime_type: file.mime_type, size }),
+                Err(e) => self.note(&format!("{name}: not kept: {e}")),
+            }
+        }
+        (links, self.notes)
+    }
+}
+
+/// A relative path of plain names: no empty, `.` or `..` part, no leading
+/// `/`, no backslash or control character, at most [`MAX_NAME`] bytes.
+pub fn is_safe_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME
+        && !name.chars().any(|c| c.is_control() || c == '\\')
+        && name.split('/').all(|part| !part.is_empty() && part != "." && part != "..")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b64(bytes: &[u8]) -> String {
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    #[test]
+    fn names_that_could_leave_the_folder_are_not_safe() {
+        for bad in ["", "../x", "a/../b", "/etc/passwd", "a//b", "./a", "a\\b", "a\nb", &"x".repeat(256)] {
+            assert!(!is_safe_name(bad), "{bad:?}");
+        }
+        for good in ["a.csv", "plots/fig 1.png", "..x", "x.."] {
+            assert!(is_safe_name(good), "{good:?}");
+        }
+    }
+
+    #[test]
+    fn whole_files_are_kept_for_the_identity_and_a_cut_one_is_named_not_offered() {
+        let store = FileStore::with_ttl(std::time::Duration::from_secs(60));
+        let mut c = Collector { store: Some(store.clone()), ..Collector::default() };
+        c.start("a.csv".into(), Some("text/csv".into()), 3).unwrap();
+        c.data(&b64(b"a,b")).unwrap();
+        c.start("b.bin".into(), None, 4).unwrap();
+        c.data(&b64(b"xy")).unwrap();
+        let (links, notes) = c.finish("alice");
+        assert_eq!(links.len(), 1);
+        let mut last_whole = Collector { store: Some(store.clone()), ..Collector::default() };
+        last_whole.start("c.txt".into(), None, 1).unwrap();
+        last_whole.data(&b64(b"c")).unwrap();
+        assert_eq!(last_whole.finish("alice").0.len(), 1, "the last file, whole, is kept");
+        assert_eq!((links[0].name.as_str(), links[0].mime_type.as_str(), links[0].size), ("a.csv", "text/csv", 3));
+        assert_eq!(&store.get("alice", &links[0].uri).unwrap().bytes[..], b"a,b");
+        assert_eq!(notes, ["b.bin: not offered: the run ended after 2 of its 4 bytes"]);
+    }
+
+    #[test]
+    fn lines_past_the_bounds_or_out_of_order_are_violations() {
+        let mut c = Collector::default();
+        assert!(c.data(&b64(b"x")).is_err());
+        assert!(c.start("a".into(), None, MAX_FILES_OUT_BYTES + 1).is_err());
+        assert!(c.start("../a".into(), None, 1).is_err());
+        let mut c = Collector::default();
+        c.start("a".into(), None, 1).unwrap();
+        assert!(c.data(&b64(b"xy")).is_err());
+        let mut c = Collector::default();
+        for i in 0..MAX_FILES_OUT {
+            c.start(format!("f{i}"), None, 0).unwrap();
+        }
+        assert!(c.start("one-more".into(), None, 0).is_err());
+    }
+
+    #[test]
+    fn without_a_store_the_report_says_the_files_were_not_handed_out() {
+        let mut c = Collector::default();
+        c.start("a".into(), None, 0).unwrap();
+        let (links, notes) = c.finish("");
+        assert!(links.is_empty());
+        assert!(notes[0].contains("not built"), "{notes:?}");
+    }
+}
