@@ -89,14 +89,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Frontend(args) => {
             let _metrics = start_metrics(&args.service.metrics, "frontend", &root).await?;
-            let bus = nats_bus(&args.service.nats, "code-mode-frontend").await?;
+            let transport = nats_transport(&args.service.nats, "code-mode-frontend").await?;
+            let tasks = crate::task_args::task_store(&transport, replicas(&args.service.nats)).await;
+            let bus = Bus::new(transport);
             let config = frontend_service_config(&args);
             if let Some(options) = http_options(&args.clients.http)? {
                 code_mode_mcp_frontend::http::preflight(&options).await?;
-                let factory = FrontendFactory::connect(bus, config).await?;
+                let factory = FrontendFactory::connect_with_tasks(bus, config, tasks).await?;
                 return serve_http(factory, &options, &root).await;
             }
-            let frontend = Frontend::connect(bus, config).await?;
+            let frontend = FrontendFactory::connect_with_tasks(bus, config, tasks).await?.session();
+            frontend.listen_for_approvals().await?;
             let served = frontend.serve_stdio(root.clone()).await;
             root.cancel();
             served.context("serving MCP on stdio")
@@ -256,10 +259,6 @@ async fn start_metrics(args: &MetricsArgs, service: &str, root: &CancellationTok
 /// Replicas of what the service creates in JetStream.
 fn replicas(args: &NatsArgs) -> usize {
     usize::from(args.jetstream_replicas)
-}
-
-async fn nats_bus(args: &NatsArgs, name: &str) -> anyhow::Result<Bus> {
-    Ok(Bus::new(nats_transport(args, name).await?))
 }
 
 async fn nats_transport(args: &NatsArgs, name: &str) -> anyhow::Result<NatsTransport> {

@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use clap::Args;
 
+use code_mode_core::nats::NatsTransport;
+use code_mode_core::state::{JetStreamConfig, SessionStore};
+
 use crate::ranges;
 
 /// How long tasks run and are kept.
@@ -29,5 +32,29 @@ impl TaskArgs {
     pub fn apply(&self, config: &mut code_mode_mcp_frontend::FrontendConfig) {
         config.task_deadline = self.task_deadline;
         config.task_ttl = self.task_ttl;
+    }
+}
+
+/// Where a split frontend keeps its tasks: the JetStream bucket
+/// `codemode_tasks` (every replica answers for every task), created with
+/// `replicas` when missing. A NATS user without the bucket (an older
+/// `nats-server.conf`) keeps them in this process, saying so at start.
+pub async fn task_store(transport: &NatsTransport, replicas: usize) -> SessionStore {
+    let config = JetStreamConfig {
+        bucket: code_mode_mcp_frontend::TASKS_BUCKET.to_string(),
+        replicas,
+        ..JetStreamConfig::default()
+    };
+    match SessionStore::over_nats(transport, config).await {
+        Ok(store) => store,
+        Err(e) => {
+            tracing::warn!(
+                error = %e,
+                "the tasks' JetStream bucket cannot be opened: run_python tasks are kept in this process only \
+                 (another replica, or this one restarted, will not know them); grant the frontend's NATS user \
+                 the bucket codemode_tasks (deploy/nats-server.conf)"
+            );
+            SessionStore::in_memory()
+        }
     }
 }

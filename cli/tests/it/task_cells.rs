@@ -214,3 +214,112 @@ async fn a_task_cell_runs_past_deadline_up_to_task_deadline_and_no_longer() {
     assert!(gone.to_string().contains("no task"), "{gone}");
     client.cancel().await.ok();
 }
+
+/// A frontend over NATS serving HTTP with `tokens`; the child and its URL.
+async fn frontend_over(
+    nats: &code_mode_core::testing::NatsServer,
+    users: &code_mode_core::testing::NatsUsers,
+    tokens: &TokenFile,
+) -> (tokio::process::Child, String) {
+    let args = ["--http", "127.0.0.1:0", "--auth-tokens", tokens.arg()];
+    let mut command = support::service_command(&nats.url(), users, "frontend", &args, None);
+    let (child, url, _log) = crate::http::spawn_http(&mut command).await;
+    (child, url)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_nats_any_frontend_replica_answers_for_a_task_a_restarted_one_too_and_another_cancels_it() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else {
+        panic!("nats-server is needed")
+    };
+    let (alice, bob) = (token_new("alice"), token_new("bob"));
+    let tokens = TokenFile::of(&[&alice, &bob]);
+    let _bridge = support::spawn_service(&nats.url(), &users, "bridge", &[], Some(&[]));
+    let _runner = support::spawn_service(&nats.url(), &users, "sandbox-runner", &[], None);
+    let (mut first, first_url) = frontend_over(&nats, &users, &tokens).await;
+    let (_second, second_url) = frontend_over(&nats, &users, &tokens).await;
+    let through_first = connect_as(&first_url, &alice, stateless()).await;
+    let through_second = connect_as(&second_url, &alice, stateless()).await;
+
+    // Made through the first, polled through the second.
+    let (id, _) = start(&through_first, COUNTS_THEN_PRINTS, None).await;
+    let (done, seen) = settled(&through_second, &id, Duration::from_secs(60)).await;
+    assert_eq!(report_of(&done)["stdout"], "done after three steps\n", "{done:?}");
+    assert!(
+        seen.iter().any(|s| s.task.task.status_message.as_deref().is_some_and(|m| m.contains("progress"))),
+        "the other replica saw the cell's progress: {seen:?}"
+    );
+    let bobs = connect_as(&second_url, &bob, stateless()).await;
+    let stolen = get(&bobs, &id).await.expect_err("another identity's tasks/get through any replica");
+    assert!(stolen.to_string().contains("no task"), "{stolen}");
+
+    // The first frontend killed (one of its tasks still running), a new
+    // one started: it answers for the finished task; the running one's
+    // result is lost, and it fails saying so.
+    let (orphan, _) = start(&through_first, SAYS_WHERE_THEN_SLEEPS, None).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    support::kill9(first.id().unwrap());
+    first.wait().await.ok();
+    let (_third, third_url) = frontend_over(&nats, &users, &tokens).await;
+    let through_third = connect_as(&third_url, &alice, stateless()).await;
+    let again = get(&through_third, &id).await.expect("a restarted frontend answers for the task");
+    assert_eq!(report_of(&again)["stdout"], "done after three steps\n");
+    assert!(get(&connect_as(&third_url, &bob, stateless()).await, &id).await.is_err());
+    let (lost, _) = settled(&through_third, &orphan, Duration::from_secs(40)).await;
+    assert_eq!(lost.task.status(), TaskStatus::Failed, "{lost:?}");
+    let said = lost.task.task.status_message.clone().unwrap_or_default();
+    assert!(said.contains("stopped writing") && said.contains("result is lost"), "{said}");
+
+    // Started through the second, cancelled through the third.
+    let (sleeping, _) = start(&through_second, SAYS_WHERE_THEN_SLEEPS, None).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let sent = Instant::now();
+    through_third
+        .peer()
+        .cancel_task(CancelTaskParams::new(&sleeping))
+        .await
+        .expect("tasks/cancel through another replica");
+    let (cancelled, _) = settled(&through_third, &sleeping, Duration::from_secs(20)).await;
+    eprintln!("measured: cancelled through another replica, settled {} ms later", sent.elapsed().as_millis());
+    assert_eq!(cancelled.task.status(), TaskStatus::Cancelled, "{cancelled:?}");
+    for client in [through_first, through_second, through_third, bobs] {
+        client.cancel().await.ok();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_nats_a_task_whose_runner_is_killed_fails_within_seconds_saying_why() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else {
+        panic!("nats-server is needed")
+    };
+    let alice = token_new("alice");
+    let tokens = TokenFile::of(&[&alice]);
+    let _bridge = support::spawn_service(&nats.url(), &users, "bridge", &[], Some(&[]));
+    let mut runner = support::spawn_service(&nats.url(), &users, "sandbox-runner", &[], None);
+    let (_frontend, url) = frontend_over(&nats, &users, &tokens).await;
+    let client = connect_as(&url, &alice, stateless()).await;
+    let (id, _) = start(&client, SAYS_WHERE_THEN_SLEEPS, None).await;
+    let started = Instant::now();
+    while !get(&client, &id).await.unwrap().task.task.status_message.unwrap_or_default().contains("progress") {
+        assert!(started.elapsed() < Duration::from_secs(30), "the cell never ran");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    support::kill9(runner.id().unwrap());
+    let killed = Instant::now();
+    runner.wait().await.ok();
+    let (failed, _) = settled(&client, &id, Duration::from_secs(30)).await;
+    let after = killed.elapsed();
+    eprintln!("measured: the task failed {} ms after its runner was killed", after.as_millis());
+    assert_eq!(failed.task.status(), TaskStatus::Failed, "{failed:?}");
+    let TaskPayload::Failed { error } = &failed.task.payload else { unreachable!() };
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(message.contains("sandbox-runner"), "the error says the runner was lost: {message}");
+    assert!(after < Duration::from_secs(10), "failed {after:?} after the runner died, not within seconds");
+    client.cancel().await.ok();
+}

@@ -96,6 +96,10 @@ pub use crate::wire::report_result;
 /// The one tool's name.
 pub const TOOL_NAME: &str = "run_python";
 
+/// The JetStream key-value bucket of the `run_python` tasks of the split
+/// deployment (`deploy/nats-server.conf` grants it to the frontend user).
+pub const TASKS_BUCKET: &str = "codemode_tasks";
+
 /// Settings of the frontend.
 #[derive(Debug, Clone)]
 pub struct FrontendConfig {
@@ -316,6 +320,17 @@ impl FrontendFactory {
     /// for one to answer: services may start in any order), and start the
     /// catalog watcher.
     pub async fn connect(bus: Bus, config: FrontendConfig) -> Result<Self, FrontendError> {
+        Self::connect_with_tasks(bus, config, code_mode_core::state::SessionStore::in_memory()).await
+    }
+
+    /// [`FrontendFactory::connect`] keeping the `run_python` tasks in
+    /// `tasks` (the JetStream bucket [`TASKS_BUCKET`] when the services run
+    /// apart, so every frontend replica answers for every task).
+    pub async fn connect_with_tasks(
+        bus: Bus,
+        config: FrontendConfig,
+        tasks: code_mode_core::state::SessionStore,
+    ) -> Result<Self, FrontendError> {
         let request =
             CatalogRequest { session: uuid::Uuid::new_v4().to_string(), known: None, direct: config.expose.direct() };
         let give_up = tokio::time::Instant::now() + config.catalog_wait;
@@ -341,11 +356,7 @@ impl FrontendFactory {
             stateless_slots: StatelessSlots::new(config.max_cells_per_session),
             activity: Default::default(),
             console_base: Default::default(),
-            tasks: tasks::TaskBook::new(
-                code_mode_core::state::SessionStore::in_memory(),
-                config.task_deadline,
-                config.task_ttl,
-            ),
+            tasks: tasks::TaskBook::new(tasks, config.task_deadline, config.task_ttl),
             slots: Semaphore::new(config.max_concurrent_cells.max(1)),
             bus,
             config,

@@ -38,6 +38,9 @@ pub const DEFAULT_TASK_DEADLINE: Duration = Duration::from_secs(3600);
 pub const MAX_TASK_DEADLINE: Duration = Duration::from_secs(86_400);
 /// How long a finished task's result is kept by default (`--task-ttl`).
 pub const DEFAULT_TASK_TTL: Duration = Duration::from_secs(3600);
+/// How long a running task's record may go unwritten before its driver
+/// counts as gone (it writes every 2 s).
+pub const STALE: Duration = Duration::from_secs(20);
 /// How often a client should poll, as the task says.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -71,11 +74,16 @@ pub(crate) struct Record {
     pub created_ms: u64,
     /// When a finished task is forgotten (ms since the epoch).
     pub expires_ms: Option<u64>,
+    /// Its client asked `tasks/cancel` (perhaps through another replica).
+    pub cancel_requested: bool,
+    /// When the process driving it last wrote it (ms since the epoch).
+    pub updated_ms: u64,
 }
 
 impl Record {
     fn to_value(&self) -> Value {
-        json!({"task": self.task, "cell": self.cell, "created_ms": self.created_ms, "expires_ms": self.expires_ms})
+        json!({"task": self.task, "cell": self.cell, "created_ms": self.created_ms, "expires_ms": self.expires_ms,
+               "cancel_requested": self.cancel_requested, "updated_ms": self.updated_ms})
     }
 
     fn from_value(value: Value) -> Result<Self, StateError> {
@@ -84,7 +92,9 @@ impl Record {
         let cell = value.get("cell").and_then(Value::as_str).unwrap_or_default().to_string();
         let created_ms = value.get("created_ms").and_then(Value::as_u64).unwrap_or_default();
         let expires_ms = value.get("expires_ms").and_then(Value::as_u64);
-        Ok(Self { task, cell, created_ms, expires_ms })
+        let cancel_requested = value.get("cancel_requested").and_then(Value::as_bool).unwrap_or_default();
+        let updated_ms = value.get("updated_ms").and_then(Value::as_u64).unwrap_or(created_ms);
+        Ok(Self { task, cell, created_ms, expires_ms, cancel_requested, updated_ms })
     }
 }
 
@@ -142,6 +152,8 @@ impl TaskBook {
             cell: cell.into(),
             created_ms: now_ms(),
             expires_ms: None,
+            cancel_requested: false,
+            updated_ms: now_ms(),
         };
         self.store.create(scope, &record_name(&id), &record.to_value()).await?;
         code_mode_core::sync::lock(&self.stops).insert(id, stop);
@@ -159,6 +171,19 @@ impl TaskBook {
         if record.expires_ms.is_some_and(|at| at <= now_ms()) {
             let _ = self.store.delete(scope, &record_name(id)).await;
             return Err(not_found());
+        }
+        // The process driving a running task writes it every few seconds;
+        // one silent for STALE is gone (killed with its frontend), and so
+        // is the cell's result: the task fails, saying so.
+        let silent = now_ms().saturating_sub(record.updated_ms);
+        if !record.task.status().is_terminal() && silent > STALE.as_millis() as u64 {
+            let message = format!(
+                "the frontend driving this task stopped writing it {} s ago (stopped or killed): the cell's result \
+                 is lost; calls it made may have happened",
+                silent / 1000
+            );
+            let error = error_object(-32603, &format!("run_python: {message}"));
+            return self.finish(scope, id, TaskPayload::Failed { error }, format!("failed: {message}")).await;
         }
         Ok(record)
     }
@@ -181,6 +206,7 @@ impl TaskBook {
                 }
                 change(&mut record);
                 record.task.task.last_updated_at = rmcp::task_manager::current_timestamp();
+                record.updated_ms = now_ms();
                 record.to_value()
             })
             .await?;
@@ -217,23 +243,29 @@ impl TaskBook {
         Ok(record)
     }
 
-    /// Ask for the task `id` of the caller to stop: its cell's stop fires
-    /// when this process drives it; the task settles as cancelled when its
-    /// cell has stopped. Cancelling a finished task changes nothing.
-    pub(crate) async fn cancel(&self, scope: &str, id: &str) -> Result<(), TaskError> {
+    /// Ask for the task `id` of the caller to stop: the record says so
+    /// (the process driving it settles it as cancelled once its cell has
+    /// stopped), and its cell's stop fires when this process drives it.
+    /// Returns the cell to stop from here when another process drives it
+    /// (`None`: stopped here, or already settled).
+    pub(crate) async fn cancel(&self, scope: &str, id: &str) -> Result<Option<String>, TaskError> {
         let record = self.get(scope, id).await?;
         if record.task.status().is_terminal() {
-            return Ok(());
+            return Ok(None);
         }
         self.update(scope, id, |record| {
+            record.cancel_requested = true;
             record.task.task.status_message = Some("cancelling: the cell is being stopped".into());
         })
         .await?;
         let stop = code_mode_core::sync::lock(&self.stops).get(id).cloned();
-        if let Some(stop) = stop {
-            stop.cancel();
+        match stop {
+            Some(stop) => {
+                stop.cancel();
+                Ok(None)
+            }
+            None => Ok(Some(record.cell)),
         }
-        Ok(())
     }
 
     /// The store, for the task's driver.

@@ -136,7 +136,9 @@ impl Frontend {
             }
         };
         let ran = started.elapsed();
-        let (payload, message) = if stop.is_cancelled() {
+        // A cancel through another replica is in the record.
+        let cancelled = stop.is_cancelled() || book.get(&scope, &id).await.is_ok_and(|record| record.cancel_requested);
+        let (payload, message) = if cancelled {
             (TaskPayload::Cancelled, format!("cancelled: the cell was stopped after {} s", ran.as_secs()))
         } else {
             settled(result, ran)
@@ -181,19 +183,27 @@ impl Frontend {
     }
 
     /// `tasks/cancel`: stop the caller's task's cell (it settles as
-    /// cancelled once the cell has stopped).
+    /// cancelled once the cell has stopped), from whichever replica: a
+    /// cell another process drives is stopped through its runner and the
+    /// bridges, as a cancelled request's is.
     pub(crate) async fn task_cancel(
         &self,
         request: CancelTaskParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        match self.shared.tasks.cancel(&caller_scope(context), &request.task_id).await {
+        let cancelled = match self.shared.tasks.cancel(&caller_scope(context), &request.task_id).await {
+            // Not a cell's: a wrapped server's task, in gateway mode.
             Err(TaskError::NotFound(_)) if self.shared.config.expose.direct() => {
                 return crate::task_relay::cancel(self, request, context).await;
             }
             cancelled => cancelled?,
+        };
+        if let Some(cell) = cancelled {
+            tracing::info!(task = %request.task_id, %cell, "a run_python task another process drives was cancelled");
+            tokio::join!(crate::direct::cancel(&self.shared, &cell), stop_remote(self, &cell));
+        } else {
+            tracing::info!(task = %request.task_id, "a run_python task was cancelled by its client");
         }
-        tracing::info!(task = %request.task_id, "a run_python task was cancelled by its client");
         Ok(())
     }
 
@@ -260,5 +270,23 @@ fn progress_text(done: f64, total: Option<f64>, message: Option<&str>) -> String
     match message {
         Some(message) => format!("{amount} ({message})"),
         None => amount,
+    }
+}
+
+/// Ask the runner of `cell` to stop it (a task another process drives); a
+/// few tries, since a cell that already ended has no runner to answer.
+async fn stop_remote(frontend: &Frontend, cell: &str) {
+    use code_mode_proto::{CancelCell, CellCancelled, subjects};
+    let Some(subject) = subjects::cell_cancel(cell) else { return };
+    let request = CancelCell { reason: Some("its task was cancelled by its client".into()) };
+    for _ in 0..5 {
+        match frontend.shared.bus.call_quiet::<_, CellCancelled>(&subject, &request, Duration::from_secs(2)).await {
+            Ok(CellCancelled { stopped }) => {
+                tracing::info!(%cell, stopped, "the runner heard the task's cancel");
+                return;
+            }
+            Err(e) => tracing::debug!(%cell, error = %e, "no runner heard the task's cancel yet"),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
