@@ -46,7 +46,9 @@ STEPS is a JSON list, run in order in one client session:
         {"method", "params"}
     {"op": "sleep", "seconds": S}  wait S seconds (e.g. past a token's expiry)
     {"op": "asked"}  the questions the server put to this client so far
-        (sampling, elicitation, roots), as a list of {"method", "params"}
+        (sampling, elicitation, roots), as a list of {"method", "params"};
+        with "at_least": N and "wait": SECONDS, once N are noted (or the
+        wait is over)
     {"op": "together", "steps": [...], "stagger": SECONDS}  the steps at
         once (each started SECONDS after the last), their outputs as a list
     {"op": "pause"}  wait for a line on stdin (the test's go-ahead, while
@@ -320,7 +322,9 @@ async def main(argv):
                 elif op == "notifications":
                     result = await logs_after(notes, step.get("at_least", 0), step.get("wait", 5))
                 elif op == "asked":
-                    result = list(asked)
+                    # With "at_least": wait (up to "wait" s) for that many.
+                    at_least = step.get("at_least")
+                    result = list(asked) if at_least is None else await logs_after(asked, at_least, step.get("wait", 5))
                 elif op == "pause":
                     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
                     result = None

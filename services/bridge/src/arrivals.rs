@@ -1,7 +1,7 @@
 //! The notes a wrapped server sent on one session, numbered in the order
 //! they arrived, so that a call's result goes to its client only after the
 //! notes the server sent before it (its last progress note, a log line of
-//! the call) have been relayed.
+//! the call, the withdrawal of a question it asked) have been relayed.
 //!
 //! rmcp hands each notification to a task of its own, so by the time a
 //! call's result is read the handler may not even have started on a note
@@ -96,8 +96,11 @@ impl Drop for NoteOnItsWay {
 }
 
 /// A session's transport that numbers the notes passing it
-/// ([`Arrivals::arrived`]), the progress and log notifications the relay
-/// passes on; everything else goes through untouched.
+/// ([`Arrivals::arrived`]): the progress and log notifications the relay
+/// passes on, and a server's withdrawal of its own question
+/// (`notifications/cancelled`), which counts as relayed once the client
+/// was told (see `Relay::on_cancelled`); everything else goes through
+/// untouched.
 pub(crate) struct Noting<T> {
     inner: T,
     arrivals: Arrivals,
@@ -131,7 +134,9 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Noting<T> {
             if let JsonRpcMessage::Notification(note) = &mut message
                 && matches!(
                     note.notification,
-                    ServerNotification::ProgressNotification(_) | ServerNotification::LoggingMessageNotification(_)
+                    ServerNotification::ProgressNotification(_)
+                        | ServerNotification::LoggingMessageNotification(_)
+                        | ServerNotification::CancelledNotification(_)
                 )
             {
                 note.notification.extensions_mut().insert(arrivals.arrived());

@@ -44,9 +44,9 @@ use code_mode_proto::{AskKind, ClientLink, Note};
 use rmcp::ClientHandler;
 #[allow(deprecated)] // Sampling, roots and logging are deprecated from 2026-07-28 on; older servers use them.
 use rmcp::model::{
-    ClientCapabilities, ClientInfo, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ErrorData, Implementation, ListRootsResult, LoggingMessageNotificationParam, ProgressNotificationParam, RequestId,
-    ResourceUpdatedNotificationParam,
+    CancelledNotificationParam, ClientCapabilities, ClientInfo, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ErrorData, Implementation, ListRootsResult, LoggingMessageNotificationParam,
+    ProgressNotificationParam, RequestId, ResourceUpdatedNotificationParam,
 };
 use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient};
 use tokio::sync::{Notify, mpsc, oneshot};
@@ -143,6 +143,44 @@ pub(crate) struct FlightGuard {
 impl Drop for FlightGuard {
     fn drop(&mut self) {
         code_mode_core::sync::lock(&self.flights.inner).remove(&self.token);
+    }
+}
+
+/// The questions a server put on one session that are still being asked,
+/// by the server's request id: each one's token is cancelled when its
+/// asking ends (answered, refused, or withdrawn with the client told), so
+/// that the server's withdrawal note is relayed only then
+/// ([`Relay::on_cancelled`]) and a call's result never overtakes it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Asking {
+    inner: Arc<std::sync::Mutex<HashMap<RequestId, CancellationToken>>>,
+}
+
+impl Asking {
+    /// A question of this id is being asked until the guard drops.
+    fn enter(&self, id: RequestId) -> AskingGuard {
+        let ended = CancellationToken::new();
+        code_mode_core::sync::lock(&self.inner).insert(id.clone(), ended.clone());
+        AskingGuard { asking: self.clone(), id, ended }
+    }
+
+    /// The end of the question of this id, if it is being asked.
+    fn ended(&self, id: &RequestId) -> Option<CancellationToken> {
+        code_mode_core::sync::lock(&self.inner).get(id).cloned()
+    }
+}
+
+/// Ends a question's asking when dropped.
+struct AskingGuard {
+    asking: Asking,
+    id: RequestId,
+    ended: CancellationToken,
+}
+
+impl Drop for AskingGuard {
+    fn drop(&mut self) {
+        code_mode_core::sync::lock(&self.asking.inner).remove(&self.id);
+        self.ended.cancel();
     }
 }
 
@@ -256,6 +294,8 @@ pub(crate) struct Relay {
     relisting: Relisting,
     /// The client a session of its own serves; `None` for the shared one.
     owner: Option<Arc<Owner>>,
+    /// The server's questions being asked on this session.
+    asking: Asking,
     /// The way up to the bridge.
     upward: Upward,
 }
@@ -276,6 +316,7 @@ impl Relay {
             flights: Flights::default(),
             relisting: Relisting::default(),
             owner: None,
+            asking: Asking::default(),
             upward,
         }
     }
@@ -284,7 +325,15 @@ impl Relay {
     /// server's list changes heard there wake the server's actor
     /// (`relisting`), which lists again on the shared session.
     pub(crate) fn own(server: usize, name: &str, owner: Owner, relisting: Relisting, upward: Upward) -> Self {
-        Self { server, name: name.into(), flights: Flights::default(), relisting, owner: Some(Arc::new(owner)), upward }
+        Self {
+            server,
+            name: name.into(),
+            flights: Flights::default(),
+            relisting,
+            owner: Some(Arc::new(owner)),
+            asking: Asking::default(),
+            upward,
+        }
     }
 
     /// The calls in flight on this session.
@@ -322,6 +371,7 @@ impl Relay {
         params: &impl serde::Serialize,
         context: &RequestContext<RoleClient>,
     ) -> Result<R, Unanswered> {
+        let _asking = self.asking.enter(context.id.clone());
         let params = serde_json::to_value(params).map_err(|e| Unanswered::BadParams(e.to_string()))?;
         let origin = origin_of(context);
         let Some(owner) = &self.owner else {
@@ -408,6 +458,16 @@ impl ClientHandler for Relay {
             return Ok(ListRootsResult::default());
         }
         self.ask(AskKind::Roots, &serde_json::json!({}), &context).await
+    }
+
+    /// The server withdrew a request: rmcp has already cancelled the
+    /// request's handler; if it is a question being asked, wait (bounded)
+    /// until its asking ended, the client told, so that the note (numbered
+    /// by [`crate::arrivals::Noting`], held in `_context`) counts as relayed
+    /// only then and the result of the call that asked does not overtake it.
+    async fn on_cancelled(&self, params: CancelledNotificationParam, _context: NotificationContext<RoleClient>) {
+        let Some(ended) = params.request_id.as_ref().and_then(|id| self.asking.ended(id)) else { return };
+        let _ = tokio::time::timeout(crate::arrivals::NOTE_SETTLE, ended.cancelled()).await;
     }
 
     async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
