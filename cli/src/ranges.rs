@@ -243,6 +243,7 @@ mod every_option {
             expected.push(format!("{sub} --warm-window"));
         }
         expected.push("serve --max-concurrent".into());
+        expected.push("serve --files-ttl".into());
         expected.push("login --timeout".into());
         for long in ["capacity-wait", "deadline", "description-budget", "max-code", "max-concurrent"] {
             expected.push(format!("frontend --{long}"));

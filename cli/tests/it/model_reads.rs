@@ -158,13 +158,13 @@ async fn both_python_sdk_clients_read_the_typed_tier_and_hear_the_closest_parame
         return;
     }
     let (code_mode, server) = (support::code_mode(), support::test_server());
-    // 3,000 characters: the test server's 22 stubs do not fit, typed lines do.
+    // 3,200 characters: the test server's 22 stubs do not fit, typed lines do.
     let stdio = [
         "--stdio",
         code_mode.to_str().unwrap(),
         "serve",
         "--description-budget",
-        "3000",
+        "3200",
         "--",
         server.to_str().unwrap(),
         "--",
