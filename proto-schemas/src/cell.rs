@@ -185,8 +185,7 @@ pub struct CellReport {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub content: Vec<serde_json::Value>,
     /// The files the code wrote to its output folder (`/tmp/out`), kept for
-    /// the client to read with `resources/read`; with the whole printed
-    /// output as one more when the kept output was cut (issue 42).
+    /// the client to read with `resources/read` (issue 42).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileLink>,
     /// What became of files not kept: refused (a symlink, a bad name), past
@@ -201,7 +200,7 @@ pub struct CellReport {
 pub struct FileLink {
     /// Its URI, for `resources/read`.
     pub uri: String,
-    /// Its name in the output folder (`output.txt` for the whole output).
+    /// Its name in the output folder.
     pub name: String,
     /// Its MIME type.
     #[serde(rename = "mimeType")]
