@@ -363,20 +363,26 @@ impl Bridge {
     ) -> Result<serde_json::Map<String, Value>, Answer> {
         let max = self.inner.limits.max_arguments;
         let name = target.name(call);
+        // A `null` for an optional property whose schema refuses it means
+        // "not given": left out before the check and the call.
+        let cleaned = match target {
+            Target::Tool(tool) => tool.checker.without_refused_nulls(&call.arguments),
+            _ => None,
+        };
+        let given = cleaned.as_ref().unwrap_or(&call.arguments);
         if let Target::Tool(tool) = target
-            && let Err(problem) = tool.checker.check(&call.arguments, max)
+            && let Err(problem) = tool.checker.check(given, max)
         {
             tracing::info!(tool = %tool.name, cell = %call.cell_id, "refused: {problem}");
             trail.refused("bridge:arguments", "the arguments do not fit the tool's schema or size limit");
             return Err(self.refuse(format!("{}: {problem}", tool.name)));
         }
-        let size =
-            serde_json::to_vec(&call.arguments).map(|v| v.len()).unwrap_or(usize::MAX) + call.target.name().len();
+        let size = serde_json::to_vec(given).map(|v| v.len()).unwrap_or(usize::MAX) + call.target.name().len();
         if !matches!(target, Target::Tool(_)) && size > max {
             trail.refused("bridge:arguments", "the request is over the size limit");
             return Err(self.refuse(format!("{name}: the request is {size} bytes, over the {max} byte limit")));
         }
-        let arguments = match call.arguments.clone() {
+        let arguments = match cleaned.unwrap_or_else(|| call.arguments.clone()) {
             Value::Object(arguments) => arguments,
             Value::Null if call.target.op() != Op::Tool => serde_json::Map::new(),
             _ => {

@@ -65,6 +65,8 @@ pub struct ArgumentChecker {
     named_only: Option<BTreeSet<String>>,
     /// The top-level property names, listed when a call names another.
     named: BTreeSet<String>,
+    /// The top-level property names the schema does not require.
+    optional: BTreeSet<String>,
 }
 
 impl std::fmt::Debug for ArgumentChecker {
@@ -107,7 +109,42 @@ impl ArgumentChecker {
         let named: BTreeSet<String> =
             obj.get("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect()).unwrap_or_default();
         let named_only = if decides_itself { None } else { Some(named.clone()) };
-        Ok(Self { validator, named_only, named })
+        let required: BTreeSet<&str> =
+            obj.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        let optional = named.iter().filter(|n| !required.contains(n.as_str())).cloned().collect();
+        Ok(Self { validator, named_only, named, optional })
+    }
+
+    /// The call's arguments without each `null` given for a property the
+    /// schema names, does not require and does not accept `null` for, as
+    /// if that property were omitted (clients that write `null` for "not
+    /// given"; SEP-2243's omit-null rule). `None` when there is nothing to
+    /// drop. A required property's `null`, or one the schema accepts, is
+    /// kept (and [`ArgumentChecker::check`] refuses the former).
+    pub fn without_refused_nulls(&self, arguments: &Value) -> Option<Value> {
+        let Value::Object(map) = arguments else { return None };
+        let candidates: Vec<(&String, String)> = map
+            .iter()
+            .filter(|(name, value)| value.is_null() && self.optional.contains(*name))
+            .map(|(name, _)| (name, format!("/{}", name.replace('~', "~0").replace('/', "~1"))))
+            .collect();
+        if candidates.is_empty() {
+            return None;
+        }
+        // The validator decides whether `null` is accepted there (a
+        // `$ref`, an `anyOf` with null, ...): dropped are the candidates it
+        // refuses at their own place.
+        let refused: BTreeSet<String> =
+            self.validator.iter_errors(arguments).map(|e| e.instance_path().to_string()).collect();
+        let mut kept = map.clone();
+        let mut dropped = false;
+        for (name, pointer) in candidates {
+            if refused.contains(&pointer) {
+                kept.remove(name);
+                dropped = true;
+            }
+        }
+        dropped.then_some(Value::Object(kept))
     }
 
     /// Check one call's arguments: an object of at most `max_bytes` of JSON,
@@ -234,6 +271,30 @@ mod tests {
         let none = json!({"type": "object", "properties": {}});
         let e = ArgumentChecker::compile(&none, 64).unwrap().check(&json!({"q": 1}), 16384).unwrap_err();
         assert!(e.to_string().ends_with("it takes no arguments"), "{e}");
+    }
+
+    #[test]
+    fn a_null_for_an_optional_property_that_refuses_null_is_dropped_as_if_omitted() {
+        let schema = json!({"type": "object", "required": ["region"], "properties": {
+            "region": {"type": "string"}, "verbose": {"type": "boolean"},
+            "note": {"type": ["string", "null"]}, "mode": {"anyOf": [{"type": "string"}, {"type": "null"}]}}});
+        let c = ArgumentChecker::compile(&schema, 64).unwrap();
+        // Refused as it stands; dropped, the call is valid.
+        let call = json!({"region": "eu", "verbose": null});
+        assert!(c.check(&call, 16384).is_err());
+        let cleaned = c.without_refused_nulls(&call).expect("verbose: null is dropped");
+        assert_eq!(cleaned, json!({"region": "eu"}));
+        c.check(&cleaned, 16384).unwrap();
+        // A null the schema accepts is kept and forwarded as given.
+        assert_eq!(c.without_refused_nulls(&json!({"region": "eu", "note": null, "mode": null})), None);
+        // A required property's null is never dropped: still refused.
+        let required_null = json!({"region": null, "verbose": null});
+        let cleaned = c.without_refused_nulls(&required_null).unwrap();
+        assert_eq!(cleaned, json!({"region": null}));
+        assert!(c.check(&cleaned, 16384).is_err(), "a required property cannot be null");
+        // Nothing to drop: a name the schema does not know stays (and is refused).
+        assert_eq!(c.without_refused_nulls(&json!({"region": "eu", "other": null})), None);
+        assert_eq!(c.without_refused_nulls(&json!({"region": "eu", "verbose": true})), None);
     }
 
     #[test]

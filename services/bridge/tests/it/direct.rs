@@ -111,3 +111,25 @@ async fn the_catalog_carries_each_tools_definition_with_its_labels_only_when_ask
     assert!(echo.description.starts_with("[private] Echo text back."), "{}", echo.description);
     h.close().await;
 }
+
+#[tokio::test]
+async fn a_null_for_an_optional_parameter_that_refuses_null_is_left_out_from_code_and_direct_alike() {
+    let h = Harness::with_args(&[]).await;
+    // `mode` (an enum of strings) and `ids` (an array) are optional;
+    // `first name` is required. `awkward_params` answers with the arguments
+    // that reached it.
+    let given = json!({"first name": "x", "mode": null, "ids": null});
+    assert_eq!(
+        h.bridge.call(&tool_call("awkward_params", given.clone(), 1)).await,
+        ToolReply::Ok { value: r#"{"first name":"x"}"#.into() }
+    );
+    let DirectReply::Ok { result } = h.bridge.call_direct(&direct("awkward_params", given, 1, None)).await else {
+        panic!("awkward_params answers")
+    };
+    assert_eq!(result["content"][0]["text"], r#"{"first name":"x"}"#, "{result}");
+    // A required parameter's null is not "not given": refused, never sent.
+    let message = refusal(h.bridge.call_direct(&direct("awkward_params", json!({"first name": null}), 2, None)).await);
+    assert!(message.starts_with("awkward_params: arguments do not match the schema: at /first name"), "{message}");
+    assert_eq!(h.calls_seen(), ["awkward_params", "awkward_params"]);
+    h.close().await;
+}
