@@ -245,6 +245,7 @@ fn summary(grant: &Grant) -> String {
     };
     let renewal = match (grant.kind, grant.tokens.as_ref().and_then(|t| t.refresh.as_ref())) {
         (GrantKind::ClientCredentials, _) => " (a machine account: renewed without a person)",
+        (GrantKind::Enterprise, _) => " (enterprise-managed: renewed from the ID token without a person)",
         (_, Some(_)) => " (renewed with its refresh token)",
         (_, None) => " (no refresh token: a new login when it expires)",
     };
@@ -284,7 +285,7 @@ async fn status(servers: &[WrappedServer], as_json: bool, target: &LoginTarget) 
                 "scopes": grant.map(|g| g.scopes.clone()),
                 "wanted": grant.map(|g| g.wanted.clone()).unwrap_or_default(),
                 "expires_in": grant.and_then(|g| g.tokens.as_ref()?.expires_at).map(|at| at.saturating_sub(now())),
-                "renewable": grant.map(|g| g.kind == GrantKind::ClientCredentials
+                "renewable": grant.map(|g| matches!(g.kind, GrantKind::ClientCredentials | GrantKind::Enterprise)
                     || g.tokens.as_ref().is_some_and(|t| t.refresh.is_some())),
                 "issuer": grant.and_then(|g| g.issuer.clone()),
                 "client_id": grant.and_then(|g| g.client.as_ref().map(|c| c.id.clone())),
@@ -308,6 +309,9 @@ async fn status(servers: &[WrappedServer], as_json: bool, target: &LoginTarget) 
             }
             ("not_logged_in", _) => match upstream.spec() {
                 AuthSpec::ClientCredentials(_) => "a machine account: logs in by itself at the first call".to_string(),
+                AuthSpec::Enterprise(_) => {
+                    "enterprise-managed: exchanges the ID token for access by itself at the first call".to_string()
+                }
                 AuthSpec::OAuth(_) => format!("not logged in: run `{}`", upstream.command()),
             },
             _ => format!("cannot be read: {}", why.unwrap_or_default()),

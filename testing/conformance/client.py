@@ -83,6 +83,23 @@ def auth_block(env: dict[str, str]) -> str | None:
                 "signing_algorithm": ctx.get("signing_algorithm", "ES256"),
             }
         )
+    if SCENARIO == "auth/enterprise-managed-authorization":
+        # SEP-990: the person's ID token from the enterprise identity provider goes in
+        # a file (re-read at each exchange), the client secret in a variable.
+        env["CM_CONFORMANCE_SECRET"] = ctx["client_secret"]
+        id_token = Path(env["CODE_MODE_STATE_DIR"]) / "id_token.jwt"
+        id_token.write_text(ctx["idp_id_token"])
+        block = {
+            "type": "enterprise",
+            "client_id": ctx["client_id"],
+            "client_secret": "${CM_CONFORMANCE_SECRET}",
+            "idp_issuer": ctx["idp_issuer"],
+            "idp_client_id": ctx["idp_client_id"],
+            "id_token_file": str(id_token),
+        }
+        # The IdP's token endpoint (also in the context) is left for
+        # code-mode to discover from the issuer's metadata, as a user would.
+        return json.dumps(block)
     if not SCENARIO.startswith("auth/"):
         return None
     block: dict = {"type": "oauth", "client_metadata_url": CIMD_URL}

@@ -9,8 +9,10 @@
 //!
 //! The measure is the official Python SDK's own conformance client on the
 //! same suite version, which passes every scored client scenario of both
-//! requirement sets and the client credentials extension runs
-//! (`testing/conformance/README.md` has both tables).
+//! requirement sets (but one of its own at 2026-07-28) and the extension
+//! runs of client credentials and enterprise-managed authorization
+//! (`testing/conformance/README.md` has both tables); code-mode passes
+//! them all.
 
 use std::collections::BTreeSet;
 
@@ -46,6 +48,14 @@ async fn run(args: &[&str]) -> Option<Value> {
     Some(outcome)
 }
 
+/// The extension scenarios measured at each wire: client credentials
+/// (SEP-1046) with a secret and with a signed JWT, and enterprise-managed
+/// authorization (SEP-990: an ID token exchanged at the identity provider
+/// for an ID-JAG, the ID-JAG for the access token; the `enterprise` auth
+/// block).
+const EXTENSIONS: [&str; 3] =
+    ["auth/client-credentials-basic", "auth/client-credentials-jwt", "auth/enterprise-managed-authorization"];
+
 fn names(outcome: &Value, key: &str, bucket: &str) -> BTreeSet<String> {
     match &outcome[key][bucket] {
         Value::Array(list) => list.iter().filter_map(Value::as_str).map(str::to_string).collect(),
@@ -55,12 +65,13 @@ fn names(outcome: &Value, key: &str, bucket: &str) -> BTreeSet<String> {
 }
 
 #[tokio::test]
-async fn code_mode_as_the_client_passes_every_2025_11_25_client_scenario_and_the_client_credentials_extension() {
+async fn code_mode_as_the_client_passes_every_2025_11_25_client_scenario_and_the_extension_runs() {
     let Some(outcome) = run(&["--requirements", "2025-11-25", "--extensions"]).await else { return };
     assert_eq!(names(&outcome, "2025-11-25", "failed"), BTreeSet::new(), "{outcome:#}");
     assert_eq!(names(&outcome, "2025-11-25", "passed").len(), 18, "{outcome:#}");
     let extension = names(&outcome, "extension@2025-11-25", "passed");
-    for wanted in ["auth/client-credentials-basic", "auth/client-credentials-jwt"] {
+    assert_eq!(names(&outcome, "extension@2025-11-25", "failed"), BTreeSet::new(), "{outcome:#}");
+    for wanted in EXTENSIONS {
         assert!(extension.contains(wanted), "{wanted}: {outcome:#}");
     }
 }
@@ -80,7 +91,8 @@ async fn code_mode_as_the_client_passes_every_2026_07_28_client_scenario() {
     assert_eq!(names(&outcome, "2026-07-28", "failed"), BTreeSet::new(), "{outcome:#}");
     assert_eq!(names(&outcome, "2026-07-28", "passed").len(), 32, "{outcome:#}");
     let extension = names(&outcome, "extension@2026-07-28", "passed");
-    for wanted in ["auth/client-credentials-basic", "auth/client-credentials-jwt"] {
+    assert_eq!(names(&outcome, "extension@2026-07-28", "failed"), BTreeSet::new(), "{outcome:#}");
+    for wanted in EXTENSIONS {
         assert!(extension.contains(wanted), "{wanted}: {outcome:#}");
     }
 }

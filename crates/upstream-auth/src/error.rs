@@ -50,6 +50,16 @@ pub enum UpstreamError {
         /// What went wrong.
         why: String,
     },
+    /// Enterprise-managed authorization failed: the ID token (missing,
+    /// expired, from another identity provider), the identity provider or
+    /// the authorization server.
+    #[error("{server}: enterprise-managed authorization failed: {why}")]
+    Enterprise {
+        /// The server.
+        server: String,
+        /// What failed, naming the party and the `auth` key to fix.
+        why: String,
+    },
     /// The stored tokens cannot be used (the store, the key).
     #[error("{server}: {source}")]
     Vault {

@@ -15,6 +15,9 @@ pub enum GrantKind {
     AuthorizationCode,
     /// A machine account (client credentials).
     ClientCredentials,
+    /// Enterprise-managed authorization: an ID token exchanged for an
+    /// ID-JAG, the ID-JAG for the access token (SEP-990).
+    Enterprise,
 }
 
 /// How the client got its id at the authorization server.

@@ -3,7 +3,8 @@
 //! A remote server's `auth` block ([`spec`]) says how code-mode gets an
 //! access token for it: a person logs in once (`code-mode login`, the
 //! authorization-code grant with PKCE, [`login`] and [`flow`]), or a
-//! machine account uses the client credentials grant. The grant is kept
+//! machine account uses the client credentials grant, or the person's
+//! enterprise ID token is exchanged for access ([`enterprise`], SEP-990). The grant is kept
 //! encrypted ([`vault`], under the key of [`key`]), bound to the server's
 //! URL, and renewed before it expires; [`Upstream`] is one server's
 //! authorization in a process, and [`AuthorizedHttp`] the HTTP client of
@@ -19,6 +20,7 @@
 //! servers, files, keys' sources and authorization servers only.
 
 mod assertion;
+mod enterprise;
 pub mod error;
 mod flow;
 pub mod grant;

@@ -6,6 +6,8 @@
 //! {"type": "oauth", "scopes": ["repo:read"], "client_id": "...", "client_secret": "${VAR}"}
 //! {"type": "client_credentials", "client_id": "...", "client_secret": "${VAR}"}
 //! {"type": "client_credentials", "client_id": "...", "private_key_file": "key.pem"}
+//! {"type": "enterprise", "client_id": "...", "client_secret": "${VAR}",
+//!  "idp_issuer": "https://idp.example", "idp_client_id": "...", "id_token_file": "id_token.jwt"}
 //! ```
 //!
 //! `${VAR}` in a string is taken from code-mode's own environment, so
@@ -49,6 +51,45 @@ pub enum AuthSpec {
     OAuth(OAuthSpec),
     /// A machine account (the client credentials grant), no person needed.
     ClientCredentials(ClientCredentialsSpec),
+    /// Enterprise-managed authorization (SEP-990): the person's ID token
+    /// from the enterprise identity provider is exchanged there for an
+    /// identity assertion (ID-JAG), which the server's authorization server
+    /// takes for an access token. No login at the server itself.
+    Enterprise(EnterpriseSpec),
+}
+
+/// Enterprise-managed authorization's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnterpriseSpec {
+    /// code-mode's client at the MCP server's authorization server.
+    pub client_id: String,
+    /// That client's secret (`client_secret_basic`, or `_post` when the
+    /// authorization server takes only that); none: a public client.
+    pub client_secret: Option<Secret>,
+    /// The enterprise identity provider's issuer: the ID token must be its,
+    /// and is sent nowhere else.
+    pub idp_issuer: String,
+    /// The identity provider's token endpoint; `None`: from its metadata
+    /// (OpenID discovery at the issuer).
+    pub idp_token_endpoint: Option<String>,
+    /// code-mode's client at the identity provider.
+    pub idp_client_id: String,
+    /// That client's secret, if it is a confidential client.
+    pub idp_client_secret: Option<Secret>,
+    /// Where the person's ID token comes from.
+    pub id_token: IdTokenSource,
+    /// Scopes to ask for (empty: none named).
+    pub scopes: Vec<String>,
+}
+
+/// Where the ID token of enterprise-managed authorization is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdTokenSource {
+    /// Given in the block (usually `${VAR}`), read once at start.
+    Value(Secret),
+    /// A file, read again at each exchange, so a tool that keeps the
+    /// person's ID token fresh there renews code-mode's access too.
+    File(std::path::PathBuf),
 }
 
 /// The authorization-code grant's settings.
@@ -122,6 +163,19 @@ const OAUTH_KEYS: &[&str] =
     &["type", "scopes", "client_id", "client_secret", "client_metadata_url", "redirect_uri", "client_name"];
 const CC_KEYS: &[&str] =
     &["type", "scopes", "client_id", "client_secret", "private_key", "private_key_file", "signing_algorithm"];
+const ENTERPRISE_KEYS: &[&str] = &[
+    "type",
+    "scopes",
+    "client_id",
+    "client_secret",
+    "idp_issuer",
+    "idp_token_endpoint",
+    "idp_client_id",
+    "idp_client_secret",
+    "id_token",
+    "id_token_file",
+];
+const TYPES: &str = "\"oauth\" (a person logs in), \"client_credentials\" (a machine account) or \"enterprise\" (an ID token from the enterprise identity provider)";
 
 impl AuthSpec {
     /// Read an `auth` block. `lookup` answers `${VAR}`; `base` is the folder
@@ -138,12 +192,7 @@ impl AuthSpec {
             _ => return Err(SpecError::new("type", "expected an object with \"type\", or the type as a string")),
         };
         let reader = Reader { map: &object, lookup };
-        let kind = reader.string("type")?.ok_or_else(|| {
-            SpecError::new(
-                "type",
-                "missing: \"oauth\" (a person logs in) or \"client_credentials\" (a machine account)",
-            )
-        })?;
+        let kind = reader.string("type")?.ok_or_else(|| SpecError::new("type", format!("missing: {TYPES}")))?;
         match kind.as_str() {
             "oauth" => {
                 reader.only(OAUTH_KEYS)?;
@@ -216,20 +265,20 @@ impl AuthSpec {
                     scopes: reader.scopes()?,
                 }))
             }
-            other => Err(SpecError::new(
-                "type",
-                format!(
-                    "{other:?} is not a type: \"oauth\" (a person logs in) or \"client_credentials\" (a machine account)"
-                ),
-            )),
+            "enterprise" => {
+                reader.only(ENTERPRISE_KEYS)?;
+                enterprise(&reader, base).map(AuthSpec::Enterprise)
+            }
+            other => Err(SpecError::new("type", format!("{other:?} is not a type: {TYPES}"))),
         }
     }
 
-    /// `oauth` or `client_credentials`, for messages.
+    /// `oauth`, `client_credentials` or `enterprise`, for messages.
     pub fn kind(&self) -> &'static str {
         match self {
             AuthSpec::OAuth(_) => "oauth",
             AuthSpec::ClientCredentials(_) => "client_credentials",
+            AuthSpec::Enterprise(_) => "enterprise",
         }
     }
 
@@ -237,6 +286,62 @@ impl AuthSpec {
     pub fn is_interactive(&self) -> bool {
         matches!(self, AuthSpec::OAuth(_))
     }
+}
+
+/// The `enterprise` block's settings.
+fn enterprise(reader: &Reader<'_>, base: &Path) -> Result<EnterpriseSpec, SpecError> {
+    let required =
+        |key: &str, what: &str| reader.string(key)?.ok_or_else(|| SpecError::new(key, format!("missing: {what}")));
+    let client_id = required("client_id", "code-mode's client at the MCP server's authorization server")?;
+    let idp_issuer = required("idp_issuer", "the enterprise identity provider's issuer URL")?;
+    check_endpoint("idp_issuer", &idp_issuer)?;
+    let idp_token_endpoint = reader.string("idp_token_endpoint")?;
+    if let Some(endpoint) = &idp_token_endpoint {
+        check_endpoint("idp_token_endpoint", endpoint)?;
+    }
+    let idp_client_id = required("idp_client_id", "code-mode's client at the identity provider")?;
+    let id_token = match (reader.string("id_token")?, reader.string("id_token_file")?) {
+        (Some(token), None) => IdTokenSource::Value(Secret(token)),
+        (None, Some(file)) => IdTokenSource::File(base.join(file)),
+        (None, None) => {
+            return Err(SpecError::new(
+                "id_token",
+                "missing: give \"id_token\" (e.g. \"${VAR}\") or \"id_token_file\" (the person's ID token from the identity provider)",
+            ));
+        }
+        (Some(_), Some(_)) => {
+            return Err(SpecError::new("id_token", "give one of \"id_token\" and \"id_token_file\", not both"));
+        }
+    };
+    Ok(EnterpriseSpec {
+        client_id,
+        client_secret: reader.string("client_secret")?.map(Secret),
+        idp_issuer,
+        idp_token_endpoint,
+        idp_client_id,
+        idp_client_secret: reader.string("idp_client_secret")?.map(Secret),
+        id_token,
+        scopes: reader.scopes()?,
+    })
+}
+
+/// An identity provider's URL: HTTPS, or HTTP on a loopback address (a
+/// local test), with no user or fragment; the ID token goes there.
+fn check_endpoint(key: &str, url: &str) -> Result<(), SpecError> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| SpecError::new(key, format!("not a URL ({e})")))?;
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(host)) => host.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    if !(parsed.scheme() == "https" || parsed.scheme() == "http" && loopback) {
+        return Err(SpecError::new(key, "must be an https:// URL (http:// only on a loopback address)"));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() || parsed.fragment().is_some() {
+        return Err(SpecError::new(key, "must carry no user, password or fragment"));
+    }
+    Ok(())
 }
 
 /// A Client ID Metadata Document URL: HTTPS with a path (the spec's rule).
@@ -355,5 +460,36 @@ mod tests {
         assert_eq!(e.key, "client_metadata_url");
         let e = parse(json!({"type": "client_credentials", "client_id": "c"})).unwrap_err();
         assert!(e.to_string().contains("client_secret"), "{e}");
+    }
+
+    #[test]
+    fn an_enterprise_block_reads_both_clients_and_the_id_token_and_names_a_wrong_key() {
+        let block = json!({"type": "enterprise", "client_id": "mcp-client", "client_secret": "${SECRET}",
+            "idp_issuer": "https://idp.example", "idp_client_id": "idp-client", "id_token": "${SECRET}",
+            "scopes": ["files.read"]});
+        let AuthSpec::Enterprise(spec) = parse(block.clone()).unwrap() else { panic!("an enterprise block") };
+        assert_eq!((spec.client_id.as_str(), spec.idp_client_id.as_str()), ("mcp-client", "idp-client"));
+        assert_eq!(spec.id_token, IdTokenSource::Value(Secret::new("s3cret")));
+        assert_eq!(spec.idp_token_endpoint, None, "discovered at the issuer");
+        assert!(!format!("{spec:?}").contains("s3cret"), "neither secret nor ID token is shown");
+        let with = |key: &str, value: Value| {
+            let mut b = block.clone();
+            b[key] = value;
+            parse(b).unwrap_err()
+        };
+        assert_eq!(with("idp_issuer", json!("http://idp.example")).key, "idp_issuer", "plain HTTP off loopback");
+        assert_eq!(with("idp_token_endpoint", json!("https://u:p@idp.example/t")).key, "idp_token_endpoint");
+        assert_eq!(with("id_token_file", json!("t.jwt")).key, "id_token", "one source only");
+        assert_eq!(with("idp_client", json!("x")).key, "idp_client", "unknown key");
+        let mut no_client = block.clone();
+        no_client.as_object_mut().unwrap().remove("idp_client_id");
+        let e = parse(no_client).unwrap_err();
+        assert_eq!(e.key, "idp_client_id");
+        assert!(e.to_string().contains("identity provider"), "{e}");
+        let mut file = block;
+        file.as_object_mut().unwrap().remove("id_token");
+        file["id_token_file"] = json!("id.jwt");
+        let AuthSpec::Enterprise(spec) = parse(file).unwrap() else { panic!() };
+        assert_eq!(spec.id_token, IdTokenSource::File(Path::new("./id.jwt").to_path_buf()));
     }
 }

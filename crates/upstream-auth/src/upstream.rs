@@ -244,7 +244,7 @@ impl Upstream {
         let scope = if wanted.is_empty() { "unnamed".to_string() } else { wanted.join(" ") };
         let still = || UpstreamError::StillInsufficient { server: self.inner.server.clone(), scope: scope.clone() };
         match (&self.inner.mode, &self.inner.spec) {
-            (_, AuthSpec::ClientCredentials(_)) => {
+            (_, AuthSpec::ClientCredentials(_) | AuthSpec::Enterprise(_)) => {
                 {
                     let mut stepped = code_mode_core::sync::lock(&self.inner.stepped);
                     if wanted.is_empty() || wanted.iter().all(|w| stepped.contains(w)) {
@@ -350,6 +350,20 @@ impl Upstream {
                 let extra = code_mode_core::sync::lock(&self.inner.stepped).clone();
                 let exchange = flow::client_credentials(&self.inner.resource, spec, challenge.as_deref(), &extra);
                 self.bounded(exchange).await
+            }
+            (AuthSpec::Enterprise(spec), _) => {
+                let challenge = code_mode_core::sync::lock(&self.inner.challenge).clone();
+                let extra = code_mode_core::sync::lock(&self.inner.stepped).clone();
+                let exchange = crate::enterprise::exchange(&self.inner.resource, spec, challenge.as_deref(), &extra);
+                match self.bounded(exchange).await {
+                    Ok(grant) => {
+                        tracing::info!(server = %self.inner.server, "exchanged the ID token for an access token (enterprise-managed authorization)");
+                        Ok(grant)
+                    }
+                    Err(Renewal::Rejected(why) | Renewal::Failed(why)) => {
+                        return Err(UpstreamError::Enterprise { server: self.inner.server.clone(), why });
+                    }
+                }
             }
             (AuthSpec::OAuth(_), None) => return Err(self.needs_login("not logged in".into())),
             (AuthSpec::OAuth(_), Some(grant)) if grant.login_needed.is_some() => {

@@ -445,3 +445,30 @@ fn an_auth_block_gives_a_remote_entry_its_authorization_and_is_checked_key_by_ke
     );
     assert!(err.contains("${CM_NEVER_SET_SECRET} is not set"), "{err}");
 }
+
+#[test]
+fn an_enterprise_auth_block_is_read_from_an_entry_and_its_errors_name_the_entry_and_the_key() {
+    let path = config_file(
+        "auth-enterprise",
+        r#"{"mcpServers": {"wiki": {"url": "https://wiki.example/mcp", "auth": {"type": "enterprise",
+            "client_id": "cm", "client_secret": "${CM_SECRET}", "idp_issuer": "https://login.example",
+            "idp_client_id": "cm-idp", "id_token": "${CM_SECRET}"}}}}"#,
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    let servers = config::parse(&path, &text, |v| (v == "CM_SECRET").then(|| "s3cret".to_string())).expect("it parses");
+    let Transport::Http(wiki) = &servers[0].spec.transport else { panic!("a remote server") };
+    assert_eq!(wiki.auth.as_ref().expect("its auth block").spec().kind(), "enterprise");
+    assert!(!format!("{:?}", servers[0].spec).contains("s3cret"), "no secret or ID token in the entry's Debug");
+    let err = load_error(
+        "auth-enterprise-idp",
+        r#"{"mcpServers": {"w": {"url": "https://w.example/mcp", "auth": {"type": "enterprise", "client_id": "c",
+            "idp_issuer": "https://login.example", "id_token_file": "t.jwt"}}}}"#,
+    );
+    assert!(err.contains(r#"server "w": key "auth.idp_client_id": missing"#), "{err}");
+    let err = load_error(
+        "auth-enterprise-http",
+        r#"{"mcpServers": {"w": {"url": "https://w.example/mcp", "auth": {"type": "enterprise", "client_id": "c",
+            "idp_issuer": "http://login.example", "idp_client_id": "i", "id_token_file": "t.jwt"}}}}"#,
+    );
+    assert!(err.contains(r#"server "w": key "auth.idp_issuer": must be an https:// URL"#), "{err}");
+}
