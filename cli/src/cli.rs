@@ -462,7 +462,9 @@ pub struct BridgeArgs {
     /// With `--url`: how code-mode gets an access token for the server,
     /// as a config entry's `auth` block: `oauth` (a person logs in once,
     /// `code-mode login --url URL`), or the block as JSON, e.g.
-    /// `{"type":"client_credentials","client_id":"...","client_secret":"${VAR}"}`.
+    /// `{"type":"client_credentials","client_id":"...","client_secret":"${VAR}"}`
+    /// or `{"type":"enterprise",...}` (an ID token from the company's
+    /// identity provider exchanged for access; docs/servers.md).
     #[arg(long = "auth", value_name = "TYPE|JSON", requires = "server_url")]
     pub auth: Option<String>,
     /// Apply this policy file to the server's tools (which may be called,
