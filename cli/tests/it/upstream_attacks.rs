@@ -6,7 +6,7 @@
 //! in the logs, traces, audit records, metrics, error texts or the sandbox
 //! after a full run; the authorization server down or slow at login, at
 //! renewal and when serve starts, the token file unreadable, the key
-//! missing or wrong.
+//! missing or wrong; an enterprise ID token of another identity provider.
 
 use std::io::{Read as _, Write as _};
 use std::sync::{Arc, Mutex};
@@ -449,4 +449,48 @@ async fn the_authorization_server_slow_or_down_when_serve_starts_with_an_expired
         assert!(waited < Duration::from_secs(30), "{fault}: stopped within {waited:?}");
         assert!(up.vault().load(&up.url).await.unwrap().unwrap().login_needed.is_none(), "{fault}: the login is kept");
     }
+}
+
+/// `code-mode describe --url` of a server whose `enterprise` block gives
+/// `id_token` (a JWT of `claims`) or, with `None`, an ID token file that
+/// does not exist: what it said on stderr (it must fail).
+async fn describe_enterprise(claims: Option<Value>) -> String {
+    use base64::Engine as _;
+    let state = std::env::temp_dir().join(format!("cm-enterprise-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&state).unwrap();
+    let mut block = json!({"type": "enterprise", "client_id": "cm", "idp_issuer": "https://login.example",
+        "idp_client_id": "cm-idp"});
+    match claims {
+        Some(claims) => {
+            let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+            block["id_token"] =
+                json!(format!("{}.{}.c2ln", b64.encode(br#"{"alg":"ES256"}"#), b64.encode(claims.to_string())));
+        }
+        None => block["id_token_file"] = json!(state.join("no-such-id-token.jwt").display().to_string()),
+    }
+    // Nothing listens there: every check below happens before a request.
+    let url = format!("http://127.0.0.1:{}/mcp", free_port());
+    let out = tokio::process::Command::new(support::code_mode())
+        .args(["describe", "--url", &url, "--auth", &block.to_string()])
+        .env("CODE_MODE_STATE_DIR", &state)
+        .env("CODE_MODE_TOKEN_KEY", "22".repeat(32))
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&state);
+    assert!(!out.status.success());
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+#[tokio::test]
+async fn an_enterprise_id_token_from_another_identity_provider_or_expired_is_never_sent_and_the_error_names_the_key() {
+    let said = describe_enterprise(Some(json!({"iss": "https://other-idp.example", "exp": 4_000_000_000u64}))).await;
+    assert!(said.contains("enterprise-managed authorization failed") && said.contains("other-idp.example"), "{said}");
+    assert!(said.contains("not by the identity provider https://login.example (auth.idp_issuer)"), "{said}");
+    let said = describe_enterprise(Some(json!({"iss": "https://login.example", "exp": 1_000_000_000u64}))).await;
+    assert!(said.contains("the ID token expired") && said.contains("auth.id_token"), "{said}");
+    let said = describe_enterprise(None).await;
+    assert!(said.contains("no-such-id-token.jwt (auth.id_token_file) cannot be read"), "{said}");
 }
