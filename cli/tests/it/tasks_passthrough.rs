@@ -3,19 +3,23 @@
 //! `code-mode-test-server --tasks` alone, and against code-mode in gateway
 //! mode (`--expose-tools=only`) in front of it, in one process (`serve`,
 //! the server over stdio and over streamable HTTP) and over NATS (the
-//! frontend and the bridge apart); and a task id answers only the identity
-//! whose call created it.
+//! frontend and the bridge apart); a task id answers only the identity
+//! whose call created it; and a cell's call that the server makes a task
+//! of waits for the task's result, and a cancelled cell cancels the task.
+
+use std::time::Duration;
 
 use code_mode_core::testing::NatsServer;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig, GetTaskParams,
-    Implementation, TaskStatus,
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig,
+    ClientRequest, GetTaskParams, Implementation, TaskStatus,
 };
+use rmcp::service::PeerRequestOptions;
 use serde_json::{Value, json};
 
 use crate::auth::{TokenFile, token_new};
 use crate::conformance::tasks_scenarios_pass;
-use crate::support::{self, log_path, service_command};
+use crate::support::{self, Deployment, log_path, service_command};
 use crate::upstream::Server;
 
 /// A socket no Docker engine listens on: the gateway needs none.
@@ -141,4 +145,147 @@ async fn a_wrapped_servers_task_answers_only_the_identity_that_created_it_and_an
     assert!(records.iter().filter(|r| r["identity"] == "bob").all(|r| r["decision"] != "allowed"), "{records:#?}");
     as_alice.cancel().await.ok();
     as_bob.cancel().await.ok();
+}
+
+/// A cell calling the task fixtures: a task it may make (slow_compute), one
+/// it must (failing_job, which ends in a tool error) and one that fails
+/// with a protocol error.
+const CALLS_TASK_TOOLS: &str = "\
+print('got:', await slow_compute({'seconds': 1, 'label': 'from a cell'}))
+try:
+    await failing_job({})
+except ToolError as e:
+    print('failing_job:', e)
+try:
+    await protocol_error_job({})
+except ToolError as e:
+    print('protocol_error_job:', e)
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_serve_a_cell_waits_for_a_wrapped_servers_task_and_gets_its_result_or_its_failure() {
+    a_cell_waits_for_wrapped_tasks(Deployment::AllInOne).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_nats_a_cell_waits_for_a_wrapped_servers_task_and_gets_its_result_or_its_failure() {
+    a_cell_waits_for_wrapped_tasks(Deployment::OverNats).await;
+}
+
+async fn a_cell_waits_for_wrapped_tasks(deployment: Deployment) {
+    if !support::sandbox_available() {
+        return;
+    }
+    let calls = log_path("cell-tasks-server");
+    let audit = log_path("cell-tasks-audit");
+    let server_args = ["--tasks", "--log", calls.to_str().unwrap()];
+    let (client, _pid, _guards) = support::start(deployment, &["--audit", audit.to_str().unwrap()], &server_args).await;
+    let result = crate::http::run_python(&client, CALLS_TASK_TOOLS).await;
+    let stdout = support::stdout_of(&result);
+    assert!(stdout.contains("got: computed from a cell in 1 s"), "slow_compute's task result: {stdout}");
+    assert!(stdout.contains("failing_job:") && stdout.contains("the job failed"), "the tool error: {stdout}");
+    assert!(
+        stdout.contains("protocol_error_job:") && stdout.contains("task failed (error -32603): the job broke down"),
+        "the failed task's error: {stdout}"
+    );
+    // The bridge asked for tasks and polled them.
+    let reached = std::fs::read_to_string(&calls).unwrap_or_default();
+    assert!(reached.lines().filter(|l| l.starts_with("tasks/get")).count() >= 3, "{reached}");
+    // One audit record per call, none per poll.
+    let records: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("an audit line is JSON"))
+        .filter(|r: &Value| r["kind"] == "call")
+        .collect();
+    let tools: Vec<&str> = records.iter().filter_map(|r| r["tool"].as_str()).collect();
+    assert_eq!(tools, ["slow_compute", "failing_job", "protocol_error_job"], "{records:#?}");
+    client.cancel().await.ok();
+    let _ = std::fs::remove_file(calls);
+    let _ = std::fs::remove_file(audit);
+}
+
+/// The cell says which container runs it, then waits on a long task.
+const WAITS_ON_A_LONG_TASK: &str = "\
+import socket
+report_progress(1, 2, socket.gethostname())
+await slow_compute({'seconds': 60, 'label': 'long'})
+print('never printed')
+";
+
+/// A client that hears progress, and declared tasks when `.1`.
+#[derive(Clone)]
+struct TaskProgress(tokio::sync::mpsc::UnboundedSender<String>, bool);
+
+impl rmcp::ClientHandler for TaskProgress {
+    fn get_info(&self) -> ClientConfig {
+        match self.1 {
+            true => tasks_client(),
+            false => ClientConfig::default(),
+        }
+    }
+
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::service::RoleClient>,
+    ) {
+        if let Some(message) = params.message {
+            let _ = self.0.send(message);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_serve_a_cancelled_run_python_cancels_the_wrapped_task_its_cell_waits_on() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let calls = log_path("cell-task-cancel-server");
+    let server_args = ["--tasks", "--log", calls.to_str().unwrap()];
+    let (seen, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    let (client, _pid, _guards) =
+        support::start_with(Deployment::AllInOne, &[], &server_args, TaskProgress(seen, false)).await;
+    let mut params = CallToolRequestParams::new("run_python");
+    params.arguments = Some(json!({"code": WAITS_ON_A_LONG_TASK}).as_object().unwrap().clone());
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = client.peer().send_cancellable_request(request, PeerRequestOptions::no_options()).await.unwrap();
+    let host = tokio::time::timeout(Duration::from_secs(30), heard.recv()).await.ok().flatten();
+    assert!(host.is_some(), "the cell started");
+    assert!(support::server_logged(&calls, "tasks/get", Duration::from_secs(20)).await, "the task is polled");
+    handle.cancel(Some("the person pressed stop".into())).await.expect("the cancel is sent");
+    assert!(
+        support::server_logged(&calls, "tasks/cancel", Duration::from_secs(5)).await,
+        "the server heard its task cancelled: {:?}",
+        std::fs::read_to_string(&calls)
+    );
+    client.cancel().await.ok();
+    let _ = std::fs::remove_file(calls);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_nats_tasks_cancel_of_a_run_python_task_cancels_the_wrapped_task_its_cell_waits_on() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let calls = log_path("cell-task-taskcancel-server");
+    let server_args = ["--tasks", "--log", calls.to_str().unwrap()];
+    let (seen, _heard) = tokio::sync::mpsc::unbounded_channel();
+    let (client, _pid, _guards) =
+        support::start_with(Deployment::OverNats, &[], &server_args, TaskProgress(seen, true)).await;
+    let mut params = CallToolRequestParams::new("run_python");
+    params.arguments = Some(json!({"code": WAITS_ON_A_LONG_TASK}).as_object().unwrap().clone());
+    let id = match client.peer().call_tool_once(params).await.expect("run_python answers") {
+        CallToolResponse::Task(created) => created.task.task_id,
+        other => panic!("a task handle, not {other:?}"),
+    };
+    assert!(support::server_logged(&calls, "tasks/get", Duration::from_secs(30)).await, "the task is polled");
+    client.peer().cancel_task(CancelTaskParams::new(&id)).await.expect("tasks/cancel is acknowledged");
+    assert!(
+        support::server_logged(&calls, "tasks/cancel", Duration::from_secs(5)).await,
+        "the server heard its task cancelled: {:?}",
+        std::fs::read_to_string(&calls)
+    );
+    client.cancel().await.ok();
+    let _ = std::fs::remove_file(calls);
 }

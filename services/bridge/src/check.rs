@@ -574,6 +574,11 @@ impl Bridge {
                 );
                 Answer::ServerRefused { message, code: error.code.0, data: error.data }
             }
+            Err(server::CallError::Task(why)) => {
+                tracing::info!(tool = %name, server = %server.name(), "the server's task of the call ended without a result: {why}");
+                trail.result = Some((CallResult::Error, Some(why.clone())));
+                self.refuse(format!("{name}: {why}"))
+            }
             Err(server::CallError::NeedsLogin(why)) => {
                 tracing::info!(tool = %name, server = %server.name(), "refused: the server needs a login");
                 trail.result = Some((CallResult::Error, Some(why.clone())));

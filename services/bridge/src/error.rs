@@ -127,4 +127,9 @@ pub enum CallError {
     /// The server needs a login (the message names the command).
     #[error("{0}")]
     NeedsLogin(String),
+    /// A task the server made of a cell's call ended without a result (it
+    /// failed, was cancelled by the server, or asked a question that got
+    /// no answer): the message says which, with the server's error.
+    #[error("{0}")]
+    Task(String),
 }

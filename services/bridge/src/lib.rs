@@ -73,6 +73,7 @@ pub mod fuzzing;
 mod answer;
 mod arrivals;
 pub mod board;
+mod cell_tasks;
 mod check;
 mod child;
 mod console;

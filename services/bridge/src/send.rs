@@ -33,6 +33,7 @@ impl crate::Bridge {
         direct: bool,
         retry: Option<&code_mode_proto::Retry>,
     ) -> Result<serde_json::Value, CallError> {
+        let deadline = tokio::time::Instant::now() + timeout;
         let server = &self.current().servers[index].clone();
         let asker = call.asker.clone().unwrap_or_else(|| call.session.clone());
         // A stateless client's direct request goes to a server that speaks
@@ -89,6 +90,16 @@ impl crate::Bridge {
             }
             None => server.shared()?,
         };
+        // A cell's tool call to a server of the tasks extension declares it:
+        // a task the server makes of it is waited for here
+        // ([`crate::cell_tasks`]).
+        let cell_task = (!direct
+            && matches!(call.target, code_mode_proto::Target::Tool(_))
+            && crate::cell_tasks::offers_tasks(&peer))
+        .then(|| request_meta(&crate::cell_tasks::cell_link(call.link.as_ref(), own_session)));
+        if let Some(meta) = &cell_task {
+            options = options.with_meta(meta.clone());
+        }
         let request: rmcp::model::ClientRequest =
             serde_json::from_value(serde_json::json!({"method": call.target.method(), "params": params}))
                 .map_err(|_| CallError::Service(rmcp::service::ServiceError::UnexpectedResponse))?;
@@ -123,7 +134,16 @@ impl crate::Bridge {
             let arrivals = flights.arrivals();
             arrivals.settled(arrivals.last()).await;
         }
-        serde_json::to_value(&result).map_err(|_| CallError::Service(rmcp::service::ServiceError::UnexpectedResponse))
+        let result = serde_json::to_value(&result)
+            .map_err(|_| CallError::Service(rmcp::service::ServiceError::UnexpectedResponse))?;
+        match cell_task {
+            Some(meta) if result.get("resultType").and_then(serde_json::Value::as_str) == Some("task") => {
+                let task =
+                    crate::cell_tasks::CellTask { peer: &peer, meta, server: index, call, deadline, timeout, cancel };
+                self.await_cell_task(task, &result).await
+            }
+            _ => Ok(result),
+        }
     }
 }
 

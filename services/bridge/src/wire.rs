@@ -55,6 +55,7 @@ pub(crate) fn fault_kind(e: &CallError) -> ErrorKind {
         CallError::Restarting => ErrorKind::ServerRestarting,
         CallError::Closed => ErrorKind::ServerClosed,
         CallError::Own(_) | CallError::NeedsLogin(_) => ErrorKind::ServiceError,
+        CallError::Task(_) => ErrorKind::McpError,
         CallError::Service(e) => match e {
             ServiceError::McpError(_) => ErrorKind::McpError,
             ServiceError::TransportSend(_) => ErrorKind::TransportSendError,
