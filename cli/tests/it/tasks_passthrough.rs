@@ -289,3 +289,74 @@ async fn over_nats_tasks_cancel_of_a_run_python_task_cancels_the_wrapped_task_it
     client.cancel().await.ok();
     let _ = std::fs::remove_file(calls);
 }
+
+/// A client that answers every form elicitation by accepting, confirmed,
+/// and counts the questions.
+#[derive(Clone, Default)]
+struct Confirms(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl rmcp::ClientHandler for Confirms {
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::service::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+            .with_content(json!({"confirm": true})))
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
+        info.capabilities.elicitation = Some(
+            rmcp::model::ElicitationCapability::new().with_form(rmcp::model::FormElicitationCapability::default()),
+        );
+        info
+    }
+}
+
+const CONFIRMS_A_DELETE: &str = "\
+try:
+    print('got:', await confirm_delete({'filename': 'notes.txt'}))
+except ToolError as e:
+    print('refused:', e)
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrapped_tasks_question_during_a_cell_reaches_the_cells_client_as_the_policys_question_rule_allows() {
+    if !support::sandbox_available() {
+        return;
+    }
+    for (rule, expected) in [
+        (r#"{"action": "allow"}"#, "got: deleted notes.txt"),
+        (r#"{"action": "deny", "reason": "no questions from tasks"}"#, "denied by policy"),
+    ] {
+        let policy = log_path("cell-task-question-policy").with_extension("json");
+        std::fs::write(&policy, format!(r#"{{"version": "1", "default": "allow", "elicitation": {rule}}}"#)).unwrap();
+        let calls = log_path("cell-task-question-server");
+        let audit = log_path("cell-task-question-audit");
+        let person = Confirms::default();
+        let args = ["--policy", policy.to_str().unwrap(), "--audit", audit.to_str().unwrap()];
+        let server_args = ["--tasks", "--log", calls.to_str().unwrap()];
+        let (client, _pid, _guards) =
+            support::start_with(Deployment::AllInOne, &args, &server_args, person.clone()).await;
+        let result = crate::http::run_python(&client, CONFIRMS_A_DELETE).await;
+        let stdout = support::stdout_of(&result);
+        assert!(stdout.contains(expected), "with the rule {rule}: {stdout}");
+        let asked = person.0.load(std::sync::atomic::Ordering::SeqCst);
+        let records = std::fs::read_to_string(&audit).unwrap_or_default();
+        assert!(records.contains("elicitation/create"), "the question is audited: {records}");
+        let reached = std::fs::read_to_string(&calls).unwrap_or_default();
+        if expected.starts_with("got") {
+            assert_eq!(asked, 1, "the client answered the task's question once");
+            assert!(reached.contains("tasks/update"), "the answer went back to the task: {reached}");
+        } else {
+            assert_eq!(asked, 0, "a denied question never reaches the client");
+            assert!(support::server_logged(&calls, "tasks/cancel", Duration::from_secs(5)).await, "{reached}");
+        }
+        client.cancel().await.ok();
+        for path in [policy, calls, audit] {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
