@@ -42,7 +42,8 @@ pub struct CatalogOptions {
     /// Add `add_tool`, which adds tools at runtime.
     pub add_tool: bool,
     /// Offer resources, a template, a prompt and completions, and add
-    /// `ask_model`, which asks the client's model (sampling).
+    /// `ask_model`, which asks the client's model (sampling), and
+    /// `ask_person`, which asks its person (elicitation).
     pub resources: bool,
     /// Add `report`, which declares no output schema and answers with
     /// nested JSON text.
@@ -76,6 +77,10 @@ pub enum Behavior {
     /// Asks the client's model (`sampling/createMessage`) with the `prompt`
     /// argument and answers with what it wrote.
     AskModel,
+    /// Asks the client's person (`elicitation/create`, a form with one
+    /// `name` field) the `question` argument and answers with the action
+    /// and content of the answer.
+    AskPerson,
     /// Adds a resource and a prompt named by the `name` argument and tells
     /// the client that both lists changed.
     Publish,
@@ -170,6 +175,17 @@ impl Catalog {
                     "required": ["prompt"]
                 }),
                 Behavior::AskModel,
+            );
+            catalog.push(
+                "ask_person",
+                "Ask the client's person the question (elicitation, a form with one `name` field) and return the \
+                 answer's action and content.",
+                json!({
+                    "type": "object",
+                    "properties": {"question": {"type": "string"}},
+                    "required": ["question"]
+                }),
+                Behavior::AskPerson,
             );
             catalog.push(
                 "publish",

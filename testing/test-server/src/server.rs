@@ -250,7 +250,9 @@ impl TestServer {
                 let x = args.get("x").cloned().unwrap_or(Value::Null);
                 text_result(format!("ok {name} x={x}"))
             }
-            Behavior::AskModel | Behavior::Publish => unreachable!("answered in call_tool, which has the client"),
+            Behavior::AskModel | Behavior::AskPerson | Behavior::Publish => {
+                unreachable!("answered in call_tool, which has the client")
+            }
         };
         Ok(result)
     }
@@ -325,6 +327,43 @@ impl TestServer {
                 Ok(text_result(format!("the model wrote: {text}")).into())
             }
             Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!("sampling failed: {e}"))]).into()),
+        }
+    }
+}
+
+impl TestServer {
+    /// `ask_person`: ask the client's person the question (a form with one
+    /// `name` field) and answer with the answer's action and content: by a
+    /// request of its own (2025-11-25), or (2026-07-28) by an
+    /// input-required result answered in the retried call.
+    async fn ask_person(
+        &self,
+        args: &JsonObject,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let question = str_arg(args, "question")?.ok_or_else(|| missing("question"))?;
+        let said = |answer: &Value| {
+            let content = answer.get("content").map(Value::to_string).unwrap_or_else(|| "none".into());
+            text_result(format!("the person answered {} with {content}", answer["action"].as_str().unwrap_or("?")))
+        };
+        let stateless = context.protocol_version().is_some_and(|v| !v.has_initialize());
+        if stateless && let Some(answers) = &request.input_responses {
+            let answer = answers.get("person").cloned().unwrap_or_default();
+            return Ok(said(&answer).into());
+        }
+        let params = json!({"mode": "form", "message": question,
+                            "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}});
+        if stateless {
+            let asked = json!({"resultType": "input_required",
+                               "inputRequests": {"person": {"method": "elicitation/create", "params": params}}});
+            let asked: rmcp::model::InputRequiredResult = from_json(asked)?;
+            return Ok(CallToolResponse::InputRequired(asked));
+        }
+        let request: rmcp::model::ServerRequest = from_json(json!({"method": "elicitation/create", "params": params}))?;
+        match context.peer.send_request(request).await {
+            Ok(answer) => Ok(said(&serde_json::to_value(answer).unwrap_or_default()).into()),
+            Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!("elicitation failed: {e}"))]).into()),
         }
     }
 }
@@ -493,6 +532,9 @@ impl ServerHandler for TestServer {
         let headers = context.extensions.get::<http::request::Parts>().map(|parts| &parts.headers);
         if behavior == Behavior::AskModel {
             return self.ask_model(&args, &request, &context).await;
+        }
+        if behavior == Behavior::AskPerson {
+            return self.ask_person(&args, &request, &context).await;
         }
         if behavior == Behavior::Publish {
             return self.publish(&args, &context).await.map(CallToolResponse::from);
