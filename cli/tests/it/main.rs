@@ -66,6 +66,7 @@ mod skill;
 mod split;
 mod support;
 mod task_cells;
+mod task_questions;
 mod tasks_passthrough;
 mod team;
 mod threat_model;

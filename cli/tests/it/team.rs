@@ -44,7 +44,7 @@ async fn board(bus: &Bus, viewer: &Viewer) -> (Vec<WaitingCall>, u32, Vec<code_m
 }
 
 /// The first call waiting for `viewer`, within `within`.
-async fn first_waiting(bus: &Bus, viewer: &Viewer, within: Duration) -> WaitingCall {
+pub(crate) async fn first_waiting(bus: &Bus, viewer: &Viewer, within: Duration) -> WaitingCall {
     let started = Instant::now();
     loop {
         if let Some(first) = board(bus, viewer).await.0.into_iter().next() {

@@ -15,6 +15,7 @@
 //! This module owns the book of tasks (the records, and the stops of the
 //! cells this process runs); [`run`] drives one task's cell to its record.
 
+pub(crate) mod asking;
 pub(crate) mod idempotency;
 pub(crate) mod run;
 
@@ -23,7 +24,7 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use code_mode_core::state::{SessionStore, StateError};
-use rmcp::model::{DetailedTask, JsonObject, Task, TaskPayload, TaskStatus};
+use rmcp::model::{DetailedTask, InputRequests, InputResponses, JsonObject, Task, TaskPayload, TaskStatus};
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::{Value, json};
 use sha2::Digest;
@@ -78,12 +79,15 @@ pub(crate) struct Record {
     pub cancel_requested: bool,
     /// When the process driving it last wrote it (ms since the epoch).
     pub updated_ms: u64,
+    /// The client's answers (`tasks/update`) to the task's input requests,
+    /// not yet taken by the process driving it.
+    pub answers: InputResponses,
 }
 
 impl Record {
     fn to_value(&self) -> Value {
         json!({"task": self.task, "cell": self.cell, "created_ms": self.created_ms, "expires_ms": self.expires_ms,
-               "cancel_requested": self.cancel_requested, "updated_ms": self.updated_ms})
+               "cancel_requested": self.cancel_requested, "updated_ms": self.updated_ms, "answers": self.answers})
     }
 
     fn from_value(value: Value) -> Result<Self, StateError> {
@@ -94,7 +98,8 @@ impl Record {
         let expires_ms = value.get("expires_ms").and_then(Value::as_u64);
         let cancel_requested = value.get("cancel_requested").and_then(Value::as_bool).unwrap_or_default();
         let updated_ms = value.get("updated_ms").and_then(Value::as_u64).unwrap_or(created_ms);
-        Ok(Self { task, cell, created_ms, expires_ms, cancel_requested, updated_ms })
+        let answers = value.get("answers").cloned().and_then(|a| serde_json::from_value(a).ok()).unwrap_or_default();
+        Ok(Self { task, cell, created_ms, expires_ms, cancel_requested, updated_ms, answers })
     }
 }
 
@@ -154,6 +159,7 @@ impl TaskBook {
             expires_ms: None,
             cancel_requested: false,
             updated_ms: now_ms(),
+            answers: InputResponses::new(),
         };
         self.store.create(scope, &record_name(&id), &record.to_value()).await?;
         code_mode_core::sync::lock(&self.stops).insert(id, stop);
@@ -194,6 +200,18 @@ impl TaskBook {
         &self,
         scope: &str,
         id: &str,
+        change: impl FnMut(&mut Record) + Send,
+    ) -> Result<Record, TaskError> {
+        self.change(scope, id, true, change).await
+    }
+
+    /// [`Self::update`]; `driver`: the process driving the task writes
+    /// (which says it is alive), not a client's answer.
+    async fn change(
+        &self,
+        scope: &str,
+        id: &str,
+        driver: bool,
         mut change: impl FnMut(&mut Record) + Send,
     ) -> Result<Record, TaskError> {
         let entry = self
@@ -206,7 +224,9 @@ impl TaskBook {
                 }
                 change(&mut record);
                 record.task.task.last_updated_at = rmcp::task_manager::current_timestamp();
-                record.updated_ms = now_ms();
+                if driver {
+                    record.updated_ms = now_ms();
+                }
                 record.to_value()
             })
             .await?;
@@ -266,6 +286,53 @@ impl TaskBook {
             }
             None => Ok(Some(record.cell)),
         }
+    }
+
+    /// The questions the task's cell waits on (`requests`; none: it is
+    /// working), written by its driver; the answers to `taken` (handed to
+    /// their calls) and to questions no longer asked are dropped.
+    pub(crate) async fn ask(
+        &self,
+        scope: &str,
+        id: &str,
+        requests: InputRequests,
+        taken: &[String],
+    ) -> Result<Record, TaskError> {
+        self.update(scope, id, move |record| {
+            record.answers.retain(|key, _| requests.contains_key(key) && !taken.contains(key));
+            let payload = if requests.is_empty() {
+                TaskPayload::Working
+            } else {
+                TaskPayload::InputRequired { input_requests: requests.clone() }
+            };
+            record.task = DetailedTask::new(record.task.task.clone(), payload);
+        })
+        .await
+    }
+
+    /// `tasks/update` of the caller's task `id`: the answers to its
+    /// outstanding input requests are kept in its record for the process
+    /// driving it (any replica may take the request); answers under keys it
+    /// does not ask are ignored, as the extension says, and so is an
+    /// update of a task that has settled.
+    pub(crate) async fn answer(&self, scope: &str, id: &str, responses: InputResponses) -> Result<usize, TaskError> {
+        let record = self.get(scope, id).await?;
+        if record.task.status().is_terminal() {
+            return Ok(0);
+        }
+        let mut kept = 0;
+        self.change(scope, id, false, |record| {
+            kept = 0;
+            let TaskPayload::InputRequired { input_requests } = &record.task.payload else { return };
+            for (key, value) in &responses {
+                if input_requests.contains_key(key) {
+                    record.answers.insert(key.clone(), value.clone());
+                    kept += 1;
+                }
+            }
+        })
+        .await?;
+        Ok(kept)
     }
 
     /// The store, for the task's driver.

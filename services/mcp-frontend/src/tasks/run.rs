@@ -4,14 +4,14 @@
 //! and heartbeat become the task's status message) and writes how it
 //! ended; and the `tasks/*` requests of the caller's tasks.
 //!
-//! A task's cell cannot ask its client anything yet (no request of the
-//! client is open while it runs): an approval waits in the web console when
-//! the rule has approvers there, and is otherwise refused, saying why; a
-//! wrapped server's question is refused the same way.
+//! What a task's cell asks its client (no request of the client is open
+//! while it runs) goes through the task: its `inputRequests`, answered by
+//! `tasks/update` ([`super::asking`]); an approval whose rule has approvers
+//! in the web console waits there, the task `working`.
 
 use std::time::Duration;
 
-use code_mode_proto::{ApprovalReply, ClientLink, FromClient, Note};
+use code_mode_proto::{ApprovalReply, ClientLink, Note};
 use rmcp::model::{
     CallToolResponse, CancelTaskParams, CreateTaskResult, GetTaskParams, GetTaskResult, TaskPayload, UpdateTaskParams,
 };
@@ -19,17 +19,15 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use tokio_util::sync::CancellationToken;
 
+use super::asking::{self, Asked, Driven};
 use super::{TaskError, error_object, scope_of};
-use crate::questions::{NOT_ASKABLE, PendingAsk, Question};
+use crate::notices::Notice;
+use crate::questions::Question;
 use crate::session::{CellKeep, CellRun, Running};
 use crate::{CellOptions, Frontend, FrontendError, TOOL_NAME, approval, auth, wire};
 
 /// How often a running task's status message is brought up to date.
 const STATUS_EVERY: Duration = Duration::from_secs(2);
-
-/// Why a task's cell cannot ask its client.
-const NOT_IN_TASK: &str = "a cell run as a task cannot ask its client (no request of the client is open); \
-                           a rule whose approvers answer in the web console still works";
 
 /// The JSON-RPC code of a task that failed for code-mode's own reason.
 const INTERNAL: i32 = -32603;
@@ -52,15 +50,11 @@ impl Frontend {
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let scope = caller_scope(context);
-        // Nothing of the client can be asked while the task runs.
-        let link = link.map(|link| ClientLink {
-            sampling: false,
-            elicitation: false,
-            elicitation_url: false,
-            roots: false,
-            progress: false,
-            ..link
-        });
+        // The client is asked through the task (its input requests), what
+        // it declared it answers.
+        let link = link.map(|link| ClientLink { progress: false, ..link });
+        let identity = auth::caller_of(context).and_then(|c| c.identity);
+        let asked = Asked::new(link.as_ref().is_some_and(|l| l.elicitation), identity);
         let options = CellOptions { deadline: Some(self.shared.tasks.deadline), ..CellOptions::default() };
         let mut run = self.start_cell(code, keep, link, options).await;
         let Running::Cell { id: cell, stop } = &mut run.running else {
@@ -80,18 +74,24 @@ impl Frontend {
         tracing::info!(task = %task.task_id, %cell, "run_python runs as a task");
         let frontend = self.clone();
         let id = task.task_id.clone();
-        tokio::spawn(async move { frontend.drive_task(run, scope, id, cell, token).await });
+        tokio::spawn(async move { frontend.drive_task(run, asked, Driven { scope, id, cell }, token).await });
         Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
     }
 
     /// Drive a task's cell to its end, keeping the task's status message
-    /// up to date, then settle the task.
-    async fn drive_task(&self, mut run: CellRun, scope: String, id: String, cell: String, stop: CancellationToken) {
+    /// up to date and carrying its questions through the task, then settle
+    /// the task.
+    async fn drive_task(&self, mut run: CellRun, mut asked: Asked, task: Driven, stop: CancellationToken) {
+        let Driven { scope, id, cell } = task.clone();
         let book = &self.shared.tasks;
         let started = tokio::time::Instant::now();
         let mut status = tokio::time::interval_at(started + STATUS_EVERY, STATUS_EVERY);
+        let mut answers = tokio::time::interval(asking::POLL);
+        // Idle while nothing is asked: no burst of reads when asked again.
+        answers.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut progress: Option<String> = None;
-        let mut waiting = false;
+        // The console's question a call waits on (its page, when known).
+        let mut console: Option<String> = None;
         let result = loop {
             tokio::select! {
                 biased;
@@ -101,30 +101,48 @@ impl Frontend {
                             progress = Some(progress_text(done, total, message.as_deref()));
                         }
                     }
-                    Question::Ask(PendingAsk { ask, answer, .. }) => {
-                        let message = format!("{}: {NOT_IN_TASK}", ask.ask.method());
-                        let _ = answer.send(FromClient::Refused { message, code: Some(NOT_ASKABLE) });
+                    Question::Ask(pending) => {
+                        tracing::info!(task = %id, server = %pending.ask.server, method = pending.ask.ask.method(),
+                            "a server's question is put to the task's client (input required)");
+                        if asked.server(pending) {
+                            self.write_questions(&task, &asked, &[]).await;
+                        }
                     }
-                    Question::Approval(pending) => {
-                        let reason = match pending.request.console {
-                            Some(_) => {
-                                waiting = true;
-                                approval::IN_CONSOLE
+                    Question::Approval(pending) => match &pending.request.console {
+                        // A team's question: the console decides, never the client.
+                        Some(ask) => {
+                            let link = self.task_console_link(&pending.request);
+                            console = Some(match link {
+                                Some(link) => format!("{} decide at {link}", approval::approvers(ask)),
+                                None => format!("{} decide there", approval::approvers(ask)),
+                            });
+                            let _ = pending.answer.send(ApprovalReply::Unavailable { reason: approval::IN_CONSOLE.into() });
+                        }
+                        None => {
+                            let link = self.task_console_link(&pending.request);
+                            let how = "asking the person through the task (input_required, answered by tasks/update)";
+                            self.session.notifier().tell(Notice::approval_asked(&pending.request, how)).await;
+                            if asked.approval(pending, link.as_deref()) {
+                                self.write_questions(&task, &asked, &[]).await;
                             }
-                            None => NOT_IN_TASK,
-                        };
-                        let _ = pending.answer.send(ApprovalReply::Unavailable { reason: reason.into() });
-                    }
+                        }
+                    },
                 },
                 result = &mut run.result => break result,
+                _ = answers.tick(), if !asked.is_empty() => {
+                    self.take_answers(&task, &mut asked).await;
+                }
                 _ = status.tick() => {
                     let held = self.shared.activity.held_time(&cell);
                     let mut message = crate::progress::heartbeat_message(started.elapsed(), held);
                     if let Some(progress) = &progress {
                         message = format!("{message}; its code reported {progress}");
                     }
-                    if waiting && held.is_some_and(|h| h.paused) {
-                        message = format!("{message}; a call waits for a person in the web console");
+                    if let Some(waits) = asking::waiting_text(&asked) {
+                        message = format!("{message}; {waits}");
+                    }
+                    if let Some(whom) = &console && held.is_some_and(|h| h.paused) {
+                        message = format!("{message}; a call waits for a person in the web console: {whom}");
                     }
                     let written = book.update(&scope, &id, |record| {
                         record.task.task.status_message = Some(message.clone());
@@ -207,19 +225,26 @@ impl Frontend {
         Ok(())
     }
 
-    /// `tasks/update`: a task's cell asks nothing, so there is nothing to
-    /// answer; answers are ignored (as the extension says of unknown
-    /// keys), for the caller's own tasks only.
+    /// `tasks/update`: the client's answers to the caller's task's input
+    /// requests, kept in the task's record for the process driving it
+    /// (answers under keys the task does not ask are ignored); in gateway
+    /// mode an id that is no cell's goes to the wrapped servers.
     pub(crate) async fn task_update(
         &self,
         request: UpdateTaskParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        match self.shared.tasks.get(&caller_scope(context), &request.task_id).await {
+        let scope = caller_scope(context);
+        match self.shared.tasks.answer(&scope, &request.task_id, request.input_responses.clone()).await {
             Err(TaskError::NotFound(_)) if self.shared.config.expose.direct() => {
                 crate::task_relay::update(self, request, context).await
             }
-            record => record.map(|_| ()).map_err(Into::into),
+            Err(e) => Err(e.into()),
+            Ok(kept) => {
+                let sent = request.input_responses.len();
+                tracing::info!(task = %request.task_id, answers = kept, ignored = sent - kept, "a task's client answered");
+                Ok(())
+            }
         }
     }
 }
