@@ -22,8 +22,10 @@ declare -A KNOWN=(
   # calls, the globals), whose parts would have to pass the loop's state
   # between files. Let grow only with a reason (issue 38). Files out
   # (issue 42) live in files_out.py beside it; runner.py grew by the five
-  # lines that load it, make the folder, offer save_file and send the files.
-  [services/sandbox-runner/image/runner.py]=1323
+  # lines that load it, make the folder, offer save_file and send the files;
+  # the whole printed output kept (issue 42) by nine more that hand the
+  # output capture files_out.OutputKeeper and name its file in the cut line.
+  [services/sandbox-runner/image/runner.py]=1332
 )
 
 lines_of() {

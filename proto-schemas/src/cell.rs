@@ -185,7 +185,8 @@ pub struct CellReport {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub content: Vec<serde_json::Value>,
     /// The files the code wrote to its output folder (`/tmp/out`), kept for
-    /// the client to read with `resources/read` (issue 42).
+    /// the client to read with `resources/read`; with the whole printed
+    /// output as one more when the kept output was cut (issue 42).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileLink>,
     /// What became of files not kept: refused (a symlink, a bad name), past
@@ -200,7 +201,7 @@ pub struct CellReport {
 pub struct FileLink {
     /// Its URI, for `resources/read`.
     pub uri: String,
-    /// Its name in the output folder.
+    /// Its name in the output folder (`output.txt` for the whole output).
     pub name: String,
     /// Its MIME type.
     #[serde(rename = "mimeType")]
@@ -215,6 +216,17 @@ pub const MAX_FILES_OUT: usize = 64;
 /// The most bytes the files of one run hold in all (the sandbox's `/tmp`
 /// is smaller by default and bounds them first).
 pub const MAX_FILES_OUT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The most bytes of a run's printed output kept whole for the client (as
+/// the file `output.txt`, when the model's share was cut); they count in
+/// [`MAX_FILES_OUT_BYTES`], and the file in [`MAX_FILES_OUT`]. Where
+/// output is kept, a run printing this much is stopped. Half of the 16 MiB
+/// message a client takes at its defaults (rmcp's streamable HTTP client),
+/// so the file's read stays readable even with JSON escapes.
+pub const MAX_OUTPUT_KEPT: u64 = 8 * 1024 * 1024;
+
+/// The name of the file holding a run's whole printed output.
+pub const OUTPUT_FILE: &str = "output.txt";
 
 /// The most content blocks one cell may hand back to the model.
 pub const MAX_HANDED_BACK: usize = 8;

@@ -186,3 +186,110 @@ except OSError as e:
     assert!(offered.iter().all(|l| l[1].as_u64().unwrap() <= 16 * 1024 * 1024), "{offered:?}");
     client.cancel().await.ok();
 }
+
+/// What the long-output cell prints, made the same way here: a line with a
+/// non-ASCII character, then 20,000 numbered lines of 102 bytes.
+fn printed_text() -> String {
+    let mut text = String::from("début: é\n");
+    for i in 0..20_000 {
+        text.push_str(&format!("line {i:05} {}\n", "abcdefghij".repeat(9)));
+    }
+    text
+}
+
+const PRINT_2_MB: &str = r#"
+print("début: é")
+for i in range(20000):
+    print(f"line {i:05} " + "abcdefghij" * 9)
+"#;
+
+#[tokio::test]
+async fn printed_output_past_what_the_model_reads_is_kept_whole_as_a_link_only_its_identity_reads() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (alice, bob) = (token_new("alice"), token_new("bob"));
+    let tokens = TokenFile::of(&[&alice, &bob]);
+    let (_serve, url, _log) = serve(&["--warm", "0", "--auth-tokens", tokens.arg()]).await;
+    let client = connect_as(&url, &alice, ()).await;
+    let result = run_python(&client, PRINT_2_MB).await;
+    let report = support::report(&result);
+    let expected = printed_text();
+    assert!(expected.len() > 2_000_000, "{}", expected.len());
+
+    // The model reads the head and the tail within 8 KiB, and a line
+    // saying how much was cut and which file holds it all.
+    let stdout = report["stdout"].as_str().unwrap();
+    assert!(stdout.len() <= 8192, "{} bytes", stdout.len());
+    assert!(stdout.starts_with("début: é\nline 00000 abcdefghij"), "{stdout}");
+    assert!(stdout.ends_with(&format!("line 19999 {}\n", "abcdefghij".repeat(9))), "{stdout}");
+    let said =
+        format!(" bytes of output cut here; all {} bytes printed are in the file output.txt ...]\n", expected.len());
+    assert!(stdout.contains(&said), "{stdout}");
+    assert_eq!((report["truncated"].as_bool(), report["stopped"].as_bool()), (Some(true), Some(false)), "{report}");
+    // The model-facing result (its text and structured content) stays small.
+    let whole = serde_json::to_string(&result).unwrap();
+    assert!(whole.len() < 24 * 1024, "the result is {} bytes", whole.len());
+
+    let links = links(&result);
+    assert_eq!(links.len(), 1, "{result:?}");
+    let (name, uri, mime_type, size) = &links[0];
+    assert_eq!((name.as_str(), mime_type.as_str()), ("output.txt", "text/plain; charset=utf-8"));
+    assert_eq!(*size, expected.len() as u64);
+    assert_eq!(report["files"][0]["uri"], uri.as_str(), "{report}");
+    let read = read_back(&client, uri).await;
+    assert!(read == expected.as_bytes(), "output.txt ({} bytes) differs from what was printed", read.len());
+    client.cancel().await.ok();
+
+    let bob_client = connect_as(&url, &bob, ()).await;
+    let refused = bob_client.read_resource(ReadResourceRequestParams::new(uri.clone())).await.unwrap_err();
+    assert!(refused.to_string().contains(&format!("unknown resource: {uri}")), "{refused}");
+    bob_client.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn where_output_is_kept_a_flood_stops_at_8_mib_and_a_stopped_run_offers_what_was_printed_saying_so() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let alice = token_new("alice");
+    let tokens = TokenFile::of(&[&alice]);
+    let (_serve, url, _log) = serve(&["--warm", "0", "--deadline", "6", "--auth-tokens", tokens.arg()]).await;
+    let client = connect_as(&url, &alice, ()).await;
+    let flood = "chunk = 'x' * 1023\nwhile True:\n    print(chunk)\n";
+    let result = run_python(&client, flood).await;
+    let report = support::report(&result);
+    assert_eq!(report["stopped"], true, "{report}");
+    assert!(report["error"].as_str().unwrap_or_default().contains("printed 8 MiB"), "{report}");
+    let stdout = report["stdout"].as_str().unwrap();
+    assert!(stdout.len() <= 8192, "{} bytes", stdout.len());
+    assert!(stdout.contains(" bytes printed are in the file output.txt ...]"), "{stdout}");
+    let offered = links(&result);
+    assert_eq!((offered[0].0.as_str(), offered[0].3), ("output.txt", 8 * 1024 * 1024), "{report}");
+    let read = read_back(&client, &offered[0].1).await;
+    let expected = "x".repeat(1023) + "\n";
+    assert_eq!(read.len(), 8 * 1024 * 1024);
+    assert!(read.chunks(1024).all(|line| line == expected.as_bytes()), "the first 8 MiB printed, whole lines");
+    assert_eq!(
+        report["files_notes"],
+        json!(["output.txt: the run was stopped: it holds the 8388608 bytes printed before"]),
+        "{report}"
+    );
+
+    // Stopped at its deadline: what reached the host is offered, said so
+    // (whole lines of the runner's 196,560-byte pieces; the rest was still
+    // in its buffer).
+    let late = "import time\nprint('y' * 999_999)\ntime.sleep(30)\n";
+    let result = run_python(&client, late).await;
+    let report = support::report(&result);
+    assert!(report["error"].as_str().unwrap_or_default().contains("deadline"), "{report}");
+    let kept = links(&result);
+    assert_eq!((kept[0].0.as_str(), kept[0].3), ("output.txt", 5 * 196_560), "{report}");
+    assert!(read_back(&client, &kept[0].1).await.iter().all(|b| *b == b'y'));
+    assert_eq!(
+        report["files_notes"],
+        json!(["output.txt: the run was stopped: it holds the 982800 bytes printed before"]),
+        "{report}"
+    );
+    client.cancel().await.ok();
+}

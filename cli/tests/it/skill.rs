@@ -37,6 +37,7 @@ fn stated_limits() -> Vec<String> {
         format!("one result | {}", kib(d::MAX_RESULT)),
         format!("printed output returned | {}", kib(d::MAX_OUTPUT as usize)),
         format!("prints {} is stopped", kib(d::STOP_OUTPUT as usize)),
+        format!("the stop is at {}", kib(code_mode_proto::MAX_OUTPUT_KEPT as usize)),
         format!("at most {} characters", d::MAX_MESSAGE_CHARS),
         format!("the code itself | {}", kib(d::MAX_CODE)),
         format!("cut at {}", kib(d::MAX_TOOL_DESCRIPTION)),

@@ -10,6 +10,12 @@ take, and everything past the run's bounds (MAX_FILES files, MAX_BYTES
 bytes) is not handed out: a ``file_note`` line says which and why, and past
 a bound the collection ends there. The host holds the same bounds again.
 Loaded by runner.py from beside it (``load_beside``).
+
+The whole printed output, when the host asks for it (``keep_output``), is
+kept by an ``OutputKeeper``: once the output outgrew what the model reads,
+its bytes go to the host in ``output_kept`` lines as they are printed (up
+to the bound), and the host offers them as the file ``output.txt``, which
+counts in the run's bounds.
 """
 
 import base64
@@ -23,6 +29,9 @@ OUT = "/tmp/out"
 MAX_FILES = 64
 MAX_BYTES = 64 * 1024 * 1024
 MAX_NAME = 255
+
+# The file the host keeps the whole printed output as.
+OUTPUT_FILE = "output.txt"
 
 # MIME types given to save_file, by name.
 _given = {}
@@ -100,13 +109,65 @@ def _read(full, size):
         return f.read(size + 1)
 
 
-def send_files(channel, max_line):
-    """Hand the folder's files to the host (after the code finished)."""
+class OutputKeeper:
+    """The whole printed output, up to ``limit`` bytes, for the host: held
+    here while it fits in what the model reads (``threshold`` bytes), then
+    sent in ``output_kept`` lines as it grows. Its caller serializes calls."""
+
+    def __init__(self, channel, limit, threshold, max_line):
+        self._channel = channel
+        self._limit = limit
+        self._threshold = threshold
+        self._chunk = _chunk(max_line)
+        self._pending = bytearray()
+        self.kept = 0  # bytes held or sent
+        self.spilling = False  # the output outgrew the model's share
+
+    def add(self, text, encoded=None):
+        """More output: ``encoded`` (its UTF-8 bytes) or ASCII ``text``."""
+        room = self._limit - self.kept
+        if room <= 0:
+            return
+        data = encoded[:room] if encoded is not None else text[:room].encode("ascii")
+        self._pending += data
+        self.kept += len(data)
+        self.spilling = self.spilling or self.kept > self._threshold
+        if self.spilling and len(self._pending) >= self._chunk:
+            self._send(len(self._pending) // self._chunk * self._chunk)
+
+    def flush(self):
+        """The output ends: what is held goes too, if it is to be kept."""
+        if self.spilling:
+            self._send(len(self._pending))
+
+    def said(self, total):
+        """What the line saying how much was cut adds about the file."""
+        if total <= self.kept:
+            return f"; all {total} bytes printed are in the file {OUTPUT_FILE}"
+        return f"; the first {self.kept} of the {total} bytes printed are in the file {OUTPUT_FILE}"
+
+    def _send(self, upto):
+        for start in range(0, upto, self._chunk):
+            encoded = base64.b64encode(self._pending[start:min(upto, start + self._chunk)]).decode("ascii")
+            self._channel.send_line(json.dumps({"type": "output_kept", "data": encoded}).encode("ascii"))
+        del self._pending[:upto]
+
+
+def _chunk(max_line):
+    """Bytes per line of base64 data, within the host's line limit."""
+    return max(3, (max_line - 64) // 4 * 3)
+
+
+def send_files(channel, max_line, keeper=None):
+    """Hand the folder's files to the host (after the code finished); the
+    printed output ``keeper`` handed out counts as one file."""
     def note(text):
         channel.send({"type": "file_note", "note": text})
 
-    chunk = max(3, (max_line - 64) // 4 * 3)
+    chunk = _chunk(max_line)
     count = total = 0
+    if keeper is not None and keeper.spilling:
+        count, total = 1, keeper.kept
     for rel, full in _entries():
         try:
             mode = os.lstat(full).st_mode

@@ -411,10 +411,11 @@ class OutputCapture:
     cell ends (``finish``), so that a summary the code prints last comes
     back too. When the code printed more, a line between head and tail
     says how many bytes were cut there. Once the count reaches
-    ``stop_output`` the run ends at once with ``stopped: true``.
+    ``stop_output`` the run ends at once with ``stopped: true``. With a
+    ``keeper`` (files_out.OutputKeeper) the whole output goes to it too.
     """
 
-    def __init__(self, channel, max_output, stop_output, max_line, gate):
+    def __init__(self, channel, max_output, stop_output, max_line, gate, keeper=None):
         self._channel = channel
         self._gate = gate
         self._max_output = max_output
@@ -429,6 +430,7 @@ class OutputCapture:
         self._chunk = max(1, (max_line - 64) // 6)
         self._lock = threading.Lock()
         self.total = 0
+        self.keeper = keeper
 
     @property
     def truncated(self):
@@ -448,6 +450,8 @@ class OutputCapture:
         with self._lock:
             if not self._gate.admits():
                 return  # not the running cell's: dropped, not counted
+            if self.keeper is not None and not self._finished:
+                self.keeper.add(text, None if text.isascii() else head)
             left = self._head_max - self.total
             self.total += size
             if left > 0:
@@ -473,22 +477,25 @@ class OutputCapture:
             self._finish_locked()
 
     def _finish_locked(self):
-        if self._finished or not self._tail_room:
+        if self._finished:
             return
         self._finished = True
+        if self.keeper is not None:
+            self.keeper.flush()
         past = self.total - self._head_max
-        if past <= 0:
+        if past <= 0 or not self._tail_room:
             return
         if self.total <= self._max_output:
             self._forward(self._tail[-past:])  # all of it fits: nothing cut
             return
-        tail = self._tail[-(self._tail_room - CUT_LINE_ROOM):]
+        said = self.keeper.said(self.total) if self.keeper is not None else ""
+        tail = self._tail[-(self._tail_room - CUT_LINE_ROOM - len(said)):]
         # Start the tail at a line's start when one begins in its first half.
         newline = tail.find(b"\n", 0, len(tail) // 2)
         if newline >= 0:
             tail = tail[newline + 1:]
         cut = self.total - self._head_max - len(tail)
-        self._forward(f"\n[... {cut} bytes of output cut here ...]\n".encode("ascii") + tail)
+        self._forward(f"\n[... {cut} bytes of output cut here{said} ...]\n".encode("ascii") + tail)
 
     def end_cell(self, message):
         """Send the tail, close the gate and send ``done``: no text of the
@@ -1224,7 +1231,9 @@ def main():
         run_kept(channel, cell, caller)
 
     gate = Gate(kept=False)
-    capture = OutputCapture(channel, max_output, stop_output, max_line, gate)
+    keep = int((cell.get("limits") or {}).get("keep_output", 0))
+    keeper = files_out.OutputKeeper(channel, keep, max_output, max_line) if keep > 0 else None
+    capture = OutputCapture(channel, max_output, stop_output, max_line, gate, keeper)
     sys.stdout = sys.__stdout__ = CapturedStream(capture, "<stdout>")
     sys.stderr = sys.__stderr__ = CapturedStream(capture, "<stderr>")
 
@@ -1238,7 +1247,7 @@ def main():
 
     # The head was sent as it was written; its tail goes now, then the files.
     capture.finish()
-    files_out.send_files(channel, max_line)
+    files_out.send_files(channel, max_line, keeper)
     channel.send_last({"type": "done", "error": error,
                        "truncated": capture.truncated, "stopped": False})
 

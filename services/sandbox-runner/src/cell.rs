@@ -389,6 +389,10 @@ pub async fn run(
     let mut streams = streams;
     let mut run = Run::new(cell, progress);
     run.files.store = files.cloned();
+    // With somewhere to keep it, the whole printed output is kept too.
+    if files.is_some() {
+        run.files.output_bound = code_mode_proto::MAX_OUTPUT_KEPT;
+    }
     let started = std::time::Instant::now();
     let end = run_in(&mut run, &mut streams, None, bus, deadline, stops, container.pauser()).await;
     let ran = started.elapsed();
@@ -479,14 +483,18 @@ pub(crate) async fn run_in(
     // While a call waits for a person the bridge holds the cell: paused,
     // its deadline stopped, for at most the approval timeout in all.
     let allowance = Duration::from_millis(cell.limits.approval_timeout_ms);
+    // Output kept whole is kept up to its bound, and the flood stop moves
+    // there (issue 42): a run is not stopped short of what it may keep.
+    let keep_output = u32::try_from(run.files.output_bound).unwrap_or(u32::MAX);
     let message = ToRunner::Cell {
         code: &cell.code,
         tools: &cell.tools,
         withheld: &cell.withheld,
         limits: RunnerLimits {
             max_output: cell.limits.max_output,
-            stop_output: cell.limits.stop_output,
+            stop_output: cell.limits.stop_output.max(keep_output),
             max_line: cell.limits.max_line,
+            keep_output,
         },
         keep: kept.is_some(),
     };
@@ -553,7 +561,7 @@ pub(crate) fn report_of(mut run: Run<'_>, end: End, died: Option<(i64, bool)>) -
         }
         end => end_message(end, run.cell, died, true),
     };
-    let (files, files_notes) = run.files.finish(run.cell.identity.as_deref().unwrap_or_default());
+    let (files, files_notes) = run.files.finish(run.cell.identity.as_deref().unwrap_or_default(), stopped);
     CellReport {
         stdout: run.output,
         error,
@@ -743,6 +751,7 @@ async fn handle_line(
         FromRunner::File { name, mime_type, size } => run.files.start(name, mime_type, size)?,
         FromRunner::FileData { data } => run.files.data(&data)?,
         FromRunner::FileNote { note } => run.files.note(&note),
+        FromRunner::OutputKept { data } => run.files.output(&data)?,
         FromRunner::Progress { progress, total, message } => {
             // Numbers as the code gave them (finite ones only), a short
             // message: the lease says the latest.

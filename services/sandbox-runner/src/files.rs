@@ -13,11 +13,16 @@
 //! carries; here the same bounds are held again, and a line past them (or
 //! out of order) is a protocol violation. A file whose bytes did not all
 //! arrive (the run was stopped halfway) is never offered: a note says so.
+//!
+//! The whole printed output, when the cell's limits ask for it, comes as
+//! `output_kept` lines while the code runs (once the output outgrew what
+//! the model reads), up to [`MAX_OUTPUT_KEPT`]; it is kept first, as the
+//! file [`OUTPUT_FILE`], and counts in the run's bounds like any file.
 
 use base64::Engine as _;
 use bytes::Bytes;
 use code_mode_core::files::{FileStore, KeptFile};
-use code_mode_proto::{FileLink, MAX_FILES_OUT, MAX_FILES_OUT_BYTES};
+use code_mode_proto::{FileLink, MAX_FILES_OUT, MAX_FILES_OUT_BYTES, MAX_OUTPUT_KEPT, OUTPUT_FILE};
 
 use crate::protocol::Violation;
 
@@ -44,6 +49,10 @@ pub(crate) struct Collector {
     current: Option<Incoming>,
     bytes: u64,
     notes: Vec<String>,
+    /// The whole printed output as it came (`output_kept` lines).
+    output: Vec<u8>,
+    /// Bytes of it the cell's limits asked for (0: none).
+    pub(crate) output_bound: u64,
     /// Where kept files go; `None`: nowhere here (the files are dropped,
     /// and the report says so).
     pub(crate) store: Option<FileStore>,
@@ -53,7 +62,7 @@ impl Collector {
     /// A `file` line: the previous file must be whole.
     pub(crate) fn start(&mut self, name: String, mime_type: Option<String>, size: u64) -> Result<(), Violation> {
         self.close()?;
-        if self.whole.len() >= MAX_FILES_OUT {
+        if self.whole.len() + usize::from(!self.output.is_empty()) >= MAX_FILES_OUT {
             return Err(Violation::OutOfOrder("more files handed out than a run may"));
         }
         match self.bytes.checked_add(size) {
@@ -87,6 +96,25 @@ impl Collector {
         Ok(())
     }
 
+    /// An `output_kept` line: more of the whole printed output, never past
+    /// what the limits asked for; before any file (the files come after
+    /// the code finished).
+    pub(crate) fn output(&mut self, data: &str) -> Result<(), Violation> {
+        if self.current.is_some() || !self.whole.is_empty() {
+            return Err(Violation::OutOfOrder("printed output after the files"));
+        }
+        let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data) else {
+            return Err(Violation::OutOfOrder("kept output that is not base64"));
+        };
+        let total = self.output.len() as u64 + bytes.len() as u64;
+        if total > self.output_bound.min(MAX_OUTPUT_KEPT) {
+            return Err(Violation::OutOfOrder("more kept output than the cell's limits ask for"));
+        }
+        self.bytes = self.bytes.saturating_add(bytes.len() as u64);
+        self.output.extend_from_slice(&bytes);
+        Ok(())
+    }
+
     /// A `file_note` line: kept (bounded) for the report.
     pub(crate) fn note(&mut self, note: &str) {
         if self.notes.len() < MAX_NOTES {
@@ -109,8 +137,23 @@ impl Collector {
 
     /// Keep the whole files for `owner` (the cell's identity, empty for
     /// none): their links, and the notes (one per file not kept, and for a
-    /// file cut short by the run's end).
-    pub(crate) fn finish(mut self, owner: &str) -> (Vec<FileLink>, Vec<String>) {
+    /// file cut short by the run's end). The printed output kept comes
+    /// first; `stopped`: the run did not end on its own, so it holds what
+    /// was printed before (a note says so).
+    pub(crate) fn finish(mut self, owner: &str, stopped: bool) -> (Vec<FileLink>, Vec<String>) {
+        if !self.output.is_empty() {
+            if stopped {
+                let got = self.output.len();
+                self.note(&format!("{OUTPUT_FILE}: the run was stopped: it holds the {got} bytes printed before"));
+            }
+            let output = Incoming {
+                name: OUTPUT_FILE.to_string(),
+                mime_type: "text/plain; charset=utf-8".to_string(),
+                size: self.output.len() as u64,
+                data: std::mem::take(&mut self.output),
+            };
+            self.whole.insert(0, output);
+        }
         match self.current.take() {
             Some(file) if file.data.len() as u64 == file.size => self.whole.push(file),
             Some(cut) => {
@@ -178,12 +221,12 @@ mod tests {
         c.data(&b64(b"a,b")).unwrap();
         c.start("b.bin".into(), None, 4).unwrap();
         c.data(&b64(b"xy")).unwrap();
-        let (links, notes) = c.finish("alice");
+        let (links, notes) = c.finish("alice", false);
         assert_eq!(links.len(), 1);
         let mut last_whole = Collector { store: Some(store.clone()), ..Collector::default() };
         last_whole.start("c.txt".into(), None, 1).unwrap();
         last_whole.data(&b64(b"c")).unwrap();
-        assert_eq!(last_whole.finish("alice").0.len(), 1, "the last file, whole, is kept");
+        assert_eq!(last_whole.finish("alice", false).0.len(), 1, "the last file, whole, is kept");
         assert_eq!((links[0].name.as_str(), links[0].mime_type.as_str(), links[0].size), ("a.csv", "text/csv", 3));
         assert_eq!(&store.get("alice", &links[0].uri).unwrap().bytes[..], b"a,b");
         assert_eq!(notes, ["b.bin: not offered: the run ended after 2 of its 4 bytes"]);
@@ -206,10 +249,31 @@ mod tests {
     }
 
     #[test]
+    fn the_whole_output_is_kept_first_as_output_txt_and_counts_in_the_run_bounds() {
+        let store = FileStore::with_ttl(std::time::Duration::from_secs(60));
+        let mut c = Collector { store: Some(store.clone()), output_bound: 8, ..Collector::default() };
+        c.output(&b64(b"hello ")).unwrap();
+        c.output(&b64(b"wo")).unwrap();
+        assert!(c.output(&b64(b"r")).is_err(), "past the bound the cell's limits asked for");
+        for i in 0..MAX_FILES_OUT - 1 {
+            c.start(format!("f{i}"), None, 0).unwrap();
+        }
+        assert!(c.start("one-more".into(), None, 0).is_err(), "output.txt is one of the run's files");
+        assert!(c.output(&b64(b"late")).is_err(), "printed output after the files");
+        let (links, notes) = c.finish("alice", true);
+        assert_eq!((links[0].name.as_str(), links[0].size), (OUTPUT_FILE, 8));
+        assert_eq!(links[0].mime_type, "text/plain; charset=utf-8");
+        assert_eq!(&store.get("alice", &links[0].uri).unwrap().bytes[..], b"hello wo");
+        assert_eq!(notes, ["output.txt: the run was stopped: it holds the 8 bytes printed before"]);
+        let mut none = Collector::default();
+        assert!(none.output(&b64(b"x")).is_err(), "no output is kept unless the limits ask for it");
+    }
+
+    #[test]
     fn without_a_store_the_report_says_the_files_were_not_handed_out() {
         let mut c = Collector::default();
         c.start("a".into(), None, 0).unwrap();
-        let (links, notes) = c.finish("");
+        let (links, notes) = c.finish("", false);
         assert!(links.is_empty());
         assert!(notes[0].contains("not built"), "{notes:?}");
     }

@@ -583,7 +583,8 @@ impl KeptActor {
                 | FromRunner::Progress { .. }
                 | FromRunner::File { .. }
                 | FromRunner::FileData { .. }
-                | FromRunner::FileNote { .. } => {}
+                | FromRunner::FileNote { .. }
+                | FromRunner::OutputKept { .. } => {}
                 FromRunner::Call { id, tool, .. } => {
                     tracing::info!(session = %self.session, %tool, "refused a call made while no cell runs");
                     let message = format!("{tool}: no cell is running: a call made between cells is refused");

@@ -66,6 +66,13 @@ pub enum FromRunner {
         /// The bytes, base64.
         data: String,
     },
+    /// More of the whole printed output, kept for the client (only when
+    /// the cell's limits ask for it, once the output outgrew what the
+    /// model reads): the bytes, base64, in the order printed.
+    OutputKept {
+        /// The bytes, base64.
+        data: String,
+    },
     /// A file of the output folder the runner did not hand out, and why.
     FileNote {
         /// One line.
@@ -205,6 +212,15 @@ pub struct RunnerLimits {
     pub stop_output: u32,
     /// Longest line the host accepts.
     pub max_line: u32,
+    /// Bytes of the whole printed output the runner hands out for the
+    /// client (`output_kept` lines) once it outgrew `max_output`; 0 (left
+    /// out): none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub keep_output: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Why a run ended as a protocol violation.
@@ -310,7 +326,7 @@ mod tests {
 
     #[test]
     fn a_cell_message_carries_its_backstop_beside_its_own_fields() {
-        let limits = RunnerLimits { max_output: 10, stop_output: 20, max_line: 30 };
+        let limits = RunnerLimits { max_output: 10, stop_output: 20, max_line: 30, keep_output: 0 };
         let cell = ToRunner::Cell { code: "print(1)", tools: &[], withheld: &[], limits, keep: true };
         let backstop = Backstop { run: 70.0, between: Some(610.0), session: Some(3610.5) };
         let line = encode_cell(&cell, backstop);
