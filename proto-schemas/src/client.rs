@@ -128,6 +128,14 @@ pub enum Note {
         /// The resource's URI.
         uri: String,
     },
+    /// `notifications/tasks`: the status of a task the server made of the
+    /// client's own call (tasks extension, SEP-2663), sent only to the
+    /// client whose call created it.
+    TaskStatus {
+        /// The task as the server sent it (a `DetailedTask`: its id,
+        /// status and, by status, `inputRequests`, `result` or `error`).
+        task: serde_json::Value,
+    },
 }
 
 /// The frontend's answer to a [`ToClient`].

@@ -360,3 +360,49 @@ async fn a_wrapped_tasks_question_during_a_cell_reaches_the_cells_client_as_the_
         }
     }
 }
+
+/// A client of the tasks extension that keeps the task status notes it
+/// hears: (task id, status).
+#[derive(Clone, Default)]
+struct HearsTasks(std::sync::Arc<std::sync::Mutex<Vec<(String, TaskStatus)>>>);
+
+impl rmcp::ClientHandler for HearsTasks {
+    fn get_info(&self) -> ClientConfig {
+        tasks_client()
+    }
+
+    async fn on_task_status(
+        &self,
+        params: rmcp::model::TaskStatusNotificationParams,
+        _context: rmcp::service::NotificationContext<rmcp::service::RoleClient>,
+    ) {
+        self.0.lock().unwrap().push((params.task.task.task_id.clone(), params.task.status()));
+    }
+}
+
+#[tokio::test]
+async fn a_wrapped_servers_task_status_notes_reach_the_client_that_created_the_task_and_no_other() {
+    let (alice, bob) = (token_new("alice"), token_new("bob"));
+    let tokens = TokenFile::of(&[&alice, &bob]);
+    let mut serve = tokio::process::Command::new(support::code_mode());
+    serve.args(["serve", "--expose-tools=only", "--http", "127.0.0.1:0", "--auth-tokens", tokens.arg(), "--"]);
+    serve.arg(support::test_server()).arg("--tasks");
+    let (_serve, url, _log) = gateway(serve).await;
+    let (heard_by_alice, heard_by_bob) = (HearsTasks::default(), HearsTasks::default());
+    let as_alice = crate::auth::connect_as(&url, &alice, heard_by_alice.clone()).await;
+    let as_bob = crate::auth::connect_as(&url, &bob, heard_by_bob.clone()).await;
+    let mut params = CallToolRequestParams::new("slow_compute");
+    params.arguments = json!({"seconds": 1, "label": "noted"}).as_object().cloned();
+    let id = match as_alice.peer().call_tool_once(params).await.expect("the call is answered") {
+        CallToolResponse::Task(created) => created.task.task_id,
+        other => panic!("a task handle, not {other:?}"),
+    };
+    let completed = support::eventually(Duration::from_secs(15), || {
+        heard_by_alice.0.lock().unwrap().contains(&(id.clone(), TaskStatus::Completed))
+    })
+    .await;
+    assert!(completed, "alice heard her task complete: {:?}", heard_by_alice.0.lock().unwrap());
+    assert!(heard_by_bob.0.lock().unwrap().is_empty(), "bob heard nothing: {:?}", heard_by_bob.0.lock().unwrap());
+    as_alice.cancel().await.ok();
+    as_bob.cancel().await.ok();
+}

@@ -526,7 +526,8 @@ impl Bridge {
             }
             Ok(result) => {
                 if direct && call.target.op() == Op::Tool {
-                    self.inner.wrapped_tasks.created(server.name(), call.identity.as_deref(), &result);
+                    let asker = call.asker.as_deref().unwrap_or(&call.session);
+                    self.inner.wrapped_tasks.created(server.name(), call.identity.as_deref(), asker, &result);
                 }
                 let (answer, kind, text) = self.result_answer(&name, call.target.op(), result, caller);
                 if kind == CallResult::Ok {

@@ -56,6 +56,12 @@ pub(crate) async fn serve(bridge: Bridge, mut upcalls: mpsc::Receiver<Upcall>, c
                     }
                     let _ = delivered.send(());
                 }
+                Upcall::TaskStatus { server, task } => {
+                    tokio::select! {
+                        _ = cancel.cancelled() => {}
+                        () = bridge.relay_task_status(server, task) => {}
+                    }
+                }
                 Upcall::Ask { question, answer } => {
                     let answered = tokio::select! {
                         _ = cancel.cancelled() => Err(Unanswered::ShuttingDown),

@@ -46,7 +46,7 @@ use rmcp::ClientHandler;
 use rmcp::model::{
     CancelledNotificationParam, ClientCapabilities, ClientInfo, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, ErrorData, Implementation, ListRootsResult, LoggingMessageNotificationParam,
-    ProgressNotificationParam, RequestId, ResourceUpdatedNotificationParam,
+    ProgressNotificationParam, RequestId, ResourceUpdatedNotificationParam, TaskStatusNotificationParams,
 };
 use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient};
 use tokio::sync::{Notify, mpsc, oneshot};
@@ -223,6 +223,9 @@ pub(crate) enum Upcall {
     /// Judge a server's question and ask its owner's client; the client's
     /// answer (or why there is none) comes back on `answer`.
     Ask { question: Question, answer: oneshot::Sender<Result<serde_json::Value, Unanswered>> },
+    /// Pass a server's `notifications/tasks` (its `task`) to the client
+    /// whose call created that task, if any did ([`crate::wrapped_tasks`]).
+    TaskStatus { server: usize, task: serde_json::Value },
 }
 
 /// A server's question for the client a session of its own serves.
@@ -269,6 +272,13 @@ impl Upward {
         if up.send(upcall).await.is_ok() {
             let _ = done.await;
         }
+    }
+
+    /// Hand the bridge a server's status note of one of its tasks, for the
+    /// client whose call created it (the bridge knows which).
+    async fn task_status(&self, server: usize, task: serde_json::Value) {
+        let Some(up) = &self.0 else { return };
+        let _ = up.send(Upcall::TaskStatus { server, task }).await;
     }
 
     /// Ask a client a question through the bridge's checks; `None` when no
@@ -485,6 +495,13 @@ impl ClientHandler for Relay {
         }
         let note = Note::Progress { progress: params.progress, total: params.total, message: params.message };
         self.tell(&flight.asker, Some(flight.call_id), note).await;
+    }
+
+    /// A task's status, from any session: the bridge finds the client
+    /// whose call created the task by its id.
+    async fn on_task_status(&self, params: TaskStatusNotificationParams, _context: NotificationContext<RoleClient>) {
+        let Ok(task) = serde_json::to_value(&params.task) else { return };
+        self.upward.task_status(self.server, task).await;
     }
 
     async fn on_logging_message(

@@ -14,6 +14,11 @@
 //! with the same words, so a foreign id cannot be told from an unknown one.
 //! An id is forgotten after twice the task's `ttlMs` (or a day when the
 //! server set none), and the oldest go first past [`MAX_TASKS`].
+//!
+//! A server's status notification of a task (`notifications/tasks`, heard
+//! on any of its sessions) goes to the frontend session object whose call
+//! created the task, and to no other; one of a task this bridge did not
+//! hand out (a cell's, or unknown) is dropped.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -34,6 +39,9 @@ struct Owner {
     server: String,
     /// The identity whose call created it (`None`: no authentication).
     identity: Option<String>,
+    /// The frontend session object whose call created it (its status
+    /// notes go there).
+    asker: String,
     /// Forgotten after this.
     until: Instant,
     /// When it was noted (the oldest go first when full).
@@ -48,8 +56,8 @@ pub(crate) struct WrappedTasks {
 
 impl WrappedTasks {
     /// Note the task a server's result created, if it is one: its id
-    /// bound to `server` and `identity`.
-    pub(crate) fn created(&self, server: &str, identity: Option<&str>, result: &Value) {
+    /// bound to `server` and `identity`, its notes for `asker`.
+    pub(crate) fn created(&self, server: &str, identity: Option<&str>, asker: &str, result: &Value) {
         if result.get("resultType").and_then(Value::as_str) != Some("task") {
             return;
         }
@@ -59,8 +67,13 @@ impl WrappedTasks {
             None => NO_TTL_KEEP,
         };
         let now = Instant::now();
-        let owner =
-            Owner { server: server.to_string(), identity: identity.map(str::to_string), until: now + keep, noted: now };
+        let owner = Owner {
+            server: server.to_string(),
+            identity: identity.map(str::to_string),
+            asker: asker.to_string(),
+            until: now + keep,
+            noted: now,
+        };
         let mut owners = self.owners.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         owners.retain(|_, o| o.until > now);
         while owners.len() >= MAX_TASKS {
@@ -83,7 +96,29 @@ impl WrappedTasks {
     }
 }
 
+impl WrappedTasks {
+    /// The frontend session object whose call created task `id` at
+    /// `server`, if this bridge handed it out.
+    pub(crate) fn asker_of(&self, id: &str, server: &str) -> Option<String> {
+        let owners = self.owners.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let owner = owners.get(id).filter(|o| o.until > Instant::now() && o.server == server)?;
+        Some(owner.asker.clone())
+    }
+}
+
 impl crate::Bridge {
+    /// Pass server `server`'s status note of a task to the client whose
+    /// call created it (dropped when no client's call did).
+    pub(crate) async fn relay_task_status(&self, server: usize, task: Value) {
+        let name = self.server_name(server);
+        let Some(id) = task.get("taskId").and_then(Value::as_str) else { return };
+        let Some(asker) = self.inner.wrapped_tasks.asker_of(id, &name) else {
+            tracing::debug!(task = %id, server = %name, "a status note of no client's task: dropped");
+            return;
+        };
+        self.tell_client(&asker, None, server, code_mode_proto::Note::TaskStatus { task }).await;
+    }
+
     /// The index of the server holding task `id` in `current`, when
     /// `identity` created it and that server is still wrapped.
     pub(crate) fn task_server(
@@ -112,13 +147,15 @@ mod tests {
     fn a_task_id_answers_only_the_identity_that_created_it_and_a_foreign_one_reads_as_unknown() {
         let tasks = WrappedTasks::default();
         let created = serde_json::json!({"resultType": "task", "taskId": "t-1", "status": "working", "ttlMs": 60000});
-        tasks.created("jobs", Some("alice"), &created);
+        tasks.created("jobs", Some("alice"), "session-a", &created);
         assert_eq!(tasks.server_of("t-1", Some("alice")).as_deref(), Some("jobs"));
         assert_eq!(tasks.server_of("t-1", Some("mallory")), None);
         assert_eq!(tasks.server_of("t-1", None), None, "no identity is not alice");
         assert_eq!(tasks.server_of("t-2", Some("alice")), None);
+        assert_eq!(tasks.asker_of("t-1", "jobs").as_deref(), Some("session-a"), "its notes go to its creator");
+        assert_eq!(tasks.asker_of("t-1", "other"), None, "another server's task of that id is no one's");
         let complete = serde_json::json!({"resultType": "complete", "content": []});
-        tasks.created("jobs", Some("alice"), &complete);
+        tasks.created("jobs", Some("alice"), "session-a", &complete);
         assert_eq!(tasks.owners.lock().unwrap().len(), 1, "only a task result is noted");
     }
 }

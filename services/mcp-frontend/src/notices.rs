@@ -280,6 +280,22 @@ impl Notifier {
         }
     }
 
+    /// Tell the client a wrapped server's status note of a task its call
+    /// created (`notifications/tasks`).
+    pub async fn tell_task_status(&self, task: &serde_json::Value) {
+        let Some(peer) = self.client() else { return };
+        let note = serde_json::json!({"method": "notifications/tasks", "params": task});
+        let Ok(note) = serde_json::from_value::<rmcp::model::ServerNotification>(note) else {
+            tracing::debug!("a task's status note is not one: dropped");
+            return;
+        };
+        match tokio::time::timeout(SEND_TIMEOUT, peer.send_notification(note)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::debug!(error = %e, "a task's status note could not be passed on"),
+            Err(_) => tracing::debug!("a task's status note was not taken in time"),
+        }
+    }
+
     /// The client to tell, when it asked for `notice`'s level or a lower one.
     fn wants(&self, notice: &Notice) -> Option<Peer<RoleServer>> {
         let chosen = (*self.level.borrow())?;

@@ -16,6 +16,9 @@
 //!   input-required result, then answers the retried call with a task whose
 //!   result greets that name.
 //!
+//! Each task's status changes are sent to the client that called
+//! (`notifications/tasks`), as rmcp's manager reports them.
+//!
 //! One [`TaskManager`] serves every session (clones share it), so a
 //! stateless client's `tasks/get` finds a task another request created.
 
@@ -26,7 +29,8 @@ use rmcp::{
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities, ContentBlock,
         CreateTaskResult, GetTaskParams, GetTaskResult, Implementation, InputRequest, InputRequiredResult, JsonObject,
-        ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
+        ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, ServerNotification,
+        TaskStatusNotification, TaskStatusNotificationParams, Tool, UpdateTaskParams,
     },
     service::RequestContext,
     task_manager::{TaskContext, TaskExit, TaskFuture, TaskManager, TaskOptions},
@@ -61,13 +65,37 @@ impl TaskFixtures {
         }
     }
 
-    /// Run `work` as a task and answer with its handle.
-    fn spawn<F>(&self, work: F) -> CallToolResponse
+    /// Run `work` as a task and answer with its handle; each change of the
+    /// task's status is told the client (`notifications/tasks`), as seen
+    /// every [`POLL_MS`] / 2.
+    fn spawn<F>(&self, context: &RequestContext<RoleServer>, work: F) -> CallToolResponse
     where
         F: FnOnce(TaskContext) -> TaskFuture,
     {
         let options = TaskOptions::new().with_poll_interval_ms(POLL_MS);
-        CallToolResponse::Task(CreateTaskResult::new(self.tasks.spawn(options, work)))
+        let created = self.tasks.spawn(options, work);
+        let (tasks, peer, id) = (self.tasks.clone(), context.peer.clone(), created.task_id.clone());
+        tokio::spawn(async move {
+            let mut told = None;
+            // At most ten minutes of watching.
+            for _ in 0..(600_000 / (POLL_MS / 2)) {
+                let Ok(now) = tasks.get_task(&id) else { return };
+                let status = now.status();
+                if told != Some(status) {
+                    told = Some(status);
+                    let note = ServerNotification::TaskStatusNotification(TaskStatusNotification::new(
+                        TaskStatusNotificationParams::new(now),
+                    ));
+                    // A client gone or unable to hear notes: it polls.
+                    let _ = peer.send_notification(note).await;
+                }
+                if status.is_terminal() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(POLL_MS / 2)).await;
+            }
+        });
+        CallToolResponse::Task(CreateTaskResult::new(created))
     }
 }
 
@@ -170,7 +198,7 @@ impl ServerHandler for TaskFixtures {
                     tokio::time::sleep(duration).await;
                     return Ok(text(answer).into());
                 }
-                Ok(self.spawn(move |task| {
+                Ok(self.spawn(&context, move |task| {
                     Box::pin(async move {
                         tokio::select! {
                             () = task.cancelled() => Err(TaskExit::Cancelled),
@@ -183,7 +211,7 @@ impl ServerHandler for TaskFixtures {
                 if !speaks_tasks {
                     return Err(needs_tasks());
                 }
-                Ok(self.spawn(|task| {
+                Ok(self.spawn(&context, |task| {
                     Box::pin(async move {
                         tokio::select! {
                             () = task.cancelled() => Err(TaskExit::Cancelled),
@@ -199,7 +227,7 @@ impl ServerHandler for TaskFixtures {
                 if !speaks_tasks {
                     return Err(failure);
                 }
-                Ok(self.spawn(|_| Box::pin(async move { Err(TaskExit::Error(failure)) })))
+                Ok(self.spawn(&context, |_| Box::pin(async move { Err(TaskExit::Error(failure)) })))
             }
             "confirm_delete" => {
                 if !speaks_tasks {
@@ -207,7 +235,7 @@ impl ServerHandler for TaskFixtures {
                 }
                 let filename = args.get("filename").and_then(Value::as_str).unwrap_or("the file").to_string();
                 let question = elicitation(&format!("Delete {filename}?"), json!({"confirm": {"type": "boolean"}}))?;
-                Ok(self.spawn(move |task| {
+                Ok(self.spawn(&context, move |task| {
                     Box::pin(async move {
                         let answer = task.request_input("confirm", question).await?;
                         let confirmed = answer["action"] == "accept" && answer["content"]["confirm"] == true;
@@ -224,7 +252,7 @@ impl ServerHandler for TaskFixtures {
                 }
                 let first = elicitation("Your name?", json!({"name": {"type": "string"}}))?;
                 let second = elicitation("Go ahead?", json!({"confirm": {"type": "boolean"}}))?;
-                Ok(self.spawn(move |task| {
+                Ok(self.spawn(&context, move |task| {
                     Box::pin(async move {
                         let (name, confirm) =
                             tokio::join!(task.request_input("name", first), task.request_input("confirm", second));
@@ -247,7 +275,7 @@ impl ServerHandler for TaskFixtures {
                 };
                 let answers = serde_json::to_value(answers).unwrap_or_default();
                 let user = answered(&answers["user_name"], "name");
-                Ok(self.spawn(move |_| Box::pin(async move { Ok(text(format!("Hello, {user}!"))) })))
+                Ok(self.spawn(&context, move |_| Box::pin(async move { Ok(text(format!("Hello, {user}!"))) })))
             }
             other => Err(McpError::invalid_params(format!("unknown tool: {other}"), None)),
         }

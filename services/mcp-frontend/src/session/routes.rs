@@ -157,6 +157,7 @@ pub(super) async fn relay(
                     notifier.tell_server_log(&note.server, level, logger.as_deref(), data.clone()).await;
                 }
                 Note::ResourceUpdated { uri } => notifier.tell_resource_updated(uri).await,
+                Note::TaskStatus { task } => notifier.tell_task_status(task).await,
             }
             FromClient::Noted
         }
