@@ -406,3 +406,31 @@ async fn a_wrapped_servers_task_status_notes_reach_the_client_that_created_the_t
     as_alice.cancel().await.ok();
     as_bob.cancel().await.ok();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cells_wait_on_a_wrapped_task_ends_at_the_call_timeout_and_cancels_the_task() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let calls = log_path("cell-task-timeout-server");
+    let server_args = ["--tasks", "--log", calls.to_str().unwrap()];
+    let (client, _pid, _guards) = support::start(Deployment::AllInOne, &["--call-timeout", "2"], &server_args).await;
+    let code = "\
+try:
+    await slow_compute({'seconds': 60, 'label': 'too long'})
+except ToolError as e:
+    print('refused:', e)
+";
+    let started = std::time::Instant::now();
+    let result = crate::http::run_python(&client, code).await;
+    let stdout = support::stdout_of(&result);
+    assert!(stdout.contains("refused:") && stdout.contains("no answer within 2 s"), "{stdout}");
+    assert!(started.elapsed() < Duration::from_secs(30), "the wait ended at the call timeout");
+    assert!(
+        support::server_logged(&calls, "tasks/cancel", Duration::from_secs(5)).await,
+        "the server heard its task cancelled: {:?}",
+        std::fs::read_to_string(&calls)
+    );
+    client.cancel().await.ok();
+    let _ = std::fs::remove_file(calls);
+}
