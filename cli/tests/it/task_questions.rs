@@ -220,14 +220,14 @@ async fn a_wrapped_servers_elicitation_inside_a_task_cell_is_answered_through_ta
     let alice = token_new("alice");
     let tokens = TokenFile::of(&[&alice]);
     let (_serve, url) = serve(&["--auth-tokens", tokens.arg()], &["--resources"]).await;
-    for (reply, said) in [
-        (
-            json!({"action": "accept", "content": {"name": "Ann"}}),
-            "the person answered accept with {\"name\":\"Ann\"}\n",
-        ),
-        (json!({"action": "decline"}), "the person answered decline with none\n"),
+    let accept = json!({"action": "accept", "content": {"name": "Ann"}});
+    let accepted = "the person answered accept with {\"name\":\"Ann\"}\n";
+    for (lifecycle, reply, said) in [
+        (crate::http::LEGACY(), accept.clone(), accepted),
+        (stateless(), accept, accepted),
+        (crate::http::LEGACY(), json!({"action": "decline"}), "the person answered decline with none\n"),
     ] {
-        let (client, handler) = connect(&url, &alice, crate::http::LEGACY()).await;
+        let (client, handler) = connect(&url, &alice, lifecycle).await;
         let id = start(&client, ASKS_A_PERSON).await;
         let asked = input_required(&client, &id, Duration::from_secs(60)).await;
         assert_eq!(asked.len(), 1, "{asked:?}");
