@@ -208,6 +208,43 @@ async fn a_task_cells_approval_is_an_input_request_answered_by_tasks_update_acce
     let _ = std::fs::remove_file(&calls);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_question_nobody_answers_lapses_at_the_approval_timeout_the_call_refused_and_the_task_working_again() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let policy = policy_file("task-approval-lapse", ECHO_APPROVED_BY_CLIENT);
+    let alice = token_new("alice");
+    let tokens = TokenFile::of(&[&alice]);
+    let args = ["--auth-tokens", tokens.arg(), "--policy", policy.to_str().unwrap(), "--approval-timeout", "3"];
+    let (_serve, url) = serve(&args, &[]).await;
+    let (client, _) = connect(&url, &alice, stateless()).await;
+    let code = format!("{ECHO_ONCE}import time\ntime.sleep(3)\nprint('after')");
+    let id = start(&client, &code).await;
+    let asked = input_required(&client, &id, Duration::from_secs(60)).await;
+    let (key, _) = &asked[0];
+    // Unanswered, the question lapses: the task is working again with no
+    // input request, then completes with the call refused.
+    let started = Instant::now();
+    loop {
+        let now = get(&client, &id).await.unwrap();
+        if now.task.status() == TaskStatus::Working {
+            break;
+        }
+        assert_eq!(now.task.status(), TaskStatus::InputRequired, "{now:?}");
+        assert!(started.elapsed() < Duration::from_secs(15), "the question did not lapse: {now:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // A late answer is ignored.
+    answer(&client, &id, key, json!({"action": "accept", "content": {}})).await.unwrap();
+    let (done, _) = settled(&client, &id, Duration::from_secs(60)).await;
+    let stdout = report_of(&done)["stdout"].as_str().unwrap_or_default().to_string();
+    assert!(stdout.starts_with("refused: ") && stdout.contains("no answer within 3 s"), "{stdout}");
+    assert!(stdout.ends_with("after\n"), "the cell went on: {stdout}");
+    client.cancel().await.ok();
+    let _ = std::fs::remove_file(&policy);
+}
+
 const ASKS_A_PERSON: &str = "\
 print(await ask_person({'question': 'Your name?'}))
 ";
