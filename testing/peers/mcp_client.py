@@ -26,6 +26,7 @@ for a token with client_credentials, and sends it.
 
 STEPS is a JSON list, run in order in one client session:
     {"op": "list_tools"}
+    {"op": "capabilities"}  the capabilities the server declared to this client
     {"op": "call", "tool": NAME, "arguments": {...}}
         with "session_from_last": true, the `session` value of the last
         call's structured content is added to the arguments (a stateless
@@ -313,6 +314,8 @@ async def main(argv):
                     if step.get("progress"):
                         results.append(result)
                         return {"op": op, "result": as_json(result), "progress": progress}
+                elif op == "capabilities":
+                    result = client.server_capabilities
                 elif op == "set_level":
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")  # the capability is deprecated from 2026-07-28 on

@@ -21,6 +21,8 @@ driver plays those rounds itself by sending the same requests to the client.
 
 Run:  python server.py --port 8931      (streamable HTTP at http://127.0.0.1:8931/mcp)
       python server.py --stdio          (stdio; stdout is the MCP channel)
+      --discover-as-reference           answer server/discover as the suite's
+                                        reference server does (see below)
 Logs go to stderr only.
 """
 
@@ -1008,7 +1010,7 @@ def completed(handler):
     return wrapped
 
 
-def build_server() -> tuple[PeerServer, Peer]:
+def build_server(discover_as_reference: bool = False) -> tuple[PeerServer, Peer]:
     peer = Peer()
     public = CacheHint(ttl_ms=60_000, scope="public")
     server = PeerServer(
@@ -1039,7 +1041,27 @@ def build_server() -> tuple[PeerServer, Peer]:
     )
     # Seal and verify requestState (SEP-2322) under a key of this process.
     server.middleware.append(RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=SERVER_NAME))
+    if discover_as_reference:
+        server.add_request_handler("server/discover", types.RequestParams, discover_without_session_features(server))
     return server, peer
+
+
+def discover_without_session_features(server: PeerServer):
+    """A `server/discover` handler that answers as the conformance suite's
+    reference server (everything-server.ts) does: `resources` without
+    `subscribe`, and neither `logging` nor `completions`, which that server
+    offers on its initialize handshake (2025-11-25) alone. The handshake
+    still offers them all, and every request is still served on both paths:
+    only what the 2026-07-28 path declares differs."""
+
+    async def discover(ctx: ServerRequestContext[Any, Any], params: types.RequestParams) -> types.DiscoverResult:
+        caps = server.get_capabilities(protocol_version=ctx.protocol_version)
+        caps = caps.model_copy(update={"resources": types.ResourcesCapability(), "logging": None, "completions": None})
+        return types.DiscoverResult(
+            supported_versions=list(MODERN_PROTOCOL_VERSIONS), capabilities=caps, instructions=server.instructions
+        )
+
+    return discover
 
 
 # ---------------------------------------------------------------------------
@@ -1090,10 +1112,10 @@ class LocalOnly:
         await self.app(scope, receive, send)
 
 
-def serve_http(port: int, host: str, extra_hosts: set[str]) -> None:
+def serve_http(port: int, host: str, extra_hosts: set[str], discover_as_reference: bool) -> None:
     import uvicorn
 
-    server, _ = build_server()
+    server, _ = build_server(discover_as_reference)
     app = server.streamable_http_app(
         streamable_http_path="/mcp",
         event_store=MemoryEventStore(),  # resumable streams (SEP-1699)
@@ -1106,10 +1128,10 @@ def serve_http(port: int, host: str, extra_hosts: set[str]) -> None:
     uvicorn.run(LocalOnly(app, extra_hosts), host=host, port=port, log_level="warning", access_log=False)
 
 
-def serve_stdio() -> None:
+def serve_stdio(discover_as_reference: bool) -> None:
     from mcp.server.stdio import stdio_server
 
-    server, _ = build_server()
+    server, _ = build_server(discover_as_reference)
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):
@@ -1128,12 +1150,17 @@ def main(argv: list[str] | None = None) -> None:
         "--allow-host", action="append", default=[], help="another Host/Origin name to accept (repeatable)"
     )
     parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
+    parser.add_argument(
+        "--discover-as-reference",
+        action="store_true",
+        help="server/discover declares resources without subscribe, and no logging or completions (the handshake declares them)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if args.stdio:
-        serve_stdio()
+        serve_stdio(args.discover_as_reference)
     else:
-        serve_http(args.port, args.host, set(args.allow_host))
+        serve_http(args.port, args.host, set(args.allow_host), args.discover_as_reference)
 
 
 if __name__ == "__main__":
