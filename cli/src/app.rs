@@ -35,7 +35,7 @@ use crate::parts::{
     Direct, bridge_parts, check_image_choice, direct_config, frontend_config, frontend_service_config, http_options,
     keep_config, runner_parts, wrapped_servers,
 };
-use crate::stack::{Buses, Stack, StackParts, session_state, start_bridge, start_runner};
+use crate::stack::{Buses, RunnerParts, Stack, StackParts, session_state, start_bridge, start_runner};
 
 /// Run a parsed command.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -90,15 +90,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Frontend(args) => {
             let _metrics = start_metrics(&args.service.metrics, "frontend", &root).await?;
             let transport = nats_transport(&args.service.nats, "code-mode-frontend").await?;
-            let tasks = crate::task_args::task_store(&transport, replicas(&args.service.nats)).await;
+            let copies = replicas(&args.service.nats);
+            let (tasks, reports) = tokio::join!(
+                crate::task_args::task_store(&transport, copies),
+                crate::task_args::cell_reports(&transport, copies, "frontend"),
+            );
             let bus = Bus::new(transport);
             let config = frontend_service_config(&args);
             if let Some(options) = http_options(&args.clients.http)? {
                 code_mode_mcp_frontend::http::preflight(&options).await?;
-                let factory = FrontendFactory::connect_with_tasks(bus, config, tasks).await?;
+                let factory = FrontendFactory::connect_with_tasks(bus, config, tasks, reports).await?;
                 return serve_http(factory, &options, &root).await;
             }
-            let frontend = FrontendFactory::connect_with_tasks(bus, config, tasks).await?.session();
+            let frontend = FrontendFactory::connect_with_tasks(bus, config, tasks, reports).await?.session();
             frontend.listen_for_approvals().await?;
             let served = frontend.serve_stdio(root.clone()).await;
             root.cancel();
@@ -141,7 +145,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let audit =
                 crate::audit::open_sink(&args.audit, "sandbox-runner", Some(transport.client()), replicas(nats))
                     .await?;
-            let parts = runner_parts(&args.runner, args.capacity, audit.clone());
+            let reports = crate::task_args::cell_reports(&transport, replicas(nats), "sandbox-runner").await;
+            let parts = RunnerParts { reports, ..runner_parts(&args.runner, args.capacity, audit.clone()) };
             let running = start_runner(parts, &Bus::new(transport), &root).await?;
             tracing::info!(capacity = args.capacity, "sandbox-runner serving over NATS");
             root.cancelled().await;

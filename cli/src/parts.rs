@@ -86,6 +86,7 @@ pub fn runner_parts(args: &RunnerArgs, capacity: usize, audit: Option<AuditSink>
         audit,
         progress: |line| eprintln!("code-mode: {line}"),
         files: None,
+        reports: None,
     }
 }
 

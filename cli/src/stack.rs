@@ -186,6 +186,8 @@ pub struct RunnerParts {
     pub progress: fn(&str),
     /// Where cells' files out are kept (shared with the frontend).
     pub files: Option<code_mode_core::files::FileStore>,
+    /// Where task cells' reports are kept for any frontend (over NATS).
+    pub reports: Option<code_mode_core::reports::CellReports>,
 }
 
 impl Default for RunnerParts {
@@ -203,6 +205,7 @@ impl Default for RunnerParts {
             audit: None,
             progress: |line| tracing::info!("{line}"),
             files: None,
+            reports: None,
         }
     }
 }
@@ -239,6 +242,7 @@ pub async fn start_runner(parts: RunnerParts, bus: &Bus, cancel: &CancellationTo
         warm_window: parts.warm_window,
         audit: parts.audit,
         files: parts.files,
+        reports: parts.reports,
     };
     let runner = SandboxRunner::new(docker, config, bus.clone()).await?;
     let task = runner.serve(cancel.clone()).await?;

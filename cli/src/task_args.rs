@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::Args;
 
 use code_mode_core::nats::NatsTransport;
+use code_mode_core::reports::CellReports;
 use code_mode_core::state::{JetStreamConfig, SessionStore};
 
 use crate::ranges;
@@ -55,6 +56,27 @@ pub async fn task_store(transport: &NatsTransport, replicas: usize) -> SessionSt
                  the bucket codemode_tasks (deploy/nats-server.conf)"
             );
             SessionStore::in_memory()
+        }
+    }
+}
+
+/// Where task cells' final reports are kept over NATS (the JetStream bucket
+/// `codemode_cell_reports`, created with `replicas` when missing): a
+/// runner writes a task cell's report there before replying, and a
+/// frontend replica settles from it a task whose driving frontend is gone.
+/// `None`, saying so, for a NATS user without the bucket (an older
+/// `nats-server.conf`): a task then fails when its frontend dies.
+pub async fn cell_reports(transport: &NatsTransport, replicas: usize, service: &str) -> Option<CellReports> {
+    match CellReports::over_nats(transport, replicas).await {
+        Ok(reports) => Some(reports),
+        Err(e) => {
+            tracing::warn!(
+                error = %e,
+                "the cell reports' JetStream bucket cannot be opened: a run_python task whose frontend dies while \
+                 its cell runs loses its result; grant the {service} NATS user the bucket codemode_cell_reports \
+                 (deploy/nats-server.conf)"
+            );
+            None
         }
     }
 }

@@ -73,6 +73,12 @@ pub struct RunCell {
     /// copies it into each [`ToolCall`] of the cell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<ClientLink>,
+    /// Keep the cell's final [`CellRan`] where any frontend can read it
+    /// (the cell reports' key-value bucket, under the cell id) before
+    /// replying: a task's cell, whose result must reach the task even when
+    /// the frontend that sent it is gone by then. Absent: the reply only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_report: bool,
 }
 
 /// Where a kept session's cell runs, and how long its container lives.

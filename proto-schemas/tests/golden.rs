@@ -124,9 +124,11 @@ fn a_fresh_cell_carries_no_keep_field_and_a_kept_request_is_tagged_by_its_operat
         limits,
         keep: None,
         link: None,
+        keep_report: false,
     };
     assert!(serde_json::to_value(&cell).unwrap().get("keep").is_none(), "a fresh cell's message is as before");
     assert!(serde_json::to_value(&cell).unwrap().get("link").is_none(), "a cell without a link is as before");
+    assert!(serde_json::to_value(&cell).unwrap().get("keep_report").is_none(), "a cell not a task's is as before");
     let kept = RunCell { keep: Some(Keep { key: Some("k".into()), idle_ms: 5, max_ms: 9, most: None }), ..cell };
     let json = serde_json::to_value(KeptRequest::Run(kept.clone())).unwrap();
     assert_eq!(json["run"]["keep"], serde_json::json!({"key": "k", "idle_ms": 5, "max_ms": 9}));

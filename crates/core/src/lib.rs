@@ -9,6 +9,7 @@ pub mod error;
 pub mod files;
 pub mod lease;
 pub mod nats;
+pub mod reports;
 pub mod shutdown;
 pub mod state;
 pub mod sync;

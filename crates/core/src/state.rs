@@ -109,11 +109,14 @@ pub struct JetStreamConfig {
     pub replicas: usize,
     /// The bound on each call to JetStream.
     pub timeout: Duration,
+    /// How long an entry is kept after it was written when the bucket is
+    /// created (zero: until deleted).
+    pub max_age: Duration,
 }
 
 impl Default for JetStreamConfig {
     fn default() -> Self {
-        Self { bucket: DEFAULT_BUCKET.to_string(), replicas: 1, timeout: DEFAULT_TIMEOUT }
+        Self { bucket: DEFAULT_BUCKET.to_string(), replicas: 1, timeout: DEFAULT_TIMEOUT, max_age: Duration::ZERO }
     }
 }
 
@@ -176,6 +179,7 @@ impl SessionStore {
                         max_value_size: MAX_VALUE_BYTES as i32,
                         storage: jetstream::stream::StorageType::File,
                         num_replicas: config.replicas,
+                        max_age: config.max_age,
                         ..Default::default()
                     };
                     match context.create_key_value(create).await {

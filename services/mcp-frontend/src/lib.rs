@@ -204,6 +204,9 @@ pub struct CellOptions {
     /// This cell's deadline instead of `--deadline` (a task's cell runs
     /// up to `--task-deadline`).
     pub deadline: Option<Duration>,
+    /// The runner keeps the cell's report for any frontend too (a task's
+    /// cell, when the services run apart: [`code_mode_proto::RunCell::keep_report`]).
+    pub keep_report: bool,
 }
 
 /// How long to wait for the bridge's catalog at start, by default.
@@ -320,16 +323,19 @@ impl FrontendFactory {
     /// for one to answer: services may start in any order), and start the
     /// catalog watcher.
     pub async fn connect(bus: Bus, config: FrontendConfig) -> Result<Self, FrontendError> {
-        Self::connect_with_tasks(bus, config, code_mode_core::state::SessionStore::in_memory()).await
+        Self::connect_with_tasks(bus, config, code_mode_core::state::SessionStore::in_memory(), None).await
     }
 
     /// [`FrontendFactory::connect`] keeping the `run_python` tasks in
     /// `tasks` (the JetStream bucket [`TASKS_BUCKET`] when the services run
-    /// apart, so every frontend replica answers for every task).
+    /// apart, so every frontend replica answers for every task), and
+    /// reading their cells' reports, once kept by the runners, from
+    /// `reports` (so a replica settles a task whose driving frontend died).
     pub async fn connect_with_tasks(
         bus: Bus,
         config: FrontendConfig,
         tasks: code_mode_core::state::SessionStore,
+        reports: Option<code_mode_core::reports::CellReports>,
     ) -> Result<Self, FrontendError> {
         let request =
             CatalogRequest { session: uuid::Uuid::new_v4().to_string(), known: None, direct: config.expose.direct() };
@@ -356,7 +362,8 @@ impl FrontendFactory {
             stateless_slots: StatelessSlots::new(config.max_cells_per_session),
             activity: Default::default(),
             console_base: Default::default(),
-            tasks: tasks::TaskBook::new(tasks, config.task_deadline, config.task_ttl),
+            tasks: tasks::TaskBook::new(tasks, config.task_deadline, config.task_ttl)
+                .following(reports.map(|reports| tasks::Follow { reports, bus: bus.clone() })),
             slots: Semaphore::new(config.max_concurrent_cells.max(1)),
             bus,
             config,

@@ -100,6 +100,7 @@ impl Cells {
             },
             keep: None,
             link: None,
+            keep_report: false,
         };
         let ran: CellRan = self
             .runtime

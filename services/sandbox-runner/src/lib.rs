@@ -45,6 +45,7 @@ pub mod pool;
 pub mod posture;
 pub mod protocol;
 pub mod remover;
+mod reports;
 pub mod wire;
 
 // The cargo-fuzz targets' entry points: only with the `fuzzing` feature
@@ -61,6 +62,7 @@ use code_mode_audit::record::{self, Body, CellOutcome};
 use code_mode_audit::{AuditSink, Durability};
 use code_mode_core::bus::{Bus, BusError};
 use code_mode_core::lease::Progress;
+use code_mode_core::reports::CellReports;
 use code_mode_proto::{
     CancelCell, CellCancelled, CellEnded, CellRan, CellReport, KeptReply, KeptRequest, RunCell, RunnerStatus,
     StatusNoted, queue_groups, subjects,
@@ -121,6 +123,12 @@ pub struct RunnerConfig {
     /// client (shared with the frontend in one process); `None`: they are
     /// not handed out, and the report says so (issue 42).
     pub files: Option<code_mode_core::files::FileStore>,
+    /// Where the final report of a cell that asks for it
+    /// ([`RunCell::keep_report`]: a task's cell) is kept for any frontend
+    /// to read, before the reply goes (over NATS: the bucket
+    /// [`code_mode_core::reports::REPORTS_BUCKET`]); `None` (`serve`, one
+    /// process): the reply only.
+    pub reports: Option<CellReports>,
 }
 
 /// How often a serving runner removes the containers of dead owners on its
@@ -152,6 +160,7 @@ impl Default for RunnerConfig {
             warm_window: pool::DEFAULT_WINDOW,
             audit: None,
             files: None,
+            reports: None,
         }
     }
 }
@@ -300,6 +309,11 @@ impl SandboxRunner {
                 .map_err(SandboxError::Lease)?;
         let _cancels = self.serve_cancel(cell, stops).await;
         let ran = cell::traced(cell, run).await;
+        // Kept before the lease says the cell ended: a frontend that finds
+        // the lease ended (or gone) and no report knows none will come.
+        if let (true, Some(reports), Ok(ran)) = (cell.keep_report, &self.inner.config.reports, &ran) {
+            reports::keep(reports, &cell.cell_id, ran, stops.shutdown).await;
+        }
         if let Some(lease) = lease {
             let how = match &ran {
                 Ok(ran) if ran.report.stopped => CellEnded::Stopped,

@@ -124,6 +124,7 @@ fn cell_message(shared: &Shared, at: &At, identity: Option<&Identity>, order: &C
         },
         keep: None,
         link: order.link.clone(),
+        keep_report: order.options.keep_report,
     }
 }
 

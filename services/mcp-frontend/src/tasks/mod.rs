@@ -13,14 +13,19 @@
 //! for `--task-ttl` after it finished, then gone.
 //!
 //! This module owns the book of tasks (the records, and the stops of the
-//! cells this process runs); [`run`] drives one task's cell to its record.
+//! cells this process runs); [`run`] drives one task's cell to its record;
+//! [`adopt`] settles a task whose driving frontend went silent, from the
+//! report its runner kept, or follows its cell until there is one.
 
+pub(crate) mod adopt;
 pub(crate) mod asking;
 pub(crate) mod idempotency;
 pub(crate) mod run;
 
+pub(crate) use adopt::Follow;
+
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use code_mode_core::state::{SessionStore, StateError};
@@ -82,12 +87,16 @@ pub(crate) struct Record {
     /// The client's answers (`tasks/update`) to the task's input requests,
     /// not yet taken by the process driving it.
     pub answers: InputResponses,
+    /// Its result hands back a kept container's handle (a stateless
+    /// client's `--keep-variables` cell).
+    pub handle: bool,
 }
 
 impl Record {
     fn to_value(&self) -> Value {
         json!({"task": self.task, "cell": self.cell, "created_ms": self.created_ms, "expires_ms": self.expires_ms,
-               "cancel_requested": self.cancel_requested, "updated_ms": self.updated_ms, "answers": self.answers})
+               "cancel_requested": self.cancel_requested, "updated_ms": self.updated_ms, "answers": self.answers,
+               "handle": self.handle})
     }
 
     fn from_value(value: Value) -> Result<Self, StateError> {
@@ -99,7 +108,8 @@ impl Record {
         let cancel_requested = value.get("cancel_requested").and_then(Value::as_bool).unwrap_or_default();
         let updated_ms = value.get("updated_ms").and_then(Value::as_u64).unwrap_or(created_ms);
         let answers = value.get("answers").cloned().and_then(|a| serde_json::from_value(a).ok()).unwrap_or_default();
-        Ok(Self { task, cell, created_ms, expires_ms, cancel_requested, updated_ms, answers })
+        let handle = value.get("handle").and_then(Value::as_bool).unwrap_or_default();
+        Ok(Self { task, cell, created_ms, expires_ms, cancel_requested, updated_ms, answers, handle })
     }
 }
 
@@ -125,12 +135,16 @@ impl From<TaskError> for McpError {
 }
 
 /// The tasks of one frontend process: where records are kept, and the
-/// stops of the cells this process drives.
-#[derive(Debug)]
+/// stops of the cells this process drives. Cheap to clone (a task this
+/// process adopts is followed by a tokio task of its own).
+#[derive(Debug, Clone)]
 pub(crate) struct TaskBook {
     store: SessionStore,
     /// The cells of tasks this process drives, by task id.
-    stops: Mutex<HashMap<String, CancellationToken>>,
+    stops: Arc<Mutex<HashMap<String, CancellationToken>>>,
+    /// Where the runners keep task cells' reports, and the bus to ask
+    /// after a cell's lease (the services apart); `None` in one process.
+    follow: Option<Follow>,
     /// How long a task's cell may run.
     pub deadline: Duration,
     /// How long a finished task is kept.
@@ -139,12 +153,29 @@ pub(crate) struct TaskBook {
 
 impl TaskBook {
     pub(crate) fn new(store: SessionStore, deadline: Duration, ttl: Duration) -> Self {
-        Self { store, stops: Mutex::default(), deadline: deadline.min(MAX_TASK_DEADLINE), ttl }
+        Self { store, stops: Arc::default(), follow: None, deadline: deadline.min(MAX_TASK_DEADLINE), ttl }
+    }
+
+    /// This book, settling tasks whose driver is gone from the reports
+    /// `follow` reads (`None`: such a task fails, its result lost).
+    pub(crate) fn following(self, follow: Option<Follow>) -> Self {
+        Self { follow, ..self }
+    }
+
+    /// Whether the runners keep task cells' reports for this book.
+    pub(crate) fn keeps_reports(&self) -> bool {
+        self.follow.is_some()
     }
 
     /// A new working task of `cell`, written to the store before its
     /// handle is returned (so `tasks/get` of it answers at once).
-    pub(crate) async fn create(&self, scope: &str, cell: &str, stop: CancellationToken) -> Result<Task, TaskError> {
+    pub(crate) async fn create(
+        &self,
+        scope: &str,
+        cell: &str,
+        handle: bool,
+        stop: CancellationToken,
+    ) -> Result<Task, TaskError> {
         let id = uuid::Uuid::new_v4().to_string();
         let now = rmcp::task_manager::current_timestamp();
         let ttl = (self.deadline + self.ttl).as_millis() as u64;
@@ -160,6 +191,7 @@ impl TaskBook {
             cancel_requested: false,
             updated_ms: now_ms(),
             answers: InputResponses::new(),
+            handle,
         };
         self.store.create(scope, &record_name(&id), &record.to_value()).await?;
         code_mode_core::sync::lock(&self.stops).insert(id, stop);
@@ -173,23 +205,19 @@ impl TaskBook {
             return Err(not_found());
         }
         let entry = self.store.get(scope, &record_name(id)).await?.ok_or_else(not_found)?;
+        let revision = entry.revision;
         let record = Record::from_value(entry.value)?;
         if record.expires_ms.is_some_and(|at| at <= now_ms()) {
             let _ = self.store.delete(scope, &record_name(id)).await;
             return Err(not_found());
         }
         // The process driving a running task writes it every few seconds;
-        // one silent for STALE is gone (killed with its frontend), and so
-        // is the cell's result: the task fails, saying so.
+        // one silent for STALE is gone (killed with its frontend): this
+        // process settles it from its cell's kept report, or follows the
+        // cell, or fails it saying why ([`adopt`]).
         let silent = now_ms().saturating_sub(record.updated_ms);
         if !record.task.status().is_terminal() && silent > STALE.as_millis() as u64 {
-            let message = format!(
-                "the frontend driving this task stopped writing it {} s ago (stopped or killed): the cell's result \
-                 is lost; calls it made may have happened",
-                silent / 1000
-            );
-            let error = error_object(-32603, &format!("run_python: {message}"));
-            return self.finish(scope, id, TaskPayload::Failed { error }, format!("failed: {message}")).await;
+            return self.driver_silent(scope, id, record, revision, silent).await;
         }
         Ok(record)
     }

@@ -55,7 +55,13 @@ impl Frontend {
         let link = link.map(|link| ClientLink { progress: false, ..link });
         let identity = auth::caller_of(context).and_then(|c| c.identity);
         let asked = Asked::new(link.as_ref().is_some_and(|l| l.elicitation), identity);
-        let options = CellOptions { deadline: Some(self.shared.tasks.deadline), ..CellOptions::default() };
+        let handle = matches!(keep, CellKeep::Handle(_));
+        // Over NATS the runner keeps the cell's report for any frontend.
+        let options = CellOptions {
+            deadline: Some(self.shared.tasks.deadline),
+            keep_report: self.shared.tasks.keeps_reports(),
+            ..CellOptions::default()
+        };
         let mut run = self.start_cell(code, keep, link, options).await;
         let Running::Cell { id: cell, stop } = &mut run.running else {
             return Err(McpError::internal_error("run_python started no cell", None));
@@ -64,7 +70,7 @@ impl Frontend {
         let token = stop.take().map(tokio_util::sync::DropGuard::disarm).unwrap_or_default();
         // Dropping the run (this process ending) still stops the cell.
         *stop = Some(token.clone().drop_guard());
-        let task = match self.shared.tasks.create(&scope, &cell, token.clone()).await {
+        let task = match self.shared.tasks.create(&scope, &cell, handle, token.clone()).await {
             Ok(task) => task,
             Err(e) => {
                 tracing::warn!(error = %e, "a run_python task could not be created: its cell is stopped");
@@ -156,32 +162,28 @@ impl Frontend {
         let ran = started.elapsed();
         // A cancel through another replica is in the record.
         let cancelled = stop.is_cancelled() || book.get(&scope, &id).await.is_ok_and(|record| record.cancel_requested);
+        // Lost from sight (its lease silent while NATS restarts, its
+        // report lost on the way): when its runner keeps its report, the
+        // cell may still end with one; follow it instead of failing it.
+        if !cancelled
+            && book.keeps_reports()
+            && let Err(lost @ (FrontendError::RunnerSilent { .. } | FrontendError::ReportLost { .. })) = result
+        {
+            // The cell may run on: dropping its run must not stop it.
+            if let Running::Cell { stop: guard, .. } = &mut run.running {
+                guard.take().map(tokio_util::sync::DropGuard::disarm);
+            }
+            drop(run);
+            tracing::warn!(task = %id, %cell, error = %lost, "a task's cell was lost from sight: following it");
+            return book.clone().follow_cell(scope, id, Some(lost)).await;
+        }
         let (payload, message) = if cancelled {
             (TaskPayload::Cancelled, format!("cancelled: the cell was stopped after {} s", ran.as_secs()))
         } else {
             settled(result, ran)
         };
         drop(run);
-        let status = payload.status();
-        let finished = match book.finish(&scope, &id, payload, message).await {
-            Err(TaskError::Store(code_mode_core::state::StateError::Invalid(why))) => {
-                let error = error_object(INTERNAL, &format!("run_python: the result could not be kept: {why}"));
-                book.finish(&scope, &id, TaskPayload::Failed { error }, "failed: its result is too large".into()).await
-            }
-            other => other,
-        };
-        match finished {
-            Ok(_) => tracing::info!(task = %id, ?status, ran_ms = ran.as_millis() as u64, "a run_python task ended"),
-            Err(e) => tracing::warn!(task = %id, error = %e, "a run_python task's end could not be written"),
-        }
-        // Forget it after --task-ttl (a read after that time finds it
-        // expired anyway, should this process be gone by then).
-        let ttl = book.ttl;
-        let store = book.store().clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(ttl).await;
-            let _ = store.delete(&scope, &format!("task.{id}")).await;
-        });
+        let _ = book.settle(&scope, &id, payload, message).await;
     }
 
     /// `tasks/get`: the caller's task, as it is now; in gateway mode an id
@@ -253,7 +255,7 @@ impl Frontend {
 /// result (also a run that failed inside, as `run_python` returns it) is
 /// completed; an error of code-mode itself (the runner lost, the session
 /// ended) or a server's JSON-RPC error fails the task with it.
-fn settled(result: Result<wire::Outcome, FrontendError>, ran: Duration) -> (TaskPayload, String) {
+pub(super) fn settled(result: Result<wire::Outcome, FrontendError>, ran: Duration) -> (TaskPayload, String) {
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(FrontendError::ServerRefused { code, message, data }) => {
@@ -287,7 +289,7 @@ fn settled(result: Result<wire::Outcome, FrontendError>, ran: Duration) -> (Task
 }
 
 /// The progress the code reported, in words.
-fn progress_text(done: f64, total: Option<f64>, message: Option<&str>) -> String {
+pub(super) fn progress_text(done: f64, total: Option<f64>, message: Option<&str>) -> String {
     let amount = match total {
         Some(total) => format!("progress {done}/{total}"),
         None => format!("progress {done}"),
