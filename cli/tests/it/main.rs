@@ -65,6 +65,7 @@ mod shared_catalog;
 mod skill;
 mod split;
 mod support;
+mod task_adopt;
 mod task_cells;
 mod task_questions;
 mod tasks_passthrough;
