@@ -36,7 +36,10 @@ async fn log_notifications_reach_only_their_own_session_at_or_above_the_level_it
     }
     let (alice, bob) = (token_new("alice"), token_new("bob"));
     let tokens = TokenFile::of(&[&alice, &bob]);
-    let (_serve, url, _log) = serve(&["--auth-tokens", tokens.arg(), "--deadline", "3"]).await;
+    // The deadline stops Alice's stuck cells; Bob's one-second cells fit in
+    // it with room for a cold container's start on a loaded machine (at 3 s
+    // one of them was once stopped there).
+    let (_serve, url, _log) = serve(&["--auth-tokens", tokens.arg(), "--deadline", "6"]).await;
 
     let stuck = json!({"op": "call", "tool": "run_python", "arguments": {"code": "import time\ntime.sleep(60)"}});
     // Alice hears of warnings: her cell stopped at the deadline; at error,
@@ -45,10 +48,10 @@ async fn log_notifications_reach_only_their_own_session_at_or_above_the_level_it
         {"op": "set_level", "level": "warning"},
         {"op": "call", "tool": "run_python", "arguments": {"code": "print('fine')"}},
         stuck,
-        {"op": "logs", "at_least": 1, "wait": 10},
+        {"op": "logs", "at_least": 1, "wait": 14},
         {"op": "set_level", "level": "error"},
         stuck,
-        {"op": "logs", "at_least": 2, "wait": 3},
+        {"op": "logs", "at_least": 2, "wait": 4},
     ]);
     // Bob hears of everything of his own, while Alice's cells run and stop.
     let bob_steps = json!([
