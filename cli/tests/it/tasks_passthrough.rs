@@ -434,3 +434,106 @@ except ToolError as e:
     client.cancel().await.ok();
     let _ = std::fs::remove_file(calls);
 }
+
+/// A bridge replica over NATS wrapping the task server at `server_url`,
+/// once it says it is ready (its log read on, so it never blocks).
+async fn task_bridge(
+    nats: &NatsServer,
+    users: &code_mode_core::testing::NatsUsers,
+    server_url: &str,
+) -> tokio::process::Child {
+    use tokio::io::AsyncBufReadExt;
+    let mut command = service_command(&nats.url(), users, "bridge", &["--url", server_url], None);
+    command.stderr(std::process::Stdio::piped());
+    let mut bridge = command.spawn().expect("the bridge starts");
+    let mut lines = tokio::io::BufReader::new(bridge.stderr.take().expect("its stderr")).lines();
+    let ready = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("bridge ready") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(ready, Ok(true), "the bridge said it was ready");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    // It subscribes just after saying so.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    bridge
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_nats_a_wrapped_servers_task_is_answered_by_another_bridge_replica_only_for_the_identity_that_created_it()
+{
+    let Some((nats, users)) = NatsServer::start_secured() else { panic!("nats-server is needed") };
+    let calls = log_path("tasks-replicas-server");
+    let server = Server::start(0, &["--tasks", "--log", calls.to_str().unwrap()]);
+    let (alice, bob) = (token_new("alice"), token_new("bob"));
+    let tokens = TokenFile::of(&[&alice, &bob]);
+    let mut first = task_bridge(&nats, &users, &server.url).await;
+    let mut frontend = tokio::process::Command::new(support::code_mode());
+    frontend.args(["frontend", "--nats", &nats.url(), "--expose-tools=only", "--http", "127.0.0.1:0"]);
+    frontend.args(["--auth-tokens", tokens.arg()]);
+    frontend.env("CODE_MODE_NATS_USER", "frontend").env("CODE_MODE_NATS_PASSWORD", users.password("frontend"));
+    let (_frontend, url, _log) = gateway(frontend).await;
+    let as_alice = crate::auth::connect_as(&url, &alice, tasks_client()).await;
+    let as_bob = crate::auth::connect_as(&url, &bob, tasks_client()).await;
+
+    // Two tasks created through the first bridge (the only one there is).
+    let mut ids = Vec::new();
+    for (seconds, label) in [(3, "short"), (120, "long")] {
+        let mut params = CallToolRequestParams::new("slow_compute");
+        params.arguments = json!({"seconds": seconds, "label": label}).as_object().cloned();
+        match as_alice.call_tool_once(params).await.expect("the call is answered") {
+            CallToolResponse::Task(created) => ids.push(created.task.task_id.clone()),
+            other => panic!("a task handle, not {other:?}"),
+        }
+    }
+    let (short, long) = (ids[0].clone(), ids[1].clone());
+
+    // A second replica starts, and the first is killed: every request
+    // from now on reaches the second, which handed out neither task.
+    let _second = task_bridge(&nats, &users, &server.url).await;
+    first.kill().await.expect("the first bridge is killed");
+
+    let mut status = TaskStatus::Working;
+    for _ in 0..100 {
+        let got = as_alice.get_task(GetTaskParams::new(&short)).await.expect("the other replica answers alice");
+        status = got.task.status();
+        if status.is_terminal() {
+            assert!(format!("{got:?}").contains("short"), "the result is inline: {got:?}");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(status, TaskStatus::Completed);
+
+    // Bob holds the real ids: to the other replica they are as unknown as an
+    // id nobody made, and his requests never reach the server.
+    let unknown = rpc_error(as_bob.get_task(GetTaskParams::new("no-such-task")).await.unwrap_err());
+    for id in [&short, &long] {
+        let foreign = rpc_error(as_bob.get_task(GetTaskParams::new(id)).await.unwrap_err());
+        assert_eq!(foreign.0, -32602, "{foreign:?}");
+        assert_eq!((foreign.0, foreign.1.replace(id, "ID")), (unknown.0, unknown.1.replace("no-such-task", "ID")));
+    }
+    let cancel = rpc_error(as_bob.cancel_task(CancelTaskParams::new(&long)).await.unwrap_err());
+    assert_eq!(cancel.0, -32602, "{cancel:?}");
+    let reached = std::fs::read_to_string(&calls).unwrap_or_default();
+    assert!(!reached.contains("tasks/cancel"), "{reached}");
+
+    as_alice.cancel_task(CancelTaskParams::new(&long)).await.expect("the other replica cancels alice's task");
+    let mut status = TaskStatus::Working;
+    for _ in 0..50 {
+        status = as_alice.get_task(GetTaskParams::new(&long)).await.expect("alice polls").task.status();
+        if status.is_terminal() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, TaskStatus::Cancelled);
+    let reached = std::fs::read_to_string(&calls).unwrap_or_default();
+    assert_eq!(reached.matches("tasks/cancel").count(), 1, "alice's cancel only: {reached}");
+    as_alice.cancel().await.ok();
+    as_bob.cancel().await.ok();
+}

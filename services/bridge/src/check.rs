@@ -158,7 +158,7 @@ impl Bridge {
         retry: Option<&proto::Retry>,
     ) -> Answer {
         let pipeline = async {
-            let target = self.allowlisted(current, call, trail)?;
+            let target = self.allowlisted(current, call, trail).await?;
             self.not_cancelled(&cancel, &target, call)?;
             // Where the session's state lives (a stateless scope's current
             // generation), found when a step first needs it.
@@ -184,9 +184,14 @@ impl Bridge {
     /// withholds is refused with its rule and reason, one the allowlist
     /// dropped as such, any other name as unknown); for another request,
     /// a server offers its target.
-    fn allowlisted<'c>(&self, current: &'c Current, call: &ToolCall, trail: &mut Trail) -> Result<Target<'c>, Answer> {
+    async fn allowlisted<'c>(
+        &self,
+        current: &'c Current,
+        call: &ToolCall,
+        trail: &mut Trail,
+    ) -> Result<Target<'c>, Answer> {
         let Asked::Tool(asked) = &call.target else {
-            return self.offered(current, call, trail);
+            return self.offered(current, call, trail).await;
         };
         let catalog = &*current.catalog;
         // A gateway client may name a withheld tool as its server does.
@@ -237,7 +242,12 @@ impl Bridge {
     /// Step 1 for a request other than a tool call: the server that offers
     /// its target (a resource by its URI, a prompt by its offered name, a
     /// completion by what it completes).
-    fn offered<'c>(&self, current: &'c Current, call: &ToolCall, trail: &mut Trail) -> Result<Target<'c>, Answer> {
+    async fn offered<'c>(
+        &self,
+        current: &'c Current,
+        call: &ToolCall,
+        trail: &mut Trail,
+    ) -> Result<Target<'c>, Answer> {
         let offers = &current.offers;
         let unknown = |trail: &mut Trail, why: String| {
             tracing::info!(op = call.target.method(), cell = %call.cell_id, "refused: {why}");
@@ -292,9 +302,9 @@ impl Bridge {
                 Err(why) => return unknown(trail, format!("completion/complete: {why}")),
             },
             Asked::GetTask(id) | Asked::UpdateTask(id) | Asked::CancelTask(id) => {
-                match self.task_server(current, id, call.identity.as_deref()) {
-                    Some(server) => Target::Task { server, id: id.clone() },
-                    None => return unknown(trail, crate::wrapped_tasks::not_found(call.target.method(), id)),
+                match self.task_server(current, call.target.method(), id, call.identity.as_deref()).await {
+                    Ok(server) => Target::Task { server, id: id.clone() },
+                    Err(why) => return unknown(trail, why),
                 }
             }
         };
@@ -527,7 +537,7 @@ impl Bridge {
             Ok(result) => {
                 if direct && call.target.op() == Op::Tool {
                     let asker = call.asker.as_deref().unwrap_or(&call.session);
-                    self.inner.wrapped_tasks.created(server.name(), call.identity.as_deref(), asker, &result);
+                    self.inner.wrapped_tasks.created(server.name(), call.identity.as_deref(), asker, &result).await;
                 }
                 let (answer, kind, text) = self.result_answer(&name, call.target.op(), result, caller);
                 if kind == CallResult::Ok {

@@ -108,7 +108,7 @@ impl Bridge {
             scopes: Scopes::new(config.state.clone(), config.limits.stateless_idle),
             upstreams: upstreams.clone(),
             in_flight: Default::default(),
-            wrapped_tasks: Default::default(),
+            wrapped_tasks: crate::wrapped_tasks::WrappedTasks::new(config.state.clone()),
             reloads,
             runners: Default::default(),
             tasks: tasks.clone(),
