@@ -102,35 +102,67 @@ impl crate::Bridge {
         if let Some(meta) = &cell_task {
             options = options.with_meta(meta.clone());
         }
-        let request: rmcp::model::ClientRequest =
-            serde_json::from_value(serde_json::json!({"method": call.target.method(), "params": params}))
-                .map_err(|_| CallError::Service(rmcp::service::ServiceError::UnexpectedResponse))?;
-        let handle = peer.send_cancellable_request(request, options).await.map_err(CallError::Service)?;
-        let token = match serde_json::to_value(&handle.progress_token) {
-            Ok(serde_json::Value::String(s)) => s,
-            Ok(other) => other.to_string(),
-            Err(_) => String::new(),
-        };
+        let is_tool_call = matches!(call.target, code_mode_proto::Target::Tool(_));
         let progress = call.link.as_ref().is_some_and(|l| l.progress);
-        let flight = Flight { call_id: call.cell_id.clone(), request_id: handle.id.clone(), asker, progress };
-        let _in_flight = flights.enter(token, flight);
-        let id = handle.id.clone();
-        let peer_for_cancel = handle.peer.clone();
-        let response = handle.await_response();
-        tokio::pin!(response);
-        let result = tokio::select! {
-            result = &mut response => result.map_err(CallError::Service),
-            _ = tokio::time::sleep(timeout) => {
-                cancel_at_server(&peer_for_cancel, id, "the gateway's call timeout passed").await;
-                return Err(CallError::Timeout(timeout));
+        let mut listed_again = false;
+        let (result, flight_guard) = loop {
+            let request: rmcp::model::ClientRequest =
+                serde_json::from_value(serde_json::json!({"method": call.target.method(), "params": params.clone()}))
+                    .map_err(|_| CallError::Service(rmcp::service::ServiceError::UnexpectedResponse))?;
+            let handle =
+                peer.send_cancellable_request(request, same_options(&options)).await.map_err(CallError::Service)?;
+            let token = match serde_json::to_value(&handle.progress_token) {
+                Ok(serde_json::Value::String(s)) => s,
+                Ok(other) => other.to_string(),
+                Err(_) => String::new(),
+            };
+            let flight =
+                Flight { call_id: call.cell_id.clone(), request_id: handle.id.clone(), asker: asker.clone(), progress };
+            let in_flight = flights.enter(token, flight);
+            let id = handle.id.clone();
+            let peer_for_cancel = handle.peer.clone();
+            let response = handle.await_response();
+            tokio::pin!(response);
+            // A second send has what is left of the call's window.
+            let window = match listed_again {
+                true => deadline.saturating_duration_since(tokio::time::Instant::now()),
+                false => timeout,
+            };
+            let result = tokio::select! {
+                result = &mut response => result.map_err(CallError::Service),
+                _ = tokio::time::sleep(window) => {
+                    cancel_at_server(&peer_for_cancel, id, "the gateway's call timeout passed").await;
+                    return Err(CallError::Timeout(timeout));
+                }
+                _ = cancel.cancelled() => {
+                    cancel_at_server(&peer_for_cancel, id, "the client cancelled the request").await;
+                    return Err(CallError::Service(rmcp::service::ServiceError::Cancelled {
+                        reason: Some("cancelled by the client".into()),
+                    }));
+                }
+            };
+            // A server of the 2026-07-28 revision refuses a tool call whose
+            // `Mcp-Param-*` headers are missing (-32020). rmcp's HTTP client
+            // adds them from the schemas it kept of the last tool listing, and
+            // it keeps none when that listing's answer came at the end of an
+            // event stream; the server ran nothing, so list again (which keeps
+            // them) and send once more.
+            if let Err(CallError::Service(rmcp::service::ServiceError::McpError(e))) = &result
+                && e.code == rmcp::model::ErrorCode::HEADER_MISMATCH
+                && is_tool_call
+                && !listed_again
+            {
+                listed_again = true;
+                tracing::info!(server = %server.name(), error = %e.message, "a tool call refused for its headers: the tools are listed again and the call sent once more");
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                if tokio::time::timeout(left, peer.list_all_tools()).await.is_ok_and(|listed| listed.is_ok()) {
+                    continue;
+                }
             }
-            _ = cancel.cancelled() => {
-                cancel_at_server(&peer_for_cancel, id, "the client cancelled the request").await;
-                return Err(CallError::Service(rmcp::service::ServiceError::Cancelled {
-                    reason: Some("cancelled by the client".into()),
-                }));
-            }
-        }?;
+            break (result, in_flight);
+        };
+        let _in_flight = flight_guard;
+        let result = result?;
         if progress || own_session {
             // The notes the server sent before its result go first.
             let arrivals = flights.arrivals();
@@ -147,6 +179,17 @@ impl crate::Bridge {
             _ => Ok(result),
         }
     }
+}
+
+/// A copy of `options` for a request sent once more (rmcp's options are
+/// not `Clone`).
+fn same_options(options: &rmcp::service::PeerRequestOptions) -> rmcp::service::PeerRequestOptions {
+    let mut copy = rmcp::service::PeerRequestOptions::no_options();
+    copy.timeout = options.timeout;
+    copy.meta = options.meta.clone();
+    copy.reset_timeout_on_progress = options.reset_timeout_on_progress;
+    copy.max_total_timeout = options.max_total_timeout;
+    copy
 }
 
 /// The `_meta` of a stateless client's request to a server of that
