@@ -24,8 +24,9 @@ declare -A KNOWN=(
   # (issue 42) live in files_out.py beside it; runner.py grew by the five
   # lines that load it, make the folder, offer save_file and send the files;
   # the whole printed output kept (issue 42) by nine more that hand the
-  # output capture files_out.OutputKeeper and name its file in the cut line.
-  [services/sandbox-runner/image/runner.py]=1332
+  # output capture files_out.OutputKeeper and name its file in the cut line;
+  # files in (issue 42) by the three that place them before the code runs.
+  [services/sandbox-runner/image/runner.py]=1335
 )
 
 lines_of() {

@@ -79,7 +79,37 @@ pub struct RunCell {
     /// the frontend that sent it is gone by then. Absent: the reply only.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub keep_report: bool,
+    /// Files placed read-only under `/tmp/in` before the code starts
+    /// (`run_python`'s `files` argument, issue 42), names checked by the
+    /// frontend; a fresh container's cell only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<CellInput>,
 }
+
+/// One file in: a wrapped server's resource, read through the bridge as
+/// the cell's own `read_resource` (policy, result limit, private-data
+/// rule, audit record), or bytes the client sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CellInput {
+    /// Its name under `/tmp/in` (a plain name: no `/`, not `.` or `..`).
+    pub name: String,
+    /// The resource's URI (a wrapped server's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uri: Option<String>,
+    /// The bytes, base64 (an inline blob).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
+}
+
+/// The most files one cell takes in.
+pub const MAX_INPUTS: usize = 16;
+
+/// The most bytes (decoded) of the inline blobs of one cell, in all (their
+/// base64 then fits the 4 MiB request body `serve --http` takes by
+/// default); a resource read in is held to the bridge's result limit, as
+/// any read.
+pub const MAX_INPUT_BYTES: usize = 2 * 1024 * 1024;
 
 /// Where a kept session's cell runs, and how long its container lives.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

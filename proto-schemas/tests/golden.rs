@@ -125,6 +125,7 @@ fn a_fresh_cell_carries_no_keep_field_and_a_kept_request_is_tagged_by_its_operat
         keep: None,
         link: None,
         keep_report: false,
+        inputs: vec![],
     };
     assert!(serde_json::to_value(&cell).unwrap().get("keep").is_none(), "a fresh cell's message is as before");
     assert!(serde_json::to_value(&cell).unwrap().get("link").is_none(), "a cell without a link is as before");

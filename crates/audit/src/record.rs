@@ -204,6 +204,27 @@ pub struct CellStart {
     /// The cell.
     #[serde(flatten)]
     pub cell: CellFacts,
+    /// Its files in (`/tmp/in`, issue 42), each named by its resource's
+    /// URI (whose read has a call record of its own) or by the size and
+    /// hash of the bytes the client sent; left out when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<CellInputRecord>,
+}
+
+/// One file in of a cell, as its `cell_start` record names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CellInputRecord {
+    /// Its name under `/tmp/in`.
+    pub name: String,
+    /// The resource read into it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uri: Option<String>,
+    /// Bytes the client sent inline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// SHA-256 of those bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
 }
 
 /// A cell ended.

@@ -31,6 +31,7 @@ fn cell(n: usize) -> Body {
             runtime: "runc".into(),
             image: "code-mode-sandbox:test".into(),
         },
+        inputs: vec![],
     })
 }
 

@@ -89,7 +89,7 @@ pub fn docker_run_args(lockdown: &Lockdown, seccomp: Option<&Path>) -> Vec<Strin
 /// The cell message `print(1)` as the runner reads it.
 pub(super) fn cell_line(code: &str) -> Vec<u8> {
     let limits = RunnerLimits { max_output: 65536, stop_output: 1 << 20, max_line: 1 << 18, keep_output: 0 };
-    protocol::encode(&ToRunner::Cell { code, tools: &[], withheld: &[], limits, keep: false })
+    protocol::encode(&ToRunner::Cell { code, tools: &[], withheld: &[], limits, keep: false, inputs: &[] })
 }
 
 /// One raw `docker run` of `print(1)`: from starting the CLI until it has

@@ -80,6 +80,9 @@ pub enum FrontendError {
     /// A `run_python` call without its code.
     #[error("the call needs a string argument \"code\" (the Python source)")]
     CodeMissing,
+    /// `run_python`'s `files` cannot be taken (issue 42): which entry, why.
+    #[error("{0}")]
+    FilesIn(String),
     /// A retried call names a `requestState` no cell waits under.
     #[error(
         "no cell waits for answers under this requestState (answered already, or it waited too long and was \

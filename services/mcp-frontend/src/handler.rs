@@ -56,12 +56,25 @@ impl Frontend {
         link: Option<ClientLink>,
         options: CellOptions,
     ) -> CellRun {
+        self.start_cell_with(code, Vec::new(), keep, link, options).await
+    }
+
+    /// [`Frontend::start_cell`] with files in (issue 42).
+    pub(crate) async fn start_cell_with(
+        &self,
+        code: String,
+        inputs: Vec<code_mode_proto::CellInput>,
+        keep: CellKeep,
+        link: Option<ClientLink>,
+        options: CellOptions,
+    ) -> CellRun {
         let (route, questions) = mpsc::channel(QUESTIONS_PER_CELL);
         let cell_id = uuid::Uuid::new_v4().to_string();
         let cancel = tokio_util::sync::CancellationToken::new();
         let order = CellOrder {
             cell_id: cell_id.clone(),
             code,
+            inputs,
             route: Some(route),
             options,
             keep,
@@ -604,6 +617,18 @@ impl ServerHandler for Frontend {
             let e = FrontendError::CodeTooLarge { size: code.len(), max: self.shared.config.max_code };
             return Ok(wire::failed(TOOL_NAME, &e).into());
         }
+        let inputs = match crate::files_in::parse(request.arguments.as_ref()) {
+            Ok(inputs) => inputs,
+            Err(e) => return Ok(wire::failed(TOOL_NAME, &FrontendError::FilesIn(e)).into()),
+        };
+        if !inputs.is_empty()
+            && (self.shared.config.keep.is_some()
+                || crate::tasks::wanted(&context)
+                || crate::tasks::idempotency::key_of(&context)?.is_some())
+        {
+            let why = "files: not taken by a kept session's cell, a task or a keyed run (a fresh run only)";
+            return Ok(wire::failed(TOOL_NAME, &FrontendError::FilesIn(why.into())).into());
+        }
         if let Err(e) = self.listen_for_approvals().await {
             tracing::warn!(error = %e, "this session cannot answer approvals");
             return Ok(wire::failed(TOOL_NAME, &e).into());
@@ -621,7 +646,7 @@ impl ServerHandler for Frontend {
         if crate::tasks::wanted(&context) {
             return self.start_task(code.clone(), keep, link, &context).await;
         }
-        let run = self.start_cell(code.clone(), keep, link, CellOptions::default()).await;
+        let run = self.start_cell_with(code.clone(), inputs, keep, link, CellOptions::default()).await;
         self.drive(run, &context).await.tool_response()
     }
 

@@ -64,6 +64,7 @@ mod closed;
 mod error;
 #[cfg(test)]
 mod fake_bridge;
+mod files_in;
 mod files_out;
 mod gateway;
 mod handler;
@@ -499,6 +500,7 @@ impl Frontend {
         let order = CellOrder {
             cell_id: uuid::Uuid::new_v4().to_string(),
             code: code.to_string(),
+            inputs: Vec::new(),
             route: None,
             options,
             keep: CellKeep::Session,
@@ -680,6 +682,7 @@ mod tests {
         let order = CellOrder {
             cell_id: "c1".into(),
             code: "1".into(),
+            inputs: Vec::new(),
             route: None,
             options: Default::default(),
             keep: CellKeep::Fresh,

@@ -15,7 +15,8 @@ impl Frontend {
         let view = self.shared.catalog.current();
         let description = if stateless { view.stateless_description.clone() } else { view.description.clone() };
         let mut properties = serde_json::json!({
-            "code": {"type": "string", "description": "Python source; top-level await is allowed."}
+            "code": {"type": "string", "description": "Python source; top-level await is allowed."},
+            "files": crate::files_in::schema(),
         });
         if stateless && self.shared.config.keep.is_some() {
             properties[handle::ARGUMENT] = serde_json::json!({

@@ -101,6 +101,7 @@ impl Cells {
             keep: None,
             link: None,
             keep_report: false,
+            inputs: vec![],
         };
         let ran: CellRan = self
             .runtime

@@ -30,6 +30,9 @@ MAX_FILES = 64
 MAX_BYTES = 64 * 1024 * 1024
 MAX_NAME = 255
 
+# Where files in are placed (issue 42), read-only, before the code starts.
+IN = "/tmp/in"
+
 # The file the host keeps the whole printed output as.
 OUTPUT_FILE = "output.txt"
 
@@ -107,6 +110,28 @@ def _read(full, size):
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             return None
         return f.read(size + 1)
+
+
+def place_inputs(inputs):
+    """Write the cell's files in (``[{"name", "data": base64}]``, names
+    checked by the host: plain, distinct) to /tmp/in, then make them and
+    the folder read-only. Returns an error line, or None."""
+    if not inputs:
+        return None
+    os.makedirs(IN, exist_ok=True)
+    for item in inputs:
+        name = item.get("name") if isinstance(item, dict) else None
+        if not isinstance(name, str) or not safe_name(name) or "/" in name:
+            return f"files: the name {name!r} cannot be placed under {IN}"
+        path = os.path.join(IN, name)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
+            with os.fdopen(fd, "wb") as f:
+                f.write(base64.b64decode(item.get("data") or ""))
+        except OSError as exc:
+            return f"files: {name} could not be placed under {IN}: {exc.strerror}"
+    os.chmod(IN, 0o555)
+    return None
 
 
 class OutputKeeper:

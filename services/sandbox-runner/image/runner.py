@@ -1231,6 +1231,9 @@ def main():
         run_kept(channel, cell, caller)
 
     gate = Gate(kept=False)
+    placed = files_out.place_inputs(cell.get("inputs"))
+    if placed is not None:
+        channel.send_last({"type": "done", "error": placed, "truncated": False, "stopped": False})
     keep = int((cell.get("limits") or {}).get("keep_output", 0))
     keeper = files_out.OutputKeeper(channel, keep, max_output, max_line) if keep > 0 else None
     capture = OutputCapture(channel, max_output, stop_output, max_line, gate, keeper)

@@ -486,6 +486,14 @@ pub(crate) async fn run_in(
     // Output kept whole is kept up to its bound, and the flood stop moves
     // there (issue 42): a run is not stopped short of what it may keep.
     let keep_output = u32::try_from(run.files.output_bound).unwrap_or(u32::MAX);
+    // Files in (issue 42): read before the code starts; one that cannot be
+    // had ends the cell here, naming it.
+    let call_wait = Duration::from_millis(cell.limits.call_timeout_ms.saturating_add(cell.limits.approval_timeout_ms))
+        + code_mode_core::defaults::HOP_MARGIN;
+    let inputs = match crate::files_in::resolve(cell, &mut run.calls_sent, bus, call_wait).await {
+        Ok(inputs) => inputs,
+        Err(error) => return End::Done { error: Some(error), truncated: false, stopped: false },
+    };
     let message = ToRunner::Cell {
         code: &cell.code,
         tools: &cell.tools,
@@ -497,6 +505,7 @@ pub(crate) async fn run_in(
             keep_output,
         },
         keep: kept.is_some(),
+        inputs: &inputs,
     };
     let sending = std::time::Instant::now();
     streams.send_line(&protocol::encode_cell(&message, backstop(deadline, allowance, kept))).await;
@@ -771,7 +780,7 @@ async fn handle_line(
 }
 
 /// Send one call to the bridge; bus failures reach the code as a type name.
-async fn relay(bus: &Bus, call: &ToolCall, timeout: Duration) -> ToolReply {
+pub(crate) async fn relay(bus: &Bus, call: &ToolCall, timeout: Duration) -> ToolReply {
     match bus.call::<_, ToolReply>(subjects::TOOL_CALL, call, timeout).await {
         Ok(reply) => reply,
         Err(e) => {

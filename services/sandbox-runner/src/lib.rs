@@ -38,6 +38,7 @@ pub mod cell;
 pub mod container;
 pub mod error;
 mod files;
+mod files_in;
 pub mod hold;
 pub mod image;
 pub mod kept;
@@ -372,7 +373,8 @@ impl SandboxRunner {
         // Recorded before the code reaches a container: no record, no run.
         let facts = self.cell_facts(cell).await;
         let start = SystemTime::now();
-        let started = Body::CellStart(record::CellStart { cell: facts.clone() });
+        let inputs = crate::files_in::records(cell);
+        let started = Body::CellStart(record::CellStart { cell: facts.clone(), inputs });
         if let Err(e) = audit.append(started, Durability::Written).await {
             tracing::error!(cell = %cell.cell_id, error = %e, "cell refused: its start cannot be recorded");
             return Err(SandboxError::Audit(e));

@@ -108,6 +108,10 @@ pub enum ToRunner<'a> {
         /// `done` instead of exiting (left out when false).
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         keep: bool,
+        /// Files placed read-only at `/tmp/in/<name>` before the code
+        /// starts (issue 42; left out when none).
+        #[serde(skip_serializing_if = "<[InputFile]>::is_empty")]
+        inputs: &'a [InputFile],
     },
     /// A call's answer.
     Result {
@@ -201,6 +205,15 @@ pub(crate) fn is_mime_type(mime: &str) -> bool {
         t.is_some_and(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&b)))
     };
     mime.len() <= 100 && token(parts.next()) && token(parts.next()) && parts.next().is_none()
+}
+
+/// One file in, as the cell message carries it.
+#[derive(Debug, Clone, Serialize)]
+pub struct InputFile {
+    /// Its name under `/tmp/in` (checked by the frontend).
+    pub name: String,
+    /// Its bytes, base64.
+    pub data: String,
 }
 
 /// The limits the runner applies inside the container.
@@ -327,7 +340,7 @@ mod tests {
     #[test]
     fn a_cell_message_carries_its_backstop_beside_its_own_fields() {
         let limits = RunnerLimits { max_output: 10, stop_output: 20, max_line: 30, keep_output: 0 };
-        let cell = ToRunner::Cell { code: "print(1)", tools: &[], withheld: &[], limits, keep: true };
+        let cell = ToRunner::Cell { code: "print(1)", tools: &[], withheld: &[], limits, keep: true, inputs: &[] };
         let backstop = Backstop { run: 70.0, between: Some(610.0), session: Some(3610.5) };
         let line = encode_cell(&cell, backstop);
         assert_eq!(line.last(), Some(&b'\n'));
@@ -337,7 +350,7 @@ mod tests {
         assert_eq!(value["code"], "print(1)");
         assert_eq!(value["backstop"], serde_json::json!({"run": 70.0, "between": 610.0, "session": 3610.5}));
 
-        let fresh = ToRunner::Cell { code: "", tools: &[], withheld: &[], limits, keep: false };
+        let fresh = ToRunner::Cell { code: "", tools: &[], withheld: &[], limits, keep: false, inputs: &[] };
         let line = encode_cell(&fresh, Backstop { run: 5.0, between: None, session: None });
         let value: Value = serde_json::from_slice(&line).unwrap();
         assert_eq!(value["backstop"], serde_json::json!({"run": 5.0}), "a fresh run has no session bounds");

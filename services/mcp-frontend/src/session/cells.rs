@@ -125,6 +125,7 @@ fn cell_message(shared: &Shared, at: &At, identity: Option<&Identity>, order: &C
         keep: None,
         link: order.link.clone(),
         keep_report: order.options.keep_report,
+        inputs: order.inputs.clone(),
     }
 }
 

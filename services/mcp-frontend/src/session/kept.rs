@@ -333,6 +333,7 @@ mod tests {
         CellOrder {
             cell_id: uuid::Uuid::new_v4().to_string(),
             code: code.into(),
+            inputs: Vec::new(),
             route: None,
             options: Default::default(),
             keep: super::super::CellKeep::Session,

@@ -170,6 +170,8 @@ pub(crate) struct CellOrder {
     pub cell_id: String,
     /// The code.
     pub code: String,
+    /// Its files in (`/tmp/in`, issue 42).
+    pub inputs: Vec<code_mode_proto::CellInput>,
     /// Where its questions go: the request running it; `None`: the local
     /// asker, if any.
     pub route: Option<mpsc::Sender<Question>>,

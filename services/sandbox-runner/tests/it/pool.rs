@@ -48,6 +48,7 @@ fn cell(session: &str, code: &str, keep: Option<Keep>) -> RunCell {
         keep,
         link: None,
         keep_report: false,
+        inputs: vec![],
     }
 }
 
@@ -239,6 +240,7 @@ async fn after_cancel_no_container_of_this_process_remains() {
             keep: None,
             link: None,
             keep_report: false,
+            inputs: vec![],
         };
         async move {
             bus.call::<_, CellRan>(subjects::CELL_RUN, &cell, Duration::from_secs(120)).await.map(|ran| ran.report)

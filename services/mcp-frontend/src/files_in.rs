@@ -1,0 +1,153 @@
+//! Files in, the frontend's half (issue 42): `run_python`'s optional
+//! `files` argument, checked before any cell starts. Each entry is a
+//! wrapped server's resource (`{"uri": ..., "name": ...}`, the name taken
+//! from the URI's last part when not given) or bytes the client holds
+//! (`{"name": ..., "data": "<base64>"}`); each becomes
+//! `/tmp/in/<name>`, read-only, before the code starts. A name with `/`,
+//! `.`, `..`, a control character or more than 255 bytes, a name given
+//! twice, more than [`MAX_INPUTS`] entries or inline bytes past
+//! [`MAX_INPUT_BYTES`] are refused here with an error naming the entry.
+//! The resources are read by the sandbox-runner through the bridge, as the
+//! cell's own `read_resource` (policy, result limit, private-data rule,
+//! audit record).
+
+use base64::Engine as _;
+use code_mode_proto::{CellInput, MAX_INPUT_BYTES, MAX_INPUTS};
+use serde_json::Value;
+
+/// The argument's name.
+pub(crate) const ARGUMENT: &str = "files";
+
+/// The argument's schema in `run_python`'s input schema.
+pub(crate) fn schema() -> Value {
+    serde_json::json!({
+        "type": "array",
+        "maxItems": MAX_INPUTS,
+        "description": format!(
+            "Files placed read-only at /tmp/in/<name> before the code starts: a wrapped server's resource \
+             ({{\"uri\": ...}}, optional \"name\") or bytes you hold ({{\"name\": ..., \"data\": base64}}, \
+             {} MiB in all).",
+            MAX_INPUT_BYTES / (1024 * 1024)
+        ),
+        "items": {
+            "type": "object",
+            "properties": {
+                "uri": {"type": "string"},
+                "name": {"type": "string"},
+                "data": {"type": "string", "contentEncoding": "base64"}
+            },
+            "additionalProperties": false
+        }
+    })
+}
+
+/// The checked entries of `files` (none when it is absent), or why not,
+/// naming the entry.
+pub(crate) fn parse(arguments: Option<&serde_json::Map<String, Value>>) -> Result<Vec<CellInput>, String> {
+    let Some(files) = arguments.and_then(|a| a.get(ARGUMENT)) else { return Ok(Vec::new()) };
+    let Value::Array(entries) = files else {
+        return Err("files: must be a list of {\"uri\": ...} or {\"name\": ..., \"data\": base64}".into());
+    };
+    if entries.len() > MAX_INPUTS {
+        return Err(format!("files: {} entries, over the {MAX_INPUTS} a run takes", entries.len()));
+    }
+    let mut inputs: Vec<CellInput> = Vec::new();
+    let mut inline = 0usize;
+    for (i, entry) in entries.iter().enumerate() {
+        let input = entry_of(i, entry, &mut inline)?;
+        if inputs.iter().any(|earlier| earlier.name == input.name) {
+            return Err(format!("files[{i}]: the name {:?} is given twice", input.name));
+        }
+        inputs.push(input);
+    }
+    Ok(inputs)
+}
+
+fn entry_of(i: usize, entry: &Value, inline: &mut usize) -> Result<CellInput, String> {
+    let Value::Object(fields) = entry else {
+        return Err(format!("files[{i}]: must be {{\"uri\": ...}} or {{\"name\": ..., \"data\": base64}}"));
+    };
+    if let Some(other) = fields.keys().find(|k| !["uri", "name", "data"].contains(&k.as_str())) {
+        return Err(format!("files[{i}]: unknown field {other:?} (uri, name, data)"));
+    }
+    let text = |key: &str| match fields.get(key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(format!("files[{i}]: {key} must be a string")),
+    };
+    let (uri, name, data) = (text("uri")?, text("name")?, text("data")?);
+    let name = match (&uri, &data, name) {
+        (Some(_), Some(_), _) => return Err(format!("files[{i}]: give uri or data, not both")),
+        (None, None, _) => return Err(format!("files[{i}]: give a uri or data")),
+        (None, Some(_), None) => return Err(format!("files[{i}]: inline data needs a name")),
+        (_, _, Some(name)) => name,
+        (Some(uri), None, None) => uri.rsplit('/').next().unwrap_or_default().to_string(),
+    };
+    if !is_plain_name(&name) {
+        return Err(format!(
+            "files[{i}]: the name {name:?} cannot be placed under /tmp/in (a plain name: no '/', not '.' or \
+             '..', no control character, at most 255 bytes){}",
+            if uri.is_some() { "; give a \"name\"" } else { "" }
+        ));
+    }
+    if let Some(data) = &data {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .map_err(|e| format!("files[{i}] ({name}): data is not base64: {e}"))?;
+        *inline += bytes.len();
+        if *inline > MAX_INPUT_BYTES {
+            return Err(format!(
+                "files[{i}] ({name}): the inline files hold {} bytes, over the {MAX_INPUT_BYTES} byte limit",
+                *inline
+            ));
+        }
+    }
+    Ok(CellInput { name, uri, data })
+}
+
+/// A plain file name: no `/` or `\`, not `.` or `..`, no control
+/// character, 1 to 255 bytes.
+fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 255
+        && name != "."
+        && name != ".."
+        && !name.chars().any(|c| c.is_control() || c == '/' || c == '\\')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(files: Value) -> Result<Vec<CellInput>, String> {
+        let args = serde_json::json!({ "code": "1", "files": files });
+        parse(args.as_object())
+    }
+
+    #[test]
+    fn entries_are_named_checked_and_refused_naming_the_entry() {
+        let ok = parsed(serde_json::json!([{"uri": "test://static/a.csv"}, {"name": "b.bin", "data": "AAE="}]));
+        let ok = ok.unwrap();
+        assert_eq!((ok[0].name.as_str(), ok[1].name.as_str()), ("a.csv", "b.bin"));
+        for (bad, says) in [
+            (serde_json::json!([{"name": "../x", "data": ""}]), "files[0]: the name \"../x\""),
+            (serde_json::json!([{"name": "a/b", "data": ""}]), "files[0]: the name \"a/b\""),
+            (serde_json::json!([{"uri": "x://a/.."}]), "give a \"name\""),
+            (
+                serde_json::json!([{"name": "a", "data": ""}, {"name": "a", "data": ""}]),
+                "files[1]: the name \"a\" is given twice",
+            ),
+            (serde_json::json!([{"name": "a", "data": "!"}]), "files[0] (a): data is not base64"),
+            (serde_json::json!([{"data": ""}]), "files[0]: inline data needs a name"),
+            (serde_json::json!([{"uri": "u", "data": ""}]), "not both"),
+            (serde_json::json!("a"), "must be a list"),
+        ] {
+            let e = parsed(bad.clone()).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        let big = base64::engine::general_purpose::STANDARD.encode(vec![0u8; MAX_INPUT_BYTES + 1]);
+        let e = parsed(serde_json::json!([{"name": "big", "data": big}])).unwrap_err();
+        assert!(e.contains(&format!("over the {MAX_INPUT_BYTES} byte limit")), "{e}");
+        assert!(parse(serde_json::json!({"code": "1"}).as_object()).unwrap().is_empty());
+    }
+}
