@@ -68,6 +68,7 @@ mod split;
 mod support;
 mod task_adopt;
 mod task_cells;
+mod task_notes;
 mod task_questions;
 mod tasks_passthrough;
 mod team;

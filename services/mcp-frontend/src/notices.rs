@@ -289,6 +289,22 @@ impl Notifier {
             tracing::debug!("a task's status note is not one: dropped");
             return;
         };
+        Self::send_task_note(peer, note).await;
+    }
+
+    /// Tell the client that its `run_python` task's status changed
+    /// (`notifications/tasks`, the task as `tasks/get` would answer it
+    /// now). A session whose client is gone (or a stateless request's,
+    /// which has none left to hear) loses the note: such a client polls.
+    pub async fn tell_own_task(&self, task: rmcp::model::DetailedTask) {
+        let Some(peer) = self.client() else { return };
+        let params = rmcp::model::TaskStatusNotificationParams::new(task);
+        let note = rmcp::model::ServerNotification::TaskStatusNotification(rmcp::model::Notification::new(params));
+        Self::send_task_note(peer, note).await;
+    }
+
+    /// Send a task's status note, bounded by [`SEND_TIMEOUT`].
+    async fn send_task_note(peer: Peer<RoleServer>, note: rmcp::model::ServerNotification) {
         match tokio::time::timeout(SEND_TIMEOUT, peer.send_notification(note)).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::debug!(error = %e, "a task's status note could not be passed on"),

@@ -159,6 +159,9 @@ pub(crate) struct Driven {
     pub scope: String,
     pub id: String,
     pub cell: String,
+    /// The status last told the creating session's client
+    /// (`notifications/tasks`), so only a change is told.
+    pub told: std::sync::Arc<std::sync::Mutex<Option<rmcp::model::TaskStatus>>>,
 }
 
 impl Frontend {
@@ -166,8 +169,9 @@ impl Frontend {
     /// task says `input_required` while any waits); `taken`: the keys whose
     /// answers were handed on.
     pub(super) async fn write_questions(&self, task: &Driven, asked: &Asked, taken: &[String]) {
-        if let Err(e) = self.shared.tasks.ask(&task.scope, &task.id, asked.requests(), taken).await {
-            tracing::warn!(task = %task.id, error = %e, "a task's questions could not be written");
+        match self.shared.tasks.ask(&task.scope, &task.id, asked.requests(), taken).await {
+            Ok(record) => self.tell_status(task, record.task).await,
+            Err(e) => tracing::warn!(task = %task.id, error = %e, "a task's questions could not be written"),
         }
     }
 

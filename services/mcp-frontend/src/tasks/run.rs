@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use code_mode_proto::{ApprovalReply, ClientLink, Note};
 use rmcp::model::{
-    CallToolResponse, CancelTaskParams, CreateTaskResult, GetTaskParams, GetTaskResult, TaskPayload, UpdateTaskParams,
+    CallToolResponse, CancelTaskParams, CreateTaskResult, DetailedTask, GetTaskParams, GetTaskResult, TaskPayload,
+    UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
@@ -80,7 +81,9 @@ impl Frontend {
         tracing::info!(task = %task.task_id, %cell, "run_python runs as a task");
         let frontend = self.clone();
         let id = task.task_id.clone();
-        tokio::spawn(async move { frontend.drive_task(run, asked, Driven { scope, id, cell }, token).await });
+        tokio::spawn(async move {
+            frontend.drive_task(run, asked, Driven { scope, id, cell, told: Default::default() }, token).await
+        });
         Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
     }
 
@@ -88,8 +91,14 @@ impl Frontend {
     /// up to date and carrying its questions through the task, then settle
     /// the task.
     async fn drive_task(&self, mut run: CellRun, mut asked: Asked, task: Driven, stop: CancellationToken) {
-        let Driven { scope, id, cell } = task.clone();
+        let Driven { scope, id, cell, .. } = task.clone();
         let book = &self.shared.tasks;
+        // The creating session's client hears the task working (as its
+        // handle says), then each change of its status.
+        match book.get(&scope, &id).await {
+            Ok(record) => self.tell_status(&task, record.task).await,
+            Err(e) => tracing::debug!(task = %id, error = %e, "a new task could not be read to tell its status"),
+        }
         let started = tokio::time::Instant::now();
         let mut status = tokio::time::interval_at(started + STATUS_EVERY, STATUS_EVERY);
         let mut answers = tokio::time::interval(asking::POLL);
@@ -183,7 +192,26 @@ impl Frontend {
             settled(result, ran)
         };
         drop(run);
-        let _ = book.settle(&scope, &id, payload, message).await;
+        if let Ok(record) = book.settle(&scope, &id, payload, message).await {
+            self.tell_status(&task, record.task).await;
+        }
+    }
+
+    /// Tell the client of the session that created the task its status
+    /// (`notifications/tasks`, the task as `tasks/get` answers it), when
+    /// it differs from the one last told: status changes only, not the
+    /// status message's refreshes. A session whose client has gone loses
+    /// it (a stateless 2026-07-28 client has none: it polls).
+    pub(super) async fn tell_status(&self, task: &Driven, now: DetailedTask) {
+        {
+            let mut told = code_mode_core::sync::lock(&task.told);
+            if *told == Some(now.status()) {
+                return;
+            }
+            *told = Some(now.status());
+        }
+        tracing::debug!(task = %task.id, status = ?now.status(), "a task's status is told its client");
+        self.session.notifier().tell_own_task(now).await;
     }
 
     /// `tasks/get`: the caller's task, as it is now; in gateway mode an id
