@@ -537,3 +537,81 @@ async fn over_nats_a_wrapped_servers_task_is_answered_by_another_bridge_replica_
     as_alice.cancel().await.ok();
     as_bob.cancel().await.ok();
 }
+
+/// A client of the tasks extension that answers elicitation (a task's
+/// questions it answers by `tasks/update`).
+fn asked_tasks_client() -> ClientConfig {
+    let capabilities = ClientCapabilities::builder().enable_elicitation().enable_tasks().build();
+    ClientConfig::new(capabilities, Implementation::new("tasks-asked", "1"))
+}
+
+#[tokio::test]
+async fn a_wrapped_tasks_question_reaches_the_clients_tasks_get_only_as_the_policys_question_rule_allows() {
+    for allowed in [true, false] {
+        let rule = match allowed {
+            true => r#"{"action": "allow"}"#,
+            false => r#"{"action": "deny", "reason": "no questions from tasks"}"#,
+        };
+        let policy = log_path("direct-task-question-policy").with_extension("json");
+        std::fs::write(&policy, format!(r#"{{"version": "1", "default": "allow", "elicitation": {rule}}}"#)).unwrap();
+        let calls = log_path("direct-task-question-server");
+        let audit = log_path("direct-task-question-audit");
+        let alice = token_new("alice");
+        let tokens = TokenFile::of(&[&alice]);
+        let mut serve = tokio::process::Command::new(support::code_mode());
+        serve.args(["serve", "--expose-tools=only", "--http", "127.0.0.1:0", "--auth-tokens", tokens.arg()]);
+        serve.args(["--policy", policy.to_str().unwrap(), "--audit", audit.to_str().unwrap(), "--"]);
+        serve.arg(support::test_server()).args(["--tasks", "--log", calls.to_str().unwrap()]);
+        let (_serve, url, _log) = gateway(serve).await;
+        let client = crate::auth::connect_as(&url, &alice, asked_tasks_client()).await;
+
+        let mut params = CallToolRequestParams::new("confirm_delete");
+        params.arguments = json!({"filename": "notes.txt"}).as_object().cloned();
+        let id = match client.call_tool_once(params).await.expect("the call is answered") {
+            CallToolResponse::Task(created) => created.task.task_id,
+            other => panic!("a task handle, not {other:?}"),
+        };
+        // Poll until the task asks (or, its question refused, ends).
+        let mut seen = Vec::new();
+        let mut last = Value::Null;
+        for _ in 0..100 {
+            let got = client.get_task(GetTaskParams::new(&id)).await.expect("the client polls its task");
+            last = serde_json::to_value(&got).unwrap();
+            seen.push(last["status"].clone());
+            if got.task.status() == TaskStatus::InputRequired || got.task.status().is_terminal() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let records = std::fs::read_to_string(&audit).unwrap_or_default();
+        let question = records.lines().find(|l| l.contains("elicitation/create"));
+        assert!(question.is_some(), "the task's question is audited: {records}");
+        if allowed {
+            assert_eq!(last["status"], "input_required", "{last:#}");
+            let asked = &last["inputRequests"]["confirm"];
+            assert_eq!(asked["method"], "elicitation/create", "the question reaches the client unchanged: {last:#}");
+            assert_eq!(asked["params"]["message"], "Delete notes.txt?", "{last:#}");
+        } else {
+            assert!(seen.iter().all(|s| s != "input_required"), "the client never sees the question: {seen:?}");
+            assert!(last.get("inputRequests").is_none(), "{last:#}");
+            assert!(question.unwrap().contains("no questions from tasks"), "the refusal is audited: {records}");
+            let reached = std::fs::read_to_string(&calls).unwrap_or_default();
+            assert!(reached.contains("tasks/update"), "the server was answered: {reached}");
+            // The server took the refusal as a declined question.
+            let mut done = last.clone();
+            for _ in 0..100 {
+                done = serde_json::to_value(client.get_task(GetTaskParams::new(&id)).await.expect("polls")).unwrap();
+                if done["status"] == "completed" {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            assert_eq!(done["status"], "completed", "{done:#}");
+            assert!(done.to_string().contains("kept notes.txt"), "the server got a decline: {done:#}");
+        }
+        client.cancel().await.ok();
+        for path in [policy, calls, audit] {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}

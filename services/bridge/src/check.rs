@@ -534,7 +534,11 @@ impl Bridge {
                 trail.result = Some((kind, Some(text)));
                 answer
             }
-            Ok(result) => {
+            Ok(mut result) => {
+                if direct && let Err(why) = self.judge_task_inputs(current, index, call, &mut result).await {
+                    trail.result = Some((CallResult::Error, Some(why.clone())));
+                    return self.refuse(format!("{name}: {why}"));
+                }
                 if direct && call.target.op() == Op::Tool {
                     let asker = call.asker.as_deref().unwrap_or(&call.session);
                     self.inner.wrapped_tasks.created(server.name(), call.identity.as_deref(), asker, &result).await;

@@ -91,6 +91,7 @@ mod settings;
 mod start;
 mod state_key;
 mod target;
+mod task_inputs;
 mod team;
 mod trail;
 mod upstream;

@@ -79,7 +79,7 @@ impl Bridge {
     /// call after its target is found: the server's policy, then the
     /// private-data rule. The decisions go into `trail`; `Err` holds the
     /// refusal.
-    async fn judge_question(
+    pub(crate) async fn judge_question(
         &self,
         current: &Current,
         judged: Judged<'_>,
@@ -100,7 +100,7 @@ impl Bridge {
 
     /// A question's trail, at its server, and its audit record once judged
     /// (and, when it was asked, answered).
-    fn question_trail(&self, judged: Judged<'_>, target: &Target<'_>) -> Trail {
+    pub(crate) fn question_trail(&self, judged: Judged<'_>, target: &Target<'_>) -> Trail {
         let mut trail = Trail::new(judged);
         if let Some(server) = target.server() {
             trail.at(&self.server_name(server), &target.audit_name());
@@ -109,7 +109,11 @@ impl Bridge {
     }
 
     /// Write a question's audit record.
-    async fn record_question(&self, trail: &Trail, judged: Judged<'_>) -> Result<(), code_mode_audit::AuditError> {
+    pub(crate) async fn record_question(
+        &self,
+        trail: &Trail,
+        judged: Judged<'_>,
+    ) -> Result<(), code_mode_audit::AuditError> {
         match &self.inner.audit {
             Some(audit) => audit.append(trail.record(judged), code_mode_audit::Durability::Written).await.map(|_| ()),
             None => Ok(()),

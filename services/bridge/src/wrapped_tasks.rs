@@ -231,7 +231,8 @@ impl WrappedTasks {
 impl crate::Bridge {
     /// Pass server `server`'s status note of a task to the client whose
     /// call created it (dropped when no client's call did).
-    pub(crate) async fn relay_task_status(&self, server: usize, task: Value) {
+    pub(crate) async fn relay_task_status(&self, server: usize, mut task: Value) {
+        crate::task_inputs::strip_requests(&mut task);
         let name = self.server_name(server);
         let Some(id) = task.get("taskId").and_then(Value::as_str) else { return };
         let Some(asker) = self.inner.wrapped_tasks.asker_of(id, &name).await else {
