@@ -95,8 +95,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 crate::task_args::task_store(&transport, copies),
                 crate::task_args::cell_reports(&transport, copies, "frontend"),
             );
+            let shared = args.files.shared(&transport, copies, "frontend").await;
             let bus = Bus::new(transport);
-            let config = frontend_service_config(&args);
+            let mut config = frontend_service_config(&args);
+            config.shared_files = shared;
             if let Some(options) = http_options(&args.clients.http)? {
                 code_mode_mcp_frontend::http::preflight(&options).await?;
                 let factory = FrontendFactory::connect_with_tasks(bus, config, tasks, reports).await?;
@@ -146,7 +148,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 crate::audit::open_sink(&args.audit, "sandbox-runner", Some(transport.client()), replicas(nats))
                     .await?;
             let reports = crate::task_args::cell_reports(&transport, replicas(nats), "sandbox-runner").await;
-            let parts = RunnerParts { reports, ..runner_parts(&args.runner, args.capacity, audit.clone()) };
+            let shared_files = args.files.shared(&transport, replicas(nats), "sandbox-runner").await;
+            // The runner's own store bounds what one host stages (its
+            // quotas) before the files go to the bucket.
+            let files = shared_files.as_ref().map(|_| code_mode_core::files::FileStore::with_ttl(args.files.files_ttl));
+            let parts = RunnerParts {
+                reports,
+                files,
+                shared_files,
+                ..runner_parts(&args.runner, args.capacity, audit.clone())
+            };
             let running = start_runner(parts, &Bus::new(transport), &root).await?;
             tracing::info!(capacity = args.capacity, "sandbox-runner serving over NATS");
             root.cancelled().await;

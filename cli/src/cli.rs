@@ -677,6 +677,9 @@ pub struct FrontendServiceArgs {
     /// directly, MCP over HTTP.
     #[command(flatten)]
     pub clients: ClientArgs,
+    /// Files out of cells (the JetStream bucket codemode_files).
+    #[command(flatten)]
+    pub files: crate::files_args::FilesArgs,
 }
 
 /// Options of MCP over streamable HTTP (`serve` and `frontend`).
@@ -814,6 +817,9 @@ pub struct RunnerServiceArgs {
     /// The audit record.
     #[command(flatten)]
     pub audit: AuditArgs,
+    /// Files out of cells (the JetStream bucket codemode_files).
+    #[command(flatten)]
+    pub files: crate::files_args::FilesArgs,
 }
 
 /// Options of `build-image`.

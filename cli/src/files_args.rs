@@ -1,5 +1,6 @@
-//! The options of files out of cells (`serve`, issue 42): how long the
-//! files a cell writes to `/tmp/out` stay readable by the client.
+//! The options of files out of cells (`serve`, and `frontend` and
+//! `sandbox-runner` over NATS; issue 42): how long the files a cell writes
+//! to `/tmp/out` stay readable by the client.
 
 use std::time::Duration;
 
@@ -23,5 +24,29 @@ impl FilesArgs {
     /// `config` keeping files in memory for `--files-ttl`.
     pub fn apply(&self, config: &mut code_mode_mcp_frontend::FrontendConfig) {
         config.files = Some(code_mode_core::files::FileStore::with_ttl(self.files_ttl));
+    }
+
+    /// Over NATS: the bucket the runners hand files to and the frontends
+    /// read them from (created with `replicas`, entries kept `--files-ttl`);
+    /// `None`, saying so, for a NATS user without the bucket (files out
+    /// are then not handed out, and each report says so).
+    pub async fn shared(
+        &self,
+        transport: &code_mode_core::nats::NatsTransport,
+        replicas: usize,
+        service: &str,
+    ) -> Option<code_mode_core::files_shared::SharedFiles> {
+        use code_mode_core::files_shared::{DEFAULT_MAX_BYTES, SharedFiles};
+        match SharedFiles::open(transport.client().clone(), replicas, self.files_ttl, DEFAULT_MAX_BYTES).await {
+            Ok(shared) => Some(shared),
+            Err(e) => {
+                tracing::warn!(
+                    error = %e,
+                    "files out of cells are not handed out: grant the {service} NATS user the bucket \
+                     codemode_files (deploy/nats-server.conf)"
+                );
+                None
+            }
+        }
     }
 }

@@ -87,6 +87,7 @@ pub fn runner_parts(args: &RunnerArgs, capacity: usize, audit: Option<AuditSink>
         progress: |line| eprintln!("code-mode: {line}"),
         files: None,
         reports: None,
+        shared_files: None,
     }
 }
 

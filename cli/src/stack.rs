@@ -188,6 +188,8 @@ pub struct RunnerParts {
     pub files: Option<code_mode_core::files::FileStore>,
     /// Where task cells' reports are kept for any frontend (over NATS).
     pub reports: Option<code_mode_core::reports::CellReports>,
+    /// Where files out go for the frontends over NATS.
+    pub shared_files: Option<code_mode_core::files_shared::SharedFiles>,
 }
 
 impl Default for RunnerParts {
@@ -206,6 +208,7 @@ impl Default for RunnerParts {
             progress: |line| tracing::info!("{line}"),
             files: None,
             reports: None,
+            shared_files: None,
         }
     }
 }
@@ -243,6 +246,7 @@ pub async fn start_runner(parts: RunnerParts, bus: &Bus, cancel: &CancellationTo
         audit: parts.audit,
         files: parts.files,
         reports: parts.reports,
+        shared_files: parts.shared_files,
     };
     let runner = SandboxRunner::new(docker, config, bus.clone()).await?;
     let task = runner.serve(cancel.clone()).await?;
@@ -320,7 +324,8 @@ impl Stack {
         let cancel = cancel.child_token();
         let mut parts = parts;
         // Kept files are shared in memory: only where the services share a
-        // process and a bus (issue 42; over NATS not built yet).
+        // process and a bus (issue 42; over NATS the `frontend` and
+        // `sandbox-runner` commands share the bucket codemode_files).
         if !matches!(buses, Buses::One(_)) {
             parts.frontend.files = None;
         }

@@ -18,14 +18,14 @@ use crate::support;
 
 /// The PNG-like bytes the code writes, made the same way here: an 8-byte
 /// PNG signature and 300,000 more (more than one protocol line holds).
-fn png_bytes() -> Vec<u8> {
+pub(crate) fn png_bytes() -> Vec<u8> {
     let mut bytes = vec![0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a];
     bytes.extend((0..300_000u32).map(|i| (i * 7 % 256) as u8));
     bytes
 }
 
 /// The CSV the code writes, made the same way here.
-fn csv_text() -> String {
+pub(crate) fn csv_text() -> String {
     let mut text = String::from("n,square\n");
     for n in 0..2000 {
         text.push_str(&format!("{n},{}\n", n * n));
@@ -33,7 +33,7 @@ fn csv_text() -> String {
     text
 }
 
-const WRITE_BOTH: &str = r#"
+pub(crate) const WRITE_BOTH: &str = r#"
 import os
 with open("/tmp/out/table.csv", "w") as f:
     f.write("n,square\n" + "".join(f"{n},{n * n}\n" for n in range(2000)))
@@ -43,7 +43,7 @@ print("written")
 "#;
 
 /// The resource links of a result: (name, uri, mime type, size).
-fn links(result: &CallToolResult) -> Vec<(String, String, String, u64)> {
+pub(crate) fn links(result: &CallToolResult) -> Vec<(String, String, String, u64)> {
     result
         .content
         .iter()
@@ -57,7 +57,7 @@ fn links(result: &CallToolResult) -> Vec<(String, String, String, u64)> {
 }
 
 /// The bytes of one read: its text or its decoded blob.
-async fn read_back<H: rmcp::ClientHandler>(client: &RunningService<RoleClient, H>, uri: &str) -> Vec<u8> {
+pub(crate) async fn read_back<H: rmcp::ClientHandler>(client: &RunningService<RoleClient, H>, uri: &str) -> Vec<u8> {
     let read = client.read_resource(ReadResourceRequestParams::new(uri)).await.expect("the writer reads its file");
     let contents = serde_json::to_value(&read.contents[0]).unwrap();
     match (contents["text"].as_str(), contents["blob"].as_str()) {

@@ -128,6 +128,22 @@ impl FileStore {
         inner.files.get(uri).filter(|e| e.owner == owner).map(|e| e.file.clone())
     }
 
+    /// Remove the file at `uri` and return it with its owner (handed on to
+    /// a store the services share, over NATS: [`crate::files_shared`]).
+    pub fn take(&self, uri: &str) -> Option<(String, KeptFile)> {
+        let mut inner = self.lock();
+        let entry = inner.files.remove(uri)?;
+        let size = entry.file.bytes.len() as u64;
+        inner.held -= size;
+        if let Some(owned) = inner.by_owner.get_mut(&entry.owner) {
+            *owned -= size;
+            if *owned == 0 {
+                inner.by_owner.remove(&entry.owner);
+            }
+        }
+        Some((entry.owner, entry.file))
+    }
+
     /// Bytes held now.
     pub fn held(&self) -> u64 {
         self.lock().held

@@ -79,7 +79,7 @@ impl View {
             resources: catalog.features.as_ref().is_some_and(|f| f.has_resources),
             packages: catalog.packages.clone(),
             unavailable: catalog.unavailable.iter().map(|u| (u.server.clone(), u.why.clone())).collect(),
-            files_out: config.files.is_some() && config.keep.is_none(),
+            files_out: (config.files.is_some() || config.shared_files.is_some()) && config.keep.is_none(),
         }
     }
 }

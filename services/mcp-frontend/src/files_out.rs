@@ -6,7 +6,8 @@
 //! time to live) gets the answer of a URI that never existed.
 
 use base64::Engine as _;
-use code_mode_core::files::FileStore;
+use code_mode_core::files::{FileStore, KeptFile};
+use code_mode_core::files_shared::SharedFiles;
 use code_mode_proto::CellReport;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{ContentBlock, ReadResourceResult};
@@ -27,11 +28,34 @@ pub(crate) fn links(report: &CellReport) -> Vec<ContentBlock> {
         .collect()
 }
 
+/// [`read`] from this process's store, or over NATS from the store the
+/// services share (any frontend replica serves the link until the TTL).
+pub(crate) async fn read_any(
+    store: Option<&FileStore>,
+    shared: Option<&SharedFiles>,
+    owner: &str,
+    uri: &str,
+) -> Result<ReadResourceResult, McpError> {
+    let Some(shared) = shared else { return read(store, owner, uri) };
+    match shared.get(owner, uri).await {
+        Ok(Some(file)) => answer(uri, file),
+        Ok(None) => Err(unknown(uri)),
+        Err(e) => Err(McpError::internal_error(format!("{uri}: unavailable for now: {e}"), None)),
+    }
+}
+
+fn unknown(uri: &str) -> McpError {
+    McpError::resource_not_found(format!("unknown resource: {uri} (no such file, or expired)"), None)
+}
+
 /// Read the kept file at `uri` for `owner` (the caller's identity, empty
 /// for none): text for a `text/*` or JSON file in UTF-8, else a blob.
 pub(crate) fn read(store: Option<&FileStore>, owner: &str, uri: &str) -> Result<ReadResourceResult, McpError> {
-    let unknown = || McpError::resource_not_found(format!("unknown resource: {uri} (no such file, or expired)"), None);
-    let file = store.and_then(|s| s.get(owner, uri)).ok_or_else(unknown)?;
+    let file = store.and_then(|s| s.get(owner, uri)).ok_or_else(|| unknown(uri))?;
+    answer(uri, file)
+}
+
+fn answer(uri: &str, file: KeptFile) -> Result<ReadResourceResult, McpError> {
     let essence = file.mime_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
     let texty = essence.starts_with("text/") || essence == "application/json";
     let contents = match (texty, std::str::from_utf8(&file.bytes)) {
@@ -49,7 +73,6 @@ pub(crate) fn read(store: Option<&FileStore>, owner: &str, uri: &str) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use code_mode_core::files::KeptFile;
 
     #[test]
     fn a_kept_file_is_read_as_text_or_blob_and_only_by_its_owner() {

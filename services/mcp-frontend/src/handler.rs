@@ -729,7 +729,15 @@ impl ServerHandler for Frontend {
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
         if code_mode_core::files::is_kept_file(&request.uri) {
             let owner = auth::caller_of(&context).and_then(|c| c.identity).map(|i| i.to_string()).unwrap_or_default();
-            return crate::files_out::read(self.shared.config.files.as_ref(), &owner, &request.uri).map(Into::into);
+            let config = &self.shared.config;
+            return crate::files_out::read_any(
+                config.files.as_ref(),
+                config.shared_files.as_ref(),
+                &owner,
+                &request.uri,
+            )
+            .await
+            .map(Into::into);
         }
         let retry = crate::gateway::retry_of(request.request_state.clone(), request.input_responses.clone());
         let value = crate::gateway::request(

@@ -151,6 +151,10 @@ pub struct FrontendConfig {
     /// sandbox-runner in one process (`serve`); `None`: not offered
     /// (issue 42).
     pub files: Option<code_mode_core::files::FileStore>,
+    /// Over NATS, where the runners hand the files out (the bucket
+    /// [`code_mode_core::files_shared::FILES_BUCKET`]): any frontend
+    /// replica reads them from there.
+    pub shared_files: Option<code_mode_core::files_shared::SharedFiles>,
 }
 
 /// How long a kept session's container lives (`--keep-variables`).
@@ -192,6 +196,7 @@ impl Default for FrontendConfig {
             task_deadline: tasks::DEFAULT_TASK_DEADLINE,
             task_ttl: tasks::DEFAULT_TASK_TTL,
             files: None,
+            shared_files: None,
         }
     }
 }

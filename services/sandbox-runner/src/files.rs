@@ -22,6 +22,7 @@
 use base64::Engine as _;
 use bytes::Bytes;
 use code_mode_core::files::{FileStore, KeptFile};
+use code_mode_core::files_shared::SharedFiles;
 use code_mode_proto::{FileLink, MAX_FILES_OUT, MAX_FILES_OUT_BYTES, MAX_OUTPUT_KEPT, OUTPUT_FILE};
 
 use crate::protocol::Violation;
@@ -167,8 +168,8 @@ impl Collector {
             if !self.whole.is_empty() {
                 let n = self.whole.len();
                 self.note(&format!(
-                    "{n} file(s) of /tmp/out not handed out: no file store here (`code-mode serve` offers them; \
-                     over NATS and in kept sessions not built yet)"
+                    "{n} file(s) of /tmp/out not handed out: no file store here (`code-mode serve` offers them, \
+                     and the services over NATS with the bucket codemode_files; kept sessions: not built yet)"
                 ));
             }
             return (links, self.notes);
@@ -184,6 +185,27 @@ impl Collector {
         }
         (links, self.notes)
     }
+}
+
+/// Over NATS: move each linked file of `report` from the runner's own
+/// store `local` to the store the services share, so any frontend serves
+/// it; a file that cannot go there loses its link and gets a note.
+pub(crate) async fn hand_over(local: &FileStore, shared: &SharedFiles, report: &mut code_mode_proto::CellReport) {
+    let mut kept = Vec::with_capacity(report.files.len());
+    for link in std::mem::take(&mut report.files) {
+        let Some((owner, file)) = local.take(&link.uri) else {
+            report.files_notes.push(format!("{}: not handed out: gone from the runner's store", link.name));
+            continue;
+        };
+        match shared.put(&owner, &link.uri, &file).await {
+            Ok(()) => kept.push(link),
+            Err(e) => {
+                tracing::warn!(error = %e, file = %link.name, "a file out could not be handed to the frontends");
+                report.files_notes.push(format!("{}: not handed out: {e}", link.name));
+            }
+        }
+    }
+    report.files = kept;
 }
 
 /// A relative path of plain names: no empty, `.` or `..` part, no leading

@@ -130,6 +130,10 @@ pub struct RunnerConfig {
     /// [`code_mode_core::reports::REPORTS_BUCKET`]); `None` (`serve`, one
     /// process): the reply only.
     pub reports: Option<CellReports>,
+    /// Over NATS, where the files of `files` go for the frontends once the
+    /// cell ended (the bucket [`code_mode_core::files_shared::FILES_BUCKET`]);
+    /// `None` (`serve`): they stay in `files`, shared in memory.
+    pub shared_files: Option<code_mode_core::files_shared::SharedFiles>,
 }
 
 /// How often a serving runner removes the containers of dead owners on its
@@ -162,6 +166,7 @@ impl Default for RunnerConfig {
             audit: None,
             files: None,
             reports: None,
+            shared_files: None,
         }
     }
 }
@@ -309,7 +314,12 @@ impl SandboxRunner {
                 .await
                 .map_err(SandboxError::Lease)?;
         let _cancels = self.serve_cancel(cell, stops).await;
-        let ran = cell::traced(cell, run).await;
+        let mut ran = cell::traced(cell, run).await;
+        if let (Some(local), Some(shared), Ok(ran)) =
+            (&self.inner.config.files, &self.inner.config.shared_files, &mut ran)
+        {
+            files::hand_over(local, shared, &mut ran.report).await;
+        }
         // Kept before the lease says the cell ended: a frontend that finds
         // the lease ended (or gone) and no report knows none will come.
         if let (true, Some(reports), Ok(ran)) = (cell.keep_report, &self.inner.config.reports, &ran) {
