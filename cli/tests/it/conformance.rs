@@ -216,15 +216,13 @@ async fn http_frontend(mut command: tokio::process::Command) -> (tokio::process:
     (child, url)
 }
 
-/// The peer over streamable HTTP on a free port, with `options`: its
-/// process and URL.
-async fn peer_over_http(options: &[&str]) -> Option<(tokio::process::Child, String)> {
+/// The peer over streamable HTTP on a free port: its process and URL.
+async fn peer_over_http() -> Option<(tokio::process::Child, String)> {
     let python = venv_bin("python")?;
     let port = code_mode_core::testing::free_port();
     let child = tokio::process::Command::new(python)
         .arg(peer())
         .args(["--port", &port.to_string()])
-        .args(options)
         .kill_on_drop(true)
         .spawn()
         .expect("the peer starts");
@@ -250,7 +248,7 @@ async fn through_serve_the_conformance_suite_passes_every_scenario_the_peer_pass
     let through_stdio = suite(&["--url", &url]).await.expect("the suite ran once");
     holds("serve -- peer over stdio", &alone, &through_stdio);
     // The peer wrapped over streamable HTTP (`serve --url`).
-    let (_peer, peer_url) = peer_over_http(&[]).await.expect("the SDK is installed");
+    let (_peer, peer_url) = peer_over_http().await.expect("the SDK is installed");
     let mut serve = tokio::process::Command::new(support::code_mode());
     serve.args(["serve", "--expose-tools=only", "--http", "127.0.0.1:0", "--url", &peer_url]);
     let (_remote, url) = http_frontend(serve).await;
@@ -298,40 +296,4 @@ async fn over_nats_the_conformance_suite_passes_every_scenario_the_peer_passes_a
     let (_frontend, url) = http_frontend(frontend).await;
     let through = suite(&["--url", &url]).await.expect("the suite ran once");
     holds("frontend and bridge over NATS -- peer over stdio", &alone, &through);
-}
-
-/// A server that takes subscriptions, log levels and completions on its
-/// initialize handshake (2025-11-25) but declares none of them on its
-/// 2026-07-28 `server/discover`, as the suite's reference server does (the
-/// peer with `--discover-as-reference`). `serve --url` speaks 2026-07-28 on
-/// its shared session, and a 2025-11-25 client's subscription travels on
-/// that client's own session, a handshake: so code-mode offers what the
-/// handshake declares, takes the subscription, and the client hears the
-/// resource's updates.
-#[tokio::test]
-async fn serve_url_offers_a_2025_11_25_client_the_subscriptions_a_server_takes_on_its_handshake_only() {
-    let Some((_peer, peer_url)) = peer_over_http(&["--discover-as-reference"]).await else { return };
-    let mut serve = tokio::process::Command::new(support::code_mode());
-    serve.args(["serve", "--expose-tools=only", "--http", "127.0.0.1:0", "--url", &peer_url]);
-    let (_serve, url) = http_frontend(serve).await;
-    let steps = serde_json::json!([
-        {"op": "capabilities"},
-        {"op": "subscribe", "uri": "test://watched-resource"},
-        {"op": "call", "tool": "test_update_watched_resource", "arguments": {}},
-        {"op": "notifications", "at_least": 1, "wait": 10},
-    ]);
-    let Some((results, stderr)) = support::python_sdk(&["--url", &url, "--api", "session"], &steps).await else {
-        return;
-    };
-    let caps = &results[0]["result"];
-    assert_eq!(caps["resources"]["subscribe"], true, "subscriptions are offered: {caps} {stderr}");
-    assert!(caps.get("completions").is_some(), "completions are offered: {caps}");
-    assert!(results[1].get("error").is_none(), "the subscription is taken: {} {stderr}", results[1]);
-    let notes = results[3]["result"].as_array().unwrap_or_else(|| panic!("{results:?} {stderr}"));
-    assert!(
-        notes.iter().any(
-            |n| n["method"] == "notifications/resources/updated" && n["params"]["uri"] == "test://watched-resource"
-        ),
-        "the client hears the resource's updates: {notes:?}"
-    );
 }

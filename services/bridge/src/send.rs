@@ -84,9 +84,7 @@ impl crate::Bridge {
         let own_session = own.is_some();
         let (peer, flights) = match own {
             Some(own) => {
-                // The level goes to a session whose own initialize answer
-                // declared logging.
-                let logging = own.peer.peer_info().is_some_and(|info| info.capabilities.logging.is_some());
+                let logging = server.offering().logging;
                 own.follow_level(call.link.as_ref().and_then(|l| l.log_level.as_deref()), logging).await;
                 (own.peer, own.flights)
             }

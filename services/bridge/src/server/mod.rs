@@ -245,12 +245,6 @@ impl std::fmt::Debug for ServerHandle {
 
 type Session = RunningService<RoleClient, Relay>;
 
-/// What a server declared on its initialize handshake when its shared
-/// session is not that handshake (it speaks 2026-07-28 statelessly; see
-/// [`open::handshake_capabilities`]); `None` when the shared session is the
-/// handshake, or the server has none.
-type Handshake = Option<rmcp::model::ServerCapabilities>;
-
 /// What a server offers besides tools, as it last listed it: the MCP
 /// definitions as JSON (so every field the server sent, caching hints and
 /// `_meta` included, passes through), and which optional requests it
@@ -265,14 +259,13 @@ pub struct Offering {
     pub prompts: Vec<serde_json::Value>,
     /// It declared the `resources` capability.
     pub has_resources: bool,
-    /// It takes `resources/subscribe` on a client's own session (its
-    /// initialize handshake, when it has one).
+    /// It takes `resources/subscribe`.
     pub subscribe: bool,
     /// It declared the `prompts` capability.
     pub has_prompts: bool,
-    /// It declared the `completions` capability (on either revision).
+    /// It declared the `completions` capability.
     pub completions: bool,
-    /// It declared the `logging` capability (on either revision).
+    /// It declared the `logging` capability.
     pub logging: bool,
 }
 
@@ -282,27 +275,15 @@ const MAX_LISTED: usize = 10_000;
 
 /// List what `peer`'s server offers besides tools, by its capabilities. A
 /// list that fails is left empty (and logged): the tools still serve.
-///
-/// The lists are the shared session's. A subscription travels on a
-/// client's own session, which is the initialize handshake with a server
-/// that has one: `subscribe` is what `handshake` declares when the shared
-/// session is not that handshake. Completions and logging are offered when
-/// either revision declares them (a log level goes to each own session
-/// that declared logging in its own initialize answer).
-async fn list_offering(
-    name: &str,
-    peer: &Peer<RoleClient>,
-    handshake: Option<&rmcp::model::ServerCapabilities>,
-) -> Offering {
+async fn list_offering(name: &str, peer: &Peer<RoleClient>) -> Offering {
     let Some(info) = peer.peer_info() else { return Offering::default() };
     let caps = &info.capabilities;
-    let own = handshake.unwrap_or(caps);
     let mut offering = Offering {
         has_resources: caps.resources.is_some(),
-        subscribe: own.resources.as_ref().is_some_and(|r| r.subscribe == Some(true)),
+        subscribe: caps.resources.as_ref().is_some_and(|r| r.subscribe == Some(true)),
         has_prompts: caps.prompts.is_some(),
-        completions: caps.completions.is_some() || own.completions.is_some(),
-        logging: caps.logging.is_some() || own.logging.is_some(),
+        completions: caps.completions.is_some(),
+        logging: caps.logging.is_some(),
         ..Offering::default()
     };
     fn json<T: serde::Serialize>(name: &str, what: &str, items: Vec<T>) -> Vec<serde_json::Value> {
@@ -387,11 +368,11 @@ pub(crate) async fn start_relaying(
     cancel: CancellationToken,
 ) -> Result<(ServerHandle, Vec<Tool>, tokio::task::JoinHandle<()>), BridgeError> {
     let (session, tools, offering, link) = match connect(spec, relay.clone()).await {
-        Ok((session, tools, handshake)) => {
-            let offering = list_offering(&spec.name, session.peer(), handshake.as_ref()).await;
+        Ok((session, tools)) => {
+            let offering = list_offering(&spec.name, session.peer()).await;
             code_mode_telemetry::server_up(&spec.name, true);
             let link = Link::Up(session.peer().clone());
-            (Some((session, handshake)), tools, offering, link)
+            (Some(session), tools, offering, link)
         }
         Err(e) => match login_needed(spec) {
             Some(why) => {
@@ -428,19 +409,19 @@ pub(crate) async fn start_relaying(
 }
 
 impl ServerActor {
-    async fn run(mut self, first: Option<(Session, Handshake)>) {
+    async fn run(mut self, first: Option<Session>) {
         let name = self.spec.name.clone();
         let mut next = first;
         'served: loop {
-            let (session, handshake) = match next.take() {
-                Some(up) => up,
+            let session = match next.take() {
+                Some(session) => session,
                 None => match self.after_login().await {
-                    Some(up) => up,
+                    Some(session) => session,
                     None => break,
                 },
             };
             let up_since = Instant::now();
-            match self.serve(session, handshake).await {
+            match self.serve(session).await {
                 Ended::Stopped => break,
                 Ended::LoginNeeded(why) => {
                     self.needs_login(why);
@@ -453,7 +434,7 @@ impl ServerActor {
             let uptime = up_since.elapsed();
             let mut delay = self.backoff.after_exit(uptime);
             tracing::warn!(server = %name, uptime_ms = uptime.as_millis() as u64, "the wrapped server exited: restarting it in {delay:?}");
-            let (session, handshake) = loop {
+            let session = loop {
                 if !self.pause(delay).await {
                     self.link.send_replace(Link::Closed);
                     return;
@@ -467,11 +448,11 @@ impl ServerActor {
                     }
                 };
                 match started {
-                    Ok((session, tools, handshake)) => {
+                    Ok((session, tools)) => {
                         self.publish_tools(tools, "the restarted server lists other tools");
-                        let offering = list_offering(&self.spec.name, session.peer(), handshake.as_ref()).await;
+                        let offering = list_offering(&self.spec.name, session.peer()).await;
                         self.publish_offering(offering, "the restarted server offers other resources or prompts");
-                        break (session, handshake);
+                        break session;
                     }
                     Err(e) => {
                         if let Some(why) = login_needed(&self.spec) {
@@ -486,7 +467,7 @@ impl ServerActor {
             code_mode_telemetry::server_up(&name, true);
             tracing::info!(server = %name, "the wrapped server runs again");
             self.link.send_replace(Link::Up(session.peer().clone()));
-            next = Some((session, handshake));
+            next = Some(session);
         }
         self.link.send_replace(Link::Closed);
     }
@@ -503,7 +484,7 @@ impl ServerActor {
 
     /// Wait for a login to be stored, then connect; `None` when the actor
     /// must stop first.
-    async fn after_login(&mut self) -> Option<(Session, Handshake)> {
+    async fn after_login(&mut self) -> Option<Session> {
         let Transport::Http(HttpSpec { auth: Some(auth), .. }) = &self.spec.transport else { return None };
         let auth = auth.clone();
         loop {
@@ -516,14 +497,14 @@ impl ServerActor {
                 _ = self.stopping() => return None,
             };
             match started {
-                Ok((session, tools, handshake)) => {
+                Ok((session, tools)) => {
                     tracing::info!(server = %self.spec.name, "logged in: the server joins the catalog");
                     self.publish_tools(tools, "the server was logged in to");
-                    let offering = list_offering(&self.spec.name, session.peer(), handshake.as_ref()).await;
+                    let offering = list_offering(&self.spec.name, session.peer()).await;
                     self.publish_offering(offering, "the server was logged in to");
                     code_mode_telemetry::server_up(&self.spec.name, true);
                     self.link.send_replace(Link::Up(session.peer().clone()));
-                    return Some((session, handshake));
+                    return Some(session);
                 }
                 Err(e) => {
                     let delay = self.backoff.after_failed_start();
@@ -540,7 +521,7 @@ impl ServerActor {
     /// every handle is gone), or exited on its own.
     /// Meanwhile, list the tools (or the rest of what it offers) again
     /// whenever the server says they changed.
-    async fn serve(&self, session: Session, handshake: Handshake) -> Ended {
+    async fn serve(&self, session: Session) -> Ended {
         let stop = session.cancellation_token();
         let relisting: Relisting = session.service().relisting();
         let peer = session.peer().clone();
@@ -581,7 +562,7 @@ impl ServerActor {
                 }
                 _ = relisting.offering.notified() => {
                     let listed = tokio::select! {
-                        listed = tokio::time::timeout(self.spec.start_timeout, list_offering(&self.spec.name, &peer, handshake.as_ref())) => listed,
+                        listed = tokio::time::timeout(self.spec.start_timeout, list_offering(&self.spec.name, &peer)) => listed,
                         _ = self.stopping() => break,
                     };
                     match listed {

@@ -232,22 +232,17 @@ async fn start(spec: &ServerSpec, relay: Relay, deadline: Instant, lifecycle: Li
 }
 
 /// Spawn the server, initialize the session and list the tools, all within
-/// the start timeout; and, when the session speaks 2026-07-28 statelessly,
-/// what the server declares on its handshake ([`handshake_capabilities`]).
-pub(super) async fn connect(spec: &ServerSpec, relay: Relay) -> Result<(Session, Vec<Tool>, Handshake), BridgeError> {
+/// the start timeout.
+pub(super) async fn connect(spec: &ServerSpec, relay: Relay) -> Result<(Session, Vec<Tool>), BridgeError> {
     // One deadline covers initialize and tools/list. A server that never
     // answers is killed: dropping the transport (or closing the session)
     // stops the child (or drops the HTTP connection).
     let deadline = Instant::now() + spec.start_timeout;
-    let mut session = initialize(spec, relay.clone(), deadline).await?;
+    let mut session = initialize(spec, relay, deadline).await?;
     match tokio::time::timeout_at(deadline, session.peer().list_all_tools()).await {
         Ok(Ok(tools)) => {
             listen_for_list_changes(&session, &spec.name);
-            let handshake = match is_stateless(session.peer()) {
-                true => handshake_capabilities(spec, relay, deadline).await,
-                false => None,
-            };
-            Ok((session, tools, handshake))
+            Ok((session, tools))
         }
         failed => {
             let _ = session.close_with_timeout(CLOSE_TIMEOUT).await;
@@ -256,34 +251,6 @@ pub(super) async fn connect(spec: &ServerSpec, relay: Relay) -> Result<(Session,
                 _ => format!("no answer to initialize/tools list within {} s", spec.start_timeout.as_secs_f64()),
             };
             Err(BridgeError::ServerStart { server: spec.name.clone(), command: spec.command_line(), reason })
-        }
-    }
-}
-
-/// What a server whose shared session speaks 2026-07-28 statelessly
-/// declares on its initialize handshake: a client's own session, where its
-/// subscriptions and log level travel, is that handshake (see
-/// [`initialize_as`]), and a server may declare there what its
-/// `server/discover` does not (the conformance suite's reference server
-/// takes `resources/subscribe` on its handshake alone). One initialize more
-/// at start (and at each restart), its session closed at once: with
-/// streamable HTTP, `initialize`, `notifications/initialized` and the
-/// session's `DELETE`. `None` (logged) for a server with no handshake, or
-/// none within half the start time left: `server/discover`'s answer then
-/// stands for both.
-async fn handshake_capabilities(spec: &ServerSpec, relay: Relay, deadline: Instant) -> Handshake {
-    let now = Instant::now();
-    let probe = now + deadline.saturating_duration_since(now) / 2;
-    match start(spec, relay, probe, Lifecycle::Handshake { then_stateless: false }).await {
-        Ok(mut session) => {
-            let caps = session.peer().peer_info().map(|info| info.capabilities.clone());
-            let _ = session.close_with_timeout(CLOSE_TIMEOUT).await;
-            tracing::debug!(server = %spec.name, ms = now.elapsed().as_millis() as u64, "asked the server's handshake for its capabilities");
-            caps
-        }
-        Err(e) => {
-            tracing::info!(server = %spec.name, error = %e.into_error(), "the server offers no initialize handshake: what server/discover declares stands for a client's own session too");
-            None
         }
     }
 }
