@@ -13,6 +13,7 @@ use code_mode_sandbox_runner::container::Runtime;
 use code_mode_sandbox_runner::image::{BaseSource, Packages};
 
 pub use crate::cli_login::{LoginArgs, LoginTarget, LogoutArgs};
+pub use crate::cli_token::{TokenArgs, TokenCommand};
 use crate::ranges;
 use crate::text_values::{header_value, parse_group, parse_public_url, parse_server_name};
 
@@ -97,27 +98,6 @@ pub struct DescribeArgs {
     /// Print it all as one JSON object instead.
     #[arg(long)]
     pub json: bool,
-}
-
-/// Options of `token`.
-#[derive(Debug, Args)]
-pub struct TokenArgs {
-    /// What to do.
-    #[command(subcommand)]
-    pub command: TokenCommand,
-}
-
-/// The subcommands of `token`.
-#[derive(Debug, Subcommand)]
-pub enum TokenCommand {
-    /// Print a fresh random token for the client NAME (shown this once;
-    /// give it to the client) and the line to add to the `--auth-tokens`
-    /// file (which holds only the token's SHA-256).
-    New {
-        /// The client's name: its identity in audit records, logs and
-        /// approval questions (letters, digits, `-_.@`, at most 64).
-        name: String,
-    },
 }
 
 /// Where the audit record goes (serve, run, bridge, sandbox-runner).

@@ -46,6 +46,7 @@ pub mod app;
 pub mod audit;
 pub mod cli;
 pub mod cli_login;
+pub mod cli_token;
 pub mod describe;
 pub mod files_args;
 pub mod login;
