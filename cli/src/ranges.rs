@@ -243,7 +243,9 @@ mod every_option {
             expected.push(format!("{sub} --warm-window"));
         }
         expected.push("serve --max-concurrent".into());
-        expected.push("serve --files-ttl".into());
+        for sub in ["serve", "frontend", "sandbox-runner"] {
+            expected.push(format!("{sub} --files-ttl"));
+        }
         expected.push("login --timeout".into());
         for long in ["capacity-wait", "deadline", "description-budget", "max-code", "max-concurrent"] {
             expected.push(format!("frontend --{long}"));
