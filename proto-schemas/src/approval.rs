@@ -4,6 +4,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::ConnectAsk;
+
 // The items the doc comments link to.
 #[cfg(doc)]
 use crate::*;
@@ -38,6 +40,10 @@ pub struct ApprovalRequest {
     /// decision comes from the console.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub console: Option<ConsoleAsk>,
+    /// Set when the call waits for the identity to connect its own account
+    /// at [`ConnectAsk::server`], not for an approval ([`ConnectAsk`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect: Option<ConnectAsk>,
 }
 
 /// Where a question of a rule with approvers waits.

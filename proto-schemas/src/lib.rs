@@ -19,6 +19,7 @@ use schemars::JsonSchema;
 #[doc(hidden)]
 pub mod fuzzing;
 
+mod accounts;
 mod approval;
 mod call;
 mod catalog;
@@ -28,6 +29,7 @@ mod console;
 mod error;
 pub mod subjects;
 
+pub use accounts::*;
 pub use approval::*;
 pub use call::*;
 pub use catalog::*;
@@ -79,6 +81,8 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         ("runner_status_reply", schema::<Reply<StatusNoted>>()),
         ("cancel_cell", schema::<CancelCell>()),
         ("cancel_cell_reply", schema::<Reply<CellCancelled>>()),
+        ("accounts_request", schema::<AccountsRequest>()),
+        ("accounts_reply", schema::<Reply<AccountsReply>>()),
     ]
 }
 

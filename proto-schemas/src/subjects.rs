@@ -61,10 +61,15 @@ pub const RUNNER_STATUS: &str = "codemode.v1.runners.status";
 /// [`cell_cancel`]); the runner answers on it from taking the cell until
 /// it replies, so no responder means the cell has ended already.
 pub const CELL_CANCEL: &str = "codemode.v1.cell.cancel";
+/// frontend (its web console) -> bridge: [`crate::AccountsRequest`] ->
+/// [`crate::AccountsReply`]: the connect flow of a per-identity upstream
+/// account (begin, finish), an identity's accounts (list, disconnect) and
+/// the counts per server. Served by the bridges in their queue group.
+pub const ACCOUNTS: &str = "codemode.v1.accounts";
 /// Every subject, for documentation and permission checks (the approval,
 /// client, runner, lease, hold and cell cancel subjects are prefixes: one subject per
 /// session, runner or cell below each).
-pub const ALL: [&str; 14] = [
+pub const ALL: [&str; 15] = [
     CATALOG_GET,
     TOOL_CALL,
     TOOL_DIRECT,
@@ -79,6 +84,7 @@ pub const ALL: [&str; 14] = [
     APPROVALS,
     RUNNER_STATUS,
     CELL_CANCEL,
+    ACCOUNTS,
 ];
 
 /// The hold subject of one cell, or `None` when the cell id is not one

@@ -167,3 +167,53 @@ fn a_tool_call_carries_no_op_and_another_request_names_its_op() {
     assert_eq!(json["op"], "read_resource");
     assert_eq!(serde_json::from_value::<ToolCall>(json).unwrap(), read);
 }
+
+#[test]
+fn an_approval_request_without_a_connect_question_is_as_before_and_one_with_it_names_flow_and_server() {
+    use code_mode_proto::{ApprovalRequest, ConnectAsk};
+    let request = ApprovalRequest {
+        session: "s".into(),
+        cell_id: "c".into(),
+        server: "tracker".into(),
+        tool: "whoami".into(),
+        arguments: String::new(),
+        rule: String::new(),
+        timeout_ms: 1000,
+        console: None,
+        connect: None,
+    };
+    assert!(serde_json::to_value(&request).unwrap().get("connect").is_none(), "an approval's message is as before");
+    let asked =
+        ApprovalRequest { connect: Some(ConnectAsk { flow: "f1".into(), server: "tracker".into() }), ..request };
+    let json = serde_json::to_value(&asked).unwrap();
+    assert_eq!(json["connect"], serde_json::json!({"flow": "f1", "server": "tracker"}));
+    assert_eq!(serde_json::from_value::<ApprovalRequest>(json).unwrap(), asked);
+}
+
+#[test]
+fn an_accounts_request_is_tagged_by_op_and_its_reply_by_result_and_unknown_fields_are_refused() {
+    use code_mode_proto::{AccountsReply, AccountsRequest};
+    let begin = AccountsRequest::Begin {
+        flow: "f".into(),
+        viewer: "alice".into(),
+        browser: "ab".into(),
+        redirect_uri: "https://h/console/connect/callback".into(),
+    };
+    let json = serde_json::to_value(&begin).unwrap();
+    assert_eq!(json["op"], "begin");
+    assert_eq!(serde_json::from_value::<AccountsRequest>(json).unwrap(), begin);
+    let finish: AccountsRequest =
+        serde_json::from_str(r#"{"op": "finish", "state": "s", "code": "c", "browser": "b"}"#).unwrap();
+    assert_eq!(finish, AccountsRequest::Finish { state: "s".into(), code: "c".into(), iss: None, browser: "b".into() });
+    assert_eq!(serde_json::to_value(AccountsRequest::Counts).unwrap(), serde_json::json!({"op": "counts"}));
+    assert!(serde_json::from_str::<AccountsRequest>(r#"{"op": "list", "identity": "a", "token": "t"}"#).is_err());
+    let counts = AccountsReply::Counts { servers: vec![("tracker".into(), 2)] };
+    assert_eq!(
+        serde_json::to_value(&counts).unwrap(),
+        serde_json::json!({"result": "counts", "servers": [["tracker", 2]]})
+    );
+    assert_eq!(
+        serde_json::to_value(AccountsReply::Disconnected { revoked: true }).unwrap(),
+        serde_json::json!({"result": "disconnected", "revoked": true})
+    );
+}

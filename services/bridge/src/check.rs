@@ -787,6 +787,7 @@ impl Bridge {
             rule: rule.to_string(),
             timeout_ms: timeout.as_millis() as u64,
             console: None,
+            connect: None,
         };
         // The frontend answers `timed_out` itself when the person does not;
         // the margin covers the hops.

@@ -137,6 +137,7 @@ impl Bridge {
             rule: question.rule.clone(),
             timeout_ms: timeout.as_millis() as u64,
             console: Some(ConsoleAsk { id: question.id.clone(), approvers: question.approvers.clone(), ask_client }),
+            connect: None,
         };
         let (tx, rx) = oneshot::channel();
         let bus = bus.clone();

@@ -128,6 +128,7 @@ mod tests {
             rule: "/tools/echo".into(),
             timeout_ms: 1000,
             console: None,
+            connect: None,
         };
         let (_route, questions) = mpsc::channel(1);
         let run = CellRun {

@@ -233,6 +233,7 @@ mod tests {
             rule: "/tools/delete_file".into(),
             timeout_ms: 60_000,
             console: None,
+            connect: None,
         }
     }
 
