@@ -114,7 +114,7 @@ pub fn page_going_to(title: &str, frame: &Frame<'_>, body: &str, to: &str) -> St
 fn framed(title: &str, frame: &Frame<'_>, body: &str, refresh: &str) -> String {
     let mut nav = String::new();
     if let Some(viewer) = frame.viewer {
-        nav.push_str("<nav><a href=\"/console\">Waiting calls</a>");
+        nav.push_str("<nav><a href=\"/console\">Waiting calls</a> <a href=\"/console/accounts\">Accounts</a>");
         if frame.operator {
             nav.push_str(" <a href=\"/console/operations\">Operations</a>");
         }
@@ -138,7 +138,10 @@ fn framed(title: &str, frame: &Frame<'_>, body: &str, refresh: &str) -> String {
 
 /// The login form (`error`: why the last try failed, our own text); with
 /// `issuer`, a link signing in there first.
-pub fn login(csrf: &str, error: Option<&str>, issuer: Option<&str>) -> String {
+/// `next`: the console path to go to once logged in (a connect link).
+pub fn login(csrf: &str, error: Option<&str>, issuer: Option<&str>, next: Option<&str>) -> String {
+    let next =
+        next.map(|n| format!("<input type=\"hidden\" name=\"next\" value=\"{}\">\n", escape(n))).unwrap_or_default();
     let error = error.map(|e| format!("<p class=\"refusal\">{}</p>\n", escape(e))).unwrap_or_default();
     let oauth = issuer
         .map(|issuer| {
@@ -152,7 +155,7 @@ pub fn login(csrf: &str, error: Option<&str>, issuer: Option<&str>) -> String {
     let body = format!(
         "{error}{oauth}<p>Paste the bearer token you use for MCP (a static token or an OAuth access token). The console \
          keeps it in a cookie for this site only and checks it again on every page.</p>\n\
-         <form method=\"post\" action=\"/console/login\">\n<input type=\"hidden\" name=\"csrf\" value=\"{}\">\n\
+         <form method=\"post\" action=\"/console/login\">\n<input type=\"hidden\" name=\"csrf\" value=\"{}\">\n{next}\
          <label for=\"token\">Token</label>\n<input type=\"password\" id=\"token\" name=\"token\" autocomplete=\"off\" \
          required>\n<button type=\"submit\">Log in</button>\n</form>\n",
         escape(csrf)

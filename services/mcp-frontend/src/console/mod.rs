@@ -27,7 +27,12 @@
 //!   the bridges' last config reloads (one that did not apply first), this
 //!   frontend's sessions, the cells running now (held ones marked, their
 //!   held time not counted as run time), its last cells, the runners, the
-//!   audit log's tail.
+//!   audit log's tail, the connected accounts per server.
+//! - `GET /console/connect/{flow}`, `GET /console/connect/callback`,
+//!   `GET /console/accounts`, `POST /console/accounts/disconnect`: an
+//!   identity connecting its own account at a wrapped server, and its
+//!   accounts ([`accounts`]). A connect link opened before logging in comes
+//!   back to itself after the login (`?next=`, only such a console path).
 //!
 //! The bridges own the questions: the console asks them on
 //! [`subjects::APPROVALS`] ([`ConsoleRequest`] -> [`ConsoleReply`]), and
@@ -40,6 +45,7 @@
 //! Content-Security-Policy, `nosniff`, `same-origin` referrers and `no-store`
 //! ([`guard::HEADERS`]).
 
+pub mod accounts;
 pub mod guard;
 pub mod html;
 pub mod oauth;
@@ -202,6 +208,10 @@ impl Console {
             .route("/approvals/{id}", web::get().to(question))
             .route("/approvals/{id}", web::post().to(decide))
             .route("/operations", web::get().to(operations))
+            .route("/connect/callback", web::get().to(accounts::callback))
+            .route("/connect/{flow}", web::get().to(accounts::connect))
+            .route("/accounts", web::get().to(accounts::accounts))
+            .route("/accounts/disconnect", web::post().to(accounts::disconnect))
             .default_service(web::to(not_found));
         config.service(scope);
     }
@@ -211,8 +221,14 @@ impl Console {
     /// once it has exchanged its code): the answer sets the cookie and
     /// sends the browser to the board.
     pub(crate) fn start_session(&self, token: &str) -> HttpResponse {
+        self.start_session_to(token, PATH)
+    }
+
+    /// [`start_session`](Self::start_session), sending the browser to `to`
+    /// (the console's own path: [`accounts::return_path`]).
+    fn start_session_to(&self, token: &str, to: &str) -> HttpResponse {
         HttpResponse::SeeOther()
-            .insert_header((header::LOCATION, PATH))
+            .insert_header((header::LOCATION, to))
             .append_header((header::SET_COOKIE, guard::session_cookie(token, self.inner.secure)))
             .append_header((header::SET_COOKIE, guard::cookie(guard::LOGIN_COOKIE, "", 0, self.inner.secure)))
             .finish()
@@ -415,20 +431,24 @@ async fn not_found() -> HttpResponse {
 /// `GET /console/login`: the form, with a fresh login cookie its CSRF
 /// value derives from; a viewer already logged in goes to the board.
 async fn login_form(console: web::Data<Console>, request: HttpRequest) -> HttpResponse {
+    let query = form_fields(request.query_string().as_bytes());
+    let next = query.get("next").and_then(|n| accounts::return_path(n));
     if let Some(token) = guard::cookie_of(&request, guard::COOKIE)
         && console.inner.gate.identify(&token).await.is_ok()
     {
-        return HttpResponse::SeeOther().insert_header((header::LOCATION, PATH)).finish();
+        return HttpResponse::SeeOther().insert_header((header::LOCATION, next.unwrap_or(PATH))).finish();
     }
-    login_page(&console, StatusCode::OK, None)
+    login_page(&console, StatusCode::OK, None, next)
 }
 
-fn login_page(console: &Console, status: StatusCode, error: Option<&str>) -> HttpResponse {
+/// The login form; `next`: the console path to go to once logged in (a
+/// connect link), already checked by [`accounts::return_path`].
+fn login_page(console: &Console, status: StatusCode, error: Option<&str>, next: Option<&str>) -> HttpResponse {
     let Some(secret) = guard::random_hex() else {
         return html_answer(StatusCode::INTERNAL_SERVER_ERROR, "no randomness from the system".into());
     };
     let issuer = console.inner.sign_in.as_ref().map(OAuthSignIn::issuer);
-    let mut answer = html_answer(status, html::login(&guard::csrf_of(&secret), error, issuer));
+    let mut answer = html_answer(status, html::login(&guard::csrf_of(&secret), error, issuer, next));
     if let Ok(value) = header::HeaderValue::from_str(&guard::cookie(
         guard::LOGIN_COOKIE,
         &secret,
@@ -454,17 +474,19 @@ async fn login(console: web::Data<Console>, request: HttpRequest, body: web::Byt
         return forbidden("This form's CSRF value is missing or wrong: open the login page again.");
     }
     let token = form.get("token").map_or("", |t| t.trim());
+    let next = form.get("next").and_then(|n| accounts::return_path(n));
     if !guard::cookie_safe(token) {
-        return login_page(&console, StatusCode::UNAUTHORIZED, Some("That is not a token this console can take."));
+        let why = Some("That is not a token this console can take.");
+        return login_page(&console, StatusCode::UNAUTHORIZED, why, next);
     }
     match console.inner.gate.identify(token).await {
         Ok(identity) => {
             tracing::info!(identity = %identity, "console login");
-            console.start_session(token)
+            console.start_session_to(token, next.unwrap_or(PATH))
         }
         Err(why) => {
             tracing::info!(%why, "refused a console login");
-            login_page(&console, StatusCode::UNAUTHORIZED, Some("That token is not valid here."))
+            login_page(&console, StatusCode::UNAUTHORIZED, Some("That token is not valid here."), next)
         }
     }
 }
@@ -736,6 +758,7 @@ async fn operations(console: web::Data<Console>, request: HttpRequest) -> HttpRe
     let ids = snapshot.sessions.iter().map(|s| s.id.clone()).collect();
     let tainted = console.ask(&ConsoleRequest::Sessions { ids }).await;
     let reloads = console.ask(&ConsoleRequest::Reloads).await;
+    let counts = accounts::counts(&console).await;
     let (runners_why, tainted_why, reloads_why) = (unknown(&runners), unknown(&tainted), unknown(&reloads));
     let bridges = html::FromBridges {
         runners: match &runners {
@@ -751,7 +774,8 @@ async fn operations(console: web::Data<Console>, request: HttpRequest) -> HttpRe
             _ => Err(reloads_why.as_str()),
         },
     };
-    let body = html::operations(&snapshot, bridges, audit, std::time::SystemTime::now());
+    let mut body = html::operations(&snapshot, bridges, audit, std::time::SystemTime::now());
+    body.push_str(&accounts::counts_html(counts.as_ref().map(Vec::as_slice).map_err(String::as_str)));
     html_answer(StatusCode::OK, html::page("Operations", &seen.frame(true), &body))
 }
 

@@ -17,14 +17,14 @@ use code_mode_mcp_frontend::auth::static_tokens::new_token;
 use code_mode_mcp_frontend::http::{HttpOptions, McpHttpServer};
 use code_mode_mcp_frontend::{FrontendConfig, FrontendFactory};
 use code_mode_proto::{
-    Catalog, CatalogRequest, ConsoleReply, ConsoleRequest, Decision, ErrorKind, Viewer, WaitingCall, WireError,
-    queue_groups, subjects,
+    AccountsRequest, Catalog, CatalogRequest, ConsoleReply, ConsoleRequest, Decision, ErrorKind, Viewer, WaitingCall,
+    WireError, queue_groups, subjects,
 };
 use reqwest::header::{HeaderMap, LOCATION, SET_COOKIE};
 use tokio_util::sync::CancellationToken;
 
 /// What would run as script or leave an attribute, were it not escaped.
-const HOSTILE: &str = "\"><img src=x onerror=alert(1)><script>alert(2)</script>";
+pub(crate) const HOSTILE: &str = "\"><img src=x onerror=alert(1)><script>alert(2)</script>";
 
 fn catalog() -> Catalog {
     Catalog {
@@ -123,15 +123,17 @@ async fn console_bridge(request: ConsoleRequest) -> Result<ConsoleReply, WireErr
 
 /// A running HTTP frontend with a token file naming alice (an operator)
 /// and bob.
-struct Served {
-    base: String,
-    alice: String,
-    bob: String,
+pub(crate) struct Served {
+    pub base: String,
+    pub alice: String,
+    pub bob: String,
     tokens: PathBuf,
     cancel: CancellationToken,
-    http: reqwest::Client,
+    pub http: reqwest::Client,
     /// Every request the fake bridge was sent, in order.
     asked: Arc<Mutex<Vec<ConsoleRequest>>>,
+    /// Every request the fake bridge's accounts subject was sent, in order.
+    pub accounts: Arc<Mutex<Vec<AccountsRequest>>>,
 }
 
 impl Served {
@@ -148,7 +150,7 @@ impl Drop for Served {
     }
 }
 
-async fn serve(bridge_answers_the_console: bool, authenticate: bool) -> Served {
+pub(crate) async fn serve(bridge_answers_the_console: bool, authenticate: bool) -> Served {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cancel = CancellationToken::new();
     let bus = Bus::in_process();
@@ -163,6 +165,16 @@ async fn serve(bridge_answers_the_console: bool, authenticate: bool) -> Served {
             console_bridge(request)
         };
         bus.serve(subjects::APPROVALS, queue_groups::BRIDGE, cancel.clone(), bridge).await.unwrap();
+    }
+    let accounts = Arc::new(Mutex::new(Vec::new()));
+    if bridge_answers_the_console {
+        let kept = accounts.clone();
+        let bridge = move |request: AccountsRequest| {
+            let earlier = kept.lock().unwrap().clone();
+            kept.lock().unwrap().push(request.clone());
+            crate::accounts::bridge(request, earlier)
+        };
+        bus.serve(subjects::ACCOUNTS, queue_groups::BRIDGE, cancel.clone(), bridge).await.unwrap();
     }
     let (alice, alice_line) = new_token("alice").unwrap();
     let (bob, bob_line) = new_token("bob").unwrap();
@@ -180,11 +192,11 @@ async fn serve(bridge_answers_the_console: bool, authenticate: bool) -> Served {
     let server = McpHttpServer::start(factory, &options, cancel.clone()).await.unwrap();
     let base = format!("http://{}", server.local_addr());
     let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    Served { base, alice, bob, tokens, cancel, http, asked }
+    Served { base, alice, bob, tokens, cancel, http, asked, accounts }
 }
 
 /// The value of cookie `name` a response sets, and the whole header.
-fn set_cookie(headers: &HeaderMap, name: &str) -> Option<(String, String)> {
+pub(crate) fn set_cookie(headers: &HeaderMap, name: &str) -> Option<(String, String)> {
     headers.get_all(SET_COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(|header| {
         let value = header.strip_prefix(&format!("{name}="))?.split(';').next()?.to_string();
         Some((value, header.to_string()))
@@ -192,12 +204,12 @@ fn set_cookie(headers: &HeaderMap, name: &str) -> Option<(String, String)> {
 }
 
 /// The `csrf` field's value in a page.
-fn csrf_in(page: &str) -> String {
+pub(crate) fn csrf_in(page: &str) -> String {
     let at = page.find("name=\"csrf\" value=\"").expect("a csrf field") + "name=\"csrf\" value=\"".len();
     page[at..].split('"').next().unwrap().to_string()
 }
 
-fn assert_console_headers(headers: &HeaderMap) {
+pub(crate) fn assert_console_headers(headers: &HeaderMap) {
     let csp = headers.get("content-security-policy").expect("a CSP").to_str().unwrap();
     assert_eq!(
         csp,
@@ -210,7 +222,7 @@ fn assert_console_headers(headers: &HeaderMap) {
 }
 
 impl Served {
-    async fn get(&self, path: &str, cookie: Option<&str>) -> reqwest::Response {
+    pub(crate) async fn get(&self, path: &str, cookie: Option<&str>) -> reqwest::Response {
         let mut request = self.http.get(format!("{}{path}", self.base));
         if let Some(cookie) = cookie {
             request = request.header("cookie", cookie);
@@ -218,7 +230,13 @@ impl Served {
         request.send().await.unwrap()
     }
 
-    async fn post(&self, path: &str, cookie: Option<&str>, origin: Option<&str>, body: &str) -> reqwest::Response {
+    pub(crate) async fn post(
+        &self,
+        path: &str,
+        cookie: Option<&str>,
+        origin: Option<&str>,
+        body: &str,
+    ) -> reqwest::Response {
         let mut request = self
             .http
             .post(format!("{}{path}", self.base))
@@ -234,7 +252,7 @@ impl Served {
     }
 
     /// Log in with `token` through the form: the session cookie's header.
-    async fn log_in(&self, token: &str) -> reqwest::Response {
+    pub(crate) async fn log_in(&self, token: &str) -> reqwest::Response {
         let form = self.get("/console/login", None).await;
         assert_eq!(form.status(), 200);
         let (login, _) = set_cookie(form.headers(), "codemode_console_login").expect("a login cookie");

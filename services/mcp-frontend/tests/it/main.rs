@@ -8,5 +8,6 @@
 // A panic in a test is the test failing.
 #![allow(clippy::unwrap_used)]
 
+mod accounts;
 mod console;
 mod description;
