@@ -287,6 +287,12 @@ impl Frontend {
                             let _ = answer.send(questions::ask_client(&peer, &ask, timeout, &withdrawn, &gone).await);
                         }) as std::pin::Pin<Box<dyn Future<Output = ()> + Send>>);
                     }
+                    Question::Approval(first) if first.request.connect.is_some() => {
+                        if let Some(first) = self.ask_connect(first, context, identity.as_ref(), &gone, &mut elicitations) {
+                            let pending = self.gather(&mut run, Question::Approval(first)).await;
+                            return Outcome::Tool(self.park(run, pending, identity).await.into());
+                        }
+                    }
                     Question::Approval(first) => {
                       let first = match first.request.console.clone() {
                         Some(ask) => match self.tell_console(first, &ask, asking, context, &gone, &mut elicitations) {
@@ -445,8 +451,8 @@ impl Frontend {
             match question {
                 Question::Approval(p) => {
                     let link = self.console_link(&p.request);
-                    let asked =
-                        ElicitRequest::new(approval::question_linked(&p.request, identity.as_ref(), link.as_deref()));
+                    let asked = crate::connect::elicitation(self, &p.request, identity.as_ref(), link.as_deref());
+                    let asked = ElicitRequest::new(asked);
                     questions.insert(format!("approval-{i}"), InputRequest::Elicitation(asked));
                     longest = longest.max(Duration::from_millis(p.request.timeout_ms));
                 }
@@ -479,7 +485,8 @@ impl Frontend {
         for (i, question) in parked.pending.into_iter().enumerate() {
             match question {
                 Question::Approval(p) => {
-                    let answer = approval::answer_of_value(answers.and_then(|a| a.get(&format!("approval-{i}"))));
+                    let value = answers.and_then(|a| a.get(&format!("approval-{i}")));
+                    let answer = crate::connect::reply_of_value(&p.request, value);
                     let _ = p.answer.send(answer);
                 }
                 Question::Ask(PendingAsk { ask, answer, .. }) => {
@@ -806,7 +813,7 @@ impl ServerHandler for Frontend {
 /// initialize handshake (2026-07-28 and later): it cannot be sent requests,
 /// so its questions come back as input-required results, over one
 /// connection as over HTTP.
-fn input_required(context: &RequestContext<RoleServer>) -> bool {
+pub(crate) fn input_required(context: &RequestContext<RoleServer>) -> bool {
     context.protocol_version().is_some_and(|v| !v.has_initialize())
 }
 
@@ -828,7 +835,7 @@ fn asking(context: &RequestContext<RoleServer>) -> Asking {
 
 /// Whether the request's client declared URL-mode elicitation (MCP
 /// 2025-11-25 `elicitation: {url: {}}`).
-fn accepts_url_elicitation(context: &RequestContext<RoleServer>) -> bool {
+pub(crate) fn accepts_url_elicitation(context: &RequestContext<RoleServer>) -> bool {
     context.client_capabilities().and_then(|c| c.elicitation).is_some_and(|e| e.url.is_some())
 }
 

@@ -46,6 +46,7 @@ pub mod activity;
 pub mod approval;
 pub mod auth;
 pub mod catalog;
+pub mod connect;
 pub mod console;
 pub mod description;
 pub mod direct;

@@ -38,6 +38,8 @@ pub(crate) const POLL: Duration = Duration::from_millis(400);
 enum Waiter {
     /// An approval the bridge waits for.
     Approval(oneshot::Sender<ApprovalReply>),
+    /// A connect question ([`crate::connect`]): a URL accept means opened.
+    Connect(oneshot::Sender<ApprovalReply>),
     /// A wrapped server's question.
     Ask { ask: ServerAsk, answer: oneshot::Sender<FromClient>, withdrawn: CancellationToken },
 }
@@ -47,7 +49,7 @@ impl Waiter {
     /// routes' bound) or its server withdrew it.
     fn lapsed(&self) -> bool {
         match self {
-            Self::Approval(answer) => answer.is_closed(),
+            Self::Approval(answer) | Self::Connect(answer) => answer.is_closed(),
             Self::Ask { answer, withdrawn, .. } => answer.is_closed() || withdrawn.is_cancelled(),
         }
     }
@@ -62,13 +64,21 @@ pub(crate) struct Asked {
     /// The client declared form elicitation (else an approval cannot be
     /// put to it).
     elicits: bool,
+    /// The client declared URL-mode elicitation (else a connect question
+    /// is answered with the link to open).
+    elicits_url: bool,
     /// Whose code asks (named in an approval's question).
     identity: Option<Identity>,
 }
 
 impl Asked {
     pub(crate) fn new(elicits: bool, identity: Option<Identity>) -> Self {
-        Self { counted: 0, waiting: BTreeMap::new(), elicits, identity }
+        Self { counted: 0, waiting: BTreeMap::new(), elicits, elicits_url: false, identity }
+    }
+
+    /// The client declared URL-mode elicitation too.
+    pub(crate) fn with_url(self, elicits_url: bool) -> Self {
+        Self { elicits_url, ..self }
     }
 
     fn key(&mut self, kind: &str) -> String {
@@ -107,6 +117,24 @@ impl Asked {
         true
     }
 
+    /// Put a connect question to the client (`link`: the console's connect
+    /// page of its flow); answered at once with the link to open when the
+    /// client declared no URL elicitation or there is no link. True when
+    /// it was added.
+    pub(crate) fn connect(&mut self, pending: Pending, link: Option<&str>) -> bool {
+        let Some(ask) = pending.request.connect.clone() else { return self.approval(pending, link) };
+        let (true, Some(link)) = (self.elicits_url, link) else {
+            let why = "the MCP client did not declare URL-mode elicitation, so it cannot be asked to open the link";
+            let _ = pending.answer.send(crate::connect::unavailable(&ask, link, why));
+            return false;
+        };
+        let question = crate::connect::question(&pending.request, &ask, link, self.identity.as_ref());
+        let key = self.key("connect");
+        self.waiting
+            .insert(key, (InputRequest::Elicitation(ElicitRequest::new(question)), Waiter::Connect(pending.answer)));
+        true
+    }
+
     /// Put a wrapped server's question to the client. True when it was
     /// added (a question that cannot be written as an input request is
     /// refused).
@@ -131,6 +159,9 @@ impl Asked {
             match waiter {
                 Waiter::Approval(answer) => {
                     let _ = answer.send(approval::answer_of_value(Some(value)));
+                }
+                Waiter::Connect(answer) => {
+                    let _ = answer.send(crate::connect::answer_of_value(Some(value)));
                 }
                 Waiter::Ask { ask, answer, .. } => {
                     let _ = answer.send(questions::answer_of_value(&ask, Some(value)));
@@ -274,5 +305,33 @@ mod tests {
         let (answer, mut reply) = oneshot::channel();
         assert!(!mute.approval(Pending { request: request(), answer }, None));
         assert!(matches!(reply.try_recv(), Ok(ApprovalReply::Unavailable { .. })));
+    }
+
+    #[test]
+    fn a_connect_question_goes_to_a_task_as_a_url_elicitation_and_a_url_accept_means_opened() {
+        let connect = || ApprovalRequest {
+            connect: Some(code_mode_proto::ConnectAsk { flow: "f-1".into(), server: "notes".into() }),
+            ..request()
+        };
+        let link = "https://mcp.example.com/console/connect/f-1";
+        let mut asked = Asked::new(true, None).with_url(true);
+        let (answer, mut reply) = oneshot::channel();
+        assert!(asked.connect(Pending { request: connect(), answer }, Some(link)));
+        let requests = serde_json::to_value(asked.requests()).unwrap();
+        assert_eq!(requests["connect-1"]["params"]["mode"], "url", "{requests}");
+        assert_eq!(requests["connect-1"]["params"]["url"], link, "{requests}");
+        assert_eq!(requests["connect-1"]["params"]["elicitationId"], "f-1", "{requests}");
+        let mut answers = InputResponses::new();
+        answers.insert("connect-1".into(), json!({"action": "accept"}));
+        assert_eq!(asked.deliver(&answers), ["connect-1"]);
+        assert_eq!(reply.try_recv().unwrap(), ApprovalReply::Approved);
+        // A client without URL mode gets the link and what to do.
+        let mut form_only = Asked::new(true, None);
+        let (answer, mut reply) = oneshot::channel();
+        assert!(!form_only.connect(Pending { request: connect(), answer }, Some(link)));
+        match reply.try_recv().unwrap() {
+            ApprovalReply::Unavailable { reason } => assert!(reason.contains(&format!("open {link}")), "{reason}"),
+            other => panic!("{other:?}"),
+        }
     }
 }

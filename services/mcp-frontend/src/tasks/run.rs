@@ -55,7 +55,8 @@ impl Frontend {
         // it declared it answers.
         let link = link.map(|link| ClientLink { progress: false, ..link });
         let identity = auth::caller_of(context).and_then(|c| c.identity);
-        let asked = Asked::new(link.as_ref().is_some_and(|l| l.elicitation), identity);
+        let asked = Asked::new(link.as_ref().is_some_and(|l| l.elicitation), identity)
+            .with_url(link.as_ref().is_some_and(|l| l.elicitation_url));
         let handle = matches!(keep, CellKeep::Handle(_));
         // Over NATS the runner keeps the cell's report for any frontend.
         let options = CellOptions {
@@ -120,6 +121,14 @@ impl Frontend {
                         tracing::info!(task = %id, server = %pending.ask.server, method = pending.ask.ask.method(),
                             "a server's question is put to the task's client (input required)");
                         if asked.server(pending) {
+                            self.write_questions(&task, &asked, &[]).await;
+                        }
+                    }
+                    Question::Approval(pending) if pending.request.connect.is_some() => {
+                        let link = pending.request.connect.as_ref()
+                            .and_then(|ask| crate::console::accounts::connect_link(&self.shared, &ask.flow));
+                        tracing::info!(task = %id, "a connect question is put to the task's client (input required)");
+                        if asked.connect(pending, link.as_deref()) {
                             self.write_questions(&task, &asked, &[]).await;
                         }
                     }
