@@ -116,27 +116,6 @@ pub fn console_question(request: &ApprovalRequest, ask: &ConsoleAsk, link: &str)
     }
 }
 
-/// The answer to a question that asks the identity to connect its own
-/// account at a wrapped server ([`ApprovalRequest::connect`]), until the
-/// console's connect pages ask the client by URL-mode elicitation: the
-/// call fails with this reason, which holds the link (when this process
-/// serves the console under `console_base`) and says what to do.
-pub fn connect_unavailable(ask: &code_mode_proto::ConnectAsk, console_base: Option<&str>) -> ApprovalReply {
-    let reason = match console_base {
-        Some(base) => format!(
-            "open {base}/console/connect/{flow} to connect your account at {server:?}, then call again",
-            flow = ask.flow,
-            server = ask.server,
-        ),
-        None => format!(
-            "the server {server:?} acts as each identity's own account, connected in the web console, which this \
-             frontend does not serve (it runs with `serve --http` and authentication)",
-            server = ask.server,
-        ),
-    };
-    ApprovalReply::Unavailable { reason }
-}
-
 /// Someone to ask when a cell does not run on an MCP request (`code-mode
 /// run`): the person at the terminal, say. An implementation answers within
 /// its own time or is cut off at the request's timeout.
@@ -337,19 +316,5 @@ mod tests {
                 other => panic!("{content} gave {other:?}"),
             }
         }
-    }
-
-    #[test]
-    fn a_connect_question_is_answered_unavailable_with_the_link_and_what_to_do() {
-        let ask = code_mode_proto::ConnectAsk { flow: "f-1".into(), server: "tracker".into() };
-        let ApprovalReply::Unavailable { reason } = connect_unavailable(&ask, Some("https://mcp.example.com")) else {
-            panic!("unavailable");
-        };
-        assert_eq!(
-            reason,
-            "open https://mcp.example.com/console/connect/f-1 to connect your account at \"tracker\", then call again"
-        );
-        let ApprovalReply::Unavailable { reason } = connect_unavailable(&ask, None) else { panic!("unavailable") };
-        assert!(reason.contains("\"tracker\"") && reason.contains("web console"), "{reason}");
     }
 }

@@ -741,21 +741,12 @@ impl SessionActor {
         };
         let stop = CancellationToken::new();
         let routes = self.route_requests.clone();
-        let shared = self.shared.clone();
         let approvals = self
             .shared
             .bus
             .serve(&subject, &self.id, stop.clone(), move |request: ApprovalRequest| {
                 let routes = routes.clone();
-                let base = shared.console_base.get().cloned();
-                async move {
-                    // A connect question (issue 41): answered with the link
-                    // until the console's connect pages ask the client.
-                    if let Some(ask) = &request.connect {
-                        return Ok(crate::approval::connect_unavailable(ask, base.as_deref()));
-                    }
-                    Ok(approve(&routes, request).await)
-                }
+                async move { Ok(approve(&routes, request).await) }
             })
             .await?;
         let routes = self.route_requests.clone();
