@@ -200,11 +200,18 @@ fn query_value(url: &str, name: &str) -> Option<String> {
 /// page, signs in at the issuer and consents: the URL the issuer sends the
 /// browser back to (not visited yet).
 async fn sign_in_at_issuer(browser: &Browser, served: &Served, issuer: &Issuer, login: &str) -> String {
-    let page = browser.get(&format!("{}/console/login", served.base)).await;
+    sign_in_from(browser, served, issuer, login, "").await
+}
+
+/// [`sign_in_at_issuer`] from the login page at `/console/login{query}`
+/// (`?next=...`: a connect link sent the browser there), whose offer to
+/// sign in carries the same query.
+async fn sign_in_from(browser: &Browser, served: &Served, issuer: &Issuer, login: &str, query: &str) -> String {
+    let page = browser.get(&format!("{}/console/login{query}", served.base)).await;
     assert_eq!(page.status, 200);
-    let offered = format!("href=\"/console/login/oauth\">Sign in with {}</a>", issuer.url);
+    let offered = format!("href=\"/console/login/oauth{query}\">Sign in with {}</a>", issuer.url);
     assert!(page.body.contains(&offered), "{}", page.body);
-    let started = browser.get(&format!("{}/console/login/oauth", served.base)).await;
+    let started = browser.get(&format!("{}/console/login/oauth{query}", served.base)).await;
     assert_eq!(started.status, 303, "{}", started.body);
     let sealed = started.sets("codemode_console_oauth").expect("a sign-in cookie");
     let cookie = started.set_cookies.iter().find(|c| c.starts_with("codemode_console_oauth=")).unwrap();
@@ -362,6 +369,37 @@ async fn a_callback_with_a_wrong_state_is_refused_sets_no_session_and_leaves_the
     assert_eq!(right.status(), 200);
     let body = right.text().await.unwrap();
     assert!(body.contains("Signed in as <strong>mallory</strong>"), "{body}");
+    let _ = std::fs::remove_file(secret);
+}
+
+#[tokio::test]
+async fn a_sign_in_begun_from_a_connect_link_goes_back_to_that_link_and_a_next_elsewhere_is_ignored() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some((issuer, served, secret)) = served_with_sign_in(false, "127.0.0.1").await else { return };
+    for (query, to) in [
+        ("?next=%2Fconsole%2Fconnect%2Ff-1", "/console/connect/f-1"),
+        ("?next=https%3A%2F%2Fevil.example%2F", "/console"),
+    ] {
+        let browser = Browser::new();
+        // The login page offers no way to elsewhere: its sign-in link
+        // carries the query only when it is a connect link.
+        let page = browser.get(&format!("{}/console/login{query}", served.base)).await;
+        if to == "/console" {
+            assert!(!page.body.contains("evil.example"), "{}", page.body);
+            let started = browser.get(&format!("{}/console/login/oauth{query}", served.base)).await;
+            assert_eq!(started.sets("codemode_console_next").as_deref(), Some(""), "no way back kept");
+            continue;
+        }
+        let back = sign_in_from(&browser, &served, &issuer, "carol", query).await;
+        let done = browser.get(&back).await;
+        assert_eq!(done.status, 200, "{}", done.body);
+        assert!(starts_a_session(&done));
+        let refresh = format!("<meta http-equiv=\"refresh\" content=\"0; url={to}\">");
+        assert!(done.body.contains(&refresh), "the page goes on to {to}: {}", done.body);
+        assert_eq!(done.sets("codemode_console_next").as_deref(), Some(""), "the way back is spent");
+    }
     let _ = std::fs::remove_file(secret);
 }
 

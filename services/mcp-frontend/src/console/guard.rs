@@ -84,6 +84,21 @@ pub fn sign_in_cookie(value: &str, max_age: u64, secure: bool) -> String {
     )
 }
 
+/// The cookie of an OAuth sign-in begun from a connect link: the console
+/// path to go on to once signed in (checked again when read).
+pub const NEXT_COOKIE: &str = "codemode_console_next";
+
+/// The `Set-Cookie` value of [`NEXT_COOKIE`]: flags and path as the
+/// sign-in cookie's; `max_age` 0 (or an empty value) removes it.
+pub fn next_cookie(next: &str, max_age: u64, secure: bool) -> String {
+    let max_age = if next.is_empty() { 0 } else { max_age };
+    let secure = if secure { "; Secure" } else { "" };
+    format!(
+        "{NEXT_COOKIE}={next}; Path={}; HttpOnly; SameSite=Lax; Max-Age={max_age}{secure}",
+        super::oauth::COOKIE_PATH
+    )
+}
+
 /// Whether `token` can be held in a cookie as is (cookie-octets of RFC
 /// 6265: no space, quote, comma, semicolon, backslash or control): a static
 /// token (`cm_` and hex) and a JWT (base64url and dots) can.

@@ -140,13 +140,14 @@ fn framed(title: &str, frame: &Frame<'_>, body: &str, refresh: &str) -> String {
 /// `issuer`, a link signing in there first.
 /// `next`: the console path to go to once logged in (a connect link).
 pub fn login(csrf: &str, error: Option<&str>, issuer: Option<&str>, next: Option<&str>) -> String {
+    let back = next.map(|n| format!("?next={}", path_segment(n))).unwrap_or_default();
     let next =
         next.map(|n| format!("<input type=\"hidden\" name=\"next\" value=\"{}\">\n", escape(n))).unwrap_or_default();
     let error = error.map(|e| format!("<p class=\"refusal\">{}</p>\n", escape(e))).unwrap_or_default();
     let oauth = issuer
         .map(|issuer| {
             format!(
-                "<p><a class=\"sign-in\" href=\"/console/login/oauth\">Sign in with {}</a></p>\n<p class=\"muted\">\
+                "<p><a class=\"sign-in\" href=\"/console/login/oauth{back}\">Sign in with {}</a></p>\n<p class=\"muted\">\
                  Or:</p>\n",
                 shown(issuer, SHORT)
             )

@@ -240,14 +240,18 @@ impl Console {
     /// than a 303. After a chain of redirects that began on the issuer's
     /// site a browser would not send the SameSite=Strict session cookie to
     /// the board; a navigation started by the console's own page does.
-    fn start_session_from_elsewhere(&self, token: &str, identity: &Identity) -> HttpResponse {
+    /// `to`: the console path to go on to (a connect link the sign-in
+    /// began from, [`accounts::return_path`]), else the board.
+    fn start_session_from_elsewhere(&self, token: &str, identity: &Identity, to: Option<&str>) -> HttpResponse {
         let answer = self.start_session(token);
+        let to = to.unwrap_or(PATH);
         let body = format!(
-            "<p class=\"done\">Signed in as <strong>{}</strong>.</p>\n<p><a href=\"{PATH}\">Go to the console</a></p>\n",
-            shown(identity.as_str(), SHORT)
+            "<p class=\"done\">Signed in as <strong>{}</strong>.</p>\n<p><a href=\"{}\">Go on</a></p>\n",
+            shown(identity.as_str(), SHORT),
+            escape(to),
         );
         let frame = Frame { viewer: None, csrf: "", operator: false, refresh: false };
-        let page = html::page_going_to("Signed in", &frame, &body, PATH);
+        let page = html::page_going_to("Signed in", &frame, &body, to);
         let mut done = html_answer(StatusCode::OK, page);
         for cookie in answer.headers().get_all(header::SET_COOKIE) {
             done.headers_mut().append(header::SET_COOKIE, cookie.clone());
@@ -499,15 +503,16 @@ fn redirect_uri(console: &Console) -> String {
 
 /// `GET /console/login/oauth`: start signing in at the issuer (see
 /// [`oauth`]).
-async fn sign_in_start(console: web::Data<Console>) -> HttpResponse {
+async fn sign_in_start(console: web::Data<Console>, request: HttpRequest) -> HttpResponse {
     let Some(sign_in) = &console.inner.sign_in else { return not_found().await };
+    let query = form_fields(request.query_string().as_bytes());
+    let next = query.get("next").and_then(|n| accounts::return_path(n));
+    let ttl = oauth::SIGN_IN_TTL.as_secs();
     match sign_in.start(&redirect_uri(&console)).await {
         Ok((location, sealed)) => HttpResponse::SeeOther()
             .insert_header((header::LOCATION, location))
-            .append_header((
-                header::SET_COOKIE,
-                guard::sign_in_cookie(&sealed, oauth::SIGN_IN_TTL.as_secs(), console.inner.secure),
-            ))
+            .append_header((header::SET_COOKIE, guard::sign_in_cookie(&sealed, ttl, console.inner.secure)))
+            .append_header((header::SET_COOKIE, guard::next_cookie(next.unwrap_or(""), ttl, console.inner.secure)))
             .finish(),
         Err(e) => sign_in_failed(&console, &e),
     }
@@ -542,12 +547,15 @@ async fn sign_in_callback(console: web::Data<Console>, request: HttpRequest) -> 
     let mut answer = match outcome {
         Ok((token, identity)) => {
             tracing::info!(identity = %identity, "console login through the OAuth issuer");
-            console.start_session_from_elsewhere(&token, &identity)
+            let next = guard::cookie_of(&request, guard::NEXT_COOKIE);
+            console.start_session_from_elsewhere(&token, &identity, next.as_deref().and_then(accounts::return_path))
         }
         Err(e) => sign_in_failed(&console, &e),
     };
-    if let Ok(clear) = header::HeaderValue::from_str(&guard::sign_in_cookie("", 0, console.inner.secure)) {
-        answer.headers_mut().append(header::SET_COOKIE, clear);
+    for clear in [guard::sign_in_cookie("", 0, console.inner.secure), guard::next_cookie("", 0, console.inner.secure)] {
+        if let Ok(clear) = header::HeaderValue::from_str(&clear) {
+            answer.headers_mut().append(header::SET_COOKIE, clear);
+        }
     }
     answer
 }
