@@ -149,8 +149,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     .await?;
             let reports = crate::task_args::cell_reports(&transport, replicas(nats), "sandbox-runner").await;
             let shared_files = args.files.shared(&transport, replicas(nats), "sandbox-runner").await;
-            // The runner's own store bounds what one host stages (its
-            // quotas) before the files go to the bucket.
+            // The runner's own store bounds what it stages (512 MiB, 256 MiB
+            // per identity) before the files go to the bucket, whose bounds
+            // are --files-max-bytes and --files-quota.
             let files = shared_files.as_ref().map(|_| code_mode_core::files::FileStore::with_ttl(args.files.files_ttl));
             let parts = RunnerParts {
                 reports,

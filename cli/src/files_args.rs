@@ -1,6 +1,8 @@
 //! The options of files out of cells (`serve`, and `frontend` and
 //! `sandbox-runner` over NATS; issue 42): how long the files a cell writes
-//! to `/tmp/out` stay readable by the client.
+//! to `/tmp/out` stay readable by the client, and how many bytes of them
+//! the host (over NATS: the bucket `codemode_files`) keeps in all and per
+//! identity.
 
 use std::time::Duration;
 
@@ -18,16 +20,34 @@ pub struct FilesArgs {
     #[arg(long, default_value = "3600", value_name = "SECONDS", allow_hyphen_values = true,
           value_parser = ranges::TIME.parser())]
     pub files_ttl: Duration,
+    /// Bytes of files out kept at once in all: in memory under serve; over
+    /// NATS the bucket codemode_files's max bytes, set by the service that
+    /// creates it (1048576 to 1099511627776).
+    #[arg(long, default_value = "536870912", value_name = "BYTES", allow_hyphen_values = true,
+          value_parser = ranges::FILES_BYTES.parser::<u64>())]
+    pub files_max_bytes: u64,
+    /// Bytes of files out one identity may have kept at once (across the
+    /// bucket over NATS, whichever runner ran the cells); past it the
+    /// cell's files stop with a line saying so (1 to 1099511627776).
+    #[arg(long, default_value = "268435456", value_name = "BYTES", allow_hyphen_values = true,
+          value_parser = ranges::FILES_QUOTA.parser::<u64>())]
+    pub files_quota: u64,
 }
 
 impl FilesArgs {
     /// `config` keeping files in memory for `--files-ttl`.
     pub fn apply(&self, config: &mut code_mode_mcp_frontend::FrontendConfig) {
-        config.files = Some(code_mode_core::files::FileStore::with_ttl(self.files_ttl));
+        config.files = Some(self.store());
+    }
+
+    /// A store in memory with these options' time and bounds.
+    pub fn store(&self) -> code_mode_core::files::FileStore {
+        code_mode_core::files::FileStore::new(self.files_ttl, self.files_max_bytes, self.files_quota)
     }
 
     /// Over NATS: the bucket the runners hand files to and the frontends
-    /// read them from (created with `replicas`, entries kept `--files-ttl`);
+    /// read them from (created with `replicas`, entries kept `--files-ttl`,
+    /// `--files-max-bytes` in all, `--files-quota` per identity);
     /// `None`, saying so, for a NATS user without the bucket (files out
     /// are then not handed out, and each report says so).
     pub async fn shared(
@@ -36,8 +56,10 @@ impl FilesArgs {
         replicas: usize,
         service: &str,
     ) -> Option<code_mode_core::files_shared::SharedFiles> {
-        use code_mode_core::files_shared::{DEFAULT_MAX_BYTES, SharedFiles};
-        match SharedFiles::open(transport.client().clone(), replicas, self.files_ttl, DEFAULT_MAX_BYTES).await {
+        use code_mode_core::files_shared::SharedFiles;
+        let client = transport.client().clone();
+        let max_bytes = i64::try_from(self.files_max_bytes).unwrap_or(i64::MAX);
+        match SharedFiles::open(client, replicas, self.files_ttl, max_bytes, self.files_quota).await {
             Ok(shared) => Some(shared),
             Err(e) => {
                 tracing::warn!(

@@ -83,6 +83,10 @@ pub const HANDLES: Count = Count { min: 1, max: 64 };
 pub const SESSIONS: Count = Count { min: 1, max: 100_000 };
 /// `--max-body`, in bytes (1 KiB to 64 MiB).
 pub const BODY_BYTES: Count = Count { min: 1024, max: 64 << 20 };
+/// `--files-max-bytes` (1 MiB to 1 TiB).
+pub const FILES_BYTES: Count = Count { min: 1 << 20, max: 1 << 40 };
+/// `--files-quota` (at most 1 TiB).
+pub const FILES_QUOTA: Count = Count { min: 1, max: 1 << 40 };
 /// `--audit-rotate-bytes` (0: never; at most 1 TiB).
 pub const AUDIT_ROTATE_BYTES: Count = Count { min: 0, max: 1 << 40 };
 /// `--audit-retention-days` (0: for ever; at most a hundred years, so the
@@ -245,6 +249,8 @@ mod every_option {
         expected.push("serve --max-concurrent".into());
         for sub in ["serve", "frontend", "sandbox-runner"] {
             expected.push(format!("{sub} --files-ttl"));
+            expected.push(format!("{sub} --files-max-bytes"));
+            expected.push(format!("{sub} --files-quota"));
         }
         expected.push("login --timeout".into());
         for long in ["capacity-wait", "deadline", "description-budget", "max-code", "max-concurrent"] {

@@ -16,6 +16,16 @@
 //! any frontend replica serves a link until then, also after the one that
 //! gave it restarted. A read by another identity than the meta's owner
 //! finds nothing, as a URI that never existed.
+//!
+//! Two bounds hold across the bucket, whichever runner writes: its
+//! `max_bytes` (`--files-max-bytes` when the bucket is created; a put past
+//! it is refused as [`SharedFilesError::Full`], checked before the first
+//! chunk and again by JetStream itself on each write), and a quota per
+//! identity (`--files-quota`): each identity has one entry `q.<digest>`
+//! listing what its files hold and until when, updated with a revision
+//! check so runners racing for the same identity cannot both pass it
+//! ([`SharedFilesError::Quota`]). A file that fails halfway has its chunks
+//! purged (best effort) and its share of the quota given back.
 
 use std::time::Duration;
 
@@ -24,12 +34,19 @@ use bytes::{Bytes, BytesMut};
 
 use crate::files::{KeptFile, URI_PREFIX};
 
+mod quota;
+
 /// The JetStream key-value bucket of the files out.
 pub const FILES_BUCKET: &str = "codemode_files";
 /// Bytes of one chunk (one bucket entry).
 pub const CHUNK_BYTES: usize = 256 * 1024;
 /// Bytes the bucket holds in all when it is created (the host's bound).
 pub const DEFAULT_MAX_BYTES: i64 = 512 * 1024 * 1024;
+/// Bytes one identity's files may hold in the bucket at once.
+pub const DEFAULT_QUOTA: u64 = crate::files::DEFAULT_PER_IDENTITY;
+/// Bytes a bucket entry takes besides its value (its subject and
+/// headers), counted when checking room before a file's first chunk.
+const ENTRY_OVERHEAD: u64 = 160;
 /// The bound on each call to JetStream.
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -42,6 +59,26 @@ pub enum SharedFilesError {
     /// The URI is not one of a kept file.
     #[error("not a kept file's URI: {0}")]
     NotAFile(String),
+    /// The bucket holds its `max_bytes`.
+    #[error("the files bucket {FILES_BUCKET} is full (it holds at most {max_bytes} bytes, until older files expire)")]
+    Full {
+        /// The bucket's bound in bytes.
+        max_bytes: i64,
+    },
+    /// The identity's files in the bucket hold its whole quota.
+    #[error("this identity's files in {FILES_BUCKET} reached their quota ({quota} bytes, until older ones expire)")]
+    Quota {
+        /// The quota in bytes.
+        quota: u64,
+    },
+}
+
+impl SharedFilesError {
+    /// A bound the bucket holds (full, or the identity's quota): later
+    /// files would meet it too.
+    pub fn is_bound(&self) -> bool {
+        matches!(self, Self::Full { .. } | Self::Quota { .. })
+    }
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -57,6 +94,10 @@ struct Meta {
 #[derive(Clone)]
 pub struct SharedFiles {
     store: kv::Store,
+    /// Bytes one identity's files may hold.
+    quota: u64,
+    /// How long an entry lives (the bucket's `max_age`, as created).
+    ttl: Duration,
 }
 
 impl std::fmt::Debug for SharedFiles {
@@ -67,12 +108,14 @@ impl std::fmt::Debug for SharedFiles {
 
 impl SharedFiles {
     /// The bucket over `client`, created when missing with `replicas`,
-    /// each entry kept `ttl` and at most `max_bytes` in all.
+    /// each entry kept `ttl` and at most `max_bytes` in all; each identity's
+    /// files hold at most `quota` bytes of it.
     pub async fn open(
         client: async_nats::Client,
         replicas: usize,
         ttl: Duration,
         max_bytes: i64,
+        quota: u64,
     ) -> Result<Self, SharedFilesError> {
         let mut context = jetstream::new(client);
         context.set_timeout(TIMEOUT);
@@ -100,29 +143,65 @@ impl SharedFiles {
                 }
             }
         };
-        Ok(Self { store })
+        // The bucket's own max_age when another service created it.
+        let ttl = match store.status().await {
+            Ok(status) if !status.info.config.max_age.is_zero() => status.info.config.max_age,
+            _ => ttl,
+        };
+        Ok(Self { store, quota, ttl })
     }
 
     /// Keep `file` of `owner` under `uri` (made by [`crate::files::FileStore::put`]):
-    /// its chunks, then its meta.
+    /// its share of the identity's quota, then its chunks, then its meta.
+    /// Past the quota or the bucket's bound nothing is written; a write that
+    /// fails halfway leaves no meta (so nothing offered), its chunks purged.
     pub async fn put(&self, owner: &str, uri: &str, file: &KeptFile) -> Result<(), SharedFilesError> {
         let id = id_of(uri)?;
-        let unavailable = |e: kv::PutError| SharedFilesError::Unavailable(e.to_string());
+        let size = file.bytes.len() as u64;
+        quota::reserve(self, owner, id, size).await?;
+        let written = self.write(id, owner, file).await;
+        if written.is_err() {
+            quota::release(self, owner, id).await;
+        }
+        written
+    }
+
+    async fn write(&self, id: &str, owner: &str, file: &KeptFile) -> Result<(), SharedFilesError> {
+        let size = file.bytes.len() as u64;
+        let chunks_needed = size.div_ceil(CHUNK_BYTES as u64) + 1;
+        let info = self.store.stream.get_info().await.map_err(|e| SharedFilesError::Unavailable(e.to_string()))?;
+        let max_bytes = info.config.max_bytes;
+        if max_bytes > 0 && info.state.bytes + size + chunks_needed * ENTRY_OVERHEAD > max_bytes as u64 {
+            return Err(SharedFilesError::Full { max_bytes });
+        }
         let mut chunks = 0u64;
         for chunk in file.bytes.chunks(CHUNK_BYTES) {
-            self.store.put(format!("{id}.c{chunks}"), file.bytes.slice_ref(chunk)).await.map_err(unavailable)?;
+            let key = format!("{id}.c{chunks}");
+            if let Err(e) = self.store.put(key, file.bytes.slice_ref(chunk)).await {
+                self.purge(id, chunks).await;
+                return Err(failed(&e, max_bytes));
+            }
             chunks += 1;
         }
-        let meta = Meta {
-            owner: owner.to_string(),
-            name: file.name.clone(),
-            mime_type: file.mime_type.clone(),
-            size: file.bytes.len() as u64,
-            chunks,
-        };
+        let meta =
+            Meta { owner: owner.to_string(), name: file.name.clone(), mime_type: file.mime_type.clone(), size, chunks };
         let meta = serde_json::to_vec(&meta).map_err(|e| SharedFilesError::Unavailable(e.to_string()))?;
-        self.store.put(format!("{id}.meta"), Bytes::from(meta)).await.map_err(unavailable)?;
+        if let Err(e) = self.store.put(format!("{id}.meta"), Bytes::from(meta)).await {
+            self.purge(id, chunks).await;
+            return Err(failed(&e, max_bytes));
+        }
         Ok(())
+    }
+
+    /// Purge the first `chunks` chunks of file `id` (best effort: what is
+    /// left goes at the bucket's `max_age`, never offered without a meta).
+    async fn purge(&self, id: &str, chunks: u64) {
+        for n in 0..chunks {
+            if let Err(e) = self.store.purge(format!("{id}.c{n}")).await {
+                tracing::debug!(error = %e, "a chunk of a file not handed out stays until it expires");
+                return;
+            }
+        }
     }
 
     /// The file at `uri` when `owner` may read it; `None` for a URI that
@@ -147,6 +226,18 @@ impl SharedFiles {
             return Ok(None);
         }
         Ok(Some(KeptFile { name: meta.name, mime_type: meta.mime_type, bytes: bytes.freeze() }))
+    }
+}
+
+/// A failed write as the caller reads it: the bucket full (JetStream's
+/// "maximum bytes exceeded", also when another runner filled it first), or
+/// unavailable.
+fn failed(error: &dyn std::fmt::Display, max_bytes: i64) -> SharedFilesError {
+    let text = error.to_string();
+    if text.contains("maximum bytes") {
+        SharedFilesError::Full { max_bytes }
+    } else {
+        SharedFilesError::Unavailable(text)
     }
 }
 

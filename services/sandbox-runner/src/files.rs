@@ -137,8 +137,8 @@ impl Collector {
     }
 
     /// Keep the whole files for `owner` (the cell's identity, empty for
-    /// none): their links, and the notes (one per file not kept, and for a
-    /// file cut short by the run's end). The printed output kept comes
+    /// none): their links, and the notes (for a file cut short by the run's
+    /// end, and one where a bound of the store ended the collection). The printed output kept comes
     /// first; `stopped`: the run did not end on its own, so it holds what
     /// was printed before (a note says so).
     pub(crate) fn finish(mut self, owner: &str, stopped: bool) -> (Vec<FileLink>, Vec<String>) {
@@ -180,7 +180,11 @@ impl Collector {
             let kept = KeptFile { name: file.name, mime_type: file.mime_type.clone(), bytes: Bytes::from(file.data) };
             match store.put(owner, kept) {
                 Ok(uri) => links.push(FileLink { uri, name, mime_type: file.mime_type, size }),
-                Err(e) => self.note(&format!("{name}: not kept: {e}")),
+                // A bound of the store: the collection ends here.
+                Err(e) => {
+                    self.note(&format!("'{name}' and any later files not kept: {e}"));
+                    break;
+                }
             }
         }
         (links, self.notes)
@@ -189,16 +193,33 @@ impl Collector {
 
 /// Over NATS: move each linked file of `report` from the runner's own
 /// store `local` to the store the services share, so any frontend serves
-/// it; a file that cannot go there loses its link and gets a note.
+/// it; a file that cannot go there loses its link and gets a note. At a
+/// bound of the bucket (full, or the identity's quota) the hand-off ends
+/// there: that file and every later one lose their links, one note saying
+/// which bound.
 pub(crate) async fn hand_over(local: &FileStore, shared: &SharedFiles, report: &mut code_mode_proto::CellReport) {
-    let mut kept = Vec::with_capacity(report.files.len());
-    for link in std::mem::take(&mut report.files) {
+    let links = std::mem::take(&mut report.files);
+    if links.is_empty() {
+        return;
+    }
+    let bytes: u64 = links.iter().map(|l| l.size).sum();
+    tracing::info!(files = links.len(), bytes, "handing a cell's files out to the bucket codemode_files");
+    let mut kept = Vec::with_capacity(links.len());
+    let mut links = links.into_iter();
+    while let Some(link) = links.next() {
         let Some((owner, file)) = local.take(&link.uri) else {
             report.files_notes.push(format!("{}: not handed out: gone from the runner's store", link.name));
             continue;
         };
         match shared.put(&owner, &link.uri, &file).await {
             Ok(()) => kept.push(link),
+            Err(e) if e.is_bound() => {
+                tracing::info!(error = %e, file = %link.name, "a cell's files out stop at a bound of the bucket");
+                report.files_notes.push(format!("'{}' and any later files not handed out: {e}", link.name));
+                for later in links.by_ref() {
+                    local.take(&later.uri);
+                }
+            }
             Err(e) => {
                 tracing::warn!(error = %e, file = %link.name, "a file out could not be handed to the frontends");
                 report.files_notes.push(format!("{}: not handed out: {e}", link.name));
@@ -289,6 +310,22 @@ mod tests {
         assert_eq!(notes, ["output.txt: the run was stopped: it holds the 8 bytes printed before"]);
         let mut none = Collector::default();
         assert!(none.output(&b64(b"x")).is_err(), "no output is kept unless the limits ask for it");
+    }
+
+    #[test]
+    fn at_a_bound_of_the_store_the_collection_ends_with_one_note() {
+        let store = FileStore::new(std::time::Duration::from_secs(60), 1024, 4);
+        let mut c = Collector { store: Some(store), ..Collector::default() };
+        for (name, bytes) in [("a", &b"abc"[..]), ("b", b"de"), ("c", b"f")] {
+            c.start(name.into(), None, bytes.len() as u64).unwrap();
+            c.data(&b64(bytes)).unwrap();
+        }
+        let (links, notes) = c.finish("alice", false);
+        assert_eq!(links.iter().map(|l| l.name.as_str()).collect::<Vec<_>>(), ["a"]);
+        assert_eq!(
+            notes,
+            ["'b' and any later files not kept: this identity's kept files reached their quota (4 bytes)"]
+        );
     }
 
     #[test]
