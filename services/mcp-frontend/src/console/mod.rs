@@ -221,21 +221,16 @@ impl Console {
     /// once it has exchanged its code): the answer sets the cookie and
     /// sends the browser to the board.
     pub(crate) fn start_session(&self, token: &str) -> HttpResponse {
-        self.start_session_to(token, PATH)
-    }
-
-    /// [`start_session`](Self::start_session), sending the browser to `to`
-    /// (the console's own path: [`accounts::return_path`]).
-    fn start_session_to(&self, token: &str, to: &str) -> HttpResponse {
         HttpResponse::SeeOther()
-            .insert_header((header::LOCATION, to))
+            .insert_header((header::LOCATION, PATH))
             .append_header((header::SET_COOKIE, guard::session_cookie(token, self.inner.secure)))
             .append_header((header::SET_COOKIE, guard::cookie(guard::LOGIN_COOKIE, "", 0, self.inner.secure)))
             .finish()
     }
 
     /// [`start_session`](Self::start_session) at the end of a redirect
-    /// from another site (the OAuth callback): a page that sends the
+    /// from another site (the OAuth callback), or before one (a login
+    /// going on to a connect link): a page that sends the
     /// browser on to the board itself (a meta refresh, and a link), rather
     /// than a 303. After a chain of redirects that began on the issuer's
     /// site a browser would not send the SameSite=Strict session cookie to
@@ -486,7 +481,14 @@ async fn login(console: web::Data<Console>, request: HttpRequest, body: web::Byt
     match console.inner.gate.identify(token).await {
         Ok(identity) => {
             tracing::info!(identity = %identity, "console login");
-            console.start_session_to(token, next.unwrap_or(PATH))
+            match next {
+                // On to a connect link, which sends the browser on to
+                // another site: by a page of the console's own, since the
+                // CSP's `form-action 'self'` would stop a redirect chain
+                // that began with this form's POST from leaving the site.
+                Some(next) => console.start_session_from_elsewhere(token, &identity, Some(next)),
+                None => console.start_session(token),
+            }
         }
         Err(why) => {
             tracing::info!(%why, "refused a console login");
