@@ -119,6 +119,8 @@ pub(crate) async fn exchange(
         wanted: Vec::new(),
         login_needed: None,
         logged_in_at: received_at,
+        identity: None,
+        subject: None,
     })
 }
 

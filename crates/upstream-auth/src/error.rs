@@ -60,6 +60,28 @@ pub enum UpstreamError {
         /// What failed, naming the party and the `auth` key to fix.
         why: String,
     },
+    /// Token exchange (RFC 8693) failed at the server's authorization
+    /// server: it refused the caller's token, or could not be reached.
+    #[error("{server}: token exchange at the authorization server {at} failed: {why}")]
+    TokenExchange {
+        /// The server.
+        server: String,
+        /// The authorization server (its issuer or token endpoint).
+        at: String,
+        /// What went wrong.
+        why: String,
+    },
+    /// The caller has no OAuth token of its own to exchange (it
+    /// authenticated with a static token, or its token expired).
+    #[error("{server} acts upstream as each caller, by token exchange, and the caller {identity} {why}")]
+    NoCallerToken {
+        /// The server.
+        server: String,
+        /// The caller.
+        identity: String,
+        /// Why there is no token to exchange.
+        why: String,
+    },
     /// The stored tokens cannot be used (the store, the key).
     #[error("{server}: {source}")]
     Vault {

@@ -201,6 +201,8 @@ pub(crate) async fn finish(
         wanted: Vec::new(),
         login_needed: None,
         logged_in_at: now(),
+        identity: None,
+        subject: None,
     })
 }
 
@@ -309,6 +311,8 @@ pub(crate) async fn client_credentials(
         wanted: Vec::new(),
         login_needed: None,
         logged_in_at: now(),
+        identity: None,
+        subject: None,
     })
 }
 

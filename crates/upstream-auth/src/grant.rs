@@ -18,6 +18,9 @@ pub enum GrantKind {
     /// Enterprise-managed authorization: an ID token exchanged for an
     /// ID-JAG, the ID-JAG for the access token (SEP-990).
     Enterprise,
+    /// A caller's own OAuth token exchanged for one of this server
+    /// (RFC 8693).
+    TokenExchange,
 }
 
 /// How the client got its id at the authorization server.
@@ -129,6 +132,14 @@ pub struct Grant {
     pub login_needed: Option<String>,
     /// Seconds since the epoch of the last login.
     pub logged_in_at: u64,
+    /// The identity (a caller of code-mode) whose grant this is; `None`:
+    /// the deployment's one account for the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
+    /// The account at the server the token acts as (the access token's
+    /// `sub` when it is a JWT), for the audit record and the console.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
 }
 
 impl std::fmt::Debug for Grant {
@@ -142,6 +153,8 @@ impl std::fmt::Debug for Grant {
             .field("scopes", &self.scopes)
             .field("wanted", &self.wanted)
             .field("login_needed", &self.login_needed)
+            .field("identity", &self.identity)
+            .field("subject", &self.subject)
             .finish_non_exhaustive()
     }
 }
@@ -218,6 +231,8 @@ mod tests {
             wanted: vec![],
             login_needed: None,
             logged_in_at: 0,
+            identity: None,
+            subject: None,
         };
         let shown = format!("{grant:?}");
         for secret in ["CLIENT-SECRET", "ACCESS-TOKEN", "REFRESH-TOKEN"] {

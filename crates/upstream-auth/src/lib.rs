@@ -4,7 +4,10 @@
 //! access token for it: a person logs in once (`code-mode login`, the
 //! authorization-code grant with PKCE, [`login`] and [`flow`]), or a
 //! machine account uses the client credentials grant, or the person's
-//! enterprise ID token is exchanged for access ([`enterprise`], SEP-990). The grant is kept
+//! enterprise ID token is exchanged for access ([`enterprise`], SEP-990), or
+//! each caller's own OAuth token is exchanged for one of the server
+//! ([`exchange`], RFC 8693, the caller's token handed over by
+//! [`caller`]). The grant is kept
 //! encrypted ([`vault`], under the key of [`key`]), bound to the server's
 //! URL, and renewed before it expires; [`Upstream`] is one server's
 //! authorization in a process, and [`AuthorizedHttp`] the HTTP client of
@@ -20,8 +23,10 @@
 //! servers, files, keys' sources and authorization servers only.
 
 mod assertion;
+pub mod caller;
 mod enterprise;
 pub mod error;
+pub mod exchange;
 mod flow;
 pub mod grant;
 mod http;
@@ -31,6 +36,7 @@ pub mod spec;
 mod upstream;
 pub mod vault;
 
+pub use caller::{CallerTokens, caller_tokens, set_caller_tokens};
 pub use error::{SpecError, UpstreamError, VaultError};
 pub use grant::Grant;
 pub use http::{AuthorizedHttp, refusal};

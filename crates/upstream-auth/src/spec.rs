@@ -8,6 +8,7 @@
 //! {"type": "client_credentials", "client_id": "...", "private_key_file": "key.pem"}
 //! {"type": "enterprise", "client_id": "...", "client_secret": "${VAR}",
 //!  "idp_issuer": "https://idp.example", "idp_client_id": "...", "id_token_file": "id_token.jwt"}
+//! {"type": "token_exchange", "client_id": "...", "client_secret": "${VAR}", "scopes": ["repo:read"]}
 //! ```
 //!
 //! `${VAR}` in a string is taken from code-mode's own environment, so
@@ -56,6 +57,32 @@ pub enum AuthSpec {
     /// identity assertion (ID-JAG), which the server's authorization server
     /// takes for an access token. No login at the server itself.
     Enterprise(EnterpriseSpec),
+    /// Token exchange (RFC 8693): each caller's own OAuth access token
+    /// (from the frontend's issuer) is traded at the server's
+    /// authorization server for one whose audience is the server, per
+    /// identity, with no person's step. Only for callers who
+    /// authenticated by OAuth.
+    TokenExchange(TokenExchangeSpec),
+}
+
+/// Token exchange's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenExchangeSpec {
+    /// code-mode's client at the server's authorization server.
+    pub client_id: String,
+    /// That client's secret: the exchange is made by a confidential
+    /// client, and the same client lists the server's tools with a client
+    /// credentials token (never used for a call).
+    pub client_secret: Secret,
+    /// The authorization server's token endpoint; `None`: discovered from
+    /// the server (its Protected Resource Metadata, then the authorization
+    /// server's metadata).
+    pub token_endpoint: Option<String>,
+    /// An `audience` to ask for besides the `resource` (the server's URL),
+    /// for authorization servers that name their resources so.
+    pub audience: Option<String>,
+    /// Scopes to ask for (empty: none named).
+    pub scopes: Vec<String>,
 }
 
 /// Enterprise-managed authorization's settings.
@@ -175,7 +202,8 @@ const ENTERPRISE_KEYS: &[&str] = &[
     "id_token",
     "id_token_file",
 ];
-const TYPES: &str = "\"oauth\" (a person logs in), \"client_credentials\" (a machine account) or \"enterprise\" (an ID token from the enterprise identity provider)";
+const EXCHANGE_KEYS: &[&str] = &["type", "scopes", "client_id", "client_secret", "token_endpoint", "audience"];
+const TYPES: &str = "\"oauth\" (a person logs in), \"client_credentials\" (a machine account), \"enterprise\" (an ID token from the enterprise identity provider) or \"token_exchange\" (each caller's own OAuth token, exchanged)";
 
 impl AuthSpec {
     /// Read an `auth` block. `lookup` answers `${VAR}`; `base` is the folder
@@ -269,17 +297,30 @@ impl AuthSpec {
                 reader.only(ENTERPRISE_KEYS)?;
                 enterprise(&reader, base).map(AuthSpec::Enterprise)
             }
+            "token_exchange" => {
+                reader.only(EXCHANGE_KEYS)?;
+                token_exchange(&reader).map(AuthSpec::TokenExchange)
+            }
             other => Err(SpecError::new("type", format!("{other:?} is not a type: {TYPES}"))),
         }
     }
 
-    /// `oauth`, `client_credentials` or `enterprise`, for messages.
+    /// `oauth`, `client_credentials`, `enterprise` or `token_exchange`,
+    /// for messages.
     pub fn kind(&self) -> &'static str {
         match self {
             AuthSpec::OAuth(_) => "oauth",
             AuthSpec::ClientCredentials(_) => "client_credentials",
             AuthSpec::Enterprise(_) => "enterprise",
+            AuthSpec::TokenExchange(_) => "token_exchange",
         }
+    }
+
+    /// True when each identity has its own token for the server (token
+    /// exchange): its calls go over a session of that identity's own,
+    /// never the shared one.
+    pub fn is_per_identity(&self) -> bool {
+        matches!(self, AuthSpec::TokenExchange(_))
     }
 
     /// True when a person must log in (the authorization-code grant).
@@ -321,6 +362,30 @@ fn enterprise(reader: &Reader<'_>, base: &Path) -> Result<EnterpriseSpec, SpecEr
         idp_client_id,
         idp_client_secret: reader.string("idp_client_secret")?.map(Secret),
         id_token,
+        scopes: reader.scopes()?,
+    })
+}
+
+/// The `token_exchange` block's settings.
+fn token_exchange(reader: &Reader<'_>) -> Result<TokenExchangeSpec, SpecError> {
+    let client_id = reader.string("client_id")?.ok_or_else(|| {
+        SpecError::new("client_id", "missing: code-mode's client at the server's authorization server")
+    })?;
+    let client_secret = reader.string("client_secret")?.map(Secret).ok_or_else(|| {
+        SpecError::new(
+            "client_secret",
+            "missing: token exchange is made by a confidential client (give \"${VAR}\" to keep it out of the file)",
+        )
+    })?;
+    let token_endpoint = reader.string("token_endpoint")?;
+    if let Some(endpoint) = &token_endpoint {
+        check_endpoint("token_endpoint", endpoint)?;
+    }
+    Ok(TokenExchangeSpec {
+        client_id,
+        client_secret,
+        token_endpoint,
+        audience: reader.string("audience")?,
         scopes: reader.scopes()?,
     })
 }
@@ -425,6 +490,34 @@ fn expand(key: &str, value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Re
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_token_exchange_block_reads_its_client_and_names_a_wrong_or_missing_key_never_the_secret() {
+        let block = json!({"type": "token_exchange", "client_id": "gw", "client_secret": "${SECRET}",
+            "scopes": ["whoami"], "audience": "tracker"});
+        let AuthSpec::TokenExchange(spec) = parse(block.clone()).unwrap() else { panic!("a token_exchange block") };
+        assert_eq!(spec.client_id, "gw");
+        assert_eq!(spec.client_secret.expose(), "s3cret");
+        assert_eq!((spec.scopes.as_slice(), spec.audience.as_deref()), (&["whoami".to_string()][..], Some("tracker")));
+        assert_eq!(spec.token_endpoint, None, "discovered from the server");
+        assert!(!format!("{spec:?}").contains("s3cret"), "the secret is never shown");
+        assert!(parse(block.clone()).unwrap().is_per_identity());
+        let with = |key: &str, value: Value| {
+            let mut b = block.clone();
+            b[key] = value;
+            parse(b).unwrap_err()
+        };
+        assert_eq!(with("token_endpoint", json!("http://as.example/token")).key, "token_endpoint");
+        assert_eq!(with("subject_token", json!("x")).key, "subject_token", "unknown key");
+        assert_eq!(with("scopes", json!("a b")).key, "scopes");
+        for key in ["client_id", "client_secret"] {
+            let mut b = block.clone();
+            b.as_object_mut().unwrap().remove(key);
+            let e = parse(b).unwrap_err();
+            assert_eq!(e.key, key);
+            assert!(e.to_string().contains("missing"), "{e}");
+        }
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -21,6 +21,7 @@
 //! vault unreadable or the key wrong answers [`UpstreamError::Vault`],
 //! which stops startup.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -110,7 +111,25 @@ struct Inner {
     failed: Mutex<Option<UpstreamError>>,
     /// A machine account's scopes asked for after a `403`.
     stepped: Mutex<Vec<String>>,
+    /// The identity whose authorization this is (token exchange); `None`:
+    /// the deployment's.
+    identity: Option<String>,
+    /// What the deployment's handle and its identities' share.
+    family: Arc<Family>,
 }
+
+/// Shared by a server's handle and the handles of its identities.
+#[derive(Default)]
+struct Family {
+    /// Each identity's handle, made once.
+    identities: Mutex<HashMap<String, Upstream>>,
+    /// Where token exchange is made, once discovered.
+    endpoint: Mutex<Option<crate::exchange::Endpoint>>,
+}
+
+/// Identities' handles kept per server; past this the map starts over
+/// (handles in use live on in their sessions).
+const MAX_IDENTITIES: usize = 10_000;
 
 impl std::fmt::Debug for Upstream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -146,8 +165,52 @@ impl Upstream {
                 authorized: Mutex::new((false, false)),
                 failed: Mutex::new(None),
                 stepped: Mutex::new(Vec::new()),
+                identity: None,
+                family: Arc::default(),
             }),
         }
+    }
+
+    /// The same server's authorization for one `identity` (token exchange:
+    /// its own token, cache and vault record); the same handle each time.
+    pub fn for_identity(&self, identity: &str) -> Upstream {
+        let mut identities = code_mode_core::sync::lock(&self.inner.family.identities);
+        if let Some(found) = identities.get(identity) {
+            return found.clone();
+        }
+        if identities.len() >= MAX_IDENTITIES {
+            identities.clear();
+        }
+        let vault = OnceLock::new();
+        if let Some(resolved) = self.inner.vault.get() {
+            let _ = vault.set(resolved.clone());
+        }
+        let handle = Upstream {
+            inner: Arc::new(Inner {
+                server: self.inner.server.clone(),
+                resource: self.inner.resource.clone(),
+                spec: self.inner.spec.clone(),
+                command: self.inner.command.clone(),
+                vault,
+                cache: Mutex::new(None),
+                renewing: tokio::sync::Mutex::new(()),
+                status: watch::Sender::new(Status::Unknown),
+                mode: Mode::Serve,
+                challenge: Mutex::new(code_mode_core::sync::lock(&self.inner.challenge).clone()),
+                authorized: Mutex::new((false, false)),
+                failed: Mutex::new(None),
+                stepped: Mutex::new(Vec::new()),
+                identity: Some(identity.to_string()),
+                family: self.inner.family.clone(),
+            }),
+        };
+        identities.insert(identity.to_string(), handle.clone());
+        handle
+    }
+
+    /// The identity this handle authorizes (`None`: the deployment).
+    pub fn identity(&self) -> Option<&str> {
+        self.inner.identity.as_deref()
     }
 
     /// The server's name.
@@ -187,7 +250,7 @@ impl Upstream {
 
     /// The grant as stored now (for `login --status`).
     pub async fn stored(&self) -> Result<Option<Grant>, UpstreamError> {
-        self.vault()?.load(&self.inner.resource).await.map_err(|e| self.vault_error(e))
+        self.vault()?.load_for(&self.inner.resource, self.identity()).await.map_err(|e| self.vault_error(e))
     }
 
     /// The access token for the next request: the cached one while it is
@@ -244,7 +307,7 @@ impl Upstream {
         let scope = if wanted.is_empty() { "unnamed".to_string() } else { wanted.join(" ") };
         let still = || UpstreamError::StillInsufficient { server: self.inner.server.clone(), scope: scope.clone() };
         match (&self.inner.mode, &self.inner.spec) {
-            (_, AuthSpec::ClientCredentials(_) | AuthSpec::Enterprise(_)) => {
+            (_, AuthSpec::ClientCredentials(_) | AuthSpec::Enterprise(_) | AuthSpec::TokenExchange(_)) => {
                 {
                     let mut stepped = code_mode_core::sync::lock(&self.inner.stepped);
                     if wanted.is_empty() || wanted.iter().all(|w| stepped.contains(w)) {
@@ -263,8 +326,13 @@ impl Upstream {
             }
             (Mode::Serve, AuthSpec::OAuth(_)) => {
                 let vault = self.vault()?;
-                let _guard = vault.lock(&self.inner.resource).await.map_err(|e| self.vault_error(e))?;
-                let mut grant = match vault.load(&self.inner.resource).await.map_err(|e| self.vault_error(e))? {
+                let _guard =
+                    vault.lock_for(&self.inner.resource, self.identity()).await.map_err(|e| self.vault_error(e))?;
+                let mut grant = match vault
+                    .load_for(&self.inner.resource, self.identity())
+                    .await
+                    .map_err(|e| self.vault_error(e))?
+                {
                     Some(grant) => grant,
                     None => return Err(self.needs_login("not logged in".into())),
                 };
@@ -312,7 +380,7 @@ impl Upstream {
         loop {
             tokio::time::sleep(LOGIN_POLL).await;
             let Ok(vault) = self.vault() else { continue };
-            if let Ok(Some(grant)) = vault.load(&self.inner.resource).await
+            if let Ok(Some(grant)) = vault.load_for(&self.inner.resource, self.identity()).await
                 && grant.login_needed.is_none()
                 && grant.tokens.is_some()
             {
@@ -329,8 +397,8 @@ impl Upstream {
     async fn renew(&self, sent: Option<&str>, force: bool) -> Result<String, UpstreamError> {
         let _one = self.inner.renewing.lock().await;
         let vault = self.vault()?;
-        let _guard = vault.lock(&self.inner.resource).await.map_err(|e| self.vault_error(e))?;
-        let stored = vault.load(&self.inner.resource).await.map_err(|e| self.vault_error(e))?;
+        let _guard = vault.lock_for(&self.inner.resource, self.identity()).await.map_err(|e| self.vault_error(e))?;
+        let stored = vault.load_for(&self.inner.resource, self.identity()).await.map_err(|e| self.vault_error(e))?;
         if let Some(grant) = &stored
             && !force
             && let Some(token) = grant.usable_token(now())
@@ -362,6 +430,38 @@ impl Upstream {
                     }
                     Err(Renewal::Rejected(why) | Renewal::Failed(why)) => {
                         return Err(UpstreamError::Enterprise { server: self.inner.server.clone(), why });
+                    }
+                }
+            }
+            (AuthSpec::TokenExchange(spec), _) => {
+                let challenge = code_mode_core::sync::lock(&self.inner.challenge).clone();
+                match self.inner.identity.clone() {
+                    // The deployment's own token (client credentials of the
+                    // exchange's client): it lists what the server offers,
+                    // and is never used for a call.
+                    None => {
+                        let lister = crate::spec::ClientCredentialsSpec {
+                            client_id: spec.client_id.clone(),
+                            credential: crate::spec::Credential::Secret(spec.client_secret.clone()),
+                            scopes: spec.scopes.clone(),
+                        };
+                        let grant = flow::client_credentials(&self.inner.resource, &lister, challenge.as_deref(), &[]);
+                        self.bounded(grant).await
+                    }
+                    Some(identity) => {
+                        let subject = self.caller_token(&identity).await?;
+                        match self.bounded(self.exchange(spec, challenge.as_deref(), &identity, subject.expose())).await
+                        {
+                            Ok(grant) => Ok(grant),
+                            Err(Renewal::Rejected(why) | Renewal::Failed(why)) => {
+                                let at = self.exchange_place(spec);
+                                return Err(UpstreamError::TokenExchange {
+                                    server: self.inner.server.clone(),
+                                    at,
+                                    why,
+                                });
+                            }
+                        }
                     }
                 }
             }
@@ -399,6 +499,58 @@ impl Upstream {
         }
     }
 
+    /// `identity`'s current OAuth access token from the frontend, or why
+    /// there is none to exchange.
+    async fn caller_token(&self, identity: &str) -> Result<crate::spec::Secret, UpstreamError> {
+        let refused = |why: &str| UpstreamError::NoCallerToken {
+            server: self.inner.server.clone(),
+            identity: identity.to_string(),
+            why: why.to_string(),
+        };
+        let Some(tokens) = crate::caller::caller_tokens() else {
+            return Err(refused("has no OAuth token here: this process's frontend checks no OAuth tokens"));
+        };
+        match tokens.current(identity).await {
+            Ok(Some(token)) if token.expires_at.is_none_or(|at| at > now()) => Ok(token.token),
+            Ok(Some(_)) => Err(refused("has an OAuth access token that expired: call again with a fresh one")),
+            Ok(None) => Err(refused(
+                "did not authenticate by OAuth (a static token from --auth-tokens has nothing to exchange): \
+                 only a caller with an OAuth access token from the frontend's issuer can call this server",
+            )),
+            Err(source) => Err(self.vault_error(source)),
+        }
+    }
+
+    /// Exchange `subject_token` for `identity`'s token of this server,
+    /// discovering where once per server.
+    async fn exchange(
+        &self,
+        spec: &crate::spec::TokenExchangeSpec,
+        challenge: Option<&str>,
+        identity: &str,
+        subject_token: &str,
+    ) -> Result<Grant, Renewal> {
+        let known = code_mode_core::sync::lock(&self.inner.family.endpoint).clone();
+        let endpoint = match known {
+            Some(endpoint) => endpoint,
+            None => {
+                let found = crate::exchange::discover(&self.inner.resource, spec, challenge).await?;
+                *code_mode_core::sync::lock(&self.inner.family.endpoint) = Some(found.clone());
+                found
+            }
+        };
+        crate::exchange::exchange(&self.inner.resource, spec, &endpoint, identity, subject_token).await
+    }
+
+    /// The authorization server of token exchange, for messages.
+    fn exchange_place(&self, spec: &crate::spec::TokenExchangeSpec) -> String {
+        let known = code_mode_core::sync::lock(&self.inner.family.endpoint).clone();
+        known
+            .and_then(|e| e.issuer.or(Some(e.token_endpoint)))
+            .or_else(|| spec.token_endpoint.clone())
+            .unwrap_or_else(|| "of this server".to_string())
+    }
+
     /// Run `future` at the authorization server within [`RENEW_TIMEOUT`].
     async fn bounded<T>(&self, future: impl Future<Output = Result<T, Renewal>>) -> Result<T, Renewal> {
         match tokio::time::timeout(RENEW_TIMEOUT, future).await {
@@ -410,7 +562,9 @@ impl Upstream {
     /// Mark the stored grant as needing a new login (its tokens dropped).
     async fn withdraw(&self, why: &str) -> Result<(), UpstreamError> {
         let vault = self.vault()?;
-        if let Some(mut grant) = vault.load(&self.inner.resource).await.map_err(|e| self.vault_error(e))? {
+        if let Some(mut grant) =
+            vault.load_for(&self.inner.resource, self.identity()).await.map_err(|e| self.vault_error(e))?
+        {
             grant.tokens = None;
             grant.login_needed = Some(why.to_string());
             vault.save(&grant).await.map_err(|e| self.vault_error(e))?;
@@ -451,7 +605,7 @@ impl Upstream {
             return Err(self.login_error("a machine account does not log in".into()));
         };
         let vault = self.vault()?;
-        let previous = vault.load(&self.inner.resource).await.map_err(|e| self.vault_error(e))?;
+        let previous = vault.load_for(&self.inner.resource, self.identity()).await.map_err(|e| self.vault_error(e))?;
         let extra = union(extra, previous.iter().flat_map(|p| p.wanted.clone()));
         let loopback = Loopback::bind(spec.redirect_uri.as_deref()).await.map_err(|e| self.login_error(e))?;
         let pending =

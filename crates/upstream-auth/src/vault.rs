@@ -113,6 +113,14 @@ impl Vault {
 
     /// The grant of `resource`, `None` when there is none.
     pub async fn load(&self, resource: &str) -> Result<Option<Grant>, VaultError> {
+        self.load_for(resource, None).await
+    }
+
+    /// The grant of `resource` for `identity` (`None`: the deployment's
+    /// one), `None` when there is none. An identity's record has a place
+    /// and associated data of its own: it opens only as that identity's.
+    pub async fn load_for(&self, resource: &str, identity: Option<&str>) -> Result<Option<Grant>, VaultError> {
+        let resource = &scope(resource, identity);
         let record = match &self.backend {
             Backend::Files(dir) => {
                 let path = self.file(dir, resource);
@@ -136,23 +144,30 @@ impl Vault {
 
     /// Store `grant` under its resource.
     pub async fn save(&self, grant: &Grant) -> Result<(), VaultError> {
-        let record = self.seal(&grant.resource, grant)?;
+        let resource = &scope(&grant.resource, grant.identity.as_deref());
+        let record = self.seal(resource, grant)?;
         match &self.backend {
             Backend::Files(dir) => {
                 private_dir(dir)?;
                 let bytes = serde_json::to_vec(&record).unwrap_or_default();
-                write_private(&self.file(dir, &grant.resource), &bytes, false)
+                write_private(&self.file(dir, resource), &bytes, false)
             }
             Backend::Store(store) => store
-                .update(STORE_SESSION, &record_name(&grant.resource), |_| record.clone())
+                .update(STORE_SESSION, &record_name(resource), |_| record.clone())
                 .await
                 .map(|_| ())
-                .map_err(|e| self.store_error(&grant.resource, e)),
+                .map_err(|e| self.store_error(resource, e)),
         }
     }
 
     /// Forget `resource`'s grant; true when there was one.
     pub async fn delete(&self, resource: &str) -> Result<bool, VaultError> {
+        self.delete_for(resource, None).await
+    }
+
+    /// Forget `identity`'s grant of `resource`; true when there was one.
+    pub async fn delete_for(&self, resource: &str, identity: Option<&str>) -> Result<bool, VaultError> {
+        let resource = &scope(resource, identity);
         match &self.backend {
             Backend::Files(dir) => {
                 let path = self.file(dir, resource);
@@ -176,6 +191,12 @@ impl Vault {
     /// processes (a file lock) or replicas (a lease in the store, taken
     /// over once [`LEASE`] passed). Waits at most [`LOCK_WAIT`].
     pub async fn lock(&self, resource: &str) -> Result<Guard, VaultError> {
+        self.lock_for(resource, None).await
+    }
+
+    /// [`Vault::lock`] for `identity`'s grant of `resource`.
+    pub async fn lock_for(&self, resource: &str, identity: Option<&str>) -> Result<Guard, VaultError> {
+        let resource = &scope(resource, identity);
         let deadline = tokio::time::Instant::now() + LOCK_WAIT;
         let busy = || VaultError::Busy { at: self.place(resource), secs: LOCK_WAIT.as_secs() };
         match &self.backend {
@@ -249,48 +270,60 @@ impl Vault {
             .key
             .as_ref()
             .ok_or_else(|| VaultError::KeyMissing { at: self.place(resource), key_file: self.key_file.clone() })?;
-        let cipher = XChaCha20Poly1305::new((&key.bytes).into());
-        let mut nonce = [0u8; 24];
-        getrandom::fill(&mut nonce)
-            .map_err(|e| VaultError::BadKey { source_name: "the system's random source".into(), why: e.to_string() })?;
-        let plain = serde_json::to_vec(grant).unwrap_or_default();
-        let aad = Self::aad(resource);
-        let sealed = cipher
-            .encrypt(XNonce::from_slice(&nonce), Payload { msg: &plain, aad: &aad })
-            .map_err(|_| VaultError::BadKey { source_name: key.source.clone(), why: "encryption failed".into() })?;
-        let b64 = base64::engine::general_purpose::STANDARD;
-        Ok(json!({"v": VERSION, "nonce": b64.encode(nonce), "sealed": b64.encode(sealed)}))
+        seal_bytes(key, &Self::aad(resource), &serde_json::to_vec(grant).unwrap_or_default())
     }
 
     fn open(&self, resource: &str, record: &Value) -> Result<Grant, VaultError> {
         let at = self.place(resource);
-        let corrupt = |why: &str| VaultError::Corrupt { at: at.clone(), why: why.to_string() };
-        if record.get("v").and_then(Value::as_u64) != Some(VERSION) {
-            return Err(corrupt("not a record of this version"));
-        }
-        let b64 = base64::engine::general_purpose::STANDARD;
-        let field = |name: &str| {
-            record.get(name).and_then(Value::as_str).and_then(|s| b64.decode(s).ok()).ok_or_else(|| corrupt(name))
-        };
-        let (nonce, sealed) = (field("nonce")?, field("sealed")?);
-        if nonce.len() != 24 {
-            return Err(corrupt("nonce"));
-        }
         let key = self
             .key
             .as_ref()
             .ok_or_else(|| VaultError::KeyMissing { at: at.clone(), key_file: self.key_file.clone() })?;
-        let cipher = XChaCha20Poly1305::new((&key.bytes).into());
-        let aad = Self::aad(resource);
-        let plain = cipher
-            .decrypt(XNonce::from_slice(&nonce), Payload { msg: &sealed, aad: &aad })
-            .map_err(|_| VaultError::WrongKey { at: at.clone(), key: key.source.clone() })?;
+        let plain = open_bytes(key, &Self::aad(resource), record, &at)?;
+        let corrupt = |why: &str| VaultError::Corrupt { at: at.clone(), why: why.to_string() };
         let grant: Grant = serde_json::from_slice(&plain).map_err(|e| corrupt(&e.to_string()))?;
-        if grant.resource != resource {
+        if scope(&grant.resource, grant.identity.as_deref()) != resource {
             return Err(corrupt("the record is another server's"));
         }
         Ok(grant)
     }
+}
+
+/// `plain` sealed with XChaCha20-Poly1305 under `key`, a fresh random
+/// nonce, `aad` as associated data: the record format of the vault (and
+/// of the callers' tokens, [`crate::caller`]).
+pub(crate) fn seal_bytes(key: &Key, aad: &[u8], plain: &[u8]) -> Result<Value, VaultError> {
+    let cipher = XChaCha20Poly1305::new((&key.bytes).into());
+    let mut nonce = [0u8; 24];
+    getrandom::fill(&mut nonce)
+        .map_err(|e| VaultError::BadKey { source_name: "the system's random source".into(), why: e.to_string() })?;
+    let sealed = cipher
+        .encrypt(XNonce::from_slice(&nonce), Payload { msg: plain, aad })
+        .map_err(|_| VaultError::BadKey { source_name: key.source.clone(), why: "encryption failed".into() })?;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    Ok(json!({"v": VERSION, "nonce": b64.encode(nonce), "sealed": b64.encode(sealed)}))
+}
+
+/// The plain bytes of a record [`seal_bytes`] made with `aad`; `at` names
+/// it in errors. A wrong key or other associated data is
+/// [`VaultError::WrongKey`], never plaintext.
+pub(crate) fn open_bytes(key: &Key, aad: &[u8], record: &Value, at: &str) -> Result<Vec<u8>, VaultError> {
+    let corrupt = |why: &str| VaultError::Corrupt { at: at.to_string(), why: why.to_string() };
+    if record.get("v").and_then(Value::as_u64) != Some(VERSION) {
+        return Err(corrupt("not a record of this version"));
+    }
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let field = |name: &str| {
+        record.get(name).and_then(Value::as_str).and_then(|s| b64.decode(s).ok()).ok_or_else(|| corrupt(name))
+    };
+    let (nonce, sealed) = (field("nonce")?, field("sealed")?);
+    if nonce.len() != 24 {
+        return Err(corrupt("nonce"));
+    }
+    let cipher = XChaCha20Poly1305::new((&key.bytes).into());
+    cipher
+        .decrypt(XNonce::from_slice(&nonce), Payload { msg: &sealed, aad })
+        .map_err(|_| VaultError::WrongKey { at: at.to_string(), key: key.source.clone() })
 }
 
 /// Held while a renewal runs; dropping it lets the next holder in.
@@ -308,6 +341,16 @@ impl Drop for Guard {
                 let _ = store.delete(STORE_SESSION, &name).await;
             });
         }
+    }
+}
+
+/// What a record is keyed and sealed by: the server's URL, and for an
+/// identity's own grant the identity too (the deployment's grant keeps
+/// the URL alone, so records written before identities existed open).
+fn scope(resource: &str, identity: Option<&str>) -> String {
+    match identity {
+        None => resource.to_string(),
+        Some(identity) => format!("{resource}\nidentity={identity}"),
     }
 }
 
@@ -344,6 +387,8 @@ mod tests {
             wanted: vec![],
             login_needed: None,
             logged_in_at: 1,
+            identity: None,
+            subject: None,
         }
     }
 
@@ -422,6 +467,27 @@ mod tests {
         drop(held);
         tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap().unwrap();
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn an_identitys_grant_has_a_record_of_its_own_that_opens_for_nobody_else() {
+        let store = SessionStore::in_memory();
+        let vault = Vault::in_store(store.clone(), Some(key(3)));
+        let mut alice = grant("https://a.example/mcp");
+        alice.identity = Some("alice".into());
+        vault.save(&alice).await.unwrap();
+        assert!(vault.load("https://a.example/mcp").await.unwrap().is_none(), "not the deployment's grant");
+        assert!(vault.load_for("https://a.example/mcp", Some("bob")).await.unwrap().is_none());
+        let back = vault.load_for("https://a.example/mcp", Some("alice")).await.unwrap().unwrap();
+        assert_eq!(back.identity.as_deref(), Some("alice"));
+        // alice's record copied to bob's place does not open as bob's.
+        let raw = store.get(STORE_SESSION, &record_name(&scope("https://a.example/mcp", Some("alice")))).await;
+        let raw = raw.unwrap().unwrap().value;
+        let bobs = record_name(&scope("https://a.example/mcp", Some("bob")));
+        store.update(STORE_SESSION, &bobs, |_| raw.clone()).await.unwrap();
+        let e = vault.load_for("https://a.example/mcp", Some("bob")).await.unwrap_err();
+        assert!(matches!(e, VaultError::WrongKey { .. }), "{e}");
+        assert!(vault.delete_for("https://a.example/mcp", Some("alice")).await.unwrap());
     }
 
     #[tokio::test]
