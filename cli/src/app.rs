@@ -44,12 +44,21 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::BuildImage(args) => build_image(args).await,
         Command::Serve(args) => {
             let _metrics = start_metrics(&args.stack.metrics, "serve", &root).await?;
-            let http = http_options(&args.clients.http)?;
+            let mut http = http_options(&args.clients.http)?;
             if let Some(options) = &http {
                 code_mode_mcp_frontend::http::preflight(options).await?;
             }
             let (keep, direct) = (keep_config(&args.clients.keep), direct_config(&args.clients.direct));
             let mut parts = stack_parts(&args.stack, args.max_concurrent, keep, direct, &root).await?;
+            if parts.bridge.servers.iter().any(crate::login::exchanges_tokens) {
+                // Token exchange: the frontend keeps each OAuth caller's
+                // token (sealed) in the store this process's bridge reads.
+                let tokens = code_mode_upstream_auth::CallerTokens::ephemeral(parts.bridge.state.clone())?;
+                code_mode_upstream_auth::set_caller_tokens(tokens.clone());
+                if let Some(options) = &mut http {
+                    options.auth.caller_tokens = Some(tokens);
+                }
+            }
             args.clients.tasks.apply(&mut parts.frontend);
             args.files.apply(&mut parts.frontend);
             let stack = Stack::start(parts, Buses::One(Bus::in_process()), &root).await?;

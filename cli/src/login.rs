@@ -88,6 +88,11 @@ pub(crate) fn has_auth(server: &WrappedServer) -> bool {
     upstream_of(server).is_some()
 }
 
+/// Whether `server` acts upstream as each caller (token exchange).
+pub(crate) fn exchanges_tokens(server: &WrappedServer) -> bool {
+    upstream_of(server).is_some_and(|auth| auth.spec().is_per_identity())
+}
+
 fn upstream_of(server: &WrappedServer) -> Option<&Upstream> {
     match &server.spec.transport {
         Transport::Http(HttpSpec { auth: Some(auth), .. }) => Some(auth),
@@ -285,7 +290,7 @@ async fn status(servers: &[WrappedServer], as_json: bool, target: &LoginTarget) 
                 "scopes": grant.map(|g| g.scopes.clone()),
                 "wanted": grant.map(|g| g.wanted.clone()).unwrap_or_default(),
                 "expires_in": grant.and_then(|g| g.tokens.as_ref()?.expires_at).map(|at| at.saturating_sub(now())),
-                "renewable": grant.map(|g| matches!(g.kind, GrantKind::ClientCredentials | GrantKind::Enterprise)
+                "renewable": grant.map(|g| matches!(g.kind, GrantKind::ClientCredentials | GrantKind::Enterprise | GrantKind::TokenExchange)
                     || g.tokens.as_ref().is_some_and(|t| t.refresh.is_some())),
                 "issuer": grant.and_then(|g| g.issuer.clone()),
                 "client_id": grant.and_then(|g| g.client.as_ref().map(|c| c.id.clone())),
@@ -313,6 +318,10 @@ async fn status(servers: &[WrappedServer], as_json: bool, target: &LoginTarget) 
                     "enterprise-managed: exchanges the ID token for access by itself at the first call".to_string()
                 }
                 AuthSpec::OAuth(_) => format!("not logged in: run `{}`", upstream.command()),
+                AuthSpec::TokenExchange(_) => {
+                    "token exchange: acts as each OAuth caller, exchanging the caller's own token at its call"
+                        .to_string()
+                }
             },
             _ => format!("cannot be read: {}", why.unwrap_or_default()),
         };

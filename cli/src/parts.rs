@@ -174,6 +174,7 @@ pub fn http_options(args: &HttpArgs) -> anyhow::Result<Option<HttpOptions>> {
         allowed_origins: args.allowed_origins.clone(),
         insecure_no_auth: args.insecure_no_auth,
         limits: SessionLimits { max_sessions: args.max_sessions, max_per_identity: args.max_sessions_per_identity },
+        caller_tokens: None,
     };
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(TlsFiles { cert: cert.clone(), key: key.clone() }),

@@ -76,6 +76,7 @@ mod tasks_passthrough;
 mod team;
 mod threat_model;
 mod tls;
+mod token_exchange;
 mod traces;
 mod upstream;
 mod upstream_attacks;

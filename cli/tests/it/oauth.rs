@@ -71,7 +71,7 @@ impl Issuer {
     }
 
     /// A token the issuer would never issue: `claims` signed as `how`.
-    fn mint(&self, claims: &Value, how: &str) -> String {
+    pub(crate) fn mint(&self, claims: &Value, how: &str) -> String {
         let (status, body) =
             http(&self.url, "POST", "/test/mint", &[], &json!({"claims": claims, "sign": how}).to_string());
         assert_eq!(status, 200, "{body}");

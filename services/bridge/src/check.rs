@@ -594,6 +594,11 @@ impl Bridge {
                 trail.result = Some((CallResult::Error, Some(why.clone())));
                 self.refuse(format!("{name}: {why}"))
             }
+            Err(server::CallError::NoAccount(why)) => {
+                tracing::info!(tool = %name, server = %server.name(), "refused: the caller has no token of its own for the server");
+                trail.result = Some((CallResult::Error, Some(why.clone())));
+                self.refuse(format!("{name}: {why}"))
+            }
             Err(server::CallError::NeedsLogin(why)) => {
                 tracing::info!(tool = %name, server = %server.name(), "refused: the server needs a login");
                 trail.result = Some((CallResult::Error, Some(why.clone())));

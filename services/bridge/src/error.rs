@@ -127,6 +127,10 @@ pub enum CallError {
     /// The server needs a login (the message names the command).
     #[error("{0}")]
     NeedsLogin(String),
+    /// The server acts upstream as each caller (token exchange) and this
+    /// caller has no token of its own for it: the message says why.
+    #[error("{0}")]
+    NoAccount(String),
     /// A task the server made of a cell's call ended without a result (it
     /// failed, was cancelled by the server, or asked a question that got
     /// no answer): the message says which, with the server's error.

@@ -40,7 +40,21 @@ impl crate::Bridge {
         // that revision too in it: the server's own questions then come
         // back as its input-required result (code, whose questions the
         // frontend asks, always goes through a relaying session).
-        let stateless_link = call.link.as_ref().filter(|l| l.stateless && direct);
+        // A server that acts as each caller (token exchange) is only ever
+        // reached over a session of the caller's own, with the caller's
+        // token: checked first, so a caller without one is refused saying
+        // why before any session opens.
+        let per_identity = server.per_identity_auth().is_some();
+        if let Some(auth) = server.per_identity_auth() {
+            let Some(identity) = call.identity.as_deref() else {
+                return Err(CallError::NoAccount(format!(
+                    "{} acts upstream as each caller (token exchange), and this call has no authenticated caller",
+                    server.name()
+                )));
+            };
+            auth.for_identity(identity).token().await.map_err(|e| CallError::NoAccount(e.to_string()))?;
+        }
+        let stateless_link = call.link.as_ref().filter(|l| l.stateless && direct && !per_identity);
         let stateless = match stateless_link {
             Some(_) => self.inner.upstreams.stateless(index, server).await,
             None => None,
@@ -63,7 +77,8 @@ impl crate::Bridge {
             options = options.with_meta(request_meta(link));
         }
         let own_needed = stateless.is_none()
-            && (wants_own(call.link.as_ref())
+            && (per_identity
+                || wants_own(call.link.as_ref())
                 || matches!(
                     call.target,
                     code_mode_proto::Target::Subscribe(_) | code_mode_proto::Target::Unsubscribe(_)
@@ -87,6 +102,13 @@ impl crate::Bridge {
                 let logging = server.offering().logging;
                 own.follow_level(call.link.as_ref().and_then(|l| l.log_level.as_deref()), logging).await;
                 (own.peer, own.flights)
+            }
+            // Never another identity's session, nor the shared one.
+            None if per_identity => {
+                return Err(CallError::NoAccount(format!(
+                    "{}: every place for a session of a caller's own is busy; call again shortly",
+                    server.name()
+                )));
             }
             None => server.shared()?,
         };

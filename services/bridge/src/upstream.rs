@@ -73,6 +73,8 @@ pub(crate) struct Own {
     last_used: Arc<std::sync::Mutex<Instant>>,
     /// The log level last set on the server (`logging/setLevel`).
     level: Arc<std::sync::Mutex<Option<String>>>,
+    /// The identity whose session it is.
+    identity: Option<String>,
 }
 
 impl Own {
@@ -182,6 +184,13 @@ impl Upstreams {
             let Some(slot) = self.slot(&key, server.name()) else { return Ok(None) };
             let opened = slot.get_or_init(|| self.open(index, server, owner, stateless)).await;
             match opened {
+                Ok(own) if own.identity != owner.identity && server.per_identity_auth().is_some() => {
+                    // Never another identity's session of such a server.
+                    return Err(CallError::NoAccount(format!(
+                        "{}: this client's session of the server belongs to another identity: refused",
+                        server.name()
+                    )));
+                }
                 Ok(own) if !own.close.is_cancelled() && !own.peer.is_transport_closed() => {
                     own.touch();
                     return Ok(Some(own.clone()));
@@ -222,7 +231,18 @@ impl Upstreams {
         };
         let flights = relay.flights().clone();
         let close = self.cancel.child_token();
-        match server::open_own(server.spec(), relay, close.clone(), stateless).await {
+        // A server that acts as each caller: this session carries the
+        // owner's own token, and no other.
+        let mut spec = server.spec().clone();
+        if let Some(auth) = server.per_identity_auth() {
+            let Some(identity) = owner.identity.as_deref() else {
+                return Err("the server acts upstream as each caller, and this client has no identity".into());
+            };
+            if let server::Transport::Http(http) = &mut spec.transport {
+                http.auth = Some(auth.for_identity(identity));
+            }
+        }
+        match server::open_own(&spec, relay, close.clone(), stateless).await {
             Ok((peer, task)) => {
                 tracing::info!(server = %server.name(), client = %owner.asker, "opened a client's own session with the server");
                 self.tasks.spawn(async move {
@@ -234,6 +254,7 @@ impl Upstreams {
                     close,
                     last_used: Arc::new(std::sync::Mutex::new(Instant::now())),
                     level: Default::default(),
+                    identity: owner.identity.clone(),
                 })
             }
             Err(e) => {
@@ -393,6 +414,7 @@ mod tests {
             close: upstreams.cancel.child_token(),
             last_used: Arc::new(std::sync::Mutex::new(Instant::now())),
             level: Default::default(),
+            identity: None,
         };
         let slot = Slot::new(OnceCell::new_with(Some(Ok(own.clone()))));
         code_mode_core::sync::lock(&upstreams.slots).insert((asker.to_string(), 0), slot);

@@ -54,7 +54,7 @@ pub(crate) fn fault_kind(e: &CallError) -> ErrorKind {
         CallError::Timeout(_) => ErrorKind::TimeoutError,
         CallError::Restarting => ErrorKind::ServerRestarting,
         CallError::Closed => ErrorKind::ServerClosed,
-        CallError::Own(_) | CallError::NeedsLogin(_) => ErrorKind::ServiceError,
+        CallError::Own(_) | CallError::NeedsLogin(_) | CallError::NoAccount(_) => ErrorKind::ServiceError,
         CallError::Task(_) => ErrorKind::McpError,
         CallError::Service(e) => match e {
             ServiceError::McpError(_) => ErrorKind::McpError,

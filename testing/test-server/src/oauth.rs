@@ -11,7 +11,8 @@
 //! `/.well-known/oauth-protected-resource[/mcp]`. A `tools/call` of a tool
 //! that `--require-scope TOOL=SCOPE` names needs that scope too, else
 //! `403 insufficient_scope` naming it. The `whoami` tool answers the
-//! verified token's subject, scopes and issue time.
+//! verified token's subject, scopes, issue time, audience and
+//! actor (`act`, RFC 8693).
 //!
 //! `--oauth-resource URL` makes the metadata name another resource (to test
 //! a client that must refuse it); `--oauth-audience URL` accepts tokens for
@@ -218,5 +219,7 @@ pub fn whoami(headers: Option<&http::HeaderMap>) -> Value {
         "iat": claims["iat"],
         "exp": claims["exp"],
         "jti": claims["jti"],
+        "aud": claims["aud"],
+        "act": claims["act"],
     })
 }

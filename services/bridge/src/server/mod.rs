@@ -652,6 +652,16 @@ impl ServerHandle {
         &self.spec
     }
 
+    /// The server's authorization when each identity has its own (token
+    /// exchange): its calls then go over a session of the caller's own,
+    /// never the shared one.
+    pub fn per_identity_auth(&self) -> Option<&Upstream> {
+        match &self.spec.transport {
+            Transport::Http(HttpSpec { auth: Some(auth), .. }) if auth.spec().is_per_identity() => Some(auth),
+            _ => None,
+        }
+    }
+
     /// What the server offers besides tools, as last listed.
     pub fn offering(&self) -> Arc<Offering> {
         self.offering.borrow().clone()

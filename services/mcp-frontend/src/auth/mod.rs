@@ -37,6 +37,12 @@
 //! (The syntax of `Host`, and an absolute-form target's authority, are
 //! checked before the gate for every path: [`crate::host`].)
 //!
+//! An OAuth caller's token that passed is kept, sealed, as that identity's
+//! current one ([`code_mode_upstream_auth::CallerTokens`], when the
+//! frontend is given one): the bridge exchanges it for a token of a remote
+//! server whose `auth` block is `token_exchange`, so the token reaches the
+//! bridge through the state store, never through a cell or the runner.
+//!
 //! What passes carries a [`Caller`] (the identity, and the session's place)
 //! to the MCP handlers through the request's extensions; the session's
 //! actor keeps it for the session's life, names the identity in its cells
@@ -232,6 +238,9 @@ pub struct AuthOptions {
     pub insecure_no_auth: bool,
     /// Open sessions allowed.
     pub limits: SessionLimits,
+    /// Where an OAuth caller's current token is kept for token exchange
+    /// (the bridge reads it there); `None`: not kept.
+    pub caller_tokens: Option<code_mode_upstream_auth::CallerTokens>,
 }
 
 impl AuthOptions {
@@ -299,6 +308,8 @@ pub(crate) struct Gate {
     owners: Owners,
     /// The largest request body (`--max-body`).
     max_body: usize,
+    /// Where OAuth callers' tokens are kept for token exchange.
+    caller_tokens: Option<code_mode_upstream_auth::CallerTokens>,
 }
 
 impl Gate {
@@ -318,6 +329,7 @@ impl Gate {
                 .map_err(|(origin, reason)| AuthError::AllowedOrigin { origin, reason })?,
             owners: Owners::start(options.limits),
             max_body: body::DEFAULT_MAX_BODY,
+            caller_tokens: options.caller_tokens.clone(),
         })
     }
 
@@ -343,11 +355,25 @@ impl Gate {
                 None => Verdict::Invalid("no client of the token file has this token".into()),
             },
             (Verifier::OAuth(oauth), Some(token)) => match oauth.verify(token).await {
-                Ok(verified) => Verdict::Pass(Some(verified.identity)),
+                Ok(verified) => {
+                    self.keep_caller_token(&verified, token).await;
+                    Verdict::Pass(Some(verified.identity))
+                }
                 Err(Refusal::Scope) => Verdict::Insufficient,
                 Err(refusal @ Refusal::KeysUnavailable(_)) => Verdict::Unavailable(refusal.to_string()),
                 Err(refusal) => Verdict::Invalid(refusal.to_string()),
             },
+        }
+    }
+
+    /// Keep an OAuth caller's token that passed as its identity's current
+    /// one, for token exchange. A store that cannot be written does not
+    /// refuse the request (it may not need an exchange): an exchange then
+    /// uses the last token kept, or refuses for want of one.
+    async fn keep_caller_token(&self, verified: &oauth::Verified, token: &str) {
+        let Some(tokens) = &self.caller_tokens else { return };
+        if let Err(e) = tokens.remember(verified.identity.as_str(), token, verified.expires_at).await {
+            tracing::warn!(identity = %verified.identity, error = %e, "could not keep the caller's OAuth token for token exchange");
         }
     }
 

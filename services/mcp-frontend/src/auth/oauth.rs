@@ -172,6 +172,8 @@ pub enum Refusal {
 pub struct Verified {
     /// Its `sub`.
     pub identity: Identity,
+    /// Its `exp`.
+    pub expires_at: Option<u64>,
 }
 
 /// Checks access tokens (see the module's doc). Cheap to clone.
@@ -265,7 +267,7 @@ impl OAuth {
             return Err(Refusal::Scope);
         }
         let groups = self.options.groups_claim.as_deref().map(|claim| groups_of(claims, claim)).unwrap_or_default();
-        Ok(Verified { identity: Identity::with_groups(sub, groups) })
+        Ok(Verified { identity: Identity::with_groups(sub, groups), expires_at: claims["exp"].as_u64() })
     }
 }
 
