@@ -508,7 +508,9 @@ impl Upstream {
             why: why.to_string(),
         };
         let Some(tokens) = crate::caller::caller_tokens() else {
-            return Err(refused("has no OAuth token here: this process's frontend checks no OAuth tokens"));
+            return Err(refused(
+                "has no OAuth token here: no frontend hands this bridge its callers' tokens (token exchange works where frontend and bridge share a process, `serve`)",
+            ));
         };
         match tokens.current(identity).await {
             Ok(Some(token)) if token.expires_at.is_none_or(|at| at > now()) => Ok(token.token),
