@@ -28,6 +28,7 @@ mod doctor;
 mod faults;
 mod files_faults;
 mod files_in;
+mod files_limits;
 mod files_out;
 mod files_out_nats;
 mod first_hour;
