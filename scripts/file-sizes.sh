@@ -25,8 +25,11 @@ declare -A KNOWN=(
   # lines that load it, make the folder, offer save_file and send the files;
   # the whole printed output kept (issue 42) by nine more that hand the
   # output capture files_out.OutputKeeper and name its file in the cut line;
-  # files in (issue 42) by the three that place them before the code runs.
-  [services/sandbox-runner/image/runner.py]=1335
+  # files in (issue 42) by the three that place them before the code runs,
+  # and by 22 for the channel: a long line (the cell message) is searched
+  # once, not once per chunk, and files in larger than the result limit
+  # come as raw bytes after the message (Channel.read_into), not base64.
+  [services/sandbox-runner/image/runner.py]=1357
 )
 
 lines_of() {

@@ -333,6 +333,7 @@ impl Bridge {
             target: Target::Tool(tool.into()),
             arguments,
             link: None,
+            file_in: false,
         };
         match self.inner.bridge.call(&call).await {
             ToolReply::Ok { value } | ToolReply::Content { value, .. } => Ok(value),

@@ -45,6 +45,12 @@ pub struct ToolCall {
     /// [`RunCell::link`]): a wrapped server's questions during the call
     /// reach it through [`subjects::client`] of the asker.
     pub link: Option<ClientLink>,
+    /// A file in of the cell (`run_python`'s `files`, issue 42), read by
+    /// the runner before the code starts: the bridge answers it as one
+    /// file's bytes (`{"contents": [{"text"|"blob"}]}`), held to the
+    /// files-in limit ([`MAX_INPUT_FILE_BYTES`]) instead of the result
+    /// limit. Only the runner sets it; code cannot.
+    pub file_in: bool,
 }
 
 /// What the MCP client behind a call can answer and wants to hear, so that

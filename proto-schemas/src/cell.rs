@@ -86,9 +86,12 @@ pub struct RunCell {
     pub inputs: Vec<CellInput>,
 }
 
-/// One file in: a wrapped server's resource, read through the bridge as
-/// the cell's own `read_resource` (policy, result limit, private-data
-/// rule, audit record), or bytes the client sent.
+/// One file in: a wrapped server's resource, or a file one of its tools
+/// returns (for a server that offers its files as tools only, such as
+/// server-filesystem's `read_media_file`), read through the bridge as the
+/// cell's own call would be (policy, private-data rule, audit record; the
+/// files-in limit [`MAX_INPUT_FILE_BYTES`] instead of the result limit),
+/// or bytes the client sent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CellInput {
@@ -97,6 +100,14 @@ pub struct CellInput {
     /// The resource's URI (a wrapped server's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uri: Option<String>,
+    /// The tool whose result is the file (its Python name, as code calls
+    /// it): its first embedded resource, image or audio block's bytes, else
+    /// its text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The tool's arguments (an object; `{}` when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<serde_json::Value>,
     /// The bytes, base64 (an inline blob).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<String>,
@@ -107,9 +118,15 @@ pub const MAX_INPUTS: usize = 16;
 
 /// The most bytes (decoded) of the inline blobs of one cell, in all (their
 /// base64 then fits the 4 MiB request body `serve --http` takes by
-/// default); a resource read in is held to the bridge's result limit, as
-/// any read.
+/// default).
 pub const MAX_INPUT_BYTES: usize = 2 * 1024 * 1024;
+
+/// The most bytes of one file read in from a wrapped server (a resource or
+/// a tool's file), and of all the files of one cell in all: 8 MiB, half
+/// the sandbox's 16 MiB `/tmp` the files are placed in, so the code keeps
+/// at least as much again to write its own (a 5 MB CSV in and its cleaned
+/// copy out fit). Past it a file is refused, naming the limit, never cut.
+pub const MAX_INPUT_FILE_BYTES: usize = 8 * 1024 * 1024;
 
 /// Where a kept session's cell runs, and how long its container lives.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

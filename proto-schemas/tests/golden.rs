@@ -159,6 +159,7 @@ fn a_tool_call_carries_no_op_and_another_request_names_its_op() {
         target: Target::Tool("add".into()),
         arguments: serde_json::json!({}),
         link: None,
+        file_in: false,
     };
     let json = serde_json::to_value(&call).unwrap();
     assert!(json.get("op").is_none() && json.get("link").is_none(), "a tool call's message is as before: {json}");

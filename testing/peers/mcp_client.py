@@ -38,6 +38,8 @@ STEPS is a JSON list, run in order in one client session:
         more for any that follow), as a list of {"level", "logger", "data"}
     {"op": "list_resources"} / {"op": "list_templates"} / {"op": "list_prompts"}
     {"op": "read_resource", "uri": URI}
+    {"op": "read_links"}  every resource link of the last call's result read
+        with resources/read, in order, as a list of results
     {"op": "subscribe", "uri": URI} / {"op": "unsubscribe", "uri": URI}
     {"op": "get_prompt", "name": NAME, "arguments": {...}}
     {"op": "complete", "ref": {"type": "ref/prompt", "name": N} | {"type": "ref/resource", "uri": U},
@@ -342,6 +344,9 @@ async def main(argv):
                     result = await client.list_prompts()
                 elif op == "read_resource":
                     result = await client.read_resource(step["uri"])
+                elif op == "read_links":
+                    links = [c for c in (last.content if last else []) if getattr(c, "type", None) == "resource_link"]
+                    result = [as_json(await client.read_resource(str(link.uri))) for link in links]
                 elif op in ("subscribe", "unsubscribe"):
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")  # legacy-only from 2026-07-28 on

@@ -2,9 +2,11 @@
 //! wrapped test servers, one private: `run_python`'s `files` places a
 //! wrapped server's resource (read through the bridge as the cell's own
 //! read) and an inline blob read-only under `/tmp/in` before the code
-//! starts; the cell's audit record names each; bad names, a file over the
-//! result limit and inline bytes past their bound are refused naming the
-//! entry and the limit; a private server's file taints the session.
+//! starts, a 5 MB one too (files in have their own 8 MiB limit, not the
+//! 64 KiB result limit); the cell's audit record names each; bad names, a
+//! file over the files-in limit, files past it in all and inline bytes
+//! past their bound are refused naming the entry and the limit; a private
+//! server's file taints the session.
 
 use base64::Engine as _;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
@@ -93,13 +95,15 @@ async fn files_given_to_run_python_are_placed_read_only_under_tmp_in_checked_aud
     let blob = blob();
     let data = base64::engine::general_purpose::STANDARD.encode(&blob);
     let files = json!([{"uri": "test://wiki/big/5000"}, {"uri": "test://wiki/small", "name": "small"},
-                       {"name": "blob.bin", "data": data}]);
+                       {"name": "blob.bin", "data": data}, {"uri": "test://wiki/big/5000000"}]);
     let result = run_with_files(&client, READ_BOTH, files).await;
     let report = support::report(&result);
     let big = "x".repeat(5000);
+    let large = "x".repeat(5_000_000);
     let expected = format!(
-        "5000 5000 {} 0o444\nblob.bin {} {} 0o444\nsmall 5 {} 0o444\nread-only\n",
+        "5000 5000 {} 0o444\n5000000 5000000 {} 0o444\nblob.bin {} {} 0o444\nsmall 5 {} 0o444\nread-only\n",
         sha256(big.as_bytes()),
+        sha256(large.as_bytes()),
         blob.len(),
         sha256(&blob),
         sha256(b"small")
@@ -114,11 +118,12 @@ async fn files_given_to_run_python_are_placed_read_only_under_tmp_in_checked_aud
     assert_eq!(
         start["inputs"],
         json!([{"name": "5000", "uri": "test://wiki/big/5000"}, {"name": "small", "uri": "test://wiki/small"},
-               {"name": "blob.bin", "bytes": blob.len(), "sha256": sha256(&blob)}]),
+               {"name": "blob.bin", "bytes": blob.len(), "sha256": sha256(&blob)},
+               {"name": "5000000", "uri": "test://wiki/big/5000000"}]),
         "{start}"
     );
     let reads: Vec<&Value> = records.iter().filter(|r| r["method"] == "resources/read").collect();
-    assert_eq!(reads.len(), 2, "{records:?}");
+    assert_eq!(reads.len(), 3, "{records:?}");
     assert_eq!(reads[0]["identity"], "alice");
 
     // Refused before any code runs, each naming the entry and the limit.
@@ -127,8 +132,13 @@ async fn files_given_to_run_python_are_placed_read_only_under_tmp_in_checked_aud
         (json!([{"name": "a/b", "data": ""}]), "files[0]: the name \"a/b\" cannot be placed under /tmp/in"),
         (json!([{"name": "x", "data": ""}, {"name": "x", "data": ""}]), "files[1]: the name \"x\" is given twice"),
         (
-            json!([{"uri": "test://wiki/big/70000"}]),
-            "files[0] (test://wiki/big/70000): resources/read test://wiki/big/70000: the result is",
+            json!([{"uri": "test://wiki/big/8388609"}]),
+            "files[0] (test://wiki/big/8388609): resources/read test://wiki/big/8388609: the file is 8388609 \
+             bytes, over the 8388608 byte limit of files in (refused, not cut)",
+        ),
+        (
+            json!([{"uri": "test://wiki/big/5000000", "name": "a"}, {"uri": "test://wiki/big/5000000", "name": "b"}]),
+            "files[1] (b): the files in hold 10000000 bytes with it, over the 8388608 byte limit of files in",
         ),
     ];
     for (files, says) in refusals {
@@ -146,9 +156,6 @@ async fn files_given_to_run_python_are_placed_read_only_under_tmp_in_checked_aud
         error.contains("files[0] (big): the inline files hold 2097153 bytes, over the 2097152 byte limit"),
         "{error}"
     );
-    let result = run_with_files(&client, "print('ran')", json!([{"uri": "test://wiki/big/70000"}])).await;
-    let error = error_of(&result);
-    assert!(error.contains("over the 65536 byte limit"), "{error}");
 
     // A private server's file taints the session: a later public call is refused.
     let result =

@@ -26,6 +26,7 @@ mod docs_commands;
 mod docs_links;
 mod doctor;
 mod faults;
+mod files_data_science;
 mod files_faults;
 mod files_in;
 mod files_limits;

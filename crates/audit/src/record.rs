@@ -219,6 +219,10 @@ pub struct CellInputRecord {
     /// The resource read into it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uri: Option<String>,
+    /// The tool whose file was read into it (its arguments and result hash
+    /// are in that call's own record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
     /// Bytes the client sent inline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,

@@ -56,6 +56,10 @@ pub struct ToolCall {
     /// reach it through [`subjects::client`] of the asker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<ClientLink>,
+    /// A file in of the cell, read before its code starts (issue 42):
+    /// answered as one file's bytes, held to the files-in limit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub file_in: bool,
 }
 
 /// One tool call a client made directly (`--expose-tools`), on its way
@@ -115,9 +119,23 @@ pub struct DirectCall {
 
 impl From<crate::ToolCall> for ToolCall {
     fn from(call: crate::ToolCall) -> Self {
-        let crate::ToolCall { session, asker, identity, cell_id, call_index, target, arguments, link } = call;
+        let crate::ToolCall { session, asker, identity, cell_id, call_index, target, arguments, link, file_in } = call;
         let Named { op, tool, uri, prompt, task } = target.into();
-        ToolCall { session, asker, identity, cell_id, call_index, tool, uri, prompt, task, arguments, op, link }
+        ToolCall {
+            session,
+            asker,
+            identity,
+            cell_id,
+            call_index,
+            tool,
+            uri,
+            prompt,
+            task,
+            arguments,
+            op,
+            link,
+            file_in,
+        }
     }
 }
 
@@ -125,10 +143,23 @@ impl TryFrom<ToolCall> for crate::ToolCall {
     type Error = TargetError;
 
     fn try_from(call: ToolCall) -> Result<Self, TargetError> {
-        let ToolCall { session, asker, identity, cell_id, call_index, tool, uri, prompt, task, arguments, op, link } =
-            call;
+        let ToolCall {
+            session,
+            asker,
+            identity,
+            cell_id,
+            call_index,
+            tool,
+            uri,
+            prompt,
+            task,
+            arguments,
+            op,
+            link,
+            file_in,
+        } = call;
         let target = Named { op, tool, uri, prompt, task }.try_into()?;
-        Ok(crate::ToolCall { session, asker, identity, cell_id, call_index, target, arguments, link })
+        Ok(crate::ToolCall { session, asker, identity, cell_id, call_index, target, arguments, link, file_in })
     }
 }
 

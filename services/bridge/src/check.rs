@@ -66,6 +66,7 @@ impl Bridge {
             target: direct.target.clone(),
             arguments: direct.arguments.clone(),
             link: direct.link.clone(),
+            file_in: false,
         };
         // The client may cancel it while it runs (any bridge replica hears
         // the cancel; this one holds the call).
@@ -534,6 +535,7 @@ impl Bridge {
                 trail.result = Some((kind, Some(text)));
                 answer
             }
+            Ok(result) if call.file_in => self.file_in_answer(&name, call.target.op(), result, trail),
             Ok(mut result) => {
                 if direct && let Err(why) = self.judge_task_inputs(current, index, call, &mut result).await {
                     trail.result = Some((CallResult::Error, Some(why.clone())));

@@ -79,6 +79,7 @@ mod child;
 mod console;
 mod current;
 mod error;
+mod file_in;
 mod flights;
 mod offers;
 mod questions;

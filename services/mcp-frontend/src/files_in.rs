@@ -1,18 +1,20 @@
 //! Files in, the frontend's half (issue 42): `run_python`'s optional
 //! `files` argument, checked before any cell starts. Each entry is a
 //! wrapped server's resource (`{"uri": ..., "name": ...}`, the name taken
-//! from the URI's last part when not given) or bytes the client holds
+//! from the URI's last part when not given), a file a wrapped server's
+//! tool returns (`{"tool": ..., "arguments": {...}, "name": ...}`, for a
+//! server that offers its files as tools only) or bytes the client holds
 //! (`{"name": ..., "data": "<base64>"}`); each becomes
 //! `/tmp/in/<name>`, read-only, before the code starts. A name with `/`,
 //! `.`, `..`, a control character or more than 255 bytes, a name given
 //! twice, more than [`MAX_INPUTS`] entries or inline bytes past
 //! [`MAX_INPUT_BYTES`] are refused here with an error naming the entry.
-//! The resources are read by the sandbox-runner through the bridge, as the
-//! cell's own `read_resource` (policy, result limit, private-data rule,
-//! audit record).
+//! The resources and tools' files are read by the sandbox-runner through
+//! the bridge, as the cell's own calls (policy, private-data rule, audit
+//! record), held to the files-in limit ([`MAX_INPUT_FILE_BYTES`]).
 
 use base64::Engine as _;
-use code_mode_proto::{CellInput, MAX_INPUT_BYTES, MAX_INPUTS};
+use code_mode_proto::{CellInput, MAX_INPUT_BYTES, MAX_INPUT_FILE_BYTES, MAX_INPUTS};
 use serde_json::Value;
 
 /// The argument's name.
@@ -25,14 +27,18 @@ pub(crate) fn schema() -> Value {
         "maxItems": MAX_INPUTS,
         "description": format!(
             "Files placed read-only at /tmp/in/<name> before the code starts: a wrapped server's resource \
-             ({{\"uri\": ...}}, optional \"name\") or bytes you hold ({{\"name\": ..., \"data\": base64}}, \
-             {} MiB in all).",
-            MAX_INPUT_BYTES / (1024 * 1024)
+             ({{\"uri\": ...}}, optional \"name\"), the file a tool returns ({{\"tool\": ..., \"arguments\": \
+             {{...}}, \"name\": ...}}) or bytes you hold ({{\"name\": ..., \"data\": base64}}, {} MiB in all); \
+             {} MiB in all.",
+            MAX_INPUT_BYTES / (1024 * 1024),
+            MAX_INPUT_FILE_BYTES / (1024 * 1024)
         ),
         "items": {
             "type": "object",
             "properties": {
                 "uri": {"type": "string"},
+                "tool": {"type": "string"},
+                "arguments": {"type": "object"},
                 "name": {"type": "string"},
                 "data": {"type": "string", "contentEncoding": "base64"}
             },
@@ -67,21 +73,31 @@ fn entry_of(i: usize, entry: &Value, inline: &mut usize) -> Result<CellInput, St
     let Value::Object(fields) = entry else {
         return Err(format!("files[{i}]: must be {{\"uri\": ...}} or {{\"name\": ..., \"data\": base64}}"));
     };
-    if let Some(other) = fields.keys().find(|k| !["uri", "name", "data"].contains(&k.as_str())) {
-        return Err(format!("files[{i}]: unknown field {other:?} (uri, name, data)"));
+    if let Some(other) = fields.keys().find(|k| !["uri", "tool", "arguments", "name", "data"].contains(&k.as_str())) {
+        return Err(format!("files[{i}]: unknown field {other:?} (uri, tool, arguments, name, data)"));
     }
     let text = |key: &str| match fields.get(key) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
         Some(_) => Err(format!("files[{i}]: {key} must be a string")),
     };
-    let (uri, name, data) = (text("uri")?, text("name")?, text("data")?);
-    let name = match (&uri, &data, name) {
-        (Some(_), Some(_), _) => return Err(format!("files[{i}]: give uri or data, not both")),
-        (None, None, _) => return Err(format!("files[{i}]: give a uri or data")),
-        (None, Some(_), None) => return Err(format!("files[{i}]: inline data needs a name")),
-        (_, _, Some(name)) => name,
-        (Some(uri), None, None) => uri.rsplit('/').next().unwrap_or_default().to_string(),
+    let (uri, tool, name, data) = (text("uri")?, text("tool")?, text("name")?, text("data")?);
+    let arguments = match fields.get("arguments") {
+        None => None,
+        Some(Value::Object(_)) if tool.is_some() => fields.get("arguments").cloned(),
+        Some(Value::Object(_)) => return Err(format!("files[{i}]: arguments go with a tool")),
+        Some(_) => return Err(format!("files[{i}]: arguments must be an object")),
+    };
+    let name = match (&uri, &tool, &data, name) {
+        (u, t, d, _) if [u.is_some(), t.is_some(), d.is_some()].iter().filter(|x| **x).count() > 1 => {
+            return Err(format!("files[{i}]: give one of uri, tool or data, not both"));
+        }
+        (None, None, None, _) => return Err(format!("files[{i}]: give a uri, a tool or data")),
+        (None, None, Some(_), None) => return Err(format!("files[{i}]: inline data needs a name")),
+        (None, Some(_), None, None) => return Err(format!("files[{i}]: a tool's file needs a name")),
+        (_, _, _, Some(name)) => name,
+        (Some(uri), _, _, None) => uri.rsplit('/').next().unwrap_or_default().to_string(),
+        (None, _, _, None) => return Err(format!("files[{i}]: give one of uri, tool or data, not both")),
     };
     if !is_plain_name(&name) {
         return Err(format!(
@@ -102,7 +118,7 @@ fn entry_of(i: usize, entry: &Value, inline: &mut usize) -> Result<CellInput, St
             ));
         }
     }
-    Ok(CellInput { name, uri, data })
+    Ok(CellInput { name, uri, tool, arguments, data })
 }
 
 /// A plain file name: no `/` or `\`, not `.` or `..`, no control
@@ -126,9 +142,15 @@ mod tests {
 
     #[test]
     fn entries_are_named_checked_and_refused_naming_the_entry() {
-        let ok = parsed(serde_json::json!([{"uri": "test://static/a.csv"}, {"name": "b.bin", "data": "AAE="}]));
+        let ok = parsed(serde_json::json!([
+            {"uri": "test://static/a.csv"},
+            {"name": "b.bin", "data": "AAE="},
+            {"tool": "fs.read_media_file", "arguments": {"path": "/d/c.csv"}, "name": "c.csv"}
+        ]));
         let ok = ok.unwrap();
-        assert_eq!((ok[0].name.as_str(), ok[1].name.as_str()), ("a.csv", "b.bin"));
+        assert_eq!((ok[0].name.as_str(), ok[1].name.as_str(), ok[2].name.as_str()), ("a.csv", "b.bin", "c.csv"));
+        assert_eq!(ok[2].tool.as_deref(), Some("fs.read_media_file"));
+        assert_eq!(ok[2].arguments, Some(serde_json::json!({"path": "/d/c.csv"})));
         for (bad, says) in [
             (serde_json::json!([{"name": "../x", "data": ""}]), "files[0]: the name \"../x\""),
             (serde_json::json!([{"name": "a/b", "data": ""}]), "files[0]: the name \"a/b\""),
@@ -140,6 +162,9 @@ mod tests {
             (serde_json::json!([{"name": "a", "data": "!"}]), "files[0] (a): data is not base64"),
             (serde_json::json!([{"data": ""}]), "files[0]: inline data needs a name"),
             (serde_json::json!([{"uri": "u", "data": ""}]), "not both"),
+            (serde_json::json!([{"tool": "fs.read_media_file", "arguments": {"path": "/a"}}]), "needs a name"),
+            (serde_json::json!([{"uri": "u", "arguments": {}}]), "arguments go with a tool"),
+            (serde_json::json!([{"tool": "t", "name": "a", "arguments": []}]), "must be an object"),
             (serde_json::json!("a"), "must be a list"),
         ] {
             let e = parsed(bad.clone()).unwrap_err();

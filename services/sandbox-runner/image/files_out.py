@@ -112,10 +112,11 @@ def _read(full, size):
         return f.read(size + 1)
 
 
-def place_inputs(inputs):
-    """Write the cell's files in (``[{"name", "data": base64}]``, names
-    checked by the host: plain, distinct) to /tmp/in, then make them and
-    the folder read-only. Returns an error line, or None."""
+def place_inputs(channel, inputs):
+    """Write the cell's files in (``[{"name", "size"}]``, names checked by
+    the host: plain, distinct; their raw bytes follow the cell message on
+    ``channel``, in order) to /tmp/in, then make them and the folder
+    read-only. Returns an error line, or None."""
     if not inputs:
         return None
     os.makedirs(IN, exist_ok=True)
@@ -127,7 +128,8 @@ def place_inputs(inputs):
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
             with os.fdopen(fd, "wb") as f:
-                f.write(base64.b64decode(item.get("data") or ""))
+                if not channel.read_into(f, int(item.get("size") or 0)):
+                    return f"files: the host went away while {name} came in"
         except OSError as exc:
             return f"files: {name} could not be placed under {IN}: {exc.strerror}"
     os.chmod(IN, 0o555)

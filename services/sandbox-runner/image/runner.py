@@ -231,7 +231,7 @@ class Channel:
     def __init__(self, in_fd, out_fd):
         self._in_fd = in_fd
         self._out_fd = out_fd
-        self._in_buffer = b""
+        self._in_buffer = bytearray()
         self._write_lock = threading.Lock()
 
     def send(self, message):
@@ -267,17 +267,39 @@ class Channel:
             view = view[written:]
 
     def read_line(self):
-        """Return the next line (without its newline), or None at EOF."""
-        while b"\n" not in self._in_buffer:
-            try:
-                chunk = os.read(self._in_fd, 65536)
-            except InterruptedError:
-                continue
+        """Return the next line (without its newline), or None at EOF.
+        Only what came since the last look is searched: a long line (a
+        cell message) costs one pass, not one per chunk."""
+        start = 0
+        while (end := self._in_buffer.find(b"\n", start)) < 0:
+            start = len(self._in_buffer)
+            chunk = self._read(65536)
             if not chunk:
                 return None
             self._in_buffer += chunk
-        line, _, self._in_buffer = self._in_buffer.partition(b"\n")
+        line = bytes(self._in_buffer[:end])
+        del self._in_buffer[:end + 1]
         return line
+
+    def read_into(self, sink, size):
+        """Copy the next ``size`` raw bytes (a file in, after the cell
+        message) to ``sink``; False at EOF before them."""
+        while size > 0:
+            chunk = self._in_buffer[:size] if self._in_buffer else self._read(min(size, 1 << 20))
+            if not chunk:
+                return False
+            if self._in_buffer:
+                del self._in_buffer[:len(chunk)]
+            sink.write(chunk)
+            size -= len(chunk)
+        return True
+
+    def _read(self, most):
+        while True:
+            try:
+                return os.read(self._in_fd, most)
+            except InterruptedError:
+                continue
 
 
 # --------------------------------------------------------------------------
@@ -1231,7 +1253,7 @@ def main():
         run_kept(channel, cell, caller)
 
     gate = Gate(kept=False)
-    placed = files_out.place_inputs(cell.get("inputs"))
+    placed = files_out.place_inputs(channel, cell.get("inputs"))
     if placed is not None:
         channel.send_last({"type": "done", "error": placed, "truncated": False, "stopped": False})
     keep = int((cell.get("limits") or {}).get("keep_output", 0))

@@ -505,10 +505,14 @@ pub(crate) async fn run_in(
             keep_output,
         },
         keep: kept.is_some(),
-        inputs: &inputs,
+        inputs: &inputs.iter().map(|input| input.file.clone()).collect::<Vec<_>>(),
     };
     let sending = std::time::Instant::now();
     streams.send_line(&protocol::encode_cell(&message, backstop(deadline, allowance, kept))).await;
+    // The files' bytes follow the message, raw (issue 42).
+    for input in inputs {
+        streams.send_line(&input.bytes).await;
+    }
     run.timing.deliver = Some(sending.elapsed());
     run.timing.delivered = Some(std::time::Instant::now());
     // A call may first wait for a person's approval, then for the server.
@@ -745,6 +749,7 @@ async fn handle_line(
                 target: Target::new(op, tool),
                 arguments,
                 link: run.cell.link.clone(),
+                file_in: false,
             };
             let bus = bus.clone();
             // In the cell's span: the call's trace context goes with it.

@@ -1,38 +1,70 @@
 //! Files in (issue 42): a cell's inputs (`RunCell::inputs`) made into the
-//! bytes placed at `/tmp/in/<name>` before the code starts. A resource is
-//! read through the bridge exactly as the code's own `read_resource`
-//! would be (one call of the run's budget, the same policy, result limit,
+//! bytes placed at `/tmp/in/<name>` before the code starts. A resource,
+//! or a file a tool returns, is read through the bridge as the code's own
+//! call would be (one call of the run's budget, the same policy,
 //! private-data rule and audit record, as the cell's session and
-//! identity); an inline blob is taken as the client sent it (the frontend
-//! checked its name and size). The first input that cannot be had ends
-//! the cell before its code starts, with an error naming it.
+//! identity), marked as a file in so the bridge answers with the file's
+//! bytes alone, held to [`MAX_INPUT_FILE_BYTES`] (not the 64 KiB result
+//! limit); an inline blob is taken as the client sent it (the frontend
+//! checked its name and size). All the files of a cell hold at most
+//! [`MAX_INPUT_FILE_BYTES`] in all. The first input that cannot be had
+//! ends the cell before its code starts, with an error naming it.
+//!
+//! The bytes go to the container raw, right after the cell message that
+//! names each file and its size (no base64, no JSON around them).
 
 use std::time::Duration;
 
 use base64::Engine as _;
-use code_mode_proto::{CellInput, Op, RunCell, Target, ToolCall, ToolReply};
+use code_mode_proto::{CellInput, MAX_INPUT_FILE_BYTES, Op, RunCell, Target, ToolCall, ToolReply};
 
 use crate::protocol::InputFile;
 use code_mode_core::bus::Bus;
 
-/// The files of `cell`'s inputs, base64, in order; `calls` counts the
-/// bridge calls made (the run's budget).
+/// One file in, read: its name and size for the cell message, its bytes
+/// to follow it.
+#[derive(Debug)]
+pub(crate) struct Resolved {
+    /// As the cell message names it.
+    pub(crate) file: InputFile,
+    /// The bytes.
+    pub(crate) bytes: Vec<u8>,
+}
+
+/// The files of `cell`'s inputs, in order; `calls` counts the bridge calls
+/// made (the run's budget).
 pub(crate) async fn resolve(
     cell: &RunCell,
     calls: &mut u32,
     bus: &Bus,
     timeout: Duration,
-) -> Result<Vec<InputFile>, String> {
+) -> Result<Vec<Resolved>, String> {
     let mut files = Vec::with_capacity(cell.inputs.len());
+    let mut total = 0usize;
     for (i, input) in cell.inputs.iter().enumerate() {
-        let data = match (&input.uri, &input.data) {
-            (Some(uri), _) => {
-                read(cell, input, uri, calls, bus, timeout).await.map_err(|e| format!("files[{i}] ({uri}): {e}"))?
+        let bytes = match (&input.uri, &input.tool, &input.data) {
+            (Some(uri), _, _) => {
+                let target = Target::new(Op::ReadResource, uri.clone());
+                read(cell, input, target, calls, bus, timeout).await.map_err(|e| format!("files[{i}] ({uri}): {e}"))?
             }
-            (None, Some(data)) => data.clone(),
-            (None, None) => return Err(format!("files[{i}] ({}): neither a uri nor data", input.name)),
+            (None, Some(tool), _) => {
+                let target = Target::new(Op::Tool, tool.clone());
+                read(cell, input, target, calls, bus, timeout).await.map_err(|e| format!("files[{i}] ({tool}): {e}"))?
+            }
+            (None, None, Some(data)) => base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .map_err(|e| format!("files[{i}] ({}): data is not base64: {e}", input.name))?,
+            (None, None, None) => return Err(format!("files[{i}] ({}): neither a uri, a tool nor data", input.name)),
         };
-        files.push(InputFile { name: input.name.clone(), data });
+        total += bytes.len();
+        if total > MAX_INPUT_FILE_BYTES {
+            return Err(format!(
+                "files[{i}] ({}): the files in hold {total} bytes with it, over the {MAX_INPUT_FILE_BYTES} byte \
+                 limit of files in (refused, not cut)",
+                input.name
+            ));
+        }
+        files.push(Resolved { file: InputFile { name: input.name.clone(), size: bytes.len() as u64 }, bytes });
     }
     Ok(files)
 }
@@ -49,6 +81,7 @@ pub(crate) fn records(cell: &RunCell) -> Vec<code_mode_audit::record::CellInputR
             code_mode_audit::record::CellInputRecord {
                 name: input.name.clone(),
                 uri: input.uri.clone(),
+                tool: input.tool.clone(),
                 bytes: bytes.as_ref().map(|b| b.len() as u64),
                 sha256: bytes.map(|b| sha2::Sha256::digest(&b).iter().map(|x| format!("{x:02x}")).collect()),
             }
@@ -56,16 +89,16 @@ pub(crate) fn records(cell: &RunCell) -> Vec<code_mode_audit::record::CellInputR
         .collect()
 }
 
-/// Read one resource through the bridge as the cell: its first content's
-/// bytes, base64.
+/// Read one file in through the bridge as the cell (a resource, or a
+/// tool's file), marked as a file in: its bytes.
 async fn read(
     cell: &RunCell,
     input: &CellInput,
-    uri: &str,
+    target: Target,
     calls: &mut u32,
     bus: &Bus,
     timeout: Duration,
-) -> Result<String, String> {
+) -> Result<Vec<u8>, String> {
     *calls = calls.saturating_add(1);
     if *calls > cell.limits.max_calls {
         return Err(format!("this run has used all of its {} tool calls", cell.limits.max_calls));
@@ -76,9 +109,10 @@ async fn read(
         identity: cell.identity.clone(),
         cell_id: cell.cell_id.clone(),
         call_index: *calls,
-        target: Target::new(Op::ReadResource, uri.to_string()),
-        arguments: serde_json::json!({}),
+        target,
+        arguments: input.arguments.clone().unwrap_or_else(|| serde_json::json!({})),
         link: cell.link.clone(),
+        file_in: true,
     };
     let value = match crate::cell::relay(bus, &call, timeout).await {
         ToolReply::Ok { value } | ToolReply::Content { value, .. } => value,
@@ -86,11 +120,13 @@ async fn read(
         ToolReply::Fault { kind } => return Err(format!("the read failed ({})", kind.as_str())),
     };
     let result: serde_json::Value =
-        serde_json::from_str(&value).map_err(|_| "the server's answer is not a resource".to_string())?;
+        serde_json::from_str(&value).map_err(|_| "the bridge's answer is not a file".to_string())?;
     let first = &result["contents"][0];
     match (first["text"].as_str(), first["blob"].as_str()) {
-        (Some(text), _) => Ok(base64::engine::general_purpose::STANDARD.encode(text.as_bytes())),
-        (None, Some(blob)) => Ok(blob.to_string()),
-        _ => Err(format!("the resource has no text or blob content to place as {}", input.name)),
+        (Some(text), _) => Ok(text.as_bytes().to_vec()),
+        (None, Some(blob)) => base64::engine::general_purpose::STANDARD
+            .decode(blob)
+            .map_err(|e| format!("the file's blob is not base64: {e}")),
+        _ => Err(format!("no file came back to place as {}", input.name)),
     }
 }

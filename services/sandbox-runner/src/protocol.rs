@@ -109,7 +109,9 @@ pub enum ToRunner<'a> {
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         keep: bool,
         /// Files placed read-only at `/tmp/in/<name>` before the code
-        /// starts (issue 42; left out when none).
+        /// starts (issue 42; left out when none): their bytes follow the
+        /// cell message's line on the stream, raw, in this order, each
+        /// exactly its `size`.
         #[serde(skip_serializing_if = "<[InputFile]>::is_empty")]
         inputs: &'a [InputFile],
     },
@@ -207,13 +209,14 @@ pub(crate) fn is_mime_type(mime: &str) -> bool {
     mime.len() <= 100 && token(parts.next()) && token(parts.next()) && parts.next().is_none()
 }
 
-/// One file in, as the cell message carries it.
+/// One file in, as the cell message names it (its bytes follow the
+/// message).
 #[derive(Debug, Clone, Serialize)]
 pub struct InputFile {
     /// Its name under `/tmp/in` (checked by the frontend).
     pub name: String,
-    /// Its bytes, base64.
-    pub data: String,
+    /// How many bytes it has.
+    pub size: u64,
 }
 
 /// The limits the runner applies inside the container.

@@ -442,7 +442,7 @@ impl ServerHandler for TestServer {
             "secret" => text(SECRET.into()),
             "image" => json!({"contents": [{"uri": uri, "mimeType": "image/png", "blob": TINY_PNG}]}),
             other => match other.strip_prefix("big/").and_then(|n| n.parse::<usize>().ok()) {
-                Some(bytes) if bytes <= 1 << 20 => text("x".repeat(bytes)),
+                Some(bytes) if bytes <= 1 << 24 => text("x".repeat(bytes)),
                 _ => {
                     return Err(McpError::new(
                         ErrorCode(-32002),

@@ -149,6 +149,7 @@ fn own_session_call(tool: &str, arguments: serde_json::Value) -> code_mode_proto
         session: "listening".into(),
         asker: Some("listening".into()),
         link: Some(link),
+        file_in: false,
         ..tool_call(tool, arguments, 1)
     }
 }

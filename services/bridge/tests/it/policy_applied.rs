@@ -100,6 +100,7 @@ async fn a_limit_of_three_per_minute_lets_exactly_three_of_ten_concurrent_calls_
                 target: code_mode_proto::Target::Tool("add".into()),
                 arguments: json!({"a": 2, "b": 3}),
                 link: None,
+                file_in: false,
             };
             bridge.call(&call).await
         }

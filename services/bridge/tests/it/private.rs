@@ -33,6 +33,7 @@ async fn call_at(h: &Harness, session: &str, tool: &str, arguments: Value, call_
         target: code_mode_proto::Target::Tool(tool.into()),
         arguments,
         link: None,
+        file_in: false,
     };
     h.bridge.call(&call).await
 }

@@ -24,6 +24,7 @@ fn call(session: &str, cell: &str, index: u32, tool: &str, arguments: Value) -> 
         target: code_mode_proto::Target::Tool(tool.into()),
         arguments,
         link: None,
+        file_in: false,
     }
 }
 

@@ -30,6 +30,7 @@ fn call(session: &str, index: u32, tool: &str, arguments: Value) -> ToolCall {
         target: code_mode_proto::Target::Tool(tool.into()),
         arguments,
         link: None,
+        file_in: false,
     }
 }
 

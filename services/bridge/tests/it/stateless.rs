@@ -33,6 +33,7 @@ fn call(identity: &str, tool: &str, arguments: Value) -> ToolCall {
         target: code_mode_proto::Target::Tool(tool.into()),
         arguments,
         link: None,
+        file_in: false,
     }
 }
 

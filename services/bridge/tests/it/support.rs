@@ -195,6 +195,7 @@ pub fn tool_call(tool: &str, arguments: Value, call_index: u32) -> ToolCall {
         target: code_mode_proto::Target::Tool(tool.into()),
         arguments,
         link: None,
+        file_in: false,
     }
 }
 
