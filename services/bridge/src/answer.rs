@@ -56,6 +56,22 @@ pub(crate) enum Caller {
 }
 
 impl Bridge {
+    /// A refusal by the bridge, its message cut to the message limit.
+    pub(crate) fn refuse(&self, message: String) -> Answer {
+        Answer::Failed(crate::wire::tool_reply(
+            crate::wire::CallFailure::Refused(message),
+            self.inner.limits.max_message_chars,
+        ))
+    }
+
+    /// A server's answer that is not the result its request returns.
+    pub(crate) fn unexpected(&self) -> Answer {
+        Answer::Failed(crate::wire::tool_reply(
+            crate::wire::CallFailure::Unexpected,
+            self.inner.limits.max_message_chars,
+        ))
+    }
+
     /// The answer for a result, how it came back, and the text whose size
     /// and hash the audit record keeps (what the caller is handed: for code
     /// the text, for a direct call the whole result as JSON). A tool's own

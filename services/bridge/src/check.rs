@@ -866,15 +866,6 @@ impl Bridge {
             .await?;
         Ok(entry.value.as_u64().unwrap_or(u64::MAX))
     }
-
-    pub(crate) fn refuse(&self, message: String) -> Answer {
-        Answer::Failed(wire::tool_reply(wire::CallFailure::Refused(message), self.inner.limits.max_message_chars))
-    }
-
-    /// A server's answer that is not the result its request returns.
-    pub(crate) fn unexpected(&self) -> Answer {
-        Answer::Failed(wire::tool_reply(wire::CallFailure::Unexpected, self.inner.limits.max_message_chars))
-    }
 }
 
 /// JSON-RPC error codes a server answers a direct tool call with that
