@@ -22,6 +22,27 @@ print([json.loads(x)["sum"] for x in r])"#;
 }
 
 #[test]
+fn the_report_of_code_mode_run_says_the_files_a_cell_writes_are_not_kept() {
+    if !support::sandbox_available() {
+        return;
+    }
+    // `code-mode run` keeps no file store (issue 42): its report says the
+    // files were not handed out, and where they are.
+    let code = "open('/tmp/out/a.csv', 'w').write('x,y\\n1,2\\n')\nsave_file('b.txt', 'b')\nprint('written')";
+    let ran = run(&[], code, &[]);
+    assert_eq!(ran.ok(), "written\n");
+    assert_eq!(
+        ran.report["files_notes"],
+        serde_json::json!(["2 file(s) of /tmp/out not handed out: no file store here (`code-mode serve` offers \
+                            them, and the services over NATS with the bucket codemode_files; kept sessions: not \
+                            built yet)"]),
+        "{}",
+        ran.report
+    );
+    assert!(ran.report.get("files").is_none_or(|f| f.as_array().is_none_or(Vec::is_empty)), "{}", ran.report);
+}
+
+#[test]
 fn the_code_can_come_from_a_file_or_from_stdin() {
     if !support::sandbox_available() {
         return;
