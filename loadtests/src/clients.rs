@@ -66,7 +66,10 @@ pub struct ClientsArgs {
     /// The cell mix, KIND=WEIGHT,...: print (`print(1)`), tool (one call of
     /// the wrapped server's `add`), cpu (about half a second of arithmetic),
     /// deadline (an endless loop, stopped at the deadline), refused (a call
-    /// of `echo` that a policy refuses; the code catches the refusal).
+    /// of `echo` that a policy refuses; the code catches the refusal),
+    /// nothing (`pass`: no output, no file), file (a 10 MB file written to
+    /// /tmp/out, its link read back with resources/read within the cell's
+    /// time).
     #[arg(long, default_value = "print=4,tool=4,cpu=1,refused=1", value_name = "MIX")]
     mix: String,
     /// Another code for a kind, KIND=PYTHON (repeatable); `{add}` and
@@ -112,10 +115,19 @@ pub enum Kind {
     Cpu,
     Deadline,
     Refused,
+    /// A cell that prints nothing and writes no file: `pass`.
+    Nothing,
+    /// A cell writing a 10 MB file to `/tmp/out`; the client reads its link
+    /// back (`resources/read`) as part of the cell.
+    File,
 }
 
+/// Bytes of the file a `file` cell writes.
+pub const FILE_BYTES: u64 = 10_000_000;
+
 impl Kind {
-    pub const ALL: [Kind; 5] = [Kind::Print, Kind::Tool, Kind::Cpu, Kind::Deadline, Kind::Refused];
+    pub const ALL: [Kind; 7] =
+        [Kind::Print, Kind::Tool, Kind::Cpu, Kind::Deadline, Kind::Refused, Kind::Nothing, Kind::File];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -124,14 +136,15 @@ impl Kind {
             Kind::Cpu => "cpu",
             Kind::Deadline => "deadline",
             Kind::Refused => "refused",
+            Kind::Nothing => "nothing",
+            Kind::File => "file",
         }
     }
 
     fn parse(name: &str) -> anyhow::Result<Kind> {
-        Kind::ALL
-            .into_iter()
-            .find(|k| k.name() == name)
-            .with_context(|| format!("{name:?} is not a cell kind (print, tool, cpu, deadline, refused)"))
+        Kind::ALL.into_iter().find(|k| k.name() == name).with_context(|| {
+            format!("{name:?} is not a cell kind (print, tool, cpu, deadline, refused, nothing, file)")
+        })
     }
 
     fn default_code(self) -> &'static str {
@@ -142,6 +155,10 @@ impl Kind {
             Kind::Deadline => "while True:\n    pass",
             Kind::Refused => {
                 "try:\n    await {echo}({'text': 'x'})\n    print('not refused')\nexcept ToolError as e:\n    print('refused')"
+            }
+            Kind::Nothing => "pass",
+            Kind::File => {
+                "with open('/tmp/out/data.bin', 'wb') as f:\n    f.write(bytes(range(256)) * 39062 + bytes(range(128)))"
             }
         }
     }
@@ -298,9 +315,45 @@ async fn cell(session: &Session, kind: Kind, code: &str, give_up: Duration) -> (
         Ok(Err(e)) => return (Outcome::Lost, Some(e.to_string())),
         Ok(Ok(answer)) => answer,
     };
-    let (outcome, said) = classify(&answer);
-    let note = (!kind.expects(outcome)).then(|| said.chars().take(300).collect());
+    let (mut outcome, said) = classify(&answer);
+    let mut note = (!kind.expects(outcome)).then(|| said.chars().take(300).collect());
+    if kind == Kind::File
+        && outcome == Outcome::Ok
+        && let Err(e) = read_links(session, &answer).await
+    {
+        (outcome, note) = (Outcome::Failed, Some(e));
+    }
     (outcome, note)
+}
+
+/// Read back every resource link of `answer`: they must hold
+/// [`FILE_BYTES`] in all.
+async fn read_links(session: &Session, answer: &CallToolResult) -> Result<(), String> {
+    let mut bytes = 0u64;
+    for block in &answer.content {
+        let block = serde_json::to_value(block).map_err(|e| e.to_string())?;
+        if block["type"] != "resource_link" {
+            continue;
+        }
+        let uri = block["uri"].as_str().unwrap_or_default().to_string();
+        let read = session
+            .peer()
+            .read_resource(rmcp::model::ReadResourceRequestParams::new(uri.clone()))
+            .await
+            .map_err(|e| format!("reading {uri}: {e}"))?;
+        for contents in &read.contents {
+            let contents = serde_json::to_value(contents).map_err(|e| e.to_string())?;
+            bytes += match (contents["text"].as_str(), contents["blob"].as_str()) {
+                (Some(text), _) => text.len() as u64,
+                (None, Some(blob)) => {
+                    let padding = blob.bytes().rev().take_while(|b| *b == b'=').count() as u64;
+                    blob.len() as u64 / 4 * 3 - padding
+                }
+                _ => 0,
+            };
+        }
+    }
+    if bytes == FILE_BYTES { Ok(()) } else { Err(format!("read back {bytes} bytes of files, not {FILE_BYTES}")) }
 }
 
 /// The outcome of an answer, and what it said.
@@ -647,14 +700,16 @@ impl Report {
             self.opened.as_secs_f64(),
         );
         out += &format!(
-            "{:<9} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9}  outcomes\n",
-            "kind", "cells", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "max ms"
+            "{:<9} {:>6} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}  outcomes\n",
+            "kind", "cells", "cells/s", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "max ms"
         );
+        let seconds = self.elapsed.as_secs_f64().max(1e-9);
         let line = |name: &str, l: &Latency, of: &BTreeMap<Outcome, usize>| {
             let outcomes: Vec<String> = of.iter().map(|(o, n)| format!("{} {n}", o.name())).collect();
             format!(
-                "{name:<9} {:>6} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1}  {}\n",
+                "{name:<9} {:>6} {:>8.2} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1}  {}\n",
                 l.count,
+                l.count as f64 / seconds,
                 l.p50_ms,
                 l.p90_ms,
                 l.p95_ms,

@@ -16,6 +16,8 @@ fn colour(kind: Kind) -> RGBColor {
         Kind::Cpu => RGBColor(255, 127, 14),
         Kind::Deadline => RGBColor(148, 103, 189),
         Kind::Refused => RGBColor(214, 39, 40),
+        Kind::Nothing => RGBColor(127, 127, 127),
+        Kind::File => RGBColor(23, 190, 207),
     }
 }
 

@@ -176,3 +176,38 @@ fn a_cell_without_an_answer_within_the_deadline_and_margin_counts_as_hung_and_fa
     assert_eq!(report["hung"], 2, "{stdout}");
     assert!(stdout.contains("hung 2"), "{stdout}");
 }
+
+#[test]
+fn a_file_cell_reads_its_10_mb_link_back_whole_beside_a_cell_returning_nothing() {
+    if !docker_available() {
+        return;
+    }
+    let dir = TempDir::new("loadtest-file");
+    let port = free_port();
+    let _serve = Killed(
+        Command::new(workspace_binary("code-mode"))
+            .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--deadline", "30"])
+            .args(["--config", &servers(&dir.0)])
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("serve starts"),
+    );
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < give_up, "serve --http never listened");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let args = ["--url", &url, "--sessions", "2", "--cells", "2", "--mix", "nothing=1,file=1"];
+    let (code, stdout, report) = load(&args, &dir.0, "file");
+    assert_eq!(code, 0, "{stdout}");
+    // A file cell is ok only when all its 10,000,000 bytes were read back.
+    assert_eq!(report["outcomes"]["ok"], 4, "{stdout}");
+    for kind in ["nothing", "file"] {
+        assert_eq!(report["kinds"][kind]["latency"]["count"], 2, "{kind}: {stdout}");
+    }
+    assert!(stdout.contains("cells/s"), "{stdout}");
+    eprintln!("{stdout}");
+}
