@@ -81,6 +81,7 @@ mod current;
 mod error;
 mod file_in;
 mod flights;
+mod go_out;
 mod offers;
 mod questions;
 mod relay;
