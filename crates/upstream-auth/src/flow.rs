@@ -25,10 +25,11 @@
 use base64::Engine as _;
 use rmcp::transport::auth::{
     AuthorizationManager, AuthorizationMetadata, AuthorizationMetadataSource, AuthorizationRequest,
-    AuthorizationSession, ClientCredentialsConfig, InMemoryCredentialStore, OAuthClientConfig, OAuthTokenResponse,
-    StoredCredentials, WWWAuthenticateParams,
+    AuthorizationSession, ClientCredentialsConfig, InMemoryCredentialStore, InMemoryStateStore, OAuthClientConfig,
+    OAuthTokenResponse, StateStore as _, StoredAuthorizationState, StoredCredentials, WWWAuthenticateParams,
 };
 use rmcp::transport::{AuthError, CredentialStore as _};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::grant::{ClientInfo, Grant, GrantKind, Registration, Tokens, now, scope_list, union};
@@ -48,6 +49,54 @@ pub(crate) struct Pending {
     metadata: AuthorizationMetadata,
     resource_indicator: String,
     scopes: Vec<String>,
+    /// Where rmcp keeps the PKCE verifier of this login, so that
+    /// [`Pending::portable`] can hand it to another process.
+    states: InMemoryStateStore,
+    redirect_uri: String,
+}
+
+/// A login between its authorization URL and the redirect, as data: kept
+/// (sealed) in the state store by one process and finished by another
+/// ([`finish_portable`]). Holds the PKCE verifier and the client's
+/// secret: never shown, never stored unsealed.
+#[derive(Clone, Serialize, Deserialize)]
+pub(crate) struct Portable {
+    /// The URL the person opens.
+    pub url: String,
+    /// The `state` the redirect must carry.
+    pub state: String,
+    /// Where the authorization server sends the person back.
+    pub redirect_uri: String,
+    /// The client code-mode is at the authorization server for this
+    /// redirect URI (kept for the next login through it).
+    pub client: ClientInfo,
+    verifier: StoredAuthorizationState,
+    metadata: AuthorizationMetadata,
+    resource_indicator: String,
+    scopes: Vec<String>,
+}
+
+impl Pending {
+    /// This login as data another process can finish.
+    pub(crate) async fn portable(self) -> Result<Portable, String> {
+        let verifier = self
+            .states
+            .load(&self.state)
+            .await
+            .ok()
+            .flatten()
+            .ok_or("the login's PKCE verifier was not kept (rmcp's state store)")?;
+        Ok(Portable {
+            url: self.url,
+            state: self.state,
+            redirect_uri: self.redirect_uri,
+            client: self.client,
+            verifier,
+            metadata: self.metadata,
+            resource_indicator: self.resource_indicator,
+            scopes: self.scopes,
+        })
+    }
 }
 
 /// Why a renewal failed.
@@ -152,6 +201,8 @@ pub(crate) async fn begin(
         request = request.with_client_secret(secret.clone());
     }
     request = if scopes.is_empty() { request } else { request.with_scopes(scopes.clone()) };
+    let states = InMemoryStateStore::new();
+    manager.set_state_store(states.clone());
     let session = AuthorizationSession::new(manager, request).await.map_err(|(_, e)| format!("{e}"))?;
     let url = session.get_authorization_url().to_string();
     let parsed = reqwest::Url::parse(&url).map_err(|e| format!("the authorization URL: {e}"))?;
@@ -159,7 +210,17 @@ pub(crate) async fn begin(
     let state = param("state").ok_or("the authorization URL carries no state")?;
     let resource_indicator = param("resource").unwrap_or_else(|| resource.to_string());
     let requested = param("scope").map(|s| scope_list(&s)).unwrap_or_default();
-    Ok(Pending { session, url, state, client, metadata, resource_indicator, scopes: requested })
+    Ok(Pending {
+        session,
+        url,
+        state,
+        client,
+        metadata,
+        resource_indicator,
+        scopes: requested,
+        states,
+        redirect_uri: redirect_uri.to_string(),
+    })
 }
 
 /// Exchange the redirect's code (its `iss` checked against the issuer, by
@@ -204,6 +265,85 @@ pub(crate) async fn finish(
         identity: None,
         subject: None,
     })
+}
+
+/// Finish a login begun in another process ([`Pending::portable`]): the
+/// code exchanged with the kept PKCE verifier, the redirect's `iss`
+/// checked against the issuer (RFC 9207, by rmcp), the grant of
+/// `resource` and the upstream account's subject.
+pub(crate) async fn finish_portable(
+    resource: &str,
+    portable: Portable,
+    code: &str,
+    iss: Option<&str>,
+) -> Result<(Grant, String), String> {
+    crate::ensure_crypto();
+    let issuer = portable.metadata.issuer.clone().unwrap_or_else(|| portable.metadata.authorization_endpoint.clone());
+    let mut manager = AuthorizationManager::new(portable.resource_indicator.as_str())
+        .await
+        .map_err(|e| format!("{resource}: {e}"))?;
+    manager.set_metadata(portable.metadata.clone());
+    let mut config = OAuthClientConfig::new(portable.client.id.clone(), portable.redirect_uri.clone());
+    if let Some(secret) = &portable.client.secret {
+        config = config.with_client_secret(secret.clone());
+    }
+    manager.configure_client(config).map_err(|e| format!("the client at {issuer}: {e}"))?;
+    let states = InMemoryStateStore::new();
+    states.save(&portable.state, portable.verifier.clone()).await.map_err(|e| e.to_string())?;
+    manager.set_state_store(states);
+    let response = manager.exchange_code_for_token_with_issuer(code, &portable.state, iss).await.map_err(|e| match e {
+        AuthError::AuthorizationServerMismatch { expected_issuer, received_issuer } => format!(
+            "the login's response names the issuer {received_issuer:?}, not the authorization server it was sent to ({expected_issuer}): refused (RFC 9207)"
+        ),
+        AuthError::AuthorizationServerMissingIssuer { expected_issuer } => format!(
+            "the authorization server {expected_issuer} promised an iss parameter in its response and sent none: refused (RFC 9207)"
+        ),
+        other => format!(
+            "the code exchange at the authorization server {issuer} (token endpoint {}) failed: {}",
+            portable.metadata.token_endpoint,
+            short(&other.to_string())
+        ),
+    })?;
+    let (tokens, scope) = tokens_of(&response, now())?;
+    check_audience(&tokens.access, resource, &portable.resource_indicator)?;
+    let id_token = serde_json::to_value(&response).ok().and_then(|v| v["id_token"].as_str().map(str::to_string));
+    let subject = subject_of(&tokens.access).or_else(|| id_token.as_deref().and_then(subject_of));
+    let mut grant = finish_grant(resource, &portable, tokens, scope);
+    grant.client = Some(portable.client);
+    Ok((grant, subject.unwrap_or_else(|| "unknown".into())))
+}
+
+/// The grant a finished portable login gives (its client set by the caller).
+fn finish_grant(resource: &str, portable: &Portable, tokens: Tokens, scope: Option<Vec<String>>) -> Grant {
+    Grant {
+        resource: resource.to_string(),
+        resource_indicator: portable.resource_indicator.clone(),
+        kind: GrantKind::AuthorizationCode,
+        issuer: portable.metadata.issuer.clone(),
+        metadata: serde_json::to_value(&portable.metadata).unwrap_or(Value::Null),
+        client: None,
+        tokens: Some(tokens),
+        scopes: scope.unwrap_or_else(|| portable.scopes.clone()),
+        wanted: Vec::new(),
+        login_needed: None,
+        logged_in_at: now(),
+        identity: None,
+        subject: None,
+    }
+}
+
+/// The `sub` of a token that is a JWT (not verified: it names the account
+/// for the audit record and the console, and decides nothing).
+pub(crate) fn subject_of(token: &str) -> Option<String> {
+    let mut parts = token.split('.');
+    let (Some(_), Some(payload), Some(_), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+        return None;
+    };
+    let claims: Value = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())?;
+    claims["sub"].as_str().map(|s| crate::printable(s, 200))
 }
 
 /// Renew `grant`'s access token with its refresh token; the new tokens.

@@ -22,8 +22,10 @@
 //! secret: the types that hold them redact their `Debug`, and errors name
 //! servers, files, keys' sources and authorization servers only.
 
+pub mod accounts;
 mod assertion;
 pub mod caller;
+pub mod connect;
 mod enterprise;
 pub mod error;
 pub mod exchange;
@@ -32,6 +34,7 @@ pub mod grant;
 mod http;
 pub mod key;
 pub mod login;
+mod per;
 pub mod spec;
 mod upstream;
 pub mod vault;
@@ -41,6 +44,7 @@ pub use error::{SpecError, UpstreamError, VaultError};
 pub use grant::Grant;
 pub use http::{AuthorizedHttp, refusal};
 pub use key::Key;
+pub use per::{is_per_identity, set_clients_identified};
 pub use spec::AuthSpec;
 pub use upstream::{Interactive, Mode, RENEW_TIMEOUT, Status, Upstream, set_default_vault};
 pub use vault::Vault;

@@ -139,6 +139,22 @@ pub struct OAuthSpec {
     pub redirect_uri: Option<String>,
     /// The name to register under (Dynamic Client Registration).
     pub client_name: Option<String>,
+    /// Whose account the server's calls act as (`"per"`); `None`: not
+    /// said, which is [`Per::Identity`] when the frontend authenticates
+    /// its clients and [`Per::Deployment`] otherwise
+    /// ([`crate::Upstream::is_per_identity`]).
+    pub per: Option<Per>,
+}
+
+/// Whose account an `oauth` server's calls act as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Per {
+    /// Each identity connects its own account and each call carries the
+    /// caller's own token.
+    Identity,
+    /// One account for the whole deployment (`code-mode login`), shared by
+    /// every caller.
+    Deployment,
 }
 
 /// The client credentials grant's settings.
@@ -187,7 +203,7 @@ impl SigningAlgorithm {
 }
 
 const OAUTH_KEYS: &[&str] =
-    &["type", "scopes", "client_id", "client_secret", "client_metadata_url", "redirect_uri", "client_name"];
+    &["type", "scopes", "client_id", "client_secret", "client_metadata_url", "redirect_uri", "client_name", "per"];
 const CC_KEYS: &[&str] =
     &["type", "scopes", "client_id", "client_secret", "private_key", "private_key_file", "signing_algorithm"];
 const ENTERPRISE_KEYS: &[&str] = &[
@@ -231,6 +247,19 @@ impl AuthSpec {
                     client_metadata_url: reader.string("client_metadata_url")?,
                     redirect_uri: reader.string("redirect_uri")?,
                     client_name: reader.string("client_name")?,
+                    per: match reader.string("per")?.as_deref() {
+                        None => None,
+                        Some("identity") => Some(Per::Identity),
+                        Some("deployment") => Some(Per::Deployment),
+                        Some(other) => {
+                            return Err(SpecError::new(
+                                "per",
+                                format!(
+                                    "{other:?}: expected \"identity\" (each caller connects its own account) or \"deployment\" (one shared account)"
+                                ),
+                            ));
+                        }
+                    },
                 };
                 if spec.client_secret.is_some() && spec.client_id.is_none() {
                     return Err(SpecError::new(
@@ -553,6 +582,27 @@ mod tests {
         assert_eq!(e.key, "client_metadata_url");
         let e = parse(json!({"type": "client_credentials", "client_id": "c"})).unwrap_err();
         assert!(e.to_string().contains("client_secret"), "{e}");
+    }
+
+    #[test]
+    fn an_oauth_block_says_whose_account_with_per_and_a_bad_value_names_the_key() {
+        let per = |block: Value| match parse(block) {
+            Ok(AuthSpec::OAuth(spec)) => Ok(spec.per),
+            Ok(other) => panic!("{other:?}"),
+            Err(e) => Err(e),
+        };
+        assert_eq!(per(json!({"type": "oauth", "per": "identity"})).unwrap(), Some(Per::Identity));
+        assert_eq!(per(json!({"type": "oauth", "per": "deployment"})).unwrap(), Some(Per::Deployment));
+        assert_eq!(per(json!({"type": "oauth"})).unwrap(), None, "not said: decided by the frontend's authentication");
+        for bad in [json!("user"), json!(true), json!("")] {
+            let e = per(json!({"type": "oauth", "per": bad})).unwrap_err();
+            assert_eq!(e.key, "per", "{e}");
+        }
+        let e = per(json!({"type": "oauth", "per": "team"})).unwrap_err();
+        assert!(e.to_string().contains("\"identity\"") && e.to_string().contains("\"deployment\""), "{e}");
+        let e = parse(json!({"type": "client_credentials", "client_id": "c", "client_secret": "x", "per": "identity"}))
+            .unwrap_err();
+        assert_eq!(e.key, "per", "only an oauth block takes per: {e}");
     }
 
     #[test]

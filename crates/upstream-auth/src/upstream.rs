@@ -213,6 +213,13 @@ impl Upstream {
         self.inner.identity.as_deref()
     }
 
+    /// True when each identity acts at this server with its own grant
+    /// (token exchange, or `"per": "identity"` on an oauth block, see [`crate::per`]): its calls never go over
+    /// the shared session.
+    pub fn is_per_identity(&self) -> bool {
+        self.inner.spec.is_per_identity() || crate::per::is_per_identity(&self.inner.spec)
+    }
+
     /// The server's name.
     pub fn server(&self) -> &str {
         &self.inner.server
