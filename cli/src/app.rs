@@ -48,6 +48,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             if let Some(options) = &http {
                 code_mode_mcp_frontend::http::preflight(options).await?;
             }
+            // An oauth block that does not say "per" is each identity's own
+            // account when clients authenticate (issue 41).
+            let identified = http.as_ref().is_some_and(|o| o.auth.tokens_file.is_some() || o.auth.oauth.is_some());
+            code_mode_upstream_auth::set_clients_identified(identified);
             let (keep, direct) = (keep_config(&args.clients.keep), direct_config(&args.clients.direct));
             let mut parts = stack_parts(&args.stack, args.max_concurrent, keep, direct, &root).await?;
             if parts.bridge.servers.iter().any(crate::login::exchanges_tokens) {

@@ -21,6 +21,8 @@
 //   POST /test/revoke   revoke every grant (refresh tokens stop working)
 //   POST /test/slow?ms=N delay every token request by N ms (0: none)
 //   GET  /test/counts   {"authorization_code": n, "refresh_token": n} token requests served
+//   POST /test/account?name=NAME  the account the next approved logins log in as (default alice),
+//                       so one test can connect two people's accounts
 
 import http from 'node:http';
 import { generateKeyPairSync } from 'node:crypto';
@@ -45,6 +47,7 @@ const jwk = { ...key.privateKey.export({ format: 'jwk' }), kid: 'upstream-key', 
 const grants = new Set();
 const counts = { authorization_code: 0, refresh_token: 0 };
 let slowMs = 0;
+let account = 'alice';
 
 const server = http.createServer();
 server.listen(port, '127.0.0.1', () => {
@@ -78,12 +81,12 @@ server.listen(port, '127.0.0.1', () => {
   });
   provider.on('authorization_code.saved', (code) => grants.add(code.grantId));
 
-  // Approve an interaction at once: log `alice` in, consent to what is asked.
+  // Approve an interaction at once: log the current test account in (`alice` unless /test/account said otherwise), consent to what is asked.
   async function approve(req, res) {
     const details = await provider.interactionDetails(req, res);
     const { prompt, params, session } = details;
     if (prompt.name === 'login') {
-      await provider.interactionFinished(req, res, { login: { accountId: 'alice' } }, { mergeWithLastSubmission: false });
+      await provider.interactionFinished(req, res, { login: { accountId: account } }, { mergeWithLastSubmission: false });
       return;
     }
     const grant = details.grantId
@@ -114,6 +117,11 @@ server.listen(port, '127.0.0.1', () => {
           if (grant) await grant.destroy();
         }
         grants.clear();
+        res.writeHead(204).end();
+        return;
+      }
+      if (req.method === 'POST' && path === '/test/account') {
+        account = new URL(req.url, issuer).searchParams.get('name') ?? 'alice';
         res.writeHead(204).end();
         return;
       }

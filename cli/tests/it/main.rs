@@ -7,6 +7,7 @@
 // A panic in a test is the test failing.
 #![allow(clippy::unwrap_used)]
 
+mod accounts;
 mod alerts;
 mod approval;
 mod audit;

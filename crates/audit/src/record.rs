@@ -401,6 +401,12 @@ pub struct Call {
     /// `approvers`); left out otherwise, so older records read the same.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<Box<Approval>>,
+    /// The account at the server the call acted as (the upstream subject
+    /// of the caller's own grant), for a server whose calls act as each
+    /// identity's own account; left out otherwise, so older records read
+    /// the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_subject: Option<String>,
 }
 
 /// The decision on a question to a team (see [`Call::approval`]).

@@ -64,6 +64,7 @@ pub use metrics::{
     audit_write, bus_request, bus_request_error, cell_ended, cell_ended_without_run, container_removed,
     container_started, containers_reaped, frontend_cell, metrics, policy_decision, server_exited, server_up,
     session_taint, set_runner_capacity, set_runner_cells_running, set_warm_pool_size, state_store_call, tool_call,
+    upstream_account,
 };
 pub use phases::{Phase, cell_phase, set_warm_pool_target, tool_call_host, warm_pool_take};
 pub use server::{MetricsServer, TelemetryError};

@@ -270,6 +270,8 @@ pub struct Metrics {
     pub policy_decisions: IntCounterVec,
     /// `codemode_approvals_total{answer}`.
     pub approvals: IntCounterVec,
+    /// `codemode_upstream_accounts_total{server, event}`.
+    pub upstream_accounts: IntCounterVec,
     /// `codemode_server_exits_total{server}`.
     pub server_exits: IntCounterVec,
     /// `codemode_server_up{server}`.
@@ -367,6 +369,11 @@ impl Metrics {
             "Approval questions the bridge asked, by the answer that came back.",
             &["answer"],
         );
+        let upstream_accounts = counter(
+            "codemode_upstream_accounts_total",
+            "Per-identity upstream accounts: logins (an account connected), token refreshes and failures (a refresh or a code exchange that failed), by server.",
+            &["server", "event"],
+        );
         let server_exits = counter(
             "codemode_server_exits_total",
             "Times a wrapped server exited on its own (each is followed by a restart).",
@@ -437,6 +444,7 @@ impl Metrics {
             tool_call_duration,
             policy_decisions,
             approvals,
+            upstream_accounts,
             server_exits,
             server_up,
             state_store_operations,
@@ -484,13 +492,14 @@ impl Metrics {
     }
 
     fn register_all(&self) {
-        let collectors: [Box<dyn prometheus::core::Collector>; 23] = [
+        let collectors: [Box<dyn prometheus::core::Collector>; 24] = [
             Box::new(self.cells.clone()),
             Box::new(self.cell_duration.clone()),
             Box::new(self.tool_calls.clone()),
             Box::new(self.tool_call_duration.clone()),
             Box::new(self.policy_decisions.clone()),
             Box::new(self.approvals.clone()),
+            Box::new(self.upstream_accounts.clone()),
             Box::new(self.server_exits.clone()),
             Box::new(self.server_up.clone()),
             Box::new(self.state_store_operations.clone()),
@@ -577,6 +586,14 @@ pub fn policy_decision(server: &str, tool: &str, decision: &str, rule: &str) {
 /// An approval question came back with `answer`.
 pub fn approval_answered(answer: ApprovalAnswer) {
     metrics().approvals.with_label_values(&[answer.as_str()]).inc();
+}
+
+/// An upstream account of `server` had `event`: `login` (connected),
+/// `refresh` (its token renewed) or `failure` (a renewal or code exchange
+/// failed). Only the server's configured name is a label, never an
+/// identity or subject.
+pub fn upstream_account(server: &str, event: &str) {
+    metrics().upstream_accounts.with_label_values(&[server, event]).inc();
 }
 
 /// The wrapped server `server` is up (`true`) or being restarted; starting
@@ -774,6 +791,7 @@ mod tests {
         m.containers_reaped.inc_by(2);
         m.bus_requests.with_label_values(&["codemode.v1.tool.call"]).inc();
         m.bus_request_errors.with_label_values(&["codemode.v1.tool.call", "timeout"]).inc();
+        m.upstream_accounts.with_label_values(&["tracker", "login"]).inc();
         m.set_service("bridge");
         let text = m.render();
         for name in [
@@ -783,6 +801,7 @@ mod tests {
             "codemode_tool_call_duration_seconds",
             "codemode_policy_decisions_total",
             "codemode_approvals_total",
+            "codemode_upstream_accounts_total",
             "codemode_server_exits_total",
             "codemode_server_up",
             "codemode_state_store_operations_total",

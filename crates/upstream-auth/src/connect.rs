@@ -295,8 +295,41 @@ impl Connects {
         crate::accounts::save(vault, &grant)
             .await
             .map_err(|e| ConnectError::Sealed { key: vault.place(upstream.resource()), why: e.to_string() })?;
+        self.note(&record.resource, &record.identity, true).await?;
         tracing::info!(server = %record.server, identity = %record.identity, %subject, "an identity connected its own account");
         Ok(Connected { server: record.server, identity: record.identity, subject })
+    }
+
+    /// The server the flow `flow` is for, when it exists.
+    pub async fn server_of(&self, flow: &str) -> Result<Option<String>, ConnectError> {
+        Ok(self.flow(flow).await?.map(|(record, _)| record.server))
+    }
+
+    /// Note that `identity` has (`true`) or no longer has an account at
+    /// `resource`, for [`Connects::count`]; identities are kept hashed.
+    pub async fn note(&self, resource: &str, identity: &str, connected: bool) -> Result<(), ConnectError> {
+        let name = index_name(resource);
+        let id = digest(identity);
+        self.store
+            .update(SESSION, &name, |old| {
+                let mut ids: Vec<String> =
+                    old.and_then(|v| serde_json::from_value(v["ids"].clone()).ok()).unwrap_or_default();
+                ids.retain(|known| *known != id);
+                if connected {
+                    ids.push(id.clone());
+                }
+                json!({"ids": ids})
+            })
+            .await
+            .map(|_| ())
+            .map_err(|e| store_error(&name, "written", e))
+    }
+
+    /// How many identities have an account at `resource`.
+    pub async fn count(&self, resource: &str) -> Result<u64, ConnectError> {
+        let name = index_name(resource);
+        let entry = self.store.get(SESSION, &name).await.map_err(|e| store_error(&name, "read", e))?;
+        Ok(entry.and_then(|e| e.value["ids"].as_array().map(|ids| ids.len() as u64)).unwrap_or(0))
     }
 
     /// The flow `flow` and its revision, when it exists.
@@ -388,6 +421,10 @@ fn flow_name(flow: &str) -> String {
 
 fn state_name(state: &str) -> String {
     format!("state-{}", digest(state))
+}
+
+fn index_name(resource: &str) -> String {
+    format!("index-{}", digest(resource))
 }
 
 fn client_name(resource: &str, redirect_uri: &str) -> String {

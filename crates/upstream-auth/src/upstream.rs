@@ -483,11 +483,15 @@ impl Upstream {
                         grant.scopes = scopes;
                     }
                     tracing::info!(server = %self.inner.server, "renewed the access token");
+                    code_mode_telemetry::upstream_account(&self.inner.server, "refresh");
                     Ok(grant)
                 }
                 Err(e) => Err(e),
             },
         };
+        if renewed.is_err() && self.inner.spec.is_interactive() {
+            code_mode_telemetry::upstream_account(&self.inner.server, "failure");
+        }
         match renewed {
             Ok(grant) => {
                 vault.save(&grant).await.map_err(|e| self.vault_error(e))?;

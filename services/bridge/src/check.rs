@@ -172,6 +172,8 @@ impl Bridge {
                 self.apply_policy(applied, call, caller, &target, &mut state, trail).await?;
             }
             self.private_rule(current, &target, &mut state, trail).await?;
+            // A per-identity server's call needs its caller's own account.
+            self.account_ready(current, &target, call, caller, trail).await?;
             // A request cancelled while its call waited for a person: the
             // call does not go out, whatever the answer.
             self.not_cancelled(&cancel, &target, call)?;

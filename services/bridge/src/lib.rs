@@ -70,6 +70,7 @@ pub mod wire;
 #[doc(hidden)]
 pub mod fuzzing;
 
+mod accounts;
 mod answer;
 mod arrivals;
 pub mod board;

@@ -131,7 +131,14 @@ impl Bridge {
                 }
             })
             .await?;
-        Ok(vec![catalog, calls, direct, cancels, ends, console, runners])
+        let me = self.clone();
+        let accounts = bus
+            .serve(subjects::ACCOUNTS, queue_groups::BRIDGE, cancel.clone(), move |request: proto::AccountsRequest| {
+                let me = me.clone();
+                async move { Ok(me.accounts(request).await) }
+            })
+            .await?;
+        Ok(vec![catalog, calls, direct, cancels, ends, console, runners, accounts])
     }
 
     /// Cancel the direct call `call_id`, or every call of the cell

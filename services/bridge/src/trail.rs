@@ -83,6 +83,8 @@ pub(crate) struct Trail {
     pub(crate) method: Option<String>,
     /// How a team decided the call, when a rule with approvers asked.
     pub(crate) approval: Option<audit_record::Approval>,
+    /// The upstream account the call acts as, at a per-identity server.
+    pub(crate) upstream_subject: Option<String>,
 }
 
 impl Trail {
@@ -101,6 +103,7 @@ impl Trail {
             record_args: false,
             method: judged.method.map(str::to_string),
             approval: None,
+            upstream_subject: None,
         }
     }
 
@@ -156,6 +159,7 @@ impl Trail {
             result_sha256,
             tainted: self.tainted,
             approval: self.approval.clone().map(Box::new),
+            upstream_subject: self.upstream_subject.clone(),
         })
     }
 }

@@ -653,11 +653,11 @@ impl ServerHandle {
     }
 
     /// The server's authorization when each identity has its own (token
-    /// exchange): its calls then go over a session of the caller's own,
-    /// never the shared one.
+    /// exchange, or an oauth block `"per": "identity"`): its calls then go
+    /// over a session of the caller's own, never the shared one.
     pub fn per_identity_auth(&self) -> Option<&Upstream> {
         match &self.spec.transport {
-            Transport::Http(HttpSpec { auth: Some(auth), .. }) if auth.spec().is_per_identity() => Some(auth),
+            Transport::Http(HttpSpec { auth: Some(auth), .. }) if auth.is_per_identity() => Some(auth),
             _ => None,
         }
     }
