@@ -376,8 +376,10 @@ async fn a_clients_own_token_to_code_mode_is_never_forwarded_upstream() {
         tokens.arg(),
         "--url",
         &up.url,
+        // One shared account (with authenticated clients an oauth block is
+        // each identity's own by default, issue 41).
         "--auth",
-        "oauth",
+        r#"{"type": "oauth", "per": "deployment"}"#,
         "--expose-tools=only",
     ]);
     let (_child, url, _log) = crate::http::spawn_http(&mut serve).await;
