@@ -70,6 +70,13 @@ timeout (read_timeout_seconds); a call that times out gives
 meanwhile is noted in "asked" as {"method": "cancelled"});
 --elicit JSON declares (form) elicitation and accepts with that content
 (--elicit decline declines); --roots URI (repeatable) declares roots.
+--url-browser COMMAND_JSON (a JSON list: a command and its arguments)
+declares elicitation (form and URL mode, as the SDK does) and answers a
+URL-mode elicitation as a person with a browser would: it runs the command
+with the URL as its last argument (the person opens the link and completes
+what it asks), notes the command's stdout (JSON) in "asked" as the
+question's "browser", and accepts (a URL accept carries no content); a
+command that fails cancels. A form question then declines unless --elicit.
 Each step prints one JSON line on stdout: {"op": ..., "result": ...} (the
 SDK's result as JSON) or {"op": ..., "error": "..."} when the step raised.
 Everything the SDK logs goes to stderr, which the tests read too.
@@ -113,6 +120,7 @@ def parse_args(argv):
     parser.add_argument("--sampling-delay", type=float)
     parser.add_argument("--elicit")
     parser.add_argument("--roots", action="append")
+    parser.add_argument("--url-browser")
     parser.add_argument("steps")
     args = parser.parse_args(argv)
     args.stdio = stdio
@@ -157,6 +165,26 @@ async def logs_after(received, at_least, wait):
     return list(received)
 
 
+async def open_in_browser(args, url, noted):
+    """A URL-mode question: the person's browser step (--url-browser), then
+    accept; cancel when there is no such step or it failed."""
+    if args.url_browser is None:
+        return types.ElicitResult(action="cancel")
+    command = json.loads(args.url_browser) + [url]
+    process = await asyncio.create_subprocess_exec(
+        *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await process.communicate()
+    try:
+        noted["browser"] = json.loads(out.decode() or "null")
+    except ValueError:
+        noted["browser"] = {"stdout": out.decode()[-2000:]}
+    if process.returncode != 0:
+        noted["browser_stderr"] = err.decode()[-2000:]
+        return types.ElicitResult(action="cancel")
+    return types.ElicitResult(action="accept")
+
+
 def callbacks(args, asked, notes):
     """The client's answers to a server's questions (only those --sampling,
     --elicit and --roots ask for: each declares its capability), each
@@ -181,10 +209,12 @@ def callbacks(args, asked, notes):
                 stop_reason="endTurn",
             )
         options["sampling_callback"] = sampling
-    if args.elicit is not None:
+    if args.elicit is not None or args.url_browser is not None:
         async def elicit(context, params):
             asked.append({"method": "elicitation/create", "params": as_json(params)})
-            if args.elicit == "decline":
+            if getattr(params, "mode", None) == "url":
+                return await open_in_browser(args, params.url, asked[-1])
+            if args.elicit is None or args.elicit == "decline":
                 return types.ElicitResult(action="decline")
             return types.ElicitResult(action="accept", content=json.loads(args.elicit))
         options["elicitation_callback"] = elicit

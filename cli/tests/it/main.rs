@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod accounts;
+mod accounts_browser;
 mod alerts;
 mod approval;
 mod audit;
