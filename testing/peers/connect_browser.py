@@ -35,6 +35,15 @@ def where(driver):
     return f"{url.scheme}://{url.netloc}{url.path}"
 
 
+def watched(driver, history, css):
+    """The element `css` names, if on the page; each place passed noted in
+    `history` (shown when a step fails)."""
+    here = where(driver)
+    if not history or history[-1] != here:
+        history.append(here)
+    return element(driver, css)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--token", required=True)
@@ -46,7 +55,7 @@ def main() -> int:
         link = urlsplit(args.link)
         args.link = args.via.rstrip("/") + link.path
     driver = browser()
-    seen, paths = [], []
+    seen, paths, history = [], [], []
     try:
         driver.get(args.link)
         # The console's login page (the link came back to it with ?next=).
@@ -56,7 +65,7 @@ def main() -> int:
         token.send_keys(args.token)
         driver.find_element(By.CSS_SELECTOR, "form[action='/console/login'] button[type=submit]").click()
         # Back to the link, then on to the authorization server's sign-in.
-        login = wait_for("the authorization server's sign-in page", lambda: element(driver, "input[name=login]"))
+        login = wait_for("the authorization server's sign-in page", lambda: watched(driver, history, "input[name=login]"))
         seen.append(driver.title)
         paths.append(where(driver))
         login.send_keys(args.name)
@@ -75,7 +84,7 @@ def main() -> int:
         print(json.dumps({"titles": seen, "paths": paths, "text": body}))
         return 0
     except Exception as exc:  # the test shows why
-        print(json.dumps({"titles": seen, "paths": paths + [where(driver)], "error": repr(exc),
+        print(json.dumps({"titles": seen, "paths": paths + [where(driver)], "error": repr(exc), "history": history,
                           "text": driver.find_element(By.TAG_NAME, "body").text[:2000]}))
         return 1
     finally:

@@ -34,6 +34,46 @@ fn config(url: &str) -> String {
     json!({"mcpServers": {"notes": {"url": url, "auth": {"type": "oauth", "per": "identity"}}}}).to_string()
 }
 
+/// The deployment's own login at the server (`code-mode login`, with
+/// `env` set, as `deploy-account` on the provider's pages in chromium):
+/// the bridge lists the server's tools with it; no call of a member goes
+/// out with it.
+async fn deployment_login(up: &Upstream, python: &str, env: &[(&str, &str)], extra: &[&str]) {
+    use tokio::io::AsyncBufReadExt as _;
+    let script = code_mode_core::testing::peers::workspace_root().join("testing/peers/oauth_browser_login.py");
+    let mut args = vec!["login", "--url", up.url.as_str(), "--no-browser", "--timeout", "90"];
+    args.extend_from_slice(extra);
+    let mut login = up
+        .command(&args)
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("code-mode login starts");
+    let mut lines = tokio::io::BufReader::new(login.stderr.take().unwrap()).lines();
+    let mut said = String::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        said.push_str(&line);
+        said.push('\n');
+        if line.starts_with("http://") {
+            let out = tokio::process::Command::new(python)
+                .arg(&script)
+                .args(["--url", &line, "--name", "deploy-account"])
+                .kill_on_drop(true)
+                .output()
+                .await
+                .expect("the browser script runs");
+            assert!(
+                out.status.success(),
+                "the deployment's login in the browser: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+    }
+    assert!(login.wait().await.unwrap().success(), "the deployment's login succeeds: {said}");
+}
+
 /// The console's accounts page as `token` sees it, and its CSRF value.
 fn accounts_page(authority: &str, token: &str) -> (String, String) {
     let cookie = format!("codemode_console={token}");
@@ -76,6 +116,7 @@ impl Stack {
         }
         let python = browser_available()?.to_str().unwrap().to_string();
         let up = Upstream::start_with(300, &["--pages"], &[])?;
+        deployment_login(&up, &python, &[], &[]).await;
         let (alice, bob) = (token_new("alice"), token_new("bob"));
         let tokens = TokenFile::of(&[&alice, &bob]);
         let config_file = support::log_path("accounts-config").with_extension("json");
@@ -129,7 +170,7 @@ async fn each_member_connects_their_own_account_in_a_real_browser_when_asked_by_
             let Some((results, stderr)) = support::python_sdk(&args, &steps).await else { return };
             let case = format!("{who} with {api}");
             let cell = &results[0]["result"];
-            assert_ne!(cell["isError"], true, "{case}: {cell} {stderr}");
+            assert_ne!(cell["isError"], true, "{case}: {cell} asked: {} {stderr}", results[2]);
             let stdout = cell["structuredContent"]["stdout"].as_str().unwrap_or_default();
             assert!(stdout.contains(&format!("\"sub\":\"{upstream}\"")), "{case}: the cell acts as {upstream}: {cell}");
             let direct = &results[1]["result"];
@@ -230,6 +271,9 @@ async fn over_nats_a_link_asked_on_one_frontend_replica_is_completed_on_the_othe
     let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else {
         panic!("nats-server is needed")
     };
+    let nats_url = nats.url();
+    let as_bridge = [("CODE_MODE_NATS_USER", "bridge"), ("CODE_MODE_NATS_PASSWORD", users.password("bridge"))];
+    deployment_login(&up, &python, &as_bridge, &["--nats", &nats_url]).await;
     let alice = token_new("alice");
     let tokens = TokenFile::of(&[&alice]);
     let config_file = support::log_path("accounts-nats-config").with_extension("json");
