@@ -19,7 +19,8 @@
 //! asking nothing more. Between runs the account is disconnected in the
 //! console, so each client is asked afresh. A client without URL
 //! elicitation gets a `ToolError` with the link, and the retry after
-//! connecting acts as the person; over NATS, a link asked on one frontend
+//! connecting acts as the person (bob, opening alice's link, is refused
+//! on the console's page); over NATS, a link asked on one frontend
 //! replica is completed on the other.
 
 use serde_json::{Value, json};
@@ -238,6 +239,13 @@ async fn a_client_without_url_elicitation_gets_a_tool_error_with_the_link_and_af
     let at = text.find(&prefix).unwrap_or_else(|| panic!("the error holds the link: {text}"));
     let link = text[at + "open ".len()..].split_whitespace().next().unwrap().to_string();
     assert!(text.contains("to connect your account at \"notes\", then call again"), "{text}");
+    // Bob, logged in to the console as himself, cannot use alice's link:
+    // the page says why and sends his browser nowhere.
+    let command = stack.browser(&stack.bob.token, "bert");
+    let out = tokio::process::Command::new(&command[0]).args(&command[1..]).arg(&link).output().await.unwrap();
+    let seen = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "bob never reaches the authorization server: {seen}");
+    assert!(seen.contains("This link cannot connect an account for you"), "{seen}");
     // The person opens it in the browser, as the error says.
     let command = stack.browser(&stack.alice.token, "ada");
     let out = tokio::process::Command::new(&command[0]).args(&command[1..]).arg(&link).output().await.unwrap();
