@@ -109,11 +109,18 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 crate::task_args::cell_reports(&transport, copies, "frontend"),
             );
             let shared = args.files.shared(&transport, copies, "frontend").await;
+            // Token exchange: OAuth callers' tokens, kept for the bridges
+            // (only when a token key is given).
+            let caller_tokens = match args.clients.http.oauth_issuer.is_some() {
+                true => crate::login::caller_tokens_over_nats(&transport, copies).await?,
+                false => None,
+            };
             let bus = Bus::new(transport);
             let mut config = frontend_service_config(&args);
             config.shared_files = shared;
-            if let Some(options) = http_options(&args.clients.http)? {
+            if let Some(mut options) = http_options(&args.clients.http)? {
                 code_mode_mcp_frontend::http::preflight(&options).await?;
+                options.auth.caller_tokens = caller_tokens;
                 let factory = FrontendFactory::connect_with_tasks(bus, config, tasks, reports).await?;
                 return serve_http(factory, &options, &root).await;
             }
@@ -143,6 +150,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     state.clone(),
                     key,
                 ));
+            }
+            if servers.iter().any(crate::login::exchanges_tokens) {
+                let tokens = crate::login::caller_tokens_over_nats(&transport, replicas(nats)).await?.context(
+                    "token exchange needs the token key (CODE_MODE_TOKEN_KEY), the same as the frontends' that keep callers' tokens",
+                )?;
+                code_mode_upstream_auth::set_caller_tokens(tokens);
             }
             let parts = bridge_parts(&args.bridge, servers, state, audit);
             let running = start_bridge(parts, &Bus::new(transport), &root).await?;

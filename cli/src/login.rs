@@ -88,6 +88,27 @@ pub(crate) fn has_auth(server: &WrappedServer) -> bool {
     upstream_of(server).is_some()
 }
 
+/// The callers' tokens of token exchange when the services are apart: the
+/// bucket [`code_mode_upstream_auth::caller::BUCKET`], sealed with the
+/// token key of the environment (`CODE_MODE_TOKEN_KEY`, the same on the
+/// frontends and the bridges); `None` without a key.
+pub(crate) async fn caller_tokens_over_nats(
+    transport: &code_mode_core::nats::NatsTransport,
+    replicas: usize,
+) -> anyhow::Result<Option<code_mode_upstream_auth::CallerTokens>> {
+    let Some(key) = code_mode_upstream_auth::Key::from_environment()? else { return Ok(None) };
+    let config = code_mode_core::state::JetStreamConfig {
+        bucket: code_mode_upstream_auth::caller::BUCKET.to_string(),
+        replicas,
+        max_age: code_mode_upstream_auth::caller::BUCKET_MAX_AGE,
+        ..Default::default()
+    };
+    let store = code_mode_core::state::SessionStore::over_nats(transport, config)
+        .await
+        .context("opening the callers' tokens of token exchange (the JetStream bucket codemode_caller_tokens)")?;
+    Ok(Some(code_mode_upstream_auth::CallerTokens::new(store, key)))
+}
+
 /// Whether `server` acts upstream as each caller (token exchange).
 pub(crate) fn exchanges_tokens(server: &WrappedServer) -> bool {
     upstream_of(server).is_some_and(|auth| auth.spec().is_per_identity())

@@ -31,6 +31,19 @@ struct Exchanging {
     state: PathBuf,
     _server: Server,
     _serve: tokio::process::Child,
+    /// Split services: the bridge and nats-server.
+    _split: Option<(tokio::process::Child, code_mode_core::testing::NatsServer)>,
+}
+
+/// How the gateway runs and checks its callers.
+#[derive(Clone, Copy)]
+enum Gateway<'a> {
+    /// `serve`, callers checked by the OAuth issuer.
+    OAuth,
+    /// `serve`, callers checked by this static token file.
+    Static(&'a str),
+    /// `frontend` (OAuth) and `bridge` apart over NATS, direct tools only.
+    Split,
 }
 
 impl Drop for Exchanging {
@@ -42,12 +55,20 @@ impl Drop for Exchanging {
 
 /// The `auth` block of the upstream: code-mode's client at its
 /// authorization server, the secret from the environment.
+/// The token key of the gateway's processes (the same on frontend and bridge).
+const KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+
 const BLOCK: &str = r#"{"type": "token_exchange", "client_id": "code-mode-gw", "client_secret": "${GW_SECRET}", "scopes": ["mcp:read"]}"#;
 
 /// Start everything; `frontend_auth` chooses how the frontend checks its
 /// callers: `None` by the OAuth issuer, `Some(file)` by a static token file.
-async fn start(frontend_auth: Option<&str>) -> Option<Exchanging> {
+async fn start(gateway: Gateway<'_>) -> Option<Exchanging> {
     code_mode_core::testing::peers::npm_package("oidc-provider")?;
+    let nats = match gateway {
+        Gateway::Split => Some(code_mode_core::testing::NatsServer::start_secured()?),
+        _ => None,
+    };
+    let mut bridge = None;
     let upstream_port = free_port();
     let upstream_url = format!("http://127.0.0.1:{upstream_port}/mcp");
     let audit = log_path("token-exchange-audit");
@@ -64,23 +85,37 @@ async fn start(frontend_auth: Option<&str>) -> Option<Exchanging> {
         .expect("the upstream's authorization server starts");
         drop(server.take());
         server = Some(Server::start(upstream_port, &["--oauth-issuer", &upstream_as.url, "--oauth-scope", "mcp:read"]));
-        let mut serve = tokio::process::Command::new(support::code_mode());
-        serve.args(["serve", "--http", &format!("127.0.0.1:{port}"), "--warm", "0", "--expose-tools"]);
-        match frontend_auth {
-            None => {
-                serve.args(["--oauth-issuer", &front.url, "--oauth-resource", &url, "--oauth-scope", "mcp:run"]);
+        let http = format!("127.0.0.1:{port}");
+        let oauth = ["--oauth-issuer", &front.url, "--oauth-resource", &url, "--oauth-scope", "mcp:run"];
+        let upstream = ["--audit", audit.to_str().unwrap(), "--url", &upstream_url, "--auth", BLOCK];
+        let mut serve = match (gateway, &nats) {
+            (Gateway::Split, Some((nats, users))) => {
+                let mut command = support::service_command(&nats.url(), users, "bridge", &upstream, None);
+                command.env("GW_SECRET", "gw-secret").env("CODE_MODE_TOKEN_KEY", KEY);
+                drop(bridge.take());
+                bridge = Some(command.spawn().expect("the bridge starts"));
+                let mut frontend = support::service_command(
+                    &nats.url(),
+                    users,
+                    "frontend",
+                    &["--http", &http, "--expose-tools=only"],
+                    None,
+                );
+                frontend.args(oauth);
+                frontend
             }
-            Some(file) => {
-                serve.args(["--auth-tokens", file]);
+            _ => {
+                let mut serve = tokio::process::Command::new(support::code_mode());
+                serve.args(["serve", "--http", &http, "--warm", "0", "--expose-tools"]).args(upstream);
+                match gateway {
+                    Gateway::Static(file) => serve.args(["--auth-tokens", file]),
+                    _ => serve.args(oauth),
+                };
+                serve.env("GW_SECRET", "gw-secret").stdin(std::process::Stdio::null()).kill_on_drop(true);
+                serve
             }
-        }
-        serve
-            .args(["--audit", audit.to_str().unwrap(), "--url", &upstream_url, "--auth", BLOCK])
-            .env("GW_SECRET", "gw-secret")
-            .env("CODE_MODE_STATE_DIR", &state)
-            .env("CODE_MODE_TOKEN_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true);
+        };
+        serve.env("CODE_MODE_STATE_DIR", &state).env("CODE_MODE_TOKEN_KEY", KEY);
         issuers = Some((front, upstream_as));
         serve
     })
@@ -98,6 +133,7 @@ async fn start(frontend_auth: Option<&str>) -> Option<Exchanging> {
         state,
         _server: server.expect("the upstream was started"),
         _serve: serve,
+        _split: bridge.zip(nats.map(|(nats, _)| nats)),
     })
 }
 
@@ -160,7 +196,7 @@ fn answers(results: &[Value]) -> Vec<Value> {
 #[tokio::test]
 async fn an_oauth_caller_reaches_the_upstream_as_its_own_subject_by_token_exchange_cached_until_expiry_and_no_token_is_logged()
  {
-    let Some(up) = start(None).await else { return };
+    let Some(up) = start(Gateway::OAuth).await else { return };
     let listed = up.counts();
     assert_eq!(listed["token_exchange"], 0, "nothing exchanged before a call: {listed}");
     let mut tokens = Vec::new();
@@ -200,7 +236,7 @@ async fn a_static_token_caller_is_refused_saying_why_and_nothing_is_exchanged() 
     let carol = crate::auth::token_new("carol");
     let path = file.0.join("tokens");
     crate::auth::write_tokens(&path, &[&carol]);
-    let Some(up) = start(Some(path.to_str().unwrap())).await else { return };
+    let Some(up) = start(Gateway::Static(path.to_str().unwrap())).await else { return };
     let Some((results, stderr)) = up.steps("session", &carol.token, &whoami_steps()).await else { return };
     for result in &results {
         let result = &result["result"];
@@ -214,4 +250,25 @@ async fn a_static_token_caller_is_refused_saying_why_and_nothing_is_exchanged() 
     let counts = up.counts();
     assert_eq!(counts["token_exchange"], 0, "{counts}");
     assert!(!up.leaks().contains(&carol.token), "carol's token reached the log or the audit");
+}
+
+#[tokio::test]
+async fn over_nats_the_frontend_hands_the_callers_token_to_the_split_bridge_which_exchanges_it_per_identity() {
+    let Some(up) = start(Gateway::Split).await else { return };
+    let steps = json!([{"op": "call", "tool": "whoami", "arguments": {}}]);
+    let mut tokens = Vec::new();
+    for (person, api) in [("alice", "client"), ("bob", "session"), ("alice", "session")] {
+        let token = up.token_of(person);
+        let Some((results, stderr)) = up.steps(api, &token, &steps).await else { return };
+        let answer = &answers(&results)[0];
+        assert_eq!(answer["sub"], person, "{person} ({api}) acts upstream as itself over NATS: {results:?} {stderr}");
+        assert_eq!(answer["act"]["sub"], "code-mode-gw", "{answer}");
+        tokens.push(token);
+    }
+    let counts = up.counts();
+    assert_eq!(counts["token_exchange"], 2, "one exchange per identity: {counts}");
+    let log = up.leaks();
+    for token in &tokens {
+        assert!(!log.contains(token.rsplit('.').next().unwrap()), "a caller's token reached the frontend's log");
+    }
 }

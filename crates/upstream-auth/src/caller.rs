@@ -28,6 +28,14 @@ use crate::key::Key;
 use crate::spec::Secret;
 use crate::vault::{open_bytes, seal_bytes};
 
+/// The JetStream key-value bucket of callers' tokens when the services are
+/// apart: the frontends write it, the bridges only read it
+/// (`deploy/nats-server.conf`).
+pub const BUCKET: &str = "codemode_caller_tokens";
+/// How long an entry of [`BUCKET`] lives after it was written: longer than
+/// any access token, so a stale one is gone the next day.
+pub const BUCKET_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
 /// The session under which the state store keeps callers' tokens.
 const STORE_SESSION: &str = "caller-tokens";
 /// Identities whose last written token this process remembers (beyond:
