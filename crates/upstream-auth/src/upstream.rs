@@ -519,16 +519,16 @@ impl Upstream {
             why: why.to_string(),
         };
         let Some(tokens) = crate::caller::caller_tokens() else {
-            return Err(refused(
-                "has no OAuth token here: no frontend hands this bridge its callers' tokens (token exchange works where frontend and bridge share a process, `serve`)",
-            ));
+            return Err(refused("has no OAuth token here: this bridge was given no store of callers' tokens"));
         };
         match tokens.current(identity).await {
             Ok(Some(token)) if token.expires_at.is_none_or(|at| at > now()) => Ok(token.token),
             Ok(Some(_)) => Err(refused("has an OAuth access token that expired: call again with a fresh one")),
             Ok(None) => Err(refused(
                 "did not authenticate by OAuth (a static token from --auth-tokens has nothing to exchange): \
-                 only a caller with an OAuth access token from the frontend's issuer can call this server",
+                 only a caller with an OAuth access token from the frontend's issuer can call this server \
+                 (with the services apart, its frontend keeps callers' tokens only given CODE_MODE_TOKEN_KEY, \
+                 the bridges' key)",
             )),
             Err(source) => Err(self.vault_error(source)),
         }
