@@ -2,7 +2,7 @@
 // npm `oidc-provider` (OpenID Certified) on a loopback port, playing the
 // authorization server of a remote MCP server that code-mode logs in to.
 //
-//     node oidc_upstream_issuer.mjs RESOURCE [--ttl SECONDS] [--port PORT] [--pages]
+//     node oidc_upstream_issuer.mjs RESOURCE [--ttl SECONDS] [--port PORT] [--pages] [--keep FILE]
 //
 // Prints `issuer=http://127.0.0.1:PORT` on stdout once it listens.
 //
@@ -16,6 +16,10 @@
 //   without a page), so a test follows the redirects as a browser would;
 //   with --pages the provider's own development login and consent pages
 //   are shown (any name logs in: the name is the `sub`), for a real browser.
+// - --keep FILE: the signing key and the clients registered are kept in
+//   FILE (JSON), and read back when it exists, so the issuer started again
+//   on the same --port after being killed knows them (a fault test's
+//   authorization server back from an outage); grants and codes are not kept.
 //
 // Test routes:
 //   POST /test/revoke   revoke every grant (refresh tokens stop working)
@@ -26,6 +30,7 @@
 
 import http from 'node:http';
 import { generateKeyPairSync } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import Provider, { errors } from 'oidc-provider';
 
 const args = process.argv.slice(2);
@@ -37,13 +42,22 @@ const option = (name, fallback) => {
 const ttl = Number(option('--ttl', '5'));
 const port = Number(option('--port', '0'));
 const pages = args.includes('--pages');
+const keep = option('--keep', '');
 if (!resource || !Number.isInteger(ttl) || !Number.isInteger(port)) {
-  console.error('usage: node oidc_upstream_issuer.mjs RESOURCE [--ttl SECONDS] [--port PORT] [--pages]');
+  console.error('usage: node oidc_upstream_issuer.mjs RESOURCE [--ttl SECONDS] [--port PORT] [--pages] [--keep FILE]');
   process.exit(2);
 }
 
-const key = generateKeyPairSync('rsa', { modulusLength: 2048 });
-const jwk = { ...key.privateKey.export({ format: 'jwk' }), kid: 'upstream-key', use: 'sig', alg: 'RS256' };
+const kept = keep && existsSync(keep) ? JSON.parse(readFileSync(keep, 'utf8')) : { jwk: null, clients: [] };
+if (!kept.jwk) {
+  const key = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  kept.jwk = { ...key.privateKey.export({ format: 'jwk' }), kid: 'upstream-key', use: 'sig', alg: 'RS256' };
+}
+const jwk = kept.jwk;
+const save = () => {
+  if (keep) writeFileSync(keep, JSON.stringify(kept));
+};
+save();
 const grants = new Set();
 const counts = { authorization_code: 0, refresh_token: 0 };
 let slowMs = 0;
@@ -54,6 +68,7 @@ server.listen(port, '127.0.0.1', () => {
   const issuer = `http://127.0.0.1:${server.address().port}`;
   const provider = new Provider(issuer, {
     jwks: { keys: [jwk] },
+    clients: kept.clients,
     scopes: ['openid', 'offline_access', 'mcp:read', 'mcp:write'],
     findAccount: (_ctx, id) => ({ accountId: id, claims: () => ({ sub: id }) }),
     // Every client allowed the grant gets a refresh token (the requests are
@@ -78,6 +93,10 @@ server.listen(port, '127.0.0.1', () => {
   provider.on('grant.success', (ctx) => {
     const type = ctx.oidc.params.grant_type;
     if (type in counts) counts[type] += 1;
+  });
+  provider.on('registration_create.success', (_ctx, client) => {
+    kept.clients.push(client.metadata());
+    save();
   });
   provider.on('authorization_code.saved', (code) => grants.add(code.grantId));
 

@@ -31,10 +31,10 @@ use crate::auth::{Client, TokenFile, connect_as, token_new};
 use crate::support::{self, log_path};
 use crate::upstream::Upstream;
 
-type Mcp = rmcp::service::RunningService<rmcp::RoleClient, ()>;
+pub(crate) type Mcp = rmcp::service::RunningService<rmcp::RoleClient, ()>;
 
 /// A bus client as the frontend's NATS user (what the console uses).
-async fn console_bus(nats_url: &str, users: &code_mode_core::testing::NatsUsers) -> Bus {
+pub(crate) async fn console_bus(nats_url: &str, users: &code_mode_core::testing::NatsUsers) -> Bus {
     let options = NatsOptions {
         url: nats_url.to_string(),
         credentials: Some(("frontend".into(), users.password("frontend").into())),
@@ -44,13 +44,13 @@ async fn console_bus(nats_url: &str, users: &code_mode_core::testing::NatsUsers)
     Bus::new(NatsTransport::connect(&options).await.expect("the test connects as the frontend user"))
 }
 
-async fn ask(bus: &Bus, request: AccountsRequest) -> AccountsReply {
+pub(crate) async fn ask(bus: &Bus, request: AccountsRequest) -> AccountsReply {
     bus.call::<_, AccountsReply>(subjects::ACCOUNTS, &request, Duration::from_secs(30))
         .await
         .unwrap_or_else(|e| panic!("the bridge answers {request:?}: {e}"))
 }
 
-fn text(result: &CallToolResult) -> String {
+pub(crate) fn text(result: &CallToolResult) -> String {
     result.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.clone()).collect::<Vec<_>>().join("\n")
 }
 
@@ -59,7 +59,7 @@ async fn whoami(client: &Mcp) -> CallToolResult {
 }
 
 /// The subject `whoami` answers, or the refusal's text.
-async fn subject(client: &Mcp) -> Result<String, String> {
+pub(crate) async fn subject(client: &Mcp) -> Result<String, String> {
     let result = whoami(client).await;
     if result.is_error == Some(true) {
         return Err(text(&result));
@@ -69,7 +69,7 @@ async fn subject(client: &Mcp) -> Result<String, String> {
 }
 
 /// The flow id in a refusal's connect link.
-fn flow_in(refusal: &str) -> String {
+pub(crate) fn flow_in(refusal: &str) -> String {
     let at = refusal.find("/console/connect/").unwrap_or_else(|| panic!("a connect link in {refusal:?}"));
     refusal[at + "/console/connect/".len()..]
         .chars()
@@ -79,7 +79,7 @@ fn flow_in(refusal: &str) -> String {
 
 /// Follow `url` as a browser does (cookies kept) until the authorization
 /// server sends it to `callback`: that redirect's URL.
-async fn follow_to(url: &str, callback: &str) -> String {
+pub(crate) async fn follow_to(url: &str, callback: &str) -> String {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let mut cookies: HashMap<String, String> = HashMap::new();
@@ -108,34 +108,35 @@ async fn follow_to(url: &str, callback: &str) -> String {
     panic!("the login redirected more than 12 times from {url}");
 }
 
-fn param(url: &str, name: &str) -> Option<String> {
+pub(crate) fn param(url: &str, name: &str) -> Option<String> {
     reqwest::Url::parse(url).unwrap().query_pairs().find(|(k, _)| k == name).map(|(_, v)| v.into_owned())
 }
 
 /// The parts of one test: the upstream, nats-server, the bus, the frontend's URL.
-struct Deployment {
-    up: Upstream,
-    bus: Bus,
-    url: String,
-    base: String,
-    audit: std::path::PathBuf,
-    nats_url: String,
-    users: code_mode_core::testing::NatsUsers,
-    _nats: code_mode_core::testing::NatsServer,
-    _processes: Vec<tokio::process::Child>,
-    _tokens: TokenFile,
+pub(crate) struct Deployment {
+    pub(crate) up: Upstream,
+    pub(crate) bus: Bus,
+    pub(crate) url: String,
+    pub(crate) base: String,
+    pub(crate) audit: std::path::PathBuf,
+    pub(crate) nats_url: String,
+    pub(crate) users: code_mode_core::testing::NatsUsers,
+    pub(crate) nats: code_mode_core::testing::NatsServer,
+    _bridge: tokio::process::Child,
+    pub(crate) frontend: tokio::process::Child,
+    pub(crate) tokens: TokenFile,
 }
 
 impl Deployment {
     /// The callback URL the console would give.
-    fn callback(&self) -> String {
+    pub(crate) fn callback(&self) -> String {
         format!("{}/console/connect/callback", self.base)
     }
 
     /// Connect `identity`'s account, named `account` at the authorization
     /// server, through the flow of `refusal`'s link, in the browser
     /// `browser`: the finish's answer.
-    async fn connect(&self, refusal: &str, identity: &str, account: &str, browser: &str) -> AccountsReply {
+    pub(crate) async fn connect(&self, refusal: &str, identity: &str, account: &str, browser: &str) -> AccountsReply {
         let flow = flow_in(refusal);
         let begun = ask(
             &self.bus,
@@ -162,11 +163,31 @@ impl Deployment {
     }
 }
 
+/// A frontend over HTTP on `listen` with the identities of `tokens`: the
+/// process and its MCP URL.
+pub(crate) async fn frontend(
+    nats_url: &str,
+    users: &code_mode_core::testing::NatsUsers,
+    tokens: &TokenFile,
+    listen: &str,
+) -> (tokio::process::Child, String) {
+    let mut frontend = support::service_command(
+        nats_url,
+        users,
+        "frontend",
+        &["--http", listen, "--auth-tokens", tokens.arg(), "--expose-tools=only"],
+        None,
+    );
+    let (frontend, url, _log) = crate::http::spawn_http(&mut frontend).await;
+    (frontend, url)
+}
+
 /// Start the deployment: the deployment's login (as `deploy-account`), a
 /// bridge with the per-identity server, a frontend over HTTP with alice,
-/// bob and carol; `None` off CI without the peers.
-async fn deploy(tag: &str) -> Option<(Deployment, Client, Client, Client)> {
-    let up = Upstream::start(60, &[])?;
+/// bob and carol (the issuer started with `issuer_args` too); `None` off
+/// CI without the peers.
+pub(crate) async fn deploy(tag: &str, issuer_args: &[&str]) -> Option<(Deployment, Client, Client, Client)> {
+    let up = Upstream::start_with(60, issuer_args, &[])?;
     let (nats, users) = code_mode_core::testing::NatsServer::start_secured()?;
     let nats_url = nats.url();
     let (status, body) = crate::oauth::http(&up.issuer.url, "POST", "/test/account?name=deploy-account", &[], "");
@@ -184,34 +205,38 @@ async fn deploy(tag: &str) -> Option<(Deployment, Client, Client, Client)> {
     let bridge = bridge.spawn().expect("the bridge starts");
     let (alice, bob, carol) = (token_new("alice"), token_new("bob"), token_new("carol"));
     let tokens = TokenFile::of(&[&alice, &bob, &carol]);
-    let mut frontend = support::service_command(
-        &nats_url,
-        &users,
-        "frontend",
-        &["--http", "127.0.0.1:0", "--auth-tokens", tokens.arg(), "--expose-tools=only"],
-        None,
-    );
-    let (frontend, url, _log) = crate::http::spawn_http(&mut frontend).await;
+    let (frontend, url) = frontend(&nats_url, &users, &tokens, "127.0.0.1:0").await;
     let base = url.trim_end_matches("/mcp").to_string();
     let bus = console_bus(&nats_url, &users).await;
-    let deployment = Deployment {
-        up,
-        bus,
-        url,
-        base,
-        audit,
-        nats_url,
-        users,
-        _nats: nats,
-        _processes: vec![bridge, frontend],
-        _tokens: tokens,
-    };
+    let deployment = Deployment { up, bus, url, base, audit, nats_url, users, nats, _bridge: bridge, frontend, tokens };
     Some((deployment, alice, bob, carol))
 }
 
+/// How many ok `whoami` calls of `identity` the audit record names with
+/// the upstream account `subject`.
+pub(crate) fn audited_calls(d: &Deployment, identity: &str, subject: &str) -> usize {
+    std::fs::read_to_string(&d.audit)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["kind"] == "call" && r["tool"] == "whoami" && r["identity"] == identity && r["result"] == "ok")
+        .filter(|r| r["upstream_subject"] == subject)
+        .count()
+}
+
 /// Connect as `client` and wait until the server's tool is listed.
-async fn client_of(d: &Deployment, client: &Client) -> Mcp {
-    let mcp = connect_as(&d.url, client, ()).await;
+pub(crate) async fn client_of(d: &Deployment, client: &Client) -> Mcp {
+    listed(&d.url, client, ()).await
+}
+
+/// Connect to `url` as `client` with `handler` and wait until the
+/// server's tool is listed.
+pub(crate) async fn listed<H: rmcp::ClientHandler>(
+    url: &str,
+    client: &Client,
+    handler: H,
+) -> rmcp::service::RunningService<rmcp::RoleClient, H> {
+    let mcp = connect_as(url, client, handler).await;
     let give_up = std::time::Instant::now() + Duration::from_secs(60);
     loop {
         let names: Vec<String> =
@@ -226,7 +251,7 @@ async fn client_of(d: &Deployment, client: &Client) -> Mcp {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_identity_connects_its_own_account_through_the_link_and_its_calls_act_as_that_account_and_nobody_elses() {
-    let Some((d, alice, bob, carol)) = deploy("accounts").await else { return };
+    let Some((d, alice, bob, carol)) = deploy("accounts", &[]).await else { return };
     let (a, b) = (client_of(&d, &alice).await, client_of(&d, &bob).await);
 
     // Alice has no account: her call is asked to connect one; this client
@@ -356,7 +381,7 @@ async fn each_identity_connects_its_own_account_through_the_link_and_its_calls_a
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_without_an_identity_to_a_per_identity_server_is_refused_and_never_sent_with_the_deployments_account() {
-    let Some((d, _alice, _bob, _carol)) = deploy("accounts-anonymous").await else { return };
+    let Some((d, _alice, _bob, _carol)) = deploy("accounts-anonymous", &[]).await else { return };
     // A frontend over stdio: its client has no identity.
     let mut frontend = tokio::process::Command::new(support::code_mode());
     frontend.args(["frontend", "--nats", &d.nats_url, "--expose-tools=only"]);

@@ -9,6 +9,7 @@
 
 mod accounts;
 mod accounts_browser;
+mod accounts_faults;
 mod alerts;
 mod approval;
 mod audit;
