@@ -253,6 +253,10 @@ pub(crate) async fn listed<H: rmcp::ClientHandler>(
 async fn each_identity_connects_its_own_account_through_the_link_and_its_calls_act_as_that_account_and_nobody_elses() {
     let Some((d, alice, bob, carol)) = deploy("accounts", &[]).await else { return };
     let (a, b) = (client_of(&d, &alice).await, client_of(&d, &bob).await);
+    let tools = a.peer().list_all_tools().await.unwrap();
+    let whoami = tools.iter().find(|t| t.name == "whoami").unwrap();
+    let description = whoami.description.as_deref().unwrap_or_default();
+    assert!(!description.contains("shared account"), "each caller's own account: {description}");
 
     // Alice has no account: her call is asked to connect one; this client
     // declares no URL elicitation, so it gets a ToolError with the link.

@@ -388,6 +388,11 @@ async fn a_clients_own_token_to_code_mode_is_never_forwarded_upstream() {
         .auth_header(alice.token.clone());
     let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
     let client = rmcp::ServiceExt::serve((), transport).await.expect("the client connects");
+    // The tools say they act as one shared account (issue 41).
+    let tools = client.peer().list_all_tools().await.unwrap();
+    let tool = tools.iter().find(|t| t.name == "get_header").expect("get_header is listed");
+    let description = tool.description.as_deref().unwrap_or_default();
+    assert!(description.contains("one shared account"), "{description}");
     let seen = call(&client, "get_header", json!({"name": "authorization"})).await;
     let header = text(&seen);
     assert!(!header.contains(&alice.token), "the client's token reached the upstream: {header}");

@@ -73,6 +73,7 @@ fn stub_rendering(c: &mut Criterion) {
             labels: Default::default(),
             withheld: Default::default(),
             observed: Default::default(),
+            shared_account: false,
         })
         .collect();
     c.bench_function("build the catalog of 300 tools (schemas compiled, stubs rendered)", |b| {

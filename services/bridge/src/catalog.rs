@@ -99,7 +99,16 @@ pub struct ServerTools {
     /// Result shapes learned from earlier calls, by the server's tool name
     /// (see [`crate::shapes`]); a private tool's is never shown.
     pub observed: HashMap<String, crate::shapes::Shape>,
+    /// Every caller acts at the server as one account (an `oauth` block
+    /// per deployment): each tool's description says so
+    /// ([`SHARED_ACCOUNT_LABEL`]).
+    pub shared_account: bool,
 }
+
+/// The label of a tool whose server every caller reaches as one shared
+/// account (an `oauth` block `"per": "deployment"`), so the model and the
+/// person know what the upstream sees.
+pub const SHARED_ACCOUNT_LABEL: &str = "[acts upstream as one shared account, not as the caller]";
 
 /// Why a policy denies a tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -248,6 +257,9 @@ impl Catalog {
                 if let Some(label) = server.labels.get(&tool.name) {
                     labels.push(label.text.clone());
                     marks.push(&label.mark);
+                }
+                if server.shared_account {
+                    labels.push(SHARED_ACCOUNT_LABEL.to_string());
                 }
                 let text = ToolText {
                     name: &name,
@@ -532,6 +544,23 @@ mod tests {
             labels: HashMap::new(),
             withheld: HashMap::new(),
             observed: HashMap::new(),
+            shared_account: false,
+        }
+    }
+
+    #[test]
+    fn the_tools_of_a_server_shared_as_one_account_say_so_in_the_stub_the_summary_and_the_direct_description() {
+        let shared = ServerTools { shared_account: true, ..server("tracker", false, vec![tool("whoami")]) };
+        let own = server("notes", true, vec![tool("whoami")]);
+        let c = Catalog::build(&[shared], &CatalogLimits::default()).unwrap();
+        let t = c.get("whoami").unwrap();
+        for text in [&t.stub, &t.summary, &t.direct.description] {
+            assert!(text.contains(SHARED_ACCOUNT_LABEL), "{text}");
+        }
+        let c = Catalog::build(&[own], &CatalogLimits::default()).unwrap();
+        let t = c.get("notes__whoami").unwrap();
+        for text in [&t.stub, &t.summary, &t.direct.description] {
+            assert!(!text.contains("shared account"), "{text}");
         }
     }
 

@@ -23,6 +23,17 @@ use crate::{Bridge, BridgeError, PolicySource, WrappedServer, catalog, config, n
 /// The private labels of `wrapped`, with [`config::ALL_TOOLS`] (`"private":
 /// true`) made into every tool it keeps: the allowlist, else every listed
 /// tool whose schema can be checked.
+/// Whether every caller reaches the server as one account: an `oauth`
+/// block per deployment (per identity, each caller acts as its own).
+fn shared_account(spec: &crate::server::ServerSpec) -> bool {
+    match &spec.transport {
+        crate::server::Transport::Http(crate::server::HttpSpec { auth: Some(auth), .. }) => {
+            matches!(auth.spec(), code_mode_upstream_auth::AuthSpec::OAuth(_)) && !auth.is_per_identity()
+        }
+        _ => false,
+    }
+}
+
 fn every_private(wrapped: &WrappedServer, tools: &[rmcp::model::Tool], limits: &CatalogLimits) -> Vec<String> {
     if wrapped.private.iter().all(|p| p != config::ALL_TOOLS) {
         return wrapped.private.clone();
@@ -179,6 +190,7 @@ impl Rebuild {
                     observed: HashMap::new(),
                     labels: HashMap::new(),
                     withheld: HashMap::new(),
+                    shared_account: false,
                 });
                 policies.push(None);
                 continue;
@@ -217,6 +229,7 @@ impl Rebuild {
                     .collect(),
                 labels,
                 withheld,
+                shared_account: shared_account(&wrapped.spec),
             });
             policies.push(applied);
         }

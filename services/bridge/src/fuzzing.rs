@@ -130,6 +130,7 @@ pub fn tool_schema(data: &[u8]) {
         labels: HashMap::new(),
         withheld: HashMap::new(),
         observed: HashMap::new(),
+        shared_account: data.len().is_multiple_of(3),
     };
     let Ok(catalog) = Catalog::build(&[server], &CatalogLimits::default()) else { return };
     for tool in catalog.tools() {

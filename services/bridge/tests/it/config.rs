@@ -227,6 +227,7 @@ fn a_name_clash_through_the_separator_stops_startup_naming_both() {
         labels: Default::default(),
         withheld: Default::default(),
         observed: Default::default(),
+        shared_account: false,
     };
     let err = Catalog::build(&[server("a", "b__c"), server("a__b", "c")], &CatalogLimits::default())
         .expect_err("the clash stops startup")

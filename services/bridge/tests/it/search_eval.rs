@@ -98,6 +98,7 @@ pub fn server_tools(name: &str, tools: Vec<ListedTool>) -> ServerTools {
         labels: HashMap::new(),
         withheld: HashMap::new(),
         observed: HashMap::new(),
+        shared_account: false,
     }
 }
 
