@@ -187,6 +187,15 @@ pub(crate) async fn frontend(
 /// bob and carol (the issuer started with `issuer_args` too); `None` off
 /// CI without the peers.
 pub(crate) async fn deploy(tag: &str, issuer_args: &[&str]) -> Option<(Deployment, Client, Client, Client)> {
+    deploy_with(tag, issuer_args, &[]).await
+}
+
+/// [`deploy`] with more arguments for the bridge (such as `--policy`).
+pub(crate) async fn deploy_with(
+    tag: &str,
+    issuer_args: &[&str],
+    more_bridge_args: &[&str],
+) -> Option<(Deployment, Client, Client, Client)> {
     let up = Upstream::start_with(60, issuer_args, &[])?;
     let (nats, users) = code_mode_core::testing::NatsServer::start_secured()?;
     let nats_url = nats.url();
@@ -198,8 +207,9 @@ pub(crate) async fn deploy(tag: &str, issuer_args: &[&str]) -> Option<(Deploymen
     assert!(ok, "the deployment's login succeeds: {said}");
     let audit = log_path(&format!("{tag}-audit"));
     let auth = r#"{"type": "oauth", "per": "identity"}"#;
-    let bridge_args =
-        ["--url", up.url.as_str(), "--auth", auth, "--audit", audit.to_str().unwrap(), "--approval-timeout", "60"];
+    let mut bridge_args =
+        vec!["--url", up.url.as_str(), "--auth", auth, "--audit", audit.to_str().unwrap(), "--approval-timeout", "60"];
+    bridge_args.extend_from_slice(more_bridge_args);
     let mut bridge = support::service_command(&nats_url, &users, "bridge", &bridge_args, None);
     bridge.env("CODE_MODE_TOKEN_KEY", &up.key).env("CODE_MODE_STATE_DIR", &up.state);
     let bridge = bridge.spawn().expect("the bridge starts");
@@ -405,4 +415,22 @@ async fn a_call_without_an_identity_to_a_per_identity_server_is_refused_and_neve
     let said = text(&result);
     assert!(said.contains("has no identity") && !said.contains("deploy-account"), "{said}");
     client.cancel().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_connect_rule_that_denies_refuses_a_caller_without_an_account_with_its_reason_and_gives_no_link() {
+    let policy = support::log_path("accounts-connect-denied-policy");
+    let rule = r#"{"version": "1", "default": "allow",
+        "connect": {"action": "deny", "reason": "accounts here are connected by the help desk"}}"#;
+    std::fs::write(&policy, rule).unwrap();
+    let more = ["--policy", policy.to_str().unwrap()];
+    let Some((d, alice, _bob, _carol)) = deploy_with("accounts-connect-denied", &[], &more).await else { return };
+    let a = client_of(&d, &alice).await;
+    let refusal = subject(&a).await.expect_err("no account and the policy refuses");
+    assert!(refusal.contains("accounts here are connected by the help desk"), "{refusal}");
+    assert!(!refusal.contains("/console/connect/"), "no link is given: {refusal}");
+    let counts = ask(&d.bus, AccountsRequest::Counts).await;
+    assert!(matches!(&counts, AccountsReply::Counts { servers } if servers.iter().all(|(_, n)| *n == 0)), "{counts:?}");
+    a.cancel().await.ok();
+    let _ = std::fs::remove_file(&policy);
 }

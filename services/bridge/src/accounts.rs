@@ -88,6 +88,16 @@ impl Bridge {
             Ok(None) => {}
             Err(why) => return refuse(trail, why),
         }
+        // No account: the server's policy may refuse rather than ask.
+        if let Some(why) = current.policies[index].as_ref().and_then(|applied| applied.policy.connect_refused()) {
+            return refuse(
+                trail,
+                format!(
+                    "{why} (you have no account connected at {:?}; the policy's connect rule refuses)",
+                    server.name()
+                ),
+            );
+        }
         // No account: ask the caller to connect one.
         let timeout = self.inner.limits.approval_timeout;
         let connects = Connects::new(self.inner.rebuild.state.clone(), vault.key().cloned());

@@ -657,6 +657,9 @@ pub struct Policy {
     prompts: BTreeMap<String, Access>,
     /// The rules of questions to the client.
     asks: BTreeMap<Ask, Access>,
+    /// `connect`: whether a caller without an account at a per-identity
+    /// server is asked to connect one (unset or allow) or refused (deny).
+    connect: Option<Access>,
 }
 
 impl Policy {

@@ -137,7 +137,18 @@ impl Parser<'_> {
         let map = self.object(
             root,
             "",
-            &["version", "default", "tools", "categories", "resources", "prompts", "sampling", "elicitation", "roots"],
+            &[
+                "version",
+                "default",
+                "tools",
+                "categories",
+                "resources",
+                "prompts",
+                "sampling",
+                "elicitation",
+                "roots",
+                "connect",
+            ],
         )?;
         match map.get("version") {
             None => return Err(self.invalid("/version", "missing: the policy must say \"version\": \"1\"")),
@@ -236,7 +247,18 @@ impl Parser<'_> {
                 asks.insert(kind, self.access(v, &format!("/{}", kind.key()))?);
             }
         }
-        Ok(Policy { source: self.file.to_string(), default, tools, categories, facts, resources, prompts, asks })
+        let connect = map.get("connect").map(|v| self.access(v, "/connect")).transpose()?;
+        Ok(Policy {
+            source: self.file.to_string(),
+            default,
+            tools,
+            categories,
+            facts,
+            resources,
+            prompts,
+            asks,
+            connect,
+        })
     }
 
     /// A rule of `resources`, `prompts`, `sampling`, `elicitation` or
@@ -453,5 +475,45 @@ impl Parser<'_> {
             self.counters.insert(counter.clone(), (window, scope, path.to_string()));
         }
         Ok(Limit { counter, window, max, scope })
+    }
+}
+
+impl Policy {
+    /// Why a caller without an account at this per-identity server is
+    /// refused instead of asked to connect one: the `connect` rule's
+    /// reason when it denies; `None` (ask) when it allows or is absent.
+    /// `default` does not apply: asking to connect sends nothing to the
+    /// server.
+    pub fn connect_refused(&self) -> Option<String> {
+        let access = self.connect.as_ref().filter(|a| !a.allow)?;
+        Some(
+            access
+                .reason
+                .clone()
+                .unwrap_or_else(|| "the policy refuses calls of identities without an account here".into()),
+        )
+    }
+}
+
+#[cfg(test)]
+mod connect_tests {
+    use super::*;
+
+    fn parsed(text: &str) -> Result<Policy, PolicyError> {
+        Policy::parse(text, "p.json", &[])
+    }
+
+    #[test]
+    fn a_connect_rule_that_denies_refuses_with_its_reason_and_without_one_callers_are_asked_whatever_the_default() {
+        let deny =
+            r#"{"version": "1", "default": "allow", "connect": {"action": "deny", "reason": "use the shared desk"}}"#;
+        assert_eq!(parsed(deny).unwrap().connect_refused().as_deref(), Some("use the shared desk"));
+        let bare = r#"{"version": "1", "default": "allow", "connect": {"action": "deny"}}"#;
+        assert!(parsed(bare).unwrap().connect_refused().unwrap().contains("without an account"));
+        let allow = r#"{"version": "1", "default": "deny", "connect": {"action": "allow"}}"#;
+        assert_eq!(parsed(allow).unwrap().connect_refused(), None);
+        assert_eq!(parsed(r#"{"version": "1", "default": "deny"}"#).unwrap().connect_refused(), None);
+        let wrong = parsed(r#"{"version": "1", "default": "allow", "connect": "deny"}"#).unwrap_err().to_string();
+        assert!(wrong.contains("/connect"), "{wrong}");
     }
 }
