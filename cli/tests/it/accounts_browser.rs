@@ -101,6 +101,8 @@ struct Stack {
     authority: String,
     python: String,
     script: std::path::PathBuf,
+    /// Where `serve` answers `/metrics`.
+    metrics: String,
 }
 
 impl Drop for Stack {
@@ -122,8 +124,11 @@ impl Stack {
         let tokens = TokenFile::of(&[&alice, &bob]);
         let config_file = support::log_path("accounts-config").with_extension("json");
         std::fs::write(&config_file, config(&up.url)).unwrap();
+        let metrics = format!("127.0.0.1:{}", crate::upstream::free_port());
         let mut serve = up.command(&["serve", "--http", "127.0.0.1:0", "--auth-tokens", tokens.arg()]);
         serve.args(["--config", config_file.to_str().unwrap(), "--expose-tools", "--approval-timeout", "300"]);
+        // Debug logging: the most a log ever says, checked for tokens below.
+        serve.args(["--metrics-addr", &metrics]).env("RUST_LOG", "debug");
         serve.stdin(std::process::Stdio::null());
         let (child, url, log) = crate::http::spawn_http(&mut serve).await;
         let base = url.trim_end_matches("/mcp").to_string();
@@ -142,6 +147,7 @@ impl Stack {
             authority,
             python,
             script,
+            metrics,
         })
     }
 
@@ -157,14 +163,14 @@ impl Stack {
 async fn each_member_connects_their_own_account_in_a_real_browser_when_asked_by_url_elicitation_and_a_cell_and_a_direct_call_act_as_them_with_both_python_clients()
  {
     let Some(stack) = Stack::start().await else { return };
-    let Stack { up, alice, bob, log, url, base, authority, .. } = &stack;
+    let Stack { up, alice, bob, log, url, base, authority, metrics, .. } = &stack;
     for (who, token, upstream) in [("alice", &alice.token, "ada"), ("bob", &bob.token, "bert")] {
         for api in ["client", "session"] {
             let browser = json!(stack.browser(token, upstream)).to_string();
             let bearer = format!("Authorization: Bearer {token}");
             let args = ["--url", url.as_str(), "--header", &bearer, "--api", api, "--url-browser", &browser];
             let steps = json!([
-                {"op": "call", "tool": "run_python", "arguments": {"code": "print(await notes__whoami())"}},
+                {"op": "call", "tool": "run_python", "arguments": {"code": SANDBOX_SCAN}},
                 {"op": "call", "tool": "notes__whoami", "arguments": {}},
                 {"op": "asked"},
             ]);
@@ -174,6 +180,7 @@ async fn each_member_connects_their_own_account_in_a_real_browser_when_asked_by_
             assert_ne!(cell["isError"], true, "{case}: {cell} asked: {} {stderr}", results[2]);
             let stdout = cell["structuredContent"]["stdout"].as_str().unwrap_or_default();
             assert!(stdout.contains(&format!("\"sub\":\"{upstream}\"")), "{case}: the cell acts as {upstream}: {cell}");
+            assert!(stdout.contains("jwts-in-sandbox: []"), "{case}: no token inside the sandbox: {stdout}");
             let direct = &results[1]["result"];
             assert_ne!(direct["isError"], true, "{case}: {direct}");
             assert_eq!(direct["structuredContent"]["sub"], upstream, "{case}: the direct call acts as {upstream}");
@@ -221,7 +228,45 @@ async fn each_member_connects_their_own_account_in_a_real_browser_when_asked_by_
         assert!(!logged.contains(secret.as_str()), "a code-mode token in the log");
     }
     assert!(!logged.contains("eyJ"), "no JWT in the log");
+    // Nor in the metrics, which count the logins per server.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let scraped = reqwest::get(format!("http://{metrics}/metrics")).await.unwrap().text().await.unwrap();
+    assert!(!scraped.contains("eyJ"), "no JWT in the metrics");
+    assert!(
+        scraped.lines().any(|l| l.starts_with("codemode_upstream_accounts_total") && l.contains("event=\"login\"")),
+        "the logins are counted per server: {scraped}"
+    );
 }
+
+/// A cell calling `whoami` that also looks for a JWT (`eyJ`) in its own
+/// environment and every file it can read under `/tmp`, `/proc/self` and
+/// its working folder, and prints where it found one.
+const SANDBOX_SCAN: &str = r#"
+import os
+print(await notes__whoami())
+needle = "ey" + "J"  # not written whole, so this code holds none
+found = []
+if needle in repr(dict(os.environ)):
+    found.append("environ")
+for top in ["/tmp", os.getcwd()]:
+    for folder, _, names in os.walk(top):
+        for name in names:
+            path = os.path.join(folder, name)
+            try:
+                with open(path, "rb") as f:
+                    if needle.encode() in f.read(1 << 20):
+                        found.append(path)
+            except OSError:
+                pass
+for name in ["cmdline", "environ"]:
+    try:
+        with open("/proc/self/" + name, "rb") as f:
+            if needle.encode() in f.read():
+                found.append("/proc/self/" + name)
+    except OSError:
+        pass
+print("jwts-in-sandbox:", found)
+"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_without_url_elicitation_gets_a_tool_error_with_the_link_and_after_connecting_in_the_browser_the_retry_acts_as_the_person()
