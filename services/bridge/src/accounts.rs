@@ -21,9 +21,8 @@
 
 use std::time::Duration;
 
-use code_mode_core::bus::BusError;
 use code_mode_proto::{
-    self as proto, AccountInfo, AccountsReply, AccountsRequest, ApprovalReply, ConnectAsk, ToolCall, subjects,
+    self as proto, AccountInfo, AccountsReply, AccountsRequest, ApprovalReply, ConnectAsk, ToolCall,
 };
 use code_mode_upstream_auth::connect::{ConnectError, Connects};
 use code_mode_upstream_auth::{Upstream, Vault, accounts};
@@ -152,12 +151,6 @@ impl Bridge {
     /// Ask the frontend of `call`'s session to have its person connect an
     /// account at `server` (the same path approvals take).
     async fn ask_connect(&self, call: &ToolCall, server: &str, flow: &str, timeout: Duration) -> ApprovalReply {
-        let Some(bus) = self.inner.outbound.get() else {
-            return ApprovalReply::Unavailable { reason: "this bridge is not connected to any client session".into() };
-        };
-        let Some(subject) = subjects::approval(call.asker.as_deref().unwrap_or(&call.session)) else {
-            return ApprovalReply::Unavailable { reason: "the call's session id cannot be addressed".into() };
-        };
         let request = proto::ApprovalRequest {
             session: call.session.clone(),
             cell_id: call.cell_id.clone(),
@@ -169,18 +162,8 @@ impl Bridge {
             console: None,
             connect: Some(ConnectAsk { flow: flow.to_string(), server: server.to_string() }),
         };
-        let wait = timeout + code_mode_core::defaults::HOP_MARGIN;
-        match bus.call_counted_as::<_, ApprovalReply>(&subject, subjects::APPROVAL, &request, wait).await {
-            Ok(reply) => reply,
-            Err(BusError::NoResponders { .. }) => ApprovalReply::Unavailable {
-                reason: "the client session that made the call is gone, so nobody can be asked to connect".into(),
-            },
-            Err(BusError::Timeout { .. }) => ApprovalReply::TimedOut,
-            Err(e) => {
-                tracing::warn!(error = %e, "a connect question could not be asked");
-                ApprovalReply::Unavailable { reason: "the client session could not be asked".into() }
-            }
-        }
+        let gone = "the client session that made the call is gone, so nobody can be asked to connect";
+        self.ask_person(call, &request, gone).await
     }
 
     /// Answer one request of the web console about upstream accounts.

@@ -614,14 +614,6 @@ impl Bridge {
     /// frontend, whether the call may go out.
     async fn ask_approval(&self, call: &ToolCall, site: CallSite<'_>, rule: &RuleSource) -> ApprovalReply {
         let timeout = self.inner.limits.approval_timeout;
-        let Some(bus) = self.inner.outbound.get() else {
-            return ApprovalReply::Unavailable { reason: "this bridge is not connected to any client session".into() };
-        };
-        // The frontend session that asks: a stateless client's request, or
-        // the client session itself.
-        let Some(subject) = subjects::approval(call.asker.as_deref().unwrap_or(&call.session)) else {
-            return ApprovalReply::Unavailable { reason: "the call's session id cannot be addressed".into() };
-        };
         let request = proto::ApprovalRequest {
             session: call.session.clone(),
             cell_id: call.cell_id.clone(),
@@ -633,17 +625,36 @@ impl Bridge {
             console: None,
             connect: None,
         };
+        self.ask_person(call, &request, "the client session that ran the code is gone, so nobody can be asked").await
+    }
+
+    /// Put `request` to the person behind `call`'s client session through
+    /// its frontend (an approval, or a connect question) and wait for the
+    /// answer; `gone` says why nobody can be asked when no frontend
+    /// answers for that session.
+    pub(crate) async fn ask_person(
+        &self,
+        call: &ToolCall,
+        request: &proto::ApprovalRequest,
+        gone: &str,
+    ) -> ApprovalReply {
+        let Some(bus) = self.inner.outbound.get() else {
+            return ApprovalReply::Unavailable { reason: "this bridge is not connected to any client session".into() };
+        };
+        // The frontend session that asks: a stateless client's request, or
+        // the client session itself.
+        let Some(subject) = subjects::approval(call.asker.as_deref().unwrap_or(&call.session)) else {
+            return ApprovalReply::Unavailable { reason: "the call's session id cannot be addressed".into() };
+        };
         // The frontend answers `timed_out` itself when the person does not;
         // the margin covers the hops.
-        let wait = timeout + code_mode_core::defaults::HOP_MARGIN;
-        match bus.call_counted_as::<_, ApprovalReply>(&subject, subjects::APPROVAL, &request, wait).await {
+        let wait = Duration::from_millis(request.timeout_ms) + code_mode_core::defaults::HOP_MARGIN;
+        match bus.call_counted_as::<_, ApprovalReply>(&subject, subjects::APPROVAL, request, wait).await {
             Ok(reply) => reply,
-            Err(BusError::NoResponders { .. }) => ApprovalReply::Unavailable {
-                reason: "the client session that ran the code is gone, so nobody can be asked".into(),
-            },
+            Err(BusError::NoResponders { .. }) => ApprovalReply::Unavailable { reason: gone.to_string() },
             Err(BusError::Timeout { .. }) => ApprovalReply::TimedOut,
             Err(e) => {
-                tracing::warn!(error = %e, "an approval request failed");
+                tracing::warn!(error = %e, rule = %request.rule, "a question to the person could not be asked");
                 ApprovalReply::Unavailable { reason: "the client session could not be asked".into() }
             }
         }
