@@ -465,6 +465,28 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_flow_past_its_bound_is_refused_at_begin_and_another_identity_never_begins_one() {
+        let connects = connects();
+        let upstream = Upstream::new(
+            "tracker",
+            "https://t.example/mcp",
+            AuthSpec::OAuth(Default::default()),
+            "code-mode login",
+            None,
+            crate::Mode::Serve,
+        );
+        let fresh =
+            connects.create("tracker", "https://t.example/mcp", "alice", Duration::from_secs(60)).await.unwrap();
+        let e = connects.begin(&upstream, &fresh, "bob", "b", "http://127.0.0.1/cb").await.unwrap_err();
+        assert!(e.to_string().contains("another identity"), "{e}");
+        // A flow lives at least 1 s: this one is past its bound 2 s later.
+        let old = connects.create("tracker", "https://t.example/mcp", "alice", Duration::ZERO).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(2100)).await;
+        let e = connects.begin(&upstream, &old, "alice", "a", "http://127.0.0.1/cb").await.unwrap_err();
+        assert!(matches!(&e, ConnectError::Refused(_)) && e.to_string().contains("expired"), "{e}");
+    }
+
+    #[tokio::test]
     async fn a_state_nobody_issued_is_refused_before_anything_is_exchanged() {
         let connects = connects();
         let vault = Vault::in_store(SessionStore::in_memory(), None);
