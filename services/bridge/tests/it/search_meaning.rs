@@ -1,7 +1,7 @@
 //! Issue 43: `search_tools` finds what people mean, not only the words a
 //! description used, on questions written the way people write a need
 //! (`testing/search-eval/tune-43.json` and the held-out
-//! `heldout-43-round2.json`), with typos in a tool's key word, and without an
+//! `heldout-43-round3.json`), with typos in a tool's key word, and without an
 //! empty answer for a real need.
 //!
 //! Like `search.rs`, these rank with `runner.py`'s own `search_tools` on
@@ -68,25 +68,30 @@ fn print_misses(label: &str, questions: &[Query], ranks: &[(usize, Vec<String>)]
     }
 }
 
-/// The file of the held-out questions (issue 43, round 2): written before
-/// the ranker of round 2 changed, never tuned on.
-const HELD_OUT: &str = "heldout-43-round2.json";
+/// The file of the held-out questions (issue 43, round 3): written before
+/// the ranker of round 3 changed, never tuned on.
+const HELD_OUT: &str = "heldout-43-round3.json";
 
 /// The floor of the held-out test, in percent: first, and in the top three.
-const FIRST_FLOOR: f64 = 87.4;
-const TOP3_FLOOR: f64 = 97.4;
+const FIRST_FLOOR: f64 = 80.6;
+const TOP3_FLOOR: f64 = 93.1;
 
-/// The note of the tuning questions that were held out in round 1.
+/// The notes of the tuning questions that were held out in round 1 and in
+/// round 2 (measured, their misses read: tuning material since).
 const ROUND_1_HELD_OUT: &str = "held out in round 1";
+const ROUND_2_HELD_OUT: &str = "held out in round 2";
 
 /// Issue 43 asked for 95 % first and 99 % in the top three on held-out
-/// questions. On round 2's held-out set the ranker of round 1 found the
-/// wanted tool first for 129 of 159 (81.1 %) and in the top three for 143
-/// (89.9 %); round 2's ranker finds it first for 139 (87.4 %) and in the
-/// top three for 155 (97.5 %). This holds the floor measured, so that a
+/// questions. On round 2's held-out set (tuning material since, marked
+/// "held out in round 2") the ranker of round 1 found the wanted tool first
+/// for 129 of 159 (81.1 %) and in the top three for 143 (89.9 %); round 2's
+/// ranker found it first for 139 (87.4 %) and in the top three for 155
+/// (97.5 %). On round 3's held-out set, written before round 3 changed the
+/// ranker, round 2's ranker finds it first for 117 of 145 (80.7 %) and in
+/// the top three for 135 (93.1 %). This holds the floor measured, so that a
 /// change cannot lose what was gained; raise it with the ranker.
 #[test]
-fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_87_in_100_and_top_three_for_97() {
+fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_80_in_100_and_top_three_for_93() {
     let Some(python) = python() else { return };
     let old = queries();
     let tune = questions("tune-43.json");
@@ -104,11 +109,13 @@ fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_f
             qs.iter().zip(rs).filter(|(q, _)| keep(q)).map(|(_, r)| r.clone()).collect()
         };
     let round1 = |q: &Query| q.note == ROUND_1_HELD_OUT;
+    let round2 = |q: &Query| q.note == ROUND_2_HELD_OUT;
+    let earlier = |q: &Query| round1(q) || round2(q);
     println!("{:<34} {:>5} {:>14} {:>14}", "questions", "n", "wanted first", "in top three");
     print_row("queries.json tune", recall(&part(&old, &old_ranks, &|q| q.set == "tune")));
     print_row("queries.json holdout (seen)", recall(&part(&old, &old_ranks, &|q| q.set == "holdout")));
-    print_row("tune-43, 42 tools", recall(&part(&tune, &tune_ranks, &|q| q.catalog == REAL_TOOLS && !round1(q))));
-    print_row("tune-43, 300 tools", recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && !round1(q))));
+    print_row("tune-43, 42 tools", recall(&part(&tune, &tune_ranks, &|q| q.catalog == REAL_TOOLS && !earlier(q))));
+    print_row("tune-43, 300 tools", recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && !earlier(q))));
     print_row(
         "tune-43 held out in round 1, 42",
         recall(&part(&tune, &tune_ranks, &|q| q.catalog == REAL_TOOLS && round1(q))),
@@ -117,11 +124,19 @@ fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_f
         "tune-43 held out in round 1, 300",
         recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && round1(q))),
     );
+    print_row(
+        "tune-43 held out in round 2, 42",
+        recall(&part(&tune, &tune_ranks, &|q| q.catalog == REAL_TOOLS && round2(q))),
+    );
+    print_row(
+        "tune-43 held out in round 2, 300",
+        recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && round2(q))),
+    );
     print_row("tune, all", recall(&[old_ranks.clone(), tune_ranks.clone()].concat()));
-    print_row("heldout round 2, 42 tools", recall(&part(&held, &held_ranks, &|q| q.catalog == REAL_TOOLS)));
-    print_row("heldout round 2, 300 tools", recall(&part(&held, &held_ranks, &|q| q.catalog != REAL_TOOLS)));
+    print_row("heldout round 3, 42 tools", recall(&part(&held, &held_ranks, &|q| q.catalog == REAL_TOOLS)));
+    print_row("heldout round 3, 300 tools", recall(&part(&held, &held_ranks, &|q| q.catalog != REAL_TOOLS)));
     let (n, first, top3) = recall(&held_ranks);
-    print_row("heldout round 2, all", (n, first, top3));
+    print_row("heldout round 3, all", (n, first, top3));
     print_misses("queries.json", &old, &old_ranks);
     print_misses("tune-43", &tune, &tune_ranks);
     if std::env::var_os("SHOW_HELD_OUT_MISSES").is_some() {
