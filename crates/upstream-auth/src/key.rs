@@ -61,9 +61,12 @@ impl Key {
     /// The key of this process: `CODE_MODE_TOKEN_KEY`, else the key file;
     /// `Ok(None)` when neither exists (nobody logged in yet). A key that is
     /// there but unusable is an error naming where it came from.
+    /// An empty `CODE_MODE_TOKEN_KEY` counts as unset, as the other
+    /// variables here do: a compose file passes an unset variable on as
+    /// empty (`${CODE_MODE_TOKEN_KEY:-}`).
     pub fn from_environment() -> Result<Option<Key>, VaultError> {
-        if let Ok(text) = std::env::var(KEY_VAR) {
-            return Key::parse(&text, KEY_VAR).map(Some);
+        if let Some(key) = Self::from_variable(std::env::var(KEY_VAR).ok())? {
+            return Ok(Some(key));
         }
         let file = key_file();
         match std::fs::read_to_string(&file) {
@@ -73,6 +76,15 @@ impl Key {
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(VaultError::File { path: file, doing: "read", why: e.to_string() }),
+        }
+    }
+
+    /// The key the variable's value holds; `None` when it is unset or
+    /// empty.
+    fn from_variable(value: Option<String>) -> Result<Option<Key>, VaultError> {
+        match value.filter(|text| !text.trim().is_empty()) {
+            Some(text) => Key::parse(&text, KEY_VAR).map(Some),
+            None => Ok(None),
         }
     }
 
@@ -189,6 +201,18 @@ mod tests {
         let short = base64::engine::general_purpose::STANDARD.encode([7u8; 16]);
         let e = Key::parse(&short, "CODE_MODE_TOKEN_KEY").unwrap_err().to_string();
         assert!(e.contains("CODE_MODE_TOKEN_KEY") && e.contains("32 bytes"), "{e}");
+    }
+
+    #[test]
+    fn an_empty_key_variable_counts_as_unset_and_a_bad_one_is_an_error_naming_it() {
+        assert!(Key::from_variable(None).unwrap().is_none());
+        assert!(Key::from_variable(Some(String::new())).unwrap().is_none());
+        assert!(Key::from_variable(Some("  ".into())).unwrap().is_none());
+        let key = Key::from_variable(Some("11".repeat(32))).unwrap().expect("a key");
+        assert_eq!(key.bytes, [0x11u8; 32]);
+        assert_eq!(key.source, KEY_VAR);
+        let bad = Key::from_variable(Some("short".into())).unwrap_err().to_string();
+        assert!(bad.contains(KEY_VAR), "{bad}");
     }
 
     #[test]
