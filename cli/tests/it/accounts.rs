@@ -8,9 +8,9 @@
 //! `code-mode login` grant (account `deploy-account`) for listing the
 //! catalog only.
 //!
-//! The console's `/console/connect` pages are the frontend side's (acct-front)
-//! and were not on main when this was written, so the test takes the
-//! console's part itself: it speaks `codemode.v1.accounts` (begin, finish,
+//! The console's `/console/connect` pages are driven in a real browser by
+//! `accounts_browser.rs`; here the test takes the console's part itself,
+//! to reach the bridge's answers directly: it speaks `codemode.v1.accounts` (begin, finish,
 //! list, disconnect, counts) on the bus as the frontend's NATS user, with
 //! the link's flow id, a browser hash of its own and the frontend's
 //! callback URL, and follows the authorization redirects as a browser
@@ -123,11 +123,32 @@ pub(crate) struct Deployment {
     pub(crate) users: code_mode_core::testing::NatsUsers,
     pub(crate) nats: code_mode_core::testing::NatsServer,
     _bridge: tokio::process::Child,
+    /// The bridge's arguments and environment, for [`Deployment::another_bridge`].
+    bridge_args: Vec<String>,
     pub(crate) frontend: tokio::process::Child,
     pub(crate) tokens: TokenFile,
 }
 
 impl Deployment {
+    /// One more bridge replica, as the first was started (the same
+    /// server, token key and state folder), in the bridges' queue group.
+    pub(crate) fn another_bridge(&self) -> tokio::process::Child {
+        // Its own audit log, beside the first's: [`Deployment::second_audit`].
+        let second = self.second_audit();
+        let mut args: Vec<&str> = self.bridge_args.iter().map(String::as_str).collect();
+        if let Some(at) = args.iter().position(|a| *a == "--audit") {
+            args[at + 1] = second.to_str().unwrap();
+        }
+        let mut bridge = support::service_command(&self.nats_url, &self.users, "bridge", &args, None);
+        bridge.env("CODE_MODE_TOKEN_KEY", &self.up.key).env("CODE_MODE_STATE_DIR", &self.up.state);
+        bridge.spawn().expect("another bridge starts")
+    }
+
+    /// The audit log of [`Deployment::another_bridge`].
+    pub(crate) fn second_audit(&self) -> std::path::PathBuf {
+        self.audit.with_extension("second.jsonl")
+    }
+
     /// The callback URL the console would give.
     pub(crate) fn callback(&self) -> String {
         format!("{}/console/connect/callback", self.base)
@@ -213,12 +234,14 @@ pub(crate) async fn deploy_with(
     let mut bridge = support::service_command(&nats_url, &users, "bridge", &bridge_args, None);
     bridge.env("CODE_MODE_TOKEN_KEY", &up.key).env("CODE_MODE_STATE_DIR", &up.state);
     let bridge = bridge.spawn().expect("the bridge starts");
+    let bridge_args = bridge_args.iter().map(|a| a.to_string()).collect();
     let (alice, bob, carol) = (token_new("alice"), token_new("bob"), token_new("carol"));
     let tokens = TokenFile::of(&[&alice, &bob, &carol]);
     let (frontend, url) = frontend(&nats_url, &users, &tokens, "127.0.0.1:0").await;
     let base = url.trim_end_matches("/mcp").to_string();
     let bus = console_bus(&nats_url, &users).await;
-    let deployment = Deployment { up, bus, url, base, audit, nats_url, users, nats, _bridge: bridge, frontend, tokens };
+    let deployment =
+        Deployment { up, bus, url, base, audit, nats_url, users, nats, _bridge: bridge, bridge_args, frontend, tokens };
     Some((deployment, alice, bob, carol))
 }
 
@@ -433,4 +456,62 @@ async fn a_policy_connect_rule_that_denies_refuses_a_caller_without_an_account_w
     assert!(matches!(&counts, AccountsReply::Counts { servers } if servers.iter().all(|(_, n)| *n == 0)), "{counts:?}");
     a.cancel().await.ok();
     let _ = std::fs::remove_file(&policy);
+}
+
+/// The `whoami` records of `identity` in the audit log at `path`: how many
+/// were answered and how many refused.
+fn whoami_records(path: &std::path::Path, identity: &str) -> (usize, usize) {
+    let records: Vec<Value> = std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|r: &Value| r["kind"] == "call" && r["tool"] == "whoami" && r["identity"] == identity)
+        .collect();
+    let ok = records.iter().filter(|r| r["result"] == "ok").count();
+    (ok, records.len() - ok)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disconnect_through_one_bridge_replica_stops_the_accounts_calls_through_every_replica_at_the_next_call() {
+    let Some((d, alice, _bob, _carol)) = deploy("accounts-two-bridges", &[]).await else { return };
+    let _second = d.another_bridge();
+    let a = client_of(&d, &alice).await;
+    let refusal = subject(&a).await.expect_err("no account yet");
+    let done = d.connect(&refusal, "alice", "alice-upstream", "alice-browser").await;
+    assert!(matches!(&done, AccountsReply::Connected { subject, .. } if subject == "alice-upstream"), "{done:?}");
+
+    // Calls go to either bridge (a queue group): each replica acts as
+    // alice at least once, so each holds an upstream session of hers with
+    // her token in memory.
+    let (first, second) = (d.audit.clone(), d.second_audit());
+    let mut calls = 0;
+    while whoami_records(&first, "alice").0 == 0 || whoami_records(&second, "alice").0 == 0 {
+        assert!(calls < 60, "both bridge replicas answered alice's calls within 60: {first:?} {second:?}");
+        assert_eq!(subject(&a).await.as_deref(), Ok("alice-upstream"));
+        calls += 1;
+    }
+    let before = (whoami_records(&first, "alice").1, whoami_records(&second, "alice").1);
+
+    // She disconnects (the console's request goes to one replica); every
+    // next call, through either replica, asks her to connect again with a
+    // new link and never acts as her with the token that replica held.
+    let listed = ask(&d.bus, AccountsRequest::List { identity: "alice".into() }).await;
+    let AccountsReply::Accounts { accounts } = &listed else { panic!("{listed:?}") };
+    let gone =
+        ask(&d.bus, AccountsRequest::Disconnect { identity: "alice".into(), server: accounts[0].server.clone() }).await;
+    assert!(matches!(gone, AccountsReply::Disconnected { .. }), "{gone:?}");
+    let mut calls = 0;
+    loop {
+        let refused = (whoami_records(&first, "alice").1 - before.0, whoami_records(&second, "alice").1 - before.1);
+        if refused.0 > 0 && refused.1 > 0 {
+            break;
+        }
+        assert!(calls < 60, "both replicas refused a call of alice's within 60 calls: {refused:?}");
+        let answer = subject(&a).await;
+        let refusal = answer.expect_err("disconnected: no call acts as alice");
+        assert!(refusal.contains("/console/connect/"), "the bridge asks her to connect again: {refusal}");
+        assert!(!refusal.contains("alice-upstream"), "{refusal}");
+        calls += 1;
+    }
+    a.cancel().await.ok();
 }
