@@ -137,6 +137,14 @@ fn bridge_error(error: &BusError) -> (StatusCode, String) {
     }
 }
 
+/// The page when the bridges did not answer (`failed`), or answered with
+/// a reply of another kind (`None`).
+fn not_answered(title: &str, frame: &Frame<'_>, failed: Option<BusError>) -> HttpResponse {
+    let failed = failed.unwrap_or_else(|| BusError::Transport("an answer of another kind".into()));
+    let (status, text) = bridge_error(&failed);
+    flow_page(status, title, frame, &format!("<p class=\"refusal\">{text}</p>"))
+}
+
 /// A page of the connect flow (`text`: our own HTML), for a viewer not
 /// known to the page (the callback) or known (`frame`).
 fn flow_page(status: StatusCode, title: &str, frame: &Frame<'_>, text: &str) -> HttpResponse {
@@ -212,14 +220,7 @@ pub(super) async fn connect(
             );
             flow_page(StatusCode::FORBIDDEN, "Cannot connect", &frame, &text)
         }
-        Ok(_) => {
-            let (status, text) = bridge_error(&BusError::Transport("an answer of another kind".into()));
-            flow_page(status, "Cannot connect", &frame, &format!("<p class=\"refusal\">{text}</p>"))
-        }
-        Err(e) => {
-            let (status, text) = bridge_error(&e);
-            flow_page(status, "Cannot connect", &frame, &format!("<p class=\"refusal\">{text}</p>"))
-        }
+        other => not_answered("Cannot connect", &frame, other.err()),
     }
 }
 
@@ -276,14 +277,7 @@ pub(super) async fn callback(console: web::Data<Console>, request: HttpRequest) 
             );
             flow_page(StatusCode::BAD_REQUEST, title, &NOBODY, &text)
         }
-        Ok(_) => {
-            let (status, text) = bridge_error(&BusError::Transport("an answer of another kind".into()));
-            flow_page(status, title, &NOBODY, &format!("<p class=\"refusal\">{text}</p>"))
-        }
-        Err(e) => {
-            let (status, text) = bridge_error(&e);
-            flow_page(status, title, &NOBODY, &format!("<p class=\"refusal\">{text}</p>"))
-        }
+        other => not_answered(title, &NOBODY, other.err()),
     }
 }
 
@@ -299,14 +293,7 @@ pub(super) async fn accounts(console: web::Data<Console>, request: HttpRequest) 
         Ok(AccountsReply::Accounts { accounts }) => {
             html_answer(StatusCode::OK, html::page(title, &frame, &accounts_table(&accounts, &seen.csrf)))
         }
-        Ok(_) => {
-            let (status, text) = bridge_error(&BusError::Transport("an answer of another kind".into()));
-            flow_page(status, title, &frame, &format!("<p class=\"refusal\">{text}</p>"))
-        }
-        Err(e) => {
-            let (status, text) = bridge_error(&e);
-            flow_page(status, title, &frame, &format!("<p class=\"refusal\">{text}</p>"))
-        }
+        other => not_answered(title, &frame, other.err()),
     }
 }
 
@@ -372,14 +359,7 @@ pub(super) async fn disconnect(console: web::Data<Console>, request: HttpRequest
             let text = format!("<p class=\"refusal\">Not disconnected: {}.</p>", shown(&reason, 1000));
             flow_page(StatusCode::CONFLICT, title, &frame, &text)
         }
-        Ok(_) => {
-            let (status, text) = bridge_error(&BusError::Transport("an answer of another kind".into()));
-            flow_page(status, title, &frame, &format!("<p class=\"refusal\">{text}</p>"))
-        }
-        Err(e) => {
-            let (status, text) = bridge_error(&e);
-            flow_page(status, title, &frame, &format!("<p class=\"refusal\">{text}</p>"))
-        }
+        other => not_answered(title, &frame, other.err()),
     }
 }
 

@@ -459,3 +459,13 @@ async fn a_token_removed_from_the_file_logs_its_viewer_out_on_the_next_page() {
     }
     panic!("bob's cookie still passes after his token was removed");
 }
+
+#[tokio::test]
+async fn without_a_bridge_answering_the_accounts_page_says_the_accounts_live_in_the_bridges() {
+    let served = serve(false, true).await;
+    let answer = served.get("/console/accounts", Some(&format!("codemode_console={}", served.alice))).await;
+    assert_eq!(answer.status(), 503);
+    let page = answer.text().await.unwrap();
+    assert!(page.contains("No bridge answers: the accounts live in the bridges"), "{page}");
+    assert!(page.contains("Your connected accounts"), "the page keeps its title: {page}");
+}
