@@ -31,6 +31,7 @@ ZONE_ABBREVIATIONS, ZONE_WORDS, TIME_WORDS = TABLES.ZONE_ABBREVIATIONS, TABLES.Z
 CLOCK_WORDS, EXTENSION_KINDS, EXTENSION_HINTS = TABLES.CLOCK_WORDS, TABLES.EXTENSION_KINDS, TABLES.EXTENSION_HINTS
 READING_QUESTIONS, WHOLE_WORDS, MUTATING_VERBS = TABLES.READING_QUESTIONS, TABLES.WHOLE_WORDS, TABLES.MUTATING_VERBS
 READING_VERBS, ASIDE_WORDS, PERMISSION_WORDS = TABLES.READING_VERBS, TABLES.ASIDE_WORDS, TABLES.PERMISSION_WORDS
+LINKING_WORDS = TABLES.LINKING_WORDS
 
 # --------------------------------------------------------------------------
 # Words, and what a query asks
@@ -58,6 +59,10 @@ WHERE_WEIGHT = 0.6
 # about it: this word joins the query at this weight.
 ONE_FILE_QUESTION_HINT = "metadata"
 ONE_FILE_QUESTION_WEIGHT = 0.8
+# A question opening with one of these asks where a file is, when it
+# changed or how big it is, not what it holds: what the kind of a file it
+# names says (photo.png: an image to read) is left out.
+PROPERTY_QUESTIONS = frozenset(("where", "when", "how"))
 # A question that names someone or something ("who is Alice", "what do we
 # know about Bob") or asks what is known ("did I ever mention ...") asks
 # to look it up: this word joins the query at NAMED_QUESTION_WEIGHT, more
@@ -105,6 +110,10 @@ EXTENSIONS = {ext: kind for kind, exts in EXTENSION_KINDS.items() for ext in ext
 # what the file is.
 MEDIA_KINDS = ("image", "audio", "video")
 BARE_EXTENSION = 0.5
+# A path whose last part names no file ("node_modules/lodash", "./build",
+# "src/") is a folder: "directory" joins the query at this weight (as
+# "file" does for a file name).
+FOLDER_PATH_WEIGHT = 1.0
 # Punctuation that ends a clause of a query, after a word.
 _CLAUSE_ENDS = ",;:!?."
 # Punctuation around a token of the query.
@@ -284,13 +293,15 @@ for _word in STOP_WORDS | QUESTION_WORDS:
 def _query_tokens(query):
     """Split a query into its plain text and the values in it.
 
-    Returns ``(text, arguments, hints, files)``: the text left for words,
-    the words of values (quoted text, paths, globs, URLs, file names,
-    numbers), words the values ask for with their weights (``("file",
-    1.0)`` for a file name), and how many files the query names.
+    Returns ``(text, arguments, hints, files, kinds)``: the text left for
+    words, the words of values (quoted text, paths, globs, URLs, file
+    names, numbers), words the values ask for with their weights
+    (``("file", 1.0)`` for a file name), how many files the query names,
+    and the words a named file's kind asks for (``("image", 0.6)`` for
+    photo.png: what reading it needs).
     Identifiers with ``_`` stay in the text marked with a leading NUL:
     whether they name a tool is for the index to say."""
-    arguments, hints = [], []
+    arguments, hints, kinds = [], [], []
     zones = clocks = files = numbers = 0
     maybe_zones = []  # "pst" in lower case: a zone if the query is about time
 
@@ -316,7 +327,7 @@ def _query_tokens(query):
             files += 1
             arguments.extend(_raw_words(name or extension))
             hints.append(("file", 1.0))
-            hints.extend(EXTENSION_HINTS.get(kind or "text", ()))
+            kinds.extend(EXTENSION_HINTS.get(kind or "text", ()))
         else:
             plain.append(extension)
         return True
@@ -357,6 +368,7 @@ def _query_tokens(query):
             arguments.extend(w for f in folders for w in _raw_words(f))
             if not file_name(last):
                 arguments.extend(_raw_words(last))
+                hints.append(("directory", FOLDER_PATH_WEIGHT))  # node_modules/lodash, ./build, src/
         elif bare.replace(".", "").replace(",", "").isdigit():
             arguments.append(bare)
             numbers += 1
@@ -384,7 +396,7 @@ def _query_tokens(query):
         hints += [("time", 1.0), ("convert", 0.8)]
     elif zones >= 2:
         hints.append(("convert", 1.0))
-    return " ".join(plain), arguments, hints, files
+    return " ".join(plain), arguments, hints, files, kinds
 
 
 # Marks a word of the query that is a name (matched as written, without
@@ -419,7 +431,7 @@ def read_query(query, index=None):
     """Read ``query`` (see query_terms) into a Query."""
     named = index.named if index is not None else None
     correct = index.correct if index is not None else None
-    text, arguments, extra, files = _query_tokens(query)
+    text, arguments, extra, files, kinds = _query_tokens(query)
     values = files + len(arguments)
     tokens, named_words = [], []
     for token in text.split():
@@ -441,8 +453,13 @@ def read_query(query, index=None):
         words = _raw_words(clause)
         if words and index is not None:
             words[0] = index.function_word(words[0], first=True)
-        if words and words[0] in LEADING_VERBS:
-            words[:1] = LEADING_VERBS[words[0]].split()
+        # The verb opening the clause, after words that only link it ("also
+        # remember ...", "and then link ...").
+        lead = 0
+        while lead < len(words) - 1 and words[lead] in LINKING_WORDS:
+            lead += 1
+        if words and words[lead] in LEADING_VERBS:
+            words[lead:lead + 1] = LEADING_VERBS[words[lead]].split()
         if words and (not raw or words[0] in QUESTION_WORDS and not (opener and opener[0] in QUESTION_WORDS)):
             opener = words
         raw += words
@@ -472,6 +489,8 @@ def read_query(query, index=None):
         words = run.lower().split()
         if any(_stem(w) not in LEXICON and w not in STOP_WORDS and w not in COMPOUND_WORDS for w in words):
             names.update(words)
+    if not (question and opener[0] in PROPERTY_QUESTIONS):
+        extra += kinds
     if question:
         extra += [(QUESTION_SUBJECTS[word], 1.0) for word in opener[:1] if word in QUESTION_SUBJECTS]
         extra += [(WHERE_HINT, WHERE_WEIGHT) for word in opener[:1] if word == "where"]

@@ -101,6 +101,10 @@ LEADING_VERBS = {
     "record": "record create",
 }
 
+# Words that link a clause to what came before ("also remember ...",
+# "and then link ..."): the verb after them opens the clause.
+LINKING_WORDS = frozenset("also and then please pls just so but plus additionally too".split())
+
 # Phrases read as one word before the query is split.
 PHRASES = {
     "log in": "login",
