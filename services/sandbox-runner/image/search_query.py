@@ -99,6 +99,11 @@ _PHRASE = re.compile(r"\b(" + "|".join(sorted((re.escape(p) for p in PHRASES), k
 # An IANA time zone name: "Europe/Madrid", "America/Argentina/Salta".
 _IANA_ZONE = re.compile(r"^(?:Africa|America|Antarctica|Arctic|Asia|Atlantic|Australia|Europe|Indian|Pacific|Etc)"
                         r"/[A-Za-z_+-]+(?:/[A-Za-z_+-]+)?$", re.I)
+# One time zone and no clock time ("time in UTC+9") asks for the time
+# there now: "current" joins the query at this weight.
+ONE_ZONE_CURRENT = 0.5
+# A zone as an offset from UTC: "UTC+9", "GMT-05:00", "utc+5:30".
+_ZONE_OFFSET = re.compile(r"^(?:utc|gmt)[+-]\d{1,2}(?::?\d{2})?$", re.I)
 # A time of day: "4pm", "9:30", "14:30", "10am".
 _CLOCK = re.compile(r"^\d{1,2}(?::\d{2})?(?:am|pm|h)$|^\d{1,2}:\d{2}$", re.I)
 # Two numbers added: "2+2", "19.5 + 0.5".
@@ -142,6 +147,7 @@ _QUOTED = re.compile(r"(?<!\w)(['\"`])([^'\"`]{1,120})\1(?!\w)")
 # "compression" -> "compress", "readable" -> "read", "recursively" ->
 # "recursive".
 _DERIVED = (("ation", 5), ("tion", 4, 1), ("sion", 4, 1), ("able", 4), ("ly", 5))
+_BRITISH = ("isations", "isation", "ising", "ised", "ises", "ise", "ysing", "ysed", "yses", "yse")
 _STEMS = {}  # word -> its stem: catalogs repeat their words
 
 
@@ -156,6 +162,13 @@ def _stem(word):
 def _stem_word(word):
     if len(word) <= 3 or not word.isalpha():
         return word
+    # British spelling reads as American: "memorised", "organisation",
+    # "summarising", "analysed" stem as "memorized", "organization",
+    # "summarizing", "analyzed".
+    for suffix in _BRITISH:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            word = word[:-len(suffix)] + suffix[0] + "z" + suffix[2:]
+            break
     if word.endswith("ies") and len(word) > 4:
         word = word[:-3] + "y"
     elif word.endswith("sses"):
@@ -347,7 +360,7 @@ def _query_tokens(query):
         if "://" in bare or lower.startswith("www."):
             arguments.extend(_raw_words(bare))
             hints.append(("url", 1.0))
-        elif _IANA_ZONE.match(bare):
+        elif _IANA_ZONE.match(bare) or _ZONE_OFFSET.match(bare):
             zones += 1
         elif lower in ZONE_ABBREVIATIONS and bare.isupper():
             zones += 1
@@ -396,6 +409,8 @@ def _query_tokens(query):
         hints += [("time", 1.0), ("convert", 0.8)]
     elif zones >= 2:
         hints.append(("convert", 1.0))
+    elif zones:
+        hints.append(("current", ONE_ZONE_CURRENT))  # "time in UTC+9": no time to convert
     return " ".join(plain), arguments, hints, files, kinds
 
 

@@ -88,6 +88,21 @@ COMPOUND_WORDS = {
     "tail": "read last lines",
     "head": "read first lines",
     "detach": "remove link",
+    # Shorthand people type.
+    "sz": "size",
+    "mtime": "modified timestamp metadata",
+    "ctime": "creation timestamp metadata",
+    "atime": "access timestamp metadata",
+    "fs": "filesystem file",
+    "perms": "permission",
+    "msg": "message",
+    "msgs": "message",
+    "img": "image",
+    "pic": "image",
+    "pics": "image",
+    "pwd": "current directory",
+    "cwd": "current directory",
+    "tmp": "temporary",
 }
 
 # Verbs that, opening the query or a clause of it, ask for more than
@@ -129,6 +144,8 @@ PHRASES = {
     "no longer": "remove",
     "knowledge graph": "graph",
     "look at": "view",
+    "pull up": "show",
+    "bring up": "show",
     "look for": "search",
     "current folder": "folder",
     "current directory": "directory",
@@ -238,7 +255,7 @@ RELATED_GROUPS = [
     "entire whole everything complete full dump export backup snapshot",
     "size space usage disk biggest largest smallest",
     "tree layout overview organised organized nested",
-    "knowledge memory memories remember recall told mention mentioned stored",
+    "knowledge memory memories remember recall told mention mentioned stored memorize memorized",
     "relation reports manages married works belongs owns member friend parent child "
     "sibling spouse colleague boss employee employer partner",
     "observation preference prefers likes dislikes speaks lives favourite favorite",
@@ -250,7 +267,7 @@ RELATED_GROUPS = [
     "create empty blank fresh",
     "exclude skip skipping ignore except excluding",
     "count handful few",
-    "weather temperature humidity conditions rain sunny climate",
+    "weather temperature humidity conditions rain sunny climate hot cold warm chilly",
     "sum add plus total calculate compute arithmetic math addition",
     "tiny small little sample logo",
     "compress shrink deflate",
