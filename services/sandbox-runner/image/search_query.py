@@ -31,7 +31,7 @@ ZONE_ABBREVIATIONS, ZONE_WORDS, TIME_WORDS = TABLES.ZONE_ABBREVIATIONS, TABLES.Z
 CLOCK_WORDS, EXTENSION_KINDS, EXTENSION_HINTS = TABLES.CLOCK_WORDS, TABLES.EXTENSION_KINDS, TABLES.EXTENSION_HINTS
 READING_QUESTIONS, WHOLE_WORDS, MUTATING_VERBS = TABLES.READING_QUESTIONS, TABLES.WHOLE_WORDS, TABLES.MUTATING_VERBS
 READING_VERBS, ASIDE_WORDS, PERMISSION_WORDS = TABLES.READING_VERBS, TABLES.ASIDE_WORDS, TABLES.PERMISSION_WORDS
-LINKING_WORDS = TABLES.LINKING_WORDS
+LINKING_WORDS, PARAMETER_KINDS, KIND_SIGNS = TABLES.LINKING_WORDS, TABLES.PARAMETER_KINDS, TABLES.KIND_SIGNS
 
 # --------------------------------------------------------------------------
 # Words, and what a query asks
@@ -414,6 +414,10 @@ def _query_tokens(query):
     return " ".join(plain), arguments, hints, files, kinds
 
 
+_KIND_SIGNS = {kind: frozenset(words.split()) for kind, words in KIND_SIGNS.items()}
+# Parameter name -> the kind of value it takes.
+PARAMETER_KIND = {name: kind for kind, names in PARAMETER_KINDS.items() for name in names.split()}
+
 # Marks a word of the query that is a name (matched as written, without
 # synonyms).
 NAME = object()
@@ -431,15 +435,16 @@ class Query:
     """What a query asks: its weighted word groups, whether it is a
     question, and what its values are."""
 
-    __slots__ = ("groups", "question", "files", "values", "whole", "words")
+    __slots__ = ("groups", "question", "files", "values", "whole", "words", "signs")
 
-    def __init__(self, groups, question, files, values, whole, words):
+    def __init__(self, groups, question, files, values, whole, words, signs):
         self.groups = groups
         self.question = question  # asks what is, not to change anything
         self.files = files  # how many file names it holds
         self.values = values  # how many values (file names, paths, URLs, numbers, quotes) it holds
         self.whole = whole  # asks for all of something ("all", "everything")
         self.words = words  # its words as written (lower case), names of tools and servers too
+        self.signs = signs  # the kinds of value (PARAMETER_KINDS) it shows
 
 
 def read_query(query, index=None):
@@ -566,4 +571,9 @@ def read_query(query, index=None):
             members = dict(LEXICON.get(word, {}))
             members[word] = 1.0
         groups[word] = (weight, members)
-    return Query(list(groups.values()), reads, files, values, whole, frozenset(raw))
+    # The kinds of value the query shows (a file name, a URL, a word of
+    # files or of the web), for the tools that require one.
+    shown = set(raw) | set(arguments) | {word for word, _ in extra}
+    shown |= {word + "s" for word in shown}
+    signs = frozenset(kind for kind, words in _KIND_SIGNS.items() if files and kind == "path" or shown & words)
+    return Query(list(groups.values()), reads, files, values, whole, frozenset(raw), signs)

@@ -64,7 +64,7 @@ beneath beside near
 COMPOUND_WORDS = {
     "mkdir": "make directory",
     "rmdir": "remove directory",
-    "ls": "list",
+    "ls": "list files",
     "rm": "remove",
     "mv": "move",
     "cp": "copy",
@@ -114,6 +114,21 @@ LEADING_VERBS = {
     "remember": "remember add",
     "note": "note add",
     "record": "record create",
+}
+
+# Parameters whose values are of one kind (a tool's required parameter
+# names, as the signature gives them), and the words of a query that show
+# it speaks of such a value: a query showing none of them gives no value
+# of that kind, and a tool requiring one weighs less.
+PARAMETER_KINDS = {
+    "path": "path paths",
+    "url": "url uri",
+}
+KIND_SIGNS = {
+    "path": "file files filename document folder folders directory directories dir dirs subfolder subdirectory "
+            "path paths filesystem disk drive repo repository project source src code script log logs config "
+            "text image picture photo audio video media content contents line lines tree",
+    "url": "url uri link links browser web page website site http https login oauth",
 }
 
 # Words that link a clause to what came before ("also remember ...",

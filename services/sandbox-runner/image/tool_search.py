@@ -83,6 +83,10 @@ RESULT_COVER_BONUS = 0.5
 # tool that takes arguments: one that takes none has its score multiplied
 # by this.
 VALUES_NO_ARGUMENT = 0.7
+# A tool requiring a value of a kind (a path, a URL: PARAMETER_KINDS) that
+# the query shows no sign of ("save that link" with no file in sight) has
+# its score multiplied by this.
+KIND_NOT_SHOWN = 0.8
 # The tools of the server a query names best have their score multiplied
 # by 1 + this (the tools of a server it names less, by less).
 SERVER_BONUS = 1.0
@@ -149,6 +153,7 @@ class SearchIndex:
         self.mutating = []  # per tool: its name opens with a verb that changes something
         self.arguments = []  # per tool: (parameters it takes, parameters it requires)
         self.servers = []  # per tool: the words of its server's name
+        self.kinds = []  # per tool: the kinds of value (PARAMETER_KINDS) it requires
         self.results = []  # per tool: the stems of its result's field names
         self.corrections = {}  # (stem, word) -> what correct() said
         self.named = set()  # raw words of tools' and servers' names
@@ -176,6 +181,9 @@ class SearchIndex:
                 a or b for p in params for literal in _LITERAL.findall(str(p.get("type") or ""))
                 for a, b in _LITERAL_VALUE.findall(literal))
             self.arguments.append((len(params), sum(1 for p in params if p.get("required"))))
+            self.kinds.append(frozenset(
+                QUERY.PARAMETER_KIND[p.get("name")] for p in params
+                if p.get("required") and p.get("name") in QUERY.PARAMETER_KIND))
             if not texts["name"]:
                 texts["name"] = name
             if not texts["description"]:
@@ -409,6 +417,8 @@ class SearchIndex:
                 score *= WHOLE_NO_ARGUMENT
             if read.values and not takes:
                 score *= VALUES_NO_ARGUMENT
+            if self.kinds[index] - read.signs:
+                score *= KIND_NOT_SHOWN
             ranked.append((-score, index))
         ranked.sort()
         order = [index for _, index in ranked]
