@@ -45,6 +45,9 @@ RELATED_WEIGHT = 0.3
 # is wanted, not what: it weighs this much ("list everything" is no
 # question to server-everything).
 WHOLE_WORD_WEIGHT = 0.3
+# A query asking for all of something asks for a tool reading the entire
+# thing: "entire" joins it at this weight.
+WHOLE_HINT_WEIGHT = 0.5
 # A question (QUESTION_WORDS: what, which, when, ...) asks for something to
 # be read: these words join the query at this weight ("what time is it" ->
 # get the time).
@@ -490,6 +493,8 @@ def read_query(query, index=None):
     reads = opener[:1] != [] and (opener[0] in READING_VERBS or opener[0] in READING_QUESTIONS
                                   and not (opener[0] == "how" and opener[1:2] == ["do"]))
     whole = bool(WHOLE_WORDS.intersection(raw))
+    if whole:
+        extra.append(("entire", WHOLE_HINT_WEIGHT))  # "all", "every": a tool reading the entire thing
     raw += named_words
     if question:
         extra += [(word, QUESTION_WEIGHT) for word in QUESTION_HINTS]
