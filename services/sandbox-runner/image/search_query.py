@@ -32,6 +32,7 @@ CLOCK_WORDS, EXTENSION_KINDS, EXTENSION_HINTS = TABLES.CLOCK_WORDS, TABLES.EXTEN
 READING_QUESTIONS, WHOLE_WORDS, MUTATING_VERBS = TABLES.READING_QUESTIONS, TABLES.WHOLE_WORDS, TABLES.MUTATING_VERBS
 READING_VERBS, ASIDE_WORDS, PERMISSION_WORDS = TABLES.READING_VERBS, TABLES.ASIDE_WORDS, TABLES.PERMISSION_WORDS
 LINKING_WORDS, PARAMETER_KINDS, KIND_SIGNS = TABLES.LINKING_WORDS, TABLES.PARAMETER_KINDS, TABLES.KIND_SIGNS
+CHANGING_VERBS = TABLES.CHANGING_VERBS
 
 # --------------------------------------------------------------------------
 # Words, and what a query asks
@@ -438,9 +439,9 @@ class Query:
     """What a query asks: its weighted word groups, whether it is a
     question, and what its values are."""
 
-    __slots__ = ("groups", "question", "files", "values", "whole", "words", "signs")
+    __slots__ = ("groups", "question", "files", "values", "whole", "words", "signs", "changes")
 
-    def __init__(self, groups, question, files, values, whole, words, signs):
+    def __init__(self, groups, question, files, values, whole, words, signs, changes):
         self.groups = groups
         self.question = question  # asks what is, not to change anything
         self.files = files  # how many file names it holds
@@ -448,6 +449,7 @@ class Query:
         self.whole = whole  # asks for all of something ("all", "everything")
         self.words = words  # its words as written (lower case), names of tools and servers too
         self.signs = signs  # the kinds of value (PARAMETER_KINDS) it shows
+        self.changes = changes  # opens with a verb asking to change something
 
 
 def read_query(query, index=None):
@@ -492,6 +494,7 @@ def read_query(query, index=None):
     question = opener[:1] != [] and opener[0] in QUESTION_WORDS
     reads = opener[:1] != [] and (opener[0] in READING_VERBS or opener[0] in READING_QUESTIONS
                                   and not (opener[0] == "how" and opener[1:2] == ["do"]))
+    changes = not question and opener[:1] != [] and opener[0] in CHANGING_VERBS
     whole = bool(WHOLE_WORDS.intersection(raw))
     if whole:
         extra.append(("entire", WHOLE_HINT_WEIGHT))  # "all", "every": a tool reading the entire thing
@@ -581,4 +584,4 @@ def read_query(query, index=None):
     shown = set(raw) | set(arguments) | {word for word, _ in extra}
     shown |= {word + "s" for word in shown}
     signs = frozenset(kind for kind, words in _KIND_SIGNS.items() if files and kind == "path" or shown & words)
-    return Query(list(groups.values()), reads, files, values, whole, frozenset(raw), signs)
+    return Query(list(groups.values()), reads, files, values, whole, frozenset(raw), signs, changes)

@@ -34,6 +34,12 @@ WHOLE_WORDS = frozenset("all every everything entire whole complete full".split(
 MUTATING_VERBS = frozenset(
     "create add delete remove write edit move rename update set put insert append patch drop clear".split())
 
+# Verbs that, opening a request, ask to change something: a tool whose
+# name opens with a reading verb (READING_VERBS) is not what is asked for.
+CHANGING_VERBS = frozenset(
+    "create write save store put delete remove erase rename move edit update modify change replace append insert "
+    "overwrite".split())
+
 # Words of a question that asks what is known or was said.
 RECALL_WORDS = frozenset("remember remembered recall told mention mentioned said stored know known".split())
 

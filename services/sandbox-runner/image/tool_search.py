@@ -73,6 +73,10 @@ _LITERAL_VALUE = re.compile(r"'([^']{1,60})'|\"([^\"]{1,60})\"")
 # reads: a tool whose name opens with a verb that changes something
 # (MUTATING_VERBS) has its score multiplied by this.
 MUTATING_IN_QUESTION = 0.7
+# A request opening with a verb that changes something (CHANGING_VERBS:
+# "create hello.py containing ...") does not want a tool whose name opens
+# with a reading verb: its score is multiplied by this.
+READING_IN_CHANGE = 0.7
 # A query asking for all of something ("all entities", "everything")
 # favours the tools that need no argument: their score is multiplied by this.
 WHOLE_NO_ARGUMENT = 1.3
@@ -151,6 +155,7 @@ class SearchIndex:
         self.name_words = []  # per tool: the distinct words of its name
         self.factors = []  # per tool: 1, or DEPRECATED_FACTOR
         self.mutating = []  # per tool: its name opens with a verb that changes something
+        self.reading = []  # per tool: its name opens with a verb that reads (READING_VERBS)
         self.arguments = []  # per tool: (parameters it takes, parameters it requires)
         self.servers = []  # per tool: the words of its server's name
         self.kinds = []  # per tool: the kinds of value (PARAMETER_KINDS) it requires
@@ -212,6 +217,7 @@ class SearchIndex:
                 if w not in STOP_WORDS))
             verb = _raw_words(texts["name"])[:1]
             self.mutating.append(bool(verb) and verb[0] in MUTATING_VERBS)
+            self.reading.append(bool(verb) and verb[0] in QUERY.READING_VERBS)
             deprecated = "deprecat" in (texts["title"] + " " + texts["description"]).lower()
             self.factors.append(DEPRECATED_FACTOR if deprecated else 1.0)
         count = max(1, len(tools))
@@ -402,6 +408,8 @@ class SearchIndex:
             score *= self.factors[index] * (matched[index] / total_weight) ** COORDINATION
             if read.question and self.mutating[index]:
                 score *= MUTATING_IN_QUESTION
+            elif read.changes and self.reading[index]:
+                score *= READING_IN_CHANGE
             if most:
                 score *= 1.0 + SERVER_BONUS * named.get(self.servers[index], 0) / most
             if loudest:
