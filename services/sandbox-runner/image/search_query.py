@@ -32,7 +32,7 @@ CLOCK_WORDS, EXTENSION_KINDS, EXTENSION_HINTS = TABLES.CLOCK_WORDS, TABLES.EXTEN
 READING_QUESTIONS, WHOLE_WORDS, MUTATING_VERBS = TABLES.READING_QUESTIONS, TABLES.WHOLE_WORDS, TABLES.MUTATING_VERBS
 READING_VERBS, ASIDE_WORDS, PERMISSION_WORDS = TABLES.READING_VERBS, TABLES.ASIDE_WORDS, TABLES.PERMISSION_WORDS
 LINKING_WORDS, PARAMETER_KINDS, KIND_SIGNS = TABLES.LINKING_WORDS, TABLES.PARAMETER_KINDS, TABLES.KIND_SIGNS
-CHANGING_VERBS = TABLES.CHANGING_VERBS
+CHANGING_VERBS, PLACE_QUESTIONS, MODAL_WORDS = TABLES.CHANGING_VERBS, TABLES.PLACE_QUESTIONS, TABLES.MODAL_WORDS
 
 # --------------------------------------------------------------------------
 # Words, and what a query asks
@@ -59,6 +59,12 @@ QUESTION_SUBJECTS = {"who": "person", "whom": "person", "whose": "person"}
 # A question asking where something is asks to find it.
 WHERE_HINT = "search"
 WHERE_WEIGHT = 0.6
+# Verbs asking to find something: after "where can I" a search, not a
+# permission.
+SEARCH_VERBS = frozenset("find locate search look lookup seek".split())
+# A question asking where or which is allowed ("where can you write
+# files?") asks for what is allowed: "allowed" joins it at this weight.
+PERMISSION_QUESTION_WEIGHT = 1.0
 # A question about one named file ("when was main.py created") asks
 # about it: this word joins the query at this weight.
 ONE_FILE_QUESTION_HINT = "metadata"
@@ -495,6 +501,15 @@ def read_query(query, index=None):
     reads = opener[:1] != [] and (opener[0] in READING_VERBS or opener[0] in READING_QUESTIONS
                                   and not (opener[0] == "how" and opener[1:2] == ["do"]))
     changes = not question and opener[:1] != [] and opener[0] in CHANGING_VERBS
+    # "where can you read and write files?": what is allowed; the verbs
+    # after the modal word weigh as arguments.
+    modal = question and opener[0] in PLACE_QUESTIONS and next(
+        (i for i, w in enumerate(opener[1:4], 1) if w in MODAL_WORDS), None)
+    if modal and SEARCH_VERBS.intersection(opener[modal:]):
+        modal = None  # "where can I find the config": a search
+    if modal:
+        extra.append(("allowed", PERMISSION_QUESTION_WEIGHT))
+    verbs_after = opener[modal:] if modal else ()
     whole = bool(WHOLE_WORDS.intersection(raw))
     if whole:
         extra.append(("entire", WHOLE_HINT_WEIGHT))  # "all", "every": a tool reading the entire thing
@@ -521,7 +536,7 @@ def read_query(query, index=None):
         extra += kinds
     if question:
         extra += [(QUESTION_SUBJECTS[word], 1.0) for word in opener[:1] if word in QUESTION_SUBJECTS]
-        extra += [(WHERE_HINT, WHERE_WEIGHT) for word in opener[:1] if word == "where"]
+        extra += [(WHERE_HINT, WHERE_WEIGHT) for word in opener[:1] if word == "where" and not modal]
         if files == 1 and opener[0] != "where":
             extra.append((ONE_FILE_QUESTION_HINT, ONE_FILE_QUESTION_WEIGHT))
         if names or RECALL_WORDS.intersection(raw):
@@ -536,7 +551,8 @@ def read_query(query, index=None):
             continue  # "how many": a question, not "many" things
         # The verb after "allowed to" or "before" is not what is asked for
         # ("where am I allowed to save files", "ask before deleting").
-        aside = previous in ASIDE_WORDS or (previous == "to" and before in PERMISSION_WORDS)
+        aside = previous in ASIDE_WORDS or (previous == "to" and before in PERMISSION_WORDS) or (
+            word in verbs_after and (word in READING_VERBS or word in CHANGING_VERBS))
         before, previous = previous, word
         expansion = COMPOUND_WORDS.get(word)
         for part in (expansion.split() if expansion else [word]):

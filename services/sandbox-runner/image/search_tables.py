@@ -27,6 +27,12 @@ READING_VERBS = frozenset("get list show read view display fetch print find sear
 ASIDE_WORDS = frozenset("before after instead".split())
 PERMISSION_WORDS = frozenset("allowed permitted able supposed".split())
 
+# A question asking where or which, with one of these among its first
+# words ("where can you write files?", "which folders am I allowed to
+# read"), asks what is allowed; its verbs say what for.
+PLACE_QUESTIONS = frozenset("where which what".split())
+MODAL_WORDS = frozenset("can could may allowed permitted able".split())
+
 # Words asking for all of something.
 WHOLE_WORDS = frozenset("all every everything entire whole complete full".split())
 
