@@ -33,6 +33,7 @@ READING_QUESTIONS, WHOLE_WORDS, MUTATING_VERBS = TABLES.READING_QUESTIONS, TABLE
 READING_VERBS, ASIDE_WORDS, PERMISSION_WORDS = TABLES.READING_VERBS, TABLES.ASIDE_WORDS, TABLES.PERMISSION_WORDS
 LINKING_WORDS, PARAMETER_KINDS, KIND_SIGNS = TABLES.LINKING_WORDS, TABLES.PARAMETER_KINDS, TABLES.KIND_SIGNS
 CHANGING_VERBS, PLACE_QUESTIONS, MODAL_WORDS = TABLES.CHANGING_VERBS, TABLES.PLACE_QUESTIONS, TABLES.MODAL_WORDS
+PLACING_VERBS, FOLDER_WORDS = TABLES.PLACING_VERBS, TABLES.FOLDER_WORDS
 
 # --------------------------------------------------------------------------
 # Words, and what a query asks
@@ -501,6 +502,9 @@ def read_query(query, index=None):
     reads = opener[:1] != [] and (opener[0] in READING_VERBS or opener[0] in READING_QUESTIONS
                                   and not (opener[0] == "how" and opener[1:2] == ["do"]))
     changes = not question and opener[:1] != [] and opener[0] in CHANGING_VERBS
+    if (files and not question and opener[:1] != [] and opener[0] in PLACING_VERBS
+            and (FOLDER_WORDS.intersection(raw) or any(word == "directory" for word, _ in extra))):
+        extra.append(("move", 1.0))  # "put report.pdf into the archive folder"
     # "where can you read and write files?": what is allowed; the verbs
     # after the modal word weigh as arguments.
     modal = question and opener[0] in PLACE_QUESTIONS and next(

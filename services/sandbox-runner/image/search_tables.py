@@ -46,6 +46,11 @@ CHANGING_VERBS = frozenset(
     "create write save store put delete remove erase rename move edit update modify change replace append insert "
     "overwrite".split())
 
+# Verbs that, opening a request naming a file and a folder ("put
+# report.pdf into the archive folder"), ask to move the file there.
+PLACING_VERBS = frozenset("put place stick drop send shift file".split())
+FOLDER_WORDS = frozenset("folder folders directory directories dir dirs subfolder subdirectory".split())
+
 # Words of a question that asks what is known or was said.
 RECALL_WORDS = frozenset("remember remembered recall told mention mentioned said stored know known".split())
 
