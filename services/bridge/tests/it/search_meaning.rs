@@ -341,6 +341,53 @@ fn search_tools_reads_clauses_misspelt_question_words_names_signatures_and_the_s
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+/// Issue 43, round 3: classes of need the ranker of round 2 misread, each
+/// asked in words of no question file (none is a tuning or held-out
+/// question). Each of these was ranked wrong by round 2's ranker.
+#[test]
+fn search_tools_reads_property_questions_folder_paths_zone_offsets_shorthand_and_what_a_signature_needs() {
+    let Some(python) = python() else { return };
+    let asked = |query: &str, want: &str| Query {
+        query: query.into(),
+        want: want.into(),
+        set: "tune".into(),
+        catalog: REAL_TOOLS,
+        note: String::new(),
+    };
+    let questions = [
+        // A question of how big a file is asks for its metadata, whatever its kind.
+        asked("how big is clip.mp4", "filesystem__get_file_info"),
+        // A path whose last part names no file is a folder.
+        asked("what's in vendor/lodash", "filesystem__list_directory"),
+        // A verb opening a clause after a linking word.
+        asked("Dana is in memory already; also remember she likes tea", "memory__add_observations"),
+        // Shorthand, and a folder path.
+        asked("sz of the files in ./dist", "filesystem__list_directory_with_sizes"),
+        // A tool requiring a path weighs less when no file is in sight.
+        asked("Eve and Finn are cousins, save that link", "memory__create_relations"),
+        // Where something may be done asks what is allowed.
+        asked("where can you write files?", "filesystem__list_allowed_directories"),
+        // Putting a file into a folder moves it.
+        asked("put invoice.pdf into the billing folder", "filesystem__move_file"),
+        // A zone as an offset, and no clock time: the time there now.
+        asked("time in GMT+2", "time__get_current_time"),
+        // A request to change something does not want a reading tool.
+        asked("create app.py containing print(1)", "filesystem__write_file"),
+        // An everyday word of the tables (no longer read as a typo of "task").
+        asked("trash the entity named Old Project", "memory__delete_entities"),
+    ];
+    let found = ranks(&python, &questions);
+    let wrong: Vec<String> = questions
+        .iter()
+        .zip(&found)
+        .filter(|(_, (rank, _))| *rank != 1)
+        .map(|(q, (rank, names))| {
+            format!("{:?} wants {} (rank {rank}), got {:?}", q.query, q.want, &names[..3.min(names.len())])
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 #[test]
 fn words_made_from_a_verb_stem_as_the_verb() {
     let Some(python) = python() else { return };
@@ -350,6 +397,9 @@ fn words_made_from_a_verb_stem_as_the_verb() {
         seen[0]["index"],
         serde_json::json!(["creat", "delet", "simul", "simul", "notify", "modify", "read", "recursiv"])
     );
+    // British spellings stem as American ones.
+    let seen = words(&python, &["memorised organisation analysed"]);
+    assert_eq!(seen[0]["index"], serde_json::json!(["memoriz", "organiz", "analyz"]));
 }
 
 #[test]
