@@ -515,3 +515,69 @@ async fn a_disconnect_through_one_bridge_replica_stops_the_accounts_calls_throug
     }
     a.cancel().await.ok();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_authorization_server_forgot_code_modes_client_a_link_that_never_came_back_makes_the_next_one_register_anew()
+ {
+    let keep = std::env::temp_dir().join(format!("cm-issuer-forgets-{}.json", uuid::Uuid::new_v4().simple()));
+    let keep_arg = keep.to_str().unwrap().to_string();
+    let Some((mut d, alice, bob, _carol)) = deploy("accounts-forgotten-client", &["--keep", &keep_arg]).await else {
+        return;
+    };
+    // Alice connects: code-mode registers its client for the callback and
+    // keeps it for the next flows.
+    let a = client_of(&d, &alice).await;
+    let refusal = subject(&a).await.expect_err("no account yet");
+    let done = d.connect(&refusal, "alice", "alice-upstream", "alice-browser").await;
+    assert!(matches!(&done, AccountsReply::Connected { .. }), "{done:?}");
+
+    // The authorization server restarts without its registrations (its
+    // signing key kept, so alice's tokens stay good).
+    let issuer = d.up.issuer.url.clone();
+    d.up.issuer.kill();
+    let mut kept: Value = serde_json::from_str(&std::fs::read_to_string(&keep).unwrap()).unwrap();
+    assert!(!kept["clients"].as_array().unwrap().is_empty(), "the issuer kept code-mode's client: {kept}");
+    kept["clients"] = serde_json::json!([]);
+    std::fs::write(&keep, kept.to_string()).unwrap();
+    let port = reqwest::Url::parse(&issuer).unwrap().port().unwrap().to_string();
+    d.up.issuer = crate::oauth::Issuer::spawn(
+        "oidc_upstream_issuer.mjs",
+        &[&d.up.url, "--ttl", "60", "--port", &port, "--keep", &keep_arg],
+    )
+    .expect("the issuer starts again");
+    assert_eq!(d.up.issuer.url, issuer);
+
+    // Bob's first link still names the forgotten client: the server stops
+    // his browser on its own error page, never at the callback.
+    let b = client_of(&d, &bob).await;
+    let refusal = subject(&b).await.expect_err("bob has no account");
+    let begun = ask(
+        &d.bus,
+        AccountsRequest::Begin {
+            flow: flow_in(&refusal),
+            viewer: "bob".into(),
+            browser: "bob-browser".into(),
+            redirect_uri: d.callback(),
+        },
+    )
+    .await;
+    let AccountsReply::Redirect { url } = begun else { panic!("bob's begin redirects: {begun:?}") };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let stopped = http.get(&url).send().await.unwrap();
+    let status = stopped.status();
+    let page = stopped.text().await.unwrap_or_default();
+    assert!(!status.is_redirection(), "the server does not know the client: {status} {page}");
+
+    // He calls again: that login never came back, so the new link
+    // registers a new client, and he connects.
+    let refusal = subject(&b).await.expect_err("still no account");
+    let done = d.connect(&refusal, "bob", "bob-upstream", "bob-browser").await;
+    assert!(matches!(&done, AccountsReply::Connected { subject, .. } if subject == "bob-upstream"), "{done:?}");
+    assert_eq!(subject(&b).await.unwrap(), "bob-upstream");
+    assert_eq!(subject(&a).await.unwrap(), "alice-upstream", "alice's account is untouched");
+    for client in [a, b] {
+        client.cancel().await.ok();
+    }
+    let _ = std::fs::remove_file(&keep);
+}

@@ -11,7 +11,9 @@
 //!   console: the viewer must be the flow's identity, the flow unused and
 //!   unexpired. Discovery, the client registered for the frontend's
 //!   redirect URI (kept per server and redirect URI, so the next flow
-//!   reuses it), PKCE and `state` are rmcp's ([`crate::flow`]); the login
+//!   reuses it; but when the last browser sent to the authorization server
+//!   with it never came back with a code, the next flow registers a new
+//!   one, since the server may have forgotten it), PKCE and `state` are rmcp's ([`crate::flow`]); the login
 //!   between the steps ([`crate::flow::Portable`], holding the PKCE
 //!   verifier) is sealed into the flow record, with the hash of the
 //!   browser's connect cookie.
@@ -195,7 +197,17 @@ impl Connects {
         let client_name = client_name(&record.resource, redirect_uri);
         let known = match spec.client_id {
             Some(_) => None,
-            None => self.load_client(&client_name).await?,
+            None => match self.load_client(&client_name).await? {
+                // The last browser sent to the authorization server with
+                // this client never came back with a code: the server may
+                // have forgotten the client (restarted without its
+                // registrations), so this flow registers a new one.
+                Some(kept) if kept.unanswered => {
+                    tracing::info!(server = %record.server, "the last login with the client registered at this server never came back: registering a new client");
+                    None
+                }
+                kept => kept.map(|kept| kept.client),
+            },
         };
         if let Some(client) = &known {
             spec.client_id = Some(client.id.clone());
@@ -205,8 +217,17 @@ impl Connects {
             .await
             .map_err(|why| refused(&format!("{}: {why}", record.server)))?;
         let portable = pending.portable().await.map_err(|why| refused(&why))?;
-        if known.is_none() && portable.client.registration == Registration::Dynamic {
-            self.save_client(&client_name, &portable.client).await?;
+        // The client registered here (now, or by an earlier flow: rmcp then
+        // takes it as preregistered) is kept for the next flow, marked
+        // unanswered until a callback with a code comes back through it
+        // (`finish`).
+        let registered = match known {
+            Some(known) => Some(known),
+            None if portable.client.registration == Registration::Dynamic => Some(portable.client.clone()),
+            None => None,
+        };
+        if let Some(client) = registered {
+            self.save_client(&client_name, &KeptClient { client, unanswered: true }).await?;
         }
         record.state = Some(digest(&portable.state));
         record.browser = Some(browser.to_string());
@@ -285,6 +306,9 @@ impl Connects {
         let plain = self.open(&flow, &sealed, &name)?;
         let portable: Portable = serde_json::from_slice(&plain)
             .map_err(|e| ConnectError::Sealed { key: name.clone(), why: format!("not a login: {e}") })?;
+        // A code came back through this client: the authorization server
+        // knows it (even if the exchange below fails for another reason).
+        self.answered(&record.resource, &portable.redirect_uri, &portable.client).await;
         let (mut grant, subject) =
             flow::finish_portable(&record.resource, portable, code, iss).await.map_err(|why| {
                 tracing::warn!(server = %record.server, %why, "connecting an account failed at the authorization server");
@@ -352,15 +376,35 @@ impl Connects {
         Ok(Some((record, entry.revision)))
     }
 
-    async fn load_client(&self, name: &str) -> Result<Option<ClientInfo>, ConnectError> {
+    async fn load_client(&self, name: &str) -> Result<Option<KeptClient>, ConnectError> {
         let Some(entry) = self.store.get(SESSION, name).await.map_err(|e| store_error(name, "read", e))? else {
             return Ok(None);
         };
         let plain = self.open(name, &entry.value, name)?;
-        Ok(serde_json::from_slice(&plain).ok())
+        // A record written before the marker is a bare client.
+        Ok(serde_json::from_slice::<KeptClient>(&plain).ok().or_else(|| {
+            serde_json::from_slice::<ClientInfo>(&plain).ok().map(|client| KeptClient { client, unanswered: false })
+        }))
     }
 
-    async fn save_client(&self, name: &str, client: &ClientInfo) -> Result<(), ConnectError> {
+    /// Clear the unanswered mark of the kept client for `resource` and
+    /// `redirect_uri`, when it is still `client` (another flow may have
+    /// registered a newer one meanwhile). Best effort: a failure costs the
+    /// next flow one more registration.
+    async fn answered(&self, resource: &str, redirect_uri: &str, client: &ClientInfo) {
+        let name = client_name(resource, redirect_uri);
+        match self.load_client(&name).await {
+            Ok(Some(kept)) if kept.unanswered && kept.client.id == client.id => {
+                if let Err(e) = self.save_client(&name, &KeptClient { client: kept.client, unanswered: false }).await {
+                    tracing::warn!(error = %e, "the registered client's answered mark was not kept");
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "the registered client could not be read"),
+        }
+    }
+
+    async fn save_client(&self, name: &str, client: &KeptClient) -> Result<(), ConnectError> {
         let sealed = self.seal(name, &serde_json::to_vec(client).unwrap_or_default(), name)?;
         self.store
             .update(SESSION, name, |_| sealed.clone())
@@ -425,6 +469,17 @@ fn state_name(state: &str) -> String {
 
 fn index_name(resource: &str) -> String {
     format!("index-{}", digest(resource))
+}
+
+/// The client registered at a server for one redirect URI, kept for the
+/// next flows through it.
+#[derive(Serialize, Deserialize)]
+struct KeptClient {
+    client: ClientInfo,
+    /// A browser was sent to the authorization server with this client
+    /// and no code has come back through it since.
+    #[serde(default)]
+    unanswered: bool,
 }
 
 fn client_name(resource: &str, redirect_uri: &str) -> String {
