@@ -157,7 +157,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 )?;
                 code_mode_upstream_auth::set_caller_tokens(tokens);
             }
-            let parts = bridge_parts(&args.bridge, servers, state, audit);
+            let mut parts = bridge_parts(&args.bridge, servers, state, audit);
+            parts.inputs = crate::files_args::inputs_bucket(&transport, replicas(nats)).await;
             let running = start_bridge(parts, &Bus::new(transport), &root).await?;
             reload_on_hangup(&running.bridge, &args.bridge, &root)?;
             tracing::info!("bridge serving over NATS");
@@ -179,10 +180,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             // per identity) before the files go to the bucket, whose bounds
             // are --files-max-bytes and --files-quota.
             let files = shared_files.as_ref().map(|_| code_mode_core::files::FileStore::with_ttl(args.files.files_ttl));
+            let shared_inputs = Some(code_mode_core::files_in_shared::SharedInputs::reader(transport.client().clone()));
             let parts = RunnerParts {
                 reports,
                 files,
                 shared_files,
+                shared_inputs,
                 ..runner_parts(&args.runner, args.capacity, audit.clone())
             };
             let running = start_runner(parts, &Bus::new(transport), &root).await?;

@@ -72,3 +72,25 @@ impl FilesArgs {
         }
     }
 }
+
+/// Over NATS, the bridge's end of the bucket files in past a reply's bound
+/// go through to the runners (created with `replicas`); `None`, saying
+/// so, for a NATS user without it (such files are then refused by the
+/// NATS server's message bound).
+pub async fn inputs_bucket(
+    transport: &code_mode_core::nats::NatsTransport,
+    replicas: usize,
+) -> Option<code_mode_core::files_in_shared::SharedInputs> {
+    use code_mode_core::files_in_shared::SharedInputs;
+    match SharedInputs::create(transport.client().clone(), replicas).await {
+        Ok(inputs) => Some(inputs),
+        Err(e) => {
+            tracing::warn!(
+                error = %e,
+                "files in past the NATS message bound cannot reach the runners: grant the bridge NATS user \
+                 the bucket codemode_files_in (deploy/nats-server.conf)"
+            );
+            None
+        }
+    }
+}

@@ -69,6 +69,7 @@ pub fn bridge_parts(
         state,
         audit,
         offer_denied: args.offer_denied,
+        inputs: None,
     }
 }
 
@@ -88,6 +89,7 @@ pub fn runner_parts(args: &RunnerArgs, capacity: usize, audit: Option<AuditSink>
         files: None,
         reports: None,
         shared_files: None,
+        shared_inputs: None,
     }
 }
 

@@ -64,6 +64,8 @@ pub struct BridgeParts {
     pub audit: Option<AuditSink>,
     /// Offer tools the policy denies outright (labelled).
     pub offer_denied: bool,
+    /// Over NATS: where files in past a reply's bound go to the runners.
+    pub inputs: Option<code_mode_core::files_in_shared::SharedInputs>,
 }
 
 impl BridgeParts {
@@ -76,6 +78,7 @@ impl BridgeParts {
             state: SessionStore::in_memory(),
             audit: None,
             offer_denied: false,
+            inputs: None,
         }
     }
 }
@@ -149,6 +152,9 @@ pub async fn start_bridge(parts: BridgeParts, bus: &Bus, cancel: &CancellationTo
         policy_options: PolicyOptions { audit: parts.audit, offer_denied: parts.offer_denied },
     };
     let (bridge, closer) = Bridge::start(config, cancel.child_token()).await?;
+    if let Some(inputs) = parts.inputs {
+        bridge.hand_files_in_through(inputs);
+    }
     match bridge.serve(bus, cancel.clone()).await {
         Ok(tasks) => Ok(RunningBridge { bridge, closer, tasks }),
         Err(e) => {
@@ -190,6 +196,8 @@ pub struct RunnerParts {
     pub reports: Option<code_mode_core::reports::CellReports>,
     /// Where files out go for the frontends over NATS.
     pub shared_files: Option<code_mode_core::files_shared::SharedFiles>,
+    /// Over NATS: where files in past a reply's bound come from.
+    pub shared_inputs: Option<code_mode_core::files_in_shared::SharedInputs>,
 }
 
 impl Default for RunnerParts {
@@ -209,6 +217,7 @@ impl Default for RunnerParts {
             files: None,
             reports: None,
             shared_files: None,
+            shared_inputs: None,
         }
     }
 }
@@ -247,6 +256,7 @@ pub async fn start_runner(parts: RunnerParts, bus: &Bus, cancel: &CancellationTo
         files: parts.files,
         reports: parts.reports,
         shared_files: parts.shared_files,
+        shared_inputs: parts.shared_inputs,
     };
     let runner = SandboxRunner::new(docker, config, bus.clone()).await?;
     let task = runner.serve(cancel.clone()).await?;

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::auth::{TokenFile, connect_as, token_new};
 use crate::support;
 
-async fn run_with_files<H: rmcp::ClientHandler>(
+pub(crate) async fn run_with_files<H: rmcp::ClientHandler>(
     client: &RunningService<RoleClient, H>,
     code: &str,
     files: Value,
@@ -27,7 +27,7 @@ async fn run_with_files<H: rmcp::ClientHandler>(
 }
 
 /// The error of a result: its report's, or the text of a refused call.
-fn error_of(result: &CallToolResult) -> String {
+pub(crate) fn error_of(result: &CallToolResult) -> String {
     assert_eq!(result.is_error, Some(true), "{result:?}");
     match &result.structured_content {
         Some(report) => report["error"].as_str().unwrap_or_default().to_string(),
@@ -55,7 +55,7 @@ except PermissionError:
     print("read-only")
 "#;
 
-fn sha256(bytes: &[u8]) -> String {
+pub(crate) fn sha256(bytes: &[u8]) -> String {
     use sha2::Digest as _;
     sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -32,6 +32,7 @@ mod faults;
 mod files_data_science;
 mod files_faults;
 mod files_in;
+mod files_in_nats;
 mod files_limits;
 mod files_out;
 mod files_out_nats;

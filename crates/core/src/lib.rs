@@ -7,6 +7,7 @@ pub mod calendar;
 pub mod defaults;
 pub mod error;
 pub mod files;
+pub mod files_in_shared;
 pub mod files_shared;
 pub mod lease;
 pub mod nats;

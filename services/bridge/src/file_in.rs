@@ -10,8 +10,16 @@
 //! such as server-filesystem's `read_media_file`), else its text as code
 //! would get it. The call's audit record keeps the file's size and
 //! SHA-256 (of its text, or of a blob's base64 as the server sent it).
+//!
+//! Over NATS the reply is one message under the server's `max_payload`: a
+//! file past [`INLINE_BYTES`] goes through the bucket of files in instead
+//! ([`code_mode_core::files_in_shared`]), the reply naming it
+//! (`{"stored": {"id", "size", "chunks", "sha256"}}`); a file that cannot
+//! go there is refused saying why, never cut.
 
+use base64::Engine as _;
 use code_mode_audit::record::CallResult;
+use code_mode_core::files_in_shared::INLINE_BYTES;
 use code_mode_proto::{MAX_INPUT_FILE_BYTES, Op};
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::{Value, json};
@@ -39,6 +47,13 @@ impl File {
         }
     }
 
+    /// Its bytes as they travel in a reply (text, or base64).
+    fn wire_len(&self) -> usize {
+        match self {
+            File::Text(text) | File::Blob(text) => text.len(),
+        }
+    }
+
     fn into_value(self) -> Value {
         match self {
             File::Text(text) => json!({"contents": [{"text": text}]}),
@@ -51,7 +66,7 @@ impl Bridge {
     /// The answer to a file in's call (`name` as the audit names it), its
     /// trail's result set: the file, or a refusal when the result holds
     /// none or it is over the limit (refused, not cut).
-    pub(crate) fn file_in_answer(&self, name: &str, op: Op, result: Value, trail: &mut Trail) -> Answer {
+    pub(crate) async fn file_in_answer(&self, name: &str, op: Op, result: Value, trail: &mut Trail) -> Answer {
         let file = match op {
             Op::Tool => tool_file(result),
             _ => resource_file(&result),
@@ -76,8 +91,32 @@ impl Bridge {
         let recorded = match &file {
             File::Text(text) | File::Blob(text) => text.clone(),
         };
-        trail.result = Some((CallResult::Ok, Some(recorded)));
-        Answer::Value(file.into_value())
+        let Some(inputs) = self.inner.inputs.get().filter(|_| file.wire_len() > INLINE_BYTES) else {
+            trail.result = Some((CallResult::Ok, Some(recorded)));
+            return Answer::Value(file.into_value());
+        };
+        let bytes = match file {
+            File::Text(text) => text.into_bytes(),
+            File::Blob(blob) => match base64::engine::general_purpose::STANDARD.decode(&blob) {
+                Ok(bytes) => bytes,
+                Err(e) => {
+                    trail.result = Some((CallResult::Error, Some(format!("the file's blob is not base64: {e}"))));
+                    return self.refuse(format!("{name}: the file's blob is not base64: {e}"));
+                }
+            },
+        };
+        match inputs.put(&bytes).await {
+            Ok(stored) => {
+                tracing::debug!(id = %stored.id, size = stored.size, "a file in handed over through the files-in bucket");
+                trail.result = Some((CallResult::Ok, Some(recorded)));
+                Answer::Value(json!({ "stored": stored }))
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "a file in could not go through the files-in bucket");
+                trail.result = Some((CallResult::Fault, Some(e.to_string())));
+                self.refuse(format!("{name}: the file of {size} bytes could not be handed to the runner: {e}"))
+            }
+        }
     }
 }
 

@@ -83,7 +83,7 @@ impl Bridge {
                 trail.result = Some((kind, Some(text)));
                 answer
             }
-            Ok(result) if call.file_in => self.file_in_answer(&name, call.target.op(), result, trail),
+            Ok(result) if call.file_in => self.file_in_answer(&name, call.target.op(), result, trail).await,
             Ok(mut result) => {
                 if direct && let Err(why) = self.judge_task_inputs(current, index, call, &mut result).await {
                     trail.result = Some((CallResult::Error, Some(why.clone())));

@@ -141,6 +141,10 @@ pub(crate) struct Inner {
     /// waiting cell, a server's notes and questions for a client). Set by
     /// [`Bridge::serve`]; without it nothing can be asked or told.
     pub(crate) outbound: std::sync::OnceLock<Bus>,
+    /// Where a file in past the reply's bound goes to the runner (over
+    /// NATS: [`code_mode_core::files_in_shared`]); unset, files in travel
+    /// in the reply. Set by [`Bridge::hand_files_in_through`].
+    pub(crate) inputs: std::sync::OnceLock<code_mode_core::files_in_shared::SharedInputs>,
     /// Where each stateless scope's state lives now.
     pub(crate) scopes: Scopes,
     /// Clients' own sessions with the servers.
@@ -218,6 +222,13 @@ impl Bridge {
     /// refresh.
     pub fn catalog_version(&self) -> u64 {
         self.current().version
+    }
+
+    /// Hand the files in past the reply's bound to the runners through
+    /// `inputs` (over NATS, where a reply is one message under the
+    /// server's `max_payload`); the first set holds.
+    pub fn hand_files_in_through(&self, inputs: code_mode_core::files_in_shared::SharedInputs) {
+        let _ = self.inner.inputs.set(inputs);
     }
 
     /// The current catalog.

@@ -282,6 +282,8 @@ pub struct Leftovers<'a> {
     pub remover: Option<&'a Remover>,
     /// The store of kept files.
     pub files: Option<&'a code_mode_core::files::FileStore>,
+    /// Over NATS: where files in past the bridge's reply bound come from.
+    pub inputs: Option<&'a code_mode_core::files_in_shared::SharedInputs>,
 }
 
 /// The state of one run that the loop owns.
@@ -299,6 +301,9 @@ pub(crate) struct Run<'a> {
     progress: Progress,
     /// The files of its output folder (issue 42).
     pub(crate) files: crate::files::Collector,
+    /// Over NATS: where its files in past the bridge's reply bound come
+    /// from (issue 42).
+    pub(crate) inputs: Option<code_mode_core::files_in_shared::SharedInputs>,
 }
 
 /// When the phases of one run happened, for `codemode_cell_phase_seconds`.
@@ -345,6 +350,7 @@ impl<'a> Run<'a> {
             content_bytes: 0,
             progress,
             files: crate::files::Collector::default(),
+            inputs: None,
         }
     }
 
@@ -384,11 +390,12 @@ pub async fn run(
     leftovers: Leftovers<'_>,
     progress: Progress,
 ) -> CellReport {
-    let Leftovers { remover, files } = leftovers;
+    let Leftovers { remover, files, inputs } = leftovers;
     let (container, streams, warm) = ready.into_parts();
     let mut streams = streams;
     let mut run = Run::new(cell, progress);
     run.files.store = files.cloned();
+    run.inputs = inputs.cloned();
     // With somewhere to keep it, the whole printed output is kept too.
     if files.is_some() {
         run.files.output_bound = code_mode_proto::MAX_OUTPUT_KEPT;
@@ -490,7 +497,7 @@ pub(crate) async fn run_in(
     // had ends the cell here, naming it.
     let call_wait = Duration::from_millis(cell.limits.call_timeout_ms.saturating_add(cell.limits.approval_timeout_ms))
         + code_mode_core::defaults::HOP_MARGIN;
-    let inputs = match crate::files_in::resolve(cell, &mut run.calls_sent, bus, call_wait).await {
+    let inputs = match crate::files_in::resolve(cell, &mut run.calls_sent, bus, call_wait, run.inputs.as_ref()).await {
         Ok(inputs) => inputs,
         Err(error) => return End::Done { error: Some(error), truncated: false, stopped: false },
     };

@@ -12,6 +12,11 @@
 //!
 //! The bytes go to the container raw, right after the cell message that
 //! names each file and its size (no base64, no JSON around them).
+//!
+//! Over NATS a file past the bridge's reply bound comes through the bucket
+//! of files in ([`code_mode_core::files_in_shared`]): the reply names its
+//! chunks, size and SHA-256, and the file is placed only whole and equal
+//! to them.
 
 use std::time::Duration;
 
@@ -20,6 +25,7 @@ use code_mode_proto::{CellInput, MAX_INPUT_FILE_BYTES, Op, RunCell, Target, Tool
 
 use crate::protocol::InputFile;
 use code_mode_core::bus::Bus;
+use code_mode_core::files_in_shared::{SharedInputs, StoredInput};
 
 /// One file in, read: its name and size for the cell message, its bytes
 /// to follow it.
@@ -38,6 +44,7 @@ pub(crate) async fn resolve(
     calls: &mut u32,
     bus: &Bus,
     timeout: Duration,
+    inputs: Option<&SharedInputs>,
 ) -> Result<Vec<Resolved>, String> {
     let mut files = Vec::with_capacity(cell.inputs.len());
     let mut total = 0usize;
@@ -45,11 +52,15 @@ pub(crate) async fn resolve(
         let bytes = match (&input.uri, &input.tool, &input.data) {
             (Some(uri), _, _) => {
                 let target = Target::new(Op::ReadResource, uri.clone());
-                read(cell, input, target, calls, bus, timeout).await.map_err(|e| format!("files[{i}] ({uri}): {e}"))?
+                read(cell, input, target, calls, bus, timeout, inputs)
+                    .await
+                    .map_err(|e| format!("files[{i}] ({uri}): {e}"))?
             }
             (None, Some(tool), _) => {
                 let target = Target::new(Op::Tool, tool.clone());
-                read(cell, input, target, calls, bus, timeout).await.map_err(|e| format!("files[{i}] ({tool}): {e}"))?
+                read(cell, input, target, calls, bus, timeout, inputs)
+                    .await
+                    .map_err(|e| format!("files[{i}] ({tool}): {e}"))?
             }
             (None, None, Some(data)) => base64::engine::general_purpose::STANDARD
                 .decode(data)
@@ -98,6 +109,7 @@ async fn read(
     calls: &mut u32,
     bus: &Bus,
     timeout: Duration,
+    inputs: Option<&SharedInputs>,
 ) -> Result<Vec<u8>, String> {
     *calls = calls.saturating_add(1);
     if *calls > cell.limits.max_calls {
@@ -121,6 +133,16 @@ async fn read(
     };
     let result: serde_json::Value =
         serde_json::from_str(&value).map_err(|_| "the bridge's answer is not a file".to_string())?;
+    if let Some(stored) = result.get("stored") {
+        let stored: StoredInput =
+            serde_json::from_value(stored.clone()).map_err(|_| "the bridge's answer is not a file".to_string())?;
+        let Some(inputs) = inputs else {
+            return Err(
+                "the bridge handed the file through the files-in bucket, which this runner does not read".into()
+            );
+        };
+        return inputs.take(&stored, MAX_INPUT_FILE_BYTES).await.map_err(|e| e.to_string());
+    }
     let first = &result["contents"][0];
     match (first["text"].as_str(), first["blob"].as_str()) {
         (Some(text), _) => Ok(text.as_bytes().to_vec()),

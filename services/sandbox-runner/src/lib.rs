@@ -134,6 +134,9 @@ pub struct RunnerConfig {
     /// cell ended (the bucket [`code_mode_core::files_shared::FILES_BUCKET`]);
     /// `None` (`serve`): they stay in `files`, shared in memory.
     pub shared_files: Option<code_mode_core::files_shared::SharedFiles>,
+    /// Over NATS: where the files in past the bridge's reply bound come
+    /// from ([`code_mode_core::files_in_shared`]).
+    pub shared_inputs: Option<code_mode_core::files_in_shared::SharedInputs>,
 }
 
 /// How often a serving runner removes the containers of dead owners on its
@@ -167,6 +170,7 @@ impl Default for RunnerConfig {
             files: None,
             reports: None,
             shared_files: None,
+            shared_inputs: None,
         }
     }
 }
@@ -476,7 +480,11 @@ impl SandboxRunner {
         match &cell.keep {
             None => {
                 let remover = self.inner.remover.get();
-                let leftovers = cell::Leftovers { remover, files: self.inner.config.files.as_ref() };
+                let leftovers = cell::Leftovers {
+                    remover,
+                    files: self.inner.config.files.as_ref(),
+                    inputs: self.inner.config.shared_inputs.as_ref(),
+                };
                 let report = cell::run(ready, cell, &self.inner.bus, deadline, stops, leftovers, progress).await;
                 Ok(CellRan { report, kept: None })
             }

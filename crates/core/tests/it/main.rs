@@ -6,5 +6,6 @@
 #![allow(clippy::unwrap_used)]
 
 mod bus;
+mod files_in_shared;
 mod permissions;
 mod state;

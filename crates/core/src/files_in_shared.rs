@@ -1,0 +1,204 @@
+//! Files in over NATS (issue 42): how a file in of a cell (`run_python`'s
+//! `files`, up to [`code_mode_proto::MAX_INPUT_FILE_BYTES`]) goes from the
+//! bridge that read it to the sandbox-runner that places it, when the
+//! services run apart. The bridge's reply to the runner is one NATS message,
+//! which the server's `max_payload` (1 MiB by default) bounds; so a file
+//! past [`INLINE_BYTES`] goes through the JetStream key-value bucket
+//! [`INPUTS_BUCKET`] instead, and the reply names it ([`StoredInput`]).
+//!
+//! The bridge writes the file's chunks (`<id>.c<n>`, [`CHUNK_BYTES`]
+//! each, `<id>` 32 random hex digits) and then replies with their id,
+//! count, the file's size and SHA-256; the runner reads the chunks with
+//! direct gets and places the file only when their bytes add up to that
+//! size and hash. Nothing in the bucket is ever offered as a whole file by
+//! itself: the reply is the only description, so a bridge killed while it
+//! writes leaves chunks no runner will read (the runner's call then fails
+//! as a lost bridge's does), and a runner killed while it reads takes its
+//! cell with it. Every entry goes after [`INPUTS_TTL`] (the bucket's
+//! `max_age`) and the bucket holds at most [`INPUTS_MAX_BYTES`]: a file that
+//! does not fit is refused (the cell ends before its code starts, saying
+//! so), never cut. Only the bridges write the bucket and only the runners
+//! read it; the frontends have no grant on it (`deploy/nats-server.conf`).
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, kv};
+use bytes::Bytes;
+use sha2::Digest as _;
+
+/// The JetStream key-value bucket of files in on their way to a runner.
+pub const INPUTS_BUCKET: &str = "codemode_files_in";
+/// A file of at most this many bytes (as it travels in the reply: its text,
+/// or its base64) stays in the bridge's reply; JSON escapes it twice there
+/// (at most 7 bytes a byte), still under the 1 MiB message bound.
+pub const INLINE_BYTES: usize = 128 * 1024;
+/// Bytes of one chunk (one bucket entry), under the 1 MiB message bound.
+pub const CHUNK_BYTES: usize = 256 * 1024;
+/// How long an entry lives: the runner reads it right after the reply.
+pub const INPUTS_TTL: Duration = Duration::from_secs(300);
+/// Bytes the bucket holds in all (32 cells' files in at their limit).
+pub const INPUTS_MAX_BYTES: i64 = 256 * 1024 * 1024;
+/// The bound on each call to JetStream.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a file in could not go through the bucket.
+#[derive(Debug, thiserror::Error)]
+pub enum SharedInputsError {
+    /// JetStream did not answer, or refused.
+    #[error("the files-in bucket {INPUTS_BUCKET}: {0}")]
+    Unavailable(String),
+    /// The bucket holds its bound.
+    #[error("the files-in bucket {INPUTS_BUCKET} is full (it holds at most {INPUTS_MAX_BYTES} bytes, for {} s)", INPUTS_TTL.as_secs())]
+    Full,
+    /// What the reply describes is not what the bucket holds.
+    #[error("the file in {id} in {INPUTS_BUCKET}: {why}")]
+    Broken {
+        /// The file's id.
+        id: String,
+        /// What is wrong.
+        why: String,
+    },
+}
+
+/// A file in kept in the bucket, as the bridge's reply describes it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StoredInput {
+    /// 32 hex digits: its chunks are `<id>.c0` ... `<id>.c<chunks - 1>`.
+    pub id: String,
+    /// The file's bytes.
+    pub size: u64,
+    /// How many chunks.
+    pub chunks: u64,
+    /// The file's SHA-256, hex.
+    pub sha256: String,
+}
+
+/// The bucket of files in: a handle on JetStream, cheap to clone. The
+/// bridge opens it with [`SharedInputs::create`]; a runner with
+/// [`SharedInputs::reader`], which looks the bucket up at each read (a
+/// runner may start before any bridge created it).
+#[derive(Clone)]
+pub struct SharedInputs {
+    context: jetstream::Context,
+    store: Option<kv::Store>,
+}
+
+impl std::fmt::Debug for SharedInputs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedInputs").field("bucket", &INPUTS_BUCKET).finish()
+    }
+}
+
+impl SharedInputs {
+    /// The bucket over `client`, created when missing with `replicas`.
+    pub async fn create(client: async_nats::Client, replicas: usize) -> Result<Self, SharedInputsError> {
+        let mut context = jetstream::new(client);
+        context.set_timeout(TIMEOUT);
+        let store = match context.get_key_value(INPUTS_BUCKET).await {
+            Ok(store) => store,
+            Err(get_error) => {
+                let config = kv::Config {
+                    bucket: INPUTS_BUCKET.to_string(),
+                    description: "code-mode files in of cells on their way to a runner (issue 42)".into(),
+                    history: 1,
+                    max_value_size: (CHUNK_BYTES + 4096) as i32,
+                    max_bytes: INPUTS_MAX_BYTES,
+                    max_age: INPUTS_TTL,
+                    storage: jetstream::stream::StorageType::File,
+                    num_replicas: replicas,
+                    ..Default::default()
+                };
+                match context.create_key_value(config).await {
+                    Ok(store) => store,
+                    Err(create_error) => context.get_key_value(INPUTS_BUCKET).await.map_err(|_| {
+                        SharedInputsError::Unavailable(format!(
+                            "cannot open it: {get_error}; creating it: {create_error}"
+                        ))
+                    })?,
+                }
+            }
+        };
+        Ok(Self { context, store: Some(store) })
+    }
+
+    /// A reader over `client`: nothing is asked of JetStream until a read.
+    pub fn reader(client: async_nats::Client) -> Self {
+        let mut context = jetstream::new(client);
+        context.set_timeout(TIMEOUT);
+        Self { context, store: None }
+    }
+
+    async fn store(&self) -> Result<kv::Store, SharedInputsError> {
+        match &self.store {
+            Some(store) => Ok(store.clone()),
+            None => self
+                .context
+                .get_key_value(INPUTS_BUCKET)
+                .await
+                .map_err(|e| SharedInputsError::Unavailable(format!("cannot open it: {e}"))),
+        }
+    }
+
+    /// Keep `bytes` as a file in: its chunks, then its description for the
+    /// reply. A write that fails halfway purges what it wrote (best effort;
+    /// the rest expires) and nothing describes it.
+    pub async fn put(&self, bytes: &[u8]) -> Result<StoredInput, SharedInputsError> {
+        let store = self.store().await?;
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let mut chunks = 0u64;
+        for chunk in bytes.chunks(CHUNK_BYTES) {
+            if let Err(e) = store.put(format!("{id}.c{chunks}"), Bytes::copy_from_slice(chunk)).await {
+                for n in 0..chunks {
+                    if store.purge(format!("{id}.c{n}")).await.is_err() {
+                        break;
+                    }
+                }
+                let text = e.to_string();
+                return Err(if text.contains("maximum bytes") {
+                    SharedInputsError::Full
+                } else {
+                    SharedInputsError::Unavailable(text)
+                });
+            }
+            chunks += 1;
+        }
+        Ok(StoredInput { id, size: bytes.len() as u64, chunks, sha256: hex_sha256(bytes) })
+    }
+
+    /// The bytes of `stored`, at most `max` of them: whole, of the size and
+    /// hash described, or an error (a chunk missing or expired, a size or
+    /// hash that differs), never cut bytes.
+    pub async fn take(&self, stored: &StoredInput, max: usize) -> Result<Vec<u8>, SharedInputsError> {
+        let broken = |why: String| SharedInputsError::Broken { id: stored.id.clone(), why };
+        if stored.id.len() != 32 || !stored.id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(broken("not an id of a file in".into()));
+        }
+        if stored.size > max as u64 {
+            return Err(broken(format!("it is {} bytes, over the {max} byte limit", stored.size)));
+        }
+        if stored.chunks != stored.size.div_ceil(CHUNK_BYTES as u64) {
+            return Err(broken(format!("{} chunks cannot hold {} bytes", stored.chunks, stored.size)));
+        }
+        let store = self.store().await?;
+        let mut bytes = Vec::with_capacity(stored.size as usize);
+        for n in 0..stored.chunks {
+            let chunk = store
+                .get(format!("{}.c{n}", stored.id))
+                .await
+                .map_err(|e| SharedInputsError::Unavailable(e.to_string()))?
+                .ok_or_else(|| broken(format!("chunk {n} is gone (expired after {} s?)", INPUTS_TTL.as_secs())))?;
+            if chunk.len() > CHUNK_BYTES || bytes.len() + chunk.len() > stored.size as usize {
+                return Err(broken(format!("chunk {n} does not fit the described size")));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        if bytes.len() as u64 != stored.size || hex_sha256(&bytes) != stored.sha256 {
+            return Err(broken("its bytes are not the ones described (size or SHA-256)".into()));
+        }
+        Ok(bytes)
+    }
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
