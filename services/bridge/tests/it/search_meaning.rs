@@ -73,8 +73,8 @@ fn print_misses(label: &str, questions: &[Query], ranks: &[(usize, Vec<String>)]
 const HELD_OUT: &str = "heldout-43-round3.json";
 
 /// The floor of the held-out test, in percent: first, and in the top three.
-const FIRST_FLOOR: f64 = 80.6;
-const TOP3_FLOOR: f64 = 93.1;
+const FIRST_FLOOR: f64 = 82.7;
+const TOP3_FLOOR: f64 = 95.8;
 
 /// The notes of the tuning questions that were held out in round 1 and in
 /// round 2 (measured, their misses read: tuning material since).
@@ -88,10 +88,12 @@ const ROUND_2_HELD_OUT: &str = "held out in round 2";
 /// ranker found it first for 139 (87.4 %) and in the top three for 155
 /// (97.5 %). On round 3's held-out set, written before round 3 changed the
 /// ranker, round 2's ranker finds it first for 117 of 145 (80.7 %) and in
-/// the top three for 135 (93.1 %). This holds the floor measured, so that a
-/// change cannot lose what was gained; raise it with the ranker.
+/// the top three for 135 (93.1 %); round 3's ranker, measured once at the
+/// round's end, first for 120 (82.8 %) and in the top three for 139
+/// (95.9 %). This holds the floor measured, so that a change cannot lose
+/// what was gained; raise it with the ranker.
 #[test]
-fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_80_in_100_and_top_three_for_93() {
+fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_82_in_100_and_top_three_for_95() {
     let Some(python) = python() else { return };
     let old = queries();
     let tune = questions("tune-43.json");
