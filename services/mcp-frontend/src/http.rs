@@ -44,6 +44,7 @@ use tokio_util::sync::CancellationToken;
 use crate::auth::{self, AuthError, AuthOptions, Gate};
 use crate::console::Console;
 pub use crate::console::ConsoleOptions;
+use crate::resumable::Resumable;
 pub use crate::tls::TlsFiles;
 use crate::{Frontend, FrontendError, FrontendFactory};
 
@@ -166,11 +167,14 @@ impl McpHttpServer {
         let hosts = (!options.allowed_hosts.is_empty()).then(|| options.allowed_hosts.clone());
         // An MCP session without a request for this long is closed (and
         // its state forgotten): the shortest a stateless scope may last.
+        // Its request streams' event ids name their request, so a frontend
+        // started after this one answers a resume with a clear error
+        // ([`crate::resumable`]).
         let mut manager = LocalSessionManager::default();
         manager.session_config.keep_alive = Some(code_mode_core::defaults::HTTP_SESSION_IDLE);
         let service = StreamableHttpService::builder()
             .service_factory(Arc::new(move || -> Result<Frontend, std::io::Error> { Ok(sessions.http_session()) }))
-            .session_manager(Arc::new(manager))
+            .session_manager(Arc::new(Resumable::new(manager)))
             .cancellation_token(cancel.child_token())
             .maybe_allowed_hosts(hosts)
             .on_request_fn(|request, extensions| {

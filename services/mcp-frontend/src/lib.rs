@@ -57,6 +57,7 @@ pub mod lifetimes;
 pub mod notices;
 mod parking;
 mod progress;
+pub mod resumable;
 mod session;
 mod tasks;
 pub mod tls;

@@ -581,7 +581,19 @@ const INVALID_REQUEST: i64 = -32600;
 /// The one answer to a request naming a session that is not open, or that
 /// another identity opened: 404, as MCP asks for an unknown session (the
 /// client starts a new one).
+///
+/// A resume (`GET` with a `Last-Event-ID` naming a request) is answered
+/// instead with that request's error: the frontend that held it stopped
+/// ([`crate::resumable`]); the same answer whoever's the session was.
 fn unknown_session<B>(request: ServiceRequest) -> ServiceResponse<EitherBody<B>> {
+    if let Some(event) = crate::resumable::lost_call(request.method(), request.headers()) {
+        tracing::info!("answered the resume of a request this frontend does not hold: its frontend stopped");
+        let answer = HttpResponse::Ok()
+            .content_type("text/event-stream")
+            .insert_header((header::CACHE_CONTROL, "no-cache"))
+            .body(event);
+        return request.into_response(answer).map_into_right_body();
+    }
     let message = "no MCP session of this client is open under this Mcp-Session-Id: open a new session (a request \
                    without Mcp-Session-Id)";
     refusal(request, StatusCode::NOT_FOUND, json_error("unknown_session", message))
