@@ -31,6 +31,7 @@ mod doctor;
 mod faults;
 mod files_data_science;
 mod files_faults;
+mod files_http_large;
 mod files_in;
 mod files_in_nats;
 mod files_limits;

@@ -188,6 +188,8 @@ impl McpHttpServer {
             let guarded = service
                 .clone()
                 .scope_with_path(MCP_PATH)
+                // Inside the gate, which marks the reads to answer as JSON.
+                .wrap_fn(crate::json_reads::answered)
                 .wrap(from_fn(move |request, next| auth::gate(gate.clone(), request, next)))
                 .wrap_fn(crate::closed::watched);
             let mut app = App::new().wrap_fn(session_end_is_ok).wrap_fn(crate::host::checked).service(guarded);

@@ -70,6 +70,7 @@ mod files_in;
 mod files_out;
 mod gateway;
 mod handler;
+pub(crate) mod json_reads;
 mod questions;
 mod run_python_tool;
 mod task_relay;

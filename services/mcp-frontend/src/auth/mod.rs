@@ -482,7 +482,12 @@ pub(crate) async fn gate(
     };
     let message = if request.method() == actix_web::http::Method::POST {
         match body::read(&mut request, gate.max_body).await {
-            Ok(bytes) => Some(body::classify(&bytes, request.headers())),
+            Ok(bytes) => {
+                if crate::json_reads::wants_json(&bytes, request.headers()) {
+                    request.extensions_mut().insert(crate::json_reads::AnswerAsJson);
+                }
+                Some(body::classify(&bytes, request.headers()))
+            }
             Err(refused) => return Ok(body_refusal(request, &refused)),
         }
     } else {
