@@ -28,8 +28,12 @@ declare -A KNOWN=(
   # files in (issue 42) by the three that place them before the code runs,
   # and by 22 for the channel: a long line (the cell message) is searched
   # once, not once per chunk, and files in larger than the result limit
-  # come as raw bytes after the message (Channel.read_into), not base64.
-  [services/sandbox-runner/image/runner.py]=1357
+  # come as raw bytes after the message (Channel.read_into), not base64;
+  # kept sessions' files (issue 42) by 13 in the kept loop: its cells' raw
+  # files in read off the channel with their message (the reader thread's
+  # and the first cell's), and each cell's files placed, the folder's
+  # snapshot taken, and its files sent before `done` (files_out.kept_cell).
+  [services/sandbox-runner/image/runner.py]=1370
 )
 
 lines_of() {

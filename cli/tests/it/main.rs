@@ -34,6 +34,7 @@ mod files_faults;
 mod files_http_large;
 mod files_in;
 mod files_in_nats;
+mod files_kept;
 mod files_limits;
 mod files_out;
 mod files_out_nats;

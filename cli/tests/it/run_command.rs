@@ -34,8 +34,7 @@ fn the_report_of_code_mode_run_says_the_files_a_cell_writes_are_not_kept() {
     assert_eq!(
         ran.report["files_notes"],
         serde_json::json!(["2 file(s) of /tmp/out not handed out: no file store here (`code-mode serve` offers \
-                            them, and the services over NATS with the bucket codemode_files; kept sessions: not \
-                            built yet)"]),
+                            them, and the services over NATS with the bucket codemode_files)"]),
         "{}",
         ran.report
     );

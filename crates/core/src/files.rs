@@ -6,7 +6,8 @@
 //! files in, and the frontend, which serves reads: that works where both
 //! live in one process (`serve`). A file belongs to the identity whose
 //! cell wrote it: a read by any other identity finds nothing, exactly as a
-//! URI that never existed. Files live for the store's time to live, and the
+//! URI that never existed. Files live for the store's time to live (a kept
+//! session's from the session's end: [`FileStore::put_held`]), and the
 //! store holds at most a total and a per-identity quota of bytes: a put
 //! past either is refused, saying which (never a silent cut).
 
@@ -57,7 +58,9 @@ pub struct KeptFile {
 struct Entry {
     owner: String,
     file: KeptFile,
-    until: Instant,
+    /// When it goes; `None` while a live kept session holds it
+    /// ([`FileStore::put_held`], until [`FileStore::release`]).
+    until: Option<Instant>,
 }
 
 struct Inner {
@@ -102,6 +105,30 @@ impl FileStore {
     /// Keep `file` for `owner` (the identity that ran the cell, empty for
     /// none): its URI, made of an unguessable id and its name.
     pub fn put(&self, owner: &str, file: KeptFile) -> Result<String, FileStoreError> {
+        self.put_until(owner, file, Some(Instant::now() + self.ttl))
+    }
+
+    /// [`FileStore::put`] for a kept session's cell: the file stays while
+    /// the session lives, and goes the store's time to live after
+    /// [`FileStore::release`] (its session ended). It counts in the same
+    /// bounds meanwhile.
+    pub fn put_held(&self, owner: &str, file: KeptFile) -> Result<String, FileStoreError> {
+        self.put_until(owner, file, None)
+    }
+
+    /// The files at `uris`, held by a kept session that ended, go the
+    /// store's time to live from now.
+    pub fn release(&self, uris: &[String]) {
+        let until = Instant::now() + self.ttl;
+        let mut inner = self.lock();
+        for uri in uris {
+            if let Some(entry) = inner.files.get_mut(uri) {
+                entry.until = Some(until);
+            }
+        }
+    }
+
+    fn put_until(&self, owner: &str, file: KeptFile, until: Option<Instant>) -> Result<String, FileStoreError> {
         let size = file.bytes.len() as u64;
         let mut inner = self.lock();
         inner.expire(Instant::now());
@@ -115,7 +142,7 @@ impl FileStore {
         let uri = format!("{URI_PREFIX}{}/{}", uuid::Uuid::new_v4().simple(), uri_path(&file.name));
         inner.held += size;
         *inner.by_owner.entry(owner.to_string()).or_default() += size;
-        let entry = Entry { owner: owner.to_string(), file, until: Instant::now() + self.ttl };
+        let entry = Entry { owner: owner.to_string(), file, until };
         inner.files.insert(uri.clone(), entry);
         Ok(uri)
     }
@@ -157,7 +184,8 @@ impl FileStore {
 
 impl Inner {
     fn expire(&mut self, now: Instant) {
-        let gone: Vec<String> = self.files.iter().filter(|(_, e)| e.until <= now).map(|(k, _)| k.clone()).collect();
+        let gone: Vec<String> =
+            self.files.iter().filter(|(_, e)| e.until.is_some_and(|u| u <= now)).map(|(k, _)| k.clone()).collect();
         for uri in gone {
             if let Some(entry) = self.files.remove(&uri) {
                 let size = entry.file.bytes.len() as u64;
@@ -222,6 +250,17 @@ mod tests {
     #[test]
     fn uri_paths_keep_slashes_and_encode_the_rest() {
         assert_eq!(uri_path("plots/fig 1.png"), "plots/fig%201.png");
+    }
+
+    #[test]
+    fn a_kept_sessions_file_stays_until_released_then_goes_after_the_ttl() {
+        let store = FileStore::new(Duration::ZERO, 10, 10);
+        let uri = store.put_held("alice", file(5)).unwrap();
+        assert_eq!(store.get("alice", &uri).unwrap().bytes.len(), 5, "held past the ttl while the session lives");
+        assert_eq!(store.get("bob", &uri), None);
+        store.release(std::slice::from_ref(&uri));
+        assert_eq!(store.get("alice", &uri), None);
+        assert_eq!(store.held(), 0);
     }
 
     #[test]

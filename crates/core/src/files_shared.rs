@@ -26,6 +26,10 @@
 //! check so runners racing for the same identity cannot both pass it
 //! ([`SharedFilesError::Quota`]). A file that fails halfway has its chunks
 //! purged (best effort) and its share of the quota given back.
+//!
+//! A kept session's files are written again while the session lives
+//! ([`SharedFiles::refresh`], by the runner holding its container), so they
+//! go `max_age` after the session's end rather than after their cell.
 
 use std::time::Duration;
 
@@ -202,6 +206,35 @@ impl SharedFiles {
                 return;
             }
         }
+    }
+
+    /// How long an entry lives (the bucket's `max_age`).
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// Write the file at `uri` again, so that it lives the bucket's
+    /// `max_age` from now (a kept session's file while the session lives,
+    /// and once more when it ends), its line of the owner's quota with it:
+    /// its chunks first, its meta last, each with the same bytes, so a read
+    /// meanwhile finds the whole file. False when it is gone (expired, or
+    /// never whole).
+    pub async fn refresh(&self, uri: &str) -> Result<bool, SharedFilesError> {
+        let id = id_of(uri)?;
+        let entry = |key: String| async move {
+            self.store.get(key).await.map_err(|e| SharedFilesError::Unavailable(e.to_string()))
+        };
+        let Some(meta_bytes) = entry(format!("{id}.meta")).await? else { return Ok(false) };
+        let Ok(meta) = serde_json::from_slice::<Meta>(&meta_bytes) else { return Ok(false) };
+        quota::extend(self, &meta.owner, id).await?;
+        let max_bytes = self.store.stream.cached_info().config.max_bytes;
+        for n in 0..meta.chunks {
+            let key = format!("{id}.c{n}");
+            let Some(chunk) = entry(key.clone()).await? else { return Ok(false) };
+            self.store.put(key, chunk).await.map_err(|e| failed(&e, max_bytes))?;
+        }
+        self.store.put(format!("{id}.meta"), meta_bytes).await.map_err(|e| failed(&e, max_bytes))?;
+        Ok(true)
     }
 
     /// The file at `uri` when `owner` may read it; `None` for a URI that

@@ -48,18 +48,8 @@ const GATHER_PAUSE: Duration = Duration::from_millis(50);
 
 impl Frontend {
     /// Start a cell on an MCP request, with a route for its approvals
-    /// (`keep`: in the session's kept container, if variables are kept).
-    pub(crate) async fn start_cell(
-        &self,
-        code: String,
-        keep: CellKeep,
-        link: Option<ClientLink>,
-        options: CellOptions,
-    ) -> CellRun {
-        self.start_cell_with(code, Vec::new(), keep, link, options).await
-    }
-
-    /// [`Frontend::start_cell`] with files in (issue 42).
+    /// (`keep`: in the session's kept container, if variables are kept)
+    /// and its files in (issue 42).
     pub(crate) async fn start_cell_with(
         &self,
         code: String,
@@ -628,14 +618,6 @@ impl ServerHandler for Frontend {
             Ok(inputs) => inputs,
             Err(e) => return Ok(wire::failed(TOOL_NAME, &FrontendError::FilesIn(e)).into()),
         };
-        if !inputs.is_empty()
-            && (self.shared.config.keep.is_some()
-                || crate::tasks::wanted(&context)
-                || crate::tasks::idempotency::key_of(&context)?.is_some())
-        {
-            let why = "files: not taken by a kept session's cell, a task or a keyed run (a fresh run only)";
-            return Ok(wire::failed(TOOL_NAME, &FrontendError::FilesIn(why.into())).into());
-        }
         if let Err(e) = self.listen_for_approvals().await {
             tracing::warn!(error = %e, "this session cannot answer approvals");
             return Ok(wire::failed(TOOL_NAME, &e).into());
@@ -648,10 +630,10 @@ impl ServerHandler for Frontend {
         // the calls inside it is not the cell's).
         let link = Some(ClientLink { progress: false, ..self.link_of(&context) });
         if let Some(key) = crate::tasks::idempotency::key_of(&context)? {
-            return self.run_keyed(&key, code.clone(), keep, link, &context).await;
+            return self.run_keyed(&key, code.clone(), inputs, keep, link, &context).await;
         }
         if crate::tasks::wanted(&context) {
-            return self.start_task(code.clone(), keep, link, &context).await;
+            return self.start_task(code.clone(), inputs, keep, link, &context).await;
         }
         let run = self.start_cell_with(code.clone(), inputs, keep, link, CellOptions::default()).await;
         self.drive(run, &context).await.tool_response()

@@ -11,6 +11,10 @@ bytes) is not handed out: a ``file_note`` line says which and why, and past
 a bound the collection ends there. The host holds the same bounds again.
 Loaded by runner.py from beside it (``load_beside``).
 
+In a kept session (``--keep-variables``) the folders stay from cell to
+cell: each cell hands out only what is new or changed since it started
+(``snapshot``), and its files in join those of earlier cells in /tmp/in.
+
 The whole printed output, when the host asks for it (``keep_output``), is
 kept by an ``OutputKeeper``: once the output outgrew what the model reads,
 its bytes go to the host in ``output_kept`` lines as they are printed (up
@@ -19,6 +23,7 @@ counts in the run's bounds.
 """
 
 import base64
+import io
 import json
 import mimetypes
 import os
@@ -112,28 +117,75 @@ def _read(full, size):
         return f.read(size + 1)
 
 
-def place_inputs(channel, inputs):
+def place_inputs(channel, inputs, data=None):
     """Write the cell's files in (``[{"name", "size"}]``, names checked by
     the host: plain, distinct; their raw bytes follow the cell message on
-    ``channel``, in order) to /tmp/in, then make them and the folder
-    read-only. Returns an error line, or None."""
+    ``channel``, in order, or were read already: ``data``, one bytes per
+    file) to /tmp/in, then make them and the folder read-only. In a kept
+    session the folder stays from cell to cell: a later cell's file of a
+    name already there replaces it. Returns an error line, or None."""
     if not inputs:
         return None
     os.makedirs(IN, exist_ok=True)
-    for item in inputs:
+    # An earlier kept cell left it read-only.
+    os.chmod(IN, 0o755)
+    for number, item in enumerate(inputs):
         name = item.get("name") if isinstance(item, dict) else None
         if not isinstance(name, str) or not safe_name(name) or "/" in name:
             return f"files: the name {name!r} cannot be placed under {IN}"
         path = os.path.join(IN, name)
         try:
+            if os.path.lexists(path):
+                os.unlink(path)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
             with os.fdopen(fd, "wb") as f:
-                if not channel.read_into(f, int(item.get("size") or 0)):
+                if data is not None:
+                    f.write(data[number])
+                elif not channel.read_into(f, int(item.get("size") or 0)):
                     return f"files: the host went away while {name} came in"
         except OSError as exc:
             return f"files: {name} could not be placed under {IN}: {exc.strerror}"
     os.chmod(IN, 0o555)
     return None
+
+
+def read_inputs(channel, inputs):
+    """The raw bytes of the cell's files in, read off ``channel`` right
+    after its cell message (kept mode: the reader thread reads them before
+    any later line; the host bounds them to 8 MiB in all); None at EOF."""
+    data = []
+    for item in inputs or ():
+        sink = io.BytesIO()
+        size = int(item.get("size") or 0) if isinstance(item, dict) else 0
+        if not channel.read_into(sink, size):
+            return None
+        data.append(sink.getvalue())
+    return data
+
+
+def kept_cell(channel, cell, data, max_output, max_line):
+    """A kept session's cell starts: its files in placed (``data``, read
+    with the cell message), what the output folder holds now, and the
+    keeper of its whole printed output when the host asks for it. Returns
+    (an error line or None, the keeper or None, the ``snapshot``)."""
+    placed = place_inputs(channel, cell.get("inputs"), data)
+    keep = int((cell.get("limits") or {}).get("keep_output", 0))
+    keeper = OutputKeeper(channel, keep, max_output, max_line) if keep > 0 else None
+    return placed, keeper, snapshot()
+
+
+def snapshot():
+    """What the output folder holds now, entry by entry (kept mode, when a
+    cell starts): a file whose size, modification time, inode or type then
+    differ, or that is new, is the cell's to hand out."""
+    seen = {}
+    for rel, full in _entries():
+        try:
+            st = os.lstat(full)
+        except OSError:
+            continue
+        seen[rel] = (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns)
+    return seen
 
 
 class OutputKeeper:
@@ -185,9 +237,11 @@ def _chunk(max_line):
     return max(3, (max_line - 64) // 4 * 3)
 
 
-def send_files(channel, max_line, keeper=None):
+def send_files(channel, max_line, keeper=None, since=None):
     """Hand the folder's files to the host (after the code finished); the
-    printed output ``keeper`` handed out counts as one file."""
+    printed output ``keeper`` handed out counts as one file. With ``since``
+    (a ``snapshot`` taken when a kept cell started) only what is new or
+    changed since then goes: the folder stays from cell to cell."""
     def note(text):
         channel.send({"type": "file_note", "note": text})
 
@@ -197,8 +251,11 @@ def send_files(channel, max_line, keeper=None):
         count, total = 1, keeper.kept
     for rel, full in _entries():
         try:
-            mode = os.lstat(full).st_mode
+            st = os.lstat(full)
         except OSError:
+            continue
+        mode = st.st_mode
+        if since is not None and since.get(rel) == (mode, st.st_ino, st.st_size, st.st_mtime_ns):
             continue
         if stat.S_ISLNK(mode):
             note(f"{rel!r}: a symlink: refused (only regular files under {OUT} are handed out)")

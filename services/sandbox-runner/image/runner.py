@@ -793,7 +793,10 @@ class ToolCaller:
             if not isinstance(message, dict):
                 continue
             if message.get("type") == "cell" and self._cells is not None:
-                self._cells.put(message)
+                # Its files in follow it, raw: read before any later line.
+                if (data := files_out.read_inputs(self._channel, message.get("inputs"))) is None:
+                    break
+                self._cells.put((message, data))
                 continue
             if message.get("type") != "result":
                 continue
@@ -1292,6 +1295,9 @@ def run_kept(channel, cell, caller):
     carry_cell_into_threads()
     gate = Gate(kept=True)
     cells = queue.Queue()
+    # The first cell's files in, read before the reader takes the channel.
+    if (data := files_out.read_inputs(channel, cell.get("inputs"))) is None:
+        host_gone()
     first_line = int((cell.get("limits") or {}).get("max_line", DEFAULT_MAX_LINE))
     caller.begin(first_line, gate, cells)
     module = types.ModuleType("__main__")
@@ -1311,9 +1317,14 @@ def run_kept(channel, cell, caller):
             channel.send({"type": "done",
                           "error": f"runner: bad cell message: {exc!r}",
                           "truncated": False, "stopped": False})
-            cell = next_cell(cells, between)
+            cell, data = next_cell(cells, between)
             continue
-        capture = OutputCapture(channel, max_output, stop_output, max_line, gate)
+        placed, keeper, before = files_out.kept_cell(channel, cell, data, max_output, max_line)
+        if placed is not None:
+            channel.send({"type": "done", "error": placed, "truncated": False, "stopped": False})
+            cell, data = next_cell(cells, between)
+            continue
+        capture = OutputCapture(channel, max_output, stop_output, max_line, gate, keeper)
         current.capture = capture
         # A cell that redirected them does not silence the next one.
         sys.stdout = sys.__stdout__ = streams[0]
@@ -1326,26 +1337,28 @@ def run_kept(channel, cell, caller):
         gate.running = number
         context = contextvars.copy_context()
         error = context.run(_run_numbered, number, code, module.__dict__, filename)
+        capture.finish()  # then the files, then ``done``, as a fresh cell
+        files_out.send_files(channel, max_line, keeper, since=before)
         caller.end_cell(capture, {"type": "done", "error": error,
                                   "truncated": capture.truncated,
                                   "stopped": False})
-        cell = next_cell(cells, between)
+        cell, data = next_cell(cells, between)
     os._exit(0)
 
 
 def next_cell(cells, between):
-    """Kept mode: wait for the session's next cell, at most ``between``
-    seconds (and never past the session's end); then arm the new cell's
-    run bound."""
+    """Kept mode: wait for the session's next cell (and its files in's
+    bytes), at most ``between`` seconds (and never past the session's end);
+    then arm the new cell's run bound."""
     BACKSTOP.arm(between if between is not None else DEFAULT_UNCLAIMED)
-    cell = cells.get()
+    cell, data = cells.get()
     run_for, new_between, session = read_backstop(cell)
     if session is not None:
         BACKSTOP.end_session_in(session)
     BACKSTOP.arm(run_for)
     if new_between is not None:
         between = new_between
-    return cell
+    return cell, data
 
 
 def _run_numbered(number, code, namespace, filename):

@@ -57,6 +57,9 @@ pub(crate) struct Collector {
     /// Where kept files go; `None`: nowhere here (the files are dropped,
     /// and the report says so).
     pub(crate) store: Option<FileStore>,
+    /// A kept session's cell: its files stay while the session lives
+    /// ([`FileStore::put_held`]).
+    pub(crate) held: bool,
 }
 
 impl Collector {
@@ -169,7 +172,7 @@ impl Collector {
                 let n = self.whole.len();
                 self.note(&format!(
                     "{n} file(s) of /tmp/out not handed out: no file store here (`code-mode serve` offers them, \
-                     and the services over NATS with the bucket codemode_files; kept sessions: not built yet)"
+                     and the services over NATS with the bucket codemode_files)"
                 ));
             }
             return (links, self.notes);
@@ -178,7 +181,8 @@ impl Collector {
         for file in files {
             let (name, size) = (file.name.clone(), file.size);
             let kept = KeptFile { name: file.name, mime_type: file.mime_type.clone(), bytes: Bytes::from(file.data) };
-            match store.put(owner, kept) {
+            let put = if self.held { store.put_held(owner, kept) } else { store.put(owner, kept) };
+            match put {
                 Ok(uri) => links.push(FileLink { uri, name, mime_type: file.mime_type, size }),
                 // A bound of the store: the collection ends here.
                 Err(e) => {
@@ -334,6 +338,6 @@ mod tests {
         c.start("a".into(), None, 0).unwrap();
         let (links, notes) = c.finish("", false);
         assert!(links.is_empty());
-        assert!(notes[0].contains("not built"), "{notes:?}");
+        assert!(notes[0].contains("no file store here"), "{notes:?}");
     }
 }

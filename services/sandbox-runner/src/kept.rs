@@ -52,6 +52,7 @@ use tokio_util::sync::CancellationToken;
 use crate::Slot;
 use crate::cell::{self, End, ReadyContainer, Run, Streams};
 use crate::container::Container;
+use crate::kept_files::{FileStores, SessionFiles};
 use crate::protocol::{self, FromRunner, Violation};
 use crate::wire;
 
@@ -154,11 +155,18 @@ impl KeptSet {
     /// Start the registry of runner `runner` (its id, named in the replies)
     /// relaying calls over `bus`; on `cancel` every kept container is
     /// removed before the returned task ends.
-    pub fn start(runner: String, bus: Bus, cancel: CancellationToken) -> (KeptSet, tokio::task::JoinHandle<()>) {
+    /// The files its cells write go to `files` (issue 42).
+    pub fn start(
+        runner: String,
+        bus: Bus,
+        files: FileStores,
+        cancel: CancellationToken,
+    ) -> (KeptSet, tokio::task::JoinHandle<()>) {
         let (requests, inbox) = mpsc::channel(REQUESTS);
         let registry = Registry {
             runner,
             bus,
+            files,
             cancel,
             containers: HashMap::new(),
             tasks: JoinSet::new(),
@@ -251,6 +259,8 @@ struct Removed {
 struct Registry {
     runner: String,
     bus: Bus,
+    /// Where kept cells' files go.
+    files: FileStores,
     cancel: CancellationToken,
     containers: HashMap<String, Entry>,
     /// Each task returns why its container went.
@@ -381,6 +391,7 @@ impl Registry {
                     shutdown: self.cancel.clone(),
                     end: end.clone(),
                     between: 0,
+                    files: SessionFiles::new(self.files.clone()),
                 };
                 let first = KeptCell { cell, deadline, progress, cancel, reply };
                 let _ = cells.try_send(first);
@@ -452,6 +463,8 @@ struct KeptActor {
     end: CancellationToken,
     /// Bytes the container sent since its last cell ended.
     between: usize,
+    /// The files its cells handed out (issue 42).
+    files: SessionFiles,
 }
 
 /// Why a kept container ended.
@@ -488,8 +501,14 @@ impl KeptActor {
         let last_moment = self.born + self.lifetime.max;
         // Between cells, the limits of the last cell apply.
         let mut stop_output = usize::MAX;
+        // Over NATS the session's files are written to the bucket again
+        // while it lives (`kept_files`).
+        let every = self.files.refresh_every().unwrap_or(Duration::from_secs(3600));
+        let mut refresh = tokio::time::interval_at(Instant::now() + every, every);
+        refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let gone = loop {
             tokio::select! {
+                _ = refresh.tick() => self.files.refresh(),
                 _ = self.end.cancelled() => {
                     break if self.shutdown.is_cancelled() { Gone::Shutdown } else { Gone::Ended };
                 }
@@ -522,6 +541,7 @@ impl KeptActor {
         let id = self.container.id().to_string();
         tracing::info!(session = %self.session, container = %id, why = %gone, "a kept session's container is removed");
         self.container.remove().await;
+        self.files.end();
         gone.to_string()
     }
 
@@ -535,6 +555,7 @@ impl KeptActor {
     ) -> (CellReport, bool) {
         let started = std::time::Instant::now();
         let mut run = Run::new(cell, progress);
+        self.files.prepare(&mut run.files);
         let pauser = self.container.pauser();
         let bounds =
             cell::KeptBounds { idle: self.lifetime.idle, left: self.lifetime.max.saturating_sub(self.born.elapsed()) };
@@ -545,6 +566,7 @@ impl KeptActor {
         tracing::info!(cell = %cell.cell_id, identity = cell.identity.as_deref().unwrap_or("anonymous"), container = %self.container.id(), kept = true, elapsed_ms = started.elapsed().as_millis() as u64, end = ?end, "cell ended");
         code_mode_telemetry::cell_ended(cell::outcome(&end), started.elapsed());
         let mut report = cell::report_of(run, end, died);
+        self.files.record(&report);
         if !lives {
             let error = report.error.take().unwrap_or_else(|| "stopped".into());
             report.error = Some(format!(

@@ -42,6 +42,7 @@ mod files_in;
 pub mod hold;
 pub mod image;
 pub mod kept;
+pub mod kept_files;
 pub mod pool;
 pub mod posture;
 pub mod protocol;
@@ -612,7 +613,11 @@ impl SandboxRunner {
                 }
             }
         };
-        let (kept, kept_task) = KeptSet::start(self.inner.id.clone(), self.inner.bus.clone(), cancel.clone());
+        let files = kept_files::FileStores {
+            local: self.inner.config.files.clone(),
+            shared: self.inner.config.shared_files.clone(),
+        };
+        let (kept, kept_task) = KeptSet::start(self.inner.id.clone(), self.inner.bus.clone(), files, cancel.clone());
         let kept_task = match self.inner.kept.set(kept) {
             Ok(()) => Some(kept_task),
             Err(_) => {

@@ -58,6 +58,19 @@ pub(super) async fn reserve(files: &SharedFiles, owner: &str, id: &str, bytes: u
     .await
 }
 
+/// File `id`, written again, is counted until the bucket's `max_age` from
+/// now (a kept session's file: [`SharedFiles::refresh`]).
+pub(super) async fn extend(files: &SharedFiles, owner: &str, id: &str) -> Result<(), SharedFilesError> {
+    let until = now_ms().saturating_add(files.ttl.as_millis() as u64);
+    change(files, owner, |held| {
+        for line in held.iter_mut().filter(|h| h.id == id) {
+            line.until = until;
+        }
+        Ok(())
+    })
+    .await
+}
+
 /// Give back the share of file `id` (it was not kept); best effort.
 pub(super) async fn release(files: &SharedFiles, owner: &str, id: &str) {
     let released = change(files, owner, |held| {

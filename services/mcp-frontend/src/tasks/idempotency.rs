@@ -8,7 +8,7 @@
 //! (the key itself is kept only as a digest): first a claim while its run
 //! goes on, then the run's result (a request) or its task id (a task). A
 //! second request with the key waits for the first's result while it runs;
-//! the same key with other code is refused; another identity's same key is
+//! the same key with other code or other files in is refused; another identity's same key is
 //! another entry and matches nothing. A run that ended without a result to
 //! give again (a refusal, an input-required answer, a lost runner) drops
 //! its claim: the next request with the key runs; so does a run its
@@ -26,7 +26,7 @@ use super::{TaskError, now_ms, scope_of};
 use crate::session::CellKeep;
 use crate::{CellOptions, Frontend, auth, wire};
 use code_mode_core::state::StateError;
-use code_mode_proto::ClientLink;
+use code_mode_proto::{CellInput, ClientLink};
 
 /// The `_meta` key of a request's idempotency key.
 pub const META_KEY: &str = "io.code-mode/idempotency-key";
@@ -54,9 +54,21 @@ fn entry_name(key: &str) -> String {
     format!("idem.{}", &hex::encode(digest)[..40])
 }
 
-/// A digest of the code, so the same key with other code is refused.
-fn code_digest(code: &str) -> String {
-    hex::encode(sha2::Sha256::digest(code.as_bytes()))
+/// A digest of what the key names, the code and its files in, so the same
+/// key with other code or other files is refused. Files name what they
+/// are (a URI, a tool and its arguments, inline bytes), so the same URI
+/// whose content changed meanwhile is the same request. Without files the
+/// digest is the code's alone (as before files in existed).
+fn request_digest(code: &str, inputs: &[CellInput]) -> String {
+    let mut digest = sha2::Sha256::new();
+    digest.update(code.as_bytes());
+    if !inputs.is_empty() {
+        // The entries' JSON, in order: serde writes a struct's fields in
+        // their declared order and `arguments` as the client sent it.
+        digest.update(b"\0files\0");
+        digest.update(serde_json::to_vec(inputs).unwrap_or_default());
+    }
+    hex::encode(digest.finalize())
 }
 
 /// What the key's entry says.
@@ -79,13 +91,14 @@ impl Frontend {
         &self,
         key: &str,
         code: String,
+        inputs: Vec<CellInput>,
         keep: CellKeep,
         link: Option<ClientLink>,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let scope = scope_of(auth::caller_of(context).and_then(|c| c.identity).as_ref());
         let name = entry_name(key);
-        let digest = code_digest(&code);
+        let digest = request_digest(&code, &inputs);
         let book = &self.shared.tasks;
         let wants_task = super::wanted(context);
         // A plain request waits at most a run's time for another's result.
@@ -94,7 +107,7 @@ impl Frontend {
             let seen = self.seen(&scope, &name, &digest).await?;
             match seen {
                 Seen::Claimed(revision) => {
-                    return self.run_claimed(&scope, &name, revision, &digest, code, keep, link, context).await;
+                    return self.run_claimed(&scope, &name, revision, &digest, code, inputs, keep, link, context).await;
                 }
                 Seen::Result(result) => {
                     tracing::info!("run_python with a known idempotency key: its earlier result, not a new run");
@@ -154,7 +167,7 @@ impl Frontend {
         if value.get("code").and_then(Value::as_str) != Some(digest) {
             return Err(McpError::invalid_params(
                 format!(
-                    "this idempotency key was sent with other code within --task-ttl; use a new key for new code ({META_KEY})"
+                    "this idempotency key was sent with other code or other files within --task-ttl; use a new key for a new run ({META_KEY})"
                 ),
                 None,
             ));
@@ -181,6 +194,7 @@ impl Frontend {
         revision: u64,
         digest: &str,
         code: String,
+        inputs: Vec<CellInput>,
         keep: CellKeep,
         link: Option<ClientLink>,
         context: &RequestContext<RoleServer>,
@@ -188,7 +202,7 @@ impl Frontend {
         let book = &self.shared.tasks;
         let store = book.store();
         if super::wanted(context) {
-            let answer = self.start_task(code, keep, link, context).await;
+            let answer = self.start_task(code, inputs, keep, link, context).await;
             let remembered = match &answer {
                 Ok(CallToolResponse::Task(created)) => {
                     let entry = json!({"code": digest, "task": created.task.task_id,
@@ -202,7 +216,7 @@ impl Frontend {
             }
             return answer;
         }
-        let run = self.start_cell(code, keep, link, CellOptions::default()).await;
+        let run = self.start_cell_with(code, inputs, keep, link, CellOptions::default()).await;
         let answer = self.drive(run, context).await.tool_response();
         let remembered = match &answer {
             // A run its client cancelled was stopped: it has no result to

@@ -46,6 +46,7 @@ impl Frontend {
     pub(crate) async fn start_task(
         &self,
         code: String,
+        inputs: Vec<code_mode_proto::CellInput>,
         keep: CellKeep,
         link: Option<ClientLink>,
         context: &RequestContext<RoleServer>,
@@ -64,7 +65,7 @@ impl Frontend {
             keep_report: self.shared.tasks.keeps_reports(),
             ..CellOptions::default()
         };
-        let mut run = self.start_cell(code, keep, link, options).await;
+        let mut run = self.start_cell_with(code, inputs, keep, link, options).await;
         let Running::Cell { id: cell, stop } = &mut run.running else {
             return Err(McpError::internal_error("run_python started no cell", None));
         };

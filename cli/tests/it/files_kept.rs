@@ -1,0 +1,195 @@
+//! Files in and out of kept sessions, tasks and keyed runs (issue 42),
+//! end to end through `serve --http` with two token identities, the real
+//! sandbox and the test server offering resources: in a kept session
+//! (`--keep-variables`) `/tmp/out` and `/tmp/in` stay from cell to cell,
+//! each cell's result links only the files it made or changed, and those
+//! links stay readable while the session lives, then `--files-ttl` more;
+//! a kept session's cells, a task's cell and a run under an idempotency
+//! key take `files` (the same key with other files is refused).
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ReadResourceRequestParams, TaskStatus};
+use rmcp::service::{RoleClient, RunningService};
+use serde_json::{Value, json};
+
+use crate::auth::{TokenFile, connect_as, token_new};
+use crate::files_out::{links, read_back};
+use crate::support;
+
+/// `serve --http` with `args`, wrapping the test server offering resources
+/// (`test://wiki/...`); the child, its URL.
+async fn serve(args: &[&str]) -> (tokio::process::Child, String) {
+    let mut serve = tokio::process::Command::new(support::code_mode());
+    serve.args(["serve", "--http", "127.0.0.1:0", "--warm", "0"]).args(args).arg("--");
+    serve.arg(support::test_server()).args(["--resources", "--resource-host", "wiki"]);
+    serve.stdin(std::process::Stdio::null()).kill_on_drop(true);
+    let (child, url, _log) = crate::http::spawn_http(&mut serve).await;
+    (child, url)
+}
+
+fn params(code: &str, files: Value) -> CallToolRequestParams {
+    let mut params = CallToolRequestParams::new("run_python");
+    params.arguments = Some(json!({ "code": code, "files": files }).as_object().unwrap().clone());
+    params
+}
+
+async fn run_with_files<H: rmcp::ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    code: &str,
+    files: Value,
+) -> CallToolResult {
+    client.call_tool(params(code, files)).await.expect("run_python answers")
+}
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The names of a result's links, and name -> URI.
+fn named(result: &CallToolResult) -> (Vec<String>, std::collections::HashMap<String, String>) {
+    let links = links(result);
+    (links.iter().map(|l| l.0.clone()).collect(), links.into_iter().map(|l| (l.0, l.1)).collect())
+}
+
+/// A read that must fail as an unknown resource, the answer for a URI
+/// that never existed.
+async fn unknown<H: rmcp::ClientHandler>(client: &RunningService<RoleClient, H>, uri: &str) -> String {
+    let refused = client.read_resource(ReadResourceRequestParams::new(uri)).await.expect_err("unknown");
+    let text = refused.to_string();
+    assert!(text.contains(&format!("unknown resource: {uri} (no such file, or expired)")), "{text}");
+    text
+}
+
+const FIRST: &str = r#"
+import os
+print(sorted(os.listdir("/tmp/in")), open("/tmp/in/first.txt").read())
+open("/tmp/out/a.txt", "w").write("one")
+save_file("b.csv", "x\n1\n")
+"#;
+
+/// Reads what the first cell wrote back, and its files in (the first
+/// cell's still there), then writes one file and changes another.
+const SECOND: &str = r#"
+import os
+print(sorted(os.listdir("/tmp/in")), open("/tmp/in/small").read(), len(open("/tmp/in/blob.bin", "rb").read()))
+print(sorted(os.listdir("/tmp/out")), open("/tmp/out/a.txt").read())
+open("/tmp/out/c.txt", "w").write(open("/tmp/out/a.txt").read() + " two")
+with open("/tmp/out/b.csv", "a") as f:
+    f.write("2\n")
+"#;
+
+#[tokio::test]
+async fn a_kept_sessions_folders_stay_each_cell_links_what_it_made_or_changed_and_links_live_until_the_session_ends_plus_the_ttl()
+ {
+    if !support::sandbox_available() {
+        return;
+    }
+    const TTL: u64 = 4;
+    let (alice, bob) = (token_new("alice"), token_new("bob"));
+    let tokens = TokenFile::of(&[&alice, &bob]);
+    let ttl = TTL.to_string();
+    let (serve, url) = serve(&["--keep-variables", "--auth-tokens", tokens.arg(), "--files-ttl", &ttl]).await;
+    let pid = serve.id().unwrap();
+    let client = connect_as(&url, &alice, ()).await;
+
+    // Cell 1: a file in for a kept session's first cell; two files out.
+    let first = run_with_files(&client, FIRST, json!([{"name": "first.txt", "data": b64(b"first")}])).await;
+    let report = support::report(&first);
+    assert_eq!(report["stdout"], "['first.txt'] first\n", "{report}");
+    let (names, one) = named(&first);
+    assert_eq!(names, ["a.txt", "b.csv"], "{report}");
+
+    // Cell 2: files in for a kept session's later cell (a wrapped server's
+    // resource and an inline blob) join the first's; it reads the first's
+    // file back, writes c.txt and changes b.csv: only those two come back.
+    let blob: Vec<u8> = (0..200_000u32).map(|i| (i * 13 % 256) as u8).collect();
+    let files = json!([{"uri": "test://wiki/small", "name": "small"}, {"name": "blob.bin", "data": b64(&blob)}]);
+    let second = run_with_files(&client, SECOND, files).await;
+    let report = support::report(&second);
+    assert_eq!(
+        report["stdout"], "['blob.bin', 'first.txt', 'small'] small 200000\n['a.txt', 'b.csv'] one\n",
+        "{report}"
+    );
+    let (names, two) = named(&second);
+    assert_eq!(names, ["b.csv", "c.txt"], "only what cell 2 made or changed: {report}");
+
+    // Byte for byte, each link as its cell left the file.
+    assert_eq!(read_back(&client, &one["a.txt"]).await, b"one");
+    assert_eq!(read_back(&client, &one["b.csv"]).await, b"x\n1\n");
+    assert_eq!(read_back(&client, &two["b.csv"]).await, b"x\n1\n2\n");
+    assert_eq!(read_back(&client, &two["c.txt"]).await, b"one two");
+
+    // Another identity: unknown, as a URI that never existed.
+    let bob_client = connect_as(&url, &bob, ()).await;
+    for uri in one.values().chain(two.values()) {
+        unknown(&bob_client, uri).await;
+    }
+    bob_client.cancel().await.ok();
+
+    // Past the time a one-shot cell's link lives, the session lives: the
+    // links still work.
+    tokio::time::sleep(Duration::from_secs(TTL + 2)).await;
+    assert_eq!(read_back(&client, &one["a.txt"]).await, b"one", "read while the session lives");
+
+    // The session ends (its container goes); its links live --files-ttl more.
+    client.cancel().await.ok();
+    let ended = std::time::Instant::now();
+    let give_up = ended + Duration::from_secs(20);
+    while !support::containers_of(pid).is_empty() && std::time::Instant::now() < give_up {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(support::containers_of(pid).is_empty(), "the session's container went");
+    let again = connect_as(&url, &alice, ()).await;
+    assert_eq!(read_back(&again, &two["c.txt"]).await, b"one two", "read just after the session ended");
+    tokio::time::sleep(Duration::from_secs(TTL + 1).saturating_sub(ended.elapsed())).await;
+    for uri in one.values().chain(two.values()) {
+        unknown(&again, uri).await;
+    }
+    again.cancel().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_cell_and_a_keyed_run_take_files_in_and_the_same_key_with_other_files_is_refused() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let alice = token_new("alice");
+    let tokens = TokenFile::of(&[&alice]);
+    let (_serve, url) = serve(&["--auth-tokens", tokens.arg()]).await;
+    let reads = "import os\nprint(sorted(os.listdir('/tmp/in')), open('/tmp/in/small').read(), \
+                 open('/tmp/in/given.txt').read())";
+    let files = json!([{"uri": "test://wiki/small"}, {"name": "given.txt", "data": b64(b"given")}]);
+
+    // A task's cell.
+    let tasks = crate::task_cells::connect_as(&url, &alice, crate::task_cells::stateless()).await;
+    let answer = tasks.peer().call_tool_once(params(reads, files.clone())).await.expect("run_python answers");
+    let CallToolResponse::Task(created) = answer else { panic!("a task handle, not {answer:?}") };
+    let id = created.task.task_id;
+    let (done, _) = crate::task_cells::settled(&tasks, &id, Duration::from_secs(60)).await;
+    assert_eq!(done.task.status(), TaskStatus::Completed, "{done:?}");
+    assert_eq!(crate::task_cells::report_of(&done)["stdout"], "['given.txt', 'small'] small given\n");
+    tasks.cancel().await.ok();
+
+    // A run under an idempotency key: its files are part of what the key
+    // names. The same key and files give the earlier result (nothing runs
+    // again); the same key with other files is refused.
+    let client = connect_as(&url, &alice, ()).await;
+    let keyed = |files: Value| {
+        let mut params = params("import time\nprint(open('/tmp/in/given.txt').read(), time.time_ns())", files);
+        let meta = json!({"io.code-mode/idempotency-key": "files-key"});
+        params.meta = Some(rmcp::model::RequestMetaObject::from(meta.as_object().unwrap().clone()));
+        params
+    };
+    let given = json!([{"name": "given.txt", "data": b64(b"given")}]);
+    let once = client.call_tool(keyed(given.clone())).await.expect("run_python answers");
+    let printed = support::report(&once)["stdout"].as_str().unwrap().to_string();
+    assert!(printed.starts_with("given "), "{printed}");
+    let twice = client.call_tool(keyed(given)).await.expect("run_python answers");
+    assert_eq!(support::report(&twice)["stdout"], printed.as_str(), "the same key and files: the earlier result");
+    let other = json!([{"name": "given.txt", "data": b64(b"other")}]);
+    let refused = client.call_tool(keyed(other)).await.expect_err("the same key with other files is refused");
+    assert!(refused.to_string().contains("other code or other files"), "{refused}");
+    client.cancel().await.ok();
+}
