@@ -193,3 +193,68 @@ async fn a_task_cell_and_a_keyed_run_take_files_in_and_the_same_key_with_other_f
     assert!(refused.to_string().contains("other code or other files"), "{refused}");
     client.cancel().await.ok();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_nats_a_kept_sessions_links_outlive_the_files_ttl_while_it_lives_and_go_the_ttl_after_it_ends() {
+    if !support::sandbox_available() {
+        return;
+    }
+    const TTL: u64 = 6;
+    let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else {
+        panic!("nats-server is needed")
+    };
+    let (alice, bob) = (token_new("alice"), token_new("bob"));
+    let tokens = TokenFile::of(&[&alice, &bob]);
+    let ttl = TTL.to_string();
+    let _bridge = support::spawn_service(&nats.url(), &users, "bridge", &[], Some(&[]));
+    let runner_args = ["--warm", "0", "--files-ttl", &ttl];
+    let _runner = support::spawn_service(&nats.url(), &users, "sandbox-runner", &runner_args, None);
+    let args = ["--http", "127.0.0.1:0", "--auth-tokens", tokens.arg(), "--keep-variables", "--files-ttl", &ttl];
+    let mut command = support::service_command(&nats.url(), &users, "frontend", &args, None);
+    let (_frontend, url, _log) = crate::http::spawn_http(&mut command).await;
+    let client = connect_as(&url, &alice, ()).await;
+
+    let first = crate::http::run_python(&client, "open('/tmp/out/a.txt', 'w').write('one')").await;
+    let (names, one) = named(&first);
+    assert_eq!(names, ["a.txt"], "{:?}", support::report(&first));
+    let code = "open('/tmp/out/c.txt', 'w').write(open('/tmp/out/a.txt').read() + ' two')";
+    let second = crate::http::run_python(&client, code).await;
+    let (names, two) = named(&second);
+    assert_eq!(names, ["c.txt"], "only what cell 2 made: {:?}", support::report(&second));
+    assert_eq!(read_back(&client, &one["a.txt"]).await, b"one");
+    assert_eq!(read_back(&client, &two["c.txt"]).await, b"one two");
+    let bob_client = connect_as(&url, &bob, ()).await;
+    unknown(&bob_client, &two["c.txt"]).await;
+    bob_client.cancel().await.ok();
+
+    // Past the bucket's max_age the session still lives: its runner wrote
+    // its files again, so the links still work.
+    tokio::time::sleep(Duration::from_secs(TTL + 3)).await;
+    assert_eq!(read_back(&client, &one["a.txt"]).await, b"one", "read while the session lives");
+
+    // The session ends; its links live --files-ttl more, then are unknown.
+    client.cancel().await.ok();
+    let ended = std::time::Instant::now();
+    let again = connect_as(&url, &alice, ()).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(read_back(&again, &two["c.txt"]).await, b"one two", "read just after the session ended");
+    let uri = &one["a.txt"];
+    let gone_after = loop {
+        match again.read_resource(ReadResourceRequestParams::new(uri.clone())).await {
+            Err(_) => break ended.elapsed(),
+            Ok(_) => {
+                assert!(
+                    ended.elapsed() < Duration::from_secs(4 * TTL),
+                    "still read {:?} after the end",
+                    ended.elapsed()
+                );
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        }
+    };
+    eprintln!("measured: a kept session's link was unknown {gone_after:?} after the session ended (--files-ttl {TTL})");
+    assert!(gone_after >= Duration::from_secs(TTL - 1), "gone {gone_after:?} after the end, before --files-ttl");
+    unknown(&again, uri).await;
+    unknown(&again, &two["c.txt"]).await;
+    again.cancel().await.ok();
+}
