@@ -84,6 +84,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let mut parts = stack_parts(&args.stack, 1, None, Direct::default(), &root).await?;
             // No client reads the description: no wait for the packages.
             parts.frontend.packages_wait = std::time::Duration::ZERO;
+            // --out: the cell's files kept for the run, then written out.
+            let store = args
+                .out
+                .as_ref()
+                .map(|_| code_mode_core::files::FileStore::with_ttl(std::time::Duration::from_secs(3600)));
+            parts.frontend.files = store.clone();
             let stack = Stack::start(parts, Buses::One(Bus::in_process()), &root).await?;
             let frontend = stack.factory.session();
             let report = async {
@@ -96,7 +102,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             .await;
             frontend.end_session().await;
             stack.stop().await;
-            let report = report.context("running the cell")?;
+            let mut report = report.context("running the cell")?;
+            if let (Some(dir), Some(store)) = (&args.out, &store) {
+                crate::out_dir::write_out(dir, store, &mut report);
+            }
             println!("{}", serde_json::to_string(&report)?);
             Ok(())
         }

@@ -413,6 +413,11 @@ pub struct RunArgs {
     /// can be asked.
     #[arg(long)]
     pub ask: bool,
+    /// Write the files the cell wrote to /tmp/out (and its whole output,
+    /// output.txt, when cut) under this folder, made if missing; an
+    /// existing file is not replaced, a symlink not followed.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// Options of the bridge: which tools, and the limits of each call.

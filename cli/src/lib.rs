@@ -50,6 +50,7 @@ pub mod cli_token;
 pub mod describe;
 pub mod files_args;
 pub mod login;
+pub mod out_dir;
 pub mod parts;
 pub mod pid_file;
 pub mod ranges;

@@ -42,6 +42,38 @@ fn the_report_of_code_mode_run_says_the_files_a_cell_writes_are_not_kept() {
 }
 
 #[test]
+fn code_mode_run_with_out_writes_the_cells_files_and_its_whole_output_to_a_host_folder_never_through_a_symlink() {
+    if !support::sandbox_available() {
+        return;
+    }
+    // `--out DIR` (issue 42): the files land under DIR, output.txt too
+    // when the output was cut; a name through a symlink already in DIR is
+    // not followed, an existing file is not replaced.
+    let dir = support::log_path("run-out");
+    let elsewhere = support::log_path("run-out-elsewhere");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, dir.join("link")).unwrap();
+    std::fs::write(dir.join("kept.txt"), "mine").unwrap();
+    let code = "save_file('a/b.txt', 'hi')\nopen('/tmp/out/c.bin', 'wb').write(bytes(range(256)))\n\
+                save_file('link/x.txt', 'x')\nsave_file('kept.txt', 'theirs')\nprint('y' * 20000)";
+    let ran = run(&["--out", dir.to_str().unwrap()], code, &[]);
+    assert_eq!(std::fs::read_to_string(dir.join("a/b.txt")).unwrap(), "hi");
+    assert_eq!(std::fs::read(dir.join("c.bin")).unwrap(), (0..=255u8).collect::<Vec<u8>>());
+    assert_eq!(std::fs::read_to_string(dir.join("output.txt")).unwrap(), format!("{}\n", "y".repeat(20000)));
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0, "nothing written through the symlink");
+    assert_eq!(std::fs::read_to_string(dir.join("kept.txt")).unwrap(), "mine", "an existing file stays");
+    let notes: Vec<String> = serde_json::from_value(ran.report["files_notes"].clone()).unwrap();
+    let said = |what: &str| notes.iter().any(|n| n.contains(what));
+    assert!(said(&format!("'a/b.txt' (2 bytes) written to {}", dir.join("a/b.txt").display())), "{notes:?}");
+    assert!(said("'link/x.txt' not written: ") && said("is not a folder (a symlink is not followed)"), "{notes:?}");
+    assert!(said("'kept.txt' not written: ") && said("an existing file is not replaced"), "{notes:?}");
+    assert!(ran.report.get("files").is_none_or(|f| f.as_array().is_none_or(Vec::is_empty)), "{}", ran.report);
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&elsewhere).unwrap();
+}
+
+#[test]
 fn the_code_can_come_from_a_file_or_from_stdin() {
     if !support::sandbox_available() {
         return;
