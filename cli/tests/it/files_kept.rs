@@ -206,7 +206,8 @@ async fn over_nats_a_kept_sessions_links_outlive_the_files_ttl_while_it_lives_an
     let (alice, bob) = (token_new("alice"), token_new("bob"));
     let tokens = TokenFile::of(&[&alice, &bob]);
     let ttl = TTL.to_string();
-    let _bridge = support::spawn_service(&nats.url(), &users, "bridge", &[], Some(&[]));
+    let resources = ["--resources", "--resource-host", "wiki"];
+    let _bridge = support::spawn_service(&nats.url(), &users, "bridge", &[], Some(&resources));
     let runner_args = ["--warm", "0", "--files-ttl", &ttl];
     let _runner = support::spawn_service(&nats.url(), &users, "sandbox-runner", &runner_args, None);
     let args = ["--http", "127.0.0.1:0", "--auth-tokens", tokens.arg(), "--keep-variables", "--files-ttl", &ttl];
@@ -217,8 +218,13 @@ async fn over_nats_a_kept_sessions_links_outlive_the_files_ttl_while_it_lives_an
     let first = crate::http::run_python(&client, "open('/tmp/out/a.txt', 'w').write('one')").await;
     let (names, one) = named(&first);
     assert_eq!(names, ["a.txt"], "{:?}", support::report(&first));
-    let code = "open('/tmp/out/c.txt', 'w').write(open('/tmp/out/a.txt').read() + ' two')";
-    let second = crate::http::run_python(&client, code).await;
+    // A later kept cell's files in over NATS: a resource past 128 KiB (it
+    // comes through codemode_files_in) and an inline file.
+    let code = "import os\nprint(sorted(os.listdir('/tmp/in')), len(open('/tmp/in/big').read()))\n\
+                open('/tmp/out/c.txt', 'w').write(open('/tmp/out/a.txt').read() + ' two')";
+    let files = json!([{"uri": "test://wiki/big/300000", "name": "big"}, {"name": "given.txt", "data": b64(b"given")}]);
+    let second = run_with_files(&client, code, files).await;
+    assert_eq!(support::report(&second)["stdout"], "['big', 'given.txt'] 300000\n", "{:?}", support::report(&second));
     let (names, two) = named(&second);
     assert_eq!(names, ["c.txt"], "only what cell 2 made: {:?}", support::report(&second));
     assert_eq!(read_back(&client, &one["a.txt"]).await, b"one");

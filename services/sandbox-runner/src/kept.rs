@@ -555,7 +555,7 @@ impl KeptActor {
     ) -> (CellReport, bool) {
         let started = std::time::Instant::now();
         let mut run = Run::new(cell, progress);
-        self.files.prepare(&mut run.files);
+        self.files.prepare(&mut run);
         let pauser = self.container.pauser();
         let bounds =
             cell::KeptBounds { idle: self.lifetime.idle, left: self.lifetime.max.saturating_sub(self.born.elapsed()) };

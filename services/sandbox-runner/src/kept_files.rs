@@ -32,6 +32,9 @@ pub struct FileStores {
     pub local: Option<FileStore>,
     /// The bucket, over NATS.
     pub shared: Option<SharedFiles>,
+    /// Over NATS, where a bridge leaves a large file in for the runner
+    /// (`codemode_files_in`).
+    pub inputs: Option<code_mode_core::files_in_shared::SharedInputs>,
 }
 
 /// The files of one kept session's cells.
@@ -49,14 +52,16 @@ impl SessionFiles {
         Self { stores, uris: Vec::new(), refreshing: None }
     }
 
-    /// Fit `run`'s collector to a kept cell: files held by the session, and
-    /// the whole printed output kept as a fresh cell's is.
-    pub(crate) fn prepare(&self, collector: &mut crate::files::Collector) {
-        collector.store = self.stores.local.clone();
-        collector.held = true;
+    /// Fit `run` to a kept cell: its files held by the session, the whole
+    /// printed output kept as a fresh cell's is, and its large files in
+    /// read from the bucket a bridge left them in, as a fresh cell's are.
+    pub(crate) fn prepare(&self, run: &mut crate::cell::Run<'_>) {
+        run.files.store = self.stores.local.clone();
+        run.files.held = true;
         if self.stores.local.is_some() {
-            collector.output_bound = code_mode_proto::MAX_OUTPUT_KEPT;
+            run.files.output_bound = code_mode_proto::MAX_OUTPUT_KEPT;
         }
+        run.inputs = self.stores.inputs.clone();
     }
 
     /// A cell's report: its links are the session's.

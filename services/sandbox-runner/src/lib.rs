@@ -616,6 +616,7 @@ impl SandboxRunner {
         let files = kept_files::FileStores {
             local: self.inner.config.files.clone(),
             shared: self.inner.config.shared_files.clone(),
+            inputs: self.inner.config.shared_inputs.clone(),
         };
         let (kept, kept_task) = KeptSet::start(self.inner.id.clone(), self.inner.bus.clone(), files, cancel.clone());
         let kept_task = match self.inner.kept.set(kept) {
