@@ -34,7 +34,9 @@
 //! Within a client's own session, a message is tied to the call it came
 //! during when the transport says so (a streamable HTTP server sends it on
 //! that request's stream) or when exactly one call is in flight; else it
-//! is the session's.
+//! is the session's. A message that comes while a call is starting (its
+//! request already out, its id not yet known to the call) waits for that
+//! call to be noted, briefly ([`Flights::starting`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -74,21 +76,43 @@ pub(crate) struct Flight {
 }
 
 /// The calls in flight on one session, by the progress token rmcp gave
-/// each request. Cheap to clone; shared by the session's handler and the
-/// calls.
+/// each request, and the calls about to be ([`Flights::starting`]). Cheap
+/// to clone; shared by the session's handler and the calls.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Flights {
-    inner: Arc<std::sync::Mutex<HashMap<String, Flight>>>,
+    inner: Arc<std::sync::Mutex<InFlight>>,
+    /// Woken when a call is noted in flight or a starting one gives up.
     added: Arc<Notify>,
     /// The session's notes, numbered as they arrive ([`crate::arrivals`]).
     arrivals: Arrivals,
 }
 
+#[derive(Debug, Default)]
+struct InFlight {
+    by_token: HashMap<String, Flight>,
+    /// Calls whose request may be on its way to the server but that are
+    /// not noted yet: rmcp picks a request's id and token as it sends it,
+    /// and the server may answer with a question before the call has
+    /// them (on a loaded machine the sending thread can stall right
+    /// there while the server's question is already being handled).
+    starting: usize,
+}
+
 impl Flights {
-    /// Note a call in flight under its request's progress token; it stays
-    /// until the guard is dropped.
+    /// A call is about to send its request: until the returned value is
+    /// noted in flight ([`Starting::enter`]) or dropped, a message of the
+    /// server that finds no call waits for it ([`Flights::of_message`]).
+    pub(crate) fn starting(&self) -> Starting {
+        code_mode_core::sync::lock(&self.inner).starting += 1;
+        Starting { flights: self.clone(), noted: false }
+    }
+
+    /// Note a call in flight under its request's progress token, without
+    /// its start ([`Starting::enter`] does both); it stays until the guard
+    /// is dropped.
+    #[cfg(test)]
     pub(crate) fn enter(&self, token: String, flight: Flight) -> FlightGuard {
-        code_mode_core::sync::lock(&self.inner).insert(token.clone(), flight);
+        code_mode_core::sync::lock(&self.inner).by_token.insert(token.clone(), flight);
         self.added.notify_waiters();
         FlightGuard { flights: self.clone(), token }
     }
@@ -99,7 +123,7 @@ impl Flights {
         let deadline = tokio::time::Instant::now() + LATE_FLIGHT;
         loop {
             let added = self.added.notified();
-            if let Some(flight) = code_mode_core::sync::lock(&self.inner).get(token) {
+            if let Some(flight) = code_mode_core::sync::lock(&self.inner).by_token.get(token) {
                 return Some(flight.clone());
             }
             if tokio::time::timeout_at(deadline, added).await.is_err() {
@@ -109,16 +133,35 @@ impl Flights {
     }
 
     /// The call a message of the server belongs to: the one whose
-    /// request's stream it came on, else the only one in flight.
-    fn of_message(&self, origin: Option<&InboundStreamOrigin>) -> Option<Flight> {
-        let flights = code_mode_core::sync::lock(&self.inner);
-        if let Some(InboundStreamOrigin::OutboundRequest(id)) = origin {
-            return flights.values().find(|f| &f.request_id == id).cloned();
-        }
-        let mut all = flights.values();
-        match (all.next(), all.next()) {
-            (Some(only), None) => Some(only.clone()),
-            _ => None,
+    /// request's stream it came on, else the only one in flight. While a
+    /// call is starting the answer waits (at most [`LATE_FLIGHT`]) until
+    /// it is noted: the message may be the first of that call, sent
+    /// before the call learnt its request's id.
+    async fn of_message(&self, origin: Option<&InboundStreamOrigin>) -> Option<Flight> {
+        let deadline = tokio::time::Instant::now() + LATE_FLIGHT;
+        let mut waited = false;
+        loop {
+            let added = self.added.notified();
+            let (found, starting) = {
+                let flights = code_mode_core::sync::lock(&self.inner);
+                (flights.belonging(origin, true), flights.starting)
+            };
+            if found.is_some() || starting == 0 {
+                if waited {
+                    let call = found.as_ref().map(|f| f.call_id.as_str());
+                    tracing::debug!(
+                        ?call,
+                        "a server's message came while its call was starting: it waited for the call"
+                    );
+                }
+                return found;
+            }
+            if tokio::time::timeout_at(deadline, added).await.is_err() {
+                // A call stalled before its request went out: the message
+                // is not its.
+                return code_mode_core::sync::lock(&self.inner).belonging(origin, false);
+            }
+            waited = true;
         }
     }
 
@@ -129,7 +172,59 @@ impl Flights {
 
     /// How many calls are in flight.
     pub(crate) fn count(&self) -> usize {
-        code_mode_core::sync::lock(&self.inner).len()
+        code_mode_core::sync::lock(&self.inner).by_token.len()
+    }
+}
+
+impl InFlight {
+    /// The call of the request whose stream a message came on, else the
+    /// only call in flight (none when two are: the message is the
+    /// session's). With `starting_counts`, `None` too while a call is
+    /// starting and one other is in flight: the message may be either's
+    /// until the new one is noted.
+    fn belonging(&self, origin: Option<&InboundStreamOrigin>, starting_counts: bool) -> Option<Flight> {
+        if let Some(InboundStreamOrigin::OutboundRequest(id)) = origin {
+            return self.by_token.values().find(|f| &f.request_id == id).cloned();
+        }
+        let mut all = self.by_token.values();
+        match (all.next(), all.next()) {
+            (Some(only), None) if !starting_counts || self.starting == 0 => Some(only.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// A call about to be in flight ([`Flights::starting`]).
+#[derive(Debug)]
+pub(crate) struct Starting {
+    flights: Flights,
+    noted: bool,
+}
+
+impl Starting {
+    /// The call's request is on its way: note it in flight under its
+    /// progress token, until the guard drops.
+    pub(crate) fn enter(mut self, token: String, flight: Flight) -> FlightGuard {
+        {
+            let mut flights = code_mode_core::sync::lock(&self.flights.inner);
+            flights.by_token.insert(token.clone(), flight);
+            flights.starting = flights.starting.saturating_sub(1);
+        }
+        self.noted = true;
+        self.flights.added.notify_waiters();
+        FlightGuard { flights: self.flights.clone(), token }
+    }
+}
+
+impl Drop for Starting {
+    /// A call that never sent its request no longer holds messages back.
+    fn drop(&mut self) {
+        if !self.noted {
+            let mut flights = code_mode_core::sync::lock(&self.flights.inner);
+            flights.starting = flights.starting.saturating_sub(1);
+            drop(flights);
+            self.flights.added.notify_waiters();
+        }
     }
 }
 
@@ -142,7 +237,7 @@ pub(crate) struct FlightGuard {
 
 impl Drop for FlightGuard {
     fn drop(&mut self) {
-        code_mode_core::sync::lock(&self.flights.inner).remove(&self.token);
+        code_mode_core::sync::lock(&self.flights.inner).by_token.remove(&self.token);
     }
 }
 
@@ -388,7 +483,7 @@ impl Relay {
             tracing::info!(server = %self.name, method = kind.method(), "a server asked on its shared session, where no client can answer");
             return Err(Unanswered::NoClient(kind));
         };
-        let call_id = self.flights.of_message(origin).map(|f| f.call_id);
+        let call_id = self.flights.of_message(origin).await.map(|f| f.call_id);
         let question = Question {
             owner: owner.clone(),
             call_id,
@@ -518,7 +613,7 @@ impl ClientHandler for Relay {
             _ => return,
         };
         let origin = context.extensions.get::<InboundStreamOrigin>();
-        let flight = self.flights.of_message(origin);
+        let flight = self.flights.of_message(origin).await;
         let note = Note::Log { level, logger: params.logger, data: params.data };
         self.tell(&owner.asker, flight.map(|f| f.call_id), note).await;
     }
@@ -589,16 +684,69 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_servers_message_belongs_to_the_call_of_its_stream_else_to_the_only_call_in_flight() {
         let flights = Flights::default();
-        assert!(flights.of_message(None).is_none(), "no call in flight: nobody's");
+        let started = Instant::now();
+        assert!(flights.of_message(None).await.is_none(), "no call in flight: nobody's");
         let one = flights.enter("t1".into(), flight("call-1", 1));
-        assert_eq!(flights.of_message(None).unwrap().call_id, "call-1", "the only call in flight");
+        assert_eq!(flights.of_message(None).await.unwrap().call_id, "call-1", "the only call in flight");
         let two = flights.enter("t2".into(), flight("call-2", 2));
-        assert!(flights.of_message(None).is_none(), "two calls and no stream: it is the session's");
+        assert!(flights.of_message(None).await.is_none(), "two calls and no stream: it is the session's");
         let on_two = InboundStreamOrigin::OutboundRequest(RequestId::Number(2));
-        assert_eq!(flights.of_message(Some(&on_two)).unwrap().call_id, "call-2", "the call whose stream it came on");
+        let of_two = flights.of_message(Some(&on_two)).await;
+        assert_eq!(of_two.unwrap().call_id, "call-2", "the call whose stream it came on");
         drop(two);
-        assert!(flights.of_message(Some(&on_two)).is_none(), "a stream whose call ended belongs to no call");
+        assert!(flights.of_message(Some(&on_two)).await.is_none(), "a stream whose call ended belongs to no call");
         drop(one);
         assert_eq!(flights.count(), 0);
+        assert_eq!(started.elapsed(), Duration::ZERO, "with no call starting, nothing waits");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_question_that_comes_before_its_call_is_noted_in_flight_waits_for_the_call_and_finds_it() {
+        // The race: the call's request is out (the server answers with a
+        // question at once) while the call has not yet noted its token.
+        for origin in [None, Some(InboundStreamOrigin::OutboundRequest(RequestId::Number(1)))] {
+            let flights = Flights::default();
+            let starting = flights.starting();
+            let later = tokio::spawn(async move {
+                tokio::time::sleep(LATE_FLIGHT / 4).await;
+                starting.enter("t1".into(), flight("call-1", 1))
+            });
+            let started = Instant::now();
+            let found = flights.of_message(origin.as_ref()).await;
+            assert_eq!(found.map(|f| f.call_id).as_deref(), Some("call-1"), "the starting call's ({origin:?})");
+            assert_eq!(started.elapsed(), LATE_FLIGHT / 4, "found as soon as it was noted");
+            let _in_flight = later.await.unwrap();
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_message_while_a_second_call_starts_waits_and_a_call_that_never_sends_holds_nothing_back() {
+        let flights = Flights::default();
+        let _one = flights.enter("t1".into(), flight("call-1", 1));
+        // A second call starts: the message may be its first, so it is
+        // nobody's until the call is noted (then two are in flight).
+        let starting = flights.starting();
+        let later = tokio::spawn(async move {
+            tokio::time::sleep(LATE_FLIGHT / 4).await;
+            starting.enter("t2".into(), flight("call-2", 2))
+        });
+        assert!(flights.of_message(None).await.is_none(), "two calls in flight: the session's");
+        let two = later.await.unwrap();
+        drop(two);
+        // A start given up (its send failed) releases the waiting message.
+        let starting = flights.starting();
+        let given_up = tokio::spawn(async move {
+            tokio::time::sleep(LATE_FLIGHT / 4).await;
+            drop(starting);
+        });
+        let started = Instant::now();
+        assert_eq!(flights.of_message(None).await.unwrap().call_id, "call-1", "the only call in flight");
+        assert_eq!(started.elapsed(), LATE_FLIGHT / 4, "released when the start was given up");
+        given_up.await.unwrap();
+        // A start that stalls holds a message no longer than the bound.
+        let _stalled = flights.starting();
+        let started = Instant::now();
+        assert_eq!(flights.of_message(None).await.unwrap().call_id, "call-1");
+        assert_eq!(started.elapsed(), LATE_FLIGHT, "waits no longer than the bound");
     }
 }

@@ -129,6 +129,10 @@ impl crate::Bridge {
             let request: rmcp::model::ClientRequest =
                 serde_json::from_value(serde_json::json!({"method": call.target.method(), "params": params.clone()}))
                     .map_err(|_| CallError::Service(rmcp::service::ServiceError::UnexpectedResponse))?;
+            // Noted as starting before the request goes out: the server
+            // may ask its question before the call learns the request's
+            // id and token, and the question then waits for the call.
+            let starting = flights.starting();
             let handle =
                 peer.send_cancellable_request(request, same_options(&options)).await.map_err(CallError::Service)?;
             let token = match serde_json::to_value(&handle.progress_token) {
@@ -138,7 +142,7 @@ impl crate::Bridge {
             };
             let flight =
                 Flight { call_id: call.cell_id.clone(), request_id: handle.id.clone(), asker: asker.clone(), progress };
-            let in_flight = flights.enter(token, flight);
+            let in_flight = starting.enter(token, flight);
             let id = handle.id.clone();
             let peer_for_cancel = handle.peer.clone();
             let response = handle.await_response();
