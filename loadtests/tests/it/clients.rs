@@ -59,23 +59,9 @@ fn concurrent_http_sessions_in_closed_and_open_loop_report_every_cell_with_perce
     let dir = TempDir::new("loadtest-clients");
     let port = free_port();
     let metrics = free_port();
-    let _serve = Killed(
-        Command::new(workspace_binary("code-mode"))
-            .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--deadline", "30", "--max-concurrent", "4"])
-            .args(["--metrics-addr", &format!("127.0.0.1:{metrics}"), "--warm-window", "1"])
-            .args(["--config", &servers(&dir.0)])
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("serve starts"),
-    );
-    let give_up = Instant::now() + Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < give_up, "serve --http never listened");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let url = format!("http://127.0.0.1:{port}/mcp");
+    let metrics_addr = format!("127.0.0.1:{metrics}");
+    let more = ["--max-concurrent", "4", "--metrics-addr", &metrics_addr, "--warm-window", "1"];
+    let (_serve, url) = serve_http(port, &dir.0, &more);
     let plots = dir.0.join("plots");
     let mix = "print=2,tool=2,cpu=1,refused=1";
     let (code, stdout, report) = load(
@@ -128,6 +114,29 @@ fn concurrent_http_sessions_in_closed_and_open_loop_report_every_cell_with_perce
 }
 
 /// A child process killed (and reaped) when dropped, even by a failing test.
+/// `code-mode serve --http` on `port` with the test servers of `dir`, a
+/// 30 s deadline and `more` arguments, once it listens: the process
+/// (killed when dropped) and its MCP URL.
+fn serve_http(port: u16, dir: &Path, more: &[&str]) -> (Killed, String) {
+    let serve = Killed(
+        Command::new(workspace_binary("code-mode"))
+            .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--deadline", "30"])
+            .args(more)
+            .args(["--config", &servers(dir)])
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("serve starts"),
+    );
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < give_up, "serve --http never listened");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    (serve, format!("http://127.0.0.1:{port}/mcp"))
+}
+
 struct Killed(std::process::Child);
 
 impl Drop for Killed {
@@ -184,22 +193,7 @@ fn a_file_cell_reads_its_10_mb_link_back_whole_beside_a_cell_returning_nothing()
     }
     let dir = TempDir::new("loadtest-file");
     let port = free_port();
-    let _serve = Killed(
-        Command::new(workspace_binary("code-mode"))
-            .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--deadline", "30"])
-            .args(["--config", &servers(&dir.0)])
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("serve starts"),
-    );
-    let give_up = Instant::now() + Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < give_up, "serve --http never listened");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let url = format!("http://127.0.0.1:{port}/mcp");
+    let (_serve, url) = serve_http(port, &dir.0, &[]);
     let args = ["--url", &url, "--sessions", "2", "--cells", "2", "--mix", "nothing=1,file=1"];
     let (code, stdout, report) = load(&args, &dir.0, "file");
     assert_eq!(code, 0, "{stdout}");
