@@ -29,7 +29,7 @@ use serde_json::Value;
 
 use crate::auth::{Client, TokenFile, connect_as, token_new};
 use crate::support::{self, log_path};
-use crate::upstream::Upstream;
+use crate::upstream::{Upstream, browser_get};
 
 pub(crate) type Mcp = rmcp::service::RunningService<rmcp::RoleClient, ()>;
 
@@ -89,15 +89,7 @@ pub(crate) async fn follow_to(url: &str, callback: &str) -> String {
             return next;
         }
         let parsed = reqwest::Url::parse(&next).unwrap();
-        let jar: Vec<String> = cookies.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let response = client.get(parsed.clone()).header("cookie", jar.join("; ")).send().await.unwrap();
-        for value in response.headers().get_all("set-cookie") {
-            if let Some((pair, _)) = value.to_str().unwrap_or_default().split_once(';')
-                && let Some((name, value)) = pair.split_once('=')
-            {
-                cookies.insert(name.trim().to_string(), value.trim().to_string());
-            }
-        }
+        let response = browser_get(&client, parsed.clone(), &mut cookies).await;
         let location = response
             .headers()
             .get("location")

@@ -194,6 +194,25 @@ impl Upstream {
     }
 }
 
+/// GET `url` as a browser does: with the `cookies` kept so far, keeping
+/// those the answer sets.
+pub(crate) async fn browser_get(
+    client: &reqwest::Client,
+    url: reqwest::Url,
+    cookies: &mut HashMap<String, String>,
+) -> reqwest::Response {
+    let jar: Vec<String> = cookies.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let response = client.get(url).header("cookie", jar.join("; ")).send().await.unwrap();
+    for value in response.headers().get_all("set-cookie") {
+        if let Some((pair, _)) = value.to_str().unwrap_or_default().split_once(';')
+            && let Some((name, value)) = pair.split_once('=')
+        {
+            cookies.insert(name.trim().to_string(), value.trim().to_string());
+        }
+    }
+    response
+}
+
 /// Follow `url` as a browser does: every redirect, cookies kept, until it
 /// reaches the loopback `/callback` (changed by `tamper` first). The
 /// status of the last page.
@@ -211,15 +230,7 @@ pub(crate) async fn follow(url: &str, tamper: &impl Fn(&str) -> String) -> u16 {
                 Err(_) => 0,
             };
         }
-        let jar: Vec<String> = cookies.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let response = client.get(parsed.clone()).header("cookie", jar.join("; ")).send().await.unwrap();
-        for value in response.headers().get_all("set-cookie") {
-            if let Some((pair, _)) = value.to_str().unwrap_or_default().split_once(';')
-                && let Some((name, value)) = pair.split_once('=')
-            {
-                cookies.insert(name.trim().to_string(), value.trim().to_string());
-            }
-        }
+        let response = browser_get(&client, parsed.clone(), &mut cookies).await;
         let Some(location) = response.headers().get("location").and_then(|l| l.to_str().ok()) else {
             return response.status().as_u16();
         };
