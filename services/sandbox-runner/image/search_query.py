@@ -26,6 +26,8 @@ TABLES = _load_tables()
 QUESTION_WORDS, RECALL_WORDS = TABLES.QUESTION_WORDS, TABLES.RECALL_WORDS
 NAMING_WORDS, HOW_WORDS, STOP_WORDS = TABLES.NAMING_WORDS, TABLES.HOW_WORDS, TABLES.STOP_WORDS
 COMPOUND_WORDS, LEADING_VERBS, PHRASES = TABLES.COMPOUND_WORDS, TABLES.LEADING_VERBS, TABLES.PHRASES
+PARTICLE_VERBS = TABLES.PARTICLE_VERBS
+REMOVING_VERBS, MAKING_VERBS = TABLES.REMOVING_VERBS, TABLES.MAKING_VERBS
 SYNONYM_GROUPS, RELATED_GROUPS = TABLES.SYNONYM_GROUPS, TABLES.RELATED_GROUPS
 ZONE_ABBREVIATIONS, ZONE_WORDS, TIME_WORDS = TABLES.ZONE_ABBREVIATIONS, TABLES.ZONE_WORDS, TABLES.TIME_WORDS
 CLOCK_WORDS, EXTENSION_KINDS, EXTENSION_HINTS = TABLES.CLOCK_WORDS, TABLES.EXTENSION_KINDS, TABLES.EXTENSION_HINTS
@@ -105,6 +107,19 @@ NUMBERS_WEIGHT = 0.6
 
 
 _PHRASE = re.compile(r"\b(" + "|".join(sorted((re.escape(p) for p in PHRASES), key=len, reverse=True)) + r")\b", re.I)
+# A shell redirection (">" or ">>") before a file or path.
+_REDIRECT = re.compile(r"(?<![>=-])(>>?)(?=\s*[\w./~])")
+# A verb, at most three plain words, then its particle: "take it out".
+_PARTICLE_VERB = re.compile(
+    r"\b(" + "|".join(sorted({re.escape(v) for v, _ in PARTICLE_VERBS})) + r")\b((?:\s+[\w'-]+){0,3}?)\s+("
+    + "|".join(sorted({re.escape(p) for _, p in PARTICLE_VERBS})) + r")\b", re.I)
+
+
+def _particle_verb(match):
+    """ "take it out" -> "remove it"; a verb and a particle that are no pair
+    stay as written."""
+    asked = PARTICLE_VERBS.get((match.group(1).lower(), match.group(3).lower()))
+    return asked + match.group(2) if asked else match.group(0)
 
 
 # An IANA time zone name: "Europe/Madrid", "America/Argentina/Salta".
@@ -334,10 +349,14 @@ def _query_tokens(query):
         return " "
 
     text = _QUOTED.sub(quoted, query)
+    # A shell redirection into a file ("echo hi > notes.txt") writes it;
+    # ">>" appends to it.
+    text = _REDIRECT.sub(lambda m: " append " if m.group(1) == ">>" else " write ", text)
     if _SUM.search(text):
         hints.append(("sum", 1.0))
         text = text.replace("+", " + ")
     text = _PHRASE.sub(lambda m: PHRASES[m.group(1).lower()], text)
+    text = _PARTICLE_VERB.sub(_particle_verb, text)
     plain = []
 
     def file_name(bare):
@@ -446,9 +465,9 @@ class Query:
     """What a query asks: its weighted word groups, whether it is a
     question, and what its values are."""
 
-    __slots__ = ("groups", "question", "files", "values", "whole", "words", "signs", "changes")
+    __slots__ = ("groups", "question", "files", "values", "whole", "words", "signs", "changes", "action")
 
-    def __init__(self, groups, question, files, values, whole, words, signs, changes):
+    def __init__(self, groups, question, files, values, whole, words, signs, changes, action=None):
         self.groups = groups
         self.question = question  # asks what is, not to change anything
         self.files = files  # how many file names it holds
@@ -457,6 +476,7 @@ class Query:
         self.words = words  # its words as written (lower case), names of tools and servers too
         self.signs = signs  # the kinds of value (PARAMETER_KINDS) it shows
         self.changes = changes  # opens with a verb asking to change something
+        self.action = action  # "remove" or "make": what the first clause opening with such a verb asks
 
 
 def read_query(query, index=None):
@@ -480,6 +500,7 @@ def read_query(query, index=None):
         tokens.append(token)
     text = " ".join(tokens)
     raw = []
+    action = None
     opener = None  # the clause that asks a question ("charlie memory, who is Ivy"): its words
     for clause in _CLAUSES.split(text):
         words = _raw_words(clause)
@@ -492,6 +513,8 @@ def read_query(query, index=None):
             lead += 1
         if words and words[lead] in LEADING_VERBS:
             words[lead:lead + 1] = LEADING_VERBS[words[lead]].split()
+        if words and action is None:
+            action = "remove" if words[lead] in REMOVING_VERBS else "make" if words[lead] in MAKING_VERBS else None
         if words and (not raw or words[0] in QUESTION_WORDS and not (opener and opener[0] in QUESTION_WORDS)):
             opener = words
         raw += words
@@ -501,9 +524,12 @@ def read_query(query, index=None):
     question = opener[:1] != [] and opener[0] in QUESTION_WORDS
     reads = opener[:1] != [] and (opener[0] in READING_VERBS or opener[0] in READING_QUESTIONS
                                   and not (opener[0] == "how" and opener[1:2] == ["do"]))
-    changes = not question and opener[:1] != [] and opener[0] in CHANGING_VERBS
-    if (files and not question and opener[:1] != [] and opener[0] in PLACING_VERBS
-            and (FOLDER_WORDS.intersection(raw) or any(word == "directory" for word, _ in extra))):
+    # A request opening with a verb that changes or takes away ("cut the
+    # link between ..."); not one that makes, as "add" may ask for a sum.
+    changes = not question and opener[:1] != [] and (opener[0] in CHANGING_VERBS or opener[0] in REMOVING_VERBS)
+    pathed = any(word == "directory" for word, _ in extra)  # a folder path: src/, ./build
+    if ((files or pathed) and not question and opener[:1] != [] and opener[0] in PLACING_VERBS
+            and (FOLDER_WORDS.intersection(raw) or pathed)):
         extra.append(("move", 1.0))  # "put report.pdf into the archive folder"
     # "where can you read and write files?": what is allowed; the verbs
     # after the modal word weigh as arguments.
@@ -604,4 +630,4 @@ def read_query(query, index=None):
     shown = set(raw) | set(arguments) | {word for word, _ in extra}
     shown |= {word + "s" for word in shown}
     signs = frozenset(kind for kind, words in _KIND_SIGNS.items() if files and kind == "path" or shown & words)
-    return Query(list(groups.values()), reads, files, values, whole, frozenset(raw), signs, changes)
+    return Query(list(groups.values()), reads, files, values, whole, frozenset(raw), signs, changes, action)

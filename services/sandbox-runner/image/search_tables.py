@@ -46,6 +46,16 @@ CHANGING_VERBS = frozenset(
     "create write save store put delete remove erase rename move edit update modify change replace append insert "
     "overwrite".split())
 
+# Verbs that ask to take something away, and verbs that ask to make or
+# add something: a request opening a clause with one of them does not
+# want a tool whose name opens with one of the other kind ("take it out"
+# is no add_observations, "store that connection" no delete_relations).
+REMOVING_VERBS = frozenset(
+    "delete remove erase drop forget destroy purge clear wipe retract discard nuke scrap trash ditch unlink "
+    "disconnect detach cut strike eliminate kill".split())
+MAKING_VERBS = frozenset(
+    "create make add new generate build store save record remember note insert register log set".split())
+
 # Verbs that, opening a request naming a file and a folder ("put
 # report.pdf into the archive folder"), ask to move the file there.
 PLACING_VERBS = frozenset("put place stick drop send shift file".split())
@@ -120,12 +130,21 @@ COMPOUND_WORDS = {
     "pwd": "current directory",
     "cwd": "current directory",
     "tmp": "temporary",
+    # More shell commands people type as a request.
+    "printenv": "print environment variables",
+    "tar": "archive compress",
+    "gunzip": "decompress",
+    "sed": "edit replace",
+    "mkdirs": "make directory",
+    "rmrf": "remove",
+    "anymore": "remove",
 }
 
 # Verbs that, opening the query or a clause of it, ask for more than
 # their word: "link Alice to Acme" creates a link, "remember that ..."
 # stores something.
 LEADING_VERBS = {
+    "touch": "touch create file",
     "link": "link create",
     "connect": "connect create",
     "remember": "remember add",
@@ -216,7 +235,157 @@ PHRASES = {
     "file or a folder": "type",
     "file or directory": "type",
     "file or a directory": "type",
+    "be called": "rename",
+    "be named": "rename",
+    "be renamed": "rename",
+    "ask the user": "elicit ask",
+    "ask the human": "elicit ask",
+    "ask the person": "elicit ask",
+    "ask a human": "elicit ask",
+    "ask me": "elicit ask",
+    "prompt the user": "elicit ask",
+    "prompt the human": "elicit ask",
+    "ask the model": "sampling",
+    "ask the llm": "sampling",
+    "ask the ai": "sampling",
+    "client's model": "sampling",
+    "client model": "sampling",
+    "nodes and edges": "entire graph",
+    "nodes and relations": "entire graph",
+    "entities and relations": "entire graph",
+    "node and relation": "entire graph",
+    "anything on": "search",
+    "anything about": "search",
+    "anything regarding": "search",
+    "all the way down": "recursive",
+    "map out": "overview",
+    "knowledge base": "graph",
+    "ls -r": "directory tree recursive",
+    "ls -lr": "directory tree recursive",
+    "find . -name": "search files",
+    "find -name": "search files",
 }
+
+# Verbs whose particle may stand after their object ("take it out",
+# "cross Bob off", "turn the logs on"): (verb, particle) -> what they
+# ask, with the object (at most three words) kept after it.
+PARTICLE_VERBS = {
+    ("take", "out"): "remove",
+    ("take", "off"): "remove",
+    ("cut", "off"): "remove",
+    ("cut", "out"): "remove",
+    ("strike", "off"): "remove",
+    ("strike", "out"): "remove",
+    ("cross", "off"): "remove",
+    ("cross", "out"): "remove",
+    ("wipe", "out"): "remove",
+    ("throw", "away"): "remove",
+    ("throw", "out"): "remove",
+    ("rip", "out"): "remove",
+    ("scratch", "off"): "remove",
+    ("turn", "on"): "enable",
+    ("turn", "off"): "disable",
+    ("switch", "on"): "enable",
+    ("switch", "off"): "disable",
+    ("shut", "off"): "disable",
+    ("look", "up"): "lookup",
+    ("write", "down"): "note",
+    ("jot", "down"): "note",
+    ("note", "down"): "note",
+    ("pull", "up"): "show",
+    ("bring", "up"): "show",
+    ("set", "up"): "create",
+}
+
+
+# Everyday English words: a query word among them is meant as written,
+# never read as a misspelling of a catalog word that happens to be one or
+# two letters away ("take" is no "make", "wrong" no "long", "hand" no
+# "handle"). Written for issue 43's fourth round from general English,
+# not from any question.
+COMMON_WORDS = frozenset("""
+able about above across act acted action actual actually added after again against age ago agree
+ahead air alive almost alone along already also although always among amount animal answer anyone anything
+anyway apart apple april area arm army around arrive art aside asked attach attack august aunt
+autumn avoid awake away baby bad bag ball band bank bar base basic battle beach bear
+beat beautiful became because become bed been beer began behave being believe bell below belt bench
+bend benefit best better beyond bill bird bit bite bits black blame blind block blood blow
+blue board boat body bone bonus book boot border born borrow bottle bottom bought bowl box
+boy brain branch brand brave bread break breakfast brick bridge brief bright bring broad broke brother
+brown brush budget bug bunch burn bus business busy buy cable cake call called calm came
+camera camp can car card care career careful carry case cash cast cat catch cause cell
+center central certain chain chair chance channel charge cheap check cheese chess chest chicken chief choice
+church circle claim class clean clear clever client climb close cloth cloud club coach coast coat
+coffee coin collect college color colour come comfort common company complain concern condition cook cool copy
+corner cost cotton could country couple course court cousin cover cow crash crazy cream credit crew
+crime crop cross crowd cry cup cure curve customer cut cycle dad damage dance danger dark
+daughter dead deal dear death debt decide deep deer defend degree deliver demand demo depend desk
+dessert dinner direction dirty discuss dish doctor does dog doing dollar done door double doubt down
+dozen draw dream dress drink drive driver dry duck due during dust duty each ear early
+earn earth east easy eat eaten eating edge egg eight either else email embed emergency employ
+end enemy energy engine enjoy enough enter equal error escape essay even event ever evidence exact
+exam example excellent exchange excited excuse exercise expect expensive expert explain express extra eye face fact
+factor fail fair fake fall family famous fan far farm fast fat father fault fear feature
+feed feel fell felt female fence few field fight figure final finally fine finger finish fire
+firm first fish fit five flat flight floor flow flower fly focus folk folks follow following
+food foot force forest forever forget fork former forward found four frame free fresh fridge friend
+front fruit fuel fun fund funny future gain game garage garden gas gate gave general gentle
+gift girl give given glad glass goal goat god gold golf gone good goods got govern
+grab grade grand grass great green grew ground group grow guard guess guest guide gun guy
+habit hair half hall hand handle hang happen happy hard harm hat hate have head health
+hear heard heart heat heavy held hell hello help her here hero hide high hill him
+hire his history hit hobby hold hole holiday home honest hope horse host hotel hour house
+how huge human hungry hurry hurt husband ice idea if ill image impact improve inch include
+income increase indeed inform injury inner insect instead intend invite iron island issue item jacket job
+join joke journey judge juice jump junior just keen keep keeps kept kid kill kind king
+kiss kitchen knee knife knock lab labour lack lady lake land lands lane language large last
+late later laugh law lawyer lay lazy lead leads learn least leave led left leg legal
+lend less lesson let letter lie life lift light like likely lime line lion lip liquid
+listen little live loan lock lonely look lookin loose lord lose loss lost lot loud love
+low luck lunch machine mad made mail main major make male mall man manage manner many
+map mark market marry mass master match mate matter may maybe meal mean meat medical meet
+meeting member memo mention menu mess metal method middle might mild milk mind mine minor miss
+mistake mix mixed mobile moment money month mood moon more morning most mother motor mountain mouse
+mouth movie much mud music must nation nature near nearly neck need needed neither nerve never
+nice niece night nine noise none nor normal north nose nothing notice novel nurse object obvious
+occur ocean odd offer office officer often oil okay old once only onto open opinion order
+other ought our out outside oven over owe own owner pack page pain paint pair palace
+pale pan panel paper parent park part parts party pass past path patient pay payment peace
+pen pencil people pepper per perfect perhaps period person pet phone piano pick picnic piece pig
+pile pilot pin pink pipe pitch place plan plane plant plate play player please plenty plus
+pocket poet point police polite pool poor pop port pose position post pot pound pour power
+practice pray prefer present press pretty price pride priest prince print prison private prize problem promise
+proof proper proud prove pull pump punch pupil purple purpose push quality quarter queen quick quiet
+quite race radio rail rain raise range rare rate rather raw reach ready real really reason
+receive recent red reefs refer region relax rely remain rent repair repeat reply repo report respond
+rest result return rice rich ride right ring rise risk river road rock role roll roof
+room rope rose rough round route row royal rule run rush sad safe sail salad salary
+sale salt same sand save saw say scale scene school science score scrub sea seat second
+secret see seed seem seen sell send senior sense sent series serious serve service session settle
+seven several shake shall shape share shared sharp she sheep sheet shelf shell shift shine ship
+shirt shock shoe shoot shop short shot should shout show shower shut shy sick side sight
+sign signal signing silly silver simple since sing single sink sir sister sit site six skill
+skin sky sleep slice slide slip slow small smart smell smile smoke snake soap social sock
+soft soil soldier solid solve some son song soon sore sorry sort soul soup south space
+spare speak special speech speed spell spend spirit spoon sport spot spread spring square staff stage
+stair stale stamp stand star stare state station stay steal steam steel step stick still stock
+stone stood stop storage storm story stove straight strange street stress strike strong student study stuff
+stupid style subject succeed such sudden sugar suit summary summer sun supply support sure surface surprise
+sweet swim table tail take taken takes talk tall taste tax tea teach team tear temp
+tend tent term test than thank that theft their them theme then theory there these they
+thick thin thing think third this those though thought three throat through throw thus ticket tidy
+tie tight till title toe together toilet told tomorrow tone tongue too took tool tooth top
+topic total touch tough tour tower town toy track trade traffic train travel treat trial trick
+trip trouble truck true trust truth try tube tune turn twice twin type typo ugly uncle
+under unit until upon upper upset urge use used useful user usual valley value van vast
+very view village visit voice vote wage wait wake walk wall want war warm warn wash
+waste watch water wave way weak wear wedding week weird well went were west wet whale
+what wheel when whether which while whip white who whole why wide wife wild will win
+wind window wine wing winter wise wish with within without woman wonder wood wool word wore
+work world worry worse worth would wound wrap wrong yard year yellow yes yet young youth
+zero
+""".split())
+
 
 # Groups of words that name one thing or action in tool catalogs: generic
 # vocabulary of files, records, time and actions, written before tuning
@@ -226,7 +395,7 @@ SYNONYM_GROUPS = [
     "add sum plus total addition",
     "delete remove erase drop forget destroy purge clear wipe retract discard nuke scrap trash ditch",
     "read get fetch load open view show display retrieve see print peek inspect examine grab",
-    "write save store put overwrite persist stash",
+    "write save store put overwrite persist stash clobber",
     "edit modify change update patch alter replace amend tweak fix correct swap revise adjust substitute refactor",
     "list enumerate browse entries",
     "search find lookup look locate query match filter seek hunt scan",
@@ -272,7 +441,7 @@ SYNONYM_GROUPS = [
 # mean the same: a member matches the others at RELATED_WEIGHT.
 RELATED_GROUPS = [
     "search anywhere somewhere wherever",
-    "time morning afternoon evening night noon midnight tonight day week weekday weekend "
+    "time morning afternoon evening night noon midnight tonight day week weekday weekend awake asleep bedtime "
     "monday tuesday wednesday thursday friday saturday sunday",
     "dst daylight saving summer",
     "convert difference ahead behind equivalent",

@@ -32,6 +32,7 @@ STOP_WORDS, QUESTION_WORDS, COMPOUND_WORDS = QUERY.STOP_WORDS, QUERY.QUESTION_WO
 MUTATING_VERBS, WHOLE_WORDS, LEXICON = QUERY.MUTATING_VERBS, QUERY.WHOLE_WORDS, QUERY.LEXICON
 TYPO_SHORT, TYPO_LONGEST = QUERY.TYPO_SHORT, QUERY.TYPO_LONGEST
 _LEXICON_WORDS, _LEXICON_GRAMS, _FUNCTION_DELETIONS = QUERY._LEXICON_WORDS, QUERY._LEXICON_GRAMS, QUERY._FUNCTION_DELETIONS
+COMMON_WORDS = QUERY.TABLES.COMMON_WORDS
 _stem, _raw_words, _content_words = QUERY._stem, QUERY._raw_words, QUERY._content_words
 _gram_index, _grams, _typo_distance, _deletions = QUERY._gram_index, QUERY._grams, QUERY._typo_distance, QUERY._deletions
 # Also for the evaluation (testing/search-eval/rank.py): the words a text is
@@ -50,7 +51,11 @@ search_words, query_terms, read_query, _STEMS = QUERY.search_words, QUERY.query_
 # tells something (a .png file asks for media, a glob for a pattern, a
 # clock time or two time zones for a conversion, "2+2" for a sum); a word
 # no tool and no table knows is read as a misspelling of the known words
-# nearest to it (one or two letters apart). Two tables of generic
+# nearest to it (one or two letters apart, the first letter kept), unless it
+# is an everyday English word (COMMON_WORDS: "take" is no "make"). A verb
+# whose particle follows its object reads as the pair ("take it out":
+# remove), and a request opening with a verb that takes away does not want
+# a tool whose name makes or adds, nor the other way round. Two tables of generic
 # vocabulary then let a query word also match its synonyms (half weight:
 # "folder" finds "directory") and the words of the same need (less:
 # "weather" finds "temperature", "told" finds "knowledge"). Tools are
@@ -77,6 +82,10 @@ MUTATING_IN_QUESTION = 0.7
 # "create hello.py containing ...") does not want a tool whose name opens
 # with a reading verb: its score is multiplied by this.
 READING_IN_CHANGE = 0.7
+# A request asking to take something away does not want a tool that makes
+# or adds, nor the other way round (REMOVING_VERBS, MAKING_VERBS): its
+# score is multiplied by this.
+OPPOSITE_ACTION = 0.5
 # A query asking for all of something ("all entities", "everything")
 # favours the tools that need no argument: their score is multiplied by this.
 WHOLE_NO_ARGUMENT = 1.3
@@ -142,6 +151,17 @@ def _boilerplate(tools):
     return {s for s, names in carriers.items() if s and len(names) >= BOILERPLATE_TOOLS}
 
 
+def _common(word):
+    """True for an everyday English word (COMMON_WORDS), also with a plural,
+    past or -ing ending: "leads", "needed", "signing"."""
+    if word in COMMON_WORDS:
+        return True
+    for ending, base in (("s", ""), ("es", ""), ("ed", ""), ("ed", "e"), ("ing", ""), ("ing", "e"), ("ies", "y")):
+        if word.endswith(ending) and len(word) > len(ending) + 2 and word[:-len(ending)] + base in COMMON_WORDS:
+            return True
+    return False
+
+
 class SearchIndex:
     """BM25F over the tools' search fields, built once per cell on first use."""
 
@@ -156,6 +176,7 @@ class SearchIndex:
         self.factors = []  # per tool: 1, or DEPRECATED_FACTOR
         self.mutating = []  # per tool: its name opens with a verb that changes something
         self.reading = []  # per tool: its name opens with a verb that reads (READING_VERBS)
+        self.actions = []  # per tool: "remove" or "make" when its name opens with such a verb
         self.arguments = []  # per tool: (parameters it takes, parameters it requires)
         self.servers = []  # per tool: the words of its server's name
         self.kinds = []  # per tool: the kinds of value (PARAMETER_KINDS) it requires
@@ -218,6 +239,9 @@ class SearchIndex:
             verb = _raw_words(texts["name"])[:1]
             self.mutating.append(bool(verb) and verb[0] in MUTATING_VERBS)
             self.reading.append(bool(verb) and verb[0] in QUERY.READING_VERBS)
+            self.actions.append(
+                "remove" if verb and verb[0] in QUERY.REMOVING_VERBS else
+                "make" if verb and verb[0] in QUERY.MAKING_VERBS else None)
             deprecated = "deprecat" in (texts["title"] + " " + texts["description"]).lower()
             self.factors.append(DEPRECATED_FACTOR if deprecated else 1.0)
         count = max(1, len(tools))
@@ -264,7 +288,7 @@ class SearchIndex:
         word of three letters or more that nothing else knows. Opening the
         query, a question word wins over a known word as near ("waht" is
         "what", not "wait"); elsewhere a known word wins."""
-        if len(word) < 3 or self.knows(word):
+        if len(word) < 3 or self.knows(word) or _common(word):
             return word
         near = sorted(known for variant in _deletions(word) for known in _FUNCTION_DELETIONS.get(variant, ())
                       if _typo_distance(word, known, 1) <= 1)
@@ -293,7 +317,8 @@ class SearchIndex:
         word of two or three letters only stands for a word of a tool's or
         server's name. ``None`` when there is none."""
         if (len(word) < 2 or len(word) > TYPO_LONGEST or stem in self.postings or stem in LEXICON
-                or word in STOP_WORDS or word in self.spellings or word in _LEXICON_WORDS):
+                or word in STOP_WORDS or word in self.spellings or word in _LEXICON_WORDS
+                or _common(word)):
             return None
         bound = 1 if len(word) < TYPO_SHORT else 2
         shared = {}
@@ -308,6 +333,12 @@ class SearchIndex:
                 continue
             if len(word) < TYPO_SHORT and known not in self.named:
                 continue
+            # People rarely mistype a word's first letter, and a word with
+            # another first letter is most often another real word ("take"
+            # is not "make", "wrong" not "long"): the first letter must
+            # match, or the first two be swapped.
+            if known[0] != word[0] and known[:2] != word[1::-1]:
+                continue
             short, long = sorted((len(known), len(word)))
             # Two letters wrong: only in longer words, never the first.
             limit = 2 if short >= TYPO_SHORT and long > TYPO_SHORT and known[0] == word[0] else 1
@@ -318,7 +349,10 @@ class SearchIndex:
                 best, found = distance, {known}
             elif distance == best:
                 found.add(known)
-        if not found or best > bound:
+        # A word three or more known words are equally near to is not a
+        # slip of one of them, but most often a word of its own ("call",
+        # "hand", "home"): no guess.
+        if not found or best > bound or len(found) > 2:
             return None
         return best, {self.spellings.get(w) or _stem(w) for w in found}
 
@@ -410,6 +444,8 @@ class SearchIndex:
                 score *= MUTATING_IN_QUESTION
             elif read.changes and self.reading[index]:
                 score *= READING_IN_CHANGE
+            if read.action and self.actions[index] and read.action != self.actions[index]:
+                score *= OPPOSITE_ACTION
             if most:
                 score *= 1.0 + SERVER_BONUS * named.get(self.servers[index], 0) / most
             if loudest:

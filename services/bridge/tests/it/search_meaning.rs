@@ -1,7 +1,7 @@
 //! Issue 43: `search_tools` finds what people mean, not only the words a
 //! description used, on questions written the way people write a need
 //! (`testing/search-eval/tune-43.json` and the held-out
-//! `heldout-43-round3.json`), with typos in a tool's key word, and without an
+//! `heldout-43-round4.json`), with typos in a tool's key word, and without an
 //! empty answer for a real need.
 //!
 //! Like `search.rs`, these rank with `runner.py`'s own `search_tools` on
@@ -68,18 +68,19 @@ fn print_misses(label: &str, questions: &[Query], ranks: &[(usize, Vec<String>)]
     }
 }
 
-/// The file of the held-out questions (issue 43, round 3): written before
-/// the ranker of round 3 changed, never tuned on.
-const HELD_OUT: &str = "heldout-43-round3.json";
+/// The file of the held-out questions (issue 43, round 4): written before
+/// the ranker of round 4 changed, never tuned on.
+const HELD_OUT: &str = "heldout-43-round4.json";
 
 /// The floor of the held-out test, in percent: first, and in the top three.
-const FIRST_FLOOR: f64 = 82.7;
-const TOP3_FLOOR: f64 = 95.8;
+const FIRST_FLOOR: f64 = 86.6;
+const TOP3_FLOOR: f64 = 95.5;
 
-/// The notes of the tuning questions that were held out in round 1 and in
-/// round 2 (measured, their misses read: tuning material since).
+/// The notes of the tuning questions that were held out in rounds 1, 2
+/// and 3 (measured, their misses read: tuning material since).
 const ROUND_1_HELD_OUT: &str = "held out in round 1";
 const ROUND_2_HELD_OUT: &str = "held out in round 2";
+const ROUND_3_HELD_OUT: &str = "held out in round 3";
 
 /// Issue 43 asked for 95 % first and 99 % in the top three on held-out
 /// questions. On round 2's held-out set (tuning material since, marked
@@ -90,10 +91,14 @@ const ROUND_2_HELD_OUT: &str = "held out in round 2";
 /// ranker, round 2's ranker finds it first for 117 of 145 (80.7 %) and in
 /// the top three for 135 (93.1 %); round 3's ranker, measured once at the
 /// round's end, first for 120 (82.8 %) and in the top three for 139
-/// (95.9 %). This holds the floor measured, so that a change cannot lose
+/// (95.9 %). On round 4's held-out set (225, written before round 4
+/// changed the ranker), round 3's ranker finds it first for 188 (83.6 %)
+/// and in the top three for 214 (95.1 %); round 4's ranker, measured once
+/// at the round's end, first for 195 (86.7 %) and in the top three for 215
+/// (95.6 %). This holds the floor measured, so that a change cannot lose
 /// what was gained; raise it with the ranker.
 #[test]
-fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_82_in_100_and_top_three_for_95() {
+fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_86_in_100_and_top_three_for_95() {
     let Some(python) = python() else { return };
     let old = queries();
     let tune = questions("tune-43.json");
@@ -112,7 +117,8 @@ fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_f
         };
     let round1 = |q: &Query| q.note == ROUND_1_HELD_OUT;
     let round2 = |q: &Query| q.note == ROUND_2_HELD_OUT;
-    let earlier = |q: &Query| round1(q) || round2(q);
+    let round3 = |q: &Query| q.note == ROUND_3_HELD_OUT;
+    let earlier = |q: &Query| round1(q) || round2(q) || round3(q);
     println!("{:<34} {:>5} {:>14} {:>14}", "questions", "n", "wanted first", "in top three");
     print_row("queries.json tune", recall(&part(&old, &old_ranks, &|q| q.set == "tune")));
     print_row("queries.json holdout (seen)", recall(&part(&old, &old_ranks, &|q| q.set == "holdout")));
@@ -134,11 +140,19 @@ fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_f
         "tune-43 held out in round 2, 300",
         recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && round2(q))),
     );
+    print_row(
+        "tune-43 held out in round 3, 42",
+        recall(&part(&tune, &tune_ranks, &|q| q.catalog == REAL_TOOLS && round3(q))),
+    );
+    print_row(
+        "tune-43 held out in round 3, 300",
+        recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && round3(q))),
+    );
     print_row("tune, all", recall(&[old_ranks.clone(), tune_ranks.clone()].concat()));
-    print_row("heldout round 3, 42 tools", recall(&part(&held, &held_ranks, &|q| q.catalog == REAL_TOOLS)));
-    print_row("heldout round 3, 300 tools", recall(&part(&held, &held_ranks, &|q| q.catalog != REAL_TOOLS)));
+    print_row("heldout round 4, 42 tools", recall(&part(&held, &held_ranks, &|q| q.catalog == REAL_TOOLS)));
+    print_row("heldout round 4, 300 tools", recall(&part(&held, &held_ranks, &|q| q.catalog != REAL_TOOLS)));
     let (n, first, top3) = recall(&held_ranks);
-    print_row("heldout round 3, all", (n, first, top3));
+    print_row("heldout round 4, all", (n, first, top3));
     print_misses("queries.json", &old, &old_ranks);
     print_misses("tune-43", &tune, &tune_ranks);
     if std::env::var_os("SHOW_HELD_OUT_MISSES").is_some() {
@@ -388,6 +402,69 @@ fn search_tools_reads_property_questions_folder_paths_zone_offsets_shorthand_and
         })
         .collect();
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Issue 43, round 4: what the ranker of round 3 misread, each asked in
+/// words of no question file (none is a tuning or held-out question), and
+/// each ranked wrong by round 3's ranker.
+#[test]
+fn search_tools_reads_particles_after_objects_what_takes_away_shell_commands_and_nodes_and_edges() {
+    let Some(python) = python() else { return };
+    let asked = |query: &str, want: &str| Query {
+        query: query.into(),
+        want: want.into(),
+        set: "tune".into(),
+        catalog: REAL_TOOLS,
+        note: String::new(),
+    };
+    let questions = [
+        // A verb's particle after its object ("take it off"): it removes.
+        asked("the note that Eve is vegan is outdated, take it off her node", "memory__delete_observations"),
+        // A request to take something away: no tool that makes or gets
+        // comes first ("cut" is no misspelt "but" either).
+        asked("cut the link between Eve and Finn", "memory__delete_relations"),
+        // Shell commands typed as a request.
+        asked("printenv", "everything__get_env"),
+        asked("ls -R docs", "filesystem__directory_tree"),
+        // All the nodes and edges are the whole graph.
+        asked("show all the nodes and edges you hold", "memory__read_graph"),
+        asked("dump the knowledge base", "memory__read_graph"),
+        // A folder path put under a folder moves it.
+        asked("shift reports/2022 into the archive folder", "filesystem__move_file"),
+        // Whether people are awake is a question of their time now.
+        asked("is it bedtime in Seoul yet", "time__get_current_time"),
+        // "should be called" renames.
+        asked("the handle of that file is wrong, it should be called notes-final.md", "filesystem__move_file"),
+    ];
+    let found = ranks(&python, &questions);
+    let wrong: Vec<String> = questions
+        .iter()
+        .zip(&found)
+        .filter(|(_, (rank, _))| *rank != 1)
+        .map(|(q, (rank, names))| {
+            format!("{:?} wants {} (rank {rank}), got {:?}", q.query, q.want, &names[..3.min(names.len())])
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// An everyday English word is meant as written: it is not read as a
+/// misspelling of a catalog word one or two letters away, while a real
+/// misspelling still is.
+#[test]
+fn an_everyday_word_is_not_read_as_a_misspelt_catalog_word_and_a_real_misspelling_still_is() {
+    let Some(python) = python() else { return };
+    let catalog = catalog_of(REAL_TOOLS);
+    let tools = cell_tools(&catalog);
+    let ranked = rank(&python, &tools, &["take", "wrong", "hand", "call", "embed", "curent", "directroy", "lsit"], 42);
+    // Each everyday word matches no tool's words: nothing comes back, where
+    // round 3 read "take" as "make", "wrong" as "long", "hand" as "handle".
+    for (word, found) in ["take", "wrong", "hand", "call", "embed"].iter().zip(&ranked) {
+        assert!(found.is_empty(), "{word:?} was read as another word: {found:?}");
+    }
+    assert_eq!(ranked[5].first().map(String::as_str), Some("time__get_current_time"), "{:?}", ranked[5]);
+    assert!(ranked[6].iter().take(3).any(|n| n.contains("director")), "{:?}", ranked[6]);
+    assert!(ranked[7].iter().take(3).any(|n| n.contains("list")), "{:?}", ranked[7]);
 }
 
 #[test]
