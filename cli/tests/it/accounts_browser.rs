@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 
 use crate::auth::{TokenFile, token_new};
 use crate::console_browser::browser_available;
-use crate::support;
+use crate::support::{self, SplitHttp};
 use crate::upstream::Upstream;
 
 /// The test server as `notes`, each identity with its own account there.
@@ -321,23 +321,25 @@ async fn over_nats_a_link_asked_on_one_frontend_replica_is_completed_on_the_othe
     let Some(python) = browser_available() else { return };
     let python = python.to_str().unwrap().to_string();
     let Some(up) = Upstream::start_with(300, &["--pages"], &[]) else { return };
-    let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else {
-        panic!("nats-server is needed")
-    };
-    let nats_url = nats.url();
-    let as_bridge = [("CODE_MODE_NATS_USER", "bridge"), ("CODE_MODE_NATS_PASSWORD", users.password("bridge"))];
+    let Some(split) = SplitHttp::start() else { return };
+    let nats_url = split.nats.url();
+    let as_bridge = [("CODE_MODE_NATS_USER", "bridge"), ("CODE_MODE_NATS_PASSWORD", split.users.password("bridge"))];
     deployment_login(&up, &python, &as_bridge, &["--nats", &nats_url]).await;
-    let alice = token_new("alice");
-    let tokens = TokenFile::of(&[&alice]);
+    let (alice, tokens) = support::alice();
     let config_file = support::log_path("accounts-nats-config").with_extension("json");
     std::fs::write(&config_file, config(&up.url)).unwrap();
-    let mut bridge =
-        support::service_command(&nats.url(), &users, "bridge", &["--config", config_file.to_str().unwrap()], None);
+    let mut bridge = support::service_command(
+        &split.nats.url(),
+        &split.users,
+        "bridge",
+        &["--config", config_file.to_str().unwrap()],
+        None,
+    );
     bridge.env("CODE_MODE_TOKEN_KEY", &up.key).env("CODE_MODE_STATE_DIR", &up.state);
     let _bridge = bridge.spawn().expect("the bridge starts");
-    let _runner = support::spawn_service(&nats.url(), &users, "sandbox-runner", &[], None);
-    let (_asking, asking_url) = crate::task_cells::frontend_over(&nats, &users, &tokens).await;
-    let (_other, other_url) = crate::task_cells::frontend_over(&nats, &users, &tokens).await;
+    let _runner = support::spawn_service(&split.nats.url(), &split.users, "sandbox-runner", &[], None);
+    let (_asking, asking_url) = split.frontend(&tokens).await;
+    let (_other, other_url) = split.frontend(&tokens).await;
     let other = other_url.trim_end_matches("/mcp").to_string();
     let script = code_mode_core::testing::peers::workspace_root().join("testing/peers/connect_browser.py");
     let browser = json!([python, script, "--token", alice.token, "--name", "ada", "--via", other]).to_string();

@@ -9,7 +9,6 @@
 use base64::Engine as _;
 use serde_json::json;
 
-use crate::auth::{TokenFile, token_new};
 use crate::support;
 
 /// A 3,000,000-byte binary (base64: 4 MB, four times the SDK's event
@@ -32,8 +31,7 @@ async fn both_python_sdk_clients_read_links_past_their_1_mib_event_bound_over_ht
     if !support::sandbox_available() {
         return;
     }
-    let alice = token_new("alice");
-    let tokens = TokenFile::of(&[&alice]);
+    let (alice, tokens) = support::alice();
     let mut serve = tokio::process::Command::new(support::code_mode());
     serve.args(["serve", "--http", "127.0.0.1:0", "--warm", "0", "--auth-tokens", tokens.arg(), "--"]);
     serve.arg(support::test_server()).stdin(std::process::Stdio::null()).kill_on_drop(true);

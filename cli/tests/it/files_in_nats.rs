@@ -8,10 +8,9 @@
 
 use serde_json::json;
 
-use crate::auth::{TokenFile, connect_as, token_new};
+use crate::auth::connect_as;
 use crate::files_in::{error_of, run_with_files, sha256};
-use crate::support;
-use crate::task_cells::frontend_over;
+use crate::support::{self, SplitHttp};
 
 /// Each file under `/tmp/in`: its name, size and SHA-256.
 const HASH_INPUTS: &str = r#"
@@ -23,18 +22,10 @@ for name in sorted(os.listdir("/tmp/in")):
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_nats_a_5_mb_file_in_from_a_resource_or_a_tool_reaches_the_cell_whole_and_one_past_the_limit_is_refused() {
-    if !support::sandbox_available() {
-        return;
-    }
-    let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else {
-        panic!("nats-server is needed")
-    };
-    let alice = token_new("alice");
-    let tokens = TokenFile::of(&[&alice]);
-    let server_args = ["--resources", "--resource-host", "wiki"];
-    let _bridge = support::spawn_service(&nats.url(), &users, "bridge", &[], Some(&server_args));
-    let _runner = support::spawn_service(&nats.url(), &users, "sandbox-runner", &["--warm", "0"], None);
-    let (_frontend, url) = frontend_over(&nats, &users, &tokens).await;
+    let Some(split) = SplitHttp::start() else { return };
+    let (alice, tokens) = support::alice();
+    let (_bridge, _runner) = split.services(&[], &["--resources", "--resource-host", "wiki"], &["--warm", "0"]);
+    let (_frontend, url) = split.frontend(&tokens).await;
     let client = connect_as(&url, &alice, ()).await;
 
     // A wrapped server's 5 MB resource: five times the NATS message bound.
@@ -75,25 +66,21 @@ async fn over_nats_a_5_mb_file_in_from_a_resource_or_a_tool_reaches_the_cell_who
     // The bytes went through the bucket codemode_files_in: bounded and
     // expiring, its chunks there for the runners (who read it), while the
     // frontends cannot even look at it.
-    let runner = jetstream_as(&nats, &users, "sandbox-runner").await;
+    let runner = jetstream_as(&split, "sandbox-runner").await;
     let mut stream = runner.get_stream("KV_codemode_files_in").await.expect("the runners see the files-in bucket");
     let info = stream.info().await.expect("its info");
     assert_eq!(info.config.max_age, code_mode_core::files_in_shared::INPUTS_TTL);
     assert_eq!(info.config.max_bytes, code_mode_core::files_in_shared::INPUTS_MAX_BYTES);
     assert!(info.state.messages >= 40, "two 5 MB files in 256 KiB chunks: {:?}", info.state);
-    let frontend = jetstream_as(&nats, &users, "frontend").await;
+    let frontend = jetstream_as(&split, "frontend").await;
     assert!(frontend.get_stream("KV_codemode_files_in").await.is_err(), "a frontend may not read files in");
 }
 
 /// JetStream as `user` of the deployment's NATS configuration.
-async fn jetstream_as(
-    nats: &code_mode_core::testing::NatsServer,
-    users: &code_mode_core::testing::NatsUsers,
-    user: &str,
-) -> async_nats::jetstream::Context {
-    let client = async_nats::ConnectOptions::with_user_and_password(user.into(), users.password(user).into())
+async fn jetstream_as(split: &SplitHttp, user: &str) -> async_nats::jetstream::Context {
+    let client = async_nats::ConnectOptions::with_user_and_password(user.into(), split.users.password(user).into())
         .custom_inbox_prefix(format!("_INBOX.{user}"))
-        .connect(nats.url())
+        .connect(split.nats.url())
         .await
         .expect("the test connects as a service's user");
     let mut context = async_nats::jetstream::new(client);

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::auth::{TokenFile, connect_as, token_new};
 use crate::files_out::{links, read_back};
-use crate::support;
+use crate::support::{self, SplitHttp};
 
 /// `serve --http` with `args`, wrapping the test server offering resources
 /// (`test://wiki/...`); the child, its URL.
@@ -155,8 +155,7 @@ async fn a_task_cell_and_a_keyed_run_take_files_in_and_the_same_key_with_other_f
     if !support::sandbox_available() {
         return;
     }
-    let alice = token_new("alice");
-    let tokens = TokenFile::of(&[&alice]);
+    let (alice, tokens) = support::alice();
     let (_serve, url) = serve(&["--auth-tokens", tokens.arg()]).await;
     let reads = "import os\nprint(sorted(os.listdir('/tmp/in')), open('/tmp/in/small').read(), \
                  open('/tmp/in/given.txt').read())";
@@ -196,23 +195,14 @@ async fn a_task_cell_and_a_keyed_run_take_files_in_and_the_same_key_with_other_f
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_nats_a_kept_sessions_links_outlive_the_files_ttl_while_it_lives_and_go_the_ttl_after_it_ends() {
-    if !support::sandbox_available() {
-        return;
-    }
     const TTL: u64 = 6;
-    let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else {
-        panic!("nats-server is needed")
-    };
+    let Some(split) = SplitHttp::start() else { return };
     let (alice, bob) = (token_new("alice"), token_new("bob"));
     let tokens = TokenFile::of(&[&alice, &bob]);
     let ttl = TTL.to_string();
     let resources = ["--resources", "--resource-host", "wiki"];
-    let _bridge = support::spawn_service(&nats.url(), &users, "bridge", &[], Some(&resources));
-    let runner_args = ["--warm", "0", "--files-ttl", &ttl];
-    let _runner = support::spawn_service(&nats.url(), &users, "sandbox-runner", &runner_args, None);
-    let args = ["--http", "127.0.0.1:0", "--auth-tokens", tokens.arg(), "--keep-variables", "--files-ttl", &ttl];
-    let mut command = support::service_command(&nats.url(), &users, "frontend", &args, None);
-    let (_frontend, url, _log) = crate::http::spawn_http(&mut command).await;
+    let (_bridge, _runner) = split.services(&[], &resources, &["--warm", "0", "--files-ttl", &ttl]);
+    let (_frontend, url) = split.frontend_with(&tokens, &["--keep-variables", "--files-ttl", &ttl]).await;
     let client = connect_as(&url, &alice, ()).await;
 
     let first = crate::http::run_python(&client, "open('/tmp/out/a.txt', 'w').write('one')").await;

@@ -10,24 +10,17 @@ use rmcp::model::ReadResourceRequestParams;
 use crate::auth::{TokenFile, connect_as, token_new};
 use crate::files_out::{WRITE_BOTH, csv_text, links, png_bytes, read_back};
 use crate::http::run_python;
-use crate::support;
-use crate::task_cells::frontend_over;
+use crate::support::{self, SplitHttp};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_nats_a_cells_files_are_read_byte_for_byte_through_any_frontend_replica_and_another_identity_finds_nothing()
  {
-    if !support::sandbox_available() {
-        return;
-    }
-    let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else {
-        panic!("nats-server is needed")
-    };
+    let Some(split) = SplitHttp::start() else { return };
     let (alice, bob) = (token_new("alice"), token_new("bob"));
     let tokens = TokenFile::of(&[&alice, &bob]);
-    let _bridge = support::spawn_service(&nats.url(), &users, "bridge", &[], Some(&[]));
-    let _runner = support::spawn_service(&nats.url(), &users, "sandbox-runner", &["--warm", "0"], None);
-    let (_first, first_url) = frontend_over(&nats, &users, &tokens).await;
-    let (_second, second_url) = frontend_over(&nats, &users, &tokens).await;
+    let (_bridge, _runner) = split.services(&[], &[], &["--warm", "0"]);
+    let (_first, first_url) = split.frontend(&tokens).await;
+    let (_second, second_url) = split.frontend(&tokens).await;
 
     let client = connect_as(&first_url, &alice, ()).await;
     let result = run_python(&client, WRITE_BOTH).await;

@@ -367,6 +367,71 @@ pub fn frontend_stdio(nats_url: &str, users: &NatsUsers, args: &[&str]) -> Vec<S
     line
 }
 
+/// A split deployment serving MCP over HTTP with bearer tokens, for a test
+/// of sandboxed cells: its nats-server with the deployment's users and
+/// grants, the bridge and the sandbox-runner started by
+/// [`SplitHttp::services`], each frontend replica by [`SplitHttp::frontend`].
+pub struct SplitHttp {
+    /// The nats-server (a test may stop and restart it).
+    pub nats: NatsServer,
+    /// The services' NATS users.
+    pub users: NatsUsers,
+}
+
+impl SplitHttp {
+    /// The nats-server, started once the sandbox is there: `None` where the
+    /// test may skip ([`sandbox_available`]; under CI a missing sandbox
+    /// fails the test), and a nats-server that does not start fails it.
+    pub fn start() -> Option<SplitHttp> {
+        if !sandbox_available() {
+            return None;
+        }
+        let Some((nats, users)) = NatsServer::start_secured() else { panic!("nats-server is needed") };
+        Some(SplitHttp { nats, users })
+    }
+
+    /// `code-mode bridge [bridge_args] -- <test server> [server_args]` and
+    /// `code-mode sandbox-runner [runner_args]`, each as its NATS user and
+    /// killed on drop: the bridge, then the runner.
+    pub fn services(
+        &self,
+        bridge_args: &[&str],
+        server_args: &[&str],
+        runner_args: &[&str],
+    ) -> (tokio::process::Child, tokio::process::Child) {
+        let bridge = spawn_service(&self.nats.url(), &self.users, "bridge", bridge_args, Some(server_args));
+        let runner = spawn_service(&self.nats.url(), &self.users, "sandbox-runner", runner_args, None);
+        (bridge, runner)
+    }
+
+    /// A frontend serving HTTP with `tokens`: the child and its URL.
+    pub async fn frontend(&self, tokens: &crate::auth::TokenFile) -> (tokio::process::Child, String) {
+        self.frontend_with(tokens, &[]).await
+    }
+
+    /// [`SplitHttp::frontend`] with more options (`extra`) after
+    /// `--http 127.0.0.1:0 --auth-tokens FILE`.
+    pub async fn frontend_with(
+        &self,
+        tokens: &crate::auth::TokenFile,
+        extra: &[&str],
+    ) -> (tokio::process::Child, String) {
+        let mut args = vec!["--http", "127.0.0.1:0", "--auth-tokens", tokens.arg()];
+        args.extend_from_slice(extra);
+        let mut command = service_command(&self.nats.url(), &self.users, "frontend", &args, None);
+        let (child, url, _log) = crate::http::spawn_http(&mut command).await;
+        (child, url)
+    }
+}
+
+/// Alice's token (`code-mode token new alice`) and a token file naming
+/// only her.
+pub fn alice() -> (crate::auth::Client, crate::auth::TokenFile) {
+    let alice = crate::auth::token_new("alice");
+    let tokens = crate::auth::TokenFile::of(&[&alice]);
+    (alice, tokens)
+}
+
 /// Start `code-mode serve [args] -- <test server> [server_args]` as a child
 /// (or the three services over NATS, each option routed to the service that
 /// takes it) and connect an MCP client over the frontend's stdin and stdout.

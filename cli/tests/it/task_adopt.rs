@@ -13,8 +13,8 @@ use rmcp::model::{CallToolRequestParams, TaskPayload, TaskStatus};
 use serde_json::json;
 
 use crate::auth::{TokenFile, token_new};
-use crate::support;
-use crate::task_cells::{connect_as, frontend_over, get, report_of, settled, start, stateless};
+use crate::support::{self, SplitHttp};
+use crate::task_cells::{connect_as, get, report_of, settled, start, stateless};
 
 /// A whole-seconds setting of a test from the environment, else `default`.
 fn secs_from_env(var: &str, default: u64) -> u64 {
@@ -32,20 +32,14 @@ fn long_cell(total: u64) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ten_minute_task_cell_keeps_its_result_when_its_frontend_is_killed_at_minute_three_and_another_identity_finds_nothing()
  {
-    if !support::sandbox_available() {
-        return;
-    }
+    let Some(split) = SplitHttp::start() else { return };
     // CODE_MODE_TEST_TASK_CELL_SECS / _KILL_AT_SECS shorten it by hand.
     let total = secs_from_env("CODE_MODE_TEST_TASK_CELL_SECS", 600);
     let kill_at = secs_from_env("CODE_MODE_TEST_TASK_KILL_AT_SECS", 180);
-    let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else {
-        panic!("nats-server is needed")
-    };
     let (alice, bob) = (token_new("alice"), token_new("bob"));
     let tokens = TokenFile::of(&[&alice, &bob]);
-    let _bridge = support::spawn_service(&nats.url(), &users, "bridge", &[], Some(&[]));
-    let _runner = support::spawn_service(&nats.url(), &users, "sandbox-runner", &[], None);
-    let (mut first, first_url) = frontend_over(&nats, &users, &tokens).await;
+    let (_bridge, _runner) = split.services(&[], &[], &[]);
+    let (mut first, first_url) = split.frontend(&tokens).await;
     let through_first = connect_as(&first_url, &alice, stateless()).await;
     let (id, _) = start(&through_first, &long_cell(total), None).await;
     let started = Instant::now();
@@ -66,7 +60,7 @@ async fn a_ten_minute_task_cell_keeps_its_result_when_its_frontend_is_killed_at_
 
     // A new frontend: it answers for the task, adopts it once its driver
     // is silent, and hands over the result when the cell ends.
-    let (_second, second_url) = frontend_over(&nats, &users, &tokens).await;
+    let (_second, second_url) = split.frontend(&tokens).await;
     let through_second = connect_as(&second_url, &alice, stateless()).await;
     let up = killed.elapsed();
     // The record stays as its dead driver last wrote it until a frontend
@@ -115,17 +109,10 @@ async fn a_ten_minute_task_cell_keeps_its_result_when_its_frontend_is_killed_at_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_nats_a_task_whose_frontend_and_runner_both_die_fails_saying_no_report_of_its_cell_was_kept() {
-    if !support::sandbox_available() {
-        return;
-    }
-    let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else {
-        panic!("nats-server is needed")
-    };
-    let alice = token_new("alice");
-    let tokens = TokenFile::of(&[&alice]);
-    let _bridge = support::spawn_service(&nats.url(), &users, "bridge", &[], Some(&[]));
-    let mut runner = support::spawn_service(&nats.url(), &users, "sandbox-runner", &[], None);
-    let (mut first, first_url) = frontend_over(&nats, &users, &tokens).await;
+    let Some(split) = SplitHttp::start() else { return };
+    let (alice, tokens) = support::alice();
+    let (_bridge, mut runner) = split.services(&[], &[], &[]);
+    let (mut first, first_url) = split.frontend(&tokens).await;
     let through_first = connect_as(&first_url, &alice, stateless()).await;
     let (id, _) = start(&through_first, &long_cell(120), None).await;
     let started = Instant::now();
@@ -138,7 +125,7 @@ async fn over_nats_a_task_whose_frontend_and_runner_both_die_fails_saying_no_rep
     let killed = Instant::now();
     first.wait().await.ok();
     runner.wait().await.ok();
-    let (_second, second_url) = frontend_over(&nats, &users, &tokens).await;
+    let (_second, second_url) = split.frontend(&tokens).await;
     let through_second = connect_as(&second_url, &alice, stateless()).await;
     let (failed, _) = settled(&through_second, &id, Duration::from_secs(60)).await;
     eprintln!("measured: failed {} ms after its frontend and runner were killed", killed.elapsed().as_millis());
@@ -154,17 +141,10 @@ async fn over_nats_a_task_whose_frontend_and_runner_both_die_fails_saying_no_rep
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_nats_a_task_whose_cell_runs_while_nats_server_restarts_still_ends_with_its_result() {
-    if !support::sandbox_available() {
-        return;
-    }
-    let Some((mut nats, users)) = code_mode_core::testing::NatsServer::start_secured() else {
-        panic!("nats-server is needed")
-    };
-    let alice = token_new("alice");
-    let tokens = TokenFile::of(&[&alice]);
-    let _bridge = support::spawn_service(&nats.url(), &users, "bridge", &[], Some(&[]));
-    let _runner = support::spawn_service(&nats.url(), &users, "sandbox-runner", &[], None);
-    let (_frontend, url) = frontend_over(&nats, &users, &tokens).await;
+    let Some(mut split) = SplitHttp::start() else { return };
+    let (alice, tokens) = support::alice();
+    let (_bridge, _runner) = split.services(&[], &[], &[]);
+    let (_frontend, url) = split.frontend(&tokens).await;
     let client = connect_as(&url, &alice, stateless()).await;
     let (id, _) = start(&client, &long_cell(30), None).await;
     let started = Instant::now();
@@ -173,10 +153,10 @@ async fn over_nats_a_task_whose_cell_runs_while_nats_server_restarts_still_ends_
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     // Down long enough for every lease question to go unanswered.
-    nats.stop();
+    split.nats.stop();
     let stopped = Instant::now();
     tokio::time::sleep(Duration::from_secs(8)).await;
-    nats.restart();
+    split.nats.restart();
     eprintln!("measured: nats-server was down {} ms", stopped.elapsed().as_millis());
     // While it comes back, tasks/get may fail (the store does not answer).
     let done = loop {
@@ -196,18 +176,13 @@ async fn over_nats_a_task_whose_cell_runs_while_nats_server_restarts_still_ends_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_nats_a_full_task_store_refuses_the_task_at_its_creation_saying_so() {
-    if !support::sandbox_available() {
-        return;
-    }
-    let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else {
-        panic!("nats-server is needed")
-    };
+    let Some(split) = SplitHttp::start() else { return };
     // The tasks' bucket made (as the frontend's user may) far too small
     // for any task's record.
     let client =
-        async_nats::ConnectOptions::with_user_and_password("frontend".into(), users.password("frontend").into())
+        async_nats::ConnectOptions::with_user_and_password("frontend".into(), split.users.password("frontend").into())
             .custom_inbox_prefix("_INBOX.frontend")
-            .connect(nats.url())
+            .connect(split.nats.url())
             .await
             .expect("the frontend user connects");
     let tiny = async_nats::jetstream::kv::Config {
@@ -218,11 +193,9 @@ async fn over_nats_a_full_task_store_refuses_the_task_at_its_creation_saying_so(
         ..Default::default()
     };
     async_nats::jetstream::new(client).create_key_value(tiny).await.expect("the tiny bucket is made");
-    let alice = token_new("alice");
-    let tokens = TokenFile::of(&[&alice]);
-    let _bridge = support::spawn_service(&nats.url(), &users, "bridge", &[], Some(&[]));
-    let _runner = support::spawn_service(&nats.url(), &users, "sandbox-runner", &[], None);
-    let (_frontend, url) = frontend_over(&nats, &users, &tokens).await;
+    let (alice, tokens) = support::alice();
+    let (_bridge, _runner) = split.services(&[], &[], &[]);
+    let (_frontend, url) = split.frontend(&tokens).await;
     let client = connect_as(&url, &alice, stateless()).await;
     let mut params = CallToolRequestParams::new("run_python");
     params.arguments = Some(json!({ "code": "print('never kept')" }).as_object().unwrap().clone());

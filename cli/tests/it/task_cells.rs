@@ -19,7 +19,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::{Value, json};
 
 use crate::auth::{Client, TokenFile, serve, token_new};
-use crate::support;
+use crate::support::{self, SplitHttp};
 
 /// A client that declared the Tasks extension.
 #[derive(Clone, Default)]
@@ -70,12 +70,19 @@ pub(crate) async fn start(client: &Connected, code: &str, meta: Option<Value>) -
     }
 }
 
-pub(crate) async fn get(client: &Connected, id: &str) -> Result<GetTaskResult, rmcp::ServiceError> {
+pub(crate) async fn get<H: ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    id: &str,
+) -> Result<GetTaskResult, rmcp::ServiceError> {
     client.peer().get_task(GetTaskParams::new(id)).await
 }
 
 /// Poll the task until it has settled (at most `within`); every state seen.
-pub(crate) async fn settled(client: &Connected, id: &str, within: Duration) -> (GetTaskResult, Vec<GetTaskResult>) {
+pub(crate) async fn settled<H: ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    id: &str,
+    within: Duration,
+) -> (GetTaskResult, Vec<GetTaskResult>) {
     let started = Instant::now();
     let mut seen = Vec::new();
     while started.elapsed() < within {
@@ -159,8 +166,7 @@ async fn tasks_cancel_ends_the_cells_container_within_a_second_and_the_task_says
     if !support::sandbox_available() {
         return;
     }
-    let alice = token_new("alice");
-    let tokens = TokenFile::of(&[&alice]);
+    let (alice, tokens) = support::alice();
     let (_serve, url, _log) = serve(&["--auth-tokens", tokens.arg()]).await;
     let client = connect_as(&url, &alice, stateless()).await;
     let (id, _) = start(&client, SAYS_WHERE_THEN_SLEEPS, None).await;
@@ -196,8 +202,7 @@ async fn a_task_cell_runs_past_deadline_up_to_task_deadline_and_no_longer() {
     if !support::sandbox_available() {
         return;
     }
-    let alice = token_new("alice");
-    let tokens = TokenFile::of(&[&alice]);
+    let (alice, tokens) = support::alice();
     let args = ["--auth-tokens", tokens.arg(), "--deadline", "1", "--task-deadline", "5", "--task-ttl", "3"];
     let (_serve, url, _log) = serve(&args).await;
     let client = connect_as(&url, &alice, stateless()).await;
@@ -221,32 +226,14 @@ async fn a_task_cell_runs_past_deadline_up_to_task_deadline_and_no_longer() {
 /// A cell that outlives the frontend killed a second after it started.
 const ORPHAN: &str = "import time\nreport_progress(1, 2)\ntime.sleep(25)\nprint('outlived its frontend')";
 
-/// A frontend over NATS serving HTTP with `tokens`; the child and its URL.
-pub(crate) async fn frontend_over(
-    nats: &code_mode_core::testing::NatsServer,
-    users: &code_mode_core::testing::NatsUsers,
-    tokens: &TokenFile,
-) -> (tokio::process::Child, String) {
-    let args = ["--http", "127.0.0.1:0", "--auth-tokens", tokens.arg()];
-    let mut command = support::service_command(&nats.url(), users, "frontend", &args, None);
-    let (child, url, _log) = crate::http::spawn_http(&mut command).await;
-    (child, url)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_nats_any_frontend_replica_answers_for_a_task_a_restarted_one_too_and_another_cancels_it() {
-    if !support::sandbox_available() {
-        return;
-    }
-    let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else {
-        panic!("nats-server is needed")
-    };
+    let Some(split) = SplitHttp::start() else { return };
     let (alice, bob) = (token_new("alice"), token_new("bob"));
     let tokens = TokenFile::of(&[&alice, &bob]);
-    let _bridge = support::spawn_service(&nats.url(), &users, "bridge", &[], Some(&[]));
-    let _runner = support::spawn_service(&nats.url(), &users, "sandbox-runner", &[], None);
-    let (mut first, first_url) = frontend_over(&nats, &users, &tokens).await;
-    let (_second, second_url) = frontend_over(&nats, &users, &tokens).await;
+    let (_bridge, _runner) = split.services(&[], &[], &[]);
+    let (mut first, first_url) = split.frontend(&tokens).await;
+    let (_second, second_url) = split.frontend(&tokens).await;
     let through_first = connect_as(&first_url, &alice, stateless()).await;
     let through_second = connect_as(&second_url, &alice, stateless()).await;
 
@@ -269,7 +256,7 @@ async fn over_nats_any_frontend_replica_answers_for_a_task_a_restarted_one_too_a
     tokio::time::sleep(Duration::from_secs(1)).await;
     support::kill9(first.id().unwrap());
     first.wait().await.ok();
-    let (_third, third_url) = frontend_over(&nats, &users, &tokens).await;
+    let (_third, third_url) = split.frontend(&tokens).await;
     let through_third = connect_as(&third_url, &alice, stateless()).await;
     let again = get(&through_third, &id).await.expect("a restarted frontend answers for the task");
     assert_eq!(report_of(&again)["stdout"], "done after three steps\n");
@@ -296,17 +283,10 @@ async fn over_nats_any_frontend_replica_answers_for_a_task_a_restarted_one_too_a
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_nats_a_task_whose_runner_is_killed_fails_within_seconds_saying_why() {
-    if !support::sandbox_available() {
-        return;
-    }
-    let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else {
-        panic!("nats-server is needed")
-    };
-    let alice = token_new("alice");
-    let tokens = TokenFile::of(&[&alice]);
-    let _bridge = support::spawn_service(&nats.url(), &users, "bridge", &[], Some(&[]));
-    let mut runner = support::spawn_service(&nats.url(), &users, "sandbox-runner", &[], None);
-    let (_frontend, url) = frontend_over(&nats, &users, &tokens).await;
+    let Some(split) = SplitHttp::start() else { return };
+    let (alice, tokens) = support::alice();
+    let (_bridge, mut runner) = split.services(&[], &[], &[]);
+    let (_frontend, url) = split.frontend(&tokens).await;
     let client = connect_as(&url, &alice, stateless()).await;
     let (id, _) = start(&client, SAYS_WHERE_THEN_SLEEPS, None).await;
     let started = Instant::now();

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use rmcp::ClientHandler;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
-    FormElicitationCapability, GetTaskResult, InputRequest, InputResponses, TaskPayload, TaskStatus, UpdateTaskParams,
+    FormElicitationCapability, InputRequest, InputResponses, TaskPayload, TaskStatus, UpdateTaskParams,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -22,8 +22,8 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::{Value, json};
 
 use crate::auth::{Client, TokenFile, token_new};
-use crate::support::{self, log_path, logged_calls};
-use crate::task_cells::{report_of, stateless};
+use crate::support::{self, SplitHttp, log_path, logged_calls};
+use crate::task_cells::{get, report_of, settled, stateless};
 
 /// A client that declared tasks and form elicitation, and counts the
 /// elicitations sent to it as requests of their own (a task's questions
@@ -74,25 +74,6 @@ async fn start(client: &Connected, code: &str) -> String {
         rmcp::model::CallToolResponse::Task(created) => created.task.task_id,
         other => panic!("a client that declared tasks gets a task handle, not {other:?}"),
     }
-}
-
-async fn get(client: &Connected, id: &str) -> Result<GetTaskResult, rmcp::ServiceError> {
-    client.peer().get_task(rmcp::model::GetTaskParams::new(id)).await
-}
-
-/// Poll the task until it has settled (at most `within`); every state seen.
-async fn settled(client: &Connected, id: &str, within: Duration) -> (GetTaskResult, Vec<GetTaskResult>) {
-    let started = Instant::now();
-    let mut seen = Vec::new();
-    while started.elapsed() < within {
-        let now = get(client, id).await.expect("tasks/get answers the task's owner");
-        seen.push(now.clone());
-        if now.task.status().is_terminal() {
-            return (now, seen);
-        }
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-    panic!("the task did not settle within {within:?}: last {:?}", seen.last());
 }
 
 /// Poll until the task is `input_required`; its input requests.
@@ -214,8 +195,7 @@ async fn a_task_question_nobody_answers_lapses_at_the_approval_timeout_the_call_
         return;
     }
     let policy = policy_file("task-approval-lapse", ECHO_APPROVED_BY_CLIENT);
-    let alice = token_new("alice");
-    let tokens = TokenFile::of(&[&alice]);
+    let (alice, tokens) = support::alice();
     let args = ["--auth-tokens", tokens.arg(), "--policy", policy.to_str().unwrap(), "--approval-timeout", "3"];
     let (_serve, url) = serve(&args, &[]).await;
     let (client, _) = connect(&url, &alice, stateless()).await;
@@ -254,8 +234,7 @@ async fn a_wrapped_servers_elicitation_inside_a_task_cell_is_answered_through_ta
     if !support::sandbox_available() {
         return;
     }
-    let alice = token_new("alice");
-    let tokens = TokenFile::of(&[&alice]);
+    let (alice, tokens) = support::alice();
     let (_serve, url) = serve(&["--auth-tokens", tokens.arg()], &["--resources"]).await;
     let accept = json!({"action": "accept", "content": {"name": "Ann"}});
     let accepted = "the person answered accept with {\"name\":\"Ann\"}\n";
@@ -282,34 +261,15 @@ async fn a_wrapped_servers_elicitation_inside_a_task_cell_is_answered_through_ta
     }
 }
 
-/// A frontend over NATS serving HTTP with `tokens`; the child and its URL.
-async fn frontend_over(
-    nats: &code_mode_core::testing::NatsServer,
-    users: &code_mode_core::testing::NatsUsers,
-    tokens: &TokenFile,
-) -> (tokio::process::Child, String) {
-    let args = ["--http", "127.0.0.1:0", "--auth-tokens", tokens.arg()];
-    let mut command = support::service_command(&nats.url(), users, "frontend", &args, None);
-    let (child, url, _log) = crate::http::spawn_http(&mut command).await;
-    (child, url)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_nats_tasks_update_through_the_replica_not_driving_the_task_resumes_its_cell() {
-    if !support::sandbox_available() {
-        return;
-    }
-    let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else {
-        panic!("nats-server is needed")
-    };
+    let Some(split) = SplitHttp::start() else { return };
     let policy = policy_file("task-approval-nats", ECHO_APPROVED_BY_CLIENT);
-    let alice = token_new("alice");
-    let tokens = TokenFile::of(&[&alice]);
-    let bridge_args = ["--policy", policy.to_str().unwrap(), "--approval-timeout", "120"];
-    let _bridge = support::spawn_service(&nats.url(), &users, "bridge", &bridge_args, Some(&[]));
-    let _runner = support::spawn_service(&nats.url(), &users, "sandbox-runner", &[], None);
-    let (_first, first_url) = frontend_over(&nats, &users, &tokens).await;
-    let (_second, second_url) = frontend_over(&nats, &users, &tokens).await;
+    let (alice, tokens) = support::alice();
+    let (_bridge, _runner) =
+        split.services(&["--policy", policy.to_str().unwrap(), "--approval-timeout", "120"], &[], &[]);
+    let (_first, first_url) = split.frontend(&tokens).await;
+    let (_second, second_url) = split.frontend(&tokens).await;
     let (through_first, _) = connect(&first_url, &alice, stateless()).await;
     let (through_second, _) = connect(&second_url, &alice, stateless()).await;
 
@@ -344,31 +304,24 @@ fn engine_cpu_ns(container: &str) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_inside_a_task_answered_five_minutes_later_in_the_web_console_resumes_the_cell_whose_container_used_no_cpu_meanwhile()
  {
-    if !support::sandbox_available() {
-        return;
-    }
-    let Some((nats, users)) = code_mode_core::testing::NatsServer::start_secured() else {
-        panic!("nats-server is needed")
-    };
+    let Some(split) = SplitHttp::start() else { return };
     let policy = policy_file("task-team", crate::team::TEAM_POLICY);
     let calls = log_path("task-team-calls");
     let bridge_args = ["--policy", policy.to_str().unwrap(), "--approval-timeout", "600"];
-    let server_args = ["--log", calls.to_str().unwrap()];
-    let _bridge = support::spawn_service(&nats.url(), &users, "bridge", &bridge_args, Some(&server_args));
     // No warm pool: the cell's own container carries its id as a label.
-    let _runner = support::spawn_service(&nats.url(), &users, "sandbox-runner", &["--warm", "0"], None);
+    let (_bridge, _runner) = split.services(&bridge_args, &["--log", calls.to_str().unwrap()], &["--warm", "0"]);
     let alice = token_new("alice");
     let mut bob = token_new("bob");
     bob.line.push_str(" groups=security");
     let tokens = TokenFile::of(&[&alice, &bob]);
-    let (_frontend, url) = frontend_over(&nats, &users, &tokens).await;
+    let (_frontend, url) = split.frontend(&tokens).await;
     let (client, handler) = connect(&url, &alice, stateless()).await;
     let id = start(&client, ECHO_ONCE).await;
 
     // Bob, of the security group, is asked in the web console.
     let options = code_mode_core::nats::NatsOptions {
-        url: nats.url(),
-        credentials: Some(("frontend".into(), users.password("frontend").into())),
+        url: split.nats.url(),
+        credentials: Some(("frontend".into(), split.users.password("frontend").into())),
         inbox_prefix: Some("_INBOX.frontend".into()),
         ..Default::default()
     };
