@@ -27,6 +27,9 @@ QUESTION_WORDS, RECALL_WORDS = TABLES.QUESTION_WORDS, TABLES.RECALL_WORDS
 NAMING_WORDS, HOW_WORDS, STOP_WORDS = TABLES.NAMING_WORDS, TABLES.HOW_WORDS, TABLES.STOP_WORDS
 COMPOUND_WORDS, LEADING_VERBS, PHRASES = TABLES.COMPOUND_WORDS, TABLES.LEADING_VERBS, TABLES.PHRASES
 PARTICLE_VERBS = TABLES.PARTICLE_VERBS
+RELATION_WORDS, NEW_THING_WORDS, FACT_WORDS = TABLES.RELATION_WORDS, TABLES.NEW_THING_WORDS, TABLES.FACT_WORDS
+FILE_THING_WORDS, WHOLLY_WORDS = TABLES.FILE_THING_WORDS, TABLES.WHOLLY_WORDS
+NEGATING_WORDS, SUBJECT_WORDS, PAST_FORMS = TABLES.NEGATING_WORDS, TABLES.SUBJECT_WORDS, TABLES.PAST_FORMS
 REMOVING_VERBS, MAKING_VERBS = TABLES.REMOVING_VERBS, TABLES.MAKING_VERBS
 SYNONYM_GROUPS, RELATED_GROUPS = TABLES.SYNONYM_GROUPS, TABLES.RELATED_GROUPS
 ZONE_ABBREVIATIONS, ZONE_WORDS, TIME_WORDS = TABLES.ZONE_ABBREVIATIONS, TABLES.ZONE_WORDS, TABLES.TIME_WORDS
@@ -104,6 +107,9 @@ TYPO_LONGEST = 30
 # Two numbers or more in a query ("add 5 and 9") ask for a tool of
 # numbers: "number" joins the query at this weight.
 NUMBERS_WEIGHT = 0.6
+# How many words after a negating word ("no", "without") say what is not
+# wanted: they weigh as arguments.
+NEGATED_WORDS = 2
 
 
 _PHRASE = re.compile(r"\b(" + "|".join(sorted((re.escape(p) for p in PHRASES), key=len, reverse=True)) + r")\b", re.I)
@@ -465,9 +471,11 @@ class Query:
     """What a query asks: its weighted word groups, whether it is a
     question, and what its values are."""
 
-    __slots__ = ("groups", "question", "files", "values", "whole", "words", "signs", "changes", "action")
+    __slots__ = ("groups", "question", "files", "values", "whole", "words", "signs", "changes", "action", "about",
+                 "unwanted")
 
-    def __init__(self, groups, question, files, values, whole, words, signs, changes, action=None):
+    def __init__(self, groups, question, files, values, whole, words, signs, changes, action=None, about=None,
+                 unwanted=frozenset()):
         self.groups = groups
         self.question = question  # asks what is, not to change anything
         self.files = files  # how many file names it holds
@@ -477,6 +485,45 @@ class Query:
         self.signs = signs  # the kinds of value (PARAMETER_KINDS) it shows
         self.changes = changes  # opens with a verb asking to change something
         self.action = action  # "remove" or "make": what the first clause opening with such a verb asks
+        self.about = about  # "relation", "observation", "entity": what of a knowledge graph it is about
+        self.unwanted = unwanted  # stems of the words it says it does not want ("no sizes")
+
+
+# What a request about a knowledge graph is about: a link between two
+# named things, a fact about one, or a new thing.
+_NAME_UNIT = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")
+_ABOUT_ONE = re.compile(
+    r"\b(?:(?:on|to|from|in|off|into) (?:her|his|its|their|[A-Z][a-z]+'s) (?:entry|node|record|profile|card|page|notes?)"
+    r"|[A-Z][a-z]+'s (?:entry|node|record|profile|card|page)"
+    r"|(?:fact|detail|note|thing)s? (?:about|on|for) )", re.I)
+_NEW_THING = re.compile(r"\bnew (?:\w+ )?(?:" + "|".join(sorted(NEW_THING_WORDS)) + r")\b", re.I)
+
+
+def _graph_object(text, words, known, action, files):
+    """What a request about named things is about, as a knowledge graph
+    holds it: ``"relation"`` (two named things and a word of how they
+    relate: "Falcon depends on Hawk"), ``"observation"`` (a fact about one:
+    "put that on her entry", "one more fact about Falcon"), ``"entity"`` (a
+    new thing, or one named thing wholly: "a new person", "forget Kevin
+    completely"), or None. ``words`` are the query's words in lower case,
+    ``known`` the words that are no names when they open it."""
+    units = [m.group(0) for m in _NAME_UNIT.finditer(text)]
+    # The first word of the request is capitalised as any first word.
+    if units and text.lstrip().startswith(units[0]) and units[0].lower() in known:
+        units = units[1:]
+    named = len({u.lower() for u in units})
+    if _NEW_THING.search(text):
+        return "entity"  # "a new person", "new entry for Jonas"
+    if named >= 2 and any(w in RELATION_WORDS or w[-1:] == "s" and w[:-1] in RELATION_WORDS for w in words):
+        return "relation"
+    if _ABOUT_ONE.search(text) or action and FACT_WORDS.intersection(words):
+        return "observation"
+    if "new" in words and (NEW_THING_WORDS.intersection(words) or action == "make" and not files
+                           and not FILE_THING_WORDS.intersection(words)):
+        return "entity"
+    if named == 1 and WHOLLY_WORDS.intersection(words):
+        return "entity"
+    return None
 
 
 def read_query(query, index=None):
@@ -575,7 +622,20 @@ def read_query(query, index=None):
         extra.append((NAMED_HINT, NAMED_HINT_WEIGHT))
     weighted = []  # (stem, weight, the word as written if it may be a typo, or NAME)
     previous = before = None
+    negated = 0  # how many words after "no", "not", "without" still say what is not wanted
+    unwanted_stems = set()
     for word in raw:
+        if word in NEGATING_WORDS:
+            negated = NEGATED_WORDS
+            previous = word
+            continue
+        unwanted = False
+        if negated and word not in STOP_WORDS:
+            # "just the names, no sizes", "don't go into subfolders": what
+            # is not wanted weighs as an argument, not as the need.
+            negated -= 1
+            unwanted = True
+            unwanted_stems.add(_stem(word))
         if previous == "how" and word in HOW_WORDS:
             previous = word
             continue  # "how many": a question, not "many" things
@@ -583,6 +643,13 @@ def read_query(query, index=None):
         # ("where am I allowed to save files", "ask before deleting").
         aside = previous in ASIDE_WORDS or (previous == "to" and before in PERMISSION_WORDS) or (
             word in verbs_after and (word in READING_VERBS or word in CHANGING_VERBS))
+        # A verb in the past after its subject tells what happened ("Marta
+        # moved to Valencia", "what I wrote yesterday"), not what to do;
+        # what someone said or told is a question of memory and counts.
+        if (previous in SUBJECT_WORDS or previous in names) and word not in RECALL_WORDS and (
+                word in PAST_FORMS or len(word) > 4 and word.endswith("ed")):
+            aside = True
+        aside = aside or unwanted
         before, previous = previous, word
         expansion = COMPOUND_WORDS.get(word)
         for part in (expansion.split() if expansion else [word]):
@@ -630,4 +697,6 @@ def read_query(query, index=None):
     shown = set(raw) | set(arguments) | {word for word, _ in extra}
     shown |= {word + "s" for word in shown}
     signs = frozenset(kind for kind, words in _KIND_SIGNS.items() if files and kind == "path" or shown & words)
-    return Query(list(groups.values()), reads, files, values, whole, frozenset(raw), signs, changes, action)
+    about = _graph_object(query, set(_raw_words(query)), LEXICON.keys() | STOP_WORDS | QUESTION_WORDS, action, files)
+    return Query(list(groups.values()), reads, files, values, whole, frozenset(raw), signs, changes, action, about,
+                 frozenset(unwanted_stems))

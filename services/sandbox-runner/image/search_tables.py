@@ -46,6 +46,35 @@ CHANGING_VERBS = frozenset(
     "create write save store put delete remove erase rename move edit update modify change replace append insert "
     "overwrite".split())
 
+# Words that say what is not wanted ("no sizes", "without subfolders",
+# "don't recurse"): the words after them weigh as arguments.
+NEGATING_WORDS = frozenset("no not without never nothing don doesn didn isn dont doesnt didnt isnt".split())
+# Subjects of a verb that tells what happened ("I wrote", "we made").
+SUBJECT_WORDS = frozenset("i we you he she they it someone somebody".split())
+# Past forms that do not end in -ed.
+PAST_FORMS = frozenset("wrote made sent took gave saw got left brought bought found kept held thought ran "
+                       "began broke chose drew drove fell felt forgot grew hid knew lost met paid rode rose "
+                       "sold set shut sat slept spent stood stole swam taught threw understood woke won "
+                       "came went became".split())
+
+# What a request about named things in a knowledge graph is about
+# (search_query._graph_object): words of how two things relate, things
+# that "a new ..." makes, words of a fact, words of files (a new file is
+# no new thing of the graph), words that take away a thing wholly.
+RELATION_WORDS = frozenset("""
+depends depend reports report manages manage managed married marry works work worked belongs belong owns own owned
+member friend friends parent child sibling sister brother spouse wife husband colleague colleagues boss employee
+employer partner partners cousin uncle aunt mother father son daughter mentor mentors founded founder leads lead
+between linked link links connection connections connected relationship relationships related
+""".split())
+NEW_THING_WORDS = frozenset("""
+person people entry entries project contact client customer company entity entities node record colleague friend
+employee
+""".split())
+FACT_WORDS = frozenset("fact facts detail details observation observations".split())
+FILE_THING_WORDS = frozenset("file files folder folders directory directories dir".split())
+WHOLLY_WORDS = frozenset("completely entirely altogether totally wholly".split())
+
 # Verbs that ask to take something away, and verbs that ask to make or
 # add something: a request opening a clause with one of them does not
 # want a tool whose name opens with one of the other kind ("take it out"
@@ -54,7 +83,7 @@ REMOVING_VERBS = frozenset(
     "delete remove erase drop forget destroy purge clear wipe retract discard nuke scrap trash ditch unlink "
     "disconnect detach cut strike eliminate kill".split())
 MAKING_VERBS = frozenset(
-    "create make add new generate build store save record remember note insert register log set".split())
+    "create make add new generate build store save record remember note insert register log set attach append".split())
 
 # Verbs that, opening a request naming a file and a folder ("put
 # report.pdf into the archive folder"), ask to move the file there.
@@ -259,6 +288,21 @@ PHRASES = {
     "anything regarding": "search",
     "all the way down": "recursive",
     "map out": "overview",
+    "levels deep": "recursive",
+    "all levels": "recursive",
+    "every level": "recursive",
+    "fix the filename": "rename file",
+    "fix the file name": "rename file",
+    "fix the name": "rename",
+    "did i tell": "did i told",
+    "did i say": "did i said",
+    "did i mention": "did i mentioned",
+    "ls -lh": "list sizes",
+    "ls -lhs": "list sizes",
+    "ls -lah": "list sizes",
+    "ls -alh": "list sizes",
+    "ls -ls": "list sizes",
+    "ls -s": "list sizes",
     "knowledge base": "graph",
     "ls -r": "directory tree recursive",
     "ls -lr": "directory tree recursive",
@@ -290,6 +334,7 @@ PARTICLE_VERBS = {
     ("shut", "off"): "disable",
     ("look", "up"): "lookup",
     ("write", "down"): "note",
+    ("put", "down"): "note",
     ("jot", "down"): "note",
     ("note", "down"): "note",
     ("pull", "up"): "show",

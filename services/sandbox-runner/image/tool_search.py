@@ -55,7 +55,12 @@ search_words, query_terms, read_query, _STEMS = QUERY.search_words, QUERY.query_
 # is an everyday English word (COMMON_WORDS: "take" is no "make"). A verb
 # whose particle follows its object reads as the pair ("take it out":
 # remove), and a request opening with a verb that takes away does not want
-# a tool whose name makes or adds, nor the other way round. Two tables of generic
+# a tool whose name makes or adds, nor the other way round. What a query
+# says it does not want ("no sizes") weighs as an argument and weighs down
+# tools named by it; a past verb after its subject ("Marta moved to ...",
+# "what I wrote") tells what happened, not what to do; a request about
+# named things favours the knowledge-graph tool of what it is about (a
+# link between two, a fact about one, a new one). Two tables of generic
 # vocabulary then let a query word also match its synonyms (half weight:
 # "folder" finds "directory") and the words of the same need (less:
 # "weather" finds "temperature", "told" finds "knowledge"). Tools are
@@ -86,6 +91,16 @@ READING_IN_CHANGE = 0.7
 # or adds, nor the other way round (REMOVING_VERBS, MAKING_VERBS): its
 # score is multiplied by this.
 OPPOSITE_ACTION = 0.5
+# A request about a knowledge graph's relation, observation or entity
+# (search_query._graph_object) favours the tool that makes or removes that
+# kind of thing: its score is multiplied by this.
+GRAPH_OBJECT = 1.5
+# A query saying it does not want something a tool's name holds ("the
+# files of src, no sizes") does not want that tool: its score is
+# multiplied by this.
+UNWANTED_IN_NAME = 0.5
+# The stems of the kinds of thing a knowledge graph's tools name.
+GRAPH_OBJECTS = {"entity": "entity", "relat": "relation", "observ": "observation"}
 # A query asking for all of something ("all entities", "everything")
 # favours the tools that need no argument: their score is multiplied by this.
 WHOLE_NO_ARGUMENT = 1.3
@@ -176,6 +191,7 @@ class SearchIndex:
         self.factors = []  # per tool: 1, or DEPRECATED_FACTOR
         self.mutating = []  # per tool: its name opens with a verb that changes something
         self.reading = []  # per tool: its name opens with a verb that reads (READING_VERBS)
+        self.objects = []  # per tool that makes or removes: "entity", "relation" or "observation"
         self.actions = []  # per tool: "remove" or "make" when its name opens with such a verb
         self.arguments = []  # per tool: (parameters it takes, parameters it requires)
         self.servers = []  # per tool: the words of its server's name
@@ -239,6 +255,10 @@ class SearchIndex:
             verb = _raw_words(texts["name"])[:1]
             self.mutating.append(bool(verb) and verb[0] in MUTATING_VERBS)
             self.reading.append(bool(verb) and verb[0] in QUERY.READING_VERBS)
+            changing = verb and (verb[0] in QUERY.REMOVING_VERBS or verb[0] in QUERY.MAKING_VERBS)
+            self.objects.append(next(
+                (GRAPH_OBJECTS[w] for w in map(_stem, _raw_words(texts["name"])) if w in GRAPH_OBJECTS), None)
+                if changing else None)
             self.actions.append(
                 "remove" if verb and verb[0] in QUERY.REMOVING_VERBS else
                 "make" if verb and verb[0] in QUERY.MAKING_VERBS else None)
@@ -439,6 +459,8 @@ class SearchIndex:
                         cover += got if got < 1.0 else 1.0
                 cover /= len(words)
                 score *= 1.0 + NAME_COVER_BONUS * cover * cover
+                if read.unwanted.intersection(words):
+                    score *= UNWANTED_IN_NAME
             score *= self.factors[index] * (matched[index] / total_weight) ** COORDINATION
             if read.question and self.mutating[index]:
                 score *= MUTATING_IN_QUESTION
@@ -446,6 +468,8 @@ class SearchIndex:
                 score *= READING_IN_CHANGE
             if read.action and self.actions[index] and read.action != self.actions[index]:
                 score *= OPPOSITE_ACTION
+            if read.about and read.about == self.objects[index] and (read.action or not read.question):
+                score *= GRAPH_OBJECT
             if most:
                 score *= 1.0 + SERVER_BONUS * named.get(self.servers[index], 0) / most
             if loudest:

@@ -1,7 +1,7 @@
 //! Issue 43: `search_tools` finds what people mean, not only the words a
 //! description used, on questions written the way people write a need
 //! (`testing/search-eval/tune-43.json` and the held-out
-//! `heldout-43-round4.json`), with typos in a tool's key word, and without an
+//! `heldout-43-round5.json`), with typos in a tool's key word, and without an
 //! empty answer for a real need.
 //!
 //! Like `search.rs`, these rank with `runner.py`'s own `search_tools` on
@@ -68,19 +68,20 @@ fn print_misses(label: &str, questions: &[Query], ranks: &[(usize, Vec<String>)]
     }
 }
 
-/// The file of the held-out questions (issue 43, round 4): written before
-/// the ranker of round 4 changed, never tuned on.
-const HELD_OUT: &str = "heldout-43-round4.json";
+/// The file of the held-out questions (issue 43, round 5): written before
+/// the ranker of round 5 changed, never tuned on.
+const HELD_OUT: &str = "heldout-43-round5.json";
 
 /// The floor of the held-out test, in percent: first, and in the top three.
-const FIRST_FLOOR: f64 = 86.6;
-const TOP3_FLOOR: f64 = 95.5;
+const FIRST_FLOOR: f64 = 89.8;
+const TOP3_FLOOR: f64 = 97.2;
 
-/// The notes of the tuning questions that were held out in rounds 1, 2
-/// and 3 (measured, their misses read: tuning material since).
+/// The notes of the tuning questions that were held out in rounds 1 to 4
+/// (measured, their misses read: tuning material since).
 const ROUND_1_HELD_OUT: &str = "held out in round 1";
 const ROUND_2_HELD_OUT: &str = "held out in round 2";
 const ROUND_3_HELD_OUT: &str = "held out in round 3";
+const ROUND_4_HELD_OUT: &str = "held out in round 4";
 
 /// Issue 43 asked for 95 % first and 99 % in the top three on held-out
 /// questions. On round 2's held-out set (tuning material since, marked
@@ -95,10 +96,13 @@ const ROUND_3_HELD_OUT: &str = "held out in round 3";
 /// changed the ranker), round 3's ranker finds it first for 188 (83.6 %)
 /// and in the top three for 214 (95.1 %); round 4's ranker, measured once
 /// at the round's end, first for 195 (86.7 %) and in the top three for 215
-/// (95.6 %). This holds the floor measured, so that a change cannot lose
+/// (95.6 %). On round 5's held-out set (256), round 4's ranker finds it
+/// first for 221 (86.3 %) and in the top three for 248 (96.9 %); round 5's
+/// ranker, measured once at the round's end, first for 230 (89.8 %) and in
+/// the top three for 249 (97.3 %). This holds the floor measured, so that a change cannot lose
 /// what was gained; raise it with the ranker.
 #[test]
-fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_86_in_100_and_top_three_for_95() {
+fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_89_in_100_and_top_three_for_97() {
     let Some(python) = python() else { return };
     let old = queries();
     let tune = questions("tune-43.json");
@@ -118,7 +122,8 @@ fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_f
     let round1 = |q: &Query| q.note == ROUND_1_HELD_OUT;
     let round2 = |q: &Query| q.note == ROUND_2_HELD_OUT;
     let round3 = |q: &Query| q.note == ROUND_3_HELD_OUT;
-    let earlier = |q: &Query| round1(q) || round2(q) || round3(q);
+    let round4 = |q: &Query| q.note == ROUND_4_HELD_OUT;
+    let earlier = |q: &Query| round1(q) || round2(q) || round3(q) || round4(q);
     println!("{:<34} {:>5} {:>14} {:>14}", "questions", "n", "wanted first", "in top three");
     print_row("queries.json tune", recall(&part(&old, &old_ranks, &|q| q.set == "tune")));
     print_row("queries.json holdout (seen)", recall(&part(&old, &old_ranks, &|q| q.set == "holdout")));
@@ -148,11 +153,19 @@ fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_f
         "tune-43 held out in round 3, 300",
         recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && round3(q))),
     );
+    print_row(
+        "tune-43 held out in round 4, 42",
+        recall(&part(&tune, &tune_ranks, &|q| q.catalog == REAL_TOOLS && round4(q))),
+    );
+    print_row(
+        "tune-43 held out in round 4, 300",
+        recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && round4(q))),
+    );
     print_row("tune, all", recall(&[old_ranks.clone(), tune_ranks.clone()].concat()));
-    print_row("heldout round 4, 42 tools", recall(&part(&held, &held_ranks, &|q| q.catalog == REAL_TOOLS)));
-    print_row("heldout round 4, 300 tools", recall(&part(&held, &held_ranks, &|q| q.catalog != REAL_TOOLS)));
+    print_row("heldout round 5, 42 tools", recall(&part(&held, &held_ranks, &|q| q.catalog == REAL_TOOLS)));
+    print_row("heldout round 5, 300 tools", recall(&part(&held, &held_ranks, &|q| q.catalog != REAL_TOOLS)));
     let (n, first, top3) = recall(&held_ranks);
-    print_row("heldout round 4, all", (n, first, top3));
+    print_row("heldout round 5, all", (n, first, top3));
     print_misses("queries.json", &old, &old_ranks);
     print_misses("tune-43", &tune, &tune_ranks);
     if std::env::var_os("SHOW_HELD_OUT_MISSES").is_some() {
@@ -435,6 +448,45 @@ fn search_tools_reads_particles_after_objects_what_takes_away_shell_commands_and
         asked("is it bedtime in Seoul yet", "time__get_current_time"),
         // "should be called" renames.
         asked("the handle of that file is wrong, it should be called notes-final.md", "filesystem__move_file"),
+    ];
+    let found = ranks(&python, &questions);
+    let wrong: Vec<String> = questions
+        .iter()
+        .zip(&found)
+        .filter(|(_, (rank, _))| *rank != 1)
+        .map(|(q, (rank, names))| {
+            format!("{:?} wants {} (rank {rank}), got {:?}", q.query, q.want, &names[..3.min(names.len())])
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Issue 43, round 5: what a request about named things is about (a fact
+/// about one, a new one, a link between two), what it says it does not
+/// want, and what it tells happened, each asked in words of no question
+/// file and each ranked wrong by round 4's ranker.
+#[test]
+fn search_tools_reads_what_of_a_graph_a_request_is_about_what_it_does_not_want_and_what_it_tells_happened() {
+    let Some(python) = python() else { return };
+    let asked = |query: &str, want: &str| Query {
+        query: query.into(),
+        want: want.into(),
+        set: "tune".into(),
+        catalog: REAL_TOOLS,
+        note: String::new(),
+    };
+    let questions = [
+        // A fact about one named thing, on its record.
+        asked("Ines switched teams last week, add that to her record", "memory__add_observations"),
+        asked("Acme's record: put down that they moved HQ", "memory__add_observations"),
+        // A new thing.
+        asked("save a new contact: Ines, product manager at Zalando", "memory__create_entities"),
+        // Two named things and how they relate.
+        asked("Ramon and Ines are cousins, remember that", "memory__create_relations"),
+        // What someone did before is not what is asked now.
+        asked("yesterday I wrote a poem into poem.txt, show it to me", "filesystem__read_text_file"),
+        // A listing's flags that show sizes.
+        asked("ls -lh ~/Videos", "filesystem__list_directory_with_sizes"),
     ];
     let found = ranks(&python, &questions);
     let wrong: Vec<String> = questions
