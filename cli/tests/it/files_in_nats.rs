@@ -66,21 +66,25 @@ async fn over_nats_a_5_mb_file_in_from_a_resource_or_a_tool_reaches_the_cell_who
     // The bytes went through the bucket codemode_files_in: bounded and
     // expiring, its chunks there for the runners (who read it), while the
     // frontends cannot even look at it.
-    let runner = jetstream_as(&split, "sandbox-runner").await;
+    let runner = jetstream_as(&split.nats, &split.users, "sandbox-runner").await;
     let mut stream = runner.get_stream("KV_codemode_files_in").await.expect("the runners see the files-in bucket");
     let info = stream.info().await.expect("its info");
     assert_eq!(info.config.max_age, code_mode_core::files_in_shared::INPUTS_TTL);
     assert_eq!(info.config.max_bytes, code_mode_core::files_in_shared::INPUTS_MAX_BYTES);
     assert!(info.state.messages >= 40, "two 5 MB files in 256 KiB chunks: {:?}", info.state);
-    let frontend = jetstream_as(&split, "frontend").await;
+    let frontend = jetstream_as(&split.nats, &split.users, "frontend").await;
     assert!(frontend.get_stream("KV_codemode_files_in").await.is_err(), "a frontend may not read files in");
 }
 
 /// JetStream as `user` of the deployment's NATS configuration.
-async fn jetstream_as(split: &SplitHttp, user: &str) -> async_nats::jetstream::Context {
-    let client = async_nats::ConnectOptions::with_user_and_password(user.into(), split.users.password(user).into())
+pub(crate) async fn jetstream_as(
+    nats: &code_mode_core::testing::NatsServer,
+    users: &code_mode_core::testing::NatsUsers,
+    user: &str,
+) -> async_nats::jetstream::Context {
+    let client = async_nats::ConnectOptions::with_user_and_password(user.into(), users.password(user).into())
         .custom_inbox_prefix(format!("_INBOX.{user}"))
-        .connect(split.nats.url())
+        .connect(nats.url())
         .await
         .expect("the test connects as a service's user");
     let mut context = async_nats::jetstream::new(client);
