@@ -28,7 +28,8 @@ NAMING_WORDS, HOW_WORDS, STOP_WORDS = TABLES.NAMING_WORDS, TABLES.HOW_WORDS, TAB
 COMPOUND_WORDS, LEADING_VERBS, PHRASES = TABLES.COMPOUND_WORDS, TABLES.LEADING_VERBS, TABLES.PHRASES
 PARTICLE_VERBS = TABLES.PARTICLE_VERBS
 RELATION_WORDS, NEW_THING_WORDS, FACT_WORDS = TABLES.RELATION_WORDS, TABLES.NEW_THING_WORDS, TABLES.FACT_WORDS
-FILE_THING_WORDS, WHOLLY_WORDS = TABLES.FILE_THING_WORDS, TABLES.WHOLLY_WORDS
+FILE_THING_WORDS, WHOLLY_WORDS, FOLDER_NAMES = TABLES.FILE_THING_WORDS, TABLES.WHOLLY_WORDS, TABLES.FOLDER_NAMES
+NOW_WORDS = TABLES.NOW_WORDS
 NEGATING_WORDS, SUBJECT_WORDS, PAST_FORMS = TABLES.NEGATING_WORDS, TABLES.SUBJECT_WORDS, TABLES.PAST_FORMS
 REMOVING_VERBS, MAKING_VERBS = TABLES.REMOVING_VERBS, TABLES.MAKING_VERBS
 SYNONYM_GROUPS, RELATED_GROUPS = TABLES.SYNONYM_GROUPS, TABLES.RELATED_GROUPS
@@ -113,6 +114,7 @@ NEGATED_WORDS = 2
 
 
 _PHRASE = re.compile(r"\b(" + "|".join(sorted((re.escape(p) for p in PHRASES), key=len, reverse=True)) + r")\b", re.I)
+_CODE_CALL = re.compile(r"\b([A-Za-z_][\w.]*)\((?=[^()]*\))")
 # A shell redirection (">" or ">>") before a file or path.
 _REDIRECT = re.compile(r"(?<![>=-])(>>?)(?=\s*[\w./~])")
 # A verb, at most three plain words, then its particle: "take it out".
@@ -355,6 +357,14 @@ def _query_tokens(query):
         return " "
 
     text = _QUOTED.sub(quoted, query)
+
+    def called(match):
+        arguments.extend(_raw_words(match.group(1)))
+        return " ("
+
+    # Code in a request ("containing print('hi')"): a function called is a
+    # value of the request, not a word of the tool.
+    text = _CODE_CALL.sub(called, text)
     # A shell redirection into a file ("echo hi > notes.txt") writes it;
     # ">>" appends to it.
     text = _REDIRECT.sub(lambda m: " append " if m.group(1) == ">>" else " write ", text)
@@ -407,6 +417,9 @@ def _query_tokens(query):
         elif lower in ("am", "pm") and plain and plain[-1].isdigit():
             plain.pop()
             clocks += 1
+        elif lower in FOLDER_NAMES:
+            arguments.extend(_raw_words(bare))
+            hints.append(("directory", FOLDER_PATH_WEIGHT))  # node_modules, __pycache__: folders
         elif "*" in bare:
             arguments.extend(_raw_words(bare))
             hints += [("pattern", 1.0), ("file", 0.5)]
@@ -441,7 +454,11 @@ def _query_tokens(query):
         hints.append(("number", NUMBERS_WEIGHT))
     if zones:
         hints += [("timezone", 1.0), ("time", 0.5)]
-    if clocks:
+    if clocks and files:
+        clocks = 0  # "crashed around 3am" in a request about a log: when, not a time to convert
+    if clocks and zones < 2 and NOW_WORDS.intersection(w.lower() for w in plain):
+        hints += [("time", 1.0), ("current", 1.0)]  # "is it past midnight in Auckland yet"
+    elif clocks:
         hints += [("time", 1.0), ("convert", 0.8)]
     elif zones >= 2:
         hints.append(("convert", 1.0))
@@ -496,6 +513,7 @@ _ABOUT_ONE = re.compile(
     r"\b(?:(?:on|to|from|in|off|into) (?:her|his|its|their|[A-Z][a-z]+'s) (?:entry|node|record|profile|card|page|notes?)"
     r"|[A-Z][a-z]+'s (?:entry|node|record|profile|card|page)"
     r"|(?:fact|detail|note|thing)s? (?:about|on|for) )", re.I)
+_WITH_ITS = re.compile(r"\balong with (?:its|his|her|their|all)\b", re.I)
 _NEW_THING = re.compile(r"\bnew (?:\w+ )?(?:" + "|".join(sorted(NEW_THING_WORDS)) + r")\b", re.I)
 
 
@@ -521,8 +539,8 @@ def _graph_object(text, words, known, action, files):
     if "new" in words and (NEW_THING_WORDS.intersection(words) or action == "make" and not files
                            and not FILE_THING_WORDS.intersection(words)):
         return "entity"
-    if named == 1 and WHOLLY_WORDS.intersection(words):
-        return "entity"
+    if named == 1 and (WHOLLY_WORDS.intersection(words) or _WITH_ITS.search(text)):
+        return "entity"  # "forget Kevin completely", "drop Phoenix along with its links"
     return None
 
 

@@ -57,6 +57,15 @@ PAST_FORMS = frozenset("wrote made sent took gave saw got left brought bought fo
                        "sold set shut sat slept spent stood stole swam taught threw understood woke won "
                        "came went became".split())
 
+# Folders every project has, named without a slash ("list node_modules").
+FOLDER_NAMES = frozenset("node_modules __pycache__ site-packages .venv venv .git .github dist build target vendor".split())
+# Words of a parameter's name that take a file or a folder.
+FILE_PARAMETERS = frozenset(
+    "path paths file files filename source destination src dest target dir directory folder uri".split())
+# Words that, beside a clock time, ask whether it is that time now ("is it
+# past midnight in Auckland yet").
+NOW_WORDS = frozenset("yet already past still".split())
+
 # What a request about named things in a knowledge graph is about
 # (search_query._graph_object): words of how two things relate, things
 # that "a new ..." makes, words of a fact, words of files (a new file is
@@ -65,7 +74,8 @@ RELATION_WORDS = frozenset("""
 depends depend reports report manages manage managed married marry works work worked belongs belong owns own owned
 member friend friends parent child sibling sister brother spouse wife husband colleague colleagues boss employee
 employer partner partners cousin uncle aunt mother father son daughter mentor mentors founded founder leads lead
-between linked link links connection connections connected relationship relationships related
+between linked link links connection connections connected relationship relationships related join joins joined
+hired hires
 """.split())
 NEW_THING_WORDS = frozenset("""
 person people entry entries project contact client customer company entity entities node record colleague friend
@@ -81,7 +91,7 @@ WHOLLY_WORDS = frozenset("completely entirely altogether totally wholly".split()
 # is no add_observations, "store that connection" no delete_relations).
 REMOVING_VERBS = frozenset(
     "delete remove erase drop forget destroy purge clear wipe retract discard nuke scrap trash ditch unlink "
-    "disconnect detach cut strike eliminate kill".split())
+    "disconnect detach cut strike strip eliminate kill".split())
 MAKING_VERBS = frozenset(
     "create make add new generate build store save record remember note insert register log set attach append".split())
 
@@ -161,6 +171,7 @@ COMPOUND_WORDS = {
     "tmp": "temporary",
     # More shell commands people type as a request.
     "printenv": "print environment variables",
+    "mentioning": "search mention",
     "tar": "archive compress",
     "gunzip": "decompress",
     "sed": "edit replace",
@@ -289,6 +300,13 @@ PHRASES = {
     "all the way down": "recursive",
     "map out": "overview",
     "levels deep": "recursive",
+    "top level": "list",
+    "just the names": "list no sizes",
+    "only the names": "list no sizes",
+    "names only": "list no sizes",
+    "just names": "list no sizes",
+    "one level": "list",
+    "first level": "list",
     "all levels": "recursive",
     "every level": "recursive",
     "fix the filename": "rename file",
@@ -297,6 +315,9 @@ PHRASES = {
     "did i tell": "did i told",
     "did i say": "did i said",
     "did i mention": "did i mentioned",
+    "did i ever tell": "did i told",
+    "did i ever say": "did i said",
+    "did i ever mention": "did i mentioned",
     "ls -lh": "list sizes",
     "ls -lhs": "list sizes",
     "ls -lah": "list sizes",
@@ -327,6 +348,8 @@ PARTICLE_VERBS = {
     ("throw", "out"): "remove",
     ("rip", "out"): "remove",
     ("scratch", "off"): "remove",
+    ("clean", "out"): "remove",
+    ("clear", "out"): "remove",
     ("turn", "on"): "enable",
     ("turn", "off"): "disable",
     ("switch", "on"): "enable",
@@ -438,10 +461,10 @@ zero
 SYNONYM_GROUPS = [
     "create make new add generate build init initialize setup scaffold",
     "add sum plus total addition",
-    "delete remove erase drop forget destroy purge clear wipe retract discard nuke scrap trash ditch",
+    "delete remove erase drop forget destroy purge clear wipe retract discard nuke scrap trash ditch strip",
     "read get fetch load open view show display retrieve see print peek inspect examine grab",
     "write save store put overwrite persist stash clobber",
-    "edit modify change update patch alter replace amend tweak fix correct swap revise adjust substitute refactor",
+    "edit modify change update patch alter replace amend tweak fix correct swap revise adjust substitute refactor bump",
     "list enumerate browse entries",
     "search find lookup look locate query match filter seek hunt scan",
     "directory folder dir subfolder subdirectory",

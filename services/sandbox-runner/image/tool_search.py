@@ -60,7 +60,10 @@ search_words, query_terms, read_query, _STEMS = QUERY.search_words, QUERY.query_
 # tools named by it; a past verb after its subject ("Marta moved to ...",
 # "what I wrote") tells what happened, not what to do; a request about
 # named things favours the knowledge-graph tool of what it is about (a
-# link between two, a fact about one, a new one). Two tables of generic
+# link between two, a fact about one, a new one). A query naming a file
+# does not want a tool that takes arguments but no path, a clock time in
+# it is when something happened (not a time to convert), and a function
+# called in it ("print('hi')") is a value. Two tables of generic
 # vocabulary then let a query word also match its synonyms (half weight:
 # "folder" finds "directory") and the words of the same need (less:
 # "weather" finds "temperature", "told" finds "knowledge"). Tools are
@@ -115,6 +118,10 @@ VALUES_NO_ARGUMENT = 0.7
 # the query shows no sign of ("save that link" with no file in sight) has
 # its score multiplied by this.
 KIND_NOT_SHOWN = 0.8
+# A query naming a file does not want a tool that takes arguments but no
+# path ("open docs/setup.md" is no open_nodes): its score is multiplied
+# by this.
+FILE_NOT_TAKEN = 0.7
 # The tools of the server a query names best have their score multiplied
 # by 1 + this (the tools of a server it names less, by less).
 SERVER_BONUS = 1.0
@@ -196,6 +203,7 @@ class SearchIndex:
         self.arguments = []  # per tool: (parameters it takes, parameters it requires)
         self.servers = []  # per tool: the words of its server's name
         self.kinds = []  # per tool: the kinds of value (PARAMETER_KINDS) it requires
+        self.paths = []  # per tool: it takes a path
         self.results = []  # per tool: the stems of its result's field names
         self.corrections = {}  # (stem, word) -> what correct() said
         self.named = set()  # raw words of tools' and servers' names
@@ -223,6 +231,8 @@ class SearchIndex:
                 a or b for p in params for literal in _LITERAL.findall(str(p.get("type") or ""))
                 for a, b in _LITERAL_VALUE.findall(literal))
             self.arguments.append((len(params), sum(1 for p in params if p.get("required"))))
+            self.paths.append(any(
+                set(_raw_words(str(p.get("name") or ""))) & QUERY.TABLES.FILE_PARAMETERS for p in params))
             self.kinds.append(frozenset(
                 QUERY.PARAMETER_KIND[p.get("name")] for p in params
                 if p.get("required") and p.get("name") in QUERY.PARAMETER_KIND))
@@ -487,6 +497,8 @@ class SearchIndex:
                 score *= VALUES_NO_ARGUMENT
             if self.kinds[index] - read.signs:
                 score *= KIND_NOT_SHOWN
+            if read.files and takes and not self.paths[index]:
+                score *= FILE_NOT_TAKEN
             ranked.append((-score, index))
         ranked.sort()
         order = [index for _, index in ranked]

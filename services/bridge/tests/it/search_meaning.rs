@@ -1,7 +1,7 @@
 //! Issue 43: `search_tools` finds what people mean, not only the words a
 //! description used, on questions written the way people write a need
 //! (`testing/search-eval/tune-43.json` and the held-out
-//! `heldout-43-round5.json`), with typos in a tool's key word, and without an
+//! `heldout-43-round6.json`), with typos in a tool's key word, and without an
 //! empty answer for a real need.
 //!
 //! Like `search.rs`, these rank with `runner.py`'s own `search_tools` on
@@ -68,20 +68,21 @@ fn print_misses(label: &str, questions: &[Query], ranks: &[(usize, Vec<String>)]
     }
 }
 
-/// The file of the held-out questions (issue 43, round 5): written before
-/// the ranker of round 5 changed, never tuned on.
-const HELD_OUT: &str = "heldout-43-round5.json";
+/// The file of the held-out questions (issue 43, round 6): written before
+/// the ranker of round 6 changed, never tuned on.
+const HELD_OUT: &str = "heldout-43-round6.json";
 
 /// The floor of the held-out test, in percent: first, and in the top three.
-const FIRST_FLOOR: f64 = 89.8;
-const TOP3_FLOOR: f64 = 97.2;
+const FIRST_FLOOR: f64 = 92.6;
+const TOP3_FLOOR: f64 = 98.7;
 
-/// The notes of the tuning questions that were held out in rounds 1 to 4
+/// The notes of the tuning questions that were held out in rounds 1 to 5
 /// (measured, their misses read: tuning material since).
 const ROUND_1_HELD_OUT: &str = "held out in round 1";
 const ROUND_2_HELD_OUT: &str = "held out in round 2";
 const ROUND_3_HELD_OUT: &str = "held out in round 3";
 const ROUND_4_HELD_OUT: &str = "held out in round 4";
+const ROUND_5_HELD_OUT: &str = "held out in round 5";
 
 /// Issue 43 asked for 95 % first and 99 % in the top three on held-out
 /// questions. On round 2's held-out set (tuning material since, marked
@@ -99,10 +100,14 @@ const ROUND_4_HELD_OUT: &str = "held out in round 4";
 /// (95.6 %). On round 5's held-out set (256), round 4's ranker finds it
 /// first for 221 (86.3 %) and in the top three for 248 (96.9 %); round 5's
 /// ranker, measured once at the round's end, first for 230 (89.8 %) and in
-/// the top three for 249 (97.3 %). This holds the floor measured, so that a change cannot lose
+/// the top three for 249 (97.3 %). On round 6's held-out set (232), round
+/// 5's ranker finds it first for 213 (91.8 %) and in the top three for 227
+/// (97.8 %); round 6's ranker, measured once at the round's end, first for
+/// 215 (92.7 %) and in the top three for 229 (98.7 %). This holds the floor
+/// measured, so that a change cannot lose
 /// what was gained; raise it with the ranker.
 #[test]
-fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_89_in_100_and_top_three_for_97() {
+fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_92_in_100_and_top_three_for_98() {
     let Some(python) = python() else { return };
     let old = queries();
     let tune = questions("tune-43.json");
@@ -123,7 +128,8 @@ fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_f
     let round2 = |q: &Query| q.note == ROUND_2_HELD_OUT;
     let round3 = |q: &Query| q.note == ROUND_3_HELD_OUT;
     let round4 = |q: &Query| q.note == ROUND_4_HELD_OUT;
-    let earlier = |q: &Query| round1(q) || round2(q) || round3(q) || round4(q);
+    let round5 = |q: &Query| q.note == ROUND_5_HELD_OUT;
+    let earlier = |q: &Query| round1(q) || round2(q) || round3(q) || round4(q) || round5(q);
     println!("{:<34} {:>5} {:>14} {:>14}", "questions", "n", "wanted first", "in top three");
     print_row("queries.json tune", recall(&part(&old, &old_ranks, &|q| q.set == "tune")));
     print_row("queries.json holdout (seen)", recall(&part(&old, &old_ranks, &|q| q.set == "holdout")));
@@ -161,11 +167,19 @@ fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_f
         "tune-43 held out in round 4, 300",
         recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && round4(q))),
     );
+    print_row(
+        "tune-43 held out in round 5, 42",
+        recall(&part(&tune, &tune_ranks, &|q| q.catalog == REAL_TOOLS && round5(q))),
+    );
+    print_row(
+        "tune-43 held out in round 5, 300",
+        recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && round5(q))),
+    );
     print_row("tune, all", recall(&[old_ranks.clone(), tune_ranks.clone()].concat()));
-    print_row("heldout round 5, 42 tools", recall(&part(&held, &held_ranks, &|q| q.catalog == REAL_TOOLS)));
-    print_row("heldout round 5, 300 tools", recall(&part(&held, &held_ranks, &|q| q.catalog != REAL_TOOLS)));
+    print_row("heldout round 6, 42 tools", recall(&part(&held, &held_ranks, &|q| q.catalog == REAL_TOOLS)));
+    print_row("heldout round 6, 300 tools", recall(&part(&held, &held_ranks, &|q| q.catalog != REAL_TOOLS)));
     let (n, first, top3) = recall(&held_ranks);
-    print_row("heldout round 5, all", (n, first, top3));
+    print_row("heldout round 6, all", (n, first, top3));
     print_misses("queries.json", &old, &old_ranks);
     print_misses("tune-43", &tune, &tune_ranks);
     if std::env::var_os("SHOW_HELD_OUT_MISSES").is_some() {
@@ -487,6 +501,43 @@ fn search_tools_reads_what_of_a_graph_a_request_is_about_what_it_does_not_want_a
         asked("yesterday I wrote a poem into poem.txt, show it to me", "filesystem__read_text_file"),
         // A listing's flags that show sizes.
         asked("ls -lh ~/Videos", "filesystem__list_directory_with_sizes"),
+    ];
+    let found = ranks(&python, &questions);
+    let wrong: Vec<String> = questions
+        .iter()
+        .zip(&found)
+        .filter(|(_, (rank, _))| *rank != 1)
+        .map(|(q, (rank, names))| {
+            format!("{:?} wants {} (rank {rank}), got {:?}", q.query, q.want, &names[..3.min(names.len())])
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Issue 43, round 6: a file named in a request (a clock time in it is
+/// when something happened; a tool taking no path is not wanted), folders
+/// every project has, what a clock time beside "yet" or "already" asks,
+/// more verbs that take away or change, each asked in words of no question
+/// file and each ranked wrong by round 5's ranker.
+#[test]
+fn search_tools_reads_a_named_file_clock_times_beside_it_project_folders_and_more_verbs() {
+    let Some(python) = python() else { return };
+    let asked = |query: &str, want: &str| Query {
+        query: query.into(),
+        want: want.into(),
+        set: "tune".into(),
+        catalog: REAL_TOOLS,
+        note: String::new(),
+    };
+    let questions = [
+        asked("view the log from last night, build.log; it failed at 2am", "filesystem__read_text_file"),
+        asked("is it past 6pm in Berlin already?", "time__get_current_time"),
+        asked("top level of dist, no recursion", "filesystem__list_directory"),
+        asked("strip Bob's outdated job title from his record", "memory__delete_observations"),
+        asked("clean out the old observations about Acme", "memory__delete_observations"),
+        asked("remove Globex along with its relations", "memory__delete_entities"),
+        asked("bump the version in package.json to 2.0.0", "filesystem__edit_file"),
+        asked("anything mentioning Postgres in memory?", "memory__search_nodes"),
     ];
     let found = ranks(&python, &questions);
     let wrong: Vec<String> = questions
