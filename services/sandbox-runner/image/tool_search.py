@@ -119,7 +119,7 @@ VALUES_NO_ARGUMENT = 0.7
 # its score multiplied by this.
 KIND_NOT_SHOWN = 0.8
 # A query naming a file does not want a tool that takes arguments but no
-# path ("open docs/setup.md" is no open_nodes): its score is multiplied
+# path ("open notes/setup.md" is no open_nodes): its score is multiplied
 # by this.
 FILE_NOT_TAKEN = 0.7
 # The tools of the server a query names best have their score multiplied
