@@ -111,6 +111,9 @@ NUMBERS_WEIGHT = 0.6
 # How many words after a negating word ("no", "without") say what is not
 # wanted: they weigh as arguments.
 NEGATED_WORDS = 2
+# What a request about named things is about ("relation", "observation",
+# "entity") joins it as a word at this weight.
+GRAPH_HINT_WEIGHT = 0.8
 
 
 _PHRASE = re.compile(r"\b(" + "|".join(sorted((re.escape(p) for p in PHRASES), key=len, reverse=True)) + r")\b", re.I)
@@ -428,7 +431,7 @@ def _query_tokens(query):
         elif "/" in bare and len(bare) > 1:
             *folders, last = bare.split("/")
             arguments.extend(w for f in folders for w in _raw_words(f))
-            if not file_name(last):
+            if last.lower() in FOLDER_NAMES or not file_name(last):
                 arguments.extend(_raw_words(last))
                 hints.append(("directory", FOLDER_PATH_WEIGHT))  # node_modules/lodash, ./build, src/
         elif bare.replace(".", "").replace(",", "").isdigit():
@@ -511,7 +514,8 @@ class Query:
 _NAME_UNIT = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")
 _ABOUT_ONE = re.compile(
     r"\b(?:(?:on|to|from|in|off|into) (?:her|his|its|their|[A-Z][a-z]+'s) (?:entry|node|record|profile|card|page|notes?)"
-    r"|[A-Z][a-z]+'s (?:entry|node|record|profile|card|page)"
+    r"|[A-Z][a-z]+'s (?:\w+ )?(?:entry|node|record|profile|card|page)"
+    r"|(?:have|know|keep|stored|saved) (?:on|about) (?:him|her|them|it)\b"
     r"|(?:fact|detail|note|thing)s? (?:about|on|for) )", re.I)
 _WITH_ITS = re.compile(r"\balong with (?:its|his|her|their|all)\b", re.I)
 _NEW_THING = re.compile(r"\bnew (?:\w+ )?(?:" + "|".join(sorted(NEW_THING_WORDS)) + r")\b", re.I)
@@ -530,14 +534,16 @@ def _graph_object(text, words, known, action, files):
     if units and text.lstrip().startswith(units[0]) and units[0].lower() in known:
         units = units[1:]
     named = len({u.lower() for u in units})
-    if _NEW_THING.search(text):
+    if _NEW_THING.search(text) and not FILE_THING_WORDS.intersection(words):
         return "entity"  # "a new person", "new entry for Jonas"
+    if _ABOUT_ONE.search(text):
+        return "observation"  # "put that on her entry", "add that to what you have on him"
     if named >= 2 and any(w in RELATION_WORDS or w[-1:] == "s" and w[:-1] in RELATION_WORDS for w in words):
         return "relation"
-    if _ABOUT_ONE.search(text) or action and FACT_WORDS.intersection(words):
+    if action and FACT_WORDS.intersection(words):
         return "observation"
-    if "new" in words and (NEW_THING_WORDS.intersection(words) or action == "make" and not files
-                           and not FILE_THING_WORDS.intersection(words)):
+    if "new" in words and not files and not FILE_THING_WORDS.intersection(words) and (
+            NEW_THING_WORDS.intersection(words) or action == "make"):
         return "entity"
     if named == 1 and (WHOLLY_WORDS.intersection(words) or _WITH_ITS.search(text)):
         return "entity"  # "forget Kevin completely", "drop Phoenix along with its links"
@@ -599,7 +605,7 @@ def read_query(query, index=None):
     # "where can you read and write files?": what is allowed; the verbs
     # after the modal word weigh as arguments.
     modal = question and opener[0] in PLACE_QUESTIONS and next(
-        (i for i, w in enumerate(opener[1:4], 1) if w in MODAL_WORDS), None)
+        (i for i, w in enumerate(opener[1:6], 1) if w in MODAL_WORDS), None)
     if modal and SEARCH_VERBS.intersection(opener[modal:]):
         modal = None  # "where can I find the config": a search
     if modal:
@@ -638,6 +644,11 @@ def read_query(query, index=None):
             extra.append((NAMED_QUESTION_HINT, NAMED_QUESTION_WEIGHT))
     elif names:
         extra.append((NAMED_HINT, NAMED_HINT_WEIGHT))
+    about = _graph_object(query, set(_raw_words(query)), LEXICON.keys() | STOP_WORDS | QUESTION_WORDS, action, files)
+    if about and (action or not reads):
+        extra.append((about, GRAPH_HINT_WEIGHT))
+        if action is None and not question and not REMOVING_VERBS.intersection(raw):
+            action = "make"  # "Omar's record: he is now team lead": a fact to keep  # the kind of thing, as the tools name it
     weighted = []  # (stem, weight, the word as written if it may be a typo, or NAME)
     previous = before = None
     negated = 0  # how many words after "no", "not", "without" still say what is not wanted
@@ -715,6 +726,5 @@ def read_query(query, index=None):
     shown = set(raw) | set(arguments) | {word for word, _ in extra}
     shown |= {word + "s" for word in shown}
     signs = frozenset(kind for kind, words in _KIND_SIGNS.items() if files and kind == "path" or shown & words)
-    about = _graph_object(query, set(_raw_words(query)), LEXICON.keys() | STOP_WORDS | QUESTION_WORDS, action, files)
     return Query(list(groups.values()), reads, files, values, whole, frozenset(raw), signs, changes, action, about,
                  frozenset(unwanted_stems))

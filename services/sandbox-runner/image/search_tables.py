@@ -19,7 +19,7 @@ READING_QUESTIONS = frozenset(
     "what what's whats which when where who whose is are was were does did has have how".split())
 
 # Verbs that, opening a request, ask to read, not to change anything.
-READING_VERBS = frozenset("get list show read view display fetch print find search lookup locate".split())
+READING_VERBS = frozenset("get list show read view display fetch pull print find search lookup locate".split())
 
 # After one of these, a verb says when or whether, not what is asked for
 # ("before deleting"); so after one of PERMISSION_WORDS and "to"
@@ -58,7 +58,8 @@ PAST_FORMS = frozenset("wrote made sent took gave saw got left brought bought fo
                        "came went became".split())
 
 # Folders every project has, named without a slash ("list node_modules").
-FOLDER_NAMES = frozenset("node_modules __pycache__ site-packages .venv venv .git .github dist build target vendor".split())
+FOLDER_NAMES = frozenset(
+    "node_modules __pycache__ site-packages .venv venv .git .github dist build target vendor .bin bin".split())
 # Words of a parameter's name that take a file or a folder.
 FILE_PARAMETERS = frozenset(
     "path paths file files filename source destination src dest target dir directory folder uri".split())
@@ -93,7 +94,7 @@ REMOVING_VERBS = frozenset(
     "delete remove erase drop forget destroy purge clear wipe retract discard nuke scrap trash ditch unlink "
     "disconnect detach cut strike strip eliminate kill".split())
 MAKING_VERBS = frozenset(
-    "create make add new generate build store save record remember note insert register log set attach append".split())
+    "create make add new generate build store save record remember note insert register log set attach append put".split())
 
 # Verbs that, opening a request naming a file and a folder ("put
 # report.pdf into the archive folder"), ask to move the file there.
@@ -172,6 +173,7 @@ COMPOUND_WORDS = {
     # More shell commands people type as a request.
     "printenv": "print environment variables",
     "mentioning": "search mention",
+    "diff": "compare diff",
     "tar": "archive compress",
     "gunzip": "decompress",
     "sed": "edit replace",
@@ -302,6 +304,18 @@ PHRASES = {
     "levels deep": "recursive",
     "top level": "list",
     "just the names": "list no sizes",
+    "creation date": "metadata timestamp",
+    "creation time": "metadata timestamp",
+    "modification date": "metadata timestamp",
+    "anything stored": "search",
+    "anything saved": "search",
+    "in the morning": "am",
+    "in the evening": "pm",
+    "in the afternoon": "pm",
+    "at night": "pm",
+    "what's in": "contents",
+    "whats in": "contents",
+    "what is in": "contents",
     "only the names": "list no sizes",
     "names only": "list no sizes",
     "just names": "list no sizes",

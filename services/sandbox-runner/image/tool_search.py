@@ -60,7 +60,8 @@ search_words, query_terms, read_query, _STEMS = QUERY.search_words, QUERY.query_
 # tools named by it; a past verb after its subject ("Marta moved to ...",
 # "what I wrote") tells what happened, not what to do; a request about
 # named things favours the knowledge-graph tool of what it is about (a
-# link between two, a fact about one, a new one). A query naming a file
+# link between two, a fact about one, a new one: the kind joins the query
+# as a word, and a statement with no verb is a fact to keep). A query naming a file
 # does not want a tool that takes arguments but no path, a clock time in
 # it is when something happened (not a time to convert), and a function
 # called in it ("print('hi')") is a value. Two tables of generic

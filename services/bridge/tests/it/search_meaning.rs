@@ -1,7 +1,7 @@
 //! Issue 43: `search_tools` finds what people mean, not only the words a
 //! description used, on questions written the way people write a need
 //! (`testing/search-eval/tune-43.json` and the held-out
-//! `heldout-43-round6.json`), with typos in a tool's key word, and without an
+//! `heldout-43-round7.json`), with typos in a tool's key word, and without an
 //! empty answer for a real need.
 //!
 //! Like `search.rs`, these rank with `runner.py`'s own `search_tools` on
@@ -68,21 +68,22 @@ fn print_misses(label: &str, questions: &[Query], ranks: &[(usize, Vec<String>)]
     }
 }
 
-/// The file of the held-out questions (issue 43, round 6): written before
-/// the ranker of round 6 changed, never tuned on.
-const HELD_OUT: &str = "heldout-43-round6.json";
+/// The file of the held-out questions (issue 43, round 7): written before
+/// the ranker of round 7 changed, never tuned on.
+const HELD_OUT: &str = "heldout-43-round7.json";
 
 /// The floor of the held-out test, in percent: first, and in the top three.
-const FIRST_FLOOR: f64 = 92.6;
-const TOP3_FLOOR: f64 = 98.7;
+const FIRST_FLOOR: f64 = 90.8;
+const TOP3_FLOOR: f64 = 96.2;
 
-/// The notes of the tuning questions that were held out in rounds 1 to 5
+/// The notes of the tuning questions that were held out in rounds 1 to 6
 /// (measured, their misses read: tuning material since).
 const ROUND_1_HELD_OUT: &str = "held out in round 1";
 const ROUND_2_HELD_OUT: &str = "held out in round 2";
 const ROUND_3_HELD_OUT: &str = "held out in round 3";
 const ROUND_4_HELD_OUT: &str = "held out in round 4";
 const ROUND_5_HELD_OUT: &str = "held out in round 5";
+const ROUND_6_HELD_OUT: &str = "held out in round 6";
 
 /// Issue 43 asked for 95 % first and 99 % in the top three on held-out
 /// questions. On round 2's held-out set (tuning material since, marked
@@ -103,11 +104,14 @@ const ROUND_5_HELD_OUT: &str = "held out in round 5";
 /// the top three for 249 (97.3 %). On round 6's held-out set (232), round
 /// 5's ranker finds it first for 213 (91.8 %) and in the top three for 227
 /// (97.8 %); round 6's ranker, measured once at the round's end, first for
-/// 215 (92.7 %) and in the top three for 229 (98.7 %). This holds the floor
-/// measured, so that a change cannot lose
+/// 215 (92.7 %) and in the top three for 229 (98.7 %). On round 7's
+/// held-out set (241), round 6's ranker finds it first for 216 (89.6 %)
+/// and in the top three for 231 (95.9 %); round 7's ranker, measured once
+/// at the round's end, first for 219 (90.9 %) and in the top three for 232
+/// (96.3 %). This holds the floor measured, so that a change cannot lose
 /// what was gained; raise it with the ranker.
 #[test]
-fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_92_in_100_and_top_three_for_98() {
+fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_90_in_100_and_top_three_for_96() {
     let Some(python) = python() else { return };
     let old = queries();
     let tune = questions("tune-43.json");
@@ -129,7 +133,8 @@ fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_f
     let round3 = |q: &Query| q.note == ROUND_3_HELD_OUT;
     let round4 = |q: &Query| q.note == ROUND_4_HELD_OUT;
     let round5 = |q: &Query| q.note == ROUND_5_HELD_OUT;
-    let earlier = |q: &Query| round1(q) || round2(q) || round3(q) || round4(q) || round5(q);
+    let round6 = |q: &Query| q.note == ROUND_6_HELD_OUT;
+    let earlier = |q: &Query| round1(q) || round2(q) || round3(q) || round4(q) || round5(q) || round6(q);
     println!("{:<34} {:>5} {:>14} {:>14}", "questions", "n", "wanted first", "in top three");
     print_row("queries.json tune", recall(&part(&old, &old_ranks, &|q| q.set == "tune")));
     print_row("queries.json holdout (seen)", recall(&part(&old, &old_ranks, &|q| q.set == "holdout")));
@@ -175,11 +180,19 @@ fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_f
         "tune-43 held out in round 5, 300",
         recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && round5(q))),
     );
+    print_row(
+        "tune-43 held out in round 6, 42",
+        recall(&part(&tune, &tune_ranks, &|q| q.catalog == REAL_TOOLS && round6(q))),
+    );
+    print_row(
+        "tune-43 held out in round 6, 300",
+        recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && round6(q))),
+    );
     print_row("tune, all", recall(&[old_ranks.clone(), tune_ranks.clone()].concat()));
-    print_row("heldout round 6, 42 tools", recall(&part(&held, &held_ranks, &|q| q.catalog == REAL_TOOLS)));
-    print_row("heldout round 6, 300 tools", recall(&part(&held, &held_ranks, &|q| q.catalog != REAL_TOOLS)));
+    print_row("heldout round 7, 42 tools", recall(&part(&held, &held_ranks, &|q| q.catalog == REAL_TOOLS)));
+    print_row("heldout round 7, 300 tools", recall(&part(&held, &held_ranks, &|q| q.catalog != REAL_TOOLS)));
     let (n, first, top3) = recall(&held_ranks);
-    print_row("heldout round 6, all", (n, first, top3));
+    print_row("heldout round 7, all", (n, first, top3));
     print_misses("queries.json", &old, &old_ranks);
     print_misses("tune-43", &tune, &tune_ranks);
     if std::env::var_os("SHOW_HELD_OUT_MISSES").is_some() {
@@ -538,6 +551,38 @@ fn search_tools_reads_a_named_file_clock_times_beside_it_project_folders_and_mor
         asked("remove Globex along with its relations", "memory__delete_entities"),
         asked("bump the version in package.json to 2.0.0", "filesystem__edit_file"),
         asked("anything mentioning Postgres in memory?", "memory__search_nodes"),
+    ];
+    let found = ranks(&python, &questions);
+    let wrong: Vec<String> = questions
+        .iter()
+        .zip(&found)
+        .filter(|(_, (rank, _))| *rank != 1)
+        .map(|(q, (rank, names))| {
+            format!("{:?} wants {} (rank {rank}), got {:?}", q.query, q.want, &names[..3.min(names.len())])
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Issue 43, round 7: a fact stated about one named thing's record, what a
+/// question about a file's contents asks, "anything saved about", a
+/// permission question with words between, each asked in words of no
+/// question file and each ranked wrong by round 6's ranker.
+#[test]
+fn search_tools_reads_a_fact_on_a_record_what_is_in_a_file_anything_saved_and_where_one_may_write() {
+    let Some(python) = python() else { return };
+    let asked = |query: &str, want: &str| Query {
+        query: query.into(),
+        want: want.into(),
+        set: "tune".into(),
+        catalog: REAL_TOOLS,
+        note: String::new(),
+    };
+    let questions = [
+        asked("whats in config.toml", "filesystem__read_text_file"),
+        asked("Omar's work record: he is now team lead", "memory__add_observations"),
+        asked("anything saved about Omar's kids?", "memory__search_nodes"),
+        asked("where exactly am I allowed to write?", "filesystem__list_allowed_directories"),
     ];
     let found = ranks(&python, &questions);
     let wrong: Vec<String> = questions
