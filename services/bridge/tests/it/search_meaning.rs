@@ -352,18 +352,31 @@ fn a_description_stuffed_with_every_word_of_the_tuning_questions_comes_first_for
     assert!(top3 * 100 >= 95 * asked.len(), "the wanted tool is in the top three for only {top3}");
 }
 
+/// A need of a behaviour test: `query` wants `want` in the `catalog`.
+fn asked_in(query: &str, want: &str, catalog: usize) -> Query {
+    Query { query: query.into(), want: want.into(), set: "tune".into(), catalog, note: String::new() }
+}
+
+/// Fails naming every question whose wanted tool is not ranked first.
+fn each_first(python: &str, questions: &[Query]) {
+    let found = ranks(python, questions);
+    let wrong: Vec<String> = questions
+        .iter()
+        .zip(&found)
+        .filter(|(_, (rank, _))| *rank != 1)
+        .map(|(q, (rank, names))| {
+            format!("{:?} wants {} (rank {rank}), got {:?}", q.query, q.want, &names[..3.min(names.len())])
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 /// Issue 43, round 2: what the ranker reads of a query beyond its words.
 /// Each of these was ranked wrong by round 1's ranker.
 #[test]
 fn search_tools_reads_clauses_misspelt_question_words_names_signatures_and_the_server_a_query_names() {
     let Some(python) = python() else { return };
-    let asked = |query: &str, want: &str, catalog: usize| Query {
-        query: query.into(),
-        want: want.into(),
-        set: "tune".into(),
-        catalog,
-        note: String::new(),
-    };
+    let asked = asked_in;
     let questions = [
         // The verb opening a later clause ("record that": create).
         asked("Bob reports to Alice, record that", "memory__create_relations", REAL_TOOLS),
@@ -385,16 +398,7 @@ fn search_tools_reads_clauses_misspelt_question_words_names_signatures_and_the_s
         // The server a query names, and a question in its second clause.
         asked("charlie memory, who is Ivy", "memory_charlie__search_nodes", 300),
     ];
-    let found = ranks(&python, &questions);
-    let wrong: Vec<String> = questions
-        .iter()
-        .zip(&found)
-        .filter(|(_, (rank, _))| *rank != 1)
-        .map(|(q, (rank, names))| {
-            format!("{:?} wants {} (rank {rank}), got {:?}", q.query, q.want, &names[..3.min(names.len())])
-        })
-        .collect();
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    each_first(&python, &questions);
 }
 
 /// Issue 43, round 3: classes of need the ranker of round 2 misread, each
@@ -403,13 +407,7 @@ fn search_tools_reads_clauses_misspelt_question_words_names_signatures_and_the_s
 #[test]
 fn search_tools_reads_property_questions_folder_paths_zone_offsets_shorthand_and_what_a_signature_needs() {
     let Some(python) = python() else { return };
-    let asked = |query: &str, want: &str| Query {
-        query: query.into(),
-        want: want.into(),
-        set: "tune".into(),
-        catalog: REAL_TOOLS,
-        note: String::new(),
-    };
+    let asked = |query: &str, want: &str| asked_in(query, want, REAL_TOOLS);
     let questions = [
         // A question of how big a file is asks for its metadata, whatever its kind.
         asked("how big is clip.mp4", "filesystem__get_file_info"),
@@ -432,16 +430,7 @@ fn search_tools_reads_property_questions_folder_paths_zone_offsets_shorthand_and
         // An everyday word of the tables (no longer read as a typo of "task").
         asked("trash the entity named Old Project", "memory__delete_entities"),
     ];
-    let found = ranks(&python, &questions);
-    let wrong: Vec<String> = questions
-        .iter()
-        .zip(&found)
-        .filter(|(_, (rank, _))| *rank != 1)
-        .map(|(q, (rank, names))| {
-            format!("{:?} wants {} (rank {rank}), got {:?}", q.query, q.want, &names[..3.min(names.len())])
-        })
-        .collect();
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    each_first(&python, &questions);
 }
 
 /// Issue 43, round 4: what the ranker of round 3 misread, each asked in
@@ -450,13 +439,7 @@ fn search_tools_reads_property_questions_folder_paths_zone_offsets_shorthand_and
 #[test]
 fn search_tools_reads_particles_after_objects_what_takes_away_shell_commands_and_nodes_and_edges() {
     let Some(python) = python() else { return };
-    let asked = |query: &str, want: &str| Query {
-        query: query.into(),
-        want: want.into(),
-        set: "tune".into(),
-        catalog: REAL_TOOLS,
-        note: String::new(),
-    };
+    let asked = |query: &str, want: &str| asked_in(query, want, REAL_TOOLS);
     let questions = [
         // A verb's particle after its object ("take it off"): it removes.
         asked("the note that Eve is vegan is outdated, take it off her node", "memory__delete_observations"),
@@ -476,16 +459,7 @@ fn search_tools_reads_particles_after_objects_what_takes_away_shell_commands_and
         // "should be called" renames.
         asked("the handle of that file is wrong, it should be called notes-final.md", "filesystem__move_file"),
     ];
-    let found = ranks(&python, &questions);
-    let wrong: Vec<String> = questions
-        .iter()
-        .zip(&found)
-        .filter(|(_, (rank, _))| *rank != 1)
-        .map(|(q, (rank, names))| {
-            format!("{:?} wants {} (rank {rank}), got {:?}", q.query, q.want, &names[..3.min(names.len())])
-        })
-        .collect();
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    each_first(&python, &questions);
 }
 
 /// Issue 43, round 5: what a request about named things is about (a fact
@@ -495,13 +469,7 @@ fn search_tools_reads_particles_after_objects_what_takes_away_shell_commands_and
 #[test]
 fn search_tools_reads_what_of_a_graph_a_request_is_about_what_it_does_not_want_and_what_it_tells_happened() {
     let Some(python) = python() else { return };
-    let asked = |query: &str, want: &str| Query {
-        query: query.into(),
-        want: want.into(),
-        set: "tune".into(),
-        catalog: REAL_TOOLS,
-        note: String::new(),
-    };
+    let asked = |query: &str, want: &str| asked_in(query, want, REAL_TOOLS);
     let questions = [
         // A fact about one named thing, on its record.
         asked("Ines switched teams last week, add that to her record", "memory__add_observations"),
@@ -515,16 +483,7 @@ fn search_tools_reads_what_of_a_graph_a_request_is_about_what_it_does_not_want_a
         // A listing's flags that show sizes.
         asked("ls -lh ~/Videos", "filesystem__list_directory_with_sizes"),
     ];
-    let found = ranks(&python, &questions);
-    let wrong: Vec<String> = questions
-        .iter()
-        .zip(&found)
-        .filter(|(_, (rank, _))| *rank != 1)
-        .map(|(q, (rank, names))| {
-            format!("{:?} wants {} (rank {rank}), got {:?}", q.query, q.want, &names[..3.min(names.len())])
-        })
-        .collect();
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    each_first(&python, &questions);
 }
 
 /// Issue 43, round 6: a file named in a request (a clock time in it is
@@ -535,13 +494,7 @@ fn search_tools_reads_what_of_a_graph_a_request_is_about_what_it_does_not_want_a
 #[test]
 fn search_tools_reads_a_named_file_clock_times_beside_it_project_folders_and_more_verbs() {
     let Some(python) = python() else { return };
-    let asked = |query: &str, want: &str| Query {
-        query: query.into(),
-        want: want.into(),
-        set: "tune".into(),
-        catalog: REAL_TOOLS,
-        note: String::new(),
-    };
+    let asked = |query: &str, want: &str| asked_in(query, want, REAL_TOOLS);
     let questions = [
         asked("view the log from last night, build.log; it failed at 2am", "filesystem__read_text_file"),
         asked("is it past 6pm in Berlin already?", "time__get_current_time"),
@@ -552,16 +505,7 @@ fn search_tools_reads_a_named_file_clock_times_beside_it_project_folders_and_mor
         asked("bump the version in package.json to 2.0.0", "filesystem__edit_file"),
         asked("anything mentioning Postgres in memory?", "memory__search_nodes"),
     ];
-    let found = ranks(&python, &questions);
-    let wrong: Vec<String> = questions
-        .iter()
-        .zip(&found)
-        .filter(|(_, (rank, _))| *rank != 1)
-        .map(|(q, (rank, names))| {
-            format!("{:?} wants {} (rank {rank}), got {:?}", q.query, q.want, &names[..3.min(names.len())])
-        })
-        .collect();
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    each_first(&python, &questions);
 }
 
 /// Issue 43, round 7: a fact stated about one named thing's record, what a
@@ -571,29 +515,14 @@ fn search_tools_reads_a_named_file_clock_times_beside_it_project_folders_and_mor
 #[test]
 fn search_tools_reads_a_fact_on_a_record_what_is_in_a_file_anything_saved_and_where_one_may_write() {
     let Some(python) = python() else { return };
-    let asked = |query: &str, want: &str| Query {
-        query: query.into(),
-        want: want.into(),
-        set: "tune".into(),
-        catalog: REAL_TOOLS,
-        note: String::new(),
-    };
+    let asked = |query: &str, want: &str| asked_in(query, want, REAL_TOOLS);
     let questions = [
         asked("whats in config.toml", "filesystem__read_text_file"),
         asked("Omar's work record: he is now team lead", "memory__add_observations"),
         asked("anything saved about Omar's kids?", "memory__search_nodes"),
         asked("where exactly am I allowed to write?", "filesystem__list_allowed_directories"),
     ];
-    let found = ranks(&python, &questions);
-    let wrong: Vec<String> = questions
-        .iter()
-        .zip(&found)
-        .filter(|(_, (rank, _))| *rank != 1)
-        .map(|(q, (rank, names))| {
-            format!("{:?} wants {} (rank {rank}), got {:?}", q.query, q.want, &names[..3.min(names.len())])
-        })
-        .collect();
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    each_first(&python, &questions);
 }
 
 /// An everyday English word is meant as written: it is not read as a
