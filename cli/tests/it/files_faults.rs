@@ -52,14 +52,21 @@ async fn as_runner(nats: &NatsServer, users: &NatsUsers) -> async_nats::jetstrea
     async_nats::jetstream::new(client)
 }
 
-/// The keys of the bucket now (its stream info with subjects).
+/// The keys of the bucket of files out now.
 async fn bucket_keys(js: &async_nats::jetstream::Context) -> Vec<String> {
-    let Ok(stream) = js.get_stream("KV_codemode_files").await else { return Vec::new() };
+    keys_of(js, "codemode_files").await
+}
+
+/// The keys of the key-value bucket `bucket` now (its stream info with
+/// subjects), sorted; none when it does not exist.
+pub(crate) async fn keys_of(js: &async_nats::jetstream::Context, bucket: &str) -> Vec<String> {
+    let Ok(stream) = js.get_stream(format!("KV_{bucket}")).await else { return Vec::new() };
     let mut subjects = stream.info_with_subjects(">").await.expect("the bucket's subjects are read");
+    let prefix = format!("$KV.{bucket}.");
     let mut keys = Vec::new();
     while let Some(subject) = subjects.next().await {
         let (subject, _) = subject.expect("a subject");
-        keys.push(subject.trim_start_matches("$KV.codemode_files.").to_string());
+        keys.push(subject.trim_start_matches(&prefix).to_string());
     }
     keys.sort();
     keys

@@ -3,10 +3,16 @@
 //! 1 MiB message bound (a wrapped server's 5 MB resource, a tool's 5 MB
 //! text) reaches the cell whole, its hash the host's, through the shared
 //! store the bridge writes and the runners read; a file past the files-in
-//! limit is refused naming it. Real nats-server (the deployment's users and
-//! permissions, its default `max_payload`), real Docker, rmcp's client.
+//! limit is refused naming it; a bridge killed (`kill -9`) while it writes
+//! such a file's chunks ends the cell before its code runs, naming the file,
+//! within the run's deadline, and a new bridge serves the next cell. Real
+//! nats-server (the deployment's users and permissions, its default
+//! `max_payload`), real Docker, rmcp's client.
+
+use std::time::Duration;
 
 use serde_json::json;
+use tokio::time::Instant;
 
 use crate::auth::connect_as;
 use crate::files_in::{error_of, run_with_files, sha256};
@@ -74,6 +80,119 @@ async fn over_nats_a_5_mb_file_in_from_a_resource_or_a_tool_reaches_the_cell_who
     assert!(info.state.messages >= 40, "two 5 MB files in 256 KiB chunks: {:?}", info.state);
     let frontend = jetstream_as(&split.nats, &split.users, "frontend").await;
     assert!(frontend.get_stream("KV_codemode_files_in").await.is_err(), "a frontend may not read files in");
+}
+
+/// Chunks of a 5,000,000-byte file in the bucket (256 KiB each).
+const CHUNKS_OF_5_MB: usize = 5_000_000usize.div_ceil(code_mode_core::files_in_shared::CHUNK_BYTES);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_nats_a_bridge_killed_while_it_writes_a_files_chunks_ends_the_cell_before_its_code_naming_the_file_and_a_new_bridge_serves_the_next()
+ {
+    let Some(split) = SplitHttp::start() else { return };
+    let (alice, tokens) = support::alice();
+    // The bridge at its defaults (a call may take 30 s), the run's deadline
+    // shorter: reading the file before the code starts counts in it.
+    let server_args = ["--resources", "--resource-host", "wiki"];
+    let (mut bridge, runner) = split.services(&[], &server_args, &["--warm", "0"]);
+    let runner_pid = runner.id().expect("the runner runs");
+    let (_frontend, url) = split.frontend_with(&tokens, &["--deadline", "10"]).await;
+    let client = connect_as(&url, &alice, ()).await;
+    let files = json!([{"uri": "test://wiki/big/5000000", "name": "big.txt"}]);
+    let code = format!("print('ran')\n{HASH_INPUTS}");
+
+    // The kill: as soon as a first chunk of the file is in the bucket, seen
+    // through the runners' own view of it (stream info, polled). On a busy
+    // machine the test may see it only after the bridge stored the last
+    // one: then it tries again with a new bridge (at most 3 times).
+    let js = jetstream_as(&split.nats, &split.users, "sandbox-runner").await;
+    let mut attempt = 1;
+    let (result, written, ended_after) = loop {
+        let before = crate::files_faults::keys_of(&js, "codemode_files_in").await;
+        let bridge_pid = bridge.id().expect("the bridge runs");
+        let killed = async {
+            let give_up = Instant::now() + Duration::from_secs(60);
+            loop {
+                if let Ok(mut stream) = js.get_stream("KV_codemode_files_in").await {
+                    while stream.info().await.map(|i| i.state.messages).unwrap_or(0) <= before.len() as u64 {
+                        assert!(Instant::now() < give_up, "no chunk reached the bucket within 60 s");
+                    }
+                    break;
+                }
+                assert!(Instant::now() < give_up, "the bridge made no files-in bucket within 60 s");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            support::kill9(bridge_pid);
+            bridge.wait().await.expect("the killed bridge is reaped");
+            Instant::now()
+        };
+        let (result, killed_at) = tokio::time::timeout(Duration::from_secs(120), async {
+            tokio::join!(run_with_files(&client, &code, files.clone()), killed)
+        })
+        .await
+        .expect("the client gets an answer for the cell, never a hang");
+        let ended_after = killed_at.elapsed();
+        let keys = crate::files_faults::keys_of(&js, "codemode_files_in").await;
+        let written: Vec<String> = keys.into_iter().filter(|k| !before.contains(k)).collect();
+        if written.len() < CHUNKS_OF_5_MB {
+            break (result, written, ended_after);
+        }
+        assert!(attempt < 3, "in 3 attempts the kill came only after the bridge's last chunk: {written:?}");
+        eprintln!("attempt {attempt}: the kill came after the bridge's last chunk; again with a new bridge");
+        attempt += 1;
+        bridge = support::spawn_service(&split.nats.url(), &split.users, "bridge", &[], Some(&server_args));
+        serving(&client).await;
+    };
+
+    // The bridge was killed in the middle of its writes: some of the file's
+    // chunks are there, not all, under one id, and nothing else.
+    let id = written.first().and_then(|k| k.split_once('.')).map(|(id, _)| id.to_string()).unwrap_or_default();
+    assert!(!written.is_empty(), "no chunk written");
+    assert!(written.iter().all(|k| k.starts_with(&format!("{id}.c"))), "only the file's chunks: {written:?}");
+
+    // The cell ended before its code ran, naming the file, within its
+    // deadline (a lost bridge's call ends no later), with no container left.
+    let error = error_of(&result);
+    assert!(
+        error.contains(
+            "files[0] (test://wiki/big/5000000): no answer from the bridge within the run's deadline (10 s), \
+             before the code started"
+        ),
+        "{error}"
+    );
+    if let Some(report) = &result.structured_content {
+        assert_eq!(report["stdout"], "", "the code ran: {report}");
+    }
+    assert!(ended_after < Duration::from_secs(11), "the cell ended {ended_after:?} after the kill");
+    let gone = support::eventually(Duration::from_secs(10), || support::containers_of(runner_pid).is_empty()).await;
+    assert!(gone, "a container of the cell is left: {:?}", support::containers_of(runner_pid));
+    eprintln!(
+        "measured: the bridge killed (attempt {attempt}) with {} of {CHUNKS_OF_5_MB} chunks written; the cell ended \
+         {ended_after:?} after",
+        written.len()
+    );
+
+    // A new bridge serves the next cell's file in whole.
+    let _again = support::spawn_service(&split.nats.url(), &split.users, "bridge", &[], Some(&server_args));
+    serving(&client).await;
+    let expected = format!("ran\nbig.txt 5000000 {}\n", sha256("x".repeat(5_000_000).as_bytes()));
+    let report = support::report(&run_with_files(&client, &code, files).await);
+    assert_eq!(report["error"], serde_json::Value::Null, "{report}");
+    assert_eq!(report["stdout"], expected.as_str(), "{report}");
+    client.cancel().await.ok();
+}
+
+/// Once a cell given a small resource as a file in runs (a bridge serves
+/// files in again); at most 30 s.
+async fn serving(client: &rmcp::service::RunningService<rmcp::service::RoleClient, ()>) {
+    let give_up = Instant::now() + Duration::from_secs(30);
+    loop {
+        let result = run_with_files(client, "print('ok')", json!([{"uri": "test://wiki/small"}])).await;
+        if result.is_error != Some(true) {
+            return;
+        }
+        assert!(Instant::now() < give_up, "no bridge serves files in within 30 s: {result:?}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
 }
 
 /// JetStream as `user` of the deployment's NATS configuration.

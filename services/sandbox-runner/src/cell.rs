@@ -494,10 +494,14 @@ pub(crate) async fn run_in(
     // there (issue 42): a run is not stopped short of what it may keep.
     let keep_output = u32::try_from(run.files.output_bound).unwrap_or(u32::MAX);
     // Files in (issue 42): read before the code starts; one that cannot be
-    // had ends the cell here, naming it.
+    // had ends the cell here, naming it. Each read waits as a call of the
+    // code would, and never past the run's deadline (plus what a person's
+    // approval may add): the frontend waits no longer for the report, and
+    // would take a runner still waiting on a lost bridge for a lost runner.
     let call_wait = Duration::from_millis(cell.limits.call_timeout_ms.saturating_add(cell.limits.approval_timeout_ms))
         + code_mode_core::defaults::HOP_MARGIN;
-    let inputs = match crate::files_in::resolve(cell, &mut run.calls_sent, bus, call_wait, run.inputs.as_ref()).await {
+    let wait = crate::files_in::Wait { call: call_wait, until: deadline + allowance };
+    let inputs = match crate::files_in::resolve(cell, &mut run.calls_sent, bus, wait, run.inputs.as_ref()).await {
         Ok(inputs) => inputs,
         Err(error) => return End::Done { error: Some(error), truncated: false, stopped: false },
     };

@@ -13,6 +13,12 @@
 //! The bytes go to the container raw, right after the cell message that
 //! names each file and its size (no base64, no JSON around them).
 //!
+//! Each read waits for the bridge as a call of the code would (the call
+//! timeout, the approval timeout and the hop margin), and never past the
+//! run's deadline (plus the approval allowance): a read still unanswered
+//! then (a slow server, a bridge lost in the middle of it) ends the cell
+//! naming the file and the deadline, before the frontend's own wait ends.
+//!
 //! Over NATS a file past the bridge's reply bound comes through the bucket
 //! of files in ([`code_mode_core::files_in_shared`]): the reply names its
 //! chunks, size and SHA-256, and the file is placed only whole and equal
@@ -21,7 +27,8 @@
 use std::time::Duration;
 
 use base64::Engine as _;
-use code_mode_proto::{CellInput, MAX_INPUT_FILE_BYTES, Op, RunCell, Target, ToolCall, ToolReply};
+use code_mode_proto::{CellInput, ErrorKind, MAX_INPUT_FILE_BYTES, Op, RunCell, Target, ToolCall, ToolReply};
+use tokio::time::Instant;
 
 use crate::protocol::InputFile;
 use code_mode_core::bus::Bus;
@@ -37,13 +44,22 @@ pub(crate) struct Resolved {
     pub(crate) bytes: Vec<u8>,
 }
 
+/// How long a read through the bridge may wait.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Wait {
+    /// A call's own wait: its timeouts and the hop margin.
+    pub(crate) call: Duration,
+    /// The run's deadline, with the approval allowance.
+    pub(crate) until: Instant,
+}
+
 /// The files of `cell`'s inputs, in order; `calls` counts the bridge calls
 /// made (the run's budget).
 pub(crate) async fn resolve(
     cell: &RunCell,
     calls: &mut u32,
     bus: &Bus,
-    timeout: Duration,
+    timeout: Wait,
     inputs: Option<&SharedInputs>,
 ) -> Result<Vec<Resolved>, String> {
     let mut files = Vec::with_capacity(cell.inputs.len());
@@ -108,7 +124,7 @@ async fn read(
     target: Target,
     calls: &mut u32,
     bus: &Bus,
-    timeout: Duration,
+    timeout: Wait,
     inputs: Option<&SharedInputs>,
 ) -> Result<Vec<u8>, String> {
     *calls = calls.saturating_add(1);
@@ -126,8 +142,15 @@ async fn read(
         link: cell.link.clone(),
         file_in: true,
     };
-    let value = match crate::cell::relay(bus, &call, timeout).await {
+    let left = timeout.until.saturating_duration_since(Instant::now());
+    let value = match crate::cell::relay(bus, &call, timeout.call.min(left)).await {
         ToolReply::Ok { value } | ToolReply::Content { value, .. } => value,
+        ToolReply::Fault { kind: ErrorKind::BridgeTimeout } if left < timeout.call => {
+            return Err(format!(
+                "no answer from the bridge within the run's deadline ({} s), before the code started",
+                cell.limits.deadline_ms as f64 / 1000.0
+            ));
+        }
         ToolReply::Refused { message } => return Err(message),
         ToolReply::Fault { kind } => return Err(format!("the read failed ({})", kind.as_str())),
     };
