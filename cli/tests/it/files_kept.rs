@@ -5,7 +5,10 @@
 //! each cell's result links only the files it made or changed, and those
 //! links stay readable while the session lives, then `--files-ttl` more;
 //! a kept session's cells, a task's cell and a run under an idempotency
-//! key take `files` (the same key with other files is refused).
+//! key take `files` (the same key with other files is refused). Over NATS
+//! (the services apart, real nats-server) the same, and a runner killed
+//! (`kill -9`) while it holds a session's files leaves them readable by
+//! their identity alone until `--files-ttl` after its last rewrite.
 
 use std::time::Duration;
 
@@ -253,4 +256,98 @@ async fn over_nats_a_kept_sessions_links_outlive_the_files_ttl_while_it_lives_an
     unknown(&again, uri).await;
     unknown(&again, &two["c.txt"]).await;
     again.cancel().await.ok();
+}
+
+/// When the entries of the file `id` in the bucket `codemode_files` were
+/// last written, as the runners' user reads them: the oldest and the
+/// newest (Unix time).
+async fn written(js: &async_nats::jetstream::Context, id: &str) -> (Duration, Duration) {
+    let store = js.get_key_value("codemode_files").await.expect("the runners open the files bucket");
+    let mut times = Vec::new();
+    for key in crate::files_faults::keys_of(js, "codemode_files").await {
+        if key.starts_with(&format!("{id}.")) {
+            let entry = store.entry(key.clone()).await.expect("an entry is read").expect("the entry is there");
+            times.push(Duration::from_nanos(entry.created.unix_timestamp_nanos() as u64));
+        }
+    }
+    assert!(times.len() >= 2, "the file's chunks and description: {times:?}");
+    (*times.iter().min().unwrap(), *times.iter().max().unwrap())
+}
+
+fn unix_now() -> Duration {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_nats_a_runner_killed_while_it_holds_a_kept_sessions_files_leaves_their_links_to_their_identity_until_the_files_ttl_after_its_last_rewrite()
+ {
+    const TTL: u64 = 6;
+    let Some(split) = SplitHttp::start() else { return };
+    let (alice, bob) = (token_new("alice"), token_new("bob"));
+    let tokens = TokenFile::of(&[&alice, &bob]);
+    let ttl = TTL.to_string();
+    let (_bridge, mut runner) = split.services(&[], &[], &["--warm", "0", "--files-ttl", &ttl]);
+    let (_frontend, url) = split.frontend_with(&tokens, &["--keep-variables", "--files-ttl", &ttl]).await;
+    let client = connect_as(&url, &alice, ()).await;
+    // A 1 MiB file: four chunks and a description in the bucket.
+    let first = crate::http::run_python(&client, "save_file('a.bin', bytes(range(256)) * 4096)").await;
+    let (names, one) = named(&first);
+    assert_eq!(names, ["a.bin"], "{:?}", support::report(&first));
+    let uri = one["a.bin"].clone();
+    let id = uri.trim_start_matches("code-mode://files/").split('/').next().unwrap().to_string();
+    let bytes: Vec<u8> = (0..4096).flat_map(|_| 0..=255u8).collect();
+
+    // Past the bucket's max_age the runner has written the file again.
+    tokio::time::sleep(Duration::from_secs(TTL + 1)).await;
+    assert!(read_back(&client, &uri).await == bytes, "read while the session lives");
+
+    // The runner holding the session's container is killed.
+    let runner_pid = runner.id().expect("the runner runs");
+    assert_eq!(support::containers_of(runner_pid).len(), 1, "the session's container");
+    support::kill9(runner_pid);
+    runner.wait().await.expect("the killed runner is reaped");
+    let killed_at = unix_now();
+    let js = crate::files_in_nats::jetstream_as(&split.nats, &split.users, "sandbox-runner").await;
+    let (oldest, last_rewrite) = written(&js, &id).await;
+    assert!(last_rewrite <= killed_at, "written after the kill: {last_rewrite:?} > {killed_at:?}");
+    assert!(
+        killed_at - last_rewrite <= Duration::from_secs(TTL / 2 + 1),
+        "no rewrite in the last half TTL before the kill: {:?}",
+        killed_at - last_rewrite
+    );
+
+    // Until it expires, alice reads it byte for byte and bob reads nothing.
+    let bob = connect_as(&url, &bob, ()).await;
+    let mut reads = 0;
+    let gone_at = loop {
+        match client.read_resource(ReadResourceRequestParams::new(uri.clone())).await {
+            Ok(read) => {
+                assert!(crate::files_out::bytes_of(&read) == bytes, "read back differs after the kill");
+                reads += 1;
+                unknown(&bob, &uri).await;
+                assert!(unix_now() < last_rewrite + Duration::from_secs(3 * TTL), "still read long after the TTL");
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            Err(_) => break unix_now(),
+        }
+    };
+    unknown(&client, &uri).await;
+    unknown(&bob, &uri).await;
+    let after_rewrite = gone_at.saturating_sub(last_rewrite);
+    eprintln!(
+        "measured: the runner killed {:?} after its last rewrite; alice read the link {reads} times after the \
+         kill; unknown {after_rewrite:?} after the last rewrite (--files-ttl {TTL})",
+        killed_at - last_rewrite
+    );
+    assert!(reads > 0, "the link was unknown at once after the kill");
+    assert!(after_rewrite <= Duration::from_secs(TTL + 2), "unknown only {after_rewrite:?} after the last rewrite");
+    assert!(gone_at + Duration::from_secs(1) >= oldest + Duration::from_secs(TTL), "gone before its TTL");
+
+    // The session's container, left by the killed runner, is reaped by the
+    // next runner on the engine.
+    let _next = support::spawn_service(&split.nats.url(), &split.users, "sandbox-runner", &["--warm", "0"], None);
+    let reaped = support::eventually(Duration::from_secs(20), || support::containers_of(runner_pid).is_empty()).await;
+    assert!(reaped, "the killed runner's container is left: {:?}", support::containers_of(runner_pid));
+    client.cancel().await.ok();
+    bob.cancel().await.ok();
 }

@@ -59,6 +59,11 @@ pub(crate) fn links(result: &CallToolResult) -> Vec<(String, String, String, u64
 /// The bytes of one read: its text or its decoded blob.
 pub(crate) async fn read_back<H: rmcp::ClientHandler>(client: &RunningService<RoleClient, H>, uri: &str) -> Vec<u8> {
     let read = client.read_resource(ReadResourceRequestParams::new(uri)).await.expect("the writer reads its file");
+    bytes_of(&read)
+}
+
+/// The bytes a read of a link gave (its text or its blob).
+pub(crate) fn bytes_of(read: &rmcp::model::ReadResourceResult) -> Vec<u8> {
     let contents = serde_json::to_value(&read.contents[0]).unwrap();
     match (contents["text"].as_str(), contents["blob"].as_str()) {
         (Some(text), _) => text.as_bytes().to_vec(),
