@@ -29,7 +29,7 @@ COMPOUND_WORDS, LEADING_VERBS, PHRASES = TABLES.COMPOUND_WORDS, TABLES.LEADING_V
 PARTICLE_VERBS = TABLES.PARTICLE_VERBS
 RELATION_WORDS, NEW_THING_WORDS, FACT_WORDS = TABLES.RELATION_WORDS, TABLES.NEW_THING_WORDS, TABLES.FACT_WORDS
 FILE_THING_WORDS, WHOLLY_WORDS, FOLDER_NAMES = TABLES.FILE_THING_WORDS, TABLES.WHOLLY_WORDS, TABLES.FOLDER_NAMES
-NOW_WORDS = TABLES.NOW_WORDS
+NOW_WORDS, CONVERT_WORDS = TABLES.NOW_WORDS, TABLES.CONVERT_WORDS
 NEGATING_WORDS, SUBJECT_WORDS, PAST_FORMS = TABLES.NEGATING_WORDS, TABLES.SUBJECT_WORDS, TABLES.PAST_FORMS
 REMOVING_VERBS, MAKING_VERBS = TABLES.REMOVING_VERBS, TABLES.MAKING_VERBS
 SYNONYM_GROUPS, RELATED_GROUPS = TABLES.SYNONYM_GROUPS, TABLES.RELATED_GROUPS
@@ -124,12 +124,20 @@ _REDIRECT = re.compile(r"(?<![>=-])(>>?)(?=\s*[\w./~])")
 _PARTICLE_VERB = re.compile(
     r"\b(" + "|".join(sorted({re.escape(v) for v, _ in PARTICLE_VERBS})) + r")\b((?:\s+[\w'-]+){0,3}?)\s+("
     + "|".join(sorted({re.escape(p) for _, p in PARTICLE_VERBS})) + r")\b", re.I)
+# After an object, "off the desktop", "out of the folder" is a preposition
+# before a place, not the verb's particle ("take it off her node" still
+# removes, and so does "clean out the old notes").
+_PLACE_AFTER = re.compile(r"\s+(?:the|a|an|this|that|these|those|of)\b", re.I)
+# "anything (in memory) about ...": a search, with up to three words between.
+_ANYTHING_ABOUT = re.compile(r"\banything\b(?:\s+[\w'-]+){0,3}?\s+(?:about|on|regarding|concerning)\b", re.I)
 
 
 def _particle_verb(match):
     """ "take it out" -> "remove it"; a verb and a particle that are no pair
     stay as written."""
     asked = PARTICLE_VERBS.get((match.group(1).lower(), match.group(3).lower()))
+    if asked and match.group(2).strip() and _PLACE_AFTER.match(match.string, match.end()):
+        return match.group(0)
     return asked + match.group(2) if asked else match.group(0)
 
 
@@ -376,6 +384,8 @@ def _query_tokens(query):
         text = text.replace("+", " + ")
     text = _PHRASE.sub(lambda m: PHRASES[m.group(1).lower()], text)
     text = _PARTICLE_VERB.sub(_particle_verb, text)
+    if _ANYTHING_ABOUT.search(text):
+        hints.append(("search", 1.0))  # "do you have anything in memory about kubernetes?"
     plain = []
 
     def file_name(bare):
@@ -467,6 +477,8 @@ def _query_tokens(query):
         hints.append(("convert", 1.0))
     elif zones:
         hints.append(("current", ONE_ZONE_CURRENT))  # "time in UTC+9": no time to convert
+    elif "time" in (w.lower() for w in plain) and not CONVERT_WORDS.intersection(w.lower() for w in plain):
+        hints.append(("current", ONE_ZONE_CURRENT))  # "time in Rome": no time to convert, no zone
     return " ".join(plain), arguments, hints, files, kinds
 
 
@@ -517,6 +529,11 @@ _ABOUT_ONE = re.compile(
     r"|[A-Z][a-z]+'s (?:\w+ )?(?:entry|node|record|profile|card|page)"
     r"|(?:have|know|keep|stored|saved) (?:on|about) (?:him|her|them|it)\b"
     r"|(?:fact|detail|note|thing)s? (?:about|on|for) )", re.I)
+# Named things' records asked for by name ("pull up Tom's and Ines's
+# entries", "by exact name"): opening them, not searching.
+_NAMED_RECORDS = re.compile(
+    r"\b[A-Z][a-z]+'s (?:and [A-Z][a-z]+'s )?(?:\w+ )?(?:entries|entry|records|record|nodes|node|profiles|profile)\b"
+    r"|\bby (?:their |its |exact )?names?\b|\bexact names?\b")
 _WITH_ITS = re.compile(r"\balong with (?:its|his|her|their|all)\b", re.I)
 _NEW_THING = re.compile(r"\bnew (?:\w+ )?(?:" + "|".join(sorted(NEW_THING_WORDS)) + r")\b", re.I)
 
@@ -572,6 +589,7 @@ def read_query(query, index=None):
     text = " ".join(tokens)
     raw = []
     action = None
+    placing = False
     opener = None  # the clause that asks a question ("charlie memory, who is Ivy"): its words
     for clause in _CLAUSES.split(text):
         words = _raw_words(clause)
@@ -584,6 +602,9 @@ def read_query(query, index=None):
             lead += 1
         if words and words[lead] in LEADING_VERBS:
             words[lead:lead + 1] = LEADING_VERBS[words[lead]].split()
+        if any(w in PLACING_VERBS and (i == lead or words[i - 1] in LINKING_WORDS and w != "file")
+               for i, w in enumerate(words)):
+            placing = True  # "..., put it into Finance/2024", "take x.png off the desktop and put it in ..."
         if words and action is None:
             action = "remove" if words[lead] in REMOVING_VERBS else "make" if words[lead] in MAKING_VERBS else None
         if words and (not raw or words[0] in QUESTION_WORDS and not (opener and opener[0] in QUESTION_WORDS)):
@@ -599,7 +620,7 @@ def read_query(query, index=None):
     # link between ..."); not one that makes, as "add" may ask for a sum.
     changes = not question and opener[:1] != [] and (opener[0] in CHANGING_VERBS or opener[0] in REMOVING_VERBS)
     pathed = any(word == "directory" for word, _ in extra)  # a folder path: src/, ./build
-    if ((files or pathed) and not question and opener[:1] != [] and opener[0] in PLACING_VERBS
+    if ((files or pathed) and not question and opener[:1] != [] and (opener[0] in PLACING_VERBS or placing)
             and (FOLDER_WORDS.intersection(raw) or pathed)):
         extra.append(("move", 1.0))  # "put report.pdf into the archive folder"
     # "where can you read and write files?": what is allowed; the verbs
@@ -645,6 +666,10 @@ def read_query(query, index=None):
     elif names:
         extra.append((NAMED_HINT, NAMED_HINT_WEIGHT))
     about = _graph_object(query, set(_raw_words(query)), LEXICON.keys() | STOP_WORDS | QUESTION_WORDS, action, files)
+    if not action and _NAMED_RECORDS.search(query):
+        extra.append(("open", GRAPH_HINT_WEIGHT))  # read named records as they are
+    if question and opener[0] == "who" and len(opener) > 2 and opener[1] not in ("is", "are", "was", "were"):
+        extra.append(("search", GRAPH_HINT_WEIGHT))  # "who in memory likes tea": whoever matches
     if about and (action or not reads):
         extra.append((about, GRAPH_HINT_WEIGHT))
         if action is None and not question and not REMOVING_VERBS.intersection(raw):

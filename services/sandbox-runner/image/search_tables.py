@@ -19,7 +19,7 @@ READING_QUESTIONS = frozenset(
     "what what's whats which when where who whose is are was were does did has have how".split())
 
 # Verbs that, opening a request, ask to read, not to change anything.
-READING_VERBS = frozenset("get list show read view display fetch pull print find search lookup locate".split())
+READING_VERBS = frozenset("get give list show read view display fetch pull export print find search lookup locate".split())
 
 # After one of these, a verb says when or whether, not what is asked for
 # ("before deleting"); so after one of PERMISSION_WORDS and "to"
@@ -66,6 +66,9 @@ FILE_PARAMETERS = frozenset(
 # Words that, beside a clock time, ask whether it is that time now ("is it
 # past midnight in Auckland yet").
 NOW_WORDS = frozenset("yet already past still".split())
+# Words that ask to convert a time, though no clock time is given.
+CONVERT_WORDS = frozenset(
+    "convert conversion converted difference differ ahead behind equivalent equals offset between vs versus".split())
 
 # What a request about named things in a knowledge graph is about
 # (search_query._graph_object): words of how two things relate, things
@@ -305,6 +308,13 @@ PHRASES = {
     "top level": "list",
     "just the names": "list no sizes",
     "creation date": "metadata timestamp",
+    "in total": "entire",
+    "no filter": "entire",
+    "nothing filtered": "entire",
+    "unfiltered": "entire",
+    "the full thing": "entire",
+    "the whole thing": "entire",
+    "of type": "matching",
     "creation time": "metadata timestamp",
     "modification date": "metadata timestamp",
     "anything stored": "search",

@@ -64,7 +64,10 @@ search_words, query_terms, read_query, _STEMS = QUERY.search_words, QUERY.query_
 # as a word, and a statement with no verb is a fact to keep). A query naming a file
 # does not want a tool that takes arguments but no path, a clock time in
 # it is when something happened (not a time to convert), and a function
-# called in it ("print('hi')") is a value. Two tables of generic
+# called in it ("print('hi')") is a value. A verb that places, after "and"
+# or opening a later clause, asks to move what the query names; records
+# named by whose they are ("Tom's and Ines's entries") are opened, and
+# "who" with a verb ("who likes tea") searches. Two tables of generic
 # vocabulary then let a query word also match its synonyms (half weight:
 # "folder" finds "directory") and the words of the same need (less:
 # "weather" finds "temperature", "told" finds "knowledge"). Tools are

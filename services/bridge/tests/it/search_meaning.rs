@@ -1,7 +1,7 @@
 //! Issue 43: `search_tools` finds what people mean, not only the words a
 //! description used, on questions written the way people write a need
 //! (`testing/search-eval/tune-43.json` and the held-out
-//! `heldout-43-round7.json`), with typos in a tool's key word, and without an
+//! `heldout-43-round8.json`), with typos in a tool's key word, and without an
 //! empty answer for a real need.
 //!
 //! Like `search.rs`, these rank with `runner.py`'s own `search_tools` on
@@ -68,15 +68,15 @@ fn print_misses(label: &str, questions: &[Query], ranks: &[(usize, Vec<String>)]
     }
 }
 
-/// The file of the held-out questions (issue 43, round 7): written before
-/// the ranker of round 7 changed, never tuned on.
-const HELD_OUT: &str = "heldout-43-round7.json";
+/// The file of the held-out questions (issue 43, round 8): written before
+/// the ranker of round 8 changed, never tuned on.
+const HELD_OUT: &str = "heldout-43-round8.json";
 
 /// The floor of the held-out test, in percent: first, and in the top three.
-const FIRST_FLOOR: f64 = 90.8;
-const TOP3_FLOOR: f64 = 96.2;
+const FIRST_FLOOR: f64 = 90.4;
+const TOP3_FLOOR: f64 = 97.5;
 
-/// The notes of the tuning questions that were held out in rounds 1 to 6
+/// The notes of the tuning questions that were held out in rounds 1 to 7
 /// (measured, their misses read: tuning material since).
 const ROUND_1_HELD_OUT: &str = "held out in round 1";
 const ROUND_2_HELD_OUT: &str = "held out in round 2";
@@ -84,6 +84,7 @@ const ROUND_3_HELD_OUT: &str = "held out in round 3";
 const ROUND_4_HELD_OUT: &str = "held out in round 4";
 const ROUND_5_HELD_OUT: &str = "held out in round 5";
 const ROUND_6_HELD_OUT: &str = "held out in round 6";
+const ROUND_7_HELD_OUT: &str = "held out in round 7";
 
 /// Issue 43 asked for 95 % first and 99 % in the top three on held-out
 /// questions. On round 2's held-out set (tuning material since, marked
@@ -108,10 +109,13 @@ const ROUND_6_HELD_OUT: &str = "held out in round 6";
 /// held-out set (241), round 6's ranker finds it first for 216 (89.6 %)
 /// and in the top three for 231 (95.9 %); round 7's ranker, measured once
 /// at the round's end, first for 219 (90.9 %) and in the top three for 232
-/// (96.3 %). This holds the floor measured, so that a change cannot lose
+/// (96.3 %). On round 8's held-out set (242), round 7's ranker finds it
+/// first for 219 (90.5 %) and in the top three for 235 (97.1 %); round 8's
+/// ranker, measured once at the round's end, first for 219 (90.5 %) and in
+/// the top three for 236 (97.5 %). This holds the floor measured, so that a change cannot lose
 /// what was gained; raise it with the ranker.
 #[test]
-fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_90_in_100_and_top_three_for_96() {
+fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_90_in_100_and_top_three_for_97() {
     let Some(python) = python() else { return };
     let old = queries();
     let tune = questions("tune-43.json");
@@ -134,7 +138,8 @@ fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_f
     let round4 = |q: &Query| q.note == ROUND_4_HELD_OUT;
     let round5 = |q: &Query| q.note == ROUND_5_HELD_OUT;
     let round6 = |q: &Query| q.note == ROUND_6_HELD_OUT;
-    let earlier = |q: &Query| round1(q) || round2(q) || round3(q) || round4(q) || round5(q) || round6(q);
+    let round7 = |q: &Query| q.note == ROUND_7_HELD_OUT;
+    let earlier = |q: &Query| round1(q) || round2(q) || round3(q) || round4(q) || round5(q) || round6(q) || round7(q);
     println!("{:<34} {:>5} {:>14} {:>14}", "questions", "n", "wanted first", "in top three");
     print_row("queries.json tune", recall(&part(&old, &old_ranks, &|q| q.set == "tune")));
     print_row("queries.json holdout (seen)", recall(&part(&old, &old_ranks, &|q| q.set == "holdout")));
@@ -188,11 +193,19 @@ fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_f
         "tune-43 held out in round 6, 300",
         recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && round6(q))),
     );
+    print_row(
+        "tune-43 held out in round 7, 42",
+        recall(&part(&tune, &tune_ranks, &|q| q.catalog == REAL_TOOLS && round7(q))),
+    );
+    print_row(
+        "tune-43 held out in round 7, 300",
+        recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && round7(q))),
+    );
     print_row("tune, all", recall(&[old_ranks.clone(), tune_ranks.clone()].concat()));
-    print_row("heldout round 7, 42 tools", recall(&part(&held, &held_ranks, &|q| q.catalog == REAL_TOOLS)));
-    print_row("heldout round 7, 300 tools", recall(&part(&held, &held_ranks, &|q| q.catalog != REAL_TOOLS)));
+    print_row("heldout round 8, 42 tools", recall(&part(&held, &held_ranks, &|q| q.catalog == REAL_TOOLS)));
+    print_row("heldout round 8, 300 tools", recall(&part(&held, &held_ranks, &|q| q.catalog != REAL_TOOLS)));
     let (n, first, top3) = recall(&held_ranks);
-    print_row("heldout round 7, all", (n, first, top3));
+    print_row("heldout round 8, all", (n, first, top3));
     print_misses("queries.json", &old, &old_ranks);
     print_misses("tune-43", &tune, &tune_ranks);
     if std::env::var_os("SHOW_HELD_OUT_MISSES").is_some() {
@@ -521,6 +534,23 @@ fn search_tools_reads_a_fact_on_a_record_what_is_in_a_file_anything_saved_and_wh
         asked("Omar's work record: he is now team lead", "memory__add_observations"),
         asked("anything saved about Omar's kids?", "memory__search_nodes"),
         asked("where exactly am I allowed to write?", "filesystem__list_allowed_directories"),
+    ];
+    each_first(&python, &questions);
+}
+
+/// Issue 43, round 8: a placing verb after "and" or in a later clause, a
+/// preposition that looks like a particle, "who" with a verb asking for
+/// whoever matches, the time somewhere with no clock time, each asked in
+/// words of no question file and each ranked wrong by round 7's ranker.
+#[test]
+fn search_tools_reads_a_later_placing_verb_a_preposition_after_a_verb_who_does_what_and_the_time_somewhere() {
+    let Some(python) = python() else { return };
+    let asked = |query: &str, want: &str| asked_in(query, want, REAL_TOOLS);
+    let questions = [
+        asked("grab report.pdf from Downloads and put it in archive/", "filesystem__move_file"),
+        asked("take the logo off the homepage folder and drop it into assets/", "filesystem__move_file"),
+        asked("who in my contacts plays tennis?", "memory__search_nodes"),
+        asked("give me the time in Rome", "time__get_current_time"),
     ];
     each_first(&python, &questions);
 }
