@@ -39,7 +39,8 @@ STEPS is a JSON list, run in order in one client session:
     {"op": "list_resources"} / {"op": "list_templates"} / {"op": "list_prompts"}
     {"op": "read_resource", "uri": URI}
     {"op": "read_links"}  every resource link of the last call's result read
-        with resources/read, in order, as a list of results
+        with resources/read, in order, as a list of results; with
+        "of_step": N, the links of step N's result (counting from 0)
     {"op": "subscribe", "uri": URI} / {"op": "unsubscribe", "uri": URI}
     {"op": "get_prompt", "name": NAME, "arguments": {...}}
     {"op": "complete", "ref": {"type": "ref/prompt", "name": N} | {"type": "ref/resource", "uri": U},
@@ -375,7 +376,9 @@ async def main(argv):
                 elif op == "read_resource":
                     result = await client.read_resource(step["uri"])
                 elif op == "read_links":
-                    links = [c for c in (last.content if last else []) if getattr(c, "type", None) == "resource_link"]
+                    called = results[step["of_step"]] if "of_step" in step else last
+                    content = getattr(called, "content", None) or []
+                    links = [c for c in content if getattr(c, "type", None) == "resource_link"]
                     result = [as_json(await client.read_resource(str(link.uri))) for link in links]
                 elif op in ("subscribe", "unsubscribe"):
                     with warnings.catch_warnings():

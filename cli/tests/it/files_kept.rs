@@ -8,7 +8,10 @@
 //! key take `files` (the same key with other files is refused). Over NATS
 //! (the services apart, real nats-server) the same, and a runner killed
 //! (`kill -9`) while it holds a session's files leaves them readable by
-//! their identity alone until `--files-ttl` after its last rewrite.
+//! their identity alone until `--files-ttl` after its last rewrite. The
+//! official Python SDK, `mcp.Client` at its defaults (a kept session by
+//! its handle) and `ClientSession` (by its MCP session), reads every link
+//! of a kept session's two cells byte for byte.
 
 use std::time::Duration;
 
@@ -256,6 +259,79 @@ async fn over_nats_a_kept_sessions_links_outlive_the_files_ttl_while_it_lives_an
     unknown(&again, uri).await;
     unknown(&again, &two["c.txt"]).await;
     again.cancel().await.ok();
+}
+
+/// The names of the links of the SDK driver's step `step` (a cell that
+/// must have run without error).
+fn links_of(api: &str, ran: &[Value], step: usize, stderr: &str) -> Vec<String> {
+    let result = &ran[step]["result"];
+    assert_ne!(result["isError"], true, "{api}: step {step}: {} {stderr}", ran[step]);
+    assert!(result["structuredContent"]["error"].is_null(), "{api}: step {step}: {result}");
+    let content = result["content"].as_array().cloned().unwrap_or_default();
+    content.iter().filter(|c| c["type"] == "resource_link").map(|c| c["name"].as_str().unwrap().into()).collect()
+}
+
+/// The bytes each `resources/read` of the driver's `read_links` step `step`
+/// gave.
+fn reads_of(api: &str, ran: &[Value], step: usize, stderr: &str) -> Vec<Vec<u8>> {
+    let reads = ran[step]["result"].as_array().unwrap_or_else(|| panic!("{api}: step {step}: {} {stderr}", ran[step]));
+    let result = |read: &Value| serde_json::from_value(read.clone()).expect("a resources/read result");
+    reads.iter().map(|read| crate::files_out::bytes_of(&result(read))).collect()
+}
+
+/// A kept session's first cell for the Python SDK's clients: a text file
+/// and a binary one.
+const FIRST_PY: &str = r#"
+open("/tmp/out/a.txt", "w").write("one")
+save_file("b.bin", bytes(range(256)) * 4)
+"#;
+
+/// Its second cell: reads the first's text back, writes a file from it and
+/// appends to the binary.
+const SECOND_PY: &str = r#"
+print(open("/tmp/out/a.txt").read())
+open("/tmp/out/c.txt", "w").write(open("/tmp/out/a.txt").read() + " two")
+with open("/tmp/out/b.bin", "ab") as f:
+    f.write(bytes([0, 255]))
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_python_sdk_clients_at_their_defaults_read_every_link_of_both_cells_of_a_kept_session_byte_for_byte() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let (alice, tokens) = support::alice();
+    let (_serve, url) = serve(&["--keep-variables", "--auth-tokens", tokens.arg()]).await;
+    let bearer = format!("Authorization: {}", crate::auth::bearer(&alice));
+    let first_bin: Vec<u8> = (0..4).flat_map(|_| 0..=255u8).collect();
+    let second_bin: Vec<u8> = first_bin.iter().copied().chain([0, 255]).collect();
+    // `mcp.Client` at its defaults speaks the stateless protocol: its kept
+    // session is the handle the first result carries, sent back with the
+    // second cell; `ClientSession`'s is its MCP session.
+    for (api, first, second) in [
+        ("client", json!({"code": FIRST_PY, "session": "new"}), json!({"code": SECOND_PY})),
+        ("session", json!({"code": FIRST_PY}), json!({"code": SECOND_PY})),
+    ] {
+        let steps = json!([
+            {"op": "call", "tool": "run_python", "arguments": first},
+            {"op": "read_links"},
+            {"op": "call", "tool": "run_python", "arguments": second, "session_from_last": api == "client"},
+            {"op": "read_links"},
+            {"op": "read_links", "of_step": 0},
+        ]);
+        let args = ["--url", url.as_str(), "--header", &bearer, "--api", api];
+        let Some((ran, stderr)) = support::python_sdk(&args, &steps).await else { return };
+        let (names, read) = (|step| links_of(api, &ran, step, &stderr), |step| reads_of(api, &ran, step, &stderr));
+        assert_eq!(names(0), ["a.txt", "b.bin"], "{api}");
+        assert_eq!(read(1), [b"one".to_vec(), first_bin.clone()], "{api}: the first cell's links");
+        assert_eq!(names(2), ["b.bin", "c.txt"], "{api}: only what the second cell made or changed");
+        assert_eq!(
+            ran[2]["result"]["structuredContent"]["stdout"], "one\n",
+            "{api}: the second cell read the first's file"
+        );
+        assert_eq!(read(3), [second_bin.clone(), b"one two".to_vec()], "{api}: the second cell's links");
+        assert_eq!(read(4), [b"one".to_vec(), first_bin.clone()], "{api}: the first cell's links keep their bytes");
+    }
 }
 
 /// When the entries of the file `id` in the bucket `codemode_files` were
