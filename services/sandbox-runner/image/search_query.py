@@ -288,6 +288,11 @@ def _lexicon():
 
 
 LEXICON = _lexicon()
+# Words of the tables: a capitalised one is no name ("Read", "Echo"); built
+# once, not per query.
+_TABLE_WORDS = frozenset(LEXICON) | frozenset(COMPOUND_WORDS)
+# Words that open a request in capitals as any first word does, not as a name.
+_KNOWN_OPENERS = frozenset(LEXICON) | STOP_WORDS | QUESTION_WORDS
 # Kept for the words test and for readers: the synonyms alone.
 SYNONYMS = {stem: {o for o, w in others.items() if w == SYNONYM_WEIGHT} for stem, others in LEXICON.items()}
 
@@ -646,7 +651,7 @@ def read_query(query, index=None):
         names |= {w.lower() for w in _PROPER_NAME.findall(text)[:1]}
     elif index is not None and index.unknown(first.group(0).lower()):
         names.add(first.group(0).lower())  # "Bob reports to Alice"
-    names -= LEXICON.keys() | set(COMPOUND_WORDS)  # "Read", "Echo": words, not names
+    names -= _TABLE_WORDS  # "Read", "Echo": words, not names
     for run in _PROPER_RUN.findall(text):
         # "New York", "Los Angeles": a name of several words, each a name
         # when one of them is no word of the tables ("Read Text File" is
@@ -665,7 +670,7 @@ def read_query(query, index=None):
             extra.append((NAMED_QUESTION_HINT, NAMED_QUESTION_WEIGHT))
     elif names:
         extra.append((NAMED_HINT, NAMED_HINT_WEIGHT))
-    about = _graph_object(query, set(_raw_words(query)), LEXICON.keys() | STOP_WORDS | QUESTION_WORDS, action, files)
+    about = _graph_object(query, set(_raw_words(query)), _KNOWN_OPENERS, action, files)
     if not action and _NAMED_RECORDS.search(query):
         extra.append(("open", GRAPH_HINT_WEIGHT))  # read named records as they are
     if question and opener[0] == "who" and len(opener) > 2 and opener[1] not in ("is", "are", "was", "were"):
