@@ -75,6 +75,7 @@ mod several;
 mod shared_catalog;
 mod skill;
 mod split;
+mod standalone_questions;
 mod support;
 mod task_adopt;
 mod task_cells;

@@ -14,9 +14,19 @@
 //! A server without an `auth` block goes through the same client, which
 //! notes a `401` challenge ([`AuthorizedHttp::challenge`]) so that startup
 //! can say the server needs one instead of an opaque transport error.
+//!
+//! The client also says when a session's standalone stream (the `GET`
+//! rmcp opens once the server names a session) has been answered
+//! ([`AuthorizedHttp::standalone_stream_settled`]). A server sends the
+//! requests it makes outside any call of ours (an elicitation the
+//! TypeScript SDK's `server.request` makes while a tool runs) on that
+//! stream only, and drops them while it is not open; a session's first
+//! call waits for it so that such a request is not lost.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
@@ -40,6 +50,11 @@ pub struct AuthorizedHttp {
     http: reqwest::Client,
     auth: Option<Upstream>,
     challenge: Arc<Mutex<Option<String>>>,
+    /// Whether a server's answer named a session (rmcp then opens the
+    /// standalone stream).
+    session_named: Arc<AtomicBool>,
+    /// Whether that stream's `GET` has been answered (opened or refused).
+    standalone: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl std::fmt::Debug for AuthorizedHttp {
@@ -72,7 +87,44 @@ impl AuthorizedHttp {
             }))
             .build()
             .unwrap_or_default();
-        Self { http, auth, challenge: Arc::default() }
+        Self {
+            http,
+            auth,
+            challenge: Arc::default(),
+            session_named: Arc::default(),
+            standalone: Arc::new(tokio::sync::watch::Sender::new(false)),
+        }
+    }
+
+    /// Wait, at most `within`, until the standalone stream of the session
+    /// this client serves has been answered; at once when no answer named
+    /// a session (a stateless server has no such stream). `false` when
+    /// the wait ran out.
+    pub async fn standalone_stream_settled(&self, within: Duration) -> bool {
+        if !self.session_named.load(Ordering::Acquire) {
+            return true;
+        }
+        let mut settled = self.standalone.subscribe();
+        tokio::time::timeout(within, settled.wait_for(|answered| *answered)).await.is_ok_and(|r| r.is_ok())
+    }
+
+    /// Note a `POST`'s answer: whether it named a session.
+    fn noted_post(
+        &self,
+        response: Result<StreamableHttpPostResponse, HttpError>,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        if let Ok(StreamableHttpPostResponse::Json(_, Some(_)) | StreamableHttpPostResponse::Sse(_, Some(_))) =
+            &response
+        {
+            self.session_named.store(true, Ordering::Release);
+        }
+        response
+    }
+
+    /// Note a `GET`'s answer: the standalone stream is settled.
+    fn noted_get<T>(&self, response: Result<T, HttpError>) -> Result<T, HttpError> {
+        self.standalone.send_replace(true);
+        response
     }
 
     /// The `WWW-Authenticate` challenge of the last `401` a server without
@@ -160,12 +212,14 @@ impl StreamableHttpClient for AuthorizedHttp {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        self.authorized(auth_header, |token| {
-            let (uri, message, session_id, headers) =
-                (uri.clone(), message.clone(), session_id.clone(), custom_headers.clone());
-            async move { self.http.post_message(uri, message, session_id, token, headers).await }
-        })
-        .await
+        let response = self
+            .authorized(auth_header, |token| {
+                let (uri, message, session_id, headers) =
+                    (uri.clone(), message.clone(), session_id.clone(), custom_headers.clone());
+                async move { self.http.post_message(uri, message, session_id, token, headers).await }
+            })
+            .await;
+        self.noted_post(response)
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -177,16 +231,25 @@ impl StreamableHttpClient for AuthorizedHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        self.authorized(auth_header, |token| {
-            let (uri, message, session_id, headers) =
-                (uri.clone(), message.clone(), session_id.clone(), custom_headers.clone());
-            async move {
-                self.http
-                    .post_message_with_max_sse_event_size(uri, message, session_id, token, headers, max_sse_event_size)
-                    .await
-            }
-        })
-        .await
+        let response = self
+            .authorized(auth_header, |token| {
+                let (uri, message, session_id, headers) =
+                    (uri.clone(), message.clone(), session_id.clone(), custom_headers.clone());
+                async move {
+                    self.http
+                        .post_message_with_max_sse_event_size(
+                            uri,
+                            message,
+                            session_id,
+                            token,
+                            headers,
+                            max_sse_event_size,
+                        )
+                        .await
+                }
+            })
+            .await;
+        self.noted_post(response)
     }
 
     async fn post_message_with_response_limits(
@@ -198,14 +261,16 @@ impl StreamableHttpClient for AuthorizedHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        self.authorized(auth_header, |token| {
-            let (uri, message, session_id, headers) =
-                (uri.clone(), message.clone(), session_id.clone(), custom_headers.clone());
-            async move {
-                self.http.post_message_with_response_limits(uri, message, session_id, token, headers, limits).await
-            }
-        })
-        .await
+        let response = self
+            .authorized(auth_header, |token| {
+                let (uri, message, session_id, headers) =
+                    (uri.clone(), message.clone(), session_id.clone(), custom_headers.clone());
+                async move {
+                    self.http.post_message_with_response_limits(uri, message, session_id, token, headers, limits).await
+                }
+            })
+            .await;
+        self.noted_post(response)
     }
 
     async fn delete_session(
@@ -230,12 +295,14 @@ impl StreamableHttpClient for AuthorizedHttp {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
-        self.authorized(auth_header, |token| {
-            let (uri, session_id, last, headers) =
-                (uri.clone(), session_id.clone(), last_event_id.clone(), custom_headers.clone());
-            async move { self.http.get_stream(uri, session_id, last, token, headers).await }
-        })
-        .await
+        let response = self
+            .authorized(auth_header, |token| {
+                let (uri, session_id, last, headers) =
+                    (uri.clone(), session_id.clone(), last_event_id.clone(), custom_headers.clone());
+                async move { self.http.get_stream(uri, session_id, last, token, headers).await }
+            })
+            .await;
+        self.noted_get(response)
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -247,15 +314,17 @@ impl StreamableHttpClient for AuthorizedHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
-        self.authorized(auth_header, |token| {
-            let (uri, session_id, last, headers) =
-                (uri.clone(), session_id.clone(), last_event_id.clone(), custom_headers.clone());
-            async move {
-                self.http
-                    .get_stream_with_max_sse_event_size(uri, session_id, last, token, headers, max_sse_event_size)
-                    .await
-            }
-        })
-        .await
+        let response = self
+            .authorized(auth_header, |token| {
+                let (uri, session_id, last, headers) =
+                    (uri.clone(), session_id.clone(), last_event_id.clone(), custom_headers.clone());
+                async move {
+                    self.http
+                        .get_stream_with_max_sse_event_size(uri, session_id, last, token, headers, max_sse_event_size)
+                        .await
+                }
+            })
+            .await;
+        self.noted_get(response)
     }
 }

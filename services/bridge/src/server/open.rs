@@ -17,6 +17,9 @@ pub(super) const STDERR_TAIL_LINES: usize = 5;
 pub(super) const STDERR_TAIL_CHARS: usize = 200;
 /// How long a failed start waits for the rest of the server's stderr.
 pub(super) const STDERR_DRAIN: Duration = Duration::from_millis(300);
+/// How long a started remote session waits at most for its standalone
+/// stream to be answered before its first request goes out.
+pub(super) const STANDALONE_WAIT: Duration = Duration::from_secs(2);
 
 /// The last lines a stdio server wrote on stderr, kept so that a server
 /// that dies while starting can say why (a missing module, a bad flag).
@@ -214,6 +217,16 @@ async fn start(spec: &ServerSpec, relay: Relay, deadline: Instant, lifecycle: Li
                         }
                         Err(_) => {}
                     }
+                }
+            }
+            if let Ok(Ok(_)) = &initialized {
+                // A server sends what it asks outside our calls (an
+                // elicitation while a tool runs) on the standalone stream
+                // alone, and drops it while that stream is not open: the
+                // first call must not outrun the stream's GET.
+                let within = deadline.saturating_duration_since(Instant::now()).min(STANDALONE_WAIT);
+                if !client.standalone_stream_settled(within).await {
+                    tracing::debug!(server = %spec.name, "the server's standalone stream did not answer in time: going on without it");
                 }
             }
             initialized
