@@ -40,6 +40,8 @@ READING_VERBS, ASIDE_WORDS, PERMISSION_WORDS = TABLES.READING_VERBS, TABLES.ASID
 LINKING_WORDS, PARAMETER_KINDS, KIND_SIGNS = TABLES.LINKING_WORDS, TABLES.PARAMETER_KINDS, TABLES.KIND_SIGNS
 CHANGING_VERBS, PLACE_QUESTIONS, MODAL_WORDS = TABLES.CHANGING_VERBS, TABLES.PLACE_QUESTIONS, TABLES.MODAL_WORDS
 PLACING_VERBS, FOLDER_WORDS = TABLES.PLACING_VERBS, TABLES.FOLDER_WORDS
+TEXT_THINGS, RENAMING_VERBS, FILLING_WORDS = TABLES.TEXT_THINGS, TABLES.RENAMING_VERBS, TABLES.FILLING_WORDS
+FILE_COMMANDS = TABLES.FILE_COMMANDS
 
 # --------------------------------------------------------------------------
 # Words, and what a query asks
@@ -132,6 +134,11 @@ _PLACE_AFTER = re.compile(r"\s+(?:the|a|an|this|that|these|those|of)\b", re.I)
 _ANYTHING_ABOUT = re.compile(r"\banything\b(?:\s+[\w'-]+){0,3}?\s+(?:about|on|regarding|concerning)\b", re.I)
 
 
+_ANYONE_WHO = re.compile(
+    r"\b(?:anyone|anybody|someone|somebody|any (?:one|person|people|contacts?|entit(?:y|ies)|nodes?|records?))\b"
+    r"[^.?!;]{0,30}?\b(?:who|whose|that|which)\b", re.I)
+
+
 def _particle_verb(match):
     """ "take it out" -> "remove it"; a verb and a particle that are no pair
     stay as written."""
@@ -154,7 +161,15 @@ _CLOCK = re.compile(r"^\d{1,2}(?::\d{2})?(?:am|pm|h)$|^\d{1,2}:\d{2}$", re.I)
 # Two numbers added: "2+2", "19.5 + 0.5".
 _SUM = re.compile(r"\d\s*\+\s*\.?\d")
 # A file name ("notes.txt", "main.py", ".env") or a bare extension (".gz").
-_FILE_NAME = re.compile(r"^[\w-]*\.[A-Za-z][A-Za-z0-9]{0,4}$|^\.[A-Za-z][\w.-]{0,40}$")
+_FILE_NAME = re.compile(r"^[\w-]*(?:\.[A-Za-z0-9]{1,5})?\.[A-Za-z][A-Za-z0-9]{0,4}$|^\.[A-Za-z][\w.-]{0,40}$")
+# A file name starting with digits that has a word in it (2024-06-01-notes.txt).
+_DATED_NAME = re.compile(r"^[\d_-]*[A-Za-z]")
+# A possessive after a value ("notes.txt's").
+_POSSESSIVE = re.compile(r"^(.+?)['\u2019]s$")
+# "rename the function foo to bar": renaming a thing inside a file's text.
+_RENAMING_TEXT = re.compile(
+    r"\b(?:rename|renaming|renamed)\s+(?:(?:the|a|an|this|that|my|our|its|every|all|each)\s+)?("
+    + "|".join(sorted(TEXT_THINGS, key=len, reverse=True)) + r")\b", re.I)
 EXTENSIONS = {ext: kind for kind, exts in EXTENSION_KINDS.items() for ext in exts.split()}
 # Kinds of file whose extension, written as a word ("a wav file"), says
 # what the file is.
@@ -387,17 +402,22 @@ def _query_tokens(query):
     if _SUM.search(text):
         hints.append(("sum", 1.0))
         text = text.replace("+", " + ")
+    text = _RENAMING_TEXT.sub(lambda m: "replace text of the " + m.group(1), text)
     text = _PHRASE.sub(lambda m: PHRASES[m.group(1).lower()], text)
     text = _PARTICLE_VERB.sub(_particle_verb, text)
-    if _ANYTHING_ABOUT.search(text):
-        hints.append(("search", 1.0))  # "do you have anything in memory about kubernetes?"
+    if _ANYTHING_ABOUT.search(text) or _ANYONE_WHO.search(text):
+        # "do you have anything in memory about kubernetes?", "anyone in
+        # memory who works in finance?": whatever matches.
+        hints.append(("search", 1.0))
     plain = []
 
     def file_name(bare):
         """Read ``bare`` as a file name or a bare extension, if it is one."""
         nonlocal files
-        if not _FILE_NAME.match(bare) or bare[0].isdigit():
+        if not _FILE_NAME.match(bare):
             return False
+        if bare[0].isdigit() and not _DATED_NAME.match(bare):
+            return False  # 3.5, 1.2: numbers, not files (2024-06-01-notes.txt is one)
         name, _, extension = bare.lower().rpartition(".")
         kind = EXTENSIONS.get(extension)
         if name or kind is None:  # a file (notes.txt, .env), not a bare extension (.gz)
@@ -410,10 +430,14 @@ def _query_tokens(query):
         return True
 
     for token in text.split():
+        previous = plain[-1].lower() if plain else None  # the word before
         if token.startswith("."):
             bare = token.rstrip(_EDGE_PUNCTUATION)
         else:
             bare = token.strip(_EDGE_PUNCTUATION)
+        possessive = _POSSESSIVE.match(bare)
+        if possessive and _FILE_NAME.match(possessive.group(1)):
+            bare = possessive.group(1)  # "notes.txt's filename": the file
         lower = bare.lower()
         if not bare:
             continue
@@ -446,7 +470,14 @@ def _query_tokens(query):
         elif "/" in bare and len(bare) > 1:
             *folders, last = bare.split("/")
             arguments.extend(w for f in folders for w in _raw_words(f))
-            if last.lower() in FOLDER_NAMES or not file_name(last):
+            if previous in FILE_COMMANDS and last and last.lower() not in FOLDER_NAMES and not _FILE_NAME.match(last):
+                # "cat /etc/hosts", "tail /var/log/syslog": after a command
+                # that reads files, a file.
+                files += 1
+                arguments.extend(_raw_words(last))
+                hints.append(("file", 1.0))
+                kinds.extend(EXTENSION_HINTS["text"])
+            elif last.lower() in FOLDER_NAMES or not file_name(last):
                 arguments.extend(_raw_words(last))
                 hints.append(("directory", FOLDER_PATH_WEIGHT))  # node_modules/lodash, ./build, src/
         elif bare.replace(".", "").replace(",", "").isdigit():
@@ -540,6 +571,12 @@ _NAMED_RECORDS = re.compile(
     r"\b[A-Z][a-z]+'s (?:and [A-Z][a-z]+'s )?(?:\w+ )?(?:entries|entry|records|record|nodes|node|profiles|profile)\b"
     r"|\bby (?:their |its |exact )?names?\b|\bexact names?\b")
 _WITH_ITS = re.compile(r"\balong with (?:its|his|her|their|all)\b", re.I)
+# Something the memory does not hold yet ("you don't know her yet", "met
+# him for the first time"): a new thing to record.
+_NOT_KNOWN_YET = re.compile(
+    r"\b(?:don'?t|do not|doesn'?t|does not|didn'?t|haven'?t|have not|never)\s+(?:know|knew|have|met|heard|saved|"
+    r"stored|remember)\b[^.;!?]{0,40}?\byet\b|\bnot (?:in|stored in|saved in) (?:your |the )?memory yet\b"
+    r"|\bfirst time\b", re.I)
 _NEW_THING = re.compile(r"\bnew (?:\w+ )?(?:" + "|".join(sorted(NEW_THING_WORDS)) + r")\b", re.I)
 
 
@@ -558,6 +595,8 @@ def _graph_object(text, words, known, action, files):
     named = len({u.lower() for u in units})
     if _NEW_THING.search(text) and not FILE_THING_WORDS.intersection(words):
         return "entity"  # "a new person", "new entry for Jonas"
+    if _NOT_KNOWN_YET.search(text) and not FILE_THING_WORDS.intersection(words) and not files:
+        return "entity"  # "you don't know her yet": a new thing
     if _ABOUT_ONE.search(text):
         return "observation"  # "put that on her entry", "add that to what you have on him"
     if named >= 2 and any(w in RELATION_WORDS or w[-1:] == "s" and w[:-1] in RELATION_WORDS for w in words):
@@ -594,7 +633,7 @@ def read_query(query, index=None):
     text = " ".join(tokens)
     raw = []
     action = None
-    placing = False
+    placing = renames = False
     opener = None  # the clause that asks a question ("charlie memory, who is Ivy"): its words
     for clause in _CLAUSES.split(text):
         words = _raw_words(clause)
@@ -610,6 +649,8 @@ def read_query(query, index=None):
         if any(w in PLACING_VERBS and (i == lead or words[i - 1] in LINKING_WORDS and w != "file")
                for i, w in enumerate(words)):
             placing = True  # "..., put it into Finance/2024", "take x.png off the desktop and put it in ..."
+        if RENAMING_VERBS.intersection(words) and ("name" in words or "filename" in words):
+            renames = True  # "change notes.txt's filename to ...": if a file is named, a rename
         if words and action is None:
             action = "remove" if words[lead] in REMOVING_VERBS else "make" if words[lead] in MAKING_VERBS else None
         if words and (not raw or words[0] in QUESTION_WORDS and not (opener and opener[0] in QUESTION_WORDS)):
@@ -628,6 +669,10 @@ def read_query(query, index=None):
     if ((files or pathed) and not question and opener[:1] != [] and (opener[0] in PLACING_VERBS or placing)
             and (FOLDER_WORDS.intersection(raw) or pathed)):
         extra.append(("move", 1.0))  # "put report.pdf into the archive folder"
+    if renames and (files or pathed or FILE_THING_WORDS.intersection(raw)):
+        extra.append(("rename", 1.0))
+    if action == "make" and files and not question and FILLING_WORDS.intersection(raw):
+        extra.append(("write", 1.0))  # "make a todo.txt with my list in it": a file with its content
     # "where can you read and write files?": what is allowed; the verbs
     # after the modal word weigh as arguments.
     modal = question and opener[0] in PLACE_QUESTIONS and next(

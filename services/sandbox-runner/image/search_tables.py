@@ -103,6 +103,23 @@ MAKING_VERBS = frozenset(
 # report.pdf into the archive folder"), ask to move the file there.
 PLACING_VERBS = frozenset("put place stick drop send shift file".split())
 FOLDER_WORDS = frozenset("folder folders directory directories dir dirs subfolder subdirectory".split())
+# Things inside a file's text that a request may rename ("rename the
+# function foo to bar"): an edit of the text, not a move of the file.
+TEXT_THINGS = frozenset("""
+function functions func fn method methods variable variables var vars class classes field fields
+symbol symbols parameter parameters param params constant constants const heading headings title
+key keys column columns identifier identifiers property properties prop props label labels import
+imports type types struct enum argument arguments arg args attribute attributes selector component
+""".split())
+# Changing verbs that, with a file's name as their object, ask to rename
+# it ("change notes.txt's filename to ...", "fix the folder's name").
+RENAMING_VERBS = frozenset("change fix correct update alter edit modify".split())
+# Shell commands that read a file's text: the path after one is a file
+# ("cat /etc/hosts", "tail /var/log/syslog").
+FILE_COMMANDS = frozenset("cat less more head tail bat nano vim vi".split())
+# Words that give a new file its content ("a todo.txt with my list in it",
+# "a .gitignore containing target/").
+FILLING_WORDS = frozenset("with containing contains holding holds saying says content contents text".split())
 
 # Words of a question that asks what is known or was said.
 RECALL_WORDS = frozenset("remember remembered recall told mention mentioned said stored know known".split())
@@ -160,6 +177,8 @@ COMPOUND_WORDS = {
     "detach": "remove link",
     # Shorthand people type.
     "sz": "size",
+    "memorize": "remember",
+    "memorise": "remember",
     "mtime": "modified timestamp metadata",
     "ctime": "creation timestamp metadata",
     "atime": "access timestamp metadata",
@@ -193,6 +212,8 @@ LEADING_VERBS = {
     "link": "link create",
     "connect": "connect create",
     "remember": "remember add",
+    "memorize": "remember add",
+    "memorise": "remember add",
     "note": "note add",
     "record": "record create",
 }
@@ -243,6 +264,7 @@ PHRASES = {
     "pull up": "show",
     "jot down": "note",
     "keep track of": "remember",
+    "keeping track of": "remember",
     "keep in mind": "remember",
     "make a note": "note",
     "bring up": "show",
@@ -276,10 +298,14 @@ PHRASES = {
     "deep dive": "research",
     "forget that": "forget fact",
     "let me": "allowed",
-    "file or folder": "type",
-    "file or a folder": "type",
-    "file or directory": "type",
-    "file or a directory": "type",
+    "let me see": "show",
+    "let me look at": "view",
+    "let me view": "view",
+    "let me read": "read",
+    "file or folder": "metadata type",
+    "file or a folder": "metadata type",
+    "file or directory": "metadata type",
+    "file or a directory": "metadata type",
     "be called": "rename",
     "be named": "rename",
     "be renamed": "rename",
@@ -353,6 +379,15 @@ PHRASES = {
     "ls -lr": "directory tree recursive",
     "find . -name": "search files",
     "find -name": "search files",
+    # What kind of thing a path is: its metadata.
+    "a file or a directory": "metadata type",
+    "a file or a folder": "metadata type",
+    "a file or a dir": "metadata type",
+    "file or dir": "metadata type",
+    "a directory or a file": "metadata type",
+    "a folder or a file": "metadata type",
+    "directory or file": "metadata type",
+    "folder or file": "metadata type",
 }
 
 # Verbs whose particle may stand after their object ("take it out",

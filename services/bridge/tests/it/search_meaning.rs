@@ -1,7 +1,7 @@
 //! Issue 43: `search_tools` finds what people mean, not only the words a
 //! description used, on questions written the way people write a need
 //! (`testing/search-eval/tune-43.json` and the held-out
-//! `heldout-43-round8.json`), with typos in a tool's key word, and without an
+//! `heldout-43-round9.json`), with typos in a tool's key word, and without an
 //! empty answer for a real need.
 //!
 //! Like `search.rs`, these rank with `runner.py`'s own `search_tools` on
@@ -68,15 +68,15 @@ fn print_misses(label: &str, questions: &[Query], ranks: &[(usize, Vec<String>)]
     }
 }
 
-/// The file of the held-out questions (issue 43, round 8): written before
-/// the ranker of round 8 changed, never tuned on.
-const HELD_OUT: &str = "heldout-43-round8.json";
+/// The file of the held-out questions (issue 43, round 9): written before
+/// the ranker of round 9 changed, never tuned on.
+const HELD_OUT: &str = "heldout-43-round9.json";
 
 /// The floor of the held-out test, in percent: first, and in the top three.
-const FIRST_FLOOR: f64 = 90.4;
-const TOP3_FLOOR: f64 = 97.5;
+const FIRST_FLOOR: f64 = 92.0;
+const TOP3_FLOOR: f64 = 96.8;
 
-/// The notes of the tuning questions that were held out in rounds 1 to 7
+/// The notes of the tuning questions that were held out in rounds 1 to 8
 /// (measured, their misses read: tuning material since).
 const ROUND_1_HELD_OUT: &str = "held out in round 1";
 const ROUND_2_HELD_OUT: &str = "held out in round 2";
@@ -85,6 +85,7 @@ const ROUND_4_HELD_OUT: &str = "held out in round 4";
 const ROUND_5_HELD_OUT: &str = "held out in round 5";
 const ROUND_6_HELD_OUT: &str = "held out in round 6";
 const ROUND_7_HELD_OUT: &str = "held out in round 7";
+const ROUND_8_HELD_OUT: &str = "held out in round 8";
 
 /// Issue 43 asked for 95 % first and 99 % in the top three on held-out
 /// questions. On round 2's held-out set (tuning material since, marked
@@ -112,10 +113,13 @@ const ROUND_7_HELD_OUT: &str = "held out in round 7";
 /// (96.3 %). On round 8's held-out set (242), round 7's ranker finds it
 /// first for 219 (90.5 %) and in the top three for 235 (97.1 %); round 8's
 /// ranker, measured once at the round's end, first for 219 (90.5 %) and in
-/// the top three for 236 (97.5 %). This holds the floor measured, so that a change cannot lose
-/// what was gained; raise it with the ranker.
+/// the top three for 236 (97.5 %). On round 9's held-out set (250), round
+/// 8's ranker finds it first for 230 (92.0 %) and in the top three for 242
+/// (96.8 %); round 9's ranker, measured once at the round's end, the same
+/// (230 and 242). This holds the floor measured, so that a change cannot
+/// lose what was gained; raise it with the ranker.
 #[test]
-fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_90_in_100_and_top_three_for_97() {
+fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_92_in_100_and_top_three_for_96() {
     let Some(python) = python() else { return };
     let old = queries();
     let tune = questions("tune-43.json");
@@ -139,7 +143,10 @@ fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_f
     let round5 = |q: &Query| q.note == ROUND_5_HELD_OUT;
     let round6 = |q: &Query| q.note == ROUND_6_HELD_OUT;
     let round7 = |q: &Query| q.note == ROUND_7_HELD_OUT;
-    let earlier = |q: &Query| round1(q) || round2(q) || round3(q) || round4(q) || round5(q) || round6(q) || round7(q);
+    let round8 = |q: &Query| q.note == ROUND_8_HELD_OUT;
+    let earlier = |q: &Query| {
+        round1(q) || round2(q) || round3(q) || round4(q) || round5(q) || round6(q) || round7(q) || round8(q)
+    };
     println!("{:<34} {:>5} {:>14} {:>14}", "questions", "n", "wanted first", "in top three");
     print_row("queries.json tune", recall(&part(&old, &old_ranks, &|q| q.set == "tune")));
     print_row("queries.json holdout (seen)", recall(&part(&old, &old_ranks, &|q| q.set == "holdout")));
@@ -201,11 +208,19 @@ fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_f
         "tune-43 held out in round 7, 300",
         recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && round7(q))),
     );
+    print_row(
+        "tune-43 held out in round 8, 42",
+        recall(&part(&tune, &tune_ranks, &|q| q.catalog == REAL_TOOLS && round8(q))),
+    );
+    print_row(
+        "tune-43 held out in round 8, 300",
+        recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && round8(q))),
+    );
     print_row("tune, all", recall(&[old_ranks.clone(), tune_ranks.clone()].concat()));
-    print_row("heldout round 8, 42 tools", recall(&part(&held, &held_ranks, &|q| q.catalog == REAL_TOOLS)));
-    print_row("heldout round 8, 300 tools", recall(&part(&held, &held_ranks, &|q| q.catalog != REAL_TOOLS)));
+    print_row("heldout round 9, 42 tools", recall(&part(&held, &held_ranks, &|q| q.catalog == REAL_TOOLS)));
+    print_row("heldout round 9, 300 tools", recall(&part(&held, &held_ranks, &|q| q.catalog != REAL_TOOLS)));
     let (n, first, top3) = recall(&held_ranks);
-    print_row("heldout round 8, all", (n, first, top3));
+    print_row("heldout round 9, all", (n, first, top3));
     print_misses("queries.json", &old, &old_ranks);
     print_misses("tune-43", &tune, &tune_ranks);
     if std::env::var_os("SHOW_HELD_OUT_MISSES").is_some() {
@@ -551,6 +566,32 @@ fn search_tools_reads_a_later_placing_verb_a_preposition_after_a_verb_who_does_w
         asked("take the logo off the homepage folder and drop it into assets/", "filesystem__move_file"),
         asked("who in my contacts plays tennis?", "memory__search_nodes"),
         asked("give me the time in Rome", "time__get_current_time"),
+    ];
+    each_first(&python, &questions);
+}
+
+/// Issue 43, round 9: renaming a thing inside a file's text, a file's name
+/// changed, what kind of thing a path is, a file name of two extensions, a
+/// thing memory does not know yet, "anybody ... whose", a new file given
+/// its content, a path after a command that reads files, "let me see";
+/// each asked in words of no question file and each ranked wrong by round
+/// 8's ranker.
+#[test]
+fn search_tools_reads_renamed_code_a_changed_file_name_a_paths_kind_new_things_and_files_given_their_content() {
+    let Some(python) = python() else { return };
+    let asked = |query: &str, want: &str| asked_in(query, want, REAL_TOOLS);
+    let questions = [
+        asked("rename the method parse to parse_args in cli.py", "filesystem__edit_file"),
+        asked("rename the class Foo to Bar throughout models.py", "filesystem__edit_file"),
+        asked("correct the filename of draft_v1.txt to final.txt", "filesystem__move_file"),
+        asked("is logs a file or a dir?", "filesystem__get_file_info"),
+        asked("what size is archive.tar.gz", "filesystem__get_file_info"),
+        asked("you don't know my cat Miso yet, she's a tabby", "memory__create_entities"),
+        asked("anybody in memory whose job is design?", "memory__search_nodes"),
+        asked("create recipes.md with grandma's pancake recipe in it", "filesystem__write_file"),
+        asked("make a settings.yaml holding the line debug: true", "filesystem__write_file"),
+        asked("less /var/log/auth", "filesystem__read_text_file"),
+        asked("let me see the source of server.rb", "filesystem__read_text_file"),
     ];
     each_first(&python, &questions);
 }
