@@ -41,7 +41,7 @@ LINKING_WORDS, PARAMETER_KINDS, KIND_SIGNS = TABLES.LINKING_WORDS, TABLES.PARAME
 CHANGING_VERBS, PLACE_QUESTIONS, MODAL_WORDS = TABLES.CHANGING_VERBS, TABLES.PLACE_QUESTIONS, TABLES.MODAL_WORDS
 PLACING_VERBS, FOLDER_WORDS = TABLES.PLACING_VERBS, TABLES.FOLDER_WORDS
 TEXT_THINGS, RENAMING_VERBS, FILLING_WORDS = TABLES.TEXT_THINGS, TABLES.RENAMING_VERBS, TABLES.FILLING_WORDS
-FILE_COMMANDS = TABLES.FILE_COMMANDS
+FILE_COMMANDS, LINK_WORDS = TABLES.FILE_COMMANDS, TABLES.LINK_WORDS
 
 # --------------------------------------------------------------------------
 # Words, and what a query asks
@@ -57,7 +57,7 @@ RELATED_WEIGHT = 0.3
 WHOLE_WORD_WEIGHT = 0.3
 # A query asking for all of something asks for a tool reading the entire
 # thing: "entire" joins it at this weight.
-WHOLE_HINT_WEIGHT = 0.5
+WHOLE_HINT_WEIGHT = 0.625
 # A question (QUESTION_WORDS: what, which, when, ...) asks for something to
 # be read: these words join the query at this weight ("what time is it" ->
 # get the time).
@@ -115,7 +115,7 @@ NUMBERS_WEIGHT = 0.6
 NEGATED_WORDS = 2
 # What a request about named things is about ("relation", "observation",
 # "entity") joins it as a word at this weight.
-GRAPH_HINT_WEIGHT = 0.8
+GRAPH_HINT_WEIGHT = 1.0
 
 
 _PHRASE = re.compile(r"\b(" + "|".join(sorted((re.escape(p) for p in PHRASES), key=len, reverse=True)) + r")\b", re.I)
@@ -134,6 +134,10 @@ _PLACE_AFTER = re.compile(r"\s+(?:the|a|an|this|that|these|those|of)\b", re.I)
 _ANYTHING_ABOUT = re.compile(r"\banything\b(?:\s+[\w'-]+){0,3}?\s+(?:about|on|regarding|concerning)\b", re.I)
 
 
+# An MCP method's name: its namespace, a slash, the method (camel case).
+_MCP_METHOD = re.compile(
+    r"^(?:notifications/)?(?:roots|sampling|elicitation|tools|resources|prompts|completion|logging|tasks|"
+    r"notifications|ping|initialize)/[A-Za-z][A-Za-z_/]*$")
 _ANYONE_WHO = re.compile(
     r"\b(?:anyone|anybody|someone|somebody|any (?:one|person|people|contacts?|entit(?:y|ies)|nodes?|records?))\b"
     r"[^.?!;]{0,30}?\b(?:who|whose|that|which)\b", re.I)
@@ -467,6 +471,12 @@ def _query_tokens(query):
             hints += [("pattern", 1.0), ("file", 0.5)]
         elif file_name(bare):
             pass
+        elif lower in ("w/", "w/o"):
+            plain.append("with" if lower == "w/" else "without")  # shorthand, not a folder
+        elif _MCP_METHOD.match(bare):
+            # "elicitation/create", "roots/list", "sampling/createMessage":
+            # an MCP method named, its words asked for (not a folder path).
+            plain.extend(_raw_words(bare))
         elif "/" in bare and len(bare) > 1:
             *folders, last = bare.split("/")
             arguments.extend(w for f in folders for w in _raw_words(f))
@@ -570,6 +580,7 @@ _ABOUT_ONE = re.compile(
 _NAMED_RECORDS = re.compile(
     r"\b[A-Z][a-z]+'s (?:and [A-Z][a-z]+'s )?(?:\w+ )?(?:entries|entry|records|record|nodes|node|profiles|profile)\b"
     r"|\bby (?:their |its |exact )?names?\b|\bexact names?\b")
+_LINKING_LEAD = re.compile(r"^\W*(?:(?:please|pls|now|then|also)\s+)?(?:disconnect|unlink|detach|relate|interlink)\b", re.I)
 _WITH_ITS = re.compile(r"\balong with (?:its|his|her|their|all)\b", re.I)
 # Something the memory does not hold yet ("you don't know her yet", "met
 # him for the first time"): a new thing to record.
@@ -601,6 +612,10 @@ def _graph_object(text, words, known, action, files):
         return "observation"  # "put that on her entry", "add that to what you have on him"
     if named >= 2 and any(w in RELATION_WORDS or w[-1:] == "s" and w[:-1] in RELATION_WORDS for w in words):
         return "relation"
+    if "between" in words and LINK_WORDS.intersection(words) and not files:
+        return "relation"  # "the relationship between two entities"
+    if _LINKING_LEAD.match(text) and not files and not FILE_THING_WORDS.intersection(words):
+        return "relation"  # "disconnect the two entities": what links them
     if action and FACT_WORDS.intersection(words):
         return "observation"
     if "new" in words and not files and not FILE_THING_WORDS.intersection(words) and (

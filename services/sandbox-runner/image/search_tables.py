@@ -85,6 +85,8 @@ NEW_THING_WORDS = frozenset("""
 person people entry entries project contact client customer company entity entities node record colleague friend
 employee
 """.split())
+# Words for a link itself ("the relationship between ...").
+LINK_WORDS = frozenset("relationship relationships relation relations connection connections link links edge edges".split())
 FACT_WORDS = frozenset("fact facts detail details observation observations".split())
 FILE_THING_WORDS = frozenset("file files folder folders directory directories dir".split())
 WHOLLY_WORDS = frozenset("completely entirely altogether totally wholly".split())
@@ -106,7 +108,7 @@ FOLDER_WORDS = frozenset("folder folders directory directories dir dirs subfolde
 # Things inside a file's text that a request may rename ("rename the
 # function foo to bar"): an edit of the text, not a move of the file.
 TEXT_THINGS = frozenset("""
-function functions func fn method methods variable variables var vars class classes field fields
+function functions func fn call calls method methods variable variables var vars class classes field fields
 symbol symbols parameter parameters param params constant constants const heading headings title
 key keys column columns identifier identifiers property properties prop props label labels import
 imports type types struct enum argument arguments arg args attribute attributes selector component
@@ -373,6 +375,10 @@ PHRASES = {
     "ls -lah": "list sizes",
     "ls -alh": "list sizes",
     "ls -ls": "list sizes",
+    "ls -l": "list sizes",
+    "ls -la": "list sizes",
+    "ls -al": "list sizes",
+    "ls -lha": "list sizes",
     "ls -s": "list sizes",
     "knowledge base": "graph",
     "ls -r": "directory tree recursive",

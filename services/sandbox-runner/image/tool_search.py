@@ -134,7 +134,7 @@ SERVER_BONUS = 1.0
 # tools: their score is multiplied by up to 1 + this. A word held by more
 # than DOMAIN_SHARE of the catalog's tools is no server's own.
 DOMAIN_BONUS = 0.3
-DOMAIN_SHARE = 0.3
+DOMAIN_SHARE = 0.375
 # A sentence found in the descriptions of this many differently named tools
 # is left out of them (boilerplate).
 BOILERPLATE_TOOLS = 3
@@ -161,6 +161,8 @@ COORDINATION = 0.25
 # multiplied by this: when it ties with its replacement, the replacement
 # comes first.
 DEPRECATED_FACTOR = 0.8
+# Words asking for the old tool: the deprecated one gains as much instead.
+OLD_WORDS = frozenset("deprecated legacy obsolete old older outdated replaced superseded".split())
 
 
 def _boilerplate(tools):
@@ -475,7 +477,10 @@ class SearchIndex:
                 score *= 1.0 + NAME_COVER_BONUS * cover * cover
                 if read.unwanted.intersection(words):
                     score *= UNWANTED_IN_NAME
-            score *= self.factors[index] * (matched[index] / total_weight) ** COORDINATION
+            factor = self.factors[index]
+            if factor != 1.0 and read.words & OLD_WORDS:
+                factor = 1.0 / factor  # "the legacy reader": a deprecated tool is what is asked for
+            score *= factor * (matched[index] / total_weight) ** COORDINATION
             if read.question and self.mutating[index]:
                 score *= MUTATING_IN_QUESTION
             elif read.changes and self.reading[index]:

@@ -1,7 +1,7 @@
 //! Issue 43: `search_tools` finds what people mean, not only the words a
 //! description used, on questions written the way people write a need
 //! (`testing/search-eval/tune-43.json` and the held-out
-//! `heldout-43-round9.json`), with typos in a tool's key word, and without an
+//! `heldout-43-round10.json`), with typos in a tool's key word, and without an
 //! empty answer for a real need.
 //!
 //! Like `search.rs`, these rank with `runner.py`'s own `search_tools` on
@@ -68,15 +68,15 @@ fn print_misses(label: &str, questions: &[Query], ranks: &[(usize, Vec<String>)]
     }
 }
 
-/// The file of the held-out questions (issue 43, round 9): written before
-/// the ranker of round 9 changed, never tuned on.
-const HELD_OUT: &str = "heldout-43-round9.json";
+/// The file of the held-out questions (issue 43, round 10): written before
+/// the ranker of round 10 changed, never tuned on.
+const HELD_OUT: &str = "heldout-43-round10.json";
 
 /// The floor of the held-out test, in percent: first, and in the top three.
-const FIRST_FLOOR: f64 = 92.0;
-const TOP3_FLOOR: f64 = 96.8;
+const FIRST_FLOOR: f64 = 94.3;
+const TOP3_FLOOR: f64 = 97.9;
 
-/// The notes of the tuning questions that were held out in rounds 1 to 8
+/// The notes of the tuning questions that were held out in rounds 1 to 9
 /// (measured, their misses read: tuning material since).
 const ROUND_1_HELD_OUT: &str = "held out in round 1";
 const ROUND_2_HELD_OUT: &str = "held out in round 2";
@@ -86,6 +86,7 @@ const ROUND_5_HELD_OUT: &str = "held out in round 5";
 const ROUND_6_HELD_OUT: &str = "held out in round 6";
 const ROUND_7_HELD_OUT: &str = "held out in round 7";
 const ROUND_8_HELD_OUT: &str = "held out in round 8";
+const ROUND_9_HELD_OUT: &str = "held out in round 9";
 
 /// Issue 43 asked for 95 % first and 99 % in the top three on held-out
 /// questions. On round 2's held-out set (tuning material since, marked
@@ -116,10 +117,13 @@ const ROUND_8_HELD_OUT: &str = "held out in round 8";
 /// the top three for 236 (97.5 %). On round 9's held-out set (250), round
 /// 8's ranker finds it first for 230 (92.0 %) and in the top three for 242
 /// (96.8 %); round 9's ranker, measured once at the round's end, the same
-/// (230 and 242). This holds the floor measured, so that a change cannot
-/// lose what was gained; raise it with the ranker.
+/// (230 and 242). On round 10's held-out set (247), round 9's ranker finds
+/// it first for 232 (93.9 %) and in the top three for 241 (97.6 %); round
+/// 10's ranker, measured once at the round's end, first for 233 (94.3 %)
+/// and in the top three for 242 (98.0 %). This holds the floor measured,
+/// so that a change cannot lose what was gained; raise it with the ranker.
 #[test]
-fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_92_in_100_and_top_three_for_96() {
+fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_94_in_100_and_top_three_for_98() {
     let Some(python) = python() else { return };
     let old = queries();
     let tune = questions("tune-43.json");
@@ -144,8 +148,17 @@ fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_f
     let round6 = |q: &Query| q.note == ROUND_6_HELD_OUT;
     let round7 = |q: &Query| q.note == ROUND_7_HELD_OUT;
     let round8 = |q: &Query| q.note == ROUND_8_HELD_OUT;
+    let round9 = |q: &Query| q.note == ROUND_9_HELD_OUT;
     let earlier = |q: &Query| {
-        round1(q) || round2(q) || round3(q) || round4(q) || round5(q) || round6(q) || round7(q) || round8(q)
+        round1(q)
+            || round2(q)
+            || round3(q)
+            || round4(q)
+            || round5(q)
+            || round6(q)
+            || round7(q)
+            || round8(q)
+            || round9(q)
     };
     println!("{:<34} {:>5} {:>14} {:>14}", "questions", "n", "wanted first", "in top three");
     print_row("queries.json tune", recall(&part(&old, &old_ranks, &|q| q.set == "tune")));
@@ -216,11 +229,19 @@ fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_f
         "tune-43 held out in round 8, 300",
         recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && round8(q))),
     );
+    print_row(
+        "tune-43 held out in round 9, 42",
+        recall(&part(&tune, &tune_ranks, &|q| q.catalog == REAL_TOOLS && round9(q))),
+    );
+    print_row(
+        "tune-43 held out in round 9, 300",
+        recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && round9(q))),
+    );
     print_row("tune, all", recall(&[old_ranks.clone(), tune_ranks.clone()].concat()));
-    print_row("heldout round 9, 42 tools", recall(&part(&held, &held_ranks, &|q| q.catalog == REAL_TOOLS)));
-    print_row("heldout round 9, 300 tools", recall(&part(&held, &held_ranks, &|q| q.catalog != REAL_TOOLS)));
+    print_row("heldout round 10, 42 tools", recall(&part(&held, &held_ranks, &|q| q.catalog == REAL_TOOLS)));
+    print_row("heldout round 10, 300 tools", recall(&part(&held, &held_ranks, &|q| q.catalog != REAL_TOOLS)));
     let (n, first, top3) = recall(&held_ranks);
-    print_row("heldout round 9, all", (n, first, top3));
+    print_row("heldout round 10, all", (n, first, top3));
     print_misses("queries.json", &old, &old_ranks);
     print_misses("tune-43", &tune, &tune_ranks);
     if std::env::var_os("SHOW_HELD_OUT_MISSES").is_some() {
@@ -592,6 +613,26 @@ fn search_tools_reads_renamed_code_a_changed_file_name_a_paths_kind_new_things_a
         asked("make a settings.yaml holding the line debug: true", "filesystem__write_file"),
         asked("less /var/log/auth", "filesystem__read_text_file"),
         asked("let me see the source of server.rb", "filesystem__read_text_file"),
+    ];
+    each_first(&python, &questions);
+}
+
+/// Issue 43, round 10: an MCP method named in a request, a call renamed
+/// in a file's text, `ls -al`, the link between two things taken away, a
+/// request for the legacy tool; each asked in words of no question file
+/// and each ranked wrong by round 9's ranker.
+#[test]
+fn search_tools_reads_mcp_method_names_ls_al_the_link_between_two_things_and_a_request_for_the_legacy_tool() {
+    let Some(python) = python() else { return };
+    let asked = |query: &str, want: &str| asked_in(query, want, REAL_TOOLS);
+    let questions = [
+        asked("my client now supports sampling/createMessage, send it one", "everything__trigger_sampling_request"),
+        asked("my IDE answers roots/list now, check what it sends", "everything__get_roots_list"),
+        asked("rename the call foo to bar in main.c", "filesystem__edit_file"),
+        asked("ls -al ~/code/site", "filesystem__list_directory_with_sizes"),
+        asked("remove the connection between the two records", "memory__delete_relations"),
+        asked("unlink those two contacts in memory", "memory__delete_relations"),
+        asked("which legacy tool reads a file the old way", "filesystem__read_file"),
     ];
     each_first(&python, &questions);
 }
