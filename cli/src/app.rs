@@ -118,6 +118,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 crate::task_args::cell_reports(&transport, copies, "frontend"),
             );
             let shared = args.files.shared(&transport, copies, "frontend").await;
+            let shared_inputs = crate::files_args::inline_inputs_bucket(&transport, copies).await;
             // Token exchange: OAuth callers' tokens, kept for the bridges
             // (only when a token key is given).
             let caller_tokens = match args.clients.http.oauth_issuer.is_some() {
@@ -127,6 +128,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let bus = Bus::new(transport);
             let mut config = frontend_service_config(&args);
             config.shared_files = shared;
+            config.shared_inputs = shared_inputs;
             if let Some(mut options) = http_options(&args.clients.http)? {
                 code_mode_mcp_frontend::http::preflight(&options).await?;
                 options.auth.caller_tokens = caller_tokens;

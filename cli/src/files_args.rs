@@ -94,3 +94,25 @@ pub async fn inputs_bucket(
         }
     }
 }
+
+/// Over NATS, the frontend's end of the bucket inline files in too large
+/// for the cell message go through to the runners (created with
+/// `replicas`); `None`, saying so, for a NATS user without it (such cells
+/// are then refused by the NATS server's message bound).
+pub async fn inline_inputs_bucket(
+    transport: &code_mode_core::nats::NatsTransport,
+    replicas: usize,
+) -> Option<code_mode_core::files_in_shared::SharedInputs> {
+    use code_mode_core::files_in_shared::SharedInputs;
+    match SharedInputs::create_inline(transport.client().clone(), replicas).await {
+        Ok(inputs) => Some(inputs),
+        Err(e) => {
+            tracing::warn!(
+                error = %e,
+                "inline files in past the NATS message bound cannot reach the runners: grant the frontend NATS \
+                 user the bucket codemode_files_in_inline (deploy/nats-server.conf)"
+            );
+            None
+        }
+    }
+}

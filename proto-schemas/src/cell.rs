@@ -111,6 +111,27 @@ pub struct CellInput {
     /// The bytes, base64 (an inline blob).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<String>,
+    /// Over NATS, an inline blob too large to ride in the cell message:
+    /// the frontend wrote its bytes to the bucket of inline files in and
+    /// names them here instead of `data` (never taken from a client).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored: Option<StoredInput>,
+}
+
+/// A file in kept in a JetStream key-value bucket of files in, as whoever
+/// wrote it describes it (the bridge in its reply, the frontend in the
+/// cell message): its chunks `<id>.c0` ... `<id>.c<chunks - 1>`, its size
+/// and SHA-256, which the runner checks before it places the file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StoredInput {
+    /// 32 hex digits: its chunks are `<id>.c0` ... `<id>.c<chunks - 1>`.
+    pub id: String,
+    /// The file's bytes.
+    pub size: u64,
+    /// How many chunks.
+    pub chunks: u64,
+    /// The file's SHA-256, hex.
+    pub sha256: String,
 }
 
 /// The most files one cell takes in.

@@ -33,6 +33,7 @@ mod files_data_science;
 mod files_faults;
 mod files_http_large;
 mod files_in;
+mod files_in_inline_nats;
 mod files_in_nats;
 mod files_kept;
 mod files_limits;

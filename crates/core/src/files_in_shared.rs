@@ -19,6 +19,17 @@
 //! does not fit is refused (the cell ends before its code starts, saying
 //! so), never cut. Only the bridges write the bucket and only the runners
 //! read it; the frontends have no grant on it (`deploy/nats-server.conf`).
+//!
+//! Inline files in (bytes a client sends with `run_python`, up to
+//! [`code_mode_proto::MAX_INPUT_BYTES`] in all) travel the same way from
+//! the frontend, which holds them, through a bucket of their own,
+//! [`INLINE_BUCKET`]: the frontend writes the chunks of each file the cell
+//! message cannot carry and names them in the cell's input
+//! (`CellInput::stored`); the runner reads and checks them as above. Only
+//! the frontends write that bucket and only the runners read it, so a
+//! frontend can neither read what another wrote, nor touch (overwrite,
+//! purge, fill) the bridges' bucket, and a bridge cannot touch the
+//! frontends'.
 
 use std::time::Duration;
 
@@ -28,6 +39,9 @@ use sha2::Digest as _;
 
 /// The JetStream key-value bucket of files in on their way to a runner.
 pub const INPUTS_BUCKET: &str = "codemode_files_in";
+/// The JetStream key-value bucket of inline files in (a client's bytes) on
+/// their way from a frontend to a runner.
+pub const INLINE_BUCKET: &str = "codemode_files_in_inline";
 /// A file of at most this many bytes (as it travels in the reply: its text,
 /// or its base64) stays in the bridge's reply; JSON escapes it twice there
 /// (at most 7 bytes a byte), still under the 1 MiB message bound.
@@ -45,14 +59,21 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, thiserror::Error)]
 pub enum SharedInputsError {
     /// JetStream did not answer, or refused.
-    #[error("the files-in bucket {INPUTS_BUCKET}: {0}")]
-    Unavailable(String),
+    #[error("the files-in bucket {bucket}: {why}")]
+    Unavailable {
+        /// The bucket.
+        bucket: &'static str,
+        /// What JetStream said.
+        why: String,
+    },
     /// The bucket holds its bound.
-    #[error("the files-in bucket {INPUTS_BUCKET} is full (it holds at most {INPUTS_MAX_BYTES} bytes, for {} s)", INPUTS_TTL.as_secs())]
-    Full,
-    /// What the reply describes is not what the bucket holds.
-    #[error("the file in {id} in {INPUTS_BUCKET}: {why}")]
+    #[error("the files-in bucket {0} is full (it holds at most {INPUTS_MAX_BYTES} bytes, for {ttl} s)", ttl = INPUTS_TTL.as_secs())]
+    Full(&'static str),
+    /// What the description names is not what the bucket holds.
+    #[error("the file in {id} in {bucket}: {why}")]
     Broken {
+        /// The bucket.
+        bucket: &'static str,
         /// The file's id.
         id: String,
         /// What is wrong.
@@ -60,46 +81,62 @@ pub enum SharedInputsError {
     },
 }
 
-/// A file in kept in the bucket, as the bridge's reply describes it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct StoredInput {
-    /// 32 hex digits: its chunks are `<id>.c0` ... `<id>.c<chunks - 1>`.
-    pub id: String,
-    /// The file's bytes.
-    pub size: u64,
-    /// How many chunks.
-    pub chunks: u64,
-    /// The file's SHA-256, hex.
-    pub sha256: String,
-}
+/// A file in kept in a bucket of files in, as its writer describes it.
+pub use code_mode_proto::StoredInput;
 
-/// The bucket of files in: a handle on JetStream, cheap to clone. The
-/// bridge opens it with [`SharedInputs::create`]; a runner with
-/// [`SharedInputs::reader`], which looks the bucket up at each read (a
-/// runner may start before any bridge created it).
+/// A bucket of files in: a handle on JetStream, cheap to clone. The
+/// bridge opens [`INPUTS_BUCKET`] with [`SharedInputs::create`], a frontend
+/// [`INLINE_BUCKET`] with [`SharedInputs::create_inline`]; a runner reads
+/// the first with [`SharedInputs::reader`] and the second with
+/// [`SharedInputs::inline_reader`], which look the bucket up at each read
+/// (a runner may start before any writer created it).
 #[derive(Clone)]
 pub struct SharedInputs {
     context: jetstream::Context,
     store: Option<kv::Store>,
+    bucket: &'static str,
 }
 
 impl std::fmt::Debug for SharedInputs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SharedInputs").field("bucket", &INPUTS_BUCKET).finish()
+        f.debug_struct("SharedInputs").field("bucket", &self.bucket).finish()
     }
 }
 
 impl SharedInputs {
-    /// The bucket over `client`, created when missing with `replicas`.
+    /// The bridges' bucket ([`INPUTS_BUCKET`]) over `client`, created when
+    /// missing with `replicas`.
     pub async fn create(client: async_nats::Client, replicas: usize) -> Result<Self, SharedInputsError> {
+        Self::create_in(
+            client,
+            replicas,
+            INPUTS_BUCKET,
+            "code-mode files in of cells on their way to a runner (issue 42)",
+        )
+        .await
+    }
+
+    /// The frontends' bucket of inline files in ([`INLINE_BUCKET`]) over
+    /// `client`, created when missing with `replicas`.
+    pub async fn create_inline(client: async_nats::Client, replicas: usize) -> Result<Self, SharedInputsError> {
+        let about = "code-mode inline files in (a client's bytes) on their way from a frontend to a runner (issue 42)";
+        Self::create_in(client, replicas, INLINE_BUCKET, about).await
+    }
+
+    async fn create_in(
+        client: async_nats::Client,
+        replicas: usize,
+        bucket: &'static str,
+        description: &str,
+    ) -> Result<Self, SharedInputsError> {
         let mut context = jetstream::new(client);
         context.set_timeout(TIMEOUT);
-        let store = match context.get_key_value(INPUTS_BUCKET).await {
+        let store = match context.get_key_value(bucket).await {
             Ok(store) => store,
             Err(get_error) => {
                 let config = kv::Config {
-                    bucket: INPUTS_BUCKET.to_string(),
-                    description: "code-mode files in of cells on their way to a runner (issue 42)".into(),
+                    bucket: bucket.to_string(),
+                    description: description.into(),
                     history: 1,
                     max_value_size: (CHUNK_BYTES + 4096) as i32,
                     max_bytes: INPUTS_MAX_BYTES,
@@ -110,32 +147,44 @@ impl SharedInputs {
                 };
                 match context.create_key_value(config).await {
                     Ok(store) => store,
-                    Err(create_error) => context.get_key_value(INPUTS_BUCKET).await.map_err(|_| {
-                        SharedInputsError::Unavailable(format!(
-                            "cannot open it: {get_error}; creating it: {create_error}"
-                        ))
-                    })?,
+                    Err(create_error) => {
+                        context.get_key_value(bucket).await.map_err(|_| SharedInputsError::Unavailable {
+                            bucket,
+                            why: format!("cannot open it: {get_error}; creating it: {create_error}"),
+                        })?
+                    }
                 }
             }
         };
-        Ok(Self { context, store: Some(store) })
+        Ok(Self { context, store: Some(store), bucket })
     }
 
-    /// A reader over `client`: nothing is asked of JetStream until a read.
+    /// A reader of the bridges' bucket over `client`: nothing is asked of
+    /// JetStream until a read.
     pub fn reader(client: async_nats::Client) -> Self {
         let mut context = jetstream::new(client);
         context.set_timeout(TIMEOUT);
-        Self { context, store: None }
+        Self { context, store: None, bucket: INPUTS_BUCKET }
+    }
+
+    /// A reader of the frontends' bucket of inline files in, over this
+    /// one's connection: nothing is asked of JetStream until a read.
+    pub fn inline_reader(&self) -> Self {
+        Self { context: self.context.clone(), store: None, bucket: INLINE_BUCKET }
+    }
+
+    /// The bucket this handle reads or writes.
+    pub fn bucket(&self) -> &'static str {
+        self.bucket
     }
 
     async fn store(&self) -> Result<kv::Store, SharedInputsError> {
         match &self.store {
             Some(store) => Ok(store.clone()),
-            None => self
-                .context
-                .get_key_value(INPUTS_BUCKET)
-                .await
-                .map_err(|e| SharedInputsError::Unavailable(format!("cannot open it: {e}"))),
+            None => self.context.get_key_value(self.bucket).await.map_err(|e| SharedInputsError::Unavailable {
+                bucket: self.bucket,
+                why: format!("cannot open it: {e}"),
+            }),
         }
     }
 
@@ -155,9 +204,9 @@ impl SharedInputs {
                 }
                 let text = e.to_string();
                 return Err(if text.contains("maximum bytes") {
-                    SharedInputsError::Full
+                    SharedInputsError::Full(self.bucket)
                 } else {
-                    SharedInputsError::Unavailable(text)
+                    SharedInputsError::Unavailable { bucket: self.bucket, why: text }
                 });
             }
             chunks += 1;
@@ -169,7 +218,7 @@ impl SharedInputs {
     /// hash described, or an error (a chunk missing or expired, a size or
     /// hash that differs), never cut bytes.
     pub async fn take(&self, stored: &StoredInput, max: usize) -> Result<Vec<u8>, SharedInputsError> {
-        let broken = |why: String| SharedInputsError::Broken { id: stored.id.clone(), why };
+        let broken = |why: String| SharedInputsError::Broken { bucket: self.bucket, id: stored.id.clone(), why };
         if stored.id.len() != 32 || !stored.id.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(broken("not an id of a file in".into()));
         }
@@ -185,7 +234,7 @@ impl SharedInputs {
             let chunk = store
                 .get(format!("{}.c{n}", stored.id))
                 .await
-                .map_err(|e| SharedInputsError::Unavailable(e.to_string()))?
+                .map_err(|e| SharedInputsError::Unavailable { bucket: self.bucket, why: e.to_string() })?
                 .ok_or_else(|| broken(format!("chunk {n} is gone (expired after {} s?)", INPUTS_TTL.as_secs())))?;
             if chunk.len() > CHUNK_BYTES || bytes.len() + chunk.len() > stored.size as usize {
                 return Err(broken(format!("chunk {n} does not fit the described size")));

@@ -12,6 +12,8 @@
 //! The resources and tools' files are read by the sandbox-runner through
 //! the bridge, as the cell's own calls (policy, private-data rule, audit
 //! record), held to the files-in limit ([`MAX_INPUT_FILE_BYTES`]).
+//! Over NATS, inline bytes the cell message cannot carry go to the runner
+//! through the bucket of inline files in ([`stage`]).
 
 use base64::Engine as _;
 use code_mode_proto::{CellInput, MAX_INPUT_BYTES, MAX_INPUT_FILE_BYTES, MAX_INPUTS};
@@ -118,7 +120,57 @@ fn entry_of(i: usize, entry: &Value, inline: &mut usize) -> Result<CellInput, St
             ));
         }
     }
-    Ok(CellInput { name, uri, tool, arguments, data })
+    Ok(CellInput { name, uri, tool, arguments, data, stored: None })
+}
+
+/// Over NATS (`shared`, the bucket of inline files in), make `cell`'s
+/// message fit the NATS server's message bound: its inline files stay in
+/// it, smallest first, while they hold at most
+/// [`code_mode_core::files_in_shared::INLINE_BYTES`] (128 KiB) in all,
+/// and every other one is written to the bucket, its entry then naming the
+/// chunks, size and SHA-256 (`stored`) instead of carrying the bytes. A
+/// cell whose inline files fit is sent as it is: no write, no round trip.
+/// Without `shared` (`serve`, in one process) nothing changes. A write
+/// that fails ends the call here, naming the file.
+pub(crate) async fn stage(
+    shared: Option<&code_mode_core::files_in_shared::SharedInputs>,
+    cell: &mut code_mode_proto::RunCell,
+) -> Result<(), String> {
+    use code_mode_core::files_in_shared::INLINE_BYTES;
+    let Some(shared) = shared else { return Ok(()) };
+    let engine = base64::engine::general_purpose::STANDARD;
+    // Each inline file's index and decoded size (the frontend checked the
+    // base64 when it took the call), smallest first.
+    let mut sizes: Vec<(usize, usize)> = cell
+        .inputs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, input)| input.data.as_deref().map(|d| (i, decoded_len(d))))
+        .collect();
+    if sizes.iter().map(|(_, size)| size).sum::<usize>() <= INLINE_BYTES {
+        return Ok(());
+    }
+    sizes.sort_by_key(|(_, size)| *size);
+    let mut kept = 0usize;
+    for (i, size) in sizes {
+        if kept + size <= INLINE_BYTES {
+            kept += size;
+            continue;
+        }
+        let input = &mut cell.inputs[i];
+        let Some(data) = input.data.as_deref() else { continue };
+        let bytes = engine.decode(data).map_err(|e| format!("files[{i}] ({}): data is not base64: {e}", input.name))?;
+        let stored = shared.put(&bytes).await.map_err(|e| format!("files[{i}] ({}): {e}", input.name))?;
+        tracing::debug!(file = %input.name, id = %stored.id, bytes = stored.size, "an inline file in goes through the bucket");
+        input.data = None;
+        input.stored = Some(stored);
+    }
+    Ok(())
+}
+
+/// The bytes `data` (standard base64, padded, checked) decodes to.
+fn decoded_len(data: &str) -> usize {
+    (data.len() / 4 * 3).saturating_sub(data.bytes().rev().take_while(|b| *b == b'=').count())
 }
 
 /// A plain file name: no `/` or `\`, not `.` or `..`, no control

@@ -158,6 +158,11 @@ pub struct FrontendConfig {
     /// [`code_mode_core::files_shared::FILES_BUCKET`]): any frontend
     /// replica reads them from there.
     pub shared_files: Option<code_mode_core::files_shared::SharedFiles>,
+    /// Over NATS, where inline files in the cell message cannot carry go
+    /// to the runners (the bucket
+    /// [`code_mode_core::files_in_shared::INLINE_BUCKET`], which this
+    /// frontend writes); `None` (`serve`): they ride in the cell message.
+    pub shared_inputs: Option<code_mode_core::files_in_shared::SharedInputs>,
 }
 
 /// How long a kept session's container lives (`--keep-variables`).
@@ -200,6 +205,7 @@ impl Default for FrontendConfig {
             task_ttl: tasks::DEFAULT_TASK_TTL,
             files: None,
             shared_files: None,
+            shared_inputs: None,
         }
     }
 }

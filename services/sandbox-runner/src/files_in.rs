@@ -22,12 +22,17 @@
 //! Over NATS a file past the bridge's reply bound comes through the bucket
 //! of files in ([`code_mode_core::files_in_shared`]): the reply names its
 //! chunks, size and SHA-256, and the file is placed only whole and equal
-//! to them.
+//! to them. So does an inline file the cell message could not carry: the
+//! frontend wrote it to the bucket of inline files in and the cell's input
+//! names it (`stored`); the runner reads only that bucket for it, never
+//! the bridges'.
 
 use std::time::Duration;
 
 use base64::Engine as _;
-use code_mode_proto::{CellInput, ErrorKind, MAX_INPUT_FILE_BYTES, Op, RunCell, Target, ToolCall, ToolReply};
+use code_mode_proto::{
+    CellInput, ErrorKind, MAX_INPUT_BYTES, MAX_INPUT_FILE_BYTES, Op, RunCell, Target, ToolCall, ToolReply,
+};
 use tokio::time::Instant;
 
 use crate::protocol::InputFile;
@@ -65,23 +70,39 @@ pub(crate) async fn resolve(
     let mut files = Vec::with_capacity(cell.inputs.len());
     let mut total = 0usize;
     for (i, input) in cell.inputs.iter().enumerate() {
-        let bytes = match (&input.uri, &input.tool, &input.data) {
-            (Some(uri), _, _) => {
+        let bytes = match (&input.uri, &input.tool, &input.data, &input.stored) {
+            (None, None, None, Some(stored)) => {
+                let Some(inputs) = inputs else {
+                    return Err(format!(
+                        "files[{i}] ({}): the frontend handed the file through the bucket of inline files in, which \
+                         this runner does not read",
+                        input.name
+                    ));
+                };
+                inputs
+                    .inline_reader()
+                    .take(stored, MAX_INPUT_BYTES)
+                    .await
+                    .map_err(|e| format!("files[{i}] ({}): {e}", input.name))?
+            }
+            (Some(uri), _, _, _) => {
                 let target = Target::new(Op::ReadResource, uri.clone());
                 read(cell, input, target, calls, bus, timeout, inputs)
                     .await
                     .map_err(|e| format!("files[{i}] ({uri}): {e}"))?
             }
-            (None, Some(tool), _) => {
+            (None, Some(tool), _, _) => {
                 let target = Target::new(Op::Tool, tool.clone());
                 read(cell, input, target, calls, bus, timeout, inputs)
                     .await
                     .map_err(|e| format!("files[{i}] ({tool}): {e}"))?
             }
-            (None, None, Some(data)) => base64::engine::general_purpose::STANDARD
+            (None, None, Some(data), _) => base64::engine::general_purpose::STANDARD
                 .decode(data)
                 .map_err(|e| format!("files[{i}] ({}): data is not base64: {e}", input.name))?,
-            (None, None, None) => return Err(format!("files[{i}] ({}): neither a uri, a tool nor data", input.name)),
+            (None, None, None, None) => {
+                return Err(format!("files[{i}] ({}): neither a uri, a tool nor data", input.name));
+            }
         };
         total += bytes.len();
         if total > MAX_INPUT_FILE_BYTES {
@@ -105,12 +126,15 @@ pub(crate) fn records(cell: &RunCell) -> Vec<code_mode_audit::record::CellInputR
         .map(|input| {
             let bytes =
                 input.data.as_deref().map(|d| base64::engine::general_purpose::STANDARD.decode(d).unwrap_or_default());
+            let stored = input.stored.as_ref();
             code_mode_audit::record::CellInputRecord {
                 name: input.name.clone(),
                 uri: input.uri.clone(),
                 tool: input.tool.clone(),
-                bytes: bytes.as_ref().map(|b| b.len() as u64),
-                sha256: bytes.map(|b| sha2::Sha256::digest(&b).iter().map(|x| format!("{x:02x}")).collect()),
+                bytes: bytes.as_ref().map(|b| b.len() as u64).or(stored.map(|s| s.size)),
+                sha256: bytes
+                    .map(|b| sha2::Sha256::digest(&b).iter().map(|x| format!("{x:02x}")).collect())
+                    .or(stored.map(|s| s.sha256.clone())),
             }
         })
         .collect()

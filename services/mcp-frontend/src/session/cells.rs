@@ -40,7 +40,8 @@ pub(super) async fn run_cell(
 
 /// What every cell goes through before it is sent, fresh or kept: its
 /// code within the size limit, one of the process's cell slots (held while
-/// the permit lives), the catalog refreshed, and its [`RunCell`] over it.
+/// the permit lives), the catalog refreshed, and its [`RunCell`] over it,
+/// its larger inline files in written to the bucket over NATS.
 pub(super) async fn prepare<'s>(
     shared: &'s Shared,
     at: &At,
@@ -54,7 +55,9 @@ pub(super) async fn prepare<'s>(
     let slot = shared.slots.acquire().await.expect("the semaphore is never closed");
     shared.catalog.refresh().await;
     let view = shared.catalog.current();
-    Ok((slot, cell_message(shared, at, identity, order, &view)))
+    let mut cell = cell_message(shared, at, identity, order, &view);
+    crate::files_in::stage(shared.config.shared_inputs.as_ref(), &mut cell).await.map_err(FrontendError::FilesIn)?;
+    Ok((slot, cell))
 }
 
 /// What the cell's lease says, where it goes: the progress the code

@@ -1,0 +1,109 @@
+//! Inline files in over NATS (issue 42), with the frontend, the bridge and
+//! the sandbox-runner as separate processes: bytes a client sends with
+//! `run_python` (`files[].data`, base64) up to the inline limit
+//! ([`code_mode_proto::MAX_INPUT_BYTES`], 2 MiB in all) reach the cell
+//! whole, their hashes the host's, though the cell message is one NATS
+//! message under the server's 1 MiB `max_payload`: the frontend writes the
+//! larger ones to the bucket `codemode_files_in_inline`, which the runners
+//! read, and small ones keep riding in the cell message (no bucket write).
+//! Real nats-server (the deployment's users and permissions, its default
+//! `max_payload`), real Docker, rmcp's client.
+
+use std::io::Read as _;
+
+use base64::Engine as _;
+use serde_json::json;
+
+use crate::auth::connect_as;
+use crate::files_in::{error_of, run_with_files, sha256};
+use crate::files_in_nats::jetstream_as;
+use crate::support::{self, SplitHttp};
+
+/// Each file under `/tmp/in`: its name, size and SHA-256.
+const HASH_INPUTS: &str = r#"
+import hashlib, os
+for name in sorted(os.listdir("/tmp/in")):
+    data = open(os.path.join("/tmp/in", name), "rb").read()
+    print(name, len(data), hashlib.sha256(data).hexdigest())
+"#;
+
+/// `n` random bytes (the kernel's).
+pub(crate) fn random_bytes(n: usize) -> Vec<u8> {
+    let mut bytes = vec![0u8; n];
+    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).expect("/dev/urandom reads");
+    bytes
+}
+
+/// A `files` entry of inline bytes.
+pub(crate) fn inline(name: &str, bytes: &[u8]) -> serde_json::Value {
+    json!({"name": name, "data": base64::engine::general_purpose::STANDARD.encode(bytes)})
+}
+
+/// Messages in the inline files-in bucket, as a runner sees them (0 when
+/// it does not exist yet).
+async fn chunks_in_bucket(js: &async_nats::jetstream::Context) -> u64 {
+    match js.get_stream("KV_codemode_files_in_inline").await {
+        Ok(mut stream) => stream.info().await.map(|i| i.state.messages).unwrap_or(0),
+        Err(_) => 0,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_nats_inline_files_up_to_the_2_mib_inline_limit_reach_the_cell_whole_and_small_ones_stay_in_the_cell_message()
+ {
+    let Some(split) = SplitHttp::start() else { return };
+    let (alice, tokens) = support::alice();
+    let (_bridge, _runner) = split.services(&[], &[], &["--warm", "0"]);
+    let (_frontend, url) = split.frontend(&tokens).await;
+    let client = connect_as(&url, &alice, ()).await;
+    let js = jetstream_as(&split.nats, &split.users, "sandbox-runner").await;
+
+    // Small inline files (128 KiB in all): they stay in the cell message,
+    // nothing is written to the bucket.
+    let small = random_bytes(100_000);
+    let tiny = random_bytes(31_072);
+    let before = chunks_in_bucket(&js).await;
+    let result = run_with_files(&client, HASH_INPUTS, json!([inline("a.bin", &small), inline("b.bin", &tiny)])).await;
+    let report = support::report(&result);
+    assert_eq!(report["error"], serde_json::Value::Null, "{report}");
+    let expected = format!("a.bin 100000 {}\nb.bin 31072 {}\n", sha256(&small), sha256(&tiny));
+    assert_eq!(report["stdout"], expected.as_str(), "{report}");
+    assert_eq!(chunks_in_bucket(&js).await, before, "small inline files went through the bucket");
+
+    // 2,097,152 bytes in all, the inline limit: twice the NATS message
+    // bound, with its base64 nearly three times.
+    let big = random_bytes(1_900_000);
+    let middle = random_bytes(197_147);
+    let note = b"small".to_vec();
+    let files = json!([inline("big.bin", &big), inline("middle.bin", &middle), inline("note.txt", &note)]);
+    let started = std::time::Instant::now();
+    let result = run_with_files(&client, HASH_INPUTS, files).await;
+    let took = started.elapsed();
+    let report = support::report(&result);
+    assert_eq!(report["error"], serde_json::Value::Null, "{report}");
+    let expected = format!(
+        "big.bin 1900000 {}\nmiddle.bin 197147 {}\nnote.txt 5 {}\n",
+        sha256(&big),
+        sha256(&middle),
+        sha256(&note)
+    );
+    assert_eq!(report["stdout"], expected.as_str(), "{report}");
+    // The two larger files went through the bucket in 256 KiB chunks (8 and
+    // 1); the 5 bytes stayed in the message.
+    assert_eq!(chunks_in_bucket(&js).await, before + 9, "the chunks of big.bin and middle.bin");
+    eprintln!("measured: 2,097,152 inline bytes in three files reached the cell in {took:?} (call to result)");
+
+    // One byte past the inline limit: refused naming it, no code run.
+    let result = run_with_files(
+        &client,
+        "print('ran')",
+        json!([inline("big.bin", &big), inline("more.bin", &random_bytes(197_153))]),
+    )
+    .await;
+    let error = error_of(&result);
+    assert!(
+        error.contains("files[1] (more.bin): the inline files hold 2097153 bytes, over the 2097152 byte limit"),
+        "{error}"
+    );
+    client.cancel().await.ok();
+}
