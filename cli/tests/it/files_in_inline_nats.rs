@@ -6,6 +6,11 @@
 //! message under the server's 1 MiB `max_payload`: the frontend writes the
 //! larger ones to the bucket `codemode_files_in_inline`, which the runners
 //! read, and small ones keep riding in the cell message (no bucket write).
+//! A frontend killed (`kill -9`) while it writes a file's chunks sends no
+//! cell: the chunks it wrote are described by nothing, the client's call
+//! ends with the clear "the frontend that held this call stopped" error of
+//! the frontend that takes its address, and the same call through it
+//! reaches the cell whole.
 //! Real nats-server (the deployment's users and permissions, its default
 //! `max_payload`), real Docker, rmcp's client.
 
@@ -105,5 +110,92 @@ async fn over_nats_inline_files_up_to_the_2_mib_inline_limit_reach_the_cell_whol
         error.contains("files[1] (more.bin): the inline files hold 2097153 bytes, over the 2097152 byte limit"),
         "{error}"
     );
+    client.cancel().await.ok();
+}
+
+/// Chunks of a 2,000,000-byte file in the bucket (256 KiB each).
+const CHUNKS_OF_2_MB: usize = 2_000_000usize.div_ceil(code_mode_core::files_in_shared::CHUNK_BYTES);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_nats_a_frontend_killed_while_it_writes_an_inline_files_chunks_sends_no_cell_the_call_ends_with_a_clear_error_and_a_new_frontend_runs_it_whole()
+ {
+    let Some(split) = SplitHttp::start() else { return };
+    let (alice, tokens) = support::alice();
+    let (_bridge, runner) = split.services(&[], &[], &["--warm", "0"]);
+    let runner_pid = runner.id().expect("the runner runs");
+    let js = jetstream_as(&split.nats, &split.users, "sandbox-runner").await;
+    let big = random_bytes(2_000_000);
+    let files = json!([inline("big.bin", &big)]);
+
+    // The kill: as soon as a first chunk of the file is in the bucket, seen
+    // through the runners' own view of it (stream info, polled); a new
+    // frontend then starts on the same address (as behind a load balancer).
+    // On a busy machine the test may see the chunk only after the frontend
+    // stored the last one: then it tries again (at most 3 times).
+    let mut attempt = 1;
+    let (mut frontend, url) = split.frontend(&tokens).await;
+    let (answer, written, ended_after, _again) = loop {
+        let client = connect_as(&url, &alice, ()).await;
+        let before = crate::files_faults::keys_of(&js, "codemode_files_in_inline").await;
+        let frontend_pid = frontend.id().expect("the frontend runs");
+        let killed = async {
+            let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while crate::files_faults::keys_of(&js, "codemode_files_in_inline").await.len() <= before.len() {
+                assert!(std::time::Instant::now() < give_up, "no chunk reached the bucket within 60 s");
+            }
+            support::kill9(frontend_pid);
+            frontend.wait().await.expect("the killed frontend is reaped");
+            let killed_at = std::time::Instant::now();
+            let listen = format!("127.0.0.1:{}", reqwest::Url::parse(&url).unwrap().port().expect("a port"));
+            let args = ["--http", listen.as_str(), "--auth-tokens", tokens.arg()];
+            let mut command = support::service_command(&split.nats.url(), &split.users, "frontend", &args, None);
+            let (again, again_url, _log) = crate::http::spawn_http(&mut command).await;
+            assert_eq!(again_url, url, "the new frontend serves the same address");
+            (killed_at, again)
+        };
+        let mut params = rmcp::model::CallToolRequestParams::new("run_python");
+        params.arguments = Some(json!({"code": HASH_INPUTS, "files": files}).as_object().unwrap().clone());
+        // The call's own end, at most 60 s after it started.
+        let call = tokio::time::timeout(std::time::Duration::from_secs(60), client.call_tool(params));
+        let (answer, (killed_at, again)) = tokio::join!(call, killed);
+        let ended_after = killed_at.elapsed();
+        let keys = crate::files_faults::keys_of(&js, "codemode_files_in_inline").await;
+        let written: Vec<String> = keys.into_iter().filter(|k| !before.contains(k)).collect();
+        if written.len() < CHUNKS_OF_2_MB {
+            break (answer, written, ended_after, again);
+        }
+        assert!(attempt < 3, "in 3 attempts the kill came only after the frontend's last chunk: {written:?}");
+        eprintln!("attempt {attempt}: the kill came after the frontend's last chunk; again with a new frontend");
+        attempt += 1;
+        frontend = again;
+    };
+
+    // Killed in the middle of its writes: some of the file's chunks are
+    // there, not all, under one id, and nothing else; no cell was sent, so
+    // no container of the runner is there.
+    let id = written.first().and_then(|k| k.split_once('.')).map(|(id, _)| id.to_string()).unwrap_or_default();
+    assert!(!written.is_empty(), "no chunk written");
+    assert!(written.iter().all(|k| k.starts_with(&format!("{id}.c"))), "only the file's chunks: {written:?}");
+    assert!(support::containers_of(runner_pid).is_empty(), "a container ran: {:?}", support::containers_of(runner_pid));
+    // The client's call ended with an error, never a result: rmcp resumed
+    // the call's stream at the new frontend, which says the frontend
+    // holding it stopped.
+    let outcome = match &answer {
+        Ok(Ok(result)) => panic!("the call got a result from a killed frontend: {result:?}"),
+        Ok(Err(e)) => format!("error: {e}"),
+        Err(_) => "no end within 60 s".to_string(),
+    };
+    eprintln!(
+        "measured: the frontend killed (attempt {attempt}) with {} of {CHUNKS_OF_2_MB} chunks written; the call ended \
+         {ended_after:?} after the kill: {outcome}",
+        written.len()
+    );
+    assert!(outcome.contains("frontend that held this call stopped"), "{outcome}");
+
+    // The new frontend runs the same call: the file reaches the cell whole.
+    let client = connect_as(&url, &alice, ()).await;
+    let report = support::report(&run_with_files(&client, HASH_INPUTS, files).await);
+    assert_eq!(report["error"], serde_json::Value::Null, "{report}");
+    assert_eq!(report["stdout"], format!("big.bin 2000000 {}\n", sha256(&big)).as_str(), "{report}");
     client.cancel().await.ok();
 }
