@@ -5,7 +5,9 @@
 //! whole, their hashes the host's, though the cell message is one NATS
 //! message under the server's 1 MiB `max_payload`: the frontend writes the
 //! larger ones to the bucket `codemode_files_in_inline`, which the runners
-//! read, and small ones keep riding in the cell message (no bucket write).
+//! read, and small ones keep riding in the cell message (no bucket write),
+//! in a fresh cell as in a kept session's later cell (sent to the runner
+//! holding its container).
 //! A frontend killed (`kill -9`) while it writes a file's chunks sends no
 //! cell: the chunks it wrote are described by nothing, the client's call
 //! ends with the clear "the frontend that held this call stopped" error of
@@ -197,5 +199,25 @@ async fn over_nats_a_frontend_killed_while_it_writes_an_inline_files_chunks_send
     let report = support::report(&run_with_files(&client, HASH_INPUTS, files).await);
     assert_eq!(report["error"], serde_json::Value::Null, "{report}");
     assert_eq!(report["stdout"], format!("big.bin 2000000 {}\n", sha256(&big)).as_str(), "{report}");
+    client.cancel().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_nats_a_kept_sessions_later_cell_gets_a_large_inline_file_whole_beside_the_earlier_cells_variables() {
+    let Some(split) = SplitHttp::start() else { return };
+    let (alice, tokens) = support::alice();
+    let (_bridge, _runner) = split.services(&[], &[], &["--warm", "0"]);
+    let (_frontend, url) = split.frontend_with(&tokens, &["--keep-variables"]).await;
+    let client = connect_as(&url, &alice, ()).await;
+
+    // The first cell makes the container and a variable; the second, sent
+    // to the runner holding it, takes 1,500,000 inline bytes (6 chunks).
+    let first = crate::http::run_python(&client, "kept = 41").await;
+    assert_eq!(support::report(&first)["error"], serde_json::Value::Null, "{:?}", support::report(&first));
+    let bytes = random_bytes(1_500_000);
+    let code = format!("print(kept + 1)\n{HASH_INPUTS}");
+    let report = support::report(&run_with_files(&client, &code, json!([inline("later.bin", &bytes)])).await);
+    assert_eq!(report["error"], serde_json::Value::Null, "{report}");
+    assert_eq!(report["stdout"], format!("42\nlater.bin 1500000 {}\n", sha256(&bytes)).as_str(), "{report}");
     client.cancel().await.ok();
 }

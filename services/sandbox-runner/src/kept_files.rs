@@ -33,7 +33,8 @@ pub struct FileStores {
     /// The bucket, over NATS.
     pub shared: Option<SharedFiles>,
     /// Over NATS, where a bridge leaves a large file in for the runner
-    /// (`codemode_files_in`).
+    /// (`codemode_files_in`); a frontend's large inline file comes through
+    /// its inline reader (`codemode_files_in_inline`).
     pub inputs: Option<code_mode_core::files_in_shared::SharedInputs>,
 }
 
