@@ -131,13 +131,17 @@ _PARTICLE_VERB = re.compile(
 # removes, and so does "clean out the old notes").
 _PLACE_AFTER = re.compile(r"\s+(?:the|a|an|this|that|these|those|of)\b", re.I)
 # "anything (in memory) about ...": a search, with up to three words between.
-_ANYTHING_ABOUT = re.compile(r"\banything\b(?:\s+[\w'-]+){0,3}?\s+(?:about|on|regarding|concerning)\b", re.I)
+_ANYTHING_ABOUT = re.compile(r"\bany(?:thing)?\b(?:\s+[\w'-]+){0,3}?\s+(?:about|on|regarding|concerning)\b", re.I)
 
 
 # An MCP method's name: its namespace, a slash, the method (camel case).
 _MCP_METHOD = re.compile(
     r"^(?:notifications/)?(?:roots|sampling|elicitation|tools|resources|prompts|completion|logging|tasks|"
     r"notifications|ping|initialize)/[A-Za-z][A-Za-z_/]*$")
+_MIME_TYPE = re.compile(r"^(?:image|audio|video|text|application|font)/[A-Za-z0-9][\w.+-]*$", re.I)
+# A listing piped into a filter ("ls -R | grep csv", "find . | rg test"):
+# a search.
+_PIPED_FILTER = re.compile(r"\|\s*(?:grep|egrep|fgrep|rg|ag)\b")
 _ANYONE_WHO = re.compile(
     r"\b(?:anyone|anybody|someone|somebody|any (?:one|person|people|contacts?|entit(?:y|ies)|nodes?|records?))\b"
     r"[^.?!;]{0,30}?\b(?:who|whose|that|which)\b", re.I)
@@ -403,6 +407,12 @@ def _query_tokens(query):
     # A shell redirection into a file ("echo hi > notes.txt") writes it;
     # ">>" appends to it.
     text = _REDIRECT.sub(lambda m: " append " if m.group(1) == ">>" else " write ", text)
+    piped = _PIPED_FILTER.search(text)
+    if piped:
+        # What lists before the pipe is the means; only its paths stay.
+        means = [t for t in text[:piped.start()].split() if "/" in t or t.startswith("~")]
+        text = " ".join(means) + " " + text[piped.end():]
+        hints += [("search", 1.0), ("pattern", 0.5)]
     if _SUM.search(text):
         hints.append(("sum", 1.0))
         text = text.replace("+", " + ")
@@ -473,6 +483,11 @@ def _query_tokens(query):
             pass
         elif lower in ("w/", "w/o"):
             plain.append("with" if lower == "w/" else "without")  # shorthand, not a folder
+        elif _MIME_TYPE.match(bare):
+            # "image/png", "audio/wav": a kind of content, not a path.
+            kind, _, subtype = lower.partition("/")
+            plain.append(kind)
+            arguments.extend(_raw_words(subtype))
         elif _MCP_METHOD.match(bare):
             # "elicitation/create", "roots/list", "sampling/createMessage":
             # an MCP method named, its words asked for (not a folder path).
@@ -636,7 +651,7 @@ def read_query(query, index=None):
     for token in text.split():
         if token.startswith("\0"):  # an identifier: a name, or an argument
             words = _raw_words(token[1:])
-            if named is not None and words and all(w in named for w in words):
+            if named is not None and words and all(w in named or _stem(w) in named for w in words):
                 named_words += words
             else:
                 arguments.extend(words)
@@ -735,7 +750,9 @@ def read_query(query, index=None):
         extra.append(("open", GRAPH_HINT_WEIGHT))  # read named records as they are
     if question and opener[0] == "who" and len(opener) > 2 and opener[1] not in ("is", "are", "was", "were"):
         extra.append(("search", GRAPH_HINT_WEIGHT))  # "who in memory likes tea": whoever matches
-    if about and (action or not reads):
+    if about and (action or not reads) and not (question and _ANYTHING_ABOUT.search(text)):
+        # (A question for anything about something is a search, whatever
+        # it names: "do I have any notes about dentists?")
         extra.append((about, GRAPH_HINT_WEIGHT))
         if action is None and not question and not REMOVING_VERBS.intersection(raw):
             action = "make"  # "Omar's record: he is now team lead": a fact to keep  # the kind of thing, as the tools name it

@@ -262,6 +262,7 @@ class SearchIndex:
                     fields[field] = fields.get(field, 0) + 1
                 if field in ("name", "server"):
                     self.named.update(raw)
+                    self.named.update(spellings[spelling] for spelling in raw)  # and their stems
             self.lengths.append(lengths)
             self.name_words.append(tuple(set(search_words(texts["name"]))))
             self.servers.append(frozenset(_raw_words(texts["server"])))

@@ -1,7 +1,7 @@
 //! Issue 43: `search_tools` finds what people mean, not only the words a
 //! description used, on questions written the way people write a need
 //! (`testing/search-eval/tune-43.json` and the held-out
-//! `heldout-43-round10.json`), with typos in a tool's key word, and without an
+//! `heldout-43-round11.json`), with typos in a tool's key word, and without an
 //! empty answer for a real need.
 //!
 //! Like `search.rs`, these rank with `runner.py`'s own `search_tools` on
@@ -68,15 +68,15 @@ fn print_misses(label: &str, questions: &[Query], ranks: &[(usize, Vec<String>)]
     }
 }
 
-/// The file of the held-out questions (issue 43, round 10): written before
-/// the ranker of round 10 changed, never tuned on.
-const HELD_OUT: &str = "heldout-43-round10.json";
+/// The file of the held-out questions (issue 43, round 11): written before
+/// the ranker of round 11 changed, never tuned on.
+const HELD_OUT: &str = "heldout-43-round11.json";
 
 /// The floor of the held-out test, in percent: first, and in the top three.
-const FIRST_FLOOR: f64 = 94.3;
-const TOP3_FLOOR: f64 = 97.9;
+const FIRST_FLOOR: f64 = 93.4;
+const TOP3_FLOOR: f64 = 97.2;
 
-/// The notes of the tuning questions that were held out in rounds 1 to 9
+/// The notes of the tuning questions that were held out in rounds 1 to 10
 /// (measured, their misses read: tuning material since).
 const ROUND_1_HELD_OUT: &str = "held out in round 1";
 const ROUND_2_HELD_OUT: &str = "held out in round 2";
@@ -87,6 +87,7 @@ const ROUND_6_HELD_OUT: &str = "held out in round 6";
 const ROUND_7_HELD_OUT: &str = "held out in round 7";
 const ROUND_8_HELD_OUT: &str = "held out in round 8";
 const ROUND_9_HELD_OUT: &str = "held out in round 9";
+const ROUND_10_HELD_OUT: &str = "held out in round 10";
 
 /// Issue 43 asked for 95 % first and 99 % in the top three on held-out
 /// questions. On round 2's held-out set (tuning material since, marked
@@ -120,10 +121,13 @@ const ROUND_9_HELD_OUT: &str = "held out in round 9";
 /// (230 and 242). On round 10's held-out set (247), round 9's ranker finds
 /// it first for 232 (93.9 %) and in the top three for 241 (97.6 %); round
 /// 10's ranker, measured once at the round's end, first for 233 (94.3 %)
-/// and in the top three for 242 (98.0 %). This holds the floor measured,
-/// so that a change cannot lose what was gained; raise it with the ranker.
+/// and in the top three for 242 (98.0 %). On round 11's held-out set
+/// (258), round 10's ranker finds it first for 241 (93.4 %) and in the top
+/// three for 251 (97.3 %); round 11's ranker, measured once at the round's
+/// end, the same (241 and 251). This holds the floor measured, so that a
+/// change cannot lose what was gained; raise it with the ranker.
 #[test]
-fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_94_in_100_and_top_three_for_98() {
+fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_93_in_100_and_top_three_for_97() {
     let Some(python) = python() else { return };
     let old = queries();
     let tune = questions("tune-43.json");
@@ -149,6 +153,7 @@ fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_f
     let round7 = |q: &Query| q.note == ROUND_7_HELD_OUT;
     let round8 = |q: &Query| q.note == ROUND_8_HELD_OUT;
     let round9 = |q: &Query| q.note == ROUND_9_HELD_OUT;
+    let round10 = |q: &Query| q.note == ROUND_10_HELD_OUT;
     let earlier = |q: &Query| {
         round1(q)
             || round2(q)
@@ -159,6 +164,7 @@ fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_f
             || round7(q)
             || round8(q)
             || round9(q)
+            || round10(q)
     };
     println!("{:<34} {:>5} {:>14} {:>14}", "questions", "n", "wanted first", "in top three");
     print_row("queries.json tune", recall(&part(&old, &old_ranks, &|q| q.set == "tune")));
@@ -237,11 +243,19 @@ fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_f
         "tune-43 held out in round 9, 300",
         recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && round9(q))),
     );
+    print_row(
+        "tune-43 held out in round 10, 42",
+        recall(&part(&tune, &tune_ranks, &|q| q.catalog == REAL_TOOLS && round10(q))),
+    );
+    print_row(
+        "tune-43 held out in round 10, 300",
+        recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && round10(q))),
+    );
     print_row("tune, all", recall(&[old_ranks.clone(), tune_ranks.clone()].concat()));
-    print_row("heldout round 10, 42 tools", recall(&part(&held, &held_ranks, &|q| q.catalog == REAL_TOOLS)));
-    print_row("heldout round 10, 300 tools", recall(&part(&held, &held_ranks, &|q| q.catalog != REAL_TOOLS)));
+    print_row("heldout round 11, 42 tools", recall(&part(&held, &held_ranks, &|q| q.catalog == REAL_TOOLS)));
+    print_row("heldout round 11, 300 tools", recall(&part(&held, &held_ranks, &|q| q.catalog != REAL_TOOLS)));
     let (n, first, top3) = recall(&held_ranks);
-    print_row("heldout round 10, all", (n, first, top3));
+    print_row("heldout round 11, all", (n, first, top3));
     print_misses("queries.json", &old, &old_ranks);
     print_misses("tune-43", &tune, &tune_ranks);
     if std::env::var_os("SHOW_HELD_OUT_MISSES").is_some() {
@@ -633,6 +647,23 @@ fn search_tools_reads_mcp_method_names_ls_al_the_link_between_two_things_and_a_r
         asked("remove the connection between the two records", "memory__delete_relations"),
         asked("unlink those two contacts in memory", "memory__delete_relations"),
         asked("which legacy tool reads a file the old way", "filesystem__read_file"),
+    ];
+    each_first(&python, &questions);
+}
+
+/// Issue 43, round 11: an identifier made of a tool's name words
+/// (`resource_link`), a listing piped into `grep`, a MIME type, "any ...
+/// about" in a question; each asked in words of no question file and each
+/// ranked wrong by round 10's ranker.
+#[test]
+fn search_tools_reads_name_word_identifiers_a_listing_piped_into_grep_mime_types_and_any_thing_about() {
+    let Some(python) = python() else { return };
+    let asked = |query: &str, want: &str| asked_in(query, want, REAL_TOOLS);
+    let questions = [
+        asked("I need resource_link blocks back from a tool", "everything__get_resource_links"),
+        asked("ls -R docs | grep -i draft", "filesystem__search_files"),
+        asked("my client should draw an image/png it gets from a tool, send a tiny one", "everything__get_tiny_image"),
+        asked("are there any entries about badminton clubs in memory?", "memory__search_nodes"),
     ];
     each_first(&python, &questions);
 }
