@@ -416,6 +416,13 @@ def _query_tokens(query):
     if _SUM.search(text):
         hints.append(("sum", 1.0))
         text = text.replace("+", " + ")
+    if _PROJECT_PLACE.search(text) and any(
+            _FILE_NAME.match(t.rstrip(_EDGE_PUNCTUATION) if t.startswith(".") else t.strip(_EDGE_PUNCTUATION))
+            for t in text.split()):
+        # "the .env at the repo root": where a named file is, not a folder
+        # to list.
+        text = _PROJECT_PLACE.sub(" ", text)
+    text = _FIND_NAME.sub(lambda m: "search files " + m.group(1), text)  # find /srv -name '*.hprof'
     text = _RENAMING_TEXT.sub(lambda m: "replace text of the " + m.group(1), text)
     text = _PHRASE.sub(lambda m: PHRASES[m.group(1).lower()], text)
     text = _PARTICLE_VERB.sub(_particle_verb, text)
@@ -595,6 +602,16 @@ _ABOUT_ONE = re.compile(
 _NAMED_RECORDS = re.compile(
     r"\b[A-Z][a-z]+'s (?:and [A-Z][a-z]+'s )?(?:\w+ )?(?:entries|entry|records|record|nodes|node|profiles|profile)\b"
     r"|\bby (?:their |its |exact )?names?\b|\bexact names?\b")
+# The name of a file as the object of a change: "the file name", "the
+# folder's name", "notes.txt's name", "the name of draft.txt".
+_FILES_NAME = re.compile(r"\b(?:file|folder|directory|dir)(?:['\u2019]s)?\s+name\b|['\u2019]s\s+name\b"
+                         r"|\bname of (?:the |this |that |my )?(?:file|folder|directory|dir|\S+\.\w{1,5}\b)", re.I)
+# Where in a project something is ("at the repo root", "in the root of
+# the project").
+_PROJECT_PLACE = re.compile(
+    r"\b(?:at|in|under|inside|from)\s+(?:the\s+|my\s+|our\s+)?(?:root\s+of\s+(?:the\s+|my\s+|our\s+)?)?"
+    r"(?:repo|repository|project)(?:\s+root)?\b", re.I)
+_FIND_NAME = re.compile(r"\bfind\s+(\S+)\s+-i?(?:name|path|wholename)\b")
 _LINKING_LEAD = re.compile(r"^\W*(?:(?:please|pls|now|then|also)\s+)?(?:disconnect|unlink|detach|relate|interlink)\b", re.I)
 _WITH_ITS = re.compile(r"\balong with (?:its|his|her|their|all)\b", re.I)
 # Something the memory does not hold yet ("you don't know her yet", "met
@@ -679,7 +696,7 @@ def read_query(query, index=None):
         if any(w in PLACING_VERBS and (i == lead or words[i - 1] in LINKING_WORDS and w != "file")
                for i, w in enumerate(words)):
             placing = True  # "..., put it into Finance/2024", "take x.png off the desktop and put it in ..."
-        if RENAMING_VERBS.intersection(words) and ("name" in words or "filename" in words):
+        if RENAMING_VERBS.intersection(words) and ("filename" in words or _FILES_NAME.search(clause)):
             renames = True  # "change notes.txt's filename to ...": if a file is named, a rename
         if words and action is None:
             action = "remove" if words[lead] in REMOVING_VERBS else "make" if words[lead] in MAKING_VERBS else None

@@ -179,6 +179,7 @@ COMPOUND_WORDS = {
     "detach": "remove link",
     # Shorthand people type.
     "sz": "size",
+    "roundtrip": "echo",
     "memorize": "remember",
     "memorise": "remember",
     "mtime": "modified timestamp metadata",
@@ -274,6 +275,11 @@ PHRASES = {
     "current folder": "folder",
     "current directory": "directory",
     "project root": "folder",
+    "repo root": "folder",
+    "repository root": "folder",
+    "root of the repo": "folder",
+    "root of the repository": "folder",
+    "root of the project": "folder",
     "root folder": "folder",
     "root directory": "directory",
     "take out": "remove",
@@ -578,7 +584,8 @@ SYNONYM_GROUPS = [
 # mean the same: a member matches the others at RELATED_WEIGHT.
 RELATED_GROUPS = [
     "search anywhere somewhere wherever",
-    "time morning afternoon evening night noon midnight tonight day week weekday weekend awake asleep bedtime "
+    "time morning afternoon evening night noon midnight tonight tomorrow yesterday day week weekday weekend awake "
+    "asleep bedtime "
     "monday tuesday wednesday thursday friday saturday sunday",
     "dst daylight saving summer",
     "convert difference ahead behind equivalent",

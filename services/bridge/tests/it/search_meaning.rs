@@ -1,7 +1,7 @@
 //! Issue 43: `search_tools` finds what people mean, not only the words a
 //! description used, on questions written the way people write a need
 //! (`testing/search-eval/tune-43.json` and the held-out
-//! `heldout-43-round11.json`), with typos in a tool's key word, and without an
+//! `heldout-43-round12.json`), with typos in a tool's key word, and without an
 //! empty answer for a real need.
 //!
 //! Like `search.rs`, these rank with `runner.py`'s own `search_tools` on
@@ -68,15 +68,15 @@ fn print_misses(label: &str, questions: &[Query], ranks: &[(usize, Vec<String>)]
     }
 }
 
-/// The file of the held-out questions (issue 43, round 11): written before
-/// the ranker of round 11 changed, never tuned on.
-const HELD_OUT: &str = "heldout-43-round11.json";
+/// The file of the held-out questions (issue 43, round 12): written before
+/// the ranker of round 12 changed, never tuned on.
+const HELD_OUT: &str = "heldout-43-round12.json";
 
 /// The floor of the held-out test, in percent: first, and in the top three.
-const FIRST_FLOOR: f64 = 93.4;
-const TOP3_FLOOR: f64 = 97.2;
+const FIRST_FLOOR: f64 = 93.3;
+const TOP3_FLOOR: f64 = 97.6;
 
-/// The notes of the tuning questions that were held out in rounds 1 to 10
+/// The notes of the tuning questions that were held out in rounds 1 to 11
 /// (measured, their misses read: tuning material since).
 const ROUND_1_HELD_OUT: &str = "held out in round 1";
 const ROUND_2_HELD_OUT: &str = "held out in round 2";
@@ -88,6 +88,7 @@ const ROUND_7_HELD_OUT: &str = "held out in round 7";
 const ROUND_8_HELD_OUT: &str = "held out in round 8";
 const ROUND_9_HELD_OUT: &str = "held out in round 9";
 const ROUND_10_HELD_OUT: &str = "held out in round 10";
+const ROUND_11_HELD_OUT: &str = "held out in round 11";
 
 /// Issue 43 asked for 95 % first and 99 % in the top three on held-out
 /// questions. On round 2's held-out set (tuning material since, marked
@@ -124,8 +125,11 @@ const ROUND_10_HELD_OUT: &str = "held out in round 10";
 /// and in the top three for 242 (98.0 %). On round 11's held-out set
 /// (258), round 10's ranker finds it first for 241 (93.4 %) and in the top
 /// three for 251 (97.3 %); round 11's ranker, measured once at the round's
-/// end, the same (241 and 251). This holds the floor measured, so that a
-/// change cannot lose what was gained; raise it with the ranker.
+/// end, the same (241 and 251). On round 12's held-out set (256), round
+/// 11's ranker finds it first for 239 (93.4 %) and in the top three for
+/// 250 (97.7 %); round 12's ranker, measured once at the round's end, the
+/// same (239 and 250). This holds the floor measured, so that a change
+/// cannot lose what was gained; raise it with the ranker.
 #[test]
 fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_for_93_in_100_and_top_three_for_97() {
     let Some(python) = python() else { return };
@@ -154,6 +158,7 @@ fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_f
     let round8 = |q: &Query| q.note == ROUND_8_HELD_OUT;
     let round9 = |q: &Query| q.note == ROUND_9_HELD_OUT;
     let round10 = |q: &Query| q.note == ROUND_10_HELD_OUT;
+    let round11 = |q: &Query| q.note == ROUND_11_HELD_OUT;
     let earlier = |q: &Query| {
         round1(q)
             || round2(q)
@@ -165,6 +170,7 @@ fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_f
             || round8(q)
             || round9(q)
             || round10(q)
+            || round11(q)
     };
     println!("{:<34} {:>5} {:>14} {:>14}", "questions", "n", "wanted first", "in top three");
     print_row("queries.json tune", recall(&part(&old, &old_ranks, &|q| q.set == "tune")));
@@ -251,11 +257,19 @@ fn on_held_out_questions_people_wrote_search_tools_ranks_the_wanted_tool_first_f
         "tune-43 held out in round 10, 300",
         recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && round10(q))),
     );
+    print_row(
+        "tune-43 held out in round 11, 42",
+        recall(&part(&tune, &tune_ranks, &|q| q.catalog == REAL_TOOLS && round11(q))),
+    );
+    print_row(
+        "tune-43 held out in round 11, 300",
+        recall(&part(&tune, &tune_ranks, &|q| q.catalog != REAL_TOOLS && round11(q))),
+    );
     print_row("tune, all", recall(&[old_ranks.clone(), tune_ranks.clone()].concat()));
-    print_row("heldout round 11, 42 tools", recall(&part(&held, &held_ranks, &|q| q.catalog == REAL_TOOLS)));
-    print_row("heldout round 11, 300 tools", recall(&part(&held, &held_ranks, &|q| q.catalog != REAL_TOOLS)));
+    print_row("heldout round 12, 42 tools", recall(&part(&held, &held_ranks, &|q| q.catalog == REAL_TOOLS)));
+    print_row("heldout round 12, 300 tools", recall(&part(&held, &held_ranks, &|q| q.catalog != REAL_TOOLS)));
     let (n, first, top3) = recall(&held_ranks);
-    print_row("heldout round 11, all", (n, first, top3));
+    print_row("heldout round 12, all", (n, first, top3));
     print_misses("queries.json", &old, &old_ranks);
     print_misses("tune-43", &tune, &tune_ranks);
     if std::env::var_os("SHOW_HELD_OUT_MISSES").is_some() {
@@ -664,6 +678,24 @@ fn search_tools_reads_name_word_identifiers_a_listing_piped_into_grep_mime_types
         asked("ls -R docs | grep -i draft", "filesystem__search_files"),
         asked("my client should draw an image/png it gets from a tool, send a tiny one", "everything__get_tiny_image"),
         asked("are there any entries about badminton clubs in memory?", "memory__search_nodes"),
+    ];
+    each_first(&python, &questions);
+}
+
+/// Issue 43, round 12: "tomorrow" somewhere is a time, a name changed in a
+/// file's text is an edit (not a rename of the file), "the root of the
+/// project" is a folder, `find DIR -name`, "roundtrip"; each asked in words
+/// of no question file and each ranked wrong by round 11's ranker.
+#[test]
+fn search_tools_reads_tomorrow_somewhere_a_name_inside_a_file_the_projects_root_find_name_and_roundtrip() {
+    let Some(python) = python() else { return };
+    let asked = |query: &str, want: &str| asked_in(query, want, REAL_TOOLS);
+    let questions = [
+        asked("is it already tomorrow over in Samoa?", "time__get_current_time"),
+        asked("update the guest name in party-plan.md, the rest stays", "filesystem__edit_file"),
+        asked("what sits in the root of the project?", "filesystem__list_directory"),
+        asked("find ~/logs -name '*.gz'", "filesystem__search_files"),
+        asked("roundtrip my test string via the server", "everything__echo"),
     ];
     each_first(&python, &questions);
 }
