@@ -41,7 +41,7 @@ LINKING_WORDS, PARAMETER_KINDS, KIND_SIGNS = TABLES.LINKING_WORDS, TABLES.PARAME
 CHANGING_VERBS, PLACE_QUESTIONS, MODAL_WORDS = TABLES.CHANGING_VERBS, TABLES.PLACE_QUESTIONS, TABLES.MODAL_WORDS
 PLACING_VERBS, FOLDER_WORDS = TABLES.PLACING_VERBS, TABLES.FOLDER_WORDS
 TEXT_THINGS, RENAMING_VERBS, FILLING_WORDS = TABLES.TEXT_THINGS, TABLES.RENAMING_VERBS, TABLES.FILLING_WORDS
-FILE_COMMANDS, LINK_WORDS = TABLES.FILE_COMMANDS, TABLES.LINK_WORDS
+FILE_COMMANDS, LINK_WORDS, LISTING_COMMANDS = TABLES.FILE_COMMANDS, TABLES.LINK_WORDS, TABLES.LISTING_COMMANDS
 
 # --------------------------------------------------------------------------
 # Words, and what a query asks
@@ -408,8 +408,9 @@ def _query_tokens(query):
     # ">>" appends to it.
     text = _REDIRECT.sub(lambda m: " append " if m.group(1) == ">>" else " write ", text)
     piped = _PIPED_FILTER.search(text)
-    if piped:
-        # What lists before the pipe is the means; only its paths stay.
+    if piped and LISTING_COMMANDS.intersection(text[:piped.start()].lower().split()):
+        # A listing of files piped into a filter: the listing is the means,
+        # only its paths stay ("printenv | grep X" keeps its command).
         means = [t for t in text[:piped.start()].split() if "/" in t or t.startswith("~")]
         text = " ".join(means) + " " + text[piped.end():]
         hints += [("search", 1.0), ("pattern", 0.5)]

@@ -85,6 +85,9 @@ NEW_THING_WORDS = frozenset("""
 person people entry entries project contact client customer company entity entities node record colleague friend
 employee
 """.split())
+# Shell commands that list files: piped into grep, a search for files
+# ("ls -R | grep csv").
+LISTING_COMMANDS = frozenset("ls find tree du locate fd dir".split())
 # Words for a link itself ("the relationship between ...").
 LINK_WORDS = frozenset("relationship relationships relation relations connection connections link links edge edges".split())
 FACT_WORDS = frozenset("fact facts detail details observation observations".split())

@@ -700,6 +700,21 @@ fn search_tools_reads_tomorrow_somewhere_a_name_inside_a_file_the_projects_root_
     each_first(&python, &questions);
 }
 
+/// Round 11 read whatever came before a pipe into `grep` as a listing of
+/// files; only a command that lists files is (`ls`, `find`, `tree`...):
+/// the environment filtered stays the environment. Found reading round
+/// 12's held-out misses after its measurement.
+#[test]
+fn a_pipe_into_grep_searches_files_after_a_listing_and_keeps_any_other_command() {
+    let Some(python) = python() else { return };
+    let asked = |query: &str, want: &str| asked_in(query, want, REAL_TOOLS);
+    let questions = [
+        asked("env | grep -i proxy", "everything__get_env"),
+        asked("ls -R docs | grep -i draft", "filesystem__search_files"),
+    ];
+    each_first(&python, &questions);
+}
+
 /// An everyday English word is meant as written: it is not read as a
 /// misspelling of a catalog word one or two letters away, while a real
 /// misspelling still is.
