@@ -81,18 +81,9 @@ pub async fn inputs_bucket(
     transport: &code_mode_core::nats::NatsTransport,
     replicas: usize,
 ) -> Option<code_mode_core::files_in_shared::SharedInputs> {
-    use code_mode_core::files_in_shared::SharedInputs;
-    match SharedInputs::create(transport.client().clone(), replicas).await {
-        Ok(inputs) => Some(inputs),
-        Err(e) => {
-            tracing::warn!(
-                error = %e,
-                "files in past the NATS message bound cannot reach the runners: grant the bridge NATS user \
-                 the bucket codemode_files_in (deploy/nats-server.conf)"
-            );
-            None
-        }
-    }
+    use code_mode_core::files_in_shared::{INPUTS_BUCKET, SharedInputs};
+    let created = SharedInputs::create(transport.client().clone(), replicas).await;
+    opened(created, "files in", "bridge", INPUTS_BUCKET)
 }
 
 /// Over NATS, the frontend's end of the bucket inline files in too large
@@ -103,16 +94,26 @@ pub async fn inline_inputs_bucket(
     transport: &code_mode_core::nats::NatsTransport,
     replicas: usize,
 ) -> Option<code_mode_core::files_in_shared::SharedInputs> {
-    use code_mode_core::files_in_shared::SharedInputs;
-    match SharedInputs::create_inline(transport.client().clone(), replicas).await {
-        Ok(inputs) => Some(inputs),
-        Err(e) => {
+    use code_mode_core::files_in_shared::{INLINE_BUCKET, SharedInputs};
+    let created = SharedInputs::create_inline(transport.client().clone(), replicas).await;
+    opened(created, "inline files in", "frontend", INLINE_BUCKET)
+}
+
+/// The bucket of `files` the NATS `user` writes, or `None` after a warning
+/// naming the grant it lacks.
+fn opened(
+    created: Result<code_mode_core::files_in_shared::SharedInputs, code_mode_core::files_in_shared::SharedInputsError>,
+    files: &str,
+    user: &str,
+    bucket: &str,
+) -> Option<code_mode_core::files_in_shared::SharedInputs> {
+    created
+        .map_err(|e| {
             tracing::warn!(
                 error = %e,
-                "inline files in past the NATS message bound cannot reach the runners: grant the frontend NATS \
-                 user the bucket codemode_files_in_inline (deploy/nats-server.conf)"
+                "{files} past the NATS message bound cannot reach the runners: grant the {user} NATS user the \
+                 bucket {bucket} (deploy/nats-server.conf)"
             );
-            None
-        }
-    }
+        })
+        .ok()
 }
