@@ -166,8 +166,9 @@ ONE_ZONE_CURRENT = 0.5
 _ZONE_OFFSET = re.compile(r"^(?:utc|gmt)[+-]\d{1,2}(?::?\d{2})?$", re.I)
 # A time of day: "4pm", "9:30", "14:30", "10am".
 _CLOCK = re.compile(r"^\d{1,2}(?::\d{2})?(?:am|pm|h)$|^\d{1,2}:\d{2}$", re.I)
-# Two numbers added: "2+2", "19.5 + 0.5".
-_SUM = re.compile(r"\d\s*\+\s*\.?\d")
+# Two numbers or one-letter symbols added: "2+2", "19.5 + 0.5", "x + y"
+# (not "C++" or "foo+bar").
+_SUM = re.compile(r"(?:\d|\b[A-Za-z])\s*\+\s*(?:\.?\d|[A-Za-z]\b)")
 # A file name ("notes.txt", "main.py", ".env") or a bare extension (".gz").
 _FILE_NAME = re.compile(r"^[\w-]*(?:\.[A-Za-z0-9]{1,5})?\.[A-Za-z][A-Za-z0-9]{0,4}$|^\.[A-Za-z][\w.-]{0,40}$")
 # A file name starting with digits that has a word in it (2024-06-01-notes.txt).

@@ -62,7 +62,7 @@ pub fn queries() -> Vec<Query> {
 }
 
 /// Every question of one file of the evaluation (`queries.json`,
-/// `tune-43.json`, `heldout-43-round12.json`).
+/// `tune-43.json`, `heldout-43-round13.json`).
 pub fn questions(file: &str) -> Vec<Query> {
     #[derive(Deserialize)]
     struct File {
