@@ -166,6 +166,19 @@ ONE_ZONE_CURRENT = 0.5
 _ZONE_OFFSET = re.compile(r"^(?:utc|gmt)[+-]\d{1,2}(?::?\d{2})?$", re.I)
 # A time of day: "4pm", "9:30", "14:30", "10am".
 _CLOCK = re.compile(r"^\d{1,2}(?::\d{2})?(?:am|pm|h)$|^\d{1,2}:\d{2}$", re.I)
+# An SQL statement ("SELECT count(*) FROM users", "delete from jobs
+# where ..."): a query of a database, its words are values.
+_SQL = re.compile(r"\b(?:select\b.+\bfrom|insert\s+into|update\b.+\bset|delete\s+from|create\s+table|alter\s+table)\b",
+                  re.I | re.S)
+# Opening or filing a tracker's item makes one: "open an issue", "file a
+# bug", "raise a PR", "open a new merge request".
+_OPENING_ITEM = re.compile(
+    r"\b(?:open|opening|file|filing|raise|raising|submit|log)\s+(?:(?:a|an|the)\s+)?(?:new\s+)?"
+    r"(issues?|tickets?|bugs?|prs?|pull\s+requests?|mrs?|merge\s+requests?)\b", re.I)
+# Going to an address in a browser: "go to https://...", "head to www...".
+_GOING_TO = re.compile(r"\b(?:go|browse|head|navigate)\s+to\s+(?=https?://|www\.)", re.I)
+# A chat channel ("#general", "#ops-alerts"), not a number ("#42").
+_CHANNEL = re.compile(r"(?<![\w#&])#([A-Za-z][\w-]*)")
 # Two numbers or one-letter symbols added: "2+2", "19.5 + 0.5", "x + y"
 # (not "C++" or "foo+bar").
 _SUM = re.compile(r"(?:\d|\b[A-Za-z])\s*\+\s*(?:\.?\d|[A-Za-z]\b)")
@@ -415,6 +428,20 @@ def _query_tokens(query):
         means = [t for t in text[:piped.start()].split() if "/" in t or t.startswith("~")]
         text = " ".join(means) + " " + text[piped.end():]
         hints += [("search", 1.0), ("pattern", 0.5)]
+    sql = _SQL.search(text)
+    if sql:
+        arguments.extend(_raw_words(text[sql.start():]))
+        text = text[:sql.start()] + " sql query "
+        hints += [("sql", 1.0), ("query", 0.5)]
+
+    def channel(match):
+        arguments.extend(_raw_words(match.group(1)))
+        hints.append(("channel", 1.0))
+        return " "
+
+    text = _CHANNEL.sub(channel, text)
+    text = _OPENING_ITEM.sub(lambda m: "create " + m.group(1), text)
+    text = _GOING_TO.sub("navigate to ", text)
     if _SUM.search(text):
         hints.append(("sum", 1.0))
         text = text.replace("+", " + ")

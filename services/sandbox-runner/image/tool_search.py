@@ -162,6 +162,10 @@ COORDINATION = 0.25
 # comes first.
 DEPRECATED_FACTOR = 0.8
 # Words asking for the old tool: the deprecated one gains as much instead.
+# A word standing alone in a query: letters between spaces or sentence
+# punctuation, not part of a file name, path, identifier or address.
+_SAID_WORD = re.compile(r"(?<![\w./\\@#-])[A-Za-z]+(?![\w./\\@-]|\.\w)")
+_QUOTED_TEXT = re.compile(r"(['\"`]).*?\1")
 OLD_WORDS = frozenset("deprecated legacy obsolete old older outdated replaced superseded".split())
 
 
@@ -455,10 +459,14 @@ class SearchIndex:
         # names best gain. A word that says how much ("everything") names
         # a server only beside another word of its name or "server".
         named = {}
-        if read.words:
-            scoped = "server" in read.words
+        # A server's name said anywhere as a word of its own ("... called
+        # sandbox on github") names it, but not inside a value
+        # ("memory.md", "'time'").
+        said = read.words | {w.lower() for w in _SAID_WORD.findall(_QUOTED_TEXT.sub(" ", query))}
+        if said:
+            scoped = "server" in said
             for words in set(self.servers):
-                hits = words & read.words
+                hits = words & said
                 if hits and (scoped or len(hits) > 1 or not hits <= WHOLE_WORDS):
                     named[words] = len(hits)
         most = max(named.values(), default=0)

@@ -75,14 +75,27 @@ pub fn questions(file: &str) -> Vec<Query> {
 
 /// The `tools` the real server `name` lists, from its committed fixture.
 pub fn listed_json(name: &str) -> serde_json::Value {
-    let path = eval_dir().join("tools").join(format!("{name}.json"));
+    listed_json_in("tools", name)
+}
+
+/// The `tools` the real server `name` lists, from its fixture in the
+/// evaluation's folder `folder` (`tools`, or `unseen`).
+pub fn listed_json_in(folder: &str, name: &str) -> serde_json::Value {
+    let path = eval_dir().join(folder).join(format!("{name}.json"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// What the real server `name` lists, as the bridge reads it.
 pub fn listed(name: &str) -> Vec<ListedTool> {
-    let tools: Vec<rmcp::model::Tool> = serde_json::from_value(listed_json(name)).expect("fixtures are MCP tools");
+    listed_in("tools", name)
+}
+
+/// What the real server `name` lists in the fixture folder `folder`, as the
+/// bridge reads it.
+pub fn listed_in(folder: &str, name: &str) -> Vec<ListedTool> {
+    let tools: Vec<rmcp::model::Tool> =
+        serde_json::from_value(listed_json_in(folder, name)).expect("fixtures are MCP tools");
     tools.iter().map(ListedTool::from).collect()
 }
 

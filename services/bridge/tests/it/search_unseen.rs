@@ -1,0 +1,151 @@
+//! Issue 43, round 13: how `search_tools` ranks the tools of servers no
+//! rule of the ranker was written for and no tuning question asked about.
+//!
+//! Every rule and weight of the ranker was tuned on questions over the
+//! four reference servers until round 13. A gateway's servers are mostly
+//! others, so this measures the ranker on the real `tools/list` of eleven
+//! more servers
+//! (`testing/search-eval/unseen/`: npm `@modelcontextprotocol/server-github`
+//! and its siblings, `@notionhq/notion-mcp-server`, PyPI `mcp-server-git`
+//! and `mcp-server-fetch`) with questions a helper wrote from those lists
+//! alone (`unseen-43.json`), held out: no rule may be tuned on them.
+//! Round 13's rules for these servers came from the lead's own questions
+//! (`unseen-tune-43.json`).
+
+use std::collections::BTreeMap;
+
+use code_mode_bridge::catalog::{Catalog, CatalogLimits};
+use serde::Deserialize;
+
+use crate::search_eval::{cell_tools, eval_dir, listed_in, python, rank, server_tools};
+
+/// The servers of `testing/search-eval/unseen/`, each a file of its name.
+const UNSEEN: [&str; 11] = [
+    "brave_search",
+    "fetch",
+    "git",
+    "github",
+    "gitlab",
+    "google_maps",
+    "notion",
+    "postgres",
+    "puppeteer",
+    "sequential_thinking",
+    "slack",
+];
+
+/// The floor of the test, in percent (first, top three). Round 12's
+/// ranker, before any rule was written with these servers in view, finds
+/// the wanted tool first for 90 of 178 (50.6 %) and in the top three for
+/// 127 (71.3 %), with one empty answer; the ranker before issue 43's
+/// rounds, 93 (52.2 %) and 129 (72.5 %). Round 13's, measured once after
+/// its rules (written from the lead's own questions,
+/// `unseen-tune-43.json`, without reading this set): 113 (63.5 %) and 144
+/// (80.9 %), no empty answer.
+const FIRST_FLOOR: f64 = 63.4;
+const TOP3_FLOOR: f64 = 80.8;
+
+/// One question of `unseen-43.json`: the server and the tool as it lists it.
+#[derive(Debug, Deserialize)]
+struct Question {
+    query: String,
+    server: String,
+    tool: String,
+}
+
+fn unseen_catalog() -> Catalog {
+    let servers: Vec<_> = UNSEEN.iter().map(|s| server_tools(s, listed_in("unseen", s))).collect();
+    Catalog::build(&servers, &CatalogLimits::default()).expect("the unseen servers' tools make a catalog")
+}
+
+fn unseen_questions() -> Vec<Question> {
+    #[derive(Deserialize)]
+    struct File {
+        queries: Vec<Question>,
+    }
+    let path = eval_dir().join("unseen-43.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str::<File>(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display())).queries
+}
+
+#[test]
+fn on_held_out_questions_over_eleven_other_real_servers_search_tools_finds_the_wanted_tool_first_for_63_in_100_and_never_answers_empty()
+ {
+    let Some(python) = python() else { return };
+    let tools = cell_tools(&unseen_catalog());
+    // (server, tool as listed) -> the name a cell calls it by.
+    let names: BTreeMap<(&str, &str), &str> =
+        tools.iter().map(|t| ((t.search.server.as_str(), t.search.name.as_str()), t.name.as_str())).collect();
+    assert!(tools.len() >= 90, "{} tools in the unseen servers' catalog", tools.len());
+    let questions = unseen_questions();
+    let wanted: Vec<&str> = questions
+        .iter()
+        .map(|q| {
+            *names.get(&(q.server.as_str(), q.tool.as_str())).unwrap_or_else(|| {
+                panic!("{:?} wants {}/{}, which the unseen servers do not list", q.query, q.server, q.tool)
+            })
+        })
+        .collect();
+    let asked: std::collections::BTreeSet<&str> = wanted.iter().copied().collect();
+    assert_eq!(asked.len(), tools.len(), "every unseen tool is asked for at least once");
+    let texts: Vec<&str> = questions.iter().map(|q| q.query.as_str()).collect();
+    let found = rank(&python, &tools, &texts, 10);
+    let position = |want: &str, names: &[String]| names.iter().position(|n| n == want).map_or(99, |p| p + 1);
+    let ranks: Vec<usize> = wanted.iter().zip(&found).map(|(want, names)| position(want, names)).collect();
+    let n = ranks.len();
+    let first = ranks.iter().filter(|r| **r == 1).count();
+    let top3 = ranks.iter().filter(|r| **r <= 3).count();
+    let percent = |part: usize| 100.0 * part as f64 / n as f64;
+    println!(
+        "unseen servers: {n} questions, first {first} ({:.1}%), top three {top3} ({:.1}%)",
+        percent(first),
+        percent(top3)
+    );
+    for server in UNSEEN {
+        let of: Vec<usize> =
+            questions.iter().zip(&ranks).filter(|(q, _)| q.server == server).map(|(_, r)| *r).collect();
+        let hit = of.iter().filter(|r| **r == 1).count();
+        println!("  {server:<20} {:>3} questions, first {hit:>3}", of.len());
+    }
+    if std::env::var_os("SHOW_UNSEEN_MISSES").is_some() {
+        for ((q, want), (rank, names)) in questions.iter().zip(&wanted).zip(ranks.iter().zip(&found)) {
+            if *rank > 1 {
+                println!("  {:?} wants {want} (rank {rank}), got {:?}", q.query, &names[..3.min(names.len())]);
+            }
+        }
+    }
+    let empty: Vec<&str> = texts.iter().zip(&found).filter(|(_, names)| names.is_empty()).map(|(q, _)| *q).collect();
+    assert!(empty.is_empty(), "{} questions get no tool: {empty:?}", empty.len());
+    assert!(percent(first) >= FIRST_FLOOR, "the wanted tool is first for only {first} of {n}");
+    assert!(percent(top3) >= TOP3_FLOOR, "the wanted tool is in the top three for only {top3} of {n}");
+}
+
+/// Round 13's readings for any server, each asked in words of no question
+/// file over the unseen servers' catalog; round 12's ranker ranks each
+/// wrong (and answers the channel one with nothing): an SQL statement is a
+/// database query, `#name` a chat channel, opening or logging a tracker's
+/// item makes one, heading to an address navigates, "choose ... from the
+/// dropdown" selects, and a server named after a name given ("called
+/// infra-tools, private, on github") still names it.
+#[test]
+fn search_tools_reads_sql_statements_chat_channels_new_tracker_items_addresses_to_visit_and_a_server_named_last() {
+    let Some(python) = python() else { return };
+    let tools = cell_tools(&unseen_catalog());
+    let first = [
+        ("INSERT INTO audit_log VALUES (1, 'x')", "postgres__query"),
+        ("log a ticket on github for the flaky test", "github__create_issue"),
+        ("head to https://status.example.com", "puppeteer__puppeteer_navigate"),
+        ("choose \"Express\" from the shipping dropdown", "puppeteer__puppeteer_select"),
+        ("make a repo called infra-tools, private, on github", "github__create_repository"),
+    ];
+    let texts: Vec<&str> = first.iter().map(|(q, _)| *q).collect();
+    let wrong: Vec<String> = first
+        .iter()
+        .zip(rank(&python, &tools, &texts, 3))
+        .filter(|((_, want), names)| names.first().map(String::as_str) != Some(*want))
+        .map(|((q, want), names)| format!("{q:?} wants {want} first, got {names:?}"))
+        .collect();
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    let channel = rank(&python, &tools, &["tell #deploys the rollout is paused"], 3);
+    assert!(channel[0].iter().any(|n| n == "slack__slack_post_message"), "a #channel is Slack's: {:?}", channel[0]);
+}
