@@ -1,7 +1,7 @@
 // A remote MCP server built on the official TypeScript SDK, for the tests
 // of questions a server asks outside any call of its client's.
 //
-//     node ts_standalone_server.mjs [--get-delay MS] [--ask-timeout MS]
+//     node ts_standalone_server.mjs [--get-delay MS] [--ask-timeout MS] [--stateless]
 //
 // It serves streamable HTTP with sessions on 127.0.0.1 (a free port) and
 // prints `listening on URL` as its one line of stdout. Its tool `ask`
@@ -15,6 +15,19 @@
 // `--get-delay MS` holds each GET that long before the SDK opens the
 // stream, as a slow link or a loaded server would: a client whose first
 // call goes out before its GET is answered loses the question.
+//
+// `--stateless` serves without sessions, the SDK's stateless pattern: a
+// new server and a `StreamableHTTPServerTransport` with
+// `sessionIdGenerator: undefined` for each request, so no answer names a
+// session (no `Mcp-Session-Id`). A GET there (held `--get-delay` too) gets
+// what the SDK gives it, a stream nothing will ever write to; `ask` has no
+// stream to ask on and is lost.
+//
+// Its tool `gap` answers `gap: MS`: how long after the latest
+// `notifications/initialized` POST of its session (with `--stateless`: of
+// the process, before the call) the session's first `tools/call` POST
+// arrived, taken as each POST's body is read. A client that waits for its
+// standalone stream after the handshake shows that wait there.
 
 import http from "node:http";
 import { randomUUID } from "node:crypto";
@@ -39,6 +52,24 @@ function option(name, fallback) {
 
 const getDelay = option("--get-delay", 0);
 const askTimeout = option("--ask-timeout", 5000);
+const stateless = process.argv.includes("--stateless");
+
+// Arrival times by session id ("" with --stateless): the latest
+// `notifications/initialized`, and the gap to the first `tools/call`.
+const arrivals = new Map();
+
+function arrived(sessionId, message) {
+  const key = stateless ? "" : (sessionId ?? "");
+  const now = performance.now();
+  const times = arrivals.get(key) ?? {};
+  arrivals.set(key, times);
+  for (const one of [message].flat()) {
+    if (one?.method === "notifications/initialized") times.initialized = now;
+    if (one?.method === "tools/call" && times.gap === undefined && times.initialized !== undefined) {
+      times.gap = Math.round(now - times.initialized);
+    }
+  }
+}
 
 function newServer() {
   const server = new Server({ name: "standalone-asker", version: "1.0.0" }, { capabilities: { tools: {} } });
@@ -49,9 +80,18 @@ function newServer() {
         description: "Ask the client's person for a name, outside this call's stream, and say what came back.",
         inputSchema: { type: "object", properties: {} },
       },
+      {
+        name: "gap",
+        description: "How long after this session's initialized notification its first call arrived, in ms.",
+        inputSchema: { type: "object", properties: {} },
+      },
     ],
   }));
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    if (request.params.name === "gap") {
+      const gap = arrivals.get(stateless ? "" : (extra.sessionId ?? ""))?.gap;
+      return { content: [{ type: "text", text: `gap: ${gap ?? "unknown"}` }] };
+    }
     if (request.params.name !== "ask") throw new Error(`no tool ${request.params.name}`);
     try {
       const answer = await server.request(
@@ -82,11 +122,31 @@ async function body(request) {
   return text ? JSON.parse(text) : undefined;
 }
 
+// One request of the stateless mode, on a server and transport of its own.
+async function statelessly(request, response, message) {
+  if (request.method === "GET" && getDelay > 0) {
+    await new Promise((resolve) => setTimeout(resolve, getDelay));
+  }
+  const server = newServer();
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+  response.on("close", () => {
+    transport.close();
+    server.close();
+  });
+  await server.connect(transport);
+  await transport.handleRequest(request, response, message);
+}
+
 const listener = http.createServer(async (request, response) => {
   try {
     const id = request.headers["mcp-session-id"];
+    const message = request.method === "POST" ? await body(request) : undefined;
+    if (request.method === "POST") arrived(id, message);
+    if (stateless) {
+      await statelessly(request, response, message);
+      return;
+    }
     if (request.method === "POST") {
-      const message = await body(request);
       let transport = id ? sessions.get(id) : undefined;
       if (!transport) {
         if (id || message?.method !== "initialize") {

@@ -8,7 +8,10 @@
 //! its `GET` to be answered before its first call goes out (at most 2 s).
 //! `testing/peers/ts_standalone_server.mjs` holds each `GET` as long as
 //! asked, so the race the suite's scenario lost about one run in two on a
-//! quiet machine is lost every time without the wait.
+//! quiet machine is lost every time without the wait. A stateless server
+//! (`--stateless`: its answers name no session) has no such stream and is
+//! not waited for; the server's `gap` tool says how long after the
+//! handshake the call came.
 
 use std::process::Stdio;
 
@@ -20,11 +23,17 @@ use crate::support::{self, python_sdk};
 
 /// The TypeScript SDK server, each `GET` held `get_delay_ms`; its URL.
 async fn asker(get_delay_ms: u64) -> Option<(tokio::process::Child, String)> {
+    asker_with(get_delay_ms, &[]).await
+}
+
+/// The same, started with `more` arguments too (`--stateless`).
+async fn asker_with(get_delay_ms: u64, more: &[&str]) -> Option<(tokio::process::Child, String)> {
     let node = npm_bin("node")?;
     let script = workspace_root().join("testing/peers/ts_standalone_server.mjs");
     let mut child = tokio::process::Command::new(node)
         .arg(script)
         .args(["--get-delay", &get_delay_ms.to_string()])
+        .args(more)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
@@ -43,6 +52,13 @@ async fn asker(get_delay_ms: u64) -> Option<(tokio::process::Child, String)> {
 /// What the `ask` tool answered through `code-mode serve --url URL`, the
 /// Python SDK's `api` client answering the question with a name.
 async fn asked_through_code_mode(url: &str, api: &str) -> Option<String> {
+    called_through_code_mode(url, api, "ask").await
+}
+
+/// What the server's `tool` answered through `code-mode serve --url URL`,
+/// called once by the Python SDK's `api` client (which can answer a
+/// question, so the call goes over a session of its own).
+async fn called_through_code_mode(url: &str, api: &str, tool: &str) -> Option<String> {
     let code_mode = support::code_mode().display().to_string();
     let args = [
         "--stdio",
@@ -57,7 +73,7 @@ async fn asked_through_code_mode(url: &str, api: &str) -> Option<String> {
         "--elicit",
         r#"{"name": "Ann"}"#,
     ];
-    let steps = json!([{"op": "call", "tool": "ask", "arguments": {}}]);
+    let steps = json!([{"op": "call", "tool": tool, "arguments": {}}]);
     let (results, stderr) = python_sdk(&args, &steps).await?;
     let content = results[0]["result"]["content"].as_array().unwrap_or_else(|| panic!("{results:?} {stderr}"));
     Some(content.iter().filter_map(|c| c["text"].as_str()).collect())
@@ -90,4 +106,28 @@ async fn a_remote_servers_standalone_stream_that_never_opens_delays_the_first_ca
     let took = began.elapsed();
     assert!(text.starts_with("lost: ") && text.contains("timed out"), "{text}");
     assert!(took < std::time::Duration::from_secs(25), "the first call waited {took:?} for the stream");
+}
+
+#[tokio::test]
+async fn a_stateless_remote_server_is_not_waited_for_while_a_session_naming_one_whose_get_is_slow_is() {
+    // Both servers hold each GET 60 s. The one that names a session gets
+    // its first call 2 s after its initialized notification (the wait for
+    // its standalone stream runs out); the stateless one names none, so
+    // its call follows the notification at once. Each server measures the
+    // gap itself (its `gap` tool); the margins are wide, the question is
+    // whether a 2 s wait happens at all.
+    let Some((_named, named_url)) = asker(60_000).await else { return };
+    let Some((_stateless, stateless_url)) = asker_with(60_000, &["--stateless"]).await else { return };
+    let (named, stateless) = tokio::join!(
+        called_through_code_mode(&named_url, "session", "gap"),
+        called_through_code_mode(&stateless_url, "session", "gap"),
+    );
+    let (Some(named), Some(stateless)) = (named, stateless) else { return };
+    let gap = |text: &str| -> u64 {
+        text.strip_prefix("gap: ").and_then(|ms| ms.parse().ok()).unwrap_or_else(|| panic!("the gap: {text}"))
+    };
+    let (named_ms, stateless_ms) = (gap(&named), gap(&stateless));
+    eprintln!("initialized to first call: session-naming {named_ms} ms, stateless {stateless_ms} ms");
+    assert!(named_ms >= 1_800, "the session-naming server's first call came {named_ms} ms after the handshake");
+    assert!(stateless_ms < 1_000, "the stateless server's first call came {stateless_ms} ms after the handshake");
 }
