@@ -13,6 +13,11 @@
 //! ends with the clear "the frontend that held this call stopped" error of
 //! the frontend that takes its address, and the same call through it
 //! reaches the cell whole.
+//! A bucket too full for a call's inline file (created 1 MiB small before
+//! the frontend starts, which opens it as it is, and filled) ends the call
+//! with an error naming the bucket, its bound and what to do; no cell
+//! runs, nothing the call wrote stays readable, and once space frees the
+//! same call runs whole.
 //! Real nats-server (the deployment's users and permissions, its default
 //! `max_payload`), real Docker, rmcp's client.
 
@@ -219,5 +224,85 @@ async fn over_nats_a_kept_sessions_later_cell_gets_a_large_inline_file_whole_bes
     let report = support::report(&run_with_files(&client, &code, json!([inline("later.bin", &bytes)])).await);
     assert_eq!(report["error"], serde_json::Value::Null, "{report}");
     assert_eq!(report["stdout"], format!("42\nlater.bin 1500000 {}\n", sha256(&bytes)).as_str(), "{report}");
+    client.cancel().await.ok();
+}
+
+/// Bytes the bucket holds in the full-bucket test: 1 MiB, pre-created so by
+/// the test (the frontend opens a bucket that is there as it is).
+const SMALL_BUCKET_BYTES: i64 = 1024 * 1024;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_nats_an_inline_file_the_full_bucket_cannot_hold_ends_the_call_naming_the_bucket_runs_no_cell_leaves_nothing_and_runs_once_space_frees()
+ {
+    use async_nats::jetstream::kv;
+    use code_mode_core::files_in_shared::{CHUNK_BYTES, INLINE_BUCKET, INPUTS_TTL};
+    let Some(split) = SplitHttp::start() else { return };
+    let (alice, tokens) = support::alice();
+    let (_bridge, runner) = split.services(&[], &[], &["--warm", "0"]);
+    let runner_pid = runner.id().expect("the runner runs");
+
+    // The bucket, created before the frontend starts by the frontend's own
+    // NATS user as the frontend would create it, but holding 1 MiB; then
+    // filled with two chunks' worth of other calls' bytes (junk).
+    let as_frontend = jetstream_as(&split.nats, &split.users, "frontend").await;
+    let store = as_frontend
+        .create_key_value(kv::Config {
+            bucket: INLINE_BUCKET.to_string(),
+            history: 1,
+            max_value_size: (CHUNK_BYTES + 4096) as i32,
+            max_bytes: SMALL_BUCKET_BYTES,
+            max_age: INPUTS_TTL,
+            storage: async_nats::jetstream::stream::StorageType::File,
+            ..Default::default()
+        })
+        .await
+        .expect("the frontend's user creates its bucket");
+    let junk = ["0123456789abcdef0123456789abcdef.c0", "0123456789abcdef0123456789abcdef.c1"];
+    for key in junk {
+        store.put(key, random_bytes(CHUNK_BYTES).into()).await.expect("a junk chunk fits");
+    }
+    let (_frontend, url) = split.frontend(&tokens).await;
+    let client = connect_as(&url, &alice, ()).await;
+    let js = jetstream_as(&split.nats, &split.users, "sandbox-runner").await;
+    let before = crate::files_faults::keys_of(&js, INLINE_BUCKET).await;
+    assert_eq!(before, junk, "only the junk is in the bucket");
+
+    // Two inline files (200,000 and 600,000 bytes, both past what the cell
+    // message carries): the first fits in the space left, the second's
+    // second chunk does not.
+    let a = random_bytes(200_000);
+    let b = random_bytes(600_000);
+    let files = json!([inline("a.bin", &a), inline("b.bin", &b)]);
+    let started = std::time::Instant::now();
+    let result = run_with_files(&client, HASH_INPUTS, files.clone()).await;
+    let took = started.elapsed();
+    let error = error_of(&result);
+    eprintln!("measured: the call with a file the full bucket cannot hold ended in {took:?}: {error}");
+    assert!(error.contains("files[1] (b.bin)") && error.contains(INLINE_BUCKET), "{error}");
+    assert!(error.contains("is full") && error.contains(&format!("{SMALL_BUCKET_BYTES} bytes")), "{error}");
+    assert!(error.contains("try again"), "the error says what to do: {error}");
+    assert!(took < std::time::Duration::from_secs(30), "the refusal took {took:?}");
+    // No cell ran; the call wrote a.bin and b.bin's first chunk, and
+    // neither is left readable in the bucket (only their purge markers).
+    assert!(support::containers_of(runner_pid).is_empty(), "a container ran: {:?}", support::containers_of(runner_pid));
+    let keys = crate::files_faults::keys_of(&js, INLINE_BUCKET).await;
+    let written: Vec<&String> = keys.iter().filter(|k| !before.contains(k)).collect();
+    assert_eq!(written.len(), 2, "a.bin's chunk and b.bin's first: {written:?}");
+    let as_runner = js.get_key_value(INLINE_BUCKET).await.expect("the runner opens the bucket");
+    for key in written {
+        let left = as_runner.get(key).await.expect("the runner reads the bucket");
+        assert!(left.is_none(), "{key} of the refused call is still in the bucket ({} bytes)", left.unwrap().len());
+    }
+
+    // Space frees (the junk purged, as its expiry would): the same call
+    // runs, both files whole.
+    for key in junk {
+        store.purge(key).await.expect("the frontend's user purges its junk");
+    }
+    let result = run_with_files(&client, HASH_INPUTS, files).await;
+    let report = support::report(&result);
+    assert_eq!(report["error"], serde_json::Value::Null, "{report}");
+    let expected = format!("a.bin 200000 {}\nb.bin 600000 {}\n", sha256(&a), sha256(&b));
+    assert_eq!(report["stdout"], expected.as_str(), "{report}");
     client.cancel().await.ok();
 }

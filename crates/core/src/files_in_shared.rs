@@ -66,9 +66,24 @@ pub enum SharedInputsError {
         /// What JetStream said.
         why: String,
     },
-    /// The bucket holds its bound.
-    #[error("the files-in bucket {0} is full (it holds at most {INPUTS_MAX_BYTES} bytes, for {ttl} s)", ttl = INPUTS_TTL.as_secs())]
-    Full(&'static str),
+    /// The bucket holds its bound: the bound and the lifetime are the
+    /// bucket's own (as JetStream keeps them), which a bucket created
+    /// before, by an operator or another version, may set otherwise than
+    /// [`INPUTS_MAX_BYTES`] and [`INPUTS_TTL`].
+    #[error(
+        "the files-in bucket {bucket} is full: it holds at most {max_bytes} bytes, taken by the files in of other \
+         calls until they expire (within {ttl} s): try again in a few minutes or with fewer or smaller files (an \
+         operator may raise the bucket's max bytes)",
+        ttl = ttl.as_secs()
+    )]
+    Full {
+        /// The bucket.
+        bucket: &'static str,
+        /// The bytes it holds at most.
+        max_bytes: i64,
+        /// How long an entry lives in it.
+        ttl: Duration,
+    },
     /// What the description names is not what the bucket holds.
     #[error("the file in {id} in {bucket}: {why}")]
     Broken {
@@ -204,7 +219,8 @@ impl SharedInputs {
                 }
                 let text = e.to_string();
                 return Err(if text.contains("maximum bytes") {
-                    SharedInputsError::Full(self.bucket)
+                    let config = &store.stream.cached_info().config;
+                    SharedInputsError::Full { bucket: self.bucket, max_bytes: config.max_bytes, ttl: config.max_age }
                 } else {
                     SharedInputsError::Unavailable { bucket: self.bucket, why: text }
                 });
@@ -212,6 +228,20 @@ impl SharedInputs {
             chunks += 1;
         }
         Ok(StoredInput { id, size: bytes.len() as u64, chunks, sha256: hex_sha256(bytes) })
+    }
+
+    /// Purge the chunks of `stored`, a file this handle wrote for a call
+    /// that ends without sending it (best effort: what stays expires after
+    /// the bucket's lifetime), so a refused call leaves nothing to fill the
+    /// bucket.
+    pub async fn discard(&self, stored: &StoredInput) {
+        let Ok(store) = self.store().await else { return };
+        for n in 0..stored.chunks {
+            if let Err(e) = store.purge(format!("{}.c{n}", stored.id)).await {
+                tracing::debug!(bucket = self.bucket, id = %stored.id, error = %e, "a file in's chunks stay until they expire");
+                return;
+            }
+        }
     }
 
     /// The bytes of `stored`, at most `max` of them: whole, of the size and

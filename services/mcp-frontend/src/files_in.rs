@@ -131,7 +131,8 @@ fn entry_of(i: usize, entry: &Value, inline: &mut usize) -> Result<CellInput, St
 /// chunks, size and SHA-256 (`stored`) instead of carrying the bytes. A
 /// cell whose inline files fit is sent as it is: no write, no round trip.
 /// Without `shared` (`serve`, in one process) nothing changes. A write
-/// that fails ends the call here, naming the file.
+/// that fails (the bucket full, say) ends the call here, naming the file,
+/// and purges the files of the call written before it.
 pub(crate) async fn stage(
     shared: Option<&code_mode_core::files_in_shared::SharedInputs>,
     cell: &mut code_mode_proto::RunCell,
@@ -159,8 +160,21 @@ pub(crate) async fn stage(
         }
         let input = &mut cell.inputs[i];
         let Some(data) = input.data.as_deref() else { continue };
-        let bytes = engine.decode(data).map_err(|e| format!("files[{i}] ({}): data is not base64: {e}", input.name))?;
-        let stored = shared.put(&bytes).await.map_err(|e| format!("files[{i}] ({}): {e}", input.name))?;
+        let written = match engine.decode(data) {
+            Ok(bytes) => shared.put(&bytes).await.map_err(|e| format!("files[{i}] ({}): {e}", input.name)),
+            Err(e) => Err(format!("files[{i}] ({}): data is not base64: {e}", input.name)),
+        };
+        let stored = match written {
+            Ok(stored) => stored,
+            Err(e) => {
+                // The cell will not be sent: the files it wrote before
+                // this one go too, leaving the bucket's room to others.
+                for earlier in cell.inputs.iter().filter_map(|input| input.stored.as_ref()) {
+                    shared.discard(earlier).await;
+                }
+                return Err(e);
+            }
+        };
         tracing::debug!(file = %input.name, id = %stored.id, bytes = stored.size, "an inline file in goes through the bucket");
         input.data = None;
         input.stored = Some(stored);
