@@ -10,7 +10,9 @@
 //! and `mcp-server-fetch`) with questions a helper wrote from those lists
 //! alone (`unseen-43.json`), held out: no rule may be tuned on them.
 //! Round 13's rules for these servers came from the lead's own questions
-//! (`unseen-tune-43.json`).
+//! (`unseen-tune-43.json`). Nine further servers (`unseen2/`,
+//! `unseen2-43.json`) had no rule and no question written with them in
+//! view when measured: what a server nobody looked at gets.
 
 use std::collections::BTreeMap;
 
@@ -19,31 +21,52 @@ use serde::Deserialize;
 
 use crate::search_eval::{cell_tools, eval_dir, listed_in, python, rank, server_tools};
 
-/// The servers of `testing/search-eval/unseen/`, each a file of its name.
-const UNSEEN: [&str; 11] = [
-    "brave_search",
-    "fetch",
-    "git",
-    "github",
-    "gitlab",
-    "google_maps",
-    "notion",
-    "postgres",
-    "puppeteer",
-    "sequential_thinking",
-    "slack",
-];
+/// A set of servers and the held-out questions over them.
+struct Unseen {
+    /// The folder of their `tools/list` fixtures, each a file of its server's name.
+    folder: &'static str,
+    servers: &'static [&'static str],
+    /// The questions' file.
+    questions: &'static str,
+}
 
-/// The floor of the test, in percent (first, top three). Round 12's
-/// ranker, before any rule was written with these servers in view, finds
-/// the wanted tool first for 90 of 178 (50.6 %) and in the top three for
-/// 127 (71.3 %), with one empty answer; the ranker before issue 43's
-/// rounds, 93 (52.2 %) and 129 (72.5 %). Round 13's, measured once after
-/// its rules (written from the lead's own questions,
-/// `unseen-tune-43.json`, without reading this set): 113 (63.5 %) and 144
-/// (80.9 %), no empty answer.
-const FIRST_FLOOR: f64 = 63.4;
-const TOP3_FLOOR: f64 = 80.8;
+/// Eleven servers; round 13's rules were written from the lead's own
+/// questions over them (`unseen-tune-43.json`).
+const ELEVEN: Unseen = Unseen {
+    folder: "unseen",
+    servers: &[
+        "brave_search",
+        "fetch",
+        "git",
+        "github",
+        "gitlab",
+        "google_maps",
+        "notion",
+        "postgres",
+        "puppeteer",
+        "sequential_thinking",
+        "slack",
+    ],
+    questions: "unseen-43.json",
+};
+
+/// Nine servers nobody wrote a rule or a question for before the set was
+/// measured.
+const NINE: Unseen = Unseen {
+    folder: "unseen2",
+    servers: &[
+        "aws_kb",
+        "circleci",
+        "context7",
+        "everart",
+        "firecrawl",
+        "kubernetes",
+        "playwright",
+        "sentry",
+        "todoist",
+    ],
+    questions: "unseen2-43.json",
+};
 
 /// One question of `unseen-43.json`: the server and the tool as it lists it.
 #[derive(Debug, Deserialize)]
@@ -53,43 +76,44 @@ struct Question {
     tool: String,
 }
 
-fn unseen_catalog() -> Catalog {
-    let servers: Vec<_> = UNSEEN.iter().map(|s| server_tools(s, listed_in("unseen", s))).collect();
+fn unseen_catalog(set: &Unseen) -> Catalog {
+    let servers: Vec<_> = set.servers.iter().map(|s| server_tools(s, listed_in(set.folder, s))).collect();
     Catalog::build(&servers, &CatalogLimits::default()).expect("the unseen servers' tools make a catalog")
 }
 
-fn unseen_questions() -> Vec<Question> {
+fn unseen_questions(set: &Unseen) -> Vec<Question> {
     #[derive(Deserialize)]
     struct File {
         queries: Vec<Question>,
     }
-    let path = eval_dir().join("unseen-43.json");
+    let path = eval_dir().join(set.questions);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str::<File>(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display())).queries
 }
 
-#[test]
-fn on_held_out_questions_over_eleven_other_real_servers_search_tools_finds_the_wanted_tool_first_for_63_in_100_and_never_answers_empty()
- {
-    let Some(python) = python() else { return };
-    let tools = cell_tools(&unseen_catalog());
+/// Asks every question of `set` of its catalog; fails on a question naming
+/// no listed tool, and unless every tool is asked for. Returns (questions,
+/// wanted first, wanted in the top three, the questions answered with no
+/// tool), after printing them by server.
+fn measure(python: &str, set: &Unseen, tools_at_least: usize) -> (usize, usize, usize, Vec<String>) {
+    let tools = cell_tools(&unseen_catalog(set));
     // (server, tool as listed) -> the name a cell calls it by.
     let names: BTreeMap<(&str, &str), &str> =
         tools.iter().map(|t| ((t.search.server.as_str(), t.search.name.as_str()), t.name.as_str())).collect();
-    assert!(tools.len() >= 90, "{} tools in the unseen servers' catalog", tools.len());
-    let questions = unseen_questions();
+    assert!(tools.len() >= tools_at_least, "{} tools in {}", tools.len(), set.folder);
+    let questions = unseen_questions(set);
     let wanted: Vec<&str> = questions
         .iter()
         .map(|q| {
             *names.get(&(q.server.as_str(), q.tool.as_str())).unwrap_or_else(|| {
-                panic!("{:?} wants {}/{}, which the unseen servers do not list", q.query, q.server, q.tool)
+                panic!("{:?} wants {}/{}, which {} does not list", q.query, q.server, q.tool, set.folder)
             })
         })
         .collect();
     let asked: std::collections::BTreeSet<&str> = wanted.iter().copied().collect();
-    assert_eq!(asked.len(), tools.len(), "every unseen tool is asked for at least once");
+    assert_eq!(asked.len(), tools.len(), "every tool of {} is asked for at least once", set.folder);
     let texts: Vec<&str> = questions.iter().map(|q| q.query.as_str()).collect();
-    let found = rank(&python, &tools, &texts, 10);
+    let found = rank(python, &tools, &texts, 10);
     let position = |want: &str, names: &[String]| names.iter().position(|n| n == want).map_or(99, |p| p + 1);
     let ranks: Vec<usize> = wanted.iter().zip(&found).map(|(want, names)| position(want, names)).collect();
     let n = ranks.len();
@@ -97,13 +121,14 @@ fn on_held_out_questions_over_eleven_other_real_servers_search_tools_finds_the_w
     let top3 = ranks.iter().filter(|r| **r <= 3).count();
     let percent = |part: usize| 100.0 * part as f64 / n as f64;
     println!(
-        "unseen servers: {n} questions, first {first} ({:.1}%), top three {top3} ({:.1}%)",
+        "{}: {n} questions, first {first} ({:.1}%), top three {top3} ({:.1}%)",
+        set.questions,
         percent(first),
         percent(top3)
     );
-    for server in UNSEEN {
+    for server in set.servers {
         let of: Vec<usize> =
-            questions.iter().zip(&ranks).filter(|(q, _)| q.server == server).map(|(_, r)| *r).collect();
+            questions.iter().zip(&ranks).filter(|(q, _)| q.server == *server).map(|(_, r)| *r).collect();
         let hit = of.iter().filter(|r| **r == 1).count();
         println!("  {server:<20} {:>3} questions, first {hit:>3}", of.len());
     }
@@ -114,10 +139,58 @@ fn on_held_out_questions_over_eleven_other_real_servers_search_tools_finds_the_w
             }
         }
     }
-    let empty: Vec<&str> = texts.iter().zip(&found).filter(|(_, names)| names.is_empty()).map(|(q, _)| *q).collect();
+    let empty = texts.iter().zip(&found).filter(|(_, names)| names.is_empty()).map(|(q, _)| q.to_string()).collect();
+    (n, first, top3, empty)
+}
+
+fn percent(part: usize, whole: usize) -> f64 {
+    100.0 * part as f64 / whole.max(1) as f64
+}
+
+/// The floor on the eleven servers, in percent (first, top three). Round
+/// 12's ranker, before any rule was written with these servers in view,
+/// finds the wanted tool first for 90 of 178 (50.6 %) and in the top three
+/// for 127 (71.3 %), with one empty answer; the ranker before issue 43's
+/// rounds, 93 (52.2 %) and 129 (72.5 %). Round 13's, measured once after
+/// its rules (written from the lead's own questions,
+/// `unseen-tune-43.json`, without reading this set): 113 (63.5 %) and 144
+/// (80.9 %), no empty answer.
+const FIRST_FLOOR: f64 = 63.4;
+const TOP3_FLOOR: f64 = 80.8;
+
+#[test]
+fn on_held_out_questions_over_eleven_other_real_servers_search_tools_finds_the_wanted_tool_first_for_63_in_100_and_never_answers_empty()
+ {
+    let Some(python) = python() else { return };
+    if let Some(p) = std::env::var_os("DUMP_UNSEEN_TOOLS") {
+        std::fs::write(p, serde_json::to_string(&cell_tools(&unseen_catalog(&NINE))).unwrap()).unwrap();
+    } // TEMP
+    let (n, first, top3, empty) = measure(&python, &ELEVEN, 90);
     assert!(empty.is_empty(), "{} questions get no tool: {empty:?}", empty.len());
-    assert!(percent(first) >= FIRST_FLOOR, "the wanted tool is first for only {first} of {n}");
-    assert!(percent(top3) >= TOP3_FLOOR, "the wanted tool is in the top three for only {top3} of {n}");
+    assert!(percent(first, n) >= FIRST_FLOOR, "the wanted tool is first for only {first} of {n}");
+    assert!(percent(top3, n) >= TOP3_FLOOR, "the wanted tool is in the top three for only {top3} of {n}");
+}
+
+/// The floor on the nine servers, in percent (first, top three), and the
+/// empty answers allowed. Measured once, before anyone read the set: the
+/// ranker before issue 43 finds the wanted tool first for 123 of 190
+/// (64.7 %) and in the top three for 151 (79.5 %), with two empty
+/// answers; round 12's and round 13's both 123 (64.7 %) and 153 (80.5 %),
+/// with one. Round 13's rules for any server, written from questions over
+/// the eleven, moved nothing here: what rules gain stays with the servers
+/// they were written with in view.
+const NINE_FIRST_FLOOR: f64 = 64.6;
+const NINE_TOP3_FLOOR: f64 = 80.4;
+const NINE_EMPTY_AT_MOST: usize = 1;
+
+#[test]
+fn on_held_out_questions_over_nine_servers_nobody_wrote_a_rule_for_search_tools_finds_the_wanted_tool_first_for_64_in_100()
+ {
+    let Some(python) = python() else { return };
+    let (n, first, top3, empty) = measure(&python, &NINE, 130);
+    assert!(empty.len() <= NINE_EMPTY_AT_MOST, "{} questions get no tool: {empty:?}", empty.len());
+    assert!(percent(first, n) >= NINE_FIRST_FLOOR, "the wanted tool is first for only {first} of {n}");
+    assert!(percent(top3, n) >= NINE_TOP3_FLOOR, "the wanted tool is in the top three for only {top3} of {n}");
 }
 
 /// Round 13's readings for any server, each asked in words of no question
@@ -130,7 +203,7 @@ fn on_held_out_questions_over_eleven_other_real_servers_search_tools_finds_the_w
 #[test]
 fn search_tools_reads_sql_statements_chat_channels_new_tracker_items_addresses_to_visit_and_a_server_named_last() {
     let Some(python) = python() else { return };
-    let tools = cell_tools(&unseen_catalog());
+    let tools = cell_tools(&unseen_catalog(&ELEVEN));
     let first = [
         ("INSERT INTO audit_log VALUES (1, 'x')", "postgres__query"),
         ("log a ticket on github for the flaky test", "github__create_issue"),
