@@ -18,6 +18,8 @@
 //! with an error naming the bucket, its bound and what to do; no cell
 //! runs, nothing the call wrote stays readable, and once space frees the
 //! same call runs whole.
+//! A cell no sandbox-runner takes ends the call with an error saying so,
+//! and the chunks its frontend wrote are purged: nobody will read them.
 //! Real nats-server (the deployment's users and permissions, its default
 //! `max_payload`), real Docker, rmcp's client.
 
@@ -304,5 +306,42 @@ async fn over_nats_an_inline_file_the_full_bucket_cannot_hold_ends_the_call_nami
     assert_eq!(report["error"], serde_json::Value::Null, "{report}");
     let expected = format!("a.bin 200000 {}\nb.bin 600000 {}\n", sha256(&a), sha256(&b));
     assert_eq!(report["stdout"], expected.as_str(), "{report}");
+    client.cancel().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_nats_a_cell_no_sandbox_runner_takes_ends_the_call_and_leaves_none_of_its_inline_files_readable_in_the_bucket()
+ {
+    use code_mode_core::files_in_shared::{CHUNK_BYTES, INLINE_BUCKET};
+    let Some(split) = SplitHttp::start() else { return };
+    let (alice, tokens) = support::alice();
+    let (_bridge, mut runner) = split.services(&[], &[], &["--warm", "0"]);
+    runner.kill().await.expect("the sandbox-runner is stopped");
+    let (_frontend, url) = split.frontend_with(&tokens, &["--capacity-wait", "1"]).await;
+    let client = connect_as(&url, &alice, ()).await;
+    let js = jetstream_as(&split.nats, &split.users, "sandbox-runner").await;
+    let before = crate::files_faults::keys_of(&js, INLINE_BUCKET).await;
+
+    // 600,000 inline bytes, past what the cell message carries: written to
+    // the bucket in three chunks, then no runner answers for the cell.
+    let big = random_bytes(600_000);
+    let result = run_with_files(&client, HASH_INPUTS, json!([inline("big.bin", &big)])).await;
+    let error = error_of(&result);
+    eprintln!("measured: the call no runner took ended with: {error}");
+    assert!(error.contains("sandbox-runner"), "the error says no runner took the cell: {error}");
+
+    // Its chunks were written and are purged: nobody will read them.
+    let keys = crate::files_faults::keys_of(&js, INLINE_BUCKET).await;
+    let written: Vec<&String> = keys.iter().filter(|k| !before.contains(k)).collect();
+    assert_eq!(written.len(), big.len().div_ceil(CHUNK_BYTES), "the file's chunks were written: {written:?}");
+    let as_runner = js.get_key_value(INLINE_BUCKET).await.expect("the runner opens the bucket");
+    for key in written {
+        let left = as_runner.get(key).await.expect("the runner reads the bucket");
+        assert!(
+            left.is_none(),
+            "{key} of the call no runner took is still in the bucket ({} bytes)",
+            left.unwrap().len()
+        );
+    }
     client.cancel().await.ok();
 }

@@ -104,7 +104,11 @@ async fn without_any_runner_a_cell_fails_saying_nobody_serves_it() {
     let result = run_python(&client, "print(1)").await;
     assert_eq!(result.is_error, Some(true));
     let text = &result.content[0].as_text().unwrap().text;
-    assert!(text.contains("no service answers on codemode.v1.cell.run"), "{text}");
+    assert!(
+        text.contains("no sandbox-runner answers for cells") && text.contains("codemode.v1.cell.run"),
+        "the error says no runner serves cells, and on which subject: {text}"
+    );
+    assert!(text.contains("code-mode sandbox-runner"), "the error says what to start: {text}");
     client.cancel().await.unwrap();
 }
 

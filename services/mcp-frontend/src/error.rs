@@ -62,6 +62,18 @@ pub enum FrontendError {
         /// How long the cell waited.
         waited: Duration,
     },
+    /// No sandbox-runner answered on the cells' subject at all (none runs,
+    /// or none can reach NATS or subscribe there).
+    #[error(
+        "no sandbox-runner answers for cells (nothing answers on {subject} within {waited:.1?}): start one \
+         (`code-mode sandbox-runner`) or check that it reaches NATS as its user"
+    )]
+    NoRunner {
+        /// The subject the cell was sent on.
+        subject: String,
+        /// How long the cell waited.
+        waited: Duration,
+    },
     /// The client session ended before the cell did.
     #[error("the client session has ended, and its cells with it")]
     SessionEnded,
@@ -134,7 +146,9 @@ impl FrontendError {
                 | FrontendError::RunnerSilent { .. }
                 | FrontendError::ReportLost { .. },
             ) => FrontendCellResult::RunnerLost,
-            Err(FrontendError::Bus(BusError::NoResponders { .. })) => FrontendCellResult::NoRunner,
+            Err(FrontendError::NoRunner { .. } | FrontendError::Bus(BusError::NoResponders { .. })) => {
+                FrontendCellResult::NoRunner
+            }
             Err(_) => FrontendCellResult::Failed,
         }
     }

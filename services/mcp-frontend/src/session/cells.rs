@@ -181,12 +181,26 @@ pub(super) async fn send_fresh(
         if started.elapsed() >= config.capacity_wait {
             let error = match last {
                 // Nobody declined: there is no runner at all.
-                Some(no_runner) => no_runner.into(),
+                Some(BusError::NoResponders { subject }) => {
+                    FrontendError::NoRunner { subject, waited: started.elapsed() }
+                }
+                Some(other) => other.into(),
                 None => FrontendError::NoCapacity { waited: started.elapsed() },
             };
+            discard_staged(shared, cell).await;
             return Err((error, None));
         }
         tokio::time::sleep(RETRY_PAUSE).await;
+    }
+}
+
+/// Purge the inline files `cell` wrote to the bucket (over NATS): no
+/// runner took the cell, so nobody will read them, and they would hold the
+/// bucket's room until they expire. Best effort: what stays expires.
+async fn discard_staged(shared: &Shared, cell: &RunCell) {
+    let Some(inputs) = shared.config.shared_inputs.as_ref() else { return };
+    for stored in cell.inputs.iter().filter_map(|input| input.stored.as_ref()) {
+        inputs.discard(stored).await;
     }
 }
 
