@@ -177,7 +177,7 @@ pub(crate) fn outcome_of(result: Result<&code_mode_proto::CellReport, &crate::Fr
         Ok(_) => "ok",
         Err(E::NoCapacity { .. }) => "no_capacity",
         Err(E::RunnerLost { .. } | E::RunnerSilent { .. } | E::ReportLost { .. }) => "runner_lost",
-        Err(E::Bus(code_mode_core::bus::BusError::NoResponders { .. })) => "no_runner",
+        Err(E::NoRunner { .. } | E::Bus(code_mode_core::bus::BusError::NoResponders { .. })) => "no_runner",
         Err(E::SessionBusy { .. }) => "session_busy",
         Err(E::CodeTooLarge { .. }) => "code_too_large",
         Err(E::SessionEnded) => "session_ended",

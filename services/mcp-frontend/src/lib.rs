@@ -586,7 +586,7 @@ mod tests {
         assert!(matches!(too_large, Err(FrontendError::CodeTooLarge { .. })), "{too_large:?}");
         // No sandbox-runner serves this bus.
         let no_runner = frontend.run_code("print(1)").await;
-        assert!(matches!(no_runner, Err(FrontendError::Bus(BusError::NoResponders { .. }))), "{no_runner:?}");
+        assert!(matches!(no_runner, Err(FrontendError::NoRunner { .. })), "{no_runner:?}");
         assert_eq!(count(FrontendCellResult::CodeTooLarge), large + 1);
         assert_eq!(count(FrontendCellResult::NoRunner), none + 1);
         cancel.cancel();

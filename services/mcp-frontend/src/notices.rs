@@ -115,7 +115,9 @@ impl Notice {
         let (level, reason) = match error {
             E::NoCapacity { .. } => (LoggingLevel::Error, "no_capacity"),
             E::RunnerLost { .. } | E::RunnerSilent { .. } => (LoggingLevel::Error, "runner_lost"),
-            E::Bus(code_mode_core::bus::BusError::NoResponders { .. }) => (LoggingLevel::Error, "no_runner"),
+            E::NoRunner { .. } | E::Bus(code_mode_core::bus::BusError::NoResponders { .. }) => {
+                (LoggingLevel::Error, "no_runner")
+            }
             E::SessionBusy { .. } => (LoggingLevel::Warning, "session_busy"),
             E::CodeTooLarge { .. } => (LoggingLevel::Warning, "code_too_large"),
             E::SessionEnded => (LoggingLevel::Info, "session_ended"),
