@@ -166,14 +166,20 @@ ONE_ZONE_CURRENT = 0.5
 _ZONE_OFFSET = re.compile(r"^(?:utc|gmt)[+-]\d{1,2}(?::?\d{2})?$", re.I)
 # A time of day: "4pm", "9:30", "14:30", "10am".
 _CLOCK = re.compile(r"^\d{1,2}(?::\d{2})?(?:am|pm|h)$|^\d{1,2}:\d{2}$", re.I)
-# An SQL statement ("SELECT count(*) FROM users", "delete from jobs
-# where ..."): a query of a database, its words are values.
-_SQL = re.compile(r"\b(?:select\b.+\bfrom|insert\s+into|update\b.+\bset|delete\s+from|create\s+table|alter\s+table)\b",
-                  re.I | re.S)
+# An SQL statement: a query of a database, its words are values. Its
+# keywords in capitals ("SELECT count(*) FROM users", "DELETE FROM jobs"),
+# or in lower case opening the query with what only SQL writes ("delete
+# from jobs where ...", "update users set plan = 'pro'"), so that "delete
+# from memory the entity Bob" stays English.
+_SQL = re.compile(
+    r"\b(?:SELECT\b.+\bFROM|INSERT\s+INTO|UPDATE\s+\S+\s+SET|DELETE\s+FROM|CREATE\s+TABLE|ALTER\s+TABLE)\b"
+    r"|^\s*(?i:(?:select|insert\s+into|update|delete\s+from|create\s+table|alter\s+table)\b.*(?:[*=(;]|\bwhere\b))",
+    re.S)
 # Opening or filing a tracker's item makes one: "open an issue", "file a
-# bug", "raise a PR", "open a new merge request".
+# bug", "raise a PR", "open a new merge request" ("open the issue" reads
+# one).
 _OPENING_ITEM = re.compile(
-    r"\b(?:open|opening|file|filing|raise|raising|submit|log)\s+(?:(?:a|an|the)\s+)?(?:new\s+)?"
+    r"\b(?:open|opening|file|filing|raise|raising|submit|log)\s+(?:(?:a|an)\s+)?(?:new\s+)?"
     r"(issues?|tickets?|bugs?|prs?|pull\s+requests?|mrs?|merge\s+requests?)\b", re.I)
 # Going to an address in a browser: "go to https://...", "head to www...".
 _GOING_TO = re.compile(r"\b(?:go|browse|head|navigate)\s+to\s+(?=https?://|www\.)", re.I)

@@ -35,6 +35,7 @@ _LEXICON_WORDS, _LEXICON_GRAMS, _FUNCTION_DELETIONS = QUERY._LEXICON_WORDS, QUER
 COMMON_WORDS = QUERY.TABLES.COMMON_WORDS
 _stem, _raw_words, _content_words = QUERY._stem, QUERY._raw_words, QUERY._content_words
 _gram_index, _grams, _typo_distance, _deletions = QUERY._gram_index, QUERY._grams, QUERY._typo_distance, QUERY._deletions
+_QUOTED = QUERY._QUOTED
 # Also for the evaluation (testing/search-eval/rank.py): the words a text is
 # indexed by, the word groups a query asks for, the stems seen so far.
 search_words, query_terms, read_query, _STEMS = QUERY.search_words, QUERY.query_terms, QUERY.read_query, QUERY._STEMS
@@ -161,11 +162,10 @@ COORDINATION = 0.25
 # multiplied by this: when it ties with its replacement, the replacement
 # comes first.
 DEPRECATED_FACTOR = 0.8
-# Words asking for the old tool: the deprecated one gains as much instead.
 # A word standing alone in a query: letters between spaces or sentence
 # punctuation, not part of a file name, path, identifier or address.
 _SAID_WORD = re.compile(r"(?<![\w./\\@#-])[A-Za-z]+(?![\w./\\@-]|\.\w)")
-_QUOTED_TEXT = re.compile(r"(['\"`]).*?\1")
+# Words asking for the old tool: the deprecated one gains as much instead.
 OLD_WORDS = frozenset("deprecated legacy obsolete old older outdated replaced superseded".split())
 
 
@@ -462,7 +462,7 @@ class SearchIndex:
         # A server's name said anywhere as a word of its own ("... called
         # sandbox on github") names it, but not inside a value
         # ("memory.md", "'time'").
-        said = read.words | {w.lower() for w in _SAID_WORD.findall(_QUOTED_TEXT.sub(" ", query))}
+        said = read.words | {w.lower() for w in _SAID_WORD.findall(_QUOTED.sub(" ", query))}
         if said:
             scoped = "server" in said
             for words in set(self.servers):

@@ -222,3 +222,35 @@ fn search_tools_reads_sql_statements_chat_channels_new_tracker_items_addresses_t
     let channel = rank(&python, &tools, &["tell #deploys the rollout is paused"], 3);
     assert!(channel[0].iter().any(|n| n == "slack__slack_post_message"), "a #channel is Slack's: {:?}", channel[0]);
 }
+
+/// Round 13's readings leave English alone: "delete from" or "update ...
+/// set" in words is no SQL statement, and "open the issue" reads one. Each
+/// was read wrong by round 13's first rules (found reading them again).
+#[test]
+fn sql_and_tracker_readings_leave_plain_english_requests_to_the_tools_they_name() {
+    let Some(python) = python() else { return };
+    let first = |tools: &[code_mode_proto::ToolStub], asked: &[(&str, &str)]| {
+        let texts: Vec<&str> = asked.iter().map(|(q, _)| *q).collect();
+        asked
+            .iter()
+            .zip(rank(&python, tools, &texts, 3))
+            .filter(|((_, want), names)| names.first().map(String::as_str) != Some(*want))
+            .map(|((q, want), names)| format!("{q:?} wants {want} first, got {names:?}"))
+            .collect::<Vec<String>>()
+    };
+    let mut wrong = first(
+        &cell_tools(&crate::search_eval::catalog_of(crate::search_eval::REAL_TOOLS)),
+        &[
+            ("delete from memory the entity Bob", "memory__delete_entities"),
+            ("update the config so debug is set to true in settings.json", "filesystem__edit_file"),
+        ],
+    );
+    wrong.extend(first(
+        &cell_tools(&unseen_catalog(&ELEVEN)),
+        &[
+            ("open the issue 17 on github", "github__get_issue"),
+            ("delete from sessions where expired", "postgres__query"),
+        ],
+    ));
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
