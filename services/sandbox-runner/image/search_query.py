@@ -179,10 +179,27 @@ _SQL = re.compile(
 # bug", "raise a PR", "open a new merge request" ("open the issue" reads
 # one).
 _OPENING_ITEM = re.compile(
-    r"\b(?:open|opening|file|filing|raise|raising|submit|log)\s+(?:(?:a|an)\s+)?(?:new\s+)?"
+    r"\b(?:open|opening|file|filing|raise|raising|submit|log)\s+(?:(?:a|an)\s+(?:new\s+)?(?:[\w-]+\s+)??|new\s+)?"
     r"(issues?|tickets?|bugs?|prs?|pull\s+requests?|mrs?|merge\s+requests?)\b", re.I)
-# Going to an address in a browser: "go to https://...", "head to www...".
-_GOING_TO = re.compile(r"\b(?:go|browse|head|navigate)\s+to\s+(?=https?://|www\.)", re.I)
+# Going to an address in a browser: "go to https://...", "head to www...",
+# "open localhost:3000/login in the browser", "point the browser at ...".
+_ADDRESS_AHEAD = r"(?=https?://|www\.|localhost\b|127\.0\.0\.1\b)"
+_GOING_TO = re.compile(
+    r"\b(?:(?:go|browse|head|navigate)\s+to|point\s+(?:the|a|my)\s+(?:\w+\s+)?browser\s+(?:at|to))\s+"
+    + _ADDRESS_AHEAD, re.I)
+_OPENING_IN_BROWSER = re.compile(
+    r"\b(?:open|load|visit)\s+" + _ADDRESS_AHEAD
+    + r"(?=\S+\s+in\s+(?:(?:the|a|my)\s+)?(?:\w+\s+)?(?:browser|tab)\b)", re.I)
+# A note left on an item is a comment on it ("leave a note on the ticket").
+_LEAVING_NOTE = re.compile(r"\bleave\s+(?:a|an)\s+(?:short\s+)?(?:note|comment|reply)\s+(?=on|in|under)\b", re.I)
+# kubectl's usual alias: "k get pods".
+_KUBECTL_ALIAS = re.compile(
+    r"^\s*k\s+(?=(?:get|describe|apply|delete|logs|exec|scale|rollout|top|edit|patch|create|port-forward)\b)")
+# A participle saying when, not what to do: "the most recently updated
+# issues" lists them, updates nothing.
+_CHANGED_LATELY = re.compile(
+    r"\b(?:most\s+)?(?:recently|newly|lately)\s+(?:updated|created|modified|changed|edited|added|closed|merged"
+    r"|opened|touched)\b", re.I)
 # A chat channel ("#general", "#ops-alerts"), not a number ("#42").
 _CHANNEL = re.compile(r"(?<![\w#&])#([A-Za-z][\w-]*)")
 # Two numbers or one-letter symbols added: "2+2", "19.5 + 0.5", "x + y"
@@ -213,9 +230,10 @@ _CLAUSE_ENDS = ",;:!?."
 _EDGE_PUNCTUATION = "\"'`()[]{}<>,;:!?."
 
 _CAMEL_LOWER_UPPER = re.compile(r"([a-z0-9])([A-Z])")
-_CAMEL_ACRONYM = re.compile(r"([A-Z]+)([A-Z][a-z])")
+# An acronym's plural is one word: "PRs", "URLs", "IDs" (not "P" and "Rs").
+_CAMEL_ACRONYM = re.compile(r"([A-Z]+)([A-Z](?!s(?![a-z]))[a-z])")
 _WORD = re.compile(r"[^\W\d_]+|\d+")
-_ASCII_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_ASCII_WORD = re.compile(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 # A parenthesis of examples in a description: "(e.g., 'Asia/Tokyo')". Its
 # values show a format, not what the tool is for.
 _EXAMPLES = re.compile(r"\((?:e\.g\.|eg\b|for example|such as)[^)]*\)", re.I)
@@ -237,6 +255,8 @@ _QUOTED = re.compile(r"(?<!\w)(['\"`])([^'\"`]{1,120})\1(?!\w)")
 _DERIVED = (("ation", 5), ("tion", 4, 1), ("sion", 4, 1), ("able", 4), ("ly", 5))
 _BRITISH = ("isations", "isation", "ising", "ised", "ises", "ise", "ysing", "ysed", "yses", "yse")
 _STEMS = {}  # word -> its stem: catalogs repeat their words
+# Words ending in "s" that are no plural: "news" is not "new".
+_NOT_PLURALS = frozenset("news series species lens".split())
 
 
 def _stem(word):
@@ -248,7 +268,7 @@ def _stem(word):
 
 
 def _stem_word(word):
-    if len(word) <= 3 or not word.isalpha():
+    if len(word) <= 3 or not word.isalpha() or word in _NOT_PLURALS:
         return word
     # British spelling reads as American: "memorised", "organisation",
     # "summarising", "analysed" stem as "memorized", "organization",
@@ -297,7 +317,8 @@ def _raw_words(text):
     if text.isascii():
         # One pass: an acronym before a capitalised word ("HTTPServer"),
         # a capitalised or lower-case word, an acronym, digits.
-        return [w.lower() for w in _ASCII_WORD.findall(text)]
+        return [w[:-1].lower() if w[-1] == "s" and w[0].isupper() and w[-2].isupper() else w.lower()
+                for w in _ASCII_WORD.findall(text)]
     text = _CAMEL_LOWER_UPPER.sub(r"\1 \2", text)
     text = _CAMEL_ACRONYM.sub(r"\1 \2", text)
     return _WORD.findall(text.lower())
@@ -448,6 +469,10 @@ def _query_tokens(query):
     text = _CHANNEL.sub(channel, text)
     text = _OPENING_ITEM.sub(lambda m: "create " + m.group(1), text)
     text = _GOING_TO.sub("navigate to ", text)
+    text = _OPENING_IN_BROWSER.sub("navigate to ", text)
+    text = _CHANGED_LATELY.sub("recent", text)
+    text = _LEAVING_NOTE.sub("add comment ", text)
+    text = _KUBECTL_ALIAS.sub("kubectl ", text)
     if _SUM.search(text):
         hints.append(("sum", 1.0))
         text = text.replace("+", " + ")

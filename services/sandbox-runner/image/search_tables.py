@@ -410,7 +410,11 @@ PHRASES = {
     "ls -al": "list sizes",
     "ls -lha": "list sizes",
     "ls -s": "list sizes",
-    "knowledge base": "graph",
+    "knowledge base": "graph kb",
+    "git diff --cached": "git diff staged",
+    "git diff --staged": "git diff staged",
+    "git checkout -b": "git create branch",
+    "git switch -c": "git create branch",
     "ls -r": "directory tree recursive",
     "ls -lr": "directory tree recursive",
     "find . -name": "search files",
@@ -458,6 +462,13 @@ PARTICLE_VERBS = {
     ("pull", "up"): "show",
     ("bring", "up"): "show",
     ("set", "up"): "create",
+    # Round 14: finishing an item of a list.
+    ("mark", "done"): "close",
+    ("mark", "complete"): "close",
+    ("mark", "completed"): "close",
+    ("mark", "finished"): "close",
+    ("tick", "off"): "close",
+    ("check", "off"): "close",
 }
 
 
@@ -661,6 +672,22 @@ RELATED_GROUPS = [
     "status ci passing failing",
     "coordinates latitude longitude lat lng gps geocode",
     "directions route drive driving walking transit commute",
+    # Round 14, from questions over other servers: words of to-do lists,
+    # browsers, crawlers, threads and clusters any server of their trade uses.
+    "task tasks todo todos reminder reminders remind chore chores errand errands",
+    "complete completed finish finished close closed tick ticked accomplished",
+    "uncomplete reopen undone unfinished",
+    "hover mouseover mouse tooltip",
+    "resize viewport window",
+    "crawl spider crawler",
+    "fetch curl wget",
+    "comment reply replies respond",
+    "kubernetes k8s kubectl cluster pod pods namespace ns",
+    "scale replicas",
+    "screenshot capture screengrab screencap",
+    "click tap press",
+    "status uncommitted untracked dirty",
+    "user users people",
 ]
 
 # Time zone abbreviations: one in a query asks about a time zone. Those

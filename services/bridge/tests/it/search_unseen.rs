@@ -8,12 +8,14 @@
 //! (`testing/search-eval/unseen/`: npm `@modelcontextprotocol/server-github`
 //! and its siblings, `@notionhq/notion-mcp-server`, PyPI `mcp-server-git`
 //! and `mcp-server-fetch`) with questions a helper wrote from those lists
-//! alone (`unseen-43.json`), held out: no rule may be tuned on them.
-//! Round 13's rules for these servers came from the lead's own questions
+//! alone (`unseen-43.json`), held out in round 13. Round 13's rules for
+//! these servers came from the lead's own questions
 //! (`unseen-tune-43.json`). Nine further servers (`unseen2/`,
 //! `unseen2-43.json`) had no rule and no question written with them in
-//! view when measured: what a server nobody looked at gets; round 14 added
-//! ten more (`unseen3/`, `unseen3-43.json`) the same way.
+//! view when measured: what a server nobody looked at gets. Round 14 tuned
+//! rules for any server on both sets (they are tuning sets since) and
+//! measured them on ten more servers no rule was written with in view
+//! (`unseen3/`, `unseen3-43.json`), held out.
 //!
 //! `DUMP_UNSEEN_TOOLS=<folder>` writes each set's cell tool list (what
 //! `search_tools` ranks) as `<folder>/<set folder>.json`, for measuring
@@ -176,12 +178,13 @@ fn percent(part: usize, whole: usize) -> f64 {
 /// rounds, 93 (52.2 %) and 129 (72.5 %). Round 13's, measured once after
 /// its rules (written from the lead's own questions,
 /// `unseen-tune-43.json`, without reading this set): 113 (63.5 %) and 144
-/// (80.9 %), no empty answer.
-const FIRST_FLOOR: f64 = 63.4;
-const TOP3_FLOOR: f64 = 80.8;
+/// (80.9 %), no empty answer. Round 14 then tuned its rules for any server
+/// on these questions (no longer held out): 123 (69.1 %) and 157 (88.2 %).
+const FIRST_FLOOR: f64 = 69.0;
+const TOP3_FLOOR: f64 = 88.1;
 
 #[test]
-fn on_held_out_questions_over_eleven_other_real_servers_search_tools_finds_the_wanted_tool_first_for_63_in_100_and_never_answers_empty()
+fn on_questions_over_eleven_other_real_servers_search_tools_finds_the_wanted_tool_first_for_69_in_100_and_never_answers_empty()
  {
     let Some(python) = python() else { return };
     let (n, first, top3, empty) = measure(&python, &ELEVEN, 90);
@@ -197,17 +200,18 @@ fn on_held_out_questions_over_eleven_other_real_servers_search_tools_finds_the_w
 /// answers; round 12's and round 13's both 123 (64.7 %) and 153 (80.5 %),
 /// with one. Round 13's rules for any server, written from questions over
 /// the eleven, moved nothing here: what rules gain stays with the servers
-/// they were written with in view.
-const NINE_FIRST_FLOOR: f64 = 64.6;
-const NINE_TOP3_FLOOR: f64 = 80.4;
-const NINE_EMPTY_AT_MOST: usize = 1;
+/// they were written with in view. Round 14 then tuned its rules for any
+/// server on these questions (no longer held out): 141 (74.2 %) and 165
+/// (86.8 %), no empty answer.
+const NINE_FIRST_FLOOR: f64 = 74.1;
+const NINE_TOP3_FLOOR: f64 = 86.7;
 
 #[test]
-fn on_held_out_questions_over_nine_servers_nobody_wrote_a_rule_for_search_tools_finds_the_wanted_tool_first_for_64_in_100()
+fn on_questions_over_nine_other_real_servers_search_tools_finds_the_wanted_tool_first_for_74_in_100_and_never_answers_empty()
  {
     let Some(python) = python() else { return };
     let (n, first, top3, empty) = measure(&python, &NINE, 130);
-    assert!(empty.len() <= NINE_EMPTY_AT_MOST, "{} questions get no tool: {empty:?}", empty.len());
+    assert!(empty.is_empty(), "{} questions get no tool: {empty:?}", empty.len());
     assert!(percent(first, n) >= NINE_FIRST_FLOOR, "the wanted tool is first for only {first} of {n}");
     assert!(percent(top3, n) >= NINE_TOP3_FLOOR, "the wanted tool is in the top three for only {top3} of {n}");
 }
@@ -216,9 +220,11 @@ fn on_held_out_questions_over_nine_servers_nobody_wrote_a_rule_for_search_tools_
 /// three). Measured once, before anyone read the questions: round 13's
 /// ranker finds the wanted tool first for 114 of 199 (57.3 %) and in the
 /// top three for 161 (80.9 %), with no empty answer; the ranker before
-/// issue 43's rounds, 97 (48.7 %) and 144 (72.4 %), with one.
-const TEN_FIRST_FLOOR: f64 = 57.2;
-const TEN_TOP3_FLOOR: f64 = 80.8;
+/// issue 43's rounds, 97 (48.7 %) and 144 (72.4 %), with one. Round 14's,
+/// measured once after its rules (tuned on the eleven and the nine): 115
+/// (57.8 %) and 162 (81.4 %), no empty answer.
+const TEN_FIRST_FLOOR: f64 = 57.7;
+const TEN_TOP3_FLOOR: f64 = 81.3;
 
 #[test]
 fn on_held_out_questions_over_ten_more_servers_search_tools_finds_the_wanted_tool_first_for_57_in_100_and_never_answers_empty()
@@ -258,6 +264,49 @@ fn search_tools_reads_sql_statements_chat_channels_new_tracker_items_addresses_t
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     let channel = rank(&python, &tools, &["tell #deploys the rollout is paused"], 3);
     assert!(channel[0].iter().any(|n| n == "slack__slack_post_message"), "a #channel is Slack's: {:?}", channel[0]);
+}
+
+/// Round 14's readings for any server, each asked in words of no question
+/// file; round 13's ranker puts the wanted tool first for 2 of these 11:
+/// ticking off or adding a reminder to a to-do list, opening an address
+/// "in the browser", `k` for kubectl, leaving a comment on an item,
+/// mousing over, `git diff --staged` and `git checkout -b`, filing "a
+/// github bug", news (not "new"), and an acronym's plural ("PRs").
+#[test]
+fn search_tools_reads_to_do_lists_browser_visits_kubectl_and_git_shorthands_comments_news_and_acronym_plurals() {
+    let Some(python) = python() else { return };
+    let wrong_of = |set: &Unseen, asked: &[(&str, &str)]| {
+        let tools = cell_tools(&unseen_catalog(set));
+        let texts: Vec<&str> = asked.iter().map(|(q, _)| *q).collect();
+        asked
+            .iter()
+            .zip(rank(&python, &tools, &texts, 3))
+            .filter(|((_, want), names)| names.first().map(String::as_str) != Some(*want))
+            .map(|((q, want), names)| format!("{q:?} wants {want} first, got {names:?}"))
+            .collect::<Vec<String>>()
+    };
+    let mut wrong = wrong_of(
+        &NINE,
+        &[
+            ("tick off 'water the plants' in my todo list", "todoist__close_tasks"),
+            ("add a reminder to renew the car insurance", "todoist__create_tasks"),
+            ("visit localhost:8080/admin in the browser", "playwright__browser_navigate"),
+            ("k describe deployment web -n staging", "kubernetes__kubectl_describe"),
+            ("leave a comment on the todo: blocked by legal", "todoist__create_comments"),
+            ("mouse over the Settings menu", "playwright__browser_hover"),
+        ],
+    );
+    wrong.extend(wrong_of(
+        &ELEVEN,
+        &[
+            ("git diff --staged", "git__git_diff_staged"),
+            ("git checkout -b spike/search", "git__git_create_branch"),
+            ("file a github bug: search box crashes on emoji", "github__create_issue"),
+            ("news about the EU chips act", "brave_search__brave_web_search"),
+            ("which PRs are still waiting in acme/api on github", "github__list_pull_requests"),
+        ],
+    ));
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 /// Round 13's readings leave English alone: "delete from" or "update ...
