@@ -317,7 +317,7 @@ def _raw_words(text):
     if text.isascii():
         # One pass: an acronym before a capitalised word ("HTTPServer"),
         # a capitalised or lower-case word, an acronym, digits.
-        return [w[:-1].lower() if w[-1] == "s" and w[0].isupper() and w[-2].isupper() else w.lower()
+        return [w[:-1].lower() if len(w) > 2 and w[-1] == "s" and w[:-1].isupper() else w.lower()
                 for w in _ASCII_WORD.findall(text)]
     text = _CAMEL_LOWER_UPPER.sub(r"\1 \2", text)
     text = _CAMEL_ACRONYM.sub(r"\1 \2", text)

@@ -663,6 +663,18 @@ fn words_made_from_a_verb_stem_as_the_verb() {
 }
 
 #[test]
+fn an_acronyms_plural_is_one_word_and_news_is_no_plural_of_new() {
+    let Some(python) = python() else { return };
+    // Round 13 split "PRs" as "P" and "Rs" and stemmed "news" as "new".
+    let seen = words(&python, &["which PRs touch these URLs and userIDs", "latest news", "As Is STATUS HTTPServer"]);
+    assert_eq!(seen[0]["index"], serde_json::json!(["pr", "touch", "url", "user", "id"]));
+    assert_eq!(seen[1]["index"], serde_json::json!(["latest", "news"]));
+    // A capital and a lower-case "s" is a word, capitals alone too, and a
+    // capitalised word after an acronym still splits.
+    assert_eq!(seen[2]["index"], serde_json::json!(["status", "http", "server"]));
+}
+
+#[test]
 fn tools_of_one_server_sharing_a_description_stuffed_with_the_tuning_questions_words_come_first_for_none_of_them() {
     let Some(python) = python() else { return };
     let mut asked = queries();
