@@ -175,31 +175,8 @@ _SQL = re.compile(
     r"\b(?:SELECT\b.+\bFROM|INSERT\s+INTO|UPDATE\s+\S+\s+SET|DELETE\s+FROM|CREATE\s+TABLE|ALTER\s+TABLE)\b"
     r"|^\s*(?i:(?:select|insert\s+into|update|delete\s+from|create\s+table|alter\s+table)\b.*(?:[*=(;]|\bwhere\b))",
     re.S)
-# Opening or filing a tracker's item makes one: "open an issue", "file a
-# bug", "raise a PR", "open a new merge request" ("open the issue" reads
-# one).
-_OPENING_ITEM = re.compile(
-    r"\b(?:open|opening|file|filing|raise|raising|submit|log)\s+(?:(?:a|an)\s+(?:new\s+)?(?:[\w-]+\s+)??|new\s+)?"
-    r"(issues?|tickets?|bugs?|prs?|pull\s+requests?|mrs?|merge\s+requests?)\b", re.I)
-# Going to an address in a browser: "go to https://...", "head to www...",
-# "open localhost:3000/login in the browser", "point the browser at ...".
-_ADDRESS_AHEAD = r"(?=https?://|www\.|localhost\b|127\.0\.0\.1\b)"
-_GOING_TO = re.compile(
-    r"\b(?:(?:go|browse|head|navigate)\s+to|point\s+(?:the|a|my)\s+(?:\w+\s+)?browser\s+(?:at|to))\s+"
-    + _ADDRESS_AHEAD, re.I)
-_OPENING_IN_BROWSER = re.compile(
-    r"\b(?:open|load|visit)\s+" + _ADDRESS_AHEAD
-    + r"(?=\S+\s+in\s+(?:(?:the|a|my)\s+)?(?:\w+\s+)?(?:browser|tab)\b)", re.I)
-# A note left on an item is a comment on it ("leave a note on the ticket").
-_LEAVING_NOTE = re.compile(r"\bleave\s+(?:a|an)\s+(?:short\s+)?(?:note|comment|reply)\s+(?=on|in|under)\b", re.I)
-# kubectl's usual alias: "k get pods".
-_KUBECTL_ALIAS = re.compile(
-    r"^\s*k\s+(?=(?:get|describe|apply|delete|logs|exec|scale|rollout|top|edit|patch|create|port-forward)\b)")
-# A participle saying when, not what to do: "the most recently updated
-# issues" lists them, updates nothing.
-_CHANGED_LATELY = re.compile(
-    r"\b(?:most\s+)?(?:recently|newly|lately)\s+(?:updated|created|modified|changed|edited|added|closed|merged"
-    r"|opened|touched)\b", re.I)
+# Shorthands read as what they ask (search_tables.REWRITES), in order.
+_REWRITES = [(re.compile(pattern, re.I), by) for pattern, by in TABLES.REWRITES]
 # A chat channel ("#general", "#ops-alerts"), not a number ("#42").
 _CHANNEL = re.compile(r"(?<![\w#&])#([A-Za-z][\w-]*)")
 # Two numbers or one-letter symbols added: "2+2", "19.5 + 0.5", "x + y"
@@ -467,12 +444,8 @@ def _query_tokens(query):
         return " "
 
     text = _CHANNEL.sub(channel, text)
-    text = _OPENING_ITEM.sub(lambda m: "create " + m.group(1), text)
-    text = _GOING_TO.sub("navigate to ", text)
-    text = _OPENING_IN_BROWSER.sub("navigate to ", text)
-    text = _CHANGED_LATELY.sub("recent", text)
-    text = _LEAVING_NOTE.sub("add comment ", text)
-    text = _KUBECTL_ALIAS.sub("kubectl ", text)
+    for pattern, by in _REWRITES:
+        text = pattern.sub(by, text)
     if _SUM.search(text):
         hints.append(("sum", 1.0))
         text = text.replace("+", " + ")

@@ -430,6 +430,32 @@ PHRASES = {
     "folder or file": "metadata type",
 }
 
+# Shorthands a query is rewritten by before it is read, in order (regular
+# expressions, matched ignoring case, and what replaces each match).
+_ADDRESS_AHEAD = r"(?=https?://|www\.|localhost\b|127\.0\.0\.1\b)"
+REWRITES = [
+    # Opening or filing a tracker's item makes one: "open an issue", "file
+    # a github bug", "raise a PR" ("open the issue" reads one).
+    (r"\b(?:open|opening|file|filing|raise|raising|submit|log)\s+(?:(?:a|an)\s+(?:new\s+)?(?:[\w-]+\s+)??|new\s+)?"
+     r"(issues?|tickets?|bugs?|prs?|pull\s+requests?|mrs?|merge\s+requests?)\b", r"create \1"),
+    # Going to an address in a browser: "go to https://...", "head to
+    # www...", "point the browser at localhost:3000".
+    (r"\b(?:(?:go|browse|head|navigate)\s+to|point\s+(?:the|a|my)\s+(?:\w+\s+)?browser\s+(?:at|to))\s+"
+     + _ADDRESS_AHEAD, "navigate to "),
+    # "open localhost:3000/login in the browser".
+    (r"\b(?:open|load|visit)\s+" + _ADDRESS_AHEAD
+     + r"(?=\S+\s+in\s+(?:(?:the|a|my)\s+)?(?:\w+\s+)?(?:browser|tab)\b)", "navigate to "),
+    # A participle saying when, not what to do: "the most recently updated
+    # issues" lists them, updates nothing.
+    (r"\b(?:most\s+)?(?:recently|newly|lately)\s+(?:updated|created|modified|changed|edited|added|closed|merged"
+     r"|opened|touched)\b", "recent"),
+    # A note left on an item is a comment on it ("leave a note on the ticket").
+    (r"\bleave\s+(?:a|an)\s+(?:short\s+)?(?:note|comment|reply)\s+(?=on|in|under)\b", "add comment "),
+    # kubectl's usual alias: "k get pods".
+    (r"^\s*k\s+(?=(?:get|describe|apply|delete|logs|exec|scale|rollout|top|edit|patch|create|port-forward)\b)",
+     "kubectl "),
+]
+
 # Verbs whose particle may stand after their object ("take it out",
 # "cross Bob off", "turn the logs on"): (verb, particle) -> what they
 # ask, with the object (at most three words) kept after it.
