@@ -213,7 +213,8 @@ async fn over_nats_a_frontend_killed_while_it_writes_an_inline_files_chunks_send
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn over_nats_a_kept_sessions_later_cell_gets_a_large_inline_file_whole_beside_the_earlier_cells_variables() {
+async fn over_nats_a_kept_sessions_later_cell_gets_a_large_inline_file_whole_beside_the_earlier_cells_variables_and_its_chunks_leave_the_bucket()
+ {
     let Some(split) = SplitHttp::start() else { return };
     let (alice, tokens) = support::alice();
     let (_bridge, _runner) = split.services(&[], &[], &["--warm", "0"]);
@@ -224,11 +225,16 @@ async fn over_nats_a_kept_sessions_later_cell_gets_a_large_inline_file_whole_bes
     // to the runner holding it, takes 1,500,000 inline bytes (6 chunks).
     let first = crate::http::run_python(&client, "kept = 41").await;
     assert_eq!(support::report(&first)["error"], serde_json::Value::Null, "{:?}", support::report(&first));
+    let js = jetstream_as(&split.nats, &split.users, "sandbox-runner").await;
+    let before = crate::files_faults::keys_of(&js, code_mode_core::files_in_shared::INLINE_BUCKET).await;
     let bytes = random_bytes(1_500_000);
     let code = format!("print(kept + 1)\n{HASH_INPUTS}");
     let report = support::report(&run_with_files(&client, &code, json!([inline("later.bin", &bytes)])).await);
     assert_eq!(report["error"], serde_json::Value::Null, "{report}");
     assert_eq!(report["stdout"], format!("42\nlater.bin 1500000 {}\n", sha256(&bytes)).as_str(), "{report}");
+    // Placed in the kept container, the file's chunks leave the bucket
+    // with the call.
+    assert_eq!(written_and_purged(&js, &before, "the kept cell").await, 6, "the file's chunks");
     client.cancel().await.ok();
 }
 
@@ -381,18 +387,26 @@ async fn over_nats_a_calls_inline_files_are_purged_from_the_bucket_when_it_ends_
         eprintln!("measured: the call {how} ended with error {}", report["error"]);
 
         // Its chunks were written, and none is readable once the call ended.
-        let keys = crate::files_faults::keys_of(&js, INLINE_BUCKET).await;
-        let written: Vec<&String> = keys.iter().filter(|k| !before.contains(k)).collect();
-        assert_eq!(written.len(), big.len().div_ceil(CHUNK_BYTES), "{how}: the file's chunks: {written:?}");
-        let as_runner = js.get_key_value(INLINE_BUCKET).await.expect("the runner opens the bucket");
-        for key in written {
-            let left = as_runner.get(key).await.expect("the runner reads the bucket");
-            assert!(
-                left.is_none(),
-                "{how}: {key} of the ended call is still in the bucket ({} bytes)",
-                left.unwrap().len()
-            );
-        }
+        let written = written_and_purged(&js, &before, how).await;
+        assert_eq!(written, big.len().div_ceil(CHUNK_BYTES), "{how}: the file's chunks");
     }
     client.cancel().await.ok();
+}
+
+/// How many keys of the inline bucket are new since `before`, each
+/// asserted unreadable (purged) as the runners see the bucket.
+async fn written_and_purged(js: &async_nats::jetstream::Context, before: &[String], call: &str) -> usize {
+    use code_mode_core::files_in_shared::INLINE_BUCKET;
+    let keys = crate::files_faults::keys_of(js, INLINE_BUCKET).await;
+    let written: Vec<&String> = keys.iter().filter(|k| !before.contains(k)).collect();
+    let as_runner = js.get_key_value(INLINE_BUCKET).await.expect("the runner opens the bucket");
+    for key in &written {
+        let left = as_runner.get(*key).await.expect("the runner reads the bucket");
+        assert!(
+            left.is_none(),
+            "{call}: {key} of the ended call is still in the bucket ({} bytes)",
+            left.unwrap().len()
+        );
+    }
+    written.len()
 }
