@@ -20,6 +20,9 @@
 //! same call runs whole.
 //! A cell no sandbox-runner takes ends the call with an error saying so,
 //! and the chunks its frontend wrote are purged: nobody will read them.
+//! So are the chunks of a call a runner took, once it ends (its code
+//! failed, ran past its deadline, or ended well): the runner read them
+//! before the code started.
 //! Real nats-server (the deployment's users and permissions, its default
 //! `max_payload`), real Docker, rmcp's client.
 
@@ -210,7 +213,8 @@ async fn over_nats_a_frontend_killed_while_it_writes_an_inline_files_chunks_send
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn over_nats_a_kept_sessions_later_cell_gets_a_large_inline_file_whole_beside_the_earlier_cells_variables() {
+async fn over_nats_a_kept_sessions_later_cell_gets_a_large_inline_file_whole_beside_the_earlier_cells_variables_and_its_chunks_leave_the_bucket()
+ {
     let Some(split) = SplitHttp::start() else { return };
     let (alice, tokens) = support::alice();
     let (_bridge, _runner) = split.services(&[], &[], &["--warm", "0"]);
@@ -221,11 +225,16 @@ async fn over_nats_a_kept_sessions_later_cell_gets_a_large_inline_file_whole_bes
     // to the runner holding it, takes 1,500,000 inline bytes (6 chunks).
     let first = crate::http::run_python(&client, "kept = 41").await;
     assert_eq!(support::report(&first)["error"], serde_json::Value::Null, "{:?}", support::report(&first));
+    let js = jetstream_as(&split.nats, &split.users, "sandbox-runner").await;
+    let before = crate::files_faults::keys_of(&js, code_mode_core::files_in_shared::INLINE_BUCKET).await;
     let bytes = random_bytes(1_500_000);
     let code = format!("print(kept + 1)\n{HASH_INPUTS}");
     let report = support::report(&run_with_files(&client, &code, json!([inline("later.bin", &bytes)])).await);
     assert_eq!(report["error"], serde_json::Value::Null, "{report}");
     assert_eq!(report["stdout"], format!("42\nlater.bin 1500000 {}\n", sha256(&bytes)).as_str(), "{report}");
+    // Placed in the kept container, the file's chunks leave the bucket
+    // with the call.
+    assert_eq!(written_and_purged(&js, &before, "the kept cell").await, 6, "the file's chunks");
     client.cancel().await.ok();
 }
 
@@ -344,4 +353,60 @@ async fn over_nats_a_cell_no_sandbox_runner_takes_ends_the_call_and_leaves_none_
         );
     }
     client.cancel().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_nats_a_calls_inline_files_are_purged_from_the_bucket_when_it_ends_failed_past_its_deadline_or_done_after_the_runner_read_them()
+ {
+    use code_mode_core::files_in_shared::{CHUNK_BYTES, INLINE_BUCKET};
+    let Some(split) = SplitHttp::start() else { return };
+    let (alice, tokens) = support::alice();
+    let (_bridge, _runner) = split.services(&[], &[], &["--warm", "0"]);
+    let (_frontend, url) = split.frontend_with(&tokens, &["--deadline", "3"]).await;
+    let client = connect_as(&url, &alice, ()).await;
+    let js = jetstream_as(&split.nats, &split.users, "sandbox-runner").await;
+
+    // 600,000 inline bytes, past what the cell message carries (three
+    // chunks in the bucket). Each cell prints the file's hash (so the
+    // runner took the cell and read the chunks), then fails, runs past its
+    // 3 s deadline, or ends well.
+    let big = random_bytes(600_000);
+    let hashed = format!("big.bin 600000 {}\n", sha256(&big));
+    let ends = [
+        ("failed", "raise SystemExit('the code fails after reading its file')", true),
+        ("past its deadline", "import sys, time\nsys.stdout.flush()\ntime.sleep(30)", true),
+        ("done", "", false),
+    ];
+    for (how, tail, fails) in ends {
+        let before = crate::files_faults::keys_of(&js, INLINE_BUCKET).await;
+        let code = format!("{HASH_INPUTS}{tail}\n");
+        let result = run_with_files(&client, &code, json!([inline("big.bin", &big)])).await;
+        let report = support::report(&result);
+        assert_eq!(report["stdout"], hashed.as_str(), "{how}: the runner read the file whole: {report}");
+        assert_eq!(report["error"].is_string(), fails, "{how}: {report}");
+        eprintln!("measured: the call {how} ended with error {}", report["error"]);
+
+        // Its chunks were written, and none is readable once the call ended.
+        let written = written_and_purged(&js, &before, how).await;
+        assert_eq!(written, big.len().div_ceil(CHUNK_BYTES), "{how}: the file's chunks");
+    }
+    client.cancel().await.ok();
+}
+
+/// How many keys of the inline bucket are new since `before`, each
+/// asserted unreadable (purged) as the runners see the bucket.
+async fn written_and_purged(js: &async_nats::jetstream::Context, before: &[String], call: &str) -> usize {
+    use code_mode_core::files_in_shared::INLINE_BUCKET;
+    let keys = crate::files_faults::keys_of(js, INLINE_BUCKET).await;
+    let written: Vec<&String> = keys.iter().filter(|k| !before.contains(k)).collect();
+    let as_runner = js.get_key_value(INLINE_BUCKET).await.expect("the runner opens the bucket");
+    for key in &written {
+        let left = as_runner.get(*key).await.expect("the runner reads the bucket");
+        assert!(
+            left.is_none(),
+            "{call}: {key} of the ended call is still in the bucket ({} bytes)",
+            left.unwrap().len()
+        );
+    }
+    written.len()
 }

@@ -5,9 +5,12 @@
 //! store the bridge writes and the runners read; a file past the files-in
 //! limit is refused naming it; a bridge killed (`kill -9`) while it writes
 //! such a file's chunks ends the cell before its code runs, naming the file,
-//! within the run's deadline, and a new bridge serves the next cell. Real
-//! nats-server (the deployment's users and permissions, its default
-//! `max_payload`), real Docker, rmcp's client.
+//! within the run's deadline, and a new bridge serves the next cell; a
+//! bucket too full for a file (an operator's, 1 MiB and no max age, filled)
+//! ends the cell before its code naming the bucket and what frees it, the
+//! file's chunks written so far purged, and once room frees the same cell
+//! gets the file whole. Real nats-server (the deployment's users and
+//! permissions, its default `max_payload`), real Docker, rmcp's client.
 
 use std::time::Duration;
 
@@ -177,6 +180,94 @@ async fn over_nats_a_bridge_killed_while_it_writes_a_files_chunks_ends_the_cell_
     let expected = format!("ran\nbig.txt 5000000 {}\n", sha256("x".repeat(5_000_000).as_bytes()));
     let report = support::report(&run_with_files(&client, &code, files).await);
     assert_eq!(report["error"], serde_json::Value::Null, "{report}");
+    assert_eq!(report["stdout"], expected.as_str(), "{report}");
+    client.cancel().await.ok();
+}
+
+/// Bytes the bridges' bucket holds in the full-bucket test: 1 MiB, created
+/// so by the test before the bridge starts (the bridge opens a bucket that
+/// is there as it is).
+const SMALL_BUCKET_BYTES: i64 = 1024 * 1024;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_nats_a_resource_file_the_full_bridges_bucket_cannot_hold_ends_the_cell_before_its_code_naming_the_bucket_leaves_nothing_and_runs_once_space_frees()
+ {
+    use async_nats::jetstream::kv;
+    use code_mode_core::files_in_shared::{CHUNK_BYTES, INPUTS_BUCKET};
+    let Some(split) = SplitHttp::start() else { return };
+    let (alice, tokens) = support::alice();
+
+    // The bucket, created before the bridge starts by the bridges' own NATS
+    // user as an operator might: 1 MiB, and no max age (its entries never
+    // expire); then filled with two chunks' worth of other calls' bytes.
+    let as_bridge = jetstream_as(&split.nats, &split.users, "bridge").await;
+    let store = as_bridge
+        .create_key_value(kv::Config {
+            bucket: INPUTS_BUCKET.to_string(),
+            history: 1,
+            max_value_size: (CHUNK_BYTES + 4096) as i32,
+            max_bytes: SMALL_BUCKET_BYTES,
+            storage: async_nats::jetstream::stream::StorageType::File,
+            ..Default::default()
+        })
+        .await
+        .expect("the bridges' user creates its bucket");
+    let junk = ["0123456789abcdef0123456789abcdef.c0", "0123456789abcdef0123456789abcdef.c1"];
+    for key in junk {
+        store.put(key, vec![7u8; CHUNK_BYTES].into()).await.expect("a junk chunk fits");
+    }
+    let (_bridge, runner) = split.services(&[], &["--resources", "--resource-host", "wiki"], &["--warm", "0"]);
+    let runner_pid = runner.id().expect("the runner runs");
+    let (_frontend, url) = split.frontend(&tokens).await;
+    let client = connect_as(&url, &alice, ()).await;
+    let js = jetstream_as(&split.nats, &split.users, "sandbox-runner").await;
+    let before = crate::files_faults::keys_of(&js, INPUTS_BUCKET).await;
+    assert_eq!(before, junk, "only the junk is in the bucket");
+
+    // A wrapped server's 600,000-byte resource, past the bridge's reply
+    // bound: its first chunk fits in the room left, its second does not.
+    let files = json!([{"uri": "test://wiki/big/600000", "name": "big.txt"}]);
+    let code = format!("print('ran')\n{HASH_INPUTS}");
+    let started = Instant::now();
+    let result = run_with_files(&client, &code, files.clone()).await;
+    let took = started.elapsed();
+    let error = error_of(&result);
+    eprintln!("measured: the cell whose file the full bridges' bucket cannot hold ended in {took:?}: {error}");
+    assert!(error.contains("files[0] (test://wiki/big/600000)"), "the error names the file: {error}");
+    assert!(error.contains(&format!("the files-in bucket {INPUTS_BUCKET} is full")), "{error}");
+    assert!(error.contains(&format!("at most {SMALL_BUCKET_BYTES} bytes")), "{error}");
+    assert!(
+        error.contains("stay until deleted")
+            && error.contains("an operator must purge the bucket or raise its max bytes"),
+        "the error says what frees a bucket without max age: {error}"
+    );
+    assert!(!error.contains("within 0 s"), "{error}");
+    assert!(took < Duration::from_secs(30), "the refusal took {took:?}");
+    if let Some(report) = &result.structured_content {
+        assert_eq!(report["stdout"], "", "the code ran: {report}");
+    }
+    let gone = support::eventually(Duration::from_secs(10), || support::containers_of(runner_pid).is_empty()).await;
+    assert!(gone, "a container of the cell is left: {:?}", support::containers_of(runner_pid));
+
+    // The bridge wrote the file's first chunk and purged it when the second
+    // did not fit: nothing of the file is readable (only a purge marker).
+    let keys = crate::files_faults::keys_of(&js, INPUTS_BUCKET).await;
+    let written: Vec<&String> = keys.iter().filter(|k| !before.contains(k)).collect();
+    assert_eq!(written.len(), 1, "the file's first chunk: {written:?}");
+    let as_runner = js.get_key_value(INPUTS_BUCKET).await.expect("the runner opens the bucket");
+    for key in written {
+        let left = as_runner.get(key).await.expect("the runner reads the bucket");
+        assert!(left.is_none(), "{key} of the refused file is still in the bucket ({} bytes)", left.unwrap().len());
+    }
+
+    // Room frees (the junk purged, as an operator would): the same cell
+    // gets its file whole.
+    for key in junk {
+        store.purge(key).await.expect("the bridges' user purges the junk");
+    }
+    let report = support::report(&run_with_files(&client, &code, files).await);
+    assert_eq!(report["error"], serde_json::Value::Null, "{report}");
+    let expected = format!("ran\nbig.txt 600000 {}\n", sha256("x".repeat(600_000).as_bytes()));
     assert_eq!(report["stdout"], expected.as_str(), "{report}");
     client.cancel().await.ok();
 }

@@ -69,19 +69,15 @@ pub enum SharedInputsError {
     /// The bucket holds its bound: the bound and the lifetime are the
     /// bucket's own (as JetStream keeps them), which a bucket created
     /// before, by an operator or another version, may set otherwise than
-    /// [`INPUTS_MAX_BYTES`] and [`INPUTS_TTL`].
-    #[error(
-        "the files-in bucket {bucket} is full: it holds at most {max_bytes} bytes, taken by the files in of other \
-         calls until they expire (within {ttl} s): try again in a few minutes or with fewer or smaller files (an \
-         operator may raise the bucket's max bytes)",
-        ttl = ttl.as_secs()
-    )]
+    /// [`INPUTS_MAX_BYTES`] and [`INPUTS_TTL`]. A bucket without a lifetime
+    /// (`max_age` 0) never frees room by itself: the text then says so.
+    #[error("{}", full_text(bucket, *max_bytes, *ttl))]
     Full {
         /// The bucket.
         bucket: &'static str,
         /// The bytes it holds at most.
         max_bytes: i64,
-        /// How long an entry lives in it.
+        /// How long an entry lives in it (zero: for ever).
         ttl: Duration,
     },
     /// What the description names is not what the bucket holds.
@@ -94,6 +90,28 @@ pub enum SharedInputsError {
         /// What is wrong.
         why: String,
     },
+}
+
+/// The text of [`SharedInputsError::Full`]: what fills the bucket, and
+/// what frees it (the entries' expiry, or an operator when they never
+/// expire).
+fn full_text(bucket: &str, max_bytes: i64, ttl: Duration) -> String {
+    let full = format!(
+        "the files-in bucket {bucket} is full: it holds at most {max_bytes} bytes, taken by the files in of other calls"
+    );
+    if ttl.is_zero() {
+        format!(
+            "{full}, which stay until deleted (the bucket has no max age, so nothing in it expires): an operator must \
+             purge the bucket or raise its max bytes (or give it a max age); until then, try with fewer or smaller \
+             files"
+        )
+    } else {
+        format!(
+            "{full} until they expire (within {} s): try again in a few minutes or with fewer or smaller files (an \
+             operator may raise the bucket's max bytes)",
+            ttl.as_secs()
+        )
+    }
 }
 
 /// A file in kept in a bucket of files in, as its writer describes it.
@@ -280,4 +298,30 @@ impl SharedInputs {
 
 fn hex_sha256(bytes: &[u8]) -> String {
     sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_bucket_says_when_room_frees_and_promises_no_expiry_when_the_bucket_has_no_max_age() {
+        let expiring = SharedInputsError::Full { bucket: INLINE_BUCKET, max_bytes: 1_048_576, ttl: INPUTS_TTL };
+        assert_eq!(
+            expiring.to_string(),
+            "the files-in bucket codemode_files_in_inline is full: it holds at most 1048576 bytes, taken by the \
+             files in of other calls until they expire (within 300 s): try again in a few minutes or with fewer or \
+             smaller files (an operator may raise the bucket's max bytes)"
+        );
+        let for_ever = SharedInputsError::Full { bucket: INPUTS_BUCKET, max_bytes: 1_048_576, ttl: Duration::ZERO };
+        let text = for_ever.to_string();
+        assert_eq!(
+            text,
+            "the files-in bucket codemode_files_in is full: it holds at most 1048576 bytes, taken by the files in of \
+             other calls, which stay until deleted (the bucket has no max age, so nothing in it expires): an operator \
+             must purge the bucket or raise its max bytes (or give it a max age); until then, try with fewer or \
+             smaller files"
+        );
+        assert!(!text.contains("within 0 s") && !text.contains("expire ("), "{text}");
+    }
 }

@@ -34,20 +34,23 @@ pub(super) async fn run_cell(
     identity: Option<&Identity>,
     order: &CellOrder,
 ) -> Result<CellReport, FrontendError> {
-    let (_slot, cell) = prepare(shared, at, identity, order).await?;
-    Ok(send_fresh(shared, &cell, order.route.as_ref()).await.map_err(|(e, _)| e)?.report)
+    let (_slot, staged, cell) = prepare(shared, at, identity, order).await?;
+    let ran = send_fresh(shared, &cell, order.route.as_ref()).await;
+    staged.purge().await;
+    Ok(ran.map_err(|(e, _)| e)?.report)
 }
 
 /// What every cell goes through before it is sent, fresh or kept: its
 /// code within the size limit, one of the process's cell slots (held while
 /// the permit lives), the catalog refreshed, and its [`RunCell`] over it,
-/// its larger inline files in written to the bucket over NATS.
+/// its larger inline files in written to the bucket over NATS (purge them
+/// with [`Staged::purge`] when the call ends).
 pub(super) async fn prepare<'s>(
     shared: &'s Shared,
     at: &At,
     identity: Option<&Identity>,
     order: &CellOrder,
-) -> Result<(tokio::sync::SemaphorePermit<'s>, RunCell), FrontendError> {
+) -> Result<(tokio::sync::SemaphorePermit<'s>, Staged, RunCell), FrontendError> {
     let max = shared.config.max_code;
     if order.code.len() > max {
         return Err(FrontendError::CodeTooLarge { size: order.code.len(), max });
@@ -57,7 +60,52 @@ pub(super) async fn prepare<'s>(
     let view = shared.catalog.current();
     let mut cell = cell_message(shared, at, identity, order, &view);
     crate::files_in::stage(shared.config.shared_inputs.as_ref(), &mut cell).await.map_err(FrontendError::FilesIn)?;
-    Ok((slot, cell))
+    Ok((slot, Staged::of(shared, &cell), cell))
+}
+
+/// The inline files in a call wrote to the bucket (over NATS), purged when
+/// the call ends, however it ends: nobody reads them after. A runner that
+/// took the cell read them before its code started (a report means it
+/// did); a call that failed is over for its caller, and a retry is a new
+/// call that writes its files again, under new ids; a runner still at a
+/// cell its frontend gave up on (lost, silent, past the wait) finds the
+/// chunks gone and fails a cell nobody waits for. So a finished call
+/// leaves the bucket's room to others at once instead of after the
+/// bucket's lifetime (or never, in a bucket without one). A call dropped
+/// before its end (its session ended) purges them from a task of its own.
+/// Best effort: what a purge misses expires.
+pub(super) struct Staged {
+    inputs: Option<code_mode_core::files_in_shared::SharedInputs>,
+    stored: Vec<code_mode_proto::StoredInput>,
+}
+
+impl Staged {
+    fn of(shared: &Shared, cell: &RunCell) -> Self {
+        let stored: Vec<_> = cell.inputs.iter().filter_map(|input| input.stored.clone()).collect();
+        let inputs = shared.config.shared_inputs.clone().filter(|_| !stored.is_empty());
+        Self { inputs, stored }
+    }
+
+    /// Purge the call's files now.
+    pub(super) async fn purge(mut self) {
+        let Some(inputs) = self.inputs.take() else { return };
+        for stored in &self.stored {
+            inputs.discard(stored).await;
+        }
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        let Some(inputs) = self.inputs.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let stored = std::mem::take(&mut self.stored);
+        runtime.spawn(async move {
+            for stored in &stored {
+                inputs.discard(stored).await;
+            }
+        });
+    }
 }
 
 /// What the cell's lease says, where it goes: the progress the code
@@ -187,20 +235,9 @@ pub(super) async fn send_fresh(
                 Some(other) => other.into(),
                 None => FrontendError::NoCapacity { waited: started.elapsed() },
             };
-            discard_staged(shared, cell).await;
             return Err((error, None));
         }
         tokio::time::sleep(RETRY_PAUSE).await;
-    }
-}
-
-/// Purge the inline files `cell` wrote to the bucket (over NATS): no
-/// runner took the cell, so nobody will read them, and they would hold the
-/// bucket's room until they expire. Best effort: what stays expires.
-async fn discard_staged(shared: &Shared, cell: &RunCell) {
-    let Some(inputs) = shared.config.shared_inputs.as_ref() else { return };
-    for stored in cell.inputs.iter().filter_map(|input| input.stored.as_ref()) {
-        inputs.discard(stored).await;
     }
 }
 

@@ -70,7 +70,20 @@ pub(super) async fn run_handle_cell(
     keep: KeepConfig,
     handle: Option<KeptContainer>,
 ) -> Result<Ran, FrontendError> {
-    let (_slot, mut cell) = prepare(shared, at, identity, order).await?;
+    let (_slot, staged, mut cell) = prepare(shared, at, identity, order).await?;
+    let ran = send_handle_cell(shared, &mut cell, order, keep, handle).await;
+    staged.purge().await;
+    ran
+}
+
+/// Send a stateless client's prepared `cell` (see [`run_handle_cell`]).
+async fn send_handle_cell(
+    shared: &Shared,
+    cell: &mut RunCell,
+    order: &CellOrder,
+    keep: KeepConfig,
+    handle: Option<KeptContainer>,
+) -> Result<Ran, FrontendError> {
     let settings = Keep {
         key: None,
         idle_ms: keep.idle.as_millis() as u64,
@@ -80,11 +93,11 @@ pub(super) async fn run_handle_cell(
     let ran = match handle {
         None => {
             cell.keep = Some(settings);
-            send_fresh(shared, &cell, order.route.as_ref()).await.map_err(|(e, _)| e)?
+            send_fresh(shared, cell, order.route.as_ref()).await.map_err(|(e, _)| e)?
         }
         Some(container) => {
             cell.keep = Some(Keep { key: Some(container.key.clone()), ..settings });
-            match send_to_runner(shared, &container, &cell, order.route.as_ref()).await {
+            match send_to_runner(shared, &container, cell, order.route.as_ref()).await {
                 Ok(ran) => ran,
                 Err(Next::Lost(lost)) => {
                     tracing::info!(cell = %cell.cell_id, ?lost, "a session handle's container cannot be used");
@@ -107,19 +120,32 @@ pub(super) async fn run_kept_cell(
     identity: Option<&Identity>,
     order: &CellOrder,
     keep: KeepConfig,
-    mut container: Container,
+    container: Container,
 ) -> (Result<CellReport, FrontendError>, Container) {
-    let session = at_session.session.as_str();
-    let (_slot, mut cell) = match prepare(shared, at_session, identity, order).await {
+    let (_slot, staged, mut cell) = match prepare(shared, at_session, identity, order).await {
         Ok(prepared) => prepared,
         Err(e) => return (Err(e), container),
     };
+    let ran = send_kept_cell(shared, &at_session.session, &mut cell, order, keep, container).await;
+    staged.purge().await;
+    ran
+}
+
+/// Send a kept session's prepared `cell` (see [`run_kept_cell`]).
+async fn send_kept_cell(
+    shared: &Shared,
+    session: &str,
+    cell: &mut RunCell,
+    order: &CellOrder,
+    keep: KeepConfig,
+    mut container: Container,
+) -> (Result<CellReport, FrontendError>, Container) {
     let settings =
         Keep { key: None, idle_ms: keep.idle.as_millis() as u64, max_ms: keep.max.as_millis() as u64, most: None };
     let started = tokio::time::Instant::now();
     if let Some(at) = container.at.take() {
         cell.keep = Some(Keep { key: Some(at.key.clone()), ..settings.clone() });
-        match send_to_runner(shared, &at, &cell, order.route.as_ref()).await {
+        match send_to_runner(shared, &at, cell, order.route.as_ref()).await {
             // Earlier variables may be gone though the container is known:
             // its first cell's report was lost (below).
             Ok(ran) => {
@@ -148,7 +174,7 @@ pub(super) async fn run_kept_cell(
     }
     let lost = container.lost.take();
     cell.keep = Some(settings);
-    let ran = match send_fresh(shared, &cell, order.route.as_ref()).await {
+    let ran = match send_fresh(shared, cell, order.route.as_ref()).await {
         Ok(ran) => ran,
         Err((e, kept)) => {
             // A lost report of the container's first cell: its runner's
