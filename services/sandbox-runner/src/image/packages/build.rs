@@ -131,7 +131,21 @@ pub async fn build_packages_image(
     progress(&format!("building {tag} from {default}"));
     let scratch = format!("{tag}-build-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
     let built = async {
-        run_build(docker, &tag, &scratch, &inputs, &default, progress).await?;
+        // Another build on the engine may remove, while this one runs, an
+        // untagged layer this one took from the cache (each build removes
+        // its own stages' images): the engine then fails the build with
+        // "unknown parent image ID". That layer is gone from the cache as
+        // well, so building once more makes it afresh.
+        let mut again = true;
+        loop {
+            match run_build(docker, &tag, &scratch, &inputs, &default, progress).await {
+                Err(e) if again && lost_parent(&e.to_string()) => {
+                    again = false;
+                    progress("a layer this build reused was removed by another build meanwhile: building again");
+                }
+                done => break done,
+            }
+        }?;
         let packages = read_packages_json(docker, &scratch, &tag).await?;
         label(docker, &scratch, &tag, &packages, &inputs.summary()).await?;
         Ok::<_, StartError>(packages)
@@ -142,6 +156,11 @@ pub async fn build_packages_image(
     let packages = built?;
     progress(&format!("built {tag} with {packages}"));
     Ok(tag)
+}
+
+/// Whether a failed build lost a cached layer to another build's clean-up.
+fn lost_parent(error: &str) -> bool {
+    error.contains("unknown parent image ID")
 }
 
 /// Build `packages.Dockerfile` as `scratch`, turning pip's and apt's
@@ -405,6 +424,25 @@ async fn label(docker: &Docker, scratch: &str, tag: &str, packages: &str, inputs
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_build_that_lost_a_reused_layer_to_another_builds_clean_up_is_built_again_and_no_other_failure_is() {
+        // The engine's words when a layer taken from the cache was removed
+        // meanwhile (seen in CI with two package builds on one engine).
+        let lost = build_failure(
+            "code-mode-sandbox:p-7f6ce3e6a134",
+            &["Step 9/14 : RUN pip install".to_string()],
+            "Docker stream error: failed to export image: failed to set parent sha256:84d8c831b157: unknown parent \
+             image ID sha256:84d8c831b157",
+        );
+        assert!(lost_parent(&StartError::from(lost).to_string()));
+        let pip = build_failure(
+            "code-mode-sandbox:p-1",
+            &["ERROR: No matching distribution found for nosuchpackage==1.0".to_string()],
+            "The command returned a non-zero code: 1",
+        );
+        assert!(!lost_parent(&StartError::from(pip).to_string()));
+    }
 
     #[test]
     fn pips_errors_name_the_package() {
