@@ -150,6 +150,8 @@ async fn serve_url_speaks_2026_07_28_to_a_server_that_offers_it_with_mcp_method_
     // without `Mcp-Method`).
     let remote = HttpTestServer::start("127.0.0.1:0", &[]);
     let mut serve = tokio::process::Command::new(support::code_mode());
+    // Stopped with the test (it would outlive it: nextest flagged it leaky).
+    serve.kill_on_drop(true);
     serve.args(["serve", "--expose-tools=only", "--http", "127.0.0.1:0", "--url", &remote.url]);
     let (_serve, url, _log) = crate::http::spawn_http(&mut serve).await;
     let names = ["mcp-protocol-version", "mcp-method", "mcp-param-name"];
