@@ -88,23 +88,29 @@ impl Staged {
 
     /// Purge the call's files now.
     pub(super) async fn purge(mut self) {
-        let Some(inputs) = self.inputs.take() else { return };
-        for stored in &self.stored {
-            inputs.discard(stored).await;
+        if let Some(purging) = self.take() {
+            purging.await;
         }
+    }
+
+    /// The purge of the files not purged yet (none after the first take).
+    fn take(&mut self) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
+        let inputs = self.inputs.take()?;
+        let stored = std::mem::take(&mut self.stored);
+        Some(async move {
+            for stored in &stored {
+                inputs.discard(stored).await;
+            }
+        })
     }
 }
 
 impl Drop for Staged {
     fn drop(&mut self) {
-        let Some(inputs) = self.inputs.take() else { return };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        let stored = std::mem::take(&mut self.stored);
-        runtime.spawn(async move {
-            for stored in &stored {
-                inputs.discard(stored).await;
-            }
-        });
+        if let Some(purging) = self.take() {
+            runtime.spawn(purging);
+        }
     }
 }
 
