@@ -497,6 +497,14 @@ pub struct BridgeArgs {
     /// refused all the same).
     #[arg(long)]
     pub offer_denied: bool,
+    /// Rank tools by meaning as well as by words in `search_tools`, with
+    /// the sentence encoder in this directory (all-MiniLM-L6-v2's
+    /// config.json, tokenizer.json and model.safetensors, as
+    /// scripts/get-model.sh puts them). Loaded from these files only,
+    /// never fetched; the bridge reads each catalog's tools once (~30 ms
+    /// a tool) and answers a cell's unsure search in ~10 ms.
+    #[arg(long, value_name = "DIR")]
+    pub search_model: Option<PathBuf>,
     /// The wrapped server's command and its arguments (not with `--config`
     /// or `--url`): after every flag of the command that takes it, as its
     /// last argument.

@@ -56,6 +56,10 @@ pub enum Error {
     /// The in-process bus failed.
     #[error(transparent)]
     Bus(#[from] code_mode_core::bus::BusError),
+    /// The sentence encoder of `--search-model` could not be loaded (the
+    /// message names the file and what is wrong).
+    #[error("--search-model: {0}")]
+    SearchModel(#[from] code_mode_encoder::EncoderError),
     /// [`Bridge::call`]: the bridge refused the call (allowlist, schema,
     /// policy, private-data rule) or the tool reported a failure.
     #[error("{0}")]

@@ -70,6 +70,7 @@ pub fn bridge_parts(
         audit,
         offer_denied: args.offer_denied,
         inputs: None,
+        search_model: args.search_model.clone(),
     }
 }
 

@@ -66,6 +66,9 @@ pub struct BridgeParts {
     pub offer_denied: bool,
     /// Over NATS: where files in past a reply's bound go to the runners.
     pub inputs: Option<code_mode_core::files_in_shared::SharedInputs>,
+    /// The directory of the sentence encoder `search_tools` ranks by
+    /// meaning with (`--search-model`); none: by words alone.
+    pub search_model: Option<std::path::PathBuf>,
 }
 
 impl BridgeParts {
@@ -79,6 +82,7 @@ impl BridgeParts {
             audit: None,
             offer_denied: false,
             inputs: None,
+            search_model: None,
         }
     }
 }
@@ -151,9 +155,17 @@ pub async fn start_bridge(parts: BridgeParts, bus: &Bus, cancel: &CancellationTo
         state: parts.state,
         policy_options: PolicyOptions { audit: parts.audit, offer_denied: parts.offer_denied },
     };
+    // Loaded before the servers start: a bad model stops startup at once.
+    let encoder = match parts.search_model {
+        Some(dir) => Some(load_encoder(dir).await?),
+        None => None,
+    };
     let (bridge, closer) = Bridge::start(config, cancel.child_token()).await?;
     if let Some(inputs) = parts.inputs {
         bridge.hand_files_in_through(inputs);
+    }
+    if let Some(encoder) = encoder {
+        bridge.rank_by_meaning_with(encoder);
     }
     match bridge.serve(bus, cancel.clone()).await {
         Ok(tasks) => Ok(RunningBridge { bridge, closer, tasks }),
@@ -163,6 +175,22 @@ pub async fn start_bridge(parts: BridgeParts, bus: &Bus, cancel: &CancellationTo
             Err(e.into())
         }
     }
+}
+
+/// Load the sentence encoder in `dir` (from local files only), on a
+/// blocking thread: ~90 MB are read.
+async fn load_encoder(dir: std::path::PathBuf) -> Result<std::sync::Arc<code_mode_encoder::Encoder>, Error> {
+    let started = std::time::Instant::now();
+    let encoder = tokio::task::spawn_blocking(move || code_mode_encoder::Encoder::load(&dir))
+        .await
+        .map_err(|e| std::io::Error::other(format!("loading the model panicked: {e}")))
+        .map_err(|source| code_mode_encoder::EncoderError::Read { path: "(model)".into(), source })??;
+    tracing::info!(
+        model = encoder.fingerprint(),
+        took_ms = started.elapsed().as_millis() as u64,
+        "search by meaning: the sentence encoder is loaded"
+    );
+    Ok(std::sync::Arc::new(encoder))
 }
 
 /// What a sandbox-runner is started with.

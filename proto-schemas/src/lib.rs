@@ -27,6 +27,7 @@ mod cell;
 mod client;
 mod console;
 mod error;
+mod meaning;
 pub mod subjects;
 
 pub use accounts::*;
@@ -37,6 +38,7 @@ pub use cell::*;
 pub use client::*;
 pub use console::*;
 pub use error::*;
+pub use meaning::*;
 
 /// Queue groups: each request reaches one member of the group.
 pub mod queue_groups {
@@ -83,6 +85,8 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         ("cancel_cell_reply", schema::<Reply<CellCancelled>>()),
         ("accounts_request", schema::<AccountsRequest>()),
         ("accounts_reply", schema::<Reply<AccountsReply>>()),
+        ("meaning_ask", schema::<MeaningAsk>()),
+        ("meaning_reply", schema::<Reply<MeaningReply>>()),
     ]
 }
 

@@ -66,10 +66,14 @@ pub const CELL_CANCEL: &str = "codemode.v1.cell.cancel";
 /// account (begin, finish), an identity's accounts (list, disconnect) and
 /// the counts per server. Served by the bridges in their queue group.
 pub const ACCOUNTS: &str = "codemode.v1.accounts";
+/// sandbox-runner -> bridge: [`crate::MeaningAsk`] -> [`crate::MeaningReply`]:
+/// a cell's `search_tools`, unsure, asks how near in meaning its question
+/// is to each offered tool. Served by the bridges in their queue group.
+pub const SEARCH_MEANING: &str = "codemode.v1.search.meaning";
 /// Every subject, for documentation and permission checks (the approval,
 /// client, runner, lease, hold and cell cancel subjects are prefixes: one subject per
 /// session, runner or cell below each).
-pub const ALL: [&str; 15] = [
+pub const ALL: [&str; 16] = [
     CATALOG_GET,
     TOOL_CALL,
     TOOL_DIRECT,
@@ -85,6 +89,7 @@ pub const ALL: [&str; 15] = [
     RUNNER_STATUS,
     CELL_CANCEL,
     ACCOUNTS,
+    SEARCH_MEANING,
 ];
 
 /// The hold subject of one cell, or `None` when the cell id is not one

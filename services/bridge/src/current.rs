@@ -339,6 +339,8 @@ impl Bridge {
                 let version = current.version + 1;
                 tracing::info!(version, tools = built.catalog.tools().len(), "catalog refreshed");
                 *current = Arc::new(Current::new(version, built, held.servers.clone(), held.wrapped.clone()));
+                drop(current);
+                self.prepare_meaning();
                 Ok(version)
             }
             Err(e) => {

@@ -83,6 +83,7 @@ mod error;
 mod file_in;
 mod flights;
 mod go_out;
+pub mod meaning;
 mod offers;
 mod questions;
 mod relay;
@@ -145,6 +146,9 @@ pub(crate) struct Inner {
     /// NATS: [`code_mode_core::files_in_shared`]); unset, files in travel
     /// in the reply. Set by [`Bridge::hand_files_in_through`].
     pub(crate) inputs: std::sync::OnceLock<code_mode_core::files_in_shared::SharedInputs>,
+    /// Search by meaning: the encoder's actor, when the bridge was given a
+    /// model ([`Bridge::rank_by_meaning_with`]); unset, cells rank by words.
+    pub(crate) meaning: std::sync::OnceLock<meaning::Meaning>,
     /// Where each stateless scope's state lives now.
     pub(crate) scopes: Scopes,
     /// Clients' own sessions with the servers.
@@ -229,6 +233,36 @@ impl Bridge {
     /// server's `max_payload`); the first set holds.
     pub fn hand_files_in_through(&self, inputs: code_mode_core::files_in_shared::SharedInputs) {
         let _ = self.inner.inputs.set(inputs);
+    }
+
+    /// Answer cells' questions by meaning with `encoder` (the first one
+    /// given holds); the current catalog's tools are read at once, each
+    /// refreshed catalog's when it comes.
+    pub fn rank_by_meaning_with(&self, encoder: Arc<code_mode_encoder::Encoder>) {
+        let meaning = meaning::Meaning::start(encoder, &self.inner.tasks, self.inner.stop.clone());
+        if self.inner.meaning.set(meaning).is_ok() {
+            self.prepare_meaning();
+        }
+    }
+
+    /// Start reading the current catalog's tools for search by meaning.
+    pub(crate) fn prepare_meaning(&self) {
+        if let Some(meaning) = self.inner.meaning.get() {
+            let current = self.current();
+            meaning.prepare(current.version, current.catalog.clone());
+        }
+    }
+
+    /// How near `ask`'s question is to each tool of the current catalog;
+    /// "unavailable" without an encoder.
+    pub async fn meaning(&self, ask: &code_mode_proto::MeaningAsk) -> code_mode_proto::MeaningReply {
+        let Some(meaning) = self.inner.meaning.get() else {
+            return code_mode_proto::MeaningReply::Unavailable {
+                reason: "this bridge ranks by words alone (no --search-model)".into(),
+            };
+        };
+        let current = self.current();
+        meaning.ask(current.version, current.catalog.clone(), &ask.query).await
     }
 
     /// The current catalog.

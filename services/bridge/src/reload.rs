@@ -410,6 +410,7 @@ impl Bridge {
         }
         let current = Current::new(version, built, Arc::new(servers), Arc::new(wrapped));
         *code_mode_core::sync::write(&self.inner.current) = Arc::new(current);
+        self.prepare_meaning();
         {
             let mut tokens = code_mode_core::sync::lock(&reloads.tokens);
             for (token, actor) in started {

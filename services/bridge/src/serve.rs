@@ -138,7 +138,14 @@ impl Bridge {
                 async move { Ok(me.accounts(request).await) }
             })
             .await?;
-        Ok(vec![catalog, calls, direct, cancels, ends, console, runners, accounts])
+        let me = self.clone();
+        let meaning = bus
+            .serve(subjects::SEARCH_MEANING, queue_groups::BRIDGE, cancel.clone(), move |ask: proto::MeaningAsk| {
+                let me = me.clone();
+                async move { Ok(me.meaning(&ask).await) }
+            })
+            .await?;
+        Ok(vec![catalog, calls, direct, cancels, ends, console, runners, accounts, meaning])
     }
 
     /// Cancel the direct call `call_id`, or every call of the cell

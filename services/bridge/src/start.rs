@@ -106,6 +106,7 @@ impl Bridge {
             audit: config.policy_options.audit.clone(),
             outbound: std::sync::OnceLock::new(),
             inputs: std::sync::OnceLock::new(),
+            meaning: std::sync::OnceLock::new(),
             scopes: Scopes::new(config.state.clone(), config.limits.stateless_idle),
             upstreams: upstreams.clone(),
             in_flight: Default::default(),

@@ -83,6 +83,10 @@ import types
 DEFAULT_MAX_OUTPUT = 8192
 DEFAULT_STOP_OUTPUT = 1024 * 1024
 DEFAULT_MAX_LINE = 256 * 1024
+# Search by meaning: the longest question sent, and how long a search
+# waits for the host's answer (the runner waits 2 s for the bridge's).
+MEANING_MAX_QUERY = 1000
+MEANING_WAIT = 2.5
 
 # How long a container may wait for its cell when no ``--unclaimed`` is
 # given, and a run's bound when its cell message names none (seconds).
@@ -592,6 +596,8 @@ class ToolCaller:
         self._cells = None  # kept mode: where the host's next cells go
         self._ids = itertools.count(1)
         self._pending = {}  # call id -> future
+        self._asked = {}  # meaning question id -> [threading.Event, answer]
+        self._meaning_off = False  # the host said it has no encoder
         self._lock = threading.Lock()
         self._go = threading.Event()
         # What the running cell handed back, and when it last reported
@@ -643,6 +649,7 @@ class ToolCaller:
         self._handed = 0
         self._handed_bytes = 0
         self._progress_at = 0.0
+        self._meaning_off = False
 
     def make_helpers(self):
         """The functions for resources, handing content back and progress."""
@@ -781,6 +788,40 @@ class ToolCaller:
             with self._lock:
                 self._pending.pop(call_id, None)
 
+    def meaning(self, query):
+        """Ask the host how near ``query`` is in meaning to each tool:
+        a dict from name to cosine, or None (no encoder, no answer within
+        ``MEANING_WAIT`` s, or the cell has ended). Blocks the calling
+        thread; the reader thread settles the wait."""
+        if self._meaning_off or not isinstance(query, str):
+            return None
+        waiter = [threading.Event(), None]
+        with self._lock:
+            if self._gate is None or not self._gate.admits():
+                return None
+            ask_id = next(self._ids)
+            line = json.dumps({"type": "meaning", "id": ask_id, "query": query[:MEANING_MAX_QUERY]},
+                              ensure_ascii=False).encode("utf-8")
+            if len(line) + 1 > self._max_line:
+                return None
+            self._asked[ask_id] = waiter
+            self._channel.send_line(line)
+        waiter[0].wait(MEANING_WAIT)
+        with self._lock:
+            self._asked.pop(ask_id, None)
+        near = waiter[1]
+        if not isinstance(near, list):
+            # No answer by meaning: this cell ranks by words from now on
+            # (a search costs no more round trips).
+            self._meaning_off = True
+            return None
+        out = {}
+        for pair in near:
+            if (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
+                    and isinstance(pair[1], (int, float))):
+                out[pair[0]] = float(pair[1])
+        return out or None
+
     def _read_results(self):
         while True:
             line = self._channel.read_line()
@@ -797,6 +838,13 @@ class ToolCaller:
                 if (data := files_out.read_inputs(self._channel, message.get("inputs"))) is None:
                     break
                 self._cells.put((message, data))
+                continue
+            if message.get("type") == "meaning":
+                with self._lock:
+                    waiter = self._asked.pop(message.get("id"), None)
+                if waiter is not None:
+                    waiter[1] = message.get("near")
+                    waiter[0].set()
                 continue
             if message.get("type") != "result":
                 continue
@@ -825,6 +873,9 @@ class ToolCaller:
             capture.end_cell(message)
             waiting = list(self._pending.values())
             self._pending.clear()
+            for asked in self._asked.values():
+                asked[0].set()
+            self._asked.clear()
         for future in waiting:
             self._settle_threadsafe(
                 future, (False, ToolError("the cell that made this call has ended")))
@@ -1057,7 +1108,7 @@ def make_globals(tools, caller, withheld=()):
     # The documented helpers win over a tool of the same name.
     namespace.update(caller.make_helpers())
     namespace["TOOLS"] = ToolStubs(catalog)
-    namespace["search_tools"] = make_search_tools(tools)
+    namespace["search_tools"] = make_search_tools(tools, caller.meaning)
     namespace["ToolError"] = ToolError
     namespace["PACKAGES"] = INSTALLED
     return module
@@ -1084,7 +1135,7 @@ def refresh_globals(module, tools, caller, installed, withheld=()):
             del namespace[name]
     namespace.update(caller.make_helpers())
     namespace["TOOLS"] = ToolStubs(catalog)
-    namespace["search_tools"] = make_search_tools(tools)
+    namespace["search_tools"] = make_search_tools(tools, caller.meaning)
     namespace["ToolError"] = ToolError
     namespace["PACKAGES"] = INSTALLED
     return current

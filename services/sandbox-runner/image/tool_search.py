@@ -520,19 +520,56 @@ class SearchIndex:
             ranked.append((-score, index))
         ranked.sort()
         order = [index for _, index in ranked]
+        self.scores = {index: -score for score, index in ranked}
         # A query that is exactly a tool's name, or its words, finds that
         # tool first.
         exact = self.exact.get(query.strip().lower())
         if exact is None:
             exact = self.exact_words.get(" ".join(_raw_words(query)))
+        self.exact_hit = exact is not None
         if exact is not None:
             order = [exact] + [i for i in order if i != exact]
         return order
 
+    def unsure(self):
+        """After ``rank``: true when its words leave the question open (no
+        tool scored, or the second scored within ``MEANING_GATE`` of the
+        first) and meaning should be asked. A tool named exactly, or alone
+        in scoring, is sure."""
+        if self.exact_hit:
+            return False
+        best = sorted(self.scores.values(), reverse=True)[:2]
+        if len(best) == 1:
+            return False
+        return len(best) == 0 or best[1] >= MEANING_GATE * best[0]
 
-def make_search_tools(tools):
+    def blend(self, near):
+        """After ``rank``: every tool, best first, by its words' score (the
+        best's as 1) plus ``MEANING_WEIGHT`` times its cosine with the
+        question (``near``: name -> cosine, from the host's encoder)."""
+        top = max(self.scores.values(), default=0.0) or 1.0
+        scores = self.scores
+        combined = [(-(scores.get(i, 0.0) / top + MEANING_WEIGHT * near.get(name, 0.0)), i)
+                    for i, name in enumerate(self.names)]
+        combined.sort()
+        return [index for _, index in combined]
+
+
+# Search by meaning (issue 43): when words leave the two best tools
+# within this ratio of each other (or match none), the host's sentence
+# encoder is asked how near the question is to each tool, and each tool's
+# words score (the best's as 1) gains this weight times its cosine. Chosen
+# on the tuning sets, measured once on servers nobody tuned for
+# (testing/search-eval/README.md).
+MEANING_GATE = 0.8
+MEANING_WEIGHT = 1.0
+
+
+def make_search_tools(tools, meaning=None):
     """``search_tools(query, limit=5)`` over ``tools`` (the cell's list of
-    ``{"name", "stub", "summary", "search"}``)."""
+    ``{"name", "stub", "summary", "search"}``); ``meaning(query)``, when
+    given, asks the host for each tool's nearness in meaning (a dict from
+    name to cosine, or None when it cannot say)."""
     tools = list(tools)
     index = []  # built on the first search: a cell that never searches pays nothing
 
@@ -548,7 +585,9 @@ def make_search_tools(tools):
         "temperature"), a misspelt word counts as the known words one or
         two letters away, and values in the query (file names, paths,
         quoted text, numbers, names) weigh little. Tools matching nothing
-        are left out.
+        are left out. When words leave it open and the gateway has a
+        sentence encoder, nearness in meaning decides too (then every tool
+        may be returned, up to ``limit``).
         """
         if not isinstance(query, str):
             raise TypeError(f"search_tools: query must be a str, "
@@ -560,6 +599,10 @@ def make_search_tools(tools):
             index.append(SearchIndex(tools))
         found = index[0]
         order = found.rank(query)
+        if meaning is not None and found.unsure():
+            near = meaning(query)
+            if near:
+                order = found.blend(near)
         if limit is not None:
             order = order[:max(0, limit)]
         return {found.names[i]: found.summaries[i] for i in order}

@@ -293,6 +293,8 @@ pub(crate) struct Run<'a> {
     truncated: bool,
     calls_seen: HashSet<u64>,
     calls_sent: u32,
+    /// Questions by meaning asked (not calls: no budget of the cell's).
+    meaning_asks: u32,
     timing: Timing,
     /// What the code handed back to the model, and its bytes of data.
     content: Vec<serde_json::Value>,
@@ -345,6 +347,7 @@ impl<'a> Run<'a> {
             truncated: false,
             calls_seen: HashSet::new(),
             calls_sent: 0,
+            meaning_asks: 0,
             timing: Timing::default(),
             content: Vec::new(),
             content_bytes: 0,
@@ -676,9 +679,11 @@ async fn drive(
             // bridge, which hears the same cancel; here they are dropped.
             _ = stops.cancel.cancelled() => break End::Cancelled,
             Some(done) = calls.join_next(), if !calls.is_empty() => {
-                let Ok((id, reply, read_at)) = done else { continue };
-                streams.send(&wire::to_code(id, reply)).await;
-                code_mode_telemetry::tool_call_host(read_at.elapsed());
+                let Ok((answer, read_at)) = done else { continue };
+                streams.send(&answer).await;
+                if let Some(read_at) = read_at {
+                    code_mode_telemetry::tool_call_host(read_at.elapsed());
+                }
             }
             chunk = streams.output.next() => {
                 // When the chunk holding a call line was read: the host
@@ -717,8 +722,9 @@ async fn drive(
     end
 }
 
-/// A relayed call's id, the bridge's reply, and when its line was read.
-type Relayed = (u64, ToolReply, std::time::Instant);
+/// The line answering a relayed call (and when the call's line was read)
+/// or a question by meaning (no time: it is no tool call).
+type Relayed = (ToRunner<'static>, Option<std::time::Instant>);
 
 async fn handle_line(
     run: &mut Run<'_>,
@@ -765,9 +771,26 @@ async fn handle_line(
             let bus = bus.clone();
             // In the cell's span: the call's trace context goes with it.
             let relayed = async move {
-                (id, relay(&bus, &call, call_timeout + code_mode_core::defaults::HOP_MARGIN).await, read_at)
+                let reply = relay(&bus, &call, call_timeout + code_mode_core::defaults::HOP_MARGIN).await;
+                (wire::to_code(id, reply), Some(read_at))
             };
             calls.spawn(tracing::Instrument::in_current_span(relayed));
+        }
+        FromRunner::Meaning { id, query } => {
+            if id == 0 || !run.calls_seen.insert(id) {
+                return Err(Violation::OutOfOrder("a call id that is zero or reused"));
+            }
+            run.meaning_asks = run.meaning_asks.saturating_add(1);
+            if run.meaning_asks > code_mode_proto::MAX_MEANING_ASKS_PER_CELL {
+                streams.send(&ToRunner::Meaning { id, near: None }).await;
+                return Ok(None);
+            }
+            let ask = code_mode_proto::MeaningAsk {
+                query: query.chars().take(code_mode_proto::MAX_MEANING_QUERY_CHARS).collect(),
+            };
+            let bus = bus.clone();
+            let asked = async move { (ToRunner::Meaning { id, near: ask_meaning(&bus, &ask).await }, None) };
+            calls.spawn(tracing::Instrument::in_current_span(asked));
         }
         FromRunner::Content { block } => {
             run.content_bytes = protocol::check_block(&block, run.content.len(), run.content_bytes)?;
@@ -793,6 +816,25 @@ async fn handle_line(
         }
     }
     Ok(None)
+}
+
+/// Ask the bridge how near a question is to each tool; `None` when it
+/// cannot say (no encoder, still reading, busy, or the bus failed).
+async fn ask_meaning(bus: &Bus, ask: &code_mode_proto::MeaningAsk) -> Option<Vec<(String, f32)>> {
+    let wait = Duration::from_millis(code_mode_proto::MEANING_WAIT_MS);
+    match bus.call::<_, code_mode_proto::MeaningReply>(subjects::SEARCH_MEANING, ask, wait).await {
+        Ok(code_mode_proto::MeaningReply::Near { tools }) => {
+            Some(tools.into_iter().filter(|t| t.cosine.is_finite()).map(|t| (t.tool, t.cosine)).collect())
+        }
+        Ok(code_mode_proto::MeaningReply::Unavailable { reason }) => {
+            tracing::debug!(%reason, "search by meaning: no answer");
+            None
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "search by meaning: the bridge did not answer");
+            None
+        }
+    }
 }
 
 /// Send one call to the bridge; bus failures reach the code as a type name.

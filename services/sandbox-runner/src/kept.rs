@@ -612,6 +612,10 @@ impl KeptActor {
                     let message = format!("{tool}: no cell is running: a call made between cells is refused");
                     self.streams.send(&wire::to_code(id, ToolReply::Refused { message })).await;
                 }
+                // Code left running between cells ranks by words alone.
+                FromRunner::Meaning { id, .. } => {
+                    self.streams.send(&protocol::ToRunner::Meaning { id, near: None }).await;
+                }
                 FromRunner::Ready {} | FromRunner::Done { .. } => {
                     return Err(Gone::Violation(Violation::OutOfOrder("a message between cells")));
                 }

@@ -33,6 +33,14 @@ pub enum FromRunner {
         #[serde(default)]
         op: code_mode_proto::Op,
     },
+    /// `search_tools`, unsure between tools its words rank alike, asks how
+    /// near in meaning its question is to each tool (issue 43).
+    Meaning {
+        /// Unique, positive id in the run (shared with calls').
+        id: u64,
+        /// The question.
+        query: String,
+    },
     /// The code hands a content block back to the model (`show`): an
     /// image, audio or an embedded resource, as an MCP content block.
     Content {
@@ -131,6 +139,14 @@ pub enum ToRunner<'a> {
         /// resources), as MCP content blocks.
         #[serde(skip_serializing_if = "Option::is_none")]
         blocks: Option<Vec<Value>>,
+    },
+    /// The answer to a `meaning` question: each tool's Python name and
+    /// cosine, or nothing (no answer by meaning: rank by words).
+    Meaning {
+        /// The question's id.
+        id: u64,
+        /// `[name, cosine]` pairs, in catalog order.
+        near: Option<Vec<(String, f32)>>,
     },
 }
 

@@ -1,0 +1,249 @@
+//! Search by meaning, the bridge's side: a cell's `search_tools`, unsure
+//! between tools its words rank alike, asks how near in meaning its
+//! question is to each tool the catalog offers ([`subjects::SEARCH_MEANING`]).
+//!
+//! [`Meaning`] is the handle of an actor that owns the tools' embeddings:
+//! it reads each catalog once, in a blocking task, reusing the vector of
+//! every tool text it has read before (a refresh that changes one tool
+//! embeds one), and keeps only the current catalog's. A question is
+//! embedded on a blocking thread too, at most [`AT_ONCE`] at a time; a
+//! question that finds the tools still being read, or every permit taken
+//! for longer than [`BUSY_WAIT`], gets [`MeaningReply::Unavailable`] and
+//! the cell ranks by words alone. Nothing here can fail a cell.
+//!
+//! Faults: the actor dies only with the bridge (its stop token); a
+//! blocking task that panics leaves the catalog unread and the next
+//! question starts another read. The encoder never touches the network:
+//! it was loaded from local files ([`code_mode_encoder::Encoder::load`]).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use code_mode_encoder::Encoder;
+#[cfg(doc)]
+use code_mode_proto::subjects;
+use code_mode_proto::{MAX_MEANING_QUERY_CHARS, MeaningReply, ToolNearness};
+use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::Catalog;
+
+/// Questions embedded at once; more wait up to [`BUSY_WAIT`].
+pub const AT_ONCE: usize = 2;
+/// How long a question waits for a permit before it is answered
+/// "unavailable" (the cell waits at most 2 s in all).
+pub const BUSY_WAIT: Duration = Duration::from_millis(500);
+
+/// One tool's text as the encoder reads it: its name's words, title,
+/// description and parameters' descriptions.
+pub fn tool_text(search: &code_mode_proto::SearchText) -> String {
+    let name = search.name.replace('_', " ");
+    [name.as_str(), &search.title, &search.description, &search.param_text]
+        .into_iter()
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The embeddings of one catalog's tools, in catalog order.
+#[derive(Debug)]
+struct Read {
+    version: u64,
+    names: Vec<String>,
+    vectors: Vec<Arc<[f32]>>,
+}
+
+enum Message {
+    /// The vectors of catalog `version`, if read; otherwise start reading it.
+    Get { version: u64, catalog: Arc<Catalog>, reply: oneshot::Sender<Option<Arc<Read>>> },
+    /// A blocking read finished: its tools' vectors, by text.
+    Done { version: u64, names: Vec<String>, texts: Vec<String>, vectors: Vec<Arc<[f32]>> },
+    /// A blocking read ended without its vectors (it panicked).
+    Failed { version: u64 },
+}
+
+/// The handle of the actor that ranks by meaning.
+#[derive(Clone)]
+pub struct Meaning {
+    to_actor: mpsc::Sender<Message>,
+    encoder: Arc<Encoder>,
+    permits: Arc<Semaphore>,
+}
+
+impl std::fmt::Debug for Meaning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Meaning").field("model", &self.encoder.fingerprint()).finish()
+    }
+}
+
+impl Meaning {
+    /// Start the actor on the current runtime; it ends with `stop`.
+    pub fn start(encoder: Arc<Encoder>, tasks: &tokio_util::task::TaskTracker, stop: CancellationToken) -> Self {
+        let (to_actor, inbox) = mpsc::channel(64);
+        let actor = Actor {
+            encoder: encoder.clone(),
+            to_self: to_actor.downgrade(),
+            read: None,
+            reading: None,
+            wanted: None,
+            by_text: HashMap::new(),
+        };
+        tasks.spawn(actor.run(inbox, stop));
+        Self { to_actor, encoder, permits: Arc::new(Semaphore::new(AT_ONCE)) }
+    }
+
+    /// Start reading catalog `version` now, so the first question finds
+    /// it read (dropped when the actor's inbox is full: the next question
+    /// asks again).
+    pub fn prepare(&self, version: u64, catalog: Arc<Catalog>) {
+        let (reply, _) = oneshot::channel();
+        let _ = self.to_actor.try_send(Message::Get { version, catalog, reply });
+    }
+
+    /// How near `query` is to each tool of catalog `version`.
+    pub async fn ask(&self, version: u64, catalog: Arc<Catalog>, query: &str) -> MeaningReply {
+        let (reply, answer) = oneshot::channel();
+        if self.to_actor.send(Message::Get { version, catalog, reply }).await.is_err() {
+            return unavailable("the bridge is stopping");
+        }
+        let Ok(Some(read)) = answer.await else {
+            return unavailable("the tools are still being read");
+        };
+        let Ok(Ok(permit)) = tokio::time::timeout(BUSY_WAIT, self.permits.clone().acquire_owned()).await else {
+            return unavailable("busy: every encoder thread is taken");
+        };
+        let query: String = query.chars().take(MAX_MEANING_QUERY_CHARS).collect();
+        let encoder = self.encoder.clone();
+        let near = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let asked = encoder.embed(&query);
+            read.names
+                .iter()
+                .zip(&read.vectors)
+                .map(|(tool, vector)| ToolNearness {
+                    tool: tool.clone(),
+                    cosine: code_mode_encoder::cosine(&asked, vector),
+                })
+                .collect::<Vec<_>>()
+        })
+        .await;
+        match near {
+            Ok(tools) => MeaningReply::Near { tools },
+            Err(_) => unavailable("the question could not be embedded"),
+        }
+    }
+}
+
+fn unavailable(reason: &str) -> MeaningReply {
+    MeaningReply::Unavailable { reason: reason.into() }
+}
+
+/// The state: the read catalog, the one being read, the vectors by text.
+struct Actor {
+    encoder: Arc<Encoder>,
+    to_self: mpsc::WeakSender<Message>,
+    read: Option<Arc<Read>>,
+    /// The version a blocking task reads now.
+    reading: Option<u64>,
+    /// The newest version asked for and its catalog, when it is not read.
+    wanted: Option<(u64, Arc<Catalog>)>,
+    /// Every text of the read catalog (and of reads since), by text.
+    by_text: HashMap<String, Arc<[f32]>>,
+}
+
+impl Actor {
+    async fn run(mut self, mut inbox: mpsc::Receiver<Message>, stop: CancellationToken) {
+        loop {
+            let message = tokio::select! {
+                _ = stop.cancelled() => break,
+                message = inbox.recv() => match message { Some(m) => m, None => break },
+            };
+            match message {
+                Message::Get { version, catalog, reply } => {
+                    let read = self.read.clone().filter(|read| read.version == version);
+                    if read.is_none() && self.wanted.as_ref().is_none_or(|(v, _)| *v < version) {
+                        self.wanted = Some((version, catalog));
+                    }
+                    let _ = reply.send(read);
+                }
+                Message::Done { version, names, texts, vectors } => {
+                    self.reading = None;
+                    let newer = self.read.as_ref().is_none_or(|read| read.version < version);
+                    // Keep the vectors of this catalog's texts only.
+                    self.by_text = texts.into_iter().zip(vectors.iter().cloned()).collect();
+                    if newer {
+                        tracing::info!(version, tools = names.len(), "search by meaning: the catalog's tools are read");
+                        self.read = Some(Arc::new(Read { version, names, vectors }));
+                    }
+                    if self.wanted.as_ref().is_some_and(|(v, _)| *v <= version) {
+                        self.wanted = None;
+                    }
+                }
+                Message::Failed { version } => {
+                    tracing::warn!(version, "search by meaning: reading the catalog's tools failed");
+                    self.reading = None;
+                }
+            }
+            self.start_read();
+        }
+    }
+
+    /// Start reading the wanted catalog when no read runs.
+    fn start_read(&mut self) {
+        if self.reading.is_some() {
+            return;
+        }
+        let Some((version, catalog)) = self.wanted.take() else { return };
+        self.reading = Some(version);
+        let (names, texts): (Vec<String>, Vec<String>) =
+            catalog.tools().iter().map(|t| (t.name.clone(), tool_text(&t.search))).unzip();
+        let known: Vec<Option<Arc<[f32]>>> = texts.iter().map(|t| self.by_text.get(t).cloned()).collect();
+        let encoder = self.encoder.clone();
+        let to_self = self.to_self.clone();
+        std::mem::drop(tokio::task::spawn_blocking(move || {
+            let started = std::time::Instant::now();
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                texts
+                    .iter()
+                    .zip(known)
+                    .map(|(text, known)| known.unwrap_or_else(|| encoder.embed(text).into()))
+                    .collect::<Vec<Arc<[f32]>>>()
+            }));
+            tracing::debug!(
+                version,
+                tools = names.len(),
+                took_ms = started.elapsed().as_millis() as u64,
+                "search by meaning: read"
+            );
+            let message = match outcome {
+                Ok(vectors) => Message::Done { version, names, texts, vectors },
+                Err(_) => Message::Failed { version },
+            };
+            if let Some(to_self) = to_self.upgrade() {
+                let _ = to_self.blocking_send(message);
+            }
+        }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tools_text_for_meaning_is_its_name_words_title_description_and_parameter_text() {
+        let search = code_mode_proto::SearchText {
+            name: "get_current_time".into(),
+            server: "time".into(),
+            title: "Current time".into(),
+            description: "Get the time in a zone.".into(),
+            params: "timezone".into(),
+            param_text: "IANA zone name.".into(),
+            output: "datetime".into(),
+        };
+        assert_eq!(tool_text(&search), "get current time Current time Get the time in a zone. IANA zone name.");
+        let bare = code_mode_proto::SearchText { name: "ping".into(), ..Default::default() };
+        assert_eq!(tool_text(&bare), "ping");
+    }
+}
