@@ -10,6 +10,10 @@ Usage: ``python3 rank.py RUNNER_PY [rank|bench]``, with one JSON object on stdin
   ``tools`` is exactly the list a cell carries (``ToolStub`` of proto-schemas).
   Prints one JSON list per query: the names ``search_tools(query, limit=N)``
   returns, best first.
+- ``meaning``: as ``rank``, with ``"near"`` beside ``"queries"``: for each
+  query, each tool's cosine with it (name -> cosine, as the bridge's encoder
+  answers); ``search_tools`` gets these as the host's answer when it asks.
+  Prints ``{"results": [...], "asked": N}``, N the searches that asked.
 - ``words``: stdin holds a JSON list of texts; prints, for each, the words
   ``search_tools`` indexes it by (``search_words``) and the weighted word
   groups a query of that text asks for (``query_terms``).
@@ -43,6 +47,21 @@ def rank(runner):
     limit = request.get("limit", 10)
     results = [list(search(query, limit=limit)) for query in request["queries"]]
     json.dump(results, sys.stdout)
+
+
+def meaning(runner):
+    request = json.load(sys.stdin)
+    by_query = dict(zip(request["queries"], request["near"]))
+    asked = []
+
+    def ask(query):
+        asked.append(query)
+        return by_query[query]
+
+    search = runner.make_search_tools(request["tools"], ask)
+    limit = request.get("limit", 10)
+    results = [list(search(query, limit=limit)) for query in request["queries"]]
+    json.dump({"results": results, "asked": len(asked)}, sys.stdout)
 
 
 def words(runner):
@@ -80,7 +99,7 @@ def bench(runner):
 def main():
     runner = load_runner(sys.argv[1])
     mode = sys.argv[2] if len(sys.argv) > 2 else "rank"
-    {"rank": rank, "words": words, "bench": bench}[mode](runner)
+    {"rank": rank, "meaning": meaning, "words": words, "bench": bench}[mode](runner)
 
 
 if __name__ == "__main__":

@@ -550,6 +550,21 @@ pub mod peers {
         }
     }
 
+    /// The directory of the sentence encoder `--search-model` loads
+    /// (`CODE_MODE_MODEL_DIR`, else where `scripts/get-model.sh` puts it),
+    /// or `None` as [`npm_bin`] when its weights are not there.
+    pub fn search_model() -> Option<PathBuf> {
+        let dir = std::env::var_os("CODE_MODE_MODEL_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/opt/code-mode/models/all-minilm-l6-v2"));
+        if dir.join("model.safetensors").exists() {
+            Some(dir)
+        } else {
+            let why = format!("{} holds no model.safetensors: run scripts/get-model.sh", dir.display());
+            super::unavailable("the sentence encoder", &why).then_some(dir)
+        }
+    }
+
     /// A program of the tests' Python environment (`python`, `mcp-server-time`),
     /// or `None` as [`npm_bin`].
     pub fn venv_bin(name: &str) -> Option<PathBuf> {

@@ -202,3 +202,68 @@ pub fn words(python: &str, texts: &[&str]) -> Vec<serde_json::Value> {
     assert!(output.status.success(), "rank.py failed");
     serde_json::from_slice(&output.stdout).expect("rank.py prints JSON")
 }
+
+/// Each query's cosine with each tool, as the bridge's encoder answers a
+/// cell (the bridge's own tool text; two threads embed the tools).
+pub fn nearness(
+    encoder: &code_mode_encoder::Encoder,
+    tools: &[ToolStub],
+    queries: &[&str],
+) -> Vec<HashMap<String, f32>> {
+    let texts: Vec<String> = tools.iter().map(|t| code_mode_bridge::meaning::tool_text(&t.search)).collect();
+    let embed_all = |texts: &[&str]| -> Vec<Vec<f32>> {
+        let half = texts.len().div_ceil(2).max(1);
+        std::thread::scope(|scope| {
+            let parts: Vec<_> = texts
+                .chunks(half)
+                .map(|part| scope.spawn(move || part.iter().map(|t| encoder.embed(t)).collect::<Vec<_>>()))
+                .collect();
+            parts.into_iter().flat_map(|p| p.join().expect("an embedding thread finishes")).collect()
+        })
+    };
+    let text_refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let vectors = embed_all(&text_refs);
+    embed_all(queries)
+        .iter()
+        .map(|asked| {
+            tools.iter().zip(&vectors).map(|(t, v)| (t.name.clone(), code_mode_encoder::cosine(asked, v))).collect()
+        })
+        .collect()
+}
+
+/// The encoder of `--search-model`, or `None` (a panic under CI) when its
+/// files are not there.
+pub fn encoder() -> Option<code_mode_encoder::Encoder> {
+    let dir = code_mode_core::testing::peers::search_model()?;
+    Some(code_mode_encoder::Encoder::load(&dir).unwrap_or_else(|e| panic!("the sentence encoder loads: {e}")))
+}
+
+/// As [`rank`], with `near` (one map per query) as the host's answer when
+/// `search_tools` asks by meaning; also returns how many searches asked.
+pub fn rank_with_meaning(
+    python: &str,
+    tools: &[ToolStub],
+    queries: &[&str],
+    near: &[HashMap<String, f32>],
+    limit: usize,
+) -> (Vec<Vec<String>>, usize) {
+    let request = serde_json::json!({"tools": tools, "queries": queries, "near": near, "limit": limit});
+    let mut child = Command::new(python)
+        .arg(eval_dir().join("rank.py"))
+        .arg(runner_py())
+        .arg("meaning")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 starts");
+    child.stdin.take().unwrap().write_all(request.to_string().as_bytes()).expect("the request is written");
+    let output = child.wait_with_output().expect("rank.py finishes");
+    assert!(output.status.success(), "rank.py failed");
+    #[derive(Deserialize)]
+    struct Answer {
+        results: Vec<Vec<String>>,
+        asked: usize,
+    }
+    let answer: Answer = serde_json::from_slice(&output.stdout).expect("rank.py prints JSON");
+    (answer.results, answer.asked)
+}
