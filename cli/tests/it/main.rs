@@ -69,6 +69,7 @@ mod reload;
 mod remote;
 mod run_command;
 mod sandbox_lifetime;
+mod search_by_meaning;
 mod server_name;
 mod session_walk;
 mod sessions;

@@ -7,9 +7,10 @@
 //! every tool text it has read before (a refresh that changes one tool
 //! embeds one), and keeps only the current catalog's. A question is
 //! embedded on a blocking thread too, at most [`AT_ONCE`] at a time; a
-//! question that finds the tools still being read, or every permit taken
-//! for longer than [`BUSY_WAIT`], gets [`MeaningReply::Unavailable`] and
-//! the cell ranks by words alone. Nothing here can fail a cell.
+//! question whose catalog is not read within [`READ_WAIT`] (soon after the
+//! start or a refresh), or that finds every permit taken for longer than
+//! [`BUSY_WAIT`], gets [`MeaningReply::Unavailable`] and the cell ranks by
+//! words alone. Nothing here can fail a cell.
 //!
 //! Faults: the actor dies only with the bridge (its stop token); a
 //! blocking task that panics leaves the catalog unread and the next
@@ -34,6 +35,9 @@ pub const AT_ONCE: usize = 2;
 /// How long a question waits for a permit before it is answered
 /// "unavailable" (the cell waits at most 2 s in all).
 pub const BUSY_WAIT: Duration = Duration::from_millis(500);
+/// How long a question waits for its catalog's tools to be read (a
+/// question soon after the start or a refresh): then "unavailable".
+pub const READ_WAIT: Duration = Duration::from_millis(1_200);
 
 /// One tool's text as the encoder reads it: its name's words, title,
 /// description and parameters' descriptions.
@@ -87,6 +91,7 @@ impl Meaning {
             read: None,
             reading: None,
             wanted: None,
+            waiting: Vec::new(),
             by_text: HashMap::new(),
         };
         tasks.spawn(actor.run(inbox, stop));
@@ -107,7 +112,7 @@ impl Meaning {
         if self.to_actor.send(Message::Get { version, catalog, reply }).await.is_err() {
             return unavailable("the bridge is stopping");
         }
-        let Ok(Some(read)) = answer.await else {
+        let Ok(Ok(Some(read))) = tokio::time::timeout(READ_WAIT, answer).await else {
             return unavailable("the tools are still being read");
         };
         let Ok(Ok(permit)) = tokio::time::timeout(BUSY_WAIT, self.permits.clone().acquire_owned()).await else {
@@ -148,6 +153,8 @@ struct Actor {
     reading: Option<u64>,
     /// The newest version asked for and its catalog, when it is not read.
     wanted: Option<(u64, Arc<Catalog>)>,
+    /// Questions waiting for their catalog's read (its version or newer).
+    waiting: Vec<(u64, oneshot::Sender<Option<Arc<Read>>>)>,
     /// Every text of the read catalog (and of reads since), by text.
     by_text: HashMap<String, Arc<[f32]>>,
 }
@@ -161,11 +168,18 @@ impl Actor {
             };
             match message {
                 Message::Get { version, catalog, reply } => {
-                    let read = self.read.clone().filter(|read| read.version == version);
-                    if read.is_none() && self.wanted.as_ref().is_none_or(|(v, _)| *v < version) {
-                        self.wanted = Some((version, catalog));
+                    match self.read.clone().filter(|read| read.version >= version) {
+                        Some(read) => {
+                            let _ = reply.send(Some(read));
+                        }
+                        None => {
+                            if self.wanted.as_ref().is_none_or(|(v, _)| *v < version) && self.reading != Some(version) {
+                                self.wanted = Some((version, catalog));
+                            }
+                            self.waiting.retain(|(_, waiter)| !waiter.is_closed());
+                            self.waiting.push((version, reply));
+                        }
                     }
-                    let _ = reply.send(read);
                 }
                 Message::Done { version, names, texts, vectors } => {
                     self.reading = None;
@@ -174,7 +188,11 @@ impl Actor {
                     self.by_text = texts.into_iter().zip(vectors.iter().cloned()).collect();
                     if newer {
                         tracing::info!(version, tools = names.len(), "search by meaning: the catalog's tools are read");
-                        self.read = Some(Arc::new(Read { version, names, vectors }));
+                        let read = Arc::new(Read { version, names, vectors });
+                        for (_, waiter) in self.waiting.extract_if(.., |(asked, _)| *asked <= version) {
+                            let _ = waiter.send(Some(read.clone()));
+                        }
+                        self.read = Some(read);
                     }
                     if self.wanted.as_ref().is_some_and(|(v, _)| *v <= version) {
                         self.wanted = None;
@@ -183,6 +201,9 @@ impl Actor {
                 Message::Failed { version } => {
                     tracing::warn!(version, "search by meaning: reading the catalog's tools failed");
                     self.reading = None;
+                    for (_, waiter) in self.waiting.extract_if(.., |(asked, _)| *asked <= version) {
+                        let _ = waiter.send(None);
+                    }
                 }
             }
             self.start_read();

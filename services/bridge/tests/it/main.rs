@@ -15,6 +15,7 @@ mod config;
 mod direct;
 mod lifecycle;
 mod list_changed;
+mod meaning;
 mod metrics;
 mod policy;
 mod policy_applied;

@@ -1,0 +1,85 @@
+//! The bridge's side of search by meaning (issue 43): a real bridge over
+//! the test server, with and without the sentence encoder
+//! (`rank_by_meaning_with`), answering a cell's question
+//! (`Bridge::meaning`, what `codemode.v1.search.meaning` serves).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use code_mode_proto::{MeaningAsk, MeaningReply};
+use serde_json::json;
+
+use crate::search_eval::encoder;
+use crate::support::{Harness, ok};
+
+fn ask(query: &str) -> MeaningAsk {
+    MeaningAsk { query: query.into() }
+}
+
+/// The tools of a `Near` answer, nearest first.
+fn nearest(reply: MeaningReply) -> Vec<(String, f32)> {
+    let MeaningReply::Near { tools } = reply else { panic!("no answer by meaning: {reply:?}") };
+    let mut tools: Vec<(String, f32)> = tools.into_iter().map(|t| (t.tool, t.cosine)).collect();
+    tools.sort_by(|a, b| b.1.total_cmp(&a.1));
+    tools
+}
+
+#[tokio::test]
+async fn a_bridge_without_a_search_model_answers_that_it_ranks_by_words_alone() {
+    let h = Harness::with_args(&[]).await;
+    match h.bridge.meaning(&ask("add two numbers")).await {
+        MeaningReply::Unavailable { reason } => assert!(reason.contains("--search-model"), "{reason}"),
+        other => panic!("an answer by meaning without a model: {other:?}"),
+    }
+    h.close().await;
+}
+
+#[tokio::test]
+async fn asked_before_its_tools_are_read_the_bridge_waits_for_the_read_and_answers_every_offered_tool() {
+    let Some(encoder) = encoder() else { return };
+    let h = Harness::with_args(&["--add-tool"]).await;
+    h.bridge.rank_by_meaning_with(Arc::new(encoder));
+    // Asked at once: the read of the catalog has only begun.
+    let near = nearest(h.bridge.meaning(&ask("sum of two integers")).await);
+    let offered: Vec<String> = h.bridge.catalog().tools().iter().map(|t| t.name.clone()).collect();
+    let mut answered: Vec<String> = near.iter().map(|(name, _)| name.clone()).collect();
+    answered.sort();
+    let mut sorted = offered.clone();
+    sorted.sort();
+    assert_eq!(answered, sorted, "every offered tool, once");
+    assert_eq!(near[0].0, "add", "the nearest in meaning: {:?}", &near[..3]);
+    assert!(near.iter().all(|(_, c)| c.is_finite() && (-1.01..=1.01).contains(c)), "{near:?}");
+
+    // A tool the server adds later is read with the refreshed catalog.
+    assert_eq!(ok(h.call("add_tool", json!({"name": "weather-report"})).await), "added weather-report");
+    let mut found = false;
+    for _ in 0..100 {
+        let near = nearest(h.bridge.meaning(&ask("what is the forecast, weather report")).await);
+        if near.iter().any(|(name, _)| name == "weather_report") {
+            assert_eq!(near[0].0, "weather_report", "{:?}", &near[..3]);
+            found = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(found, "the added tool is answered within 10 s");
+    h.close().await;
+}
+
+#[tokio::test]
+async fn an_answer_by_meaning_names_only_the_tools_the_catalog_offers_never_one_a_policy_withholds() {
+    let Some(encoder) = encoder() else { return };
+    let h = crate::support::Setup::server(&[])
+        .policy(r#"{"version": "1", "default": "allow", "tools": {"echo": {"action": "deny", "reason": "echo leaks text"}}}"#)
+        .start()
+        .await
+        .expect("the bridge starts");
+    assert!(h.bridge.catalog().get("echo").is_none(), "the denied tool is withheld");
+    h.bridge.rank_by_meaning_with(Arc::new(encoder));
+    let near = nearest(h.bridge.meaning(&ask("echo this text back to me")).await);
+    let offered: std::collections::BTreeSet<String> =
+        h.bridge.catalog().tools().iter().map(|t| t.name.clone()).collect();
+    assert!(near.iter().all(|(name, _)| offered.contains(name)), "only offered tools: {near:?}");
+    assert!(!near.iter().any(|(name, _)| name == "echo"), "the withheld tool is not named");
+    h.close().await;
+}
