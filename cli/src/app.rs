@@ -38,6 +38,10 @@ use crate::parts::{
 use crate::stack::{Buses, RunnerParts, Stack, StackParts, session_state, start_bridge, start_runner};
 
 /// Run a parsed command.
+/// How long a one-shot `run --search-model` waits for its catalog's tools
+/// to be read before the cell starts (a long catalog in a debug build).
+const MEANING_READ_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let root = code_mode_core::shutdown::on_signal();
     match cli.command {
@@ -91,6 +95,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 .map(|_| code_mode_core::files::FileStore::with_ttl(std::time::Duration::from_secs(3600)));
             parts.frontend.files = store.clone();
             let stack = Stack::start(parts, Buses::One(Bus::in_process()), &root).await?;
+            if args.stack.bridge.search_model.is_some() && !stack.bridge.meaning_read(MEANING_READ_WAIT).await {
+                tracing::warn!("search by meaning: the tools are not read yet; the cell may rank by words alone");
+            }
             let frontend = stack.factory.session();
             let report = async {
                 frontend.listen_for_approvals().await?;

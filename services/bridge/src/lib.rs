@@ -253,6 +253,15 @@ impl Bridge {
         }
     }
 
+    /// Wait at most `within` until the current catalog's tools are read
+    /// for search by meaning: true when they are, false without an encoder
+    /// or past `within` (a one-shot `run` waits so its cell has meaning).
+    pub async fn meaning_read(&self, within: std::time::Duration) -> bool {
+        let Some(meaning) = self.inner.meaning.get() else { return false };
+        let current = self.current();
+        meaning.read(current.version, current.catalog.clone(), within).await
+    }
+
     /// How near `ask`'s question is to each tool of the current catalog;
     /// "unavailable" without an encoder.
     pub async fn meaning(&self, ask: &code_mode_proto::MeaningAsk) -> code_mode_proto::MeaningReply {

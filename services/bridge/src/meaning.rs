@@ -106,13 +106,23 @@ impl Meaning {
         let _ = self.to_actor.try_send(Message::Get { version, catalog, reply });
     }
 
+    /// The vectors of catalog `version` (or a newer one), waiting for its
+    /// read at most `within`.
+    async fn vectors(&self, version: u64, catalog: Arc<Catalog>, within: Duration) -> Option<Arc<Read>> {
+        let (reply, answer) = oneshot::channel();
+        self.to_actor.send(Message::Get { version, catalog, reply }).await.ok()?;
+        tokio::time::timeout(within, answer).await.ok()?.ok()?
+    }
+
+    /// Wait at most `within` until catalog `version`'s tools are read;
+    /// true when they are.
+    pub async fn read(&self, version: u64, catalog: Arc<Catalog>, within: Duration) -> bool {
+        self.vectors(version, catalog, within).await.is_some()
+    }
+
     /// How near `query` is to each tool of catalog `version`.
     pub async fn ask(&self, version: u64, catalog: Arc<Catalog>, query: &str) -> MeaningReply {
-        let (reply, answer) = oneshot::channel();
-        if self.to_actor.send(Message::Get { version, catalog, reply }).await.is_err() {
-            return unavailable("the bridge is stopping");
-        }
-        let Ok(Ok(Some(read))) = tokio::time::timeout(READ_WAIT, answer).await else {
+        let Some(read) = self.vectors(version, catalog, READ_WAIT).await else {
             return unavailable("the tools are still being read");
         };
         let Ok(Ok(permit)) = tokio::time::timeout(BUSY_WAIT, self.permits.clone().acquire_owned()).await else {
