@@ -280,6 +280,19 @@ pub struct SearchText {
     pub output: String,
 }
 
+impl SearchText {
+    /// The tool's text as a sentence encoder reads it (search by meaning):
+    /// its name's words, title, description and parameters' descriptions.
+    pub fn for_meaning(&self) -> String {
+        let name = self.name.replace('_', " ");
+        [name.as_str(), &self.title, &self.description, &self.param_text]
+            .into_iter()
+            .filter(|part| !part.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
 /// What the sandbox gets of one tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -95,6 +95,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_tools_text_for_meaning_is_its_name_words_title_description_and_parameter_text() {
+        let search = SearchText {
+            name: "get_current_time".into(),
+            server: "time".into(),
+            title: "Current time".into(),
+            description: "Get the time in a zone.".into(),
+            params: "timezone".into(),
+            param_text: "IANA zone name.".into(),
+            output: "datetime".into(),
+        };
+        assert_eq!(search.for_meaning(), "get current time Current time Get the time in a zone. IANA zone name.");
+        assert_eq!(SearchText { name: "ping".into(), ..Default::default() }.for_meaning(), "ping");
+    }
+
+    #[test]
     fn a_cell_carries_the_stub_summary_and_search_text_of_an_entry_and_nothing_about_its_server() {
         let entry = ToolEntry {
             name: "notes__search".into(),

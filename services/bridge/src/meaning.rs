@@ -39,17 +39,6 @@ pub const BUSY_WAIT: Duration = Duration::from_millis(500);
 /// question soon after the start or a refresh): then "unavailable".
 pub const READ_WAIT: Duration = Duration::from_millis(1_200);
 
-/// One tool's text as the encoder reads it: its name's words, title,
-/// description and parameters' descriptions.
-pub fn tool_text(search: &code_mode_proto::SearchText) -> String {
-    let name = search.name.replace('_', " ");
-    [name.as_str(), &search.title, &search.description, &search.param_text]
-        .into_iter()
-        .filter(|part| !part.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// The embeddings of one catalog's tools, in catalog order.
 #[derive(Debug)]
 struct Read {
@@ -228,7 +217,7 @@ impl Actor {
         let Some((version, catalog)) = self.wanted.take() else { return };
         self.reading = Some(version);
         let (names, texts): (Vec<String>, Vec<String>) =
-            catalog.tools().iter().map(|t| (t.name.clone(), tool_text(&t.search))).unzip();
+            catalog.tools().iter().map(|t| (t.name.clone(), t.search.for_meaning())).unzip();
         let known: Vec<Option<Arc<[f32]>>> = texts.iter().map(|t| self.by_text.get(t).cloned()).collect();
         let encoder = self.encoder.clone();
         let to_self = self.to_self.clone();
@@ -255,26 +244,5 @@ impl Actor {
                 let _ = to_self.blocking_send(message);
             }
         }));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_tools_text_for_meaning_is_its_name_words_title_description_and_parameter_text() {
-        let search = code_mode_proto::SearchText {
-            name: "get_current_time".into(),
-            server: "time".into(),
-            title: "Current time".into(),
-            description: "Get the time in a zone.".into(),
-            params: "timezone".into(),
-            param_text: "IANA zone name.".into(),
-            output: "datetime".into(),
-        };
-        assert_eq!(tool_text(&search), "get current time Current time Get the time in a zone. IANA zone name.");
-        let bare = code_mode_proto::SearchText { name: "ping".into(), ..Default::default() };
-        assert_eq!(tool_text(&bare), "ping");
     }
 }

@@ -12,6 +12,12 @@
 //! first search of a cell (which builds the index). Needs Docker and the
 //! default image (`code-mode build-image`). Run with
 //! `cargo bench -p code-mode-sandbox-runner --bench search`.
+//!
+//! With the sentence encoder's files (`CODE_MODE_MODEL_DIR` or where
+//! `scripts/get-model.sh` puts them), it also prints the same summary with
+//! search by meaning: the bus then answers a cell's unsure search as the
+//! bridge does (each tool's cosine with the question, from the encoder on
+//! a blocking thread), over 200 questions (a cell asks at most 200).
 
 // A panic in a benchmark is the benchmark failing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -140,13 +146,45 @@ print(json.dumps({{"first": first, "sum": sum(times), "p50": at(0.5), "p90": at(
     )
 }
 
+/// Answer `codemode.v1.search.meaning` on `bus` for `tools` as the bridge
+/// does, with the encoder in `dir`.
+fn serve_meaning(
+    cells: &Cells,
+    dir: &std::path::Path,
+    tools: &[ToolStub],
+    stop: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    use code_mode_proto::{MeaningAsk, MeaningReply, ToolNearness};
+    let encoder = std::sync::Arc::new(code_mode_encoder::Encoder::load(dir).expect("the encoder loads"));
+    let vectors: std::sync::Arc<Vec<(String, Vec<f32>)>> =
+        std::sync::Arc::new(tools.iter().map(|t| (t.name.clone(), encoder.embed(&t.search.for_meaning()))).collect());
+    cells
+        .runtime
+        .block_on(cells.bus.serve(subjects::SEARCH_MEANING, "bridge", stop, move |ask: MeaningAsk| {
+            let (encoder, vectors) = (encoder.clone(), vectors.clone());
+            async move {
+                let asked = tokio::task::spawn_blocking(move || encoder.embed(&ask.query)).await.expect("embedded");
+                let tools = vectors
+                    .iter()
+                    .map(|(tool, v)| ToolNearness { tool: tool.clone(), cosine: code_mode_encoder::cosine(&asked, v) })
+                    .collect();
+                Ok(MeaningReply::Near { tools })
+            }
+        }))
+        .expect("the bus serves")
+}
+
 /// Print the p50 / p90 / p99 of 2000 searches in one cell of `cells` and
 /// the time of its first search.
 fn summary(label: &str, cells: &Cells, tools: &[ToolStub], questions: &[String]) {
-    let seen = cells.run(tools, timing_cell(questions, 2000));
+    summary_of(label, cells, tools, questions, 2000)
+}
+
+fn summary_of(label: &str, cells: &Cells, tools: &[ToolStub], questions: &[String], count: u64) {
+    let seen = cells.run(tools, timing_cell(questions, count));
     let ms = |key: &str| seen[key].as_f64().unwrap() / 1e6;
     println!(
-        "{label}: search_tools in a cell over {} tools, 2000 questions: p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms; \
+        "{label}: search_tools in a cell over {} tools, {count} questions: p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms; \
          the cell's first search (index built) {:.1} ms",
         tools.len(),
         ms("p50"),
@@ -176,6 +214,26 @@ fn search_in_a_cell(c: &mut Criterion) {
                 Duration::from_nanos(seen["sum"].as_u64().unwrap())
             })
         });
+    }
+    // With meaning: words alone and with the encoder, side by side, in
+    // turns, on the same 200 questions.
+    let model = std::env::var_os("CODE_MODE_MODEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/opt/code-mode/models/all-minilm-l6-v2"));
+    if model.join("model.safetensors").exists() {
+        for n in [42, 300] {
+            let tools = tools(n);
+            for _ in 0..2 {
+                summary_of("words alone", &cells, &tools, &questions, 200);
+                let stop = cells.cancel.child_token();
+                let served = serve_meaning(&cells, &model, &tools, stop.clone());
+                summary_of("with meaning", &cells, &tools, &questions, 200);
+                stop.cancel();
+                let _ = cells.runtime.block_on(served);
+            }
+        }
+    } else {
+        println!("no sentence encoder in {}: search by meaning not measured", model.display());
     }
     let tools = tools(300);
     c.bench_function("search_tools in a cell over 300 tools (the cell's first question: index built)", |b| {

@@ -200,6 +200,7 @@ class SearchIndex:
     def __init__(self, tools):
         self.names = []
         self.summaries = []
+        self.copies = []  # per tool: its listed name and description (a copy's are equal)
         self.exact = {}  # a tool's Python or listed name, lower-cased -> index
         self.exact_words = {}  # the words of a tool's Python or listed name -> index
         self.postings = {}  # word -> {tool index: its weighted, normalised count}
@@ -228,6 +229,7 @@ class SearchIndex:
                 summary = summary[len(name):]  # "(a: int, b: int) -> {sum: int}  What it does."
             self.names.append(name)
             self.summaries.append(summary)
+            self.copies.append((search.get("name") or name, search.get("description") or ""))
             self.exact.setdefault(name.lower(), index)
             self.exact_words.setdefault(" ".join(_raw_words(name)), index)
             listed = search.get("name") or ""
@@ -533,15 +535,20 @@ class SearchIndex:
 
     def unsure(self):
         """After ``rank``: true when its words leave the question open (no
-        tool scored, or the second scored within ``MEANING_GATE`` of the
-        first) and meaning should be asked. A tool named exactly, or alone
-        in scoring, is sure."""
+        tool scored, or the next tool that is no copy of the first scored
+        within ``MEANING_GATE`` of it) and meaning should be asked. A tool
+        named exactly, or alone in scoring (with its copies), is sure."""
         if self.exact_hit:
             return False
-        best = sorted(self.scores.values(), reverse=True)[:2]
-        if len(best) == 1:
-            return False
-        return len(best) == 0 or best[1] >= MEANING_GATE * best[0]
+        if not self.scores:
+            return True
+        ranked = sorted(self.scores.items(), key=lambda item: -item[1])
+        first, top = ranked[0]
+        # Copies of the first (the same tool on another server: the same
+        # listed name and description) tie with it in meaning too.
+        second = next((score for index, score in ranked[1:]
+                       if self.copies[index] != self.copies[first]), None)
+        return second is not None and second >= MEANING_GATE * top
 
     def blend(self, near):
         """After ``rank``: every tool, best first, by its words' score (the

@@ -210,7 +210,7 @@ pub fn nearness(
     tools: &[ToolStub],
     queries: &[&str],
 ) -> Vec<HashMap<String, f32>> {
-    let texts: Vec<String> = tools.iter().map(|t| code_mode_bridge::meaning::tool_text(&t.search)).collect();
+    let texts: Vec<String> = tools.iter().map(|t| t.search.for_meaning()).collect();
     let embed_all = |texts: &[&str]| -> Vec<Vec<f32>> {
         let half = texts.len().div_ceil(2).max(1);
         std::thread::scope(|scope| {
