@@ -30,6 +30,20 @@ fn cases() -> Vec<Case> {
         .collect()
 }
 
+/// The random strings of the fixture and their ids.
+fn random_strings() -> Vec<(String, Vec<u32>)> {
+    let json: Value = serde_json::from_str(include_str!("../fixtures/reference.json")).unwrap();
+    json["ids_only"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let ids = c["ids"].as_array().unwrap().iter().map(|i| i.as_u64().unwrap() as u32).collect();
+            (c["text"].as_str().unwrap().to_string(), ids)
+        })
+        .collect()
+}
+
 #[test]
 fn token_ids_equal_the_reference_tokenizers_for_every_fixture_text() {
     let Some(encoder) = encoder() else { return };
@@ -37,6 +51,17 @@ fn token_ids_equal_the_reference_tokenizers_for_every_fixture_text() {
     assert!(cases.len() >= 15);
     for case in &cases {
         assert_eq!(encoder.token_ids(&case.text), case.ids, "{}: {:?}", case.what, case.text);
+    }
+}
+
+#[test]
+fn token_ids_equal_the_reference_tokenizers_for_random_strings_of_many_scripts() {
+    let Some(encoder) = encoder() else { return };
+    let strings = random_strings();
+    assert!(strings.len() >= 400);
+    for (text, ids) in &strings {
+        let code_points: Vec<String> = text.chars().map(|c| format!("{:04X}", u32::from(c))).collect();
+        assert_eq!(&encoder.token_ids(text), ids, "{text:?} ({})", code_points.join(" "));
     }
 }
 
