@@ -172,18 +172,23 @@ impl Tokenizer {
         let mut rest = text;
         'text: while !rest.is_empty() && ids.len() < budget {
             // The next special token written in the text: its offset, length and id.
-            let special = rest.char_indices().find_map(|(at, _)| {
-                let tail = &rest[at..];
-                self.added
-                    .iter()
-                    .find(|(content, _)| tail.starts_with(content.as_str()))
-                    .map(|(c, id)| (at, c.len(), *id))
-            });
+            // The earliest; at one offset the longest.
+            let special = self
+                .added
+                .iter()
+                .filter_map(|(content, id)| rest.find(content.as_str()).map(|at| (at, content.len(), *id)))
+                .min_by_key(|&(at, len, _)| (at, std::cmp::Reverse(len)));
             let plain = special.map_or(rest, |(at, _, _)| &rest[..at]);
-            for word in split_words(&self.normalize(plain)) {
-                self.word_pieces(word, &mut ids);
-                if ids.len() >= budget {
-                    break 'text;
+            // Normalised piece by piece, so a long text costs only the pieces
+            // read before the budget is spent. Cutting at whitespace changes
+            // nothing: the normaliser maps it to a space and the split drops it
+            // (control characters among whitespace are dropped, not cut at).
+            for piece in plain.split(|c: char| c.is_whitespace() && !is_control(c)) {
+                for word in split_words(&self.normalize(piece)) {
+                    self.word_pieces(word, &mut ids);
+                    if ids.len() >= budget {
+                        break 'text;
+                    }
                 }
             }
             match special {

@@ -114,3 +114,17 @@ fn threads_sharing_one_encoder_get_the_same_embeddings() {
         }
     });
 }
+
+#[test]
+fn a_megabyte_of_text_is_read_only_as_far_as_its_first_256_tokens() {
+    let Some(encoder) = encoder() else { return };
+    let sentence = "Café naïve résumé, get_user_by_id! 東京 [SEP] ";
+    let text = sentence.repeat(25_000);
+    let started = std::time::Instant::now();
+    let ids = encoder.token_ids(&text);
+    // 3 ms in a debug build; 3.3 s when the whole text was normalised first.
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(1), "tokenising 1.1 MB took {took:?}");
+    assert_eq!(ids.len(), code_mode_encoder::MAX_TOKENS);
+    assert_eq!(ids, encoder.token_ids(&sentence.repeat(40)));
+}
