@@ -37,7 +37,7 @@ struct Normalizer {
 pub(crate) struct Tokenizer {
     vocab: HashMap<String, u32>,
     /// Tokens matched verbatim in the raw text before normalising (`[CLS]`,
-    /// `[MASK]`…), longest first.
+    /// `[MASK]`…).
     added: Vec<(String, u32)>,
     normalizer: Normalizer,
     prefix: String,
@@ -136,7 +136,6 @@ impl Tokenizer {
                 }
             }
         }
-        added.sort_by_key(|(content, _)| std::cmp::Reverse(content.len()));
         Ok(Self { vocab, added, normalizer, prefix, max_word_chars, unk, cls, sep })
     }
 
@@ -171,8 +170,8 @@ impl Tokenizer {
         let budget = max_len.max(2) - 1;
         let mut rest = text;
         'text: while !rest.is_empty() && ids.len() < budget {
-            // The next special token written in the text: its offset, length and id.
-            // The earliest; at one offset the longest.
+            // The next special token written in the text (at one offset the
+            // longest): its offset, length and id.
             let special = self
                 .added
                 .iter()
