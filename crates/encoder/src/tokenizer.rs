@@ -33,7 +33,6 @@ struct Normalizer {
 }
 
 /// A WordPiece tokenizer loaded from `tokenizer.json`.
-#[derive(Debug)]
 pub(crate) struct Tokenizer {
     vocab: HashMap<String, u32>,
     /// Tokens matched verbatim in the raw text before normalising (`[CLS]`,
@@ -45,6 +44,17 @@ pub(crate) struct Tokenizer {
     unk: u32,
     cls: u32,
     sep: u32,
+}
+
+/// A summary: the vocabulary has 30,000 entries.
+impl std::fmt::Debug for Tokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tokenizer")
+            .field("vocab", &self.vocab.len())
+            .field("normalizer", &self.normalizer)
+            .field("max_word_chars", &self.max_word_chars)
+            .finish_non_exhaustive()
+    }
 }
 
 fn bad(path: &Path, key: &str, problem: impl Into<String>) -> EncoderError {

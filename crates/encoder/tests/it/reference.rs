@@ -103,6 +103,13 @@ fn related_texts_are_closer_than_unrelated_ones() {
 }
 
 #[test]
+fn the_debug_form_of_an_encoder_is_a_short_summary() {
+    let Some(encoder) = encoder() else { return };
+    let text = format!("{encoder:?}");
+    assert!(text.len() < 600 && text.contains(encoder.fingerprint()), "{text}");
+}
+
+#[test]
 fn threads_sharing_one_encoder_get_the_same_embeddings() {
     let Some(encoder) = encoder() else { return };
     let texts = ["list open issues", "read a file", "send an email", "deploy the app"];
