@@ -30,6 +30,20 @@ fn cases() -> Vec<Case> {
         .collect()
 }
 
+/// The random strings of the fixture and their ids.
+fn random_strings() -> Vec<(String, Vec<u32>)> {
+    let json: Value = serde_json::from_str(include_str!("../fixtures/reference.json")).unwrap();
+    json["ids_only"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let ids = c["ids"].as_array().unwrap().iter().map(|i| i.as_u64().unwrap() as u32).collect();
+            (c["text"].as_str().unwrap().to_string(), ids)
+        })
+        .collect()
+}
+
 #[test]
 fn token_ids_equal_the_reference_tokenizers_for_every_fixture_text() {
     let Some(encoder) = encoder() else { return };
@@ -37,6 +51,17 @@ fn token_ids_equal_the_reference_tokenizers_for_every_fixture_text() {
     assert!(cases.len() >= 15);
     for case in &cases {
         assert_eq!(encoder.token_ids(&case.text), case.ids, "{}: {:?}", case.what, case.text);
+    }
+}
+
+#[test]
+fn token_ids_equal_the_reference_tokenizers_for_random_strings_of_many_scripts() {
+    let Some(encoder) = encoder() else { return };
+    let strings = random_strings();
+    assert!(strings.len() >= 400);
+    for (text, ids) in &strings {
+        let code_points: Vec<String> = text.chars().map(|c| format!("{:04X}", u32::from(c))).collect();
+        assert_eq!(&encoder.token_ids(text), ids, "{text:?} ({})", code_points.join(" "));
     }
 }
 
@@ -78,6 +103,13 @@ fn related_texts_are_closer_than_unrelated_ones() {
 }
 
 #[test]
+fn the_debug_form_of_an_encoder_is_a_short_summary() {
+    let Some(encoder) = encoder() else { return };
+    let text = format!("{encoder:?}");
+    assert!(text.len() < 600 && text.contains(encoder.fingerprint()), "{text}");
+}
+
+#[test]
 fn threads_sharing_one_encoder_get_the_same_embeddings() {
     let Some(encoder) = encoder() else { return };
     let texts = ["list open issues", "read a file", "send an email", "deploy the app"];
@@ -88,4 +120,18 @@ fn threads_sharing_one_encoder_get_the_same_embeddings() {
             assert_eq!(&handle.join().unwrap(), want);
         }
     });
+}
+
+#[test]
+fn a_megabyte_of_text_is_read_only_as_far_as_its_first_256_tokens() {
+    let Some(encoder) = encoder() else { return };
+    let sentence = "Café naïve résumé, get_user_by_id! 東京 [SEP] ";
+    let text = sentence.repeat(25_000);
+    let started = std::time::Instant::now();
+    let ids = encoder.token_ids(&text);
+    // 3 ms in a debug build; 3.3 s when the whole text was normalised first.
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(1), "tokenising 1.1 MB took {took:?}");
+    assert_eq!(ids.len(), code_mode_encoder::MAX_TOKENS);
+    assert_eq!(ids, encoder.token_ids(&sentence.repeat(40)));
 }
