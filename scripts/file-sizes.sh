@@ -33,7 +33,11 @@ declare -A KNOWN=(
   # files in read off the channel with their message (the reader thread's
   # and the first cell's), and each cell's files placed, the folder's
   # snapshot taken, and its files sent before `done` (files_out.kept_cell).
-  [services/sandbox-runner/image/runner.py]=1370
+  # Search by meaning (issue 43) by 35: the caller's blocking question to
+  # the host (its id, lock, channel and line limit are the caller's) and
+  # the reader's branch settling it; reading the answer and ranking by it
+  # live in tool_search.py.
+  [services/sandbox-runner/image/runner.py]=1405
 )
 
 lines_of() {

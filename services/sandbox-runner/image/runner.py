@@ -83,9 +83,8 @@ import types
 DEFAULT_MAX_OUTPUT = 8192
 DEFAULT_STOP_OUTPUT = 1024 * 1024
 DEFAULT_MAX_LINE = 256 * 1024
-# Search by meaning: the longest question sent, and how long a search
-# waits for the host's answer (the runner waits 2 s for the bridge's).
-MEANING_MAX_QUERY = 1000
+# How long a search waits for the host's answer by meaning (the runner
+# waits 2 s for the bridge's).
 MEANING_WAIT = 2.5
 
 # How long a container may wait for its cell when no ``--unclaimed`` is
@@ -789,38 +788,26 @@ class ToolCaller:
                 self._pending.pop(call_id, None)
 
     def meaning(self, query):
-        """Ask the host how near ``query`` is in meaning to each tool:
-        a dict from name to cosine, or None (no encoder, no answer within
-        ``MEANING_WAIT`` s, or the cell has ended). Blocks the calling
-        thread; the reader thread settles the wait."""
-        if self._meaning_off or not isinstance(query, str):
-            return None
+        """Ask the host how near ``query`` is in meaning to each tool; its
+        answer as ``tool_search.read_near`` reads it, or None (no answer
+        within ``MEANING_WAIT`` s: later searches of the cell ask no more).
+        Blocks this thread; the reader thread settles the wait."""
         waiter = [threading.Event(), None]
         with self._lock:
-            if self._gate is None or not self._gate.admits():
+            if self._meaning_off or not self._gate.admits():
                 return None
             ask_id = next(self._ids)
-            line = json.dumps({"type": "meaning", "id": ask_id, "query": query[:MEANING_MAX_QUERY]},
-                              ensure_ascii=False).encode("utf-8")
-            if len(line) + 1 > self._max_line:
+            line = json.dumps({"type": "meaning", "id": ask_id, "query": query[:1000]}).encode()
+            if len(line) >= self._max_line:  # with its newline, past the limit
                 return None
             self._asked[ask_id] = waiter
             self._channel.send_line(line)
         waiter[0].wait(MEANING_WAIT)
         with self._lock:
             self._asked.pop(ask_id, None)
-        near = waiter[1]
-        if not isinstance(near, list):
-            # No answer by meaning: this cell ranks by words from now on
-            # (a search costs no more round trips).
-            self._meaning_off = True
-            return None
-        out = {}
-        for pair in near:
-            if (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
-                    and isinstance(pair[1], (int, float))):
-                out[pair[0]] = float(pair[1])
-        return out or None
+        near = tool_search.read_near(waiter[1])
+        self._meaning_off = near is None
+        return near
 
     def _read_results(self):
         while True:
@@ -873,9 +860,6 @@ class ToolCaller:
             capture.end_cell(message)
             waiting = list(self._pending.values())
             self._pending.clear()
-            for asked in self._asked.values():
-                asked[0].set()
-            self._asked.clear()
         for future in waiting:
             self._settle_threadsafe(
                 future, (False, ToolError("the cell that made this call has ended")))

@@ -562,6 +562,19 @@ class SearchIndex:
         return [index for _, index in combined]
 
 
+def read_near(near):
+    """The host's answer by meaning (``[[name, cosine], ...]``) as a dict
+    from name to cosine; None when it is none or holds no pair."""
+    if not isinstance(near, list):
+        return None
+    pairs = {}
+    for pair in near:
+        if (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
+                and isinstance(pair[1], (int, float)) and not isinstance(pair[1], bool)):
+            pairs[pair[0]] = float(pair[1])
+    return pairs or None
+
+
 # Search by meaning (issue 43): when words leave the two best tools
 # within this ratio of each other (or match none), the host's sentence
 # encoder is asked how near the question is to each tool, and each tool's
