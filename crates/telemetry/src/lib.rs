@@ -6,7 +6,7 @@
 //!   ([`cell_ended`], [`cell_ended_without_run`], [`tool_call`], [`bus_request_error`],
 //!   [`container_started`], [`containers_reaped`], [`container_removed`],
 //!   [`set_warm_pool_size`], [`frontend_cell`], [`approval_answered`],
-//!   [`server_exited`], [`state_store_call`], [`session_taint`],
+//!   [`server_exited`], [`state_store_call`], [`session_taint`], [`search_meaning`],
 //!   [`audit_write`], ...). `docs/metrics.md` lists every metric, and
 //!   `deploy/prometheus/alerts.yml` and `deploy/grafana/` use them.
 //! - [`phases`]: `codemode_cell_phase_seconds{phase}`, where a cell's
@@ -62,9 +62,9 @@ pub mod trace;
 pub use metrics::{
     ApprovalAnswer, CellOutcome, Decision, FrontendCellResult, Metrics, StateResult, approval_answered, audit_probed,
     audit_write, bus_request, bus_request_error, cell_ended, cell_ended_without_run, container_removed,
-    container_started, containers_reaped, frontend_cell, metrics, policy_decision, server_exited, server_up,
-    session_taint, set_runner_capacity, set_runner_cells_running, set_warm_pool_size, state_store_call, tool_call,
-    upstream_account,
+    container_started, containers_reaped, frontend_cell, metrics, policy_decision, search_meaning, server_exited,
+    server_up, session_taint, set_runner_capacity, set_runner_cells_running, set_warm_pool_size, state_store_call,
+    tool_call, upstream_account,
 };
 pub use phases::{Phase, cell_phase, set_warm_pool_target, tool_call_host, warm_pool_take};
 pub use server::{MetricsServer, TelemetryError};

@@ -283,6 +283,8 @@ pub struct Metrics {
     pub state_store_up: LazyGauge,
     /// `codemode_session_taints_total{event}`.
     pub session_taints: IntCounterVec,
+    /// `codemode_search_meaning_total{answer}`.
+    pub search_meaning: IntCounterVec,
     /// `codemode_audit_records_total{result}`.
     pub audit_records: IntCounterVec,
     /// `codemode_audit_sink_up` (absent until the process opens an audit
@@ -396,6 +398,11 @@ impl Metrics {
             "Sessions tainted by a private call (set) and tainted sessions forgotten when they ended (forgotten).",
             &["event"],
         );
+        let search_meaning = counter(
+            "codemode_search_meaning_total",
+            "Cells' questions by meaning a bridge answered with each tool's cosine (near) or could not (unavailable).",
+            &["answer"],
+        );
         let audit_records = counter("codemode_audit_records_total", "Audit records appended, by result.", &["result"]);
         let audit_sink_up =
             gauge("codemode_audit_sink_up", "1 when the audit sink took its last record or probe, 0 while it fails.");
@@ -450,6 +457,7 @@ impl Metrics {
             state_store_operations,
             state_store_up,
             session_taints,
+            search_meaning,
             audit_records,
             audit_sink_up,
             frontend_cells,
@@ -482,6 +490,9 @@ impl Metrics {
         for event in ["set", "forgotten"] {
             metrics.session_taints.with_label_values(&[event]);
         }
+        for answer in ["near", "unavailable"] {
+            metrics.search_meaning.with_label_values(&[answer]);
+        }
         for result in ["written", "failed"] {
             metrics.audit_records.with_label_values(&[result]);
         }
@@ -492,7 +503,7 @@ impl Metrics {
     }
 
     fn register_all(&self) {
-        let collectors: [Box<dyn prometheus::core::Collector>; 24] = [
+        let collectors: [Box<dyn prometheus::core::Collector>; 25] = [
             Box::new(self.cells.clone()),
             Box::new(self.cell_duration.clone()),
             Box::new(self.tool_calls.clone()),
@@ -505,6 +516,7 @@ impl Metrics {
             Box::new(self.state_store_operations.clone()),
             Box::new(self.state_store_up.clone()),
             Box::new(self.session_taints.clone()),
+            Box::new(self.search_meaning.clone()),
             Box::new(self.audit_records.clone()),
             Box::new(self.audit_sink_up.clone()),
             Box::new(self.frontend_cells.clone()),
@@ -623,6 +635,12 @@ pub fn state_store_call(result: StateResult) {
 /// forgotten when it ended.
 pub fn session_taint(set: bool) {
     metrics().session_taints.with_label_values(&[if set { "set" } else { "forgotten" }]).inc();
+}
+
+/// A cell's question by meaning was answered with the tools' cosines
+/// (`true`) or as unavailable.
+pub fn search_meaning(answered: bool) {
+    metrics().search_meaning.with_label_values(&[if answered { "near" } else { "unavailable" }]).inc();
 }
 
 /// An audit record was written (`true`) or not; a probe of a failed sink
@@ -807,6 +825,7 @@ mod tests {
             "codemode_state_store_operations_total",
             "codemode_state_store_up",
             "codemode_session_taints_total",
+            "codemode_search_meaning_total",
             "codemode_audit_records_total",
             "codemode_audit_sink_up",
             "codemode_frontend_cells_total",

@@ -271,7 +271,9 @@ impl Bridge {
             };
         };
         let current = self.current();
-        meaning.ask(current.version, current.catalog.clone(), &ask.query).await
+        let reply = meaning.ask(current.version, current.catalog.clone(), &ask.query).await;
+        code_mode_telemetry::search_meaning(matches!(reply, code_mode_proto::MeaningReply::Near { .. }));
+        reply
     }
 
     /// The current catalog.

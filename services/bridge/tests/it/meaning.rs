@@ -63,6 +63,11 @@ async fn asked_before_its_tools_are_read_the_bridge_waits_for_the_read_and_answe
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(found, "the added tool is answered within 10 s");
+    let metrics = code_mode_telemetry::metrics().render();
+    assert!(
+        metrics.lines().any(|l| l.starts_with("codemode_search_meaning_total{answer=\"near\"}") && !l.ends_with(" 0")),
+        "the answers are counted: {metrics}"
+    );
     h.close().await;
 }
 
