@@ -234,3 +234,47 @@ print(await add({"a": 2, "b": 3}))"#;
     assert_eq!(seen["past_200"], false, "no question past the 200th is answered: {seen}");
     assert_eq!(lines.next(), Some(r#"{"sum":5}"#), "the one call the budget allows still runs: {printed}");
 }
+
+/// A kept session (`--keep-variables`) under `serve`: each cell of the
+/// session's one container asks by meaning anew, even after a cell whose
+/// searches got no answer (a cell stops asking after an empty answer; the
+/// next cell starts asking again).
+#[tokio::test]
+async fn in_a_kept_session_every_cell_ranks_by_meaning_and_one_without_an_answer_does_not_stop_the_next() {
+    if !support::sandbox_available() {
+        return;
+    }
+    let Some(model) = search_model() else { return };
+    let Some((scratch, config)) = four_servers() else { return };
+    let mut serve = tokio::process::Command::new(support::code_mode());
+    serve.args(["serve", "--keep-variables", "--warm", "0", "--config"]).arg(&config).arg("--search-model").arg(&model);
+    let client = connect_client(serve).await.0;
+    let printed = |result: &rmcp::model::CallToolResult| -> Value {
+        let stdout = report(result)["stdout"].as_str().unwrap_or_default().to_string();
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {}", report(result)))
+    };
+    // A cell whose host says "no answer": the runner's own object told so
+    // (what a cell sees when the bridge has no model or is still reading).
+    let silenced = format!(
+        "import gc\ncaller = next(o for o in gc.get_objects() if type(o).__name__ == 'ToolCaller')\n\
+         caller._meaning_off = True\n{}",
+        code()
+    );
+    let words = printed(&run_python(&client, &silenced).await);
+    assert_ne!(words, meant(), "a cell told there is no answer ranks by words alone");
+    // The next cells of the same session ask again (the bridge may still
+    // be reading its tools: a few tries).
+    let mut by_meaning = Value::Null;
+    for _ in 0..20 {
+        by_meaning = printed(&run_python(&client, &format!("kept = 'yes'\n{}", code())).await);
+        if by_meaning == meant() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(by_meaning, meant(), "a later cell of the kept session ranks by meaning");
+    let again = printed(&run_python(&client, &format!("assert kept == 'yes'\n{}", code())).await);
+    assert_eq!(again, meant(), "and the one after it, in the same container");
+    client.cancel().await.unwrap();
+    let _ = std::fs::remove_dir_all(&scratch);
+}
