@@ -19,24 +19,7 @@ fn in_the_sandbox_search_tools_finds_real_tools_from_questions_and_stubs_show_th
     if !support::sandbox_available() {
         return;
     }
-    let (Some(everything), Some(memory), Some(filesystem), Some(time)) = (
-        npm_bin("mcp-server-everything"),
-        npm_bin("mcp-server-memory"),
-        npm_bin("mcp-server-filesystem"),
-        venv_bin("mcp-server-time"),
-    ) else {
-        return;
-    };
-    let scratch = std::env::temp_dir().join(format!("code-mode-discovery-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&scratch).unwrap();
-    let config = scratch.join("servers.json");
-    let servers = json!({"mcpServers": {
-        "everything": {"command": everything, "args": ["stdio"]},
-        "memory": {"command": memory, "env": {"MEMORY_FILE_PATH": scratch.join("memory.jsonl")}},
-        "filesystem": {"command": filesystem, "args": [&scratch]},
-        "time": {"command": time}
-    }});
-    std::fs::write(&config, servers.to_string()).unwrap();
+    let Some((scratch, config)) = support::four_reference_servers("discovery") else { return };
     let code = r#"import json
 questions = ["what time is it in Tokyo", "make a new folder", "apply line edits to a file",
              "add two numbers", "forget an entity from the knowledge graph"]

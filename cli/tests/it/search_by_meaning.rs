@@ -8,12 +8,12 @@
 //! both sides, so it fails if the cell never asks, the bridge never
 //! answers, or the answer is not used.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use code_mode_core::testing::NatsServer;
-use code_mode_core::testing::peers::{npm_bin, search_model, venv_bin};
+use code_mode_core::testing::peers::search_model;
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 
@@ -34,29 +34,6 @@ fn code() -> String {
 
 fn meant() -> Value {
     json!(ASKED.iter().map(|(_, tool)| vec![*tool]).collect::<Vec<_>>())
-}
-
-/// A scratch folder with the four servers' `--config` file.
-fn four_servers() -> Option<(PathBuf, PathBuf)> {
-    let (Some(everything), Some(memory), Some(filesystem), Some(time)) = (
-        npm_bin("mcp-server-everything"),
-        npm_bin("mcp-server-memory"),
-        npm_bin("mcp-server-filesystem"),
-        venv_bin("mcp-server-time"),
-    ) else {
-        return None;
-    };
-    let scratch = std::env::temp_dir().join(format!("code-mode-meaning-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&scratch).unwrap();
-    let config = scratch.join("servers.json");
-    let servers = json!({"mcpServers": {
-        "everything": {"command": everything, "args": ["stdio"]},
-        "memory": {"command": memory, "env": {"MEMORY_FILE_PATH": scratch.join("memory.jsonl")}},
-        "filesystem": {"command": filesystem, "args": [&scratch]},
-        "time": {"command": time}
-    }});
-    std::fs::write(&config, servers.to_string()).unwrap();
-    Some((scratch, config))
 }
 
 /// `code-mode run --config config [extra]` of the cell's code, optionally
@@ -84,7 +61,7 @@ fn with_a_search_model_a_cell_finds_by_meaning_the_tools_words_alone_rank_lower_
         return;
     }
     let Some(model) = search_model() else { return };
-    let Some((scratch, config)) = four_servers() else { return };
+    let Some((scratch, config)) = support::four_reference_servers("meaning") else { return };
     let words = firsts(&run(&config, &[], false));
     for (got, (question, tool)) in words.as_array().unwrap().iter().zip(ASKED) {
         assert_ne!(got, &json!([tool]), "words alone already rank {tool} first for {question:?}");
@@ -154,7 +131,7 @@ async fn over_nats_search_falls_back_to_words_while_no_bridge_has_the_model_and_
         return;
     }
     let Some(model) = search_model() else { return };
-    let Some((scratch, config)) = four_servers() else { return };
+    let Some((scratch, config)) = support::four_reference_servers("meaning") else { return };
     let Some((nats, users)) = NatsServer::start_secured() else { return };
     let url = nats.url();
     let config = config.to_str().unwrap();
@@ -245,7 +222,7 @@ async fn in_a_kept_session_every_cell_ranks_by_meaning_and_one_without_an_answer
         return;
     }
     let Some(model) = search_model() else { return };
-    let Some((scratch, config)) = four_servers() else { return };
+    let Some((scratch, config)) = support::four_reference_servers("meaning") else { return };
     let mut serve = tokio::process::Command::new(support::code_mode());
     serve.args(["serve", "--keep-variables", "--warm", "0", "--config"]).arg(&config).arg("--search-model").arg(&model);
     let client = connect_client(serve).await.0;

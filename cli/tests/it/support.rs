@@ -815,3 +815,30 @@ pub async fn server_logged(log: &std::path::Path, start: &str, within: Duration)
 pub async fn log_shows(log: &std::sync::Mutex<Vec<String>>, wanted: impl Fn(&str) -> bool) -> bool {
     eventually(Duration::from_secs(10), || log.lock().unwrap().iter().any(|l| wanted(l))).await
 }
+
+/// A scratch folder `code-mode-<tag>-<uuid>` and in it the `--config` file
+/// of the four reference servers (npm server-everything, -memory and
+/// -filesystem over that folder, PyPI mcp-server-time), or `None` (a panic
+/// under CI) when `scripts/setup.sh` has not installed them.
+pub fn four_reference_servers(tag: &str) -> Option<(PathBuf, PathBuf)> {
+    use code_mode_core::testing::peers::{npm_bin, venv_bin};
+    let (Some(everything), Some(memory), Some(filesystem), Some(time)) = (
+        npm_bin("mcp-server-everything"),
+        npm_bin("mcp-server-memory"),
+        npm_bin("mcp-server-filesystem"),
+        venv_bin("mcp-server-time"),
+    ) else {
+        return None;
+    };
+    let scratch = std::env::temp_dir().join(format!("code-mode-{tag}-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&scratch).expect("the scratch folder is made");
+    let config = scratch.join("servers.json");
+    let servers = json!({"mcpServers": {
+        "everything": {"command": everything, "args": ["stdio"]},
+        "memory": {"command": memory, "env": {"MEMORY_FILE_PATH": scratch.join("memory.jsonl")}},
+        "filesystem": {"command": filesystem, "args": [&scratch]},
+        "time": {"command": time}
+    }});
+    std::fs::write(&config, servers.to_string()).expect("the config file is written");
+    Some((scratch, config))
+}

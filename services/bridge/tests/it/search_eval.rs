@@ -171,11 +171,15 @@ pub fn python() -> Option<String> {
 /// `search_tools(query, limit)` of `runner.py` for each query, over `tools`:
 /// the names it returns, best first.
 pub fn rank(python: &str, tools: &[ToolStub], queries: &[&str], limit: usize) -> Vec<Vec<String>> {
-    let request = serde_json::json!({"tools": tools, "queries": queries, "limit": limit});
+    rank_py(python, "rank", &serde_json::json!({"tools": tools, "queries": queries, "limit": limit}))
+}
+
+/// `rank.py` in `mode` with `request` on its stdin: what it prints.
+fn rank_py<T: serde::de::DeserializeOwned>(python: &str, mode: &str, request: &serde_json::Value) -> T {
     let mut child = Command::new(python)
         .arg(eval_dir().join("rank.py"))
         .arg(runner_py())
-        .arg("rank")
+        .arg(mode)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -247,23 +251,12 @@ pub fn rank_with_meaning(
     near: &[HashMap<String, f32>],
     limit: usize,
 ) -> (Vec<Vec<String>>, usize) {
-    let request = serde_json::json!({"tools": tools, "queries": queries, "near": near, "limit": limit});
-    let mut child = Command::new(python)
-        .arg(eval_dir().join("rank.py"))
-        .arg(runner_py())
-        .arg("meaning")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3 starts");
-    child.stdin.take().unwrap().write_all(request.to_string().as_bytes()).expect("the request is written");
-    let output = child.wait_with_output().expect("rank.py finishes");
-    assert!(output.status.success(), "rank.py failed");
     #[derive(Deserialize)]
     struct Answer {
         results: Vec<Vec<String>>,
         asked: usize,
     }
-    let answer: Answer = serde_json::from_slice(&output.stdout).expect("rank.py prints JSON");
+    let request = serde_json::json!({"tools": tools, "queries": queries, "near": near, "limit": limit});
+    let answer: Answer = rank_py(python, "meaning", &request);
     (answer.results, answer.asked)
 }
