@@ -37,11 +37,11 @@ use crate::parts::{
 };
 use crate::stack::{Buses, RunnerParts, Stack, StackParts, session_state, start_bridge, start_runner};
 
-/// Run a parsed command.
 /// How long a one-shot `run --search-model` waits for its catalog's tools
 /// to be read before the cell starts (a long catalog in a debug build).
 const MEANING_READ_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// Run a parsed command.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let root = code_mode_core::shutdown::on_signal();
     match cli.command {

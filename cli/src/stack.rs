@@ -181,10 +181,14 @@ pub async fn start_bridge(parts: BridgeParts, bus: &Bus, cancel: &CancellationTo
 /// blocking thread: ~90 MB are read.
 async fn load_encoder(dir: std::path::PathBuf) -> Result<std::sync::Arc<code_mode_encoder::Encoder>, Error> {
     let started = std::time::Instant::now();
-    let encoder = tokio::task::spawn_blocking(move || code_mode_encoder::Encoder::load(&dir))
-        .await
-        .map_err(|e| std::io::Error::other(format!("loading the model panicked: {e}")))
-        .map_err(|source| code_mode_encoder::EncoderError::Read { path: "(model)".into(), source })??;
+    let at = dir.clone();
+    let loaded = tokio::task::spawn_blocking(move || code_mode_encoder::Encoder::load(&dir)).await.map_err(|e| {
+        code_mode_encoder::EncoderError::Read {
+            path: at,
+            source: std::io::Error::other(format!("loading stopped: {e}")),
+        }
+    })?;
+    let encoder = loaded?;
     tracing::info!(
         model = encoder.fingerprint(),
         took_ms = started.elapsed().as_millis() as u64,
