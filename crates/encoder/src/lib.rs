@@ -53,15 +53,34 @@ fn read(path: PathBuf) -> Result<(PathBuf, Vec<u8>), EncoderError> {
     }
 }
 
+/// The file at `path` opened for reading, and its length.
+fn open(path: PathBuf) -> Result<(PathBuf, std::fs::File, u64), EncoderError> {
+    match std::fs::File::open(&path).and_then(|file| Ok((file.metadata()?.len(), file))) {
+        Ok((len, file)) => Ok((path, file, len)),
+        Err(source) => Err(EncoderError::Read { path, source }),
+    }
+}
+
 impl Encoder {
     /// Load `config.json`, `tokenizer.json` and `model.safetensors` from `dir`.
+    ///
+    /// The weights are streamed from the file (not held whole beside their
+    /// decoded form), and hashed on the way for the fingerprint: the SHA-256
+    /// of each file's length (8 bytes, little-endian) then its bytes, in the
+    /// order config, tokenizer, model; its first 8 bytes in hex.
     pub fn load(dir: &Path) -> Result<Self, EncoderError> {
         let (config_path, config_bytes) = read(dir.join("config.json"))?;
         let (tokenizer_path, tokenizer_bytes) = read(dir.join("tokenizer.json"))?;
-        let (model_path, model_bytes) = read(dir.join("model.safetensors"))?;
+        let (model_path, model_file, model_len) = open(dir.join("model.safetensors"))?;
         let config = Config::from_json(&config_path, &config_bytes)?;
         let tokenizer = Tokenizer::from_json(&tokenizer_path, &tokenizer_bytes)?;
-        let model = Model::from_safetensors(&model_path, &model_bytes, config)?;
+        let mut digest = Sha256::new();
+        for bytes in [config_bytes, tokenizer_bytes] {
+            digest.update((bytes.len() as u64).to_le_bytes());
+            digest.update(bytes);
+        }
+        digest.update(model_len.to_le_bytes());
+        let model = Model::from_safetensors(&model_path, model_file, model_len, &mut digest, config)?;
         let max_id = tokenizer.max_id();
         if max_id as usize >= model.vocab_size() {
             return Err(EncoderError::Bad {
@@ -69,11 +88,6 @@ impl Encoder {
                 key: "model.vocab".into(),
                 problem: format!("id {max_id} is past the model's {} word embeddings", model.vocab_size()),
             });
-        }
-        let mut digest = Sha256::new();
-        for bytes in [&config_bytes, &tokenizer_bytes, &model_bytes] {
-            digest.update((bytes.len() as u64).to_le_bytes());
-            digest.update(bytes);
         }
         let fingerprint = hex::encode(&digest.finalize()[..8]);
         let max_tokens = MAX_TOKENS.min(model.max_positions());

@@ -7,12 +7,15 @@
 //! The products run through `ndarray` (matrixmultiply underneath, one
 //! thread): no `unsafe` here.
 
+use std::collections::HashMap;
+use std::io::Read;
 use std::path::Path;
 
 use ndarray::{Array1, Array2, Axis, Slice, linalg::general_mat_mul};
 use serde_json::Value;
+use sha2::Sha256;
 
-use crate::safetensors::SafeTensors;
+use crate::safetensors::{self, Wanted};
 use crate::{DIM, EncoderError};
 
 /// The shape of the model, from `config.json`.
@@ -122,70 +125,111 @@ impl std::fmt::Debug for Model {
     }
 }
 
-/// Reads tensors of one file with the names and shapes a BERT of `config` has.
-struct Reader<'a> {
-    st: SafeTensors<'a>,
+/// The tensors a BERT of `config` has, with their shapes, in the order they
+/// are checked (so a foreign file is named by the first of them that is wrong)
+/// and [`Reader`] takes them.
+fn tensors(config: &Config) -> Vec<Wanted> {
+    fn dense(all: &mut Vec<Wanted>, prefix: &str, outputs: usize, inputs: usize) {
+        all.push((format!("{prefix}.weight"), vec![outputs, inputs]));
+        all.push((format!("{prefix}.bias"), vec![outputs]));
+    }
+    fn norm(all: &mut Vec<Wanted>, prefix: &str) {
+        all.push((format!("{prefix}.weight"), vec![DIM]));
+        all.push((format!("{prefix}.bias"), vec![DIM]));
+    }
+    let mut all: Vec<Wanted> = vec![
+        ("embeddings.token_type_embeddings.weight".into(), vec![config.type_vocab_size, DIM]),
+        ("embeddings.word_embeddings.weight".into(), vec![config.vocab_size, DIM]),
+        ("embeddings.position_embeddings.weight".into(), vec![config.max_positions, DIM]),
+    ];
+    norm(&mut all, "embeddings.LayerNorm");
+    for l in 0..config.layers {
+        let p = format!("encoder.layer.{l}");
+        for part in ["query", "key", "value"] {
+            dense(&mut all, &format!("{p}.attention.self.{part}"), DIM, DIM);
+        }
+        dense(&mut all, &format!("{p}.attention.output.dense"), DIM, DIM);
+        norm(&mut all, &format!("{p}.attention.output.LayerNorm"));
+        dense(&mut all, &format!("{p}.intermediate.dense"), config.intermediate, DIM);
+        dense(&mut all, &format!("{p}.output.dense"), DIM, config.intermediate);
+        norm(&mut all, &format!("{p}.output.LayerNorm"));
+    }
+    all
 }
 
-impl Reader<'_> {
-    fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Array2<f32>, EncoderError> {
-        let flat = self.st.f32s(name, &[rows, cols])?;
-        Ok(Array2::from_shape_vec((rows, cols), flat).expect("the reader checked the shape"))
+/// Hands out the tensors [`tensors`] named, read and checked, as arrays.
+struct Reader {
+    tensors: HashMap<String, Vec<f32>>,
+}
+
+impl Reader {
+    fn take(&mut self, name: &str) -> Vec<f32> {
+        self.tensors.remove(name).unwrap_or_else(|| panic!("{name} is among the tensors read"))
     }
 
-    fn vector(&self, name: &str, len: usize) -> Result<Array1<f32>, EncoderError> {
-        Ok(Array1::from(self.st.f32s(name, &[len])?))
+    fn matrix(&mut self, name: &str, rows: usize, cols: usize) -> Array2<f32> {
+        Array2::from_shape_vec((rows, cols), self.take(name)).expect("the reader checked the shape")
     }
 
-    fn dense(&self, prefix: &str, outputs: usize, inputs: usize) -> Result<Dense, EncoderError> {
-        Ok(Dense {
-            weight: self.matrix(&format!("{prefix}.weight"), outputs, inputs)?,
-            bias: self.vector(&format!("{prefix}.bias"), outputs)?,
-        })
+    fn vector(&mut self, name: &str) -> Array1<f32> {
+        Array1::from(self.take(name))
     }
 
-    fn norm(&self, prefix: &str) -> Result<Norm, EncoderError> {
-        Ok(Norm {
-            gamma: self.vector(&format!("{prefix}.weight"), DIM)?,
-            beta: self.vector(&format!("{prefix}.bias"), DIM)?,
-        })
+    fn dense(&mut self, prefix: &str, outputs: usize, inputs: usize) -> Dense {
+        Dense {
+            weight: self.matrix(&format!("{prefix}.weight"), outputs, inputs),
+            bias: self.vector(&format!("{prefix}.bias")),
+        }
     }
 
-    fn layer(&self, l: usize, config: &Config) -> Result<Layer, EncoderError> {
+    fn norm(&mut self, prefix: &str) -> Norm {
+        Norm { gamma: self.vector(&format!("{prefix}.weight")), beta: self.vector(&format!("{prefix}.bias")) }
+    }
+
+    fn layer(&mut self, l: usize, config: &Config) -> Layer {
         let p = format!("encoder.layer.{l}");
         let (q, k, v) = (
-            self.dense(&format!("{p}.attention.self.query"), DIM, DIM)?,
-            self.dense(&format!("{p}.attention.self.key"), DIM, DIM)?,
-            self.dense(&format!("{p}.attention.self.value"), DIM, DIM)?,
+            self.dense(&format!("{p}.attention.self.query"), DIM, DIM),
+            self.dense(&format!("{p}.attention.self.key"), DIM, DIM),
+            self.dense(&format!("{p}.attention.self.value"), DIM, DIM),
         );
         let weight = ndarray::concatenate(Axis(0), &[q.weight.view(), k.weight.view(), v.weight.view()])
             .expect("three (DIM, DIM) matrices stack");
         let bias = ndarray::concatenate(Axis(0), &[q.bias.view(), k.bias.view(), v.bias.view()])
             .expect("three DIM vectors stack");
-        Ok(Layer {
+        Layer {
             qkv: Dense { weight, bias },
-            attention_out: self.dense(&format!("{p}.attention.output.dense"), DIM, DIM)?,
-            attention_norm: self.norm(&format!("{p}.attention.output.LayerNorm"))?,
-            intermediate: self.dense(&format!("{p}.intermediate.dense"), config.intermediate, DIM)?,
-            output: self.dense(&format!("{p}.output.dense"), DIM, config.intermediate)?,
-            output_norm: self.norm(&format!("{p}.output.LayerNorm"))?,
-        })
+            attention_out: self.dense(&format!("{p}.attention.output.dense"), DIM, DIM),
+            attention_norm: self.norm(&format!("{p}.attention.output.LayerNorm")),
+            intermediate: self.dense(&format!("{p}.intermediate.dense"), config.intermediate, DIM),
+            output: self.dense(&format!("{p}.output.dense"), DIM, config.intermediate),
+            output_norm: self.norm(&format!("{p}.output.LayerNorm")),
+        }
     }
 }
 
 impl Model {
-    /// The weights of a model of `config` from the safetensors `bytes` of the file at `path`.
-    pub(crate) fn from_safetensors(path: &Path, bytes: &[u8], config: Config) -> Result<Self, EncoderError> {
-        let r = Reader { st: SafeTensors::parse(path, bytes)? };
-        let token_types = r.matrix("embeddings.token_type_embeddings.weight", config.type_vocab_size, DIM)?;
+    /// The weights of a model of `config` from the safetensors `file` at
+    /// `path`, `len` bytes long, read once from start to end with every
+    /// byte fed to `digest`.
+    pub(crate) fn from_safetensors(
+        path: &Path,
+        file: impl Read,
+        len: u64,
+        digest: &mut Sha256,
+        config: Config,
+    ) -> Result<Self, EncoderError> {
+        let mut r = Reader { tensors: safetensors::read(path, file, len, digest, &tensors(&config))? };
+        let token_types = r.matrix("embeddings.token_type_embeddings.weight", config.type_vocab_size, DIM);
         Ok(Self {
-            word: r.matrix("embeddings.word_embeddings.weight", config.vocab_size, DIM)?,
-            position: r.matrix("embeddings.position_embeddings.weight", config.max_positions, DIM)?,
+            word: r.matrix("embeddings.word_embeddings.weight", config.vocab_size, DIM),
+            position: r.matrix("embeddings.position_embeddings.weight", config.max_positions, DIM),
             token_type0: token_types.row(0).to_owned(),
-            embedding_norm: r.norm("embeddings.LayerNorm")?,
-            layers: (0..config.layers).map(|l| r.layer(l, &config)).collect::<Result<_, _>>()?,
+            embedding_norm: r.norm("embeddings.LayerNorm"),
+            layers: (0..config.layers).map(|l| r.layer(l, &config)).collect(),
             config,
         })
+        .inspect(|_| debug_assert!(r.tensors.is_empty(), "tensors read but not used: {:?}", r.tensors.keys()))
     }
 
     /// The number of rows of the word embeddings: ids must stay below it.
@@ -295,5 +339,36 @@ mod tests {
         }
         assert_eq!(gelu(-1e6), 0.0);
         assert_eq!(gelu(1e6), 1e6);
+    }
+
+    #[test]
+    fn the_tensors_listed_are_the_tensors_the_model_takes() {
+        // A tiny model, its tensors written in reverse order of the list with
+        // a gap between each: the reader takes each of them, no more.
+        let config = Config {
+            vocab_size: 5,
+            layers: 2,
+            heads: 4,
+            intermediate: 3,
+            max_positions: 4,
+            type_vocab_size: 2,
+            layer_norm_eps: 1e-12,
+        };
+        let (mut header, mut data) = (serde_json::Map::new(), Vec::new());
+        for (name, shape) in tensors(&config).into_iter().rev() {
+            data.extend_from_slice(&[0; 3]);
+            let begin = data.len();
+            let n: usize = shape.iter().product();
+            data.extend((0..n).flat_map(|i| (i as f32 / n as f32).to_le_bytes()));
+            let offsets = [begin, data.len()];
+            header.insert(name, serde_json::json!({"dtype": "F32", "shape": shape, "data_offsets": offsets}));
+        }
+        let header = serde_json::to_vec(&header).unwrap();
+        let mut file = (header.len() as u64).to_le_bytes().to_vec();
+        file.extend(header);
+        file.extend(data);
+        let mut digest = <Sha256 as sha2::Digest>::new();
+        let model = Model::from_safetensors(Path::new("m"), &file[..], file.len() as u64, &mut digest, config).unwrap();
+        assert!(model.pooled(&[0, 4, 1]).iter().all(|v| v.is_finite()));
     }
 }

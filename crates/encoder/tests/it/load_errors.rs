@@ -210,3 +210,31 @@ fn the_fingerprint_is_short_hex_and_follows_the_files() {
     let again = model_with(&model, "", None);
     assert_eq!(Encoder::load(&again.0).unwrap().fingerprint(), fingerprint);
 }
+
+/// The fingerprint as documented, from the whole files: SHA-256 of each
+/// file's length (8 bytes, little-endian) and bytes, config, tokenizer, model.
+fn fingerprint_of(dir: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    let mut digest = Sha256::new();
+    for name in FILES {
+        let bytes = std::fs::read(dir.join(name)).unwrap();
+        digest.update((bytes.len() as u64).to_le_bytes());
+        digest.update(&bytes);
+    }
+    hex::encode(&digest.finalize()[..8])
+}
+
+#[test]
+fn the_fingerprint_hashes_every_byte_of_the_streamed_weights() {
+    let Some(model) = model_dir_or_skip() else { return };
+    let Some(encoder) = crate::encoder() else { return };
+    assert_eq!(encoder.fingerprint(), fingerprint_of(&model));
+    // Bytes after the last tensor are read by no tensor, yet the fingerprint follows them.
+    let mut bytes = safetensors(&model).to_vec();
+    bytes.extend_from_slice(b"trailing bytes of no tensor");
+    let dir = model_with(&model, "model.safetensors", Some(&bytes));
+    let loaded = Encoder::load(&dir.0).unwrap();
+    assert_eq!(loaded.fingerprint(), fingerprint_of(&dir.0));
+    assert_ne!(loaded.fingerprint(), encoder.fingerprint());
+    assert_eq!(loaded.embed("read a file"), encoder.embed("read a file"));
+}
