@@ -8,7 +8,6 @@
 // A panic in a benchmark is the benchmark failing.
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use code_mode_encoder::Encoder;
@@ -24,17 +23,10 @@ const DESCRIPTION: &str = "Search the issue tracker of a repository for issues a
     access to the repository.";
 
 fn embed(c: &mut Criterion) {
-    let dir = std::env::var_os("CODE_MODE_MODEL_DIR")
-        .map_or_else(|| PathBuf::from("/opt/code-mode/models/all-minilm-l6-v2"), PathBuf::from);
+    // Under CI=true a missing model fails; elsewhere the bench says so.
+    let Some(dir) = code_mode_core::testing::peers::search_model() else { return };
     let started = Instant::now();
-    let encoder = match Encoder::load(&dir) {
-        Ok(encoder) => encoder,
-        Err(e) if std::env::var("CI").as_deref() != Ok("true") => {
-            eprintln!("skipped: no model: {e}");
-            return;
-        }
-        Err(e) => panic!("no model under CI: {e}"),
-    };
+    let encoder = Encoder::load(&dir).unwrap_or_else(|e| panic!("the encoder loads: {e}"));
     eprintln!("loaded {} in {:.0} ms", dir.display(), started.elapsed().as_secs_f64() * 1e3);
     for (name, text) in [("a 12-word query", QUERY), ("a long tool description", DESCRIPTION)] {
         let tokens = encoder.token_ids(text).len();

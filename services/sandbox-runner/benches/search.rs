@@ -217,10 +217,7 @@ fn search_in_a_cell(c: &mut Criterion) {
     }
     // With meaning: words alone and with the encoder, side by side, in
     // turns, on the same 200 questions.
-    let model = std::env::var_os("CODE_MODE_MODEL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/opt/code-mode/models/all-minilm-l6-v2"));
-    if model.join("model.safetensors").exists() {
+    if let Some(model) = code_mode_core::testing::peers::search_model() {
         for n in [42, 300] {
             let tools = tools(n);
             for _ in 0..2 {
@@ -232,8 +229,6 @@ fn search_in_a_cell(c: &mut Criterion) {
                 let _ = cells.runtime.block_on(served);
             }
         }
-    } else {
-        println!("no sentence encoder in {}: search by meaning not measured", model.display());
     }
     let tools = tools(300);
     c.bench_function("search_tools in a cell over 300 tools (the cell's first question: index built)", |b| {

@@ -16,24 +16,12 @@ use std::sync::OnceLock;
 
 use code_mode_encoder::Encoder;
 
-/// The model directory the tests read.
-pub fn model_dir() -> PathBuf {
-    std::env::var_os("CODE_MODE_MODEL_DIR")
-        .map_or_else(|| PathBuf::from("/opt/code-mode/models/all-minilm-l6-v2"), PathBuf::from)
-}
-
-/// The model directory, or `None` (after saying why) on a developer's
-/// machine without it; under `CI=true` its absence fails the test.
+/// The model directory (`code_mode_core::testing::peers::search_model`:
+/// `CODE_MODE_MODEL_DIR` or where `scripts/get-model.sh` puts it), or
+/// `None` (after saying why) on a developer's machine without it; under
+/// `CI=true` its absence fails the test.
 pub fn model_dir_or_skip() -> Option<PathBuf> {
-    let dir = model_dir();
-    if dir.join("model.safetensors").is_file() {
-        return Some(dir);
-    }
-    let why = format!("{} has no model.safetensors (run scripts/get-model.sh)", dir.display());
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-    assert!(!ci, "the model is required under CI=true: {why}");
-    eprintln!("NOT RUN (developer machine, CI unset): {why}");
-    None
+    code_mode_core::testing::peers::search_model()
 }
 
 /// The encoder of the model directory, loaded once for all tests.
