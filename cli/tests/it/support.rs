@@ -842,3 +842,33 @@ pub fn four_reference_servers(tag: &str) -> Option<(PathBuf, PathBuf)> {
     std::fs::write(&config, servers.to_string()).expect("the config file is written");
     Some((scratch, config))
 }
+
+/// The first JWT in `text`: a base64url JSON header (`eyJ…`), a dot, a
+/// base64url JSON payload (`eyJ…`) and a dot. Random ids in a debug log
+/// hold "eyJ" now and then (one in 64³ places), so a leak is looked for
+/// by this shape, never by those three letters alone.
+pub fn jwt_in(text: &str) -> Option<&str> {
+    let b64 = |c: u8| c.is_ascii_alphanumeric() || c == b'-' || c == b'_';
+    let bytes = text.as_bytes();
+    let segment = |from: usize| from + bytes[from..].iter().take_while(|&&c| b64(c)).count();
+    text.match_indices("eyJ").find_map(|(at, _)| {
+        let header = segment(at);
+        if bytes.get(header) != Some(&b'.') || !text[header + 1..].starts_with("eyJ") {
+            return None;
+        }
+        let end = segment(header + 1);
+        (end - header > 8 && bytes.get(end) == Some(&b'.')).then(|| &text[at..end])
+    })
+}
+
+#[test]
+fn a_jwt_is_found_by_its_shape_and_a_random_id_holding_eyj_is_not_one() {
+    let jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhZGEifQ.c2lnbmF0dXJl";
+    assert_eq!(jwt_in(&format!("token={jwt} rest")), Some("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhZGEifQ"));
+    let log = format!("flow=Qx3eyJk9_aZ then {jwt}");
+    let found = jwt_in(&log);
+    assert_eq!(found, Some("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhZGEifQ"), "the id before it is passed over");
+    for clean in ["flow=Qx3eyJk9_aZ-Lm", "a.eyJ.b", "eyJabc.notjson.x", "eyJabc.eyJ", "ends with eyJ"] {
+        assert_eq!(jwt_in(clean), None, "{clean}");
+    }
+}
