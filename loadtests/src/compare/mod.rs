@@ -29,9 +29,12 @@
 //!
 //! With `--runtimes runc,runsc` the whole comparison runs under each
 //! runtime in turn (the raw `docker run` too), one table each; with
-//! `--baseline-image TAG` a second warm stack on an older sandbox image
-//! runs in the same rounds, so a change of `runner.py` shows before and
-//! after in one run (its first-output phase and its in-cell call).
+//! `--baseline-image TAG` a warm and a cold stack on an older sandbox image
+//! run in the same rounds, in turns with this version's (the baseline
+//! second on even rounds, first on odd ones, so neither always follows the
+//! same step), so a change of `runner.py` shows before and after in one
+//! run: warm and cold cells, the first-output phase, the in-cell call, and
+//! each as a ratio of p50s.
 //!
 //! The files: this one runs the comparison ([`run`]) and holds the stacks
 //! it measures; `baseline` is what code-mode is compared with (a raw
@@ -141,6 +144,8 @@ struct Stacks {
     cold: Option<Stack>,
     nats: Option<Stack>,
     baseline: Option<Stack>,
+    /// The baseline image with no warm pool: its cold cells.
+    baseline_cold: Option<Stack>,
 }
 
 impl Stacks {
@@ -167,8 +172,9 @@ impl Stacks {
             self.nats = Some(Stack::start(&transport, runtime, server, WARM, at_once, Extras::default()).await?);
         }
         if let Some(image) = &options.baseline_image {
-            let extras = Extras { image: Some(image.clone()), ..Extras::default() };
-            self.baseline = Some(Stack::start(&in_process, runtime, server, WARM, at_once, extras).await?);
+            let extras = || Extras { image: Some(image.clone()), ..Extras::default() };
+            self.baseline = Some(Stack::start(&in_process, runtime, server, WARM, at_once, extras()).await?);
+            self.baseline_cold = Some(Stack::start(&in_process, runtime, server, 0, at_once, extras()).await?);
         }
         Ok(())
     }
@@ -182,7 +188,7 @@ impl Stacks {
     }
 
     async fn stop(self) {
-        for stack in [self.warm, self.cold, self.nats, self.baseline].into_iter().flatten() {
+        for stack in [self.warm, self.cold, self.nats, self.baseline, self.baseline_cold].into_iter().flatten() {
             stack.stop().await;
         }
     }
@@ -322,6 +328,13 @@ async fn measure(
             goal: "",
         });
         figures.push(Figure {
+            name: "cold print(1), in process, baseline image",
+            ours: summary(&samples.baseline_cold)?,
+            reference: summary(&samples.raw)?,
+            reference_name: RAW,
+            goal: "",
+        });
+        figures.push(Figure {
             name: "tool call inside a cell, baseline image",
             ours: summary(&samples.baseline_calls.in_cell())?,
             reference: summary(&samples.direct_call)?,
@@ -362,8 +375,20 @@ async fn measure(
         },
     });
     if let Some(image) = &options.baseline_image {
+        // This version over the baseline image, p50 against p50, of the
+        // figures taken in turns.
+        let over = |ours: &[Duration], theirs: &[Duration]| -> Option<f64> {
+            let (ours, theirs) = (Summary::of(ours)?, Summary::of(theirs)?);
+            Some(ours.p50_ms / theirs.p50_ms.max(1e-6))
+        };
         report["baseline"] = json!({
             "image": image,
+            "order": "in turns: the baseline image second on even rounds, first on odd ones",
+            "p50_over_baseline": {
+                "warm": over(&samples.warm, &samples.baseline_warm),
+                "cold": over(&samples.cold, &samples.baseline_cold),
+                "tool_call_in_cell": over(&samples.calls.in_cell(), &samples.baseline_calls.in_cell()),
+            },
             "phases_of_warm_cells": phase_rows(&phases.baseline),
             "first_output_ms": Summary::of(&samples.baseline_first_output).as_ref().map(summary_json),
             "tool_call_breakdown": samples.baseline_calls.breakdown(),
@@ -399,23 +424,19 @@ async fn rounds(
         let (mcp, result) = serve.call("run_python", json!({"code": "print(1)"})).await?;
         let stdout = result.structured_content.as_ref().and_then(|s| s["stdout"].as_str()).unwrap_or_default();
         ensure!(result.is_error != Some(true) && stdout == "1\n", "unexpected run_python result: {result:?}");
-        let (in_process, deltas) = warm_cell(stacks.warm()).await?;
-        let baseline = match &stacks.baseline {
-            Some(stack) => Some(warm_cell(stack).await?),
-            None => None,
-        };
+        // The baseline image's figures are taken beside this version's,
+        // first on odd rounds and second on even ones, so that neither
+        // image always follows the same step.
+        let swap = round % 2 == 1;
+        let ((in_process, deltas), baseline) =
+            in_turn(swap, warm_cell(stacks.warm()), stacks.baseline.as_ref().map(warm_cell)).await?;
         tokio::time::sleep(SETTLE).await;
-        let started = Instant::now();
-        let report = stacks.cold().frontend.run_code("print(1)").await?;
-        let cold_sample = started.elapsed();
-        ensure!(report.stdout == "1\n", "unexpected report {report:?}");
-        let call = call_in_cell(stacks.warm()).await?;
+        let (cold_sample, baseline_cold) =
+            in_turn(swap, cold_cell(stacks.cold()), stacks.baseline_cold.as_ref().map(cold_cell)).await?;
+        let (call, baseline_call) =
+            in_turn(swap, call_in_cell(stacks.warm()), stacks.baseline.as_ref().map(call_in_cell)).await?;
         let nats_call = match &stacks.nats {
             Some(nats) => Some(call_in_cell(nats).await?),
-            None => None,
-        };
-        let baseline_call = match &stacks.baseline {
-            Some(stack) => Some(call_in_cell(stack).await?),
             None => None,
         };
         let (direct_call, result) = direct.call("add", add.clone()).await?;
@@ -431,6 +452,7 @@ async fn rounds(
             samples.calls.0.push(call);
             samples.nats_calls.0.extend(nats_call);
             samples.baseline_calls.0.extend(baseline_call);
+            samples.baseline_cold.extend(baseline_cold);
             samples.direct_call.push(direct_call);
             samples.serve_direct.push(serve_direct);
             samples.echo.push(echoed);
@@ -444,6 +466,26 @@ async fn rounds(
         }
     }
     Ok((samples, phases, serve_idle))
+}
+
+/// `ours` and, when there is one, `theirs`, one after the other: `theirs`
+/// first when `swap`.
+async fn in_turn<T>(
+    swap: bool,
+    ours: impl Future<Output = anyhow::Result<T>>,
+    theirs: Option<impl Future<Output = anyhow::Result<T>>>,
+) -> anyhow::Result<(T, Option<T>)> {
+    Ok(match theirs {
+        None => (ours.await?, None),
+        Some(theirs) if swap => {
+            let theirs = theirs.await?;
+            (ours.await?, Some(theirs))
+        }
+        Some(theirs) => {
+            let ours = ours.await?;
+            (ours, Some(theirs.await?))
+        }
+    })
 }
 
 /// Cells per second at `options.concurrency` at once: raw `docker run`,
@@ -496,4 +538,30 @@ async fn throughput(options: &Options, raw_args: &[String], warm: &Stack, cold: 
         row["ratio_to_docker_run"] = json!(rate / raw);
     }
     Ok(Value::Array(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn in_turn_takes_the_baseline_second_unless_swapped_and_alone_when_there_is_none() {
+        let order = Mutex::new(Vec::new());
+        let step = |name: &'static str| {
+            let order = &order;
+            async move {
+                order.lock().unwrap().push(name);
+                anyhow::Ok(name)
+            }
+        };
+        assert_eq!(in_turn(false, step("ours"), Some(step("theirs"))).await.unwrap(), ("ours", Some("theirs")));
+        assert_eq!(in_turn(true, step("ours"), Some(step("theirs"))).await.unwrap(), ("ours", Some("theirs")));
+        assert_eq!(
+            in_turn(true, step("ours"), None::<std::future::Ready<anyhow::Result<&str>>>).await.unwrap().1,
+            None
+        );
+        assert_eq!(*order.lock().unwrap(), ["ours", "theirs", "theirs", "ours", "ours"]);
+    }
 }

@@ -194,6 +194,16 @@ pub(super) async fn warm_cell(stack: &Stack) -> anyhow::Result<(Duration, Vec<(u
     Ok((elapsed, before.iter().zip(&after).map(|(b, a)| (a.0 - b.0, a.1 - b.1)).collect()))
 }
 
+/// One `print(1)` cell on a stack with no warm pool: the time to its
+/// report.
+pub(super) async fn cold_cell(stack: &Stack) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let report = stack.frontend.run_code("print(1)").await?;
+    let elapsed = started.elapsed();
+    ensure!(report.stdout == "1\n", "unexpected report {report:?}");
+    Ok(elapsed)
+}
+
 pub(crate) async fn refilled(stack: &Stack) -> anyhow::Result<()> {
     let pool = stack.runner.pool();
     let filled = tokio::time::timeout(REFILL_BOUND, pool.wait_until_full()).await;

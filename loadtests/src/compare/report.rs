@@ -110,6 +110,7 @@ pub(super) struct Samples {
     pub(super) baseline_warm: Vec<Duration>,
     pub(super) baseline_first_output: Vec<Duration>,
     pub(super) baseline_calls: Calls,
+    pub(super) baseline_cold: Vec<Duration>,
 }
 
 pub(super) fn print_report(report: &Value, machine: &str) {

@@ -93,7 +93,14 @@ fn compare_puts_each_figure_beside_a_raw_docker_run_and_a_direct_call_under_each
         assert!(stdout.contains(&format!("--compare, runtime {runtime}:")), "no table for {runtime}:\n{stdout}");
         let figures = report["figures"].as_array().expect("figures");
         let names: Vec<&str> = figures.iter().map(|f| f["figure"].as_str().unwrap()).collect();
-        assert_eq!(figures.len(), 9, "seven figures and two of the baseline image: {names:?}");
+        assert_eq!(figures.len(), 10, "seven figures and three of the baseline image: {names:?}");
+        assert!(names.contains(&"cold print(1), in process, baseline image"), "{names:?}");
+        // Taken in turns, each image's p50 over the other's.
+        let over = &report["baseline"]["p50_over_baseline"];
+        for figure in ["warm", "cold", "tool_call_in_cell"] {
+            assert!(over[figure].as_f64().is_some_and(|r| r.is_finite() && r > 0.0), "{figure}: {over}");
+        }
+        assert!(report["baseline"]["order"].as_str().is_some_and(|o| o.contains("in turns")), "{report:#}");
         for figure in figures {
             let ratio = figure["ratio_p50"].as_f64().unwrap_or(f64::NAN);
             assert!(ratio.is_finite() && ratio > 0.0, "{figure}");
