@@ -400,7 +400,7 @@ impl Metrics {
         );
         let search_meaning = counter(
             "codemode_search_meaning_total",
-            "Cells' questions by meaning a bridge answered with each tool's cosine (near) or could not (unavailable).",
+            "Cells' questions by meaning a bridge answered with each tool's cosine (near) or not: tools not yet read (not_read), encoder busy (busy), encoder failed (failed).",
             &["answer"],
         );
         let audit_records = counter("codemode_audit_records_total", "Audit records appended, by result.", &["result"]);
@@ -490,7 +490,7 @@ impl Metrics {
         for event in ["set", "forgotten"] {
             metrics.session_taints.with_label_values(&[event]);
         }
-        for answer in ["near", "unavailable"] {
+        for answer in SEARCH_MEANING_ANSWERS {
             metrics.search_meaning.with_label_values(&[answer]);
         }
         for result in ["written", "failed"] {
@@ -637,10 +637,16 @@ pub fn session_taint(set: bool) {
     metrics().session_taints.with_label_values(&[if set { "set" } else { "forgotten" }]).inc();
 }
 
-/// A cell's question by meaning was answered with the tools' cosines
-/// (`true`) or as unavailable.
-pub fn search_meaning(answered: bool) {
-    metrics().search_meaning.with_label_values(&[if answered { "near" } else { "unavailable" }]).inc();
+/// The `answer` labels of `codemode_search_meaning_total`: answered with
+/// the tools' cosines, or not (tools not read yet, encoder busy, encoder
+/// failed).
+pub const SEARCH_MEANING_ANSWERS: [&str; 4] = ["near", "not_read", "busy", "failed"];
+
+/// A cell's question by meaning got `answer` (one of
+/// [`SEARCH_MEANING_ANSWERS`]).
+pub fn search_meaning(answer: &str) {
+    debug_assert!(SEARCH_MEANING_ANSWERS.contains(&answer), "an answer label of its own: {answer}");
+    metrics().search_meaning.with_label_values(&[answer]).inc();
 }
 
 /// An audit record was written (`true`) or not; a probe of a failed sink

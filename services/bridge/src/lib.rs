@@ -271,9 +271,16 @@ impl Bridge {
             };
         };
         let current = self.current();
-        let reply = meaning.ask(current.version, current.catalog.clone(), &ask.query).await;
-        code_mode_telemetry::search_meaning(matches!(reply, code_mode_proto::MeaningReply::Near { .. }));
-        reply
+        match meaning.ask(current.version, current.catalog.clone(), &ask.query).await {
+            Ok(tools) => {
+                code_mode_telemetry::search_meaning("near");
+                code_mode_proto::MeaningReply::Near { tools }
+            }
+            Err(why) => {
+                code_mode_telemetry::search_meaning(why.label());
+                code_mode_proto::MeaningReply::Unavailable { reason: why.reason().into() }
+            }
+        }
     }
 
     /// The current catalog.

@@ -9,8 +9,9 @@
 //! embedded on a blocking thread too, at most [`AT_ONCE`] at a time; a
 //! question whose catalog is not read within [`READ_WAIT`] (soon after the
 //! start or a refresh), or that finds every permit taken for longer than
-//! [`BUSY_WAIT`], gets [`MeaningReply::Unavailable`] and the cell ranks by
-//! words alone. Nothing here can fail a cell.
+//! [`BUSY_WAIT`], gets [`Unanswered`] (the cell is told `unavailable`, the
+//! metric says which) and the cell ranks by words alone. Nothing here can
+//! fail a cell.
 //!
 //! Faults: the actor dies only with the bridge (its stop token); a
 //! blocking task that panics leaves the catalog unread and the next
@@ -24,7 +25,7 @@ use std::time::Duration;
 use code_mode_encoder::Encoder;
 #[cfg(doc)]
 use code_mode_proto::subjects;
-use code_mode_proto::{MAX_MEANING_QUERY_CHARS, MeaningReply, ToolNearness};
+use code_mode_proto::{MAX_MEANING_QUERY_CHARS, ToolNearness};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -109,17 +110,16 @@ impl Meaning {
         self.vectors(version, catalog, within).await.is_some()
     }
 
-    /// How near `query` is to each tool of catalog `version`.
-    pub async fn ask(&self, version: u64, catalog: Arc<Catalog>, query: &str) -> MeaningReply {
-        let Some(read) = self.vectors(version, catalog, READ_WAIT).await else {
-            return unavailable("the tools are still being read");
-        };
+    /// How near `query` is to each tool of catalog `version`, or why it
+    /// cannot be told.
+    pub async fn ask(&self, version: u64, catalog: Arc<Catalog>, query: &str) -> Result<Vec<ToolNearness>, Unanswered> {
+        let read = self.vectors(version, catalog, READ_WAIT).await.ok_or(Unanswered::NotRead)?;
         let Ok(Ok(permit)) = tokio::time::timeout(BUSY_WAIT, self.permits.clone().acquire_owned()).await else {
-            return unavailable("busy: every encoder thread is taken");
+            return Err(Unanswered::Busy);
         };
         let query: String = query.chars().take(MAX_MEANING_QUERY_CHARS).collect();
         let encoder = self.encoder.clone();
-        let near = tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(move || {
             let _permit = permit;
             let asked = encoder.embed(&query);
             read.names
@@ -131,16 +131,40 @@ impl Meaning {
                 })
                 .collect::<Vec<_>>()
         })
-        .await;
-        match near {
-            Ok(tools) => MeaningReply::Near { tools },
-            Err(_) => unavailable("the question could not be embedded"),
-        }
+        .await
+        .map_err(|_| Unanswered::Failed)
     }
 }
 
-fn unavailable(reason: &str) -> MeaningReply {
-    MeaningReply::Unavailable { reason: reason.into() }
+/// Why a question got no answer by meaning (the cell ranks by words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unanswered {
+    /// Its catalog's tools were not read within [`READ_WAIT`].
+    NotRead,
+    /// Every encoder thread stayed taken for [`BUSY_WAIT`].
+    Busy,
+    /// The encoder's thread ended without an answer.
+    Failed,
+}
+
+impl Unanswered {
+    /// The `answer` label of `codemode_search_meaning_total`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::NotRead => "not_read",
+            Self::Busy => "busy",
+            Self::Failed => "failed",
+        }
+    }
+
+    /// What the cell is told.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Self::NotRead => "the tools are still being read",
+            Self::Busy => "busy: every encoder thread is taken",
+            Self::Failed => "the question could not be embedded",
+        }
+    }
 }
 
 /// The state: the read catalog, the one being read, the vectors by text.

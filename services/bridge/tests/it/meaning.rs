@@ -88,3 +88,56 @@ async fn an_answer_by_meaning_names_only_the_tools_the_catalog_offers_never_one_
     assert!(!near.iter().any(|(name, _)| name == "echo"), "the withheld tool is not named");
     h.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_past_the_encoders_threads_is_told_busy_within_the_bound_and_the_next_question_is_answered() {
+    use code_mode_bridge::meaning::{AT_ONCE, BUSY_WAIT};
+    let Some(encoder) = encoder() else { return };
+    let h = Harness::with_args(&[]).await;
+    h.bridge.rank_by_meaning_with(Arc::new(encoder));
+    assert!(h.bridge.meaning_read(Duration::from_secs(30)).await, "the tools are read");
+    // Long questions (a few hundred word pieces each): a few at once take
+    // every encoder thread for longer than a question may wait for one.
+    let burst = 8 * AT_ONCE;
+    let mut asked = tokio::task::JoinSet::new();
+    for i in 0..burst {
+        let bridge = h.bridge.clone();
+        let query =
+            format!("question {i}: ") + &"add these two numbers together and echo the sum back please ".repeat(16);
+        asked.spawn(async move {
+            let started = std::time::Instant::now();
+            let reply = bridge.meaning(&ask(&query)).await;
+            (reply, started.elapsed())
+        });
+    }
+    let (mut near, mut busy) = (0, 0);
+    while let Some(done) = asked.join_next().await {
+        let (reply, took) = done.unwrap();
+        match reply {
+            MeaningReply::Near { tools } => {
+                assert!(!tools.is_empty());
+                near += 1;
+            }
+            MeaningReply::Unavailable { reason } => {
+                assert!(reason.contains("busy"), "{reason}");
+                // Told at once when its wait for a thread ends, never later
+                // than the wait and one question's pass before it.
+                assert!(took < BUSY_WAIT + Duration::from_secs(10), "told busy after {took:?}");
+                busy += 1;
+            }
+        }
+    }
+    assert!(near >= AT_ONCE, "the first questions are answered: {near} of {burst}");
+    assert!(busy > 0, "past the threads, questions are told busy: {near} answered of {burst}");
+    // The threads are given back: the next question is answered.
+    let after = nearest(h.bridge.meaning(&ask("add two numbers")).await);
+    assert_eq!(after[0].0, "add", "{:?}", &after[..3]);
+    let metrics = code_mode_telemetry::metrics().render();
+    let counted = |answer: &str| {
+        let line = format!("codemode_search_meaning_total{{answer=\"{answer}\"}} ");
+        metrics.lines().find_map(|l| l.strip_prefix(&line)?.parse::<u64>().ok()).unwrap_or(0)
+    };
+    assert_eq!(counted("busy"), busy, "each busy answer is counted as busy: {metrics}");
+    assert!(counted("near") > near as u64, "and each answer as near");
+    h.close().await;
+}
