@@ -95,15 +95,16 @@ fn a_search_model_directory_without_the_models_files_stops_startup_naming_the_fi
     let _ = std::fs::remove_dir_all(&empty);
 }
 
-/// A bridge over NATS with `extra` flags, and a task that says when its
-/// catalog's tools are read for search by meaning.
+/// A bridge over NATS with `extra` flags and `env`, and a task that says
+/// when its catalog's tools are read for search by meaning.
 fn bridge(
     url: &str,
     users: &code_mode_core::testing::NatsUsers,
     extra: &[&str],
+    env: &[(&str, &str)],
 ) -> (tokio::process::Child, tokio::sync::watch::Receiver<bool>) {
     let mut cmd = service_command(url, users, "bridge", extra, None);
-    cmd.stderr(Stdio::piped());
+    cmd.envs(env.iter().copied()).stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("the bridge starts");
     let (read, seen) = tokio::sync::watch::channel(false);
     let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
@@ -137,7 +138,7 @@ async fn over_nats_search_falls_back_to_words_while_no_bridge_has_the_model_and_
     let config = config.to_str().unwrap();
     let model = model.to_str().unwrap();
     let with_model = ["--config", config, "--search-model", model];
-    let (first, read) = bridge(&url, &users, &with_model);
+    let (first, read) = bridge(&url, &users, &with_model, &[]);
     read_within(read, Duration::from_secs(60)).await;
     let _runner = support::spawn_service(&url, &users, "sandbox-runner", &[], None);
     let mut cmd = tokio::process::Command::new(support::code_mode());
@@ -152,7 +153,7 @@ async fn over_nats_search_falls_back_to_words_while_no_bridge_has_the_model_and_
     assert_eq!(printed(&run_python(&client, &code()).await), meant(), "by meaning over NATS");
 
     // The bridge with the model dies; one without it serves.
-    let (_plain, _) = bridge(&url, &users, &["--config", config]);
+    let (_plain, _) = bridge(&url, &users, &["--config", config], &[]);
     tokio::time::sleep(Duration::from_secs(3)).await;
     kill9(first.id().expect("the bridge runs"));
     let words = printed(&run_python(&client, &code()).await);
@@ -160,8 +161,11 @@ async fn over_nats_search_falls_back_to_words_while_no_bridge_has_the_model_and_
         assert_ne!(got, &json!([tool]), "no bridge has the model, yet {tool} is first for {question:?}");
     }
 
-    // A bridge with the model comes back: meaning ranks again.
-    let (_again, read) = bridge(&url, &users, &with_model);
+    // A bridge with the model comes back, given it by the settings
+    // variable the compose override uses (docs/deployment.md): meaning
+    // ranks again.
+    let by_variable = [("CODE_MODE_BRIDGE__SEARCH_MODEL", model)];
+    let (_again, read) = bridge(&url, &users, &["--config", config], &by_variable);
     read_within(read, Duration::from_secs(60)).await;
     drop(_plain);
     tokio::time::sleep(Duration::from_secs(1)).await;
