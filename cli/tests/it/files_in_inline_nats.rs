@@ -22,7 +22,8 @@
 //! and the chunks its frontend wrote are purged: nobody will read them.
 //! So are the chunks of a call a runner took, once it ends (its code
 //! failed, ran past its deadline, or ended well): the runner read them
-//! before the code started.
+//! before the code started; and of a call its client cancels, or whose
+//! session its client ends, while its cell runs.
 //! Real nats-server (the deployment's users and permissions, its default
 //! `max_payload`), real Docker, rmcp's client.
 
@@ -409,4 +410,58 @@ async fn written_and_purged(js: &async_nats::jetstream::Context, before: &[Strin
         );
     }
     written.len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_nats_a_calls_inline_files_are_purged_when_its_client_cancels_it_or_ends_its_session_while_its_cell_runs()
+{
+    use code_mode_core::files_in_shared::{CHUNK_BYTES, INLINE_BUCKET};
+    use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    let Some(split) = SplitHttp::start() else { return };
+    let (alice, tokens) = support::alice();
+    let (_bridge, _runner) = split.services(&[], &[], &["--warm", "0"]);
+    let (_frontend, url) = split.frontend_with(&tokens, &["--deadline", "60"]).await;
+    let js = jetstream_as(&split.nats, &split.users, "sandbox-runner").await;
+    let big = random_bytes(600_000);
+    let chunks = big.len().div_ceil(CHUNK_BYTES);
+    // The cell reads its file, then sleeps far past the test: the call is
+    // still running when its client gives it up.
+    let code = format!("{HASH_INPUTS}import sys, time\nsys.stdout.flush()\ntime.sleep(50)\n");
+    for how in ["cancelled", "its session ended"] {
+        let client = connect_as(&url, &alice, ()).await;
+        let before = crate::files_faults::keys_of(&js, INLINE_BUCKET).await;
+        let mut params = CallToolRequestParams::new("run_python");
+        params.arguments = Some(json!({"code": code, "files": [inline("big.bin", &big)]}).as_object().unwrap().clone());
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = client.peer().send_cancellable_request(request, PeerRequestOptions::no_options()).await.unwrap();
+        // The frontend wrote the file's chunks before it sent the cell.
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while crate::files_faults::keys_of(&js, INLINE_BUCKET).await.len() < before.len() + chunks {
+            assert!(std::time::Instant::now() < give_up, "{how}: the call's chunks are written within 30 s");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        // The runner takes the cell and reads them; the code sleeps.
+        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+        match how {
+            "cancelled" => handle.cancel(Some("the person pressed stop".into())).await.expect("the cancel is sent"),
+            _ => client.cancel().await.map(drop).expect("the client ends its session"),
+        }
+        // Nobody reads the chunks now: none stays readable.
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        let as_runner = js.get_key_value(INLINE_BUCKET).await.expect("the runner opens the bucket");
+        let keys = crate::files_faults::keys_of(&js, INLINE_BUCKET).await;
+        let new: Vec<&String> = keys.iter().filter(|k| !before.contains(k)).collect();
+        assert_eq!(new.len(), chunks, "{how}: the file's chunks: {new:?}");
+        for key in new {
+            while as_runner.get(key).await.expect("the runner reads the bucket").is_some() {
+                assert!(
+                    std::time::Instant::now() < give_up,
+                    "{how}: {key} is still readable 15 s after the call ended"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+        }
+        eprintln!("measured: the call {how}: its {chunks} chunks purged");
+    }
 }
