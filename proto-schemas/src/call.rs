@@ -72,6 +72,11 @@ pub struct ClientLink {
     /// The client answers `roots/list`.
     #[serde(default)]
     pub roots: bool,
+    /// The client says when its roots change (`roots.listChanged`): its
+    /// own sessions declare so to the servers, and the gateway passes each
+    /// change on ([`subjects::ROOTS_CHANGED`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub roots_list_changed: bool,
     /// The level of log notifications the client chose (an MCP level name:
     /// `debug` ... `emergency`); absent: it wants none.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,6 +1,7 @@
 //! What a wrapped server sends the MCP client of one frontend session, the
-//! client's answer ([`subjects::client`]), and the end of a session
-//! ([`subjects::SESSION_END`]).
+//! client's answer ([`subjects::client`]), the end of a session
+//! ([`subjects::SESSION_END`]) and a change of its client's roots
+//! ([`subjects::ROOTS_CHANGED`]).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -180,4 +181,23 @@ pub struct SessionEnded {
     /// Entries removed from the session-state store (its private-data taint,
     /// its `grant` rate-limit counters).
     pub removed: u32,
+}
+
+/// The client of a session said its roots changed
+/// (`notifications/roots/list_changed`): each bridge passes it on to the
+/// servers of that client's own sessions, which ask `roots/list` again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RootsChanged {
+    /// The session.
+    pub session: String,
+}
+
+/// How many of the client's own sessions with servers this bridge told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RootsTold {
+    /// Own sessions told (servers of other bridge replicas are counted
+    /// there).
+    pub told: u32,
 }

@@ -87,6 +87,8 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         ("accounts_reply", schema::<Reply<AccountsReply>>()),
         ("meaning_ask", schema::<MeaningAsk>()),
         ("meaning_reply", schema::<Reply<MeaningReply>>()),
+        ("roots_changed", schema::<RootsChanged>()),
+        ("roots_changed_reply", schema::<Reply<RootsTold>>()),
     ]
 }
 

@@ -70,10 +70,16 @@ pub const ACCOUNTS: &str = "codemode.v1.accounts";
 /// a cell's `search_tools`, unsure, asks how near in meaning its question
 /// is to each offered tool. Served by the bridges in their queue group.
 pub const SEARCH_MEANING: &str = "codemode.v1.search.meaning";
+/// frontend -> every bridge: [`crate::RootsChanged`] ->
+/// [`crate::RootsTold`]: a client said its roots changed; the bridges
+/// holding that client's own sessions with servers pass it on. Each bridge
+/// serves it in a queue group of its own (as [`CANCEL`]), so every replica
+/// hears it.
+pub const ROOTS_CHANGED: &str = "codemode.v1.roots.changed";
 /// Every subject, for documentation and permission checks (the approval,
 /// client, runner, lease, hold and cell cancel subjects are prefixes: one subject per
 /// session, runner or cell below each).
-pub const ALL: [&str; 16] = [
+pub const ALL: [&str; 17] = [
     CATALOG_GET,
     TOOL_CALL,
     TOOL_DIRECT,
@@ -90,6 +96,7 @@ pub const ALL: [&str; 16] = [
     CELL_CANCEL,
     ACCOUNTS,
     SEARCH_MEANING,
+    ROOTS_CHANGED,
 ];
 
 /// The hold subject of one cell, or `None` when the cell id is not one

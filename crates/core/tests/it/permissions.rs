@@ -324,3 +324,22 @@ async fn only_the_bridge_may_send_a_client_its_servers_questions_and_every_bridg
     assert!(ask(&bridge, subjects::CANCEL).await.is_err());
     assert_eq!((first.load(Ordering::SeqCst), second.load(Ordering::SeqCst)), (1, 1));
 }
+
+#[tokio::test]
+async fn every_bridge_hears_a_frontends_changed_roots_and_no_runner_may_send_or_hear_them() {
+    let Some((server, users)) = NatsServer::start_secured() else { return };
+    let frontend = connect(&server, &users, "frontend").await;
+    let bridge = connect(&server, &users, "bridge").await;
+    let other_bridge = connect(&server, &users, "bridge").await;
+    let runner = connect(&server, &users, "sandbox-runner").await;
+    let first = counting_service(&bridge, subjects::ROOTS_CHANGED, "bridge.first").await;
+    let second = counting_service(&other_bridge, subjects::ROOTS_CHANGED, "bridge.second").await;
+    let eavesdropper = counting_service(&runner, subjects::ROOTS_CHANGED, "bridge.third").await;
+    assert_eq!(ask(&frontend, subjects::ROOTS_CHANGED).await.unwrap(), "served");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!((first.load(Ordering::SeqCst), second.load(Ordering::SeqCst)), (1, 1));
+    assert_eq!(eavesdropper.load(Ordering::SeqCst), 0, "a runner hears no client's roots");
+    // Code's side (a runner) cannot make servers ask a client for roots.
+    assert!(ask(&runner, subjects::ROOTS_CHANGED).await.is_err());
+    assert_eq!((first.load(Ordering::SeqCst), second.load(Ordering::SeqCst)), (1, 1));
+}
