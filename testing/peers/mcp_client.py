@@ -49,6 +49,8 @@ STEPS is a JSON list, run in order in one client session:
         notifications other than log messages received so far, as a list of
         {"method", "params"}
     {"op": "sleep", "seconds": S}  wait S seconds (e.g. past a token's expiry)
+    {"op": "set_roots", "roots": [URI, ...]}  answer roots/list with these
+        from now on and send notifications/roots/list_changed (with --roots)
     {"op": "asked"}  the questions the server put to this client so far
         (sampling, elicitation, roots), as a list of {"method", "params"};
         with "at_least": N and "wait": SECONDS, once N are noted (or the
@@ -366,6 +368,11 @@ async def main(argv):
                     result = None
                 elif op == "sleep":
                     await asyncio.sleep(step["seconds"])
+                    result = None
+                elif op == "set_roots":
+                    args.roots[:] = step["roots"]
+                    session = getattr(client, "session", client)
+                    await session.send_roots_list_changed()
                     result = None
                 elif op == "list_resources":
                     result = await client.list_resources()

@@ -67,6 +67,7 @@ mod questions_on_reads;
 mod readme;
 mod reload;
 mod remote;
+mod roots_changed;
 mod run_command;
 mod sandbox_lifetime;
 mod search_by_meaning;

@@ -521,7 +521,9 @@ impl ClientHandler for Relay {
         let capabilities = {
             let caps = serde_json::json!({
                 "sampling": if link.sampling { Some(serde_json::json!({})) } else { None },
-                "roots": if link.roots { Some(serde_json::json!({"listChanged": false})) } else { None },
+                // Changes of a client's roots are passed on to its own
+                // sessions (`Bridge::roots_changed`) when it sends them.
+                "roots": link.roots.then(|| serde_json::json!({"listChanged": link.roots_list_changed})),
                 "elicitation": if link.elicitation || link.elicitation_url {
                     let mut modes = serde_json::Map::new();
                     if link.elicitation { modes.insert("form".into(), serde_json::json!({})); }

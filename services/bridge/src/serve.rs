@@ -31,6 +31,20 @@ impl Bridge {
         Ok(removed)
     }
 
+    /// The client of `session` said its roots changed: tell the server of
+    /// each of its own sessions at this bridge, which may then ask
+    /// `roots/list` again. Returns how many were told (none where the
+    /// client has no own session here: a server on the shared session
+    /// never asks a client for roots).
+    pub async fn roots_changed(&self, session: &str) -> u32 {
+        if !subjects::is_session_id(session) {
+            return 0;
+        }
+        let told = self.inner.upstreams.roots_changed(session).await;
+        tracing::debug!(%session, told, "a client's roots changed");
+        told
+    }
+
     /// Delete every entry the bridge keeps under `session` (or a stateless
     /// scope's generation): the taint, `grant` counters, the direct-call
     /// count. Returns how many were there.
@@ -98,6 +112,15 @@ impl Bridge {
             })
             .await?;
         let me = self.clone();
+        // Likewise a client's changed roots: every bridge holding one of
+        // that client's own sessions tells its server.
+        let roots = bus
+            .serve(subjects::ROOTS_CHANGED, &own_group, cancel.clone(), move |changed: proto::RootsChanged| {
+                let me = me.clone();
+                async move { Ok(proto::RootsTold { told: me.roots_changed(&changed.session).await }) }
+            })
+            .await?;
+        let me = self.clone();
         let ends = bus
             .serve(subjects::SESSION_END, queue_groups::BRIDGE, cancel.clone(), move |end: proto::SessionEnd| {
                 let me = me.clone();
@@ -145,7 +168,7 @@ impl Bridge {
                 async move { Ok(me.meaning(&ask).await) }
             })
             .await?;
-        Ok(vec![catalog, calls, direct, cancels, ends, console, runners, accounts, meaning])
+        Ok(vec![catalog, calls, direct, cancels, roots, ends, console, runners, accounts, meaning])
     }
 
     /// Cancel the direct call `call_id`, or every call of the cell

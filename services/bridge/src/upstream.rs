@@ -294,6 +294,26 @@ impl Upstreams {
         close_where(&mut code_mode_core::sync::lock(&self.slots), |(a, _), _| a == asker)
     }
 
+    /// Tell the server of each of `asker`'s open sessions that the client's
+    /// roots changed (`notifications/roots/list_changed`); returns how
+    /// many were told. A server that cannot be told (it is gone) is
+    /// skipped: its next call opens a new session, which asks afresh.
+    pub(crate) async fn roots_changed(&self, asker: &str) -> u32 {
+        let open: Vec<Own> = code_mode_core::sync::lock(&self.slots)
+            .iter()
+            .filter(|((a, _), _)| a == asker)
+            .filter_map(|(_, slot)| slot.get().and_then(|opened| opened.as_ref().ok()).cloned())
+            .collect();
+        let mut told = 0;
+        for own in open {
+            match own.peer.notify_roots_list_changed().await {
+                Ok(()) => told += 1,
+                Err(e) => tracing::debug!(error = %e, "a server could not be told that its client's roots changed"),
+            }
+        }
+        told
+    }
+
     /// Close every client's own session with the server at `index` (a
     /// reload removed it); its stateless shared session too.
     pub(crate) fn close_server(&self, index: usize) {

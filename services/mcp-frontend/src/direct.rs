@@ -16,6 +16,10 @@
 //!
 //! With [`Expose::Only`] nothing runs code: the frontend needs a bridge
 //! and no sandbox-runner, and `serve` does not contact Docker.
+//!
+//! Two notifications of the client go to every bridge from here: a
+//! cancelled call ([`cancel`]) and changed roots ([`RootsChanges`]), which
+//! the bridges pass on to the servers of the client's own sessions.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -158,6 +162,54 @@ pub(crate) async fn cancel(shared: &Shared, call_id: &str) {
     }
 }
 
+/// One client session's changes of roots on their way to the bridges: one
+/// telling at a time, and changes that arrive meanwhile told once more
+/// after it (the servers then ask for the roots as they are by then). A
+/// client sending changes in a loop so costs the bridges one at a time,
+/// and its last change is never lost.
+#[derive(Debug, Default)]
+pub(crate) struct RootsChanges {
+    /// (a telling runs, another change came meanwhile)
+    state: std::sync::Mutex<(bool, bool)>,
+}
+
+impl RootsChanges {
+    /// The client of `session` said its roots changed.
+    pub(crate) fn changed(self: &Arc<Self>, shared: Arc<Shared>, session: String) {
+        {
+            let mut state = code_mode_core::sync::lock(&self.state);
+            if state.0 {
+                state.1 = true;
+                return;
+            }
+            state.0 = true;
+        }
+        let me = self.clone();
+        tokio::spawn(async move {
+            loop {
+                roots_changed(&shared, &session).await;
+                let mut state = code_mode_core::sync::lock(&me.state);
+                if !std::mem::take(&mut state.1) {
+                    state.0 = false;
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// Tell every bridge that the client of `session` said its roots changed:
+/// those holding that client's own sessions with servers pass it on. A
+/// bridge that cannot be told leaves its servers with the roots they last
+/// asked for (a server asks again when it needs them).
+pub(crate) async fn roots_changed(shared: &Shared, session: &str) {
+    let changed = code_mode_proto::RootsChanged { session: session.to_string() };
+    match shared.bus.call::<_, code_mode_proto::RootsTold>(subjects::ROOTS_CHANGED, &changed, CANCEL_TIMEOUT).await {
+        Ok(told) => tracing::debug!(%session, told = told.told, "the client's roots changed; servers told"),
+        Err(e) => tracing::debug!(%session, error = %e, "the bridges could not be told of a client's changed roots"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -203,6 +255,41 @@ mod tests {
 
     fn text(result: &CallToolResult) -> String {
         result.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.clone()).collect()
+    }
+
+    #[tokio::test]
+    async fn roots_changes_are_told_one_at_a_time_and_those_meanwhile_once_more_after_it() {
+        let (bus, cancel) = (Bus::in_process(), CancellationToken::new());
+        let shared = shared(&bus, &cancel).await;
+        let told = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let heard = told.clone();
+        let own_group = format!("{}.test", queue_groups::BRIDGE);
+        bus.serve(
+            subjects::ROOTS_CHANGED,
+            &own_group,
+            cancel.clone(),
+            move |changed: code_mode_proto::RootsChanged| {
+                heard.lock().unwrap().push(changed.session);
+                async move {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    Ok(code_mode_proto::RootsTold { told: 1 })
+                }
+            },
+        )
+        .await
+        .unwrap();
+        let changes = Arc::new(RootsChanges::default());
+        // Ten changes while the first is told: one more telling after it.
+        for _ in 0..10 {
+            changes.changed(shared.clone(), "s1".into());
+        }
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert_eq!(*told.lock().unwrap(), ["s1", "s1"]);
+        // Idle again: the next change is told at once.
+        changes.changed(shared.clone(), "s1".into());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(told.lock().unwrap().len(), 3);
+        cancel.cancel();
     }
 
     #[tokio::test(start_paused = true)]

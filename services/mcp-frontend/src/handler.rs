@@ -101,6 +101,7 @@ impl Frontend {
             elicitation: elicitation.as_ref().is_some_and(|e| e.form.is_some() || e.url.is_none()),
             elicitation_url: elicitation.as_ref().is_some_and(|e| e.url.is_some()),
             roots: caps.as_ref().is_some_and(|c| c.roots.is_some()),
+            roots_list_changed: caps.as_ref().and_then(|c| c.roots.as_ref()).and_then(|r| r.list_changed) == Some(true),
             log_level: level.and_then(|l| match serde_json::to_value(l) {
                 Ok(serde_json::Value::String(level)) => Some(level),
                 _ => None,
@@ -548,6 +549,13 @@ impl ServerHandler for Frontend {
 
     /// The client chose the level of the log notifications it gets: from
     /// now on its session's events at that level or above reach it.
+    /// The client's roots changed: the bridges tell the servers of its own
+    /// sessions, in the background (a notification waits for nothing; see
+    /// [`crate::direct::RootsChanges`]).
+    async fn on_roots_list_changed(&self, _context: rmcp::service::NotificationContext<RoleServer>) {
+        self.roots.changed(self.shared.clone(), self.session().to_string());
+    }
+
     #[allow(deprecated)] // MCP logging, deprecated from 2026-07-28 on (see `notices`).
     async fn set_level(
         &self,

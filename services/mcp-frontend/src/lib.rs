@@ -402,6 +402,7 @@ impl FrontendFactory {
             shared: self.shared.clone(),
             transport: Transport::Connection,
             handshaken: Arc::default(),
+            roots: Arc::default(),
         }
     }
 
@@ -414,6 +415,7 @@ impl FrontendFactory {
             shared: self.shared.clone(),
             transport: Transport::Http,
             handshaken: Arc::default(),
+            roots: Arc::default(),
         }
     }
 
@@ -434,6 +436,8 @@ pub struct Frontend {
     /// handshake, and a second (which would declare other capabilities) is
     /// refused.
     pub(crate) handshaken: Arc<std::sync::atomic::AtomicBool>,
+    /// The client's changes of roots on their way to the bridges.
+    pub(crate) roots: Arc<direct::RootsChanges>,
 }
 
 /// How a [`Frontend`]'s client reaches it, which decides what one client

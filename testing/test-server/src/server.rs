@@ -572,12 +572,12 @@ impl LogFile {
 #[derive(Debug)]
 pub struct RequestLog<S> {
     inner: S,
-    file: Option<LogFile>,
+    file: Option<Arc<LogFile>>,
 }
 
 impl<S> RequestLog<S> {
     pub fn new(inner: S, file: Option<File>) -> Self {
-        Self { inner, file: file.map(LogFile::new) }
+        Self { inner, file: file.map(|file| Arc::new(LogFile::new(file))) }
     }
 
     fn record(&self, request: &ClientRequest) {
@@ -661,6 +661,26 @@ impl<S: ServerHandler> Service<RoleServer> for RequestLog<S> {
         {
             let id = cancelled.params.request_id.as_ref().map(|id| id.to_string()).unwrap_or_default();
             file.record("notifications/cancelled", &id);
+        }
+        // The client's roots changed: note it, and ask for them again (off
+        // this handler, which the answer must not wait behind), noting how
+        // many there are now.
+        if let Some(file) = &self.file
+            && let ClientNotification::RootsListChangedNotification(_) = &notification
+        {
+            file.record("notifications/roots/list_changed", "-");
+            let (file, peer) = (file.clone(), context.peer.clone());
+            tokio::spawn(async move {
+                #[allow(deprecated)] // Roots are deprecated from 2026-07-28 on; this server speaks older revisions.
+                let said = match peer.list_roots().await {
+                    Ok(list) => {
+                        let uris: Vec<&str> = list.roots.iter().map(|r| r.uri.as_str()).collect();
+                        format!("{} root(s) {}", uris.len(), uris.join(" "))
+                    }
+                    Err(e) => format!("failed {e}"),
+                };
+                file.record("asked roots/list", &said);
+            });
         }
         Service::handle_notification(&self.inner, notification, context).await
     }

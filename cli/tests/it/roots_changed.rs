@@ -1,0 +1,113 @@
+//! A client's changed roots reach the servers it talks to: a client that
+//! declares roots with `listChanged` (the Python SDK's `ClientSession`
+//! does) and calls a tool gets a session of its own with that server; when
+//! it then sends `notifications/roots/list_changed`, the gateway passes it
+//! on to that session (the frontend tells every bridge on
+//! `codemode.v1.roots.changed`, the bridge holding the session tells the
+//! server), and the server, asking `roots/list` again, gets the new roots
+//! from the client. Through `code-mode serve` over stdio and over
+//! streamable HTTP, and over NATS (frontend and bridge apart, the
+//! deployment's users and permissions).
+//! The test server records the notification and the roots it then got.
+
+use std::path::PathBuf;
+
+use code_mode_core::testing::NatsServer;
+use serde_json::{Value, json};
+
+use crate::support::{self, log_path, python_sdk, service_command};
+
+const FIRST: &str = "file:///srv/project";
+
+/// The client: `ClientSession`, one root declared (so roots with
+/// `listChanged`).
+fn client_options() -> Vec<String> {
+    ["--api", "session", "--roots", FIRST].iter().map(|s| s.to_string()).collect()
+}
+
+/// A direct call (the client's own session with the server opens), the
+/// roots changed to two others, a pause for the server to ask again, then
+/// what the client was asked.
+fn steps() -> Value {
+    json!([
+        {"op": "call", "tool": "add", "arguments": {"a": 1, "b": 2}},
+        {"op": "set_roots", "roots": ["file:///srv/a", "file:///srv/b"]},
+        {"op": "asked", "at_least": 1, "wait": 10},
+    ])
+}
+
+/// The test server's arguments: every request and notification it hears
+/// recorded in `log`.
+fn server_args(log: &std::path::Path) -> Vec<String> {
+    vec!["--log".into(), log.display().to_string()]
+}
+
+/// The server heard the change once and got the new roots when it asked;
+/// the client was asked `roots/list` once, after its change.
+async fn check(results: &[Value], stderr: &str, log: &PathBuf) {
+    assert_eq!(results.len(), 3, "{results:?} {stderr}");
+    assert_eq!(results[0]["result"]["structuredContent"]["sum"], 3, "the call: {} {stderr}", results[0]);
+    assert!(results[1].get("error").is_none(), "the change is sent: {}", results[1]);
+    let asked: Vec<&str> =
+        results[2]["result"].as_array().into_iter().flatten().filter_map(|a| a["method"].as_str()).collect();
+    assert_eq!(asked, ["roots/list"], "the client is asked for its roots once, after it changed them: {stderr}");
+    let heard = || {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let lines: Vec<String> = text.lines().map(str::to_string).collect();
+        lines
+    };
+    let got = "asked roots/list 2 root(s) file:///srv/a file:///srv/b";
+    let reached = support::eventually(std::time::Duration::from_secs(10), || heard().iter().any(|l| l == got)).await;
+    let lines = heard();
+    assert!(reached, "the server asked again and got the new roots: {lines:?}");
+    let told = lines.iter().filter(|l| l.starts_with("notifications/roots/list_changed")).count();
+    assert_eq!(told, 1, "the server is told once: {lines:?}");
+}
+
+#[tokio::test]
+async fn through_serve_a_clients_changed_roots_reach_the_server_of_its_own_session_which_gets_the_new_ones() {
+    let log = log_path("roots-changed-serve");
+    let mut line: Vec<String> = vec!["--stdio".into(), support::code_mode().display().to_string(), "serve".into()];
+    line.push("--expose-tools=only".into());
+    line.push("--".into());
+    line.push(support::test_server().display().to_string());
+    line.extend(server_args(&log));
+    line.push("--".into());
+    line.extend(client_options());
+    let args: Vec<&str> = line.iter().map(String::as_str).collect();
+    let Some((results, stderr)) = python_sdk(&args, &steps()).await else { return };
+    check(&results, &stderr, &log).await;
+    let _ = std::fs::remove_file(&log);
+}
+
+#[tokio::test]
+async fn over_nats_a_clients_changed_roots_reach_the_server_of_its_own_session_at_the_bridge_which_gets_the_new_ones() {
+    let Some((nats, users)) = NatsServer::start_secured() else { panic!("nats-server is needed") };
+    let log = log_path("roots-changed-nats");
+    let server = server_args(&log);
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    let mut bridge = service_command(&nats.url(), &users, "bridge", &[], Some(&server));
+    let mut bridge = bridge.kill_on_drop(true).spawn().expect("the bridge starts");
+    let mut line = support::frontend_stdio(&nats.url(), &users, &["--expose-tools=only"]);
+    line.extend(client_options());
+    let args: Vec<&str> = line.iter().map(String::as_str).collect();
+    let Some((results, stderr)) = python_sdk(&args, &steps()).await else { return };
+    check(&results, &stderr, &log).await;
+    let _ = bridge.kill().await;
+    let _ = std::fs::remove_file(&log);
+}
+
+#[tokio::test]
+async fn over_http_a_session_clients_changed_roots_reach_the_server_of_its_own_session_which_gets_the_new_ones() {
+    let log = log_path("roots-changed-http");
+    let mut serve = tokio::process::Command::new(support::code_mode());
+    serve.args(["serve", "--http", "127.0.0.1:0", "--expose-tools=only", "--"]).arg(support::test_server());
+    serve.args(server_args(&log)).stdin(std::process::Stdio::null()).kill_on_drop(true);
+    let (_serve, url, _) = crate::http::spawn_http(&mut serve).await;
+    let mut line: Vec<String> = vec!["--url".into(), url];
+    line.extend(client_options());
+    let args: Vec<&str> = line.iter().map(String::as_str).collect();
+    let Some((results, stderr)) = python_sdk(&args, &steps()).await else { return };
+    check(&results, &stderr, &log).await;
+    let _ = std::fs::remove_file(&log);
+}
