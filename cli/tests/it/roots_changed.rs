@@ -9,11 +9,14 @@
 //! streamable HTTP, and over NATS (frontend and bridge apart, the
 //! deployment's users and permissions).
 //! The test server records the notification and the roots it then got.
+//! With the bridge holding the session killed, a change reaches nobody and
+//! fails nothing, and the next session (at a new bridge) gets the next one.
 
 use std::path::PathBuf;
 
 use code_mode_core::testing::NatsServer;
 use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt as _;
 
 use crate::support::{self, log_path, python_sdk, service_command};
 
@@ -109,5 +112,67 @@ async fn over_http_a_session_clients_changed_roots_reach_the_server_of_its_own_s
     let args: Vec<&str> = line.iter().map(String::as_str).collect();
     let Some((results, stderr)) = python_sdk(&args, &steps()).await else { return };
     check(&results, &stderr, &log).await;
+    let _ = std::fs::remove_file(&log);
+}
+
+/// The bridge holding a client's own session is killed (`kill -9`): the
+/// session goes with it. A change of roots then reaches no server (the new
+/// bridge holds no session of that client) and fails nothing; the client's
+/// next call opens a new own session at the new bridge, and the next
+/// change reaches that server, which gets the roots as they are then.
+#[tokio::test]
+async fn over_nats_after_the_bridge_holding_its_session_is_killed_a_clients_next_change_of_roots_reaches_the_server_of_its_new_session()
+ {
+    let Some(split) = support::SplitHttp::start() else { return };
+    let (alice, tokens) = support::alice();
+    let log = log_path("roots-changed-killed");
+    let server = server_args(&log);
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    let first = support::spawn_service(&split.nats.url(), &split.users, "bridge", &[], Some(&server));
+    let (_frontend, url) = split.frontend_with(&tokens, &["--expose-tools=only"]).await;
+    let add = json!({"op": "call", "tool": "add", "arguments": {"a": 1, "b": 2}});
+    let steps = json!([
+        add,
+        {"op": "pause"},
+        {"op": "set_roots", "roots": ["file:///srv/c"]},
+        add,
+        {"op": "set_roots", "roots": ["file:///srv/d"]},
+        {"op": "asked", "at_least": 1, "wait": 10},
+    ]);
+    let bearer = format!("Authorization: Bearer {}", alice.token);
+    let args = ["--header", bearer.as_str(), "--api", "session", "--roots", FIRST];
+    let Some(mut client) = crate::shared_catalog::Paused::start(&url, &args, &steps) else { return };
+    let called = client.next().await;
+    assert_eq!(called["result"]["structuredContent"]["sum"], 3, "{called}");
+    support::kill9(first.id().expect("the bridge runs"));
+    // A new bridge, serving before the client goes on.
+    let mut second = support::service_command(&split.nats.url(), &split.users, "bridge", &[], Some(&server));
+    let mut second = second.stderr(std::process::Stdio::piped()).spawn().expect("the new bridge starts");
+    let (ready, mut serving) = tokio::sync::watch::channel(false);
+    let mut lines = tokio::io::BufReader::new(second.stderr.take().unwrap()).lines();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("bridge ready") {
+                let _ = ready.send(true);
+            }
+        }
+    });
+    tokio::time::timeout(std::time::Duration::from_secs(30), serving.wait_for(|ready| *ready))
+        .await
+        .expect("the new bridge is ready within 30 s")
+        .expect("its log is read");
+    let rest = client.go_on().await;
+    assert_eq!(rest.len(), 5, "{rest:?}");
+    assert!(rest[1].get("error").is_none(), "a change nobody holds a session for fails nothing: {}", rest[1]);
+    assert_eq!(rest[2]["result"]["structuredContent"]["sum"], 3, "the next call, at the new bridge: {}", rest[2]);
+    let asked: Vec<&str> =
+        rest[4]["result"].as_array().into_iter().flatten().filter_map(|a| a["method"].as_str()).collect();
+    assert_eq!(asked, ["roots/list"], "asked once, by the server of the new session: {rest:?}");
+    let heard = || std::fs::read_to_string(&log).unwrap_or_default();
+    let got = "asked roots/list 1 root(s) file:///srv/d";
+    let reached = support::eventually(std::time::Duration::from_secs(10), || heard().lines().any(|l| l == got)).await;
+    assert!(reached, "the new session's server got the roots as they are now: {}", heard());
+    let told = heard().lines().filter(|l| l.starts_with("notifications/roots/list_changed")).count();
+    assert_eq!(told, 1, "only the change after the new session opened reached a server: {}", heard());
     let _ = std::fs::remove_file(&log);
 }

@@ -91,14 +91,14 @@ fn names(step: &Value) -> BTreeSet<String> {
 /// The Python SDK client on `url` with `args`, running `steps` while the
 /// test reads each step's line as it comes and tells it when to go on
 /// past a `pause` step.
-struct Paused {
+pub(crate) struct Paused {
     child: tokio::process::Child,
     lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
     stdin: tokio::process::ChildStdin,
 }
 
 impl Paused {
-    fn start(url: &str, args: &[&str], steps: &Value) -> Option<Self> {
+    pub(crate) fn start(url: &str, args: &[&str], steps: &Value) -> Option<Self> {
         let python = venv_bin("python")?;
         let script = workspace_root().join("testing/peers/mcp_client.py");
         let mut child = tokio::process::Command::new(python)
@@ -117,7 +117,7 @@ impl Paused {
     }
 
     /// The next step's output (a `pause` step's comes once it is over).
-    async fn next(&mut self) -> Value {
+    pub(crate) async fn next(&mut self) -> Value {
         let line = tokio::time::timeout(Duration::from_secs(60), self.lines.next_line())
             .await
             .expect("a step within 60 s")
@@ -127,7 +127,7 @@ impl Paused {
     }
 
     /// Go on past the pause; the outputs of the remaining steps.
-    async fn go_on(mut self) -> Vec<Value> {
+    pub(crate) async fn go_on(mut self) -> Vec<Value> {
         self.stdin.write_all(b"go\n").await.expect("the client reads its stdin");
         let mut rest = Vec::new();
         while let Ok(Some(line)) = self.lines.next_line().await {
