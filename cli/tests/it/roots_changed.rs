@@ -67,6 +67,16 @@ async fn check(results: &[Value], stderr: &str, log: &PathBuf) {
     assert_eq!(told, 1, "the server is told once: {lines:?}");
 }
 
+/// The client run with `line` (how it reaches code-mode) and the client's
+/// options, its steps checked against the server's `log`.
+async fn run_and_check(mut line: Vec<String>, log: &PathBuf) {
+    line.extend(client_options());
+    let args: Vec<&str> = line.iter().map(String::as_str).collect();
+    let Some((results, stderr)) = python_sdk(&args, &steps()).await else { return };
+    check(&results, &stderr, log).await;
+    let _ = std::fs::remove_file(log);
+}
+
 #[tokio::test]
 async fn through_serve_a_clients_changed_roots_reach_the_server_of_its_own_session_which_gets_the_new_ones() {
     let log = log_path("roots-changed-serve");
@@ -76,11 +86,7 @@ async fn through_serve_a_clients_changed_roots_reach_the_server_of_its_own_sessi
     line.push(support::test_server().display().to_string());
     line.extend(server_args(&log));
     line.push("--".into());
-    line.extend(client_options());
-    let args: Vec<&str> = line.iter().map(String::as_str).collect();
-    let Some((results, stderr)) = python_sdk(&args, &steps()).await else { return };
-    check(&results, &stderr, &log).await;
-    let _ = std::fs::remove_file(&log);
+    run_and_check(line, &log).await;
 }
 
 #[tokio::test]
@@ -91,13 +97,8 @@ async fn over_nats_a_clients_changed_roots_reach_the_server_of_its_own_session_a
     let server: Vec<&str> = server.iter().map(String::as_str).collect();
     let mut bridge = service_command(&nats.url(), &users, "bridge", &[], Some(&server));
     let mut bridge = bridge.kill_on_drop(true).spawn().expect("the bridge starts");
-    let mut line = support::frontend_stdio(&nats.url(), &users, &["--expose-tools=only"]);
-    line.extend(client_options());
-    let args: Vec<&str> = line.iter().map(String::as_str).collect();
-    let Some((results, stderr)) = python_sdk(&args, &steps()).await else { return };
-    check(&results, &stderr, &log).await;
+    run_and_check(support::frontend_stdio(&nats.url(), &users, &["--expose-tools=only"]), &log).await;
     let _ = bridge.kill().await;
-    let _ = std::fs::remove_file(&log);
 }
 
 #[tokio::test]
@@ -107,12 +108,7 @@ async fn over_http_a_session_clients_changed_roots_reach_the_server_of_its_own_s
     serve.args(["serve", "--http", "127.0.0.1:0", "--expose-tools=only", "--"]).arg(support::test_server());
     serve.args(server_args(&log)).stdin(std::process::Stdio::null()).kill_on_drop(true);
     let (_serve, url, _) = crate::http::spawn_http(&mut serve).await;
-    let mut line: Vec<String> = vec!["--url".into(), url];
-    line.extend(client_options());
-    let args: Vec<&str> = line.iter().map(String::as_str).collect();
-    let Some((results, stderr)) = python_sdk(&args, &steps()).await else { return };
-    check(&results, &stderr, &log).await;
-    let _ = std::fs::remove_file(&log);
+    run_and_check(vec!["--url".into(), url], &log).await;
 }
 
 /// The bridge holding a client's own session is killed (`kill -9`): the
