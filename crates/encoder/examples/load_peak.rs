@@ -5,7 +5,6 @@
 //! `cargo run -p code-mode-encoder --example load_peak` (the encoder is
 //! optimised in the debug profile too).
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use code_mode_encoder::Encoder;
@@ -19,8 +18,8 @@ fn status(key: &str) -> String {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = std::env::var_os("CODE_MODE_MODEL_DIR")
-        .map_or_else(|| PathBuf::from("/opt/code-mode/models/all-minilm-l6-v2"), PathBuf::from);
+    // The tests' lookup: it says why when the model is not there.
+    let Some(dir) = code_mode_core::testing::peers::search_model() else { return Ok(()) };
     println!("before load: VmHWM {}, VmRSS {}", status("VmHWM"), status("VmRSS"));
     let started = Instant::now();
     let encoder = Encoder::load(&dir)?;
