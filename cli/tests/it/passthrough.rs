@@ -237,12 +237,7 @@ async fn over_nats_server_everythings_resources_prompts_completions_and_question
 /// --log LOG` as the Python client's command line, and the log.
 fn resources_gateway(tag: &str, args: &[&str]) -> (Vec<String>, PathBuf) {
     let log = log_path(tag);
-    let mut line: Vec<String> = vec!["--stdio".into(), support::code_mode().display().to_string(), "serve".into()];
-    line.push("--expose-tools=only".into());
-    line.extend(args.iter().map(|s| s.to_string()));
-    line.push("--".into());
-    line.push(support::test_server().display().to_string());
-    line.extend(["--resources".into(), "--log".into(), log.display().to_string(), "--".into()]);
+    let line = support::gateway_stdio(args, &["--resources".into(), "--log".into(), log.display().to_string()]);
     (line, log)
 }
 

@@ -109,12 +109,7 @@ async fn through_serve_a_servers_question_during_a_read_a_prompt_or_a_completion
  {
     for api in ["client", "session"] {
         let log = log_path(&format!("questions-on-reads-serve-{api}"));
-        let mut line: Vec<String> = vec!["--stdio".into(), support::code_mode().display().to_string(), "serve".into()];
-        line.push("--expose-tools=only".into());
-        line.push("--".into());
-        line.push(support::test_server().display().to_string());
-        line.extend(server_args(&log));
-        line.push("--".into());
+        let mut line = support::gateway_stdio(&[], &server_args(&log));
         line.extend(client_options(api));
         let args: Vec<&str> = line.iter().map(String::as_str).collect();
         let Some((results, stderr)) = python_sdk(&args, &steps()).await else { return };

@@ -367,6 +367,19 @@ pub fn frontend_stdio(nats_url: &str, users: &NatsUsers, args: &[&str]) -> Vec<S
     line
 }
 
+/// The Python client's command line for `code-mode serve --expose-tools=only
+/// [serve_args] -- <test server> [server_args] --` over stdio.
+pub fn gateway_stdio(serve_args: &[&str], server_args: &[String]) -> Vec<String> {
+    let mut line: Vec<String> = vec!["--stdio".into(), code_mode().display().to_string(), "serve".into()];
+    line.push("--expose-tools=only".into());
+    line.extend(serve_args.iter().map(|a| a.to_string()));
+    line.push("--".into());
+    line.push(test_server().display().to_string());
+    line.extend(server_args.iter().cloned());
+    line.push("--".into());
+    line
+}
+
 /// A split deployment serving MCP over HTTP with bearer tokens, for a test
 /// of sandboxed cells: its nats-server with the deployment's users and
 /// grants, the bridge and the sandbox-runner started by
