@@ -175,6 +175,10 @@ _SQL = re.compile(
     r"\b(?:SELECT\b.+\bFROM|INSERT\s+INTO|UPDATE\s+\S+\s+SET|DELETE\s+FROM|CREATE\s+TABLE|ALTER\s+TABLE)\b"
     r"|^\s*(?i:(?:select|insert\s+into|update|delete\s+from|create\s+table|alter\s+table)\b.*(?:[*=(;]|\bwhere\b))",
     re.S)
+_SQL_VERB = re.compile(r"\s*(select|insert|update|delete|create|alter)\b", re.I)
+# "SELECT * FROM t" with no condition: every row.
+_SQL_EVERYTHING = re.compile(r"\s*select\s+\*\s+from\s+\S+\s*;?\s*$", re.I)
+SQL_VERBS = TABLES.SQL_VERBS
 # Shorthands read as what they ask (search_tables.REWRITES), in order.
 _REWRITES = [(re.compile(pattern, re.I), by) for pattern, by in TABLES.REWRITES]
 # A chat channel ("#general", "#ops-alerts"), not a number ("#42").
@@ -434,8 +438,15 @@ def _query_tokens(query):
         hints += [("search", 1.0), ("pattern", 0.5)]
     sql = _SQL.search(text)
     if sql:
-        arguments.extend(_raw_words(text[sql.start():]))
-        text = text[:sql.start()] + " sql query "
+        statement = text[sql.start():]
+        arguments.extend(_raw_words(statement))
+        # The statement's verb says what it does, on any store: SELECT
+        # reads, INSERT makes, DELETE takes away.
+        verb = _SQL_VERB.match(statement)
+        does = SQL_VERBS.get(verb.group(1).lower(), "") if verb else ""
+        if does == SQL_VERBS["select"] and _SQL_EVERYTHING.match(statement):
+            does += " all"
+        text = text[:sql.start()] + f" {does} sql query "
         hints += [("sql", 1.0), ("query", 0.5)]
 
     def channel(match):
@@ -481,6 +492,8 @@ def _query_tokens(query):
             kinds.extend(EXTENSION_HINTS.get(kind or "text", ()))
         else:
             plain.append(extension)
+            if kind in MEDIA_KINDS:  # ".wav", ".png": the kind of file, as "a wav file" says
+                hints.extend((word, weight * BARE_EXTENSION) for word, weight in EXTENSION_HINTS[kind])
         return True
 
     for token in text.split():
@@ -653,6 +666,11 @@ _NOT_KNOWN_YET = re.compile(
     r"\b(?:don'?t|do not|doesn'?t|does not|didn'?t|haven'?t|have not|never)\s+(?:know|knew|have|met|heard|saved|"
     r"stored|remember)\b[^.;!?]{0,40}?\byet\b|\bnot (?:in|stored in|saved in) (?:your |the )?memory yet\b"
     r"|\bfirst time\b", re.I)
+# Taken out of the whole store ("erase jdoe from the knowledge graph").
+_FROM_STORE = re.compile(r"\b(?:from|out of) (?:the |your |my )?(?:knowledge graph|graph|memory|kg)\b", re.I)
+# One named thing said to be of a kind ("Dana is a designer", "it's a
+# customer of ours", "she's an engineer"): the thing and its kind.
+_IS_A = re.compile(r"\b(?:is|was|'s|’s)\s+(?:a|an)\s+(?!lot\b|bit\b|few\b)\w", re.I)
 _NEW_THING = re.compile(r"\bnew (?:\w+ )?(?:" + "|".join(sorted(NEW_THING_WORDS)) + r")\b", re.I)
 
 
@@ -686,6 +704,10 @@ def _graph_object(text, words, known, action, files):
     if "new" in words and not files and not FILE_THING_WORDS.intersection(words) and (
             NEW_THING_WORDS.intersection(words) or action == "make"):
         return "entity"
+    if action == "remove" and named == 1 and _FROM_STORE.search(text):
+        return "entity"  # "erase jdoe from the knowledge graph": the thing itself
+    if named == 1 and _IS_A.search(text) and not files and not FILE_THING_WORDS.intersection(words):
+        return "entity"  # "remember that Dana is a designer": what a thing is, its kind
     if named == 1 and (WHOLLY_WORDS.intersection(words) or _WITH_ITS.search(text)):
         return "entity"  # "forget Kevin completely", "drop Phoenix along with its links"
     return None

@@ -79,7 +79,7 @@ depends depend reports report manages manage managed married marry works work wo
 member friend friends parent child sibling sister brother spouse wife husband colleague colleagues boss employee
 employer partner partners cousin uncle aunt mother father son daughter mentor mentors founded founder leads lead
 between linked link links connection connections connected relationship relationships related join joins joined
-hired hires
+hired hires employs employ employed
 """.split())
 NEW_THING_WORDS = frozenset("""
 person people entry entries project contact client customer company entity entities node record colleague friend
@@ -216,6 +216,9 @@ COMPOUND_WORDS = {
     "mkdirs": "make directory",
     "rmrf": "remove",
     "anymore": "remove",
+    "misnamed": "rename",
+    "del": "delete",
+    "obs": "observations",
 }
 
 # Verbs that, opening the query or a clause of it, ask for more than
@@ -400,6 +403,17 @@ PHRASES = {
     "did i ever tell": "did i told",
     "did i ever say": "did i said",
     "did i ever mention": "did i mentioned",
+    "did i already tell": "did i told",
+    "did i already say": "did i said",
+    "did i already mention": "did i mentioned",
+    "fix its name": "rename",
+    "first time": "new",
+    "tack on": "add",
+    "tack onto": "add to",
+    "what we know about": "the facts about",
+    "what you know about": "the facts about",
+    "fix its filename": "rename file",
+    "fix its file name": "rename file",
     "ls -lh": "list sizes",
     "ls -lhs": "list sizes",
     "ls -lah": "list sizes",
@@ -430,6 +444,16 @@ PHRASES = {
     "folder or file": "metadata type",
 }
 
+# What an SQL statement's verb asks, written as a request.
+SQL_VERBS = {
+    "select": "read",
+    "insert": "insert new",
+    "update": "update",
+    "delete": "delete",
+    "create": "create",
+    "alter": "alter",
+}
+
 # Shorthands a query is rewritten by before it is read, in order (regular
 # expressions, matched ignoring case, and what replaces each match).
 _ADDRESS_AHEAD = r"(?=https?://|www\.|localhost\b|127\.0\.0\.1\b)"
@@ -451,6 +475,11 @@ REWRITES = [
      r"|opened|touched)\b", "recent"),
     # A note left on an item is a comment on it ("leave a note on the ticket").
     (r"\bleave\s+(?:a|an)\s+(?:short\s+)?(?:note|comment|reply)\s+(?=on|in|under)\b", "add comment "),
+    # A graph pattern, "(user)-[OWNS]->(Biscuit)": two nodes and the
+    # relation between them.
+    (r"\(\s*([\w:' -]*)\)\s*<?-\s*\[\s*:?\s*([\w' -]*)\]\s*->?\s*\(\s*([\w:' -]*)\)", r"\1 \2 \3 relation"),
+    # "kg: ...": a knowledge graph named at the start.
+    (r"^\s*kg\s*:", "knowledge graph:"),
     # kubectl's usual alias: "k get pods".
     (r"^\s*k\s+(?=(?:get|describe|apply|delete|logs|exec|scale|rollout|top|edit|patch|create|port-forward)\b)",
      "kubectl "),

@@ -27,6 +27,7 @@ mod restart;
 mod search;
 mod search_eval;
 mod search_meaning;
+mod search_requests;
 mod search_unseen;
 mod session_end;
 mod startup;
