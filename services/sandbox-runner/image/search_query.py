@@ -78,6 +78,8 @@ PERMISSION_QUESTION_WEIGHT = 1.0
 # about it: this word joins the query at this weight.
 ONE_FILE_QUESTION_HINT = "metadata"
 ONE_FILE_QUESTION_WEIGHT = 0.8
+# Words asking what a file holds, not about it.
+CONTENT_WORDS = frozenset("inside written say says said content contents contain contains".split())
 # A question opening with one of these asks where a file is, when it
 # changed or how big it is, not what it holds: what the kind of a file it
 # names says (photo.png: an image to read) is left out.
@@ -811,7 +813,8 @@ def read_query(query, index=None):
     if question:
         extra += [(QUESTION_SUBJECTS[word], 1.0) for word in opener[:1] if word in QUESTION_SUBJECTS]
         extra += [(WHERE_HINT, WHERE_WEIGHT) for word in opener[:1] if word == "where" and not modal]
-        if files == 1 and opener[0] != "where":
+        if files == 1 and opener[0] != "where" and not CONTENT_WORDS.intersection(raw):
+            # "how big is notes.txt": its metadata; "what's inside notes.txt": its text.
             extra.append((ONE_FILE_QUESTION_HINT, ONE_FILE_QUESTION_WEIGHT))
         if names or RECALL_WORDS.intersection(raw):
             extra.append((NAMED_QUESTION_HINT, NAMED_QUESTION_WEIGHT))

@@ -130,6 +130,9 @@ FILE_NOT_TAKEN = 0.7
 # The tools of the server a query names best have their score multiplied
 # by 1 + this (the tools of a server it names less, by less).
 SERVER_BONUS = 1.0
+# A query naming a file and no folder ("how big is video.mp4") weighs down
+# tools whose name says they work on a directory.
+FILE_NOT_DIRECTORY = 0.8
 # A query speaking of a server's domain (the words most of its tools hold
 # and few other tools: memory's "entity", "graph") favours that server's
 # tools: their score is multiplied by up to 1 + this. A word held by more
@@ -166,7 +169,7 @@ DEPRECATED_FACTOR = 0.8
 # punctuation, not part of a file name, path, identifier or address.
 _SAID_WORD = re.compile(r"(?<![\w./\\@#-])[A-Za-z]+(?![\w./\\@-]|\.\w)")
 # Words asking for the old tool: the deprecated one gains as much instead.
-OLD_WORDS = frozenset("deprecated legacy obsolete old older outdated replaced superseded".split())
+OLD_WORDS = frozenset("deprecated legacy obsolete old older outdated replaced superseded predecessor".split())
 
 
 def _boilerplate(tools):
@@ -471,6 +474,9 @@ class SearchIndex:
                 hits = words & said
                 if hits and (scoped or len(hits) > 1 or not hits <= WHOLE_WORDS):
                     named[words] = len(hits)
+        # A word the query also asks for in full ("resource_link blocks,
+        # not embedded resources") is not unwanted.
+        unwanted = {word for word in read.unwanted if asked.get(word, 0.0) < 1.0}
         most = max(named.values(), default=0)
         loudest = max(domain.values(), default=0.0)
         ranked = []
@@ -486,7 +492,7 @@ class SearchIndex:
                         cover += got if got < 1.0 else 1.0
                 cover /= len(words)
                 score *= 1.0 + NAME_COVER_BONUS * cover * cover
-                if read.unwanted.intersection(words):
+                if unwanted.intersection(words):
                     score *= UNWANTED_IN_NAME
             factor = self.factors[index]
             if factor != 1.0 and read.words & OLD_WORDS:
@@ -519,6 +525,8 @@ class SearchIndex:
                 score *= KIND_NOT_SHOWN
             if read.files and takes and not self.paths[index]:
                 score *= FILE_NOT_TAKEN
+            if read.files and words and "directory" in words and asked.get("directory", 0.0) < 0.5:
+                score *= FILE_NOT_DIRECTORY
             ranked.append((-score, index))
         ranked.sort()
         order = [index for _, index in ranked]
