@@ -13,16 +13,18 @@ import importlib.util
 import os
 import re
 
-def _load_tables():
-    """``search_tables.py`` from this file's folder (not on ``sys.path``)."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "search_tables.py")
-    spec = importlib.util.spec_from_file_location("code_mode_search_tables", path)
+def _load_beside(name):
+    """``name``.py from this file's folder (not on ``sys.path``)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
+    spec = importlib.util.spec_from_file_location("code_mode_" + name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-TABLES = _load_tables()
+TABLES = _load_beside("search_tables")
+# What a request about named things is about (search_graph.py).
+GRAPH = _load_beside("search_graph").GraphReading(TABLES)
 QUESTION_WORDS, RECALL_WORDS = TABLES.QUESTION_WORDS, TABLES.RECALL_WORDS
 NAMING_WORDS, HOW_WORDS, STOP_WORDS = TABLES.NAMING_WORDS, TABLES.HOW_WORDS, TABLES.STOP_WORDS
 COMPOUND_WORDS, LEADING_VERBS, PHRASES = TABLES.COMPOUND_WORDS, TABLES.LEADING_VERBS, TABLES.PHRASES
@@ -637,14 +639,6 @@ class Query:
         self.unwanted = unwanted  # stems of the words it says it does not want ("no sizes")
 
 
-# What a request about a knowledge graph is about: a link between two
-# named things, a fact about one, or a new thing.
-_NAME_UNIT = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")
-_ABOUT_ONE = re.compile(
-    r"\b(?:(?:on|to|from|in|off|into) (?:her|his|its|their|[A-Z][a-z]+'s) (?:entry|node|record|profile|card|page|notes?)"
-    r"|[A-Z][a-z]+'s (?:\w+ )?(?:entry|node|record|profile|card|page)"
-    r"|(?:have|know|keep|stored|saved) (?:on|about) (?:him|her|them|it)\b"
-    r"|(?:fact|detail|note|thing)s? (?:about|on|for) )", re.I)
 # Named things' records asked for by name ("pull up Tom's and Ines's
 # entries", "by exact name"): opening them, not searching.
 _NAMED_RECORDS = re.compile(
@@ -660,61 +654,6 @@ _PROJECT_PLACE = re.compile(
     r"\b(?:at|in|under|inside|from)\s+(?:the\s+|my\s+|our\s+)?(?:root\s+of\s+(?:the\s+|my\s+|our\s+)?)?"
     r"(?:repo|repository|project)(?:\s+root)?\b", re.I)
 _FIND_NAME = re.compile(r"\bfind\s+(\S+)\s+-i?(?:name|path|wholename)\b")
-_LINKING_LEAD = re.compile(r"^\W*(?:(?:please|pls|now|then|also)\s+)?(?:disconnect|unlink|detach|relate|interlink)\b", re.I)
-_WITH_ITS = re.compile(r"\balong with (?:its|his|her|their|all)\b", re.I)
-# Something the memory does not hold yet ("you don't know her yet", "met
-# him for the first time"): a new thing to record.
-_NOT_KNOWN_YET = re.compile(
-    r"\b(?:don'?t|do not|doesn'?t|does not|didn'?t|haven'?t|have not|never)\s+(?:know|knew|have|met|heard|saved|"
-    r"stored|remember)\b[^.;!?]{0,40}?\byet\b|\bnot (?:in|stored in|saved in) (?:your |the )?memory yet\b"
-    r"|\bfirst time\b", re.I)
-# Taken out of the whole store ("erase jdoe from the knowledge graph").
-_FROM_STORE = re.compile(r"\b(?:from|out of) (?:the |your |my )?(?:knowledge graph|graph|memory|kg)\b", re.I)
-# One named thing said to be of a kind ("Dana is a designer", "it's a
-# customer of ours", "she's an engineer"): the thing and its kind.
-_IS_A = re.compile(r"\b(?:is|was|'s|’s)\s+(?:a|an)\s+(?!lot\b|bit\b|few\b)\w", re.I)
-_NEW_THING = re.compile(r"\bnew (?:\w+ )?(?:" + "|".join(sorted(NEW_THING_WORDS)) + r")\b", re.I)
-
-
-def _graph_object(text, words, known, action, files):
-    """What a request about named things is about, as a knowledge graph
-    holds it: ``"relation"`` (two named things and a word of how they
-    relate: "Falcon depends on Hawk"), ``"observation"`` (a fact about one:
-    "put that on her entry", "one more fact about Falcon"), ``"entity"`` (a
-    new thing, or one named thing wholly: "a new person", "forget Kevin
-    completely"), or None. ``words`` are the query's words in lower case,
-    ``known`` the words that are no names when they open it."""
-    units = [m.group(0) for m in _NAME_UNIT.finditer(text)]
-    # The first word of the request is capitalised as any first word.
-    if units and text.lstrip().startswith(units[0]) and units[0].lower() in known:
-        units = units[1:]
-    named = len({u.lower() for u in units})
-    if _NEW_THING.search(text) and not FILE_THING_WORDS.intersection(words):
-        return "entity"  # "a new person", "new entry for Jonas"
-    if _NOT_KNOWN_YET.search(text) and not FILE_THING_WORDS.intersection(words) and not files:
-        return "entity"  # "you don't know her yet": a new thing
-    if _ABOUT_ONE.search(text):
-        return "observation"  # "put that on her entry", "add that to what you have on him"
-    if named >= 2 and any(w in RELATION_WORDS or w[-1:] == "s" and w[:-1] in RELATION_WORDS for w in words):
-        return "relation"
-    if "between" in words and LINK_WORDS.intersection(words) and not files:
-        return "relation"  # "the relationship between two entities"
-    if _LINKING_LEAD.match(text) and not files and not FILE_THING_WORDS.intersection(words):
-        return "relation"  # "disconnect the two entities": what links them
-    if action and FACT_WORDS.intersection(words):
-        return "observation"
-    if "new" in words and not files and not FILE_THING_WORDS.intersection(words) and (
-            NEW_THING_WORDS.intersection(words) or action == "make"):
-        return "entity"
-    if action == "remove" and named == 1 and _FROM_STORE.search(text):
-        return "entity"  # "erase jdoe from the knowledge graph": the thing itself
-    if named == 1 and _IS_A.search(text) and not files and not FILE_THING_WORDS.intersection(words):
-        return "entity"  # "remember that Dana is a designer": what a thing is, its kind
-    if named == 1 and (WHOLLY_WORDS.intersection(words) or _WITH_ITS.search(text)):
-        return "entity"  # "forget Kevin completely", "drop Phoenix along with its links"
-    return None
-
-
 def read_query(query, index=None):
     """Read ``query`` (see query_terms) into a Query."""
     named = index.named if index is not None else None
@@ -820,7 +759,7 @@ def read_query(query, index=None):
             extra.append((NAMED_QUESTION_HINT, NAMED_QUESTION_WEIGHT))
     elif names:
         extra.append((NAMED_HINT, NAMED_HINT_WEIGHT))
-    about = _graph_object(query, set(_raw_words(query)), _KNOWN_OPENERS, action, files)
+    about = GRAPH.object_of(query, set(_raw_words(query)), _KNOWN_OPENERS, action, files)
     if not action and _NAMED_RECORDS.search(query):
         extra.append(("open", GRAPH_HINT_WEIGHT))  # read named records as they are
     if question and opener[0] == "who" and len(opener) > 2 and opener[1] not in ("is", "are", "was", "were"):

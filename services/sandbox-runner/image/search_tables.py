@@ -71,7 +71,7 @@ CONVERT_WORDS = frozenset(
     "convert conversion converted difference differ ahead behind equivalent equals offset between vs versus".split())
 
 # What a request about named things in a knowledge graph is about
-# (search_query._graph_object): words of how two things relate, things
+# (search_graph.py): words of how two things relate, things
 # that "a new ..." makes, words of a fact, words of files (a new file is
 # no new thing of the graph), words that take away a thing wholly.
 RELATION_WORDS = frozenset("""

@@ -100,7 +100,7 @@ READING_IN_CHANGE = 0.7
 # score is multiplied by this.
 OPPOSITE_ACTION = 0.5
 # A request about a knowledge graph's relation, observation or entity
-# (search_query._graph_object) favours the tool that makes or removes that
+# (search_graph.GraphReading) favours the tool that makes or removes that
 # kind of thing: its score is multiplied by this.
 GRAPH_OBJECT = 1.5
 # A query saying it does not want something a tool's name holds ("the

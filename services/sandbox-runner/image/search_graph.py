@@ -1,0 +1,82 @@
+"""What a request about named things is about, as a knowledge graph holds it.
+
+A link between two named things ("Falcon depends on Hawk": a relation), a
+fact about one ("put that on her entry": an observation), or a thing
+itself ("a new person", "Dana is a designer", "forget Kevin completely":
+an entity). ``search_query.py`` loads this file from beside it with its
+tables (``search_tables.py``) and reads every query's ``about`` here;
+``tool_search.py`` favours the knowledge-graph tool that makes or removes
+what a request is about.
+"""
+
+import re
+
+# A name: capitalised words in a run ("Acme Corp").
+_NAME_UNIT = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")
+_ABOUT_ONE = re.compile(
+    r"\b(?:(?:on|to|from|in|off|into) (?:her|his|its|their|[A-Z][a-z]+'s) (?:entry|node|record|profile|card|page|notes?)"
+    r"|[A-Z][a-z]+'s (?:\w+ )?(?:entry|node|record|profile|card|page)"
+    r"|(?:have|know|keep|stored|saved) (?:on|about) (?:him|her|them|it)\b"
+    r"|(?:fact|detail|note|thing)s? (?:about|on|for) )", re.I)
+_LINKING_LEAD = re.compile(r"^\W*(?:(?:please|pls|now|then|also)\s+)?(?:disconnect|unlink|detach|relate|interlink)\b", re.I)
+_WITH_ITS = re.compile(r"\balong with (?:its|his|her|their|all)\b", re.I)
+# Something the memory does not hold yet ("you don't know her yet", "met
+# him for the first time"): a new thing to record.
+_NOT_KNOWN_YET = re.compile(
+    r"\b(?:don'?t|do not|doesn'?t|does not|didn'?t|haven'?t|have not|never)\s+(?:know|knew|have|met|heard|saved|"
+    r"stored|remember)\b[^.;!?]{0,40}?\byet\b|\bnot (?:in|stored in|saved in) (?:your |the )?memory yet\b"
+    r"|\bfirst time\b", re.I)
+# Taken out of the whole store ("erase jdoe from the knowledge graph").
+_FROM_STORE = re.compile(r"\b(?:from|out of) (?:the |your |my )?(?:knowledge graph|graph|memory|kg)\b", re.I)
+# One named thing said to be of a kind ("Dana is a designer", "it's a
+# customer of ours", "she's an engineer"): the thing and its kind.
+_IS_A = re.compile(r"\b(?:is|was|'s|’s)\s+(?:a|an)\s+(?!lot\b|bit\b|few\b)\w", re.I)
+
+
+class GraphReading:
+    """The reading, with the word tables it needs (``search_tables``)."""
+
+    def __init__(self, tables):
+        self.tables = tables
+        self.new_thing = re.compile(
+            r"\bnew (?:\w+ )?(?:" + "|".join(sorted(tables.NEW_THING_WORDS)) + r")\b", re.I)
+
+    def object_of(self, text, words, known, action, files):
+        """What a request about named things is about, as a knowledge graph
+        holds it: ``"relation"`` (two named things and a word of how they
+        relate: "Falcon depends on Hawk"), ``"observation"`` (a fact about one:
+        "put that on her entry", "one more fact about Falcon"), ``"entity"`` (a
+        new thing, or one named thing wholly: "a new person", "forget Kevin
+        completely"), or None. ``words`` are the query's words in lower case,
+        ``known`` the words that are no names when they open it."""
+        tables = self.tables
+        units = [m.group(0) for m in _NAME_UNIT.finditer(text)]
+        # The first word of the request is capitalised as any first word.
+        if units and text.lstrip().startswith(units[0]) and units[0].lower() in known:
+            units = units[1:]
+        named = len({u.lower() for u in units})
+        if self.new_thing.search(text) and not tables.FILE_THING_WORDS.intersection(words):
+            return "entity"  # "a new person", "new entry for Jonas"
+        if _NOT_KNOWN_YET.search(text) and not tables.FILE_THING_WORDS.intersection(words) and not files:
+            return "entity"  # "you don't know her yet": a new thing
+        if _ABOUT_ONE.search(text):
+            return "observation"  # "put that on her entry", "add that to what you have on him"
+        relating = tables.RELATION_WORDS
+        if named >= 2 and any(w in relating or w[-1:] == "s" and w[:-1] in relating for w in words):
+            return "relation"
+        if "between" in words and tables.LINK_WORDS.intersection(words) and not files:
+            return "relation"  # "the relationship between two entities"
+        if _LINKING_LEAD.match(text) and not files and not tables.FILE_THING_WORDS.intersection(words):
+            return "relation"  # "disconnect the two entities": what links them
+        if action and tables.FACT_WORDS.intersection(words):
+            return "observation"
+        if "new" in words and not files and not tables.FILE_THING_WORDS.intersection(words) and (
+                tables.NEW_THING_WORDS.intersection(words) or action == "make"):
+            return "entity"
+        if action == "remove" and named == 1 and _FROM_STORE.search(text):
+            return "entity"  # "erase jdoe from the knowledge graph": the thing itself
+        if named == 1 and _IS_A.search(text) and not files and not tables.FILE_THING_WORDS.intersection(words):
+            return "entity"  # "remember that Dana is a designer": what a thing is, its kind
+        if named == 1 and (tables.WHOLLY_WORDS.intersection(words) or _WITH_ITS.search(text)):
+            return "entity"  # "forget Kevin completely", "drop Phoenix along with its links"
+        return None
