@@ -18,7 +18,8 @@ _ABOUT_ONE = re.compile(
     r"|[A-Z][a-z]+'s (?:\w+ )?(?:entry|node|record|profile|card|page)"
     r"|(?:have|know|keep|stored|saved) (?:on|about) (?:him|her|them|it)\b"
     r"|(?:fact|detail|note|thing)s? (?:about|on|for) )", re.I)
-_LINKING_LEAD = re.compile(r"^\W*(?:(?:please|pls|now|then|also)\s+)?(?:disconnect|unlink|detach|relate|interlink)\b", re.I)
+_LINKING_LEAD = re.compile(r"(?:^|[,:;]\s)\W*(?:(?:please|pls|now|then|also)\s+)?(?:disconnect|unlink|detach|relate|interlink)\b",
+                           re.I)
 _WITH_ITS = re.compile(r"\balong with (?:its|his|her|their|all)\b", re.I)
 # Something the memory does not hold yet ("you don't know her yet", "met
 # him for the first time"): a new thing to record.
@@ -26,6 +27,9 @@ _NOT_KNOWN_YET = re.compile(
     r"\b(?:don'?t|do not|doesn'?t|does not|didn'?t|haven'?t|have not|never)\s+(?:know|knew|have|met|heard|saved|"
     r"stored|remember)\b[^.;!?]{0,40}?\byet\b|\bnot (?:in|stored in|saved in) (?:your |the )?memory yet\b"
     r"|\bfirst time\b", re.I)
+# A thing the memory already holds: what is added goes on its record.
+_ALREADY_KNOWN = re.compile(r"\b(?:already (?:exists?|stored|saved|known|in (?:the |your |my )?(?:memory|graph|knowledge graph))"
+                            r"|(?:is|are) already (?:there|in|stored|saved))\b", re.I)
 # Taken out of the whole store ("erase jdoe from the knowledge graph").
 _FROM_STORE = re.compile(r"\b(?:from|out of) (?:the |your |my )?(?:knowledge graph|graph|memory|kg)\b", re.I)
 # One named thing said to be of a kind ("Dana is a designer", "it's a
@@ -61,13 +65,17 @@ class GraphReading:
             return "entity"  # "you don't know her yet": a new thing
         if _ABOUT_ONE.search(text):
             return "observation"  # "put that on her entry", "add that to what you have on him"
+        if action == "remove" and named >= 1 and _WITH_ITS.search(text):
+            return "entity"  # "drop the nodes Foo and Bar along with their links": the things themselves
         relating = tables.RELATION_WORDS
         if named >= 2 and any(w in relating or w[-1:] == "s" and w[:-1] in relating for w in words):
             return "relation"
         if "between" in words and tables.LINK_WORDS.intersection(words) and not files:
             return "relation"  # "the relationship between two entities"
-        if _LINKING_LEAD.match(text) and not files and not tables.FILE_THING_WORDS.intersection(words):
+        if _LINKING_LEAD.search(text) and not files and not tables.FILE_THING_WORDS.intersection(words):
             return "relation"  # "disconnect the two entities": what links them
+        if action and named == 1 and _ALREADY_KNOWN.search(text):
+            return "observation"  # "Acme has 200 employees (Acme is already stored)": on its record
         if action and tables.FACT_WORDS.intersection(words):
             return "observation"
         if "new" in words and not files and not tables.FILE_THING_WORDS.intersection(words) and (

@@ -135,7 +135,8 @@ _PARTICLE_VERB = re.compile(
 # removes, and so does "clean out the old notes").
 _PLACE_AFTER = re.compile(r"\s+(?:the|a|an|this|that|these|those|of)\b", re.I)
 # "anything (in memory) about ...": a search, with up to three words between.
-_ANYTHING_ABOUT = re.compile(r"\bany(?:thing)?\b(?:\s+[\w'-]+){0,3}?\s+(?:about|on|regarding|concerning)\b", re.I)
+_ANYTHING_ABOUT = re.compile(r"\b(?:any(?:thing)?|something)\b(?:\s+[\w'-]+){0,3}?\s+(?:about|on|regarding|concerning)\b",
+                             re.I)
 
 
 # An MCP method's name: its namespace, a slash, the method (camel case).
@@ -444,13 +445,13 @@ def _query_tokens(query):
     if sql:
         statement = text[sql.start():]
         arguments.extend(_raw_words(statement))
-        # The statement's verb says what it does, on any store: SELECT
-        # reads, INSERT makes, DELETE takes away.
-        verb = _SQL_VERB.match(statement)
-        does = SQL_VERBS.get(verb.group(1).lower(), "") if verb else ""
+        # The statement's verb (every statement _SQL finds opens with one)
+        # says what it does, on any store: SELECT reads, INSERT makes,
+        # DELETE takes away; not "query", which pulls the searches.
+        does = SQL_VERBS[_SQL_VERB.match(statement).group(1).lower()]
         if does == SQL_VERBS["select"] and _SQL_EVERYTHING.match(statement):
             does += " all"
-        text = text[:sql.start()] + f" {does} sql query "
+        text = text[:sql.start()] + f" {does} "
         hints += [("sql", 1.0), ("query", 0.5)]
 
     def channel(match):
@@ -485,8 +486,8 @@ def _query_tokens(query):
         nonlocal files
         if not _FILE_NAME.match(bare):
             return False
-        if bare[0].isdigit() and not _DATED_NAME.match(bare):
-            return False  # 3.5, 1.2: numbers, not files (2024-06-01-notes.txt is one)
+        if bare[0].isdigit() and not _DATED_NAME.match(bare) and bare.rpartition(".")[2].lower() not in EXTENSIONS:
+            return False  # 3.5, 1.2: numbers, not files (2024-06-01-notes.txt and 001.sql are)
         name, _, extension = bare.lower().rpartition(".")
         kind = EXTENSIONS.get(extension)
         if name or kind is None:  # a file (notes.txt, .env), not a bare extension (.gz)

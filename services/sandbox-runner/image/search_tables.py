@@ -419,6 +419,8 @@ PHRASES = {
     "in the file name": "search whose file name matches",
     "tack onto": "add to",
     "what we know about": "the facts about",
+    "what i said about": "the facts about",
+    "find out where": "where",
     "what you know about": "the facts about",
     "fix its filename": "rename file",
     "fix its file name": "rename file",
@@ -499,6 +501,7 @@ REWRITES = [
 PARTICLE_VERBS = {
     ("take", "out"): "remove",
     ("take", "off"): "remove",
+    ("take", "back"): "remove",
     ("cut", "off"): "remove",
     ("cut", "out"): "remove",
     ("strike", "off"): "remove",
@@ -628,6 +631,7 @@ zero
 # vocabulary of files, records, time and actions, written before tuning
 # (testing/search-eval/README.md lists what tuning changed).
 SYNONYM_GROUPS = [
+    "simulated simulate simulation pretend fake mock",
     "create make new add generate build init initialize setup scaffold",
     "add sum plus total addition",
     "delete remove erase drop forget destroy purge clear wipe retract discard nuke scrap trash ditch strip",
@@ -652,7 +656,7 @@ SYNONYM_GROUPS = [
     "variable var",
     "echo repeat parrot",
     "message text string word",
-    "toggle switch enable disable turn activate deactivate",
+    "toggle switch enable disable turn activate deactivate flip",
     "trigger start run launch begin kick",
     "observation fact note detail trait habit",
     "entity node person people organization thing contact",
@@ -703,7 +707,7 @@ RELATED_GROUPS = [
     "sibling spouse colleague boss employee employer partner",
     "observation preference prefers likes dislikes speaks lives favourite favorite allergy allergic birthday hobby role",
     "echo ping back unchanged mirror say bounce",
-    "annotation annotated priority audience",
+    "annotation annotated priority audience tag tagged",
     "edit diff comment uncomment",
     "delete unlink break detach disconnect",
     "allowed reach touch sandbox may",

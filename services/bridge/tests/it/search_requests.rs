@@ -1,9 +1,9 @@
-//! Issue 43, rounds 17 and 18: requests that say what they want in a form
+//! Issue 43, rounds 17 to 19: requests that say what they want in a form
 //! of their own (an SQL statement, a graph pattern, a bare extension,
 //! shorthand, an idiom) rank the tool they ask for first. Each question in
-//! the two lists is new, written for these tests (not from a question
-//! set), and each ranked the wanted tool below another before its round
-//! read its form.
+//! the lists is new, written for these tests, or (marked) one the round
+//! read from an earlier held-out set; each ranked the wanted tool below
+//! another before its round read its form.
 //!
 //! Like `search.rs`, these rank with `runner.py`'s own `search_tools` on
 //! the host's `python3` over the catalog the bridge builds from the real
@@ -62,6 +62,41 @@ fn named_text_files_permission_idioms_name_matches_old_tools_leading_commands_an
         ("resource_link blocks in the result, not embedded resources", "everything__get_resource_links"),
     ];
     assert_first(&python, &cases);
+}
+
+#[test]
+fn things_said_before_numbered_files_known_things_retractions_and_pretend_features_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        // "something saved about": what the memory holds, not a write.
+        ("do you have something saved about my cousin's birthday?", "memory__search_nodes"),
+        // A file name may open with a digit (round 18's set).
+        ("pull in all three migrations together: 001.sql, 002.sql, 003.sql", "filesystem__read_multiple_files"),
+        // A thing "already stored" takes the fact on its record (round 18's set).
+        ("remember also that Acme has 200 employees (Acme is already stored)", "memory__add_observations"),
+        // Removing named things "along with their links": the things.
+        ("remove the nodes Alpha and Beta along with their links", "memory__delete_entities"),
+        // "take back what I said about": a fact taken off a record.
+        ("take back what I said about Omar's address", "memory__delete_observations"),
+        // "find out where ... allowed": what is allowed.
+        ("step 1: find out where the file server is allowed to write", "filesystem__list_allowed_directories"),
+        // "fake", "pretend" for simulated; "flip" for toggle.
+        ("flip the fake logger on", "everything__toggle_simulated_logging"),
+        // "tag" for annotate (round 18's set).
+        (
+            "how does a server tag content blocks with who-it's-for and how important? give an example",
+            "everything__get_annotated_message",
+        ),
+        // An SQL statement reads as its verb, not as a search.
+        ("SELECT * FROM memory", "memory__read_graph"),
+    ];
+    assert_first(&python, &cases);
+    // A clause opening with "unlink" after a server's name relates (round
+    // 18's set), over the 300-tool catalog.
+    let tools = cell_tools(&catalog_of(300));
+    let asked = ["on bravo memory, unlink ServiceA from DB (keep both entities)"];
+    let found = rank(&python, &tools, &asked, 3);
+    assert_eq!(found[0].first().map(String::as_str), Some("memory_bravo__delete_relations"), "{found:?}");
 }
 
 /// A question about one named file asks for its metadata ("how big is
