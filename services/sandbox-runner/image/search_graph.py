@@ -74,7 +74,7 @@ class GraphReading:
             return "relation"  # "the relationship between two entities"
         if _LINKING_LEAD.search(text) and not files and not tables.FILE_THING_WORDS.intersection(words):
             return "relation"  # "disconnect the two entities": what links them
-        if action and named == 1 and _ALREADY_KNOWN.search(text):
+        if action and named <= 1 and _ALREADY_KNOWN.search(text):
             return "observation"  # "Acme has 200 employees (Acme is already stored)": on its record
         if action and tables.FACT_WORDS.intersection(words):
             return "observation"

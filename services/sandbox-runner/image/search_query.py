@@ -181,6 +181,8 @@ _SQL = re.compile(
     r"|^\s*(?i:(?:select|insert\s+into|update|delete\s+from|create\s+table|alter\s+table)\b.*(?:[*=(;]|\bwhere\b))",
     re.S)
 _SQL_VERB = re.compile(r"\s*(select|insert|update|delete|create|alter)\b", re.I)
+# A SELECT of no table computes its expression.
+_SELECT_ONLY = re.compile(r"\s*select\b(?![^;]*\bfrom\b)", re.I)
 # "SELECT * FROM t" with no condition: every row.
 _SQL_EVERYTHING = re.compile(r"\s*select\s+\*\s+from\s+\S+\s*;?\s*$", re.I)
 SQL_VERBS = TABLES.SQL_VERBS
@@ -442,6 +444,8 @@ def _query_tokens(query):
         text = " ".join(means) + " " + text[piped.end():]
         hints += [("search", 1.0), ("pattern", 0.5)]
     sql = _SQL.search(text)
+    if sql and _SELECT_ONLY.match(text[sql.start():]):
+        sql = None  # "SELECT 1024 + 768;": a sum, no table read
     if sql:
         statement = text[sql.start():]
         arguments.extend(_raw_words(statement))

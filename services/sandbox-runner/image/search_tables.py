@@ -79,7 +79,7 @@ depends depend reports report manages manage managed married marry works work wo
 member friend friends parent child sibling sister brother spouse wife husband colleague colleagues boss employee
 employer partner partners cousin uncle aunt mother father son daughter mentor mentors founded founder leads lead
 between linked link links connection connections connected relationship relationships related join joins joined
-hired hires employs employ employed
+hired hires employs employ employed acquired acquires acquire
 """.split())
 NEW_THING_WORDS = frozenset("""
 person people entry entries project contact client customer company entity entities node record colleague friend
@@ -421,6 +421,8 @@ PHRASES = {
     "what we know about": "the facts about",
     "what i said about": "the facts about",
     "find out where": "where",
+    "break the connection": "remove the connection",
+    "over time": "gradually",
     "what you know about": "the facts about",
     "fix its filename": "rename file",
     "fix its file name": "rename file",

@@ -1,4 +1,4 @@
-//! Issue 43, rounds 17 to 19: requests that say what they want in a form
+//! Issue 43, rounds 17 to 20: requests that say what they want in a form
 //! of their own (an SQL statement, a graph pattern, a bare extension,
 //! shorthand, an idiom) rank the tool they ask for first. Each question in
 //! the lists is new, written for these tests, or (marked) one the round
@@ -97,6 +97,25 @@ fn things_said_before_numbered_files_known_things_retractions_and_pretend_featur
     let asked = ["on bravo memory, unlink ServiceA from DB (keep both entities)"];
     let found = rank(&python, &tools, &asked, 3);
     assert_eq!(found[0].first().map(String::as_str), Some("memory_bravo__delete_relations"), "{found:?}");
+}
+
+#[test]
+fn a_select_of_no_table_acquisitions_broken_connections_progress_over_time_and_a_known_thing_rank_the_tool_asked_for_first()
+ {
+    let Some(python) = python() else { return };
+    let cases = [
+        // A SELECT of no table computes its expression.
+        ("SELECT 512 + 256;", "everything__get_sum"),
+        // "acquired" relates two named things.
+        ("record that Initech acquired Hooli", "memory__create_relations"),
+        // "break the connection": a relation removed.
+        ("break the connection between those two nodes, keep the nodes", "memory__delete_relations"),
+        // "over time" is no clock time.
+        ("I need a call that reports its progress over time", "everything__trigger_long_running_operation"),
+        // A thing already stored, even unnamed, takes the fact (round 19's set).
+        ("attach new notes to an entity that's already stored", "memory__add_observations"),
+    ];
+    assert_first(&python, &cases);
 }
 
 /// A question about one named file asks for its metadata ("how big is
