@@ -144,3 +144,34 @@ async fn a_burst_past_the_encoders_threads_is_told_busy_within_the_bound_and_the
     assert!(counted("near") > near as u64, "and each answer as near");
     h.close().await;
 }
+
+/// A question whose catalog takes longer than `READ_WAIT` to read (300
+/// tools: seconds of one core) is told "not read" at that bound, so the
+/// cell ranks by words at once, and the read goes on: once it is done the
+/// same question is answered for every tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_whose_tools_take_longer_than_the_read_wait_is_told_not_read_at_the_bound_and_answered_once_read() {
+    use code_mode_bridge::meaning::{Meaning, READ_WAIT, Unanswered};
+    let Some(encoder) = encoder() else { return };
+    let tasks = tokio_util::task::TaskTracker::new();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let meaning = Meaning::start(Arc::new(encoder), &tasks, stop.clone());
+    let catalog = Arc::new(crate::search_eval::catalog_of(300));
+    let started = std::time::Instant::now();
+    let first = meaning.ask(1, catalog.clone(), "add two numbers").await;
+    let waited = started.elapsed();
+    let told = first.as_ref().err().copied();
+    assert_eq!(told, Some(Unanswered::NotRead), "asked at once: {:?}", first.map(|n| n.len()));
+    assert_eq!(Unanswered::NotRead.label(), "not_read");
+    assert!(
+        waited >= READ_WAIT && waited < READ_WAIT + Duration::from_secs(3),
+        "told after {waited:?}, the bound is {READ_WAIT:?}"
+    );
+    assert!(meaning.read(1, catalog.clone(), Duration::from_secs(180)).await, "the 300 tools are read");
+    eprintln!("measured: 300 tools read {:?} after the first question", started.elapsed());
+    let near = meaning.ask(1, catalog.clone(), "add two numbers").await.expect("answered once read");
+    assert_eq!(near.len(), catalog.tools().len(), "every tool of the catalog");
+    stop.cancel();
+    tasks.close();
+    tasks.wait().await;
+}
