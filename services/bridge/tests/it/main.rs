@@ -26,6 +26,7 @@ mod replay;
 mod restart;
 mod search;
 mod search_eval;
+mod search_held_out;
 mod search_meaning;
 mod search_requests;
 mod search_unseen;

@@ -21,13 +21,13 @@ use crate::search_eval::{
 /// The rank of the wanted tool for each question (1 for first, 99 when not
 /// in the top ten), each question asked of its own catalog, and the names
 /// each returned.
-fn ranks(python: &str, questions: &[Query]) -> Vec<(usize, Vec<String>)> {
+pub(crate) fn ranks(python: &str, questions: &[Query]) -> Vec<(usize, Vec<String>)> {
     ranks_with(python, questions, None)
 }
 
 /// As [`ranks`]; with `meaning`, `search_tools` asks the encoder when
 /// unsure, as a cell asks the bridge.
-fn ranks_with(
+pub(crate) fn ranks_with(
     python: &str,
     questions: &[Query],
     meaning: Option<&code_mode_encoder::Encoder>,
@@ -65,21 +65,21 @@ fn ranks_with(
 }
 
 /// (questions, wanted first, wanted in the top three).
-fn recall(ranks: &[(usize, Vec<String>)]) -> (usize, usize, usize) {
+pub(crate) fn recall(ranks: &[(usize, Vec<String>)]) -> (usize, usize, usize) {
     let first = ranks.iter().filter(|(r, _)| *r == 1).count();
     let top3 = ranks.iter().filter(|(r, _)| *r <= 3).count();
     (ranks.len(), first, top3)
 }
 
-fn percent(part: usize, whole: usize) -> f64 {
+pub(crate) fn percent(part: usize, whole: usize) -> f64 {
     100.0 * part as f64 / whole.max(1) as f64
 }
 
-fn print_row(label: &str, (n, first, top3): (usize, usize, usize)) {
+pub(crate) fn print_row(label: &str, (n, first, top3): (usize, usize, usize)) {
     println!("{label:<34} {n:>5} {first:>6} {:>6.1}% {top3:>6} {:>6.1}%", percent(first, n), percent(top3, n));
 }
 
-fn print_misses(label: &str, questions: &[Query], ranks: &[(usize, Vec<String>)]) {
+pub(crate) fn print_misses(label: &str, questions: &[Query], ranks: &[(usize, Vec<String>)]) {
     for (q, (rank, names)) in questions.iter().zip(ranks) {
         if *rank > 1 {
             let top: Vec<&str> = names.iter().take(3).map(String::as_str).collect();
@@ -226,163 +226,6 @@ fn with_the_sentence_encoder_search_tools_ranks_more_held_out_questions_first_th
         percent(top3, n) >= MEANING_TOP3_FLOOR,
         "held out: the wanted tool is in the top three for only {top3} of {n}"
     );
-}
-
-/// Round 15's held-out questions (`heldout-43-round15.json`, 240: 200 over
-/// the 42 tools, 40 over the 300-tool catalog), written by a helper from
-/// the tool lists alone after round 15's ranker and encoder were built,
-/// and measured once, words alone and with the encoder: by words 224 of
-/// 240 first (93.3 %) and 236 in the top three (98.3 %); with meaning 228
-/// (95.0 %) and 236 (98.3 %), meaning asked for 37; no empty answer. Read
-/// after that measurement, it tunes since round 17 (floors unchanged).
-const HELD_OUT_15: &str = "heldout-43-round15.json";
-const ROUND_15_WORDS_FLOORS: (f64, f64) = (93.3, 98.3);
-const ROUND_15_MEANING_FLOORS: (f64, f64) = (95.0, 98.3);
-
-#[test]
-fn on_round_15s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
-    measure_held_out_once(HELD_OUT_15, ROUND_15_WORDS_FLOORS, ROUND_15_MEANING_FLOORS);
-}
-
-/// Round 16's held-out questions (`heldout-43-round16.json`, 240: 200 over
-/// the 42 tools, 40 over the 300-tool catalog), written by a helper from
-/// the tool lists alone after round 15's measurement, as a second set
-/// apart, and measured once (nothing changed between the two): by words
-/// 222 of 240 first (92.5 %) and 236 in the top three (98.3 %); with
-/// meaning 223 (92.9 %) and 236 (98.3 %), meaning asked for 32; no empty
-/// answer. Read after that measurement, it tunes since round 17.
-const HELD_OUT_16: &str = "heldout-43-round16.json";
-const ROUND_16_WORDS_FLOORS: (f64, f64) = (92.5, 98.3);
-const ROUND_16_MEANING_FLOORS: (f64, f64) = (92.9, 98.3);
-
-#[test]
-fn on_round_16s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
-    measure_held_out_once(HELD_OUT_16, ROUND_16_WORDS_FLOORS, ROUND_16_MEANING_FLOORS);
-}
-
-/// Round 17's held-out questions (`heldout-43-round17.json`, 240: 200 over
-/// the 42 tools, 40 over the 300-tool catalog), written by a helper from
-/// the tool lists alone and committed before round 17's ranker; measured
-/// once before and once after it (testing/search-eval/README.md, round 17).
-/// Before (round 16's ranker): by words 226 of 240 first (94.2 %) and 234
-/// in the top three (97.5 %); with meaning 225 (93.8 %) and 234, asked for
-/// 27. After: 228 (95.0 %) and 236 (98.3 %) both ways, asked for 27; no
-/// empty answer. Read after that measurement, it tunes since round 18.
-const HELD_OUT_17: &str = "heldout-43-round17.json";
-const ROUND_17_WORDS_FLOORS: (f64, f64) = (95.0, 98.3);
-const ROUND_17_MEANING_FLOORS: (f64, f64) = (95.0, 98.3);
-
-#[test]
-fn on_round_17s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
-    measure_held_out_once(HELD_OUT_17, ROUND_17_WORDS_FLOORS, ROUND_17_MEANING_FLOORS);
-}
-
-/// Round 18's held-out questions (`heldout-43-round18.json`, 240: 200 over
-/// the 42 tools, 40 over the 300-tool catalog), written by a helper from
-/// the tool lists alone and committed before round 18's ranker; measured
-/// once before and once after it (testing/search-eval/README.md, round 18).
-/// Before (round 17's ranker): by words 221 of 240 first (92.1 %) and 234
-/// in the top three (97.5 %); with meaning 224 (93.3 %) and 234, asked for
-/// 26. After: by words 222 (92.5 %) and 234; with meaning 226 (94.2 %) and
-/// 234 (97.5 %), asked for 24; no empty answer. Read after that
-/// measurement, it tunes since round 19.
-const HELD_OUT_18: &str = "heldout-43-round18.json";
-const ROUND_18_WORDS_FLOORS: (f64, f64) = (92.5, 97.5);
-const ROUND_18_MEANING_FLOORS: (f64, f64) = (94.1, 97.5);
-
-#[test]
-fn on_round_18s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
-    measure_held_out_once(HELD_OUT_18, ROUND_18_WORDS_FLOORS, ROUND_18_MEANING_FLOORS);
-}
-
-/// Round 19's held-out questions (`heldout-43-round19.json`, 240: 200 over
-/// the 42 tools, 40 over the 300-tool catalog), written by a helper from
-/// the tool lists alone and committed before round 19's ranker; measured
-/// once before and once after it (testing/search-eval/README.md, round 19).
-/// Before (round 18's ranker): by words 227 of 240 first (94.6 %) and 238
-/// in the top three (99.2 %); with meaning 230 (95.8 %) and 238, asked for
-/// 30. After: by words 228 (95.0 %) and 238; with meaning 231 (96.2 %) and
-/// 238 (99.2 %), asked for 29; no empty answer. Read after that
-/// measurement, it tunes since round 20.
-const HELD_OUT_19: &str = "heldout-43-round19.json";
-const ROUND_19_WORDS_FLOORS: (f64, f64) = (95.0, 99.1);
-const ROUND_19_MEANING_FLOORS: (f64, f64) = (96.2, 99.1);
-
-#[test]
-fn on_round_19s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
-    measure_held_out_once(HELD_OUT_19, ROUND_19_WORDS_FLOORS, ROUND_19_MEANING_FLOORS);
-}
-
-/// Round 20's held-out questions (`heldout-43-round20.json`, 240: 200 over
-/// the 42 tools, 40 over the 300-tool catalog), written by a helper from
-/// the tool lists alone and committed before round 20's ranker; measured
-/// once before and once after it (testing/search-eval/README.md, round 20).
-/// Before (round 19's ranker, on questions it never saw): 230 of 240 first
-/// (95.8 %) and 238 in the top three (99.2 %), by words and with meaning
-/// alike, asked for 24. After: 231 (96.2 %) and 238 (99.2 %) both ways; no
-/// empty answer.
-const HELD_OUT_20: &str = "heldout-43-round20.json";
-const ROUND_20_WORDS_FLOORS: (f64, f64) = (96.2, 99.1);
-const ROUND_20_MEANING_FLOORS: (f64, f64) = (96.2, 99.1);
-
-#[test]
-fn on_round_20s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
-    measure_held_out_once(HELD_OUT_20, ROUND_20_WORDS_FLOORS, ROUND_20_MEANING_FLOORS);
-}
-
-/// Round 21's held-out questions (`heldout-43-round21.json`, 240: 200 over
-/// the 42 tools, 40 over the 300-tool catalog), written by a helper from
-/// the tool lists alone after round 20's ranker was committed, and
-/// measured once on it with nothing changed afterwards: a confirmation,
-/// not a round (testing/search-eval/README.md). By words 229 of 240 first
-/// (95.4 %) and 237 in the top three (98.8 %); with meaning 230 (95.8 %)
-/// and 237 (98.8 %), asked for 30; no empty answer.
-const HELD_OUT_21: &str = "heldout-43-round21.json";
-const ROUND_21_WORDS_FLOORS: (f64, f64) = (95.4, 98.7);
-const ROUND_21_MEANING_FLOORS: (f64, f64) = (95.8, 98.7);
-
-#[test]
-fn on_round_21s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
-    measure_held_out_once(HELD_OUT_21, ROUND_21_WORDS_FLOORS, ROUND_21_MEANING_FLOORS);
-}
-
-/// Ranks a held-out file by words alone and with the encoder, prints both
-/// by catalog, fails on an empty answer either way or below the floors
-/// (first, top three; percent).
-fn measure_held_out_once(file: &str, words_floors: (f64, f64), meaning_floors: (f64, f64)) {
-    let Some(python) = python() else { return };
-    let Some(encoder) = encoder() else { return };
-    let held = questions(file);
-    assert!(held.len() >= 240 && held.iter().all(|q| q.set == "heldout"), "{} questions", held.len());
-    let words = ranks(&python, &held);
-    let meaning = ranks_with(&python, &held, Some(&encoder));
-    let on = |rs: &[(usize, Vec<String>)], catalog: usize| -> Vec<(usize, Vec<String>)> {
-        held.iter()
-            .zip(rs)
-            .filter(|(q, _)| (q.catalog == REAL_TOOLS) == (catalog == REAL_TOOLS))
-            .map(|(_, r)| r.clone())
-            .collect()
-    };
-    for (label, rs) in [("words alone", &words), ("with meaning", &meaning)] {
-        print_row(&format!("{file}, 42, {label}"), recall(&on(rs, REAL_TOOLS)));
-        print_row(&format!("{file}, 300, {label}"), recall(&on(rs, 300)));
-        print_row(&format!("{file}, all, {label}"), recall(rs));
-    }
-    if std::env::var_os("SHOW_HELD_OUT_MISSES").is_some() {
-        // Only for the docs, after the measurement: never to tune on.
-        print_misses(&format!("{file}, with meaning"), &held, &meaning);
-    }
-    for (label, rs) in [("words alone", &words), ("with meaning", &meaning)] {
-        let empty: Vec<&str> =
-            held.iter().zip(rs).filter(|(_, (_, names))| names.is_empty()).map(|(q, _)| q.query.as_str()).collect();
-        assert!(empty.is_empty(), "questions with no tool, {label}: {empty:?}");
-    }
-    for ((n, first, top3), (first_floor, top3_floor), label) in
-        [(recall(&words), words_floors, "words alone"), (recall(&meaning), meaning_floors, "with meaning")]
-    {
-        assert!(percent(first, n) >= first_floor, "{label}: the wanted tool is first for only {first} of {n}");
-        assert!(percent(top3, n) >= top3_floor, "{label}: in the top three for only {top3} of {n}");
-    }
 }
 
 /// Misspellings of `word` one letter wrong (a letter dropped, two swapped,
