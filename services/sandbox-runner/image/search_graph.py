@@ -27,6 +27,11 @@ _NOT_KNOWN_YET = re.compile(
     r"\b(?:don'?t|do not|doesn'?t|does not|didn'?t|haven'?t|have not|never)\s+(?:know|knew|have|met|heard|saved|"
     r"stored|remember)\b[^.;!?]{0,40}?\byet\b|\bnot (?:in|stored in|saved in) (?:your |the )?memory yet\b"
     r"|\bfirst time\b", re.I)
+# One named thing's record ("append facts to the Acme node"); two named
+# records are a relation ("connect the Acme node to the Berlin node").
+_A_RECORD = r"the [A-Z][\w-]* (?:entry|node|record|profile|card|page)\b"
+_ON_ITS_RECORD = re.compile(r"\b(?:on|to|from|in|into) " + _A_RECORD)
+_NAMED_RECORD = re.compile(r"\b" + _A_RECORD)
 # A thing the memory already holds: what is added goes on its record.
 _ALREADY_KNOWN = re.compile(r"\b(?:already (?:exists?|stored|saved|known|in (?:the |your |my )?(?:memory|graph|knowledge graph))"
                             r"|(?:is|are) already (?:there|in|stored|saved))\b", re.I)
@@ -63,7 +68,7 @@ class GraphReading:
             return "entity"  # "a new person", "new entry for Jonas"
         if _NOT_KNOWN_YET.search(text) and not tables.FILE_THING_WORDS.intersection(words) and not files:
             return "entity"  # "you don't know her yet": a new thing
-        if _ABOUT_ONE.search(text):
+        if _ABOUT_ONE.search(text) or _ON_ITS_RECORD.search(text) and len(_NAMED_RECORD.findall(text)) == 1:
             return "observation"  # "put that on her entry", "add that to what you have on him"
         if action == "remove" and named >= 1 and _WITH_ITS.search(text):
             return "entity"  # "drop the nodes Foo and Bar along with their links": the things themselves

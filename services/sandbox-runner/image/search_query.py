@@ -44,6 +44,7 @@ CHANGING_VERBS, PLACE_QUESTIONS, MODAL_WORDS = TABLES.CHANGING_VERBS, TABLES.PLA
 PLACING_VERBS, FOLDER_WORDS = TABLES.PLACING_VERBS, TABLES.FOLDER_WORDS
 TEXT_THINGS, RENAMING_VERBS, FILLING_WORDS = TABLES.TEXT_THINGS, TABLES.RENAMING_VERBS, TABLES.FILLING_WORDS
 FILE_COMMANDS, LINK_WORDS, LISTING_COMMANDS = TABLES.FILE_COMMANDS, TABLES.LINK_WORDS, TABLES.LISTING_COMMANDS
+LOG_LEVELS = TABLES.LOG_LEVELS
 
 # --------------------------------------------------------------------------
 # Words, and what a query asks
@@ -181,6 +182,8 @@ _SQL = re.compile(
     r"|^\s*(?i:(?:select|insert\s+into|update|delete\s+from|create\s+table|alter\s+table)\b.*(?:[*=(;]|\bwhere\b))",
     re.S)
 _SQL_VERB = re.compile(r"\s*(select|insert|update|delete|create|alter)\b", re.I)
+# A condition on the name ("WHERE name = 'Dana'", "name IN (...)").
+_SQL_BY_NAME = re.compile(r"\bwhere\s+(?:\w+\.)?name\s*(?:=|in\b)", re.I)
 # A SELECT of no table computes its expression.
 _SELECT_ONLY = re.compile(r"\s*select\b(?![^;]*\bfrom\b)", re.I)
 # "SELECT * FROM t" with no condition: every row.
@@ -455,6 +458,8 @@ def _query_tokens(query):
         does = SQL_VERBS[_SQL_VERB.match(statement).group(1).lower()]
         if does == SQL_VERBS["select"] and _SQL_EVERYTHING.match(statement):
             does += " all"
+        elif does == SQL_VERBS["select"] and _SQL_BY_NAME.search(statement):
+            does += " by their names"  # "WHERE name IN ('Dana', 'Eve')": the named ones
         text = text[:sql.start()] + f" {does} "
         hints += [("sql", 1.0), ("query", 0.5)]
 
@@ -554,6 +559,8 @@ def _query_tokens(query):
             # "elicitation/create", "roots/list", "sampling/createMessage":
             # an MCP method named, its words asked for (not a folder path).
             plain.extend(_raw_words(bare))
+        elif "/" in bare and LOG_LEVELS.issuperset(bare.lower().split("/")):
+            plain.extend(bare.split("/"))  # "debug/info/error": log levels, not a path
         elif "/" in bare and len(bare) > 1:
             *folders, last = bare.split("/")
             arguments.extend(w for f in folders for w in _raw_words(f))

@@ -315,8 +315,6 @@ PHRASES = {
     "change its name": "rename",
     "in the name": "pattern",
     "in its name": "pattern",
-    "in their name": "pattern",
-    "in the filename": "pattern",
     "search and replace": "replace",
     "replace the entire": "overwrite",
     "replace the whole": "overwrite",
@@ -338,7 +336,6 @@ PHRASES = {
     "let me see": "show",
     "let me look at": "view",
     "let me view": "view",
-    "let me read": "read",
     "file or folder": "metadata type",
     "file or a folder": "metadata type",
     "file or directory": "metadata type",
@@ -423,6 +420,9 @@ PHRASES = {
     "find out where": "where",
     "break the connection": "remove the connection",
     "over time": "gradually",
+    "a single call": "together",
+    "top-level": "list",
+    "should live in": "move into",
     "what you know about": "the facts about",
     "fix its filename": "rename file",
     "fix its file name": "rename file",
@@ -455,6 +455,10 @@ PHRASES = {
     "directory or file": "metadata type",
     "folder or file": "metadata type",
 }
+
+# Log levels: joined by slashes ("debug/info/error") they are words, not
+# a path.
+LOG_LEVELS = frozenset("trace debug info notice warn warning error critical alert emergency fatal".split())
 
 # What an SQL statement's verb asks, written as a request.
 SQL_VERBS = {

@@ -1,4 +1,4 @@
-//! Issue 43, rounds 17 to 20: requests that say what they want in a form
+//! Issue 43, rounds 17 to 22: requests that say what they want in a form
 //! of their own (an SQL statement, a graph pattern, a bare extension,
 //! shorthand, an idiom) rank the tool they ask for first. Each question in
 //! the lists is new, written for these tests, or (marked) one the round
@@ -118,6 +118,30 @@ fn a_select_of_no_table_acquisitions_broken_connections_progress_over_time_and_a
     assert_first(&python, &cases);
 }
 
+#[test]
+fn one_call_a_new_home_a_named_record_a_select_by_name_and_log_levels_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        // "in a single call": together.
+        ("review the three migration scripts in a single call", "filesystem__read_multiple_files"),
+        // "should live in": a move.
+        ("the invoice is sitting in Inbox but should live in Archive/2024", "filesystem__move_file"),
+        // One named record ("the Acme node") takes the facts (round 21's set).
+        ("append facts to the Acme node: founded 1999, HQ in Oslo", "memory__add_observations"),
+        // A SELECT on the name reads the named ones.
+        ("SELECT * FROM people WHERE name = 'Rosa'", "memory__open_nodes"),
+        // Log levels joined by slashes are words, not a path (round 21's set).
+        ("make the server start producing fake debug/info/error log lines", "everything__toggle_simulated_logging"),
+    ];
+    assert_first(&python, &cases);
+    // "top-level" reads as "top level" does (a listing), not as the word
+    // "level", which pulls the logging tools.
+    let seen = words(&python, &["show the top-level contents of /var/www"]);
+    let groups = seen[0]["query"].as_array().unwrap();
+    let holds = |word: &str| groups.iter().any(|g| g[1].as_array().unwrap().contains(&word.into()));
+    assert!(!holds("level") && !holds("top") && holds("list"), "{}", seen[0]["query"]);
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
@@ -160,4 +184,32 @@ fn assert_first(python: &str, cases: &[(&str, &str)]) {
         .map(|((query, want), names)| format!("{query:?} wants {want}, got {names:?}"))
         .collect();
     assert!(wrong.is_empty(), "ranked another tool first:\n{}", wrong.join("\n"));
+}
+
+/// A table written as a Python dict keeps only the last of two entries with
+/// one key, silently: round 18 wrote three phrases a second time, and their
+/// first meanings were dead until this test found them.
+#[test]
+fn no_table_of_the_search_gives_one_key_twice() {
+    let Some(python) = python() else { return };
+    let tables = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sandbox-runner/image/search_tables.py");
+    let check = r#"
+import ast, sys
+tree = ast.parse(open(sys.argv[1]).read())
+twice = []
+for node in ast.walk(tree):
+    if isinstance(node, ast.Dict):
+        seen = set()
+        for key in node.keys:
+            if isinstance(key, ast.Constant):
+                value = key.value
+                if value in seen:
+                    twice.append(repr(value) + " at line " + str(key.lineno))
+                seen.add(value)
+print("\n".join(twice))
+"#;
+    let out = std::process::Command::new(&python).arg("-c").arg(check).arg(&tables).output().expect("python3 runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let twice = String::from_utf8_lossy(&out.stdout);
+    assert!(twice.trim().is_empty(), "keys given twice in {}:\n{twice}", tables.display());
 }
