@@ -32,6 +32,14 @@ _NOT_KNOWN_YET = re.compile(
 _A_RECORD = r"the [A-Z][\w-]* (?:entry|node|record|profile|card|page)\b"
 _ON_ITS_RECORD = re.compile(r"\b(?:on|to|from|in|into) " + _A_RECORD)
 _NAMED_RECORD = re.compile(r"\b" + _A_RECORD)
+# Two things the memory holds already: what is new is how they relate.
+_BOTH_KNOWN = re.compile(r"\bboth (?:\w+ )?(?:already exist|exist already|are already|already in|(?:are )?in (?:the )?memory"
+                         r"|(?:are )?(?:already )?(?:stored|saved))", re.I)
+# A removal that keeps the thing itself: what goes is what is said of it.
+_KEEPS_THE_THING = re.compile(
+    r"\bwithout (?:deleting|removing) (?:the |that |this )?(?:entity|node|record|person|thing|it)\b"
+    r"|\b(?:record|entity|node|person) itself stays\b|\bkeep(?:ing)? (?:the |that )?(?:entity|node|record|person)\b",
+    re.I)
 # A thing the memory already holds: what is added goes on its record.
 _ALREADY_KNOWN = re.compile(r"\b(?:already (?:exists?|stored|saved|known|in (?:the |your |my )?(?:memory|graph|knowledge graph))"
                             r"|(?:is|are) already (?:there|in|stored|saved))\b", re.I)
@@ -70,6 +78,8 @@ class GraphReading:
             return "entity"  # "you don't know her yet": a new thing
         if _ABOUT_ONE.search(text) or _ON_ITS_RECORD.search(text) and len(_NAMED_RECORD.findall(text)) == 1:
             return "observation"  # "put that on her entry", "add that to what you have on him"
+        if _BOTH_KNOWN.search(text) and not files:
+            return "relation"  # "Berlin is located in Germany (both nodes exist already)": what links them
         if action == "remove" and named >= 1 and _WITH_ITS.search(text):
             return "entity"  # "drop the nodes Foo and Bar along with their links": the things themselves
         relating = tables.RELATION_WORDS
@@ -79,6 +89,8 @@ class GraphReading:
             return "relation"  # "the relationship between two entities"
         if _LINKING_LEAD.search(text) and not files and not tables.FILE_THING_WORDS.intersection(words):
             return "relation"  # "disconnect the two entities": what links them
+        if action == "remove" and _KEEPS_THE_THING.search(text):
+            return "observation"  # "erase the phone number we noted on Globex; the record itself stays"
         if action and named <= 1 and _ALREADY_KNOWN.search(text):
             return "observation"  # "Acme has 200 employees (Acme is already stored)": on its record
         if action and tables.FACT_WORDS.intersection(words):

@@ -491,6 +491,10 @@ REWRITES = [
      r"|opened|touched)\b", "recent"),
     # A note left on an item is a comment on it ("leave a note on the ticket").
     (r"\bleave\s+(?:a|an)\s+(?:short\s+)?(?:note|comment|reply)\s+(?=on|in|under)\b", "add comment "),
+    # A Cypher query reads: every node and relation with no condition
+    # ("MATCH (n)-[r]->(m) RETURN n, r, m"), a search with one.
+    (r"^\s*match\s*\((?!.*\bwhere\b).*\breturn\b.*$", "read the whole graph"),
+    (r"^\s*match\s*\(.*\bwhere\b.*\breturn\b.*$", "search the graph"),
     # A graph pattern, "(user)-[OWNS]->(Biscuit)": two nodes and the
     # relation between them.
     (r"\(\s*([\w:' -]*)\)\s*<?-\s*\[\s*:?\s*([\w' -]*)\]\s*->?\s*\(\s*([\w:' -]*)\)", r"\1 \2 \3 relation"),
@@ -508,6 +512,7 @@ PARTICLE_VERBS = {
     ("take", "out"): "remove",
     ("take", "off"): "remove",
     ("take", "back"): "remove",
+    ("clean", "off"): "remove",
     ("cut", "off"): "remove",
     ("cut", "out"): "remove",
     ("strike", "off"): "remove",

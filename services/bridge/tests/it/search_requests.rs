@@ -1,4 +1,4 @@
-//! Issue 43, rounds 17 to 22: requests that say what they want in a form
+//! Issue 43, rounds 17 to 23: requests that say what they want in a form
 //! of their own (an SQL statement, a graph pattern, a bare extension,
 //! shorthand, an idiom) rank the tool they ask for first. Each question in
 //! the lists is new, written for these tests, or (marked) one the round
@@ -140,6 +140,23 @@ fn one_call_a_new_home_a_named_record_a_select_by_name_and_log_levels_rank_the_t
     let groups = seen[0]["query"].as_array().unwrap();
     let holds = |word: &str| groups.iter().any(|g| g[1].as_array().unwrap().contains(&word.into()));
     assert!(!holds("level") && !holds("top") && holds("list"), "{}", seen[0]["query"]);
+}
+
+#[test]
+fn two_known_things_a_cypher_read_and_removals_that_keep_the_thing_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        // Both things known already: what is new is how they relate.
+        ("note that Lyon is located in France (both nodes exist already)", "memory__create_relations"),
+        // A Cypher MATCH ... RETURN with no condition reads the whole graph.
+        ("MATCH (a)-[r]->(b) RETURN a, r, b", "memory__read_graph"),
+        // "clean ... off" takes away.
+        ("clean the old facts off Omar's node", "memory__delete_observations"),
+        // A removal that keeps the thing itself takes what is said of it.
+        ("remove the phone number we stored on Initech; the record itself stays", "memory__delete_observations"),
+        ("delete an outdated remark on a node without deleting the node", "memory__delete_observations"),
+    ];
+    assert_first(&python, &cases);
 }
 
 /// A question about one named file asks for its metadata ("how big is
