@@ -230,3 +230,89 @@ print("\n".join(twice))
     let twice = String::from_utf8_lossy(&out.stdout);
     assert!(twice.trim().is_empty(), "keys given twice in {}:\n{twice}", tables.display());
 }
+
+/// Whatever a model writes, `search_tools` answers: thousands of queries
+/// made of the fragments its readings look for (SQL, Cypher, paths, file
+/// names, log levels, shorthand) in any order, and of any printable
+/// characters, each get a list (`rank.py` fails if one raised).
+#[test]
+fn search_tools_answers_every_query_made_of_the_fragments_it_reads_in_any_order_without_raising() {
+    let Some(python) = python() else { return };
+    let fragments = [
+        "SELECT",
+        "select",
+        "*",
+        "FROM",
+        "WHERE",
+        "name",
+        "=",
+        "IN",
+        "(",
+        ")",
+        ";",
+        "INSERT INTO",
+        "VALUES",
+        "UPDATE",
+        "SET",
+        "DELETE FROM",
+        "CREATE TABLE",
+        "MATCH",
+        "RETURN",
+        "-[",
+        "]->",
+        "(a)",
+        "debug/info/error",
+        "001.sql",
+        ".wav",
+        "kg:",
+        "del",
+        "obs",
+        "both",
+        "already",
+        "exist",
+        "the Acme node",
+        "'x'",
+        "1024",
+        "+",
+        "768",
+        "/",
+        "\\",
+        "..",
+        "a.b",
+        "top-level",
+        "over time",
+        "é",
+        "ß",
+        "\u{2019}s",
+        "Bob's",
+        "ls -la",
+        "> out.txt",
+        "|",
+        "grep",
+        "PST",
+        "3pm",
+        "Europe/Madrid",
+        "https://x.y",
+        "#general",
+        "@maria",
+    ];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |n: usize| {
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize % n
+    };
+    let queries: Vec<String> = (0..3_000)
+        .map(|i| {
+            if i % 5 == 0 {
+                (0..next(40)).map(|_| (b' ' + next(95) as u8) as char).collect()
+            } else {
+                (0..next(13)).map(|_| fragments[next(fragments.len())]).collect::<Vec<_>>().join(" ")
+            }
+        })
+        .collect();
+    let texts: Vec<&str> = queries.iter().map(String::as_str).collect();
+    let tools = cell_tools(&catalog_of(300));
+    let found = rank(&python, &tools, &texts, 3);
+    assert_eq!(found.len(), texts.len(), "an answer for every query");
+    assert!(found.iter().all(|names| names.len() <= 3), "never more than the limit");
+}
