@@ -378,12 +378,12 @@ fn a_description_stuffed_with_every_word_of_the_tuning_questions_comes_first_for
 }
 
 /// A need of a behaviour test: `query` wants `want` in the `catalog`.
-fn asked_in(query: &str, want: &str, catalog: usize) -> Query {
+pub(crate) fn asked_in(query: &str, want: &str, catalog: usize) -> Query {
     Query { query: query.into(), want: want.into(), set: "tune".into(), catalog, note: String::new() }
 }
 
 /// Fails naming every question whose wanted tool is not ranked first.
-fn each_first(python: &str, questions: &[Query]) {
+pub(crate) fn each_first(python: &str, questions: &[Query]) {
     let found = ranks(python, questions);
     let wrong: Vec<String> = questions
         .iter()

@@ -10,8 +10,9 @@
 //! servers' `tools/list`.
 
 use crate::search_eval::{
-    REAL_TOOLS, catalog_of, cell_tools, encoder, nearness, python, rank, rank_with_meaning, words,
+    REAL_TOOLS, catalog_of, cell_tools, encoder, nearness, python, rank, rank_with_meaning, runner_py, words,
 };
+use crate::search_meaning::{asked_in, each_first};
 
 #[test]
 fn sql_statements_graph_patterns_bare_extensions_and_shorthand_rank_the_tool_they_ask_for_first() {
@@ -38,7 +39,7 @@ fn sql_statements_graph_patterns_bare_extensions_and_shorthand_rank_the_tool_the
         // "employs" relates two named things.
         ("record that Globex employs Rosa", "memory__create_relations"),
     ];
-    assert_first(&python, &cases);
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
 #[test]
@@ -61,7 +62,7 @@ fn named_text_files_permission_idioms_name_matches_old_tools_leading_commands_an
         // A word asked for in full is not unwanted for being negated too.
         ("resource_link blocks in the result, not embedded resources", "everything__get_resource_links"),
     ];
-    assert_first(&python, &cases);
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
 #[test]
@@ -90,13 +91,17 @@ fn things_said_before_numbered_files_known_things_retractions_and_pretend_featur
         // An SQL statement reads as its verb, not as a search.
         ("SELECT * FROM memory", "memory__read_graph"),
     ];
-    assert_first(&python, &cases);
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
     // A clause opening with "unlink" after a server's name relates (round
     // 18's set), over the 300-tool catalog.
-    let tools = cell_tools(&catalog_of(300));
-    let asked = ["on bravo memory, unlink ServiceA from DB (keep both entities)"];
-    let found = rank(&python, &tools, &asked, 3);
-    assert_eq!(found[0].first().map(String::as_str), Some("memory_bravo__delete_relations"), "{found:?}");
+    each_first(
+        &python,
+        &[asked_in(
+            "on bravo memory, unlink ServiceA from DB (keep both entities)",
+            "memory_bravo__delete_relations",
+            300,
+        )],
+    );
 }
 
 #[test]
@@ -115,7 +120,7 @@ fn a_select_of_no_table_acquisitions_broken_connections_progress_over_time_and_a
         // A thing already stored, even unnamed, takes the fact (round 19's set).
         ("attach new notes to an entity that's already stored", "memory__add_observations"),
     ];
-    assert_first(&python, &cases);
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
 #[test]
@@ -133,7 +138,7 @@ fn one_call_a_new_home_a_named_record_a_select_by_name_and_log_levels_rank_the_t
         // Log levels joined by slashes are words, not a path (round 21's set).
         ("make the server start producing fake debug/info/error log lines", "everything__toggle_simulated_logging"),
     ];
-    assert_first(&python, &cases);
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
     // "top-level" reads as "top level" does (a listing), not as the word
     // "level", which pulls the logging tools.
     let seen = words(&python, &["show the top-level contents of /var/www"]);
@@ -156,7 +161,7 @@ fn two_known_things_a_cypher_read_and_removals_that_keep_the_thing_rank_the_tool
         ("remove the phone number we stored on Initech; the record itself stays", "memory__delete_observations"),
         ("delete an outdated remark on a node without deleting the node", "memory__delete_observations"),
     ];
-    assert_first(&python, &cases);
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
 /// A question about one named file asks for its metadata ("how big is
@@ -188,28 +193,13 @@ fn a_question_about_what_one_file_holds_asks_for_its_text_and_one_about_its_size
     }
 }
 
-/// Ranks each query over the four reference servers' 42 tools by words
-/// alone and fails naming every query whose wanted tool is not first.
-fn assert_first(python: &str, cases: &[(&str, &str)]) {
-    let tools = cell_tools(&catalog_of(REAL_TOOLS));
-    let texts: Vec<&str> = cases.iter().map(|(query, _)| *query).collect();
-    let found = rank(python, &tools, &texts, 3);
-    let wrong: Vec<String> = cases
-        .iter()
-        .zip(&found)
-        .filter(|((_, want), names)| names.first().map(String::as_str) != Some(*want))
-        .map(|((query, want), names)| format!("{query:?} wants {want}, got {names:?}"))
-        .collect();
-    assert!(wrong.is_empty(), "ranked another tool first:\n{}", wrong.join("\n"));
-}
-
 /// A table written as a Python dict keeps only the last of two entries with
 /// one key, silently: round 18 wrote three phrases a second time, and their
 /// first meanings were dead until this test found them.
 #[test]
 fn no_table_of_the_search_gives_one_key_twice() {
     let Some(python) = python() else { return };
-    let tables = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sandbox-runner/image/search_tables.py");
+    let tables = runner_py().with_file_name("search_tables.py");
     let check = r#"
 import ast, sys
 tree = ast.parse(open(sys.argv[1]).read())
