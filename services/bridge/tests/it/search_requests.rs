@@ -20,6 +20,7 @@ fn sql_statements_graph_patterns_bare_extensions_and_shorthand_rank_the_tool_the
     let cases = [
         // An SQL statement's verb says what it does.
         ("DELETE FROM people WHERE name = 'Rosa'", "memory__delete_entities"),
+        ("INSERT INTO graph (name, type) VALUES ('Initech', 'company')", "memory__create_entities"),
         // A graph pattern is two nodes and the relation between them.
         ("step 2: persist (order)-[SHIPS_TO]->(Lisbon)", "memory__create_relations"),
         ("step 4/4: (invoice)-[PAID_BY]->(Acme)", "memory__create_relations"),
@@ -83,6 +84,7 @@ fn things_said_before_numbered_files_known_things_retractions_and_pretend_featur
         ("step 1: find out where the file server is allowed to write", "filesystem__list_allowed_directories"),
         // "fake", "pretend" for simulated; "flip" for toggle.
         ("flip the fake logger on", "everything__toggle_simulated_logging"),
+        ("flip the pretend logger on", "everything__toggle_simulated_logging"),
         // "tag" for annotate (round 18's set).
         (
             "how does a server tag content blocks with who-it's-for and how important? give an example",
@@ -155,6 +157,8 @@ fn two_known_things_a_cypher_read_and_removals_that_keep_the_thing_rank_the_tool
         ("note that Lyon is located in France (both nodes exist already)", "memory__create_relations"),
         // A Cypher MATCH ... RETURN with no condition reads the whole graph.
         ("MATCH (a)-[r]->(b) RETURN a, r, b", "memory__read_graph"),
+        // ... and with a condition, a search.
+        ("MATCH (p) WHERE p.name CONTAINS 'Ana' RETURN p", "memory__search_nodes"),
         // "clean ... off" takes away.
         ("clean the old facts off Omar's node", "memory__delete_observations"),
         // A removal that keeps the thing itself takes what is said of it.
