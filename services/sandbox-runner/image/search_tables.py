@@ -216,7 +216,6 @@ COMPOUND_WORDS = {
     "mkdirs": "make directory",
     "rmrf": "remove",
     "anymore": "remove",
-    "misnamed": "rename",
     "del": "delete",
     "obs": "observations",
 }
@@ -498,8 +497,6 @@ REWRITES = [
     # A graph pattern, "(user)-[OWNS]->(Biscuit)": two nodes and the
     # relation between them.
     (r"\(\s*([\w:' -]*)\)\s*<?-\s*\[\s*:?\s*([\w' -]*)\]\s*->?\s*\(\s*([\w:' -]*)\)", r"\1 \2 \3 relation"),
-    # "kg: ...": a knowledge graph named at the start.
-    (r"^\s*kg\s*:", "knowledge graph:"),
     # kubectl's usual alias: "k get pods".
     (r"^\s*k\s+(?=(?:get|describe|apply|delete|logs|exec|scale|rollout|top|edit|patch|create|port-forward)\b)",
      "kubectl "),
