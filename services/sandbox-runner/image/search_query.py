@@ -25,6 +25,8 @@ def _load_beside(name):
 TABLES = _load_beside("search_tables")
 # What a request about named things is about (search_graph.py).
 GRAPH = _load_beside("search_graph").GraphReading(TABLES)
+# A request in another language, read in English (search_languages.py).
+_in_english = _load_beside("search_languages").in_english
 QUESTION_WORDS, RECALL_WORDS = TABLES.QUESTION_WORDS, TABLES.RECALL_WORDS
 NAMING_WORDS, HOW_WORDS, STOP_WORDS = TABLES.NAMING_WORDS, TABLES.HOW_WORDS, TABLES.STOP_WORDS
 COMPOUND_WORDS, LEADING_VERBS, PHRASES = TABLES.COMPOUND_WORDS, TABLES.LEADING_VERBS, TABLES.PHRASES
@@ -233,7 +235,9 @@ _PROPER_NAME = re.compile(r"\b[A-Z][a-z]+\b")
 # Capitalised words in a row: "New York", "Los Angeles".
 _PROPER_RUN = re.compile(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)+\b")
 # Where a clause of a query ends.
-_CLAUSES = re.compile(r"[,;:.!?]+\s")
+# Clauses: after punctuation, or a dash standing between words ("echo
+# memory server - who works at Globex").
+_CLAUSES = re.compile(r"[,;:.!?]+\s|\s[-\u2013\u2014]{1,2}\s|\u2014")
 # Quoted text in a query: 'likes tea', "Project X", `main`.
 _QUOTED = re.compile(r"(?<!\w)(['\"`])([^'\"`]{1,120})\1(?!\w)")
 
@@ -668,6 +672,7 @@ _PROJECT_PLACE = re.compile(
 _FIND_NAME = re.compile(r"\bfind\s+(\S+)\s+-i?(?:name|path|wholename)\b")
 def read_query(query, index=None):
     """Read ``query`` (see query_terms) into a Query."""
+    query = _in_english(query)
     named = index.named if index is not None else None
     correct = index.correct if index is not None else None
     text, arguments, extra, files, kinds = _query_tokens(query)
@@ -771,7 +776,14 @@ def read_query(query, index=None):
             extra.append((NAMED_QUESTION_HINT, NAMED_QUESTION_WEIGHT))
     elif names:
         extra.append((NAMED_HINT, NAMED_HINT_WEIGHT))
-    about = GRAPH.object_of(query, set(_raw_words(query)), _KNOWN_OPENERS, action, files)
+    # A misspelt word counts as the word it stands for ("new direcotry" is
+    # a new folder, no new thing of the graph).
+    said = set(_raw_words(query))
+    if correct is not None:
+        for word in [w for w in said if w.isalpha() and not index.knows(w)]:
+            near = correct(_stem(word), word)
+            said.update(w for w in FILE_THING_WORDS if near and _stem(w) in near[1])
+    about = GRAPH.object_of(query, said, _KNOWN_OPENERS, action, files)
     if not action and _NAMED_RECORDS.search(query):
         extra.append(("open", GRAPH_HINT_WEIGHT))  # read named records as they are
     if question and opener[0] == "who" and len(opener) > 2 and opener[1] not in ("is", "are", "was", "were"):

@@ -1,6 +1,7 @@
 //! The sandbox image: Python and `runner.py` (with the files of
 //! `search_tools` it loads: `tool_search.py`, `search_query.py`,
-//! `search_graph.py`, `search_tables.py`), nothing else.
+//! `search_graph.py`, `search_languages.py`, `search_tables.py`), nothing
+//! else.
 //!
 //! The image is built in two layers. The base is a minimal Python:
 //! either built offline with `debootstrap` from the Debian mirror apt
@@ -42,16 +43,20 @@ pub const SEARCH_QUERY_PY: &str = include_str!("../image/search_query.py");
 /// relation, observation or entity), which `search_query.py` loads from
 /// beside it.
 pub const SEARCH_GRAPH_PY: &str = include_str!("../image/search_graph.py");
+/// A request in another language, read in English, which
+/// `search_query.py` loads from beside it.
+pub const SEARCH_LANGUAGES_PY: &str = include_str!("../image/search_languages.py");
 /// The vocabulary `search_query.py` loads from beside it.
 pub const SEARCH_TABLES_PY: &str = include_str!("../image/search_tables.py");
 /// Files out of a cell, which `runner.py` loads from beside it.
 pub const FILES_OUT_PY: &str = include_str!("../image/files_out.py");
 /// The files of the runner layer under `/opt/code-mode`, by name.
-pub const RUNNER_FILES: [(&str, &str); 6] = [
+pub const RUNNER_FILES: [(&str, &str); 7] = [
     ("runner.py", RUNNER_PY),
     ("tool_search.py", TOOL_SEARCH_PY),
     ("search_query.py", SEARCH_QUERY_PY),
     ("search_graph.py", SEARCH_GRAPH_PY),
+    ("search_languages.py", SEARCH_LANGUAGES_PY),
     ("search_tables.py", SEARCH_TABLES_PY),
     ("files_out.py", FILES_OUT_PY),
 ];
