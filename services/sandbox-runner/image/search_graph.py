@@ -50,6 +50,18 @@ _FROM_STORE = re.compile(r"\b(?:from|out of) (?:the |your |my )?(?:knowledge gra
 _IS_A = re.compile(r"\b(?:is|was|'s|’s)\s+(?:a|an)\s+(?!lot\b|bit\b|few\b)\w", re.I)
 
 
+# Something new of a thing already known ("his new phone", "Acme's new
+# office"): a fact about it, not a new thing.
+_THEIR_NEW = re.compile(r"\b(?:his|her|their|its|[A-Z][a-z]+'s)\s+new\b")
+
+
+# Things listed to keep ("these people: ...", "the following
+# companies"): each a thing of its own.
+_THESE_THINGS = re.compile(
+    r"\b(?:these|those|the\s+following|following)\s+(?:\d+\s+|two\s+|three\s+|new\s+)?(?:people|persons|contacts"
+    r"|entities|companies|organi[sz]ations|customers|clients|employees|colleagues|coworkers|projects)\b", re.I)
+
+
 class GraphReading:
     """The reading, with the word tables it needs (``search_tables``)."""
 
@@ -74,6 +86,8 @@ class GraphReading:
         named = len({u.lower() for u in units})
         if self.new_thing.search(text) and not tables.FILE_THING_WORDS.intersection(words):
             return "entity"  # "a new person", "new entry for Jonas"
+        if action == "make" and _THESE_THINGS.search(text) and not files:
+            return "entity"  # "store these people in memory: Bob (manager), Carol (designer)"
         if _NOT_KNOWN_YET.search(text) and not tables.FILE_THING_WORDS.intersection(words) and not files:
             return "entity"  # "you don't know her yet": a new thing
         if _ABOUT_ONE.search(text) or _ON_ITS_RECORD.search(text) and len(_NAMED_RECORD.findall(text)) == 1:
@@ -95,6 +109,8 @@ class GraphReading:
             return "observation"  # "Acme has 200 employees (Acme is already stored)": on its record
         if action and tables.FACT_WORDS.intersection(words):
             return "observation"
+        if action and _THEIR_NEW.search(text) and not files and not tables.FILE_THING_WORDS.intersection(words):
+            return "observation"  # "update Bob with his new phone number": new of a thing known
         if "new" in words and not files and not tables.FILE_THING_WORDS.intersection(words) and (
                 tables.NEW_THING_WORDS.intersection(words) or action == "make"):
             return "entity"

@@ -34,7 +34,7 @@ replace: reemplazar reemplaza remplacer remplace ersetzen ersetze substituir sub
 list: listar enumera lister auflisten liste* elenca
 create: crear crea créer crée erstellen erstelle anlegen criar crie
 new: nuevo nueva nouveau nouvelle neu neue neuen neues novo nova* nuovo nuova
-delete: borrar borra eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella
+delete: borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella
 move: mover mueve déplacer déplace verschieben verschiebe mova sposta
 rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie rinomina
 search: buscar busca chercher cherche rechercher recherche suchen suche procurar procure* busque cerca
@@ -83,6 +83,13 @@ tree: árbol arbre baum árvore albero
 allowed: permitidos autorisés erlaubt erlaubten permitidas consentite
 repeat: repite répète wiederhole repita ripeti
 information: información informations informationen informação informazioni
+name: nombre nom* nome
+entity: entidad entité entität entidade entità
+text: texto texte
+same: mismo misma même mesmo mesma stesso stessa gleiche gleichen selbe selben
+exactly: exactamente exactement genau exatamente esattamente
+return: devuelve devuélveme devolver renvoie renvoyer devolva restituisci
+send: mando envío envoie schicke sende envio
 """
 
 

@@ -117,6 +117,9 @@ TYPO_LONGEST = 30
 # Two numbers or more in a query ("add 5 and 9") ask for a tool of
 # numbers: "number" joins the query at this weight.
 NUMBERS_WEIGHT = 0.6
+# Two log levels or more ("debug, warning, error") ask for messages of
+# several levels: "level" joins the query at this weight.
+LOG_LEVELS_WEIGHT = 0.5
 # How many words after a negating word ("no", "without") say what is not
 # wanted: they weigh as arguments.
 NEGATED_WORDS = 2
@@ -578,7 +581,7 @@ def _query_tokens(query):
             elif last.lower() in FOLDER_NAMES or not file_name(last):
                 arguments.extend(_raw_words(last))
                 hints.append(("directory", FOLDER_PATH_WEIGHT))  # node_modules/lodash, ./build, src/
-        elif bare.replace(".", "").replace(",", "").isdigit():
+        elif bare.lstrip("+-\u2212").replace(".", "").replace(",", "").isdigit():  # 42, -17, 3.5
             arguments.append(bare)
             numbers += 1
         elif "_" in bare.strip("_"):
@@ -599,6 +602,8 @@ def _query_tokens(query):
         hints.append(("multiple", 0.8))
     if numbers >= 2:
         hints.append(("number", NUMBERS_WEIGHT))
+    if len(LOG_LEVELS.intersection(_raw_words(text))) >= 2:
+        hints.append(("level", LOG_LEVELS_WEIGHT))  # "debug, warning, error": messages of several levels
     if zones:
         hints += [("timezone", 1.0), ("time", 0.5)]
     if clocks and files:

@@ -357,6 +357,12 @@ PHRASES = {
     "nodes and edges": "entire graph",
     "nodes and relations": "entire graph",
     "entities and relations": "entire graph",
+    "node and edge": "entire graph",
+    "entity and relation": "entire graph",
+    "nodes and links": "entire graph",
+    "entities and relationships": "entire graph",
+    "nodes and relationships": "entire graph",
+    "node and relationship": "entire graph",
     "node and relation": "entire graph",
     "anything on": "search",
     "anything about": "search",
@@ -497,6 +503,17 @@ REWRITES = [
     # A graph pattern, "(user)-[OWNS]->(Biscuit)": two nodes and the
     # relation between them.
     (r"\(\s*([\w:' -]*)\)\s*<?-\s*\[\s*:?\s*([\w' -]*)\]\s*->?\s*\(\s*([\w:' -]*)\)", r"\1 \2 \3 relation"),
+    # Replacing whatever a file held is writing it anew, not an edit:
+    # "save it as report.md, replacing whatever is there".
+    (r"\breplac(?:e|es|ing)\s+(?:whatever|what|anything|everything)(?:'s|\s+is|\s+was|\s+exists)?\s+"
+     r"(?:already\s+)?(?:there|in\s+it|inside)\b", "overwrite"),
+    # Updating what the memory holds on someone adds to it: "update my
+    # profile with: allergic to peanuts", "update memory: X moved".
+    (r"\bupdat(?:e|ing)\s+(?=(?:(?:my|your|the|his|her|their|our|its)\s+)?(?:\w+\s+)?"
+     r"(?:memory|profile|record|entry|node|what\s+you\s+know)\b)", "add to "),
+    # The same text given back, exactly what was sent: an echo.
+    (r"\b(?:(?:give|send|hand)\s+(?:me\s+)?back|return|repeat)\s+(?:exactly\s+)?(?:the\s+)?same\s+"
+     r"(?:text|message|string|words|input)\b|\bexactly\s+what\s+i\s+(?:type|send|say|write|give)\b", "echo"),
     # kubectl's usual alias: "k get pods".
     (r"^\s*k\s+(?=(?:get|describe|apply|delete|logs|exec|scale|rollout|top|edit|patch|create|port-forward)\b)",
      "kubectl "),
@@ -552,6 +569,7 @@ PARTICLE_VERBS = {
 # "handle"). Written for issue 43's fourth round from general English,
 # not from any question.
 COMMON_WORDS = frozenset("""
+emit emits emitted emitting
 able about above across act acted action actual actually added after again against age ago agree
 ahead air alive almost alone along already also although always among amount animal answer anyone anything
 anyway apart apple april area arm army around arrive art aside asked attach attack august aunt

@@ -195,6 +195,40 @@ fn requests_in_other_languages_a_misspelt_new_folder_and_a_question_after_a_dash
     each_first(&python, &cases);
 }
 
+/// Round 25: a negative number is a number ("add -40 and 2"); replacing
+/// whatever a file held writes it anew; the same text given back is an
+/// echo; every node and edge is the whole graph; updating what the memory
+/// holds on someone, or naming their new something, adds a fact; "these
+/// people: ..." are things of their own; "emit" is a word (no typo of
+/// "edit") and two log levels ask for messages of several levels; more
+/// Spanish words. New questions; each ranked the wanted tool lower on the
+/// ranker before round 25.
+#[test]
+fn negative_numbers_whole_rewrites_echoes_updates_on_known_things_listed_people_and_log_levels_rank_the_tool_asked_for_first()
+ {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("add -40 and 2", "everything__get_sum"),
+        ("dump the build log into out/run.log, replace whatever is there", "filesystem__write_file"),
+        ("return exactly the same text I send", "everything__echo"),
+        ("make it say exactly what I write", "everything__echo"),
+        ("print each node and edge you keep", "memory__read_graph"),
+        ("list every node and relationship you know", "memory__read_graph"),
+        ("update memory: the launch slipped to June", "memory__add_observations"),
+        ("update her profile: now lives in Oslo", "memory__add_observations"),
+        ("note Bob's new phone number: 555-0101", "memory__add_observations"),
+        ("keep in mind her new email is dana@acme.io", "memory__add_observations"),
+        ("remember these three colleagues: Ana, Raj and Mei", "memory__create_entities"),
+        (
+            "can the server emit info and error notifications so my log viewer shows them",
+            "everything__toggle_simulated_logging",
+        ),
+        ("cambia el nombre de la carpeta viejo a nuevo", "filesystem__move_file"),
+        ("quita del grafo la entidad 'Proveedor X'", "memory__delete_entities"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
