@@ -38,11 +38,18 @@ _BOTH_KNOWN = re.compile(r"\bboth (?:\w+ )?(?:already exist|exist already|are al
 # A removal that keeps the thing itself: what goes is what is said of it.
 _KEEPS_THE_THING = re.compile(
     r"\bwithout (?:deleting|removing) (?:the |that |this )?(?:entity|node|record|person|thing|it)\b"
-    r"|\b(?:record|entity|node|person) itself stays\b|\bkeep(?:ing)? (?:the |that )?(?:entity|node|record|person)\b",
+    r"|\b(?:record|entity|node|person) itself stays\b"
+    r"|\bkeep(?:ing)? (?:the |that |his |her |their |its )?(?:entity|node|record|person|company|organi[sz]ation|contact"
+    r"|customer|client|profile|entry)\b|\bkeep(?:ing)? (?:everything|all|anything) else\b|\bkeep(?:ing)? the rest\b",
     re.I)
 # A thing the memory already holds: what is added goes on its record.
 _ALREADY_KNOWN = re.compile(r"\b(?:already (?:exists?|stored|saved|known|in (?:the |your |my )?(?:memory|graph|knowledge graph))"
                             r"|(?:is|are) already (?:there|in|stored|saved))\b", re.I)
+# An entity something goes on ("add 'likes tea' to the entity Sam").
+_ON_ENTITY = re.compile(r"\b(?:to|on|onto|into|for|of|in)\s+(?:the|that|this|an?|its)\s+entit(?:y|ies)\b", re.I)
+# All that is held on one thing ("everything you remember about him").
+_ALL_ABOUT = re.compile(r"\b(?:everything|all|anything)\s+(?:(?:that\s+)?(?:you|we|i)\s+(?:know|remember|have|kept|keep"
+                        r"|stored|saved|noted)|(?:stored|saved|noted|known))\s+(?:about|on|of)\b", re.I)
 # Taken out of the whole store ("erase jdoe from the knowledge graph").
 _FROM_STORE = re.compile(r"\b(?:from|out of) (?:the |your |my )?(?:knowledge graph|graph|memory|kg)\b", re.I)
 # One named thing said to be of a kind ("Dana is a designer", "it's a
@@ -111,9 +118,13 @@ class GraphReading:
             return "observation"
         if action and _THEIR_NEW.search(text) and not files and not tables.FILE_THING_WORDS.intersection(words):
             return "observation"  # "update Bob with his new phone number": new of a thing known
+        if action == "make" and ("entity" in words or "entities" in words) and not files and not _ON_ENTITY.search(text):
+            return "entity"  # "register the entity 'postgres-prod' of type database"
         if "new" in words and not files and not tables.FILE_THING_WORDS.intersection(words) and (
                 tables.NEW_THING_WORDS.intersection(words) or action == "make"):
             return "entity"
+        if action == "remove" and _ALL_ABOUT.search(text) and not _KEEPS_THE_THING.search(text):
+            return "entity"  # "wipe everything you remember about my ex": the thing itself
         if action == "remove" and named == 1 and _FROM_STORE.search(text):
             return "entity"  # "erase jdoe from the knowledge graph": the thing itself
         if named == 1 and _IS_A.search(text) and not files and not tables.FILE_THING_WORDS.intersection(words):

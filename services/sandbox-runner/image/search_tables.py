@@ -514,6 +514,14 @@ REWRITES = [
     # The same text given back, exactly what was sent: an echo.
     (r"\b(?:(?:give|send|hand)\s+(?:me\s+)?back|return|repeat)\s+(?:exactly\s+)?(?:the\s+)?same\s+"
      r"(?:text|message|string|words|input)\b|\bexactly\s+what\s+i\s+(?:type|send|say|write|give)\b", "echo"),
+    # Opening one named thing's record reads it: "open Priya's entry".
+    (r"\bopen\s+(?=(?:[A-Z][\w-]*'s|the\s+[A-Z][\w-]*|his|her|their)\s+(?:\w+\s+)?(?:entry|node|record|profile|card)\b)",
+     "view "),
+    # Nodes + edges, entities & relations: "and" written short.
+    (r"\b(nodes?|entit(?:y|ies))\s*[+&]\s*(edges?|relations?|relationships?|links?)\b", r"\1 and \2"),
+    # A name not known for sure asks to search: "not sure of the name".
+    (r"\b(?:not\s+sure\s+(?:of|about)|(?:don'?t|do\s+not|can'?t|cannot)\s+(?:remember|recall)|forgot|forget)\s+"
+     r"(?:the|its|his|her|their)\s+(?:exact\s+)?(?:name|title)\b", "search"),
     # kubectl's usual alias: "k get pods".
     (r"^\s*k\s+(?=(?:get|describe|apply|delete|logs|exec|scale|rollout|top|edit|patch|create|port-forward)\b)",
      "kubectl "),
@@ -658,7 +666,7 @@ zero
 # (testing/search-eval/README.md lists what tuning changed).
 SYNONYM_GROUPS = [
     "simulated simulate simulation pretend fake mock",
-    "create make new add generate build init initialize setup scaffold",
+    "create make new add generate build init initialize setup scaffold register",
     "add sum plus total addition",
     "delete remove erase drop forget destroy purge clear wipe retract discard nuke scrap trash ditch strip",
     "read get fetch load open view show display retrieve see print peek inspect examine grab",
@@ -707,6 +715,7 @@ SYNONYM_GROUPS = [
 # Groups of words people use for one kind of need, though they do not
 # mean the same: a member matches the others at RELATED_WEIGHT.
 RELATED_GROUPS = [
+    "browser oauth auth login signin sso redirect consent",
     "search anywhere somewhere wherever",
     "time morning afternoon evening night noon midnight tonight tomorrow yesterday day week weekday weekend awake "
     "asleep bedtime "

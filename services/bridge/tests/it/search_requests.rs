@@ -229,6 +229,30 @@ fn negative_numbers_whole_rewrites_echoes_updates_on_known_things_listed_people_
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// Round 26: opening one named thing's record reads it; removing
+/// everything known about someone removes them; a removal that keeps
+/// everything else, or keeps the company, takes a fact; "nodes+edges" is
+/// the whole graph; a name not known for sure asks to search; making an
+/// entity of a type makes one; an OAuth sign-in is a browser flow. New
+/// questions; each ranked the wanted tool lower on round 25's ranker.
+#[test]
+fn opened_records_removals_of_all_or_of_one_fact_short_ands_half_known_names_typed_entities_and_sign_ins_rank_the_tool_asked_for_first()
+ {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("open Marco's record", "memory__open_nodes"),
+        ("erase everything you know about my old landlord", "memory__delete_entities"),
+        ("drop his old phone number but keep everything else", "memory__delete_observations"),
+        ("strip the 'former partner' remark from Hooli and keep the organization", "memory__delete_observations"),
+        ("dump nodes+edges", "memory__read_graph"),
+        ("is there a contact called something like Jen? not sure of the name", "memory__search_nodes"),
+        ("add an entity 'orders-db' of type database", "memory__create_entities"),
+        ("register 'queue-worker' as an entity of type service", "memory__create_entities"),
+        ("test how my client handles an OAuth sign-in the server kicks off", "everything__trigger_url_elicitation"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
