@@ -328,7 +328,7 @@ print("\n".join(twice))
 
 /// Whatever a model writes, `search_tools` answers: thousands of queries
 /// made of the fragments its readings look for (SQL, Cypher, paths, file
-/// names, log levels, shorthand) in any order, and of any printable
+/// names, log levels, shorthand, words of other languages) in any order, and of any printable
 /// characters, each get a list (`rank.py` fails if one raised).
 #[test]
 fn search_tools_answers_every_query_made_of_the_fragments_it_reads_in_any_order_without_raising() {
@@ -390,6 +390,22 @@ fn search_tools_answers_every_query_made_of_the_fragments_it_reads_in_any_order_
         "https://x.y",
         "#general",
         "@maria",
+        // Rounds 24 to 26: other languages, dashes, negative numbers.
+        "qué",
+        "hora",
+        "Datei",
+        "löschen",
+        "dossier",
+        "l'heure",
+        "-",
+        "\u{2014}",
+        "-17",
+        "nodes+edges",
+        "replacing whatever is there",
+        "update my profile",
+        "his new",
+        "these people:",
+        "everything you remember about",
     ];
     let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move |n: usize| {
