@@ -33,7 +33,7 @@ change: cambiar cambia ändern ändere mudar mude
 replace: reemplazar reemplaza remplacer remplace ersetzen ersetze substituir substitua sostituisci
 list: listar enumera lister auflisten liste* elenca
 create: crear crea créer crée erstellen erstelle anlegen criar crie
-new: nuevo nueva nouveau nouvelle neu neue neuen neues novo nova* nuovo nuova
+new: nuevo nueva nouveau nouvelle neu neue neuen neues neuer novo nova* nuovo nuova
 delete: borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella
 move: mover mueve déplacer déplace verschieben verschiebe mova sposta
 rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie rinomina
@@ -70,11 +70,11 @@ contents: contenido contenu inhalt conteúdo contenuto
 names: nombres noms namen nomes nomi
 just: solo* juste nur apenas
 memory: memoria mémoire gedächtnis memória
-remember: recuerda recordar souviens rappelle erinnere merke merk lembre lembrar ricorda
+remember: recuerda recordar souviens rappelle retiens erinnere merke merk merk_dir merke_dir lembre lembrar ricorda
 person: persona* personne pessoa
 relation: relación beziehung relação relazione
-note: nota* notiz
-graph: grafo graphe
+note: nota* notiz anota anotar apunta apuntar notiere notier noter* anote anotare annota
+graph: grafo graphe wissensnetz wissensgraph
 image: imagen bild imagem immagine
 compress: comprimir compresser komprimieren comprimi
 environment: entorno environnement umgebung ambiente*
@@ -88,8 +88,42 @@ entity: entidad entité entität entidade entità
 text: texto texte
 same: mismo misma même mesmo mesma stesso stessa gleiche gleichen selbe selben
 exactly: exactamente exactement genau exatamente esattamente
-return: devuelve devuélveme devolver renvoie renvoyer devolva restituisci
+return: devuelve devuélveme devuélvelo devolver renvoie renvoyer devolva restituisci
 send: mando envío envoie schicke sende envio
+forget: olvida olvidar olvídate oublie oublier vergiss vergessen esqueça esquecer dimentica
+add: añade añadir agrega agregar ajoute ajouter füge hinzufügen ergänze adicione adicionar acrescente aggiungi
+record: ficha fiche eintrag scheda
+link: vincula vincular conecta conectar relie lier verknüpfe verknüpfen verbinde verbinden ligue ligar conecte collega*
+simulate: simula* simular simule* simuler simuliere simulieren
+ask: pide pedir pregunta demande demander frag fragen fragt peça chiedi
+form: formulario formulaire formular formulário modulo*
+user: usuario utilisateur benutzer nutzer usuário utente
+server: servidor serveur
+weather: clima* météo meteo* wetter qué_tiempo_hace que_tiempo_hace
+structured: estructurado estructurados structuré strukturiert strukturierte estruturado strutturato
+tiny: pequeña pequeño petite petit* klein kleines kleine pequena pequeno piccola piccolo
+sum: suma* sumar somme additionne addiere summe soma some* somma
+number: número números zahl zahlen numero*
+notifications: notificaciones benachrichtigungen notificações notifiche
+resource: recurso ressource risorsa
+message: mensaje nachricht mensagem messaggio
+long: largo* lange* longa lunga
+operation: operación opération vorgang operação operazione
+progress: progreso progression fortschritt progresso avanzamento
+model: modelo modèle modell modello
+back: zurück
+give: gib gibt donne dai*
+whole: completo* komplette komplett vollständig ganz ganze ganzen ganzes entier entière inteiro intero
+completely: por_completo complètement
+existing: existente existante vorhandene existierende
+root: raíz raíces racine racines wurzel raiz radice radici
+log: protokoll
+this: este esta ce* cette dieser diese diesen dieses isto questo questa
+she: ella elle sie* ela lei*
+speaks: habla parle spricht fala parla
+colleague: colega* collègue kollege kollegin
+data: datos dados données daten dati
+knowledge: conocimiento connaissance wissen conhecimento conoscenza
 """
 
 
@@ -112,16 +146,33 @@ def _foreign_words():
 
 _UMLAUTS = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss"})
 _FOREIGN = _foreign_words()
+
+
+def _phrase_key(text):
+    """A phrase as the table writes it: "merk dir" as "merk_dir"."""
+    return "_".join(text.lower().split())
+
+
+# Phrases of the table ("merk_dir": "merk dir", any space between).
+_PHRASES = sorted((form for form in _FOREIGN if "_" in form), key=len, reverse=True)
+_FOREIGN_PHRASE = re.compile(r"\b(?:" + "|".join(r"\s+".join(map(re.escape, p.split("_"))) for p in _PHRASES)
+                             + r")\b", re.I) if _PHRASES else None
 # A word of the text, not of a path, a file name or an identifier.
 _TEXT_WORD = re.compile(r"(?<![\w/.\\-])[^\W\d_]+(?![\w/\\]|\.\w)")
 
 
 def in_english(query):
     """``query`` with its words of other languages in English when they
-    count FOREIGN_LEAST (FOREIGN_WORDS); else as it is.
-    "zeige mir die Dateien im Ordner src" reads as "show me die files in
-    folder src": the capitalised nouns of German are no names."""
-    found = [_FOREIGN.get(w.lower()) for w in _TEXT_WORD.findall(query)]
-    if sum(f[1] for f in found if f) < FOREIGN_LEAST:
+    count FOREIGN_LEAST (FOREIGN_WORDS), or when one does and the request
+    has at most two words besides its values ("umbenennen: a.txt ->
+    b.txt"); else as it is. "zeige mir die Dateien im Ordner src" reads as
+    "show me die files in folder src": the capitalised nouns of German are
+    no names."""
+    said = _TEXT_WORD.findall(query)
+    found = [_FOREIGN.get(w.lower()) for w in said]
+    count = sum(f[1] for f in found if f) + (len(_FOREIGN_PHRASE.findall(query)) if _FOREIGN_PHRASE else 0)
+    if count < FOREIGN_LEAST and not (count >= 1 and len(said) <= 2):
         return query
+    if _FOREIGN_PHRASE is not None:
+        query = _FOREIGN_PHRASE.sub(lambda m: _FOREIGN[_phrase_key(m.group(0))][0], query)
     return _TEXT_WORD.sub(lambda m: _FOREIGN.get(m.group(0).lower(), (m.group(0),))[0], query)

@@ -46,7 +46,7 @@ CHANGING_VERBS, PLACE_QUESTIONS, MODAL_WORDS = TABLES.CHANGING_VERBS, TABLES.PLA
 PLACING_VERBS, FOLDER_WORDS = TABLES.PLACING_VERBS, TABLES.FOLDER_WORDS
 TEXT_THINGS, RENAMING_VERBS, FILLING_WORDS = TABLES.TEXT_THINGS, TABLES.RENAMING_VERBS, TABLES.FILLING_WORDS
 FILE_COMMANDS, LINK_WORDS, LISTING_COMMANDS = TABLES.FILE_COMMANDS, TABLES.LINK_WORDS, TABLES.LISTING_COMMANDS
-LOG_LEVELS = TABLES.LOG_LEVELS
+LOG_LEVELS, KNOWN_FILES = TABLES.LOG_LEVELS, TABLES.KNOWN_FILES
 
 # --------------------------------------------------------------------------
 # Words, and what a query asks
@@ -571,9 +571,10 @@ def _query_tokens(query):
         elif "/" in bare and len(bare) > 1:
             *folders, last = bare.split("/")
             arguments.extend(w for f in folders for w in _raw_words(f))
-            if previous in FILE_COMMANDS and last and last.lower() not in FOLDER_NAMES and not _FILE_NAME.match(last):
+            if (previous in FILE_COMMANDS or last.lower() in KNOWN_FILES) and last and last.lower() not in FOLDER_NAMES \
+                    and not _FILE_NAME.match(last):
                 # "cat /etc/hosts", "tail /var/log/syslog": after a command
-                # that reads files, a file.
+                # that reads files, a file; so "/etc/passwd" anywhere.
                 files += 1
                 arguments.extend(_raw_words(last))
                 hints.append(("file", 1.0))

@@ -60,6 +60,12 @@ PAST_FORMS = frozenset("wrote made sent took gave saw got left brought bought fo
 # Folders every project has, named without a slash ("list node_modules").
 FOLDER_NAMES = frozenset(
     "node_modules __pycache__ site-packages .venv venv .git .github dist build target vendor .bin bin".split())
+# Files every system or project has, named without an extension: the last
+# part of a path so named is a file ("/etc/hosts"), not a folder.
+KNOWN_FILES = frozenset("""
+hosts passwd shadow fstab hostname sudoers crontab motd authorized_keys known_hosts id_rsa id_ed25519 bashrc zshrc
+license readme makefile dockerfile changelog procfile gemfile jenkinsfile vagrantfile brewfile
+""".split())
 # Words of a parameter's name that take a file or a folder.
 FILE_PARAMETERS = frozenset(
     "path paths file files filename source destination src dest target dir directory folder uri".split())

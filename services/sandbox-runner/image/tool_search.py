@@ -205,6 +205,7 @@ class SearchIndex:
         self.summaries = []
         self.copies = []  # per tool: its listed name and description (a copy's are equal)
         self.exact = {}  # a tool's Python or listed name, lower-cased -> index
+        self.called = {}  # a tool's name as a query may write it ("read_file") -> every tool so named
         self.exact_words = {}  # the words of a tool's Python or listed name -> index
         self.postings = {}  # word -> {tool index: its weighted, normalised count}
         self.lengths = []  # per tool: {field: words}
@@ -236,6 +237,9 @@ class SearchIndex:
             self.exact.setdefault(name.lower(), index)
             self.exact_words.setdefault(" ".join(_raw_words(name)), index)
             listed = search.get("name") or ""
+            for called in {name.lower(), listed.lower()} - {""}:
+                if _TOOL_NAME.fullmatch(called):
+                    self.called.setdefault(called, []).append(index)
             if listed:
                 self.exact.setdefault(listed.lower(), index)
                 self.exact_words.setdefault(" ".join(_raw_words(listed)), index)
@@ -539,6 +543,18 @@ class SearchIndex:
         self.exact_hit = exact is not None
         if exact is not None:
             order = [exact] + [i for i in order if i != exact]
+        elif self.called:
+            # One tool named as the one to use in a longer request ("read
+            # /etc/hosts with read_file", "call get_sum on 2 and 3"; not
+            # "the one before read_text_file"): that tool first, its
+            # copies in their order.
+            named = {token.lower() for token in _TOOL_NAME.findall(query)
+                     if token.lower() in self.called and _TO_USE.search(query[:query.find(token)][-32:])
+                     and not _TURNED_AWAY.search(query[:query.find(token)][-32:])}
+            if len(named) == 1:
+                chosen = set(self.called[named.pop()])
+                order = [i for i in order if i in chosen] + [i for i in order if i not in chosen]
+                self.exact_hit = True  # named: meaning need not be asked
         return order
 
     def unsure(self):
@@ -591,6 +607,16 @@ def read_near(near):
 # (testing/search-eval/README.md).
 MEANING_GATE = 0.8
 MEANING_WEIGHT = 1.0
+
+
+# A name as tools have them: words joined by "_", "-" or ".", or camel
+# case ("read_file", "get-env", "getEnv"); and the words before one that
+# say it is the tool to use.
+_TOOL_NAME = re.compile(r"\b[A-Za-z][a-z0-9]*(?:[_.-][A-Za-z0-9]+|[A-Z][a-z0-9]+)+\b")
+_TO_USE = re.compile(r"\b(?:with|use|using|call|calling|via|run|invoke|through|try)\s+(?:the\s+)?(?:old\s+)?(?:tool\s+)?[`'\"]?$",
+                     re.I)
+_TURNED_AWAY = re.compile(r"(?:\b(?:not|never|no|dont|instead\s+of|rather\s+than|without|except|avoid)|n['’]t)\s+(?:\w+\s+)?\S*$",
+                          re.I)
 
 
 def make_search_tools(tools, meaning=None):

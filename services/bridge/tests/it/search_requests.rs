@@ -253,6 +253,34 @@ fn opened_records_removals_of_all_or_of_one_fact_short_ands_half_known_names_typ
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// Round 28: more words of other languages (forget, add, simulate, ask,
+/// form, weather, structured, whole...), phrases ("merk dir", "qué tiempo
+/// hace", "por completo"), and a short request with one such word
+/// ("umbenennen: a.txt -> b.txt"); a tool named as the one to use ("call
+/// read_file on ...") ranks first, unless the request turns it away ("but
+/// not with read_file"); a path ending in a file every system has
+/// (`/etc/fstab`, `authorized_keys`) names a file, not a folder. New
+/// questions; each ranked the wanted tool lower on round 26's ranker.
+#[test]
+fn more_words_of_other_languages_a_tool_named_as_the_one_to_use_and_well_known_files_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("oublie complètement Julien", "memory__delete_entities"),
+        ("vergiss Thomas vollständig", "memory__delete_entities"),
+        ("merke dir: Lena ist eine neue Kundin", "memory__create_entities"),
+        ("simula una petición de datos al usuario con un formulario", "everything__trigger_elicitation_request"),
+        ("qué tiempo hace en Sevilla? como contenido estructurado", "everything__get_structured_content"),
+        ("umbenennen: bericht.txt -> report.txt", "filesystem__move_file"),
+        ("olvida a Pedro por completo", "memory__delete_entities"),
+        ("zeig mir den ganzen Wissensgraph", "memory__read_graph"),
+        ("call read_file on /etc/hostname", "filesystem__read_file"),
+        ("read /etc/hosts but not with read_file", "filesystem__read_text_file"),
+        ("show me /etc/fstab", "filesystem__read_text_file"),
+        ("what's in ~/.ssh/authorized_keys", "filesystem__read_text_file"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
