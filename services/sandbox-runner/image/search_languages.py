@@ -28,7 +28,7 @@ see: ver* voir sehen vedere
 show: muestra muéstrame mostrar muestrame affiche afficher montre montrer zeige zeig anzeigen mostre mostra
 write: escribir escribe écrire écris schreiben schreibe escrever escreva scrivi
 save: guardar guarda enregistrer enregistre sauvegarder sauvegarde speichern speichere salvar salve* gravar grave* salva
-edit: editar edita modificar modifica modifier modifie bearbeiten bearbeite edite alterar altere
+edit: editar edita modificar modifica modifier* modifie bearbeiten bearbeite edite alterar altere
 change: cambiar cambia ändern ändere mudar mude
 replace: reemplazar reemplaza remplacer remplace ersetzen ersetze substituir substitua sostituisci
 list: listar enumera lister auflisten liste* elenca
@@ -39,7 +39,7 @@ move: mover mueve déplacer déplace verschieben verschiebe mova sposta
 rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie rinomina
 search: buscar busca chercher cherche rechercher recherche suchen suche procurar procure* busque cerca
 find: encuentra encontrar trouver trouve finden finde encontre trova
-size: tamaño tamaños taille größe grösse tamanho dimensione
+size: tamaño tamaños taille größe grösse tamanho dimensione pesa pèse wiegt pesan
 time: spät hora horas horaria heure heures horaire uhrzeit zeit horário tempo* ora* ore*
 now: ahora maintenant jetzt agora* adesso
 current: actual* actuelle actuel aktuelle aktuell atual attuale
@@ -80,7 +80,7 @@ compress: comprimir compresser komprimieren comprimi
 environment: entorno environnement umgebung ambiente*
 variables: umgebungsvariablen variablen
 tree: árbol arbre baum árvore albero
-allowed: permitidos autorisés erlaubt erlaubten permitidas consentite
+allowed: permitidos autorisés erlaubt erlaubten permitidas consentite le_droit_de le_droit_d el_derecho_de o_direito_de
 repeat: repite répète wiederhole repita ripeti
 information: información informations informationen informação informazioni
 name: nombre nom* nome
@@ -101,7 +101,7 @@ user: usuario utilisateur benutzer nutzer usuário utente
 server: servidor serveur
 weather: clima* météo meteo* wetter qué_tiempo_hace que_tiempo_hace
 structured: estructurado estructurados structuré strukturiert strukturierte estruturado strutturato
-tiny: pequeña pequeño petite petit* klein kleines kleine pequena pequeno piccola piccolo
+tiny: pequeña pequeño petite* petit* klein kleines kleine pequena pequeno piccola piccolo
 sum: suma* sumar somme additionne addiere summe soma some* somma
 number: número números zahl zahlen numero*
 notifications: notificaciones benachrichtigungen notificações notifiche
@@ -109,7 +109,7 @@ resource: recurso ressource risorsa
 message: mensaje nachricht mensagem messaggio
 long: largo* lange* longa lunga
 operation: operación opération vorgang operação operazione
-progress: progreso progression fortschritt progresso avanzamento
+progress: progreso progression* fortschritt progresso avanzamento
 model: modelo modèle modell modello
 back: zurück
 give: gib gibt donne dai*
@@ -123,6 +123,8 @@ she: ella elle sie* ela lei*
 speaks: habla parle spricht fala parla
 colleague: colega* collègue kollege kollegin
 data: datos dados données daten dati
+about: sobre acerca
+every: cada chaque jede jeder jedes ogni
 knowledge: conocimiento connaissance wissen conhecimento conoscenza
 """
 
@@ -161,6 +163,21 @@ _FOREIGN_PHRASE = re.compile(r"\b(?:" + "|".join(r"\s+".join(map(re.escape, p.sp
 _TEXT_WORD = re.compile(r"(?<![\w/.\\-])[^\W\d_]+(?![\w/\\]|\.\w)")
 
 
+def _english_of(word):
+    """What ``word`` (lower case) reads as in English, and how much it
+    counts: a word of the table, or one of its forms with up to three more
+    letters ("recuerdas", "borraste", "mostrarme": a verb with its ending)
+    counting half; None when it is neither."""
+    found = _FOREIGN.get(word)
+    if found is not None or len(word) < 6:
+        return found
+    for cut in range(len(word) - 1, max(len(word) - 4, 4), -1):
+        stem = _FOREIGN.get(word[:cut])
+        if stem is not None and stem[1] == 1.0 and "_" not in word[:cut]:
+            return stem[0], 0.5
+    return None
+
+
 def in_english(query):
     """``query`` with its words of other languages in English when they
     count FOREIGN_LEAST (FOREIGN_WORDS), or when one does and the request
@@ -169,10 +186,10 @@ def in_english(query):
     "show me die files in folder src": the capitalised nouns of German are
     no names."""
     said = _TEXT_WORD.findall(query)
-    found = [_FOREIGN.get(w.lower()) for w in said]
+    found = [_english_of(w.lower()) for w in said]
     count = sum(f[1] for f in found if f) + (len(_FOREIGN_PHRASE.findall(query)) if _FOREIGN_PHRASE else 0)
     if count < FOREIGN_LEAST and not (count >= 1 and len(said) <= 2):
         return query
     if _FOREIGN_PHRASE is not None:
         query = _FOREIGN_PHRASE.sub(lambda m: _FOREIGN[_phrase_key(m.group(0))][0], query)
-    return _TEXT_WORD.sub(lambda m: _FOREIGN.get(m.group(0).lower(), (m.group(0),))[0], query)
+    return _TEXT_WORD.sub(lambda m: (_english_of(m.group(0).lower()) or (m.group(0),))[0], query)

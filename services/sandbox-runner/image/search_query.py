@@ -46,7 +46,7 @@ CHANGING_VERBS, PLACE_QUESTIONS, MODAL_WORDS = TABLES.CHANGING_VERBS, TABLES.PLA
 PLACING_VERBS, FOLDER_WORDS = TABLES.PLACING_VERBS, TABLES.FOLDER_WORDS
 TEXT_THINGS, RENAMING_VERBS, FILLING_WORDS = TABLES.TEXT_THINGS, TABLES.RENAMING_VERBS, TABLES.FILLING_WORDS
 FILE_COMMANDS, LINK_WORDS, LISTING_COMMANDS = TABLES.FILE_COMMANDS, TABLES.LINK_WORDS, TABLES.LISTING_COMMANDS
-LOG_LEVELS, KNOWN_FILES = TABLES.LOG_LEVELS, TABLES.KNOWN_FILES
+LOG_LEVELS, KNOWN_FILES, ENVIRONMENT_NAMES = TABLES.LOG_LEVELS, TABLES.KNOWN_FILES, TABLES.ENVIRONMENT_NAMES
 
 # --------------------------------------------------------------------------
 # Words, and what a query asks
@@ -228,7 +228,9 @@ _EDGE_PUNCTUATION = "\"'`()[]{}<>,;:!?."
 _CAMEL_LOWER_UPPER = re.compile(r"([a-z0-9])([A-Z])")
 # An acronym's plural is one word: "PRs", "URLs", "IDs" (not "P" and "Rs").
 _CAMEL_ACRONYM = re.compile(r"([A-Z]+)([A-Z](?!s(?![a-z]))[a-z])")
-_WORD = re.compile(r"[^\W\d_]+|\d+")
+# Letters of the Latin script (accented too) apart from those of other
+# scripts: "MCPロゴ画像" is "mcp" and "ロゴ画像".
+_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]+|[^\W\d_A-Za-z\u00c0-\u024f]+|\d+")
 _ASCII_WORD = re.compile(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 # A parenthesis of examples in a description: "(e.g., 'Asia/Tokyo')". Its
 # values show a format, not what the tool is for.
@@ -238,6 +240,8 @@ _PROPER_NAME = re.compile(r"\b[A-Z][a-z]+\b")
 # Capitalised words in a row: "New York", "Los Angeles".
 _PROPER_RUN = re.compile(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)+\b")
 # Where a clause of a query ends.
+# A word in capitals ("PATH", "NODE_ENV").
+_CAPITALS = re.compile(r"\b[A-Z][A-Z_]{1,}\b")
 # Clauses: after punctuation, or a dash standing between words ("echo
 # memory server - who works at Globex").
 _CLAUSES = re.compile(r"[,;:.!?]+\s|\s[-\u2013\u2014]{1,2}\s|\u2014")
@@ -603,6 +607,8 @@ def _query_tokens(query):
         hints.append(("multiple", 0.8))
     if numbers >= 2:
         hints.append(("number", NUMBERS_WEIGHT))
+    if ENVIRONMENT_NAMES.intersection(_CAPITALS.findall(query)):
+        hints.append(("environment", 1.0))  # "what PATH and HOME did it get": its environment
     if len(LOG_LEVELS.intersection(_raw_words(text))) >= 2:
         hints.append(("level", LOG_LEVELS_WEIGHT))  # "debug, warning, error": messages of several levels
     if zones:
@@ -701,6 +707,7 @@ def read_query(query, index=None):
     action = None
     placing = renames = False
     opener = None  # the clause that asks a question ("charlie memory, who is Ivy"): its words
+    clauses = set()  # where in raw each clause starts
     for clause in _CLAUSES.split(text):
         words = _raw_words(clause)
         if words and index is not None:
@@ -721,6 +728,7 @@ def read_query(query, index=None):
             action = "remove" if words[lead] in REMOVING_VERBS else "make" if words[lead] in MAKING_VERBS else None
         if words and (not raw or words[0] in QUESTION_WORDS and not (opener and opener[0] in QUESTION_WORDS)):
             opener = words
+        clauses.add(len(raw))  # where this clause's words start
         raw += words
     if index is not None:
         raw = [index.function_word(w) for w in raw]
@@ -804,7 +812,9 @@ def read_query(query, index=None):
     previous = before = None
     negated = 0  # how many words after "no", "not", "without" still say what is not wanted
     unwanted_stems = set()
-    for word in raw:
+    for at, word in enumerate(raw):
+        if at in clauses:
+            negated = 0  # "not a tarball, just gzip it": what is not wanted ends with its clause
         if word in NEGATING_WORDS:
             negated = NEGATED_WORDS
             previous = word

@@ -60,6 +60,9 @@ PAST_FORMS = frozenset("wrote made sent took gave saw got left brought bought fo
 # Folders every project has, named without a slash ("list node_modules").
 FOLDER_NAMES = frozenset(
     "node_modules __pycache__ site-packages .venv venv .git .github dist build target vendor .bin bin".split())
+# Environment variables every process has, as written in capitals ("what
+# PATH and HOME did it get"): a question about the environment.
+ENVIRONMENT_NAMES = frozenset("PATH HOME USER SHELL LANG PWD TMPDIR HOSTNAME TERM EDITOR PYTHONPATH NODE_ENV".split())
 # Files every system or project has, named without an extension: the last
 # part of a path so named is a file ("/etc/hosts"), not a folder.
 KNOWN_FILES = frozenset("""
@@ -371,6 +374,9 @@ PHRASES = {
     "node and relationship": "entire graph",
     "node and relation": "entire graph",
     "anything on": "search",
+    "what do we have on": "search",
+    "what do you have on": "search",
+    "what have we got on": "search",
     "anything about": "search",
     "anything regarding": "search",
     "all the way down": "recursive",
@@ -528,6 +534,10 @@ REWRITES = [
     # A name not known for sure asks to search: "not sure of the name".
     (r"\b(?:not\s+sure\s+(?:of|about)|(?:don'?t|do\s+not|can'?t|cannot)\s+(?:remember|recall)|forgot|forget)\s+"
      r"(?:the|its|his|her|their)\s+(?:exact\s+)?(?:name|title)\b", "search"),
+    # Every node and every link: the whole graph ("all entities and all
+    # relations").
+    (r"\b(?:all|every)\s+(?:the\s+)?(?:nodes?|entit(?:y|ies))\s+(?:and|&|\+)\s+(?:all\s+|every\s+)?(?:the\s+)?"
+     r"(?:edges?|relations?|relationships?|links?)\b", "entire graph"),
     # kubectl's usual alias: "k get pods".
     (r"^\s*k\s+(?=(?:get|describe|apply|delete|logs|exec|scale|rollout|top|edit|patch|create|port-forward)\b)",
      "kubectl "),
@@ -706,7 +716,7 @@ SYNONYM_GROUPS = [
     "slow long lengthy",
     "operation task job process",
     "tree hierarchy recursive",
-    "allowed allow access permitted accessible",
+    "allowed allow access permitted accessible whitelisted whitelist allowlist allowlisted",
     "permission privilege mode owner own owns readonly executable chmod",
     "pattern glob wildcard regex",
     "multiple several many batch bulk together simultaneously",
@@ -721,6 +731,8 @@ SYNONYM_GROUPS = [
 # Groups of words people use for one kind of need, though they do not
 # mean the same: a member matches the others at RELATED_WEIGHT.
 RELATED_GROUPS = [
+    "elicitation popup dialog form prompt",
+    "user human",
     "browser oauth auth login signin sso redirect consent",
     "search anywhere somewhere wherever",
     "time morning afternoon evening night noon midnight tonight tomorrow yesterday day week weekday weekend awake "

@@ -281,6 +281,43 @@ fn more_words_of_other_languages_a_tool_named_as_the_one_to_use_and_well_known_f
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// Round 30: Latin letters apart from another script's ("MCPロゴ画像" holds
+/// "mcp"); a word of another language with its ending ("recuerdas",
+/// "elencali") reads as the word; what a request does not want ends with
+/// its clause ("not a tarball, just gzip ..."); "whitelisted" is allowed;
+/// "all nodes and all edges" is the graph; "what do we have on" searches;
+/// PATH or HOME in capitals ask for the environment; a dialog for the
+/// human's input is an elicitation; "le droit de" is being allowed; "pesa"
+/// weighs. New questions; each ranked the wanted tool lower on round 28's
+/// ranker.
+#[test]
+fn other_scripts_word_endings_clause_bound_negation_allowlists_environment_names_and_dialogs_rank_the_tool_asked_for_first()
+ {
+    let Some(python) = python() else { return };
+    let cases = [
+        asked_in("小さいMCPロゴ画像をください", "everything__get_tiny_image", REAL_TOOLS),
+        asked_in("¿qué recuerdas acerca de mi dentista?", "memory__search_nodes", REAL_TOOLS),
+        asked_in(
+            "not a tarball, just gzip report.txt into a resource",
+            "everything__gzip_file_as_resource",
+            REAL_TOOLS,
+        ),
+        asked_in("which dirs are whitelisted for you", "filesystem__list_allowed_directories", REAL_TOOLS),
+        asked_in("give me all nodes and all edges", "memory__read_graph", REAL_TOOLS),
+        asked_in("what do we have on the Falcon launch?", "memory__search_nodes", REAL_TOOLS),
+        asked_in("memory_delta: what do you have on 'pricing'?", "memory_delta__search_nodes", 300),
+        asked_in("which HOME and USER does the server see?", "everything__get_env", REAL_TOOLS),
+        asked_in(
+            "show me the dialog a server opens to get input from the human",
+            "everything__trigger_elicitation_request",
+            REAL_TOOLS,
+        ),
+        asked_in("où ai-je le droit d'écrire ?", "filesystem__list_allowed_directories", REAL_TOOLS),
+        asked_in("quanto pesa ogni file in /srv/logs?", "filesystem__list_directory_with_sizes", REAL_TOOLS),
+    ];
+    each_first(&python, &cases);
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
