@@ -32,17 +32,35 @@ pub(crate) struct Server {
 impl Server {
     /// `code-mode-test-server --http 127.0.0.1:PORT` with `args`.
     pub(crate) fn start(port: u16, args: &[&str]) -> Self {
+        Self::try_start(port, args).unwrap_or_else(|said| panic!("the test server does not listen: {said}"))
+    }
+
+    /// [`Server::start`], or what the server said on stderr when it ended
+    /// without listening (another process took the free port between
+    /// [`free_port`] and its bind: tests run in parallel).
+    pub(crate) fn try_start(port: u16, args: &[&str]) -> Result<Self, String> {
+        let log = std::env::temp_dir().join(format!("cm-test-server-{}.log", uuid::Uuid::new_v4().simple()));
         let mut child = std::process::Command::new(support::test_server())
             .args(["--http", &format!("127.0.0.1:{port}")])
             .args(args)
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("a log file for the test server"))
             .spawn()
             .expect("the test server starts");
         let mut line = String::new();
         std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).expect("it says where it listens");
-        let url = line.trim().strip_prefix("listening on ").expect("a listening line").to_string();
-        Self { child, url }
+        let listening = line.trim().strip_prefix("listening on ").map(str::to_string);
+        let said = if listening.is_none() {
+            let _ = child.wait();
+            std::fs::read_to_string(&log).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        let _ = std::fs::remove_file(&log);
+        match listening {
+            Some(url) => Ok(Self { child, url }),
+            None => Err(format!("stdout {line:?}, stderr {said:?}")),
+        }
     }
 }
 
@@ -80,15 +98,27 @@ impl Upstream {
     /// [`Upstream::start`] with `issuer_args` for the issuer too (such as
     /// `--pages`: its own login and consent pages, for a real browser).
     pub(crate) fn start_with(ttl: u32, issuer_args: &[&str], server_args: &[&str]) -> Option<Self> {
-        let port = free_port();
-        let url = format!("http://127.0.0.1:{port}/mcp");
         let ttl = ttl.to_string();
-        let mut all = vec![url.as_str(), "--ttl", ttl.as_str()];
-        all.extend_from_slice(issuer_args);
-        let issuer = Issuer::spawn("oidc_upstream_issuer.mjs", &all)?;
-        let mut args = vec!["--oauth-issuer", issuer.url.as_str(), "--oauth-scope", "mcp:read"];
-        args.extend_from_slice(server_args);
-        let server = Server::start(port, &args);
+        let mut tries = 0;
+        // The resource's URL (its port) goes to the issuer before the
+        // server binds it: a port taken meanwhile means both again.
+        let (issuer, server, url) = loop {
+            let port = free_port();
+            let url = format!("http://127.0.0.1:{port}/mcp");
+            let mut all = vec![url.as_str(), "--ttl", ttl.as_str()];
+            all.extend_from_slice(issuer_args);
+            let issuer = Issuer::spawn("oidc_upstream_issuer.mjs", &all)?;
+            let mut args = vec!["--oauth-issuer", issuer.url.as_str(), "--oauth-scope", "mcp:read"];
+            args.extend_from_slice(server_args);
+            match Server::try_start(port, &args) {
+                Ok(server) => break (issuer, server, url),
+                Err(said) if tries < 2 => {
+                    tries += 1;
+                    eprintln!("the test server did not listen on {port} ({said}); again on another port");
+                }
+                Err(said) => panic!("the test server does not listen: {said}"),
+            }
+        };
         assert_eq!(server.url, url);
         let state = std::env::temp_dir().join(format!("cm-upstream-{}", uuid::Uuid::new_v4().simple()));
         let mut bytes = uuid::Uuid::new_v4().as_bytes().to_vec();
