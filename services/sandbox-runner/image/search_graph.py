@@ -11,6 +11,9 @@ what a request is about.
 
 import re
 
+# A thing named by one capital letter ("service A", "node B").
+_LETTER_NAME = re.compile(r"\b(?:service|node|entity|person|project|team|server|user|company|module|component|system)"
+                          r"\s+[A-Z]\b")
 # A name: capitalised words in a run ("Acme Corp").
 _NAME_UNIT = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")
 _ABOUT_ONE = re.compile(
@@ -20,7 +23,8 @@ _ABOUT_ONE = re.compile(
     r"|(?:fact|detail|note|thing)s? (?:about|on|for) )", re.I)
 _LINKING_LEAD = re.compile(r"(?:^|[,:;]\s)\W*(?:(?:please|pls|now|then|also)\s+)?(?:disconnect|unlink|detach|relate|interlink)\b",
                            re.I)
-_WITH_ITS = re.compile(r"\balong with (?:its|his|her|their|all)\b", re.I)
+_WITH_ITS = re.compile(r"\balong with (?:its|his|her|their|all)\b"
+                       r"|\band (?:all )?(?:its|his|her|their) (?:links|relations|relationships|edges|connections)\b", re.I)
 # Something the memory does not hold yet ("you don't know her yet", "met
 # him for the first time"): a new thing to record.
 _NOT_KNOWN_YET = re.compile(
@@ -42,6 +46,9 @@ _KEEPS_THE_THING = re.compile(
     r"|\bkeep(?:ing)? (?:the |that |his |her |their |its )?(?:entity|node|record|person|company|organi[sz]ation|contact"
     r"|customer|client|profile|entry)\b|\bkeep(?:ing)? (?:everything|all|anything) else\b|\bkeep(?:ing)? the rest\b",
     re.I)
+# A removal that keeps both things: what goes is the link between them.
+_KEEPS_BOTH = re.compile(r"\bkeep(?:ing)?\s+(?:both|the\s+two)(?:\s+(?:nodes|people|persons|entities|things|records|of\s+them))?\b",
+                         re.I)
 # A thing the memory already holds: what is added goes on its record.
 _ALREADY_KNOWN = re.compile(r"\b(?:already (?:exists?|stored|saved|known|in (?:the |your |my )?(?:memory|graph|knowledge graph))"
                             r"|(?:is|are) already (?:there|in|stored|saved))\b", re.I)
@@ -49,7 +56,7 @@ _ALREADY_KNOWN = re.compile(r"\b(?:already (?:exists?|stored|saved|known|in (?:t
 _ON_ENTITY = re.compile(r"\b(?:to|on|onto|into|for|of|in)\s+(?:the|that|this|an?|its)\s+entit(?:y|ies)\b", re.I)
 # All that is held on one thing ("everything you remember about him").
 _ALL_ABOUT = re.compile(r"\b(?:everything|all|anything)\s+(?:(?:that\s+)?(?:you|we|i)\s+(?:know|remember|have|kept|keep"
-                        r"|stored|saved|noted)|(?:stored|saved|noted|known))\s+(?:about|on|of)\b", re.I)
+                        r"|stored|saved|noted)\s+|(?:stored|saved|noted|known)\s+)?(?:about|on|of)\b", re.I)
 # Taken out of the whole store ("erase jdoe from the knowledge graph").
 _FROM_STORE = re.compile(r"\b(?:from|out of) (?:the |your |my )?(?:knowledge graph|graph|memory|kg)\b", re.I)
 # One named thing said to be of a kind ("Dana is a designer", "it's a
@@ -59,7 +66,7 @@ _IS_A = re.compile(r"\b(?:is|was|'s|’s)\s+(?:a|an)\s+(?!lot\b|bit\b|few\b)\w",
 
 # Something new of a thing already known ("his new phone", "Acme's new
 # office"): a fact about it, not a new thing.
-_THEIR_NEW = re.compile(r"\b(?:his|her|their|its|[A-Z][a-z]+'s)\s+new\b")
+_THEIR_NEW = re.compile(r"\b(?:his|her|their|its|[A-Z][a-z]+'s)\s+new\b|\bnew\s+(?:note|fact|detail|observation)s?\b")
 
 
 # Things listed to keep ("these people: ...", "the following
@@ -90,7 +97,7 @@ class GraphReading:
         # The first word of the request is capitalised as any first word.
         if units and text.lstrip().startswith(units[0]) and units[0].lower() in known:
             units = units[1:]
-        named = len({u.lower() for u in units})
+        named = len({u.lower() for u in units} | {m.group(0).lower() for m in _LETTER_NAME.finditer(text)})
         if self.new_thing.search(text) and not tables.FILE_THING_WORDS.intersection(words):
             return "entity"  # "a new person", "new entry for Jonas"
         if action == "make" and _THESE_THINGS.search(text) and not files:
@@ -110,6 +117,8 @@ class GraphReading:
             return "relation"  # "the relationship between two entities"
         if _LINKING_LEAD.search(text) and not files and not tables.FILE_THING_WORDS.intersection(words):
             return "relation"  # "disconnect the two entities": what links them
+        if action == "remove" and _KEEPS_BOTH.search(text):
+            return "relation"  # "delete the edge ..., keep both nodes": only what links them
         if action == "remove" and _KEEPS_THE_THING.search(text):
             return "observation"  # "erase the phone number we noted on Globex; the record itself stays"
         if action and named <= 1 and _ALREADY_KNOWN.search(text):

@@ -87,7 +87,7 @@ name: nombre nom* nome
 entity: entidad entité entität entidade entità
 text: texto texte
 same: mismo misma même mesmo mesma stesso stessa gleiche gleichen selbe selben
-exactly: exactamente exactement genau exatamente esattamente
+exactly: exactamente exactement genau exatamente esattamente tal_cual
 return: devuelve devuélveme devuélvelo devolver renvoie renvoyer devolva restituisci
 send: mando envío envoie schicke sende envio
 forget: olvida olvidar olvídate oublie oublier vergiss vergessen esqueça esquecer dimentica
@@ -124,6 +124,7 @@ speaks: habla parle spricht fala parla
 colleague: colega* collègue kollege kollegin
 data: datos dados données daten dati
 about: sobre acerca
+contains: contiene contient enthält contém
 every: cada chaque jede jeder jedes ogni
 knowledge: conocimiento connaissance wissen conhecimento conoscenza
 """

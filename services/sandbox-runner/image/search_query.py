@@ -47,6 +47,7 @@ PLACING_VERBS, FOLDER_WORDS = TABLES.PLACING_VERBS, TABLES.FOLDER_WORDS
 TEXT_THINGS, RENAMING_VERBS, FILLING_WORDS = TABLES.TEXT_THINGS, TABLES.RENAMING_VERBS, TABLES.FILLING_WORDS
 FILE_COMMANDS, LINK_WORDS, LISTING_COMMANDS = TABLES.FILE_COMMANDS, TABLES.LINK_WORDS, TABLES.LISTING_COMMANDS
 LOG_LEVELS, KNOWN_FILES, ENVIRONMENT_NAMES = TABLES.LOG_LEVELS, TABLES.KNOWN_FILES, TABLES.ENVIRONMENT_NAMES
+METADATA_WORDS = TABLES.METADATA_WORDS
 
 # --------------------------------------------------------------------------
 # Words, and what a query asks
@@ -778,8 +779,8 @@ def read_query(query, index=None):
         words = run.lower().split()
         if any(_stem(w) not in LEXICON and w not in STOP_WORDS and w not in COMPOUND_WORDS for w in words):
             names.update(words)
-    if not (question and opener[0] in PROPERTY_QUESTIONS):
-        extra += kinds
+    if not (question and opener[0] in PROPERTY_QUESTIONS) and not METADATA_WORDS.intersection(raw):
+        extra += kinds  # what reading a named file needs; not when its size or dates are asked
     if question:
         extra += [(QUESTION_SUBJECTS[word], 1.0) for word in opener[:1] if word in QUESTION_SUBJECTS]
         extra += [(WHERE_HINT, WHERE_WEIGHT) for word in opener[:1] if word == "where" and not modal]

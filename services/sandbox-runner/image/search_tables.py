@@ -60,6 +60,9 @@ PAST_FORMS = frozenset("wrote made sent took gave saw got left brought bought fo
 # Folders every project has, named without a slash ("list node_modules").
 FOLDER_NAMES = frozenset(
     "node_modules __pycache__ site-packages .venv venv .git .github dist build target vendor .bin bin".split())
+# Words asking for what a file system knows of a file, not what it holds:
+# the file's kind (an image, a video) then says nothing of the tool.
+METADATA_WORDS = frozenset("size sizes bytes weigh weighs modified created permissions owner metadata timestamp".split())
 # Environment variables every process has, as written in capitals ("what
 # PATH and HOME did it get"): a question about the environment.
 ENVIRONMENT_NAMES = frozenset("PATH HOME USER SHELL LANG PWD TMPDIR HOSTNAME TERM EDITOR PYTHONPATH NODE_ENV".split())
@@ -109,7 +112,7 @@ WHOLLY_WORDS = frozenset("completely entirely altogether totally wholly".split()
 # is no add_observations, "store that connection" no delete_relations).
 REMOVING_VERBS = frozenset(
     "delete remove erase drop forget destroy purge clear wipe retract discard nuke scrap trash ditch unlink "
-    "disconnect detach cut strike strip eliminate kill".split())
+    "disconnect detach cut strike strip eliminate kill scrub".split())
 MAKING_VERBS = frozenset(
     "create make add new generate build store save record remember note insert register log set attach append put".split())
 
@@ -375,6 +378,10 @@ PHRASES = {
     "node and relation": "entire graph",
     "anything on": "search",
     "what do we have on": "search",
+    "anything related to": "anything about",
+    "something related to": "anything about",
+    "everything related to": "everything about",
+    "lying around": "anywhere search",
     "what do you have on": "search",
     "what have we got on": "search",
     "anything about": "search",
@@ -525,7 +532,9 @@ REWRITES = [
      r"(?:memory|profile|record|entry|node|what\s+you\s+know)\b)", "add to "),
     # The same text given back, exactly what was sent: an echo.
     (r"\b(?:(?:give|send|hand)\s+(?:me\s+)?back|return|repeat)\s+(?:exactly\s+)?(?:the\s+)?same\s+"
-     r"(?:text|message|string|words|input)\b|\bexactly\s+what\s+i\s+(?:type|send|say|write|give)\b", "echo"),
+     r"(?:text|message|string|words|input)\b|\bexactly\s+what\s+i\s+(?:type|send|say|write|give)\b"
+     r"|\b(?:(?:give|send|hand)\s+(?:me\s+)?back|return)\s+(?:exactly|verbatim|as\s+is)\s+(?:the\s+|this\s+|my\s+)?"
+     r"(?:text|message|string|words|input)\b", "echo"),
     # Opening one named thing's record reads it: "open Priya's entry".
     (r"\bopen\s+(?=(?:[A-Z][\w-]*'s|the\s+[A-Z][\w-]*|his|her|their)\s+(?:\w+\s+)?(?:entry|node|record|profile|card)\b)",
      "view "),
@@ -684,7 +693,7 @@ SYNONYM_GROUPS = [
     "simulated simulate simulation pretend fake mock",
     "create make new add generate build init initialize setup scaffold register",
     "add sum plus total addition",
-    "delete remove erase drop forget destroy purge clear wipe retract discard nuke scrap trash ditch strip",
+    "delete remove erase drop forget destroy purge clear wipe retract discard nuke scrap trash ditch strip scrub",
     "read get fetch load open view show display retrieve see print peek inspect examine grab",
     "write save store put overwrite persist stash clobber",
     "edit modify change update patch alter replace amend tweak fix correct swap revise adjust substitute refactor bump",

@@ -318,6 +318,38 @@ fn other_scripts_word_endings_clause_bound_negation_allowlists_environment_names
     each_first(&python, &cases);
 }
 
+/// Round 32: "scrub" removes; "anything related to" asks about, not for a
+/// relation; files "lying around" are searched for; text given back "as
+/// is" or "verbatim" is an echo; a thing named "service A" is a named
+/// thing; "contiene", "tal cual"; a named file's size or dates ask for its
+/// metadata, whatever kind the file is; a new note on a known thing, all
+/// about someone removed, and a removal keeping both things read as round
+/// 30's set says (its three questions, read after its measurement, marked
+/// below). Each case ranked the wanted tool lower on round 30's ranker.
+#[test]
+fn scrubs_related_questions_stray_files_verbatim_echoes_lettered_names_and_a_media_files_size_rank_the_tool_asked_for_first()
+ {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("scrub the old address fact from Leo's record", "memory__delete_observations"),
+        ("anything related to the Q3 budget in memory?", "memory__search_nodes"),
+        ("are there backup files lying around in /var/tmp?", "filesystem__search_files"),
+        ("return as is the text I send you", "everything__echo"),
+        ("drop Falcon and all its relations", "memory__delete_entities"),
+        ("remember service A depends on service B", "memory__create_relations"),
+        ("store that node X reports to node Y", "memory__create_relations"),
+        ("¿qué contiene el fichero notas.txt?", "filesystem__read_text_file"),
+        ("devuélveme tal cual el texto 'hola'", "everything__echo"),
+        ("what is the size of intro.mp4", "filesystem__get_file_info"),
+        ("what's the size of song.mp3?", "filesystem__get_file_info"),
+        // Round 30's set, read after its measurement.
+        ("update the Atlas node with a new note: deadline moved to March", "memory__add_observations"),
+        ("forget everything about Tomás, remove him from the graph completely", "memory__delete_entities"),
+        ("delete the edge Tomás works_at Acme, he left; keep both nodes", "memory__delete_relations"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
