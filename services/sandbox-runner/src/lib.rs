@@ -376,8 +376,12 @@ impl SandboxRunner {
 
     /// Run `run` (one cell), recording its start first and its end after
     /// when this runner has an audit sink: no record, no run; a cell whose
-    /// end cannot be recorded has its report withheld. A run stopped after
-    /// `cancelled` fired is recorded `cancelled`.
+    /// end cannot be recorded has its report withheld. A run that ends
+    /// after `cancelled` fired without finishing its work is recorded
+    /// `cancelled`: stopped, or ended by an error first (the cancel also
+    /// takes its calls away at the bridge: a call waiting for approval is
+    /// refused as the requester is gone, and the code may end on that
+    /// before the stop reaches it). One that finished is `ok`.
     async fn audited(
         &self,
         cell: &RunCell,
@@ -396,7 +400,9 @@ impl SandboxRunner {
         }
         let ran = run.await;
         let outcome = match &ran {
-            Ok(ran) if ran.report.stopped && cancelled.is_cancelled() => CellOutcome::Cancelled,
+            Ok(ran) if cancelled.is_cancelled() && (ran.report.stopped || ran.report.error.is_some()) => {
+                CellOutcome::Cancelled
+            }
             Ok(ran) if ran.report.stopped => CellOutcome::Stopped,
             Ok(ran) if ran.report.error.is_some() => CellOutcome::Error,
             Ok(_) => CellOutcome::Ok,
