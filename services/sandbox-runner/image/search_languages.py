@@ -131,10 +131,10 @@ knowledge: conocimiento connaissance wissen conhecimento conoscenza
 
 
 def _foreign_words():
-    """FOREIGN_WORDS as ``{word: (english, how much it
-    counts)}``, each word also as written without its accents ("qué" as
-    "que", "größe" as "grosse" and "groesse"); a form listed as counting
-    half, or of one or two letters, counts half."""
+    """FOREIGN_WORDS as ``{word: (english, how much it counts)}``, each
+    word also as written without its accents ("qué" as "que", "größe" as
+    "grosse" and "groesse"); a form listed as counting half, or of one or
+    two letters, counts half."""
     english, half = {}, set()
     for line in FOREIGN_WORDS.strip().splitlines():
         meaning, words = line.split(":", 1)
@@ -174,7 +174,7 @@ def _english_of(word):
         return found
     for cut in range(len(word) - 1, max(len(word) - 4, 4), -1):
         stem = _FOREIGN.get(word[:cut])
-        if stem is not None and stem[1] == 1.0 and "_" not in word[:cut]:
+        if stem is not None and stem[1] == 1.0:
             return stem[0], 0.5
     return None
 
@@ -192,5 +192,7 @@ def in_english(query):
     if count < FOREIGN_LEAST and not (count >= 1 and len(said) <= 2):
         return query
     if _FOREIGN_PHRASE is not None:
-        query = _FOREIGN_PHRASE.sub(lambda m: _FOREIGN[_phrase_key(m.group(0))][0], query)
+        # A match whose lower case is no key ("DİR" lower-cases to two
+        # letters) stays as written.
+        query = _FOREIGN_PHRASE.sub(lambda m: _FOREIGN.get(_phrase_key(m.group(0)), (m.group(0),))[0], query)
     return _TEXT_WORD.sub(lambda m: (_english_of(m.group(0).lower()) or (m.group(0),))[0], query)

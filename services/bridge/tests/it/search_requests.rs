@@ -503,6 +503,9 @@ fn search_tools_answers_every_query_made_of_the_fragments_it_reads_in_any_order_
         "his new",
         "these people:",
         "everything you remember about",
+        // A phrase of the language table in capitals whose lower case is
+        // no key of it ("İ" lower-cases to two letters).
+        "MERK DİR:",
     ];
     let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move |n: usize| {
