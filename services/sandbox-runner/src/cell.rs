@@ -669,6 +669,11 @@ async fn drive(
     let end = loop {
         let wake = clock.next().await;
         tokio::select! {
+            // In order: a cancel or shutdown that has fired wins over output
+            // read at the same time (the code may end on an error the cancel
+            // caused, such as its approval refused, while this loop waited on
+            // the hold's pause or resume): the run then ends as cancelled.
+            biased;
             _ = tokio::time::sleep_until(wake) => {
                 if clock.passed().await {
                     break End::Deadline;

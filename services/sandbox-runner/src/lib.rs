@@ -399,15 +399,7 @@ impl SandboxRunner {
             return Err(SandboxError::Audit(e));
         }
         let ran = run.await;
-        let outcome = match &ran {
-            Ok(ran) if cancelled.is_cancelled() && (ran.report.stopped || ran.report.error.is_some()) => {
-                CellOutcome::Cancelled
-            }
-            Ok(ran) if ran.report.stopped => CellOutcome::Stopped,
-            Ok(ran) if ran.report.error.is_some() => CellOutcome::Error,
-            Ok(_) => CellOutcome::Ok,
-            Err(_) => CellOutcome::Failed,
-        };
+        let outcome = audit_outcome(ran.as_ref().ok().map(|ran| &ran.report), cancelled.is_cancelled());
         let end = Body::Cell(record::Cell {
             cell: facts,
             start: record::rfc3339(start),
@@ -737,4 +729,39 @@ impl Drop for Slot {
 fn shutdown_report() -> CellReport {
     code_mode_telemetry::cell_ended_without_run(code_mode_telemetry::CellOutcome::Shutdown);
     CellReport { error: Some("stopped: code-mode is shutting down".into()), stopped: true, ..CellReport::default() }
+}
+
+/// A run's outcome in its audit record: `report` is its report (`None`:
+/// the run failed), `cancelled` whether its cancel fired before it ended.
+/// A cancelled run that did not finish its work (stopped, or ended by an
+/// error the cancel may have caused first) is `cancelled`.
+fn audit_outcome(report: Option<&CellReport>, cancelled: bool) -> CellOutcome {
+    match report {
+        Some(report) if cancelled && (report.stopped || report.error.is_some()) => CellOutcome::Cancelled,
+        Some(report) if report.stopped => CellOutcome::Stopped,
+        Some(report) if report.error.is_some() => CellOutcome::Error,
+        Some(_) => CellOutcome::Ok,
+        None => CellOutcome::Failed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cancelled_run_that_ended_on_an_error_or_stopped_is_recorded_cancelled_and_one_that_finished_is_ok() {
+        let error = CellReport {
+            error: Some("ToolError: needs approval: nobody could be asked".into()),
+            ..CellReport::default()
+        };
+        let stopped = CellReport { error: Some("stopped".into()), stopped: true, ..CellReport::default() };
+        let finished = CellReport::default();
+        assert_eq!(audit_outcome(Some(&error), true), CellOutcome::Cancelled);
+        assert_eq!(audit_outcome(Some(&stopped), true), CellOutcome::Cancelled);
+        assert_eq!(audit_outcome(Some(&finished), true), CellOutcome::Ok);
+        assert_eq!(audit_outcome(Some(&error), false), CellOutcome::Error);
+        assert_eq!(audit_outcome(Some(&stopped), false), CellOutcome::Stopped);
+        assert_eq!(audit_outcome(None, true), CellOutcome::Failed);
+    }
 }
