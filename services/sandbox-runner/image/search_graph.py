@@ -57,23 +57,19 @@ _ON_ENTITY = re.compile(r"\b(?:to|on|onto|into|for|of|in)\s+(?:the|that|this|an?
 # All that is held on one thing ("everything you remember about him").
 _ALL_ABOUT = re.compile(r"\b(?:everything|all|anything)\s+(?:(?:that\s+)?(?:you|we|i)\s+(?:know|remember|have|kept|keep"
                         r"|stored|saved|noted)\s+|(?:stored|saved|noted|known)\s+)?(?:about|on|of)\b", re.I)
-# Taken out of the whole store ("erase jdoe from the knowledge graph").
-_FROM_STORE = re.compile(r"\b(?:from|out of) (?:the |your |my )?(?:knowledge graph|graph|memory|kg)\b", re.I)
-# One named thing said to be of a kind ("Dana is a designer", "it's a
-# customer of ours", "she's an engineer"): the thing and its kind.
-_IS_A = re.compile(r"\b(?:is|was|'s|’s)\s+(?:a|an)\s+(?!lot\b|bit\b|few\b)\w", re.I)
-
-
 # Something new of a thing already known ("his new phone", "Acme's new
 # office"): a fact about it, not a new thing.
 _THEIR_NEW = re.compile(r"\b(?:his|her|their|its|[A-Z][a-z]+'s)\s+new\b|\bnew\s+(?:note|fact|detail|observation)s?\b")
-
-
 # Things listed to keep ("these people: ...", "the following
 # companies"): each a thing of its own.
 _THESE_THINGS = re.compile(
     r"\b(?:these|those|the\s+following|following)\s+(?:\d+\s+|two\s+|three\s+|new\s+)?(?:people|persons|contacts"
     r"|entities|companies|organi[sz]ations|customers|clients|employees|colleagues|coworkers|projects)\b", re.I)
+# Taken out of the whole store ("erase jdoe from the knowledge graph").
+_FROM_STORE = re.compile(r"\b(?:from|out of) (?:the |your |my )?(?:knowledge graph|graph|memory|kg)\b", re.I)
+# One named thing said to be of a kind ("Dana is a designer", "it's a
+# customer of ours", "she's an engineer"): the thing and its kind.
+_IS_A = re.compile(r"\b(?:is|was|'s|’s)\s+(?:a|an)\s+(?!lot\b|bit\b|few\b)\w", re.I)
 
 
 class GraphReading:

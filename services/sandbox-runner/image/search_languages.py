@@ -187,12 +187,12 @@ def in_english(query):
     "show me die files in folder src": the capitalised nouns of German are
     no names."""
     said = _TEXT_WORD.findall(query)
-    found = [_english_of(w.lower()) for w in said]
-    count = sum(f[1] for f in found if f) + (len(_FOREIGN_PHRASE.findall(query)) if _FOREIGN_PHRASE else 0)
+    found = {w: _english_of(w.lower()) for w in said}
+    count = sum(found[w][1] for w in said if found[w]) + (len(_FOREIGN_PHRASE.findall(query)) if _FOREIGN_PHRASE else 0)
     if count < FOREIGN_LEAST and not (count >= 1 and len(said) <= 2):
         return query
     if _FOREIGN_PHRASE is not None:
         # A match whose lower case is no key ("DİR" lower-cases to two
         # letters) stays as written.
         query = _FOREIGN_PHRASE.sub(lambda m: _FOREIGN.get(_phrase_key(m.group(0)), (m.group(0),))[0], query)
-    return _TEXT_WORD.sub(lambda m: (_english_of(m.group(0).lower()) or (m.group(0),))[0], query)
+    return _TEXT_WORD.sub(lambda m: (found.get(m.group(0)) or _english_of(m.group(0).lower()) or (m.group(0),))[0], query)

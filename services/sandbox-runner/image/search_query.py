@@ -240,7 +240,6 @@ _EXAMPLES = re.compile(r"\((?:e\.g\.|eg\b|for example|such as)[^)]*\)", re.I)
 _PROPER_NAME = re.compile(r"\b[A-Z][a-z]+\b")
 # Capitalised words in a row: "New York", "Los Angeles".
 _PROPER_RUN = re.compile(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)+\b")
-# Where a clause of a query ends.
 # A word in capitals ("PATH", "NODE_ENV").
 _CAPITALS = re.compile(r"\b[A-Z][A-Z_]{1,}\b")
 # Clauses: after punctuation, or a dash standing between words ("echo

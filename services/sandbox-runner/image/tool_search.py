@@ -549,8 +549,7 @@ class SearchIndex:
             # "the one before read_text_file"): that tool first, its
             # copies in their order.
             named = {token.lower() for token in _TOOL_NAME.findall(query)
-                     if token.lower() in self.called and _TO_USE.search(query[:query.find(token)][-32:])
-                     and not _TURNED_AWAY.search(query[:query.find(token)][-32:])}
+                     if token.lower() in self.called and _said_to_use(query[:query.find(token)][-32:])}
             if len(named) == 1:
                 chosen = set(self.called[named.pop()])
                 order = [i for i in order if i in chosen] + [i for i in order if i not in chosen]
@@ -617,6 +616,12 @@ _TO_USE = re.compile(r"\b(?:with|use|using|call|calling|via|run|invoke|through|t
                      re.I)
 _TURNED_AWAY = re.compile(r"(?:\b(?:not|never|no|dont|instead\s+of|rather\s+than|without|except|avoid)|n['’]t)\s+(?:\w+\s+)?\S*$",
                           re.I)
+
+
+def _said_to_use(before):
+    """Whether the words ``before`` a tool's name say it is the one to use
+    ("read it with", "call"), not one to avoid ("not with")."""
+    return _TO_USE.search(before) is not None and _TURNED_AWAY.search(before) is None
 
 
 def make_search_tools(tools, meaning=None):

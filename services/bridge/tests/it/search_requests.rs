@@ -425,8 +425,9 @@ print("\n".join(twice))
 
 /// Whatever a model writes, `search_tools` answers: thousands of queries
 /// made of the fragments its readings look for (SQL, Cypher, paths, file
-/// names, log levels, shorthand, words of other languages) in any order, and of any printable
-/// characters, each get a list (`rank.py` fails if one raised).
+/// names, log levels, shorthand, words of other languages) in any order,
+/// and of any printable characters, each get a list (`rank.py` fails if
+/// one raised).
 #[test]
 fn search_tools_answers_every_query_made_of_the_fragments_it_reads_in_any_order_without_raising() {
     let Some(python) = python() else { return };
