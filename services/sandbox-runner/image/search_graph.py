@@ -54,6 +54,16 @@ _ALREADY_KNOWN = re.compile(r"\b(?:already (?:exists?|stored|saved|known|in (?:t
                             r"|(?:is|are) already (?:there|in|stored|saved))\b", re.I)
 # An entity something goes on ("add 'likes tea' to the entity Sam").
 _ON_ENTITY = re.compile(r"\b(?:to|on|onto|into|for|of|in)\s+(?:the|that|this|an?|its)\s+entit(?:y|ies)\b", re.I)
+# Something added to a named thing, no file ("append to Project Phoenix:
+# 'deadline slipped'"): a fact on its record.
+_ADDED_TO_NAME = re.compile(r"\b(?i:append|add|attach|tack)\b(?:\s+[\w'-]+){0,4}?\s+(?i:to|onto)\s+(?:the\s+)?"
+                            r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b(?![.\w/])")
+# The link itself pointed at ("delete that connection", "remove the
+# 'reports to' edge"): when removed, a relation.
+_THAT_LINK = re.compile(r"\b(?:that|this|the|those|these)\s+(?:'[^']{1,40}'\s+|\"[^\"]{1,40}\"\s+|[\w-]+\s+)?"
+                        r"(?:connection|link|edge|relation|relationship)s?\b", re.I)
+# Removing a link, the things stay ("the people stay").
+_THINGS_STAY = re.compile(r"\b(?:people|persons|nodes|entities|things|records|both)\s+(?:stay|remain)\b", re.I)
 # All that is held on one thing ("everything you remember about him").
 _ALL_ABOUT = re.compile(r"\b(?:everything|all|anything)\s+(?:(?:that\s+)?(?:you|we|i)\s+(?:know|remember|have|kept|keep"
                         r"|stored|saved|noted)\s+|(?:stored|saved|noted|known)\s+)?(?:about|on|of)\b", re.I)
@@ -102,6 +112,8 @@ class GraphReading:
             return "entity"  # "you don't know her yet": a new thing
         if _ABOUT_ONE.search(text) or _ON_ITS_RECORD.search(text) and len(_NAMED_RECORD.findall(text)) == 1:
             return "observation"  # "put that on her entry", "add that to what you have on him"
+        if _ADDED_TO_NAME.search(text) and not files and not tables.FILE_THING_WORDS.intersection(words):
+            return "observation"  # "append to Project Phoenix: 'deadline slipped'"
         if _BOTH_KNOWN.search(text) and not files:
             return "relation"  # "Berlin is located in Germany (both nodes exist already)": what links them
         if action == "remove" and named >= 1 and _WITH_ITS.search(text):
@@ -113,6 +125,8 @@ class GraphReading:
             return "relation"  # "the relationship between two entities"
         if _LINKING_LEAD.search(text) and not files and not tables.FILE_THING_WORDS.intersection(words):
             return "relation"  # "disconnect the two entities": what links them
+        if action == "remove" and (_THAT_LINK.search(text) or _THINGS_STAY.search(text)):
+            return "relation"  # "delete that connection", "remove the 'reports to' link, the people stay"
         if action == "remove" and _KEEPS_BOTH.search(text):
             return "relation"  # "delete the edge ..., keep both nodes": only what links them
         if action == "remove" and _KEEPS_THE_THING.search(text):

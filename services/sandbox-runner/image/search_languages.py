@@ -61,7 +61,7 @@ with: con* avec mit* com* sem*
 without: sin sans ohne senza
 for: para pour* für
 my: mi* mis* mon* ma* mes mein meine meinen meu minha meus minhas mio mia miei
-all: todo* todos todas tout* tous toutes alle tutti tutte
+all: todo* todos todas tout* tous toutes alle alles tutti tutte
 me: moi mir mich
 i: je yo* ich eu* io*
 want: quiero veux möchte quero voglio
@@ -70,6 +70,8 @@ contents: contenido contenu inhalt conteúdo contenuto
 names: nombres noms namen nomes nomi
 just: solo* juste nur apenas
 memory: memoria mémoire gedächtnis memória
+stored: guardado guardada guardados guardadas gespeichert gespeicherte gespeicherten enregistré enregistrés sauvegardé armazenado armazenados salvato salvati memorizzato
+something: algo quelque_chose etwas qualcosa alguma_coisa
 remember: recuerda recordar souviens rappelle retiens erinnere merke merk merk_dir merke_dir lembre lembrar ricorda
 person: persona* personne pessoa
 relation: relación beziehung relação relazione

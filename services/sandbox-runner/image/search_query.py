@@ -74,6 +74,15 @@ QUESTION_SUBJECTS = {"who": "person", "whom": "person", "whose": "person"}
 # A question asking where something is asks to find it.
 WHERE_HINT = "search"
 WHERE_WEIGHT = 0.6
+# An image asked for to see it shown, without any file, path or value
+# naming one ("need an image content block to test my UI"), is any image:
+# a sample, at this weight.
+IMAGE_WORDS = frozenset("image images img picture pic png".split())
+SHOWING_WORDS = frozenset("content block blocks item render renders rendering renderer display displays shows inline".split())
+ANY_IMAGE_WEIGHT = 0.5
+# Words of a place not known ("is there a file called schema.sql
+# somewhere?"): a question with one asks where, as "where" does.
+PLACE_UNKNOWN = frozenset("somewhere anywhere".split())
 # Verbs asking to find something: after "where can I" a search, not a
 # permission.
 SEARCH_VERBS = frozenset("find locate search look lookup seek".split())
@@ -246,6 +255,11 @@ _CAPITALS = re.compile(r"\b[A-Z][A-Z_]{1,}\b")
 # memory server - who works at Globex").
 _CLAUSES = re.compile(r"[,;:.!?]+\s|\s[-\u2013\u2014]{1,2}\s|\u2014")
 # Quoted text in a query: 'likes tea', "Project X", `main`.
+# An object in braces (one level of braces inside).
+_OBJECT = re.compile(r"\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")
+# Where a value stood in the text (quoted text; a file name after "called"):
+# the name a naming word gives, so the word after it stays a word.
+_VALUE_GIVEN = "\x01"
 _QUOTED = re.compile(r"(?<!\w)(['\"`])([^'\"`]{1,120})\1(?!\w)")
 
 
@@ -436,9 +450,13 @@ def _query_tokens(query):
 
     def quoted(match):
         arguments.extend(_raw_words(match.group(2)))
-        return " "
+        before = match.string[:match.start()].rstrip().rpartition(" ")[2].lower()
+        return f" {_VALUE_GIVEN} " if before in NAMING_WORDS else " "
 
-    text = _QUOTED.sub(quoted, query)
+    # An object written out ("[{name: 'Acme', observations: []}]"): the
+    # call's arguments, its keys too; before quoted text, which it holds.
+    text = _OBJECT.sub(lambda m: arguments.extend(_raw_words(m.group(0))) or " ", query)
+    text = _QUOTED.sub(quoted, text)
 
     def called(match):
         arguments.extend(_raw_words(match.group(1)))
@@ -523,6 +541,11 @@ def _query_tokens(query):
 
     for token in text.split():
         previous = plain[-1].lower() if plain else None  # the word before
+        said = len(plain)
+        if token == _VALUE_GIVEN:
+            if previous in NAMING_WORDS:
+                plain.append(token)  # "a file called 'x' somewhere": the name given, not "somewhere"
+            continue
         if token.startswith("."):
             bare = token.rstrip(_EDGE_PUNCTUATION)
         else:
@@ -596,6 +619,10 @@ def _query_tokens(query):
             kind = EXTENSIONS.get(lower)
             if kind in MEDIA_KINDS:  # "a wav file", "PNG image": less than a file's name says
                 hints.extend((word, weight * BARE_EXTENSION) for word, weight in EXTENSION_HINTS[kind])
+        if len(plain) == said and (previous in NAMING_WORDS or previous in (None, ",")):
+            # "a file called schema.sql somewhere": its name was this value;
+            # "..., 3 is fine": a clause opening with a value asks nothing.
+            plain.append(_VALUE_GIVEN)
         if end:
             plain.append(end)
     if maybe_zones:
@@ -690,6 +717,7 @@ def read_query(query, index=None):
     text, arguments, extra, files, kinds = _query_tokens(query)
     values = files + len(arguments)
     tokens, named_words = [], []
+    given = False  # the name after a naming word was read
     for token in text.split():
         if token.startswith("\0"):  # an identifier: a name, or an argument
             words = _raw_words(token[1:])
@@ -698,9 +726,11 @@ def read_query(query, index=None):
             else:
                 arguments.extend(words)
             continue
-        if tokens and tokens[-1].lower() in NAMING_WORDS:
+        if tokens and tokens[-1].lower() in NAMING_WORDS and not given:
             arguments.extend(_raw_words(token))  # "a folder called logs"
+            given = True  # the name: one word ("called logs in src": "in src" are words again)
             continue
+        given = False
         tokens.append(token)
     text = " ".join(tokens)
     raw = []
@@ -726,7 +756,8 @@ def read_query(query, index=None):
             renames = True  # "change notes.txt's filename to ...": if a file is named, a rename
         if words and action is None:
             action = "remove" if words[lead] in REMOVING_VERBS else "make" if words[lead] in MAKING_VERBS else None
-        if words and (not raw or words[0] in QUESTION_WORDS and not (opener and opener[0] in QUESTION_WORDS)):
+        if words and (not raw or words[0] in QUESTION_WORDS and not (opener and opener[0] in QUESTION_WORDS)
+                      and not clause.lstrip().startswith(_VALUE_GIVEN)):
             opener = words
         clauses.add(len(raw))  # where this clause's words start
         raw += words
@@ -756,6 +787,8 @@ def read_query(query, index=None):
     if modal:
         extra.append(("allowed", PERMISSION_QUESTION_WEIGHT))
     verbs_after = opener[modal:] if modal else ()
+    if not files and not pathed and not arguments and IMAGE_WORDS.intersection(raw) and SHOWING_WORDS.intersection(raw):
+        extra.append(("sample", ANY_IMAGE_WEIGHT))  # "return an image content block": no image of the user's
     whole = bool(WHOLE_WORDS.intersection(raw))
     if whole:
         extra.append(("entire", WHOLE_HINT_WEIGHT))  # "all", "every": a tool reading the entire thing
@@ -783,7 +816,9 @@ def read_query(query, index=None):
     if question:
         extra += [(QUESTION_SUBJECTS[word], 1.0) for word in opener[:1] if word in QUESTION_SUBJECTS]
         extra += [(WHERE_HINT, WHERE_WEIGHT) for word in opener[:1] if word == "where" and not modal]
-        if files == 1 and opener[0] != "where" and not CONTENT_WORDS.intersection(raw):
+        if PLACE_UNKNOWN.intersection(raw):
+            extra.append((WHERE_HINT, WHERE_WEIGHT))  # "is there a file called x.sql somewhere": find it
+        elif files == 1 and opener[0] != "where" and not CONTENT_WORDS.intersection(raw):
             # "how big is notes.txt": its metadata; "what's inside notes.txt": its text.
             extra.append((ONE_FILE_QUESTION_HINT, ONE_FILE_QUESTION_WEIGHT))
         if names or RECALL_WORDS.intersection(raw):
@@ -792,6 +827,7 @@ def read_query(query, index=None):
         extra.append((NAMED_HINT, NAMED_HINT_WEIGHT))
     # A misspelt word counts as the word it stands for ("new direcotry" is
     # a new folder, no new thing of the graph).
+    query = _OBJECT.sub(" ", query)  # the words of an object written out are its values
     said = set(_raw_words(query))
     if correct is not None:
         for word in [w for w in said if w.isalpha() and not index.knows(w)]:

@@ -112,7 +112,7 @@ WHOLLY_WORDS = frozenset("completely entirely altogether totally wholly".split()
 # is no add_observations, "store that connection" no delete_relations).
 REMOVING_VERBS = frozenset(
     "delete remove erase drop forget destroy purge clear wipe retract discard nuke scrap trash ditch unlink "
-    "disconnect detach cut strike strip eliminate kill scrub".split())
+    "disconnect detach cut strike strip eliminate kill scrub undo".split())
 MAKING_VERBS = frozenset(
     "create make add new generate build store save record remember note insert register log set attach append put".split())
 
@@ -190,6 +190,7 @@ COMPOUND_WORDS = {
     "sql": "sql query",
     "dirs": "directory",
     "envs": "environment",
+    "environ": "environment",
     "llm": "llm model",
     "readme": "text file",
     "license": "file",
@@ -498,6 +499,16 @@ SQL_VERBS = {
 # expressions, matched ignoring case, and what replaces each match).
 _ADDRESS_AHEAD = r"(?=https?://|www\.|localhost\b|127\.0\.0\.1\b)"
 REWRITES = [
+    # The sandbox's roots are the folders file tools may use ("show the
+    # sandbox roots for file ops"), not the roots a client gave.
+    (r"\bsandbox(?:'s)?\s+roots?(?:\s+(?:dirs?|directories|folders))?\b", "sandbox allowed directories"),
+    # "what's in the src folder?": its entries listed.
+    (r"\bwhat(?:'s|\u2019s|s|\s+is)\s+(in|inside)\s+(?=(?:(?:the|my|our|this|that|your)\s+)?(?:[\w.~/-]+\s+)?"
+     r"(?:folder|directory|dir)\b)", r"list files \1 "),
+    # Anything a few words on "related to" a subject asks about it, no
+    # relation: "anything in memory related to invoices?".
+    (r"\b(any(?:thing)?|something|everything)\b((?:\s+[\w'-]+){1,3}?)\s+(?:related|relating|pertaining)\s+to\b",
+     r"\1\2 about"),
     # Opening or filing a tracker's item makes one: "open an issue", "file
     # a github bug", "raise a PR" ("open the issue" reads one).
     (r"\b(?:open|opening|file|filing|raise|raising|submit|log)\s+(?:(?:a|an)\s+(?:new\s+)?(?:[\w-]+\s+)??|new\s+)?"
@@ -619,7 +630,7 @@ coffee coin collect college color colour come comfort common company complain co
 corner cost cotton could country couple course court cousin cover cow crash crazy cream credit crew
 crime crop cross crowd cry cup cure curve customer cut cycle dad damage dance danger dark
 daughter dead deal dear death debt decide deep deer defend degree deliver demand demo depend desk
-dessert dinner direction dirty discuss dish doctor does dog doing dollar done door double doubt down
+dessert dinner direction dirty discuss dish doc doctor does dog doing dollar done door double doubt down
 dozen draw dream dress drink drive driver dry duck due during dust duty each ear early
 earn earth east easy eat eaten eating edge egg eight either else email embed emergency employ
 end enemy energy engine enjoy enough enter equal error escape essay even event ever evidence exact
@@ -778,7 +789,7 @@ RELATED_GROUPS = [
     "count handful few",
     "weather temperature humidity conditions rain sunny climate hot cold warm chilly snow humid",
     "sum add plus total calculate compute arithmetic math addition",
-    "tiny small little sample logo",
+    "tiny small little sample logo minimal",
     "compress shrink deflate",
     "log spam verbose level levels noisy noise",
     "subscription subscribe subscriber subscribed notification notifications notify changed",

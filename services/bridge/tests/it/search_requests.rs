@@ -350,6 +350,55 @@ fn scrubs_related_questions_stray_files_verbatim_echoes_lettered_names_and_a_med
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// Round 34 (read sets only): a value after "called" is the name it gives,
+/// so the word after it is a word again ("a file called schema.sql
+/// somewhere"); a question saying somewhere or anywhere asks where; an
+/// object written out is the call's values; words of other languages for
+/// stored, something and all; `os.environ`; "anything ... related to" asks
+/// about; something added to a named thing is a fact on it; the sandbox's
+/// roots are the allowed folders; an image asked for to see it shown,
+/// naming none, is the sample; "delete that connection" and "the people
+/// stay" remove a link. Each but the last two of the files' questions
+/// ranked lower before.
+#[test]
+fn named_values_places_unknown_objects_written_out_sandbox_roots_any_image_and_links_pointed_at_rank_the_tool_asked_for_first()
+ {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("is there a file called schema.sql somewhere in this repo?", "filesystem__search_files"),
+        ("is there a file named 'deploy.yaml' anywhere under infra?", "filesystem__search_files"),
+        ("os.environ of the running server, all of it", "everything__get_env"),
+        ("was hast du alles gespeichert? komplette Liste", "memory__read_graph"),
+        ("¿hay algo guardado sobre 'facturación'?", "memory__search_nodes"),
+        ("graph: insert entities [{name: 'Acme', entityType: 'company', observations: []}]", "memory__create_entities"),
+        ("anything in memory related to invoices?", "memory__search_nodes"),
+        ("append to Project Phoenix: 'deadline slipped to March'", "memory__add_observations"),
+        ("before we start, show me the sandbox roots for file operations", "filesystem__list_allowed_directories"),
+        ("return a small png so I can check image content blocks render in the chat", "everything__get_tiny_image"),
+        (
+            "org change: the Berlin office doesn't report to HQ anymore, delete that connection",
+            "memory__delete_relations",
+        ),
+        ("remove the 'reports to' connection, the people stay", "memory__delete_relations"),
+        (
+            "Berlin is not the capital of Germany in my test graph anymore — undo that connection only",
+            "memory__delete_relations",
+        ),
+        // The word after a name given stays a word: "docs" after a list's
+        // comma is no typo of "does" asking a question.
+        ("create a file called TODO.md with these three bullet points: tests, docs, release", "filesystem__write_file"),
+        ("whats inside my Downloads folder", "filesystem__list_directory"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+    // "what's in the src folder?" left three listers within a hair by
+    // words, and the encoder chose the allowed folders before round 34.
+    let Some(encoder) = encoder() else { return };
+    let tools = cell_tools(&catalog_of(REAL_TOOLS));
+    let texts = ["what's in the src folder?"];
+    let (found, _) = rank_with_meaning(&python, &tools, &texts, &nearness(&encoder, &tools, &texts), 3);
+    assert_eq!(found[0].first().map(String::as_str), Some("filesystem__list_directory"), "{:?}", found[0]);
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
@@ -435,6 +484,17 @@ fn search_tools_answers_every_query_made_of_the_fragments_it_reads_in_any_order_
         "SELECT",
         "select",
         "*",
+        "called",
+        "named",
+        "{name: 'x', observations: []}",
+        "{",
+        "}",
+        "\u{1}",
+        "somewhere",
+        "related to",
+        "sandbox roots",
+        "image content",
+        "that connection",
         "FROM",
         "WHERE",
         "name",
