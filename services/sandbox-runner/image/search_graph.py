@@ -43,7 +43,7 @@ _BOTH_KNOWN = re.compile(r"\bboth (?:\w+ )?(?:already exist|exist already|are al
 _KEEPS_THE_THING = re.compile(
     r"\bwithout (?:deleting|removing) (?:the |that |this )?(?:entity|node|record|person|thing|it)\b"
     r"|\b(?:record|entity|node|person) itself stays\b"
-    r"|\bkeep(?:ing)? (?:the |that |his |her |their |its )?(?:entity|node|record|person|company|organi[sz]ation|contact"
+    r"|\bkeep(?:ing)? (?:the |that |his |her |their |its |my |our |your )?(?:entity|node|record|person|company|organi[sz]ation|contact"
     r"|customer|client|profile|entry)\b|\bkeep(?:ing)? (?:everything|all|anything) else\b|\bkeep(?:ing)? the rest\b",
     re.I)
 # A removal that keeps both things: what goes is the link between them.
@@ -57,13 +57,17 @@ _ON_ENTITY = re.compile(r"\b(?:to|on|onto|into|for|of|in)\s+(?:the|that|this|an?
 # Something added to a named thing, no file ("append to Project Phoenix:
 # 'deadline slipped'"): a fact on its record.
 _ADDED_TO_NAME = re.compile(r"\b(?i:append|add|attach|tack)\b(?:\s+[\w'-]+){0,4}?\s+(?i:to|onto)\s+(?:the\s+)?"
-                            r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b(?![.\w/])")
+                            r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b(?![.\w/])"
+                            r"|\b(?i:update)\s+(?:the\s+)?[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\s*(?::|\bwith\b)")
 # The link itself pointed at ("delete that connection", "remove the
 # 'reports to' edge"): when removed, a relation.
 _THAT_LINK = re.compile(r"\b(?:that|this|the|those|these)\s+(?:'[^']{1,40}'\s+|\"[^\"]{1,40}\"\s+|[\w-]+\s+)?"
                         r"(?:connection|link|edge|relation|relationship)s?\b", re.I)
 # Removing a link, the things stay ("the people stay").
-_THINGS_STAY = re.compile(r"\b(?:people|persons|nodes|entities|things|records|both)\s+(?:stay|remain)\b", re.I)
+_THINGS_STAY = re.compile(r"\b(?:people|persons|nodes|entities|things|records|both)\s+(?:stay|remain)\b"
+                          r"|\bstill\s+exist\b", re.I)
+# A thing told of with its name ("a dog named Biscuit"): a new thing.
+_A_NAMED_THING = re.compile(r"\b(?i:a|an)\s+(?:new\s+)?[a-z]+\s+(?i:named|called)\s+[A-Z]")
 # All that is held on one thing ("everything you remember about him").
 _ALL_ABOUT = re.compile(r"\b(?:everything|all|anything)\s+(?:(?:that\s+)?(?:you|we|i)\s+(?:know|remember|have|kept|keep"
                         r"|stored|saved|noted)\s+|(?:stored|saved|noted|known)\s+)?(?:about|on|of)\b", re.I)
@@ -106,6 +110,9 @@ class GraphReading:
         named = len({u.lower() for u in units} | {m.group(0).lower() for m in _LETTER_NAME.finditer(text)})
         if self.new_thing.search(text) and not tables.FILE_THING_WORDS.intersection(words):
             return "entity"  # "a new person", "new entry for Jonas"
+        if action == "make" and _A_NAMED_THING.search(text) and not files \
+                and not tables.FILE_THING_WORDS.intersection(words):
+            return "entity"  # "I just adopted a dog named Biscuit, remember him"
         if action == "make" and _THESE_THINGS.search(text) and not files:
             return "entity"  # "store these people in memory: Bob (manager), Carol (designer)"
         if _NOT_KNOWN_YET.search(text) and not tables.FILE_THING_WORDS.intersection(words) and not files:

@@ -34,7 +34,7 @@ replace: reemplazar reemplaza remplacer remplace ersetzen ersetze substituir sub
 list: listar enumera lister auflisten liste* elenca
 create: crear crea créer crée erstellen erstelle anlegen criar crie
 new: nuevo nueva nouveau nouvelle neu neue neuen neues neuer novo nova* nuovo nuova
-delete: borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella
+delete: togli togliere rimuovi borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella
 move: mover mueve déplacer déplace verschieben verschiebe mova sposta
 rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie rinomina
 search: buscar busca chercher cherche rechercher recherche suchen suche procurar procure* busque cerca
@@ -47,6 +47,7 @@ zone: zona* fuseau zeitzone fuso
 convert: convertir convierte convertis umrechnen umwandeln rechne converter* converta converti
 date: fecha datum*
 what: qué que* quoi che*
+what files: che_file
 which: cuál cuáles quelle quel quels quelles welche welcher welches qual quais quale
 where: dónde où wo onde dove*
 who: quién quiénes qui* wer quem chi
@@ -68,7 +69,7 @@ want: quiero veux möchte quero voglio
 please: bitte
 contents: contenido contenu inhalt conteúdo contenuto
 names: nombres noms namen nomes nomi
-just: solo* juste nur apenas
+just: solo* juste nur apenas simplement simplemente semplicemente
 memory: memoria mémoire gedächtnis memória
 stored: guardado guardada guardados guardadas gespeichert gespeicherte gespeicherten enregistré enregistrés sauvegardé armazenado armazenados salvato salvati memorizzato
 something: algo quelque_chose etwas qualcosa alguma_coisa
@@ -84,13 +85,15 @@ variables: umgebungsvariablen variablen
 tree: árbol arbre baum árvore albero
 allowed: permitidos autorisés erlaubt erlaubten permitidas consentite le_droit_de le_droit_d el_derecho_de o_direito_de
 repeat: repite répète wiederhole repita ripeti
-information: información informations informationen informação informazioni
+keep: lascia lascialo lasciala lasciali mantieni conserva mantén mantener mantenha garde gardez behalte behalten
+rest: resto reste
+information: información informations informationen informação informazioni informazione
 name: nombre nom* nome
 entity: entidad entité entität entidade entità
 text: texto texte
 same: mismo misma même mesmo mesma stesso stessa gleiche gleichen selbe selben
-exactly: exactamente exactement genau exatamente esattamente tal_cual
-return: devuelve devuélveme devuélvelo devolver renvoie renvoyer devolva restituisci
+exactly: exactamente exactement genau exatamente esattamente tal_cual tel_quel telle_quelle
+return back: devuelve devuélveme devuélvelo devolver renvoie renvoyer devolva restituisci
 send: mando envío envoie schicke sende envio
 forget: olvida olvidar olvídate oublie oublier vergiss vergessen esqueça esquecer dimentica
 add: añade añadir agrega agregar ajoute ajouter füge hinzufügen ergänze adicione adicionar acrescente aggiungi
@@ -123,13 +126,82 @@ log: protokoll
 this: este esta ce* cette dieser diese diesen dieses isto questo questa
 she: ella elle sie* ela lei*
 speaks: habla parle spricht fala parla
+lives: vive vit lebt abita wohnt habite
 colleague: colega* collègue kollege kollegin
 data: datos dados données daten dati
 about: sobre acerca
+test: tester testen testar testare
+connection: connexion conexión verbindung conexão connessione
+there are: ci_sono il_y_a gibt_es hay*
 contains: contiene contient enthält contém
 every: cada chaque jede jeder jedes ogni
 knowledge: conocimiento connaissance wissen conhecimento conoscenza
 """
+
+# Words of languages in other scripts (Chinese, Japanese, Korean, Russian,
+# Hindi, Arabic), each line "english: words". These scripts write no
+# English, so one such word in a request is enough: each is read in
+# English wherever it stands, the longest first (Chinese and Japanese
+# write no spaces; a Russian word's ending stays as a word of its own).
+SCRIPT_WORDS = """
+what time: 几点 幾點 何時 몇시 몇_시 который_час कितने_बजे
+time: 时间 時間 時刻 시간 время времени समय الوقت الساعة
+now: 现在 現在 지금 сейчас अभी الآن
+timezone: 时区 時區 タイムゾーン 시간대 часовой_пояс
+convert: 换算 转换 変換 변환 перевести переведи конвертируй
+file: 文件 ファイル 파일 файл फ़ाइल फाइल ملف
+folder: 文件夹 資料夾 フォルダ フォルダー 폴더 папк फ़ोल्डर مجلد
+directory: 目录 ディレクトリ 디렉터리 каталог
+delete: 删除 削除 삭제 удали удалить हटाओ احذف
+create: 创建 作成 생성 создай создать बनाओ
+read: 读取 読んで 読み 읽어 прочитай прочти पढ़ो
+show: 显示 表示 보여 покажи दिखाओ
+list: 列出 一覧 목록 список सूची
+search: 搜索 查找 検索 검색 найди поиск खोजो ابحث
+remember: 记住 覚えて 기억해 запомни याद_रखो تذكر
+memory: 记忆 記憶 기억 памят
+research: 研究 調査 调查 연구 조사 исследован शोध
+simulate: 模拟 シミュレート 시뮬레이션 смоделируй симулируй
+image: 图片 画像 이미지 картинк изображени तस्वीर صورة
+size: 大小 サイズ 大きさ 크기 размер आकार حجم
+modified: 修改 変更 수정 изменя बदला
+when: 什么时候 いつ 언제 когда कब متى
+rename: 重命名 名前を変更 이름_변경 переименуй
+move: 移动 移動 이동 перемести
+echo: 回显 エコー 에코
+environment variables: 环境变量 環境変数 환경_변수 переменные_окружения
+"""
+
+
+def _script_words():
+    """SCRIPT_WORDS as ``{word: english}`` ("_" in a word: any space)."""
+    english = {}
+    for line in SCRIPT_WORDS.strip().splitlines():
+        meaning, words = line.split(":", 1)
+        for word in words.split():
+            english.setdefault(word, meaning)
+    return english
+
+
+_SCRIPT = _script_words()
+_SCRIPT_WORD = re.compile("|".join(r"\s*".join(map(re.escape, w.split("_")))
+                                   for w in sorted(_SCRIPT, key=len, reverse=True)), re.I)
+# A match written without its spaces -> the table's word ("몇시" -> "몇_시").
+_SCRIPT_KEY = {w.replace("_", ""): w for w in _SCRIPT}
+_SPACES = re.compile(r"\s+")
+
+
+def _in_english_word(match):
+    """The English of a SCRIPT_WORDS match, apart from its neighbours."""
+    written = _SPACES.sub("", match.group(0)).lower()
+    return " " + _SCRIPT[_SCRIPT_KEY.get(written, written)] + " "
+
+
+def _from_scripts(query):
+    """``query`` with the words of SCRIPT_WORDS in English, each apart."""
+    if query.isascii():
+        return query
+    return _SCRIPT_WORD.sub(_in_english_word, query)
 
 
 def _foreign_words():
@@ -188,6 +260,7 @@ def in_english(query):
     b.txt"); else as it is. "zeige mir die Dateien im Ordner src" reads as
     "show me die files in folder src": the capitalised nouns of German are
     no names."""
+    query = _from_scripts(query)
     said = _TEXT_WORD.findall(query)
     found = {w: _english_of(w.lower()) for w in said}
     count = sum(found[w][1] for w in said if found[w]) + (len(_FOREIGN_PHRASE.findall(query)) if _FOREIGN_PHRASE else 0)

@@ -260,6 +260,13 @@ _OBJECT = re.compile(r"\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")
 # Where a value stood in the text (quoted text; a file name after "called"):
 # the name a naming word gives, so the word after it stays a word.
 _VALUE_GIVEN = "\x01"
+# Something said to be over: what it was is to be taken away.
+_ENDED = re.compile(r"\bno\s+longer\b|\banymore\b|\bbe\s+removed\b", re.I)
+# Words joined by slashes as alternatives ("audience/priority"), not a
+# path: letters only, two or three of them.
+_ALTERNATIVES = re.compile(r"^[A-Za-z]{3,}(?:/[A-Za-z]{3,}){1,2}$")
+# Quotation marks of other kinds, read as straight ones.
+_OTHER_QUOTES = re.compile(r"[«“„「『]\s*([^«»“”„「」『』'\"`]{1,120}?)\s*[»”“」』]")
 _QUOTED = re.compile(r"(?<!\w)(['\"`])([^'\"`]{1,120})\1(?!\w)")
 
 
@@ -456,6 +463,7 @@ def _query_tokens(query):
     # An object written out ("[{name: 'Acme', observations: []}]"): the
     # call's arguments, its keys too; before quoted text, which it holds.
     text = _OBJECT.sub(lambda m: arguments.extend(_raw_words(m.group(0))) or " ", query)
+    text = _OTHER_QUOTES.sub(lambda m: '"' + m.group(1) + '"', text)  # « bonjour », “hi”: quoted
     text = _QUOTED.sub(quoted, text)
 
     def called(match):
@@ -595,6 +603,8 @@ def _query_tokens(query):
             plain.extend(_raw_words(bare))
         elif "/" in bare and LOG_LEVELS.issuperset(bare.lower().split("/")):
             plain.extend(bare.split("/"))  # "debug/info/error": log levels, not a path
+        elif _ALTERNATIVES.match(bare) and all(_stem(p) in LEXICON for p in lower.split("/")):
+            plain.extend(bare.split("/"))  # "audience/priority", "accept/decline": words, not a path
         elif "/" in bare and len(bare) > 1:
             *folders, last = bare.split("/")
             arguments.extend(w for f in folders for w in _raw_words(f))
@@ -761,6 +771,8 @@ def read_query(query, index=None):
             opener = words
         clauses.add(len(raw))  # where this clause's words start
         raw += words
+    if action is None and _ENDED.search(text):
+        action = "remove"  # "Ana doesn't report to Li anymore", "the link should go"
     if index is not None:
         raw = [index.function_word(w) for w in raw]
     opener = opener or []

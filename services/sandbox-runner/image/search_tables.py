@@ -499,6 +499,22 @@ SQL_VERBS = {
 # expressions, matched ignoring case, and what replaces each match).
 _ADDRESS_AHEAD = r"(?=https?://|www\.|localhost\b|127\.0\.0\.1\b)"
 REWRITES = [
+    # Taking back what was learnt: "un-remember that I'm vegetarian".
+    (r"\bun-?(?:remember|learn|memorize|memorise)\b", "forget"),
+    # The user's own forgetting is no removal: "I keep forgetting what I
+    # told you".
+    (r"\b(i|we)\s+(?:keep\s+|always\s+)?(?:forgetting|forget|forgot)\b", r"\1 cannot recall"),
+    # A link or thing that "should go" is to be removed.
+    (r"\b(?:should|must|has\s+to|have\s+to|needs?\s+to)\s+go\b(?!\s+(?:to|into|in|on|under|back)\b)", "be removed"),
+    # The sampling request's method named bare; the client's model asked.
+    (r"\bcreateMessage\b", "sampling createMessage"),
+    (r"\bask\s+(?:my|the|your|our|its)\s+(?:model|llm|ai)\b", "sampling request to the model"),
+    # "the current (non-deprecated) reader": no old one.
+    (r"\bnon-?deprecated\b|\bnot\s+deprecated\b", "current"),
+    # "not recursive", "no recursion": one level listed.
+    (r"\b(?:not|non|no)[\s-]+recursive(?:ly)?\b|\b(?:no|without)\s+recursion\b", "listing one level"),
+    # "the big picture" of a project: its whole layout.
+    (r"\bbig\s+picture\b", "overview"),
     # The sandbox's roots are the folders file tools may use ("show the
     # sandbox roots for file ops"), not the roots a client gave.
     (r"\bsandbox(?:'s)?\s+roots?(?:\s+(?:dirs?|directories|folders))?\b", "sandbox allowed directories"),

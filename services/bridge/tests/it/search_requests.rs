@@ -399,6 +399,88 @@ fn named_values_places_unknown_objects_written_out_sandbox_roots_any_image_and_l
     assert_eq!(found[0].first().map(String::as_str), Some("filesystem__list_directory"), "{:?}", found[0]);
 }
 
+/// Round 36 (rounds 34 and 35's sets, read after their measurements):
+/// words of other scripts read in English wherever they stand (Chinese,
+/// Japanese, Korean, Russian, Hindi, Arabic: "几点", "размер", "बजे"),
+/// quotation marks of other kinds, more words of the Latin table; "update
+/// Project Atlas: ...", "a dog named Biscuit", "un-remember", "keep my
+/// profile", "I keep forgetting", "doesn't ... anymore", "should go",
+/// "still exist", `createMessage`, "ask my model", "non-deprecated", "not
+/// recursive", "the big picture", words joined by a slash as alternatives
+/// ("audience/priority"). Each ranked lower before but one (a copy's
+/// lister, first already, now for its own reason).
+#[test]
+fn other_scripts_facts_on_named_things_ends_of_links_sampling_asked_bare_and_slashed_alternatives_rank_the_tool_asked_for_first()
+ {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("现在北京几点了？", "time__get_current_time", REAL_TOOLS),
+        (
+            "Когда последний раз изменялся файл report.docx и какой у него размер?",
+            "filesystem__get_file_info",
+            REAL_TOOLS,
+        ),
+        (
+            "「再生可能エネルギー」についての調査をシミュレートしてください。",
+            "everything__simulate_research_query",
+            REAL_TOOLS,
+        ),
+        ("अभी दिल्ली में कितने बजे हैं?", "time__get_current_time", REAL_TOOLS),
+        (
+            "Renvoie-moi simplement le texte « bonjour » tel quel, c'est pour tester la connexion.",
+            "everything__echo",
+            REAL_TOOLS,
+        ),
+        (
+            "Togli solo l'informazione che Luca vive a Roma, il resto lascialo",
+            "memory__delete_observations",
+            REAL_TOOLS,
+        ),
+        ("Che file ci sono nella cartella Documenti?", "filesystem__list_directory", REAL_TOOLS),
+        ("update Project Atlas: deadline moved to April", "memory__add_observations", REAL_TOOLS),
+        ("un-remember that I'm vegetarian (keep my profile though)", "memory__delete_observations", REAL_TOOLS),
+        (
+            "I keep forgetting what I've told you over time. dump everything you remember",
+            "memory__read_graph",
+            REAL_TOOLS,
+        ),
+        ("Ana doesn't report to Li anymore, fix the graph", "memory__delete_relations", REAL_TOOLS),
+        ("Jan and Acme still exist, but the link between them should go", "memory__delete_relations", REAL_TOOLS),
+        ("I just adopted a dog named Biscuit, please remember him from now on", "memory__create_entities", REAL_TOOLS),
+        (
+            "I'm implementing createMessage on the client side; need the server to call it",
+            "everything__trigger_sampling_request",
+            REAL_TOOLS,
+        ),
+        (
+            "have the delta everything server ask my model to write a limerick",
+            "everything_delta__trigger_sampling_request",
+            300,
+        ),
+        (
+            "what's at the bottom of server.log? last 100 lines, with the current (non-deprecated) reader",
+            "filesystem__read_text_file",
+            REAL_TOOLS,
+        ),
+        (
+            "list /home/me on filesystem_echo, just names, no sizes, not recursive",
+            "filesystem_echo__list_directory",
+            300,
+        ),
+        (
+            "new to this codebase, can you give me the big picture of how everything is organised — all the folders and subfolders",
+            "filesystem__directory_tree",
+            REAL_TOOLS,
+        ),
+        (
+            "what does an MCP message with audience/priority hints on it look like? produce one",
+            "everything__get_annotated_message",
+            REAL_TOOLS,
+        ),
+    ];
+    each_first(&python, &cases.map(|(query, want, catalog)| asked_in(query, want, catalog)));
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
@@ -431,7 +513,8 @@ fn a_question_about_what_one_file_holds_asks_for_its_text_and_one_about_its_size
 /// A table written as a Python dict keeps only the last of two entries with
 /// one key, silently: round 18 wrote three phrases a second time, and their
 /// first meanings were dead until this test found them. So for a word of
-/// another language on two lines of `search_languages.py` (round 24).
+/// another language on two lines of `search_languages.py` (round 24; its
+/// table of other scripts since round 36).
 #[test]
 fn no_table_of_the_search_gives_one_key_twice() {
     let Some(python) = python() else { return };
@@ -456,14 +539,15 @@ for node in ast.walk(tree):
                 seen.add(value)
     # Words of other languages, a line per English word: a word on two
     # lines would read as the first only.
-    if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "FOREIGN_WORDS" for t in node.targets):
-        seen = set()
-        for line in node.value.value.strip().splitlines():
-            for word in line.split(":", 1)[1].split():
-                word = word.rstrip("*")
-                if word in seen:
-                    twice.append(repr(word) + " in FOREIGN_WORDS")
-                seen.add(word)
+    for table in ("FOREIGN_WORDS", "SCRIPT_WORDS"):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == table for t in node.targets):
+            seen = set()
+            for line in node.value.value.strip().splitlines():
+                for word in line.split(":", 1)[1].split():
+                    word = word.rstrip("*")
+                    if word in seen:
+                        twice.append(repr(word) + " in " + table)
+                    seen.add(word)
 print("\n".join(twice))
 "#;
     let out = std::process::Command::new(python).arg("-c").arg(check).arg(tables).output().expect("python3 runs");
@@ -486,6 +570,20 @@ fn search_tools_answers_every_query_made_of_the_fragments_it_reads_in_any_order_
         "*",
         "called",
         "named",
+        "现在几点",
+        "晚上8点",
+        "Когда",
+        "размер",
+        "कितने बजे",
+        "ファイル",
+        "« bonjour »",
+        "“hi”",
+        "「x」",
+        "audience/priority",
+        "un-remember",
+        "createMessage",
+        "anymore",
+        "should go",
         "{name: 'x', observations: []}",
         "{",
         "}",
