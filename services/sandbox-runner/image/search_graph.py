@@ -14,6 +14,11 @@ import re
 # A thing named by one capital letter ("service A", "node B").
 _LETTER_NAME = re.compile(r"\b(?:service|node|entity|person|project|team|server|user|company|module|component|system)"
                           r"\s+[A-Z]\b")
+# Months and days: capitalised, but no things of the graph ("lead for
+# January").
+_CALENDAR_NAMES = frozenset(
+    "january february march april may june july august september october november december "
+    "monday tuesday wednesday thursday friday saturday sunday".split())
 # A name: capitalised words in a run ("Acme Corp").
 _NAME_UNIT = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")
 _ABOUT_ONE = re.compile(
@@ -33,7 +38,7 @@ _NOT_KNOWN_YET = re.compile(
     r"|\bfirst time\b", re.I)
 # One named thing's record ("append facts to the Acme node"); two named
 # records are a relation ("connect the Acme node to the Berlin node").
-_A_RECORD = r"the [A-Z][\w-]* (?:entry|node|record|profile|card|page)\b"
+_A_RECORD = r"(?:the|my|our|his|her|their) ['\"]?[A-Z][\w-]*['\"]? (?:entry|node|record|profile|card|page)\b"
 _ON_ITS_RECORD = re.compile(r"\b(?:on|to|from|in|into) " + _A_RECORD)
 _NAMED_RECORD = re.compile(r"\b" + _A_RECORD)
 # Two things the memory holds already: what is new is how they relate.
@@ -68,6 +73,11 @@ _THINGS_STAY = re.compile(r"\b(?:people|persons|nodes|entities|things|records|bo
                           r"|\bstill\s+exist\b", re.I)
 # A thing told of with its name ("a dog named Biscuit"): a new thing.
 _A_NAMED_THING = re.compile(r"\b(?i:a|an)\s+(?:new\s+)?[a-z]+\s+(?i:named|called)\s+[A-Z]")
+# Two services named in kebab case and how one uses the other
+# ("api-gateway calls auth-service"): a relation between them.
+_SERVICES_LINKED = re.compile(
+    r"\b[a-z0-9]+(?:-[a-z0-9]+)+\s+(?:depends\s+on|calls|uses|talks\s+to|reads\s+from|writes\s+to|connects\s+to"
+    r"|sends\s+to|feeds|consumes|relies\s+on|is\s+behind|sits\s+behind)\s+[a-z0-9]+(?:-[a-z0-9]+)+\b", re.I)
 # All that is held on one thing ("everything you remember about him").
 _ALL_ABOUT = re.compile(r"\b(?:everything|all|anything)\s+(?:(?:that\s+)?(?:you|we|i)\s+(?:know|remember|have|kept|keep"
                         r"|stored|saved|noted)\s+|(?:stored|saved|noted|known)\s+)?(?:about|on|of)\b", re.I)
@@ -103,7 +113,7 @@ class GraphReading:
         completely"), or None. ``words`` are the query's words in lower case,
         ``known`` the words that are no names when they open it."""
         tables = self.tables
-        units = [m.group(0) for m in _NAME_UNIT.finditer(text)]
+        units = [m.group(0) for m in _NAME_UNIT.finditer(text) if m.group(0).lower() not in _CALENDAR_NAMES]
         # The first word of the request is capitalised as any first word.
         if units and text.lstrip().startswith(units[0]) and units[0].lower() in known:
             units = units[1:]
@@ -121,6 +131,8 @@ class GraphReading:
             return "observation"  # "put that on her entry", "add that to what you have on him"
         if _ADDED_TO_NAME.search(text) and not files and not tables.FILE_THING_WORDS.intersection(words):
             return "observation"  # "append to Project Phoenix: 'deadline slipped'"
+        if _SERVICES_LINKED.search(text) and not files:
+            return "relation"  # "record that billing-service depends on postgres-main"
         if _BOTH_KNOWN.search(text) and not files:
             return "relation"  # "Berlin is located in Germany (both nodes exist already)": what links them
         if action == "remove" and named >= 1 and _WITH_ITS.search(text):

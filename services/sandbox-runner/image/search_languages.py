@@ -93,7 +93,7 @@ entity: entidad entité entität entidade entità
 text: texto texte
 same: mismo misma même mesmo mesma stesso stessa gleiche gleichen selbe selben
 exactly: exactamente exactement genau exatamente esattamente tal_cual tel_quel telle_quelle
-return back: devuelve devuélveme devuélvelo devolver renvoie renvoyer devolva restituisci
+return back: devuelve devuélveme devuélvelo devuelva devuélvame devolver renvoie renvoyer devolva restituisci
 send: mando envío envoie schicke sende envio
 forget: olvida olvidar olvídate oublie oublier vergiss vergessen esqueça esquecer dimentica
 add: añade añadir agrega agregar ajoute ajouter füge hinzufügen ergänze adicione adicionar acrescente aggiungi
@@ -105,7 +105,8 @@ form: formulario formulaire formular formulário modulo*
 user: usuario utilisateur benutzer nutzer usuário utente
 server: servidor serveur
 weather: clima* météo meteo* wetter qué_tiempo_hace que_tiempo_hace
-structured: estructurado estructurados structuré strukturiert strukturierte estruturado strutturato
+structured: estructurado estructurada estructurados structuré structurée strukturiert strukturierte estruturado estruturada strutturato strutturata
+output: saída salida sortie ausgabe uscita
 tiny: pequeña pequeño petite* petit* klein kleines kleine pequena pequeno piccola piccolo
 sum: suma* sumar somme additionne addiere summe soma some* somma
 number: número números zahl zahlen numero*
@@ -130,6 +131,9 @@ lives: vive vit lebt abita wohnt habite
 colleague: colega* collègue kollege kollegin
 data: datos dados données daten dati
 about: sobre acerca
+related to: relacionada_com relacionado_com relacionadas_com relacionados_com relacionado_con relacionada_con relativo_a lié_à
+anything: qualquer_coisa cualquier_cosa n'importe_quoi irgendetwas qualsiasi_cosa
+tool: herramienta outil werkzeug ferramenta strumento
 test: tester testen testar testare
 connection: connexion conexión verbindung conexão connessione
 there are: ci_sono il_y_a gibt_es hay*
@@ -145,6 +149,13 @@ knowledge: conocimiento connaissance wissen conhecimento conoscenza
 # write no spaces; a Russian word's ending stays as a word of its own).
 SCRIPT_WORDS = """
 what time: 几点 幾點 何時 몇시 몇_시 который_час कितने_बजे
+long running: 时间的 時間のかかる 오래_걸리는 долг
+progress: 进度 進捗 プログレス 진행 прогресс
+notification: 通知 알림 уведомлен
+operation: 处理 処理 操作 작업 операци
+run: 运行 执行 実行 실행 запусти
+tool: 工具 ツール 도구 инструмент
+test: 测试 テスト 테스트 тест
 time: 时间 時間 時刻 시간 время времени समय الوقت الساعة
 now: 现在 現在 지금 сейчас अभी الآن
 timezone: 时区 時區 タイムゾーン 시간대 часовой_пояс
@@ -197,10 +208,17 @@ def _in_english_word(match):
     return " " + _SCRIPT[_SCRIPT_KEY.get(written, written)] + " "
 
 
+# An hour written in a script that writes it after the number ("8点",
+# "9時", "3시"): a clock time.
+_SCRIPT_HOUR = re.compile(r"(\d{1,2})\s*(?:点|點|時|시)(?:\s*(\d{1,2})\s*分)?")
+
+
 def _from_scripts(query):
-    """``query`` with the words of SCRIPT_WORDS in English, each apart."""
+    """``query`` with the words of SCRIPT_WORDS in English, each apart, and
+    its hours as a clock writes them."""
     if query.isascii():
         return query
+    query = _SCRIPT_HOUR.sub(lambda m: f" {m.group(1)}:{m.group(2) or '00'} ", query)
     return _SCRIPT_WORD.sub(_in_english_word, query)
 
 

@@ -880,6 +880,7 @@ def read_query(query, index=None):
         # The verb after "allowed to" or "before" is not what is asked for
         # ("where am I allowed to save files", "ask before deleting").
         aside = previous in ASIDE_WORDS or (previous == "to" and before in PERMISSION_WORDS) or (
+            before in ASIDE_WORDS and previous in SUBJECT_WORDS) or (
             word in verbs_after and (word in READING_VERBS or word in CHANGING_VERBS))
         # A verb in the past after its subject tells what happened ("Marta
         # moved to Valencia", "what I wrote yesterday"), not what to do;

@@ -114,7 +114,7 @@ REMOVING_VERBS = frozenset(
     "delete remove erase drop forget destroy purge clear wipe retract discard nuke scrap trash ditch unlink "
     "disconnect detach cut strike strip eliminate kill scrub undo".split())
 MAKING_VERBS = frozenset(
-    "create make add new generate build store save record remember note insert register log set attach append put".split())
+    "create make add new generate build store save record remember note insert register log set attach append put jot".split())
 
 # Verbs that, opening a request naming a file and a folder ("put
 # report.pdf into the archive folder"), ask to move the file there.
@@ -512,14 +512,18 @@ REWRITES = [
     # "the current (non-deprecated) reader": no old one.
     (r"\bnon-?deprecated\b|\bnot\s+deprecated\b", "current"),
     # "not recursive", "no recursion": one level listed.
-    (r"\b(?:not|non|no)[\s-]+recursive(?:ly)?\b|\b(?:no|without)\s+recursion\b", "listing one level"),
+    (r"\b(?:not|non|no)[\s-]+recursive(?:ly)?\b|\b(?:no|without)\s+recursion\b"
+     r"|\b(?:no\s+need\s+to|don'?t|do\s+not|without)\s+recurs(?:e|ing)\b", "listing one level"),
+    # "make sure ./out/reports exists": a folder made if missing.
+    (r"\bmake\s+sure\s+(?:the\s+(?:path|folder|directory|dir)\s+)?(\S*/\S*)\s+(?:exists|is\s+there)\b",
+     r"create the directory \1 if missing"),
     # "the big picture" of a project: its whole layout.
     (r"\bbig\s+picture\b", "overview"),
     # The sandbox's roots are the folders file tools may use ("show the
     # sandbox roots for file ops"), not the roots a client gave.
     (r"\bsandbox(?:'s)?\s+roots?(?:\s+(?:dirs?|directories|folders))?\b", "sandbox allowed directories"),
     # "what's in the src folder?": its entries listed.
-    (r"\bwhat(?:'s|\u2019s|s|\s+is)\s+(in|inside)\s+(?=(?:(?:the|my|our|this|that|your)\s+)?(?:[\w.~/-]+\s+)?"
+    (r"\bwhat(?:'s|\u2019s|s|\s+is)\s+(?:sitting\s+|lying\s+|living\s+|kept\s+)?(in|inside)\s+(?=(?:(?:the|my|our|this|that|your)\s+)?(?:[\w.~/-]+\s+)?"
      r"(?:folder|directory|dir)\b)", r"list files \1 "),
     # Anything a few words on "related to" a subject asks about it, no
     # relation: "anything in memory related to invoices?".
@@ -663,7 +667,7 @@ hear heard heart heat heavy held hell hello help her here hero hide high hill hi
 hire his history hit hobby hold hole holiday home honest hope horse host hotel hour house
 how huge human hungry hurry hurt husband ice idea if ill image impact improve inch include
 income increase indeed inform injury inner insect instead intend invite iron island issue item jacket job
-join joke journey judge juice jump junior just keen keep keeps kept kid kill kind king
+join joke jot journey judge juice jump junior just keen keep keeps kept kid kill kind king
 kiss kitchen knee knife knock lab labour lack lady lake land lands lane language large last
 late later laugh law lawyer lay lazy lead leads learn least leave led left leg legal
 lend less lesson let letter lie life lift light like likely lime line lion lip liquid

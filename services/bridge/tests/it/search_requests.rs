@@ -481,6 +481,47 @@ fn other_scripts_facts_on_named_things_ends_of_links_sampling_asked_bare_and_sla
     each_first(&python, &cases.map(|(query, want, catalog)| asked_in(query, want, catalog)));
 }
 
+/// Round 37 (round 36's set, read after its measurement): an hour written
+/// after its number in Chinese, Japanese or Korean ("晚上8点") is a clock
+/// time to convert; more words of other scripts (progress, notification,
+/// operation, run, tool, test) and of the Latin table ("devuelva",
+/// "herramienta", "qualquer coisa", "relacionada com", "estruturada");
+/// "what's sitting in", "no need to recurse"; "make sure ./out/reports
+/// exists" makes the folder, and a verb after "before I" is aside; "jot"
+/// makes; a record named in quotes ("my 'Mom' node") takes the fact; a
+/// month is no named thing; two kebab-case services and how one uses the
+/// other are a relation. Each ranked lower before.
+#[test]
+fn script_hours_more_words_folders_made_sure_of_quoted_records_months_and_linked_services_rank_the_tool_asked_for_first()
+ {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("北京时间晚上8点是纽约几点？", "time__convert_time"),
+        (
+            "¿Hay alguna herramienta que me devuelva el mismo texto que le envío? Solo quiero comprobar que la conexión funciona.",
+            "everything__echo",
+        ),
+        (
+            "進捗通知を送りながら時間のかかる処理を実行して、クライアントのプログレスバーをテストしたい",
+            "everything__trigger_long_running_operation",
+        ),
+        ("Procura na memória qualquer coisa relacionada com 'férias'.", "memory__search_nodes"),
+        ("I'm new to this repo, what's sitting in the scripts dir? no need to recurse", "filesystem__list_directory"),
+        ("make sure ./out/reports exists before I write anything into it", "filesystem__create_directory"),
+        ("jot another detail onto my 'Mom' node — birthday is 14 June", "memory__add_observations"),
+        (
+            "remember that Priya Shah is new on the data team — she's a person, on-call lead for January",
+            "memory__create_entities",
+        ),
+        ("record in memory that billing-service depends on postgres-main", "memory__create_relations"),
+        (
+            "Quero testar a validação de saída estruturada no meu cliente MCP: me dá a temperatura e a umidade de Los Angeles.",
+            "everything__get_structured_content",
+        ),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
