@@ -62,6 +62,13 @@ with: con* avec mit* com* sem*
 without: sin sans ohne senza
 for: para pour* für
 my: mi* mis* mon* ma* mes mein meine meinen meu minha meus minhas mio mia miei
+several: varios varias plusieurs mehrere vários várias diversi diverse
+together: a_la_vez à_la_fois gleichzeitig de_uma_vez alla_volta insieme
+open: abre abra abrir ouvre ouvrir öffne öffnen apri aprire
+nodes: nós nodos nœuds knoten nodi
+called: chamados chamado chamada llamado llamados llamada appelé appelés appelée genannt chiamato chiamati
+browser: navegador navigateur
+url: endereço dirección
 all: todo* todos todas tout* tous toutes alle alles tutti tutte
 me: moi mir mich
 i: je yo* ich eu* io*
@@ -149,6 +156,10 @@ knowledge: conocimiento connaissance wissen conhecimento conoscenza
 # write no spaces; a Russian word's ending stays as a word of its own).
 SCRIPT_WORDS = """
 what time: 几点 幾點 何時 몇시 몇_시 который_час कितने_बजे
+allowed: アクセスできる アクセス可能 可以访问 能访问 접근_가능한 доступны доступные
+which: どれ 哪些 哪个 어떤 какие какой
+roots: ルート 根目录
+client: クライアント 客户端 클라이언트 клиент
 long running: 时间的 時間のかかる 오래_걸리는 долг
 progress: 进度 進捗 プログレス 진행 прогресс
 notification: 通知 알림 уведомлен
@@ -166,7 +177,7 @@ directory: 目录 ディレクトリ 디렉터리 каталог
 delete: 删除 削除 삭제 удали удалить हटाओ احذف
 create: 创建 作成 생성 создай создать बनाओ
 read: 读取 読んで 読み 읽어 прочитай прочти पढ़ो
-show: 显示 表示 보여 покажи दिखाओ
+show: 显示 表示 見せて 给我看 보여줘 보여 покажи दिखाओ
 list: 列出 一覧 목록 список सूची
 search: 搜索 查找 検索 검색 найди поиск खोजो ابحث
 remember: 记住 覚えて 기억해 запомни याद_रखो تذكر

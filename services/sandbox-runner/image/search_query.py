@@ -76,7 +76,7 @@ WHERE_HINT = "search"
 WHERE_WEIGHT = 0.6
 # An image asked for to see it shown, without any file, path or value
 # naming one ("need an image content block to test my UI"), is any image:
-# a sample, at this weight.
+# the tiny sample: "tiny" joins the query at this weight.
 IMAGE_WORDS = frozenset("image images img picture pic png".split())
 SHOWING_WORDS = frozenset("content block blocks item render renders rendering renderer display displays shows inline".split())
 ANY_IMAGE_WEIGHT = 0.5
@@ -800,7 +800,7 @@ def read_query(query, index=None):
         extra.append(("allowed", PERMISSION_QUESTION_WEIGHT))
     verbs_after = opener[modal:] if modal else ()
     if not files and not pathed and not arguments and IMAGE_WORDS.intersection(raw) and SHOWING_WORDS.intersection(raw):
-        extra.append(("sample", ANY_IMAGE_WEIGHT))  # "return an image content block": no image of the user's
+        extra.append(("tiny", ANY_IMAGE_WEIGHT))  # "return an image content block": no image of the user's
     whole = bool(WHOLE_WORDS.intersection(raw))
     if whole:
         extra.append(("entire", WHOLE_HINT_WEIGHT))  # "all", "every": a tool reading the entire thing

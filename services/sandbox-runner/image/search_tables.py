@@ -203,6 +203,7 @@ COMPOUND_WORDS = {
     "detach": "remove link",
     # Shorthand people type.
     "sz": "size",
+    "op": "operation",
     "roundtrip": "echo",
     "memorize": "remember",
     "memorise": "remember",
@@ -499,6 +500,11 @@ SQL_VERBS = {
 # expressions, matched ignoring case, and what replaces each match).
 _ADDRESS_AHEAD = r"(?=https?://|www\.|localhost\b|127\.0\.0\.1\b)"
 REWRITES = [
+    # "doesn't matter which image": any image, none turned away.
+    (r"\b(?:(?:it\s+)?(?:doesn'?t|does\s+not|don'?t|do\s+not)|no)\s+matter\s+which\b", "any"),
+    # Asking a server to do something is no question for its user: "ask
+    # the everything-delta server to add 7 and 8".
+    (r"\bask\s+(?=(?:the\s+)?(?:[\w'-]+\s+){0,2}(?:server|instance|tool)\s+to\b)", "have "),
     # Taking back what was learnt: "un-remember that I'm vegetarian".
     (r"\bun-?(?:remember|learn|memorize|memorise)\b", "forget"),
     # The user's own forgetting is no removal: "I keep forgetting what I

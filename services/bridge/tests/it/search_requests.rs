@@ -522,6 +522,41 @@ fn script_hours_more_words_folders_made_sure_of_quoted_records_months_and_linked
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// Round 39 (rounds 37 and 38's sets, read after their measurements):
+/// "op"; words of other scripts for what a client gives, roots, which,
+/// allowed ("アクセスできる") and show; Portuguese and Spanish for open,
+/// nodes, called, browser, address, several and "a la vez"; asking a
+/// server to do something is no question for its user; "doesn't matter
+/// which image" turns no image away, and an image asked for to see it
+/// shown is the tiny one. Each ranked lower before.
+#[test]
+fn ops_roots_in_other_scripts_open_named_nodes_servers_asked_to_act_and_any_image_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("simulate a 30s op with 10 steps", "everything__trigger_long_running_operation", REAL_TOOLS),
+        ("クライアントが提供しているルートの一覧を見せて", "everything__get_roots_list", REAL_TOOLS),
+        (
+            "Faça o servidor pedir ao cliente para abrir um endereço no navegador do usuário.",
+            "everything__trigger_url_elicitation",
+            REAL_TOOLS,
+        ),
+        ("Abra os nós chamados 'Ana' e 'Pedro' no grafo de conhecimento.", "memory__open_nodes", REAL_TOOLS),
+        ("ask the everything-delta server to add 7 and 8", "everything_delta__get_sum", 300),
+        (
+            "leer varios archivos a la vez: index.html, style.css y app.js",
+            "filesystem__read_multiple_files",
+            REAL_TOOLS,
+        ),
+        ("ファイルサーバーがアクセスできるディレクトリはどれ？", "filesystem__list_allowed_directories", REAL_TOOLS),
+        (
+            "I need any image content block from the server to test rendering, doesn't matter which image",
+            "everything__get_tiny_image",
+            REAL_TOOLS,
+        ),
+    ];
+    each_first(&python, &cases.map(|(query, want, catalog)| asked_in(query, want, catalog)));
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
