@@ -78,6 +78,10 @@ _A_NAMED_THING = re.compile(r"\b(?i:a|an)\s+(?:new\s+)?[a-z]+\s+(?i:named|called
 _SERVICES_LINKED = re.compile(
     r"\b[a-z0-9]+(?:-[a-z0-9]+)+\s+(?:depends\s+on|calls|uses|talks\s+to|reads\s+from|writes\s+to|connects\s+to"
     r"|sends\s+to|feeds|consumes|relies\s+on|is\s+behind|sits\s+behind)\s+[a-z0-9]+(?:-[a-z0-9]+)+\b", re.I)
+# A line said of a thing (no file): one fact of it.
+_A_LINE = re.compile(r"\b(?:the|that|this|one)\s+(?:\w+\s+)?line\b", re.I)
+# One named thing's role to another ("Initech is a customer of Globex").
+_ROLE_OF = re.compile(r"\b[A-Z][\w-]+\s+(?:is|are|was|were)\s+(?:a|an|the|our)\s+(?:\w+\s+)?(?:of|at|for)\s+[A-Z]")
 # All that is held on one thing ("everything you remember about him").
 _ALL_ABOUT = re.compile(r"\b(?:everything|all|anything)\s+(?:(?:that\s+)?(?:you|we|i)\s+(?:know|remember|have|kept|keep"
                         r"|stored|saved|noted)\s+|(?:stored|saved|noted|known)\s+)?(?:about|on|of)\b", re.I)
@@ -102,7 +106,7 @@ class GraphReading:
     def __init__(self, tables):
         self.tables = tables
         self.new_thing = re.compile(
-            r"\bnew (?:\w+ )?(?:" + "|".join(sorted(tables.NEW_THING_WORDS)) + r")\b", re.I)
+            r"\bnew (?:\w+ |'[^']{1,40}' |\"[^\"]{1,40}\" )?(?:" + "|".join(sorted(tables.NEW_THING_WORDS)) + r")\b", re.I)
 
     def object_of(self, text, words, known, action, files):
         """What a request about named things is about, as a knowledge graph
@@ -144,6 +148,10 @@ class GraphReading:
             return "relation"  # "the relationship between two entities"
         if _LINKING_LEAD.search(text) and not files and not tables.FILE_THING_WORDS.intersection(words):
             return "relation"  # "disconnect the two entities": what links them
+        if action == "remove" and _A_LINE.search(text) and not files and not tables.FILE_THING_WORDS.intersection(words):
+            return "observation"  # "take out the line about Tom moving to Berlin": one fact
+        if _ROLE_OF.search(text) and not files:
+            return "relation"  # "note that Initech is a customer of Globex"
         if action == "remove" and (_THAT_LINK.search(text) or _THINGS_STAY.search(text)):
             return "relation"  # "delete that connection", "remove the 'reports to' link, the people stay"
         if action == "remove" and _KEEPS_BOTH.search(text):

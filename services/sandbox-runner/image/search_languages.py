@@ -34,7 +34,7 @@ replace: reemplazar reemplaza remplacer remplace ersetzen ersetze substituir sub
 list: listar enumera lister auflisten liste* elenca
 create: crear crea créer crée erstellen erstelle anlegen criar crie
 new: nuevo nueva nouveau nouvelle neu neue neuen neues neuer novo nova* nuovo nuova
-delete: togli togliere rimuovi borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella
+delete: ta_bort radera togli togliere rimuovi borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella
 move: mover mueve déplacer déplace verschieben verschiebe mova sposta
 rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie rinomina
 search: buscar busca chercher cherche rechercher recherche suchen suche procurar procure* busque cerca
@@ -47,6 +47,7 @@ zone: zona* fuseau zeitzone fuso
 convert: convertir convierte convertis umrechnen umwandeln rechne converter* converta converti
 date: fecha datum*
 what: qué que* quoi che*
+what's in the: o_que_tem_na o_que_tem_no o_que_há_na qué_hay_en_la qué_hay_en_el
 what files: che_file
 which: cuál cuáles quelle quel quels quelles welche welcher welches qual quais quale
 where: dónde où wo onde dove*
@@ -92,20 +93,20 @@ variables: umgebungsvariablen variablen
 tree: árbol arbre baum árvore albero
 allowed: permitidos autorisés erlaubt erlaubten permitidas consentite le_droit_de le_droit_d el_derecho_de o_direito_de
 repeat: repite répète wiederhole repita ripeti
-keep: lascia lascialo lasciala lasciali mantieni conserva mantén mantener mantenha garde gardez behalte behalten
+keep: behåll lascia lascialo lasciala lasciali mantieni conserva mantén mantener mantenha garde gardez behalte behalten
 rest: resto reste
 information: información informations informationen informação informazioni informazione
 name: nombre nom* nome
 entity: entidad entité entität entidade entità
-text: texto texte
+text: texto texte testo
 same: mismo misma même mesmo mesma stesso stessa gleiche gleichen selbe selben
 exactly: exactamente exactement genau exatamente esattamente tal_cual tel_quel telle_quelle
-return back: devuelve devuélveme devuélvelo devuelva devuélvame devolver renvoie renvoyer devolva restituisci
+return back: rimandami rimanda devuelve devuélveme devuélvelo devuelva devuélvame devolver renvoie renvoyer devolva restituisci
 send: mando envío envoie schicke sende envio
 forget: olvida olvidar olvídate oublie oublier vergiss vergessen esqueça esquecer dimentica
 add: añade añadir agrega agregar ajoute ajouter füge hinzufügen ergänze adicione adicionar acrescente aggiungi
 record: ficha fiche eintrag scheda
-link: vincula vincular conecta conectar relie lier verknüpfe verknüpfen verbinde verbinden ligue ligar conecte collega*
+link: kopplingen koppling länken vincula vincular conecta conectar relie lier verknüpfe verknüpfen verbinde verbinden ligue ligar conecte collega*
 simulate: simula* simular simule* simuler simuliere simulieren
 ask: pide pedir pregunta demande demander frag fragen fragt peça chiedi
 form: formulario formulaire formular formulário modulo*
@@ -124,7 +125,7 @@ long: largo* lange* longa lunga
 operation: operación opération vorgang operação operazione
 progress: progreso progression* fortschritt progresso avanzamento
 model: modelo modèle modell modello
-back: zurück
+back: zurück indietro
 give: gib gibt donne dai*
 whole: completo* komplette komplett vollständig ganz ganze ganzen ganzes entier entière inteiro intero
 completely: por_completo complètement
@@ -138,6 +139,9 @@ lives: vive vit lebt abita wohnt habite
 colleague: colega* collègue kollege kollegin
 data: datos dados données daten dati
 about: sobre acerca
+between: mellan entre* zwischen tra*
+people: personerna personas personnes personen persone
+line: zeile ligne línea linha riga
 related to: relacionada_com relacionado_com relacionadas_com relacionados_com relacionado_con relacionada_con relativo_a lié_à
 anything: qualquer_coisa cualquier_cosa n'importe_quoi irgendetwas qualsiasi_cosa
 tool: herramienta outil werkzeug ferramenta strumento
@@ -156,6 +160,8 @@ knowledge: conocimiento connaissance wissen conhecimento conoscenza
 # write no spaces; a Russian word's ending stays as a word of its own).
 SCRIPT_WORDS = """
 what time: 几点 幾點 何時 몇시 몇_시 который_час कितने_बजे
+knowledge graph: 知識グラフ 知识图谱 지식_그래프
+contains: 含む 包含 포함
 allowed: アクセスできる アクセス可能 可以访问 能访问 접근_가능한 доступны доступные
 which: どれ 哪些 哪个 어떤 какие какой
 roots: ルート 根目录
@@ -179,7 +185,7 @@ create: 创建 作成 생성 создай создать बनाओ
 read: 读取 読んで 読み 읽어 прочитай прочти पढ़ो
 show: 显示 表示 見せて 给我看 보여줘 보여 покажи दिखाओ
 list: 列出 一覧 목록 список सूची
-search: 搜索 查找 検索 검색 найди поиск खोजो ابحث
+search: 搜索 查找 探して 検索 검색 найди поиск खोजो ابحث
 remember: 记住 覚えて 기억해 запомни याद_रखो تذكر
 memory: 记忆 記憶 기억 памят
 research: 研究 調査 调查 연구 조사 исследован शोध
@@ -282,6 +288,10 @@ def _english_of(word):
     return None
 
 
+# An hour as German and French write it ("18 Uhr", "18h30"): a clock's.
+_LATIN_HOUR = re.compile(r"\b(\d{1,2})\s*(?:Uhr|uhr)\b|\b(\d{1,2})h(\d{2})\b")
+
+
 def in_english(query):
     """``query`` with its words of other languages in English when they
     count FOREIGN_LEAST (FOREIGN_WORDS), or when one does and the request
@@ -290,6 +300,7 @@ def in_english(query):
     "show me die files in folder src": the capitalised nouns of German are
     no names."""
     query = _from_scripts(query)
+    query = _LATIN_HOUR.sub(lambda m: f"{m.group(1) or m.group(2)}:{m.group(3) or '00'}", query)
     said = _TEXT_WORD.findall(query)
     found = {w: _english_of(w.lower()) for w in said}
     count = sum(found[w][1] for w in said if found[w]) + (len(_FOREIGN_PHRASE.findall(query)) if _FOREIGN_PHRASE else 0)

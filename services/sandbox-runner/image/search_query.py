@@ -708,7 +708,8 @@ class Query:
 # entries", "by exact name"): opening them, not searching.
 _NAMED_RECORDS = re.compile(
     r"\b[A-Z][a-z]+'s (?:and [A-Z][a-z]+'s )?(?:\w+ )?(?:entries|entry|records|record|nodes|node|profiles|profile)\b"
-    r"|\bby (?:their |its |exact )?names?\b|\bexact names?\b")
+    r"|\bby (?:their |its |exact )?names?\b|\bexact names?\b"
+    r"|\b(?:entry|record|node|profile|card|page)s? (?:for|of|on) ['\"][A-Z]")
 # The name of a file as the object of a change: "the file name", "the
 # folder's name", "notes.txt's name", "the name of draft.txt".
 _FILES_NAME = re.compile(r"\b(?:file|folder|directory|dir)(?:['\u2019]s)?\s+name\b|['\u2019]s\s+name\b"
@@ -801,7 +802,9 @@ def read_query(query, index=None):
     verbs_after = opener[modal:] if modal else ()
     if not files and not pathed and not arguments and IMAGE_WORDS.intersection(raw) and SHOWING_WORDS.intersection(raw):
         extra.append(("tiny", ANY_IMAGE_WEIGHT))  # "return an image content block": no image of the user's
-    whole = bool(WHOLE_WORDS.intersection(raw))
+    # All of one named record ("the full card for 'Julie Martin'") is no
+    # whole store.
+    whole = bool(WHOLE_WORDS.intersection(raw)) and not _NAMED_RECORDS.search(query)
     if whole:
         extra.append(("entire", WHOLE_HINT_WEIGHT))  # "all", "every": a tool reading the entire thing
     raw += named_words
@@ -844,7 +847,7 @@ def read_query(query, index=None):
     if correct is not None:
         for word in [w for w in said if w.isalpha() and not index.knows(w)]:
             near = correct(_stem(word), word)
-            said.update(w for w in FILE_THING_WORDS if near and _stem(w) in near[1])
+            said.update(w for w in FILE_THING_WORDS | LINK_WORDS if near and _stem(w) in near[1])
     about = GRAPH.object_of(query, said, _KNOWN_OPENERS, action, files)
     if not action and _NAMED_RECORDS.search(query):
         extra.append(("open", GRAPH_HINT_WEIGHT))  # read named records as they are

@@ -500,6 +500,10 @@ SQL_VERBS = {
 # expressions, matched ignoring case, and what replaces each match).
 _ADDRESS_AHEAD = r"(?=https?://|www\.|localhost\b|127\.0\.0\.1\b)"
 REWRITES = [
+    # Text given back as it went ("returns it unchanged"): an echo.
+    (r"\breturns?\s+(?:it|them|that|this)\s+(?:back\s+)?(?:unchanged|as\s+is|untouched|intact|verbatim)\b", "echo back"),
+    # "just this level", "only the top level": one level listed.
+    (r"\b(?:just|only)\s+(?:this|that|the\s+top|the\s+first|one)\s+level\b", "listing one level"),
     # "doesn't matter which image": any image, none turned away.
     (r"\b(?:(?:it\s+)?(?:doesn'?t|does\s+not|don'?t|do\s+not)|no)\s+matter\s+which\b", "any"),
     # Asking a server to do something is no question for its user: "ask

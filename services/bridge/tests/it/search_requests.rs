@@ -557,6 +557,41 @@ fn ops_roots_in_other_scripts_open_named_nodes_servers_asked_to_act_and_any_imag
     each_first(&python, &cases.map(|(query, want, catalog)| asked_in(query, want, catalog)));
 }
 
+/// Round 41 (rounds 39 and 40's sets, read after their measurements):
+/// Italian, Swedish and Portuguese words (give back, text, link, between,
+/// keep, the people, "o que tem na"), German's "Zeile" and "18 Uhr" (a
+/// clock time), Japanese for the knowledge graph, contains and search;
+/// text "returned unchanged" is an echo; a role between two named things
+/// ("Initech is a customer of Globex") a relation; a line taken out of a
+/// thing, no file in sight, one fact; the card of a name in quotes is
+/// opened, not the whole store; "a brand new 'Berlin office' entry" is a
+/// new thing; "just this level" lists one level; a misspelt link word
+/// ("conections") still says what links. Each ranked lower before.
+#[test]
+fn more_languages_clock_hours_unchanged_text_roles_lines_cards_and_misspelt_links_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("rimandami indietro lo stesso testo, voglio verificare che il client non lo modifichi", "everything__echo"),
+        (
+            "does my client mangle unicode? send 'naïve café 🚀' through something that returns it unchanged",
+            "everything__echo",
+        ),
+        ("note that Initech is a customer of Globex", "memory__create_relations"),
+        ("take out the line about Tom moving to Berlin, it was wrong", "memory__delete_observations"),
+        ("ta bort kopplingen mellan Anna och Erik men behåll personerna", "memory__delete_relations"),
+        ("知識グラフで「ベルリン」を含むものを探して", "memory__search_nodes"),
+        ("show me the full card for 'Julie Martin'", "memory__open_nodes"),
+        ("show the files and subfolders in /var/www, just this level, no sizes", "filesystem__list_directory"),
+        ("Wie spät ist es in Los Angeles, wenn es in München 18 Uhr ist?", "time__convert_time"),
+        ("store a brand new 'Berlin office' entry with a couple of facts", "memory__create_entities"),
+        ("the entity is fine but one line of it is wrong, get rid of that line", "memory__delete_observations"),
+        ("ersetze in settings.py die Zeile TIMEOUT=30 durch TIMEOUT=60", "filesystem__edit_file"),
+        ("o que tem na pasta downloads?", "filesystem__list_directory"),
+        ("delete conections between entities", "memory__delete_relations"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
@@ -660,6 +695,12 @@ fn search_tools_answers_every_query_made_of_the_fragments_it_reads_in_any_order_
         "createMessage",
         "anymore",
         "should go",
+        "18 Uhr",
+        "18h30",
+        "知識グラフ",
+        "returns it unchanged",
+        "just this level",
+        "the full card for 'X'",
         "{name: 'x', observations: []}",
         "{",
         "}",
