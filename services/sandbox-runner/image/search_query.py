@@ -27,6 +27,10 @@ TABLES = _load_beside("search_tables")
 GRAPH = _load_beside("search_graph").GraphReading(TABLES)
 # A request in another language, read in English (search_languages.py).
 _in_english = _load_beside("search_languages").in_english
+# How text becomes words: split, stemmed, misspelt (search_words.py).
+WORDS = _load_beside("search_words")
+_stem, _raw_words, _STEMS = WORDS.stem, WORDS.raw_words, WORDS.STEMS
+_grams, _gram_index, _typo_distance, _deletions = WORDS.grams, WORDS.gram_index, WORDS.typo_distance, WORDS.deletions
 QUESTION_WORDS, RECALL_WORDS = TABLES.QUESTION_WORDS, TABLES.RECALL_WORDS
 NAMING_WORDS, HOW_WORDS, STOP_WORDS = TABLES.NAMING_WORDS, TABLES.HOW_WORDS, TABLES.STOP_WORDS
 COMPOUND_WORDS, LEADING_VERBS, PHRASES = TABLES.COMPOUND_WORDS, TABLES.LEADING_VERBS, TABLES.PHRASES
@@ -235,13 +239,6 @@ _CLAUSE_ENDS = ",;:!?."
 # Punctuation around a token of the query.
 _EDGE_PUNCTUATION = "\"'`()[]{}<>,;:!?."
 
-_CAMEL_LOWER_UPPER = re.compile(r"([a-z0-9])([A-Z])")
-# An acronym's plural is one word: "PRs", "URLs", "IDs" (not "P" and "Rs").
-_CAMEL_ACRONYM = re.compile(r"([A-Z]+)([A-Z](?!s(?![a-z]))[a-z])")
-# Letters of the Latin script (accented too) apart from those of other
-# scripts: "MCPロゴ画像" is "mcp" and "ロゴ画像".
-_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]+|[^\W\d_A-Za-z\u00c0-\u024f]+|\d+")
-_ASCII_WORD = re.compile(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 # A parenthesis of examples in a description: "(e.g., 'Asia/Tokyo')". Its
 # values show a format, not what the tool is for.
 _EXAMPLES = re.compile(r"\((?:e\.g\.|eg\b|for example|such as)[^)]*\)", re.I)
@@ -268,83 +265,6 @@ _ALTERNATIVES = re.compile(r"^[A-Za-z]{3,}(?:/[A-Za-z]{3,}){1,2}$")
 # Quotation marks of other kinds, read as straight ones.
 _OTHER_QUOTES = re.compile(r"[«“„「『]\s*([^«»“”„「」『』'\"`]{1,120}?)\s*[»”“」』]")
 _QUOTED = re.compile(r"(?<!\w)(['\"`])([^'\"`]{1,120})\1(?!\w)")
-
-
-# Suffixes that make a word of another (longest first), each with the
-# letters the rest must keep (and how many letters of the suffix stay):
-# "observation" -> "observ", "creation" -> "creat" (not "cre"),
-# "compression" -> "compress", "readable" -> "read", "recursively" ->
-# "recursive".
-_DERIVED = (("ation", 5), ("tion", 4, 1), ("sion", 4, 1), ("able", 4), ("ly", 5))
-_BRITISH = ("isations", "isation", "ising", "ised", "ises", "ise", "ysing", "ysed", "yses", "yse")
-_STEMS = {}  # word -> its stem: catalogs repeat their words
-# Words ending in "s" that are no plural: "news" is not "new".
-_NOT_PLURALS = frozenset("news series species lens".split())
-
-
-def _stem(word):
-    """A light stemmer: plurals, -ing, -ed, a final -e; never below 3 letters."""
-    stem = _STEMS.get(word)
-    if stem is None:
-        stem = _STEMS[word] = _stem_word(word)
-    return stem
-
-
-def _stem_word(word):
-    if len(word) <= 3 or not word.isalpha() or word in _NOT_PLURALS:
-        return word
-    # British spelling reads as American: "memorised", "organisation",
-    # "summarising", "analysed" stem as "memorized", "organization",
-    # "summarizing", "analyzed".
-    for suffix in _BRITISH:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            word = word[:-len(suffix)] + suffix[0] + "z" + suffix[2:]
-            break
-    if word.endswith("ies") and len(word) > 4:
-        word = word[:-3] + "y"
-    elif word.endswith("sses"):
-        word = word[:-2]
-    elif word.endswith(("xes", "ches", "shes", "zes")):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    # Words made from a verb read as the verb: "creation", "deletion",
-    # "compression", "observation", "readable", "recursively".
-    if word.endswith("ication") and len(word) >= 10:
-        word = word[:-7] + "y"  # "modification" -> "modify", "notifications" -> "notify"
-    for suffix, keep, *back in _DERIVED:
-        cut = len(suffix) - (back[0] if back else 0)  # "tion" leaves its "t"
-        if word.endswith(suffix) and len(word) - cut >= keep:
-            word = word[:-cut]
-            break
-    for suffix in ("ing", "ed"):
-        stem = word[:-len(suffix)]
-        if (word.endswith(suffix) and len(stem) >= 3
-                and any(c in "aeiouy" for c in stem)):
-            word = stem
-            if word[-1] == word[-2] and word[-1] not in "lsz":
-                word = word[:-1]  # running -> run, logging -> log
-            elif word.endswith("i"):
-                word = word[:-1] + "y"  # modified -> modify
-            break
-    if word.endswith("e") and len(word) > 3:
-        word = word[:-1]
-    if word.endswith("at") and len(word) >= 7:
-        word = word[:-2]  # "simulate", "simulated" -> "simul", as "simulation"
-    return word
-
-
-def _raw_words(text):
-    """Lower-cased words of ``text``, names split at snake, kebab and camel
-    case, letters and digits apart."""
-    if text.isascii():
-        # One pass: an acronym before a capitalised word ("HTTPServer"),
-        # a capitalised or lower-case word, an acronym, digits.
-        return [w[:-1].lower() if len(w) > 2 and w[-1] == "s" and w[:-1].isupper() else w.lower()
-                for w in _ASCII_WORD.findall(text)]
-    text = _CAMEL_LOWER_UPPER.sub(r"\1 \2", text)
-    text = _CAMEL_ACRONYM.sub(r"\1 \2", text)
-    return _WORD.findall(text.lower())
 
 
 def _content_words(text):
@@ -384,50 +304,12 @@ _KNOWN_OPENERS = frozenset(LEXICON) | STOP_WORDS | QUESTION_WORDS
 SYNONYMS = {stem: {o for o, w in others.items() if w == SYNONYM_WEIGHT} for stem, others in LEXICON.items()}
 
 
-def _grams(word):
-    """The letter pairs of ``word`` with its ends marked: "^c", "ca", "at", "t$"."""
-    padded = "^" + word + "$"
-    return {padded[i:i + 2] for i in range(len(padded) - 1)}
-
-
-def _gram_index(words, index=None):
-    """Letter pair -> the words holding it (added to ``index``)."""
-    index = {} if index is None else index
-    for word in words:
-        for gram in _grams(word):
-            index.setdefault(gram, set()).add(word)
-    return index
-
-
-def _typo_distance(a, b, bound):
-    """The optimal string alignment distance of ``a`` and ``b`` (a letter
-    dropped, added, replaced, or two neighbours swapped, each counts one),
-    or ``bound + 1`` as soon as it exceeds ``bound``."""
-    if abs(len(a) - len(b)) > bound:
-        return bound + 1
-    before, row = None, list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        current = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cost = 0 if a[i - 1] == b[j - 1] else 1
-            current[j] = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + cost)
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                current[j] = min(current[j], before[j - 2] + 1)
-        if min(current) > bound:
-            return bound + 1
-        before, row = row, current
-    return row[-1]
-
-
 # Words the tables know (their raw spellings), which a typo may stand for,
 # and their letter pairs: built once, before any cell.
 _LEXICON_WORDS = frozenset(
     w for groups in (SYNONYM_GROUPS, RELATED_GROUPS) for group in groups for w in group.split()
     if w.isalpha() and len(w) >= 3)
 _LEXICON_GRAMS = _gram_index(_LEXICON_WORDS)
-def _deletions(word):
-    """``word`` and each spelling of it with one letter left out."""
-    return {word} | {word[:i] + word[i + 1:] for i in range(len(word))}
 
 
 # Words that say nothing, long enough to be read through a typo, by each
