@@ -4,14 +4,17 @@ People ask in their own language ("qué hora es en Lima", "zeige mir die
 Dateien im Ordner src"); the catalog's words are English. A request with
 enough words of the table below is read word by word in English before
 ``search_query.py`` (which loads this file from beside it) reads it; any
-other request is left as it is.
+other request is left as it is. Scripts that write no English (Chinese,
+Japanese, Korean, Russian, Hindi, Arabic) have a table of their own, read
+wherever its words stand.
 """
 
 import re
 import unicodedata
 
-# Words of other languages (Spanish, French, German, Portuguese, Italian)
-# for what the reference servers do, each line "english: words". A query
+# Words of other languages (Spanish, French, German, Portuguese, Italian;
+# fewer of Dutch, Polish and Swedish) for what the reference servers do,
+# each line "english: words". A query
 # whose words of these count FOREIGN_LEAST is read with each in English
 # ("qué hora es en Lima" as "what time is in Lima"); a word counts 1, or
 # half when marked "*": a word English also has, or a name, a command or
@@ -19,40 +22,40 @@ import unicodedata
 # "groesse").
 FOREIGN_LEAST = 2
 FOREIGN_WORDS = """
-file: archivo fichero datei ficheiro arquivo fichier
-files: archivos ficheros dateien ficheiros arquivos fichiers
-folder: carpeta directorio dossier* répertoire ordner verzeichnis pasta* diretório cartella
-folders: carpetas directorios dossiers répertoires verzeichnisse pastas diretórios cartelle
-read: leer lee* léeme lire lis lesen lies* ler leia leggi
+file: archivo fichero datei ficheiro arquivo fichier bestand plik pliku fil filen
+files: archivos ficheros dateien ficheiros arquivos fichiers bestanden pliki plików filer filerna
+folder: carpeta directorio dossier* répertoire ordner verzeichnis pasta* diretório cartella mappen mapp katalogu
+folders: carpetas directorios dossiers répertoires verzeichnisse pastas diretórios cartelle mappar foldery
+read: leer lee* léeme lire lis lesen lies* ler leia leggi lees lezen przeczytaj czytaj odczytaj läs
 see: ver* voir sehen vedere
-show: muestra muéstrame mostrar muestrame affiche afficher montre montrer zeige zeig anzeigen mostre mostra
-write: escribir escribe écrire écris schreiben schreibe escrever escreva scrivi
-save: guardar guarda enregistrer enregistre sauvegarder sauvegarde speichern speichere salvar salve* gravar grave* salva
-edit: editar edita modificar modifica modifier* modifie bearbeiten bearbeite edite alterar altere
-change: cambiar cambia ändern ändere mudar mude
-replace: reemplazar reemplaza remplacer remplace ersetzen ersetze substituir substitua sostituisci
+show: muestra muéstrame mostrar muestrame affiche afficher montre montrer zeige zeig anzeigen mostre mostra toon tonen pokaż wyświetl visa
+write: escribir escribe écrire écris schreiben schreibe escrever escreva scrivi schrijf schrijven napisz skriv
+save: guardar guarda enregistrer enregistre sauvegarder sauvegarde speichern speichere salvar salve* gravar grave* salva opslaan zapisz spara
+edit: editar edita modificar modifica modifier* modifie bearbeiten bearbeite edite alterar altere bewerk bewerken wijzig wijzigen edytuj redigera
+change: cambiar cambia ändern ändere mudar mude verander veranderen zmień ändra
+replace: reemplazar reemplaza remplacer remplace ersetzen ersetze substituir substitua sostituisci vervang vervangen zamień ersätt
 list: listar enumera lister auflisten liste* elenca
-create: crear crea créer crée erstellen erstelle anlegen criar crie
-new: nuevo nueva nouveau nouvelle neu neue neuen neues neuer novo nova* nuovo nuova
-delete: ta_bort radera togli togliere rimuovi borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella
-move: mover mueve déplacer déplace verschieben verschiebe mova sposta
-rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie rinomina
-search: buscar busca chercher cherche rechercher recherche suchen suche procurar procure* busque cerca
-find: encuentra encontrar trouver trouve finden finde encontre trova
-size: tamaño tamaños taille größe grösse tamanho dimensione pesa pèse wiegt pesan
-time: spät hora horas horaria heure heures horaire uhrzeit zeit horário tempo* ora* ore*
-now: ahora maintenant jetzt agora* adesso
-current: actual* actuelle actuel aktuelle aktuell atual attuale
+create: crear crea créer crée erstellen erstelle anlegen criar crie aanmaken utwórz stwórz skapa
+new: nuevo nueva nouveau nouvelle neu neue neuen neues neuer novo nova* nuovo nuova nieuw nieuwe nowy nowa nowe ny nya
+delete: ta_bort radera togli togliere rimuovi borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella verwijder verwijderen usuń skasuj
+move: mover mueve déplacer déplace verschieben verschiebe mova sposta verplaats verplaatsen przenieś flytta
+rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie rinomina hernoem hernoemen byt_namn zmień_nazwę
+search: buscar busca chercher cherche rechercher recherche suchen suche procurar procure* busque cerca zoek zoeken szukaj wyszukaj sök
+find: encuentra encontrar trouver trouve finden finde encontre trova vinden znajdź hitta
+size: tamaño tamaños taille größe grösse tamanho dimensione pesa pèse wiegt pesan grootte rozmiar storlek
+time: spät hora horas horaria heure heures horaire uhrzeit zeit horário tempo* ora* ore* tijd czas godzina
+now: ahora maintenant jetzt agora* adesso teraz
+current: actual* actuelle actuel aktuelle aktuell atual attuale huidige aktualny aktualna nuvarande
 zone: zona* fuseau zeitzone fuso
 convert: convertir convierte convertis umrechnen umwandeln rechne converter* converta converti
 date: fecha datum*
-what: qué que* quoi che*
+what: qué que* quoi che* wat vad
 what's in the: o_que_tem_na o_que_tem_no o_que_há_na qué_hay_en_la qué_hay_en_el
 what files: che_file
-which: cuál cuáles quelle quel quels quelles welche welcher welches qual quais quale
-where: dónde où wo onde dove*
-who: quién quiénes qui* wer quem chi
-how: cómo cuánto cuántos comment* combien wie wieviel como* quanto quantos
+which: cuál cuáles quelle quel quels quelles welche welcher welches qual quais quale welke który która które vilken vilka
+where: dónde où wo onde dove* waar gdzie
+who: quién quiénes qui* wer quem chi kto vem
+how: cómo cuánto cuántos comment* combien wie wieviel como* quanto quantos hoe jak* hur
 is: es* est* ist* é è sono
 in: en* dans im* em nella nel
 of: de* del du* des* von da* dos* di
@@ -70,7 +73,7 @@ nodes: nós nodos nœuds knoten nodi
 called: chamados chamado chamada llamado llamados llamada appelé appelés appelée genannt chiamato chiamati
 browser: navegador navigateur
 url: endereço dirección
-all: todo* todos todas tout* tous toutes alle alles tutti tutte
+all: todo* todos todas tout* tous toutes alle alles tutti tutte wszystko wszystkie allt alla
 me: moi mir mich
 i: je yo* ich eu* io*
 want: quiero veux möchte quero voglio
@@ -78,36 +81,36 @@ please: bitte
 contents: contenido contenu inhalt conteúdo contenuto
 names: nombres noms namen nomes nomi
 just: solo* juste nur apenas simplement simplemente semplicemente
-memory: memoria mémoire gedächtnis memória
+memory: memoria mémoire gedächtnis memória geheugen pamięć pamięci minne
 stored: guardado guardada guardados guardadas gespeichert gespeicherte gespeicherten enregistré enregistrés sauvegardé armazenado armazenados salvato salvati memorizzato
 something: algo quelque_chose etwas qualcosa alguma_coisa
-remember: recuerda recordar souviens rappelle retiens erinnere merke merk merk_dir merke_dir lembre lembrar ricorda
-person: persona* personne pessoa
-relation: relación beziehung relação relazione
-note: nota* notiz anota anotar apunta apuntar notiere notier noter* anote anotare annota
+remember: recuerda recordar souviens rappelle retiens erinnere merke merk merk_dir merke_dir lembre lembrar ricorda onthoud zapamiętaj kom_ihåg
+person: persona* personne pessoa persoon osoba
+relation: relación beziehung relação relazione relatie relacja relację relationen
+note: nota* notiz anota anotar apunta apuntar notiere notier noter* anote anotare annota notitie noteer notatka anteckning
 graph: grafo graphe wissensnetz wissensgraph
-image: imagen bild imagem immagine
+image: imagen bild imagem immagine afbeelding obraz obrazek
 compress: comprimir compresser komprimieren comprimi
 environment: entorno environnement umgebung ambiente*
 variables: umgebungsvariablen variablen
 tree: árbol arbre baum árvore albero
 allowed: permitidos autorisés erlaubt erlaubten permitidas consentite le_droit_de le_droit_d el_derecho_de o_direito_de
 repeat: repite répète wiederhole repita ripeti
-keep: behåll lascia lascialo lasciala lasciali mantieni conserva mantén mantener mantenha garde gardez behalte behalten
+keep: behåll lascia lascialo lasciala lasciali mantieni conserva mantén mantener mantenha garde gardez behalte behalten bewaar behoud zachowaj
 rest: resto reste
-information: información informations informationen informação informazioni informazione
+information: información informations informationen informação informazioni informazione informatie informacja
 name: nombre nom* nome
 entity: entidad entité entität entidade entità
-text: texto texte testo
+text: texto texte testo tekst
 same: mismo misma même mesmo mesma stesso stessa gleiche gleichen selbe selben
 exactly: exactamente exactement genau exatamente esattamente tal_cual tel_quel telle_quelle
 return back: rimandami rimanda devuelve devuélveme devuélvelo devuelva devuélvame devolver renvoie renvoyer devolva restituisci
 send: mando envío envoie schicke sende envio
-forget: olvida olvidar olvídate oublie oublier vergiss vergessen esqueça esquecer dimentica
-add: añade añadir agrega agregar ajoute ajouter füge hinzufügen ergänze adicione adicionar acrescente aggiungi
+forget: olvida olvidar olvídate oublie oublier vergiss vergessen esqueça esquecer dimentica vergeet zapomnij glöm
+add: añade añadir agrega agregar ajoute ajouter füge hinzufügen ergänze adicione adicionar acrescente aggiungi voeg_toe toevoegen dodaj lägg_till
 record: ficha fiche eintrag scheda
-link: kopplingen koppling länken vincula vincular conecta conectar relie lier verknüpfe verknüpfen verbinde verbinden ligue ligar conecte collega*
-simulate: simula* simular simule* simuler simuliere simulieren
+link: kopplingen koppling länken vincula vincular conecta conectar relie lier verknüpfe verknüpfen verbinde verbinden ligue ligar conecte collega* koppel koppelen verbind połącz
+simulate: simula* simular simule* simuler simuliere simulieren simuleer symuluj simulera symulowane symulowany
 ask: pide pedir pregunta demande demander frag fragen fragt peça chiedi
 form: formulario formulaire formular formulário modulo*
 user: usuario utilisateur benutzer nutzer usuário utente
@@ -125,8 +128,8 @@ long: largo* lange* longa lunga
 operation: operación opération vorgang operação operazione
 progress: progreso progression* fortschritt progresso avanzamento
 model: modelo modèle modell modello
-back: zurück indietro
-give: gib gibt donne dai*
+back: zurück indietro terug
+give: gib gibt donne dai* geef daj ge*
 whole: completo* komplette komplett vollständig ganz ganze ganzen ganzes entier entière inteiro intero
 completely: por_completo complètement
 existing: existente existante vorhandene existierende
@@ -139,8 +142,8 @@ lives: vive vit lebt abita wohnt habite
 colleague: colega* collègue kollege kollegin
 data: datos dados données daten dati
 about: sobre acerca
-between: mellan entre* zwischen tra*
-people: personerna personas personnes personen persone
+between: mellan entre* zwischen tra* tussen między
+people: personerna personas personnes personen persone mensen osoby
 line: zeile ligne línea linha riga
 related to: relacionada_com relacionado_com relacionadas_com relacionados_com relacionado_con relacionada_con relativo_a lié_à
 anything: qualquer_coisa cualquier_cosa n'importe_quoi irgendetwas qualsiasi_cosa
@@ -151,6 +154,13 @@ there are: ci_sono il_y_a gibt_es hay*
 contains: contiene contient enthält contém
 every: cada chaque jede jeder jedes ogni
 knowledge: conocimiento connaissance wissen conhecimento conoscenza
+research: onderzoek badanie badania forskning recherche_approfondie
+married: getrouwd żonaty zamężna gift*
+birthday: geburtstag cumpleaños anniversaire aniversário compleanno verjaardag urodziny födelsedag
+topic: temat onderwerp thema tema*
+run: lance lancer starte uruchom voer_uit
+temperature: temperatura température temperatur temperatuur
+humidity: umidade humedad humidité feuchtigkeit umidità luchtvochtigheid wilgotność
 """
 
 # Words of languages in other scripts (Chinese, Japanese, Korean, Russian,
@@ -160,6 +170,10 @@ knowledge: conocimiento connaissance wissen conhecimento conoscenza
 # write no spaces; a Russian word's ending stays as a word of its own).
 SCRIPT_WORDS = """
 what time: 几点 幾點 何時 몇시 몇_시 который_час कितने_बजे
+tree: ツリー 树形 트리 дерево
+structure: 構造 结构 구조 структур
+subfolders: サブフォルダ 子文件夹 하위_폴더 подпапк
+all: 全部 すべて 모두 все
 knowledge graph: 知識グラフ 知识图谱 지식_그래프
 contains: 含む 包含 포함
 allowed: アクセスできる アクセス可能 可以访问 能访问 접근_가능한 доступны доступные
@@ -296,7 +310,8 @@ def in_english(query):
     """``query`` with its words of other languages in English when they
     count FOREIGN_LEAST (FOREIGN_WORDS), or when one does and the request
     has at most two words besides its values ("umbenennen: a.txt ->
-    b.txt"); else as it is. "zeige mir die Dateien im Ordner src" reads as
+    b.txt"), or one and a half and at most five ("Rinomina il file 'a' in
+    'b'"); else as it is. "zeige mir die Dateien im Ordner src" reads as
     "show me die files in folder src": the capitalised nouns of German are
     no names."""
     query = _from_scripts(query)
@@ -304,7 +319,7 @@ def in_english(query):
     said = _TEXT_WORD.findall(query)
     found = {w: _english_of(w.lower()) for w in said}
     count = sum(found[w][1] for w in said if found[w]) + (len(_FOREIGN_PHRASE.findall(query)) if _FOREIGN_PHRASE else 0)
-    if count < FOREIGN_LEAST and not (count >= 1 and len(said) <= 2):
+    if count < FOREIGN_LEAST and not (count >= 1 and len(said) <= 2 or count >= 1.5 and len(said) <= 5):
         return query
     if _FOREIGN_PHRASE is not None:
         # A match whose lower case is no key ("DİR" lower-cases to two

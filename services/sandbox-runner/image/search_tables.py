@@ -501,7 +501,9 @@ SQL_VERBS = {
 _ADDRESS_AHEAD = r"(?=https?://|www\.|localhost\b|127\.0\.0\.1\b)"
 REWRITES = [
     # Text given back as it went ("returns it unchanged"): an echo.
-    (r"\breturns?\s+(?:it|them|that|this)\s+(?:back\s+)?(?:unchanged|as\s+is|untouched|intact|verbatim)\b", "echo back"),
+    (r"\breturns?\s+(?:it|them|that|this)\s+(?:back\s+)?(?:unchanged|as\s+is|untouched|intact|verbatim)\b"
+     r"|\b(?:get|have)\s+(?:the\s+)?(?:exact\s+|very\s+)?same\s+(?:thing|text|string|message|bytes)\s+(?:back|returned)\b",
+     "echo back"),
     # "just this level", "only the top level": one level listed.
     (r"\b(?:just|only)\s+(?:this|that|the\s+top|the\s+first|one)\s+level\b", "listing one level"),
     # "doesn't matter which image": any image, none turned away.

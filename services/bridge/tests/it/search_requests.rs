@@ -592,6 +592,41 @@ fn more_languages_clock_hours_unchanged_text_roles_lines_cards_and_misspelt_link
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// Round 43 (rounds 41 and 42's sets, read after their measurements): the
+/// Latin table's words for Dutch, Polish and Swedish (files, folders,
+/// reading, writing, deleting, moving, renaming, search, size, time,
+/// memory, relations, research, simulate, birthday ...) and more French,
+/// German and Italian; a request of at most five words counting one and a
+/// half is read in English ("Rinomina il file 'a' in 'b'"); the same text
+/// "returned" is an echo. Each but the last of the files' ranked lower
+/// before (a Japanese tree, first already, now read as one).
+#[test]
+fn dutch_polish_and_swedish_words_short_renames_and_the_same_text_returned_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        (
+            "Przeprowadź symulowane badanie na temat 'energia geotermalna', chcę zobaczyć etapy zadania.",
+            "everything__simulate_research_query",
+        ),
+        ("lance une recherche approfondie sur les abeilles", "everything__simulate_research_query"),
+        ("füge bei Oma hinzu, dass ihr Geburtstag am 12. Mai ist", "memory__add_observations"),
+        (
+            "verwijder de relatie 'getrouwd met' tussen Eva en Jan, maar bewaar beide personen",
+            "memory__delete_relations",
+        ),
+        ("Rinomina il file 'bozza.docx' in 'contratto_finale.docx'.", "filesystem__move_file"),
+        (
+            "sanity check that unicode survives the MCP hop: send 'naïve café 🚀' and get the exact same thing returned",
+            "everything__echo",
+        ),
+        (
+            "プロジェクトフォルダのディレクトリ構造をサブフォルダまで全部ツリー形式で見せて",
+            "filesystem__directory_tree",
+        ),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
@@ -629,7 +664,7 @@ fn a_question_about_what_one_file_holds_asks_for_its_text_and_one_about_its_size
 #[test]
 fn no_table_of_the_search_gives_one_key_twice() {
     let Some(python) = python() else { return };
-    for file in ["search_tables.py", "search_languages.py"] {
+    for file in ["search_tables.py", "search_languages.py", "search_words.py"] {
         no_key_twice_in(&python, &runner_py().with_file_name(file));
     }
 }
@@ -696,6 +731,10 @@ fn search_tools_answers_every_query_made_of_the_fragments_it_reads_in_any_order_
         "anymore",
         "should go",
         "18 Uhr",
+        "verwijder",
+        "ta bort",
+        "Przeprowadź",
+        "get the same thing returned",
         "18h30",
         "知識グラフ",
         "returns it unchanged",
