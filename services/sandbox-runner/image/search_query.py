@@ -251,11 +251,11 @@ _CAPITALS = re.compile(r"\b[A-Z][A-Z_]{1,}\b")
 # Clauses: after punctuation, or a dash standing between words ("echo
 # memory server - who works at Globex").
 _CLAUSES = re.compile(r"[,;:.!?]+\s|\s[-\u2013\u2014]{1,2}\s|\u2014")
-# Quoted text in a query: 'likes tea', "Project X", `main`.
 # An object in braces (one level of braces inside).
 _OBJECT = re.compile(r"\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")
-# Where a value stood in the text (quoted text; a file name after "called"):
-# the name a naming word gives, so the word after it stays a word.
+# Where a value stood in the text, after a naming word ("a file called
+# schema.sql somewhere": the name given, so the word after it stays a
+# word) or opening a clause ("..., 3 is fine": no question).
 _VALUE_GIVEN = "\x01"
 # Something said to be over: what it was is to be taken away.
 _ENDED = re.compile(r"\bno\s+longer\b|\banymore\b|\bbe\s+removed\b", re.I)
@@ -264,6 +264,7 @@ _ENDED = re.compile(r"\bno\s+longer\b|\banymore\b|\bbe\s+removed\b", re.I)
 _ALTERNATIVES = re.compile(r"^[A-Za-z]{3,}(?:/[A-Za-z]{3,}){1,2}$")
 # Quotation marks of other kinds, read as straight ones.
 _OTHER_QUOTES = re.compile(r"[«“„「『]\s*([^«»“”„「」『』'\"`]{1,120}?)\s*[»”“」』]")
+# Quoted text in a query: 'likes tea', "Project X", `main`.
 _QUOTED = re.compile(r"(?<!\w)(['\"`])([^'\"`]{1,120})\1(?!\w)")
 
 
@@ -431,7 +432,7 @@ def _query_tokens(query):
 
     for token in text.split():
         previous = plain[-1].lower() if plain else None  # the word before
-        said = len(plain)
+        held = len(plain)  # the words before this token
         if token == _VALUE_GIVEN:
             if previous in NAMING_WORDS:
                 plain.append(token)  # "a file called 'x' somewhere": the name given, not "somewhere"
@@ -511,7 +512,7 @@ def _query_tokens(query):
             kind = EXTENSIONS.get(lower)
             if kind in MEDIA_KINDS:  # "a wav file", "PNG image": less than a file's name says
                 hints.extend((word, weight * BARE_EXTENSION) for word, weight in EXTENSION_HINTS[kind])
-        if len(plain) == said and (previous in NAMING_WORDS or previous in (None, ",")):
+        if len(plain) == held and (previous in NAMING_WORDS or previous in (None, ",")):
             # "a file called schema.sql somewhere": its name was this value;
             # "..., 3 is fine": a clause opening with a value asks nothing.
             plain.append(_VALUE_GIVEN)
