@@ -22,7 +22,8 @@ _CALENDAR_NAMES = frozenset(
 # A name: capitalised words in a run ("Acme Corp").
 _NAME_UNIT = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")
 _ABOUT_ONE = re.compile(
-    r"\b(?:(?:on|to|from|in|off|into) (?:her|his|its|their|[A-Z][a-z]+'s) (?:entry|node|record|profile|card|page|notes?)"
+    r"\b(?:(?:on|to|from|in|off|into|under) (?:her|his|its|their|[A-Z][a-z]+'s) (?:existing )?"
+    r"(?:entry|node|record|profile|card|page|notes?)"
     r"|[A-Z][a-z]+'s (?:\w+ )?(?:entry|node|record|profile|card|page)"
     r"|(?:have|know|keep|stored|saved) (?:on|about) (?:him|her|them|it)\b"
     r"|(?:fact|detail|note|thing)s? (?:about|on|for) )", re.I)

@@ -40,7 +40,7 @@ new: nuevo nueva nouveau nouvelle neu neue neuen neues neuer novo nova* nuovo nu
 delete: ta_bort radera togli togliere rimuovi borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella verwijder verwijderen usuń skasuj
 move: mover mueve déplacer déplace verschieben verschiebe mova sposta verplaats verplaatsen przenieś flytta
 rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie rinomina hernoem hernoemen byt_namn zmień_nazwę
-search: buscar busca chercher cherche rechercher recherche suchen suche procurar procure* busque cerca zoek zoeken szukaj wyszukaj sök
+search: buscar busca chercher cherche rechercher recherche suchen suche procurar procure* busque cerca zoek zoeken szukaj wyszukaj sök durchsuche durchsuchen
 find: encuentra encontrar trouver trouve finden finde encontre trova vinden znajdź hitta
 size: tamaño tamaños taille größe grösse tamanho dimensione pesa pèse wiegt pesan grootte rozmiar storlek
 time: spät hora horas horaria heure heures horaire uhrzeit zeit horário tempo* ora* ore* tijd czas godzina
@@ -68,8 +68,8 @@ for: para pour* für
 my: mi* mis* mon* ma* mes mein meine meinen meu minha meus minhas mio mia miei
 several: varios varias plusieurs mehrere vários várias diversi diverse
 together: a_la_vez à_la_fois gleichzeitig de_uma_vez alla_volta insieme
-open: abre abra abrir ouvre ouvrir öffne öffnen apri aprire
-nodes: nós nodos nœuds knoten nodi
+open: abre abra abrir ouvre ouvrir öffne öffnen apri aprire öppna
+nodes: nós nodos nœuds knoten nodi noderna noder
 called: chamados chamado chamada llamado llamados llamada appelé appelés appelée genannt chiamato chiamati
 browser: navegador navigateur
 url: endereço dirección
@@ -81,7 +81,7 @@ please: bitte
 contents: contenido contenu inhalt conteúdo contenuto
 names: nombres noms namen nomes nomi
 just: solo* juste nur apenas simplement simplemente semplicemente
-memory: memoria mémoire gedächtnis memória geheugen pamięć pamięci minne
+memory: memoria mémoire gedächtnis memória geheugen pamięć pamięci minne minnet
 stored: guardado guardada guardados guardadas gespeichert gespeicherte gespeicherten enregistré enregistrés sauvegardé armazenado armazenados salvato salvati memorizzato
 something: algo quelque_chose etwas qualcosa alguma_coisa
 remember: recuerda recordar souviens rappelle retiens erinnere merke merk merk_dir merke_dir lembre lembrar ricorda onthoud zapamiętaj kom_ihåg
@@ -121,12 +121,12 @@ output: saída salida sortie ausgabe uscita
 tiny: pequeña pequeño petite* petit* klein kleines kleine pequena pequeno piccola piccolo
 sum: suma* sumar somme additionne addiere summe soma some* somma
 number: número números zahl zahlen numero*
-notifications: notificaciones benachrichtigungen notificações notifiche
+notifications: notificaciones benachrichtigungen notificações notifiche powiadomieniami powiadomienia powiadomień
 resource: recurso ressource risorsa
 message: mensaje nachricht mensagem messaggio
-long: largo* lange* longa lunga
-operation: operación opération vorgang operação operazione
-progress: progreso progression* fortschritt progresso avanzamento
+long: largo* lange* longa lunga długą długa długi długo
+operation: operación opération vorgang operação operazione operację operacja operacji
+progress: progreso progression* fortschritt progresso avanzamento postęp postępie postępu
 model: modelo modèle modell modello
 back: zurück indietro terug
 give: gib gibt donne dai* geef daj ge*
@@ -148,7 +148,7 @@ line: zeile ligne línea linha riga
 related to: relacionada_com relacionado_com relacionadas_com relacionados_com relacionado_con relacionada_con relativo_a lié_à
 anything: qualquer_coisa cualquier_cosa n'importe_quoi irgendetwas qualsiasi_cosa
 tool: herramienta outil werkzeug ferramenta strumento
-test: tester testen testar testare
+test: tester testen testar testare przetestować przetestuj testuj
 connection: connexion conexión verbindung conexão connessione
 there are: ci_sono il_y_a gibt_es hay*
 contains: contiene contient enthält contém
@@ -161,6 +161,7 @@ topic: temat onderwerp thema tema*
 run: lance lancer starte uruchom voer_uit
 temperature: temperatura température temperatur temperatuur
 humidity: umidade humedad humidité feuchtigkeit umidità luchtvochtigheid wilgotność
+mentions: erwähnt erwähnen menciona mentionne menziona vermeldt
 """
 
 # Words of languages in other scripts (Chinese, Japanese, Korean, Russian,
@@ -175,6 +176,11 @@ structure: 構造 结构 구조 структур
 subfolders: サブフォルダ 子文件夹 하위_폴더 подпапк
 all: 全部 すべて 모두 все
 knowledge graph: 知識グラフ 知识图谱 지식_그래프
+form: フォーム 表单 양식 форму форма
+input: 入力 输入 입력 ввод
+user: ユーザー 用户 사용자 пользовател
+server: サーバー 服务器 서버 сервер
+request: リクエスト 请求 요청 запрос
 contains: 含む 包含 포함
 allowed: アクセスできる アクセス可能 可以访问 能访问 접근_가능한 доступны доступные
 which: どれ 哪些 哪个 어떤 какие какой

@@ -84,6 +84,12 @@ WHERE_WEIGHT = 0.6
 IMAGE_WORDS = frozenset("image images img picture pic png".split())
 SHOWING_WORDS = frozenset("content block blocks item render renders rendering renderer display displays shows inline".split())
 ANY_IMAGE_WEIGHT = 0.5
+# Pointers to resources, several ("clickable references to several
+# resources", "sample URIs as links"): "links" joins the query at this
+# weight.
+POINTERS = frozenset("links uris urls references pointers chips".split())
+RESOURCE_WORDS = frozenset("resource resources uri uris url urls".split())
+POINTERS_WEIGHT = 0.6
 # Words of a place not known ("is there a file called schema.sql
 # somewhere?"): a question with one asks where, as "where" does.
 PLACE_UNKNOWN = frozenset("somewhere anywhere".split())
@@ -155,7 +161,7 @@ _PARTICLE_VERB = re.compile(
 # removes, and so does "clean out the old notes").
 _PLACE_AFTER = re.compile(r"\s+(?:the|a|an|this|that|these|those|of)\b", re.I)
 # "anything (in memory) about ...": a search, with up to three words between.
-_ANYTHING_ABOUT = re.compile(r"\b(?:any(?:thing)?|something)\b(?:\s+[\w'-]+){0,3}?\s+(?:about|on|regarding|concerning)\b",
+_ANYTHING_ABOUT = re.compile(r"\b(?:any(?:thing)?|something)\b(?:\s+[\w'-]+){0,4}?\s+(?:about|on|regarding|concerning)\b",
                              re.I)
 
 
@@ -198,7 +204,7 @@ _CLOCK = re.compile(r"^\d{1,2}(?::\d{2})?(?:am|pm|h)$|^\d{1,2}:\d{2}$", re.I)
 # from memory the entity Bob" stays English.
 _SQL = re.compile(
     r"\b(?:SELECT\b.+\bFROM|INSERT\s+INTO|UPDATE\s+\S+\s+SET|DELETE\s+FROM|CREATE\s+TABLE|ALTER\s+TABLE)\b"
-    r"|^\s*(?i:(?:select|insert\s+into|update|delete\s+from|create\s+table|alter\s+table)\b.*(?:[*=(;]|\bwhere\b))",
+    r"|^\s*(?i:(?:select|insert\s+into|update\s+\S+\s+set|delete\s+from|create\s+table|alter\s+table)\b.*(?:[*=(;]|\bwhere\b))",
     re.S)
 _SQL_VERB = re.compile(r"\s*(select|insert|update|delete|create|alter)\b", re.I)
 # A condition on the name ("WHERE name = 'Dana'", "name IN (...)").
@@ -685,6 +691,8 @@ def read_query(query, index=None):
     verbs_after = opener[modal:] if modal else ()
     if not files and not pathed and not arguments and IMAGE_WORDS.intersection(raw) and SHOWING_WORDS.intersection(raw):
         extra.append(("tiny", ANY_IMAGE_WEIGHT))  # "return an image content block": no image of the user's
+    if POINTERS.intersection(raw) and RESOURCE_WORDS.intersection(raw):
+        extra.append(("links", POINTERS_WEIGHT))  # "several URIs to text and blob resources": links, not one
     # All of one named record ("the full card for 'Julie Martin'") is no
     # whole store.
     whole = bool(WHOLE_WORDS.intersection(raw)) and not _NAMED_RECORDS.search(query)

@@ -515,7 +515,7 @@ REWRITES = [
     (r"\bun-?(?:remember|learn|memorize|memorise)\b", "forget"),
     # The user's own forgetting is no removal: "I keep forgetting what I
     # told you".
-    (r"\b(i|we)\s+(?:keep\s+|always\s+)?(?:forgetting|forget|forgot)\b", r"\1 cannot recall"),
+    (r"\b(i|we)\s+(?:keep\s+|always\s+)?(?:forgetting|forget|forgot)\b", r"\1 lost track of"),
     # A link or thing that "should go" is to be removed.
     (r"\b(?:should|must|has\s+to|have\s+to|needs?\s+to)\s+go\b(?!\s+(?:to|into|in|on|under|back)\b)", "be removed"),
     # The sampling request's method named bare; the client's model asked.
@@ -539,8 +539,10 @@ REWRITES = [
      r"(?:folder|directory|dir)\b)", r"list files \1 "),
     # Anything a few words on "related to" a subject asks about it, no
     # relation: "anything in memory related to invoices?".
-    (r"\b(any(?:thing)?|something|everything)\b((?:\s+[\w'-]+){1,3}?)\s+(?:related|relating|pertaining)\s+to\b",
-     r"\1\2 about"),
+    (r"\b(any(?:thing)?|something|everything)\b((?:\s+[\w'-]+){1,4}?)\s+(?:(?:related|relating|pertaining)\s+to"
+     r"|(?:has|have|had)\s+to\s+do\s+with)\b", r"\1\2 about"),
+    # "update what we know about Dr. Kim: ...": a fact added.
+    (r"\bupdate\s+what\s+(?:we|you|i)\s+(?:know|have)\s+(?:about|on)\b", "add a new fact about"),
     # Opening or filing a tracker's item makes one: "open an issue", "file
     # a github bug", "raise a PR" ("open the issue" reads one).
     (r"\b(?:open|opening|file|filing|raise|raising|submit|log)\s+(?:(?:a|an)\s+(?:new\s+)?(?:[\w-]+\s+)??|new\s+)?"
@@ -811,7 +813,7 @@ RELATED_GROUPS = [
     "relation reports manages married works belongs owns member friend parent child "
     "sibling spouse colleague boss employee employer partner",
     "observation preference prefers likes dislikes speaks lives favourite favorite allergy allergic birthday hobby role",
-    "echo ping back unchanged mirror say bounce",
+    "echo ping back unchanged mirror say bounce reflect reflected untouched",
     "annotation annotated priority audience tag tagged",
     "edit diff comment uncomment",
     "delete unlink break detach disconnect",

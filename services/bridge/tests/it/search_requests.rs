@@ -627,6 +627,57 @@ fn dutch_polish_and_swedish_words_short_renames_and_the_same_text_returned_rank_
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// Round 46 (rounds 43 to 45's sets, read after their measurements): "update
+/// what we know about ..." adds a fact (and a request is no SQL for
+/// opening with "update" and holding a parenthesis); "anything ... that
+/// has to do with" asks about; "under his existing node" takes the fact;
+/// text "reflected" or "untouched" is an echo; Polish, Swedish and German
+/// words, and words of other scripts for forms, input, the user, the
+/// server and a request; pointers to resources, several ("clickable
+/// references to several server resources"), are links. Each ranked lower
+/// before.
+#[test]
+fn updates_of_what_is_known_things_to_do_with_reflected_text_more_words_and_several_pointers_rank_the_tool_asked_for_first()
+ {
+    let Some(python) = python() else { return };
+    let cases = [
+        (
+            "update what we know about Dr. Kim: now head of radiology (keep the old notes)",
+            "memory__add_observations",
+            REAL_TOOLS,
+        ),
+        ("anything in your memories that has to do with Berlin?", "memory__search_nodes", REAL_TOOLS),
+        (
+            "I learned something new about my neighbour Tom, save it under his existing node",
+            "memory__add_observations",
+            REAL_TOOLS,
+        ),
+        (
+            "I want to see if the server returns my input untouched — send 'hello world' and get it reflected",
+            "everything__echo",
+            REAL_TOOLS,
+        ),
+        (
+            "Uruchom długą operację z powiadomieniami o postępie, żeby przetestować pasek postępu",
+            "everything__trigger_long_running_operation",
+            REAL_TOOLS,
+        ),
+        ("Öppna noderna 'Stockholm' och 'Göteborg' i minnet", "memory__open_nodes", REAL_TOOLS),
+        ("Durchsuche den Gedächtnis-Server golf nach allem, was 'Rechnung' erwähnt", "memory_golf__search_nodes", 300),
+        (
+            "サーバーからユーザーにフォーム入力を求めるリクエストを送らせて、クライアントの表示を確認したい",
+            "everything__trigger_elicitation_request",
+            REAL_TOOLS,
+        ),
+        (
+            "my chat UI should show clickable references to several server resources — produce a batch of sample ones",
+            "everything__get_resource_links",
+            REAL_TOOLS,
+        ),
+    ];
+    each_first(&python, &cases.map(|(query, want, catalog)| asked_in(query, want, catalog)));
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
