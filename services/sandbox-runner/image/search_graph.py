@@ -50,7 +50,8 @@ _KEEPS_THE_THING = re.compile(
     r"\bwithout (?:deleting|removing) (?:the |that |this )?(?:entity|node|record|person|thing|it)\b"
     r"|\b(?:record|entity|node|person) itself stays\b"
     r"|\bkeep(?:ing)? (?:the |that |his |her |their |its |my |our |your )?(?:entity|node|record|person|company|organi[sz]ation|contact"
-    r"|customer|client|profile|entry)\b|\bkeep(?:ing)? (?:everything|all|anything) else\b|\bkeep(?:ing)? the rest\b",
+    r"|customer|client|profile|entry)\b|\bkeep(?:ing)? (?:everything|all|anything) else\b|\bkeep(?:ing)? the rest\b"
+    r"|\bkeep(?:ing)? [A-Z][a-z]+ (?:herself|himself|itself|themselves)\b",
     re.I)
 # A removal that keeps both things: what goes is the link between them.
 _KEEPS_BOTH = re.compile(r"\bkeep(?:ing)?\s+(?:both|the\s+two)(?:\s+(?:nodes|people|persons|entities|things|records|of\s+them))?\b",

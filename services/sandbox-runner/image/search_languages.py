@@ -100,14 +100,14 @@ keep: behåll lascia lascialo lasciala lasciali mantieni conserva mantén manten
 rest: resto reste
 information: información informations informationen informação informazioni informazione informatie informacja
 name: nombre nom* nome
-entity: entidad entité entität entidade entità
+entity: entidad entité entität entidade entità entiteit entiteten
 text: texto texte testo tekst
 same: mismo misma même mesmo mesma stesso stessa gleiche gleichen selbe selben
 exactly: exactamente exactement genau exatamente esattamente tal_cual tel_quel telle_quelle
 return back: rimandami rimanda devuelve devuélveme devuélvelo devuelva devuélvame devolver renvoie renvoyer devolva restituisci
 send: mando envío envoie schicke sende envio
 forget: olvida olvidar olvídate oublie oublier vergiss vergessen esqueça esquecer dimentica vergeet zapomnij glöm
-add: añade añadir agrega agregar ajoute ajouter füge hinzufügen ergänze adicione adicionar acrescente aggiungi voeg_toe toevoegen dodaj lägg_till
+add: añade añadir agrega agregar ajoute ajouter füge hinzufügen ergänze adicione adicionar acrescente aggiungi voeg_toe toevoegen dodaj lägg_till voeg
 record: ficha fiche eintrag scheda
 link: kopplingen koppling länken vincula vincular conecta conectar relie lier verknüpfe verknüpfen verbinde verbinden ligue ligar conecte collega* koppel koppelen verbind połącz
 simulate: simula* simular simule* simuler simuliere simulieren simuleer symuluj simulera symulowane symulowany
@@ -131,8 +131,8 @@ model: modelo modèle modell modello
 back: zurück indietro terug
 give: gib gibt donne dai* geef daj ge*
 whole: completo* komplette komplett vollständig ganz ganze ganzen ganzes entier entière inteiro intero
-completely: por_completo complètement
-existing: existente existante vorhandene existierende
+completely: por_completo complètement helt helemaal całkowicie
+existing: existente existante vorhandene existierende bestaande befintliga istniejący esistente
 root: raíz raíces racine racines wurzel raiz radice radici
 log: protokoll
 this: este esta ce* cette dieser diese diesen dieses isto questo questa
@@ -162,6 +162,9 @@ run: lance lancer starte uruchom voer_uit
 temperature: temperatura température temperatur temperatuur
 humidity: umidade humedad humidité feuchtigkeit umidità luchtvochtigheid wilgotność
 mentions: erwähnt erwähnen menciona mentionne menziona vermeldt
+entities: entiteterna entiteter entiteiten entidades* entités entitäten
+knowledge graph: kunskapsgrafen kunskapsgraf kennisgraaf
+observations: waarnemingen observationer obserwacje observaciones observações osservazioni
 """
 
 # Words of languages in other scripts (Chinese, Japanese, Korean, Russian,

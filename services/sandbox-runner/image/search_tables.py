@@ -504,6 +504,8 @@ REWRITES = [
     (r"\breturns?\s+(?:it|them|that|this)\s+(?:back\s+)?(?:unchanged|as\s+is|untouched|intact|verbatim)\b"
      r"|\b(?:get|have)\s+(?:the\s+)?(?:exact\s+|very\s+)?same\s+(?:thing|text|string|message|bytes)\s+(?:back|returned)\b",
      "echo back"),
+    # "I don't care how big anything is": no sizes.
+    (r"\b(?:don'?t|do\s+not)\s+care\s+(?:how\s+(?:big|large)|about\s+(?:the\s+)?sizes?)\b", "no sizes"),
     # "just this level", "only the top level": one level listed.
     (r"\b(?:just|only)\s+(?:this|that|the\s+top|the\s+first|one)\s+level\b", "listing one level"),
     # "doesn't matter which image": any image, none turned away.

@@ -499,8 +499,8 @@ class SearchIndex:
                 if unwanted.intersection(words):
                     score *= UNWANTED_IN_NAME
             factor = self.factors[index]
-            if factor != 1.0 and read.words & OLD_WORDS:
-                factor = 1.0 / factor  # "the legacy reader": a deprecated tool is what is asked for
+            if factor != 1.0 and any(_stem(w) not in read.unwanted for w in read.words & OLD_WORDS):
+                factor = 1.0 / factor  # "the legacy reader" (not "not the legacy one"): a deprecated tool is asked for
             score *= factor * (matched[index] / total_weight) ** COORDINATION
             if read.question and self.mutating[index]:
                 score *= MUTATING_IN_QUESTION

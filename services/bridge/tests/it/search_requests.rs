@@ -678,6 +678,31 @@ fn updates_of_what_is_known_things_to_do_with_reflected_text_more_words_and_seve
     each_first(&python, &cases.map(|(query, want, catalog)| asked_in(query, want, catalog)));
 }
 
+/// Round 47 (round 46's set, read after its measurement): Swedish and Dutch
+/// words for entities, observations, existing, completely and the
+/// knowledge graph; "keep Carol herself" keeps the thing; "not the legacy
+/// one" asks for no deprecated tool; "I don't care how big anything is"
+/// wants no sizes. Each ranked second or lower before.
+#[test]
+fn swedish_and_dutch_graph_words_things_kept_legacy_turned_away_and_sizes_not_cared_for_rank_the_tool_asked_for_first()
+{
+    let Some(python) = python() else { return };
+    let cases = [
+        ("ta bort entiteterna 'Stockholm' och 'Göteborg' helt från kunskapsgrafen", "memory__delete_entities"),
+        ("voeg nieuwe waarnemingen toe aan de bestaande entiteit 'Jan'", "memory__add_observations"),
+        ("forget the remark that Carol is vegetarian (keep Carol herself)", "memory__delete_observations"),
+        (
+            "open main.rs and show me its contents as text - the recommended tool, not the legacy one",
+            "filesystem__read_text_file",
+        ),
+        (
+            "list the contents of this dir, not recursive, and I don't care how big anything is",
+            "filesystem__list_directory",
+        ),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
