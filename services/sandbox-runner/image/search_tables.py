@@ -510,13 +510,11 @@ REWRITES = [
     (r"\b(?:just|only)\s+(?:this|that|the\s+top|the\s+first|one)\s+level\b", "listing one level"),
     # "doesn't matter which image": any image, none turned away.
     (r"\b(?:(?:it\s+)?(?:doesn'?t|does\s+not|don'?t|do\s+not)|no)\s+matter\s+which\b", "any"),
-    # Asking a server to do something is no question for its user: "ask
-    # the everything-delta server to add 7 and 8".
+    # Asking a server to act is no question for its user ("ask the delta server to add 7 and 8").
     (r"\bask\s+(?=(?:the\s+)?(?:[\w'-]+\s+){0,2}(?:server|instance|tool)\s+to\b)", "have "),
     # Taking back what was learnt: "un-remember that I'm vegetarian".
     (r"\bun-?(?:remember|learn|memorize|memorise)\b", "forget"),
-    # The user's own forgetting is no removal: "I keep forgetting what I
-    # told you".
+    # The user's own forgetting is no removal ("I keep forgetting what I told you").
     (r"\b(i|we)\s+(?:keep\s+|always\s+)?(?:forgetting|forget|forgot)\b", r"\1 lost track of"),
     # A link or thing that "should go" is to be removed.
     (r"\b(?:should|must|has\s+to|have\s+to|needs?\s+to)\s+go\b(?!\s+(?:to|into|in|on|under|back)\b)", "be removed"),
@@ -533,11 +531,11 @@ REWRITES = [
      r"create the directory \1 if missing"),
     # "the big picture" of a project: its whole layout.
     (r"\bbig\s+picture\b", "overview"),
-    # The sandbox's roots are the folders file tools may use ("show the
-    # sandbox roots for file ops"), not the roots a client gave.
+    # The sandbox's roots are the folders file tools may use, not the roots a client gave.
     (r"\bsandbox(?:'s)?\s+roots?(?:\s+(?:dirs?|directories|folders))?\b", "sandbox allowed directories"),
     # "what's in the src folder?": its entries listed.
-    (r"\bwhat(?:'s|\u2019s|s|\s+is)\s+(?:sitting\s+|lying\s+|living\s+|kept\s+)?(in|inside)\s+(?=(?:(?:the|my|our|this|that|your)\s+)?(?:[\w.~/-]+\s+)?"
+    (r"\bwhat(?:'s|\u2019s|s|\s+is)\s+(?:sitting\s+|lying\s+|living\s+|kept\s+)?(in|inside)\s+"
+     r"(?=(?:(?:the|my|our|this|that|your)\s+)?(?:[\w.~/-]+\s+)?"
      r"(?:folder|directory|dir)\b)", r"list files \1 "),
     # Anything a few words on "related to" a subject asks about it, no
     # relation: "anything in memory related to invoices?".
