@@ -349,8 +349,8 @@ seen = {}
 # /var/tmp is world-writable in the image: only the read-only root stops it.
 seen["var_tmp_mode"] = oct(os.stat("/var/tmp").st_mode & 0o7777)
 for path in ["/x", "/etc/x", "/var/tmp/x", "/opt/code-mode/runner.py", "/opt/code-mode/tool_search.py",
-             "/opt/code-mode/search_query.py", "/opt/code-mode/search_words.py", "/opt/code-mode/search_graph.py",
-             "/opt/code-mode/search_languages.py", "/opt/code-mode/search_tables.py"]:
+             "/opt/code-mode/search_query.py", "/opt/code-mode/search_words.py", "/opt/code-mode/search_rewrites.py",
+             "/opt/code-mode/search_graph.py", "/opt/code-mode/search_languages.py", "/opt/code-mode/search_tables.py"]:
     try:
         with open(path, "a") as f:
             f.write("x")

@@ -131,8 +131,8 @@ for pid in children:
 # /opt/code-mode/packages, on the code's sys.path as the runner puts it
 # there, and named in packages.json).
 PACKAGES_DIR = "/opt/code-mode/packages"
-RUNNER_FILES = ("runner.py", "tool_search.py", "search_query.py", "search_words.py", "search_graph.py",
-                "search_languages.py", "search_tables.py", "files_out.py")
+RUNNER_FILES = ("runner.py", "tool_search.py", "search_query.py", "search_words.py", "search_rewrites.py",
+                "search_graph.py", "search_languages.py", "search_tables.py", "files_out.py")
 files_sha256 = {}
 for name in RUNNER_FILES:
     try:

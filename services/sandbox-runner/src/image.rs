@@ -1,7 +1,7 @@
 //! The sandbox image: Python and `runner.py` (with the files of
 //! `search_tools` it loads: `tool_search.py`, `search_query.py`,
-//! `search_words.py`, `search_graph.py`, `search_languages.py`,
-//! `search_tables.py`), nothing else.
+//! `search_words.py`, `search_rewrites.py`, `search_graph.py`,
+//! `search_languages.py`, `search_tables.py`), nothing else.
 //!
 //! The image is built in two layers. The base is a minimal Python:
 //! either built offline with `debootstrap` from the Debian mirror apt
@@ -42,6 +42,9 @@ pub const SEARCH_QUERY_PY: &str = include_str!("../image/search_query.py");
 /// How text becomes words (split, stemmed, misspelt), which
 /// `search_query.py` loads from beside it.
 pub const SEARCH_WORDS_PY: &str = include_str!("../image/search_words.py");
+/// The shorthands a request is rewritten by before it is read, which
+/// `search_query.py` loads from beside it.
+pub const SEARCH_REWRITES_PY: &str = include_str!("../image/search_rewrites.py");
 /// What a request about named things is about (a knowledge graph's
 /// relation, observation or entity), which `search_query.py` loads from
 /// beside it.
@@ -54,11 +57,12 @@ pub const SEARCH_TABLES_PY: &str = include_str!("../image/search_tables.py");
 /// Files out of a cell, which `runner.py` loads from beside it.
 pub const FILES_OUT_PY: &str = include_str!("../image/files_out.py");
 /// The files of the runner layer under `/opt/code-mode`, by name.
-pub const RUNNER_FILES: [(&str, &str); 8] = [
+pub const RUNNER_FILES: [(&str, &str); 9] = [
     ("runner.py", RUNNER_PY),
     ("tool_search.py", TOOL_SEARCH_PY),
     ("search_query.py", SEARCH_QUERY_PY),
     ("search_words.py", SEARCH_WORDS_PY),
+    ("search_rewrites.py", SEARCH_REWRITES_PY),
     ("search_graph.py", SEARCH_GRAPH_PY),
     ("search_languages.py", SEARCH_LANGUAGES_PY),
     ("search_tables.py", SEARCH_TABLES_PY),

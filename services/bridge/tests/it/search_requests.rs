@@ -703,6 +703,34 @@ fn swedish_and_dutch_graph_words_things_kept_legacy_turned_away_and_sizes_not_ca
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// Round 48 (round 47's set, read after its measurement): the identical
+/// text "returned" is an echo; a server that prompts its user ("prompt me
+/// for some info") asks the user, not a model; "add to what we already
+/// know about" adds a fact; "which entities have an observation
+/// containing ..." searches; Japanese and Russian words for new, person,
+/// register, entity, completely and the knowledge graph; severities are
+/// log levels. Each ranked lower before but the last (first already by
+/// words; second with meaning).
+#[test]
+fn identical_text_users_prompted_facts_added_entities_searched_and_graph_words_of_other_scripts_rank_the_tool_asked_for_first()
+ {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("MCP client smoke test: send a string and get the identical string returned", "everything__echo"),
+        ("make the server prompt me for some info in the middle of a call", "everything__trigger_elicitation_request"),
+        ("I want the server to prompt me for my name and age mid-call", "everything__trigger_elicitation_request"),
+        ("知識グラフに新しい人物「田中さん」を登録して", "memory__create_entities"),
+        ("удали сущность «Проект Х» из графа знаний полностью", "memory__delete_entities"),
+        ("add to what we already know about project Apollo: deadline slipped to Q3", "memory__add_observations"),
+        ("which entities have an observation containing the word allergy?", "memory__search_nodes"),
+        (
+            "my client should receive notifications/message at random severities, enable that demo",
+            "everything__toggle_simulated_logging",
+        ),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the

@@ -1,0 +1,114 @@
+"""Shorthands a search request is rewritten by before it is read.
+
+Each entry is a regular expression (matched ignoring case) and what
+replaces its match, applied in order to the request's text
+("un-remember" reads as "forget", "what's in the src folder" as "list
+files in the src folder"). ``search_query.py`` loads this file from
+beside it; it holds only this list.
+"""
+
+# An address ahead: a URL, "www." or the local host.
+_ADDRESS_AHEAD = r"(?=https?://|www\.|localhost\b|127\.0\.0\.1\b)"
+REWRITES = [
+    # Text given back as it went ("returns it unchanged"): an echo.
+    (r"\breturns?\s+(?:it|them|that|this)\s+(?:back\s+)?(?:unchanged|as\s+is|untouched|intact|verbatim)\b"
+     r"|\b(?:get|have)\s+(?:the\s+)?(?:exact\s+|very\s+)?(?:same|identical)\s+(?:thing|text|string|message|bytes)"
+     r"\s+(?:back|returned)\b",
+     "echo back"),
+    # "I don't care how big anything is": no sizes.
+    (r"\b(?:don'?t|do\s+not)\s+care\s+(?:how\s+(?:big|large)|about\s+(?:the\s+)?sizes?)\b", "no sizes"),
+    # "just this level", "only the top level": one level listed.
+    (r"\b(?:just|only)\s+(?:this|that|the\s+top|the\s+first|one)\s+level\b", "listing one level"),
+    # "doesn't matter which image": any image, none turned away.
+    (r"\b(?:(?:it\s+)?(?:doesn'?t|does\s+not|don'?t|do\s+not)|no)\s+matter\s+which\b", "any"),
+    # Asking a server to act is no question for its user ("ask the delta server to add 7 and 8").
+    (r"\bask\s+(?=(?:the\s+)?(?:[\w'-]+\s+){0,2}(?:server|instance|tool)\s+to\b)", "have "),
+    # Taking back what was learnt: "un-remember that I'm vegetarian".
+    (r"\bun-?(?:remember|learn|memorize|memorise)\b", "forget"),
+    # The user's own forgetting is no removal ("I keep forgetting what I told you").
+    (r"\b(i|we)\s+(?:keep\s+|always\s+)?(?:forgetting|forget|forgot)\b", r"\1 lost track of"),
+    # A link or thing that "should go" is to be removed.
+    (r"\b(?:should|must|has\s+to|have\s+to|needs?\s+to)\s+go\b(?!\s+(?:to|into|in|on|under|back)\b)", "be removed"),
+    # The sampling request's method named bare; the client's model asked.
+    (r"\bcreateMessage\b", "sampling createMessage"),
+    (r"\bask\s+(?:my|the|your|our|its)\s+(?:model|llm|ai)\b", "sampling request to the model"),
+    # "the current (non-deprecated) reader": no old one.
+    (r"\bnon-?deprecated\b|\bnot\s+deprecated\b", "current"),
+    # "not recursive", "no recursion": one level listed.
+    (r"\b(?:not|non|no)[\s-]+recursive(?:ly)?\b|\b(?:no|without)\s+recursion\b"
+     r"|\b(?:no\s+need\s+to|don'?t|do\s+not|without)\s+recurs(?:e|ing)\b", "listing one level"),
+    # "make sure ./out/reports exists": a folder made if missing.
+    (r"\bmake\s+sure\s+(?:the\s+(?:path|folder|directory|dir)\s+)?(\S*/\S*)\s+(?:exists|is\s+there)\b",
+     r"create the directory \1 if missing"),
+    # "the big picture" of a project: its whole layout.
+    (r"\bbig\s+picture\b", "overview"),
+    # The sandbox's roots are the folders file tools may use, not the roots a client gave.
+    (r"\bsandbox(?:'s)?\s+roots?(?:\s+(?:dirs?|directories|folders))?\b", "sandbox allowed directories"),
+    # "what's in the src folder?": its entries listed.
+    (r"\bwhat(?:'s|\u2019s|s|\s+is)\s+(?:sitting\s+|lying\s+|living\s+|kept\s+)?(in|inside)\s+"
+     r"(?=(?:(?:the|my|our|this|that|your)\s+)?(?:[\w.~/-]+\s+)?"
+     r"(?:folder|directory|dir)\b)", r"list files \1 "),
+    # Anything a few words on "related to" a subject asks about it, no
+    # relation: "anything in memory related to invoices?".
+    (r"\b(any(?:thing)?|something|everything)\b((?:\s+[\w'-]+){1,4}?)\s+(?:(?:related|relating|pertaining)\s+to"
+     r"|(?:has|have|had)\s+to\s+do\s+with)\b", r"\1\2 about"),
+    # "update what we know about Dr. Kim: ...": a fact added.
+    (r"\b(?:update|add\s+to)\s+what\s+(?:we|you|i)\s+(?:already\s+)?(?:know|have)\s+(?:about|on)\b",
+     "add a new fact about"),
+    # A server prompting its user asks them (elicitation), no model.
+    (r"\bprompt\s+(?:me|us|the\s+user|the\s+human)\s+for\b", "ask the user for input of"),
+    # "which entities have an observation containing ...": a search.
+    (r"\bwhich\s+(?:entities|nodes|people|records|contacts)\s+(?=(?:have|has|mention|contain)\b)", "search entities that "),
+    # Opening or filing a tracker's item makes one: "open an issue", "file
+    # a github bug", "raise a PR" ("open the issue" reads one).
+    (r"\b(?:open|opening|file|filing|raise|raising|submit|log)\s+(?:(?:a|an)\s+(?:new\s+)?(?:[\w-]+\s+)??|new\s+)?"
+     r"(issues?|tickets?|bugs?|prs?|pull\s+requests?|mrs?|merge\s+requests?)\b", r"create \1"),
+    # Going to an address in a browser: "go to https://...", "head to
+    # www...", "point the browser at localhost:3000".
+    (r"\b(?:(?:go|browse|head|navigate)\s+to|point\s+(?:the|a|my)\s+(?:\w+\s+)?browser\s+(?:at|to))\s+"
+     + _ADDRESS_AHEAD, "navigate to "),
+    # "open localhost:3000/login in the browser".
+    (r"\b(?:open|load|visit)\s+" + _ADDRESS_AHEAD
+     + r"(?=\S+\s+in\s+(?:(?:the|a|my)\s+)?(?:\w+\s+)?(?:browser|tab)\b)", "navigate to "),
+    # A participle saying when, not what to do: "the most recently updated
+    # issues" lists them, updates nothing.
+    (r"\b(?:most\s+)?(?:recently|newly|lately)\s+(?:updated|created|modified|changed|edited|added|closed|merged"
+     r"|opened|touched)\b", "recent"),
+    # A note left on an item is a comment on it ("leave a note on the ticket").
+    (r"\bleave\s+(?:a|an)\s+(?:short\s+)?(?:note|comment|reply)\s+(?=on|in|under)\b", "add comment "),
+    # A Cypher query reads: every node and relation with no condition
+    # ("MATCH (n)-[r]->(m) RETURN n, r, m"), a search with one.
+    (r"^\s*match\s*\((?!.*\bwhere\b).*\breturn\b.*$", "read the whole graph"),
+    (r"^\s*match\s*\(.*\bwhere\b.*\breturn\b.*$", "search the graph"),
+    # A graph pattern, "(user)-[OWNS]->(Biscuit)": two nodes and the
+    # relation between them.
+    (r"\(\s*([\w:' -]*)\)\s*<?-\s*\[\s*:?\s*([\w' -]*)\]\s*->?\s*\(\s*([\w:' -]*)\)", r"\1 \2 \3 relation"),
+    # Replacing whatever a file held is writing it anew, not an edit:
+    # "save it as report.md, replacing whatever is there".
+    (r"\breplac(?:e|es|ing)\s+(?:whatever|what|anything|everything)(?:'s|\s+is|\s+was|\s+exists)?\s+"
+     r"(?:already\s+)?(?:there|in\s+it|inside)\b", "overwrite"),
+    # Updating what the memory holds on someone adds to it: "update my
+    # profile with: allergic to peanuts", "update memory: X moved".
+    (r"\bupdat(?:e|ing)\s+(?=(?:(?:my|your|the|his|her|their|our|its)\s+)?(?:\w+\s+)?"
+     r"(?:memory|profile|record|entry|node|what\s+you\s+know)\b)", "add to "),
+    # The same text given back, exactly what was sent: an echo.
+    (r"\b(?:(?:give|send|hand)\s+(?:me\s+)?back|return|repeat)\s+(?:exactly\s+)?(?:the\s+)?same\s+"
+     r"(?:text|message|string|words|input)\b|\bexactly\s+what\s+i\s+(?:type|send|say|write|give)\b"
+     r"|\b(?:(?:give|send|hand)\s+(?:me\s+)?back|return)\s+(?:exactly|verbatim|as\s+is)\s+(?:the\s+|this\s+|my\s+)?"
+     r"(?:text|message|string|words|input)\b", "echo"),
+    # Opening one named thing's record reads it: "open Priya's entry".
+    (r"\bopen\s+(?=(?:[A-Z][\w-]*'s|the\s+[A-Z][\w-]*|his|her|their)\s+(?:\w+\s+)?(?:entry|node|record|profile|card)\b)",
+     "view "),
+    # Nodes + edges, entities & relations: "and" written short.
+    (r"\b(nodes?|entit(?:y|ies))\s*[+&]\s*(edges?|relations?|relationships?|links?)\b", r"\1 and \2"),
+    # A name not known for sure asks to search: "not sure of the name".
+    (r"\b(?:not\s+sure\s+(?:of|about)|(?:don'?t|do\s+not|can'?t|cannot)\s+(?:remember|recall)|forgot|forget)\s+"
+     r"(?:the|its|his|her|their)\s+(?:exact\s+)?(?:name|title)\b", "search"),
+    # Every node and every link: the whole graph ("all entities and all
+    # relations").
+    (r"\b(?:all|every)\s+(?:the\s+)?(?:nodes?|entit(?:y|ies))\s+(?:and|&|\+)\s+(?:all\s+|every\s+)?(?:the\s+)?"
+     r"(?:edges?|relations?|relationships?|links?)\b", "entire graph"),
+    # kubectl's usual alias: "k get pods".
+    (r"^\s*k\s+(?=(?:get|describe|apply|delete|logs|exec|scale|rollout|top|edit|patch|create|port-forward)\b)",
+     "kubectl "),
+]
