@@ -46,28 +46,45 @@ impl Issuer {
     }
 
     /// Start the issuer script `script` of `testing/peers` with `args`; the
-    /// URL it prints. `None` off CI when the peers are not installed.
+    /// URL it prints. `None` off CI when the peers are not installed. An
+    /// issuer that prints no URL within 60 s (one did so once, on a loaded
+    /// CI machine) is killed and started once more; one that fails twice
+    /// fails the test with what it wrote on stderr.
     pub(crate) fn spawn(script: &str, args: &[&str]) -> Option<Issuer> {
         code_mode_core::testing::peers::npm_package("oidc-provider")?;
         let script = code_mode_core::testing::peers::workspace_root().join("testing/peers").join(script);
-        let mut child = std::process::Command::new("node")
-            .arg(script)
-            .args(args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("node runs the issuer");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(url) = line.strip_prefix("issuer=") {
-                    let _ = tx.send(url.to_string());
+        let mut said = String::new();
+        for attempt in 1..=2 {
+            let log = std::env::temp_dir().join(format!("cm-issuer-{}.log", uuid::Uuid::new_v4().simple()));
+            let stderr = std::fs::File::create(&log).expect("a file for the issuer's stderr");
+            let mut child = std::process::Command::new("node")
+                .arg(&script)
+                .args(args)
+                .stdout(std::process::Stdio::piped())
+                .stderr(stderr)
+                .spawn()
+                .expect("node runs the issuer");
+            let stdout = child.stdout.take().unwrap();
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                    if let Some(url) = line.strip_prefix("issuer=") {
+                        let _ = tx.send(url.to_string());
+                    }
                 }
+            });
+            let started = rx.recv_timeout(Duration::from_secs(60));
+            if let Ok(url) = started {
+                let _ = std::fs::remove_file(&log);
+                return Some(Issuer { url, _child: child });
             }
-        });
-        let url = rx.recv_timeout(Duration::from_secs(60)).expect("the issuer starts within 60 s");
-        Some(Issuer { url, _child: child })
+            let _ = child.kill();
+            let _ = child.wait();
+            said = format!("{started:?}; its stderr: {}", std::fs::read_to_string(&log).unwrap_or_default());
+            let _ = std::fs::remove_file(&log);
+            eprintln!("the issuer {} printed no URL (attempt {attempt}): {said}", script.display());
+        }
+        panic!("the issuer {} does not start within 60 s, twice: {said}", script.display())
     }
 
     /// A token the issuer would never issue: `claims` signed as `how`.
