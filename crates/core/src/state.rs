@@ -447,13 +447,18 @@ impl MemoryInner {
     }
 }
 
+// Each operation first yields to the runtime, as a remote store's does
+// (a round trip): code that reads between another task's two writes meets
+// the same interleavings in `serve` and in tests as over JetStream.
 #[async_trait]
 impl Backend for Memory {
     async fn get(&self, key: &str) -> Result<Option<Raw>, StateError> {
+        tokio::task::yield_now().await;
         Ok(self.lock().entries.get(key).map(|(value, revision)| Raw { value: value.clone(), revision: *revision }))
     }
 
     async fn create(&self, key: &str, value: Bytes) -> Result<u64, StateError> {
+        tokio::task::yield_now().await;
         let mut inner = self.lock();
         if inner.entries.contains_key(key) {
             return Err(StateError::Conflict(format!("{key} already exists")));
@@ -462,6 +467,7 @@ impl Backend for Memory {
     }
 
     async fn compare_and_set(&self, key: &str, value: Bytes, expected: u64) -> Result<u64, StateError> {
+        tokio::task::yield_now().await;
         let mut inner = self.lock();
         match inner.entries.get(key) {
             Some((_, revision)) if *revision == expected => Ok(inner.write(key, value)),
@@ -473,6 +479,7 @@ impl Backend for Memory {
     }
 
     async fn delete(&self, key: &str) -> Result<(), StateError> {
+        tokio::task::yield_now().await;
         self.lock().entries.remove(key);
         Ok(())
     }

@@ -142,27 +142,35 @@ impl Board {
         Self { store }
     }
 
-    /// Put a question on the board.
+    /// Put a question on the board: its entry first, then its id in the
+    /// index, so that a reader of the board never finds a listed id without
+    /// its entry (a reader takes such an id for a question closed and
+    /// unlists it: with the index written first, a reader between the two
+    /// writes lost the question from the board while its call still waited).
     pub async fn open(&self, stored: &Stored) -> Result<(), BoardError> {
         let id = stored.question.id.clone();
+        let value = serde_json::to_value(stored).expect("a question is JSON");
+        self.store.create(SESSION, &key(&id), &value).await?;
         let mut full = false;
-        self.store
+        let listed = self
+            .store
             .update(SESSION, INDEX, |value| {
                 let mut ids = ids_of(value.as_ref());
-                full = ids.len() >= MAX_WAITING;
+                full = ids.len() >= MAX_WAITING && !ids.contains(&id);
                 if !full && !ids.contains(&id) {
                     ids.push(id.clone());
                 }
                 Value::from(ids)
             })
-            .await?;
+            .await;
+        if full || listed.is_err() {
+            if let Err(e) = self.store.delete(SESSION, &key(&id)).await {
+                tracing::warn!(question = %id, error = %e, "could not delete a question the board refused");
+            }
+        }
+        listed?;
         if full {
             return Err(BoardError::Full);
-        }
-        let value = serde_json::to_value(stored).expect("a question is JSON");
-        if let Err(e) = self.store.create(SESSION, &key(&id), &value).await {
-            self.unlist(&id).await;
-            return Err(e.into());
         }
         Ok(())
     }
@@ -417,11 +425,38 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_reader_of_the_board_at_any_step_of_a_question_being_put_on_it_never_loses_the_question() {
+        // The memory store yields at each operation as a remote one does,
+        // so a reader given `head_start` turns meets every step of the
+        // opening (a CI run lost a question so: listed, read as missing and
+        // unlisted by the console's reader, then written).
+        for head_start in 0..16 {
+            let board = Board::new(SessionStore::in_memory());
+            let reader = board.clone();
+            let asked = question("q", None, &["bob"]);
+            let opening = board.open(&asked);
+            let reading = async move {
+                for _ in 0..head_start {
+                    tokio::task::yield_now().await;
+                }
+                reader.open_questions().await.unwrap().len()
+            };
+            let (opened, _) = tokio::join!(opening, reading);
+            opened.unwrap();
+            let open = board.open_questions().await.unwrap();
+            let ids: Vec<&str> = open.iter().map(|s| s.question.id.as_str()).collect();
+            assert_eq!(ids, ["q"], "a reader {head_start} turns behind the opening");
+        }
+    }
+
+    #[tokio::test]
     async fn a_full_board_refuses_one_more_question() {
         let board = Board::new(SessionStore::in_memory());
         for i in 0..MAX_WAITING {
             board.open(&question(&format!("q{i}"), None, &["bob"])).await.unwrap();
         }
         assert!(matches!(board.open(&question("one-more", None, &["bob"])).await, Err(BoardError::Full)));
+        // The refused question leaves no entry behind.
+        assert!(board.get("one-more").await.unwrap().is_none());
     }
 }
