@@ -163,10 +163,10 @@ impl Board {
                 Value::from(ids)
             })
             .await;
-        if full || listed.is_err() {
-            if let Err(e) = self.store.delete(SESSION, &key(&id)).await {
-                tracing::warn!(question = %id, error = %e, "could not delete a question the board refused");
-            }
+        if (full || listed.is_err())
+            && let Err(e) = self.store.delete(SESSION, &key(&id)).await
+        {
+            tracing::warn!(question = %id, error = %e, "could not delete a question the board refused");
         }
         listed?;
         if full {
