@@ -95,6 +95,8 @@ _THEIR_NEW = re.compile(r"\b(?:his|her|their|its|[A-Z][a-z]+'s)\s+new\b|\bnew\s+
 _THESE_THINGS = re.compile(
     r"\b(?:these|those|the\s+following|following)\s+(?:\d+\s+|two\s+|three\s+|new\s+)?(?:people|persons|contacts"
     r"|entities|companies|organi[sz]ations|customers|clients|employees|colleagues|coworkers|projects)\b", re.I)
+# New facts on a thing: "new info about entity Northwind".
+_NEW_ABOUT = re.compile(r"\bnew\s+(?:info|information|details?|facts?|data|notes?)\s+(?:about|on|for|regarding)\b", re.I)
 # Taken out of the whole store ("erase jdoe from the knowledge graph").
 _FROM_STORE = re.compile(r"\b(?:from|out of) (?:the |your |my )?(?:knowledge graph|graph|memory|kg)\b", re.I)
 # One named thing said to be of a kind ("Dana is a designer", "it's a
@@ -124,6 +126,8 @@ class GraphReading:
         if units and text.lstrip().startswith(units[0]) and units[0].lower() in known:
             units = units[1:]
         named = len({u.lower() for u in units} | {m.group(0).lower() for m in _LETTER_NAME.finditer(text)})
+        if _NEW_ABOUT.search(text) and not files and not tables.FILE_THING_WORDS.intersection(words):
+            return "observation"  # "new info about entity Northwind": facts on a thing known
         if self.new_thing.search(text) and not tables.FILE_THING_WORDS.intersection(words):
             return "entity"  # "a new person", "new entry for Jonas"
         if action == "make" and _A_NAMED_THING.search(text) and not files \
@@ -141,6 +145,10 @@ class GraphReading:
             return "relation"  # "record that billing-service depends on postgres-main"
         if _BOTH_KNOWN.search(text) and not files:
             return "relation"  # "Berlin is located in Germany (both nodes exist already)": what links them
+        if action == "remove" and _KEEPS_BOTH.search(text):
+            return "relation"  # "delete the edge ..., keep both nodes": only what links them
+        if action == "remove" and _KEEPS_THE_THING.search(text):
+            return "observation"  # "erase the phone number we noted on Globex; the record itself stays"
         if action == "remove" and named >= 1 and _WITH_ITS.search(text):
             return "entity"  # "drop the nodes Foo and Bar along with their links": the things themselves
         relating = tables.RELATION_WORDS
@@ -156,10 +164,6 @@ class GraphReading:
             return "relation"  # "note that Initech is a customer of Globex"
         if action == "remove" and (_THAT_LINK.search(text) or _THINGS_STAY.search(text)):
             return "relation"  # "delete that connection", "remove the 'reports to' link, the people stay"
-        if action == "remove" and _KEEPS_BOTH.search(text):
-            return "relation"  # "delete the edge ..., keep both nodes": only what links them
-        if action == "remove" and _KEEPS_THE_THING.search(text):
-            return "observation"  # "erase the phone number we noted on Globex; the record itself stays"
         if action and named <= 1 and _ALREADY_KNOWN.search(text):
             return "observation"  # "Acme has 200 employees (Acme is already stored)": on its record
         if action and tables.FACT_WORDS.intersection(words):

@@ -24,7 +24,7 @@ FOREIGN_LEAST = 2
 FOREIGN_WORDS = """
 file: archivo fichero datei ficheiro arquivo fichier bestand plik pliku fil filen
 files: archivos ficheros dateien ficheiros arquivos fichiers bestanden pliki plików filer filerna
-folder: carpeta directorio dossier* répertoire ordner verzeichnis pasta* diretório cartella mappen mapp katalogu
+folder: carpeta directorio dossier* répertoire ordner verzeichnis pasta* diretório cartella mappen mapp katalogu map*
 folders: carpetas directorios dossiers répertoires verzeichnisse pastas diretórios cartelle mappar foldery
 read: leer lee* léeme lire lis lesen lies* ler leia leggi lees lezen przeczytaj czytaj odczytaj läs
 see: ver* voir sehen vedere
@@ -50,7 +50,7 @@ zone: zona* fuseau zeitzone fuso
 convert: convertir convierte convertis umrechnen umwandeln rechne converter* converta converti
 date: fecha datum*
 what: qué que* quoi che* wat vad
-what's in the: o_que_tem_na o_que_tem_no o_que_há_na qué_hay_en_la qué_hay_en_el
+what's in the: o_que_tem_na o_que_tem_no o_que_há_na qué_hay_en_la qué_hay_en_el wat_staat_er_in_de wat_zit_er_in_de
 what files: che_file
 which: cuál cuáles quelle quel quels quelles welche welcher welches qual quais quale welke który która które vilken vilka
 where: dónde où wo onde dove* waar gdzie
@@ -100,7 +100,7 @@ keep: behåll lascia lascialo lasciala lasciali mantieni conserva mantén manten
 rest: resto reste
 information: información informations informationen informação informazioni informazione informatie informacja
 name: nombre nom* nome
-entity: entidad entité entität entidade entità entiteit entiteten
+entity: entidad entité entität entidade entità entiteit entiteten encja encję encji
 text: texto texte testo tekst
 same: mismo misma même mesmo mesma stesso stessa gleiche gleichen selbe selben
 exactly: exactamente exactement genau exatamente esattamente tal_cual tel_quel telle_quelle
@@ -130,7 +130,7 @@ progress: progreso progression* fortschritt progresso avanzamento postęp postę
 model: modelo modèle modell modello
 back: zurück indietro terug
 give: gib gibt donne dai* geef daj ge*
-whole: completo* komplette komplett vollständig ganz ganze ganzen ganzes entier entière inteiro intero
+whole: completo* komplette komplett vollständig ganz ganze ganzen ganzes entier entière inteiro intero intera
 completely: por_completo complètement helt helemaal całkowicie
 existing: existente existante vorhandene existierende bestaande befintliga istniejący esistente
 root: raíz raíces racine racines wurzel raiz radice radici
@@ -155,6 +155,9 @@ contains: contiene contient enthält contém
 every: cada chaque jede jeder jedes ogni
 knowledge: conocimiento connaissance wissen conhecimento conoscenza
 research: onderzoek badanie badania forskning recherche_approfondie
+research question: onderzoeksvraag forskningsfråga
+may: darfst dürfen darf
+can: puedes peux kannst podes puoi możesz
 married: getrouwd żonaty zamężna gift*
 birthday: geburtstag cumpleaños anniversaire aniversário compleanno verjaardag urodziny födelsedag
 topic: temat onderwerp thema tema*
@@ -163,8 +166,14 @@ temperature: temperatura température temperatur temperatuur
 humidity: umidade humedad humidité feuchtigkeit umidità luchtvochtigheid wilgotność
 mentions: erwähnt erwähnen menciona mentionne menziona vermeldt
 entities: entiteterna entiteter entiteiten entidades* entités entitäten
-knowledge graph: kunskapsgrafen kunskapsgraf kennisgraaf
+knowledge graph: kunskapsgrafen kunskapsgraf kennisgraaf graf_wiedzy grafu_wiedzy grafie_wiedzy
+file info: dateiinfo dateiinfos dateiinformationen
+modified: geändert geänderte modificado modificada modifié modifiée modificato gewijzigd zmieniony zmodyfikowany ändrad
+modification date: änderungsdatum fecha_de_modificación date_de_modification data_di_modifica wijzigingsdatum data_modyfikacji
+permissions: rechte berechtigungen permisos droits* permessi permissões uprawnienia behörigheter rechten*
+metadata: metadaten metadatos métadonnées metadados metadati
 observations: waarnemingen observationer obserwacje observaciones observações osservazioni
+observation: waarneming observation* obserwacja obserwację observación observação osservazione beobachtung
 """
 
 # Words of languages in other scripts (Chinese, Japanese, Korean, Russian,
@@ -198,6 +207,9 @@ long running: 时间的 時間のかかる 오래_걸리는 долг
 progress: 进度 進捗 プログレス 진행 прогресс
 notification: 通知 알림 уведомлен
 operation: 处理 処理 操作 작업 операци
+resource: リソース 资源 리소스 ресурс
+links: リンク 链接 링크 ссылк
+return: 返して 返回 반환 верни
 run: 运行 执行 実行 실행 запусти
 tool: 工具 ツール 도구 инструмент
 test: 测试 テスト 테스트 тест

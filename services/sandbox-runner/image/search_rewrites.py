@@ -15,6 +15,20 @@ REWRITES = [
      r"|\b(?:get|have)\s+(?:the\s+)?(?:exact\s+|very\s+)?(?:same|identical)\s+(?:thing|text|string|message|bytes)"
      r"\s+(?:back|returned)\b",
      "echo back"),
+    # Whatever is sent coming back as it went: an echo ("what I send should
+    # come back verbatim", "returns whatever message I pass in").
+    (r"\b(?:what(?:ever)?|anything)\s+(?:text\s+|message\s+|string\s+)?(?:i|we|you)\s+(?:send|pass|give|type"
+     r"|write|put)(?:\s+(?:in|it))?\s+(?:should\s+|must\s+|will\s+|to\s+)?(?:come|comes|get|gets)\s+back\b"
+     r"|\breturns?\s+(?:back\s+)?whatever\s+(?:\w+\s+)?(?:i|we|you)\s+(?:send|pass|give|type)\b",
+     "echo back"),
+    # Tracking or hunting something down finds it ("track them all down").
+    (r"\b(?:track|hunt)(?:ing)?\s+(?:(?:it|them|this|that|those|these|him|her)\s+)?(?:all\s+)?down\b", "find"),
+    # Shifting something over to a folder moves it.
+    (r"\bshift\b(?=[^.?!;]{1,60}?\b(?:to|into)\s+(?:(?:the|my|our|an?|that)\s+)?[\w./~-]*\s*(?:folder|directory"
+     r"|dir)\b)", "move"),
+    # A thing put under a new name is renamed ("put a.docx under a new name").
+    (r"\b(?:put|save|keep|store|file)\s+(\S+)\s+under\s+(?:a\s+)?(?:new|different|another|other)\s+name\b",
+     r"rename \1"),
     # "I don't care how big anything is": no sizes.
     (r"\b(?:don'?t|do\s+not)\s+care\s+(?:how\s+(?:big|large)|about\s+(?:the\s+)?sizes?)\b", "no sizes"),
     # "just this level", "only the top level": one level listed.
@@ -25,6 +39,15 @@ REWRITES = [
     (r"\bask\s+(?=(?:the\s+)?(?:[\w'-]+\s+){0,2}(?:server|instance|tool)\s+to\b)", "have "),
     # Taking back what was learnt: "un-remember that I'm vegetarian".
     (r"\bun-?(?:remember|learn|memorize|memorise)\b", "forget"),
+    # Not knowing where one put a thing asks to find it ("I forgot where I
+    # put the png named logo").
+    (r"\b(?:i|we)\s+(?:forgot|forget|can'?t\s+remember|don'?t\s+remember|lost\s+track\s+of)\s+where\s+(?:i|we)\s+"
+     r"(?:put|saved|stored|left|kept|dropped)\b", "find where is"),
+    # A kind of file and its name: "the png named logo" is a file.
+    (r"\b(png|jpe?g|gif|svg|pdf|csv|tsv|json|ya?ml|toml|txt|md|docx?|xlsx?|pptx?|zip|tar|html?|xml|mp3|mp4|wav)"
+     r"\s+(?=(?:named|called)\b)", r"\1 file "),
+    # Resources given as links: "list some sample URIs as links".
+    (r"\b(?:uris?|urls?|resources?)\s+as\s+links\b", "resource links"),
     # The user's own forgetting is no removal ("I keep forgetting what I told you").
     (r"\b(i|we)\s+(?:keep\s+|always\s+)?(?:forgetting|forget|forgot)\b", r"\1 lost track of"),
     # A link or thing that "should go" is to be removed.
@@ -53,7 +76,8 @@ REWRITES = [
     (r"\b(any(?:thing)?|something|everything)\b((?:\s+[\w'-]+){1,4}?)\s+(?:(?:related|relating|pertaining)\s+to"
      r"|(?:has|have|had)\s+to\s+do\s+with)\b", r"\1\2 about"),
     # "update what we know about Dr. Kim: ...": a fact added.
-    (r"\b(?:update|add\s+to)\s+what\s+(?:we|you|i)\s+(?:already\s+)?(?:know|have)\s+(?:about|on)\b",
+    (r"\b(?:update|add\s+to)\s+what\s+(?:we|you|i)\s+(?:already\s+)?(?:know|have|remember|recall"
+     r"|(?:have\s+)?(?:stored|saved|noted|kept))\s+(?:about|on|of)\b",
      "add a new fact about"),
     # A server prompting its user asks them (elicitation), no model.
     (r"\bprompt\s+(?:me|us|the\s+user|the\s+human)\s+for\b", "ask the user for input of"),

@@ -731,6 +731,46 @@ fn identical_text_users_prompted_facts_added_entities_searched_and_graph_words_o
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// Round 50 (rounds 43, 45, 48 and 49's sets, read after their
+/// measurement, then round 50's and 51's): what "you remember" or "have
+/// stored" about a thing takes a fact; shifting things over to a folder
+/// moves them, and a file put under a new name is renamed; a thing tracked
+/// or hunted down, or one whose place is forgotten, is searched for, and
+/// "the pdf called X" is a file; whatever is sent coming back is an echo;
+/// URIs "as links" are resource links; a removal that keeps the entity
+/// itself "and its relations" takes a fact, not the entity; Polish,
+/// German, Dutch, Italian and Japanese words for entity, knowledge graph,
+/// file info, permissions, folder, may, research question, observation,
+/// resource and links. Each ranked lower by words on round 48's ranker.
+#[test]
+fn things_remembered_shifted_renamed_tracked_down_or_sent_back_and_more_words_of_other_languages_rank_the_tool_asked_for_first()
+ {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("update what you have stored about Project Orion: launch slipped to May", "memory__add_observations"),
+        ("shift the screenshots over to the old-builds folder", "filesystem__move_file"),
+        ("put draft.md under a new name, final.md", "filesystem__move_file"),
+        ("any csv files in the subfolders? track them down", "filesystem__search_files"),
+        ("I can't remember where I saved the csv named budget", "filesystem__search_files"),
+        ("find the pdf called invoice-march", "filesystem__search_files"),
+        ("a loopback tool that returns whatever text I pass in", "everything__echo"),
+        ("return sample URIs as links, two of them", "everything__get_resource_links"),
+        (
+            "clean up one stale observation on Acme, keep the entity itself and its relations",
+            "memory__delete_observations",
+        ),
+        ("new info about entity Initech: they moved to Rust", "memory__add_observations"),
+        ("usuń encję 'Kot' z grafu wiedzy", "memory__delete_entities"),
+        ("Dateiinfo: Änderungsdatum und Rechte von build.sh", "filesystem__get_file_info"),
+        ("Wat staat er in de map 'scripts'?", "filesystem__list_directory"),
+        ("Welche Ordner darfst du lesen?", "filesystem__list_allowed_directories"),
+        ("Simuleer een onderzoeksvraag over zonne-energie", "everything__simulate_research_query"),
+        ("Cancella l'osservazione 'usa Linux' dall'entità Sara, non l'intera entità", "memory__delete_observations"),
+        ("リソースリンクを3件ください", "everything__get_resource_links"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
