@@ -695,7 +695,8 @@ def read_query(query, index=None):
         extra.append(("links", POINTERS_WEIGHT))  # "several URIs to text and blob resources": links, not one
     # All of one named record ("the full card for 'Julie Martin'") is no
     # whole store.
-    whole = bool(WHOLE_WORDS.intersection(raw)) and not _NAMED_RECORDS.search(query)
+    named_records = _NAMED_RECORDS.search(query) is not None  # "Julie Martin's card": records read as they are
+    whole = bool(WHOLE_WORDS.intersection(raw)) and not named_records
     if whole:
         extra.append(("entire", WHOLE_HINT_WEIGHT))  # "all", "every": a tool reading the entire thing
     raw += named_words
@@ -740,7 +741,7 @@ def read_query(query, index=None):
             near = correct(_stem(word), word)
             said.update(w for w in FILE_THING_WORDS | LINK_WORDS if near and _stem(w) in near[1])
     about = GRAPH.object_of(query, said, _KNOWN_OPENERS, action, files)
-    if not action and _NAMED_RECORDS.search(query):
+    if not action and named_records:
         extra.append(("open", GRAPH_HINT_WEIGHT))  # read named records as they are
     if question and opener[0] == "who" and len(opener) > 2 and opener[1] not in ("is", "are", "was", "were"):
         extra.append(("search", GRAPH_HINT_WEIGHT))  # "who in memory likes tea": whoever matches
