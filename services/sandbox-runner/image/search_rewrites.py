@@ -29,6 +29,15 @@ REWRITES = [
     # A thing put under a new name is renamed ("put a.docx under a new name").
     (r"\b(?:put|save|keep|store|file)\s+(\S+)\s+under\s+(?:a\s+)?(?:new|different|another|other)\s+name\b",
      r"rename \1"),
+    # Pointing at resources by URI instead of embedding them: links.
+    (r"\bpoints?\s+(?:at|to)\s+(?:(?:a\s+few|several|some|many|\d+)\s+)?resources\b|\bclickable\s+(?:resource\s+)?uris?\b",
+     "resource links"),
+    # Names that start or end with something: a search by pattern.
+    (r"\b(?:names?|filenames?)\s+(?:all\s+)?(?:start|starts|begin|begins|end|ends)\s+with\b", "names matching the pattern"),
+    # Content meant for the user or for the assistant, who should see it:
+    # annotations (their audience).
+    (r"\b(?:meant|intended|destined)\s+for\s+(?:the\s+)?(?:user|assistant|model|human)\b"
+     r"|\bwho\s+(?:should|may|can)\s+see\s+it\b", "annotated for an audience"),
     # "I don't care how big anything is": no sizes.
     (r"\b(?:don'?t|do\s+not)\s+care\s+(?:how\s+(?:big|large)|about\s+(?:the\s+)?sizes?)\b", "no sizes"),
     # "just this level", "only the top level": one level listed.
@@ -71,6 +80,9 @@ REWRITES = [
     (r"\bwhat(?:'s|\u2019s|s|\s+is)\s+(?:sitting\s+|lying\s+|living\s+|kept\s+)?(in|inside)\s+"
      r"(?=(?:(?:the|my|our|this|that|your)\s+)?(?:[\w.~/-]+\s+)?"
      r"(?:folder|directory|dir)\b)", r"list files \1 "),
+    # "what's in /home/dev/project?": a path with no file's extension is a
+    # folder whose entries are asked for.
+    (r"\bwhat(?:'s|\u2019s|s|\s+is)\s+(in|inside)\s+(?=(?:~|\.\.?)?/[\w/-]*(?:[\s?!,]|$))", r"list files \1 "),
     # Anything a few words on "related to" a subject asks about it, no
     # relation: "anything in memory related to invoices?".
     (r"\b(any(?:thing)?|something|everything)\b((?:\s+[\w'-]+){1,4}?)\s+(?:(?:related|relating|pertaining)\s+to"

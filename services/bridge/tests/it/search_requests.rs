@@ -771,6 +771,31 @@ fn things_remembered_shifted_renamed_tracked_down_or_sent_back_and_more_words_of
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// Round 51 (misses of rounds 23 to 46's sets, then round 52's, read
+/// after their measurement): names that start or end with something ask
+/// for a search by pattern; a reply that points at resources, or
+/// clickable URIs, are resource links; content meant for the user or the
+/// assistant, or who should see it, is an annotation; Russian and Korean
+/// words for enabling, logging, random levels, memory, entries, a word
+/// and finding; "what's in" a path with no file's extension lists a
+/// folder. Each ranked lower by words on round 50's ranker.
+#[test]
+fn names_starting_with_pointers_to_resources_audiences_paths_asked_into_and_words_of_other_scripts_rank_the_tool_asked_for_first()
+ {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("which folder has the report CSVs? their names start with rep_", "filesystem__search_files"),
+        ("I need a reply that points at some resources instead of inlining them", "everything__get_resource_links"),
+        ("give me a few clickable URIs to demo resources", "everything__get_resource_links"),
+        ("show how content can be marked as intended for the assistant only", "everything__get_annotated_message"),
+        ("Включи симуляцию логирования", "everything__toggle_simulated_logging"),
+        ("메모리에서 '회의'라는 단어가 들어간 항목을 찾아줘", "memory__search_nodes"),
+        ("what's in ~/projects/app?", "filesystem__list_directory"),
+        ("Покажи содержимое папки /srv/data", "filesystem__list_directory"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
