@@ -97,6 +97,9 @@ _THESE_THINGS = re.compile(
     r"|entities|companies|organi[sz]ations|customers|clients|employees|colleagues|coworkers|projects)\b", re.I)
 # New facts on a thing: "new info about entity Northwind".
 _NEW_ABOUT = re.compile(r"\bnew\s+(?:info|information|details?|facts?|data|notes?)\s+(?:about|on|for|regarding)\b", re.I)
+# Things to make, said as such: "create entities for our new hires".
+_MAKE_THINGS = re.compile(r"^\s*(?:please\s+)?(?:create|add|make|register|store)\s+(?:a\s+|an\s+|some\s+|two\s+|three\s+)?"
+                          r"(?:new\s+)?(?:entit(?:y|ies)|nodes?)\s+(?:for|of|called|named)\b", re.I)
 # Taken out of the whole store ("erase jdoe from the knowledge graph").
 _FROM_STORE = re.compile(r"\b(?:from|out of) (?:the |your |my )?(?:knowledge graph|graph|memory|kg)\b", re.I)
 # One named thing said to be of a kind ("Dana is a designer", "it's a
@@ -126,6 +129,8 @@ class GraphReading:
         if units and text.lstrip().startswith(units[0]) and units[0].lower() in known:
             units = units[1:]
         named = len({u.lower() for u in units} | {m.group(0).lower() for m in _LETTER_NAME.finditer(text)})
+        if _MAKE_THINGS.search(text):
+            return "entity"  # "create entities for our three new hires: Tom, Priya and Ken"
         if _NEW_ABOUT.search(text) and not files and not tables.FILE_THING_WORDS.intersection(words):
             return "observation"  # "new info about entity Northwind": facts on a thing known
         if self.new_thing.search(text) and not tables.FILE_THING_WORDS.intersection(words):

@@ -24,8 +24,8 @@ REWRITES = [
     # Tracking or hunting something down finds it ("track them all down").
     (r"\b(?:track|hunt)(?:ing)?\s+(?:(?:it|them|this|that|those|these|him|her)\s+)?(?:all\s+)?down\b", "find"),
     # Shifting something over to a folder moves it.
-    (r"\bshift\b(?=[^.?!;]{1,60}?\b(?:to|into)\s+(?:(?:the|my|our|an?|that)\s+)?[\w./~-]*\s*(?:folder|directory"
-     r"|dir)\b)", "move"),
+    (r"\bshift\b(?=(?:[^.?!;]|\.(?=\S)){1,80}?\b(?:to|into)\s+(?:(?:the|my|our|an?|that)\s+)?(?:[\w./~-]*\s*(?:folder|directory"
+     r"|dir)\b|[\w.~-]*/[\w./~-]*))", "move"),
     # A thing put under a new name is renamed ("put a.docx under a new name").
     (r"\b(?:put|save|keep|store|file)\s+(\S+)\s+under\s+(?:a\s+)?(?:new|different|another|other)\s+name\b",
      r"rename \1"),

@@ -796,6 +796,26 @@ fn names_starting_with_pointers_to_resources_audiences_paths_asked_into_and_word
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// Round 52 (rounds 54 and 55's sets, read after their measurement):
+/// Chinese, Japanese, Korean and Russian words for a relation, adding,
+/// between and allowed; something shifted "into Finance/2026" (a path,
+/// after a file named with its extension) is moved; "create entities
+/// for ..." and "create a node for ..." make things even when two names
+/// or a fact follow. Each ranked lower by words on round 51's ranker.
+#[test]
+fn relations_and_permissions_in_other_scripts_things_shifted_into_paths_and_entities_created_for_named_things_rank_the_tool_asked_for_first()
+ {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("在知识图谱中添加关系：王五 认识 赵六", "memory__create_relations"),
+        ("허용된 디렉터리를 보여줘", "filesystem__list_allowed_directories"),
+        ("could you shift budget.xlsx (v2) out of Downloads and into Finance/2026", "filesystem__move_file"),
+        ("create entities for our new hires: Ana, Raj and Li, type employee", "memory__create_entities"),
+        ("create a node for my dog Rex, type pet, noting he's 3 years old", "memory__create_entities"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
