@@ -802,6 +802,9 @@ fn names_starting_with_pointers_to_resources_audiences_paths_asked_into_and_word
 /// after a file named with its extension) is moved; "create entities
 /// for ..." and "create a node for ..." make things even when two names
 /// or a fact follow. Each ranked lower by words on round 51's ranker.
+/// Round 53 (round 56's two questions without a tool by words): Japanese
+/// words for sampling, a request, annotations and a message (not found,
+/// and seventh, on round 52's ranker).
 #[test]
 fn relations_and_permissions_in_other_scripts_things_shifted_into_paths_and_entities_created_for_named_things_rank_the_tool_asked_for_first()
  {
@@ -812,6 +815,8 @@ fn relations_and_permissions_in_other_scripts_things_shifted_into_paths_and_enti
         ("could you shift budget.xlsx (v2) out of Downloads and into Finance/2026", "filesystem__move_file"),
         ("create entities for our new hires: Ana, Raj and Li, type employee", "memory__create_entities"),
         ("create a node for my dog Rex, type pet, noting he's 3 years old", "memory__create_entities"),
+        ("サンプリング要求を出して", "everything__trigger_sampling_request"),
+        ("アノテーション付きのメッセージを見せて", "everything__get_annotated_message"),
     ];
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
