@@ -60,7 +60,7 @@ is: es* est* ist* é è sono
 in: en* dans im* em nella nel
 of: de* del du* des* von da* dos* di
 the: el* la* los las le* les* der das* dem gli il* lo*
-a: un* una une ein eine einen um* uma
+a: un* una une ein eine einen um* uma een*
 and: und et* y* e*
 with: con* avec mit* com* sem*
 without: sin sans ohne senza
@@ -156,6 +156,7 @@ every: cada chaque jede jeder jedes ogni
 knowledge: conocimiento connaissance wissen conhecimento conoscenza
 research: onderzoek badanie badania forskning recherche_approfondie
 research question: onderzoeksvraag forskningsfråga
+research task: onderzoeksopdracht onderzoekstaak forskningsuppgift
 may: darfst dürfen darf
 can: puedes peux kannst podes puoi możesz
 married: getrouwd żonaty zamężna gift*

@@ -804,7 +804,10 @@ fn names_starting_with_pointers_to_resources_audiences_paths_asked_into_and_word
 /// or a fact follow. Each ranked lower by words on round 51's ranker.
 /// Round 53 (round 56's two questions without a tool by words): Japanese
 /// words for sampling, a request, annotations and a message (not found,
-/// and seventh, on round 52's ranker).
+/// and seventh, on round 52's ranker). Round 54 (round 59's one question
+/// without a tool by words): Dutch "onderzoeksopdracht" (a research task)
+/// and "een" (a, counting half) read a short Dutch request (not found,
+/// and second, on round 53's ranker).
 #[test]
 fn relations_and_permissions_in_other_scripts_things_shifted_into_paths_and_entities_created_for_named_things_rank_the_tool_asked_for_first()
  {
@@ -817,6 +820,8 @@ fn relations_and_permissions_in_other_scripts_things_shifted_into_paths_and_enti
         ("create a node for my dog Rex, type pet, noting he's 3 years old", "memory__create_entities"),
         ("サンプリング要求を出して", "everything__trigger_sampling_request"),
         ("アノテーション付きのメッセージを見せて", "everything__get_annotated_message"),
+        ("simuleer een onderzoeksopdracht over zonnepanelen", "everything__simulate_research_query"),
+        ("maak een nieuwe map 'offertes' aan in /home/piet", "filesystem__create_directory"),
     ];
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
