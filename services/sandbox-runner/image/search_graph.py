@@ -35,7 +35,7 @@ _WITH_ITS = re.compile(r"\balong with (?:its|his|her|their|all)\b"
 # him for the first time"): a new thing to record.
 _NOT_KNOWN_YET = re.compile(
     r"\b(?:don'?t|do not|doesn'?t|does not|didn'?t|haven'?t|have not|never)\s+(?:know|knew|have|met|heard|saved|"
-    r"stored|remember)\b[^.;!?]{0,40}?\byet\b|\bnot (?:in|stored in|saved in) (?:your |the )?memory yet\b"
+    r"stored|remember)\b[^.;!?]{0,40}?\byet\b|\bnot (?:in|stored in|saved in) (?:your |the )?memory (?:at all )?yet\b"
     r"|\bfirst time\b", re.I)
 # One named thing's record ("append facts to the Acme node"); two named
 # records are a relation ("connect the Acme node to the Berlin node").
@@ -65,6 +65,7 @@ _ON_ENTITY = re.compile(r"\b(?:to|on|onto|into|for|of|in)\s+(?:the|that|this|an?
 # 'deadline slipped'"): a fact on its record.
 _ADDED_TO_NAME = re.compile(r"\b(?i:append|add|attach|tack)\b(?:\s+[\w'-]+){0,4}?\s+(?i:to|onto)\s+(?:the\s+)?"
                             r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b(?![.\w/])"
+                            r"|\b(?i:append|add|attach|tack)\s+(?i:to|onto)\s+(?:the\s+)?(?i:entity|node|record)\s+['\"]?[\w-]+"
                             r"|\b(?i:update)\s+(?:the\s+)?[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\s*(?::|\bwith\b)")
 # The link itself pointed at ("delete that connection", "remove the
 # 'reports to' edge"): when removed, a relation.

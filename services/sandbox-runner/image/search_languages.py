@@ -22,9 +22,9 @@ import unicodedata
 # "groesse").
 FOREIGN_LEAST = 2
 FOREIGN_WORDS = """
-file: archivo fichero datei ficheiro arquivo fichier bestand plik pliku fil filen
+file: archivo fichero datei ficheiro arquivo fichier bestand plik pliku fil filen dosya dosyayı dosyası soubor souboru
 files: archivos ficheros dateien ficheiros arquivos fichiers bestanden pliki plików filer filerna
-folder: carpeta directorio dossier* répertoire ordner verzeichnis pasta* diretório cartella mappen mapp katalogu map*
+folder: carpeta directorio dossier* répertoire ordner verzeichnis pasta* diretório cartella mappen mapp katalogu map* klasör klasörü klasöründe klasörde složka složce složku
 folders: carpetas directorios dossiers répertoires verzeichnisse pastas diretórios cartelle mappar foldery
 read: leer lee* léeme lire lis lesen lies* ler leia leggi lees lezen przeczytaj czytaj odczytaj läs
 see: ver* voir sehen vedere
@@ -34,12 +34,12 @@ save: guardar guarda enregistrer enregistre sauvegarder sauvegarde speichern spe
 edit: editar edita modificar modifica modifier* modifie bearbeiten bearbeite edite alterar altere bewerk bewerken wijzig wijzigen edytuj redigera
 change: cambiar cambia ändern ändere mudar mude verander veranderen zmień ändra
 replace: reemplazar reemplaza remplacer remplace ersetzen ersetze substituir substitua sostituisci vervang vervangen zamień ersätt
-list: listar enumera lister auflisten liste* elenca
+list: listar enumera lister auflisten liste* elenca listele listeyi vypiš
 create: crear crea créer crée erstellen erstelle anlegen criar crie aanmaken utwórz stwórz skapa
 new: nuevo nueva nouveau nouvelle neu neue neuen neues neuer novo nova* nuovo nuova nieuw nieuwe nowy nowa nowe ny nya
 delete: ta_bort radera togli togliere rimuovi borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella verwijder verwijderen usuń skasuj
 move: mover mueve déplacer déplace verschieben verschiebe mova sposta verplaats verplaatsen przenieś flytta
-rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie rinomina hernoem hernoemen byt_namn zmień_nazwę
+rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie rinomina hernoem hernoemen byt_namn zmień_nazwę renomeia renomeie_o přejmenuj yeniden_adlandır
 search: buscar busca chercher cherche rechercher recherche suchen suche procurar procure* busque cerca zoek zoeken szukaj wyszukaj sök durchsuche durchsuchen
 find: encuentra encontrar trouver trouve finden finde encontre trova vinden znajdź hitta
 size: tamaño tamaños taille größe grösse tamanho dimensione pesa pèse wiegt pesan grootte rozmiar storlek
@@ -80,14 +80,14 @@ want: quiero veux möchte quero voglio
 please: bitte
 contents: contenido contenu inhalt conteúdo contenuto
 names: nombres noms namen nomes nomi
-just: solo* juste nur apenas simplement simplemente semplicemente
+just: solo* juste nur apenas simplement simplemente semplicemente tylko
 memory: memoria mémoire gedächtnis memória geheugen pamięć pamięci minne minnet
 stored: guardado guardada guardados guardadas gespeichert gespeicherte gespeicherten enregistré enregistrés sauvegardé armazenado armazenados salvato salvati memorizzato
 something: algo quelque_chose etwas qualcosa alguma_coisa
 remember: recuerda recordar souviens rappelle retiens erinnere merke merk merk_dir merke_dir lembre lembrar ricorda onthoud zapamiętaj kom_ihåg
 person: persona* personne pessoa persoon osoba
 relation: relación beziehung relação relazione relatie relacja relację relationen
-note: nota* notiz anota anotar apunta apuntar notiere notier noter* anote anotare annota notitie noteer notatka anteckning
+note: nota* notiz anota anotar apunta apuntar notiere notier noter* anote anotare annota notitie noteer notatka anteckning notatkę notatki
 graph: grafo graphe wissensnetz wissensgraph
 image: imagen bild imagem immagine afbeelding obraz obrazek
 compress: comprimir compresser komprimieren comprimi
@@ -110,7 +110,7 @@ forget: olvida olvidar olvídate oublie oublier vergiss vergessen esqueça esque
 add: añade añadir agrega agregar ajoute ajouter füge hinzufügen ergänze adicione adicionar acrescente aggiungi voeg_toe toevoegen dodaj lägg_till voeg
 record: ficha fiche eintrag scheda
 link: kopplingen koppling länken vincula vincular conecta conectar relie lier verknüpfe verknüpfen verbinde verbinden ligue ligar conecte collega* koppel koppelen verbind połącz
-simulate: simula* simular simule* simuler simuliere simulieren simuleer symuluj simulera symulowane symulowany
+simulate: simula* simular simule* simuler simuliere simulieren simuleer symuluj simulera symulowane symulowany simüle simüle_edilmiş simulovaný simuluj
 ask: pide pedir pregunta demande demander frag fragen fragt peça chiedi
 form: formulario formulaire formular formulário modulo*
 user: usuario utilisateur benutzer nutzer usuário utente
@@ -154,7 +154,7 @@ there are: ci_sono il_y_a gibt_es hay*
 contains: contiene contient enthält contém
 every: cada chaque jede jeder jedes ogni
 knowledge: conocimiento connaissance wissen conhecimento conoscenza
-research: onderzoek badanie badania forskning recherche_approfondie
+research: onderzoek badanie badania forskning recherche_approfondie araştırma výzkum výzkumný
 research question: onderzoeksvraag forskningsfråga
 research task: onderzoeksopdracht onderzoekstaak forskningsuppgift
 may: darfst dürfen darf
@@ -162,7 +162,7 @@ can: puedes peux kannst podes puoi możesz
 married: getrouwd żonaty zamężna gift*
 birthday: geburtstag cumpleaños anniversaire aniversário compleanno verjaardag urodziny födelsedag
 topic: temat onderwerp thema tema*
-run: lance lancer starte uruchom voer_uit
+run: lance lancer starte uruchom voer_uit çalıştır spusť
 temperature: temperatura température temperatur temperatuur
 humidity: umidade humedad humidité feuchtigkeit umidità luchtvochtigheid wilgotność
 mentions: erwähnt erwähnen menciona mentionne menziona vermeldt
@@ -174,7 +174,13 @@ modification date: änderungsdatum fecha_de_modificación date_de_modification d
 permissions: rechte berechtigungen permisos droits* permessi permissões uprawnienia behörigheter rechten*
 metadata: metadaten metadatos métadonnées metadados metadati
 observations: waarnemingen observationer obserwacje observaciones observações osservazioni
-observation: waarneming observation* obserwacja obserwację observación observação osservazione beobachtung
+observation: waarneming observation* obserwacja obserwację observación observação osservazione beobachtung observationen
+from: från
+enable: włącz włączyć zapnij zapni zapnout etkinleştir
+logging: logowanie logování loglama
+query: sorgu sorgusu dotaz
+when: kdy ne_zaman
+created: vytvořen vytvořený vytvořeno oluşturuldu
 """
 
 # Words of languages in other scripts (Chinese, Japanese, Korean, Russian,
@@ -183,6 +189,7 @@ observation: waarneming observation* obserwacja obserwację observación observa
 # English wherever it stands, the longest first (Chinese and Japanese
 # write no spaces; a Russian word's ending stays as a word of its own).
 SCRIPT_WORDS = """
+what is in: что_лежит_в что_находится_в что_есть_в
 what time: 几点 幾點 何時 몇시 몇_시 который_час कितने_बजे
 tree: ツリー 树形 트리 дерево
 structure: 構造 结构 구조 структур
@@ -208,6 +215,7 @@ error: エラー 错误 오류 ошибк
 contains: 含む 包含 포함 들어간 содерж
 allowed: アクセスできる アクセス可能 可以访问 能访问 접근_가능한 доступны доступные 허용된 允许的 許可された разрешённ разрешенн
 relation: 关系 関係 관계 отношени связь
+related to: связан
 add: 添加 追加 추가 добавь
 between: 之间 の間 사이의 между
 which: どれ 哪些 哪个 어떤 какие какой
@@ -235,7 +243,7 @@ create: 创建 作成 생성 создай создать बनाओ
 read: 读取 読んで 読み 읽어 прочитай прочти पढ़ो
 show: 显示 表示 見せて 给我看 보여줘 보여 покажи दिखाओ
 list: 列出 一覧 목록 список सूची
-search: 搜索 查找 探して 検索 검색 찾아 найди поиск खोजो ابحث
+search: 搜索 查找 探して 検索 검색 찾아 найди поиск поищ खोजो ابحث
 remember: 记住 覚えて 기억해 запомни याद_रखो تذكر
 memory: 记忆 記憶 기억 메모리 памят
 research: 研究 調査 调查 연구 조사 исследован शोध
@@ -283,7 +291,7 @@ def _in_english_word(match):
 
 # An hour written in a script that writes it after the number ("8点",
 # "9時", "3시"): a clock time.
-_SCRIPT_HOUR = re.compile(r"(\d{1,2})\s*(?:点|點|時|시)(?:\s*(\d{1,2})\s*分)?")
+_SCRIPT_HOUR = re.compile(r"(\d{1,2})\s*(?:点|點|時|시|बजे)(?:\s*(\d{1,2})\s*分)?")
 
 
 def _from_scripts(query):

@@ -21,6 +21,11 @@ REWRITES = [
      r"|write|put)(?:\s+(?:in|it))?\s+(?:should\s+|must\s+|will\s+|to\s+)?(?:come|comes|get|gets)\s+back\b"
      r"|\breturns?\s+(?:back\s+)?whatever\s+(?:\w+\s+)?(?:i|we|you)\s+(?:send|pass|give|type)\b",
      "echo back"),
+    # One path to another by an arrow ("docs -> website/docs", "a.txt =>
+    # b.txt"): a move, when a letter and a path's slash or a file's dot
+    # stand in what is on the right.
+    (r"(?<![\w\])>-])((?=[\w.~/-]*[a-z])[\w.~/-]+)\s*(?:->|=>|\u2192)\s*((?=[\w.~-]*[/.])(?=[\w.~/-]*[a-z])[\w.~/-]+)",
+     r"move \1 to \2"),
     # Tracking or hunting something down finds it ("track them all down").
     (r"\b(?:track|hunt)(?:ing)?\s+(?:(?:it|them|this|that|those|these|him|her)\s+)?(?:all\s+)?down\b", "find"),
     # Shifting something over to a folder moves it.
@@ -87,6 +92,8 @@ REWRITES = [
     # relation: "anything in memory related to invoices?".
     (r"\b(any(?:thing)?|something|everything)\b((?:\s+[\w'-]+){1,4}?)\s+(?:(?:related|relating|pertaining)\s+to"
      r"|(?:has|have|had)\s+to\s+do\s+with)\b", r"\1\2 about"),
+    # Things that "have anything to do with" a subject mention it.
+    (r"\b(?:has|have|had)\s+anything\s+to\s+do\s+with\b", "mention"),
     # "update what we know about Dr. Kim: ...": a fact added.
     (r"\b(?:update|add\s+to)\s+what\s+(?:we|you|i)\s+(?:already\s+)?(?:know|have|remember|recall"
      r"|(?:have\s+)?(?:stored|saved|noted|kept))\s+(?:about|on|of)\b",

@@ -826,6 +826,40 @@ fn relations_and_permissions_in_other_scripts_things_shifted_into_paths_and_enti
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// Round 55 (rounds 60 and 61's sets, read after their measurement):
+/// Turkish, Czech and Polish words for a folder, listing, a file, created,
+/// when, simulated, research, a query, running and logging turned on;
+/// Portuguese "renomeia", Swedish "observationen" and "från", Polish
+/// "notatkę"; Russian "поищи" (search) and "что лежит в" (what is in);
+/// an hour in Hindi ("9 बजे") is a clock time; one path to another by an
+/// arrow ("src/legacy -> archive/legacy") is a move; "append to entity
+/// 'X': ..." adds a fact; "not in your memory at all yet" is a new thing;
+/// things that "have anything to do with" a subject mention it. Each
+/// ranked lower by words on round 54's ranker (seven not in the top
+/// three).
+#[test]
+fn words_of_turkish_czech_and_polish_paths_joined_by_an_arrow_and_facts_appended_to_an_entity_rank_the_tool_asked_for_first()
+ {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("belgeler klasöründe neler var, listele", "filesystem__list_directory"),
+        ("proszę, włącz symulowane logowanie", "everything__toggle_simulated_logging"),
+        ("kdy byl vytvořen soubor faktura.pdf", "filesystem__get_file_info"),
+        ("simüle edilmiş bir araştırma sorgusu çalıştır: güneş enerjisi", "everything__simulate_research_query"),
+        ("renomeia relatorio.txt para relatorio-final.txt", "filesystem__move_file"),
+        ("поищи в памяти всё про проект Альфа", "memory__search_nodes"),
+        ("append to entity 'billing-api': runs on Kubernetes since May", "memory__add_observations"),
+        ("do it for me please: src/legacy -> archive/legacy", "filesystem__move_file"),
+        ("ta bort observationen 'har en katt' från Lisa", "memory__delete_observations"),
+        ("usuń notatkę o adresie z encji 'Marek'", "memory__delete_observations"),
+        ("покажи, что лежит в папке src", "filesystem__list_directory"),
+        ("दिल्ली में सुबह 9 बजे हों तो लंदन में कितने बजे होंगे", "time__convert_time"),
+        ("Ola Berg joined as a designer; she's not in your memory at all yet", "memory__create_entities"),
+        ("which people in the graph have anything to do with onboarding?", "memory__search_nodes"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
