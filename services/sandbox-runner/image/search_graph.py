@@ -35,7 +35,7 @@ _WITH_ITS = re.compile(r"\balong with (?:its|his|her|their|all)\b"
 # him for the first time"): a new thing to record.
 _NOT_KNOWN_YET = re.compile(
     r"\b(?:don'?t|do not|doesn'?t|does not|didn'?t|haven'?t|have not|never)\s+(?:know|knew|have|met|heard|saved|"
-    r"stored|remember)\b[^.;!?]{0,40}?\byet\b|\bnot (?:in|stored in|saved in) (?:your |the )?memory (?:at all )?yet\b"
+    r"stored|remember)\b[^.;!?]{0,40}?\b(?:yet|before)\b|\bnot (?:in|stored in|saved in) (?:your |the )?memory (?:at all )?yet\b"
     r"|\bfirst time\b", re.I)
 # One named thing's record ("append facts to the Acme node"); two named
 # records are a relation ("connect the Acme node to the Berlin node").
@@ -44,7 +44,8 @@ _ON_ITS_RECORD = re.compile(r"\b(?:on|to|from|in|into) " + _A_RECORD)
 _NAMED_RECORD = re.compile(r"\b" + _A_RECORD)
 # Two things the memory holds already: what is new is how they relate.
 _BOTH_KNOWN = re.compile(r"\bboth (?:\w+ )?(?:already exist|exist already|are already|already in|(?:are )?in (?:the )?memory"
-                         r"|(?:are )?(?:already )?(?:stored|saved))", re.I)
+                         r"|(?:are )?(?:already )?(?:stored|saved))"
+                         r"|\b\w+ and \w+ (?:are|exist) (?:both )?already (?:there|stored|saved|in|known)\b", re.I)
 # A removal that keeps the thing itself: what goes is what is said of it.
 _KEEPS_THE_THING = re.compile(
     r"\bwithout (?:deleting|removing) (?:the |that |this )?(?:entity|node|record|person|thing|it)\b"
@@ -95,7 +96,9 @@ _THEIR_NEW = re.compile(r"\b(?:his|her|their|its|[A-Z][a-z]+'s)\s+new\b|\bnew\s+
 # companies"): each a thing of its own.
 _THESE_THINGS = re.compile(
     r"\b(?:these|those|the\s+following|following)\s+(?:\d+\s+|two\s+|three\s+|new\s+)?(?:people|persons|contacts"
-    r"|entities|companies|organi[sz]ations|customers|clients|employees|colleagues|coworkers|projects)\b", re.I)
+    r"|entities|companies|organi[sz]ations|customers|clients|employees|colleagues|coworkers|projects)\b"
+    r"|\b(?:add|create|store|register|save|record)\s+(?:two|three|four|five|six|\d+|some|a\s+few|several)\s+(?:new\s+)?"
+    r"(?:people|persons|contacts|companies|customers|clients|employees|colleagues|coworkers|projects)\b", re.I)
 # New facts on a thing: "new info about entity Northwind".
 _NEW_ABOUT = re.compile(r"\bnew\s+(?:info|information|details?|facts?|data|notes?)\s+(?:about|on|for|regarding)\b", re.I)
 # Things to make, said as such: "create entities for our new hires".

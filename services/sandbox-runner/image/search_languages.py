@@ -24,20 +24,20 @@ FOREIGN_LEAST = 2
 FOREIGN_WORDS = """
 file: archivo fichero datei ficheiro arquivo fichier bestand plik pliku fil filen dosya dosyayı dosyası soubor souboru
 files: archivos ficheros dateien ficheiros arquivos fichiers bestanden pliki plików filer filerna
-folder: carpeta directorio dossier* répertoire ordner verzeichnis pasta* diretório cartella mappen mapp katalogu map* klasör klasörü klasöründe klasörde složka složce složku
+folder: carpeta directorio dossier* répertoire ordner verzeichnis pasta* diretório cartella mappen mapp katalogu map* klasör klasörü klasöründe klasörde složka složce složku klasör
 folders: carpetas directorios dossiers répertoires verzeichnisse pastas diretórios cartelle mappar foldery
 read: leer lee* léeme lire lis lesen lies* ler leia leggi lees lezen przeczytaj czytaj odczytaj läs
 see: ver* voir sehen vedere
-show: muestra muéstrame mostrar muestrame affiche afficher montre montrer zeige zeig anzeigen mostre mostra toon tonen pokaż wyświetl visa
+show: muestra muéstrame mostrar muestrame affiche afficher montre montrer zeige zeig anzeigen mostre mostra toon tonen pokaż wyświetl visa ukaž ukažte
 write: escribir escribe écrire écris schreiben schreibe escrever escreva scrivi schrijf schrijven napisz skriv
 save: guardar guarda enregistrer enregistre sauvegarder sauvegarde speichern speichere salvar salve* gravar grave* salva opslaan zapisz spara
-edit: editar edita modificar modifica modifier* modifie bearbeiten bearbeite edite alterar altere bewerk bewerken wijzig wijzigen edytuj redigera
+edit: editar edita modificar modifica modifier* modifie bearbeiten bearbeite edite alterar altere bewerk bewerken wijzig wijzigen edytuj redigera corrige corriger corregir corrija korrigiere korrigieren correggi
 change: cambiar cambia ändern ändere mudar mude verander veranderen zmień ändra
 replace: reemplazar reemplaza remplacer remplace ersetzen ersetze substituir substitua sostituisci vervang vervangen zamień ersätt
 list: listar enumera lister auflisten liste* elenca listele listeyi vypiš
-create: crear crea créer crée erstellen erstelle anlegen criar crie aanmaken utwórz stwórz skapa
-new: nuevo nueva nouveau nouvelle neu neue neuen neues neuer novo nova* nuovo nuova nieuw nieuwe nowy nowa nowe ny nya
-delete: ta_bort radera togli togliere rimuovi borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella verwijder verwijderen usuń skasuj
+create: crear crea créer crée erstellen erstelle anlegen criar crie aanmaken utwórz stwórz skapa oluştur oluşturun banao banaao banaiye vytvoř vytvořit
+new: nuevo nueva nouveau nouvelle neu neue neuen neues neuer novo nova* nuovo nuova nieuw nieuwe nowy nowa nowe ny nya yeni naya nayi naye
+delete: ta_bort radera togli togliere rimuovi borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella verwijder verwijderen usuń skasuj lösch
 move: mover mueve déplacer déplace verschieben verschiebe mova sposta verplaats verplaatsen przenieś flytta
 rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie rinomina hernoem hernoemen byt_namn zmień_nazwę renomeia renomeie_o přejmenuj yeniden_adlandır
 search: buscar busca chercher cherche rechercher recherche suchen suche procurar procure* busque cerca zoek zoeken szukaj wyszukaj sök durchsuche durchsuchen
@@ -73,7 +73,7 @@ nodes: nós nodos nœuds knoten nodi noderna noder
 called: chamados chamado chamada llamado llamados llamada appelé appelés appelée genannt chiamato chiamati
 browser: navegador navigateur
 url: endereço dirección
-all: todo* todos todas tout* tous toutes alle alles tutti tutte wszystko wszystkie allt alla
+all: todo* todos todas tout* tous toutes alle alles tutti tutte wszystko wszystkie allt alla všechny všechno
 me: moi mir mich
 i: je yo* ich eu* io*
 want: quiero veux möchte quero voglio
@@ -94,7 +94,7 @@ compress: comprimir compresser komprimieren comprimi
 environment: entorno environnement umgebung ambiente*
 variables: umgebungsvariablen variablen
 tree: árbol arbre baum árvore albero
-allowed: permitidos autorisés erlaubt erlaubten permitidas consentite le_droit_de le_droit_d el_derecho_de o_direito_de
+allowed: permitidos autorisés erlaubt erlaubten permitidas consentite le_droit_de le_droit_d el_derecho_de o_direito_de erişim erişimin
 repeat: repite répète wiederhole repita ripeti
 keep: behåll lascia lascialo lasciala lasciali mantieni conserva mantén mantener mantenha garde gardez behalte behalten bewaar behoud zachowaj
 rest: resto reste
@@ -107,10 +107,10 @@ exactly: exactamente exactement genau exatamente esattamente tal_cual tel_quel t
 return back: rimandami rimanda devuelve devuélveme devuélvelo devuelva devuélvame devolver renvoie renvoyer devolva restituisci
 send: mando envío envoie schicke sende envio
 forget: olvida olvidar olvídate oublie oublier vergiss vergessen esqueça esquecer dimentica vergeet zapomnij glöm
-add: añade añadir agrega agregar ajoute ajouter füge hinzufügen ergänze adicione adicionar acrescente aggiungi voeg_toe toevoegen dodaj lägg_till voeg
+add: añade añadir agrega agregar ajoute ajouter füge hinzufügen ergänze adicione adicionar acrescente aggiungi voeg_toe toevoegen dodaj lägg_till voeg acrescenta acrescentar
 record: ficha fiche eintrag scheda
 link: kopplingen koppling länken vincula vincular conecta conectar relie lier verknüpfe verknüpfen verbinde verbinden ligue ligar conecte collega* koppel koppelen verbind połącz
-simulate: simula* simular simule* simuler simuliere simulieren simuleer symuluj simulera symulowane symulowany simüle simüle_edilmiş simulovaný simuluj
+simulate: simula* simular simule* simuler simuliere simulieren simuleer symuluj simulera symulowane symulowany simüle simüle_edilmiş simulovaný simuluj simulerade simulerad gesimuleerde gesimuleerd
 ask: pide pedir pregunta demande demander frag fragen fragt peça chiedi
 form: formulario formulaire formular formulário modulo*
 user: usuario utilisateur benutzer nutzer usuário utente
@@ -121,16 +121,16 @@ output: saída salida sortie ausgabe uscita
 tiny: pequeña pequeño petite* petit* klein kleines kleine pequena pequeno piccola piccolo
 sum: suma* sumar somme additionne addiere summe soma some* somma
 number: número números zahl zahlen numero*
-notifications: notificaciones benachrichtigungen notificações notifiche powiadomieniami powiadomienia powiadomień
-resource: recurso ressource risorsa
+notifications: notificaciones benachrichtigungen notificações notifiche powiadomieniami powiadomienia powiadomień bildirimleri bildirimler bildirimlerini
+resource: recurso ressource risorsa kaynak
 message: mensaje nachricht mensagem messaggio
-long: largo* lange* longa lunga długą długa długi długo
-operation: operación opération vorgang operação operazione operację operacja operacji
-progress: progreso progression* fortschritt progresso avanzamento postęp postępie postępu
+long: largo* lange* longa lunga długą długa długi długo uzun
+operation: operación opération vorgang operação operazione operację operacja operacji işlem işlemi
+progress: progreso progression* fortschritt progresso avanzamento postęp postępie postępu ilerleme
 model: modelo modèle modell modello
 back: zurück indietro terug
 give: gib gibt donne dai* geef daj ge*
-whole: completo* komplette komplett vollständig ganz ganze ganzen ganzes entier entière inteiro intero intera
+whole: completo* komplette komplett vollständig ganz ganze ganzen ganzes entier entière inteiro intero intera celý celou celá
 completely: por_completo complètement helt helemaal całkowicie
 existing: existente existante vorhandene existierende bestaande befintliga istniejący esistente
 root: raíz raíces racine racines wurzel raiz radice radici
@@ -154,7 +154,7 @@ there are: ci_sono il_y_a gibt_es hay*
 contains: contiene contient enthält contém
 every: cada chaque jede jeder jedes ogni
 knowledge: conocimiento connaissance wissen conhecimento conoscenza
-research: onderzoek badanie badania forskning recherche_approfondie araştırma výzkum výzkumný
+research: onderzoek badanie badania forskning recherche_approfondie araştırma výzkum výzkumný djupresearch
 research question: onderzoeksvraag forskningsfråga
 research task: onderzoeksopdracht onderzoekstaak forskningsuppgift
 may: darfst dürfen darf
@@ -162,25 +162,39 @@ can: puedes peux kannst podes puoi możesz
 married: getrouwd żonaty zamężna gift*
 birthday: geburtstag cumpleaños anniversaire aniversário compleanno verjaardag urodziny födelsedag
 topic: temat onderwerp thema tema*
-run: lance lancer starte uruchom voer_uit çalıştır spusť
+run: lance lancer starte uruchom voer_uit çalıştır spusť başlat
 temperature: temperatura température temperatur temperatuur
 humidity: umidade humedad humidité feuchtigkeit umidità luchtvochtigheid wilgotność
 mentions: erwähnt erwähnen menciona mentionne menziona vermeldt
-entities: entiteterna entiteter entiteiten entidades* entités entitäten
-knowledge graph: kunskapsgrafen kunskapsgraf kennisgraaf graf_wiedzy grafu_wiedzy grafie_wiedzy
+entities: entiteterna entiteter entiteiten entidades* entités entitäten entity*
+knowledge graph: kunskapsgrafen kunskapsgraf kennisgraaf graf_wiedzy grafu_wiedzy grafie_wiedzy znalostní_graf
 file info: dateiinfo dateiinfos dateiinformationen
 modified: geändert geänderte modificado modificada modifié modifiée modificato gewijzigd zmieniony zmodyfikowany ändrad
 modification date: änderungsdatum fecha_de_modificación date_de_modification data_di_modifica wijzigingsdatum data_modyfikacji
-permissions: rechte berechtigungen permisos droits* permessi permissões uprawnienia behörigheter rechten*
+permissions: rechte berechtigungen permisos droits* permessi permissões uprawnienia behörigheter rechten* izin iznin
 metadata: metadaten metadatos métadonnées metadados metadati
 observations: waarnemingen observationer obserwacje observaciones observações osservazioni
 observation: waarneming observation* obserwacja obserwację observación observação osservazione beobachtung observationen
 from: från
-enable: włącz włączyć zapnij zapni zapnout etkinleştir
-logging: logowanie logování loglama
+enable: włącz włączyć zapnij zapni zapnout etkinleştir slå_på aktiviere aktivieren activa activar active* activer ativa ativar attiva attivare aç
+logging: logowanie logování loglama loggning
 query: sorgu sorgusu dotaz
-when: kdy ne_zaman
-created: vytvořen vytvořený vytvořeno oluşturuldu
+when: kdy ne_zaman wann quando cuándo quand
+created: vytvořen vytvořený vytvořeno oluşturuldu erstellt erstellte creado creada criado criada créé créée creato creata skapad utworzony
+client: istemci istemcimin cliente* klient
+log messages: loggmeddelanden loggmeddelandena logmeldingen logberichten
+links: liens enlaces ligações collegamenti linki länkar
+relations: vztahy relaciones relations* beziehungen relações relazioni relaties relacje
+subscription: abonelik aboneliği suscripción abonnement* assinatura iscrizione subskrypcja prenumeration
+updates: güncellemeler güncellemelerini actualizaciones mises_à_jour aktualisierungen atualizações aggiornamenti
+already saved: já_está_salvo já_está_salva ya_está_guardado ya_está_guardada
+unchanged: unverändert unveränderten ongewijzigd inalterado inchangé inchangée invariato oförändrad niezmieniony
+no sizes: ingen_storlek sin_tamaño sans_taille ohne_größe sem_tamanho
+directories: hakemistoihin hakemistot hakemistoja dizinlere dizinler
+access: pääsy pääsyä
+seconds: saniye sekunden segundos secondes secondi sekund sekunder
+switch: schakel schakelen
+make: gör
 """
 
 # Words of languages in other scripts (Chinese, Japanese, Korean, Russian,
@@ -190,6 +204,8 @@ created: vytvořen vytvořený vytvořeno oluşturuldu
 # write no spaces; a Russian word's ending stays as a word of its own).
 SCRIPT_WORDS = """
 what is in: что_лежит_в что_находится_в что_есть_в
+directory tree: 目录树 目錄樹 ディレクトリツリー
+whole: 整个 整個
 what time: 几点 幾點 何時 몇시 몇_시 который_час कितने_बजे
 tree: ツリー 树形 트리 дерево
 structure: 構造 结构 구조 структур
@@ -239,7 +255,7 @@ file: 文件 ファイル 파일 файл फ़ाइल फाइल ملف
 folder: 文件夹 資料夾 フォルダ フォルダー 폴더 папк फ़ोल्डर مجلد
 directory: 目录 ディレクトリ 디렉터리 каталог
 delete: 删除 削除 삭제 удали удалить हटाओ احذف
-create: 创建 作成 생성 создай создать बनाओ
+create: 创建 作成 생성 создай создать बनाओ 作って 作る
 read: 读取 読んで 読み 읽어 прочитай прочти पढ़ो
 show: 显示 表示 見せて 给我看 보여줘 보여 покажи दिखाओ
 list: 列出 一覧 목록 список सूची
@@ -262,6 +278,7 @@ rename: 重命名 名前を変更 이름_변경 переименуй
 move: 移动 移動 이동 перемести
 echo: 回显 エコー 에코
 environment variables: 环境变量 環境変数 환경_변수 переменные_окружения
+together: 한꺼번에 一度に 一次性 одновременно
 """
 
 

@@ -26,6 +26,17 @@ REWRITES = [
     # stand in what is on the right.
     (r"(?<![\w\])>-])((?=[\w.~/-]*[a-z])[\w.~/-]+)\s*(?:->|=>|\u2192)\s*((?=[\w.~-]*[/.])(?=[\w.~/-]*[a-z])[\w.~/-]+)",
      r"move \1 to \2"),
+    # A pasted shell session before the ask ("$ ls inbox/", its output,
+    # then "put invoice_001.pdf into archive/"): the commands were run,
+    # they are not what is asked; their arguments stay.
+    (r"(?m)^[^\S\n]*\$[^\S\n]+[\w.-]+(?=.*\n(?:.*\n)*[^\S\n]*[^\s$])", " "),
+    # Backing something up ("so I can back it up") is no echo.
+    (r"\bback\s+(?:it|them|this|that|everything|all)\s+up\b", "backup"),
+    # Files of a kind asked for anywhere ("any .csv files under data/"):
+    # a search by pattern.
+    (r"\b(?:any|all|every|which)\s+\.(\w{1,6})\s+files\b", r"files matching the pattern *.\1"),
+    # The process's environment: its variables.
+    (r"\bprocess(?:'s)?\s+env(?:ironment)?\b", "environment variables"),
     # Tracking or hunting something down finds it ("track them all down").
     (r"\b(?:track|hunt)(?:ing)?\s+(?:(?:it|them|this|that|those|these|him|her)\s+)?(?:all\s+)?down\b", "find"),
     # Shifting something over to a folder moves it.
@@ -60,6 +71,14 @@ REWRITES = [
     # A kind of file and its name: "the png named logo" is a file.
     (r"\b(png|jpe?g|gif|svg|pdf|csv|tsv|json|ya?ml|toml|txt|md|docx?|xlsx?|pptx?|zip|tar|html?|xml|mp3|mp4|wav)"
      r"\s+(?=(?:named|called)\b)", r"\1 file "),
+    # One resource put in the reply itself ("return one resource inline",
+    # "an embedded resource"): a reference to it, not links.
+    # (No file is asked for: "a pdf as an embedded resource" is the file.)
+    (r"(?s)^(?!.*\b(?:files?|pdf|png|jpe?g|gif|svg|mp3|wav|mp4|gz|gzip|zip|tar|urls?|binary|media|images?|audio|video)\b)"
+     r"(.*?)(?:\b(?:embedded|inline|inlined)\s+(?:\w+\s+)?resource\b|\bresource\s+(?:embedding|inline|inlined)\b"
+     r"|\bresource\s+(?=(?:\w+\s+){0,2}?inline\b))", r"\1resource reference "),
+    # Links to resources: "generate some links to demo resources".
+    (r"\blinks\s+to\s+(?:(?:some|a\s+few|several|the|sample|demo|example|test)\s+){0,2}resources\b", "resource links"),
     # Resources given as links: "list some sample URIs as links".
     (r"\b(?:uris?|urls?|resources?)\s+as\s+links\b", "resource links"),
     # The user's own forgetting is no removal ("I keep forgetting what I told you").

@@ -729,7 +729,7 @@ RELATED_GROUPS = [
     "log spam verbose level levels noisy noise severity severities",
     "subscription subscribe subscriber subscribed notification notifications notify changed",
     "long progress steps duration wait while",
-    "research topic deep synthesize findings summarize analysis",
+    "research topic deep synthesize findings summarize analysis stage stages phase phases",
     "elicitation ask prompt input form fill answer question",
     "url browser web page login oauth consent authorize redirect visit",
     "sampling llm model completion prompt tokens ai gpt haiku poem story",

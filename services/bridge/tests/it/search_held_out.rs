@@ -893,3 +893,77 @@ const ROUND_61_MEANING_FLOORS: (f64, f64) = (99.5, 99.9);
 fn on_round_61s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
     measure_held_out_once(HELD_OUT_61, ROUND_61_WORDS_FLOORS, ROUND_61_MEANING_FLOORS);
 }
+
+/// Round 62's held-out questions (`heldout-43-round62.json`, 240: 200 over
+/// the 42 tools, 40 over the 300-tool catalog; leaning to needs stated as
+/// goals and to the everything server's protocol demos as a developer
+/// testing a client names them; 22 in other languages), written by a
+/// helper from the tool list alone and measured first on round 55's
+/// ranker (testing/search-eval/README.md, round 56): with meaning **218 of
+/// 240 first (90.8 %)** and 234 in the top three (97.5 %), asked for 31;
+/// by words 215 and 235, one question without a tool by words (Turkish).
+/// Read after that measurement; round 56's ranker: 230 (95.8 %) and 240
+/// with meaning, 226 and 240 by words. (Round 48's ranker: 217 / 233, one
+/// empty by words; round 32's: 212 (88.3 %) / 228 (95.0 %), four.)
+const HELD_OUT_62: &str = "heldout-43-round62.json";
+const ROUND_62_WORDS_FLOORS: (f64, f64) = (94.1, 99.9);
+const ROUND_62_MEANING_FLOORS: (f64, f64) = (95.7, 99.9);
+
+#[test]
+fn on_round_62s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
+    measure_held_out_once(HELD_OUT_62, ROUND_62_WORDS_FLOORS, ROUND_62_MEANING_FLOORS);
+}
+
+/// Round 63's held-out questions (`heldout-43-round63.json`, 240; leaning
+/// to pasted context before the ask and to requests mixing two
+/// languages), written by a second helper beside round 62's and measured
+/// first on round 55's ranker (testing/search-eval/README.md, round 56):
+/// with meaning 224 of 240 first (93.3 %) and 233 in the top three (97.1
+/// %), asked for 23; by words 224 and 234, no empty answer. Read after
+/// that measurement; round 56's ranker: 235 (97.9 %) and 239 (99.6 %),
+/// the same by words. (Round 48's ranker: 221 / 231, one empty by words;
+/// round 32's: 216 (90.0 %) / 228 (95.0 %), three.)
+const HELD_OUT_63: &str = "heldout-43-round63.json";
+const ROUND_63_WORDS_FLOORS: (f64, f64) = (97.8, 99.5);
+const ROUND_63_MEANING_FLOORS: (f64, f64) = (97.8, 99.5);
+
+#[test]
+fn on_round_63s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
+    measure_held_out_once(HELD_OUT_63, ROUND_63_WORDS_FLOORS, ROUND_63_MEANING_FLOORS);
+}
+
+/// Round 64's held-out questions (`heldout-43-round64.json`, 240, a
+/// balanced mix, 24 in other languages), written by a helper from the
+/// tool list alone after round 55's ranker and measured first on it
+/// (testing/search-eval/README.md, round 56): with meaning 230 of 240
+/// first (95.8 %) and 236 in the top three (98.3 %), asked for 23; by
+/// words 230 and 236, one question without a tool by words (Turkish).
+/// Read after that measurement; round 56's ranker: 235 (97.9 %) and 240,
+/// the same by words. (Round 48's ranker: 229 / 236, one empty by words;
+/// round 32's: 220 (91.7 %) / 226 (94.2 %), six.)
+const HELD_OUT_64: &str = "heldout-43-round64.json";
+const ROUND_64_WORDS_FLOORS: (f64, f64) = (97.8, 99.9);
+const ROUND_64_MEANING_FLOORS: (f64, f64) = (97.8, 99.9);
+
+#[test]
+fn on_round_64s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
+    measure_held_out_once(HELD_OUT_64, ROUND_64_WORDS_FLOORS, ROUND_64_MEANING_FLOORS);
+}
+
+/// Round 65's held-out questions (`heldout-43-round65.json`, 240; about
+/// half phrased as an AI agent in the middle of a task states its next
+/// need), written by a second helper beside round 64's and measured first
+/// on round 55's ranker (testing/search-eval/README.md, round 56): with
+/// meaning 230 of 240 first (95.8 %) and 237 in the top three (98.8 %),
+/// asked for 24; the same by words, no empty answer. Read after that
+/// measurement; round 56's ranker: 232 (96.7 %) and 239 (99.6 %), the
+/// same by words. (Round 48's ranker: 227 / 235, one empty by words;
+/// round 32's: 221 (92.1 %) / 228 (95.0 %), eight.)
+const HELD_OUT_65: &str = "heldout-43-round65.json";
+const ROUND_65_WORDS_FLOORS: (f64, f64) = (96.6, 99.5);
+const ROUND_65_MEANING_FLOORS: (f64, f64) = (96.6, 99.5);
+
+#[test]
+fn on_round_65s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
+    measure_held_out_once(HELD_OUT_65, ROUND_65_WORDS_FLOORS, ROUND_65_MEANING_FLOORS);
+}

@@ -860,6 +860,52 @@ fn words_of_turkish_czech_and_polish_paths_joined_by_an_arrow_and_facts_appended
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// Round 56 (rounds 62 to 65's sets, read after their measurement):
+/// words of Turkish, Swedish, Dutch, Finnish, Czech, Portuguese, German,
+/// French and romanised Hindi (a new folder or file, created when, turned
+/// on, simulated, subscriptions, updates, log messages, access,
+/// directories, a long operation, the whole knowledge graph), Korean
+/// "한꺼번에" (at once), Japanese "作って" (make), Chinese "目录树" and
+/// "整个"; one resource returned inline is a reference; phases are
+/// stages of the research demo; two named things "already stored" relate;
+/// "you haven't heard of her before" is a new thing; the commands of a
+/// pasted shell session are not the ask; backing something up is no
+/// echo; "any .log files under var/" searches by pattern. Each ranked
+/// lower by words on round 55's ranker (eleven not in the top three).
+#[test]
+fn words_of_nine_more_languages_inline_resources_pasted_shell_sessions_and_files_of_a_kind_rank_the_tool_asked_for_first()
+ {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("Slå på de simulerade loggmeddelandena nu", "everything__toggle_simulated_logging"),
+        ("Wann wurde die Datei angebot.docx erstellt?", "filesystem__get_file_info"),
+        ("Kaynak aboneliği güncellemelerini aç lütfen", "everything__toggle_subscriber_updates"),
+        ("masaüstünde 'notlar' adında yeni bir klasör oluştur", "filesystem__create_directory"),
+        ("testing embedding: return one resource inline in the result", "everything__get_resource_reference"),
+        ("a demo call that runs through several phases and returns a report", "everything__simulate_research_query"),
+        ("src 폴더의 a.py와 b.py를 한꺼번에 읽어줘", "filesystem__read_multiple_files"),
+        ("Corrige la ligne 12 dans app.conf sans réécrire le fichier", "filesystem__edit_file"),
+        ("lena and omar are already stored; note they are siblings", "memory__create_relations"),
+        ("keep in mind Marta is my accountant, you haven't heard of her before", "memory__create_entities"),
+        ("サーバー直下に logs というフォルダを作って", "filesystem__create_directory"),
+        ("Ukaž mi celý znalostní graf – entity i vztahy", "memory__read_graph"),
+        ("naya entity banao 'Pune Office', type location", "memory__create_entities"),
+        ("ek naya file banao notes.md jisme todo list ho", "filesystem__write_file"),
+        ("Acrescenta ao Pedro, que já está salvo, que ele mudou de emprego", "memory__add_observations"),
+        ("Quando foi criado o arquivo dados.csv?", "filesystem__get_file_info"),
+        ("$ ls downloads/\nreport.pdf  photo.jpg\nput report.pdf into documents/ please", "filesystem__move_file"),
+        ("export the whole KG so we can back it up tonight", "memory__read_graph"),
+        ("Gör en simulerad djupresearch om solceller", "everything__simulate_research_query"),
+        ("Mihin hakemistoihin sinulla on pääsy tällä palvelimella?", "filesystem__list_allowed_directories"),
+        ("Schakel de gesimuleerde logberichten uit alsjeblieft", "everything__toggle_simulated_logging"),
+        ("Uzun süren bir işlem başlat, ilerleme bildirimleri gelsin", "everything__trigger_long_running_operation"),
+        ("给我看整个项目的目录树结构", "filesystem__directory_tree"),
+        ("any .log files under var/ or below?", "filesystem__search_files"),
+        ("Hangi dizinlere erişim iznin var bu sunucuda?", "filesystem__list_allowed_directories"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
