@@ -103,7 +103,7 @@ _THESE_THINGS = re.compile(
 _NEW_ABOUT = re.compile(r"\bnew\s+(?:info|information|details?|facts?|data|notes?)\s+(?:about|on|for|regarding)\b", re.I)
 # Things to make, said as such: "create entities for our new hires".
 _MAKE_THINGS = re.compile(r"^\s*(?:please\s+)?(?:create|add|make|register|store)\s+(?:a\s+|an\s+|some\s+|two\s+|three\s+)?"
-                          r"(?:new\s+)?(?:entit(?:y|ies)|nodes?)\s+(?:for|of|called|named)\b", re.I)
+                          r"(?:new\s+)?(?:entit(?:y|ies)|nodes?)\s+(?:(?:for|of|called|named)\b|['\"\u201c])", re.I)
 # Taken out of the whole store ("erase jdoe from the knowledge graph").
 _FROM_STORE = re.compile(r"\b(?:from|out of) (?:the |your |my )?(?:knowledge graph|graph|memory|kg)\b", re.I)
 # One named thing said to be of a kind ("Dana is a designer", "it's a

@@ -22,43 +22,43 @@ import unicodedata
 # "groesse").
 FOREIGN_LEAST = 2
 FOREIGN_WORDS = """
-file: archivo fichero datei ficheiro arquivo fichier bestand plik pliku fil filen dosya dosyayı dosyası soubor souboru
-files: archivos ficheros dateien ficheiros arquivos fichiers bestanden pliki plików filer filerna
-folder: carpeta directorio dossier* répertoire ordner verzeichnis pasta* diretório cartella mappen mapp katalogu map* klasör klasörü klasöründe klasörde složka složce složku klasör
+file: archivo fichero datei ficheiro arquivo fichier bestand plik pliku fil filen dosya dosyayı dosyası soubor souboru dosyanın
+files: archivos ficheros dateien ficheiros arquivos fichiers bestanden pliki plików filer filerna souborů soubory
+folder: carpeta directorio dossier* répertoire ordner verzeichnis pasta* diretório cartella mappen mapp katalogu map* klasör klasörü klasöründe klasörde složka složce složku klasör dizinin dizini složky
 folders: carpetas directorios dossiers répertoires verzeichnisse pastas diretórios cartelle mappar foldery
 read: leer lee* léeme lire lis lesen lies* ler leia leggi lees lezen przeczytaj czytaj odczytaj läs
 see: ver* voir sehen vedere
-show: muestra muéstrame mostrar muestrame affiche afficher montre montrer zeige zeig anzeigen mostre mostra toon tonen pokaż wyświetl visa ukaž ukažte
+show: muestra muéstrame mostrar muestrame affiche afficher montre montrer zeige zeig anzeigen mostre mostra toon tonen pokaż wyświetl visa ukaž ukažte göster
 write: escribir escribe écrire écris schreiben schreibe escrever escreva scrivi schrijf schrijven napisz skriv
 save: guardar guarda enregistrer enregistre sauvegarder sauvegarde speichern speichere salvar salve* gravar grave* salva opslaan zapisz spara
-edit: editar edita modificar modifica modifier* modifie bearbeiten bearbeite edite alterar altere bewerk bewerken wijzig wijzigen edytuj redigera corrige corriger corregir corrija korrigiere korrigieren correggi
+edit: editar edita modificar modifica modifier* modifie bearbeiten bearbeite edite alterar altere bewerk bewerken wijzig wijzigen edytuj redigera corrige corriger corregir corrija korrigiere korrigieren correggi uprav upravit
 change: cambiar cambia ändern ändere mudar mude verander veranderen zmień ändra
 replace: reemplazar reemplaza remplacer remplace ersetzen ersetze substituir substitua sostituisci vervang vervangen zamień ersätt
 list: listar enumera lister auflisten liste* elenca listele listeyi vypiš
 create: crear crea créer crée erstellen erstelle anlegen criar crie aanmaken utwórz stwórz skapa oluştur oluşturun banao banaao banaiye vytvoř vytvořit
 new: nuevo nueva nouveau nouvelle neu neue neuen neues neuer novo nova* nuovo nuova nieuw nieuwe nowy nowa nowe ny nya yeni naya nayi naye
-delete: ta_bort radera togli togliere rimuovi borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella verwijder verwijderen usuń skasuj lösch
-move: mover mueve déplacer déplace verschieben verschiebe mova sposta verplaats verplaatsen przenieś flytta
+delete: ta_bort radera togli togliere rimuovi borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella verwijder verwijderen usuń skasuj lösch sil silin
+move: mover mueve déplacer déplace verschieben verschiebe mova sposta verplaats verplaatsen przenieś flytta přesuň přesunout
 rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie rinomina hernoem hernoemen byt_namn zmień_nazwę renomeia renomeie_o přejmenuj yeniden_adlandır
-search: buscar busca chercher cherche rechercher recherche suchen suche procurar procure* busque cerca zoek zoeken szukaj wyszukaj sök durchsuche durchsuchen
+search: buscar busca chercher cherche rechercher recherche suchen suche procurar procure* busque cerca zoek zoeken szukaj wyszukaj sök durchsuche durchsuchen dhundo dhoondo dhundho
 find: encuentra encontrar trouver trouve finden finde encontre trova vinden znajdź hitta
-size: tamaño tamaños taille größe grösse tamanho dimensione pesa pèse wiegt pesan grootte rozmiar storlek
+size: tamaño tamaños taille größe grösse tamanho dimensione pesa pèse wiegt pesan grootte rozmiar storlek boyutu boyut velikost velikosti velikostmi
 time: spät hora horas horaria heure heures horaire uhrzeit zeit horário tempo* ora* ore* tijd czas godzina
 now: ahora maintenant jetzt agora* adesso teraz
 current: actual* actuelle actuel aktuelle aktuell atual attuale huidige aktualny aktualna nuvarande
 zone: zona* fuseau zeitzone fuso
 convert: convertir convierte convertis umrechnen umwandeln rechne converter* converta converti
-date: fecha datum*
+date: fecha datum* tarihi tarih
 what: qué que* quoi che* wat vad
 what's in the: o_que_tem_na o_que_tem_no o_que_há_na qué_hay_en_la qué_hay_en_el wat_staat_er_in_de wat_zit_er_in_de
 what files: che_file
 which: cuál cuáles quelle quel quels quelles welche welcher welches qual quais quale welke który która które vilken vilka
-where: dónde où wo onde dove* waar gdzie
+where: dónde où wo onde dove* waar gdzie kahan kahaan
 who: quién quiénes qui* wer quem chi kto vem
 how: cómo cuánto cuántos comment* combien wie wieviel como* quanto quantos hoe jak* hur
 is: es* est* ist* é è sono
 in: en* dans im* em nella nel
-of: de* del du* des* von da* dos* di
+of: de* del du* des* von da* dos* di van*
 the: el* la* los las le* les* der das* dem gli il* lo*
 a: un* una une ein eine einen um* uma een*
 and: und et* y* e*
@@ -73,12 +73,12 @@ nodes: nós nodos nœuds knoten nodi noderna noder
 called: chamados chamado chamada llamado llamados llamada appelé appelés appelée genannt chiamato chiamati
 browser: navegador navigateur
 url: endereço dirección
-all: todo* todos todas tout* tous toutes alle alles tutti tutte wszystko wszystkie allt alla všechny všechno
+all: todo* todos todas tout* tous toutes alle alles tutti tutte wszystko wszystkie allt alla všechny všechno tüm
 me: moi mir mich
 i: je yo* ich eu* io*
 want: quiero veux möchte quero voglio
 please: bitte
-contents: contenido contenu inhalt conteúdo contenuto
+contents: contenido contenu inhalt conteúdo contenuto obsah obsahu
 names: nombres noms namen nomes nomi
 just: solo* juste nur apenas simplement simplemente semplicemente tylko
 memory: memoria mémoire gedächtnis memória geheugen pamięć pamięci minne minnet
@@ -86,18 +86,18 @@ stored: guardado guardada guardados guardadas gespeichert gespeicherte gespeiche
 something: algo quelque_chose etwas qualcosa alguma_coisa
 remember: recuerda recordar souviens rappelle retiens erinnere merke merk merk_dir merke_dir lembre lembrar ricorda onthoud zapamiętaj kom_ihåg
 person: persona* personne pessoa persoon osoba
-relation: relación beziehung relação relazione relatie relacja relację relationen
+relation: relación beziehung relação relazione relatie relacja relację relationen ilişkisini ilişki ilişkiyi
 note: nota* notiz anota anotar apunta apuntar notiere notier noter* anote anotare annota notitie noteer notatka anteckning notatkę notatki
 graph: grafo graphe wissensnetz wissensgraph
 image: imagen bild imagem immagine afbeelding obraz obrazek
 compress: comprimir compresser komprimieren comprimi
 environment: entorno environnement umgebung ambiente*
 variables: umgebungsvariablen variablen
-tree: árbol arbre baum árvore albero
+tree: árbol arbre baum árvore albero ağaç
 allowed: permitidos autorisés erlaubt erlaubten permitidas consentite le_droit_de le_droit_d el_derecho_de o_direito_de erişim erişimin
 repeat: repite répète wiederhole repita ripeti
-keep: behåll lascia lascialo lasciala lasciali mantieni conserva mantén mantener mantenha garde gardez behalte behalten bewaar behoud zachowaj
-rest: resto reste
+keep: behåll lascia lascialo lasciala lasciali mantieni conserva mantén mantener mantenha garde gardez behalte behalten bewaar behoud zachowaj nech
+rest: resto reste zbytek
 information: información informations informationen informação informazioni informazione informatie informacja
 name: nombre nom* nome
 entity: entidad entité entität entidade entità entiteit entiteten encja encję encji
@@ -130,7 +130,7 @@ progress: progreso progression* fortschritt progresso avanzamento postęp postę
 model: modelo modèle modell modello
 back: zurück indietro terug
 give: gib gibt donne dai* geef daj ge*
-whole: completo* komplette komplett vollständig ganz ganze ganzen ganzes entier entière inteiro intero intera celý celou celá
+whole: completo* komplette komplett vollständig ganz ganze ganzen ganzes entier entière inteiro intero intera celý celou celá poore poora
 completely: por_completo complètement helt helemaal całkowicie
 existing: existente existante vorhandene existierende bestaande befintliga istniejący esistente
 root: raíz raíces racine racines wurzel raiz radice radici
@@ -142,7 +142,7 @@ lives: vive vit lebt abita wohnt habite
 colleague: colega* collègue kollege kollegin
 data: datos dados données daten dati
 about: sobre acerca
-between: mellan entre* zwischen tra* tussen między
+between: mellan entre* zwischen tra* tussen między arasındaki arasında
 people: personerna personas personnes personen persone mensen osoby
 line: zeile ligne línea linha riga
 related to: relacionada_com relacionado_com relacionadas_com relacionados_com relacionado_con relacionada_con relativo_a lié_à
@@ -180,7 +180,7 @@ enable: włącz włączyć zapnij zapni zapnout etkinleştir slå_på aktiviere 
 logging: logowanie logování loglama loggning
 query: sorgu sorgusu dotaz
 when: kdy ne_zaman wann quando cuándo quand
-created: vytvořen vytvořený vytvořeno oluşturuldu erstellt erstellte creado creada criado criada créé créée creato creata skapad utworzony
+created: vytvořen vytvořený vytvořeno oluşturuldu erstellt erstellte creado creada criado criada créé créée creato creata skapad utworzony oluşturulma
 client: istemci istemcimin cliente* klient
 log messages: loggmeddelanden loggmeddelandena logmeldingen logberichten
 links: liens enlaces ligações collegamenti linki länkar
@@ -195,6 +195,10 @@ access: pääsy pääsyä
 seconds: saniye sekunden segundos secondes secondi sekund sekunder
 switch: schakel schakelen
 make: gör
+structure: yapısını yapı
+subfolders: alt_klasörleriyle alt_klasörler alt_klasörleri
+brother: broer bruder hermano frère irmão fratello brat bror
+sister: zus schwester hermana sœur irmã sorella siostra syster
 """
 
 # Words of languages in other scripts (Chinese, Japanese, Korean, Russian,
@@ -279,6 +283,9 @@ move: 移动 移動 이동 перемести
 echo: 回显 エコー 에코
 environment variables: 环境变量 環境変数 환경_변수 переменные_окружения
 together: 한꺼번에 一度に 一次性 одновременно
+nodes: 노드 ノード 节点 узлы
+by name: 이름으로 名前で 按名称 по_имени
+open: 열어 開いて 打开 открой
 """
 
 

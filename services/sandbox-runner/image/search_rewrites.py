@@ -37,6 +37,13 @@ REWRITES = [
     (r"\b(?:any|all|every|which)\s+\.(\w{1,6})\s+files\b", r"files matching the pattern *.\1"),
     # The process's environment: its variables.
     (r"\bprocess(?:'s)?\s+env(?:ironment)?\b", "environment variables"),
+    # Paths "in scope" for the server are those it may use.
+    (r"\b(?:paths|folders|directories|dirs)\s+(?:are\s+)?(?:in|within)\s+(?:your\s+|the\s+)?scope\b", "allowed directories"),
+    # Files of a name asked for anywhere ("any files named Makefile"): a search.
+    (r"\b(?:any|all|every)\s+files?\s+(?=(?:named|called)\b)", "search for files "),
+    # Notes on anyone of a kind: a search of what is stored.
+    (r"\b(?:do|does)\s+(?:we|you|i)\s+have\s+(?:any\s+)?(?:notes?|info|information|anything|records?|entries)\s+"
+     r"(?:on|about)\s+(?=(?:anyone|anybody|someone|somebody|people|any)\b)", "search memory for "),
     # Tracking or hunting something down finds it ("track them all down").
     (r"\b(?:track|hunt)(?:ing)?\s+(?:(?:it|them|this|that|those|these|him|her)\s+)?(?:all\s+)?down\b", "find"),
     # Shifting something over to a folder moves it.
