@@ -917,8 +917,7 @@ fn words_of_nine_more_languages_inline_resources_pasted_shell_sessions_and_files
 /// by name, open). Each ranked lower by words on round 56's ranker (three
 /// not in the top ten).
 #[test]
-fn folders_in_scope_files_named_anywhere_and_words_of_czech_turkish_dutch_and_korean_rank_the_tool_asked_for_first()
- {
+fn folders_in_scope_files_named_anywhere_and_words_of_czech_turkish_dutch_and_korean_rank_the_tool_asked_for_first() {
     let Some(python) = python() else { return };
     let cases = [
         ("what dirs are in scope for you? I keep getting permission denied", "filesystem__list_allowed_directories"),
