@@ -236,11 +236,15 @@ async fn over_http_a_stateless_client_keeps_its_variables_through_the_handle_and
     assert!(refused(&bad[2]).contains("is not a session handle of code-mode"), "{bad:?}");
 
     // Alice may hold two kept sandboxes: a third removes the one unused
-    // longest (her older ones may have gone idle meanwhile: three new ones).
+    // longest. On a server of its own whose idle time no container start
+    // outlasts (under load a cold start takes seconds: with the 4 s above her
+    // first sandbox could go idle before the third is made).
+    let long_idle = ["--auth-tokens", tokens.arg(), "--keep-variables", "--session-idle", "300", "--max-handles", "2"];
+    let (_long_serve, long_url, _long_log) = serve(&long_idle).await;
     let new = |code: &str| json!({"op": "call", "tool": "run_python", "arguments": {"code": code, "session": "new"}});
     let in_step = |step: usize| json!({"op": "call", "tool": "run_python", "arguments": {"code": "print(a)"}, "session_from_step": step});
     let steps = [new("a = 1"), new("a = 2"), new("a = 3"), in_step(0), in_step(1)];
-    let Some(evicted) = sdk(&strs(&alice_args), &steps).await else { return };
+    let Some(evicted) = sdk(&strs(&as_client(&long_url, &bearer(&alice), &[])), &steps).await else { return };
     assert!(refused(&evicted[3]).contains("a newer kept session of this client took its place"), "{evicted:?}");
     assert_eq!(printed(&evicted[4]), "2\n", "the second still runs in its own sandbox: {evicted:?}");
 
