@@ -215,7 +215,11 @@ _SELECT_ONLY = re.compile(r"\s*select\b(?![^;]*\bfrom\b)", re.I)
 _SQL_EVERYTHING = re.compile(r"\s*select\s+\*\s+from\s+\S+\s*;?\s*$", re.I)
 SQL_VERBS = TABLES.SQL_VERBS
 # Shorthands read as what they ask (search_rewrites.py), in order.
-_REWRITES = [(re.compile(pattern, re.I), by) for pattern, by in _load_beside("search_rewrites").REWRITES]
+# "<binary-extensions>" in a pattern: the extensions of files that are not text.
+_BINARY_EXTENSIONS = "|".join(
+    sorted({re.escape(ext) for kind, exts in EXTENSION_KINDS.items() if kind != "text" for ext in exts.split()}))
+_REWRITES = [(re.compile(pattern.replace("<binary-extensions>", _BINARY_EXTENSIONS), re.I), by)
+             for pattern, by in _load_beside("search_rewrites").REWRITES]
 # A chat channel ("#general", "#ops-alerts"), not a number ("#42").
 _CHANNEL = re.compile(r"(?<![\w#&])#([A-Za-z][\w-]*)")
 # Two numbers or one-letter symbols added: "2+2", "19.5 + 0.5", "x + y"

@@ -4,7 +4,8 @@ Each entry is a regular expression (matched ignoring case) and what
 replaces its match, applied in order to the request's text
 ("un-remember" reads as "forget", "what's in the src folder" as "list
 files in the src folder"). ``search_query.py`` loads this file from
-beside it; it holds only this list.
+beside it; it holds only this list (a pattern's ``<binary-extensions>``
+is filled in there from ``search_tables.EXTENSION_KINDS``).
 """
 
 # An address ahead: a URL, "www." or the local host.
@@ -29,7 +30,9 @@ REWRITES = [
     # A pasted shell session before the ask ("$ ls inbox/", its output,
     # then "put invoice_001.pdf into archive/"): the commands were run,
     # they are not what is asked; their arguments stay.
-    (r"(?m)^[^\S\n]*\$[^\S\n]+[\w.-]+(?=.*\n(?:.*\n)*[^\S\n]*[^\s$])", " "),
+    # (A later line that is not a command: anything, a line break, then a
+    # line starting with something other than "$".)
+    (r"(?m)^[^\S\n]*\$[^\S\n]+[\w.-]+(?=(?s:.*)\n[^\S\n]*[^\s$])", " "),
     # Backing something up ("so I can back it up") is no echo.
     (r"\bback\s+(?:it|them|this|that|everything|all)\s+up\b", "backup"),
     # Files of a kind asked for anywhere ("any .csv files under data/"):
@@ -80,8 +83,10 @@ REWRITES = [
      r"\s+(?=(?:named|called)\b)", r"\1 file "),
     # One resource put in the reply itself ("return one resource inline",
     # "an embedded resource"): a reference to it, not links.
-    # (No file is asked for: "a pdf as an embedded resource" is the file.)
-    (r"(?s)^(?!.*\b(?:files?|pdf|png|jpe?g|gif|svg|mp3|wav|mp4|gz|gzip|zip|tar|urls?|binary|media|images?|audio|video)\b)"
+    # (No file is asked for: "a pdf as an embedded resource" is the file.
+    # <binary-extensions> stands for search_tables' image, audio, video and
+    # compressed file extensions, filled in where this list is loaded.)
+    (r"(?s)^(?!.*\b(?:files?|pdf|gzip|<binary-extensions>|urls?|binary|media|images?|audio|video)\b)"
      r"(.*?)(?:\b(?:embedded|inline|inlined)\s+(?:\w+\s+)?resource\b|\bresource\s+(?:embedding|inline|inlined)\b"
      r"|\bresource\s+(?=(?:\w+\s+){0,2}?inline\b))", r"\1resource reference "),
     # Links to resources: "generate some links to demo resources".
