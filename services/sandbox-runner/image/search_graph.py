@@ -21,6 +21,10 @@ _CALENDAR_NAMES = frozenset(
     "monday tuesday wednesday thursday friday saturday sunday".split())
 # A name: capitalised words in a run ("Acme Corp").
 _NAME_UNIT = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")
+# A name as machines and tickets are named: words joined by hyphens ending
+# in a number ("lb-edge-1", "test-01", "INC-4471"); not a text encoding or
+# a model ("utf-8", "gpt-4").
+_NUMBERED_NAME = re.compile(r"\b(?!(?:utf|gpt|sha|md|x86|iso|base|ipv|ucs|latin)-)[a-z][a-z0-9]*(?:-[a-z0-9]+)*-\d+\b", re.I)
 _ABOUT_ONE = re.compile(
     r"\b(?:(?:on|to|from|in|off|into|under) (?:her|his|its|their|[A-Z][a-z]+'s) (?:existing )?"
     r"(?:entry|node|record|profile|card|page|notes?)"
@@ -132,7 +136,8 @@ class GraphReading:
         # The first word of the request is capitalised as any first word.
         if units and text.lstrip().startswith(units[0]) and units[0].lower() in known:
             units = units[1:]
-        named = len({u.lower() for u in units} | {m.group(0).lower() for m in _LETTER_NAME.finditer(text)})
+        named = len({u.lower() for u in units} | {m.group(0).lower() for m in _LETTER_NAME.finditer(text)}
+                    | {m.group(0).lower() for m in _NUMBERED_NAME.finditer(text)})
         if _MAKE_THINGS.search(text):
             return "entity"  # "create entities for our three new hires: Tom, Priya and Ken"
         if _NEW_ABOUT.search(text) and not files and not tables.FILE_THING_WORDS.intersection(words):

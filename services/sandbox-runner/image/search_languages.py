@@ -22,11 +22,11 @@ import unicodedata
 # "groesse").
 FOREIGN_LEAST = 2
 FOREIGN_WORDS = """
-file: archivo fichero datei ficheiro arquivo fichier bestand plik pliku fil filen dosya dosyayı dosyası soubor souboru dosyanın
-files: archivos ficheros dateien ficheiros arquivos fichiers bestanden pliki plików filer filerna souborů soubory
+file: archivo fichero datei ficheiro arquivo fichier bestand plik pliku fil filen dosya dosyayı dosyası soubor souboru dosyanın fișierul fișier fisierul tệp
+files: archivos ficheros dateien ficheiros arquivos fichiers bestanden pliki plików filer filerna souborů soubory fișierele fișiere tệp_tin berkas
 folder: carpeta directorio dossier* répertoire ordner verzeichnis pasta* diretório cartella mappen mapp katalogu map* klasör klasörü klasöründe klasörde složka složce složku dizinin dizini složky
 folders: carpetas directorios dossiers répertoires verzeichnisse pastas diretórios cartelle mappar foldery
-read: leer lee* léeme lire lis lesen lies* ler leia leggi lees lezen przeczytaj czytaj odczytaj läs
+read: leer lee* léeme lire lis lesen lies* ler leia leggi lees lezen przeczytaj czytaj odczytaj läs đọc baca citește
 see: ver* voir sehen vedere
 show: muestra muéstrame mostrar muestrame affiche afficher montre montrer zeige zeig anzeigen mostre mostra toon tonen pokaż wyświetl visa ukaž ukažte göster
 write: escribir escribe écrire écris schreiben schreibe escrever escreva scrivi schrijf schrijven napisz skriv
@@ -35,15 +35,15 @@ edit: editar edita modificar modifica modifier* modifie bearbeiten bearbeite edi
 change: cambiar cambia ändern ändere mudar mude verander veranderen zmień ändra
 replace: reemplazar reemplaza remplacer remplace ersetzen ersetze substituir substitua sostituisci vervang vervangen zamień ersätt
 list: listar enumera lister auflisten liste* elenca listele listeyi vypiš
-create: crear crea créer crée erstellen erstelle anlegen criar crie aanmaken utwórz stwórz skapa oluştur oluşturun banao banaao banaiye vytvoř vytvořit
-new: nuevo nueva nouveau nouvelle neu neue neuen neues neuer novo nova* nuovo nuova nieuw nieuwe nowy nowa nowe ny nya yeni naya nayi naye
-delete: ta_bort radera togli togliere rimuovi borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella verwijder verwijderen usuń skasuj lösch sil silin
-move: mover mueve déplacer déplace verschieben verschiebe mova sposta verplaats verplaatsen przenieś flytta přesuň přesunout
+create: crear crea créer crée erstellen erstelle anlegen criar crie aanmaken utwórz stwórz skapa oluştur oluşturun banao banaao banaiye vytvoř vytvořit creează creeaza
+new: nuevo nueva nouveau nouvelle neu neue neuen neues neuer novo nova* nuovo nuova nieuw nieuwe nowy nowa nowe ny nya yeni naya nayi naye noi* mới
+delete: ta_bort radera togli togliere rimuovi borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella verwijder verwijderen usuń skasuj lösch sil silin xoá xóa hapus șterge
+move: mover mueve déplacer déplace verschieben verschiebe mova sposta verplaats verplaatsen przenieś flytta přesuň přesunout mută muta mută_fișierul
 rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie rinomina hernoem hernoemen byt_namn zmień_nazwę renomeia renomeie_o přejmenuj yeniden_adlandır
-search: buscar busca chercher cherche rechercher recherche suchen suche procurar procure* busque cerca zoek zoeken szukaj wyszukaj sök durchsuche durchsuchen dhundo dhoondo dhundho
+search: buscar busca chercher cherche rechercher recherche suchen suche procurar procure* busque cerca zoek zoeken szukaj wyszukaj sök durchsuche durchsuchen dhundo dhoondo dhundho cari* tìm tìm_kiếm caută
 find: encuentra encontrar trouver trouve finden finde encontre trova vinden znajdź hitta
 size: tamaño tamaños taille größe grösse tamanho dimensione pesa pèse wiegt pesan grootte rozmiar storlek boyutu boyut velikost velikosti velikostmi
-time: spät hora horas horaria heure heures horaire uhrzeit zeit horário tempo* ora* ore* tijd czas godzina
+time: spät hora horas horaria heure heures horaire uhrzeit zeit horário tempo* ora* ore* tijd czas godzina zamanı saat* giờ óra* waktu pukul* aika kello
 now: ahora maintenant jetzt agora* adesso teraz
 current: actual* actuelle actuel aktuelle aktuell atual attuale huidige aktualny aktualna nuvarande
 zone: zona* fuseau zeitzone fuso
@@ -57,11 +57,11 @@ where: dónde où wo onde dove* waar gdzie kahan kahaan
 who: quién quiénes qui* wer quem chi kto vem
 how: cómo cuánto cuántos comment* combien wie wieviel como* quanto quantos hoe jak* hur
 is: es* est* ist* é è sono
-in: en* dans im* em nella nel
+in: en* dans im* em nella nel în
 of: de* del du* des* von da* dos* di van*
 the: el* la* los las le* les* der das* dem gli il* lo*
 a: un* una une ein eine einen um* uma een*
-and: und et* y* e*
+and: und et* y* e* și và
 with: con* avec mit* com* sem*
 without: sin sans ohne senza
 for: para pour* für
@@ -69,7 +69,7 @@ my: mi* mis* mon* ma* mes mein meine meinen meu minha meus minhas mio mia miei
 several: varios varias plusieurs mehrere vários várias diversi diverse
 together: a_la_vez à_la_fois gleichzeitig de_uma_vez alla_volta insieme
 open: abre abra abrir ouvre ouvrir öffne öffnen apri aprire öppna
-nodes: nós nodos nœuds knoten nodi noderna noder
+nodes: nós nodos nœuds knoten nodi noderna noder knooppunten
 called: chamados chamado chamada llamado llamados llamada appelé appelés appelée genannt chiamato chiamati
 browser: navegador navigateur
 url: endereço dirección
@@ -78,43 +78,43 @@ me: moi mir mich
 i: je yo* ich eu* io*
 want: quiero veux möchte quero voglio
 please: bitte
-contents: contenido contenu inhalt conteúdo contenuto obsah obsahu
+contents: contenido contenu inhalt conteúdo contenuto obsah obsahu nội_dung isinya conținutul
 names: nombres noms namen nomes nomi
 just: solo* juste nur apenas simplement simplemente semplicemente tylko
-memory: memoria mémoire gedächtnis memória geheugen pamięć pamięci minne minnet
+memory: memoria mémoire gedächtnis memória geheugen pamięć pamięci minne minnet memori bộ_nhớ hafızadaki hafıza hafızadan
 stored: guardado guardada guardados guardadas gespeichert gespeicherte gespeicherten enregistré enregistrés sauvegardé armazenado armazenados salvato salvati memorizzato
 something: algo quelque_chose etwas qualcosa alguma_coisa
 remember: recuerda recordar souviens rappelle retiens erinnere merke merk merk_dir merke_dir lembre lembrar ricorda onthoud zapamiętaj kom_ihåg
 person: persona* personne pessoa persoon osoba
-relation: relación beziehung relação relazione relatie relacja relację relationen ilişkisini ilişki ilişkiyi
-note: nota* notiz anota anotar apunta apuntar notiere notier noter* anote anotare annota notitie noteer notatka anteckning notatkę notatki
-graph: grafo graphe wissensnetz wissensgraph
+relation: relación beziehung relação relazione relatie relacja relację relationen ilişkisini ilişki ilişkiyi quan_hệ hubungan relația
+note: nota* notiz anota anotar apunta apuntar notiere notier noter* anote anotare annota notitie noteer notatka anteckning notatkę notatki poznámku poznámka
+graph: grafo graphe wissensnetz wissensgraph graf grafiğinin grafiği
 image: imagen bild imagem immagine afbeelding obraz obrazek
 compress: comprimir compresser komprimieren comprimi
 environment: entorno environnement umgebung ambiente*
 variables: umgebungsvariablen variablen
 tree: árbol arbre baum árvore albero ağaç
 allowed: permitidos autorisés erlaubt erlaubten permitidas consentite le_droit_de le_droit_d el_derecho_de o_direito_de erişim erişimin
-repeat: repite répète wiederhole repita ripeti
+repeat: repite répète wiederhole repita ripeti toista
 keep: behåll lascia lascialo lasciala lasciali mantieni conserva mantén mantener mantenha garde gardez behalte behalten bewaar behoud zachowaj nech
 rest: resto reste zbytek
 information: información informations informationen informação informazioni informazione informatie informacja
 name: nombre nom* nome
-entity: entidad entité entität entidade entità entiteit entiteten encja encję encji
-text: texto texte testo tekst
+entity: entidad entité entität entidade entità entiteit entiteten encja encję encji entitě
+text: texto texte testo tekst szöveges
 same: mismo misma même mesmo mesma stesso stessa gleiche gleichen selbe selben
 exactly: exactamente exactement genau exatamente esattamente tal_cual tel_quel telle_quelle
 return back: rimandami rimanda devuelve devuélveme devuélvelo devuelva devuélvame devolver renvoie renvoyer devolva restituisci
 send: mando envío envoie schicke sende envio
 forget: olvida olvidar olvídate oublie oublier vergiss vergessen esqueça esquecer dimentica vergeet zapomnij glöm
-add: añade añadir agrega agregar ajoute ajouter füge hinzufügen ergänze adicione adicionar acrescente aggiungi voeg_toe toevoegen dodaj lägg_till voeg acrescenta acrescentar
+add: añade añadir agrega agregar ajoute ajouter füge hinzufügen ergänze adicione adicionar acrescente aggiungi voeg_toe toevoegen dodaj lägg_till voeg acrescenta acrescentar přidej
 record: ficha fiche eintrag scheda
 link: kopplingen koppling länken vincula vincular conecta conectar relie lier verknüpfe verknüpfen verbinde verbinden ligue ligar conecte collega* koppel koppelen verbind połącz
-simulate: simula* simular simule* simuler simuliere simulieren simuleer symuluj simulera symulowane symulowany simüle simüle_edilmiş simulovaný simuluj simulerade simulerad gesimuleerde gesimuleerd
+simulate: simula* simular simule* simuler simuliere simulieren simuleer symuluj simulera symulowane symulowany simüle simüle_edilmiş simulovaný simuluj simulerade simulerad gesimuleerde gesimuleerd simulované
 ask: pide pedir pregunta demande demander frag fragen fragt peça chiedi
 form: formulario formulaire formular formulário modulo*
 user: usuario utilisateur benutzer nutzer usuário utente
-server: servidor serveur
+server: servidor serveur máy_chủ palvelin
 weather: clima* météo meteo* wetter qué_tiempo_hace que_tiempo_hace
 structured: estructurado estructurada estructurados structuré structurée strukturiert strukturierte estruturado estruturada strutturato strutturata
 output: saída salida sortie ausgabe uscita
@@ -122,17 +122,17 @@ tiny: pequeña pequeño petite* petit* klein kleines kleine pequena pequeno picc
 sum: suma* sumar somme additionne addiere summe soma some* somma
 number: número números zahl zahlen numero*
 notifications: notificaciones benachrichtigungen notificações notifiche powiadomieniami powiadomienia powiadomień bildirimleri bildirimler bildirimlerini
-resource: recurso ressource risorsa kaynak
-message: mensaje nachricht mensagem messaggio
+resource: recurso ressource risorsa kaynak risorse recursos ressources erőforrásra erőforrás tài_nguyên sumber_daya resurssi
+message: mensaje nachricht mensagem messaggio viesti
 long: largo* lange* longa lunga długą długa długi długo uzun
 operation: operación opération vorgang operação operazione operację operacja operacji işlem işlemi
 progress: progreso progression* fortschritt progresso avanzamento postęp postępie postępu ilerleme
 model: modelo modèle modell modello
-back: zurück indietro terug
-give: gib gibt donne dai* geef daj ge*
-whole: completo* komplette komplett vollständig ganz ganze ganzen ganzes entier entière inteiro intero intera celý celou celá poore poora
+back: zurück indietro terug vissza takaisin
+give: gib gibt donne dai* geef daj ge* adj
+whole: completo* komplette komplett vollständig ganz ganze ganzen ganzes entier entière inteiro intero intera celý celou celá poore poora tamamını tamamı
 completely: por_completo complètement helt helemaal całkowicie
-existing: existente existante vorhandene existierende bestaande befintliga istniejący esistente
+existing: existente existante vorhandene existierende bestaande befintliga istniejący esistente existující
 root: raíz raíces racine racines wurzel raiz radice radici
 log: protokoll
 this: este esta ce* cette dieser diese diesen dieses isto questo questa
@@ -141,8 +141,8 @@ speaks: habla parle spricht fala parla
 lives: vive vit lebt abita wohnt habite
 colleague: colega* collègue kollege kollegin
 data: datos dados données daten dati
-about: sobre acerca
-between: mellan entre* zwischen tra* tussen między arasındaki arasında
+about: sobre acerca tentang despre
+between: mellan entre* zwischen tra* tussen między arasındaki arasında giữa antara mezi
 people: personerna personas personnes personen persone mensen osoby
 line: zeile ligne línea linha riga
 related to: relacionada_com relacionado_com relacionadas_com relacionados_com relacionado_con relacionada_con relativo_a lié_à
@@ -166,10 +166,10 @@ run: lance lancer starte uruchom voer_uit çalıştır spusť başlat
 temperature: temperatura température temperatur temperatuur
 humidity: umidade humedad humidité feuchtigkeit umidità luchtvochtigheid wilgotność
 mentions: erwähnt erwähnen menciona mentionne menziona vermeldt
-entities: entiteterna entiteter entiteiten entidades* entités entitäten entity*
-knowledge graph: kunskapsgrafen kunskapsgraf kennisgraaf graf_wiedzy grafu_wiedzy grafie_wiedzy znalostní_graf
+entities: entiteterna entiteter entiteiten entidades* entités entitäten entity* entități entitati entitas
+knowledge graph: kunskapsgrafen kunskapsgraf kennisgraaf graf_wiedzy grafu_wiedzy grafie_wiedzy znalostní_graf bilgi_grafiğinin bilgi_grafiği
 file info: dateiinfo dateiinfos dateiinformationen
-modified: geändert geänderte modificado modificada modifié modifiée modificato gewijzigd zmieniony zmodyfikowany ändrad
+modified: geändert geänderte modificado modificada modifié modifiée modificato gewijzigd zmieniony zmodyfikowany ändrad değiştirilme değiştirildi
 modification date: änderungsdatum fecha_de_modificación date_de_modification data_di_modifica wijzigingsdatum data_modyfikacji
 permissions: rechte berechtigungen permisos droits* permessi permissões uprawnienia behörigheter rechten* izin iznin
 metadata: metadaten metadatos métadonnées metadados metadati
@@ -183,12 +183,12 @@ when: kdy ne_zaman wann quando cuándo quand
 created: vytvořen vytvořený vytvořeno oluşturuldu erstellt erstellte creado creada criado criada créé créée creato creata skapad utworzony oluşturulma
 client: istemci istemcimin cliente* klient
 log messages: loggmeddelanden loggmeddelandena logmeldingen logberichten
-links: liens enlaces ligações collegamenti linki länkar
-relations: vztahy relaciones relations* beziehungen relações relazioni relaties relacje
+links: liens enlaces ligações collegamenti linki länkar liên_kết tautan
+relations: vztahy relaciones relations* beziehungen relações relazioni relaties relacje vazby
 subscription: abonelik aboneliği suscripción abonnement* assinatura iscrizione subskrypcja prenumeration
 updates: güncellemeler güncellemelerini actualizaciones mises_à_jour aktualisierungen atualizações aggiornamenti
 already saved: já_está_salvo já_está_salva ya_está_guardado ya_está_guardada
-unchanged: unverändert unveränderten ongewijzigd inalterado inchangé inchangée invariato oförändrad niezmieniony
+unchanged: unverändert unveränderten ongewijzigd inalterado inchangé inchangée invariato oförändrad niezmieniony sellaisenaan
 no sizes: ingen_storlek sin_tamaño sans_taille ohne_größe sem_tamanho
 directories: hakemistoihin hakemistot hakemistoja dizinlere dizinler
 access: pääsy pääsyä
@@ -199,6 +199,15 @@ structure: yapısını yapı
 subfolders: alt_klasörleriyle alt_klasörler alt_klasörleri
 brother: broer bruder hermano frère irmão fratello brat bror
 sister: zus schwester hermana sœur irmã sorella siostra syster
+environment variables: biến_môi_trường variabel_lingkungan variabilele_de_mediu
+notes: catatan ghi_chú notițe
+disable: vypni vypnout dezactivează
+remembered: zapamatoval zapamatovala
+records: záznamy
+what time: hány_óra pukul_berapa jam_berapa mấy_giờ
+reference: hivatkozást hivatkozás tham_chiếu referensi
+sample: mẫu contoh
+by name: op_naam
 """
 
 # Words of languages in other scripts (Chinese, Japanese, Korean, Russian,
@@ -210,39 +219,39 @@ SCRIPT_WORDS = """
 what is in: что_лежит_в что_находится_в что_есть_в
 directory tree: 目录树 目錄樹 ディレクトリツリー
 whole: 整个 整個
-what time: 几点 幾點 何時 몇시 몇_시 который_час कितने_बजे
+what time: 几点 幾點 何時 몇시 몇_시 который_час कितने_बजे котра_година
 tree: ツリー 树形 트리 дерево
 structure: 構造 结构 구조 структур
-subfolders: サブフォルダ 子文件夹 하위_폴더 подпапк
+subfolders: サブフォルダ 子文件夹 하위_폴더 подпапк υποφακέλ
 all: 全部 すべて 모두 все
 knowledge graph: 知識グラフ 知识图谱 지식_그래프 граф_знаний графа_знаний
 new: 新しい 新的 新 새로운 новый новую новое
 person: 人物 人 사람 человек
 register: 登録 注册 등록 зарегистрируй
-entity: сущность сущности 实体 エンティティ 엔티티
+entity: сущность сущности 实体 エンティティ 엔티티 οντότητ
 completely: полностью 完全に 完全 완전히
-form: フォーム 表单 양식 форму форма
-input: 入力 输入 입력 ввод
-user: ユーザー 用户 사용자 пользовател
-server: サーバー 服务器 서버 сервер
-request: リクエスト 请求 요청 запрос 要求
+form: フォーム 表单 양식 форму форма نموذج
+input: 入力 输入 입력 ввод إدخال
+user: ユーザー 用户 사용자 пользовател مستخدم
+server: サーバー 服务器 서버 сервер שרת خادم
+request: リクエスト 请求 요청 запрос 要求 בקשת
 message: メッセージ 消息 메시지 сообщени
 annotated: アノテーション付き 带注释的 주석이_달린 аннотированн
 annotations: アノテーション 注释 注解 주석 аннотаци
-sampling: サンプリング 采样 샘플링 сэмплинг
+sampling: サンプリング 采样 샘플링 сэмплинг דגימה
 prompt: プロンプト 提示词 프롬프트 промпт
 error: エラー 错误 오류 ошибк
 contains: 含む 包含 포함 들어간 содерж
-allowed: アクセスできる アクセス可能 可以访问 能访问 접근_가능한 доступны доступные 허용된 允许的 許可された разрешённ разрешенн
+allowed: アクセスできる アクセス可能 可以访问 能访问 접근_가능한 доступны доступные 허용된 允许的 許可された разрешённ разрешенн επιτρέπ дозволен
 relation: 关系 関係 관계 отношени связь
 related to: связан
-add: 添加 追加 추가 добавь
+add: 添加 追加 추가 добавь πρόσθεσ
 between: 之间 の間 사이의 между
 which: どれ 哪些 哪个 어떤 какие какой
 roots: ルート 根目录
 client: クライアント 客户端 클라이언트 клиент
 long running: 时间的 時間のかかる 오래_걸리는 долг
-progress: 进度 進捗 プログレス 진행 прогресс
+progress: 进度 進捗 プログレス 진행 прогресс คืบหน้า
 notification: 通知 알림 уведомлен
 operation: 处理 処理 操作 작업 операци
 resource: リソース 资源 리소스 ресурс
@@ -251,12 +260,12 @@ return: 返して 返回 반환 верни
 run: 运行 执行 実行 실행 запусти
 tool: 工具 ツール 도구 инструмент
 test: 测试 テスト 테스트 тест
-time: 时间 時間 時刻 시간 время времени समय الوقت الساعة
-now: 现在 現在 지금 сейчас अभी الآن
+time: 时间 時間 時刻 시간 время времени समय الوقت الساعة година
+now: 现在 現在 지금 сейчас अभी الآن зараз
 timezone: 时区 時區 タイムゾーン 시간대 часовой_пояс
 convert: 换算 转换 変換 변환 перевести переведи конвертируй
 file: 文件 ファイル 파일 файл फ़ाइल फाइल ملف
-folder: 文件夹 資料夾 フォルダ フォルダー 폴더 папк फ़ोल्डर مجلد
+folder: 文件夹 資料夾 フォルダ フォルダー 폴더 папк फ़ोल्डर مجلد φάκελ
 directory: 目录 ディレクトリ 디렉터리 каталог
 delete: 删除 削除 삭제 удали удалить हटाओ احذف
 create: 创建 作成 생성 создай создать बनाओ 作って 作る
@@ -266,8 +275,8 @@ list: 列出 一覧 목록 список सूची
 search: 搜索 查找 探して 検索 검색 찾아 найди поиск поищ खोजो ابحث
 remember: 记住 覚えて 기억해 запомни याद_रखो تذكر
 memory: 记忆 記憶 기억 메모리 памят
-research: 研究 調査 调查 연구 조사 исследован शोध
-simulate: 模拟 シミュレート 시뮬레이션 смоделируй симулируй симуляц
+research: 研究 調査 调查 연구 조사 исследован शोध ค้นคว้า
+simulate: 模拟 シミュレート 시뮬레이션 смоделируй симулируй симуляц จำลอง
 enable: включи включить 有効にして 启用 켜줘 활성화
 logging: логирован журналирован ロギング 日志 로깅
 random: случайн ランダム 随机 랜덤 무작위
@@ -283,9 +292,26 @@ move: 移动 移動 이동 перемести
 echo: 回显 エコー 에코
 environment variables: 环境变量 環境変数 환경_변수 переменные_окружения
 together: 한꺼번에 一度に 一次性 одновременно
-nodes: 노드 ノード 节点 узлы
-by name: 이름으로 名前で 按名称 по_имени
-open: 열어 開いて 打开 открой
+nodes: 노드 ノード 节点 узлы вузли
+by name: 이름으로 名前で 按名称 по_имени за_назвою
+open: 열어 開いて 打开 открой відкрий
+folders: φάκελοι
+files: αρχεί
+find: βρες
+observation: παρατήρησ
+end with: τελειώνουν
+model: מודל
+link: رابط
+browser: متصفح
+open in: فتح
+weather: 天気 天气 날씨 погод
+temperature: 気温 温度 기온 температур
+humidity: 湿度 습도 влажност
+keep: 残して 残す 남겨 оставь
+only: だけ
+data: بيانات
+without: بدون
+what time is: сколько_будет
 """
 
 
@@ -316,6 +342,16 @@ def _in_english_word(match):
 # An hour written in a script that writes it after the number ("8点",
 # "9時", "3시"): a clock time.
 _SCRIPT_HOUR = re.compile(r"(\d{1,2})\s*(?:点|點|時|시|बजे)(?:\s*(\d{1,2})\s*分)?")
+# An hour and the part of the day in Russian ("9 утра", "7 вечера"):
+# the hours of the afternoon and evening after noon.
+_RUSSIAN_HOUR = re.compile(r"(\d{1,2})\s*(утра|дня|вечера|ночи)")
+
+
+def _russian_hour(match):
+    hour = int(match.group(1))
+    if match.group(2) in ("дня", "вечера") and hour < 12:
+        hour += 12
+    return f" {hour}:00 "
 
 
 def _from_scripts(query):
@@ -324,6 +360,7 @@ def _from_scripts(query):
     if query.isascii():
         return query
     query = _SCRIPT_HOUR.sub(lambda m: f" {m.group(1)}:{m.group(2) or '00'} ", query)
+    query = _RUSSIAN_HOUR.sub(_russian_hour, query)
     return _SCRIPT_WORD.sub(_in_english_word, query)
 
 

@@ -229,6 +229,11 @@ _SUM = re.compile(r"(?:\d|\b[A-Za-z])\s*\+\s*(?:\.?\d|[A-Za-z]\b)")
 _FILE_NAME = re.compile(r"^[\w-]*(?:\.[A-Za-z0-9]{1,5})?\.[A-Za-z][A-Za-z0-9]{0,4}$|^\.[A-Za-z][\w.-]{0,40}$")
 # A file name starting with digits that has a word in it (2024-06-01-notes.txt).
 _DATED_NAME = re.compile(r"^[\d_-]*[A-Za-z]")
+# A folder by the Unix custom of a ".d" ending ("conf.d", "sites.d").
+_DOT_D_FOLDER = re.compile(r"^[\w-]+\.d/?$", re.I)
+# The last part of a path with a longer extension than a file name's
+# ("api.service", "app.properties"): a file too.
+_LONG_EXTENSION = re.compile(r"^[\w-]+\.[A-Za-z]{6,10}$")
 # A possessive after a value ("notes.txt's").
 _POSSESSIVE = re.compile(r"^(.+?)['\u2019]s$")
 # "rename the function foo to bar": renaming a thing inside a file's text.
@@ -267,6 +272,9 @@ _OBJECT = re.compile(r"\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")
 # schema.sql somewhere": the name given, so the word after it stays a
 # word) or opening a clause ("..., 3 is fine": no question).
 _VALUE_GIVEN = "\x01"
+# Nouns after a quoted word that make it the name of a feature asked for
+# ("the 'roots' thing"), not a value.
+FEATURE_NOUNS = frozenset("thing feature capability mechanism stuff".split())
 # Something said to be over: what it was is to be taken away.
 _ENDED = re.compile(r"\bno\s+longer\b|\banymore\b|\bbe\s+removed\b", re.I)
 # Words joined by slashes as alternatives ("audience/priority"), not a
@@ -346,9 +354,13 @@ def _query_tokens(query):
     whether they name a tool is for the index to say."""
     arguments, hints, kinds = [], [], []
     zones = clocks = files = numbers = 0
+    file_names = []  # every file named, as written (one said twice counts once)
     maybe_zones = []  # "pst" in lower case: a zone if the query is about time
 
     def quoted(match):
+        after = match.string[match.end():].split(None, 1)[:1]
+        if after and after[0].strip(_EDGE_PUNCTUATION).lower() in FEATURE_NOUNS and match.group(2).isalpha():
+            return f" {match.group(2)} "  # "the 'roots' thing": a feature named, its word asked for
         arguments.extend(_raw_words(match.group(2)))
         before = match.string[:match.start()].rstrip().rpartition(" ")[2].lower()
         return f" {_VALUE_GIVEN} " if before in NAMING_WORDS else " "
@@ -420,17 +432,26 @@ def _query_tokens(query):
         hints.append(("search", 1.0))
     plain = []
 
-    def file_name(bare):
-        """Read ``bare`` as a file name or a bare extension, if it is one."""
+    def new_file(name):
+        """Note the file ``name`` (a file's name or path); 1 when it was not
+        named before in just these letters."""
+        name = name.lower()
+        known = name in file_names
+        file_names.append(name)
+        return not known
+
+    def file_name(bare, path=None):
+        """Read ``bare`` as a file name or a bare extension, if it is one
+        (``path``: the path it ends)."""
         nonlocal files
-        if not _FILE_NAME.match(bare):
+        if not _FILE_NAME.match(bare) or _DOT_D_FOLDER.match(bare):
             return False
         if bare[0].isdigit() and not _DATED_NAME.match(bare) and bare.rpartition(".")[2].lower() not in EXTENSIONS:
             return False  # 3.5, 1.2: numbers, not files (2024-06-01-notes.txt and 001.sql are)
         name, _, extension = bare.lower().rpartition(".")
         kind = EXTENSIONS.get(extension)
         if name or kind is None:  # a file (notes.txt, .env), not a bare extension (.gz)
-            files += 1
+            files += new_file(path or bare)
             arguments.extend(_raw_words(name or extension))
             hints.append(("file", 1.0))
             kinds.extend(EXTENSION_HINTS.get(kind or "text", ()))
@@ -475,7 +496,7 @@ def _query_tokens(query):
         elif lower in ("am", "pm") and plain and plain[-1].isdigit():
             plain.pop()
             clocks += 1
-        elif lower in FOLDER_NAMES:
+        elif lower in FOLDER_NAMES or _DOT_D_FOLDER.match(bare):
             arguments.extend(_raw_words(bare))
             hints.append(("directory", FOLDER_PATH_WEIGHT))  # node_modules, __pycache__: folders
         elif "*" in bare:
@@ -501,15 +522,16 @@ def _query_tokens(query):
         elif "/" in bare and len(bare) > 1:
             *folders, last = bare.split("/")
             arguments.extend(w for f in folders for w in _raw_words(f))
-            if (previous in FILE_COMMANDS or last.lower() in KNOWN_FILES) and last and last.lower() not in FOLDER_NAMES \
-                    and not _FILE_NAME.match(last):
+            if (previous in FILE_COMMANDS or last.lower() in KNOWN_FILES or _LONG_EXTENSION.match(last)) and last \
+                    and last.lower() not in FOLDER_NAMES and not _FILE_NAME.match(last):
                 # "cat /etc/hosts", "tail /var/log/syslog": after a command
-                # that reads files, a file; so "/etc/passwd" anywhere.
-                files += 1
+                # that reads files, a file; so "/etc/passwd" and
+                # "/etc/systemd/system/api.service" anywhere.
+                files += new_file(bare)
                 arguments.extend(_raw_words(last))
                 hints.append(("file", 1.0))
                 kinds.extend(EXTENSION_HINTS["text"])
-            elif last.lower() in FOLDER_NAMES or not file_name(last):
+            elif last.lower() in FOLDER_NAMES or not file_name(last, bare):
                 arguments.extend(_raw_words(last))
                 hints.append(("directory", FOLDER_PATH_WEIGHT))  # node_modules/lodash, ./build, src/
         elif bare.lstrip("+-\u2212").replace(".", "").replace(",", "").isdigit():  # 42, -17, 3.5
@@ -533,6 +555,12 @@ def _query_tokens(query):
             zones += len(maybe_zones)
         else:
             plain += maybe_zones  # "edt file": a misspelt word, not a zone
+    # A name without folders that ends just one path named is that file
+    # said again (".env ... /srv/app/.env"); with two such paths it is a
+    # third file (Cargo.toml, api/Cargo.toml, cli/Cargo.toml).
+    for name in {n for n in file_names if "/" not in n}:
+        if sum(n.endswith("/" + name) for n in set(file_names)) == 1:
+            files -= 1
     if files >= 2:
         hints.append(("multiple", 0.8))
     if numbers >= 2:

@@ -16,6 +16,11 @@ REWRITES = [
      r"|\b(?:get|have)\s+(?:the\s+)?(?:exact\s+|very\s+)?(?:same|identical)\s+(?:thing|text|string|message|bytes)"
      r"\s+(?:back|returned)\b",
      "echo back"),
+    # Had back as it went ("have it returned verbatim", "sent back to me
+    # unchanged"): an echo.
+    (r"\b(?:returned|sent\s+back|given\s+back|handed\s+back)\s+(?:to\s+(?:me|us)\s+)?"
+     r"(?:verbatim|unchanged|as\s+is|untouched|intact|byte\s+for\s+byte)\b",
+     "echo back"),
     # Whatever is sent coming back as it went: an echo ("what I send should
     # come back verbatim", "returns whatever message I pass in").
     (r"\b(?:what(?:ever)?|anything)\s+(?:text\s+|message\s+|string\s+)?(?:i|we|you)\s+(?:send|pass|give|type"
@@ -33,6 +38,29 @@ REWRITES = [
     # (A later line that is not a command: anything, a line break, then a
     # line starting with something other than "$".)
     (r"(?m)^[^\S\n]*\$[^\S\n]+[\w.-]+(?=(?s:.*)\n[^\S\n]*[^\s$])", " "),
+    # Looking something over is reading it, not a search.
+    (r"\blook\s+(?:it|them|this|that|everything|things)\s+over\b|\blook\s+over\b", "review"),
+    # Seen before, asked of what was stored ("have we seen 'OOMKilled'
+    # before?"): what was mentioned.
+    (r"\bha(?:ve|s)\s+(we|i|you)\s+(?:ever\s+)?(?:seen|encountered|come\s+across|run\s+into|hit)\b"
+     r"(?=[^.?!\n]*\bbefore\b)", r"have \1 mentioned"),
+    # One level of a folder ("top level only", "just this level"): its
+    # listing, not the tree below it.
+    (r"\b(?:top|first|this|one|current|single|outer)[\s-]+level(?:\s+only)?\b(?!\s*(?:domain|log|logging|heading))",
+     "directory listing only"),
+    # The whole graph wanted, whatever it is for ("I need the entire graph
+    # to count how many nodes ..."): reading it.
+    (r"\b(?:need|want|give\s+me|get|fetch|grab)\s+(?:the\s+|your\s+)?(entire|whole|full|complete)\s+(?:knowledge\s+)?graph\b",
+     r"read the \1 graph"),
+    # What is "sitting" in a place is what is in it.
+    (r"\bwhat(?:'s|\s+is|\s+are)\s+(?:actually\s+|currently\s+|really\s+|even\s+)?(?:sitting|lying|living)\s+in\b",
+     "what's in"),
+    # How many two counts make together ("37 ... and 58 ..., how many is
+    # that altogether"): their sum.
+    (r"\bhow\s+many\s+(?:is\s+that|does\s+that\s+make|is\s+it|are\s+they|do\s+(?:i|we)\s+have)\s+"
+     r"(?:altogether|all\s+together|in\s+total|combined|total)\b", "what is the sum"),
+    # A server that "turns around" and asks does not toggle anything.
+    (r"\bturns?\s+around\s+and\b", "then"),
     # Backing something up ("so I can back it up") is no echo.
     (r"\bback\s+(?:it|them|this|that|everything|all)\s+up\b", "backup"),
     # Files of a kind asked for anywhere ("any .csv files under data/"):
@@ -56,7 +84,7 @@ REWRITES = [
     (r"\b(?:put|save|keep|store|file)\s+(\S+)\s+under\s+(?:a\s+)?(?:new|different|another|other)\s+name\b",
      r"rename \1"),
     # Pointing at resources by URI instead of embedding them: links.
-    (r"\bpoints?\s+(?:at|to)\s+(?:(?:a\s+few|several|some|many|\d+)\s+)?resources\b|\bclickable\s+(?:resource\s+)?uris?\b",
+    (r"\bpoints?\s+(?:at|to)\s+(?:(?:a\s+few|several|some|many|\d+)\s+)?resources\b|\bclickable\s+(?:resource\s+)?(?:uris?|references?|refs|pointers?)\b",
      "resource links"),
     # Names that start or end with something: a search by pattern.
     (r"\b(?:names?|filenames?)\s+(?:all\s+)?(?:start|starts|begin|begins|end|ends)\s+with\b", "names matching the pattern"),

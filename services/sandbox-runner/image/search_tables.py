@@ -91,7 +91,7 @@ depends depend reports report manages manage managed married marry works work wo
 member friend friends parent child sibling sister brother spouse wife husband colleague colleagues boss employee
 employer partner partners cousin uncle aunt mother father son daughter mentor mentors founded founder leads lead
 between linked link links connection connections connected relationship relationships related join joins joined
-hired hires employs employ employed acquired acquires acquire
+hired hires employs employ employed acquired acquires acquire funded funds sponsored sponsors financed
 """.split())
 NEW_THING_WORDS = frozenset("""
 person people entry entries project contact client customer company entity entities node record colleague friend
@@ -192,6 +192,7 @@ COMPOUND_WORDS = {
     "envs": "environment",
     "environ": "environment",
     "llm": "llm model",
+    "chatbot": "llm model",
     "readme": "text file",
     "license": "file",
     "makefile": "text file",
@@ -681,6 +682,7 @@ SYNONYM_GROUPS = [
     "sampling completion",
     "url uri",
     "root roots",
+    "deprecated legacy obsolete outdated superseded",
 ]
 
 # Groups of words people use for one kind of need, though they do not

@@ -937,6 +937,57 @@ fn folders_in_scope_files_named_anywhere_and_words_of_czech_turkish_dutch_and_ko
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// Round 58 (sets 72 to 75, written by an engineer mid-incident, a
+/// non-programmer, an analyst and a student, with words of twenty-odd
+/// languages): a folder by the ".d" custom, a path ending in a longer
+/// extension, one file named twice, one level of a folder, a feature named
+/// in quotes, a host or ticket name ending in a number, "seen before" of
+/// what was stored, "returned verbatim", two counts "in total", a chatbot
+/// asked, clickable references, an outdated tool as a deprecated one, and
+/// words of Romanian, Vietnamese, Indonesian, Malay, Hungarian, Finnish,
+/// Greek, Ukrainian, Hebrew, Arabic and Thai. Each of these ranked the
+/// wanted tool below first by words, or not at all, on round 57's ranker.
+#[test]
+fn folders_by_the_dot_d_custom_a_file_named_twice_numbered_host_names_and_words_of_eleven_more_languages_rank_the_tool_asked_for_first(
+) {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("ls /etc/apache2/mods.d", "filesystem__list_directory"),
+        ("show what /lib/systemd/system/cron.service says", "filesystem__read_text_file"),
+        ("push 'x1' through and have it returned verbatim, I suspect the proxy alters bytes", "everything__echo"),
+        ("how do I try the 'roots' feature of the demo server", "everything__get_roots_list"),
+        ("dump everything you remember so I can look it over", "memory__read_graph"),
+        ("have you run into 'disk quota exceeded' before? check your notes", "memory__search_nodes"),
+        ("retire db-replica-3: wipe it from memory entirely", "memory__delete_entities"),
+        ("what does config.yaml say? it's at /opt/svc/config.yaml", "filesystem__read_text_file"),
+        ("show me the contents of assets, top level only", "filesystem__list_directory"),
+        ("what's actually sitting in the out folder", "filesystem__list_directory"),
+        ("mută fișierul raport.pdf în arhiva/", "filesystem__move_file"),
+        ("tìm tệp báo cáo trong thư mục", "filesystem__search_files"),
+        ("cari di memori catatan tentang Budi", "memory__search_nodes"),
+        ("pukul berapa sekarang di Jakarta", "time__get_current_time"),
+        ("Hány óra van most Tokióban?", "time__get_current_time"),
+        ("Adj vissza egy hivatkozást a 3-as erőforrásra", "everything__get_resource_reference"),
+        ("toista viesti takaisin sellaisenaan: hei", "everything__echo"),
+        ("prosím vypni simulované logování serveru", "everything__toggle_simulated_logging"),
+        ("bilgi grafiğinin tamamını göster", "memory__read_graph"),
+        ("βρες αρχεία .csv στον φάκελο data", "filesystem__search_files"),
+        ("відкрий вузли Олена та Петро за назвою", "memory__open_nodes"),
+        ("сколько будет 7 вечера по Берлину в Токио", "time__convert_time"),
+        ("תבקש מהשרת בקשת דגימה מהמודל", "everything__trigger_sampling_request"),
+        ("اطلب من المستخدم فتح رابط في المتصفح", "everything__trigger_url_elicitation"),
+        ("จำลองการค้นคว้าเรื่องชา", "everything__simulate_research_query"),
+        ("東京の天気と気温を項目ごとに", "everything__get_structured_content"),
+        ("xoá quan hệ giữa Lan và Minh", "memory__delete_relations"),
+        ("12 people signed up on Monday and 9 on Tuesday, how many is that in total", "everything__get_sum"),
+        ("record that the Orchard Fund sponsored the Harbor Project", "memory__create_relations"),
+        ("let the server turn around and put a question to the chatbot: 'what is 2 cubed'", "everything__trigger_sampling_request"),
+        ("a few clickable references to the server's sample documents please", "everything__get_resource_links"),
+        ("I want the outdated reader tool on todo.txt, not read_text_file", "filesystem__read_file"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
