@@ -23,12 +23,12 @@ import unicodedata
 FOREIGN_LEAST = 2
 FOREIGN_WORDS = """
 file: archivo fichero datei ficheiro arquivo fichier bestand plik pliku fil filen dosya dosyayı dosyası soubor souboru dosyanın fișierul fișier fisierul tệp
-files: archivos ficheros dateien ficheiros arquivos fichiers bestanden pliki plików filer filerna souborů soubory fișierele fișiere tệp_tin berkas
-folder: carpeta directorio dossier* répertoire ordner verzeichnis pasta* diretório cartella mappen mapp katalogu map* klasör klasörü klasöründe klasörde složka složce složku dizinin dizini složky
-folders: carpetas directorios dossiers répertoires verzeichnisse pastas diretórios cartelle mappar foldery
+files: archivos ficheros dateien ficheiros arquivos fichiers bestanden pliki plików filer filerna souborů soubory fișierele fișiere tệp_tin berkas tiedostoja tiedostot
+folder: carpeta directorio dossier* répertoire ordner verzeichnis pasta* diretório cartella mappen mapp katalogu map* klasör klasörü klasöründe klasörde složka složce složku dizinin dizini složky kansiossa kansio kansioon
+folders: carpetas directorios dossiers répertoires verzeichnisse pastas diretórios cartelle mappar foldery kansioita kansiot
 read: leer lee* léeme lire lis lesen lies* ler leia leggi lees lezen przeczytaj czytaj odczytaj läs đọc baca citește
 see: ver* voir sehen vedere
-show: muestra muéstrame mostrar muestrame affiche afficher montre montrer zeige zeig anzeigen mostre mostra toon tonen pokaż wyświetl visa ukaž ukažte göster
+show: muestra muéstrame mostrar muestrame affiche afficher montre montrer zeige zeig anzeigen mostre mostra toon tonen pokaż wyświetl visa ukaž ukažte göster näytä
 write: escribir escribe écrire écris schreiben schreibe escrever escreva scrivi schrijf schrijven napisz skriv
 save: guardar guarda enregistrer enregistre sauvegarder sauvegarde speichern speichere salvar salve* gravar grave* salva opslaan zapisz spara
 edit: editar edita modificar modifica modifier* modifie bearbeiten bearbeite edite alterar altere bewerk bewerken wijzig wijzigen edytuj redigera corrige corriger corregir corrija korrigiere korrigieren correggi uprav upravit
@@ -36,7 +36,7 @@ change: cambiar cambia ändern ändere mudar mude verander veranderen zmień än
 replace: reemplazar reemplaza remplacer remplace ersetzen ersetze substituir substitua sostituisci vervang vervangen zamień ersätt
 list: listar enumera lister auflisten liste* elenca listele listeyi vypiš
 create: crear crea créer crée erstellen erstelle anlegen criar crie aanmaken utwórz stwórz skapa oluştur oluşturun banao banaao banaiye vytvoř vytvořit creează creeaza
-new: nuevo nueva nouveau nouvelle neu neue neuen neues neuer novo nova* nuovo nuova nieuw nieuwe nowy nowa nowe ny nya yeni naya nayi naye noi* mới
+new: nuevo nueva nouveau nouvelle neu neue neuen neues neuer novo nova* nuovo nuova nieuw nieuwe nowy nowa nowe ny nya yeni naya nayi naye noi* mới nową
 delete: ta_bort radera togli togliere rimuovi borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella verwijder verwijderen usuń skasuj lösch sil silin xoá xóa hapus șterge
 move: mover mueve déplacer déplace verschieben verschiebe mova sposta verplaats verplaatsen przenieś flytta přesuň přesunout mută muta mută_fișierul
 rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie rinomina hernoem hernoemen byt_namn zmień_nazwę renomeia renomeie_o přejmenuj yeniden_adlandır
@@ -68,7 +68,7 @@ for: para pour* für
 my: mi* mis* mon* ma* mes mein meine meinen meu minha meus minhas mio mia miei
 several: varios varias plusieurs mehrere vários várias diversi diverse
 together: a_la_vez à_la_fois gleichzeitig de_uma_vez alla_volta insieme
-open: abre abra abrir ouvre ouvrir öffne öffnen apri aprire öppna
+open: abre abra abrir ouvre ouvrir öffne öffnen apri aprire öppna otevři otevřít avaa
 nodes: nós nodos nœuds knoten nodi noderna noder knooppunten
 called: chamados chamado chamada llamado llamados llamada appelé appelés appelée genannt chiamato chiamati
 browser: navegador navigateur
@@ -79,13 +79,13 @@ i: je yo* ich eu* io*
 want: quiero veux möchte quero voglio
 please: bitte
 contents: contenido contenu inhalt conteúdo contenuto obsah obsahu nội_dung isinya conținutul
-names: nombres noms namen nomes nomi
+names: nombres noms namen nomes nomi názvy názvem
 just: solo* juste nur apenas simplement simplemente semplicemente tylko
-memory: memoria mémoire gedächtnis memória geheugen pamięć pamięci minne minnet memori bộ_nhớ hafızadaki hafıza hafızadan
+memory: memoria mémoire gedächtnis memória geheugen pamięć pamięci minne minnet memori bộ_nhớ hafızadaki hafıza hafızadan paměti paměť
 stored: guardado guardada guardados guardadas gespeichert gespeicherte gespeicherten enregistré enregistrés sauvegardé armazenado armazenados salvato salvati memorizzato
 something: algo quelque_chose etwas qualcosa alguma_coisa
 remember: recuerda recordar souviens rappelle retiens erinnere merke merk merk_dir merke_dir lembre lembrar ricorda onthoud zapamiętaj kom_ihåg
-person: persona* personne pessoa persoon osoba
+person: persona* personne pessoa persoon osoba osobę
 relation: relación beziehung relação relazione relatie relacja relację relationen ilişkisini ilişki ilişkiyi quan_hệ hubungan relația
 note: nota* notiz anota anotar apunta apuntar notiere notier noter* anote anotare annota notitie noteer notatka anteckning notatkę notatki poznámku poznámka
 graph: grafo graphe wissensnetz wissensgraph graf grafiğinin grafiği
@@ -110,7 +110,7 @@ forget: olvida olvidar olvídate oublie oublier vergiss vergessen esqueça esque
 add: añade añadir agrega agregar ajoute ajouter füge hinzufügen ergänze adicione adicionar acrescente aggiungi voeg_toe toevoegen dodaj lägg_till voeg acrescenta acrescentar přidej
 record: ficha fiche eintrag scheda
 link: kopplingen koppling länken vincula vincular conecta conectar relie lier verknüpfe verknüpfen verbinde verbinden ligue ligar conecte collega* koppel koppelen verbind połącz
-simulate: simula* simular simule* simuler simuliere simulieren simuleer symuluj simulera symulowane symulowany simüle simüle_edilmiş simulovaný simuluj simulerade simulerad gesimuleerde gesimuleerd simulované
+simulate: simula* simular simule* simuler simuliere simulieren simuleer symuluj simulera symulowane symulowany simüle simüle_edilmiş simulovaný simuluj simulerade simulerad gesimuleerde gesimuleerd simulované simulasikan
 ask: pide pedir pregunta demande demander frag fragen fragt peça chiedi
 form: formulario formulaire formular formulário modulo*
 user: usuario utilisateur benutzer nutzer usuário utente
@@ -154,7 +154,7 @@ there are: ci_sono il_y_a gibt_es hay*
 contains: contiene contient enthält contém
 every: cada chaque jede jeder jedes ogni
 knowledge: conocimiento connaissance wissen conhecimento conoscenza
-research: onderzoek badanie badania forskning recherche_approfondie araştırma výzkum výzkumný djupresearch
+research: onderzoek badanie badania forskning recherche_approfondie araştırma výzkum výzkumný djupresearch riset
 research question: onderzoeksvraag forskningsfråga
 research task: onderzoeksopdracht onderzoekstaak forskningsuppgift
 may: darfst dürfen darf
@@ -185,8 +185,8 @@ client: istemci istemcimin cliente* klient
 log messages: loggmeddelanden loggmeddelandena logmeldingen logberichten
 links: liens enlaces ligações collegamenti linki länkar liên_kết tautan
 relations: vztahy relaciones relations* beziehungen relações relazioni relaties relacje vazby
-subscription: abonelik aboneliği suscripción abonnement* assinatura iscrizione subskrypcja prenumeration
-updates: güncellemeler güncellemelerini actualizaciones mises_à_jour aktualisierungen atualizações aggiornamenti
+subscription: abonelik aboneliği suscripción abonnement* assinatura iscrizione subskrypcja prenumeration feliratkozási feliratkozás
+updates: güncellemeler güncellemelerini actualizaciones mises_à_jour aktualisierungen atualizações aggiornamenti frissítéseket frissítések
 already saved: já_está_salvo já_está_salva ya_está_guardado ya_está_guardada
 unchanged: unverändert unveränderten ongewijzigd inalterado inchangé inchangée invariato oförändrad niezmieniony sellaisenaan
 no sizes: ingen_storlek sin_tamaño sans_taille ohne_größe sem_tamanho
@@ -201,13 +201,18 @@ brother: broer bruder hermano frère irmão fratello brat bror
 sister: zus schwester hermana sœur irmã sorella siostra syster
 environment variables: biến_môi_trường variabel_lingkungan variabilele_de_mediu
 notes: catatan ghi_chú notițe
-disable: vypni vypnout dezactivează
+disable: vypni vypnout dezactivează kapcsold_ki
 remembered: zapamatoval zapamatovala
 records: záznamy
 what time: hány_óra pukul_berapa jam_berapa mấy_giờ
-reference: hivatkozást hivatkozás tham_chiếu referensi
+reference: hivatkozást hivatkozás tham_chiếu referensi verwijzing
 sample: mẫu contoh
 by name: op_naam
+exact: přesnými přesný přesně
+simulated: szimulált
+deep: mendalam
+resource reference: resourceverwijzing
+directory: hakemistossa hakemisto
 """
 
 # Words of languages in other scripts (Chinese, Japanese, Korean, Russian,
@@ -223,13 +228,13 @@ what time: 几点 幾點 何時 몇시 몇_시 который_час कित�
 tree: ツリー 树形 트리 дерево
 structure: 構造 结构 구조 структур
 subfolders: サブフォルダ 子文件夹 하위_폴더 подпапк υποφακέλ
-all: 全部 すべて 모두 все
+all: 全部 すべて 모두 все 所有
 knowledge graph: 知識グラフ 知识图谱 지식_그래프 граф_знаний графа_знаний
 new: 新しい 新的 新 새로운 новый новую новое
 person: 人物 人 사람 человек
 register: 登録 注册 등록 зарегистрируй
-entity: сущность сущности 实体 エンティティ 엔티티 οντότητ
-completely: полностью 完全に 完全 완전히
+entity: сущность сущности 实体 エンティティ 엔티티 οντότητ एंटिटी
+completely: полностью 完全に 完全 완전히 पूरी_तरह
 form: フォーム 表单 양식 форму форма نموذج
 input: 入力 输入 입력 ввод إدخال
 user: ユーザー 用户 사용자 пользовател مستخدم
@@ -267,15 +272,15 @@ convert: 换算 转换 変換 변환 перевести переведи кон�
 file: 文件 ファイル 파일 файл फ़ाइल फाइल ملف
 folder: 文件夹 資料夾 フォルダ フォルダー 폴더 папк फ़ोल्डर مجلد φάκελ
 directory: 目录 ディレクトリ 디렉터리 каталог
-delete: 删除 削除 삭제 удали удалить हटाओ احذف
+delete: 删除 削除 삭제 удали удалить हटाओ احذف हटा_दो
 create: 创建 作成 생성 создай создать बनाओ 作って 作る
 read: 读取 読んで 読み 읽어 прочитай прочти पढ़ो
 show: 显示 表示 見せて 给我看 보여줘 보여 покажи दिखाओ
 list: 列出 一覧 목록 список सूची
 search: 搜索 查找 探して 検索 검색 찾아 найди поиск поищ खोजो ابحث
 remember: 记住 覚えて 기억해 запомни याद_रखो تذكر
-memory: 记忆 記憶 기억 메모리 памят
-research: 研究 調査 调查 연구 조사 исследован शोध ค้นคว้า
+memory: 记忆 記憶 기억 메모리 памят मेमोरी
+research: 研究 調査 调查 연구 조사 исследован शोध ค้นคว้า بحث
 simulate: 模拟 シミュレート 시뮬레이션 смоделируй симулируй симуляц จำลอง
 enable: включи включить 有効にして 启用 켜줘 활성화
 logging: логирован журналирован ロギング 日志 로깅
@@ -287,7 +292,7 @@ image: 图片 画像 이미지 картинк изображени तस्व�
 size: 大小 サイズ 大きさ 크기 размер आकार حجم
 modified: 修改 変更 수정 изменя बदला
 when: 什么时候 いつ 언제 когда कब متى
-rename: 重命名 名前を変更 이름_변경 переименуй
+rename: 重命名 名前を変更 이름_변경 переименуй 이름을_바꿔
 move: 移动 移動 이동 перемести
 echo: 回显 エコー 에코
 environment variables: 环境变量 環境変数 환경_변수 переменные_окружения
@@ -301,7 +306,7 @@ find: βρες
 observation: παρατήρησ
 end with: τελειώνουν
 model: מודל
-link: رابط
+link: رابط σύνδεσ
 browser: متصفح
 open in: فتح
 weather: 天気 天气 날씨 погод
@@ -312,6 +317,13 @@ only: だけ
 data: بيانات
 without: بدون
 what time is: сколько_будет
+simulated: تجريبي
+deep: معمّق معمق
+phases: مراحل
+works at: δουλεύει
+project: έργο
+name: 이름
+change: 바꿔
 """
 
 

@@ -280,6 +280,20 @@ _ENDED = re.compile(r"\bno\s+longer\b|\banymore\b|\bbe\s+removed\b", re.I)
 # Words joined by slashes as alternatives ("audience/priority"), not a
 # path: letters only, two or three of them.
 _ALTERNATIVES = re.compile(r"^[A-Za-z]{3,}(?:/[A-Za-z]{3,}){1,2}$")
+# A request relayed in someone's words ("user: 'can you open my notes.txt
+# and tell me what it says'", "helpdesk: user asks 'is there a way to
+# ...'"): the quoted words are the request, not a value of it. The words
+# before name a person and end in a colon or a verb of saying; none of
+# them acts on text (so "echo what the user typed: '...'" keeps its value).
+_TEXT_VERBS = "echo|repeat|send|write|save|store|search|find|grep|put|add|append|note|remember|record|log|annotate" \
+    "|quote|forward|reply|answer"
+_PEOPLE = "user|users|customer|client|caller|requester|colleague|boss|manager|someone|they|she|he|helpdesk|support|ticket"
+_SAYING = "says?|said|asks?|asked|asking|wrote|writes|wants|wanted|requests?|requested|reports?|reported|types?|typed"
+_NO_TEXT_VERB = rf"(?:(?!\b(?:{_TEXT_VERBS})\b)[^'\"\n])"
+_RELAYED = re.compile(
+    rf"^(?P<lead>{_NO_TEXT_VERB}{{0,60}}?\b(?:{_PEOPLE})\b{_NO_TEXT_VERB}{{0,30}}?(?::|\b(?:{_SAYING})\b:?))"
+    r"\s*(?P<quote>['\"])(?P<request>[^'\"\n]+)(?P=quote)(?P<tail>\s*[.!?]?\s*(?:\([^()]{0,40}\))?\s*)$", re.I)
+_RELAYING_WORDS = re.compile(rf"\b(?:{_PEOPLE}|{_SAYING})\b:?|:", re.I)
 # Quotation marks of other kinds, read as straight ones.
 _OTHER_QUOTES = re.compile(r"[«“„「『]\s*([^«»“”„「」『』'\"`]{1,120}?)\s*[»”“」』]")
 # Quoted text in a query: 'likes tea', "Project X", `main`.
@@ -369,6 +383,10 @@ def _query_tokens(query):
     # call's arguments, its keys too; before quoted text, which it holds.
     text = _OBJECT.sub(lambda m: arguments.extend(_raw_words(m.group(0))) or " ", query)
     text = _OTHER_QUOTES.sub(lambda m: '"' + m.group(1) + '"', text)  # « bonjour », “hi”: quoted
+    relayed = _RELAYED.match(text)
+    if relayed and len(relayed.group("request").split()) >= 3:  # who relayed it, and how, are no part of it
+        lead = _RELAYING_WORDS.sub(" ", relayed.group("lead"))
+        text = f"{lead} {relayed.group('request')} {relayed.group('tail')}"
     text = _QUOTED.sub(quoted, text)
 
     def called(match):

@@ -61,6 +61,13 @@ REWRITES = [
      r"(?:altogether|all\s+together|in\s+total|combined|total)\b", "what is the sum"),
     # A server that "turns around" and asks does not toggle anything.
     (r"\bturns?\s+around\s+and\b", "then"),
+    # "Do you remember what I said about X": a question of what was told.
+    (r"\bdo\s+you\s+(?:remember|recall)\s+what\s+(i|we)\s+(?:said|told\s+you|mentioned|wrote)\s+about\b",
+     r"what did \1 tell you about"),
+    # A file saved in the wrong folder is to be moved.
+    (r"\b(?:to|in|into)\s+the\s+wrong\s+(?:folder|directory|dir|place|location)\b", "in the wrong folder, move it"),
+    # When a file was made: its creation time, nothing to make.
+    (r"\bwhen\s+(?:did|was|were)\s+(?:i|we|you|it|they)\s+(?:make|made|create|created)\b", "its creation date"),
     # Backing something up ("so I can back it up") is no echo.
     (r"\bback\s+(?:it|them|this|that|everything|all)\s+up\b", "backup"),
     # Files of a kind asked for anywhere ("any .csv files under data/"):

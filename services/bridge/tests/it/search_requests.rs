@@ -988,6 +988,37 @@ fn folders_by_the_dot_d_custom_a_file_named_twice_numbered_host_names_and_words_
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// Round 59 (sets 76 and 77, a team of developers over a week and an
+/// agent planning sub-goals beside a help desk relaying users' words): a
+/// request relayed in someone's words in quotes ("customer says: '...'")
+/// is the request, not a value of it; "do you remember what I said about"
+/// asks what was told; a file in the wrong folder is to be moved; "when
+/// did I make it" asks a file's creation date; words of Hindi, Czech,
+/// Arabic, Hungarian, Indonesian, Greek, Dutch and Polish. Each ranked the
+/// wanted tool below first by words, or not at all, on round 58's ranker.
+#[test]
+fn a_request_relayed_in_quotes_a_file_in_the_wrong_folder_and_words_of_eight_more_languages_rank_the_tool_asked_for_first(
+) {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("customer says: 'can you show me what is inside my Pictures folder?'", "filesystem__list_directory"),
+        ("support ticket: user asks 'is it possible to get the time in Sydney right now?'", "time__get_current_time"),
+        ("helpdesk: she wants 'the server to pop up a little form asking for my name'", "everything__trigger_elicitation_request"),
+        ("do you remember what I said about my sister's allergy?", "memory__search_nodes"),
+        ("oops, I put the contract in the wrong directory, it belongs in legal/", "filesystem__move_file"),
+        ("my voice memo, how big is it and when did I make it?", "filesystem__get_file_info"),
+        ("मेमोरी से 'टीम बी' एंटिटी पूरी तरह हटा दो", "memory__delete_entities"),
+        ("otevři v paměti záznam s názvem 'Praha'", "memory__open_nodes"),
+        ("نفّذ بحثًا تجريبيًا حول الذكاء الاصطناعي", "everything__simulate_research_query"),
+        ("kapcsold ki a szimulált naplózást", "everything__toggle_simulated_logging"),
+        ("simulasikan riset mendalam tentang kopi", "everything__simulate_research_query"),
+        ("Σύνδεσε την Άννα με το έργο Hermes", "memory__create_relations"),
+        ("geef een verwijzing naar resource 3", "everything__get_resource_reference"),
+        ("dodaj nową osobę do grafu: Anna Kowalska", "memory__create_entities"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
