@@ -68,6 +68,10 @@ REWRITES = [
     (r"\b(?:to|in|into)\s+the\s+wrong\s+(?:folder|directory|dir|place|location)\b", "in the wrong folder, move it"),
     # When a file was made: its creation time, nothing to make.
     (r"\bwhen\s+(?:did|was|were)\s+(?:i|we|you|it|they)\s+(?:make|made|create|created)\b", "its creation date"),
+    # A legacy, obsolete or outdated tool is a deprecated one ("the legacy
+    # file reader", "legacy read_file"); a legacy file is only old.
+    (r"\b(?:legacy|obsolete|outdated)(?=(?:[\s-]+\w+){0,2}?[\s-]+(?:tools?|reader|read_file|call|one|version"
+     r"|function|method|api|endpoint)\b)", "deprecated"),
     # Backing something up ("so I can back it up") is no echo.
     (r"\bback\s+(?:it|them|this|that|everything|all)\s+up\b", "backup"),
     # Files of a kind asked for anywhere ("any .csv files under data/"):

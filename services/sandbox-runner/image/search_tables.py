@@ -682,7 +682,7 @@ SYNONYM_GROUPS = [
     "sampling completion",
     "url uri",
     "root roots",
-    "deprecated legacy obsolete outdated superseded",
+    "deprecated superseded",
 ]
 
 # Groups of words people use for one kind of need, though they do not
