@@ -324,6 +324,7 @@ works at: δουλεύει
 project: έργο
 name: 이름
 change: 바꿔
+sum: 相加 总和 合計 합계 더해
 """
 
 

@@ -994,8 +994,9 @@ fn folders_by_the_dot_d_custom_a_file_named_twice_numbered_host_names_and_words_
 /// is the request, not a value of it; "do you remember what I said about"
 /// asks what was told; a file in the wrong folder is to be moved; "when
 /// did I make it" asks a file's creation date; words of Hindi, Czech,
-/// Arabic, Hungarian, Indonesian, Greek, Dutch and Polish. Each ranked the
-/// wanted tool below first by words, or not at all, on round 58's ranker.
+/// Arabic, Hungarian, Indonesian, Greek, Dutch and Polish, and Chinese
+/// "相加" (round 79's one question without a tool). Each ranked the wanted
+/// tool below first by words, or not at all, on round 58's ranker.
 #[test]
 fn a_request_relayed_in_quotes_a_file_in_the_wrong_folder_and_words_of_eight_more_languages_rank_the_tool_asked_for_first(
 ) {
@@ -1015,6 +1016,7 @@ fn a_request_relayed_in_quotes_a_file_in_the_wrong_folder_and_words_of_eight_mor
         ("Σύνδεσε την Άννα με το έργο Hermes", "memory__create_relations"),
         ("geef een verwijzing naar resource 3", "everything__get_resource_reference"),
         ("dodaj nową osobę do grafu: Anna Kowalska", "memory__create_entities"),
+        ("请把两个数相加：40 和 2", "everything__get_sum"),
     ];
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
