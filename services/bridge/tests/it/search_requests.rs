@@ -948,8 +948,8 @@ fn folders_in_scope_files_named_anywhere_and_words_of_czech_turkish_dutch_and_ko
 /// Greek, Ukrainian, Hebrew, Arabic and Thai. Each of these ranked the
 /// wanted tool below first by words, or not at all, on round 57's ranker.
 #[test]
-fn folders_by_the_dot_d_custom_a_file_named_twice_numbered_host_names_and_words_of_eleven_more_languages_rank_the_tool_asked_for_first(
-) {
+fn folders_by_the_dot_d_custom_a_file_named_twice_numbered_host_names_and_words_of_eleven_more_languages_rank_the_tool_asked_for_first()
+ {
     let Some(python) = python() else { return };
     let cases = [
         ("ls /etc/apache2/mods.d", "filesystem__list_directory"),
@@ -981,7 +981,10 @@ fn folders_by_the_dot_d_custom_a_file_named_twice_numbered_host_names_and_words_
         ("xoá quan hệ giữa Lan và Minh", "memory__delete_relations"),
         ("12 people signed up on Monday and 9 on Tuesday, how many is that in total", "everything__get_sum"),
         ("record that the Orchard Fund sponsored the Harbor Project", "memory__create_relations"),
-        ("let the server turn around and put a question to the chatbot: 'what is 2 cubed'", "everything__trigger_sampling_request"),
+        (
+            "let the server turn around and put a question to the chatbot: 'what is 2 cubed'",
+            "everything__trigger_sampling_request",
+        ),
         ("a few clickable references to the server's sample documents please", "everything__get_resource_links"),
         ("I want the outdated reader tool on todo.txt, not read_text_file", "filesystem__read_file"),
     ];
@@ -998,13 +1001,16 @@ fn folders_by_the_dot_d_custom_a_file_named_twice_numbered_host_names_and_words_
 /// "相加" (round 79's one question without a tool). Each ranked the wanted
 /// tool below first by words, or not at all, on round 58's ranker.
 #[test]
-fn a_request_relayed_in_quotes_a_file_in_the_wrong_folder_and_words_of_eight_more_languages_rank_the_tool_asked_for_first(
-) {
+fn a_request_relayed_in_quotes_a_file_in_the_wrong_folder_and_words_of_eight_more_languages_rank_the_tool_asked_for_first()
+ {
     let Some(python) = python() else { return };
     let cases = [
         ("customer says: 'can you show me what is inside my Pictures folder?'", "filesystem__list_directory"),
         ("support ticket: user asks 'is it possible to get the time in Sydney right now?'", "time__get_current_time"),
-        ("helpdesk: she wants 'the server to pop up a little form asking for my name'", "everything__trigger_elicitation_request"),
+        (
+            "helpdesk: she wants 'the server to pop up a little form asking for my name'",
+            "everything__trigger_elicitation_request",
+        ),
         ("do you remember what I said about my sister's allergy?", "memory__search_nodes"),
         ("oops, I put the contract in the wrong directory, it belongs in legal/", "filesystem__move_file"),
         ("my voice memo, how big is it and when did I make it?", "filesystem__get_file_info"),
