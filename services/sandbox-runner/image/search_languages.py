@@ -353,27 +353,14 @@ def _in_english_word(match):
 
 
 # An hour written in a script that writes it after the number ("8点",
-# "9時", "3시"): a clock time.
-_SCRIPT_HOUR = re.compile(r"(\d{1,2})\s*(?:点|點|時|시|बजे)(?:\s*(\d{1,2})\s*分)?")
-# An hour and the part of the day in Russian ("9 утра", "7 вечера"):
-# the hours of the afternoon and evening after noon.
-_RUSSIAN_HOUR = re.compile(r"(\d{1,2})\s*(утра|дня|вечера|ночи)")
-
-
-def _russian_hour(match):
-    hour = int(match.group(1))
-    if match.group(2) in ("дня", "вечера") and hour < 12:
-        hour += 12
-    return f" {hour}:00 "
-
-
+# "9時", "3시", Russian "9 утра" with the part of the day): a clock time.
+_SCRIPT_HOUR = re.compile(r"(\d{1,2})\s*(?:点|點|時|시|बजे|утра|дня|вечера|ночи)(?:\s*(\d{1,2})\s*分)?")
 def _from_scripts(query):
     """``query`` with the words of SCRIPT_WORDS in English, each apart, and
     its hours as a clock writes them."""
     if query.isascii():
         return query
     query = _SCRIPT_HOUR.sub(lambda m: f" {m.group(1)}:{m.group(2) or '00'} ", query)
-    query = _RUSSIAN_HOUR.sub(_russian_hour, query)
     return _SCRIPT_WORD.sub(_in_english_word, query)
 
 

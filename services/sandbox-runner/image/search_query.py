@@ -367,8 +367,8 @@ def _query_tokens(query):
     Identifiers with ``_`` stay in the text marked with a leading NUL:
     whether they name a tool is for the index to say."""
     arguments, hints, kinds = [], [], []
-    zones = clocks = files = numbers = 0
-    file_names = []  # every file named, as written (one said twice counts once)
+    zones = clocks = numbers = 0
+    file_names = []  # every file named, as written: how many files the query names (below)
     maybe_zones = []  # "pst" in lower case: a zone if the query is about time
 
     def quoted(match):
@@ -450,18 +450,9 @@ def _query_tokens(query):
         hints.append(("search", 1.0))
     plain = []
 
-    def new_file(name):
-        """Note the file ``name`` (a file's name or path); 1 when it was not
-        named before in just these letters."""
-        name = name.lower()
-        known = name in file_names
-        file_names.append(name)
-        return not known
-
     def file_name(bare, path=None):
         """Read ``bare`` as a file name or a bare extension, if it is one
         (``path``: the path it ends)."""
-        nonlocal files
         if not _FILE_NAME.match(bare) or _DOT_D_FOLDER.match(bare):
             return False
         if bare[0].isdigit() and not _DATED_NAME.match(bare) and bare.rpartition(".")[2].lower() not in EXTENSIONS:
@@ -469,7 +460,7 @@ def _query_tokens(query):
         name, _, extension = bare.lower().rpartition(".")
         kind = EXTENSIONS.get(extension)
         if name or kind is None:  # a file (notes.txt, .env), not a bare extension (.gz)
-            files += new_file(path or bare)
+            file_names.append((path or bare).lower())
             arguments.extend(_raw_words(name or extension))
             hints.append(("file", 1.0))
             kinds.extend(EXTENSION_HINTS.get(kind or "text", ()))
@@ -545,7 +536,7 @@ def _query_tokens(query):
                 # "cat /etc/hosts", "tail /var/log/syslog": after a command
                 # that reads files, a file; so "/etc/passwd" and
                 # "/etc/systemd/system/api.service" anywhere.
-                files += new_file(bare)
+                file_names.append(bare.lower())
                 arguments.extend(_raw_words(last))
                 hints.append(("file", 1.0))
                 kinds.extend(EXTENSION_HINTS["text"])
@@ -573,12 +564,13 @@ def _query_tokens(query):
             zones += len(maybe_zones)
         else:
             plain += maybe_zones  # "edt file": a misspelt word, not a zone
-    # A name without folders that ends just one path named is that file
-    # said again (".env ... /srv/app/.env"); with two such paths it is a
-    # third file (Cargo.toml, api/Cargo.toml, cli/Cargo.toml).
-    for name in {n for n in file_names if "/" not in n}:
-        if sum(n.endswith("/" + name) for n in set(file_names)) == 1:
-            files -= 1
+    # Each file once: one named twice in the same letters is one; a name
+    # without folders that ends just one path named is that file said again
+    # (".env ... /srv/app/.env"), with two such paths it is a third file
+    # (Cargo.toml, api/Cargo.toml, cli/Cargo.toml).
+    named = set(file_names)
+    files = len(named) - sum(
+        1 for name in named if "/" not in name and sum(n.endswith("/" + name) for n in named) == 1)
     if files >= 2:
         hints.append(("multiple", 0.8))
     if numbers >= 2:

@@ -945,8 +945,9 @@ fn folders_in_scope_files_named_anywhere_and_words_of_czech_turkish_dutch_and_ko
 /// what was stored, "returned verbatim", two counts "in total", a chatbot
 /// asked, clickable references, an outdated tool as a deprecated one, and
 /// words of Romanian, Vietnamese, Indonesian, Malay, Hungarian, Finnish,
-/// Greek, Ukrainian, Hebrew, Arabic and Thai. Each of these ranked the
-/// wanted tool below first by words, or not at all, on round 57's ranker.
+/// Greek, Ukrainian, Hebrew, Arabic and Thai. Each of these but the one
+/// marked ranked the wanted tool below first by words, or not at all, on
+/// round 57's ranker.
 #[test]
 fn folders_by_the_dot_d_custom_a_file_named_twice_numbered_host_names_and_words_of_eleven_more_languages_rank_the_tool_asked_for_first()
  {
@@ -960,6 +961,8 @@ fn folders_by_the_dot_d_custom_a_file_named_twice_numbered_host_names_and_words_
         ("have you run into 'disk quota exceeded' before? check your notes", "memory__search_nodes"),
         ("retire db-replica-3: wipe it from memory entirely", "memory__delete_entities"),
         ("what does config.yaml say? it's at /opt/svc/config.yaml", "filesystem__read_text_file"),
+        // Held before too: three paths ending in one name stay three files.
+        ("cat Cargo.toml api/Cargo.toml cli/Cargo.toml", "filesystem__read_multiple_files"),
         ("show me the contents of assets, top level only", "filesystem__list_directory"),
         ("what's actually sitting in the out folder", "filesystem__list_directory"),
         ("mută fișierul raport.pdf în arhiva/", "filesystem__move_file"),
