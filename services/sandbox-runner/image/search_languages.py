@@ -44,7 +44,7 @@ search: buscar busca chercher cherche rechercher recherche suchen suche procurar
 find: encuentra encontrar trouver trouve finden finde encontre trova vinden znajdź hitta
 size: tamaño tamaños taille größe grösse tamanho dimensione pesa pèse wiegt pesan grootte rozmiar storlek boyutu boyut velikost velikosti velikostmi
 time: spät hora horas horaria heure heures horaire uhrzeit zeit horário tempo* ora* ore* tijd czas godzina zamanı saat* giờ óra* waktu pukul* aika kello
-now: ahora maintenant jetzt agora* adesso teraz
+now: ahora maintenant jetzt agora* adesso teraz abhi abhee
 current: actual* actuelle actuel aktuelle aktuell atual attuale huidige aktualny aktualna nuvarande
 zone: zona* fuseau zeitzone fuso
 convert: convertir convierte convertis umrechnen umwandeln rechne converter* converta converti
@@ -58,7 +58,7 @@ who: quién quiénes qui* wer quem chi kto vem
 how: cómo cuánto cuántos comment* combien wie wieviel como* quanto quantos hoe jak* hur
 is: es* est* ist* é è sono
 in: en* dans im* em nella nel în
-of: de* del du* des* von da* dos* di van*
+of: de* del* du* des* von da* dos* di van*
 the: el* la* los las le* les* der das* dem gli il* lo*
 a: un* una une ein eine einen um* uma een*
 and: und et* y* e* și và
@@ -89,13 +89,13 @@ person: persona* personne pessoa persoon osoba osobę
 relation: relación beziehung relação relazione relatie relacja relację relationen ilişkisini ilişki ilişkiyi quan_hệ hubungan relația
 note: nota* notiz anota anotar apunta apuntar notiere notier noter* anote anotare annota notitie noteer notatka anteckning notatkę notatki poznámku poznámka
 graph: grafo graphe wissensnetz wissensgraph graf grafiğinin grafiği
-image: imagen bild imagem immagine afbeelding obraz obrazek
+image: imagen bild imagem immagine afbeelding obraz obrazek bilder foto* fotos* fotka
 compress: comprimir compresser komprimieren comprimi
 environment: entorno environnement umgebung ambiente*
 variables: umgebungsvariablen variablen
 tree: árbol arbre baum árvore albero ağaç
 allowed: permitidos autorisés erlaubt erlaubten permitidas consentite le_droit_de le_droit_d el_derecho_de o_direito_de erişim erişimin
-repeat: repite répète wiederhole repita ripeti toista
+repeat: repite répète wiederhole repita ripeti toista repetir repetí repite_exactamente herhaal
 keep: behåll lascia lascialo lasciala lasciali mantieni conserva mantén mantener mantenha garde gardez behalte behalten bewaar behoud zachowaj nech
 rest: resto reste zbytek
 information: información informations informationen informação informazioni informazione informatie informacja
@@ -110,7 +110,7 @@ forget: olvida olvidar olvídate oublie oublier vergiss vergessen esqueça esque
 add: añade añadir agrega agregar ajoute ajouter füge hinzufügen ergänze adicione adicionar acrescente aggiungi voeg_toe toevoegen dodaj lägg_till voeg acrescenta acrescentar přidej
 record: ficha fiche eintrag scheda
 link: kopplingen koppling länken vincula vincular conecta conectar relie lier verknüpfe verknüpfen verbinde verbinden ligue ligar conecte collega* koppel koppelen verbind połącz
-simulate: simula* simular simule* simuler simuliere simulieren simuleer symuluj simulera symulowane symulowany simüle simüle_edilmiş simulovaný simuluj simulerade simulerad gesimuleerde gesimuleerd simulované simulasikan
+simulate: simula* simular simule* simuler simuliere simulieren simuleer symuluj simulera symulowane symulowany simüle simüle_edilmiş simulovaný simuluj simulerade simulerad gesimuleerde gesimuleerd simulované simulasikan simulovat simulovej
 ask: pide pedir pregunta demande demander frag fragen fragt peça chiedi
 form: formulario formulaire formular formulário modulo*
 user: usuario utilisateur benutzer nutzer usuário utente
@@ -119,8 +119,8 @@ weather: clima* météo meteo* wetter qué_tiempo_hace que_tiempo_hace
 structured: estructurado estructurada estructurados structuré structurée strukturiert strukturierte estruturado estruturada strutturato strutturata
 output: saída salida sortie ausgabe uscita
 tiny: pequeña pequeño petite* petit* klein kleines kleine pequena pequeno piccola piccolo
-sum: suma* sumar somme additionne addiere summe soma some* somma
-number: número números zahl zahlen numero*
+sum: suma* sumar somme additionne addiere summe soma some* somma optellen tel_op bij_elkaar_op bij_elkaar_optellen
+number: número números zahl zahlen numero* liczby liczb
 notifications: notificaciones benachrichtigungen notificações notifiche powiadomieniami powiadomienia powiadomień bildirimleri bildirimler bildirimlerini
 resource: recurso ressource risorsa kaynak risorse recursos ressources erőforrásra erőforrás tài_nguyên sumber_daya resurssi
 message: mensaje nachricht mensagem messaggio viesti
@@ -131,7 +131,7 @@ model: modelo modèle modell modello
 back: zurück indietro terug vissza takaisin
 give: gib gibt donne dai* geef daj ge* adj
 whole: completo* komplette komplett vollständig ganz ganze ganzen ganzes entier entière inteiro intero intera celý celou celá poore poora tamamını tamamı
-completely: por_completo complètement helt helemaal całkowicie
+completely: por_completo complètement helt helemaal całkowicie del_tutto completamente compleet
 existing: existente existante vorhandene existierende bestaande befintliga istniejący esistente existující
 root: raíz raíces racine racines wurzel raiz radice radici
 log: protokoll
@@ -161,7 +161,7 @@ may: darfst dürfen darf
 can: puedes peux kannst podes puoi możesz
 married: getrouwd żonaty zamężna gift*
 birthday: geburtstag cumpleaños anniversaire aniversário compleanno verjaardag urodziny födelsedag
-topic: temat onderwerp thema tema*
+topic: temat onderwerp thema tema* tématu téma tématem
 run: lance lancer starte uruchom voer_uit çalıştır spusť başlat
 temperature: temperatura température temperatur temperatuur
 humidity: umidade humedad humidité feuchtigkeit umidità luchtvochtigheid wilgotność
@@ -204,7 +204,7 @@ notes: catatan ghi_chú notițe
 disable: vypni vypnout dezactivează kapcsold_ki
 remembered: zapamatoval zapamatovala
 records: záznamy
-what time: hány_óra pukul_berapa jam_berapa mấy_giờ
+what time: hány_óra pukul_berapa jam_berapa mấy_giờ kitne_baje kitna_baja kya_time
 reference: hivatkozást hivatkozás tham_chiếu referensi verwijzing
 sample: mẫu contoh
 by name: op_naam
@@ -213,6 +213,7 @@ simulated: szimulált
 deep: mendalam
 resource reference: resourceverwijzing
 directory: hakemistossa hakemisto
+overwrite: überschreiben überschreibe sobrescribir sobrescreva écraser sovrascrivi overschrijf
 """
 
 # Words of languages in other scripts (Chinese, Japanese, Korean, Russian,
@@ -230,7 +231,7 @@ structure: 構造 结构 구조 структур
 subfolders: サブフォルダ 子文件夹 하위_폴더 подпапк υποφακέλ
 all: 全部 すべて 모두 все 所有
 knowledge graph: 知識グラフ 知识图谱 지식_그래프 граф_знаний графа_знаний
-new: 新しい 新的 新 새로운 новый новую новое
+new: 新しい 新的 新 새로운 новый новую новое नया नई नए
 person: 人物 人 사람 человек
 register: 登録 注册 등록 зарегистрируй
 entity: сущность сущности 实体 エンティティ 엔티티 οντότητ एंटिटी
@@ -238,12 +239,12 @@ completely: полностью 完全に 完全 완전히 पूरी_तरह
 form: フォーム 表单 양식 форму форма نموذج
 input: 入力 输入 입력 ввод إدخال
 user: ユーザー 用户 사용자 пользовател مستخدم
-server: サーバー 服务器 서버 сервер שרת خادم
-request: リクエスト 请求 요청 запрос 要求 בקשת
+server: サーバー 服务器 서버 сервер שרת خادم सर्वर
+request: リクエスト 请求 요청 запрос 要求 בקשת अनुरोध
 message: メッセージ 消息 메시지 сообщени
 annotated: アノテーション付き 带注释的 주석이_달린 аннотированн
 annotations: アノテーション 注释 注解 주석 аннотаци
-sampling: サンプリング 采样 샘플링 сэмплинг דגימה
+sampling: サンプリング 采样 샘플링 сэмплинг דגימה सैंपलिंग सैम्पलिंग
 prompt: プロンプト 提示词 프롬프트 промпт
 error: エラー 错误 오류 ошибк
 contains: 含む 包含 포함 들어간 содерж
@@ -270,10 +271,10 @@ now: 现在 現在 지금 сейчас अभी الآن зараз
 timezone: 时区 時區 タイムゾーン 시간대 часовой_пояс
 convert: 换算 转换 変換 변환 перевести переведи конвертируй
 file: 文件 ファイル 파일 файл फ़ाइल फाइल ملف
-folder: 文件夹 資料夾 フォルダ フォルダー 폴더 папк फ़ोल्डर مجلد φάκελ
+folder: 文件夹 資料夾 フォルダ フォルダー 폴더 папк फ़ोल्डर مجلد φάκελ फोल्डर
 directory: 目录 ディレクトリ 디렉터리 каталог
 delete: 删除 削除 삭제 удали удалить हटाओ احذف हटा_दो
-create: 创建 作成 생성 создай создать बनाओ 作って 作る
+create: 创建 作成 생성 создай создать बनाओ 作って 作る बना बनाएं बनाइए
 read: 读取 読んで 読み 읽어 прочитай прочти पढ़ो
 show: 显示 表示 見せて 给我看 보여줘 보여 покажи दिखाओ
 list: 列出 一覧 목록 список सूची
@@ -325,6 +326,8 @@ project: έργο
 name: 이름
 change: 바꿔
 sum: 相加 总和 合計 합계 더해
+llm: एलएलएम
+anything mentioning: что-нибудь_про что-то_про что-нибудь_о
 """
 
 
@@ -410,6 +413,23 @@ def _english_of(word):
         stem = _FOREIGN.get(word[:cut])
         if stem is not None and stem[1] == 1.0:
             return stem[0], 0.5
+    return _compound(word)
+
+
+def _compound(word):
+    """A compound of two words of the table, as German, Dutch and Swedish
+    write them ("ordnerinhalt": folder contents; "dateigrößen": file sizes,
+    the second with an ending; a joining "s" allowed: "zeitzonenliste"),
+    counting as one word; None when it is no such compound."""
+    for cut in range(len(word) - 4, 3, -1):
+        head = _FOREIGN.get(word[:cut])
+        if head is None and word[cut - 1] == "s" and cut > 5:
+            head = _FOREIGN.get(word[:cut - 1])
+        if head is None or head[1] < 1.0:
+            continue
+        tail = _FOREIGN.get(word[cut:]) or _english_of(word[cut:]) if len(word) - cut >= 4 else None
+        if tail is not None:
+            return f"{head[0]} {tail[0]}", 1.0
     return None
 
 
@@ -417,21 +437,33 @@ def _english_of(word):
 _LATIN_HOUR = re.compile(r"\b(\d{1,2})\s*(?:Uhr|uhr)\b|\b(\d{1,2})h(\d{2})\b")
 
 
-def in_english(query):
+def in_english(query, english=None):
     """``query`` with its words of other languages in English when they
     count FOREIGN_LEAST (FOREIGN_WORDS), or when one does and the request
     has at most two words besides its values ("umbenennen: a.txt ->
     b.txt"), or one and a half and at most five ("Rinomina il file 'a' in
     'b'"); else as it is. "zeige mir die Dateien im Ordner src" reads as
     "show me die files in folder src": the capitalised nouns of German are
-    no names."""
+    no names. ``english(word)``, when given, says a word is English too:
+    such a word is read in English only with others of its language."""
     query = _from_scripts(query)
     query = _LATIN_HOUR.sub(lambda m: f"{m.group(1) or m.group(2)}:{m.group(3) or '00'}", query)
     said = _TEXT_WORD.findall(query)
     found = {w: _english_of(w.lower()) for w in said}
     count = sum(found[w][1] for w in said if found[w]) + (len(_FOREIGN_PHRASE.findall(query)) if _FOREIGN_PHRASE else 0)
     if count < FOREIGN_LEAST and not (count >= 1 and len(said) <= 2 or count >= 1.5 and len(said) <= 5):
-        return query
+        if count < 1:
+            return query
+        # An English request with a word of another language in it
+        # ("verschiebe bild.png into the folder fotos"): only the words no
+        # English speaker writes are read ("todos" is one).
+        def alone(match):
+            word = match.group(0)
+            meaning = found.get(word)
+            if meaning is None or meaning[1] < 1.0 or english is not None and english(word.lower()):
+                return word
+            return meaning[0]
+        return _TEXT_WORD.sub(alone, query)
     if _FOREIGN_PHRASE is not None:
         # A match whose lower case is no key ("DİR" lower-cases to two
         # letters) stays as written.

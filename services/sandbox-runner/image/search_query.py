@@ -218,7 +218,10 @@ SQL_VERBS = TABLES.SQL_VERBS
 # "<binary-extensions>" in a pattern: the extensions of files that are not text.
 _BINARY_EXTENSIONS = "|".join(
     sorted({re.escape(ext) for kind, exts in EXTENSION_KINDS.items() if kind != "text" for ext in exts.split()}))
-_REWRITES = [(re.compile(pattern.replace("<binary-extensions>", _BINARY_EXTENSIONS), re.I), by)
+# "<extensions>": every extension of a file.
+_EXTENSIONS = "|".join(sorted({re.escape(ext) for exts in EXTENSION_KINDS.values() for ext in exts.split()}))
+_REWRITES = [(re.compile(pattern.replace("<binary-extensions>", _BINARY_EXTENSIONS)
+                         .replace("<extensions>", _EXTENSIONS), re.I), by)
              for pattern, by in _load_beside("search_rewrites").REWRITES]
 # A chat channel ("#general", "#ops-alerts"), not a number ("#42").
 _CHANNEL = re.compile(r"(?<![\w#&])#([A-Za-z][\w-]*)")
@@ -651,9 +654,14 @@ _PROJECT_PLACE = re.compile(
     r"\b(?:at|in|under|inside|from)\s+(?:the\s+|my\s+|our\s+)?(?:root\s+of\s+(?:the\s+|my\s+|our\s+)?)?"
     r"(?:repo|repository|project)(?:\s+root)?\b", re.I)
 _FIND_NAME = re.compile(r"\bfind\s+(\S+)\s+-i?(?:name|path|wholename)\b")
+def _english(word):
+    """Whether the tables read ``word`` (lower case) as English."""
+    return _stem(word) in LEXICON or word in TABLES.COMMON_WORDS
+
+
 def read_query(query, index=None):
     """Read ``query`` (see query_terms) into a Query."""
-    query = _in_english(query)
+    query = _in_english(query, _english)
     named = index.named if index is not None else None
     correct = index.correct if index is not None else None
     text, arguments, extra, files, kinds = _query_tokens(query)

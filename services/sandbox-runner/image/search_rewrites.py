@@ -5,9 +5,11 @@ replaces its match, applied in order to the request's text
 ("un-remember" reads as "forget", "what's in the src folder" as "list
 files in the src folder"). ``search_query.py`` loads this file from
 beside it; it holds only this list (a pattern's ``<binary-extensions>``
-is filled in there from ``search_tables.EXTENSION_KINDS``).
+and ``<extensions>`` are filled in there from
+``search_tables.EXTENSION_KINDS``).
 """
 
+_HOUR_WORDS = "one two three four five six seven eight nine ten eleven twelve".split()
 # An address ahead: a URL, "www." or the local host.
 _ADDRESS_AHEAD = r"(?=https?://|www\.|localhost\b|127\.0\.0\.1\b)"
 REWRITES = [
@@ -38,6 +40,54 @@ REWRITES = [
     # (A later line that is not a command: anything, a line break, then a
     # line starting with something other than "$".)
     (r"(?m)^[^\S\n]*\$[^\S\n]+[\w.-]+(?=(?s:.*)\n[^\S\n]*[^\s$])", " "),
+    # A file name said aloud, as dictation writes it ("readme dot md",
+    # "the dot env file"): the name as it is written. (<extensions>: every
+    # extension of search_tables.EXTENSION_KINDS.)
+    (r"\b([\w-]+)\s+dot\s+(<extensions>)\b", r"\1.\2"),
+    (r"\b(the|a|my|our|your|that|this)\s+dot\s+(env|gitignore|dockerignore|bashrc|zshrc|profile|npmrc|editorconfig)\b",
+     r"\1 .\2"),
+    # "only that one", "just this one": one thing, not one of several.
+    (r"\b(?:only|just)\s+(?:that|this|the)\s+one\b(?!\s+(?:by|at)\b)", "only"),
+    # An hour said in words ("five pm", "nine a.m."): a clock's.
+    (r"\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s*(am|pm|a\.m\.|p\.m\.)(?!\w)",
+     lambda m: str(_HOUR_WORDS.index(m.group(1).lower()) + 1) + m.group(2)),
+    # A name then a file's extension, as said aloud ("the photo called
+    # beach jpeg"): the file.
+    (r"\b(called|named)\s+([\w-]+)\s+(<extensions>)\b", r"\1 \2.\3"),
+    # Forgetting a whole someone: "forget dave", "wipe project falcon
+    # completely out of memory" (no fact or link of theirs named).
+    (r"\bforget\s+(?:about\s+)?(?=[^\W\d_][\w-]*\s*[.!]?\s*$)", "delete the entity "),
+    (r"\b(?:forget|wipe|erase|purge|scrub|remove|delete|drop)\b(?=[^.?!]{0,50}?\b(?:completely|entirely|altogether|for\s+good)\b)"
+     r"(?![^.?!]{0,60}\b(?:observations?|facts?|notes?|relations?|links?|edges?|that|lines?|text|files?|folders?)\b)",
+     "delete the whole entity"),
+    # Joining two named things: "link those two", "connect them".
+    (r"\b(?:link|connect|relate|tie)\s+(?:them|(?:those|these|the)\s+two|both)(?:\s+together|\s+up)?"
+     r"(?=\s*(?:$|[.?!,;]|(?:in|on|into|together|up|please|for|as)\b))",
+     "create a relation between them"),
+    # Taking a link between two apart: "break the link between tom and acme".
+    (r"\b(?:break|sever|cut|undo|drop)\s+(?:the\s+)?(?:link|connection|tie|relation(?:ship)?|edge)\s+between\b",
+     "delete the relation between"),
+    # A fact put on someone's record: "tack that onto her info".
+    (r"\b(?:tack|stick|pin)\s+(?:that|this|it)\s+on(?:to)?\b", "add an observation to"),
+    # Someone not kept yet: "he's not in there yet" (a new entity).
+    (r"\b(?:(?:he|she|they|it)(?:'s|\s+is|\s+are|'re)|is|are)\s*(?:n't|\s+not)\s+in\s+(?:there|here|memory|the\s+graph)\s+yet\b",
+     "a new entity"),
+    # Who may read or write a file: its permissions.
+    (r"\bwho(?:'s|\s+is)\s+allowed\s+to\s+(?:read|write|open|edit|access|run)\b", "permissions"),
+    # "add 17 and 25": two numbers summed.
+    (r"\badd\s+(?=-?\d[\d.]*\s*(?:and|\+|plus|to)\s*-?\d)", "sum "),
+    # All of a file's text replaced: the file written anew.
+    (r"\breplace\s+(?:the\s+)?(?:whole|entire|full|complete|all(?:\s+the)?)\s+(?:content|contents|text)\s+of\b",
+     "overwrite the whole file"),
+    # "only names", "names only": a listing without sizes.
+    (r"\b(?:only|just)\s+(?:the\s+)?(?:file\s+)?names\b(?!\s+(?:of|matching|that|which|starting|ending|containing)\b)"
+     r"|\bnames\s+only\b", "names only, no sizes"),
+    # Named ones, no search: "exactly these two entities".
+    (r"\b(?:exactly|precisely|only|just)\s+(?:these|those)\s+(?:two\s+|three\s+|\d+\s+)?(?:entities|nodes|people|records)\b",
+     "open these entities by name"),
+    # The same text sent back: "send to me back the same text".
+    (r"\bsend\s+(?:it\s+|them\s+)?(?:to\s+me\s+|me\s+)?back\s+(?:to\s+me\s+)?(?:the\s+)?(?:same|exact|identical)\b",
+     "echo back the same"),
     # Looking something over is reading it, not a search.
     (r"\blook\s+(?:it|them|this|that|everything|things)\s+over\b|\blook\s+over\b", "review"),
     # Seen before, asked of what was stored ("have we seen 'OOMKilled'

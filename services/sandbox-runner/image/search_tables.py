@@ -233,6 +233,8 @@ COMPOUND_WORDS = {
     "anymore": "remove",
     "del": "delete",
     "obs": "observations",
+    "rel": "relation",
+    "rels": "relations",
 }
 
 # Verbs that, opening the query or a clause of it, ask for more than
