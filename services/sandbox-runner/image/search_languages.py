@@ -68,8 +68,8 @@ for: para pour* für
 my: mi* mis* mon* ma* mes mein meine meinen meu minha meus minhas mio mia miei
 several: varios varias plusieurs mehrere vários várias diversi diverse
 together: a_la_vez à_la_fois gleichzeitig de_uma_vez alla_volta insieme
-open: abre abra abrir ouvre ouvrir öffne öffnen apri aprire öppna otevři otevřít avaa
-nodes: nós nodos nœuds knoten nodi noderna noder knooppunten
+open: abre abra abrir ouvre ouvrir öffne öffnen apri aprire öppna otevři otevřít avaa načti načíst
+nodes: nós nodos nœuds knoten nodi noderna noder knooppunten uzly uzlů
 called: chamados chamado chamada llamado llamados llamada appelé appelés appelée genannt chiamato chiamati
 browser: navegador navigateur
 url: endereço dirección
@@ -184,7 +184,7 @@ created: vytvořen vytvořený vytvořeno oluşturuldu erstellt erstellte creado
 client: istemci istemcimin cliente* klient
 log messages: loggmeddelanden loggmeddelandena logmeldingen logberichten
 links: liens enlaces ligações collegamenti linki länkar liên_kết tautan
-relations: vztahy relaciones relations* beziehungen relações relazioni relaties relacje vazby
+relations: vztahy relaciones relations* beziehungen relações relazioni relaties relacje vazby powiązaniami powiązania
 subscription: abonelik aboneliği suscripción abonnement* assinatura iscrizione subskrypcja prenumeration feliratkozási feliratkozás
 updates: güncellemeler güncellemelerini actualizaciones mises_à_jour aktualisierungen atualizações aggiornamenti frissítéseket frissítések
 already saved: já_está_salvo já_está_salva ya_está_guardado ya_está_guardada
@@ -207,13 +207,20 @@ records: záznamy
 what time: hány_óra pukul_berapa jam_berapa mấy_giờ kitne_baje kitna_baja kya_time
 reference: hivatkozást hivatkozás tham_chiếu referensi verwijzing
 sample: mẫu contoh
-by name: op_naam
+by name: op_naam podle_jména
 exact: přesnými přesný přesně
 simulated: szimulált
 deep: mendalam
 resource reference: resourceverwijzing
 directory: hakemistossa hakemisto
 overwrite: überschreiben überschreibe sobrescribir sobrescreva écraser sovrascrivi overschrijf
+specific: konkrétní
+names only: bara_namnen nur_die_namen solo_los_nombres seulement_les_noms
+verbatim: ohne_etwas_zu_ändern sin_cambiar_nada sans_rien_changer senza_cambiare_nulla
+together with: razem_z junto_con zusammen_mit insieme_a
+creation: erstellung
+its: jego jej
+deprecated: veraltet veralteten veraltete veraltetes
 """
 
 # Words of languages in other scripts (Chinese, Japanese, Korean, Russian,
@@ -245,7 +252,7 @@ message: メッセージ 消息 메시지 сообщени
 annotated: アノテーション付き 带注释的 주석이_달린 аннотированн
 annotations: アノテーション 注释 注解 주석 аннотаци
 sampling: サンプリング 采样 샘플링 сэмплинг דגימה सैंपलिंग सैम्पलिंग
-prompt: プロンプト 提示词 프롬프트 промпт
+prompt: プロンプト 提示词 프롬프트 промпт 提示
 error: エラー 错误 오류 ошибк
 contains: 含む 包含 포함 들어간 содерж
 allowed: アクセスできる アクセス可能 可以访问 能访问 접근_가능한 доступны доступные 허용된 允许的 許可された разрешённ разрешенн επιτρέπ дозволен
@@ -326,8 +333,9 @@ project: έργο
 name: 이름
 change: 바꿔
 sum: 相加 总和 合計 합계 더해
-llm: एलएलएम
+llm: एलएलएम 大模型
 anything mentioning: что-нибудь_про что-то_про что-нибудь_о
+generate: 生成
 """
 
 

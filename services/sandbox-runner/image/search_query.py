@@ -393,6 +393,8 @@ def _query_tokens(query):
     text = _QUOTED.sub(quoted, text)
 
     def called(match):
+        if not match.string[:match.start()].strip() and match.string[match.end():].strip() in ("", ")", ");"):
+            return f" {match.group(1)} ("  # the request is the call ("getenv()"): its name is what is asked
         arguments.extend(_raw_words(match.group(1)))
         return " ("
 
@@ -654,6 +656,26 @@ _PROJECT_PLACE = re.compile(
     r"\b(?:at|in|under|inside|from)\s+(?:the\s+|my\s+|our\s+)?(?:root\s+of\s+(?:the\s+|my\s+|our\s+)?)?"
     r"(?:repo|repository|project)(?:\s+root)?\b", re.I)
 _FIND_NAME = re.compile(r"\bfind\s+(\S+)\s+-i?(?:name|path|wholename)\b")
+# A word of a code's name: after "name." or before "(" ("os.listdir",
+# "getenv()"); and a request of one word.
+_CODE_WORD = re.compile(r"(?<=[A-Za-z0-9]\.)[a-z]{6,}\b|\b[a-z]{6,}(?=\()")
+_ONE_WORD = re.compile(r"^\s*[a-z]{6,}\s*$")
+
+
+def _unglued(word, index):
+    """``word``, or the two words it glues together as code's names do
+    ("listdir", "readfile", "getenv"): when neither the catalog nor the
+    tables know it, nor a word it is a typo of, and they know both parts
+    (of three letters or more, none a word that says nothing)."""
+    if len(word) < 6 or not word.isalpha() or index.knows(word) or index.correct(_stem(word), word) is not None:
+        return (word,)
+    for cut in range(len(word) - 3, 2, -1):
+        head, tail = word[:cut], word[cut:]
+        if all(part not in STOP_WORDS and (part in _LEXICON_WORDS or part in index.spellings) for part in (head, tail)):
+            return head, tail
+    return (word,)
+
+
 def _english(word):
     """Whether the tables read ``word`` (lower case) as English."""
     return _stem(word) in LEXICON or word in TABLES.COMMON_WORDS
@@ -688,8 +710,15 @@ def read_query(query, index=None):
     placing = renames = False
     opener = None  # the clause that asks a question ("charlie memory, who is Ivy"): its words
     clauses = set()  # where in raw each clause starts
+    # Words written as code writes a name ("os.listdir", "getenv()"), or
+    # alone: ones that may glue two words together.
+    glued = {w.lower() for w in _CODE_WORD.findall(query)}
+    if _ONE_WORD.match(query):
+        glued.add(query.strip().lower())
     for clause in _CLAUSES.split(text):
         words = _raw_words(clause)
+        if index is not None and glued:
+            words = [part for word in words for part in (_unglued(word, index) if word in glued else (word,))]
         if words and index is not None:
             words[0] = index.function_word(words[0], first=True)
         # The verb opening the clause, after words that only link it ("also

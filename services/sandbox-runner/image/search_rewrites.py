@@ -88,6 +88,30 @@ REWRITES = [
     # The same text sent back: "send to me back the same text".
     (r"\bsend\s+(?:it\s+|them\s+)?(?:to\s+me\s+|me\s+)?back\s+(?:to\s+me\s+)?(?:the\s+)?(?:same|exact|identical)\b",
      "echo back the same"),
+    # A program's environment as code reads it ("process.env",
+    # "os.environ", "System.getenv"): its variables.
+    (r"\b(?:process\.env|os\.environ|os\.getenv|System\.getenv|ENV\[)", "environment variables "),
+    # The paths a server may use, in a name's words ("getAllowedPaths").
+    (r"allowed[\s_-]*(?:paths|dirs|directories|folders|roots)\b", " allowed directories"),
+    # Folders the server may use: "which folders you have permission to use".
+    (r"\b(?:folders|directories|dirs|paths|places)\s+(?:that\s+)?(?:do\s+|does\s+)?(?:you|it|the\s+server)\s+(?:have\s+(?:the\s+)?permission|are\s+allowed"
+     r"|is\s+allowed|may|can|get)\s+(?:to\s+)?(?:use|access|read|see|touch|look\s+(?:at|in|into))\b", "allowed directories"),
+    # Whether a connection works: "check the link is alive" (a ping, no link of a graph).
+    (r"\b(?:the\s+)?(?:link|connection|line)\s+(?:is\s+)?(?:still\s+)?(?:alive|up|working|live)\b", "ping"),
+    # Nothing of it changed: "without changing anything" (given back verbatim).
+    (r"\bwithout\s+(?:changing|altering|modifying|editing|touching)\s+(?:anything|a\s+thing|it|a\s+word|a\s+letter)\b", "verbatim"),
+    # One removed with what joins it: "together with its relations".
+    (r"\b(?:together|along)\s+with\s+(?:all\s+)?(?:its|their|his|her)\s+(?:relations|relationships|connections|links|edges)\b",
+     "as a whole entity"),
+    # Someone not kept yet: "there is no record for Biscuit in memory yet".
+    (r"\bthere(?:'s|\s+is)\s+no\s+(?:record|entry|entity|node)\s+(?:for|of|on)\s+\S+(?:\s+in\s+(?:memory|the\s+graph))?\s+yet\b",
+     "a new entity"),
+    # Whether someone of a name was ever mentioned: "have I told you about
+    # anyone named Okafor" searches what was told (no one opened by name).
+    (r"\bhave\s+(i|we)\s+(?:ever\s+)?(?:told\s+you\s+about|mentioned|talked\s+about)\s+(?:anyone|anybody|someone|somebody"
+     r"|an?\s+\w+)\s+(?:named|called)\b", r"have \1 mentioned"),
+    # "one at a time": one by one, no time of day.
+    (r"\bone\s+at\s+a\s+time\b", "one by one"),
     # Looking something over is reading it, not a search.
     (r"\blook\s+(?:it|them|this|that|everything|things)\s+over\b|\blook\s+over\b", "review"),
     # Seen before, asked of what was stored ("have we seen 'OOMKilled'

@@ -92,6 +92,8 @@ member friend friends parent child sibling sister brother spouse wife husband co
 employer partner partners cousin uncle aunt mother father son daughter mentor mentors founded founder leads lead
 between linked link links connection connections connected relationship relationships related join joins joined
 hired hires employs employ employed acquired acquires acquire funded funds sponsored sponsors financed
+supplies supply supplied represents represent represented trains trained teaches taught advises advised coaches
+coached mentored
 """.split())
 NEW_THING_WORDS = frozenset("""
 person people entry entries project contact client customer company entity entities node record colleague friend

@@ -612,7 +612,8 @@ MEANING_WEIGHT = 1.0
 # case ("read_file", "get-env", "getEnv"); and the words before one that
 # say it is the tool to use.
 _TOOL_NAME = re.compile(r"\b[A-Za-z][a-z0-9]*(?:[_.-][A-Za-z0-9]+|[A-Z][a-z0-9]+)+\b")
-_TO_USE = re.compile(r"\b(?:with|use|using|call|calling|via|run|invoke|through|try)\s+(?:the\s+)?(?:old\s+)?(?:tool\s+)?[`'\"]?$",
+_TO_USE = re.compile(r"\b(?:with|use|using|call|calling|via|run|invoke|through|try)\s+(?:the\s+)?"
+                     r"(?:(?:old|deprecated|legacy|plain|original|basic)\s+)?(?:tool\s+)?[`'\"]?$",
                      re.I)
 _TURNED_AWAY = re.compile(r"(?:\b(?:not|never|no|dont|instead\s+of|rather\s+than|without|except|avoid)|n['’]t)\s+(?:\w+\s+)?\S*$",
                           re.I)

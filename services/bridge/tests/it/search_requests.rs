@@ -1075,6 +1075,41 @@ fn a_file_name_said_aloud_an_hour_in_words_a_whole_someone_forgotten_and_compoun
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// Round 61 (sets 82 and 83, an agent searching mid-task in capability
+/// phrases, guessed tool names and lines of its plan, and people of other
+/// trades and very polite ones): a code's name gluing two words
+/// ("os.getenv", "listdir()"), or reading the environment
+/// ("process.env"); the folders a server may use; a connection checked
+/// alive (a ping, no link of a graph); one removed together with its
+/// relations; no entry for someone yet; "one at a time" (no time of day);
+/// a relation by its verb ("represents"); the deprecated tool asked for in
+/// German; words of Czech, Chinese, German (a compound with a joining
+/// "s"), Swedish and Polish. Each ranked the wanted tool below first by
+/// words, or not at all, on round 60's ranker.
+#[test]
+fn a_code_name_gluing_two_words_a_connection_checked_alive_and_a_relation_by_its_verb_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("os.getenv", "everything__get_env"),
+        ("listdir()", "filesystem__list_directory"),
+        ("print process.env for me", "everything__get_env"),
+        ("which folders do you have permission to use", "filesystem__list_allowed_directories"),
+        ("what places does the server get to touch", "filesystem__list_allowed_directories"),
+        ("reply with 'ok' so I know the connection is alive", "everything__echo"),
+        ("remove the supplier Nordfisk together with its relations", "memory__delete_entities"),
+        ("save that I have a cat named Pixel; there's no entry for Pixel yet", "memory__create_entities"),
+        ("send me links to the sample resources so I can open them one at a time", "everything__get_resource_links"),
+        ("note that Li represents Globex", "memory__create_relations"),
+        ("mit dem veralteten read_file die Datei a.txt lesen", "filesystem__read_file"),
+        ("načti uzly podle jména: Praha, Brno", "memory__open_nodes"),
+        ("让大模型生成一首诗", "everything__trigger_sampling_request"),
+        ("Dateigröße und Erstellungsdatum von bericht.pdf", "filesystem__get_file_info"),
+        ("Visa mappen /bilder, bara namnen", "filesystem__list_directory"),
+        ("Usuń klienta 'Kowal' razem z jego powiązaniami", "memory__delete_entities"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
