@@ -34,10 +34,10 @@ save: guardar guarda enregistrer enregistre sauvegarder sauvegarde speichern spe
 edit: editar edita modificar modifica modifier* modifie bearbeiten bearbeite edite alterar altere bewerk bewerken wijzig wijzigen edytuj redigera corrige corriger corregir corrija korrigiere korrigieren correggi uprav upravit
 change: cambiar cambia ändern ändere mudar mude verander veranderen zmień ändra
 replace: reemplazar reemplaza remplacer remplace ersetzen ersetze substituir substitua sostituisci vervang vervangen zamień ersätt
-list: listar enumera lister auflisten liste* elenca listele listeyi vypiš
+list: listar enumera lister auflisten liste* elenca listele listeyi vypiš seznam
 create: crear crea créer crée erstellen erstelle anlegen criar crie aanmaken utwórz stwórz skapa oluştur oluşturun banao banaao banaiye vytvoř vytvořit creează creeaza
 new: nuevo nueva nouveau nouvelle neu neue neuen neues neuer novo nova* nuovo nuova nieuw nieuwe nowy nowa nowe ny nya yeni naya nayi naye noi* mới nową
-delete: ta_bort radera togli togliere rimuovi borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella verwijder verwijderen usuń skasuj lösch sil silin xoá xóa hapus șterge
+delete: ta_bort radera togli togliere rimuovi borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella verwijder verwijderen usuń skasuj lösch sil silin xoá xóa hapus șterge smaž smazat odstraň
 move: mover mueve déplacer déplace verschieben verschiebe mova sposta verplaats verplaatsen przenieś flytta přesuň přesunout mută muta mută_fișierul
 rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie rinomina hernoem hernoemen byt_namn zmień_nazwę renomeia renomeie_o přejmenuj yeniden_adlandır
 search: buscar busca chercher cherche rechercher recherche suchen suche procurar procure* busque cerca zoek zoeken szukaj wyszukaj sök durchsuche durchsuchen dhundo dhoondo dhundho cari* tìm tìm_kiếm caută
@@ -50,7 +50,7 @@ zone: zona* fuseau zeitzone fuso
 convert: convertir convierte convertis umrechnen umwandeln rechne converter* converta converti
 date: fecha datum* tarihi tarih
 what: qué que* quoi che* wat vad
-what's in the: o_que_tem_na o_que_tem_no o_que_há_na qué_hay_en_la qué_hay_en_el wat_staat_er_in_de wat_zit_er_in_de
+what's in the: o_que_tem_na o_que_tem_no o_que_há_na qué_hay_en_la qué_hay_en_el wat_staat_er_in_de wat_zit_er_in_de co_je_ve co_je_v
 what files: che_file
 which: cuál cuáles quelle quel quels quelles welche welcher welches qual quais quale welke który która które vilken vilka
 where: dónde où wo onde dove* waar gdzie kahan kahaan
@@ -86,7 +86,7 @@ stored: guardado guardada guardados guardadas gespeichert gespeicherte gespeiche
 something: algo quelque_chose etwas qualcosa alguma_coisa
 remember: recuerda recordar souviens rappelle retiens erinnere merke merk merk_dir merke_dir lembre lembrar ricorda onthoud zapamiętaj kom_ihåg
 person: persona* personne pessoa persoon osoba osobę
-relation: relación beziehung relação relazione relatie relacja relację relationen ilişkisini ilişki ilişkiyi quan_hệ hubungan relația
+relation: relación beziehung relação relazione relatie relacja relację relationen ilişkisini ilişki ilişkiyi quan_hệ hubungan relația vztah vztahu
 note: nota* notiz anota anotar apunta apuntar notiere notier noter* anote anotare annota notitie noteer notatka anteckning notatkę notatki poznámku poznámka
 graph: grafo graphe wissensnetz wissensgraph graf grafiğinin grafiği
 image: imagen bild imagem immagine afbeelding obraz obrazek bilder foto* fotos* fotka
@@ -221,6 +221,7 @@ together with: razem_z junto_con zusammen_mit insieme_a
 creation: erstellung
 its: jego jej
 deprecated: veraltet veralteten veraltete veraltetes
+only: jen jenom
 """
 
 # Words of languages in other scripts (Chinese, Japanese, Korean, Russian,
@@ -288,7 +289,7 @@ list: 列出 一覧 목록 список सूची
 search: 搜索 查找 探して 検索 검색 찾아 найди поиск поищ खोजो ابحث
 remember: 记住 覚えて 기억해 запомни याद_रखो تذكر
 memory: 记忆 記憶 기억 메모리 памят मेमोरी
-research: 研究 調査 调查 연구 조사 исследован शोध ค้นคว้า بحث
+research: 研究 調査 调查 연구 조사 исследован शोध ค้นคว้า بحث रिसर्च
 simulate: 模拟 シミュレート 시뮬레이션 смоделируй симулируй симуляц จำลอง
 enable: включи включить 有効にして 启用 켜줘 활성화
 logging: логирован журналирован ロギング 日志 로깅
@@ -325,8 +326,8 @@ only: だけ
 data: بيانات
 without: بدون
 what time is: сколько_будет
-simulated: تجريبي
-deep: معمّق معمق
+simulated: تجريبي नकली
+deep: معمّق معمق गहन
 phases: مراحل
 works at: δουλεύει
 project: έργο
@@ -336,6 +337,9 @@ sum: 相加 总和 合計 합계 더해
 llm: एलएलएम 大模型
 anything mentioning: что-нибудь_про что-то_про что-нибудь_о
 generate: 生成
+steps: चरण
+creation time: 作成日時
+permissions: 権限
 """
 
 

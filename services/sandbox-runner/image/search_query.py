@@ -662,6 +662,11 @@ _CODE_WORD = re.compile(r"(?<=[A-Za-z0-9]\.)[a-z]{6,}\b|\b[a-z]{6,}(?=\()")
 _ONE_WORD = re.compile(r"^\s*[a-z]{6,}\s*$")
 
 
+# A form of "be" before a subject: a question of its state ("are you
+# sandboxed", "is Bob married").
+_BE = frozenset("am are is was were r".split())
+
+
 def _unglued(word, index):
     """``word``, or the two words it glues together as code's names do
     ("listdir", "readfile", "getenv"): when neither the catalog nor the
@@ -677,13 +682,14 @@ def _unglued(word, index):
 
 
 def _english(word):
-    """Whether the tables read ``word`` (lower case) as English."""
+    """Whether the tables read ``word`` (lower case) as English (read_query
+    asks the catalog's words too)."""
     return _stem(word) in LEXICON or word in TABLES.COMMON_WORDS
 
 
 def read_query(query, index=None):
     """Read ``query`` (see query_terms) into a Query."""
-    query = _in_english(query, _english)
+    query = _in_english(query, _english if index is None else lambda word: _english(word) or index.knows(word))
     named = index.named if index is not None else None
     correct = index.correct if index is not None else None
     text, arguments, extra, files, kinds = _query_tokens(query)
@@ -858,8 +864,9 @@ def read_query(query, index=None):
             word in verbs_after and (word in READING_VERBS or word in CHANGING_VERBS))
         # A verb in the past after its subject tells what happened ("Marta
         # moved to Valencia", "what I wrote yesterday"), not what to do;
-        # what someone said or told is a question of memory and counts.
-        if (previous in SUBJECT_WORDS or previous in names) and word not in RECALL_WORDS and (
+        # what someone said or told is a question of memory and counts, and
+        # so does a state asked of the subject ("are you sandboxed").
+        if (previous in SUBJECT_WORDS or previous in names) and word not in RECALL_WORDS and before not in _BE and (
                 word in PAST_FORMS or len(word) > 4 and word.endswith("ed")):
             aside = True
         aside = aside or unwanted

@@ -13,6 +13,12 @@ _HOUR_WORDS = "one two three four five six seven eight nine ten eleven twelve".s
 # An address ahead: a URL, "www." or the local host.
 _ADDRESS_AHEAD = r"(?=https?://|www\.|localhost\b|127\.0\.0\.1\b)"
 REWRITES = [
+    # Chat shorthand for "you" and "your" ("have i told u about ...").
+    (r"(?<![\w'./-])u(?![\w'./-])", "you"),
+    (r"(?<![\w'./-])ur(?![\w'./-])", "your"),
+    # A home folder by its name ("what's in my downloads"): the folder.
+    (r"\b(my|the|your)\s+(downloads|documents|desktop|pictures|music|videos|photos|pics)\b"
+     r"(?!\s+(?:folders?|director(?:y|ies)|dirs?)\b)", r"\1 \2 folder"),
     # Text given back as it went ("returns it unchanged"): an echo.
     (r"\breturns?\s+(?:it|them|that|this)\s+(?:back\s+)?(?:unchanged|as\s+is|untouched|intact|verbatim)\b"
      r"|\b(?:get|have)\s+(?:the\s+)?(?:exact\s+|very\s+)?(?:same|identical)\s+(?:thing|text|string|message|bytes)"
@@ -77,7 +83,8 @@ REWRITES = [
     # "add 17 and 25": two numbers summed.
     (r"\badd\s+(?=-?\d[\d.]*\s*(?:and|\+|plus|to)\s*-?\d)", "sum "),
     # All of a file's text replaced: the file written anew.
-    (r"\breplace\s+(?:the\s+)?(?:whole|entire|full|complete|all(?:\s+the)?)\s+(?:content|contents|text)\s+of\b",
+    (r"\breplace\s+(?:the\s+)?(?:whole|entire|full|complete|all(?:\s+the)?)\s+(?:content|contents|text)\s+of\b"
+     r"|\b(?:completely|entirely|fully)\s+replace\s+(?:the\s+)?(?:content|contents|text)\s+of\b",
      "overwrite the whole file"),
     # "only names", "names only": a listing without sizes.
     (r"\b(?:only|just)\s+(?:the\s+)?(?:file\s+)?names\b(?!\s+(?:of|matching|that|which|starting|ending|containing)\b)"
@@ -110,6 +117,48 @@ REWRITES = [
     # anyone named Okafor" searches what was told (no one opened by name).
     (r"\bhave\s+(i|we)\s+(?:ever\s+)?(?:told\s+you\s+about|mentioned|talked\s+about)\s+(?:anyone|anybody|someone|somebody"
      r"|an?\s+\w+)\s+(?:named|called)\b", r"have \1 mentioned"),
+    # Asking whether there is a way to do a thing asks for it ("is there a
+    # way to unlink A from B?", "is it possible to ...").
+    (r"^\s*(?:is\s+there\s+(?:a|any|some)\s+way\s+(?:to|for\s+(?:me|you|us)\s+to|(?:i|you|we)\s+(?:can|could)|of)"
+     r"|is\s+it\s+possible\s+(?:to|for\s+(?:me|you|us)\s+to))\s+", ""),
+    # Whether a file changed: when it was last modified.
+    (r"\b(?:whether|if)\s+(\S+(?:\s+(?:on|in|at|under)\s+\S+)?)\s+(?:has\s+|have\s+|was\s+|got\s+)?(?:changed|modified|updated"
+     r"|edited|touched)\b",
+     r"\1 metadata, last modified time"),
+    # Not waking someone far away: what time it is where they are.
+    (r"\b(?:wake|waking)\s+(?:her|him|them|anyone|anybody|someone|somebody|(?:my|our)\s+\w+)(?:\s+up)?\b",
+     "what time is it there now"),
+    # Someone new to the store: "people you've never heard of".
+    (r"\b(?:you'?ve|you\s+have)\s+never\s+heard\s+of\b", "new entities not in memory yet"),
+    # A thing that should not be in memory at all: the entity removed.
+    (r"\b(?:shouldn'?t|should\s+not|mustn'?t|must\s+not)\s+(?:exist|be)\s+(?:anywhere\s+)?in\s+(?:your\s+|the\s+)?"
+     r"(?:memory|graph|knowledge\s+graph)(?:\s+at\s+all)?\b", "delete the whole entity from memory"),
+    # A folder that is not there yet is to be made ("the 'tmp/cache'
+    # folder isn't there", "I need an exports/2026 folder", "need a
+    # folder for my pics", "the folder structure src/ui in place").
+    (r"\b(folder|directory|dir)\s+(?:isn'?t\s+there|is\s+not\s+there|doesn'?t\s+exist|does\s+not\s+exist|is\s+missing)\b",
+     r"\1 is missing, create it"),
+    (r"\bneed\s+an?\s+(?:new\s+)?((?:\S+\s+)?)(folder|directory|dir)\b(?!\s+(?:listed|listing|tree|contents|sizes))",
+     r"create a \1\2"),
+    (r"\b(?:folder|directory)\s+(?:structure|tree|path)\b(?=[^.?!]{0,60}?\bin\s+place\b)", "create directory"),
+    # No such file yet, to be made: "there's no LICENSE file yet".
+    (r"\bthere(?:'s|\s+is)\s+no\s+(\S+)\s+file\s+yet\b", r"write a new file \1"),
+    # What arrives on the other side, as it was sent: an echo.
+    (r"\bwhat\s+(?:arrives|comes\s+out|gets\s+through)\s+on\s+the\s+other\s+(?:side|end)\b", "echo back"),
+    # Phone and chat shorthand: "w/" (with); "hes a" (he is a); "right a
+    # file" (write one).
+    (r"(?<!\S)w/(?=\s)", "with"),
+    (r"\b(he|she)s\s+(?=(?:a|an|the)\b)", r"\1 is "),
+    (r"\bright\s+(?=(?:a|an|the|this|to)\s+(?:new\s+)?(?:file|\S+\.\w{1,5})\b)", "write "),
+    # Text poured into a file: "dump this text into output.csv" writes it.
+    (r"\bdump\b(?=[^.?!]{0,40}?\binto\s+\S+\.\w{1,5}\b)", "write"),
+    # A list of names each with its kind ("Alice (person), payments-api
+    # (service)"): things to store.
+    (r"^(?=(?s:.*?)[\w.-]+\s+\(\w[\w -]{0,20}\)\s*,\s*(?:and\s+)?[\w.-]+\s+\(\w[\w -]{0,20}\))", "create entities: "),
+    # Unlinking one thing from another takes their relation away.
+    (r"\bunlink\s+(\S+)\s+from\b", r"delete the relation between \1 and"),
+    # A fact after "I told you about Priya before;": added to her record.
+    (r"\bi\s+(?:told|mentioned)\s+(?:to\s+)?(?:you\s+)?about\s+(\w+)\s+before\s*[;:,.-]+", r"add an observation to \1:"),
     # "one at a time": one by one, no time of day.
     (r"\bone\s+at\s+a\s+time\b", "one by one"),
     # Looking something over is reading it, not a search.

@@ -163,6 +163,7 @@ not no nor have has had ever i've pls thanks thank okay ok hey
 doesn don isn aren wasn weren won didn hasn haven can cannot couldn wouldn
 shouldn under over within across below above between through per upon
 beneath beside near
+lol lmao ngl tbh fr plz thx ty dunno idk pretty
 """.split())
 
 # Words that stand for several (command names, shorthand): they join the
@@ -180,6 +181,13 @@ COMPOUND_WORDS = {
     "du": "size",
     "stat": "metadata",
     "rn": "now",
+    "lmk": "tell me",
+    "replacement": "replace",
+    "replacements": "replace",
+    "smth": "something",
+    "sth": "something",
+    "ppl": "people",
+    "b4": "before",
     "atm": "now",
     "filename": "file name",
     "pr": "pull request",

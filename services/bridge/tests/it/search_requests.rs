@@ -1110,6 +1110,41 @@ fn a_code_name_gluing_two_words_a_connection_checked_alive_and_a_relation_by_its
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// Round 62 (sets 84 and 85, people describing a problem or asking
+/// whether there is a way, and chat or phone writing with slang and
+/// autocorrect's wrong words): "is it possible to" asks for the thing;
+/// whether a file changed asks its metadata; not waking someone far away
+/// asks the time there; a fact after "I told you about Omar before;";
+/// something that should not be in memory at all; no such file yet;
+/// what comes out on the other side (an echo); "right a file", "w/",
+/// "shes a"; text dumped into a file; names each with its kind in
+/// parentheses; a home folder by its name ("my documents"); "replacement";
+/// words of Czech, Japanese and Hindi. Each ranked the wanted tool below
+/// first by words, or not at all, on round 61's ranker.
+#[test]
+fn a_problem_described_a_way_asked_for_and_chat_shorthand_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("is it possible to completely replace the contents of notes.txt?", "filesystem__write_file"),
+        ("can you check whether app.log changed today", "filesystem__get_file_info"),
+        ("I want to phone my brother in Auckland but I don't want to wake him up", "time__get_current_time"),
+        ("I told you about Omar before; he got promoted to lead", "memory__add_observations"),
+        ("that vendor went bust, it shouldn't be in your memory at all", "memory__delete_entities"),
+        ("there's no CHANGELOG file yet, make one with this text", "filesystem__write_file"),
+        ("I want to see what comes out on the other side verbatim: 'ünïcödé'", "everything__echo"),
+        ("right a file called todo.md w/ three items", "filesystem__write_file"),
+        ("dump these lines into out.csv", "filesystem__write_file"),
+        ("save these: Ravi (engineer), Lena (designer)", "memory__create_entities"),
+        ("yo whats in my documents", "filesystem__list_directory"),
+        ("do the same replacement in lib/util.py", "filesystem__edit_file"),
+        ("Smaž vztah mezi Petrem a firmou", "memory__delete_relations"),
+        ("co je ve složce Dokumenty? jen seznam", "filesystem__list_directory"),
+        ("この画像ファイルの作成日時と権限を見せて", "filesystem__get_file_info"),
+        ("एक नकली गहन रिसर्च चलाओ", "everything__simulate_research_query"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
