@@ -24,7 +24,7 @@ FOREIGN_LEAST = 2
 FOREIGN_WORDS = """
 file: archivo fichero datei ficheiro arquivo fichier bestand plik pliku fil filen dosya dosyayı dosyası soubor souboru dosyanın fișierul fișier fisierul tệp
 files: archivos ficheros dateien ficheiros arquivos fichiers bestanden pliki plików filer filerna souborů soubory fișierele fișiere tệp_tin berkas tiedostoja tiedostot
-folder: carpeta directorio dossier* répertoire ordner verzeichnis pasta* diretório cartella mappen mapp katalogu map* klasör klasörü klasöründe klasörde složka složce složku dizinin dizini složky kansiossa kansio kansioon
+folder: carpeta directorio dossier* répertoire ordner verzeichnis pasta* diretório cartella mappen mapp katalogu map* klasör klasörü klasöründe klasörde složka složce složku dizinin dizini složky kansiossa kansio kansioon klasörüne
 folders: carpetas directorios dossiers répertoires verzeichnisse pastas diretórios cartelle mappar foldery kansioita kansiot
 read: leer lee* léeme lire lis lesen lies* ler leia leggi lees lezen przeczytaj czytaj odczytaj läs đọc baca citește
 see: ver* voir sehen vedere
@@ -38,7 +38,7 @@ list: listar enumera lister auflisten liste* elenca listele listeyi vypiš sezna
 create: crear crea créer crée erstellen erstelle anlegen criar crie aanmaken utwórz stwórz skapa oluştur oluşturun banao banaao banaiye vytvoř vytvořit creează creeaza
 new: nuevo nueva nouveau nouvelle neu neue neuen neues neuer novo nova* nuovo nuova nieuw nieuwe nowy nowa nowe ny nya yeni naya nayi naye noi* mới nową
 delete: ta_bort radera togli togliere rimuovi borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella verwijder verwijderen usuń skasuj lösch sil silin xoá xóa hapus șterge smaž smazat odstraň
-move: mover mueve déplacer déplace verschieben verschiebe mova sposta verplaats verplaatsen przenieś flytta přesuň přesunout mută muta mută_fișierul
+move: mover mueve déplacer déplace verschieben verschiebe mova sposta verplaats verplaatsen przenieś flytta přesuň přesunout mută muta mută_fișierul taşı taşıyın
 rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie rinomina hernoem hernoemen byt_namn zmień_nazwę renomeia renomeie_o přejmenuj yeniden_adlandır
 search: buscar busca chercher cherche rechercher recherche suchen suche procurar procure* busque cerca zoek zoeken szukaj wyszukaj sök durchsuche durchsuchen dhundo dhoondo dhundho cari* tìm tìm_kiếm caută
 find: encuentra encontrar trouver trouve finden finde encontre trova vinden znajdź hitta
@@ -98,7 +98,7 @@ allowed: permitidos autorisés erlaubt erlaubten permitidas consentite le_droit_
 repeat: repite répète wiederhole repita ripeti toista repetir repetí repite_exactamente herhaal
 keep: behåll lascia lascialo lasciala lasciali mantieni conserva mantén mantener mantenha garde gardez behalte behalten bewaar behoud zachowaj nech
 rest: resto reste zbytek
-information: información informations informationen informação informazioni informazione informatie informacja
+information: información informations informationen informação informazioni informazione informatie informacja bilgi
 name: nombre nom* nome
 entity: entidad entité entität entidade entità entiteit entiteten encja encję encji entitě
 text: texto texte testo tekst szöveges
@@ -111,10 +111,10 @@ add: añade añadir agrega agregar ajoute ajouter füge hinzufügen ergänze adi
 record: ficha fiche eintrag scheda
 link: kopplingen koppling länken vincula vincular conecta conectar relie lier verknüpfe verknüpfen verbinde verbinden ligue ligar conecte collega* koppel koppelen verbind połącz
 simulate: simula* simular simule* simuler simuliere simulieren simuleer symuluj simulera symulowane symulowany simüle simüle_edilmiş simulovaný simuluj simulerade simulerad gesimuleerde gesimuleerd simulované simulasikan simulovat simulovej
-ask: pide pedir pregunta demande demander frag fragen fragt peça chiedi
+ask: pide pedir pregunta demande demander frag fragen fragt peça chiedi sormasını sorsun
 form: formulario formulaire formular formulário modulo*
 user: usuario utilisateur benutzer nutzer usuário utente
-server: servidor serveur máy_chủ palvelin
+server: servidor serveur máy_chủ palvelin sunucu sunucunun sunucuyu
 weather: clima* météo meteo* wetter qué_tiempo_hace que_tiempo_hace
 structured: estructurado estructurada estructurados structuré structurée strukturiert strukturierte estruturado estruturada strutturato strutturata
 output: saída salida sortie ausgabe uscita
@@ -186,7 +186,7 @@ log messages: loggmeddelanden loggmeddelandena logmeldingen logberichten
 links: liens enlaces ligações collegamenti linki länkar liên_kết tautan
 relations: vztahy relaciones relations* beziehungen relações relazioni relaties relacje vazby powiązaniami powiązania
 subscription: abonelik aboneliği suscripción abonnement* assinatura iscrizione subskrypcja prenumeration feliratkozási feliratkozás
-updates: güncellemeler güncellemelerini actualizaciones mises_à_jour aktualisierungen atualizações aggiornamenti frissítéseket frissítések
+updates: güncellemeler güncellemelerini actualizaciones mises_à_jour aktualisierungen atualizações aggiornamenti frissítéseket frissítések uppdateringar
 already saved: já_está_salvo já_está_salva ya_está_guardado ya_está_guardada
 unchanged: unverändert unveränderten ongewijzigd inalterado inchangé inchangée invariato oförändrad niezmieniony sellaisenaan
 no sizes: ingen_storlek sin_tamaño sans_taille ohne_größe sem_tamanho
@@ -205,7 +205,7 @@ disable: vypni vypnout dezactivează kapcsold_ki
 remembered: zapamatoval zapamatovala
 records: záznamy
 what time: hány_óra pukul_berapa jam_berapa mấy_giờ kitne_baje kitna_baja kya_time
-reference: hivatkozást hivatkozás tham_chiếu referensi verwijzing
+reference: hivatkozást hivatkozás tham_chiếu referensi verwijzing referência referencia
 sample: mẫu contoh
 by name: op_naam podle_jména
 exact: přesnými přesný přesně
@@ -222,6 +222,13 @@ creation: erstellung
 its: jego jej
 deprecated: veraltet veralteten veraltete veraltetes
 only: jen jenom
+toggle: slå_av/på slå_på/av växla
+subscribed: prenumererade prenumererad
+resources: resurser
+question: soru sorular
+trigger: tetikle tetiklesin
+archive: arşiv arşive
+single: único única
 """
 
 # Words of languages in other scripts (Chinese, Japanese, Korean, Russian,

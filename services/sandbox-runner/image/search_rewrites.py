@@ -81,7 +81,8 @@ REWRITES = [
     # Who may read or write a file: its permissions.
     (r"\bwho(?:'s|\s+is)\s+allowed\s+to\s+(?:read|write|open|edit|access|run)\b", "permissions"),
     # "add 17 and 25": two numbers summed.
-    (r"\badd\s+(?=-?\d[\d.]*\s*(?:and|\+|plus|to)\s*-?\d)", "sum "),
+    (r"\badd\s+(?=(?:[a-z]\w*\s*=\s*)?-?\d[\d.]*\s*(?:,\s*|and\s+|\+\s*|plus\s+|to\s+|\s)\s*(?:[a-z]\w*\s*=\s*)?-?\d)",
+     "sum "),
     # All of a file's text replaced: the file written anew.
     (r"\breplace\s+(?:the\s+)?(?:whole|entire|full|complete|all(?:\s+the)?)\s+(?:content|contents|text)\s+of\b"
      r"|\b(?:completely|entirely|fully)\s+replace\s+(?:the\s+)?(?:content|contents|text)\s+of\b",
@@ -113,6 +114,7 @@ REWRITES = [
     # Someone not kept yet: "there is no record for Biscuit in memory yet".
     (r"\bthere(?:'s|\s+is)\s+no\s+(?:record|entry|entity|node)\s+(?:for|of|on)\s+\S+(?:\s+in\s+(?:memory|the\s+graph))?\s+yet\b",
      "a new entity"),
+    (r"\bthere(?:'s|\s+is)\s+no\s+(?:record|entry|entity|node)\s+(?:yet\s+)?(?:for|of|on)\b", "a new entity for"),
     # Whether someone of a name was ever mentioned: "have I told you about
     # anyone named Okafor" searches what was told (no one opened by name).
     (r"\bhave\s+(i|we)\s+(?:ever\s+)?(?:told\s+you\s+about|mentioned|talked\s+about)\s+(?:anyone|anybody|someone|somebody"
@@ -159,6 +161,28 @@ REWRITES = [
     (r"\bunlink\s+(\S+)\s+from\b", r"delete the relation between \1 and"),
     # A fact after "I told you about Priya before;": added to her record.
     (r"\bi\s+(?:told|mentioned)\s+(?:to\s+)?(?:you\s+)?about\s+(\w+)\s+before\s*[;:,.-]+", r"add an observation to \1:"),
+    # One more fact on something stored: "one more detail about Atlas".
+    (r"\b(?:one\s+more|another|an\s+extra|a\s+new|an\s+additional)\s+(?:detail|fact|note|tidbit|thing)\s+(?:about|on|for)\b",
+     "add an observation about"),
+    # Not the whole graph but one thing: "not the whole graph, just Ana".
+    (r"\bnot\s+the\s+(?:whole|entire|full|complete)\s+(?:graph|memory|knowledge\s+graph|thing)\s*[,;:-]?\s*(?:just|only)\b",
+     "open only"),
+    # Sizes left out: "don't include sizes".
+    (r"\b(?:don'?t|do\s+not|without)\s+(?:include|including|show|showing|add|adding|give|giving)\s+(?:the\s+|any\s+)?sizes\b",
+     "no sizes"),
+    # "if the folder exists, ...": a condition, nothing to make.
+    (r"\bif\s+(?:the\s+|that\s+|this\s+)?(?:folder|directory|dir|file|path)\s+(?:\S+\s+)?(?:exists|is\s+there)\s*,?", " "),
+    # The whole node wiped: the entity itself.
+    (r"\b(?:wipe|delete|remove|erase|drop|purge|scrub|nuke)\s+(?:the\s+)?(?:whole|entire|complete)\s+(?:node|entity|record)\b",
+     "delete the whole entity"),
+    # "unlike last time": no time asked about; "not just a fact": more than one.
+    (r"\b(?:unlike|like|same\s+as|as)\s+last\s+time\b", " "),
+    (r"\bnot\s+just\s+(?:a|one|the)\s+(?:fact|note|observation|detail)\b", " "),
+    # "create one of type project": an entity of a kind.
+    (r"\bcreate\s+(?:one|it|them)\s+(?:of|with)\s+(?:the\s+)?(?:type|kind|entity\s+type)\b", "create an entity of type"),
+    # Leaving someone and their relations alone: only a fact of theirs goes.
+    (r"\b(?:don'?t|do\s+not)\s+touch\s+(?:\w+\s+or\s+)?(?:her|his|their|its|the)\s+(?:relations|relationships|links|connections)\b",
+     "the record itself stays"),
     # "one at a time": one by one, no time of day.
     (r"\bone\s+at\s+a\s+time\b", "one by one"),
     # Looking something over is reading it, not a search.

@@ -1145,6 +1145,29 @@ fn a_problem_described_a_way_asked_for_and_chat_shorthand_rank_the_tool_asked_fo
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// Round 63 (sets 86 and 87, requests carrying logs, configs and user
+/// stories, and needs put through contrasts and conditions): one more
+/// fact on something already stored; numbers to add given as `x=7 y=35`;
+/// "not the entire graph, only Bruno" (one opened); a condition on a
+/// folder existing (nothing to make); words of Swedish, Turkish and
+/// Portuguese. Each ranked the wanted tool below first by words, or not at
+/// all, on round 62's ranker.
+#[test]
+fn one_more_fact_numbers_given_by_name_and_a_contrast_with_the_whole_graph_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("Slå på uppdateringar för prenumererade resurser", "everything__toggle_subscriber_updates"),
+        ("Sunucu bana soru sorsun, tetikle", "everything__trigger_elicitation_request"),
+        ("Taşı: rapor.pdf dosyasını arşiv klasörüne", "filesystem__move_file"),
+        ("one more fact on Orion, which you already have: launch slipped to May", "memory__add_observations"),
+        ("add x=7 y=35", "everything__get_sum"),
+        ("not the entire graph, only Bruno", "memory__open_nodes"),
+        ("if the directory exists, list what's in it: /srv/data", "filesystem__list_directory"),
+        ("Preciso de uma referência a um único recurso", "everything__get_resource_reference"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
