@@ -39,6 +39,7 @@ RELATION_WORDS, NEW_THING_WORDS, FACT_WORDS = TABLES.RELATION_WORDS, TABLES.NEW_
 FILE_THING_WORDS, WHOLLY_WORDS, FOLDER_NAMES = TABLES.FILE_THING_WORDS, TABLES.WHOLLY_WORDS, TABLES.FOLDER_NAMES
 NOW_WORDS, CONVERT_WORDS = TABLES.NOW_WORDS, TABLES.CONVERT_WORDS
 NEGATING_WORDS, SUBJECT_WORDS, PAST_FORMS = TABLES.NEGATING_WORDS, TABLES.SUBJECT_WORDS, TABLES.PAST_FORMS
+BE_FORMS = TABLES.BE_FORMS
 REMOVING_VERBS, MAKING_VERBS = TABLES.REMOVING_VERBS, TABLES.MAKING_VERBS
 SYNONYM_GROUPS, RELATED_GROUPS = TABLES.SYNONYM_GROUPS, TABLES.RELATED_GROUPS
 ZONE_ABBREVIATIONS, ZONE_WORDS, TIME_WORDS = TABLES.ZONE_ABBREVIATIONS, TABLES.ZONE_WORDS, TABLES.TIME_WORDS
@@ -215,11 +216,10 @@ _SELECT_ONLY = re.compile(r"\s*select\b(?![^;]*\bfrom\b)", re.I)
 _SQL_EVERYTHING = re.compile(r"\s*select\s+\*\s+from\s+\S+\s*;?\s*$", re.I)
 SQL_VERBS = TABLES.SQL_VERBS
 # Shorthands read as what they ask (search_rewrites.py), in order.
-# "<binary-extensions>" in a pattern: the extensions of files that are not text.
-_BINARY_EXTENSIONS = "|".join(
-    sorted({re.escape(ext) for kind, exts in EXTENSION_KINDS.items() if kind != "text" for ext in exts.split()}))
-# "<extensions>": every extension of a file.
-_EXTENSIONS = "|".join(sorted({re.escape(ext) for exts in EXTENSION_KINDS.values() for ext in exts.split()}))
+# "<binary-extensions>" in a pattern: the extensions of files that are not
+# text; "<extensions>": those of every file.
+_BINARY_EXTENSIONS = "|".join(sorted({re.escape(e) for k, exts in EXTENSION_KINDS.items() if k != "text" for e in exts.split()}))
+_EXTENSIONS = "|".join(sorted({re.escape(e) for exts in EXTENSION_KINDS.values() for e in exts.split()}))
 _REWRITES = [(re.compile(pattern.replace("<binary-extensions>", _BINARY_EXTENSIONS)
                          .replace("<extensions>", _EXTENSIONS), re.I), by)
              for pattern, by in _load_beside("search_rewrites").REWRITES]
@@ -656,34 +656,17 @@ _PROJECT_PLACE = re.compile(
     r"\b(?:at|in|under|inside|from)\s+(?:the\s+|my\s+|our\s+)?(?:root\s+of\s+(?:the\s+|my\s+|our\s+)?)?"
     r"(?:repo|repository|project)(?:\s+root)?\b", re.I)
 _FIND_NAME = re.compile(r"\bfind\s+(\S+)\s+-i?(?:name|path|wholename)\b")
-# A word of a code's name: after "name." or before "(" ("os.listdir",
-# "getenv()"); and a request of one word.
-_CODE_WORD = re.compile(r"(?<=[A-Za-z0-9]\.)[a-z]{6,}\b|\b[a-z]{6,}(?=\()")
-_ONE_WORD = re.compile(r"^\s*[a-z]{6,}\s*$")
-
-
-# A form of "be" before a subject: a question of its state ("are you
-# sandboxed", "is Bob married").
-_BE = frozenset("am are is was were r".split())
-
-
 def _unglued(word, index):
-    """``word``, or the two words it glues together as code's names do
-    ("listdir", "readfile", "getenv"): when neither the catalog nor the
-    tables know it, nor a word it is a typo of, and they know both parts
-    (of three letters or more, none a word that says nothing)."""
+    """``word``, or the two known words it glues (search_words.unglued) when
+    nothing knows it, nor a word it is a typo of."""
     if len(word) < 6 or not word.isalpha() or index.knows(word) or index.correct(_stem(word), word) is not None:
         return (word,)
-    for cut in range(len(word) - 3, 2, -1):
-        head, tail = word[:cut], word[cut:]
-        if all(part not in STOP_WORDS and (part in _LEXICON_WORDS or part in index.spellings) for part in (head, tail)):
-            return head, tail
-    return (word,)
+    known = (lambda part: part not in STOP_WORDS and (part in _LEXICON_WORDS or part in index.spellings))
+    return WORDS.unglued(word, known) or (word,)
 
 
 def _english(word):
-    """Whether the tables read ``word`` (lower case) as English (read_query
-    asks the catalog's words too)."""
+    """Whether the tables read ``word`` (lower case) as English."""
     return _stem(word) in LEXICON or word in TABLES.COMMON_WORDS
 
 
@@ -716,11 +699,7 @@ def read_query(query, index=None):
     placing = renames = False
     opener = None  # the clause that asks a question ("charlie memory, who is Ivy"): its words
     clauses = set()  # where in raw each clause starts
-    # Words written as code writes a name ("os.listdir", "getenv()"), or
-    # alone: ones that may glue two words together.
-    glued = {w.lower() for w in _CODE_WORD.findall(query)}
-    if _ONE_WORD.match(query):
-        glued.add(query.strip().lower())
+    glued = WORDS.code_words(query)  # "os.listdir", "getenv()": may glue two words
     for clause in _CLAUSES.split(text):
         words = _raw_words(clause)
         if index is not None and glued:
@@ -866,7 +845,7 @@ def read_query(query, index=None):
         # moved to Valencia", "what I wrote yesterday"), not what to do;
         # what someone said or told is a question of memory and counts, and
         # so does a state asked of the subject ("are you sandboxed").
-        if (previous in SUBJECT_WORDS or previous in names) and word not in RECALL_WORDS and before not in _BE and (
+        if (previous in SUBJECT_WORDS or previous in names) and word not in RECALL_WORDS and before not in BE_FORMS and (
                 word in PAST_FORMS or len(word) > 4 and word.endswith("ed")):
             aside = True
         aside = aside or unwanted

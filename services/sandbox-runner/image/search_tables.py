@@ -51,6 +51,9 @@ CHANGING_VERBS = frozenset(
 NEGATING_WORDS = frozenset("no not without never nothing don doesn didn isn dont doesnt didnt isnt".split())
 # Subjects of a verb that tells what happened ("I wrote", "we made").
 SUBJECT_WORDS = frozenset("i we you he she they it someone somebody".split())
+# Forms of "be" before a subject: a question of its state, no past event
+# ("are you sandboxed", "is Bob married").
+BE_FORMS = frozenset("am are is was were r".split())
 # Past forms that do not end in -ed.
 PAST_FORMS = frozenset("wrote made sent took gave saw got left brought bought found kept held thought ran "
                        "began broke chose drew drove fell felt forgot grew hid knew lost met paid rode rose "

@@ -80,6 +80,25 @@ def stem_word(word):
     return word
 
 
+# A word of a code's name: after "name." or before "(" ("os.listdir",
+# "getenv()"); or a request of one word.
+_CODE_WORD = re.compile(r"(?<=[A-Za-z0-9]\.)[a-z]{6,}\b|\b[a-z]{6,}(?=\()|^\s*[a-z]{6,}\s*$")
+
+
+def code_words(text):
+    """The words of ``text`` written as code writes a name ("os.listdir",
+    "getenv()"), or its one word: those that may glue two words together."""
+    return {word.strip().lower() for word in _CODE_WORD.findall(text)}
+
+
+def unglued(word, known):
+    """The two words ``word`` glues together as code's names do ("listdir":
+    "list" and "dir"), each of three letters or more and ``known``; None
+    when it glues no such two."""
+    cuts = ((word[:cut], word[cut:]) for cut in range(len(word) - 3, 2, -1))
+    return next((pair for pair in cuts if known(pair[0]) and known(pair[1])), None)
+
+
 def raw_words(text):
     """Lower-cased words of ``text``, names split at snake, kebab and camel
     case, letters and digits apart."""
