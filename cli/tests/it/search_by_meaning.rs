@@ -23,7 +23,7 @@ use crate::support::{self, Ran, connect_client, kill9, report, run_prepared, run
 const ASKED: [(&str, &str); 3] = [
     ("have the connected client's model draft a two-line slogan for a bakery", "everything__trigger_sampling_request"),
     ("peek at the first few rows of this csv before I load it into pandas", "filesystem__read_text_file"),
-    ("forget bob entirely", "memory__delete_entities"),
+    ("bob doesnt like jazz anymore", "memory__delete_observations"),
 ];
 
 /// The cell's code: the first tool `search_tools` gives for each question.
