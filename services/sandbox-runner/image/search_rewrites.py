@@ -49,7 +49,7 @@ REWRITES = [
     # A file name said aloud, as dictation writes it ("readme dot md",
     # "the dot env file"): the name as it is written. (<extensions>: every
     # extension of search_tables.EXTENSION_KINDS.)
-    (r"\b([\w-]+)\s+dot\s+(<extensions>)\b", r"\1.\2"),
+    (r"(?<![\w-])([\w-]+)\s+dot\s+(<extensions>)\b", r"\1.\2"),
     (r"\b(the|a|my|our|your|that|this)\s+dot\s+(env|gitignore|dockerignore|bashrc|zshrc|profile|npmrc|editorconfig)\b",
      r"\1 .\2"),
     # "only that one", "just this one": one thing, not one of several.
@@ -155,8 +155,9 @@ REWRITES = [
     # Text poured into a file: "dump this text into output.csv" writes it.
     (r"\bdump\b(?=[^.?!]{0,40}?\binto\s+\S+\.\w{1,5}\b)", "write"),
     # A list of names each with its kind ("Alice (person), payments-api
-    # (service)"): things to store.
-    (r"^(?=(?s:.*?)[\w.-]+\s+\(\w[\w -]{0,20}\)\s*,\s*(?:and\s+)?[\w.-]+\s+\(\w[\w -]{0,20}\))", "create entities: "),
+    # (service)"): things to store. (Each name from where its run of
+    # letters starts: the search stays linear in a long word.)
+    (r"(?<![\w.-])([\w.-]+\s+\(\w[\w -]{0,20}\)\s*,\s*(?:and\s+)?[\w.-]+\s+\(\w[\w -]{0,20}\))", r"create entities: \1"),
     # Unlinking one thing from another takes their relation away.
     (r"\bunlink\s+(\S+)\s+from\b", r"delete the relation between \1 and"),
     # A fact after "I told you about Priya before;": added to her record.

@@ -81,8 +81,8 @@ def stem_word(word):
 
 
 # A word of a code's name: after "name." or before "(" ("os.listdir",
-# "getenv()"); or a request of one word.
-_CODE_WORD = re.compile(r"(?<=[A-Za-z0-9]\.)[a-z]{6,}\b|\b[a-z]{6,}(?=\()|^\s*[a-z]{6,}\s*$")
+# "getenv()"); or a request of one word (of at most 24 letters).
+_CODE_WORD = re.compile(r"(?<=[A-Za-z0-9]\.)[a-z]{6,24}\b|\b[a-z]{6,24}(?=\()|^\s*[a-z]{6,24}\s*$")
 
 
 def code_words(text):
