@@ -420,11 +420,12 @@ _FOREIGN_PHRASE = re.compile(r"\b(?:" + "|".join(r"\s+".join(map(re.escape, p.sp
 _TEXT_WORD = re.compile(r"(?<![\w/.\\-])[^\W\d_]+(?![\w/\\]|\.\w)")
 
 
-def _english_of(word):
+def _english_of(word, compound=True):
     """What ``word`` (lower case) reads as in English, and how much it
     counts: a word of the table, or one of its forms with up to three more
     letters ("recuerdas", "borraste", "mostrarme": a verb with its ending)
-    counting half; None when it is neither."""
+    counting half, or (when ``compound``) a compound of two; None when it
+    is none of these."""
     found = _FOREIGN.get(word)
     if found is not None or len(word) < 6:
         return found
@@ -432,7 +433,12 @@ def _english_of(word):
         stem = _FOREIGN.get(word[:cut])
         if stem is not None and stem[1] == 1.0:
             return stem[0], 0.5
-    return _compound(word)
+    return _compound(word) if compound and len(word) <= COMPOUND_LONGEST else None
+
+
+# The longest word read as a compound (the two parts of "ordnerinhalt",
+# "dateigrößen"; no part is a compound again).
+COMPOUND_LONGEST = 40
 
 
 def _compound(word):
@@ -446,7 +452,7 @@ def _compound(word):
             head = _FOREIGN.get(word[:cut - 1])
         if head is None or head[1] < 1.0:
             continue
-        tail = _FOREIGN.get(word[cut:]) or _english_of(word[cut:]) if len(word) - cut >= 4 else None
+        tail = _english_of(word[cut:], compound=False)
         if tail is not None:
             return f"{head[0]} {tail[0]}", 1.0
     return None

@@ -1168,6 +1168,32 @@ fn one_more_fact_numbers_given_by_name_and_a_contrast_with_the_whole_graph_rank_
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// A query is data a cell controls: no length or shape of it makes the
+/// search fail. A word of 10,000 letters gluing one table word to itself
+/// ("dateidatei…") once ran round 60's compound reading into Python's
+/// recursion limit (a `RecursionError` in the cell); so the reading takes
+/// two parts of a word of at most 40 letters. Long runs of round 62's
+/// forms (names with a kind, a file name said aloud) are answered too, and
+/// a compound of two beside them still reads.
+#[test]
+fn a_query_of_one_table_word_repeated_thousands_of_times_is_answered_without_error() {
+    let Some(python) = python() else { return };
+    let tools = cell_tools(&catalog_of(REAL_TOOLS));
+    let long = [
+        "datei".repeat(2000),
+        "dateis".repeat(1500),
+        "a".repeat(8000),
+        "Alice (person), ".repeat(500),
+        "readme dot ".repeat(700),
+        "dateiordner".repeat(20),
+        "ordnerinhalt anzeigen".to_string(),
+    ];
+    let queries: Vec<&str> = long.iter().map(String::as_str).collect();
+    let found = rank(&python, &tools, &queries, 5);
+    assert_eq!(found.len(), queries.len(), "one answer per query");
+    assert_eq!(found[6].first().map(String::as_str), Some("filesystem__list_directory"), "{:?}", found[6]);
+}
+
 /// A question about one named file asks for its metadata ("how big is
 /// notes.txt"), unless it asks what the file holds ("what's inside
 /// notes.txt"); and a query naming a file and no folder weighs down the
