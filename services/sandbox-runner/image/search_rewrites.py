@@ -4,9 +4,9 @@ Each entry is a regular expression (matched ignoring case) and what
 replaces its match, applied in order to the request's text
 ("un-remember" reads as "forget", "what's in the src folder" as "list
 files in the src folder"). ``search_query.py`` loads this file from
-beside it; it holds only this list (a pattern's ``<binary-extensions>``
-and ``<extensions>`` are filled in there from
-``search_tables.EXTENSION_KINDS``).
+beside it; it holds only this list and the hour words one entry reads
+(a pattern's ``<binary-extensions>`` and ``<extensions>`` are filled in
+there from ``search_tables.EXTENSION_KINDS``).
 """
 
 _HOUR_WORDS = "one two three four five six seven eight nine ten eleven twelve".split()
@@ -111,9 +111,8 @@ REWRITES = [
     # One removed with what joins it: "together with its relations".
     (r"\b(?:together|along)\s+with\s+(?:all\s+)?(?:its|their|his|her)\s+(?:relations|relationships|connections|links|edges)\b",
      "as a whole entity"),
-    # Someone not kept yet: "there is no record for Biscuit in memory yet".
-    (r"\bthere(?:'s|\s+is)\s+no\s+(?:record|entry|entity|node)\s+(?:for|of|on)\s+\S+(?:\s+in\s+(?:memory|the\s+graph))?\s+yet\b",
-     "a new entity"),
+    # Someone not kept yet: "there is no record for Biscuit in memory yet",
+    # "if there's no node for Vega".
     (r"\bthere(?:'s|\s+is)\s+no\s+(?:record|entry|entity|node)\s+(?:yet\s+)?(?:for|of|on)\b", "a new entity for"),
     # Whether someone of a name was ever mentioned: "have I told you about
     # anyone named Okafor" searches what was told (no one opened by name).
