@@ -34,36 +34,44 @@ _ABOUT_ONE = re.compile(
 _LINKING_LEAD = re.compile(r"(?:^|[,:;]\s)\W*(?:(?:please|pls|now|then|also)\s+)?(?:disconnect|unlink|detach|relate|interlink)\b",
                            re.I)
 _WITH_ITS = re.compile(r"\balong with (?:its|his|her|their|all)\b"
+                       r"|\band (?:everything|all|anything) (?:linked|connected|related|attached) to (?:him|her|it|them)\b"
                        r"|\band (?:all )?(?:its|his|her|their) (?:links|relations|relationships|edges|connections)\b", re.I)
 # Something the memory does not hold yet ("you don't know her yet", "met
 # him for the first time"): a new thing to record.
 _NOT_KNOWN_YET = re.compile(
     r"\b(?:don'?t|do not|doesn'?t|does not|didn'?t|haven'?t|have not|never)\s+(?:know|knew|have|met|heard|saved|"
-    r"stored|remember)\b[^.;!?]{0,40}?\b(?:yet|before)\b|\bnot (?:in|stored in|saved in) (?:your |the )?memory (?:at all )?yet\b"
+    r"stored|remember)\b[^.;!?]{0,40}?\b(?:yet|before)\b"
+    r"|\b(?:not|(?:neither|none) of (?:them|those|these|the two) (?:is|are)) (?:in|stored in|saved in) (?:your |the |my )?memory"
+    r" (?:at all )?yet\b"
     r"|\bfirst time\b", re.I)
 # One named thing's record ("append facts to the Acme node"); two named
 # records are a relation ("connect the Acme node to the Berlin node").
-_A_RECORD = r"(?:the|my|our|his|her|their) ['\"]?[A-Z][\w-]*['\"]? (?:entry|node|record|profile|card|page)\b"
+_A_RECORD = r"(?:the|my|our|his|her|their) (?:existing |current )?['\"]?[A-Z][\w-]*['\"]? (?:entry|node|record|profile|card|page)\b"
 _ON_ITS_RECORD = re.compile(r"\b(?:on|to|from|in|into) " + _A_RECORD)
 _NAMED_RECORD = re.compile(r"\b" + _A_RECORD)
 # Two things the memory holds already: what is new is how they relate.
 _BOTH_KNOWN = re.compile(r"\bboth (?:\w+ )?(?:already exist|exist already|are already|already in|(?:are )?in (?:the )?memory"
                          r"|(?:are )?(?:already )?(?:stored|saved))"
-                         r"|\b\w+ and \w+ (?:are|exist) (?:both )?already (?:there|stored|saved|in|known)\b", re.I)
+                         r"|\b\w+ and \w+ (?:are|exist) (?:both )?already (?:there|stored|saved|in|known)\b"
+                         r"|\bboth (?:of them )?(?:you )?already know\b|\balready know (?:them )?both\b"
+                         r"|\b(?:you|we) already (?:know|have|stored|saved) (?:about )?(?-i:[A-Z])[\w-]*(?: (?-i:[A-Z])[\w-]*)*"
+                         r" and (?-i:[A-Z])", re.I)
 # A removal that keeps the thing itself: what goes is what is said of it.
 _KEEPS_THE_THING = re.compile(
     r"\bwithout (?:deleting|removing) (?:the |that |this )?(?:entity|node|record|person|thing|it)\b"
     r"|\b(?:record|entity|node|person) itself stays\b"
     r"|\bkeep(?:ing)? (?:the |that |his |her |their |its |my |our |your )?(?:entity|node|record|person|company|organi[sz]ation|contact"
     r"|customer|client|profile|entry)\b|\bkeep(?:ing)? (?:everything|all|anything) else\b|\bkeep(?:ing)? the rest\b"
-    r"|\bkeep(?:ing)? [A-Z][a-z]+ (?:herself|himself|itself|themselves)\b",
+    r"|\bkeep(?:ing)? [A-Z][a-z]+ (?:herself|himself|itself|themselves)\b"
+    r"|\bleav(?:e|ing) (?:her|him|it|them|the (?:entity|node|record|person|entry)) (?:otherwise )?(?:intact|alone|be)\b",
     re.I)
 # A removal that keeps both things: what goes is the link between them.
-_KEEPS_BOTH = re.compile(r"\bkeep(?:ing)?\s+(?:both|the\s+two)(?:\s+(?:nodes|people|persons|entities|things|records|of\s+them))?\b",
+_KEEPS_BOTH = re.compile(r"\b(?:keep(?:ing)?|leav(?:e|ing))\s+(?:both|the\s+two)(?:\s+(?:nodes|people|persons|entities|things|records|of\s+them))?\b",
                          re.I)
 # A thing the memory already holds: what is added goes on its record.
 _ALREADY_KNOWN = re.compile(r"\b(?:already (?:exists?|stored|saved|known|in (?:the |your |my )?(?:memory|graph|knowledge graph))"
-                            r"|(?:is|are) already (?:there|in|stored|saved))\b", re.I)
+                            r"|(?:is|are) already (?:there|in|stored|saved)|(?:who|whom|which) (?:you|we) already (?:know|have))\b",
+                            re.I)
 # An entity something goes on ("add 'likes tea' to the entity Sam").
 _ON_ENTITY = re.compile(r"\b(?:to|on|onto|into|for|of|in)\s+(?:the|that|this|an?|its)\s+entit(?:y|ies)\b", re.I)
 # Something added to a named thing, no file ("append to Project Phoenix:
@@ -82,10 +90,14 @@ _THINGS_STAY = re.compile(r"\b(?:people|persons|nodes|entities|things|records|bo
 # A thing told of with its name ("a dog named Biscuit"): a new thing.
 _A_NAMED_THING = re.compile(r"\b(?i:a|an)\s+(?:new\s+)?[a-z]+\s+(?i:named|called)\s+[A-Z]")
 # Two services named in kebab case and how one uses the other
-# ("api-gateway calls auth-service"): a relation between them.
+# ("api-gateway calls auth-service", "app-01 runs_on host-07"): a relation
+# between them.
 _SERVICES_LINKED = re.compile(
     r"\b[a-z0-9]+(?:-[a-z0-9]+)+\s+(?:depends\s+on|calls|uses|talks\s+to|reads\s+from|writes\s+to|connects\s+to"
-    r"|sends\s+to|feeds|consumes|relies\s+on|is\s+behind|sits\s+behind)\s+[a-z0-9]+(?:-[a-z0-9]+)+\b", re.I)
+    r"|sends\s+to|feeds|consumes|relies\s+on|is\s+behind|sits\s+behind|[a-z]+_[a-z_]+)\s+[a-z0-9]+(?:-[a-z0-9]+)+\b", re.I)
+# A relation's type as code names one ("works_at", "produced_by",
+# "manager_of"): a relation.
+_RELATION_TYPE = re.compile(r"\b[a-z]+_(?:at|by|of|to|in|on|from|with|for|into)\b")
 # A line said of a thing (no file): one fact of it.
 _A_LINE = re.compile(r"\b(?:the|that|this|one)\s+(?:\w+\s+)?line\b", re.I)
 # One named thing's role to another ("Initech is a customer of Globex").
@@ -102,17 +114,36 @@ _THESE_THINGS = re.compile(
     r"\b(?:these|those|the\s+following|following)\s+(?:\d+\s+|two\s+|three\s+|new\s+)?(?:people|persons|contacts"
     r"|entities|companies|organi[sz]ations|customers|clients|employees|colleagues|coworkers|projects)\b"
     r"|\b(?:add|create|store|register|save|record)\s+(?:two|three|four|five|six|\d+|some|a\s+few|several)\s+(?:new\s+)?"
-    r"(?:people|persons|contacts|companies|customers|clients|employees|colleagues|coworkers|projects)\b", re.I)
+    r"(?:people|persons|contacts|companies|customers|clients|employees|colleagues|coworkers|projects)\b"
+    r"|\beach\s+(?:one\s+|of\s+(?:them|those|these)\s+)?as\s+(?:its|their|a|an)\s+(?:own\s+|separate\s+)?"
+    r"(?:item|entity|entry|node|record|thing)\b", re.I)
+# One's own ("each as its own item"): whose it is, no owner.
+_ONES_OWN = re.compile(r"\b(?:its|their|his|her|my|your|our)\s+own\b", re.I)
 # New facts on a thing: "new info about entity Northwind".
-_NEW_ABOUT = re.compile(r"\bnew\s+(?:info|information|details?|facts?|data|notes?)\s+(?:about|on|for|regarding)\b", re.I)
+_NEW_ABOUT = re.compile(r"\bnew\s+(?:info|information|details?|facts?|data|notes?)\s+(?:about|on|for|regarding)\b"
+                        r"|\bupdates?\s+(?:on|about|for|regarding)\s+(?-i:[A-Z])[\w-]*\s*:", re.I)
 # Things to make, said as such: "create entities for our new hires".
 _MAKE_THINGS = re.compile(r"^\s*(?:please\s+)?(?:create|add|make|register|store)\s+(?:a\s+|an\s+|some\s+|two\s+|three\s+)?"
-                          r"(?:new\s+)?(?:entit(?:y|ies)|nodes?)\s+(?:(?:for|of|called|named)\b|['\"\u201c])", re.I)
+                          r"(?:new\s+)?(?:entit(?:y|ies)|nodes?)(?:\s+(?:(?:for|of|called|named)\b|['\"\u201c])|\s*:)", re.I)
 # Taken out of the whole store ("erase jdoe from the knowledge graph").
 _FROM_STORE = re.compile(r"\b(?:from|out of) (?:the |your |my )?(?:knowledge graph|graph|memory|kg)\b", re.I)
+# What is quoted: said of a thing, the names in it are no things of the
+# request ("Priya is already in the graph, append: 'moved to Berlin'").
+_QUOTED = re.compile(r"'[^']{1,200}'|\"[^\"]{1,200}\"|\u2018[^\u2019]{1,200}\u2019|\u201c[^\u201d]{1,200}\u201d")
 # One named thing said to be of a kind ("Dana is a designer", "it's a
 # customer of ours", "she's an engineer"): the thing and its kind.
 _IS_A = re.compile(r"\b(?:is|was|'s|’s)\s+(?:a|an)\s+(?!lot\b|bit\b|few\b)\w", re.I)
+
+
+def _named(text, known):
+    """How many things ``text`` names (capitalised runs, "service A",
+    "lb-edge-1"); a capitalised first word that ``known`` holds is no name."""
+    units = [m.group(0) for m in _NAME_UNIT.finditer(text) if m.group(0).lower() not in _CALENDAR_NAMES]
+    # The first word of the request is capitalised as any first word.
+    if units and text.lstrip().startswith(units[0]) and units[0].lower() in known:
+        units = units[1:]
+    return len({u.lower() for u in units} | {m.group(0).lower() for m in _LETTER_NAME.finditer(text)}
+               | {m.group(0).lower() for m in _NUMBERED_NAME.finditer(text)})
 
 
 class GraphReading:
@@ -132,12 +163,7 @@ class GraphReading:
         completely"), or None. ``words`` are the query's words in lower case,
         ``known`` the words that are no names when they open it."""
         tables = self.tables
-        units = [m.group(0) for m in _NAME_UNIT.finditer(text) if m.group(0).lower() not in _CALENDAR_NAMES]
-        # The first word of the request is capitalised as any first word.
-        if units and text.lstrip().startswith(units[0]) and units[0].lower() in known:
-            units = units[1:]
-        named = len({u.lower() for u in units} | {m.group(0).lower() for m in _LETTER_NAME.finditer(text)}
-                    | {m.group(0).lower() for m in _NUMBERED_NAME.finditer(text)})
+        named = _named(text, known)
         if _MAKE_THINGS.search(text):
             return "entity"  # "create entities for our three new hires: Tom, Priya and Ken"
         if _NEW_ABOUT.search(text) and not files and not tables.FILE_THING_WORDS.intersection(words):
@@ -157,6 +183,8 @@ class GraphReading:
             return "observation"  # "append to Project Phoenix: 'deadline slipped'"
         if _SERVICES_LINKED.search(text) and not files:
             return "relation"  # "record that billing-service depends on postgres-main"
+        if _RELATION_TYPE.search(text) and not files:
+            return "relation"  # "Dave works_at Acme", "remove the manager_of link"
         if _BOTH_KNOWN.search(text) and not files:
             return "relation"  # "Berlin is located in Germany (both nodes exist already)": what links them
         if action == "remove" and _KEEPS_BOTH.search(text):
@@ -166,7 +194,8 @@ class GraphReading:
         if action == "remove" and named >= 1 and _WITH_ITS.search(text):
             return "entity"  # "drop the nodes Foo and Bar along with their links": the things themselves
         relating = tables.RELATION_WORDS
-        if named >= 2 and any(w in relating or w[-1:] == "s" and w[:-1] in relating for w in words):
+        if named >= 2 and any((w in relating or w[-1:] == "s" and w[:-1] in relating)
+                              and not (w == "own" and _ONES_OWN.search(text)) for w in words):
             return "relation"
         if "between" in words and tables.LINK_WORDS.intersection(words) and not files:
             return "relation"  # "the relationship between two entities"
@@ -178,7 +207,7 @@ class GraphReading:
             return "relation"  # "note that Initech is a customer of Globex"
         if action == "remove" and (_THAT_LINK.search(text) or _THINGS_STAY.search(text)):
             return "relation"  # "delete that connection", "remove the 'reports to' link, the people stay"
-        if action and named <= 1 and _ALREADY_KNOWN.search(text):
+        if action and _ALREADY_KNOWN.search(text) and (named <= 1 or _named(_QUOTED.sub(" ", text), known) <= 1):
             return "observation"  # "Acme has 200 employees (Acme is already stored)": on its record
         if action and tables.FACT_WORDS.intersection(words):
             return "observation"

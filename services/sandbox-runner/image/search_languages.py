@@ -22,7 +22,7 @@ import unicodedata
 # "groesse").
 FOREIGN_LEAST = 2
 FOREIGN_WORDS = """
-file: archivo fichero datei ficheiro arquivo fichier bestand plik pliku fil filen dosya dosyayı dosyası soubor souboru dosyanın fișierul fișier fisierul tệp
+file: archivo fichero datei ficheiro arquivo fichier bestand plik pliku fil filen dosya dosyayı dosyası soubor souboru dosyanın fișierul fișier fisierul tệp dosyalarını dosyaları dosyalar dosyaların
 files: archivos ficheros dateien ficheiros arquivos fichiers bestanden pliki plików filer filerna souborů soubory fișierele fișiere tệp_tin berkas tiedostoja tiedostot
 folder: carpeta directorio dossier* répertoire ordner verzeichnis pasta* diretório cartella mappen mapp katalogu map* klasör klasörü klasöründe klasörde složka složce složku dizinin dizini složky kansiossa kansio kansioon klasörüne
 folders: carpetas directorios dossiers répertoires verzeichnisse pastas diretórios cartelle mappar foldery kansioita kansiot
@@ -35,21 +35,21 @@ edit: editar edita modificar modifica modifier* modifie bearbeiten bearbeite edi
 change: cambiar cambia ändern ändere mudar mude verander veranderen zmień ändra
 replace: reemplazar reemplaza remplacer remplace ersetzen ersetze substituir substitua sostituisci vervang vervangen zamień ersätt
 list: listar enumera lister auflisten liste* elenca listele listeyi vypiš seznam
-create: crear crea créer crée erstellen erstelle anlegen criar crie aanmaken utwórz stwórz skapa oluştur oluşturun banao banaao banaiye vytvoř vytvořit creează creeaza
+create: crear crea créer crée erstellen erstelle anlegen criar crie aanmaken utwórz stwórz skapa oluştur oluşturun banao banaao banaiye vytvoř vytvořit creează creeaza maak aan_maken
 new: nuevo nueva nouveau nouvelle neu neue neuen neues neuer novo nova* nuovo nuova nieuw nieuwe nowy nowa nowe ny nya yeni naya nayi naye noi* mới nową
 delete: ta_bort radera togli togliere rimuovi borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella verwijder verwijderen usuń skasuj lösch sil silin xoá xóa hapus șterge smaž smazat odstraň
-move: mover mueve déplacer déplace verschieben verschiebe mova sposta verplaats verplaatsen przenieś flytta přesuň přesunout mută muta mută_fișierul taşı taşıyın
+move: mover mueve déplacer déplace verschieben verschiebe mova sposta verplaats verplaatsen przenieś flytta přesuň přesunout mută muta mută_fișierul taşı taşıyın verschieb
 rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie rinomina hernoem hernoemen byt_namn zmień_nazwę renomeia renomeie_o přejmenuj yeniden_adlandır
 search: buscar busca chercher cherche rechercher recherche suchen suche procurar procure* busque cerca zoek zoeken szukaj wyszukaj sök durchsuche durchsuchen dhundo dhoondo dhundho cari* tìm tìm_kiếm caută
-find: encuentra encontrar trouver trouve finden finde encontre trova vinden znajdź hitta
+find: encuentra encontrar trouver trouve finden finde encontre trova vinden znajdź hitta bul bulur bulun bulabilir vind
 size: tamaño tamaños taille größe grösse tamanho dimensione pesa pèse wiegt pesan grootte rozmiar storlek boyutu boyut velikost velikosti velikostmi
 time: spät hora horas horaria heure heures horaire uhrzeit zeit horário tempo* ora* ore* tijd czas godzina zamanı saat* giờ óra* waktu pukul* aika kello
-now: ahora maintenant jetzt agora* adesso teraz abhi abhee
+now: ahora maintenant jetzt agora* adesso teraz abhi abhee şimdi şu_an
 current: actual* actuelle actuel aktuelle aktuell atual attuale huidige aktualny aktualna nuvarande
 zone: zona* fuseau zeitzone fuso
 convert: convertir convierte convertis umrechnen umwandeln rechne converter* converta converti
 date: fecha datum* tarihi tarih
-what: qué que* quoi che* wat vad
+what: qué que* quoi che* wat vad kaç
 what's in the: o_que_tem_na o_que_tem_no o_que_há_na qué_hay_en_la qué_hay_en_el wat_staat_er_in_de wat_zit_er_in_de co_je_ve co_je_v
 what files: che_file
 which: cuál cuáles quelle quel quels quelles welche welcher welches qual quais quale welke który która które vilken vilka
@@ -59,9 +59,9 @@ how: cómo cuánto cuántos comment* combien wie wieviel como* quanto quantos ho
 is: es* est* ist* é è sono
 in: en* dans im* em nella nel în
 of: de* del* du* des* von da* dos* di van*
-the: el* la* los las le* les* der das* dem gli il* lo*
+the: el* la* los las le* les* der das* dem gli il* lo* den* het*
 a: un* una une ein eine einen um* uma een*
-and: und et* y* e* și và
+and: und et* y* e* și và ile
 with: con* avec mit* com* sem*
 without: sin sans ohne senza
 for: para pour* für
@@ -84,7 +84,7 @@ just: solo* juste nur apenas simplement simplemente semplicemente tylko
 memory: memoria mémoire gedächtnis memória geheugen pamięć pamięci minne minnet memori bộ_nhớ hafızadaki hafıza hafızadan paměti paměť
 stored: guardado guardada guardados guardadas gespeichert gespeicherte gespeicherten enregistré enregistrés sauvegardé armazenado armazenados salvato salvati memorizzato
 something: algo quelque_chose etwas qualcosa alguma_coisa
-remember: recuerda recordar souviens rappelle retiens erinnere merke merk merk_dir merke_dir lembre lembrar ricorda onthoud zapamiętaj kom_ihåg
+remember: recuerda recordar souviens rappelle retiens erinnere merke merk merk_dir merke_dir lembre lembrar ricorda onthoud zapamiętaj kom_ihåg zapamatuj zapamatuj_si
 person: persona* personne pessoa persoon osoba osobę
 relation: relación beziehung relação relazione relatie relacja relację relationen ilişkisini ilişki ilişkiyi quan_hệ hubungan relația vztah vztahu
 note: nota* notiz anota anotar apunta apuntar notiere notier noter* anote anotare annota notitie noteer notatka anteckning notatkę notatki poznámku poznámka
@@ -93,9 +93,9 @@ image: imagen bild imagem immagine afbeelding obraz obrazek bilder foto* fotos* 
 compress: comprimir compresser komprimieren comprimi
 environment: entorno environnement umgebung ambiente*
 variables: umgebungsvariablen variablen
-tree: árbol arbre baum árvore albero ağaç
+tree: árbol arbre baum árvore albero ağaç boom
 allowed: permitidos autorisés erlaubt erlaubten permitidas consentite le_droit_de le_droit_d el_derecho_de o_direito_de erişim erişimin
-repeat: repite répète wiederhole repita ripeti toista repetir repetí repite_exactamente herhaal
+repeat: repite répète wiederhole repita ripeti toista repetir repetí repite_exactamente herhaal repíteme repiteme répète-moi
 keep: behåll lascia lascialo lasciala lasciali mantieni conserva mantén mantener mantenha garde gardez behalte behalten bewaar behoud zachowaj nech
 rest: resto reste zbytek
 information: información informations informationen informação informazioni informazione informatie informacja bilgi
@@ -119,7 +119,7 @@ weather: clima* météo meteo* wetter qué_tiempo_hace que_tiempo_hace
 structured: estructurado estructurada estructurados structuré structurée strukturiert strukturierte estruturado estruturada strutturato strutturata
 output: saída salida sortie ausgabe uscita
 tiny: pequeña pequeño petite* petit* klein kleines kleine pequena pequeno piccola piccolo
-sum: suma* sumar somme additionne addiere summe soma some* somma optellen tel_op bij_elkaar_op bij_elkaar_optellen
+sum: suma* sumar somme additionne addiere summe soma some* somma optellen tel_op bij_elkaar_op bij_elkaar_optellen topla toplar toplam toplamı
 number: número números zahl zahlen numero* liczby liczb
 notifications: notificaciones benachrichtigungen notificações notifiche powiadomieniami powiadomienia powiadomień bildirimleri bildirimler bildirimlerini
 resource: recurso ressource risorsa kaynak risorse recursos ressources erőforrásra erőforrás tài_nguyên sumber_daya resurssi
@@ -130,9 +130,9 @@ progress: progreso progression* fortschritt progresso avanzamento postęp postę
 model: modelo modèle modell modello
 back: zurück indietro terug vissza takaisin
 give: gib gibt donne dai* geef daj ge* adj
-whole: completo* komplette komplett vollständig ganz ganze ganzen ganzes entier entière inteiro intero intera celý celou celá poore poora tamamını tamamı
+whole: completo* komplette komplett vollständig ganz ganze ganzen ganzes entier entière inteiro intero intera celý celou celá poore poora tamamını tamamı volledig volledige
 completely: por_completo complètement helt helemaal całkowicie del_tutto completamente compleet
-existing: existente existante vorhandene existierende bestaande befintliga istniejący esistente existující
+existing: existente existante vorhandene existierende bestaande befintliga istniejący esistente existující bestehenden bestehende bestehender
 root: raíz raíces racine racines wurzel raiz radice radici
 log: protokoll
 this: este esta ce* cette dieser diese diesen dieses isto questo questa
@@ -171,7 +171,7 @@ knowledge graph: kunskapsgrafen kunskapsgraf kennisgraaf graf_wiedzy grafu_wiedz
 file info: dateiinfo dateiinfos dateiinformationen
 modified: geändert geänderte modificado modificada modifié modifiée modificato gewijzigd zmieniony zmodyfikowany ändrad değiştirilme değiştirildi
 modification date: änderungsdatum fecha_de_modificación date_de_modification data_di_modifica wijzigingsdatum data_modyfikacji
-permissions: rechte berechtigungen permisos droits* permessi permissões uprawnienia behörigheter rechten* izin iznin
+permissions: rechte berechtigungen permisos droits* permessi permissões uprawnienia behörigheter rechten* izin iznin permissão permissões_de permisión
 metadata: metadaten metadatos métadonnées metadados metadati
 observations: waarnemingen observationer obserwacje observaciones observações osservazioni
 observation: waarneming observation* obserwacja obserwację observación observação osservazione beobachtung observationen
@@ -191,11 +191,11 @@ already saved: já_está_salvo já_está_salva ya_está_guardado ya_está_guarda
 unchanged: unverändert unveränderten ongewijzigd inalterado inchangé inchangée invariato oförändrad niezmieniony sellaisenaan
 no sizes: ingen_storlek sin_tamaño sans_taille ohne_größe sem_tamanho
 directories: hakemistoihin hakemistot hakemistoja dizinlere dizinler
-access: pääsy pääsyä
+access: pääsy pääsyä acessar acesso accéder acceder zugreifen
 seconds: saniye sekunden segundos secondes secondi sekund sekunder
 switch: schakel schakelen
 make: gör
-structure: yapısını yapı
+structure: yapısını yapı structuur struktur estructura
 subfolders: alt_klasörleriyle alt_klasörler alt_klasörleri
 brother: broer bruder hermano frère irmão fratello brat bror
 sister: zus schwester hermana sœur irmã sorella siostra syster
@@ -229,6 +229,11 @@ question: soru sorular
 trigger: tetikle tetiklesin
 archive: arşiv arşive
 single: único única
+node: nodo nœud knooppunt węzeł uzel
+both: oba beide ambos
+already: už schon déjà
+know: znáš kennst
+as: als
 """
 
 # Words of languages in other scripts (Chinese, Japanese, Korean, Russian,
@@ -291,9 +296,9 @@ directory: 目录 ディレクトリ 디렉터리 каталог
 delete: 删除 削除 삭제 удали удалить हटाओ احذف हटा_दो
 create: 创建 作成 생성 создай создать बनाओ 作って 作る बना बनाएं बनाइए
 read: 读取 読んで 読み 읽어 прочитай прочти पढ़ो
-show: 显示 表示 見せて 给我看 보여줘 보여 покажи दिखाओ
+show: 显示 表示 見せて 给我看 보여줘 보여 покажи दिखाओ 看看
 list: 列出 一覧 목록 список सूची
-search: 搜索 查找 探して 検索 검색 찾아 найди поиск поищ खोजो ابحث
+search: 搜索 查找 探して 検索 검색 찾아 найди поиск поищ खोजो ابحث ढूंढो ढूँढो ढूंढ़ो ढूंढिए
 remember: 记住 覚えて 기억해 запомни याद_रखो تذكر
 memory: 记忆 記憶 기억 메모리 памят मेमोरी
 research: 研究 調査 调查 연구 조사 исследован शोध ค้นคว้า بحث रिसर्च
@@ -333,7 +338,7 @@ only: だけ
 data: بيانات
 without: بدون
 what time is: сколько_будет
-simulated: تجريبي नकली
+simulated: تجريبي नकली имитац
 deep: معمّق معمق गहन
 phases: مراحل
 works at: δουλεύει
@@ -347,6 +352,11 @@ generate: 生成
 steps: चरण
 creation time: 作成日時
 permissions: 権限
+information: जानकारी
+disable: отключи выключи отключить
+updates: обновлен
+subscription: подписк
+contents: 里面写了什么 写了什么 中身 내용
 """
 
 
@@ -403,6 +413,10 @@ def _foreign_words():
     return {form: (meaning, 0.5 if form in half else 1.0) for form, meaning in english.items()}
 
 
+# The punctuation of Chinese and Japanese, full width: a mark and a space
+# ("打开 行程.txt，看看": the file's name ends at the comma).
+_WIDE_MARKS = str.maketrans({"\uff0c": ", ", "\u3001": ", ", "\u3002": ". ", "\uff1a": ": ", "\uff1b": "; ",
+                             "\uff1f": "? ", "\uff01": "! ", "\uff08": " (", "\uff09": ") "})
 _UMLAUTS = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss"})
 _FOREIGN = _foreign_words()
 
@@ -471,7 +485,7 @@ def in_english(query, english=None):
     "show me die files in folder src": the capitalised nouns of German are
     no names. ``english(word)``, when given, says a word is English too:
     such a word is read in English only with others of its language."""
-    query = _from_scripts(query)
+    query = _from_scripts(query.translate(_WIDE_MARKS)).replace("\u0130", "I")  # Turkish "İ": "i" and a dot in lower case
     query = _LATIN_HOUR.sub(lambda m: f"{m.group(1) or m.group(2)}:{m.group(3) or '00'}", query)
     said = _TEXT_WORD.findall(query)
     found = {w: _english_of(w.lower()) for w in said}

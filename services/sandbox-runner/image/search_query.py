@@ -235,8 +235,8 @@ _DATED_NAME = re.compile(r"^[\d_-]*[A-Za-z]")
 # A folder by the Unix custom of a ".d" ending ("conf.d", "sites.d").
 _DOT_D_FOLDER = re.compile(r"^[\w-]+\.d/?$", re.I)
 # The last part of a path with a longer extension than a file name's
-# ("api.service", "app.properties"): a file too.
-_LONG_EXTENSION = re.compile(r"^[\w-]+\.[A-Za-z]{6,10}$")
+# ("api.service"), or in a ".d" folder ("sudoers.d/admins"): a file too.
+_FILE_AT_END = re.compile(r"(?:^|/)[\w-]+\.[A-Za-z]{6,10}$|\.d/[^/]+$", re.I)
 # A possessive after a value ("notes.txt's").
 _POSSESSIVE = re.compile(r"^(.+?)['\u2019]s$")
 # "rename the function foo to bar": renaming a thing inside a file's text.
@@ -536,7 +536,7 @@ def _query_tokens(query):
         elif "/" in bare and len(bare) > 1:
             *folders, last = bare.split("/")
             arguments.extend(w for f in folders for w in _raw_words(f))
-            if (previous in FILE_COMMANDS or last.lower() in KNOWN_FILES or _LONG_EXTENSION.match(last)) and last \
+            if (previous in FILE_COMMANDS or last.lower() in KNOWN_FILES or _FILE_AT_END.search(bare)) and last \
                     and last.lower() not in FOLDER_NAMES and not _FILE_NAME.match(last):
                 # "cat /etc/hosts", "tail /var/log/syslog": after a command
                 # that reads files, a file; so "/etc/passwd" and
@@ -644,7 +644,7 @@ class Query:
 # entries", "by exact name"): opening them, not searching.
 _NAMED_RECORDS = re.compile(
     r"\b[A-Z][a-z]+'s (?:and [A-Z][a-z]+'s )?(?:\w+ )?(?:entries|entry|records|record|nodes|node|profiles|profile)\b"
-    r"|\bby (?:their |its |exact )?names?\b|\bexact names?\b"
+    r"|\bby (?:their |its |exact )?names?\b|(?<!sure of the )\bexact names?\b"
     r"|\b(?:entry|record|node|profile|card|page)s? (?:for|of|on) ['\"][A-Z]")
 # The name of a file as the object of a change: "the file name", "the
 # folder's name", "notes.txt's name", "the name of draft.txt".
@@ -737,7 +737,7 @@ def read_query(query, index=None):
     # link between ..."); not one that makes, as "add" may ask for a sum.
     changes = not question and opener[:1] != [] and (opener[0] in CHANGING_VERBS or opener[0] in REMOVING_VERBS)
     pathed = any(word == "directory" for word, _ in extra)  # a folder path: src/, ./build
-    if ((files or pathed) and not question and opener[:1] != [] and (opener[0] in PLACING_VERBS or placing)
+    if ((files or pathed) and (not question or placing) and opener[:1] != [] and (opener[0] in PLACING_VERBS or placing)
             and (FOLDER_WORDS.intersection(raw) or pathed)):
         extra.append(("move", 1.0))  # "put report.pdf into the archive folder"
     if renames and (files or pathed or FILE_THING_WORDS.intersection(raw)):

@@ -24,6 +24,40 @@ REWRITES = [
      r"|\b(?:get|have)\s+(?:the\s+)?(?:exact\s+|very\s+)?(?:same|identical)\s+(?:thing|text|string|message|bytes)"
      r"\s+(?:back|returned)\b",
      "echo back"),
+    # A string said to come back as it went ("returns the supplied string
+    # unaltered"): an echo.
+    (r"\breturns?\s+(?:the\s+|my\s+|a\s+|our\s+)?(?:\w+\s+)?(?:string|text|message|input|payload)\s+(?:back\s+)?"
+     r"(?:unchanged|unaltered|unmodified|verbatim|as\s+is|intact|untouched)\b", "echo back"),
+    # What is to happen later ("..., before we start deleting stale
+    # records"): not what is asked now.
+    (r"(?<=[\w'\")\]])\s+before\s+(?:we|i)\s+(?:start|begin)\s+\w+ing\b[^.;:,!?]{0,80}", ""),
+    # A folder made sure of ("ensure /var/quarantine exists"): made.
+    (r"\b(?:ensure|make\s+sure)\s+(?=\S*/\S*\s+exists\b)", "create "),
+    # Appended in code's shorthand ("obs += 'done'").
+    (r"\s\+=\s", " append "),
+    # Burnt bridges ("burn the bridge between Kees and Sanne"): a link
+    # removed.
+    (r"\bburn\s+(?:the|that|this|our|their|my)\s+bridges?\b", "remove the link"),
+    # Something that rings a bell is something remembered: "does 'Phoenix'
+    # ring any bells in the graph".
+    (r"\b(?:ring|rings)\s+(?:any|a)\s+bells?\b", "come up in a search"),
+    # A sum asked as what two numbers come to ("what do 17 and 25 come to").
+    (r"\bwhat\s+(?:do|does|would|will)\s+(?=[\d.,]+\s+(?:and|\+|plus)\s+[\d.,]+\s+(?:come\s+to|make|add\s+up\s+to|total)\b)",
+     "what is the sum of "),
+    # A fresh record, file or card: a new one.
+    (r"\bfresh\s+(?=(?:card|entry|node|record|file|folder|directory|page|note)\b)", "new "),
+    # Old-fashioned words: "is there aught in your recollection touching
+    # upon beekeeping".
+    (r"\baught\b", "anything"),
+    (r"\brecollection\b", "memory"),
+    (r"\btouching\s+(?:up)?on\b", "about"),
+    # A line drawn from one thing to another links them.
+    (r"\bdraw\s+(?:a|the)\s+line\s+(?=from\s)", "link "),
+    # Keeping begun ("start remembering my recipes"): the keeping asked.
+    (r"\b(?:start|begin)\s+(remember|record|track)ing\b", r"\1"),
+    (r"\b(?:start|begin)\s+(sav|stor|not)ing\b", r"\1e"),
+    # One's own ("each one as its own item"): whose it is, no owner.
+    (r"\b(its|their|his|her|my|your|our)\s+own\b", r"\1"),
     # Had back as it went ("have it returned verbatim", "sent back to me
     # unchanged"): an echo.
     (r"\b(?:returned|sent\s+back|given\s+back|handed\s+back)\s+(?:to\s+(?:me|us)\s+)?"
@@ -205,7 +239,7 @@ REWRITES = [
     # How many two counts make together ("37 ... and 58 ..., how many is
     # that altogether"): their sum.
     (r"\bhow\s+many\s+(?:is\s+that|does\s+that\s+make|is\s+it|are\s+they|do\s+(?:i|we)\s+have)\s+"
-     r"(?:altogether|all\s+together|in\s+total|combined|total)\b", "what is the sum"),
+     r"(?:altogether|all\s+together|together|in\s+total|combined|total)\b", "what is the sum"),
     # A server that "turns around" and asks does not toggle anything.
     (r"\bturns?\s+around\s+and\b", "then"),
     # "Do you remember what I said about X": a question of what was told.
@@ -319,6 +353,11 @@ REWRITES = [
     (r"\bprompt\s+(?:me|us|the\s+user|the\s+human)\s+for\b", "ask the user for input of"),
     # "which entities have an observation containing ...": a search.
     (r"\bwhich\s+(?:entities|nodes|people|records|contacts)\s+(?=(?:have|has|mention|contain)\b)", "search entities that "),
+    # Whether anything held mentions something ("check whether anything
+    # mentions 'x'", "whether any stored observation references y"): a
+    # search.
+    (r"\b(?:whether|if)\s+(?:anything|any\s+(?:stored\s+|saved\s+)?(?:observation|note|entry|record|node|entity|fact)s?)\s+"
+     r"(?:mentions|references|cites|names)\b", "search for what mentions"),
     # Opening or filing a tracker's item makes one: "open an issue", "file
     # a github bug", "raise a PR" ("open the issue" reads one).
     (r"\b(?:open|opening|file|filing|raise|raising|submit|log)\s+(?:(?:a|an)\s+(?:new\s+)?(?:[\w-]+\s+)??|new\s+)?"
@@ -352,7 +391,7 @@ REWRITES = [
     (r"\bupdat(?:e|ing)\s+(?=(?:(?:my|your|the|his|her|their|our|its)\s+)?(?:\w+\s+)?"
      r"(?:memory|profile|record|entry|node|what\s+you\s+know)\b)", "add to "),
     # The same text given back, exactly what was sent: an echo.
-    (r"\b(?:(?:give|send|hand)\s+(?:me\s+)?back|return|repeat)\s+(?:exactly\s+)?(?:the\s+)?same\s+"
+    (r"\b(?:(?:give|send|hand)\s+(?:me\s+)?back|return(?:\s+back)?|repeat)\s+(?:exactly\s+)?(?:the\s+)?same\s+"
      r"(?:text|message|string|words|input)\b|\bexactly\s+what\s+i\s+(?:type|send|say|write|give)\b"
      r"|\b(?:(?:give|send|hand)\s+(?:me\s+)?back|return)\s+(?:exactly|verbatim|as\s+is)\s+(?:the\s+|this\s+|my\s+)?"
      r"(?:text|message|string|words|input)\b", "echo"),
@@ -363,7 +402,13 @@ REWRITES = [
     (r"\b(nodes?|entit(?:y|ies))\s*[+&]\s*(edges?|relations?|relationships?|links?)\b", r"\1 and \2"),
     # A name not known for sure asks to search: "not sure of the name".
     (r"\b(?:not\s+sure\s+(?:of|about)|(?:don'?t|do\s+not|can'?t|cannot)\s+(?:remember|recall)|forgot|forget)\s+"
-     r"(?:the|its|his|her|their)\s+(?:exact\s+)?(?:name|title)\b", "search"),
+     r"(?:the|its|his|her|their)\s+(?:exact\s+)?(?:names?|titles?)\b"
+     r"|\bnot\s+sure\s+(?:what|how)\s+(?:i|we)\s+(?:called|named|saved|filed)\s+(?:him|her|it|them)\b", "search"),
+    # Kept "on file" about someone: held in the memory ("do we have
+    # anything on file about my landlord").
+    (r"\bon\s+file\s+(?=(?:about|regarding|for)\s+(?:my|our|his|her|their|[A-Z]))", "in memory "),
+    # Switched "on/off": toggled.
+    (r"\b(?:on\s*/\s*off|off\s*/\s*on)\b", "toggle"),
     # Every node and every link: the whole graph ("all entities and all
     # relations").
     (r"\b(?:all|every)\s+(?:the\s+)?(?:nodes?|entit(?:y|ies))\s+(?:and|&|\+)\s+(?:all\s+|every\s+)?(?:the\s+)?"

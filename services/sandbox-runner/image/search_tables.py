@@ -34,7 +34,7 @@ PLACE_QUESTIONS = frozenset("where which what".split())
 MODAL_WORDS = frozenset("can could may allowed permitted able".split())
 
 # Words asking for all of something.
-WHOLE_WORDS = frozenset("all every everything entire whole complete full".split())
+WHOLE_WORDS = frozenset("all every everything entire entirety whole complete full".split())
 
 # Verbs that, opening a tool's name, say it changes something.
 MUTATING_VERBS = frozenset(
@@ -72,7 +72,8 @@ ENVIRONMENT_NAMES = frozenset("PATH HOME USER SHELL LANG PWD TMPDIR HOSTNAME TER
 # Files every system or project has, named without an extension: the last
 # part of a path so named is a file ("/etc/hosts"), not a folder.
 KNOWN_FILES = frozenset("""
-hosts passwd shadow fstab hostname sudoers crontab motd authorized_keys known_hosts id_rsa id_ed25519 bashrc zshrc
+hosts passwd shadow gshadow fstab hostname sudoers crontab motd authorized_keys known_hosts id_rsa id_ed25519 bashrc zshrc
+sshd_config ssh_config gitconfig vimrc inputrc
 license readme makefile dockerfile changelog procfile gemfile jenkinsfile vagrantfile brewfile
 """.split())
 # Words of a parameter's name that take a file or a folder.
@@ -117,7 +118,7 @@ WHOLLY_WORDS = frozenset("completely entirely altogether totally wholly".split()
 # is no add_observations, "store that connection" no delete_relations).
 REMOVING_VERBS = frozenset(
     "delete remove erase drop forget destroy purge clear wipe retract discard nuke scrap trash ditch unlink "
-    "disconnect detach cut strike strip eliminate kill scrub undo".split())
+    "disconnect detach cut strike strip eliminate kill scrub undo expunge sever scratch break".split())
 MAKING_VERBS = frozenset(
     "create make add new generate build store save record remember note insert register log set attach append put jot".split())
 
@@ -185,6 +186,7 @@ COMPOUND_WORDS = {
     "stat": "metadata",
     "rn": "now",
     "lmk": "tell me",
+    "mk": "make",
     "replacement": "replace",
     "replacements": "replace",
     "smth": "something",
@@ -653,10 +655,10 @@ zero
 # (testing/search-eval/README.md lists what tuning changed).
 SYNONYM_GROUPS = [
     "simulated simulate simulation pretend fake mock",
-    "create make new add generate build init initialize setup scaffold register",
+    "create make new add generate build init initialize setup scaffold register establish",
     "add sum plus total addition",
-    "delete remove erase drop forget destroy purge clear wipe retract discard nuke scrap trash ditch strip scrub",
-    "read get fetch load open view show display retrieve see print peek inspect examine grab",
+    "delete remove erase drop forget destroy purge clear wipe retract discard nuke scrap trash ditch strip scrub expunge sever",
+    "read get fetch load open view show display retrieve see print peek inspect examine grab peruse slurp",
     "write save store put overwrite persist stash clobber",
     "edit modify change update patch alter replace amend tweak fix correct swap revise adjust substitute refactor bump",
     "list enumerate browse entries",
@@ -731,7 +733,7 @@ RELATED_GROUPS = [
     "relation reports manages married works belongs owns member friend parent child "
     "sibling spouse colleague boss employee employer partner",
     "observation preference prefers likes dislikes speaks lives favourite favorite allergy allergic birthday hobby role",
-    "echo ping back unchanged mirror say bounce reflect reflected untouched",
+    "echo ping back unchanged mirror say bounce reflect reflected untouched unaltered unmodified",
     "annotation annotated priority audience tag tagged",
     "edit diff comment uncomment",
     "delete unlink break detach disconnect",

@@ -1168,6 +1168,79 @@ fn one_more_fact_numbers_given_by_name_and_a_contrast_with_the_whole_graph_rank_
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// Round 64 (sets 88 to 93: an ordinary day's mix, one server's jargon,
+/// household life, audit tickets, idioms and old-fashioned prose,
+/// notebook comments), its words of other languages: a Dutch compound and
+/// "boom" (tree), Turkish file and sum words and "saat kaç", a file named
+/// in Chinese before a full-width comma, German "verschieb" and
+/// "bestehende", Portuguese permissions, Russian subscriptions, Dutch
+/// "maak ... aan", Czech "both you already know", Spanish "tal cual".
+/// Each ranked the wanted tool below first by words, or not at all, on
+/// round 63's ranker.
+#[test]
+fn words_of_other_languages_read_in_round_64_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("Mostra l'intera mapstructuur come boom", "filesystem__directory_tree"),
+        ("tüm .py dosyalarını bul", "filesystem__search_files"),
+        ("शिमला के बारे में मेमोरी में कोई जानकारी ढूंढो", "memory__search_nodes"),
+        ("saat kaç şu an Ankara'da", "time__get_current_time"),
+        ("打开 笔记.txt，看看", "filesystem__read_text_file"),
+        ("Verschieb notes.txt in den Ordner Archiv", "filesystem__move_file"),
+        ("Füge zur bestehenden Person 'Ida' hinzu: spielt Geige", "memory__add_observations"),
+        ("Quais pastas tenho permissão para acessar?", "filesystem__list_allowed_directories"),
+        ("Отключи обновления подписок", "everything__toggle_subscriber_updates"),
+        ("Maak de map logs aan", "filesystem__create_directory"),
+        ("12 ile 30'u topla", "everything__get_sum"),
+        ("Zapamatuj si, že Ota je strýc Evy - oba už znáš", "memory__create_relations"),
+        ("Repíteme tal cual: hola", "everything__echo"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
+/// Round 64 in English: a file put into a folder after a statement of
+/// where it is; "on file about" someone; "mk"; switched "on/off"; a path
+/// in a `.d` folder and `sshd_config` are files; a text returned
+/// "unaltered"; things kept "each as its own entry"; "update on Rex:";
+/// a thing removed "and everything connected to him"; two things "you
+/// already know"; a relation's type written in code (`reads_from`,
+/// `consults_for`); the "existing" record of a numbered name; whether any
+/// stored note mentions a word; a later step ("before we start
+/// deleting") that is not the ask; old-fashioned and figurative words
+/// ("aught", "recollection", "expunge", "burn the bridge", "ring a
+/// bell", "peruse the entirety"); what two numbers "come to". Each ranked
+/// the wanted tool below first by words, or not at all, on round 63's
+/// ranker.
+#[test]
+fn a_file_put_somewhere_a_relation_typed_in_code_and_old_fashioned_words_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("invoice.pdf is in Desktop, put it in the Taxes folder", "filesystem__move_file"),
+        ("anything on file about my plumber? can't remember what I called him", "memory__search_nodes"),
+        ("mk entity 'Board retreat' type=meeting", "memory__create_entities"),
+        ("debug/info/error log notifications on/off", "everything__toggle_simulated_logging"),
+        ("give me the contents of /etc/ssh/sshd_config", "filesystem__read_text_file"),
+        ("check the endpoint returns the given text unaltered", "everything__echo"),
+        ("start saving my plants: Fern, Cactus, Orchid - each as its own entry", "memory__create_entities"),
+        ("update on Rex: vet visit went fine", "memory__add_observations"),
+        ("remove Rex and everything connected to him", "memory__delete_entities"),
+        ("you already know Eva and Helix Labs; remember Eva consults there", "memory__create_relations"),
+        ("api-01 reads_from cache-03, store that", "memory__create_relations"),
+        ("draw a line from Ann to Globex: Ann consults_for Globex", "memory__create_relations"),
+        ("attach the finding 'weak cipher' to the existing SEC-12 entry", "memory__add_observations"),
+        ("jot down that Mia, who you already know, plays chess", "memory__add_observations"),
+        ("verify whether any stored note mentions Kubernetes", "memory__search_nodes"),
+        ("Per policy, snapshot the full graph before we start deleting old records", "memory__read_graph"),
+        ("is there aught in thy recollection touching upon sailing", "memory__search_nodes"),
+        ("Kindly expunge 'owns a boat' from Ken's entry, leaving him otherwise intact", "memory__delete_observations"),
+        ("burn the bridge between Ann and Globex but leave both of them", "memory__delete_relations"),
+        ("does 'Orion' ring a bell in memory", "memory__search_nodes"),
+        ("I'd like to peruse the entirety of the memory", "memory__read_graph"),
+        ("what do 19 and 23 come to together?", "everything__get_sum"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A query is data a cell controls: no length or shape of it makes the
 /// search fail. A word of 10,000 letters gluing one table word to itself
 /// ("dateidatei…") once ran round 60's compound reading into Python's
