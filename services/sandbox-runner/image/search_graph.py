@@ -35,6 +35,7 @@ _LINKING_LEAD = re.compile(r"(?:^|[,:;]\s)\W*(?:(?:please|pls|now|then|also)\s+)
                            re.I)
 _WITH_ITS = re.compile(r"\balong with (?:its|his|her|their|all)\b"
                        r"|\band (?:everything|all|anything) (?:linked|connected|related|attached) to (?:him|her|it|them)\b"
+                       r"|\bincluding (?:all )?(?:its|his|her|their) (?:links|relations|relationships|edges|connections)\b"
                        r"|\band (?:all )?(?:its|his|her|their) (?:links|relations|relationships|edges|connections)\b", re.I)
 # Something the memory does not hold yet ("you don't know her yet", "met
 # him for the first time"): a new thing to record.
@@ -54,6 +55,7 @@ _BOTH_KNOWN = re.compile(r"\bboth (?:\w+ )?(?:already exist|exist already|are al
                          r"|(?:are )?(?:already )?(?:stored|saved))"
                          r"|\b\w+ and \w+ (?:are|exist) (?:both )?already (?:there|stored|saved|in|known)\b"
                          r"|\bboth (?:of them )?(?:you )?already know\b|\balready know (?:them )?both\b"
+                         r"|\b(?:entities|nodes|records) ['\"]?[\w -]{1,40}['\"]? and ['\"]?[\w -]{1,40}['\"]? (?:already )?exist\b"
                          r"|\b(?:you|we) already (?:know|have|stored|saved) (?:about )?(?-i:[A-Z])[\w-]*(?: (?-i:[A-Z])[\w-]*)*"
                          r" and (?-i:[A-Z])", re.I)
 # A removal that keeps the thing itself: what goes is what is said of it.
@@ -70,7 +72,8 @@ _KEEPS_BOTH = re.compile(r"\b(?:keep(?:ing)?|leav(?:e|ing))\s+(?:both|the\s+two)
                          re.I)
 # A thing the memory already holds: what is added goes on its record.
 _ALREADY_KNOWN = re.compile(r"\b(?:already (?:exists?|stored|saved|known|in (?:the |your |my )?(?:memory|graph|knowledge graph))"
-                            r"|(?:is|are) already (?:there|in|stored|saved)|(?:who|whom|which) (?:you|we) already (?:know|have))\b",
+                            r"|(?:is|are) already (?:there|in|stored|saved)|(?:who|whom|which) (?:you|we) already (?:know|have)"
+                            r"|the existing (?:entity|node|record|person|contact|entry))\b",
                             re.I)
 # An entity something goes on ("add 'likes tea' to the entity Sam").
 _ON_ENTITY = re.compile(r"\b(?:to|on|onto|into|for|of|in)\s+(?:the|that|this|an?|its)\s+entit(?:y|ies)\b", re.I)
@@ -113,8 +116,9 @@ _THEIR_NEW = re.compile(r"\b(?:his|her|their|its|[A-Z][a-z]+'s)\s+new\b|\bnew\s+
 _THESE_THINGS = re.compile(
     r"\b(?:these|those|the\s+following|following)\s+(?:\d+\s+|two\s+|three\s+|new\s+)?(?:people|persons|contacts"
     r"|entities|companies|organi[sz]ations|customers|clients|employees|colleagues|coworkers|projects)\b"
-    r"|\b(?:add|create|store|register|save|record)\s+(?:two|three|four|five|six|\d+|some|a\s+few|several)\s+(?:new\s+)?"
-    r"(?:people|persons|contacts|companies|customers|clients|employees|colleagues|coworkers|projects)\b"
+    r"|\b(?:add|create|store|register|save|record)\s+(?:my\s+|our\s+)?(?:two|three|four|five|six|\d+|some|a\s+few|several)\s+"
+    r"(?:new\s+|fresh\s+)?(?:people|persons|contacts|companies|customers|clients|employees|colleagues|coworkers|projects|pets|cats"
+    r"|dogs|animals|friends|children|kids|relatives|neighbou?rs)\b"
     r"|\beach\s+(?:one\s+|of\s+(?:them|those|these)\s+)?as\s+(?:its|their|a|an)\s+(?:own\s+|separate\s+)?"
     r"(?:item|entity|entry|node|record|thing)\b", re.I)
 # One's own ("each as its own item"): whose it is, no owner.

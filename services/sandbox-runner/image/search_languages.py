@@ -30,13 +30,13 @@ read: leer lee* léeme lire lis lesen lies* ler leia leggi lees lezen przeczytaj
 see: ver* voir sehen vedere
 show: muestra muéstrame mostrar muestrame affiche afficher montre montrer zeige zeig anzeigen mostre mostra toon tonen pokaż wyświetl visa ukaž ukažte göster näytä
 write: escribir escribe écrire écris schreiben schreibe escrever escreva scrivi schrijf schrijven napisz skriv
-save: guardar guarda enregistrer enregistre sauvegarder sauvegarde speichern speichere salvar salve* gravar grave* salva opslaan zapisz spara
+save: guardar guarda enregistrer enregistre sauvegarder sauvegarde speichern speichere salvar salve* gravar grave* salva opslaan zapisz spara uložte ulož uložit
 edit: editar edita modificar modifica modifier* modifie bearbeiten bearbeite edite alterar altere bewerk bewerken wijzig wijzigen edytuj redigera corrige corriger corregir corrija korrigiere korrigieren correggi uprav upravit
 change: cambiar cambia ändern ändere mudar mude verander veranderen zmień ändra
 replace: reemplazar reemplaza remplacer remplace ersetzen ersetze substituir substitua sostituisci vervang vervangen zamień ersätt
 list: listar enumera lister auflisten liste* elenca listele listeyi vypiš seznam
 create: crear crea créer crée erstellen erstelle anlegen criar crie aanmaken utwórz stwórz skapa oluştur oluşturun banao banaao banaiye vytvoř vytvořit creează creeaza maak aan_maken
-new: nuevo nueva nouveau nouvelle neu neue neuen neues neuer novo nova* nuovo nuova nieuw nieuwe nowy nowa nowe ny nya yeni naya nayi naye noi* mới nową
+new: nuevo nueva nouveau nouvelle neu neue neuen neues neuer novo nova* nuovo nuova nieuw nieuwe nowy nowa nowe ny nya yeni naya nayi naye noi* mới nową novou nový nové nová
 delete: ta_bort radera togli togliere rimuovi borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella verwijder verwijderen usuń skasuj lösch sil silin xoá xóa hapus șterge smaž smazat odstraň
 move: mover mueve déplacer déplace verschieben verschiebe mova sposta verplaats verplaatsen przenieś flytta přesuň přesunout mută muta mută_fișierul taşı taşıyın verschieb
 rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie rinomina hernoem hernoemen byt_namn zmień_nazwę renomeia renomeie_o přejmenuj yeniden_adlandır
@@ -85,7 +85,7 @@ memory: memoria mémoire gedächtnis memória geheugen pamięć pamięci minne m
 stored: guardado guardada guardados guardadas gespeichert gespeicherte gespeicherten enregistré enregistrés sauvegardé armazenado armazenados salvato salvati memorizzato
 something: algo quelque_chose etwas qualcosa alguma_coisa
 remember: recuerda recordar souviens rappelle retiens erinnere merke merk merk_dir merke_dir lembre lembrar ricorda onthoud zapamiętaj kom_ihåg zapamatuj zapamatuj_si
-person: persona* personne pessoa persoon osoba osobę
+person: persona* personne pessoa persoon osoba osobę osobu
 relation: relación beziehung relação relazione relatie relacja relację relationen ilişkisini ilişki ilişkiyi quan_hệ hubungan relația vztah vztahu
 note: nota* notiz anota anotar apunta apuntar notiere notier noter* anote anotare annota notitie noteer notatka anteckning notatkę notatki poznámku poznámka
 graph: grafo graphe wissensnetz wissensgraph graf grafiğinin grafiği
@@ -106,7 +106,7 @@ same: mismo misma même mesmo mesma stesso stessa gleiche gleichen selbe selben
 exactly: exactamente exactement genau exatamente esattamente tal_cual tel_quel telle_quelle
 return back: rimandami rimanda devuelve devuélveme devuélvelo devuelva devuélvame devolver renvoie renvoyer devolva restituisci
 send: mando envío envoie schicke sende envio
-forget: olvida olvidar olvídate oublie oublier vergiss vergessen esqueça esquecer dimentica vergeet zapomnij glöm
+forget: olvida olvidar olvídate oublie oublier vergiss vergessen esqueça esquecer dimentica vergeet zapomnij glöm zapomněl zapomeň zapomenout
 add: añade añadir agrega agregar ajoute ajouter füge hinzufügen ergänze adicione adicionar acrescente aggiungi voeg_toe toevoegen dodaj lägg_till voeg acrescenta acrescentar přidej
 record: ficha fiche eintrag scheda
 link: kopplingen koppling länken vincula vincular conecta conectar relie lier verknüpfe verknüpfen verbinde verbinden ligue ligar conecte collega* koppel koppelen verbind połącz
@@ -131,10 +131,10 @@ model: modelo modèle modell modello
 back: zurück indietro terug vissza takaisin
 give: gib gibt donne dai* geef daj ge* adj
 whole: completo* komplette komplett vollständig ganz ganze ganzen ganzes entier entière inteiro intero intera celý celou celá poore poora tamamını tamamı volledig volledige
-completely: por_completo complètement helt helemaal całkowicie del_tutto completamente compleet
+completely: por_completo complètement helt helemaal całkowicie del_tutto completamente compleet úplně
 existing: existente existante vorhandene existierende bestaande befintliga istniejący esistente existující bestehenden bestehende bestehender
 root: raíz raíces racine racines wurzel raiz radice radici
-log: protokoll
+log: protokoll logg loggen
 this: este esta ce* cette dieser diese diesen dieses isto questo questa
 she: ella elle sie* ela lei*
 speaks: habla parle spricht fala parla
@@ -184,7 +184,7 @@ created: vytvořen vytvořený vytvořeno oluşturuldu erstellt erstellte creado
 client: istemci istemcimin cliente* klient
 log messages: loggmeddelanden loggmeddelandena logmeldingen logberichten
 links: liens enlaces ligações collegamenti linki länkar liên_kết tautan
-relations: vztahy relaciones relations* beziehungen relações relazioni relaties relacje vazby powiązaniami powiązania
+relations: vztahy relaciones relations* beziehungen relações relazioni relaties relacje vazby vazeb powiązaniami powiązania
 subscription: abonelik aboneliği suscripción abonnement* assinatura iscrizione subskrypcja prenumeration feliratkozási feliratkozás
 updates: güncellemeler güncellemelerini actualizaciones mises_à_jour aktualisierungen atualizações aggiornamenti frissítéseket frissítések uppdateringar
 already saved: já_está_salvo já_está_salva ya_está_guardado ya_está_guardada
@@ -201,7 +201,7 @@ brother: broer bruder hermano frère irmão fratello brat bror
 sister: zus schwester hermana sœur irmã sorella siostra syster
 environment variables: biến_môi_trường variabel_lingkungan variabilele_de_mediu
 notes: catatan ghi_chú notițe
-disable: vypni vypnout dezactivează kapcsold_ki
+disable: vypni vypnout dezactivează kapcsold_ki stänger_av stäng_av stänga_av
 remembered: zapamatoval zapamatovala
 records: záznamy
 what time: hány_óra pukul_berapa jam_berapa mấy_giờ kitne_baje kitna_baja kya_time
@@ -209,7 +209,7 @@ reference: hivatkozást hivatkozás tham_chiếu referensi verwijzing referênci
 sample: mẫu contoh
 by name: op_naam podle_jména
 exact: přesnými přesný přesně
-simulated: szimulált
+simulated: szimulált låtsas
 deep: mendalam
 resource reference: resourceverwijzing
 directory: hakemistossa hakemisto
@@ -221,7 +221,7 @@ together with: razem_z junto_con zusammen_mit insieme_a
 creation: erstellung
 its: jego jej
 deprecated: veraltet veralteten veraltete veraltetes
-only: jen jenom
+only: jen jenom bara
 toggle: slå_av/på slå_på/av växla
 subscribed: prenumererade prenumererad
 resources: resurser
@@ -230,10 +230,17 @@ trigger: tetikle tetiklesin
 archive: arşiv arşive
 single: único única
 node: nodo nœud knooppunt węzeł uzel
-both: oba beide ambos
-already: už schon déjà
+both: oba beide ambos båda
+already: už schon déjà redan finns_redan
 know: znáš kennst
 as: als
+messages: meddelandena meddelanden meddelande
+connect: koppla_ihop koppla
+mentioned: wspominał wspomniał
+ever: kiedykolwiek
+whether: czy
+top: översta
+level: nivån nivå
 """
 
 # Words of languages in other scripts (Chinese, Japanese, Korean, Russian,
@@ -246,12 +253,12 @@ what is in: что_лежит_в что_находится_в что_есть_в
 directory tree: 目录树 目錄樹 ディレクトリツリー
 whole: 整个 整個
 what time: 几点 幾點 何時 몇시 몇_시 который_час कितने_बजे котра_година
-tree: ツリー 树形 트리 дерево
+tree: ツリー 树形 트리 дерево 树状
 structure: 構造 结构 구조 структур
 subfolders: サブフォルダ 子文件夹 하위_폴더 подпапк υποφακέλ
 all: 全部 すべて 모두 все 所有
 knowledge graph: 知識グラフ 知识图谱 지식_그래프 граф_знаний графа_знаний
-new: 新しい 新的 新 새로운 новый новую новое नया नई नए
+new: 新しい 新的 新 새로운 новый новую новое नया नई नए 새
 person: 人物 人 사람 человек
 register: 登録 注册 등록 зарегистрируй
 entity: сущность сущности 实体 エンティティ 엔티티 οντότητ एंटिटी
@@ -294,11 +301,11 @@ file: 文件 ファイル 파일 файл फ़ाइल फाइल ملف
 folder: 文件夹 資料夾 フォルダ フォルダー 폴더 папк फ़ोल्डर مجلد φάκελ फोल्डर
 directory: 目录 ディレクトリ 디렉터리 каталог
 delete: 删除 削除 삭제 удали удалить हटाओ احذف हटा_दो
-create: 创建 作成 생성 создай создать बनाओ 作って 作る बना बनाएं बनाइए
+create: 创建 作成 생성 создай создать बनाओ 作って 作る बना बनाएं बनाइए 만들어
 read: 读取 読んで 読み 읽어 прочитай прочти पढ़ो
 show: 显示 表示 見せて 给我看 보여줘 보여 покажи दिखाओ 看看
 list: 列出 一覧 목록 список सूची
-search: 搜索 查找 探して 検索 검색 찾아 найди поиск поищ खोजो ابحث ढूंढो ढूँढो ढूंढ़ो ढूंढिए
+search: 搜索 查找 探して 検索 검색 찾아 найди поиск поищ खोजो ابحث ढूंढो ढूँढो ढूंढ़ो ढूंढिए ढूँढ ढूंढ
 remember: 记住 覚えて 기억해 запомни याद_रखो تذكر
 memory: 记忆 記憶 기억 메모리 памят मेमोरी
 research: 研究 調査 调查 연구 조사 исследован शोध ค้นคว้า بحث रिसर्च

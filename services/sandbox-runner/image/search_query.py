@@ -644,7 +644,7 @@ class Query:
 # entries", "by exact name"): opening them, not searching.
 _NAMED_RECORDS = re.compile(
     r"\b[A-Z][a-z]+'s (?:and [A-Z][a-z]+'s )?(?:\w+ )?(?:entries|entry|records|record|nodes|node|profiles|profile)\b"
-    r"|\bby (?:their |its |exact )?names?\b|(?<!sure of the )\bexact names?\b"
+    r"|\bby (?:their |its |exact )?names?\b|(?<!sure of the )\bexact names?\b|\bexactly (?:these|those) (?:\w+ )?names\b"
     r"|\b(?:entry|record|node|profile|card|page)s? (?:for|of|on) ['\"][A-Z]")
 # The name of a file as the object of a change: "the file name", "the
 # folder's name", "notes.txt's name", "the name of draft.txt".

@@ -16,6 +16,18 @@ REWRITES = [
     # Chat shorthand for "you" and "your" ("have i told u about ...").
     (r"(?<![\w'./-])u(?![\w'./-])", "you"),
     (r"(?<![\w'./-])ur(?![\w'./-])", "your"),
+    # A box on the computer, as people new to one call a folder ("the box
+    # where my letters are kept"); not a box that pops up or one to type in.
+    # A box one is on is a machine ("what's in .env on the app box").
+    (r"(\bon\s+(?:the|this|that|my|our|a|each|every)\s+(?:[\w-]+\s+)?)box(es)?\b", r"\1machine\2"),
+    (r"(?<!pop-up )(?<!popup )(?<!dialog )(?<!text )(?<!input )(?<!message )(?<!check )(?<!search )(?<!combo )"
+     r"(?<!chat )(?<!comment )(?<!select )(?<!list )(?<!machine)\bbox(es)?\b"
+     r"(?!\s+(?:pops?|appears?|asks?|asking|comes?\s+up|shows?\s+up)\b)",
+     lambda m: "folders" if m.group(1) else "folder"),
+    # Folders within folders: the tree ("boxes inside boxes"), as "all the
+    # way down".
+    (r"\bfolders?\s+(?:inside|within|in)\s+folders?\b", "nested folders tree"),
+    (r"\ball\s+the\s+way\s+down\b", "recursively"),
     # A home folder by its name ("what's in my downloads"): the folder.
     (r"\b(my|the|your)\s+(downloads|documents|desktop|pictures|music|videos|photos|pics)\b"
      r"(?!\s+(?:folders?|director(?:y|ies)|dirs?)\b)", r"\1 \2 folder"),
@@ -46,13 +58,56 @@ REWRITES = [
      "what is the sum of "),
     # A fresh record, file or card: a new one.
     (r"\bfresh\s+(?=(?:card|entry|node|record|file|folder|directory|page|note)\b)", "new "),
+    # An hour of the day in words ("8 in the evening"): the hour as a clock
+    # writes it.
+    (r"\b(\d{1,2})\s+in\s+the\s+(evening|afternoon|morning)\b",
+     lambda m: m.group(1) + ("am" if m.group(2).lower() == "morning" else "pm")),
+    # Quizzed by the program, a pop-up collecting details: input asked of
+    # the user.
+    (r"\bquiz\s+(?:me|us|the\s+user)\b", "ask the user for input"),
+    (r"\bpop-?ups?\b", "form"),
+    # A website's address is a URL.
+    (r"\b(?:website|web\s+site|web)\s+address\b", "URL"),
+    # Pings that should stop ("make them stop"): turned off.
+    (r"\bmake\s+(?:them|it|those|these)\s+stop\b", "turn off"),
+    # Taken out of the memory: removed from it.
+    (r"\btake\s+(him|her|them|it|[A-Z][\w-]*)\s+out\s+of\s+(?:the\s+|my\s+|your\s+)?(memory|graph|knowledge\s+graph)\b",
+     r"remove \1 from \2"),
+    # A file taken out of one folder to go elsewhere: moved.
+    (r"\btake\s+(?=\S+\.\w{1,5}\s+out\s+of\b)", "move "),
+    # Unhooked, untied: disconnected.
+    (r"\b(?:unhook|untie|unpair)\b", "disconnect"),
+    # A line between two things links them ("the 'owns' line between me
+    # and Biscuit").
+    (r"\bline\s+(?=between\s)", "link "),
+    # What a user reports is what follows, no one reporting to anyone
+    # ("User reports the export fails").
+    (r"\b(?:the\s+)?(?:user|customer|client|caller|tester|someone)s?\s+(?:reports|reported|report)(?:\s+that)?\b"
+     r"(?!\s+to\b)", ""),
+    # Ever mentioned before, by anyone ("if they've ever mentioned X
+    # before"): what was mentioned.
+    (r"\b(?:they|he|she|you)(?:'ve|\s+have|'s|\s+has)\s+ever\s+(?:mentioned|talked\s+about|brought\s+up)\b"
+     r"|\b(?:(?:check|see|find\s+out)\s+)?(?:whether|if)\s+(?:(?:i|we|you|they|he|she)(?:'ve|\s+have|\s+has)?\s+ever|(?:i|we|you|they|he|she)"
+     r"(?:'ve|\s+have|\s+has)?|ever)\s+(?:mentioned|told\s+you\s+about|talked\s+about|brought\s+up)\b",
+     "have we mentioned"),
+    # A later step ("before asking the user again") is not the ask.
+    (r"(?<=[\w'\")\]])\s+before\s+asking\b[^.;:,!?]{0,60}", ""),
+    # Prior mentions looked for: a search ("check memory for prior
+    # mentions of a keyword").
+    (r"\bcheck\s+(?:the\s+)?(memory|graph)\s+for\s+(?:prior\s+|earlier\s+|previous\s+|any\s+)?mentions\s+of\b",
+     r"search \1 for"),
+    # Replaced wholly: written anew ("replace it entirely with the clean
+    # version").
+    (r"\breplace\s+(?:it|that|this|them|the\s+file)\s+(?:entirely|completely|wholesale|in\s+full)\b", "overwrite it"),
+    # A line that "should become" another: an edit.
+    (r"\bshould\s+(?:become|be\s+changed\s+to)\b", "change to"),
     # Old-fashioned words: "is there aught in your recollection touching
     # upon beekeeping".
     (r"\baught\b", "anything"),
     (r"\brecollection\b", "memory"),
     (r"\btouching\s+(?:up)?on\b", "about"),
     # A line drawn from one thing to another links them.
-    (r"\bdraw\s+(?:a|the)\s+line\s+(?=from\s)", "link "),
+    (r"\bdraw\s+(?:a|the)\s+line\s+(?=from\s|between\s)", "link "),
     # Keeping begun ("start remembering my recipes"): the keeping asked.
     (r"\b(?:start|begin)\s+(remember|record|track)ing\b", r"\1"),
     (r"\b(?:start|begin)\s+(sav|stor|not)ing\b", r"\1e"),
@@ -412,7 +467,7 @@ REWRITES = [
     # Every node and every link: the whole graph ("all entities and all
     # relations").
     (r"\b(?:all|every)\s+(?:the\s+)?(?:nodes?|entit(?:y|ies))\s+(?:and|&|\+)\s+(?:all\s+|every\s+)?(?:the\s+)?"
-     r"(?:edges?|relations?|relationships?|links?)\b", "entire graph"),
+     r"(?:edges?|relations?|relationships?|links?|connections?)\b", "entire graph"),
     # kubectl's usual alias: "k get pods".
     (r"^\s*k\s+(?=(?:get|describe|apply|delete|logs|exec|scale|rollout|top|edit|patch|create|port-forward)\b)",
      "kubectl "),
