@@ -17,12 +17,13 @@ REWRITES = [
     (r"(?<![\w'./-])u(?![\w'./-])", "you"),
     (r"(?<![\w'./-])ur(?![\w'./-])", "your"),
     # A box on the computer, as people new to one call a folder ("the box
-    # where my letters are kept"); not a box that pops up or one to type in.
+    # where my letters are kept"); not a box that pops up or one to type
+    # in, a box of something, or a name ("Box Inc").
     # A box one is on is a machine ("what's in .env on the app box").
     (r"(\bon\s+(?:the|this|that|my|our|a|each|every)\s+(?:[\w-]+\s+)?)box(es)?\b", r"\1machine\2"),
     (r"(?<!pop-up )(?<!popup )(?<!dialog )(?<!text )(?<!input )(?<!message )(?<!check )(?<!search )(?<!combo )"
-     r"(?<!chat )(?<!comment )(?<!select )(?<!list )(?<!machine)\bbox(es)?\b"
-     r"(?!\s+(?:pops?|appears?|asks?|asking|comes?\s+up|shows?\s+up)\b)",
+     r"(?<!chat )(?<!comment )(?<!select )(?<!list )(?<!machine)\b(?-i:box(es)?)\b"
+     r"(?!\s+(?:pops?|appears?|asks?|asking|comes?\s+up|shows?\s+up|of)\b)",
      lambda m: "folders" if m.group(1) else "folder"),
     # Folders within folders: the tree ("boxes inside boxes"), as "all the
     # way down".

@@ -109,7 +109,7 @@ LISTING_COMMANDS = frozenset("ls find tree du locate fd dir".split())
 # Words for a link itself ("the relationship between ...").
 LINK_WORDS = frozenset("relationship relationships relation relations connection connections link links edge edges".split())
 FACT_WORDS = frozenset("fact facts detail details observation observations".split())
-FILE_THING_WORDS = frozenset("file files folder folders directory directories dir box boxes".split())
+FILE_THING_WORDS = frozenset("file files folder folders directory directories dir".split())
 WHOLLY_WORDS = frozenset("completely entirely altogether totally wholly".split())
 
 # Verbs that ask to take something away, and verbs that ask to make or

@@ -1259,7 +1259,6 @@ fn a_box_for_a_folder_a_reported_need_and_a_line_between_two_rank_the_tool_asked
     let cases = [
         ("what's in the box where I keep my recipes", "filesystem__list_directory"),
         ("I put it in the wrong box, shift it over to Pictures", "filesystem__move_file"),
-        ("make me a new box for my tax papers", "filesystem__create_directory"),
         ("how are things laid out under Music, boxes inside boxes", "filesystem__directory_tree"),
         ("if it's 7 in the evening in Rome, what time is it in Chicago", "time__convert_time"),
         ("quiz me with a pop-up for my address", "everything__trigger_elicitation_request"),
@@ -1281,6 +1280,22 @@ fn a_box_for_a_folder_a_reported_need_and_a_line_between_two_rank_the_tool_asked
         ("sprawdź, czy kiedykolwiek wspominał o 'Kraków'", "memory__search_nodes"),
         ("मुझे सभी .md फ़ाइलें ढूँढनी हैं", "filesystem__search_files"),
         ("显示 docs 目录的树状结构", "filesystem__directory_tree"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
+/// Round 65 reads a "box" as a folder only where people new to computers
+/// mean one: a box of something, a box one types into and a company named
+/// Box stay what they are, and a request to keep someone in memory that
+/// mentions one is still about that someone.
+#[test]
+fn a_box_of_something_a_search_box_and_a_company_named_box_are_no_folders() {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("remember my new neighbour Ana, she gave us a box of apples", "memory__create_entities"),
+        ("remember that Alice gave me a box of chocolates", "memory__add_observations"),
+        ("we have a new customer: Box, the cloud storage company", "memory__create_entities"),
+        ("what's in .env on the app box? /srv/app/.env", "filesystem__read_text_file"),
     ];
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
