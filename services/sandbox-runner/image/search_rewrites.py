@@ -42,8 +42,8 @@ REWRITES = [
     (r"\breturns?\s+(?:the\s+|my\s+|a\s+|our\s+)?(?:\w+\s+)?(?:string|text|message|input|payload)\s+(?:back\s+)?"
      r"(?:unchanged|unaltered|unmodified|verbatim|as\s+is|intact|untouched)\b", "echo back"),
     # What is to happen later ("..., before we start deleting stale
-    # records"): not what is asked now.
-    (r"(?<=[\w'\")\]])\s+before\s+(?:we|i)\s+(?:start|begin)\s+\w+ing\b[^.;:,!?]{0,80}", ""),
+    # records", "... before asking the user again"): not what is asked now.
+    (r"(?<=[\w'\")\]])\s+before\s+(?:(?:we|i)\s+(?:start|begin)\s+\w+ing|asking)\b[^.;:,!?]{0,80}", ""),
     # A folder made sure of ("ensure /var/quarantine exists"): made.
     (r"\b(?:ensure|make\s+sure)\s+(?=\S*/\S*\s+exists\b)", "create "),
     # Appended in code's shorthand ("obs += 'done'").
@@ -91,8 +91,6 @@ REWRITES = [
      r"|\b(?:(?:check|see|find\s+out)\s+)?(?:whether|if)\s+(?:(?:i|we|you|they|he|she)(?:'ve|\s+have|\s+has)?\s+ever|(?:i|we|you|they|he|she)"
      r"(?:'ve|\s+have|\s+has)?|ever)\s+(?:mentioned|told\s+you\s+about|talked\s+about|brought\s+up)\b",
      "have we mentioned"),
-    # A later step ("before asking the user again") is not the ask.
-    (r"(?<=[\w'\")\]])\s+before\s+asking\b[^.;:,!?]{0,60}", ""),
     # Prior mentions looked for: a search ("check memory for prior
     # mentions of a keyword").
     (r"\bcheck\s+(?:the\s+)?(memory|graph)\s+for\s+(?:prior\s+|earlier\s+|previous\s+|any\s+)?mentions\s+of\b",
@@ -110,8 +108,8 @@ REWRITES = [
     # A line drawn from one thing to another links them.
     (r"\bdraw\s+(?:a|the)\s+line\s+(?=from\s|between\s)", "link "),
     # Keeping begun ("start remembering my recipes"): the keeping asked.
-    (r"\b(?:start|begin)\s+(remember|record|track)ing\b", r"\1"),
-    (r"\b(?:start|begin)\s+(sav|stor|not)ing\b", r"\1e"),
+    (r"\b(?:start|begin)\s+(?:(remember|record|track)|(sav|stor|not))ing\b",
+     lambda m: m.group(1) or m.group(2) + "e"),
     # One's own ("each one as its own item"): whose it is, no owner.
     (r"\b(its|their|his|her|my|your|our)\s+own\b", r"\1"),
     # Had back as it went ("have it returned verbatim", "sent back to me
