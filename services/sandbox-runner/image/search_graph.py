@@ -20,7 +20,7 @@ _CALENDAR_NAMES = frozenset(
     "january february march april may june july august september october november december "
     "monday tuesday wednesday thursday friday saturday sunday".split())
 # A name: capitalised words in a run ("Acme Corp").
-_NAME_UNIT = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")
+_NAME_UNIT = re.compile(r"\b[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?:\s+[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+)*\b")  # "Léo", "Ærø"
 # A name as machines and tickets are named: words joined by hyphens ending
 # in a number ("lb-edge-1", "test-01", "INC-4471"); not a text encoding or
 # a model ("utf-8", "gpt-4").
@@ -29,8 +29,10 @@ _ABOUT_ONE = re.compile(
     r"\b(?:(?:on|to|from|in|off|into|under) (?:her|his|its|their|[A-Z][a-z]+'s) (?:existing )?"
     r"(?:entry|node|record|profile|card|page|notes?)"
     r"|[A-Z][a-z]+'s (?:\w+ )?(?:entry|node|record|profile|card|page)"
+    r"|(?:on|to|against|into) the existing (?:entry|node|record|profile|card|entity)\b"
     r"|(?:have|know|keep|stored|saved) (?:on|about) (?:him|her|them|it)\b"
-    r"|(?:fact|detail|note|thing)s? (?:about|on|for) )", re.I)
+    r"|(?:fact|detail|note|thing)s? (?:about|on|for) "
+    r"|\bto what (?:you|we) (?:know|have|remember|keep) (?:about|on) )", re.I)
 _LINKING_LEAD = re.compile(r"(?:^|[,:;]\s)\W*(?:(?:please|pls|now|then|also)\s+)?(?:disconnect|unlink|detach|relate|interlink)\b",
                            re.I)
 _WITH_ITS = re.compile(r"\balong with (?:its|his|her|their|all)\b"
@@ -60,7 +62,8 @@ _BOTH_KNOWN = re.compile(r"\bboth (?:\w+ )?(?:already exist|exist already|are al
                          r" and (?-i:[A-Z])", re.I)
 # A removal that keeps the thing itself: what goes is what is said of it.
 _KEEPS_THE_THING = re.compile(
-    r"\bwithout (?:deleting|removing) (?:the |that |this )?(?:entity|node|record|person|thing|it)\b"
+    r"\bwithout (?:otherwise )?(?:deleting|removing|altering|changing|touching) (?:the |that |this )?(?:entity|node|record|person"
+    r"|thing|it|entry)\b"
     r"|\b(?:record|entity|node|person) itself stays\b"
     r"|\bkeep(?:ing)? (?:the |that |his |her |their |its |my |our |your )?(?:entity|node|record|person|company|organi[sz]ation|contact"
     r"|customer|client|profile|entry)\b|\bkeep(?:ing)? (?:everything|all|anything) else\b|\bkeep(?:ing)? the rest\b"
@@ -82,7 +85,8 @@ _ON_ENTITY = re.compile(r"\b(?:to|on|onto|into|for|of|in)\s+(?:the|that|this|an?
 _ADDED_TO_NAME = re.compile(r"\b(?i:append|add|attach|tack)\b(?:\s+[\w'-]+){0,4}?\s+(?i:to|onto)\s+(?:the\s+)?"
                             r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b(?![.\w/])"
                             r"|\b(?i:append|add|attach|tack)\s+(?i:to|onto)\s+(?:the\s+)?(?i:entity|node|record)\s+['\"]?[\w-]+"
-                            r"|\b(?i:update)\s+(?:the\s+)?[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\s*(?::|\bwith\b)")
+                            r"|\b(?i:update)\s+(?:the\s+)?[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*(?:\s+(?i:record|entry|node|profile|card))?"
+                            r"\s*(?::|\bwith\b)")
 # The link itself pointed at ("delete that connection", "remove the
 # 'reports to' edge"): when removed, a relation.
 _THAT_LINK = re.compile(r"\b(?:that|this|the|those|these)\s+(?:'[^']{1,40}'\s+|\"[^\"]{1,40}\"\s+|[\w-]+\s+)?"
@@ -91,7 +95,8 @@ _THAT_LINK = re.compile(r"\b(?:that|this|the|those|these)\s+(?:'[^']{1,40}'\s+|\
 _THINGS_STAY = re.compile(r"\b(?:people|persons|nodes|entities|things|records|both)\s+(?:stay|remain)\b"
                           r"|\bstill\s+exist\b", re.I)
 # A thing told of with its name ("a dog named Biscuit"): a new thing.
-_A_NAMED_THING = re.compile(r"\b(?i:a|an)\s+(?:new\s+)?[a-z]+\s+(?i:named|called)\s+[A-Z]")
+_A_NAMED_THING = re.compile(r"\b(?i:a|an)\s+(?:new\s+)?[a-z]+\s+(?i:named|called)\s+[A-Z]"
+                            r"|\b(?i:my|our)\s+(?:new\s+)?[a-z]+\s*[:,-]\s*(?i:name|named|called)\s+[A-Z]")
 # Two services named in kebab case and how one uses the other
 # ("api-gateway calls auth-service", "app-01 runs_on host-07"): a relation
 # between them.
@@ -119,6 +124,7 @@ _THESE_THINGS = re.compile(
     r"|\b(?:add|create|store|register|save|record)\s+(?:my\s+|our\s+)?(?:two|three|four|five|six|\d+|some|a\s+few|several)\s+"
     r"(?:new\s+|fresh\s+)?(?:people|persons|contacts|companies|customers|clients|employees|colleagues|coworkers|projects|pets|cats"
     r"|dogs|animals|friends|children|kids|relatives|neighbou?rs)\b"
+    r"|\b(?:my|our)\s+(?:new\s+)?(?:[\w-]+\s+)?(?:members|players|teammates|people|contacts|employees|students|pets)\s*:"
     r"|\beach\s+(?:one\s+|of\s+(?:them|those|these)\s+)?as\s+(?:its|their|a|an)\s+(?:own\s+|separate\s+)?"
     r"(?:item|entity|entry|node|record|thing)\b", re.I)
 # One's own ("each as its own item"): whose it is, no owner.
@@ -136,6 +142,9 @@ _FROM_STORE = re.compile(r"\b(?:from|out of) (?:the |your |my )?(?:knowledge gra
 _QUOTED = re.compile(r"'[^']{1,200}'|\"[^\"]{1,200}\"|\u2018[^\u2019]{1,200}\u2019|\u201c[^\u201d]{1,200}\u201d")
 # One named thing said to be of a kind ("Dana is a designer", "it's a
 # customer of ours", "she's an engineer"): the thing and its kind.
+# A named thing said to be of a kind the graph holds ("Priya is a person
+# who leads ..."): the thing, whatever else is said of it.
+_OF_A_KIND = re.compile(r"\b[A-Z][a-z]+\s+(?:is|are)\s+(?:a|an)\s+(?:person|company|organi[sz]ation|project|team|place|product)\b")
 _IS_A = re.compile(r"\b(?:is|was|'s|’s)\s+(?:a|an)\s+(?!lot\b|bit\b|few\b)\w", re.I)
 
 
@@ -197,9 +206,15 @@ class GraphReading:
             return "observation"  # "erase the phone number we noted on Globex; the record itself stays"
         if action == "remove" and named >= 1 and _WITH_ITS.search(text):
             return "entity"  # "drop the nodes Foo and Bar along with their links": the things themselves
+        if action == "make" and _OF_A_KIND.search(text) and not files:
+            return "entity"  # "remember that Priya is a person who leads the billing team"
         relating = tables.RELATION_WORDS
+        # Words said only inside quotes ("remove the observation 'works
+        # Fridays'") are what is stored, no relation asked for.
+        quoted = set(re.findall(r"[^\W\d_]+", " ".join(q for q in _QUOTED.findall(text) if len(q.split()) <= 5).lower()))
+        quoted -= set(re.findall(r"[^\W\d_]+", _QUOTED.sub(" ", text).lower()))
         if named >= 2 and any((w in relating or w[-1:] == "s" and w[:-1] in relating)
-                              and not (w == "own" and _ONES_OWN.search(text)) for w in words):
+                              and not (w == "own" and _ONES_OWN.search(text)) for w in words - quoted):
             return "relation"
         if "between" in words and tables.LINK_WORDS.intersection(words) and not files:
             return "relation"  # "the relationship between two entities"

@@ -22,9 +22,9 @@ import unicodedata
 # "groesse").
 FOREIGN_LEAST = 2
 FOREIGN_WORDS = """
-file: archivo fichero datei ficheiro arquivo fichier bestand plik pliku fil filen dosya dosyayı dosyası soubor souboru dosyanın fișierul fișier fisierul tệp dosyalarını dosyaları dosyalar dosyaların
+file: archivo fichero datei ficheiro arquivo fichier bestand plik pliku fil filen dosya dosyayı dosyası soubor souboru dosyanın fișierul fișier fisierul tệp dosyalarını dosyaları dosyalar dosyaların dosyasını dosyasini
 files: archivos ficheros dateien ficheiros arquivos fichiers bestanden pliki plików filer filerna souborů soubory fișierele fișiere tệp_tin berkas tiedostoja tiedostot
-folder: carpeta directorio dossier* répertoire ordner verzeichnis pasta* diretório cartella mappen mapp katalogu map* klasör klasörü klasöründe klasörde složka složce složku dizinin dizini složky kansiossa kansio kansioon klasörüne
+folder: carpeta directorio dossier* répertoire ordner verzeichnis pasta* diretório cartella mappen mapp katalogu map* klasör klasörü klasöründe klasörde složka složce složku dizinin dizini složky kansiossa kansio kansioon klasörüne katalogów katalogi
 folders: carpetas directorios dossiers répertoires verzeichnisse pastas diretórios cartelle mappar foldery kansioita kansiot
 read: leer lee* léeme lire lis lesen lies* ler leia leggi lees lezen przeczytaj czytaj odczytaj läs đọc baca citește
 see: ver* voir sehen vedere
@@ -39,7 +39,7 @@ create: crear crea créer crée erstellen erstelle anlegen criar crie aanmaken u
 new: nuevo nueva nouveau nouvelle neu neue neuen neues neuer novo nova* nuovo nuova nieuw nieuwe nowy nowa nowe ny nya yeni naya nayi naye noi* mới nową novou nový nové nová
 delete: ta_bort radera togli togliere rimuovi borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella verwijder verwijderen usuń skasuj lösch sil silin xoá xóa hapus șterge smaž smazat odstraň
 move: mover mueve déplacer déplace verschieben verschiebe mova sposta verplaats verplaatsen przenieś flytta přesuň přesunout mută muta mută_fișierul taşı taşıyın verschieb
-rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie rinomina hernoem hernoemen byt_namn zmień_nazwę renomeia renomeie_o přejmenuj yeniden_adlandır
+rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie rinomina hernoem hernoemen byt_namn zmień_nazwę renomeia renomeie_o přejmenuj yeniden_adlandır adlandır adlandırın adlandirin
 search: buscar busca chercher cherche rechercher recherche suchen suche procurar procure* busque cerca zoek zoeken szukaj wyszukaj sök durchsuche durchsuchen dhundo dhoondo dhundho cari* tìm tìm_kiếm caută
 find: encuentra encontrar trouver trouve finden finde encontre trova vinden znajdź hitta bul bulur bulun bulabilir vind
 size: tamaño tamaños taille größe grösse tamanho dimensione pesa pèse wiegt pesan grootte rozmiar storlek boyutu boyut velikost velikosti velikostmi
@@ -93,7 +93,7 @@ image: imagen bild imagem immagine afbeelding obraz obrazek bilder foto* fotos* 
 compress: comprimir compresser komprimieren comprimi
 environment: entorno environnement umgebung ambiente*
 variables: umgebungsvariablen variablen
-tree: árbol arbre baum árvore albero ağaç boom
+tree: árbol arbre baum árvore albero ağaç boom drzewo drzewa drzewie
 allowed: permitidos autorisés erlaubt erlaubten permitidas consentite le_droit_de le_droit_d el_derecho_de o_direito_de erişim erişimin
 repeat: repite répète wiederhole repita ripeti toista repetir repetí repite_exactamente herhaal repíteme repiteme répète-moi
 keep: behåll lascia lascialo lasciala lasciali mantieni conserva mantén mantener mantenha garde gardez behalte behalten bewaar behoud zachowaj nech
@@ -107,7 +107,7 @@ exactly: exactamente exactement genau exatamente esattamente tal_cual tel_quel t
 return back: rimandami rimanda devuelve devuélveme devuélvelo devuelva devuélvame devolver renvoie renvoyer devolva restituisci
 send: mando envío envoie schicke sende envio
 forget: olvida olvidar olvídate oublie oublier vergiss vergessen esqueça esquecer dimentica vergeet zapomnij glöm zapomněl zapomeň zapomenout
-add: añade añadir agrega agregar ajoute ajouter füge hinzufügen ergänze adicione adicionar acrescente aggiungi voeg_toe toevoegen dodaj lägg_till voeg acrescenta acrescentar přidej
+add: añade añadir agrega agregar ajoute ajouter füge hinzufügen ergänze adicione adicionar acrescente aggiungi voeg_toe toevoegen dodaj lägg_till voeg acrescenta acrescentar přidej jodo
 record: ficha fiche eintrag scheda
 link: kopplingen koppling länken vincula vincular conecta conectar relie lier verknüpfe verknüpfen verbinde verbinden ligue ligar conecte collega* koppel koppelen verbind połącz
 simulate: simula* simular simule* simuler simuliere simulieren simuleer symuluj simulera symulowane symulowany simüle simüle_edilmiş simulovaný simuluj simulerade simulerad gesimuleerde gesimuleerd simulované simulasikan simulovat simulovej
@@ -119,8 +119,8 @@ weather: clima* météo meteo* wetter qué_tiempo_hace que_tiempo_hace
 structured: estructurado estructurada estructurados structuré structurée strukturiert strukturierte estruturado estruturada strutturato strutturata
 output: saída salida sortie ausgabe uscita
 tiny: pequeña pequeño petite* petit* klein kleines kleine pequena pequeno piccola piccolo
-sum: suma* sumar somme additionne addiere summe soma some* somma optellen tel_op bij_elkaar_op bij_elkaar_optellen topla toplar toplam toplamı
-number: número números zahl zahlen numero* liczby liczb
+sum: suma* sumar somme additionne addiere summe soma some* somma optellen tel_op bij_elkaar_op bij_elkaar_optellen topla toplar toplam toplamı zsumowanie zsumuj zsumować zsumowania
+number: número números zahl zahlen numero* liczby liczb kwot kwoty kwota kwotę
 notifications: notificaciones benachrichtigungen notificações notifiche powiadomieniami powiadomienia powiadomień bildirimleri bildirimler bildirimlerini
 resource: recurso ressource risorsa kaynak risorse recursos ressources erőforrásra erőforrás tài_nguyên sumber_daya resurssi
 message: mensaje nachricht mensagem messaggio viesti
@@ -130,7 +130,7 @@ progress: progreso progression* fortschritt progresso avanzamento postęp postę
 model: modelo modèle modell modello
 back: zurück indietro terug vissza takaisin
 give: gib gibt donne dai* geef daj ge* adj
-whole: completo* komplette komplett vollständig ganz ganze ganzen ganzes entier entière inteiro intero intera celý celou celá poore poora tamamını tamamı volledig volledige
+whole: completo* komplette komplett vollständig ganz ganze ganzen ganzes entier entière inteiro intero intera celý celou celá poore poora tamamını tamamı volledig volledige całe całego
 completely: por_completo complètement helt helemaal całkowicie del_tutto completamente compleet úplně
 existing: existente existante vorhandene existierende bestaande befintliga istniejący esistente existující bestehenden bestehende bestehender
 root: raíz raíces racine racines wurzel raiz radice radici
@@ -148,7 +148,7 @@ line: zeile ligne línea linha riga
 related to: relacionada_com relacionado_com relacionadas_com relacionados_com relacionado_con relacionada_con relativo_a lié_à
 anything: qualquer_coisa cualquier_cosa n'importe_quoi irgendetwas qualsiasi_cosa
 tool: herramienta outil werkzeug ferramenta strumento
-test: tester testen testar testare przetestować przetestuj testuj
+test: tester testen testar testare przetestować przetestuj testuj comprobar comprueba
 connection: connexion conexión verbindung conexão connessione
 there are: ci_sono il_y_a gibt_es hay*
 contains: contiene contient enthält contém
@@ -166,11 +166,11 @@ run: lance lancer starte uruchom voer_uit çalıştır spusť başlat
 temperature: temperatura température temperatur temperatuur
 humidity: umidade humedad humidité feuchtigkeit umidità luchtvochtigheid wilgotność
 mentions: erwähnt erwähnen menciona mentionne menziona vermeldt
-entities: entiteterna entiteter entiteiten entidades* entités entitäten entity* entități entitati entitas
+entities: entiteterna entiteter entiteiten entidades* entités entitäten entity* entități entitati entitas podmioty podmiotów
 knowledge graph: kunskapsgrafen kunskapsgraf kennisgraaf graf_wiedzy grafu_wiedzy grafie_wiedzy znalostní_graf bilgi_grafiğinin bilgi_grafiği
 file info: dateiinfo dateiinfos dateiinformationen
 modified: geändert geänderte modificado modificada modifié modifiée modificato gewijzigd zmieniony zmodyfikowany ändrad değiştirilme değiştirildi
-modification date: änderungsdatum fecha_de_modificación date_de_modification data_di_modifica wijzigingsdatum data_modyfikacji
+modification date: änderungsdatum fecha_de_modificación date_de_modification data_di_modifica wijzigingsdatum data_modyfikacji ostatniej_modyfikacji datę_modyfikacji
 permissions: rechte berechtigungen permisos droits* permessi permissões uprawnienia behörigheter rechten* izin iznin permissão permissões_de permisión
 metadata: metadaten metadatos métadonnées metadados metadati
 observations: waarnemingen observationer obserwacje observaciones observações osservazioni
@@ -218,7 +218,7 @@ specific: konkrétní
 names only: bara_namnen nur_die_namen solo_los_nombres seulement_les_noms
 verbatim: ohne_etwas_zu_ändern sin_cambiar_nada sans_rien_changer senza_cambiare_nulla
 together with: razem_z junto_con zusammen_mit insieme_a
-creation: erstellung
+creation: erstellung utworzenia
 its: jego jej
 deprecated: veraltet veralteten veraltete veraltetes
 only: jen jenom bara
@@ -231,7 +231,7 @@ archive: arşiv arşive
 single: único única
 node: nodo nœud knooppunt węzeł uzel
 both: oba beide ambos båda
-already: už schon déjà redan finns_redan
+already: už schon déjà redan finns_redan pehle_se
 know: znáš kennst
 as: als
 messages: meddelandena meddelanden meddelande
@@ -241,6 +241,10 @@ ever: kiedykolwiek
 whether: czy
 top: översta
 level: nivån nivå
+recursively: rekurencyjnie
+manager: supérieure_hiérarchique supérieur_hiérarchique
+deep research: pesquisa_aprofundada
+creation time: datę_utworzenia data_utworzenia
 """
 
 # Words of languages in other scripts (Chinese, Japanese, Korean, Russian,
@@ -364,6 +368,9 @@ disable: отключи выключи отключить
 updates: обновлен
 subscription: подписк
 contents: 里面写了什么 写了什么 中身 내용
+edit: исправь исправить
+line: строку строка строки
+unchanged: не_трогай
 """
 
 

@@ -53,6 +53,9 @@ TEXT_THINGS, RENAMING_VERBS, FILLING_WORDS = TABLES.TEXT_THINGS, TABLES.RENAMING
 FILE_COMMANDS, LINK_WORDS, LISTING_COMMANDS = TABLES.FILE_COMMANDS, TABLES.LINK_WORDS, TABLES.LISTING_COMMANDS
 LOG_LEVELS, KNOWN_FILES, ENVIRONMENT_NAMES = TABLES.LOG_LEVELS, TABLES.KNOWN_FILES, TABLES.ENVIRONMENT_NAMES
 METADATA_WORDS = TABLES.METADATA_WORDS
+PLACE_UNKNOWN, SEARCH_VERBS, SHELL_COMMANDS = TABLES.PLACE_UNKNOWN, TABLES.SEARCH_VERBS, TABLES.SHELL_COMMANDS
+CONTENT_WORDS, PROPERTY_QUESTIONS, KNOWN_EXTENSIONS = TABLES.CONTENT_WORDS, TABLES.PROPERTY_QUESTIONS, TABLES.KNOWN_EXTENSIONS
+IMAGE_WORDS, SHOWING_WORDS, POINTERS, RESOURCE_WORDS = TABLES.IMAGE_WORDS, TABLES.SHOWING_WORDS, TABLES.POINTERS, TABLES.RESOURCE_WORDS
 
 # --------------------------------------------------------------------------
 # Words, and what a query asks
@@ -82,21 +85,11 @@ WHERE_WEIGHT = 0.6
 # An image asked for to see it shown, without any file, path or value
 # naming one ("need an image content block to test my UI"), is any image:
 # the tiny sample: "tiny" joins the query at this weight.
-IMAGE_WORDS = frozenset("image images img picture pic png".split())
-SHOWING_WORDS = frozenset("content block blocks item render renders rendering renderer display displays shows inline".split())
 ANY_IMAGE_WEIGHT = 0.5
 # Pointers to resources, several ("clickable references to several
 # resources", "sample URIs as links"): "links" joins the query at this
 # weight.
-POINTERS = frozenset("links uris urls references pointers chips".split())
-RESOURCE_WORDS = frozenset("resource resources uri uris url urls".split())
 POINTERS_WEIGHT = 0.6
-# Words of a place not known ("is there a file called schema.sql
-# somewhere?"): a question with one asks where, as "where" does.
-PLACE_UNKNOWN = frozenset("somewhere anywhere".split())
-# Verbs asking to find something: after "where can I" a search, not a
-# permission.
-SEARCH_VERBS = frozenset("find locate search look lookup seek".split())
 # A question asking where or which is allowed ("where can you write
 # files?") asks for what is allowed: "allowed" joins it at this weight.
 PERMISSION_QUESTION_WEIGHT = 1.0
@@ -104,12 +97,6 @@ PERMISSION_QUESTION_WEIGHT = 1.0
 # about it: this word joins the query at this weight.
 ONE_FILE_QUESTION_HINT = "metadata"
 ONE_FILE_QUESTION_WEIGHT = 0.8
-# Words asking what a file holds, not about it.
-CONTENT_WORDS = frozenset("inside written say says said content contents contain contains".split())
-# A question opening with one of these asks where a file is, when it
-# changed or how big it is, not what it holds: what the kind of a file it
-# names says (photo.png: an image to read) is left out.
-PROPERTY_QUESTIONS = frozenset(("where", "when", "how"))
 # A question that names someone or something ("who is Alice", "what do we
 # know about Bob") or asks what is known ("did I ever mention ...") asks
 # to look it up: this word joins the query at NAMED_QUESTION_WEIGHT, more
@@ -176,7 +163,7 @@ _MIME_TYPE = re.compile(r"^(?:image|audio|video|text|application|font)/[A-Za-z0-
 _PIPED_FILTER = re.compile(r"\|\s*(?:grep|egrep|fgrep|rg|ag)\b")
 _ANYONE_WHO = re.compile(
     r"\b(?:anyone|anybody|someone|somebody|any (?:one|person|people|contacts?|entit(?:y|ies)|nodes?|records?))\b"
-    r"[^.?!;]{0,30}?\b(?:who|whose|that|which)\b", re.I)
+    r"[^.?!;]{0,30}?\b(?:who|whose|that|which)\b|\b(?:anyone|anybody|anything)\s+(?:connected|related|linked)\s+to\b", re.I)
 
 
 def _particle_verb(match):
@@ -223,6 +210,7 @@ _EXTENSIONS = "|".join(sorted({re.escape(e) for exts in EXTENSION_KINDS.values()
 _REWRITES = [(re.compile(pattern.replace("<binary-extensions>", _BINARY_EXTENSIONS)
                          .replace("<extensions>", _EXTENSIONS), re.I), by)
              for pattern, by in _load_beside("search_rewrites").REWRITES]
+_BEFORE = [(re.compile(pattern, re.I), by) for pattern, by in _load_beside("search_rewrites").BEFORE]
 # A chat channel ("#general", "#ops-alerts"), not a number ("#42").
 _CHANNEL = re.compile(r"(?<![\w#&])#([A-Za-z][\w-]*)")
 # Two numbers or one-letter symbols added: "2+2", "19.5 + 0.5", "x + y"
@@ -282,7 +270,7 @@ FEATURE_NOUNS = frozenset("thing feature capability mechanism stuff".split())
 _ENDED = re.compile(r"\bno\s+longer\b|\banymore\b|\bbe\s+removed\b", re.I)
 # Words joined by slashes as alternatives ("audience/priority"), not a
 # path: letters only, two or three of them.
-_ALTERNATIVES = re.compile(r"^[A-Za-z]{3,}(?:/[A-Za-z]{3,}){1,2}$")
+_ALTERNATIVES = re.compile(r"^[A-Za-z]{3,}(?:/[A-Za-z]{3,}){1,2}$|^[A-Z]{1,5}/[A-Z0-9]{1,5}$")  # and "PDF/A", "TCP/IP"
 # A request relayed in someone's words ("user: 'can you open my notes.txt
 # and tell me what it says'", "helpdesk: user asks 'is there a way to
 # ...'"): the quoted words are the request, not a value of it. The words
@@ -297,6 +285,8 @@ _RELAYED = re.compile(
     rf"^(?P<lead>{_NO_TEXT_VERB}{{0,60}}?\b(?:{_PEOPLE})\b{_NO_TEXT_VERB}{{0,30}}?(?::|\b(?:{_SAYING})\b:?))"
     r"\s*(?P<quote>['\"])(?P<request>[^'\"\n]+)(?P=quote)(?P<tail>\s*[.!?]?\s*(?:\([^()]{0,40}\))?\s*)$", re.I)
 _RELAYING_WORDS = re.compile(rf"\b(?:{_PEOPLE}|{_SAYING})\b:?|:", re.I)
+_FILE_EXTENSION = lambda ext: ext in KNOWN_EXTENSIONS or 1 < len(ext) < 5 and not _english(ext)  # noqa: E731
+_CMDLET = re.compile(r"[A-Z][a-z]+-[A-Z][A-Za-z]+\b")  # PowerShell's: "Get-ChildItem Env:"
 # Quotation marks of other kinds, read as straight ones.
 _OTHER_QUOTES = re.compile(r"[«“„「『]\s*([^«»“”„「」『』'\"`]{1,120}?)\s*[»”“」』]")
 # Quoted text in a query: 'likes tea', "Project X", `main`.
@@ -378,8 +368,12 @@ def _query_tokens(query):
         after = match.string[match.end():].split(None, 1)[:1]
         if after and after[0].strip(_EDGE_PUNCTUATION).lower() in FEATURE_NOUNS and match.group(2).isalpha():
             return f" {match.group(2)} "  # "the 'roots' thing": a feature named, its word asked for
-        arguments.extend(_raw_words(match.group(2)))
         before = match.string[:match.start()].rstrip().rpartition(" ")[2].lower()
+        if match.group(1) == "`" and (match.group(2).split()[0].lower() in SHELL_COMMANDS or _CMDLET.match(match.group(2))):
+            return f" {match.group(2)} "  # "basically `cat .env`": the command is the request
+        if before not in NAMING_WORDS and quoted_files == [match.group(2)]:
+            return f" {match.group(2)} "  # "open 'roof.jpeg'": the one file named, as if unquoted
+        arguments.extend(_raw_words(match.group(2)))
         return f" {_VALUE_GIVEN} " if before in NAMING_WORDS else " "
 
     # An object written out ("[{name: 'Acme', observations: []}]"): the
@@ -390,6 +384,8 @@ def _query_tokens(query):
     if relayed and len(relayed.group("request").split()) >= 3:  # who relayed it, and how, are no part of it
         lead = _RELAYING_WORDS.sub(" ", relayed.group("lead"))
         text = f"{lead} {relayed.group('request')} {relayed.group('tail')}"
+    quoted_files = [m.group(2) for m in _QUOTED.finditer(text)  # not "x.m", "document.title": names, code
+                    if _FILE_NAME.match(m.group(2)) and _FILE_EXTENSION(m.group(2).rpartition(".")[2].lower())]
     text = _QUOTED.sub(quoted, text)
 
     def called(match):
@@ -644,8 +640,9 @@ class Query:
 # entries", "by exact name"): opening them, not searching.
 _NAMED_RECORDS = re.compile(
     r"\b[A-Z][a-z]+'s (?:and [A-Z][a-z]+'s )?(?:\w+ )?(?:entries|entry|records|record|nodes|node|profiles|profile)\b"
-    r"|\bby (?:their |its |exact )?names?\b|(?<!sure of the )\bexact names?\b|\bexactly (?:these|those) (?:\w+ )?names\b"
-    r"|\b(?:entry|record|node|profile|card|page)s? (?:for|of|on) ['\"][A-Z]")
+    r"|\bby (?:their |its |exact )?names?\b|(?<!sure of the )(?<!forget the )(?<!forgot the )\bexact names?\b|\bexactly (?:these|those) (?:\w+ )?names\b"
+    r"|\b(?:entry|record|node|profile|card|page)s? (?:for|of|on) ['\"][A-Z]"
+    r"|\b(?:titled|named|called) exactly\b|\bknows? (?:the |their )?(?:exact )?names\b")
 # The name of a file as the object of a change: "the file name", "the
 # folder's name", "notes.txt's name", "the name of draft.txt".
 _FILES_NAME = re.compile(r"\b(?:file|folder|directory|dir)(?:['\u2019]s)?\s+name\b|['\u2019]s\s+name\b"
@@ -673,6 +670,8 @@ def _english(word):
 def read_query(query, index=None):
     """Read ``query`` (see query_terms) into a Query."""
     query = _in_english(query, _english if index is None else lambda word: _english(word) or index.knows(word))
+    for pattern, by in _BEFORE:
+        query = pattern.sub(by, query)
     named = index.named if index is not None else None
     correct = index.correct if index is not None else None
     text, arguments, extra, files, kinds = _query_tokens(query)

@@ -12,10 +12,62 @@ there from ``search_tables.EXTENSION_KINDS``).
 _HOUR_WORDS = "one two three four five six seven eight nine ten eleven twelve".split()
 # An address ahead: a URL, "www." or the local host.
 _ADDRESS_AHEAD = r"(?=https?://|www\.|localhost\b|127\.0\.0\.1\b)"
+# Participles whose verb is no "-ed" taken off (a request written in the
+# passive: "that the note be struck", "be withdrawn").
+_IRREGULAR = dict(pair.split(":") for pair in (
+    "struck:strike stricken:strike withdrawn:withdraw written:write kept:keep shown:show given:give made:make "
+    "taken:take sent:send put:put set:set read:read held:hold found:find brought:bring told:tell run:run done:do "
+    "drawn:draw torn:tear cut:cut undone:undo redone:redo rewritten:rewrite forgotten:forget shut:shut "
+    "created:create added:add edited:edit opened:open entered:enter ordered:order filtered:filter "
+    "rendered:render registered:register visited:visit limited:limit exhibited:exhibit deposited:deposit "
+    "credited:credit audited:audit").split())
+
+
+def _verb_of(participle):
+    """The verb of an English participle ("recorded" record, "noted" note,
+    "logged" log, "copied" copy), as near as spelling tells it."""
+    word = participle.lower()
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
+    if word.endswith("ied") and len(word) > 4:
+        return word[:-3] + "y"
+    if not word.endswith("ed") or len(word) < 5:
+        return word
+    stem = word[:-2]
+    if stem[-1] == stem[-2] and stem[-1] in "bgmnprt":
+        return stem[:-1]  # "logged", "zipped"
+    vowels = "aeiou"
+    if (stem[-1] in "vcz" or stem.endswith(("rg", "ng", "dg", "rs", "ws", "ps", "ns", "uir"))
+            or stem[-1] not in vowels + "wxy" and stem[-2] in "aiou" and stem[-3] not in vowels
+            or stem.endswith(("et", "iat")) and stem[-3] not in vowels[1:]):
+        return stem + "e"  # "retrieved", "merged", "noted", "stored", "deleted"
+    return stem
+
+
+# What is read before anything else, by the words and by the graph
+# reading alike: a title or an initial before a name ("Ms. Patel", "R.
+# Patel") is part of the name, no end of a sentence.
+BEFORE = [(r"\b(?-i:(Mr|Ms|Mrs|Mx|Dr|Prof|Mme|Mlle|Sr|Sra|Hr|Fr|[A-Z]))\.\s+(?=(?-i:[A-Z][a-z]))", r"\1 ")]
 REWRITES = [
     # Chat shorthand for "you" and "your" ("have i told u about ...").
     (r"(?<![\w'./-])u(?![\w'./-])", "you"),
     (r"(?<![\w'./-])ur(?![\w'./-])", "your"),
+    # A request written in the passive, as offices write them: "it is
+    # requested that the note be struck from ...", "the undersigned asks
+    # that those be produced" ask to strike the note, to produce those;
+    # "it be recorded that ..." to record that.
+    (r"\b(?:(?:the\s+undersigned|i|we)\s+(?:hereby\s+|kindly\s+|respectfully\s+)?"
+     r"(?:requests?|asks?|directs?|requires?)|it\s+is\s+(?:hereby\s+|kindly\s+|respectfully\s+|further\s+)?"
+     r"(?:requested|asked|desired|directed|required)|(?:and\s+)?(?:requests?|asks?))\s+that\s+"
+     r"(?:((?:in|on)\s+[\w-]+),?\s+)?(.{1,160}?)\s+(?:be|is\s+to\s+be|are\s+to\s+be)\s+"
+     r"(?:now\s+|duly\s+|formally\s+|promptly\s+|hereby\s+)?([a-z]+(?:ed|en|wn)|struck|read|set|put|sent|kept|made"
+     r"|held|found|run|cut|shut|done)\b",
+     lambda m: " ".join(part for part in (_verb_of(m.group(3)), m.group(1),
+                                          None if m.group(2).lower() == "it" else m.group(2)) if part)),
+    (r"\b(?:the\s+undersigned|i|we)\s+(?:wish(?:es)?|would\s+like|wants?|intends?)\s+to\s+have\s+"
+     r"([a-z]+(?:ed|en|wn)|struck|read|set|put|sent|kept|made|held|found|run|cut|shut|done)\b",
+     lambda m: _verb_of(m.group(1))),
+    (r"\bthe\s+undersigned\b", "I"),
     # A box on the computer, as people new to one call a folder ("the box
     # where my letters are kept"); not a box that pops up or one to type
     # in, a box of something, or a name ("Box Inc").
@@ -27,7 +79,8 @@ REWRITES = [
      lambda m: "folders" if m.group(1) else "folder"),
     # Folders within folders: the tree ("boxes inside boxes"), as "all the
     # way down".
-    (r"\bfolders?\s+(?:inside|within|in)\s+folders?\b", "nested folders tree"),
+    (r"\bfolders?\s+(?:inside|within|in)\s+folders?\b|\bsub-?sub-?(?:folders?|director(?:y|ies)|dirs?)\b",
+     "nested folders tree"),
     (r"\ball\s+the\s+way\s+down\b", "recursively"),
     # A home folder by its name ("what's in my downloads"): the folder.
     (r"\b(my|the|your)\s+(downloads|documents|desktop|pictures|music|videos|photos|pics)\b"
@@ -35,7 +88,9 @@ REWRITES = [
     # Text given back as it went ("returns it unchanged"): an echo.
     (r"\breturns?\s+(?:it|them|that|this)\s+(?:back\s+)?(?:unchanged|as\s+is|untouched|intact|verbatim)\b"
      r"|\b(?:get|have)\s+(?:the\s+)?(?:exact\s+|very\s+)?(?:same|identical)\s+(?:thing|text|string|message|bytes)"
-     r"\s+(?:back|returned)\b",
+     r"\s+(?:back|returned)\b"
+     r"|\b(?:returned|sent\s+back|given\s+back|repeated(?:\s+back)?)\s+(?:exactly\s+|just\s+)?as\s+(?:submitted|sent"
+     r"|given|written|typed|entered|provided|supplied)\b(?!\s+(?!(?:and|but|so|to|by|with|or)\b)[a-z])",
      "echo back"),
     # A string said to come back as it went ("returns the supplied string
     # unaltered"): an echo.
@@ -447,7 +502,7 @@ REWRITES = [
     # The same text given back, exactly what was sent: an echo.
     (r"\b(?:(?:give|send|hand)\s+(?:me\s+)?back|return(?:\s+back)?|repeat)\s+(?:exactly\s+)?(?:the\s+)?same\s+"
      r"(?:text|message|string|words|input)\b|\bexactly\s+what\s+i\s+(?:type|send|say|write|give)\b"
-     r"|\b(?:(?:give|send|hand)\s+(?:me\s+)?back|return)\s+(?:exactly|verbatim|as\s+is)\s+(?:the\s+|this\s+|my\s+)?"
+     r"|\b(?:(?:give|send|hand)\s+(?:me\s+)?back|return(?:\s+back)?)\s+(?:exactly|verbatim|as\s+is)\s+(?:the\s+|this\s+|my\s+)?"
      r"(?:text|message|string|words|input)\b", "echo"),
     # Opening one named thing's record reads it: "open Priya's entry".
     (r"\bopen\s+(?=(?:[A-Z][\w-]*'s|the\s+[A-Z][\w-]*|his|her|their)\s+(?:\w+\s+)?(?:entry|node|record|profile|card)\b)",
@@ -467,6 +522,40 @@ REWRITES = [
     # relations").
     (r"\b(?:all|every)\s+(?:the\s+)?(?:nodes?|entit(?:y|ies))\s+(?:and|&|\+)\s+(?:all\s+|every\s+)?(?:the\s+)?"
      r"(?:edges?|relations?|relationships?|links?|connections?)\b", "entire graph"),
+    # PowerShell's commands, as people name what they want done:
+    # "Get-ChildItem Env:" lists the environment, "Get-ChildItem" a folder.
+    (r"\bGet-ChildItem\s+Env:", "print environment variables"),
+    (r"\b(?:Get-ChildItem|gci)\b", "list directory"),
+    (r"\bGet-Content\b", "read file"),
+    (r"\b(?:Set-Content|Out-File)\b", "write file"),
+    (r"\bGet-Date\b", "current time"),
+    (r"\b(?:Move-Item|Rename-Item)\b", "move"),
+    (r"\bGet-Item(?:Property)?\b", "file metadata"),
+    (r"\bSelect-String\b", "search"),
+    (r"\bCompress-Archive\b", "compress"),
+    # The clock as Unix asks it ("date -u").
+    (r"\bdate\s+(?:-u|--utc)\b", "current time utc"),
+    # A file filed again is moved ("refile deed.pdf under donors/").
+    (r"\brefil(?:e|es|ed|ing)\b", "move"),
+    # A channel checked ("just to check the connection"): no link of a
+    # graph.
+    (r"\b(check(?:ing)?|test(?:ing)?|verify(?:ing)?|confirm(?:ing)?)\s+(?:that\s+)?(?:the\s+|our\s+|my\s+|a\s+)?"
+     r"connection(?!\s+(?:between|from|of)\b)", r"\1 connectivity"),
+    # Time something takes ("an operation that takes some time"): how
+    # long it runs, no clock.
+    (r"\b(takes?|taking|took|lasts?|lasting)\s+(?:some|a\s+(?:bit\s+of|lot\s+of|long))\s+time\b", r"\1 a long while"),
+    # What a result is for, in an office's words ("..., for attachment to
+    # the file"): a case's file, no file to act on.
+    (r",?\s*\bfor\s+(?:attachment|inclusion|addition)\s+(?:to|in)\s+(?:the\s+|our\s+)?(?:case\s+)?files?\b", " "),
+    # What is not wanted, set apart ("... (not the server's allowed
+    # folders)"): each of its words.
+    (r"\(\s*(?:not|rather\s+than|instead\s+of)\s+([^(),;]{1,80})\)",
+     lambda m: " ".join("no " + w for w in m.group(1).split() if w.lower() not in ("the", "a", "an"))),
+    # What is not wanted said after it ("names only; sizes not required"):
+    # no sizes.
+    (r"\b(sizes?|dates?|timestamps?|contents?|details|metadata|sub-?folders|sub-?directories|recursion|processing"
+     r"|formatting|links|relations|observations|permissions)\s+(?:(?:is|are)\s+)?(?:not\s+(?:required|needed|necessary"
+     r"|wanted|desired)|unnecessary|unneeded)\b", r"no \1"),
     # kubectl's usual alias: "k get pods".
     (r"^\s*k\s+(?=(?:get|describe|apply|delete|logs|exec|scale|rollout|top|edit|patch|create|port-forward)\b)",
      "kubectl "),

@@ -19,7 +19,7 @@ READING_QUESTIONS = frozenset(
     "what what's whats which when where who whose is are was were does did has have how".split())
 
 # Verbs that, opening a request, ask to read, not to change anything.
-READING_VERBS = frozenset("get give list show read view display fetch pull export print find search lookup locate".split())
+READING_VERBS = frozenset("get give list show read view display fetch pull export print find search lookup locate retrieve".split())
 
 # After one of these, a verb says when or whether, not what is asked for
 # ("before deleting"); so after one of PERMISSION_WORDS and "to"
@@ -97,17 +97,17 @@ employer partner partners cousin uncle aunt mother father son daughter mentor me
 between linked link links connection connections connected relationship relationships related join joins joined
 hired hires employs employ employed acquired acquires acquire funded funds sponsored sponsors financed
 supplies supply supplied represents represent represented trains trained teaches taught advises advised coaches
-coached mentored
+coached mentored supervises supervise supervised handles handled
 """.split())
 NEW_THING_WORDS = frozenset("""
 person people entry entries project contact client customer company entity entities node record colleague friend
-employee
+employee records contacts clients customers companies projects colleagues friends employees members
 """.split())
 # Shell commands that list files: piped into grep, a search for files
 # ("ls -R | grep csv").
 LISTING_COMMANDS = frozenset("ls find tree du locate fd dir".split())
 # Words for a link itself ("the relationship between ...").
-LINK_WORDS = frozenset("relationship relationships relation relations connection connections link links edge edges".split())
+LINK_WORDS = frozenset("relationship relationships relation relations connection connections link links edge edges association associations".split())
 FACT_WORDS = frozenset("fact facts detail details observation observations".split())
 FILE_THING_WORDS = frozenset("file files folder folders directory directories dir".split())
 WHOLLY_WORDS = frozenset("completely entirely altogether totally wholly".split())
@@ -118,7 +118,7 @@ WHOLLY_WORDS = frozenset("completely entirely altogether totally wholly".split()
 # is no add_observations, "store that connection" no delete_relations).
 REMOVING_VERBS = frozenset(
     "delete remove erase drop forget destroy purge clear wipe retract discard nuke scrap trash ditch unlink "
-    "disconnect detach cut strike strip eliminate kill scrub undo expunge sever scratch break".split())
+    "disconnect detach cut strike strip eliminate kill scrub undo expunge sever scratch break weed withdraw".split())
 MAKING_VERBS = frozenset(
     "create make add new generate build store save record remember note insert register log set attach append put jot".split())
 
@@ -247,6 +247,9 @@ COMPOUND_WORDS = {
     "rmrf": "remove",
     "anymore": "remove",
     "del": "delete",
+    "weed": "remove",
+    "accession": "record",
+    "accessions": "records",
     "obs": "observations",
     "rel": "relation",
     "rels": "relations",
@@ -285,11 +288,12 @@ KIND_SIGNS = {
 
 # Words that link a clause to what came before ("also remember ...",
 # "and then link ..."): the verb after them opens the clause.
-LINKING_WORDS = frozenset("also and then please pls just so but plus additionally too".split())
+LINKING_WORDS = frozenset("also and then please pls just so but plus additionally too kindly".split())
 
 # Phrases read as one word before the query is split.
 PHRASES = {
     "log in": "login",
+    "open up": "open",
     "log into": "login",
     "sign in": "login",
     "logged in": "login",
@@ -531,6 +535,7 @@ PARTICLE_VERBS = {
     ("cross", "off"): "remove",
     ("cross", "out"): "remove",
     ("wipe", "out"): "remove",
+    ("weed", "out"): "remove",
     ("throw", "away"): "remove",
     ("throw", "out"): "remove",
     ("rip", "out"): "remove",
@@ -657,7 +662,7 @@ SYNONYM_GROUPS = [
     "simulated simulate simulation pretend fake mock",
     "create make new add generate build init initialize setup scaffold register establish",
     "add sum plus total addition",
-    "delete remove erase drop forget destroy purge clear wipe retract discard nuke scrap trash ditch strip scrub expunge sever",
+    "delete remove erase drop forget destroy purge clear wipe retract discard nuke scrap trash ditch strip scrub expunge sever strike withdraw",
     "read get fetch load open view show display retrieve see print peek inspect examine grab peruse slurp",
     "write save store put overwrite persist stash clobber",
     "edit modify change update patch alter replace amend tweak fix correct swap revise adjust substitute refactor bump",
@@ -688,7 +693,7 @@ SYNONYM_GROUPS = [
     "number integer digit",
     "slow long lengthy",
     "operation task job process",
-    "tree hierarchy recursive",
+    "tree hierarchy hierarchical recursive",
     "allowed allow access permitted accessible whitelisted whitelist allowlist allowlisted",
     "permission privilege mode owner own owns readonly executable chmod",
     "pattern glob wildcard regex",
@@ -817,3 +822,26 @@ EXTENSION_HINTS = {
     "text": (("text", 0.5),),
     "compress": (),
 }
+
+# Words of a place not known ("is there a file called schema.sql
+# somewhere?"): a question with one asks where, as "where" does.
+PLACE_UNKNOWN = frozenset("somewhere anywhere".split())
+# Verbs asking to find something: after "where can I" a search, not a
+# permission.
+SEARCH_VERBS = frozenset("find locate search look lookup seek".split())
+# Words asking what a file holds, not about it.
+CONTENT_WORDS = frozenset("inside written say says said content contents contain contains".split())
+# A question opening with one of these asks where a file is, when it
+# changed or how big it is, not what it holds: what the kind of a file it
+# names says (photo.png: an image to read) is left out.
+PROPERTY_QUESTIONS = frozenset(("where", "when", "how"))
+# Commands whose line, in backquotes, is the request ("`du -sh logs`").
+SHELL_COMMANDS = frozenset(COMPOUND_WORDS) | FILE_COMMANDS | {"date", "expr", "echo", "tree", "find", "file", "touch", "gzip"}
+# Words of an image, and of showing one (search_query.ANY_IMAGE_WEIGHT).
+IMAGE_WORDS = frozenset("image images img picture pic png".split())
+SHOWING_WORDS = frozenset("content block blocks item render renders rendering renderer display displays shows inline".split())
+# Pointers, and what they point to (search_query.POINTERS_WEIGHT).
+POINTERS = frozenset("links uris urls references pointers chips".split())
+RESOURCE_WORDS = frozenset("resource resources uri uris url urls".split())
+# The extensions of EXTENSION_KINDS, every kind.
+KNOWN_EXTENSIONS = frozenset(" ".join(EXTENSION_KINDS.values()).split())

@@ -1300,6 +1300,110 @@ fn a_box_of_something_a_search_box_and_a_company_named_box_are_no_folders() {
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// Round 66 (sets 100 to 103: records staff, programmers naming what they
+/// know from a shell or another language, offices writing in the passive,
+/// school-age users) reads a request written in the passive ("it is
+/// requested that ... be struck", "the undersigned wishes to have
+/// recorded ..."), a command in backquotes ("`cat notes.txt`",
+/// "`Get-ChildItem Env:`"), one quoted file name, a title or an initial
+/// before a name ("Mrs. Ng", "K. Osei"), a name with accents ("Zoë"),
+/// what is not wanted said after it ("sizes not needed"), and members or a
+/// pet listed to keep. Each case, written for this test, ranked the wanted
+/// tool below first by words on round 65's ranker.
+#[test]
+fn passive_requests_commands_in_backquotes_and_names_with_titles_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("It is requested that 17 and 26 be added together for the invoice", "everything__get_sum"),
+        (
+            "We request that the memo 'awaiting signature' be struck from Carla's record, the record itself to be kept",
+            "memory__delete_observations",
+        ),
+        (
+            "The undersigned wishes to have struck the recorded association between Hollis Ltd and the tenant",
+            "memory__delete_relations",
+        ),
+        ("please tell me what is inside /srv/share, names only; sizes not needed", "filesystem__list_directory"),
+        (
+            "show me a slow task that takes some time, I want to watch the progress",
+            "everything__trigger_long_running_operation",
+        ),
+        (
+            "retrieve the records titled exactly 'Iris Holt' and 'Lot 14', for attachment to the file",
+            "memory__open_nodes",
+        ),
+        ("please open the scan 'facade.jpeg' as a picture", "filesystem__read_media_file"),
+        ("basically `cat notes.txt`", "filesystem__read_text_file"),
+        ("the same as `expr 3 + 4`", "everything__get_sum"),
+        ("like PowerShell `Get-ChildItem Env:` on the test server", "everything__get_env"),
+        ("refile minutes.docx under board/2026/", "filesystem__move_file"),
+        ("update Mrs. Ng with 'prefers email'", "memory__add_observations"),
+        ("save that Zoë is Théo's sister in the graph", "memory__create_relations"),
+        ("add new band members Kai and Rue", "memory__create_entities"),
+        ("remember our choir members: Ada, Bea and Cy, all singers", "memory__create_entities"),
+        ("add to what you know about Imre: he cycles to work and speaks Finnish", "memory__add_observations"),
+        ("remember my cat: name Pixel, a tabby, 2 years old", "memory__create_entities"),
+        ("update the Harbor Project record with one more detail: budget approved", "memory__add_observations"),
+        ("withdraw two remarks on Pablo's entry, without otherwise altering the entry", "memory__delete_observations"),
+        (
+            "It is requested that it be recorded that Adjuster K. Osei handles the Lot 14 claim",
+            "memory__create_relations",
+        ),
+        ("a hierarchical map of the matter folder including sub-subfolders", "filesystem__directory_tree"),
+        ("the undersigned needs a message returned exactly as submitted, nothing more", "everything__echo"),
+        ("weed the 'Old Catalog' node out completely", "memory__delete_entities"),
+        ("like a Redis SET: remember that Bruno is a person who leads the bakery team", "memory__create_entities"),
+        ("remove only the observation 'works Sundays' from Lee", "memory__delete_observations"),
+        (
+            "the undersigned knows the names of both entries and asks that exactly those be produced",
+            "memory__open_nodes",
+        ),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
+/// Round 66's words of other languages (Polish, Turkish, Russian,
+/// Portuguese, French, Hindi in Latin letters): each case ranked the
+/// wanted tool below first by words on round 65's ranker.
+#[test]
+fn words_of_other_languages_read_in_round_66_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("pokaż drzewo katalogów rekurencyjnie dla src", "filesystem__directory_tree"),
+        ("rapor.txt dosyasını özet.txt olarak yeniden adlandırın", "filesystem__move_file"),
+        ("Исправь строку «v1» на «v2» в файле conf.txt", "filesystem__edit_file"),
+        ("faça uma pesquisa aprofundada simulada sobre energia solar", "everything__simulate_research_query"),
+        ("enregistre que Mme Roux est la supérieure hiérarchique de Paul", "memory__create_relations"),
+        ("memory me Aman pehle se hai, usme nayi baat jodo: chai pasand hai", "memory__add_observations"),
+        ("podaj datę utworzenia pliku faktura.pdf", "filesystem__get_file_info"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
+/// What round 66's readings must leave alone: "returned as typed JSON" is
+/// no echo, a relayed request's quoted words still name a relation, an
+/// English "date" is no Polish word (which once read "modified" as "edit"),
+/// a parenthesis that corrects itself is no list of what is unwanted, and
+/// two quoted file names are a rename's two values.
+#[test]
+fn typed_json_a_relayed_relation_a_modified_date_and_two_quoted_names_keep_their_tools() {
+    let Some(python) = python() else { return };
+    let cases = [
+        (
+            "weather in Oslo returned as typed JSON that matches the declared schema",
+            "everything__get_structured_content",
+        ),
+        ("user: 'you know my brother Tom and you know Lyon, remember that he lives there'", "memory__create_relations"),
+        ("last modified date of budget.xlsx", "filesystem__get_file_info"),
+        (
+            "which roots did the client declare? (not the allow-list, the protocol's roots)",
+            "everything__get_roots_list",
+        ),
+        ("the file is misspelt 'reciept.pdf', rename it to 'receipt.pdf'", "filesystem__move_file"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A query is data a cell controls: no length or shape of it makes the
 /// search fail. A word of 10,000 letters gluing one table word to itself
 /// ("dateidatei…") once ran round 60's compound reading into Python's
