@@ -28,11 +28,12 @@ _NUMBERED_NAME = re.compile(r"\b(?!(?:utf|gpt|sha|md|x86|iso|base|ipv|ucs|latin)
 _ABOUT_ONE = re.compile(
     r"\b(?:(?:on|to|from|in|off|into|under) (?:her|his|its|their|[A-Z][a-z]+'s) (?:existing )?"
     r"(?:entry|node|record|profile|card|page|notes?)"
-    r"|[A-Z][a-z]+'s (?:\w+ )?(?:entry|node|record|profile|card|page)"
+    r"|[A-Z][a-z]+'s (?:\w+ )?(?:entry|node|record|profile|card|page)|[A-Z][a-z]+'s notes\s*:"
     r"|(?:on|to|against|into) the existing (?:entry|node|record|profile|card|entity)\b"
     r"|(?:have|know|keep|stored|saved) (?:on|about) (?:him|her|them|it)\b"
     r"|(?:fact|detail|note|thing)s? (?:about|on|for) "
-    r"|\bto what (?:you|we) (?:know|have|remember|keep) (?:about|on) )", re.I)
+    r"|\bto what (?:you|we) (?:know|have|remember|keep) (?:about|on) "
+    r"|\b(?:to|on|onto|into) the (?:record|entry|card|profile|node|file) (?:of|for) )", re.I)
 _LINKING_LEAD = re.compile(r"(?:^|[,:;]\s)\W*(?:(?:please|pls|now|then|also)\s+)?(?:disconnect|unlink|detach|relate|interlink)\b",
                            re.I)
 _WITH_ITS = re.compile(r"\balong with (?:its|his|her|their|all)\b"
@@ -103,6 +104,15 @@ _A_NAMED_THING = re.compile(r"\b(?i:a|an)\s+(?:new\s+)?[a-z]+\s+(?i:named|called
 _SERVICES_LINKED = re.compile(
     r"\b[a-z0-9]+(?:-[a-z0-9]+)+\s+(?:depends\s+on|calls|uses|talks\s+to|reads\s+from|writes\s+to|connects\s+to"
     r"|sends\s+to|feeds|consumes|relies\s+on|is\s+behind|sits\s+behind|[a-z]+_[a-z_]+)\s+[a-z0-9]+(?:-[a-z0-9]+)+\b", re.I)
+# How two things are linked, said by a verb that needs both ("Marc
+# introduced me to Heron", "turnout 7 is wired to decoder B", "the honey
+# came from Hive 7"), or a relation announced ("note the relationship:
+# ..."): a relation, whether or not both are names.
+_LINKED_BY = re.compile(r"\bintroduc(?:ed|es)\s+(?:(?:me|him|her|them|us|[\w-]+)\s+)?to\b"
+                        r"|\b(?:is|are|was|were)\s+(?:wired|hooked\s+up|plugged\s+in(?:to)?|attached)\s+to\b"
+                        r"|\b(?:came|comes)\s+from\s+(?-i:[A-Z])|\bpowers\s+the\b"
+                        r"|\b(?:note|record|save|add|store|log)\s+(?:the|a|this|that)\s+(?:relationship|relation|connection|link)\s*:",
+                        re.I)
 # A relation's type as code names one ("works_at", "produced_by",
 # "manager_of"): a relation.
 _RELATION_TYPE = re.compile(r"\b[a-z]+_(?:at|by|of|to|in|on|from|with|for|into)\b")
@@ -196,6 +206,8 @@ class GraphReading:
             return "observation"  # "append to Project Phoenix: 'deadline slipped'"
         if _SERVICES_LINKED.search(text) and not files:
             return "relation"  # "record that billing-service depends on postgres-main"
+        if action == "make" and _LINKED_BY.search(text) and not files:
+            return "relation"  # "note that Marc Li introduced me to the whistleblower Heron"
         if _RELATION_TYPE.search(text) and not files:
             return "relation"  # "Dave works_at Acme", "remove the manager_of link"
         if _BOTH_KNOWN.search(text) and not files:
@@ -204,7 +216,7 @@ class GraphReading:
             return "relation"  # "delete the edge ..., keep both nodes": only what links them
         if action == "remove" and _KEEPS_THE_THING.search(text):
             return "observation"  # "erase the phone number we noted on Globex; the record itself stays"
-        if action == "remove" and named >= 1 and _WITH_ITS.search(text):
+        if action == "remove" and (named >= 1 or tables.WHOLLY_WORDS.intersection(words)) and _WITH_ITS.search(text):
             return "entity"  # "drop the nodes Foo and Bar along with their links": the things themselves
         if action == "make" and _OF_A_KIND.search(text) and not files:
             return "entity"  # "remember that Priya is a person who leads the billing team"

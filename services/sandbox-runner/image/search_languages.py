@@ -23,8 +23,8 @@ import unicodedata
 FOREIGN_LEAST = 2
 FOREIGN_WORDS = """
 file: archivo fichero datei ficheiro arquivo fichier bestand plik pliku fil filen dosya dosyayı dosyası soubor souboru dosyanın fișierul fișier fisierul tệp dosyalarını dosyaları dosyalar dosyaların dosyasını dosyasini
-files: archivos ficheros dateien ficheiros arquivos fichiers bestanden pliki plików filer filerna souborů soubory fișierele fișiere tệp_tin berkas tiedostoja tiedostot
-folder: carpeta directorio dossier* répertoire ordner verzeichnis pasta* diretório cartella mappen mapp katalogu map* klasör klasörü klasöründe klasörde složka složce složku dizinin dizini složky kansiossa kansio kansioon klasörüne katalogów katalogi
+files: archivos ficheros dateien ficheiros arquivos fichiers bestanden pliki plików filer filerna souborů soubory fișierele fișiere tệp_tin berkas tiedostoja tiedostot fájlok fájlokat
+folder: carpeta directorio dossier* répertoire ordner verzeichnis pasta* diretório cartella mappen mapp katalogu map* klasör klasörü klasöründe klasörde složka složce složku dizinin dizini složky kansiossa kansio kansioon klasörüne katalogów katalogi mappában mappát mappák
 folders: carpetas directorios dossiers répertoires verzeichnisse pastas diretórios cartelle mappar foldery kansioita kansiot
 read: leer lee* léeme lire lis lesen lies* ler leia leggi lees lezen przeczytaj czytaj odczytaj läs đọc baca citește
 see: ver* voir sehen vedere
@@ -40,7 +40,7 @@ new: nuevo nueva nouveau nouvelle neu neue neuen neues neuer novo nova* nuovo nu
 delete: ta_bort radera togli togliere rimuovi borrar borra quitar quita eliminar elimina supprimer supprime effacer efface löschen lösche entfernen entferne apagar apague excluir exclua remover* remova cancella verwijder verwijderen usuń skasuj lösch sil silin xoá xóa hapus șterge smaž smazat odstraň
 move: mover mueve déplacer déplace verschieben verschiebe mova sposta verplaats verplaatsen przenieś flytta přesuň přesunout mută muta mută_fișierul taşı taşıyın verschieb
 rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie rinomina hernoem hernoemen byt_namn zmień_nazwę renomeia renomeie_o přejmenuj yeniden_adlandır adlandır adlandırın adlandirin
-search: buscar busca chercher cherche rechercher recherche suchen suche procurar procure* busque cerca zoek zoeken szukaj wyszukaj sök durchsuche durchsuchen dhundo dhoondo dhundho cari* tìm tìm_kiếm caută
+search: buscar busca chercher cherche rechercher recherche suchen suche procurar procure* busque cerca zoek zoeken szukaj wyszukaj sök durchsuche durchsuchen dhundo dhoondo dhundho cari* tìm tìm_kiếm caută such_mal
 find: encuentra encontrar trouver trouve finden finde encontre trova vinden znajdź hitta bul bulur bulun bulabilir vind
 size: tamaño tamaños taille größe grösse tamanho dimensione pesa pèse wiegt pesan grootte rozmiar storlek boyutu boyut velikost velikosti velikostmi
 time: spät hora horas horaria heure heures horaire uhrzeit zeit horário tempo* ora* ore* tijd czas godzina zamanı saat* giờ óra* waktu pukul* aika kello
@@ -69,7 +69,7 @@ my: mi* mis* mon* ma* mes mein meine meinen meu minha meus minhas mio mia miei
 several: varios varias plusieurs mehrere vários várias diversi diverse
 together: a_la_vez à_la_fois gleichzeitig de_uma_vez alla_volta insieme
 open: abre abra abrir ouvre ouvrir öffne öffnen apri aprire öppna otevři otevřít avaa načti načíst
-nodes: nós nodos nœuds knoten nodi noderna noder knooppunten uzly uzlů
+nodes: nós nodos nœuds knoten nodi noderna noder knooppunten uzly uzlů düğümleri düğümler
 called: chamados chamado chamada llamado llamados llamada appelé appelés appelée genannt chiamato chiamati
 browser: navegador navigateur
 url: endereço dirección
@@ -79,7 +79,7 @@ i: je yo* ich eu* io*
 want: quiero veux möchte quero voglio
 please: bitte
 contents: contenido contenu inhalt conteúdo contenuto obsah obsahu nội_dung isinya conținutul
-names: nombres noms namen nomes nomi názvy názvem
+names: nombres noms namen nomes nomi názvy názvem nevei nevek
 just: solo* juste nur apenas simplement simplemente semplicemente tylko
 memory: memoria mémoire gedächtnis memória geheugen pamięć pamięci minne minnet memori bộ_nhớ hafızadaki hafıza hafızadan paměti paměť
 stored: guardado guardada guardados guardadas gespeichert gespeicherte gespeicherten enregistré enregistrés sauvegardé armazenado armazenados salvato salvati memorizzato
@@ -104,11 +104,11 @@ entity: entidad entité entität entidade entità entiteit entiteten encja encj�
 text: texto texte testo tekst szöveges
 same: mismo misma même mesmo mesma stesso stessa gleiche gleichen selbe selben
 exactly: exactamente exactement genau exatamente esattamente tal_cual tel_quel telle_quelle
-return back: rimandami rimanda devuelve devuélveme devuélvelo devuelva devuélvame devolver renvoie renvoyer devolva restituisci
+return back: rimandami rimanda devuelve devuélveme devuélvelo devuelva devuélvame devolver renvoie renvoyer devolva restituisci zurückgeben
 send: mando envío envoie schicke sende envio
 forget: olvida olvidar olvídate oublie oublier vergiss vergessen esqueça esquecer dimentica vergeet zapomnij glöm zapomněl zapomeň zapomenout
-add: añade añadir agrega agregar ajoute ajouter füge hinzufügen ergänze adicione adicionar acrescente aggiungi voeg_toe toevoegen dodaj lägg_till voeg acrescenta acrescentar přidej jodo
-record: ficha fiche eintrag scheda
+add: añade añadir agrega agregar ajoute ajouter füge hinzufügen ergänze adicione adicionar acrescente aggiungi voeg_toe toevoegen dodaj lägg_till voeg acrescenta acrescentar přidej jodo ekle
+record: ficha fiche eintrag scheda kaydına kaydı
 link: kopplingen koppling länken vincula vincular conecta conectar relie lier verknüpfe verknüpfen verbinde verbinden ligue ligar conecte collega* koppel koppelen verbind połącz
 simulate: simula* simular simule* simuler simuliere simulieren simuleer symuluj simulera symulowane symulowany simüle simüle_edilmiş simulovaný simuluj simulerade simulerad gesimuleerde gesimuleerd simulované simulasikan simulovat simulovej
 ask: pide pedir pregunta demande demander frag fragen fragt peça chiedi sormasını sorsun
@@ -191,7 +191,7 @@ already saved: já_está_salvo já_está_salva ya_está_guardado ya_está_guarda
 unchanged: unverändert unveränderten ongewijzigd inalterado inchangé inchangée invariato oförändrad niezmieniony sellaisenaan
 no sizes: ingen_storlek sin_tamaño sans_taille ohne_größe sem_tamanho
 directories: hakemistoihin hakemistot hakemistoja dizinlere dizinler
-access: pääsy pääsyä acessar acesso accéder acceder zugreifen
+access: pääsy pääsyä acessar acesso accéder acceder zugreifen dostęp dostępu
 seconds: saniye sekunden segundos secondes secondi sekund sekunder
 switch: schakel schakelen
 make: gör
@@ -236,7 +236,7 @@ know: znáš kennst
 as: als
 messages: meddelandena meddelanden meddelande
 connect: koppla_ihop koppla
-mentioned: wspominał wspomniał
+mentioned: wspominał wspomniał parlé erzählt
 ever: kiedykolwiek
 whether: czy
 top: översta
@@ -245,6 +245,9 @@ recursively: rekurencyjnie
 manager: supérieure_hiérarchique supérieur_hiérarchique
 deep research: pesquisa_aprofundada
 creation time: datę_utworzenia data_utworzenia
+someone: jemandem
+named: adlı
+a new note: yeni_bir_not bir_not
 """
 
 # Words of languages in other scripts (Chinese, Japanese, Korean, Russian,
@@ -255,7 +258,7 @@ creation time: datę_utworzenia data_utworzenia
 SCRIPT_WORDS = """
 what is in: что_лежит_в что_находится_в что_есть_в
 directory tree: 目录树 目錄樹 ディレクトリツリー
-whole: 整个 整個
+whole: 整个 整個 पूरा
 what time: 几点 幾點 何時 몇시 몇_시 который_час कितने_बजे котра_година
 tree: ツリー 树形 트리 дерево 树状
 structure: 構造 结构 구조 структур
@@ -304,7 +307,7 @@ convert: 换算 转换 変換 변환 перевести переведи кон�
 file: 文件 ファイル 파일 файл फ़ाइल फाइल ملف
 folder: 文件夹 資料夾 フォルダ フォルダー 폴더 папк फ़ोल्डर مجلد φάκελ फोल्डर
 directory: 目录 ディレクトリ 디렉터리 каталог
-delete: 删除 削除 삭제 удали удалить हटाओ احذف हटा_दो
+delete: 删除 削除 삭제 удали удалить हटाओ احذف हटा_दो 지워
 create: 创建 作成 생성 создай создать बनाओ 作って 作る बना बनाएं बनाइए 만들어
 read: 读取 読んで 読み 읽어 прочитай прочти पढ़ो
 show: 显示 表示 見せて 给我看 보여줘 보여 покажи दिखाओ 看看
@@ -356,7 +359,7 @@ works at: δουλεύει
 project: έργο
 name: 이름
 change: 바꿔
-sum: 相加 总和 合計 합계 더해
+sum: 相加 总和 合計 합계 더해 足す 足して
 llm: एलएलएम 大模型
 anything mentioning: что-нибудь_про что-то_про что-нибудь_о
 generate: 生成
@@ -371,6 +374,14 @@ contents: 里面写了什么 写了什么 中身 내용
 edit: исправь исправить
 line: строку строка строки
 unchanged: не_трогай
+access: पहुँच
+graph: ग्राफ
+saved: सेव
+fact: факт
+mentioned: 話したっけ 話した
+introduced to: 介绍给
+record: 记录一下
+inside: 안에
 """
 
 

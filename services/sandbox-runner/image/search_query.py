@@ -163,7 +163,8 @@ _MIME_TYPE = re.compile(r"^(?:image|audio|video|text|application|font)/[A-Za-z0-
 _PIPED_FILTER = re.compile(r"\|\s*(?:grep|egrep|fgrep|rg|ag)\b")
 _ANYONE_WHO = re.compile(
     r"\b(?:anyone|anybody|someone|somebody|any (?:one|person|people|contacts?|entit(?:y|ies)|nodes?|records?))\b"
-    r"[^.?!;]{0,30}?\b(?:who|whose|that|which)\b|\b(?:anyone|anybody|anything)\s+(?:connected|related|linked)\s+to\b", re.I)
+    r"[^.?!;]{0,30}?\b(?:who|whose|that|which)\b|\b(?:anyone|anybody|anything)\s+(?:connected|related|linked)\s+to\b"
+    r"|\b(?:notes?|anything|something|info)\s+(?:on|about)\s+(?:someone|somebody|anyone|anybody)\b", re.I)
 
 
 def _particle_verb(match):
@@ -379,7 +380,7 @@ def _query_tokens(query):
     # An object written out ("[{name: 'Acme', observations: []}]"): the
     # call's arguments, its keys too; before quoted text, which it holds.
     text = _OBJECT.sub(lambda m: arguments.extend(_raw_words(m.group(0))) or " ", query)
-    text = _OTHER_QUOTES.sub(lambda m: '"' + m.group(1) + '"', text)  # « bonjour », “hi”: quoted
+    text = _OTHER_QUOTES.sub(lambda m: ' "' + m.group(1) + '" ', text)  # « bonjour », “hi”, 「x」を: quoted
     relayed = _RELAYED.match(text)
     if relayed and len(relayed.group("request").split()) >= 3:  # who relayed it, and how, are no part of it
         lead = _RELAYING_WORDS.sub(" ", relayed.group("lead"))
@@ -651,7 +652,7 @@ _FILES_NAME = re.compile(r"\b(?:file|folder|directory|dir)(?:['\u2019]s)?\s+name
 # the project").
 _PROJECT_PLACE = re.compile(
     r"\b(?:at|in|under|inside|from)\s+(?:the\s+|my\s+|our\s+)?(?:root\s+of\s+(?:the\s+|my\s+|our\s+)?)?"
-    r"(?:repo|repository|project)(?:\s+root)?\b", re.I)
+    r"(?:repo|repository|project)(?:\s+root|\s+folder|\s+directory|\s+dir)?\b", re.I)
 _FIND_NAME = re.compile(r"\bfind\s+(\S+)\s+-i?(?:name|path|wholename)\b")
 def _unglued(word, index):
     """``word``, or the two known words it glues (search_words.unglued) when

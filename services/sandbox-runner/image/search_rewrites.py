@@ -85,6 +85,8 @@ REWRITES = [
     # A home folder by its name ("what's in my downloads"): the folder.
     (r"\b(my|the|your)\s+(downloads|documents|desktop|pictures|music|videos|photos|pics)\b"
      r"(?!\s+(?:folders?|director(?:y|ies)|dirs?)\b)", r"\1 \2 folder"),
+    (r"\b((?-i:in|from|under|inside|into))\s+((?-i:Downloads|Documents|Desktop|Pictures|Music|Videos|Photos))\b"
+     r"(?!\s+(?:folders?|director(?:y|ies)|dirs?)\b)", r"\1 the \2 folder"),
     # Text given back as it went ("returns it unchanged"): an echo.
     (r"\breturns?\s+(?:it|them|that|this)\s+(?:back\s+)?(?:unchanged|as\s+is|untouched|intact|verbatim)\b"
      r"|\b(?:get|have)\s+(?:the\s+)?(?:exact\s+|very\s+)?(?:same|identical)\s+(?:thing|text|string|message|bytes)"
@@ -522,6 +524,14 @@ REWRITES = [
     # relations").
     (r"\b(?:all|every)\s+(?:the\s+)?(?:nodes?|entit(?:y|ies))\s+(?:and|&|\+)\s+(?:all\s+|every\s+)?(?:the\s+)?"
      r"(?:edges?|relations?|relationships?|links?|connections?)\b", "entire graph"),
+    # A name said to hold a word ("every STL whose name has 'enclosure' in
+    # it"): names matching a pattern.
+    (r"\b(?:whose|with\s+a|with)\s+(?:file\s*)?names?\s+(?:has|have|contains?|includes?|containing|including)\b",
+     "whose names match the pattern"),
+    # Text and blob together ("mixed text and blob"): resources of
+    # different types, as links to several are.
+    (r"\b(?:mixed\s+|both\s+)?(?:text\s+(?:and|&|\+|/)\s+blobs?|blobs?\s+(?:and|&|\+|/)\s+text)(?:\s+(?:mixed|both|alike))?\b",
+     "different types"),
     # PowerShell's commands, as people name what they want done:
     # "Get-ChildItem Env:" lists the environment, "Get-ChildItem" a folder.
     (r"\bGet-ChildItem\s+Env:", "print environment variables"),
@@ -539,14 +549,16 @@ REWRITES = [
     (r"\brefil(?:e|es|ed|ing)\b", "move"),
     # A channel checked ("just to check the connection"): no link of a
     # graph.
-    (r"\b(check(?:ing)?|test(?:ing)?|verify(?:ing)?|confirm(?:ing)?)\s+(?:that\s+)?(?:the\s+|our\s+|my\s+|a\s+)?"
-     r"connection(?!\s+(?:between|from|of)\b)", r"\1 connectivity"),
+    (r"\b(check(?:ing)?|test(?:ing)?|verify(?:ing)?|confirm(?:ing)?)(?:\s*,)?\s+(?:that\s+|whether\s+|if\s+|ob\s+)?"
+     r"(?:the\s+|our\s+|my\s+|a\s+|die\s+)?connection(?!\s+(?:between|from|of)\b)", r"\1 connectivity"),
+    # A file's compressed copy by its extension ("make a .gz of the log").
+    (r"\b(?:a|an)\s+\.(?:gz|gzip)\b", "a gzip compressed copy"),
     # Time something takes ("an operation that takes some time"): how
     # long it runs, no clock.
     (r"\b(takes?|taking|took|lasts?|lasting)\s+(?:some|a\s+(?:bit\s+of|lot\s+of|long))\s+time\b", r"\1 a long while"),
     # What a result is for, in an office's words ("..., for attachment to
     # the file"): a case's file, no file to act on.
-    (r",?\s*\bfor\s+(?:attachment|inclusion|addition)\s+(?:to|in)\s+(?:the\s+|our\s+)?(?:case\s+)?files?\b", " "),
+    (r"\bfor\s+(?:attachment|inclusion|addition)\s+(?:to|in)\s+(?:the\s+|our\s+)?(?:case\s+)?files?\b", " "),
     # What is not wanted, set apart ("... (not the server's allowed
     # folders)"): each of its words.
     (r"\(\s*(?:not|rather\s+than|instead\s+of)\s+([^(),;]{1,80})\)",

@@ -142,7 +142,7 @@ RENAMING_VERBS = frozenset("change fix correct update alter edit modify".split()
 FILE_COMMANDS = frozenset("cat less more head tail bat nano vim vi".split())
 # Words that give a new file its content ("a todo.txt with my list in it",
 # "a .gitignore containing target/").
-FILLING_WORDS = frozenset("with containing contains holding holds saying says content contents text".split())
+FILLING_WORDS = frozenset("with containing contains holding holds saying says content contents text listing".split())
 
 # Words of a question that asks what is known or was said.
 RECALL_WORDS = frozenset("remember remembered recall told mention mentioned said stored know known".split())
@@ -248,6 +248,7 @@ COMPOUND_WORDS = {
     "anymore": "remove",
     "del": "delete",
     "weed": "remove",
+    "fenced": "allowed restricted",
     "accession": "record",
     "accessions": "records",
     "obs": "observations",
@@ -548,6 +549,7 @@ PARTICLE_VERBS = {
     ("switch", "off"): "disable",
     ("shut", "off"): "disable",
     ("look", "up"): "lookup",
+    ("hunt", "down"): "search",
     ("write", "down"): "note",
     ("put", "down"): "note",
     ("jot", "down"): "note",

@@ -1384,7 +1384,9 @@ fn words_of_other_languages_read_in_round_66_rank_the_tool_asked_for_first() {
 /// no echo, a relayed request's quoted words still name a relation, an
 /// English "date" is no Polish word (which once read "modified" as "edit"),
 /// a parenthesis that corrects itself is no list of what is unwanted, and
-/// two quoted file names are a rename's two values.
+/// two quoted file names are a rename's two values; and what round 67's
+/// must (below). Each ranks first on the ranker before its round and on
+/// this one.
 #[test]
 fn typed_json_a_relayed_relation_a_modified_date_and_two_quoted_names_keep_their_tools() {
     let Some(python) = python() else { return };
@@ -1400,6 +1402,64 @@ fn typed_json_a_relayed_relation_a_modified_date_and_two_quoted_names_keep_their
             "everything__get_roots_list",
         ),
         ("the file is misspelt 'reciept.pdf', rename it to 'receipt.pdf'", "filesystem__move_file"),
+        // Round 67's: a name's notes opened are no fact to add, an Italian
+        // map is no folder, a connection in the graph stays a relation.
+        ("open Ana's and Doctor Pike's notes by name", "memory__open_nodes"),
+        ("mostra la mappa completa del grafo", "memory__read_graph"),
+        ("link Alice to Acme: she works there, test the connection in the graph", "memory__create_relations"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
+/// Round 67 (sets 104 to 107: farmers and gardeners, journalists,
+/// musicians and podcasters, hobbyist makers) reads how two things are
+/// linked by a verb that needs both ("came from Nursery 4", "introduced me
+/// to", "is wired to", "powers the"), a thing removed "and all its links"
+/// though no name is given, notes on someone asked after, a folder a tool
+/// is "fenced into", a file "listing" what it holds, a name that "has" a
+/// word, "in Downloads", text and blob mixed, a file "in the project
+/// folder". Each case, written for this test, ranked the wanted tool below
+/// first by words, or not at all, on round 66's ranker.
+#[test]
+fn a_link_said_by_its_verb_notes_on_someone_and_a_folder_fenced_in_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("record that the lemon tree came from Nursery 4", "memory__create_relations"),
+        ("note that Ines introduced me to the editor", "memory__create_relations"),
+        ("note the relationship: pump 2 is wired to relay C", "memory__create_relations"),
+        ("record that the inverter powers the garage lights", "memory__create_relations"),
+        ("we sold the old tractor, remove it and all its links from memory completely", "memory__delete_entities"),
+        ("update Ravi's notes: prefers calls after 5pm", "memory__add_observations"),
+        ("which top-level folders is this tool fenced into?", "filesystem__list_allowed_directories"),
+        ("hunt down every CSV whose name has 'invoice' in it", "filesystem__search_files"),
+        ("what's sitting in Downloads now, names only", "filesystem__list_directory"),
+        ("some links to the sample resources, text and blob mixed", "everything__get_resource_links"),
+        ("can you make a .gz of the error log at this URL so I can post it", "everything__gzip_file_as_resource"),
+        ("have I got notes on someone from the bakery already?", "memory__search_nodes"),
+        ("cat config.env in the project folder, what's actually written in it?", "filesystem__read_text_file"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
+/// Round 67's words of other languages (Polish, Hindi, Russian, Japanese,
+/// Turkish, German, Chinese; a Japanese file name in corner brackets): each
+/// case ranked the wanted tool below first by words, or not at all, on
+/// round 66's ranker.
+#[test]
+fn words_of_other_languages_read_in_round_67_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("Do jakich katalogów masz dostęp?", "filesystem__list_allowed_directories"),
+        ("आप किन फ़ोल्डरों तक पहुँच सकते हो?", "filesystem__list_allowed_directories"),
+        ("добавь к записи об Иване ещё один факт: любит чай", "memory__add_observations"),
+        ("12と30を足すといくつ？", "everything__get_sum"),
+        ("'Ada' ve 'Bo' adlı düğümleri göster", "memory__open_nodes"),
+        (
+            "Kannst du den Satz 'hallo' unverändert zurückgeben? Ich will testen, ob die Verbindung steht.",
+            "everything__echo",
+        ),
+        ("记录一下：王老师把我介绍给了李医生", "memory__create_relations"),
+        ("写真「dog.jpg」を画像として見せて", "filesystem__read_media_file"),
     ];
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
