@@ -33,7 +33,7 @@ _ABOUT_ONE = re.compile(
     r"|(?:have|know|keep|stored|saved) (?:on|about) (?:him|her|them|it)\b"
     r"|(?:fact|detail|note|thing)s? (?:about|on|for) "
     r"|\bto what (?:you|we) (?:know|have|remember|keep) (?:about|on) "
-    r"|\b(?:to|on|onto|into) the (?:record|entry|card|profile|node|file) (?:of|for) )", re.I)
+    r"|\b(?:to|on|onto|into) the (?:record|entry|card|profile|node) (?:of|for) )", re.I)
 _LINKING_LEAD = re.compile(r"(?:^|[,:;]\s)\W*(?:(?:please|pls|now|then|also)\s+)?(?:disconnect|unlink|detach|relate|interlink)\b",
                            re.I)
 _WITH_ITS = re.compile(r"\balong with (?:its|his|her|their|all)\b"
@@ -150,11 +150,11 @@ _FROM_STORE = re.compile(r"\b(?:from|out of) (?:the |your |my )?(?:knowledge gra
 # What is quoted: said of a thing, the names in it are no things of the
 # request ("Priya is already in the graph, append: 'moved to Berlin'").
 _QUOTED = re.compile(r"'[^']{1,200}'|\"[^\"]{1,200}\"|\u2018[^\u2019]{1,200}\u2019|\u201c[^\u201d]{1,200}\u201d")
-# One named thing said to be of a kind ("Dana is a designer", "it's a
-# customer of ours", "she's an engineer"): the thing and its kind.
 # A named thing said to be of a kind the graph holds ("Priya is a person
 # who leads ..."): the thing, whatever else is said of it.
 _OF_A_KIND = re.compile(r"\b[A-Z][a-z]+\s+(?:is|are)\s+(?:a|an)\s+(?:person|company|organi[sz]ation|project|team|place|product)\b")
+# One named thing said to be of a kind ("Dana is a designer", "it's a
+# customer of ours", "she's an engineer"): the thing and its kind.
 _IS_A = re.compile(r"\b(?:is|was|'s|’s)\s+(?:a|an)\s+(?!lot\b|bit\b|few\b)\w", re.I)
 
 

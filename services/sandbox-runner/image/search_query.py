@@ -269,9 +269,8 @@ _VALUE_GIVEN = "\x01"
 FEATURE_NOUNS = frozenset("thing feature capability mechanism stuff".split())
 # Something said to be over: what it was is to be taken away.
 _ENDED = re.compile(r"\bno\s+longer\b|\banymore\b|\bbe\s+removed\b", re.I)
-# Words joined by slashes as alternatives ("audience/priority"), not a
-# path: letters only, two or three of them.
-_ALTERNATIVES = re.compile(r"^[A-Za-z]{3,}(?:/[A-Za-z]{3,}){1,2}$|^[A-Z]{1,5}/[A-Z0-9]{1,5}$")  # and "PDF/A", "TCP/IP"
+# Words joined by slashes as alternatives, not a path ("audience/priority", "PDF/A", "TCP/IP").
+_ALTERNATIVES = re.compile(r"^[A-Za-z]{3,}(?:/[A-Za-z]{3,}){1,2}$|^[A-Z]{1,5}/[A-Z0-9]{1,5}$")
 # A request relayed in someone's words ("user: 'can you open my notes.txt
 # and tell me what it says'", "helpdesk: user asks 'is there a way to
 # ...'"): the quoted words are the request, not a value of it. The words
@@ -370,7 +369,8 @@ def _query_tokens(query):
         if after and after[0].strip(_EDGE_PUNCTUATION).lower() in FEATURE_NOUNS and match.group(2).isalpha():
             return f" {match.group(2)} "  # "the 'roots' thing": a feature named, its word asked for
         before = match.string[:match.start()].rstrip().rpartition(" ")[2].lower()
-        if match.group(1) == "`" and (match.group(2).split()[0].lower() in SHELL_COMMANDS or _CMDLET.match(match.group(2))):
+        if match.group(1) == "`" and ((match.group(2).split() or [""])[0].lower() in SHELL_COMMANDS
+                                      or _CMDLET.match(match.group(2))):
             return f" {match.group(2)} "  # "basically `cat .env`": the command is the request
         if before not in NAMING_WORDS and quoted_files == [match.group(2)]:
             return f" {match.group(2)} "  # "open 'roof.jpeg'": the one file named, as if unquoted

@@ -23,6 +23,13 @@ _IRREGULAR = dict(pair.split(":") for pair in (
     "credited:credit audited:audit").split())
 
 
+# PowerShell's commands, as what they do.
+_CMDLETS = {"get-childitem env:": "print environment variables", "get-childitem": "list directory",
+            "gci": "list directory", "get-content": "read file", "set-content": "write file", "out-file": "write file",
+            "get-date": "current time", "move-item": "move", "rename-item": "move", "get-item": "file metadata",
+            "select-string": "search", "compress-archive": "compress"}
+
+
 def _verb_of(participle):
     """The verb of an English participle ("recorded" record, "noted" note,
     "logged" log, "copied" copy), as near as spelling tells it."""
@@ -534,15 +541,9 @@ REWRITES = [
      "different types"),
     # PowerShell's commands, as people name what they want done:
     # "Get-ChildItem Env:" lists the environment, "Get-ChildItem" a folder.
-    (r"\bGet-ChildItem\s+Env:", "print environment variables"),
-    (r"\b(?:Get-ChildItem|gci)\b", "list directory"),
-    (r"\bGet-Content\b", "read file"),
-    (r"\b(?:Set-Content|Out-File)\b", "write file"),
-    (r"\bGet-Date\b", "current time"),
-    (r"\b(?:Move-Item|Rename-Item)\b", "move"),
-    (r"\bGet-Item(?:Property)?\b", "file metadata"),
-    (r"\bSelect-String\b", "search"),
-    (r"\bCompress-Archive\b", "compress"),
+    (r"\b(?:Get-ChildItem\s+Env:|(?:Get-ChildItem|gci|Get-Content|Set-Content|Out-File|Get-Date|Move-Item|Rename-Item"
+     r"|Get-Item(?:Property)?|Select-String|Compress-Archive)\b)",
+     lambda m: _CMDLETS[" ".join(m.group(0).lower().split()).replace("property", "")]),
     # The clock as Unix asks it ("date -u").
     (r"\bdate\s+(?:-u|--utc)\b", "current time utc"),
     # A file filed again is moved ("refile deed.pdf under donors/").

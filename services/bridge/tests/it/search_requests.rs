@@ -1684,6 +1684,23 @@ fn search_tools_answers_every_query_made_of_the_fragments_it_reads_in_any_order_
         // A phrase of the language table in capitals whose lower case is
         // no key of it ("İ" lower-cases to two letters).
         "MERK DİR:",
+        // Rounds 66 and 67: backquotes around nothing but a space (round
+        // 66's first reading of a command in backquotes raised on it),
+        // quoted file names, the passive, titles, a parenthesis of what
+        // is not wanted.
+        "`",
+        "` `",
+        "`ls`",
+        "`Get-ChildItem Env:`",
+        "'a.txt'",
+        "it is requested that",
+        "be struck",
+        "the undersigned",
+        "(not",
+        "Ms.",
+        "R.",
+        "sizes not needed",
+        "introduced me to",
     ];
     let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move |n: usize| {
