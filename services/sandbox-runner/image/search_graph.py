@@ -84,9 +84,9 @@ _ON_ENTITY = re.compile(r"\b(?:to|on|onto|into|for|of|in)\s+(?:the|that|this|an?
 # Something added to a named thing, no file ("append to Project Phoenix:
 # 'deadline slipped'"): a fact on its record.
 _ADDED_TO_NAME = re.compile(r"\b(?i:append|add|attach|tack)\b(?:\s+[\w'-]+){0,4}?\s+(?i:to|onto)\s+(?:the\s+)?"
-                            r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b(?![.\w/])"
+                            r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,5}\b(?![.\w/])"
                             r"|\b(?i:append|add|attach|tack)\s+(?i:to|onto)\s+(?:the\s+)?(?i:entity|node|record)\s+['\"]?[\w-]+"
-                            r"|\b(?i:update)\s+(?:the\s+)?[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*(?:\s+(?i:record|entry|node|profile|card))?"
+                            r"|\b(?i:update)\s+(?:the\s+)?[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,5}(?:\s+(?i:record|entry|node|profile|card))?"
                             r"\s*(?::|\bwith\b)")
 # The link itself pointed at ("delete that connection", "remove the
 # 'reports to' edge"): when removed, a relation.
@@ -144,7 +144,8 @@ _NEW_ABOUT = re.compile(r"\bnew\s+(?:info|information|details?|facts?|data|notes
                         r"|\bupdates?\s+(?:on|about|for|regarding)\s+(?-i:[A-Z])[\w-]*\s*:", re.I)
 # Things to make, said as such: "create entities for our new hires".
 _MAKE_THINGS = re.compile(r"^\s*(?:please\s+)?(?:create|add|make|register|store)\s+(?:a\s+|an\s+|some\s+|two\s+|three\s+)?"
-                          r"(?:new\s+)?(?:entit(?:y|ies)|nodes?)(?:\s+(?:(?:for|of|called|named)\b|['\"\u201c])|\s*:)", re.I)
+                          r"(?:new\s+)?(?:entit(?:y|ies)|nodes?)(?:\s+(?:(?:for|of|called|named)\b|['\"\u201c]|(?-i:[A-Z]))|\s*:)"
+                          r"|\badd\s+(?:them|these|those|both)\s+as\s+(?:new\s+)?(?:entit(?:y|ies)|nodes)\b", re.I)
 # Taken out of the whole store ("erase jdoe from the knowledge graph").
 _FROM_STORE = re.compile(r"\b(?:from|out of) (?:the |your |my )?(?:knowledge graph|graph|memory|kg)\b", re.I)
 # What is quoted: said of a thing, the names in it are no things of the

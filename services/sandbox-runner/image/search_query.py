@@ -52,7 +52,7 @@ PLACING_VERBS, FOLDER_WORDS = TABLES.PLACING_VERBS, TABLES.FOLDER_WORDS
 TEXT_THINGS, RENAMING_VERBS, FILLING_WORDS = TABLES.TEXT_THINGS, TABLES.RENAMING_VERBS, TABLES.FILLING_WORDS
 FILE_COMMANDS, LINK_WORDS, LISTING_COMMANDS = TABLES.FILE_COMMANDS, TABLES.LINK_WORDS, TABLES.LISTING_COMMANDS
 LOG_LEVELS, KNOWN_FILES, ENVIRONMENT_NAMES = TABLES.LOG_LEVELS, TABLES.KNOWN_FILES, TABLES.ENVIRONMENT_NAMES
-METADATA_WORDS = TABLES.METADATA_WORDS
+METADATA_WORDS, GRAPH_WORDS = TABLES.METADATA_WORDS, TABLES.GRAPH_WORDS
 PLACE_UNKNOWN, SEARCH_VERBS, SHELL_COMMANDS = TABLES.PLACE_UNKNOWN, TABLES.SEARCH_VERBS, TABLES.SHELL_COMMANDS
 CONTENT_WORDS, PROPERTY_QUESTIONS, KNOWN_EXTENSIONS = TABLES.CONTENT_WORDS, TABLES.PROPERTY_QUESTIONS, TABLES.KNOWN_EXTENSIONS
 IMAGE_WORDS, SHOWING_WORDS, POINTERS, RESOURCE_WORDS = TABLES.IMAGE_WORDS, TABLES.SHOWING_WORDS, TABLES.POINTERS, TABLES.RESOURCE_WORDS
@@ -286,7 +286,7 @@ _RELAYED = re.compile(
     r"\s*(?P<quote>['\"])(?P<request>[^'\"\n]+)(?P=quote)(?P<tail>\s*[.!?]?\s*(?:\([^()]{0,40}\))?\s*)$", re.I)
 _RELAYING_WORDS = re.compile(rf"\b(?:{_PEOPLE}|{_SAYING})\b:?|:", re.I)
 _FILE_EXTENSION = lambda ext: ext in KNOWN_EXTENSIONS or 1 < len(ext) < 5 and not _english(ext)  # noqa: E731
-_CMDLET = re.compile(r"[A-Z][a-z]+-[A-Z][A-Za-z]+\b")  # PowerShell's: "Get-ChildItem Env:"
+_CMDLET, _COMMAND_ARGUMENT = re.compile(r"[A-Z][a-z]+-[A-Z][A-Za-z]+\b"), re.compile(r"$|[-./~\d]|\S*[/.]")  # PowerShell's
 # Quotation marks of other kinds, read as straight ones.
 _OTHER_QUOTES = re.compile(r"[«“„「『]\s*([^«»“”„「」『』'\"`]{1,120}?)\s*[»”“」』]")
 # Quoted text in a query: 'likes tea', "Project X", `main`.
@@ -369,11 +369,10 @@ def _query_tokens(query):
         if after and after[0].strip(_EDGE_PUNCTUATION).lower() in FEATURE_NOUNS and match.group(2).isalpha():
             return f" {match.group(2)} "  # "the 'roots' thing": a feature named, its word asked for
         before = match.string[:match.start()].rstrip().rpartition(" ")[2].lower()
-        if match.group(1) == "`" and ((match.group(2).split() or [""])[0].lower() in SHELL_COMMANDS
-                                      or _CMDLET.match(match.group(2))):
-            return f" {match.group(2)} "  # "basically `cat .env`": the command is the request
-        if before not in NAMING_WORDS and quoted_files == [match.group(2)]:
-            return f" {match.group(2)} "  # "open 'roof.jpeg'": the one file named, as if unquoted
+        line = match.group(2).split() + [""]  # a command ("basically `cat .env`"), the one file named ("open 'a.jpg'"):
+        if (match.group(1) == "`" and (line[0].lower() in SHELL_COMMANDS and _COMMAND_ARGUMENT.match(line[1])
+                                       or _CMDLET.match(line[0])) or before not in NAMING_WORDS and quoted_files == [match.group(2)]):
+            return f" {match.group(2)} "  # the request's words, as if unquoted
         arguments.extend(_raw_words(match.group(2)))
         return f" {_VALUE_GIVEN} " if before in NAMING_WORDS else " "
 
@@ -386,7 +385,8 @@ def _query_tokens(query):
         lead = _RELAYING_WORDS.sub(" ", relayed.group("lead"))
         text = f"{lead} {relayed.group('request')} {relayed.group('tail')}"
     quoted_files = [m.group(2) for m in _QUOTED.finditer(text)  # not "x.m", "document.title": names, code
-                    if _FILE_NAME.match(m.group(2)) and _FILE_EXTENSION(m.group(2).rpartition(".")[2].lower())]
+                    if _FILE_NAME.match(m.group(2)) and _FILE_EXTENSION(m.group(2).rpartition(".")[2].lower())
+                    ] if GRAPH_WORDS.isdisjoint(_raw_words(text)) else []
     text = _QUOTED.sub(quoted, text)
 
     def called(match):
@@ -417,7 +417,7 @@ def _query_tokens(query):
         # The statement's verb (every statement _SQL finds opens with one)
         # says what it does, on any store: SELECT reads, INSERT makes,
         # DELETE takes away; not "query", which pulls the searches.
-        does = SQL_VERBS[_SQL_VERB.match(statement).group(1).lower()]
+        does = SQL_VERBS.get(_SQL_VERB.match(statement).group(1).lower(), "")  # "ſelect": "s" only as re.I folds it
         if does == SQL_VERBS["select"] and _SQL_EVERYTHING.match(statement):
             does += " all"
         elif does == SQL_VERBS["select"] and _SQL_BY_NAME.search(statement):
@@ -444,7 +444,7 @@ def _query_tokens(query):
         text = _PROJECT_PLACE.sub(" ", text)
     text = _FIND_NAME.sub(lambda m: "search files " + m.group(1), text)  # find /srv -name '*.hprof'
     text = _RENAMING_TEXT.sub(lambda m: "replace text of the " + m.group(1), text)
-    text = _PHRASE.sub(lambda m: PHRASES[m.group(1).lower()], text)
+    text = _PHRASE.sub(lambda m: PHRASES.get(m.group(1).lower(), m.group(1)), text)  # "log ın": no key
     text = _PARTICLE_VERB.sub(_particle_verb, text)
     if _ANYTHING_ABOUT.search(text) or _ANYONE_WHO.search(text):
         # "do you have anything in memory about kubernetes?", "anyone in

@@ -20,7 +20,9 @@ _IRREGULAR = dict(pair.split(":") for pair in (
     "drawn:draw torn:tear cut:cut undone:undo redone:redo rewritten:rewrite forgotten:forget shut:shut "
     "created:create added:add edited:edit opened:open entered:enter ordered:order filtered:filter "
     "rendered:render registered:register visited:visit limited:limit exhibited:exhibit deposited:deposit "
-    "credited:credit audited:audit").split())
+    "credited:credit audited:audit developed:develop exited:exit inherited:inherit totaled:total pinged:ping "
+    "synced:sync pasted:paste typed:type freed:free agreed:agree used:use overwritten:overwrite hidden:hide "
+    "chosen:choose known:know thrown:throw broken:break cancelled:cancel").split())
 
 
 # PowerShell's commands, as what they do.
@@ -44,10 +46,11 @@ def _verb_of(participle):
     if stem[-1] == stem[-2] and stem[-1] in "bgmnprt":
         return stem[:-1]  # "logged", "zipped"
     vowels = "aeiou"
-    if (stem[-1] in "vcz" or stem.endswith(("rg", "ng", "dg", "rs", "ws", "ps", "ns", "uir"))
+    if (stem[-1] in "vczu" or stem.endswith(("rg", "ng", "dg", "rs", "ws", "ps", "ns", "uir", "eas", "aus", "ais", "eus"))
+            or stem[-1] == "l" and stem[-2] not in vowels + "lwy"
             or stem[-1] not in vowels + "wxy" and stem[-2] in "aiou" and stem[-3] not in vowels
-            or stem.endswith(("et", "iat")) and stem[-3] not in vowels[1:]):
-        return stem + "e"  # "retrieved", "merged", "noted", "stored", "deleted"
+            or stem.endswith("et") and stem[-3] not in vowels[1:] or stem.endswith(("iat", "uat"))):
+        return stem + "e"  # "retrieved", "merged", "noted", "stored", "deleted", "enabled", "released", "queued"
     return stem
 
 
@@ -208,7 +211,8 @@ REWRITES = [
     (r"\b(?:only|just)\s+(?:that|this|the)\s+one\b(?!\s+(?:by|at)\b)", "only"),
     # An hour said in words ("five pm", "nine a.m."): a clock's.
     (r"\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s*(am|pm|a\.m\.|p\.m\.)(?!\w)",
-     lambda m: str(_HOUR_WORDS.index(m.group(1).lower()) + 1) + m.group(2)),
+     lambda m: (str(_HOUR_WORDS.index(m.group(1).lower()) + 1) if m.group(1).lower() in _HOUR_WORDS else m.group(1))
+     + m.group(2)),  # ("fıve pm": re.I folds "ı" to "i", lower() does not)
     # A name then a file's extension, as said aloud ("the photo called
     # beach jpeg"): the file.
     (r"\b(called|named)\s+([\w-]+)\s+(<extensions>)\b", r"\1 \2.\3"),
@@ -543,7 +547,7 @@ REWRITES = [
     # "Get-ChildItem Env:" lists the environment, "Get-ChildItem" a folder.
     (r"\b(?:Get-ChildItem\s+Env:|(?:Get-ChildItem|gci|Get-Content|Set-Content|Out-File|Get-Date|Move-Item|Rename-Item"
      r"|Get-Item(?:Property)?|Select-String|Compress-Archive)\b)",
-     lambda m: _CMDLETS[" ".join(m.group(0).lower().split()).replace("property", "")]),
+     lambda m: _CMDLETS.get(" ".join(m.group(0).lower().split()).replace("property", ""), m.group(0))),
     # The clock as Unix asks it ("date -u").
     (r"\bdate\s+(?:-u|--utc)\b", "current time utc"),
     # A file filed again is moved ("refile deed.pdf under donors/").

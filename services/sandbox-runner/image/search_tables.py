@@ -101,7 +101,7 @@ coached mentored supervises supervise supervised handles handled
 """.split())
 NEW_THING_WORDS = frozenset("""
 person people entry entries project contact client customer company entity entities node record colleague friend
-employee records contacts clients customers companies projects colleagues friends employees members
+employee records members
 """.split())
 # Shell commands that list files: piped into grep, a search for files
 # ("ls -R | grep csv").
@@ -247,7 +247,6 @@ COMPOUND_WORDS = {
     "rmrf": "remove",
     "anymore": "remove",
     "del": "delete",
-    "weed": "remove",
     "fenced": "allowed restricted",
     "accession": "record",
     "accessions": "records",
@@ -838,7 +837,14 @@ CONTENT_WORDS = frozenset("inside written say says said content contents contain
 # names says (photo.png: an image to read) is left out.
 PROPERTY_QUESTIONS = frozenset(("where", "when", "how"))
 # Commands whose line, in backquotes, is the request ("`du -sh logs`").
-SHELL_COMMANDS = frozenset(COMPOUND_WORDS) | FILE_COMMANDS | {"date", "expr", "echo", "tree", "find", "file", "touch", "gzip"}
+# (A command only when what follows it is a flag, a path, a file or a
+# number: "`head of sales`" is a value.)
+SHELL_COMMANDS = FILE_COMMANDS | frozenset("ls mkdir rmdir rm mv cp grep du stat printenv tar gunzip gzip sed date expr echo "
+                                           "tree find file touch wc".split())
+# Words of the knowledge graph: a quoted file name beside one is a value
+# stored there ("search my knowledge graph for 'invoice.pdf'").
+GRAPH_WORDS = frozenset("graph node nodes entity entities observation observations memory memories remember know knowledge "
+                        "relation relations".split())
 # Words of an image, and of showing one (search_query.ANY_IMAGE_WEIGHT).
 IMAGE_WORDS = frozenset("image images img picture pic png".split())
 SHOWING_WORDS = frozenset("content block blocks item render renders rendering renderer display displays shows inline".split())
