@@ -11,20 +11,26 @@ what a request is about.
 
 import re
 
-# A thing named by one capital letter ("service A", "node B").
-_LETTER_NAME = re.compile(r"\b(?:service|node|entity|person|project|team|server|user|company|module|component|system)"
-                          r"\s+[A-Z]\b")
+# A thing named by one capital letter or a number ("service A", "node B",
+# "unit 4B").
+_LETTER_NAME = re.compile(r"\b(?:service|node|entity|person|project|team|server|user|company|module|component|system|building|unit"
+                          r"|block|wing|flat|apartment|room|suite|lot)\s+(?:[A-Z]|\d+[A-Z]?)\b")
 # Months and days: capitalised, but no things of the graph ("lead for
 # January").
 _CALENDAR_NAMES = frozenset(
     "january february march april may june july august september october november december "
     "monday tuesday wednesday thursday friday saturday sunday".split())
-# A name: capitalised words in a run ("Acme Corp").
-_NAME_UNIT = re.compile(r"\b[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?:\s+[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+)*\b")  # "Léo", "Ærø"
+# A name: capitalised words in a run ("Acme Corp"), a firm's "& Sons" with
+# them ("Kessler & Sons").
+_NAME_UNIT = re.compile(r"\b[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?:\s+[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+)*"
+                        r"(?:\s+&\s+(?:Sons|Daughters|Co|Partners|Associates|Brothers|Bros|Sisters|Friends)\b)?\b")  # "Léo", "Ærø"
 # A name as machines and tickets are named: words joined by hyphens ending
 # in a number ("lb-edge-1", "test-01", "INC-4471"); not a text encoding or
 # a model ("utf-8", "gpt-4").
 _NUMBERED_NAME = re.compile(r"\b(?!(?:utf|gpt|sha|md|x86|iso|base|ipv|ucs|latin)-)[a-z][a-z0-9]*(?:-[a-z0-9]+)*-\d+\b", re.I)
+# A flat or a room named by its number and letter, as it is rented
+# ("rents 4B", "leases 12A"; "unit 4B" is a _LETTER_NAME).
+_UNIT_CODE = re.compile(r"\b(?i:rents|rented|leases|leased|rent|lease)\s+#?(\d{1,4}[A-Z])\b")
 _ABOUT_ONE = re.compile(
     r"\b(?:(?:on|to|from|in|off|into|under) (?:her|his|its|their|[A-Z][a-z]+'s) (?:existing )?"
     r"(?:entry|node|record|profile|card|page|notes?)"
@@ -39,18 +45,22 @@ _LINKING_LEAD = re.compile(r"(?:^|[,:;]\s)\W*(?:(?:please|pls|now|then|also)\s+)
 _WITH_ITS = re.compile(r"\balong with (?:its|his|her|their|all)\b"
                        r"|\band (?:everything|all|anything) (?:linked|connected|related|attached) to (?:him|her|it|them)\b"
                        r"|\bincluding (?:all )?(?:its|his|her|their) (?:links|relations|relationships|edges|connections)\b"
-                       r"|\band (?:all )?(?:its|his|her|their) (?:links|relations|relationships|edges|connections)\b", re.I)
+                       r"|\b(?:and|with) (?:all )?(?:its|his|her|their) (?:links|relations|relationships|edges|connections)\b"
+                       r"|\band (?:every|each|all|any) (?:links?|relations?|relationships?|edges?|connections?)"
+                       r" (?:hanging off|attached to|going to|pointing at|pointing to|to|from|of|on) (?:it|him|her|them)\b"
+                       r"|\balong with (?:every|each|all|any) (?:links?|relations?|relationships?|edges?|connections?)\b", re.I)
 # Something the memory does not hold yet ("you don't know her yet", "met
 # him for the first time"): a new thing to record.
 _NOT_KNOWN_YET = re.compile(
     r"\b(?:don'?t|do not|doesn'?t|does not|didn'?t|haven'?t|have not|never)\s+(?:know|knew|have|met|heard|saved|"
-    r"stored|remember)\b[^.;!?]{0,40}?\b(?:yet|before)\b"
-    r"|\b(?:not|(?:neither|none) of (?:them|those|these|the two) (?:is|are)) (?:in|stored in|saved in) (?:your |the |my )?memory"
-    r" (?:at all )?yet\b"
+    r"stored|remember|logged|recorded|noted)\b[^.;!?]{0,40}?\b(?:yet|before)\b"
+    r"|\b(?:not|(?:neither|none)(?: of (?:them|those|these|the two))? (?:is|are)) (?:in|stored in|saved in) (?:your |the |my )?"
+    r"(?:memory|graph|knowledge graph|there) (?:at all )?yet\b"
     r"|\bfirst time\b", re.I)
 # One named thing's record ("append facts to the Acme node"); two named
 # records are a relation ("connect the Acme node to the Berlin node").
-_A_RECORD = r"(?:the|my|our|his|her|their) (?:existing |current )?['\"]?[A-Z][\w-]*['\"]? (?:entry|node|record|profile|card|page)\b"
+_A_RECORD = (r"(?:the|my|our|his|her|their) (?:existing |current )?['\"]?[A-Z][\w-]*(?: [A-Z][\w-]*){0,2}['\"]?"
+             r" (?:entry|node|record|profile|card|page)\b")
 _ON_ITS_RECORD = re.compile(r"\b(?:on|to|from|in|into) " + _A_RECORD)
 _NAMED_RECORD = re.compile(r"\b" + _A_RECORD)
 # Two things the memory holds already: what is new is how they relate.
@@ -77,14 +87,19 @@ _KEEPS_BOTH = re.compile(r"\b(?:keep(?:ing)?|leav(?:e|ing))\s+(?:both|the\s+two)
 # A thing the memory already holds: what is added goes on its record.
 _ALREADY_KNOWN = re.compile(r"\b(?:already (?:exists?|stored|saved|known|in (?:the |your |my )?(?:memory|graph|knowledge graph))"
                             r"|(?:is|are) already (?:there|in|stored|saved)|(?:who|whom|which) (?:you|we) already (?:know|have)"
-                            r"|the existing (?:entity|node|record|person|contact|entry))\b",
+                            r"|the existing (?:entity|node|record|person|contact|entry)"
+                            r"|already (?:have|has|got) an? (?:entry|node|record|profile) (?:for|on))\b",
                             re.I)
 # An entity something goes on ("add 'likes tea' to the entity Sam").
 _ON_ENTITY = re.compile(r"\b(?:to|on|onto|into|for|of|in)\s+(?:the|that|this|an?|its)\s+entit(?:y|ies)\b", re.I)
 # Something added to a named thing, no file ("append to Project Phoenix:
-# 'deadline slipped'"): a fact on its record.
+# 'deadline slipped'", "... to guest Ahmed Siddiqui", "append to TC-02:"):
+# a fact on its record.
 _ADDED_TO_NAME = re.compile(r"\b(?i:append|add|attach|tack)\b(?:\s+[\w'-]+){0,4}?\s+(?i:to|onto)\s+(?:the\s+)?"
                             r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,5}\b(?![.\w/])"
+                            r"|\b(?i:append|add|attach|tack)\s+(?:'[^']{1,80}'|\"[^\"]{1,80}\")\s+(?i:to|onto)\s+(?:the\s+)?"
+                            r"(?:[a-z]+\s+)?[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,5}\b(?![.\w/])"
+                            r"|\b(?i:append|add|attach|tack)\s+(?i:to|onto)\s+[A-Z][A-Z0-9]*-\d+\s*:"
                             r"|\b(?i:append|add|attach|tack)\s+(?i:to|onto)\s+(?:the\s+)?(?i:entity|node|record)\s+['\"]?[\w-]+"
                             r"|\b(?i:update)\s+(?:the\s+)?[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,5}(?:\s+(?i:record|entry|node|profile|card))?"
                             r"\s*(?::|\bwith\b)")
@@ -96,19 +111,24 @@ _THAT_LINK = re.compile(r"\b(?:that|this|the|those|these)\s+(?:'[^']{1,40}'\s+|\
 _THINGS_STAY = re.compile(r"\b(?:people|persons|nodes|entities|things|records|both)\s+(?:stay|remain)\b"
                           r"|\bstill\s+exist\b", re.I)
 # A thing told of with its name ("a dog named Biscuit"): a new thing.
-_A_NAMED_THING = re.compile(r"\b(?i:a|an)\s+(?:new\s+)?[a-z]+\s+(?i:named|called)\s+[A-Z]"
+_A_NAMED_THING = re.compile(r"\b(?i:a|an)\s+(?:new\s+)?[a-z]+\s+(?i:named|called)\s+['\"]?[A-Z]"
                             r"|\b(?i:my|our)\s+(?:new\s+)?[a-z]+\s*[:,-]\s*(?i:name|named|called)\s+[A-Z]")
 # Two services named in kebab case and how one uses the other
-# ("api-gateway calls auth-service", "app-01 runs_on host-07"): a relation
-# between them.
+# ("api-gateway calls auth-service", "app-01 runs_on host-07"), or in
+# snake case ("glossary_v3 supersedes glossary_v2"): a relation between
+# them. (At most nine parts to a name: a run of "a-b_" is read once.)
 _SERVICES_LINKED = re.compile(
-    r"\b[a-z0-9]+(?:-[a-z0-9]+)+\s+(?:depends\s+on|calls|uses|talks\s+to|reads\s+from|writes\s+to|connects\s+to"
-    r"|sends\s+to|feeds|consumes|relies\s+on|is\s+behind|sits\s+behind|[a-z]+_[a-z_]+)\s+[a-z0-9]+(?:-[a-z0-9]+)+\b", re.I)
+    r"(?<![\w-])[a-z0-9]+(?:[-_][a-z0-9]+){1,8}\s+(?:depends\s+on|calls|uses|talks\s+to|reads\s+from|writes\s+to"
+    r"|connects\s+to|sends\s+to|feeds|consumes|relies\s+on|is\s+behind|sits\s+behind|supersedes|succeeds"
+    r"|[a-z]+_[a-z_]+)\s+[a-z0-9]+(?:[-_][a-z0-9]+){1,8}\b", re.I)
 # How two things are linked, said by a verb that needs both ("Marc
 # introduced me to Heron", "turnout 7 is wired to decoder B", "the honey
-# came from Hive 7"), or a relation announced ("note the relationship:
-# ..."): a relation, whether or not both are names.
+# came from Hive 7", "record that Molino Rossi supplies our bakery"), or a
+# relation announced ("note the relationship: ..."), told or asked to be
+# kept: a relation, whether or not both are names.
 _LINKED_BY = re.compile(r"\bintroduc(?:ed|es)\s+(?:(?:me|him|her|them|us|[\w-]+)\s+)?to\b"
+                        r"|\b(?-i:[A-Z])[\w'-]{0,40}\s+(?:trains|coaches|supplies|sponsors|mentors|employs|rents|leases|supervises)"
+                        r"\s+(?:the|our|my|their)\b"
                         r"|\b(?:is|are|was|were)\s+(?:wired|hooked\s+up|plugged\s+in(?:to)?|attached)\s+to\b"
                         r"|\b(?:came|comes)\s+from\s+(?-i:[A-Z])|\bpowers\s+the\b"
                         r"|\b(?:note|record|save|add|store|log)\s+(?:the|a|this|that)\s+(?:relationship|relation|connection|link)\s*:",
@@ -118,8 +138,9 @@ _LINKED_BY = re.compile(r"\bintroduc(?:ed|es)\s+(?:(?:me|him|her|them|us|[\w-]+)
 _RELATION_TYPE = re.compile(r"\b[a-z]+_(?:at|by|of|to|in|on|from|with|for|into)\b")
 # A line said of a thing (no file): one fact of it.
 _A_LINE = re.compile(r"\b(?:the|that|this|one)\s+(?:\w+\s+)?line\b", re.I)
-# One named thing's role to another ("Initech is a customer of Globex").
-_ROLE_OF = re.compile(r"\b[A-Z][\w-]+\s+(?:is|are|was|were)\s+(?:a|an|the|our)\s+(?:\w+\s+)?(?:of|at|for)\s+[A-Z]")
+# One named thing's role to another ("Initech is a customer of Globex",
+# "Sam is the plus-one of Alex").
+_ROLE_OF = re.compile(r"\b[A-Z][\w-]+\s+(?:is|are|was|were)\s+(?:a|an|the|our)\s+(?:[\w-]+\s+)?(?:of|at|for)\s+[A-Z]")
 # All that is held on one thing ("everything you remember about him").
 _ALL_ABOUT = re.compile(r"\b(?:everything|all|anything)\s+(?:(?:that\s+)?(?:you|we|i)\s+(?:know|remember|have|kept|keep"
                         r"|stored|saved|noted)\s+|(?:stored|saved|noted|known)\s+)?(?:about|on|of)\b", re.I)
@@ -135,6 +156,8 @@ _THESE_THINGS = re.compile(
     r"(?:new\s+|fresh\s+)?(?:people|persons|contacts|companies|customers|clients|employees|colleagues|coworkers|projects|pets|cats"
     r"|dogs|animals|friends|children|kids|relatives|neighbou?rs)\b"
     r"|\b(?:my|our)\s+(?:new\s+)?(?:[\w-]+\s+)?(?:members|players|teammates|people|contacts|employees|students|pets)\s*:"
+    r"|\b(?:create|add|make)\s+(?:entries|records|nodes|entities)\s+for\s+(?:our\s+|my\s+|the\s+)?(?:two|three|four|five|six"
+    r"|\d+|several|some)\s+(?:new\s+)?\w+\s*:"
     r"|\beach\s+(?:one\s+|of\s+(?:them|those|these)\s+)?as\s+(?:its|their|a|an)\s+(?:own\s+|separate\s+)?"
     r"(?:item|entity|entry|node|record|thing)\b", re.I)
 # One's own ("each as its own item"): whose it is, no owner.
@@ -161,13 +184,14 @@ _IS_A = re.compile(r"\b(?:is|was|'s|’s)\s+(?:a|an)\s+(?!lot\b|bit\b|few\b)\w",
 
 def _named(text, known):
     """How many things ``text`` names (capitalised runs, "service A",
-    "lb-edge-1"); a capitalised first word that ``known`` holds is no name."""
+    "lb-edge-1", "4B"); a capitalised first word that ``known`` holds is no name."""
     units = [m.group(0) for m in _NAME_UNIT.finditer(text) if m.group(0).lower() not in _CALENDAR_NAMES]
     # The first word of the request is capitalised as any first word.
     if units and text.lstrip().startswith(units[0]) and units[0].lower() in known:
         units = units[1:]
     return len({u.lower() for u in units} | {m.group(0).lower() for m in _LETTER_NAME.finditer(text)}
-               | {m.group(0).lower() for m in _NUMBERED_NAME.finditer(text)})
+               | {m.group(0).lower() for m in _NUMBERED_NAME.finditer(text)}
+               | {m.group(1) for m in _UNIT_CODE.finditer(_QUOTED.sub(" ", text))})
 
 
 class GraphReading:
@@ -199,7 +223,8 @@ class GraphReading:
             return "entity"  # "I just adopted a dog named Biscuit, remember him"
         if action == "make" and _THESE_THINGS.search(text) and not files:
             return "entity"  # "store these people in memory: Bob (manager), Carol (designer)"
-        if _NOT_KNOWN_YET.search(text) and not tables.FILE_THING_WORDS.intersection(words) and not files:
+        if _NOT_KNOWN_YET.search(text) and not tables.FILE_THING_WORDS.intersection(words) and not files \
+                and not tables.LINK_WORDS.intersection(words):
             return "entity"  # "you don't know her yet": a new thing
         if _ABOUT_ONE.search(text) or _ON_ITS_RECORD.search(text) and len(_NAMED_RECORD.findall(text)) == 1:
             return "observation"  # "put that on her entry", "add that to what you have on him"
@@ -207,7 +232,7 @@ class GraphReading:
             return "observation"  # "append to Project Phoenix: 'deadline slipped'"
         if _SERVICES_LINKED.search(text) and not files:
             return "relation"  # "record that billing-service depends on postgres-main"
-        if action == "make" and _LINKED_BY.search(text) and not files:
+        if action in ("make", None) and _LINKED_BY.search(text) and not files:
             return "relation"  # "note that Marc Li introduced me to the whistleblower Heron"
         if _RELATION_TYPE.search(text) and not files:
             return "relation"  # "Dave works_at Acme", "remove the manager_of link"
@@ -252,8 +277,8 @@ class GraphReading:
             return "entity"
         if action == "remove" and _ALL_ABOUT.search(text) and not _KEEPS_THE_THING.search(text):
             return "entity"  # "wipe everything you remember about my ex": the thing itself
-        if action == "remove" and named == 1 and _FROM_STORE.search(text):
-            return "entity"  # "erase jdoe from the knowledge graph": the thing itself
+        if action == "remove" and (named == 1 or tables.WHOLLY_WORDS.intersection(words)) and _FROM_STORE.search(text):
+            return "entity"  # "erase jdoe from the knowledge graph", "delete these from the graph outright"
         if named == 1 and _IS_A.search(text) and not files and not tables.FILE_THING_WORDS.intersection(words):
             return "entity"  # "remember that Dana is a designer": what a thing is, its kind
         if named == 1 and (tables.WHOLLY_WORDS.intersection(words) or _WITH_ITS.search(text)):

@@ -25,7 +25,7 @@ FOREIGN_WORDS = """
 file: archivo fichero datei ficheiro arquivo fichier bestand plik pliku fil filen dosya dosyayı dosyası soubor souboru dosyanın fișierul fișier fisierul tệp dosyalarını dosyaları dosyalar dosyaların dosyasını dosyasini
 files: archivos ficheros dateien ficheiros arquivos fichiers bestanden pliki plików filer filerna souborů soubory fișierele fișiere tệp_tin berkas tiedostoja tiedostot fájlok fájlokat
 folder: carpeta directorio dossier* répertoire ordner verzeichnis pasta* diretório cartella mappen mapp katalogu map* klasör klasörü klasöründe klasörde složka složce složku dizinin dizini složky kansiossa kansio kansioon klasörüne katalogów katalogi mappában mappát mappák
-folders: carpetas directorios dossiers répertoires verzeichnisse pastas diretórios cartelle mappar foldery kansioita kansiot
+folders: carpetas directorios dossiers répertoires verzeichnisse pastas diretórios cartelle mappar foldery kansioita kansiot složkám složek
 read: leer lee* léeme lire lis lesen lies* ler leia leggi lees lezen przeczytaj czytaj odczytaj läs đọc baca citește
 see: ver* voir sehen vedere
 show: muestra muéstrame mostrar muestrame affiche afficher montre montrer zeige zeig anzeigen mostre mostra toon tonen pokaż wyświetl visa ukaž ukažte göster näytä
@@ -41,7 +41,7 @@ delete: ta_bort radera togli togliere rimuovi borrar borra quitar quita eliminar
 move: mover mueve déplacer déplace verschieben verschiebe mova sposta verplaats verplaatsen przenieś flytta přesuň přesunout mută muta mută_fișierul taşı taşıyın verschieb
 rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie rinomina hernoem hernoemen byt_namn zmień_nazwę renomeia renomeie_o přejmenuj yeniden_adlandır adlandır adlandırın adlandirin
 search: buscar busca chercher cherche rechercher recherche suchen suche procurar procure* busque cerca zoek zoeken szukaj wyszukaj sök durchsuche durchsuchen dhundo dhoondo dhundho cari* tìm tìm_kiếm caută such_mal
-find: encuentra encontrar trouver trouve finden finde encontre trova vinden znajdź hitta bul bulur bulun bulabilir vind
+find: encuentra encontrar trouver trouve finden finde encontre trova vinden znajdź hitta bul bulur bulun bulabilir vind najdi najít
 size: tamaño tamaños taille größe grösse tamanho dimensione pesa pèse wiegt pesan grootte rozmiar storlek boyutu boyut velikost velikosti velikostmi
 time: spät hora horas horaria heure heures horaire uhrzeit zeit horário tempo* ora* ore* tijd czas godzina zamanı saat* giờ óra* waktu pukul* aika kello
 now: ahora maintenant jetzt agora* adesso teraz abhi abhee şimdi şu_an
@@ -50,7 +50,7 @@ zone: zona* fuseau zeitzone fuso
 convert: convertir convierte convertis umrechnen umwandeln rechne converter* converta converti
 date: fecha datum* tarihi tarih
 what: qué que* quoi che* wat vad kaç
-what's in the: o_que_tem_na o_que_tem_no o_que_há_na qué_hay_en_la qué_hay_en_el wat_staat_er_in_de wat_zit_er_in_de co_je_ve co_je_v
+what's in the: o_que_tem_na o_que_tem_no o_que_há_na qué_hay_en_la qué_hay_en_el wat_staat_er_in_de wat_zit_er_in_de co_je_ve co_je_v qu'y_a-t-il_dans_le qu'y_a-t-il_dans_la qu'est-ce_qu'il_y_a_dans_le qu'est-ce_qu'il_y_a_dans_la
 what files: che_file
 which: cuál cuáles quelle quel quels quelles welche welcher welches qual quais quale welke który która które vilken vilka
 where: dónde où wo onde dove* waar gdzie kahan kahaan
@@ -86,13 +86,13 @@ stored: guardado guardada guardados guardadas gespeichert gespeicherte gespeiche
 something: algo quelque_chose etwas qualcosa alguma_coisa
 remember: recuerda recordar souviens rappelle retiens erinnere merke merk merk_dir merke_dir lembre lembrar ricorda onthoud zapamiętaj kom_ihåg zapamatuj zapamatuj_si
 person: persona* personne pessoa persoon osoba osobę osobu
-relation: relación beziehung relação relazione relatie relacja relację relationen ilişkisini ilişki ilişkiyi quan_hệ hubungan relația vztah vztahu
-note: nota* notiz anota anotar apunta apuntar notiere notier noter* anote anotare annota notitie noteer notatka anteckning notatkę notatki poznámku poznámka
+relation: relación beziehung relação relazione relatie relacja relację relationen ilişkisini ilişki ilişkiyi quan_hệ hubungan relația vztah vztahu powiązanie
+note: nota* notiz anota anotar apunta apuntar notiere notier noter* anote anotare annota notitie noteer notatka anteckning notatkę notatki poznámku poznámka lege_fest halte_fest
 graph: grafo graphe wissensnetz wissensgraph graf grafiğinin grafiği
 image: imagen bild imagem immagine afbeelding obraz obrazek bilder foto* fotos* fotka
 compress: comprimir compresser komprimieren comprimi
 environment: entorno environnement umgebung ambiente*
-variables: umgebungsvariablen variablen
+variables: variablen
 tree: árbol arbre baum árvore albero ağaç boom drzewo drzewa drzewie
 allowed: permitidos autorisés erlaubt erlaubten permitidas consentite le_droit_de le_droit_d el_derecho_de o_direito_de erişim erişimin
 repeat: repite répète wiederhole repita ripeti toista repetir repetí repite_exactamente herhaal repíteme repiteme répète-moi
@@ -115,9 +115,9 @@ ask: pide pedir pregunta demande demander frag fragen fragt peça chiedi sormas�
 form: formulario formulaire formular formulário modulo*
 user: usuario utilisateur benutzer nutzer usuário utente
 server: servidor serveur máy_chủ palvelin sunucu sunucunun sunucuyu
-weather: clima* météo meteo* wetter qué_tiempo_hace que_tiempo_hace
-structured: estructurado estructurada estructurados structuré structurée strukturiert strukturierte estruturado estruturada strutturato strutturata
-output: saída salida sortie ausgabe uscita
+weather: clima* météo meteo* wetter qué_tiempo_hace que_tiempo_hace pogodowe pogoda pogodę
+structured: estructurado estructurada estructurados structuré structurée strukturiert strukturierte estruturado estruturada strutturato strutturata ustrukturyzowanej ustrukturyzowane ustrukturyzowany ustrukturyzowana
+output: saída salida sortie ausgabe uscita wyjściowym wyjściowy wyjściowe
 tiny: pequeña pequeño petite* petit* klein kleines kleine pequena pequeno piccola piccolo
 sum: suma* sumar somme additionne addiere summe soma some* somma optellen tel_op bij_elkaar_op bij_elkaar_optellen topla toplar toplam toplamı zsumowanie zsumuj zsumować zsumowania
 number: número números zahl zahlen numero* liczby liczb kwot kwoty kwota kwotę
@@ -154,7 +154,7 @@ there are: ci_sono il_y_a gibt_es hay*
 contains: contiene contient enthält contém
 every: cada chaque jede jeder jedes ogni
 knowledge: conocimiento connaissance wissen conhecimento conoscenza
-research: onderzoek badanie badania forskning recherche_approfondie araştırma výzkum výzkumný djupresearch riset
+research: onderzoek badanie badania forskning recherche_approfondie araştırma výzkum výzkumný djupresearch riset tiefenrecherche
 research question: onderzoeksvraag forskningsfråga
 research task: onderzoeksopdracht onderzoekstaak forskningsuppgift
 may: darfst dürfen darf
@@ -174,7 +174,7 @@ modification date: änderungsdatum fecha_de_modificación date_de_modification d
 permissions: rechte berechtigungen permisos droits* permessi permissões uprawnienia behörigheter rechten* izin iznin permissão permissões_de permisión
 metadata: metadaten metadatos métadonnées metadados metadati
 observations: waarnemingen observationer obserwacje observaciones observações osservazioni
-observation: waarneming observation* obserwacja obserwację observación observação osservazione beobachtung observationen
+observation: waarneming observation* obserwacja obserwację observación observação osservazione beobachtung observationen remarque uwagę uwaga
 from: från
 enable: włącz włączyć zapnij zapni zapnout etkinleştir slå_på aktiviere aktivieren activa activar active* activer ativa ativar attiva attivare aç
 logging: logowanie logování loglama loggning
@@ -183,7 +183,7 @@ when: kdy ne_zaman wann quando cuándo quand
 created: vytvořen vytvořený vytvořeno oluşturuldu erstellt erstellte creado creada criado criada créé créée creato creata skapad utworzony oluşturulma
 client: istemci istemcimin cliente* klient
 log messages: loggmeddelanden loggmeddelandena logmeldingen logberichten
-links: liens enlaces ligações collegamenti linki länkar liên_kết tautan
+links: liens enlaces ligações collegamenti linki länkar liên_kết tautan linków
 relations: vztahy relaciones relations* beziehungen relações relazioni relaties relacje vazby vazeb powiązaniami powiązania
 subscription: abonelik aboneliği suscripción abonnement* assinatura iscrizione subskrypcja prenumeration feliratkozási feliratkozás
 updates: güncellemeler güncellemelerini actualizaciones mises_à_jour aktualisierungen atualizações aggiornamenti frissítéseket frissítések uppdateringar
@@ -191,31 +191,31 @@ already saved: já_está_salvo já_está_salva ya_está_guardado ya_está_guarda
 unchanged: unverändert unveränderten ongewijzigd inalterado inchangé inchangée invariato oförändrad niezmieniony sellaisenaan
 no sizes: ingen_storlek sin_tamaño sans_taille ohne_größe sem_tamanho
 directories: hakemistoihin hakemistot hakemistoja dizinlere dizinler
-access: pääsy pääsyä acessar acesso accéder acceder zugreifen dostęp dostępu
+access: pääsy pääsyä acessar acesso accéder acceder zugreifen dostęp dostępu přístup přístupu
 seconds: saniye sekunden segundos secondes secondi sekund sekunder
 switch: schakel schakelen
 make: gör
 structure: yapısını yapı structuur struktur estructura
-subfolders: alt_klasörleriyle alt_klasörler alt_klasörleri
+subfolders: alt_klasörleriyle alt_klasörler alt_klasörleri podsložkách podsložky podsložek
 brother: broer bruder hermano frère irmão fratello brat bror
 sister: zus schwester hermana sœur irmã sorella siostra syster
-environment variables: biến_môi_trường variabel_lingkungan variabilele_de_mediu
+environment variables: biến_môi_trường variabel_lingkungan variabilele_de_mediu umgebungsvariablen umgebungsvariable
 notes: catatan ghi_chú notițe
-disable: vypni vypnout dezactivează kapcsold_ki stänger_av stäng_av stänga_av
+disable: vypni vypnout dezactivează kapcsold_ki stänger_av stäng_av stänga_av désactive désactiver désactivez
 remembered: zapamatoval zapamatovala
 records: záznamy
-what time: hány_óra pukul_berapa jam_berapa mấy_giờ kitne_baje kitna_baja kya_time
+what time: hány_óra pukul_berapa jam_berapa mấy_giờ kitne_baje kitna_baja kya_time hoe_laat
 reference: hivatkozást hivatkozás tham_chiếu referensi verwijzing referência referencia
 sample: mẫu contoh
 by name: op_naam podle_jména
 exact: přesnými přesný přesně
-simulated: szimulált låtsas
+simulated: szimulált låtsas simulierte simuliert simulierten simulés simulées simulé
 deep: mendalam
 resource reference: resourceverwijzing
 directory: hakemistossa hakemisto
 overwrite: überschreiben überschreibe sobrescribir sobrescreva écraser sovrascrivi overschrijf
 specific: konkrétní
-names only: bara_namnen nur_die_namen solo_los_nombres seulement_les_noms
+names only: bara_namnen nur_die_namen solo_los_nombres seulement_les_noms alleen_namen
 verbatim: ohne_etwas_zu_ändern sin_cambiar_nada sans_rien_changer senza_cambiare_nulla
 together with: razem_z junto_con zusammen_mit insieme_a
 creation: erstellung utworzenia
@@ -224,7 +224,7 @@ deprecated: veraltet veralteten veraltete veraltetes
 only: jen jenom bara
 toggle: slå_av/på slå_på/av växla
 subscribed: prenumererade prenumererad
-resources: resurser
+resources: resurser zasobów zasoby
 question: soru sorular
 trigger: tetikle tetiklesin
 archive: arşiv arşive
@@ -248,6 +248,12 @@ creation time: datę_utworzenia data_utworzenia
 someone: jemandem
 named: adlı
 a new note: yeni_bir_not bir_not
+subsidiary: tochtergesellschaft tochterfirma
+schema: schematem schemat schematu
+logs: journaux
+extension: příponou přípona příponu
+plus: più
+last: laatst
 """
 
 # Words of languages in other scripts (Chinese, Japanese, Korean, Russian,
@@ -283,10 +289,10 @@ prompt: プロンプト 提示词 프롬프트 промпт 提示
 error: エラー 错误 오류 ошибк
 contains: 含む 包含 포함 들어간 содерж
 allowed: アクセスできる アクセス可能 可以访问 能访问 접근_가능한 доступны доступные 허용된 允许的 許可された разрешённ разрешенн επιτρέπ дозволен
-relation: 关系 関係 관계 отношени связь
+relation: 关系 関係 관계 отношени связь संबंध
 related to: связан
 add: 添加 追加 추가 добавь πρόσθεσ
-between: 之间 の間 사이의 между
+between: 之间 の間 사이의 между ανάμεσα
 which: どれ 哪些 哪个 어떤 какие какой
 roots: ルート 根目录
 client: クライアント 客户端 클라이언트 клиент
@@ -315,7 +321,7 @@ list: 列出 一覧 목록 список सूची
 search: 搜索 查找 探して 検索 검색 찾아 найди поиск поищ खोजो ابحث ढूंढो ढूँढो ढूंढ़ो ढूंढिए ढूँढ ढूंढ
 remember: 记住 覚えて 기억해 запомни याद_रखो تذكر
 memory: 记忆 記憶 기억 메모리 памят मेमोरी
-research: 研究 調査 调查 연구 조사 исследован शोध ค้นคว้า بحث रिसर्च
+research: 研究 調査 调查 연구 조사 исследован शोध ค้นคว้า بحث रिसर्च 调研
 simulate: 模拟 シミュレート 시뮬레이션 смоделируй симулируй симуляц จำลอง
 enable: включи включить 有効にして 启用 켜줘 활성화
 logging: логирован журналирован ロギング 日志 로깅
@@ -324,7 +330,7 @@ levels: уровн レベル 级别 레벨
 word: 단어 単語 单词 слово
 entries: 항목 записи エントリ 条目
 image: 图片 画像 이미지 картинк изображени तस्वीर صورة
-size: 大小 サイズ 大きさ 크기 размер आकार حجم
+size: 大小 サイズ 大きさ 크기 размер आकार حجم साइज़ साइज
 modified: 修改 変更 수정 изменя बदला
 when: 什么时候 いつ 언제 когда कब متى
 rename: 重命名 名前を変更 이름_변경 переименуй 이름을_바꿔
@@ -337,10 +343,10 @@ by name: 이름으로 名前で 按名称 по_имени за_назвою
 open: 열어 開いて 打开 открой відкрий
 folders: φάκελοι
 files: αρχεί
-find: βρες
+find: βρες 找出
 observation: παρατήρησ
 end with: τελειώνουν
-model: מודל
+model: מודל модель модели
 link: رابط σύνδεσ
 browser: متصفح
 open in: فتح
@@ -362,16 +368,16 @@ change: 바꿔
 sum: 相加 总和 合計 합계 더해 足す 足して
 llm: एलएलएम 大模型
 anything mentioning: что-нибудь_про что-то_про что-нибудь_о
-generate: 生成
+generate: 生成 сгенерировать сгенерируй
 steps: चरण
 creation time: 作成日時
 permissions: 権限
 information: जानकारी
-disable: отключи выключи отключить
+disable: отключи выключи отключить 关掉 关闭
 updates: обновлен
-subscription: подписк
+subscription: подписк 订阅
 contents: 里面写了什么 写了什么 中身 내용
-edit: исправь исправить
+edit: исправь исправить 書き換えて 書き換え
 line: строку строка строки
 unchanged: не_трогай
 access: पहुँच
@@ -382,6 +388,9 @@ mentioned: 話したっけ 話した
 introduced to: 介绍给
 record: 记录一下
 inside: 안에
+created: बनाई
+long running: 耗时
+remove: αφαίρεσε
 """
 
 
@@ -398,15 +407,20 @@ def _script_words():
 _SCRIPT = _script_words()
 _SCRIPT_WORD = re.compile("|".join(r"\s*".join(map(re.escape, w.split("_")))
                                    for w in sorted(_SCRIPT, key=len, reverse=True)), re.I)
-# A match written without its spaces -> the table's word ("몇시" -> "몇_시").
+# A match written without its spaces -> the table's word ("몇시" -> "몇_시");
+# by case folding too, as matching ignoring case takes letters lower() keeps
+# ("ς" and "σ", "µ" and "μ", "ϕ" and "φ").
 _SCRIPT_KEY = {w.replace("_", ""): w for w in _SCRIPT}
+_SCRIPT_FOLDED = {w.replace("_", "").casefold(): w for w in _SCRIPT}
 _SPACES = re.compile(r"\s+")
 
 
 def _in_english_word(match):
-    """The English of a SCRIPT_WORDS match, apart from its neighbours."""
-    written = _SPACES.sub("", match.group(0)).lower()
-    return " " + _SCRIPT[_SCRIPT_KEY.get(written, written)] + " "
+    """The English of a SCRIPT_WORDS match, apart from its neighbours (the
+    match as written when no key of the table is it)."""
+    written = _SPACES.sub("", match.group(0))
+    key = _SCRIPT_KEY.get(written.lower()) or _SCRIPT_FOLDED.get(written.casefold())
+    return " " + _SCRIPT[key] + " " if key else match.group(0)
 
 
 # An hour written in a script that writes it after the number ("8点",

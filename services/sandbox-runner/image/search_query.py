@@ -138,8 +138,8 @@ GRAPH_HINT_WEIGHT = 1.0
 
 _PHRASE = re.compile(r"\b(" + "|".join(sorted((re.escape(p) for p in PHRASES), key=len, reverse=True)) + r")\b", re.I)
 _CODE_CALL = re.compile(r"\b([A-Za-z_][\w.]*)\((?=[^()]*\))")
-# A shell redirection (">" or ">>") before a file or path.
-_REDIRECT = re.compile(r"(?<![>=-])(>>?)(?=\s*[\w./~])")
+# A shell redirection (">" or ">>") before a file or path; no tag's ">" ("<target>").
+_REDIRECT = re.compile(r"</?[A-Za-z][\w:.-]{0,40}(?:\s[^<>]{0,80})?>|(?<![>=-])(>>?)(?=\s*[\w./~])")
 # A verb, at most three plain words, then its particle: "take it out".
 _PARTICLE_VERB = re.compile(
     r"\b(" + "|".join(sorted({re.escape(v) for v, _ in PARTICLE_VERBS})) + r")\b((?:\s+[\w'-]+){0,3}?)\s+("
@@ -208,10 +208,10 @@ SQL_VERBS = TABLES.SQL_VERBS
 # text; "<extensions>": those of every file.
 _BINARY_EXTENSIONS = "|".join(sorted({re.escape(e) for k, exts in EXTENSION_KINDS.items() if k != "text" for e in exts.split()}))
 _EXTENSIONS = "|".join(sorted({re.escape(e) for exts in EXTENSION_KINDS.values() for e in exts.split()}))
-_REWRITES = [(re.compile(pattern.replace("<binary-extensions>", _BINARY_EXTENSIONS)
-                         .replace("<extensions>", _EXTENSIONS), re.I), by)
-             for pattern, by in _load_beside("search_rewrites").REWRITES]
-_BEFORE = [(re.compile(pattern, re.I), by) for pattern, by in _load_beside("search_rewrites").BEFORE]
+_RULES = _load_beside("search_rewrites")  # loaded once: its rewrites and its first reading (BEFORE)
+_REWRITES, _BEFORE = ([(re.compile(pattern.replace("<binary-extensions>", _BINARY_EXTENSIONS)
+                                   .replace("<extensions>", _EXTENSIONS), re.I), by) for pattern, by in rules]
+                      for rules in (_RULES.REWRITES, _RULES.BEFORE))
 # A chat channel ("#general", "#ops-alerts"), not a number ("#42").
 _CHANNEL = re.compile(r"(?<![\w#&])#([A-Za-z][\w-]*)")
 # Two numbers or one-letter symbols added: "2+2", "19.5 + 0.5", "x + y"
@@ -400,7 +400,7 @@ def _query_tokens(query):
     text = _CODE_CALL.sub(called, text)
     # A shell redirection into a file ("echo hi > notes.txt") writes it;
     # ">>" appends to it.
-    text = _REDIRECT.sub(lambda m: " append " if m.group(1) == ">>" else " write ", text)
+    text = _REDIRECT.sub(lambda m: m.group(0) if not m.group(1) else " append " if m.group(1) == ">>" else " write ", text)
     piped = _PIPED_FILTER.search(text)
     if piped and LISTING_COMMANDS.intersection(text[:piped.start()].lower().split()):
         # A listing of files piped into a filter: the listing is the means,

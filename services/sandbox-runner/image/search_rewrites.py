@@ -56,8 +56,23 @@ def _verb_of(participle):
 
 # What is read before anything else, by the words and by the graph
 # reading alike: a title or an initial before a name ("Ms. Patel", "R.
-# Patel") is part of the name, no end of a sentence.
-BEFORE = [(r"\b(?-i:(Mr|Ms|Mrs|Mx|Dr|Prof|Mme|Mlle|Sr|Sra|Hr|Fr|[A-Z]))\.\s+(?=(?-i:[A-Z][a-z]))", r"\1 ")]
+# Patel") is part of the name, no end of a sentence; what is said not to
+# be wanted is no reading of its own.
+BEFORE = [(r"\b(?-i:(Mr|Ms|Mrs|Mx|Dr|Prof|Mme|Mlle|Sr|Sra|Hr|Fr|[A-Z]))\.\s+(?=(?-i:[A-Z][a-z]))", r"\1 "),
+          # The whole of a thing asked for, "not just a fact about him":
+          # the thing itself, no fact of it.
+          (r"\bnot\s+(?:just|only|merely)\s+(?:a|one|the)\s+(?:single\s+)?(?:fact|note|observation)s?"
+           r"(?:\s+(?:about|on|of)\s+(?:him|her|them|it)\b)?", "entirely"),
+          # The memory exported whole ("a full export of the memory").
+          (r"\b(?:full|complete|whole|entire)\s+(?:export|dump|copy|backup|snapshot)\s+of\s+(?:the\s+|your\s+|my\s+)?"
+           r"(?:memory|graph|knowledge\s+graph)\b", "read the whole knowledge graph"),
+          # A date written with slashes ("done 14/05", "filed 4/15") and a
+          # vessel's letters before its name ("R/V Falkor"): no path.
+          (r"(?<![\w/.])(\d{1,2})/(\d{1,2})(?:/(?:\d{4}|\d{2}))?(?![\w/]|\.\w)", r"\1-\2"),
+          (r"(?<![\w/.])(?-i:([A-Z])/([A-Z]))(?=\s+(?-i:[A-Z][a-z]))", r"\1\2"),
+          # Newcomers saying who they are ("new secretary here."): no new thing.
+          (r"^\W{0,3}new\s+(?!(?:file|folder|directory|person|entry|note|record|entity|node|thing)s?\b)(?:[\w-]+\s+){0,2}?here\b"
+           r"(?=\s*[.,:;!-])", "i am here")]
 REWRITES = [
     # Chat shorthand for "you" and "your" ("have i told u about ...").
     (r"(?<![\w'./-])u(?![\w'./-])", "you"),
@@ -236,8 +251,10 @@ REWRITES = [
      "a new entity"),
     # Who may read or write a file: its permissions.
     (r"\bwho(?:'s|\s+is)\s+allowed\s+to\s+(?:read|write|open|edit|access|run)\b", "permissions"),
-    # "add 17 and 25": two numbers summed.
-    (r"\badd\s+(?=(?:[a-z]\w*\s*=\s*)?-?\d[\d.]*\s*(?:,\s*|and\s+|\+\s*|plus\s+|to\s+|\s)\s*(?:[a-z]\w*\s*=\s*)?-?\d)",
+    # "add 17 and 25" (and, once their words read as English, "dodaj 125
+    # i 380", "suma 3 y 4", "somma 3 e 4", "und", "et"): two numbers summed.
+    (r"\badd\s+(?=(?:[a-z]\w*\s*=\s*)?-?\d[\d.]*\s*(?:,\s*|and\s+|[iye]\s+|und\s+|et\s+|\+\s*|plus\s+|to\s+|\s)\s*"
+     r"(?:[a-z]\w*\s*=\s*)?-?\d)",
      "sum "),
     # All of a file's text replaced: the file written anew.
     (r"\breplace\s+(?:the\s+)?(?:whole|entire|full|complete|all(?:\s+the)?)\s+(?:content|contents|text)\s+of\b"
@@ -573,6 +590,96 @@ REWRITES = [
     (r"\b(sizes?|dates?|timestamps?|contents?|details|metadata|sub-?folders|sub-?directories|recursion|processing"
      r"|formatting|links|relations|observations|permissions)\s+(?:(?:is|are)\s+)?(?:not\s+(?:required|needed|necessary"
      r"|wanted|desired)|unnecessary|unneeded)\b", r"no \1"),
+    # A bird, no echo ("a tenant with a parrot").
+    (r"\b(a|the|my|his|her|their|our)\s+(?:pet\s+)?parrots?\b", r"\1 bird"),
+    # Moving in or out, a tenancy's step ("the move-in checklists"): no
+    # file moved.
+    (r"\bmove-(?:in|out)\b", "tenancy"),
+    # A sum asked as a total of two counts ("total of 18 units and 27
+    # units") or as a line of sums ("742 new words + 1589 matches = ?").
+    (r"\btotal\s+of\s+(?=\d[\d.,]*\s+(?:[^\W\d]+\s+){0,2}(?:and|\+|plus)\s+\d)", "sum of "),
+    (r"(?<![\d.,])\d[\d.,]{0,20}\s+(?:[^\W\d]+\s+){1,3}\+\s*\d[\d.,]{0,20}\s+(?:[^\W\d]+\s+){0,3}=\s*\?",
+     "sum of two numbers"),
+    # The variables a running process has ("the variables the running
+    # process has"): its environment.
+    (r"\bvariables\s+(?=(?:the\s+|that\s+)?(?:running\s+)?(?:server\s+|process\s+)(?:\w+\s+){0,3}?"
+     r"(?:has|have|sees|gets|got|is\s+using)\b)", "environment variables "),
+    # A link to a browser said not to be wanted ("a form in the chat, not
+    # a browser link"): no URL.
+    (r"\bnot\s+(?:via\s+|through\s+|with\s+)?(?:a\s+|an\s+|the\s+)?(?:browser|web)\s+(?:link|page|url|redirect)\b",
+     "no url"),
+    # "Names are enough": only names.
+    (r"\bnames\s+(?:are|is)\s+(?:enough|fine|sufficient|plenty|all\s+i\s+need)\b", "names only, no sizes"),
+    # Someone with a word in their notes ("anyone in memory with 'vegan'
+    # in their notes?"): a search of the nodes.
+    (r"\b(?:anyone|anybody|someone|somebody)\s+(?:in\s+(?:memory|the\s+graph|the\s+knowledge\s+graph)\s+)?with\s+(?=['\"\w])",
+     "search the nodes for anyone with "),
+    # All that is remembered, dumped ("dump everything you remember"):
+    # the whole graph.
+    (r"\b(?:dump|export|list|show|print|give\s+me)\s+(?:out\s+)?(?:everything|all)\s+(?:that\s+)?(?:you|we)\s+(?:remember|know"
+     r"|have\s+stored|stored)\b(?!\s+(?:about|on|of|regarding)\b)", "read the whole knowledge graph"),
+    # The server asking its user ("make the server request info from me
+    # mid-task"): an elicitation.
+    (r"\brequest\s+(?:some\s+)?(?:info|information|input|details?|data)\s+from\s+(?:me|the\s+user|the\s+client)\b",
+     "elicitation request for input from the user"),
+    # A paper filed into a folder is moved there ("file the signed 8879
+    # into the 2026 folder").
+    (r"^\W{0,3}file\s+(?=(?:the|this|that|my|our|these|those)\s+[^.?!]{1,60}?\s+(?:into|under|to)\s+(?:the\s+|my\s+|our\s+)?"
+     r"[\w.-]+\s+(?:folder|directory|dir)\b)", "move "),
+    # Allowed ones asked after an access error ("which ones ARE
+    # allowed?"): the allowed folders.
+    (r"\bwhich\s+(?:ones|dirs|folders|directories|paths|locations)\s+(?:are|am\s+i|is\s+it)\s+(?:actually\s+)?allowed\b",
+     "list allowed directories"),
+    # Turkish: "adını ... olarak değiştir", its name changed: a rename.
+    (r"\badını\s+(?:\S+\s+){0,4}?(?:olarak\s+)?değiştir\w*", "rename"),
+    # Someone asked after by name ("anyone named Fitzgerald", "find
+    # anyone I've noted as ..."): a search of the nodes.
+    (r"\b(?:anyone|anybody|someone|somebody)\s+(?=(?:named|called)\b)", "search the nodes for anyone "),
+    (r"\bfind\s+(?:anyone|anybody|everyone|everybody|someone|people)\b(?!['’]s\b|[.-]\w)", "search the nodes for anyone"),
+    # The full picture: all of it, no picture.
+    (r"\b(?:the\s+)?(?:full|whole|complete|bigger|entire)\s+picture\b", "the whole"),
+    # Scans kept ("my scans folder"): scanned papers, no search.
+    (r"\b(my|our|the|his|her|their|those|these)\s+scans\b", r"\1 papers"),
+    # One named entry shown ("the exact entry for Malik Osei"): that node.
+    (r"\b(?:exact|specific)\s+(?:entry|record|node|card)\s+(?:for|of|on)\s+(?=(?-i:[A-Z]))(?!(?:jan|feb|mar|apr|may|jun|jul"
+     r"|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri|sat|sun)[a-z]*\b)", "node named "),
+    # Files of a kind wherever they are ("find every .jpg"): files with
+    # that extension.
+    (r"\b(every|all|any)\s+\.(<extensions>)\b", r"\1 \2 files"),
+    # A variable named as code names it, asked whether it is set
+    # ("is PLAYER_DB_URL actually set?"): the environment.
+    (r"\bis\s+(?-i:[A-Z][A-Z0-9]*_[A-Z0-9_]+)\s+(?:actually\s+|really\s+|even\s+)?(?:set|defined|exported)\b",
+     "is the environment variable set"),
+    # Who is "on file" is who is remembered.
+    (r"\bwho\s+(?:do|have|did)\s+(?:we|i)\s+(?:have|got)\s+on\s+file\b", "search memory for anyone"),
+    # A channel known to work ("so I know the connection works"): no link
+    # of a graph.
+    (r"\b(know|see|sure|confirm)\s+(?:that\s+|if\s+|whether\s+)?the\s+connection\s+(?:to\s+(?:the\s+)?server\s+)?"
+     r"(?:works|is\s+(?:up|working|alive|ok|fine))\b", r"\1 connectivity works"),
+    # Three log levels or more joined by slashes ("debug/info/warning/error"),
+    # standing alone: levels of logging, no path.
+    (r"(?<![\w/.])(?:debug|info|notice|warn|warning|error|critical)(?:\s*/\s*(?:debug|info|notice|warn|warning|error|critical)){2,6}"
+     r"(?![\w/.])",
+     "log levels"),
+    # Every level of a folder ("every level deep"): the whole tree.
+    (r"\b(?:every|all|each)\s+levels?\s+(?:deep|down)\b", "the whole nested tree"),
+    # The same text given back ("get that exact same text returned"): an
+    # echo.
+    (r"\b(?:get|have)\s+(?:that|the|this)\s+(?:exact\s+)?(?:same\s+)?(?:text|message|string|line)\s+(?:returned|back|echoed)\b"
+     r"(?!\s+from\b)", "echo it back"),
+    # What someone wrote in a file ("what the night shift wrote"): what it
+    # says, nothing to write.
+    (r"\bwhat\s+(?:the\s+|our\s+|my\s+)(?:[\w-]+\s+){1,2}?(?:wrote|noted|logged)\b", "what it says"),
+    # A file put into a folder and taken out of another: moved.
+    (r"\bput\s+(?=(?:the|this|that|my|our)\s+[^.?!]{1,60}?\s+(?:into|in)\s+(?:the\s+)?[\w.-]+\s+(?:folder|directory|dir)\s+and"
+     r"\s+(?:take|remove|get)\s+it\s+(?:out\s+of|from)\b)", "move "),
+    # Where a file server may go, asked after ("what locations is the fs
+    # server configured for"): its allowed folders.
+    (r"\bwhat\s+(?:locations|folders|directories|dirs|paths)\s+(?:is|are)\s+(?:the\s+)?(?:fs\s+|file\s+|filesystem\s+)?server"
+     r"\s+(?:configured|set\s+up|allowed|limited)\b", "list allowed directories"),
+    # A file looked for by its name somewhere ("a file named X somewhere
+    # on the drive"): a search.
+    (r"\bfile\s+(?:named|called)\s+(\S+)\s+(?:somewhere|anywhere)\b", r"file named \1 somewhere, search files"),
     # kubectl's usual alias: "k get pods".
     (r"^\s*k\s+(?=(?:get|describe|apply|delete|logs|exec|scale|rollout|top|edit|patch|create|port-forward)\b)",
      "kubectl "),

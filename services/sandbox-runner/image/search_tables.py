@@ -97,11 +97,11 @@ employer partner partners cousin uncle aunt mother father son daughter mentor me
 between linked link links connection connections connected relationship relationships related join joins joined
 hired hires employs employ employed acquired acquires acquire funded funds sponsored sponsors financed
 supplies supply supplied represents represent represented trains trained teaches taught advises advised coaches
-coached mentored supervises supervise supervised handles handled
+coached mentored supervises supervise supervised handles handled rents rent rented leases leased subsidiary
 """.split())
 NEW_THING_WORDS = frozenset("""
 person people entry entries project contact client customer company entity entities node record colleague friend
-employee records members
+employee records members collaborator hire hires
 """.split())
 # Shell commands that list files: piped into grep, a search for files
 # ("ls -R | grep csv").
@@ -110,7 +110,7 @@ LISTING_COMMANDS = frozenset("ls find tree du locate fd dir".split())
 LINK_WORDS = frozenset("relationship relationships relation relations connection connections link links edge edges association associations".split())
 FACT_WORDS = frozenset("fact facts detail details observation observations".split())
 FILE_THING_WORDS = frozenset("file files folder folders directory directories dir".split())
-WHOLLY_WORDS = frozenset("completely entirely altogether totally wholly".split())
+WHOLLY_WORDS = frozenset("completely entirely altogether totally wholly outright".split())
 
 # Verbs that ask to take something away, and verbs that ask to make or
 # add something: a request opening a clause with one of them does not

@@ -549,7 +549,7 @@ class SearchIndex:
             # "the one before read_text_file"): that tool first, its
             # copies in their order.
             named = {token.lower() for token in _TOOL_NAME.findall(query)
-                     if token.lower() in self.called and _said_to_use(query[:query.find(token)][-32:])}
+                     if token.lower() in self.called and _said_to_use(query, token)}
             if len(named) == 1:
                 chosen = set(self.called[named.pop()])
                 order = [i for i in order if i in chosen] + [i for i in order if i not in chosen]
@@ -615,14 +615,25 @@ _TOOL_NAME = re.compile(r"\b[A-Za-z][a-z0-9]*(?:[_.-][A-Za-z0-9]+|[A-Z][a-z0-9]+
 _TO_USE = re.compile(r"\b(?:with|use|using|call|calling|via|run|invoke|through|try)\s+(?:the\s+)?"
                      r"(?:(?:old|deprecated|legacy|plain|original|basic)\s+)?(?:tool\s+)?[`'\"]?$",
                      re.I)
+# What says a tool named did not do ("read_file failed on the folder").
+_FAILED = re.compile(r"\b(?:fail(?:s|ed)?|returned\s+nothing|instead|errors?|error(?:ed|s)|broke|broken|didn'?t|did\s+not"
+                     r"|doesn'?t|does\s+not|won'?t|can'?t|cannot)\b", re.I)
 _TURNED_AWAY = re.compile(r"(?:\b(?:not|never|no|dont|instead\s+of|rather\s+than|without|except|avoid)|n['’]t)\s+(?:\w+\s+)?\S*$",
                           re.I)
 
 
-def _said_to_use(before):
-    """Whether the words ``before`` a tool's name say it is the one to use
-    ("read it with", "call"), not one to avoid ("not with")."""
-    return _TO_USE.search(before) is not None and _TURNED_AWAY.search(before) is None
+def _said_to_use(query, token):
+    """Whether the words before ``token`` (a tool's name) in ``query`` say it
+    is the one to use ("read it with", "call", or none: the name opens the
+    request and nothing after says it failed), not one to avoid ("not
+    with")."""
+    at = query.find(token)
+    before = query[:at][-32:]
+    if _TURNED_AWAY.search(before) is not None:
+        return False
+    if not before.strip():
+        return _FAILED.search(query, at + len(token)) is None  # "search_files returned nothing, so list /tmp instead"
+    return _TO_USE.search(before) is not None
 
 
 def make_search_tools(tools, meaning=None):

@@ -1745,12 +1745,12 @@ fn on_round_107s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_
 /// tenants, maintenance tickets, inspection photos, who rents what from whom;
 /// 21 in other languages), measured once on round 67's ranker before any was
 /// read: with meaning 230 of 240 first (95.8 %) and 240 in the top three
-/// (100 %), asked for 22; by words 230 and 238, no empty answer. Never read.
+/// (100 %), asked for 22; by words 230 and 238, no empty answer. Read in round 68: 239 (99.6 %) and 240 (100 %), by words 238 and 238.
 /// (Round 66's and 65's rankers: the same; round 59's: 226 / 239; round 48's:
 /// 223 / 237, one; round 32's: 215 (89.6 %) / 232 (96.7 %), five.)
 const HELD_OUT_108: &str = "heldout-43-round108.json";
-const ROUND_108_WORDS_FLOORS: (f64, f64) = (95.8, 99.1);
-const ROUND_108_MEANING_FLOORS: (f64, f64) = (95.8, 99.5);
+const ROUND_108_WORDS_FLOORS: (f64, f64) = (99.1, 99.1);
+const ROUND_108_MEANING_FLOORS: (f64, f64) = (99.5, 99.5);
 
 #[test]
 fn on_round_108s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
@@ -1762,12 +1762,12 @@ fn on_round_108s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_
 /// itineraries, flights across zones, who is whose plus-one; 20 in other
 /// languages), measured once on round 67's ranker before any was read: with
 /// meaning 231 of 240 first (96.2 %) and 238 in the top three (99.2 %), asked
-/// for 23; by words 232 and 238, no empty answer. Never read. (Round 66's
+/// for 23; by words 232 and 238, no empty answer. Read in round 68: 239 (99.6 %) and 240 (100 %), by words 239 and 240. (Round 66's
 /// ranker: the same; round 65's: 230 / 238; round 59's: 225 / 238; round 48's:
 /// 219 / 235, three; round 32's: 214 (89.2 %) / 230 (95.8 %), five.)
 const HELD_OUT_109: &str = "heldout-43-round109.json";
-const ROUND_109_WORDS_FLOORS: (f64, f64) = (96.6, 99.1);
-const ROUND_109_MEANING_FLOORS: (f64, f64) = (96.2, 99.1);
+const ROUND_109_WORDS_FLOORS: (f64, f64) = (99.5, 99.5);
+const ROUND_109_MEANING_FLOORS: (f64, f64) = (99.5, 99.5);
 
 #[test]
 fn on_round_109s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
@@ -1780,12 +1780,12 @@ fn on_round_109s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_
 /// client is a subsidiary of which; 22 in other languages), measured once on
 /// round 67's ranker before any was read: with meaning 234 of 240 first
 /// (97.5 %) and 237 in the top three (98.8 %), asked for 17; by words 231 and
-/// 236, no empty answer. Never read. (Round 66's and 65's rankers: 233 / 237;
+/// 236, no empty answer. Read in round 68: 240 (100 %) and 240 (100 %), by words 237 and 240. (Round 66's and 65's rankers: 233 / 237;
 /// round 59's: 229 / 234; round 48's: 224 / 233; round 32's: 215 (89.6 %) / 226
 /// (94.2 %), five.)
 const HELD_OUT_110: &str = "heldout-43-round110.json";
-const ROUND_110_WORDS_FLOORS: (f64, f64) = (96.2, 98.3);
-const ROUND_110_MEANING_FLOORS: (f64, f64) = (97.4, 98.7);
+const ROUND_110_WORDS_FLOORS: (f64, f64) = (98.7, 99.5);
+const ROUND_110_MEANING_FLOORS: (f64, f64) = (99.5, 99.5);
 
 #[test]
 fn on_round_110s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
@@ -1797,14 +1797,227 @@ fn on_round_110s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_
 /// glossaries, term bases, reviewers in other zones, which term maps to which;
 /// 21 in other languages), measured once on round 67's ranker before any was
 /// read: with meaning 231 of 240 first (96.2 %) and 237 in the top three
-/// (98.8 %), asked for 19; by words 230 and 237, no empty answer. Never read.
+/// (98.8 %), asked for 19; by words 230 and 237, no empty answer. Read in round 68: 239 (99.6 %) and 240 (100 %), by words 237 and 240.
 /// (Round 66's and 65's rankers: the same; round 59's: 229 / 236; round 48's:
 /// 222 / 231, three; round 32's: 215 (89.6 %) / 225 (93.8 %), seven.)
 const HELD_OUT_111: &str = "heldout-43-round111.json";
-const ROUND_111_WORDS_FLOORS: (f64, f64) = (95.8, 98.7);
-const ROUND_111_MEANING_FLOORS: (f64, f64) = (96.2, 98.7);
+const ROUND_111_WORDS_FLOORS: (f64, f64) = (98.7, 99.5);
+const ROUND_111_MEANING_FLOORS: (f64, f64) = (99.5, 99.5);
 
 #[test]
 fn on_round_111s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
     measure_held_out_once(HELD_OUT_111, ROUND_111_WORDS_FLOORS, ROUND_111_MEANING_FLOORS);
+}
+
+/// Round 112's held-out questions (`heldout-43-round112.json`, 240,
+/// genealogists and family historians: relatives and ancestors, parish
+/// registers, GEDCOM files, scanned letters and photographs, archives in other
+/// zones; 40 in other languages), measured once on round 67's ranker after its
+/// review before any was read: with meaning 228 of 240 first (95 %) and 236 in
+/// the top three (98.3 %), asked for 24; by words 226 and 236, one empty
+/// answer. Read in round 69: 238 (99.2 %) and 240 (100 %), by words 236 and
+/// 240. (Round 68's first version: the same; round 59's: 225 / 235, two empty
+/// by words; round 48's: 220 / 233, two; round 32's: 209 (87.1 %) / 224 (93.3
+/// %), seven.)
+const HELD_OUT_112: &str = "heldout-43-round112.json";
+const ROUND_112_WORDS_FLOORS: (f64, f64) = (98.3, 99.5);
+const ROUND_112_MEANING_FLOORS: (f64, f64) = (99.1, 99.5);
+
+#[test]
+fn on_round_112s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
+    measure_held_out_once(HELD_OUT_112, ROUND_112_WORDS_FLOORS, ROUND_112_MEANING_FLOORS);
+}
+
+/// Round 113's held-out questions (`heldout-43-round113.json`, 240, sports
+/// coaches, athletes, trainers and team managers: training logs, match footage,
+/// rosters, fixtures across zones, who coaches whom; 22 in other languages),
+/// measured once on round 67's ranker after its review before any was read:
+/// with meaning 237 of 240 first (98.8 %) and 240 in the top three (100 %),
+/// asked for 18; by words 237 and 240, no empty answer. Read in round 69: 240
+/// (100 %) and 240 (100 %), by words 240 and 240. (Round 68's first version:
+/// the same; round 59's: 231 / 238; round 48's: 227 / 235, two; round 32's: 223
+/// (92.9 %) / 231 (96.2 %), five.)
+const HELD_OUT_113: &str = "heldout-43-round113.json";
+const ROUND_113_WORDS_FLOORS: (f64, f64) = (99.5, 99.5);
+const ROUND_113_MEANING_FLOORS: (f64, f64) = (99.5, 99.5);
+
+#[test]
+fn on_round_113s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
+    measure_held_out_once(HELD_OUT_113, ROUND_113_WORDS_FLOORS, ROUND_113_MEANING_FLOORS);
+}
+
+/// Round 114's held-out questions (`heldout-43-round114.json`, 240, chefs,
+/// bakers, restaurant staff and small-shop owners: recipes, suppliers, menus,
+/// stock sheets, rotas, dish photos; 22 in other languages), measured once on
+/// round 67's ranker after its review before any was read: with meaning 233 of
+/// 240 first (97.1 %) and 238 in the top three (99.2 %), asked for 20; by words
+/// 231 and 238, no empty answer. Read in round 69: 239 (99.6 %) and 240 (100
+/// %), by words 237 and 240. (Round 68's first version: 235 / 239; round 59's:
+/// 229 / 236, one; round 48's: 229 / 236, one; round 32's: 223 (92.9 %) / 231
+/// (96.2 %), five.)
+const HELD_OUT_114: &str = "heldout-43-round114.json";
+const ROUND_114_WORDS_FLOORS: (f64, f64) = (98.7, 99.5);
+const ROUND_114_MEANING_FLOORS: (f64, f64) = (99.5, 99.5);
+
+#[test]
+fn on_round_114s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
+    measure_held_out_once(HELD_OUT_114, ROUND_114_WORDS_FLOORS, ROUND_114_MEANING_FLOORS);
+}
+
+/// Round 115's held-out questions (`heldout-43-round115.json`, 240, volunteer
+/// coordinators, community organisers and club secretaries: volunteers, donors,
+/// minutes, flyers, partners abroad; 21 in other languages), measured once on
+/// round 67's ranker after its review before any was read: with meaning 226 of
+/// 240 first (94.2 %) and 237 in the top three (98.8 %), asked for 21; by words
+/// 226 and 236, no empty answer. Read in round 69: 236 (98.3 %) and 240 (100
+/// %), by words 236 and 239. (Round 68's first version: 227 / 237; round 59's:
+/// 224 / 236; round 48's: 221 / 234; round 32's: 219 (91.2 %) / 231 (96.2 %),
+/// four.)
+const HELD_OUT_115: &str = "heldout-43-round115.json";
+const ROUND_115_WORDS_FLOORS: (f64, f64) = (98.3, 99.5);
+const ROUND_115_MEANING_FLOORS: (f64, f64) = (98.3, 99.5);
+
+#[test]
+fn on_round_115s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
+    measure_held_out_once(HELD_OUT_115, ROUND_115_WORDS_FLOORS, ROUND_115_MEANING_FLOORS);
+}
+
+/// Round 116's held-out questions (`heldout-43-round116.json`, 240, clinic and
+/// hospital administrators, pharmacists and lab technicians: rotas, supplier
+/// catalogues, lab result files, scanned forms; 22 in other languages),
+/// measured once on round 67's ranker after its review before any was read:
+/// with meaning 233 of 240 first (97.1 %) and 237 in the top three (98.8 %),
+/// asked for 25; by words 232 and 238, no empty answer. Read in round 70: 236
+/// (98.3 %) and 238 (99.2 %), by words 236 and 239. (Round 69's first version:
+/// the same; round 59's: 230 / 237; round 48's: 226 / 233, one; round 32's: 219
+/// (91.2 %) / 228 (95 %), two.)
+const HELD_OUT_116: &str = "heldout-43-round116.json";
+const ROUND_116_WORDS_FLOORS: (f64, f64) = (98.3, 99.5);
+const ROUND_116_MEANING_FLOORS: (f64, f64) = (98.3, 99.1);
+
+#[test]
+fn on_round_116s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
+    measure_held_out_once(HELD_OUT_116, ROUND_116_WORDS_FLOORS, ROUND_116_MEANING_FLOORS);
+}
+
+/// Round 117's held-out questions (`heldout-43-round117.json`, 240, field
+/// scientists (ecologists, geologists, astronomers, oceanographers): instrument
+/// logs, sample IDs, field photos, observatories; 22 in other languages),
+/// measured once on round 67's ranker after its review before any was read:
+/// with meaning 228 of 240 first (95 %) and 234 in the top three (97.5 %),
+/// asked for 21; by words 225 and 234, no empty answer. Read in round 70: 240
+/// (100 %) and 240 (100 %), by words 237 and 240. (Round 69's first version:
+/// 229 / 235; round 59's: 224 / 232, one; round 48's: 221 / 230, one; round
+/// 32's: 212 (88.3 %) / 225 (93.8 %), five.)
+const HELD_OUT_117: &str = "heldout-43-round117.json";
+const ROUND_117_WORDS_FLOORS: (f64, f64) = (98.7, 99.5);
+const ROUND_117_MEANING_FLOORS: (f64, f64) = (99.5, 99.5);
+
+#[test]
+fn on_round_117s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
+    measure_held_out_once(HELD_OUT_117, ROUND_117_WORDS_FLOORS, ROUND_117_MEANING_FLOORS);
+}
+
+/// Round 118's held-out questions (`heldout-43-round118.json`, 240, site
+/// managers, architects and civil engineers: drawings, CAD exports, site
+/// photos, snag lists, suppliers abroad; 23 in other languages), measured once
+/// on round 67's ranker after its review before any was read: with meaning 229
+/// of 240 first (95.4 %) and 238 in the top three (99.2 %), asked for 17; by
+/// words 229 and 238, no empty answer. Read in round 70: 236 (98.3 %) and 240
+/// (100 %), by words 235 and 240. (Round 69's first version: 231 / 238; round
+/// 59's: 227 / 236; round 48's: 223 / 233; round 32's: 219 (91.2 %) / 228 (95
+/// %), four.)
+const HELD_OUT_118: &str = "heldout-43-round118.json";
+const ROUND_118_WORDS_FLOORS: (f64, f64) = (97.9, 99.5);
+const ROUND_118_MEANING_FLOORS: (f64, f64) = (98.3, 99.5);
+
+#[test]
+fn on_round_118s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
+    measure_held_out_once(HELD_OUT_118, ROUND_118_WORDS_FLOORS, ROUND_118_MEANING_FLOORS);
+}
+
+/// Round 119's held-out questions (`heldout-43-round119.json`, 240, hotel
+/// front-desk, housekeeping and concierge staff: guest requests, room lists,
+/// lost and found, shift handovers; 25 in other languages), measured once on
+/// round 67's ranker after its review before any was read: with meaning 227 of
+/// 240 first (94.6 %) and 236 in the top three (98.3 %), asked for 24; by words
+/// 227 and 236, one empty answer. Read in round 70: 236 (98.3 %) and 239 (99.6
+/// %), by words 236 and 239. (Round 69's first version: 230 / 236; round 59's:
+/// 224 / 233, one; round 48's: 218 / 229, three; round 32's: 212 (88.3 %) / 223
+/// (92.9 %), seven.)
+const HELD_OUT_119: &str = "heldout-43-round119.json";
+const ROUND_119_WORDS_FLOORS: (f64, f64) = (98.3, 99.5);
+const ROUND_119_MEANING_FLOORS: (f64, f64) = (98.3, 99.5);
+
+#[test]
+fn on_round_119s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
+    measure_held_out_once(HELD_OUT_119, ROUND_119_WORDS_FLOORS, ROUND_119_MEANING_FLOORS);
+}
+
+/// Round 120's held-out questions (`heldout-43-round120.json`, 240, veterinary
+/// clinic staff and animal-shelter volunteers: animals' records, adopters,
+/// vaccinations, X-rays, partner shelters; 24 in other languages), measured
+/// once on round 70's ranker before any was read: with meaning 231 of 240 first
+/// (96.2 %) and 237 in the top three (98.8 %), asked for 22; by words 230 and
+/// 237, no empty answer. Never read. (Round 67's after its review: the same;
+/// round 59's: 229 / 236; round 48's: 226 / 234, two; round 32's: 218 (90.8 %)
+/// / 227 (94.6 %), five.)
+const HELD_OUT_120: &str = "heldout-43-round120.json";
+const ROUND_120_WORDS_FLOORS: (f64, f64) = (95.8, 98.7);
+const ROUND_120_MEANING_FLOORS: (f64, f64) = (96.2, 98.7);
+
+#[test]
+fn on_round_120s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
+    measure_held_out_once(HELD_OUT_120, ROUND_120_WORDS_FLOORS, ROUND_120_MEANING_FLOORS);
+}
+
+/// Round 121's held-out questions (`heldout-43-round121.json`, 240, open-source
+/// maintainers triaging issues and cutting releases: changelogs, contributors,
+/// CI logs, who maintains what; 21 in other languages), measured once on round
+/// 70's ranker before any was read: with meaning 233 of 240 first (97.1 %) and
+/// 239 in the top three (99.6 %), asked for 17; by words 232 and 239, no empty
+/// answer. Never read. (Round 67's after its review: the same; round 59's: 230
+/// / 239, one; round 48's: 226 / 237, one; round 32's: 221 (92.1 %) / 230 (95.8
+/// %), three.)
+const HELD_OUT_121: &str = "heldout-43-round121.json";
+const ROUND_121_WORDS_FLOORS: (f64, f64) = (96.6, 99.5);
+const ROUND_121_MEANING_FLOORS: (f64, f64) = (97.0, 99.5);
+
+#[test]
+fn on_round_121s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
+    measure_held_out_once(HELD_OUT_121, ROUND_121_WORDS_FLOORS, ROUND_121_MEANING_FLOORS);
+}
+
+/// Round 122's held-out questions (`heldout-43-round122.json`, 240, fashion
+/// designers, tailors and boutique owners: pattern files, fabric suppliers,
+/// lookbook photos, size charts, fittings across zones; 21 in other languages),
+/// measured once on round 70's ranker before any was read: with meaning 232 of
+/// 240 first (96.7 %) and 237 in the top three (98.8 %), asked for 25; by words
+/// 232 and 237, no empty answer. Never read. (Round 67's after its review: 231
+/// / 237; round 59's: 227 / 235; round 48's: 222 / 232, two; round 32's: 217
+/// (90.4 %) / 226 (94.2 %), eight.)
+const HELD_OUT_122: &str = "heldout-43-round122.json";
+const ROUND_122_WORDS_FLOORS: (f64, f64) = (96.6, 98.7);
+const ROUND_122_MEANING_FLOORS: (f64, f64) = (96.6, 98.7);
+
+#[test]
+fn on_round_122s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
+    measure_held_out_once(HELD_OUT_122, ROUND_122_WORDS_FLOORS, ROUND_122_MEANING_FLOORS);
+}
+
+/// Round 123's held-out questions (`heldout-43-round123.json`, 240, town-hall
+/// clerks and local public servants: permits, council minutes, residents'
+/// requests, scanned forms, twin towns; 23 in other languages), measured once
+/// on round 70's ranker before any was read: with meaning 231 of 240 first
+/// (96.2 %) and 238 in the top three (99.2 %), asked for 18; by words 230 and
+/// 238, no empty answer. Never read. (Round 67's after its review: 231 / 238;
+/// round 59's: 229 / 237; round 48's: 227 / 235, two; round 32's: 222 (92.5 %)
+/// / 230 (95.8 %), six.)
+const HELD_OUT_123: &str = "heldout-43-round123.json";
+const ROUND_123_WORDS_FLOORS: (f64, f64) = (95.8, 99.1);
+const ROUND_123_MEANING_FLOORS: (f64, f64) = (96.2, 99.1);
+
+#[test]
+fn on_round_123s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_words_and_more_with_meaning() {
+    measure_held_out_once(HELD_OUT_123, ROUND_123_WORDS_FLOORS, ROUND_123_MEANING_FLOORS);
 }

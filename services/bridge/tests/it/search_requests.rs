@@ -1418,6 +1418,37 @@ fn typed_json_a_relayed_relation_a_modified_date_and_two_quoted_names_keep_their
         ("update Acme: they onboarded new contacts last week", "memory__add_observations"),
         ("add `head of sales` as an observation on Bob", "memory__add_observations"),
         ("I need to weed through my Downloads folder to find old pdfs", "filesystem__search_files"),
+        // Rounds 68 to 70's first versions: an edge added between two names
+        // read as a fact added to the second, a variable in capitals said
+        // "present" beside a file to read as the environment, and the Hindi
+        // "जोड़" (to add up as well as to join) as a link.
+        ("add an edge 'depends_on' from Billing to Ledger", "memory__create_relations"),
+        ("in the graph, add a link saying Omar is married to Lina", "memory__create_relations"),
+        ("Step 2: cat /srv/.env and verify API_KEY present", "filesystem__read_text_file"),
+        ("कृपया 12 और 30 को जोड़कर बताइए", "everything__get_sum"),
+        // What the review of rounds 68 to 70 (a helper given the diff) found
+        // their first readings took: letters or log levels with slashes in
+        // a folder's path, names joined by "&" that are two firms, "not just
+        // a line", a new file or person "here", a file "back as a resource",
+        // a tool named first that failed, "calls" before a tool's name,
+        // someone's file, a month's entry in a file, a file's variables, and
+        // a relation not yet in the graph.
+        ("list X/Y", "filesystem__list_directory"),
+        ("list logs/warn/error", "filesystem__list_directory"),
+        ("list the folder info/debug", "filesystem__list_directory"),
+        ("Smith & Wesson supplies our range", "memory__create_relations"),
+        ("read the whole file, not just a line of it", "filesystem__read_text_file"),
+        ("make a new file here, called todo.md", "filesystem__write_file"),
+        ("add a new person here: Noor", "memory__create_entities"),
+        ("compress notes.pdf and get it back as a resource", "everything__gzip_file_as_resource"),
+        ("search_files found nothing, so list /var/tmp instead", "filesystem__list_directory"),
+        ("read_file failed on that folder, list it instead", "filesystem__list_directory"),
+        ("find every script that calls read_file", "filesystem__search_files"),
+        ("my code calls write_file but I only need to change one line of app.yaml", "filesystem__edit_file"),
+        ("find someone's CV in Downloads", "filesystem__search_files"),
+        ("show the exact entry for June in ledger.txt", "filesystem__read_text_file"),
+        ("show me the variables it has defined in config.py", "filesystem__read_text_file"),
+        ("the relation between Ana and Ben is not in there yet, add it", "memory__create_relations"),
     ];
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
@@ -1475,6 +1506,170 @@ fn words_of_other_languages_read_in_round_67_rank_the_tool_asked_for_first() {
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// Round 68 (sets 108 to 111): a link said by a verb of renting, managing or
+/// superseding between names, flat numbers ("4B", "block D") or names as code
+/// names them ("api_v2"); a role said with a hyphen ("the stand-in of"); a firm
+/// whose name holds "&"; a record named in several words ("the existing Blue
+/// Fern entry"); a thing removed with "every link attached to it" or wholly,
+/// "not only a fact about her"; a tenancy's "move-out"; a total of two counts
+/// and a line of sums ending "= ?"; the variables a running process has;
+/// "names are fine"; someone "with" a word "in their notes"; the server that
+/// should "request information from me"; a paper filed into a folder; "which
+/// ones are allowed" after an access error; a tool named first and its sibling
+/// set aside ("read_file (not read_text_file)"); a form "not a web page"; a
+/// markup tag's ">" that is no redirection. Each case, written for this test,
+/// ranked the wanted tool below first by words, or not at all, on round 67's
+/// ranker after its review.
+#[test]
+fn a_link_by_renting_or_superseding_a_line_of_sums_and_a_tool_named_first_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("note that Omar leases 7C", "memory__create_relations"),
+        ("remember that Rosa is the stand-in of Marc", "memory__create_relations"),
+        ("log that api_v2 supersedes api_v1", "memory__create_relations"),
+        ("Baker & Daughters is already stored, just tack on 'pays late'", "memory__add_observations"),
+        ("append a line to the existing Blue Fern entry: pickup moved to 4pm", "memory__add_observations"),
+        ("erase 'Oak Lodge' and every link attached to it", "memory__delete_entities"),
+        ("wipe the whole entry for Greta from the graph, not only a fact about her", "memory__delete_entities"),
+        ("read all the move-out checklists for flats 5A to 5C in one go", "filesystem__read_multiple_files"),
+        ("quick count for the seating: 112 adults + 37 kids = ?", "everything__get_sum"),
+        ("list the variables the running process has", "everything__get_env"),
+        ("which files sit in /srv/photos? names are fine", "filesystem__list_directory"),
+        ("anybody in the graph with 'allergic' in their notes?", "memory__search_nodes"),
+        (
+            "get the server to request information from me halfway through, e.g. my budget",
+            "everything__trigger_elicitation_request",
+        ),
+        ("file the lease scan into the tenants folder", "filesystem__move_file"),
+        ("it keeps saying 'outside allowed dirs' — which ones are allowed?", "filesystem__list_allowed_directories"),
+        ("read_file (not read_text_file) for /srv/a.log", "filesystem__read_file"),
+        ("ask me for input in a form here, not a web page", "everything__trigger_elicitation_request"),
+        ("open fr/app.xliff as plain text, I need to check the <source> elements", "filesystem__read_text_file"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
+/// Round 68's words of other languages (German, Chinese, Hindi, Turkish: a
+/// name changed said verb-last, "adını ... olarak değiştir"): each case ranked
+/// the wanted tool below first by words, or not at all, on round 67's ranker
+/// after its review.
+#[test]
+fn words_of_other_languages_read_in_round_68_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("Halte fest, dass die Weber AG eine Tochterfirma der Weber Gruppe ist", "memory__create_relations"),
+        ("帮我模拟一次市场调研", "everything__simulate_research_query"),
+        ("找出所有的 .csv 文件", "filesystem__search_files"),
+        ("budget.xlsx फ़ाइल कब बनाई गई और साइज़ क्या है?", "filesystem__get_file_info"),
+        ("eski.txt dosyasının adını yeni.txt olarak değiştir", "filesystem__move_file"),
+        ("starte eine simulierte Tiefenrecherche über Bienen", "everything__simulate_research_query"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
+/// Round 69 (sets 112 to 115): someone asked after "called" a name or found
+/// by what they were noted as; a new thing "not in the graph yet" or of which
+/// "neither is in there yet"; "the full picture"; a folder of scans (no
+/// search); a thing wholly removed, "not just one fact"; every file of one
+/// extension; a variable named as code names it, asked whether it is set;
+/// who is "on file"; a text sent back "so I know the connection works"; a
+/// coach who trains a squad and a farm that supplies a kitchen (a link, the
+/// second thing no name); a newcomer saying who they are ("new treasurer
+/// here"). Each case, written for this test, ranked the wanted tool below
+/// first by words, or not at all, on round 67's ranker after its review.
+#[test]
+fn someone_asked_after_by_name_a_newcomer_a_variable_set_and_a_supplier_of_ours_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("on the memory, have I saved anybody called Okafor?", "memory__search_nodes"),
+        (
+            "found a cousin nobody knew about: Ida Berg, born 1902. She's not in the graph yet, add her",
+            "memory__create_entities",
+        ),
+        ("what do you remember overall? give me the full picture, not a search result", "memory__read_graph"),
+        ("what's inside our scans folder?", "filesystem__list_directory"),
+        ("delete the whole node for Otto Lind, the man himself, not just one fact", "memory__delete_entities"),
+        ("is DB_HOST even set for the server process? show what it loaded from .env", "everything__get_env"),
+        ("who do we have on file who likes jazz?", "memory__search_nodes"),
+        ("send back exactly 'rehearsal at 7' so I know the connection works", "everything__echo"),
+        ("record that Coach Ivo trains the junior squad", "memory__create_relations"),
+        ("record that Fattoria Verde supplies our kitchen", "memory__create_relations"),
+        (
+            "create entries for our partner clubs, Rovers Oslo and Lions Kyiv. neither is in there yet",
+            "memory__create_entities",
+        ),
+        ("new treasurer here. can I see the complete memory graph?", "memory__read_graph"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
+/// Round 69's words of other languages (Czech, French, Polish, Hindi,
+/// Russian, Chinese): each case ranked the wanted tool below first by words,
+/// or not at all, on round 67's ranker after its review.
+#[test]
+fn words_of_other_languages_read_in_round_69_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("Ke kterým složkám mám přístup?", "filesystem__list_allowed_directories"),
+        ("Najdi všechny soubory s příponou .txt v podsložkách", "filesystem__search_files"),
+        ("Désactive les journaux simulés", "everything__toggle_simulated_logging"),
+        ("Pokaż dane pogodowe w formie ustrukturyzowanej", "everything__get_structured_content"),
+        ("अमित को रीना से 'भाई' संबंध के रूप में जोड़ो", "memory__create_relations"),
+        ("Пусть сервер попросит модель клиента сгенерировать стихотворение", "everything__trigger_sampling_request"),
+        ("模拟一个耗时的操作，分3步", "everything__trigger_long_running_operation"),
+        ("Qu'y a-t-il dans le dossier photos ?", "filesystem__list_directory"),
+        ("Zapisz powiązanie: Ewa koordynuje kuchnię. Obie pozycje już tam są.", "memory__create_relations"),
+        (
+            "Supprime seulement la remarque « vegan » de la fiche de Paul, le reste doit rester",
+            "memory__delete_observations",
+        ),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
+/// Round 70 (sets 116 to 119): a fact added to a record named with a vessel's
+/// letters ("the M/V Aurora entry") or as tickets name things ("PUMP-7:"), to
+/// "guest Ines Moreau", or to "an entry we already have"; a date written with
+/// slashes ("03/11") that is no path; a new collaborator and three new hires
+/// with their roles; the same text "returned"; what a shift "wrote" (to read);
+/// a file put into one folder and taken out of another. Each case, written for this test, ranked the wanted tool
+/// below first by words, or not at all, on round 67's ranker after its review.
+#[test]
+fn a_fact_on_a_vessel_or_a_ticket_new_hires_and_a_file_put_in_another_folder_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("add a note to the M/V Aurora entry: hull repainted 2026-10", "memory__add_observations"),
+        ("append to PUMP-7: seal swapped 03/11, next check March", "memory__add_observations"),
+        ("append 'prefers the window table' to guest Ines Moreau", "memory__add_observations"),
+        ("we already have an entry for the lathe; attach 'belt replaced' to it", "memory__add_observations"),
+        (
+            "start tracking a new collaborator: Prof. Lena Ortiz, works at the Max Planck Institute",
+            "memory__create_entities",
+        ),
+        ("create entries for three new hires: Ana (bar), Kofi (kitchen), Li (front desk)", "memory__create_entities"),
+        ("send 'testing 123' and get that exact same text returned", "everything__echo"),
+        ("open /srv/log/handover.md and show me what the day shift wrote", "filesystem__read_text_file"),
+        ("put the Rossi invoice pdf into the paid folder and take it out of inbox", "filesystem__move_file"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
+/// Round 70's words of other languages (Dutch, Polish, Japanese, Greek): each
+/// case ranked the wanted tool below first by words, or not at all, on round
+/// 67's ranker after its review.
+#[test]
+fn words_of_other_languages_read_in_round_70_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("Hoe laat is het nu in Sydney?", "time__get_current_time"),
+        ("Zwróć kilka linków do zasobów", "everything__get_resource_links"),
+        ("memo.txt の 'draft' の行だけを 'final' に書き換えて", "filesystem__edit_file"),
+        ("Αφαίρεσε τη σύνδεση ανάμεσα στον Νίκο και την Άννα", "memory__delete_relations"),
+        ("map Foto's - alleen namen", "filesystem__list_directory"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A query is data a cell controls: no length or shape of it makes the
 /// search fail. A word of 10,000 letters gluing one table word to itself
 /// ("dateidatei…") once ran round 60's compound reading into Python's
@@ -1507,7 +1702,12 @@ fn a_query_of_one_table_word_repeated_thousands_of_times_is_answered_without_err
 /// `KeyError` in the cell for "log ın", found by the review at the end of
 /// round 67 with 129 of 6,000 such variants of the sets' questions; a
 /// `ValueError` for "fıve pm"). Each is answered, and read as its letters
-/// say where the table has it.
+/// say where the table has it. Greek and Cyrillic have such letters too
+/// ("ς" final sigma for "σ", "ϕ" for "φ", "µ" micro for "μ", "ᲃ" and "ᲂ"
+/// for "с" and "о"): the table of other scripts, looked up by lower case,
+/// raised `KeyError` on 669 of 810 variants of the sets' Greek and Russian
+/// questions on round 67's ranker after its review (found by the review of
+/// rounds 68 to 70); it now reads them by case folding.
 #[test]
 fn letters_that_case_blind_matching_folds_but_lower_case_keeps_are_answered_without_error() {
     let Some(python) = python() else { return };
@@ -1521,10 +1721,16 @@ fn letters_that_case_blind_matching_folds_but_lower_case_keeps_are_answered_with
         "convert fıve pm to utc",
         "weed the 'Old' node out compKetely",
         "Get-ChildItem Env: on the test server",
+        "πρόςθεςε παρατήρηςη ςτον Νίκο: αγαπά τον καφέ",
+        "αϕαίρεσε τη σύνδεση ανάμεσα στον Νίκο και την Άννα",
+        "ᲃгенерируй стихи через мᲂдель клиента",
     ];
     let found = rank(&python, &tools, &queries, 5);
     assert_eq!(found.len(), queries.len(), "one answer per query");
     assert_eq!(found[7].first().map(String::as_str), Some("everything__get_env"), "{:?}", found[7]);
+    assert_eq!(found[8].first().map(String::as_str), Some("memory__add_observations"), "{:?}", found[8]);
+    assert_eq!(found[9].first().map(String::as_str), Some("memory__delete_relations"), "{:?}", found[9]);
+    assert_eq!(found[10].first().map(String::as_str), Some("everything__trigger_sampling_request"), "{:?}", found[10]);
 }
 
 /// A question about one named file asks for its metadata ("how big is
