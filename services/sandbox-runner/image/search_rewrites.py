@@ -611,8 +611,9 @@ REWRITES = [
     # "Names are enough": only names.
     (r"\bnames\s+(?:are|is)\s+(?:enough|fine|sufficient|plenty|all\s+i\s+need)\b", "names only, no sizes"),
     # Someone with a word in their notes ("anyone in memory with 'vegan'
-    # in their notes?"): a search of the nodes.
-    (r"\b(?:anyone|anybody|someone|somebody)\s+(?:in\s+(?:memory|the\s+graph|the\s+knowledge\s+graph)\s+)?with\s+(?=['\"\w])",
+    # in their notes?"): a search of the nodes (not "anyone with access").
+    (r"\b(?:anyone|anybody|someone|somebody)\s+(?:in\s+(?:memory|the\s+graph|the\s+knowledge\s+graph)\s+with\s+"
+     r"|with\s+(?=[^.?!]{1,60}?\bin\s+(?:their|his|her)\s+(?:notes|entry|entries|records?|profiles?)\b))",
      "search the nodes for anyone with "),
     # All that is remembered, dumped ("dump everything you remember"):
     # the whole graph.
@@ -634,9 +635,9 @@ REWRITES = [
     (r"\badını\s+(?:\S+\s+){0,4}?(?:olarak\s+)?değiştir\w*", "rename"),
     # Someone asked after by name ("anyone named Fitzgerald", "find
     # anyone I've noted as ..."): a search of the nodes.
-    (r"\b(?:anyone|anybody|someone|somebody)\s+(?=(?:named|called)\b)", "search the nodes for anyone "),
+    (r"\b(?:anyone|anybody|someone|somebody)\s+(?=(?:named|called)\s+['\"]?(?-i:[A-Z]))", "search the nodes for anyone "),
     (r"\bfind\s+(?:anyone|anybody|everyone|everybody|someone|people)\b(?!['’]s\b|[.-]\w)", "search the nodes for anyone"),
-    # The full picture: all of it, no picture.
+    # The full picture: the whole of it, no picture.
     (r"\b(?:the\s+)?(?:full|whole|complete|bigger|entire)\s+picture\b", "the whole"),
     # Scans kept ("my scans folder"): scanned papers, no search.
     (r"\b(my|our|the|his|her|their|those|these)\s+scans\b", r"\1 papers"),

@@ -1449,6 +1449,11 @@ fn typed_json_a_relayed_relation_a_modified_date_and_two_quoted_names_keep_their
         ("show the exact entry for June in ledger.txt", "filesystem__read_text_file"),
         ("show me the variables it has defined in config.py", "filesystem__read_text_file"),
         ("the relation between Ana and Ben is not in there yet, add it", "memory__create_relations"),
+        // And the last read of the change found "anyone with" and "someone
+        // called" taken as a search of the graph when they are no such thing.
+        ("list the files anyone with the link can open in /srv/public", "filesystem__list_directory"),
+        ("which folders can anyone with this server reach?", "filesystem__list_allowed_directories"),
+        ("someone called me about the boiler, note that", "memory__add_observations"),
     ];
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
