@@ -407,11 +407,10 @@ def _script_words():
 _SCRIPT = _script_words()
 _SCRIPT_WORD = re.compile("|".join(r"\s*".join(map(re.escape, w.split("_")))
                                    for w in sorted(_SCRIPT, key=len, reverse=True)), re.I)
-# A match written without its spaces -> the table's word ("몇시" -> "몇_시");
-# by case folding too, as matching ignoring case takes letters lower() keeps
+# A match written without its spaces -> the table's word ("몇시" -> "몇_시"),
+# by case folding, as matching ignoring case takes letters lower() keeps
 # ("ς" and "σ", "µ" and "μ", "ϕ" and "φ").
-_SCRIPT_KEY = {w.replace("_", ""): w for w in _SCRIPT}
-_SCRIPT_FOLDED = {w.replace("_", "").casefold(): w for w in _SCRIPT}
+_SCRIPT_KEY = {w.replace("_", "").casefold(): w for w in _SCRIPT}
 _SPACES = re.compile(r"\s+")
 
 
@@ -419,7 +418,7 @@ def _in_english_word(match):
     """The English of a SCRIPT_WORDS match, apart from its neighbours (the
     match as written when no key of the table is it)."""
     written = _SPACES.sub("", match.group(0))
-    key = _SCRIPT_KEY.get(written.lower()) or _SCRIPT_FOLDED.get(written.casefold())
+    key = _SCRIPT_KEY.get(written.casefold())
     return " " + _SCRIPT[key] + " " if key else match.group(0)
 
 

@@ -56,8 +56,8 @@ def _verb_of(participle):
 
 # What is read before anything else, by the words and by the graph
 # reading alike: a title or an initial before a name ("Ms. Patel", "R.
-# Patel") is part of the name, no end of a sentence; what is said not to
-# be wanted is no reading of its own.
+# Patel") is part of the name, no end of a sentence; and each form below
+# whose reading the graph needs as much as the words do.
 BEFORE = [(r"\b(?-i:(Mr|Ms|Mrs|Mx|Dr|Prof|Mme|Mlle|Sr|Sra|Hr|Fr|[A-Z]))\.\s+(?=(?-i:[A-Z][a-z]))", r"\1 "),
           # The whole of a thing asked for, "not just a fact about him":
           # the thing itself, no fact of it.
