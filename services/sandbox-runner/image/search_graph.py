@@ -93,10 +93,11 @@ _ALREADY_KNOWN = re.compile(r"\b(?:already (?:exists?|stored|saved|known|in (?:t
 # An entity something goes on ("add 'likes tea' to the entity Sam").
 _ON_ENTITY = re.compile(r"\b(?:to|on|onto|into|for|of|in)\s+(?:the|that|this|an?|its)\s+entit(?:y|ies)\b", re.I)
 # Something added to a named thing, no file ("append to Project Phoenix:
-# 'deadline slipped'", "... to guest Ahmed Siddiqui", "append to TC-02:"):
+# 'deadline slipped'", "... to guest Ahmed Siddiqui", "append to TC-02:",
+# "a note to adopter Tom Reyes"):
 # a fact on its record.
 _ADDED_TO_NAME = re.compile(r"\b(?i:append|add|attach|tack)\b(?:\s+[\w'-]+){0,4}?\s+(?i:to|onto)\s+(?:the\s+)?"
-                            r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,5}\b(?![.\w/])"
+                            r"(?:[a-z]{3,20}\s+)?[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,5}\b(?![.\w/])"
                             r"|\b(?i:append|add|attach|tack)\s+(?:'[^']{1,80}'|\"[^\"]{1,80}\")\s+(?i:to|onto)\s+(?:the\s+)?"
                             r"(?:[a-z]+\s+)?[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,5}\b(?![.\w/])"
                             r"|\b(?i:append|add|attach|tack)\s+(?i:to|onto)\s+[A-Z][A-Z0-9]*-\d+\s*:"
@@ -123,12 +124,16 @@ _SERVICES_LINKED = re.compile(
     r"|[a-z]+_[a-z_]+)\s+[a-z0-9]+(?:[-_][a-z0-9]+){1,8}\b", re.I)
 # How two things are linked, said by a verb that needs both ("Marc
 # introduced me to Heron", "turnout 7 is wired to decoder B", "the honey
-# came from Hive 7", "record that Molino Rossi supplies our bakery"), or a
+# came from Hive 7", "record that Molino Rossi supplies our bakery", "Dr.
+# Patel treats Luna", "Ana drives truck T-90", "our town is twinned with
+# Saint-Malo"), or a
 # relation announced ("note the relationship: ..."), told or asked to be
 # kept: a relation, whether or not both are names.
 _LINKED_BY = re.compile(r"\bintroduc(?:ed|es)\s+(?:(?:me|him|her|them|us|[\w-]+)\s+)?to\b"
-                        r"|\b(?-i:[A-Z])[\w'-]{0,40}\s+(?:trains|coaches|supplies|sponsors|mentors|employs|rents|leases|supervises)"
-                        r"\s+(?:the|our|my|their)\b"
+                        r"|\b(?-i:[A-Z])[\w'-]{0,40}\s+(?:trains|coaches|supplies|sponsors|mentors|employs|rents|leases|supervises"
+                        r"|treats|drives|couriers|partners\s+with|ships\s+(?:from|to|for))"
+                        r"\s+(?:(?:the|our|my|their)\b|(?-i:(?:[a-z]+\s+)?[A-Z][\w-]))"
+                        r"|\b(?:is|are|was|were)\s+twinned\s+with\b"
                         r"|\b(?:is|are|was|were)\s+(?:wired|hooked\s+up|plugged\s+in(?:to)?|attached)\s+to\b"
                         r"|\b(?:came|comes)\s+from\s+(?-i:[A-Z])|\bpowers\s+the\b"
                         r"|\b(?:note|record|save|add|store|log)\s+(?:the|a|this|that)\s+(?:relationship|relation|connection|link)\s*:",

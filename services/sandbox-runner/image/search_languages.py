@@ -43,8 +43,8 @@ rename: renombrar renombra renommer renomme umbenennen benenne renomear renomeie
 search: buscar busca chercher cherche rechercher recherche suchen suche procurar procure* busque cerca zoek zoeken szukaj wyszukaj sök durchsuche durchsuchen dhundo dhoondo dhundho cari* tìm tìm_kiếm caută such_mal
 find: encuentra encontrar trouver trouve finden finde encontre trova vinden znajdź hitta bul bulur bulun bulabilir vind najdi najít
 size: tamaño tamaños taille größe grösse tamanho dimensione pesa pèse wiegt pesan grootte rozmiar storlek boyutu boyut velikost velikosti velikostmi
-time: spät hora horas horaria heure heures horaire uhrzeit zeit horário tempo* ora* ore* tijd czas godzina zamanı saat* giờ óra* waktu pukul* aika kello
-now: ahora maintenant jetzt agora* adesso teraz abhi abhee şimdi şu_an
+time: spät hora horas horaria heure heures horaire uhrzeit zeit horário tempo* ora* ore* tijd czas godzina zamanı saat* giờ óra* waktu pukul* aika kello hodin hodina
+now: ahora maintenant jetzt agora* adesso teraz abhi abhee şimdi şu_an teď ted
 current: actual* actuelle actuel aktuelle aktuell atual attuale huidige aktualny aktualna nuvarande
 zone: zona* fuseau zeitzone fuso
 convert: convertir convierte convertis umrechnen umwandeln rechne converter* converta converti
@@ -67,9 +67,9 @@ without: sin sans ohne senza
 for: para pour* für
 my: mi* mis* mon* ma* mes mein meine meinen meu minha meus minhas mio mia miei
 several: varios varias plusieurs mehrere vários várias diversi diverse
-together: a_la_vez à_la_fois gleichzeitig de_uma_vez alla_volta insieme
-open: abre abra abrir ouvre ouvrir öffne öffnen apri aprire öppna otevři otevřít avaa načti načíst
-nodes: nós nodos nœuds knoten nodi noderna noder knooppunten uzly uzlů düğümleri düğümler
+together: a_la_vez à_la_fois gleichzeitig de_uma_vez alla_volta insieme en_une_seule_fois d'un_seul_coup
+open: abre abra abrir ouvre ouvrir öffne öffnen apri aprire öppna otevři otevřít avaa načti načíst otwórz otwórzcie
+nodes: nós nodos nœuds knoten nodi noderna noder knooppunten uzly uzlů düğümleri düğümler węzły węzłów
 called: chamados chamado chamada llamado llamados llamada appelé appelés appelée genannt chiamato chiamati
 browser: navegador navigateur
 url: endereço dirección
@@ -79,7 +79,7 @@ i: je yo* ich eu* io*
 want: quiero veux möchte quero voglio
 please: bitte
 contents: contenido contenu inhalt conteúdo contenuto obsah obsahu nội_dung isinya conținutul
-names: nombres noms namen nomes nomi názvy názvem nevei nevek
+names: nombres noms namen nomes nomi názvy názvem nevei nevek nazwach nazwami nazwy
 just: solo* juste nur apenas simplement simplemente semplicemente tylko
 memory: memoria mémoire gedächtnis memória geheugen pamięć pamięci minne minnet memori bộ_nhớ hafızadaki hafıza hafızadan paměti paměť
 stored: guardado guardada guardados guardadas gespeichert gespeicherte gespeicherten enregistré enregistrés sauvegardé armazenado armazenados salvato salvati memorizzato
@@ -116,8 +116,8 @@ form: formulario formulaire formular formulário modulo*
 user: usuario utilisateur benutzer nutzer usuário utente
 server: servidor serveur máy_chủ palvelin sunucu sunucunun sunucuyu
 weather: clima* météo meteo* wetter qué_tiempo_hace que_tiempo_hace pogodowe pogoda pogodę
-structured: estructurado estructurada estructurados structuré structurée strukturiert strukturierte estruturado estruturada strutturato strutturata ustrukturyzowanej ustrukturyzowane ustrukturyzowany ustrukturyzowana
-output: saída salida sortie ausgabe uscita wyjściowym wyjściowy wyjściowe
+structured: estructurado estructurada estructurados structuré structurée strukturiert strukturierte estruturado estruturada strutturato strutturata ustrukturyzowanej ustrukturyzowane ustrukturyzowany ustrukturyzowana strukturerat strukturerad strukturerade
+output: saída salida sortie ausgabe uscita wyjściowym wyjściowy wyjściowe utdata
 tiny: pequeña pequeño petite* petit* klein kleines kleine pequena pequeno piccola piccolo
 sum: suma* sumar somme additionne addiere summe soma some* somma optellen tel_op bij_elkaar_op bij_elkaar_optellen topla toplar toplam toplamı zsumowanie zsumuj zsumować zsumowania
 number: número números zahl zahlen numero* liczby liczb kwot kwoty kwota kwotę
@@ -144,7 +144,7 @@ data: datos dados données daten dati
 about: sobre acerca tentang despre
 between: mellan entre* zwischen tra* tussen między arasındaki arasında giữa antara mezi
 people: personerna personas personnes personen persone mensen osoby
-line: zeile ligne línea linha riga
+line: zeile ligne línea linha riga regel
 related to: relacionada_com relacionado_com relacionadas_com relacionados_com relacionado_con relacionada_con relativo_a lié_à
 anything: qualquer_coisa cualquier_cosa n'importe_quoi irgendetwas qualsiasi_cosa
 tool: herramienta outil werkzeug ferramenta strumento
@@ -221,7 +221,7 @@ together with: razem_z junto_con zusammen_mit insieme_a
 creation: erstellung utworzenia
 its: jego jej
 deprecated: veraltet veralteten veraltete veraltetes
-only: jen jenom bara
+only: jen jenom bara alleen
 toggle: slå_av/på slå_på/av växla
 subscribed: prenumererade prenumererad
 resources: resurser zasobów zasoby
@@ -249,7 +249,7 @@ someone: jemandem
 named: adlı
 a new note: yeni_bir_not bir_not
 subsidiary: tochtergesellschaft tochterfirma
-schema: schematem schemat schematu
+schema: schematem schemat schematu utdataschema
 logs: journaux
 extension: příponou přípona příponu
 plus: più
@@ -288,18 +288,18 @@ sampling: サンプリング 采样 샘플링 сэмплинг דגימה सै
 prompt: プロンプト 提示词 프롬프트 промпт 提示
 error: エラー 错误 오류 ошибк
 contains: 含む 包含 포함 들어간 содерж
-allowed: アクセスできる アクセス可能 可以访问 能访问 접근_가능한 доступны доступные 허용된 允许的 許可された разрешённ разрешенн επιτρέπ дозволен
+allowed: アクセスできる アクセス可能 可以访问 能访问 접근_가능한 доступны доступные 허용된 允许的 許可された разрешённ разрешенн επιτρέπ дозволен 許可されている 許可
 relation: 关系 関係 관계 отношени связь संबंध
 related to: связан
 add: 添加 追加 추가 добавь πρόσθεσ
 between: 之间 の間 사이의 между ανάμεσα
 which: どれ 哪些 哪个 어떤 какие какой
-roots: ルート 根目录
+roots: ルート 根目录 루트
 client: クライアント 客户端 클라이언트 клиент
 long running: 时间的 時間のかかる 오래_걸리는 долг
-progress: 进度 進捗 プログレス 진행 прогресс คืบหน้า
+progress: 进度 進捗 プログレス 진행 прогресс คืบหน้า प्रगति
 notification: 通知 알림 уведомлен
-operation: 处理 処理 操作 작업 операци
+operation: 处理 処理 操作 작업 операци ऑपरेशन
 resource: リソース 资源 리소스 ресурс
 links: リンク 链接 링크 ссылк
 return: 返して 返回 반환 верни
@@ -313,7 +313,7 @@ convert: 换算 转换 変換 변환 перевести переведи кон�
 file: 文件 ファイル 파일 файл फ़ाइल फाइल ملف
 folder: 文件夹 資料夾 フォルダ フォルダー 폴더 папк फ़ोल्डर مجلد φάκελ फोल्डर
 directory: 目录 ディレクトリ 디렉터리 каталог
-delete: 删除 削除 삭제 удали удалить हटाओ احذف हटा_दो 지워
+delete: 删除 削除 삭제 удали удалить हटाओ احذف हटा_दो 지워 消して 消す
 create: 创建 作成 생성 создай создать बनाओ 作って 作る बना बनाएं बनाइए 만들어
 read: 读取 読んで 読み 읽어 прочитай прочти पढ़ो
 show: 显示 表示 見せて 给我看 보여줘 보여 покажи दिखाओ 看看
@@ -344,7 +344,7 @@ open: 열어 開いて 打开 открой відкрий
 folders: φάκελοι
 files: αρχεί
 find: βρες 找出
-observation: παρατήρησ
+observation: παρατήρησ 観察
 end with: τελειώνουν
 model: מודל модель модели
 link: رابط σύνδεσ
@@ -391,6 +391,7 @@ inside: 안에
 created: बनाई
 long running: 耗时
 remove: αφαίρεσε
+long: लंबा लंबी
 """
 
 

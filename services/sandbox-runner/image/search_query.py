@@ -39,6 +39,7 @@ RELATION_WORDS, NEW_THING_WORDS, FACT_WORDS = TABLES.RELATION_WORDS, TABLES.NEW_
 FILE_THING_WORDS, WHOLLY_WORDS, FOLDER_NAMES = TABLES.FILE_THING_WORDS, TABLES.WHOLLY_WORDS, TABLES.FOLDER_NAMES
 NOW_WORDS, CONVERT_WORDS = TABLES.NOW_WORDS, TABLES.CONVERT_WORDS
 NEGATING_WORDS, SUBJECT_WORDS, PAST_FORMS = TABLES.NEGATING_WORDS, TABLES.SUBJECT_WORDS, TABLES.PAST_FORMS
+COLLECTION_WORDS = TABLES.COLLECTION_WORDS
 BE_FORMS = TABLES.BE_FORMS
 REMOVING_VERBS, MAKING_VERBS = TABLES.REMOVING_VERBS, TABLES.MAKING_VERBS
 SYNONYM_GROUPS, RELATED_GROUPS = TABLES.SYNONYM_GROUPS, TABLES.RELATED_GROUPS
@@ -182,6 +183,10 @@ _IANA_ZONE = re.compile(r"^(?:Africa|America|Antarctica|Arctic|Asia|Atlantic|Aus
 # One time zone and no clock time ("time in UTC+9") asks for the time
 # there now: "current" joins the query at this weight.
 ONE_ZONE_CURRENT = 0.5
+# Someone said to be in a zone ("did I say Ana was on CET", "the remark
+# about Chidi being in PST"): where they are, no time asked for.
+_ZONE_OF_SOMEONE = re.compile(r"\b(?:is|was|were|are|being|been|lives?|lived|works?|worked|based)\s+(?:on|in)\s+"
+                              r"(?-i:[A-Z]{2,5})\b(?!\s+(?:time|now|hours?)\b)", re.I)
 # A zone as an offset from UTC: "UTC+9", "GMT-05:00", "utc+5:30".
 _ZONE_OFFSET = re.compile(r"^(?:utc|gmt)[+-]\d{1,2}(?::?\d{2})?$", re.I)
 # A time of day: "4pm", "9:30", "14:30", "10am".
@@ -306,21 +311,7 @@ def search_words(text):
     return [_stem(word) for word in _content_words(text)]
 
 
-def _lexicon():
-    """Stemmed word -> {other stemmed word: weight} from the synonym and
-    related groups (a synonym's weight wins over a related word's)."""
-    table = {}
-    for groups, weight in ((RELATED_GROUPS, RELATED_WEIGHT), (SYNONYM_GROUPS, SYNONYM_WEIGHT)):
-        for group in groups:
-            stems = {_stem(w) for w in group.split()}
-            for stem in stems:
-                others = table.setdefault(stem, {})
-                for other in stems - {stem}:
-                    others[other] = max(weight, others.get(other, 0.0))
-    return table
-
-
-LEXICON = _lexicon()
+LEXICON = WORDS.lexicon(((RELATED_GROUPS, RELATED_WEIGHT), (SYNONYM_GROUPS, SYNONYM_WEIGHT)))
 # Words of the tables: a capitalised one is no name ("Read", "Echo"); built
 # once, not per query.
 _TABLE_WORDS = frozenset(LEXICON) | frozenset(COMPOUND_WORDS)
@@ -363,6 +354,7 @@ def _query_tokens(query):
     zones = clocks = numbers = 0
     file_names = []  # every file named, as written: how many files the query names (below)
     maybe_zones = []  # "pst" in lower case: a zone if the query is about time
+    zones_said = []  # "CET": zones by their letters
 
     def quoted(match):
         after = match.string[match.end():].split(None, 1)[:1]
@@ -500,6 +492,7 @@ def _query_tokens(query):
             zones += 1
         elif lower in ZONE_ABBREVIATIONS and bare.isupper():
             zones += 1
+            zones_said.append(bare)
         elif lower in ZONE_ABBREVIATIONS and lower not in ZONE_WORDS:
             maybe_zones.append(bare)
         elif _CLOCK.match(bare) or lower in CLOCK_WORDS:
@@ -581,6 +574,10 @@ def _query_tokens(query):
         hints.append(("environment", 1.0))  # "what PATH and HOME did it get": its environment
     if len(LOG_LEVELS.intersection(_raw_words(text))) >= 2:
         hints.append(("level", LOG_LEVELS_WEIGHT))  # "debug, warning, error": messages of several levels
+    if zones == len(zones_said) == 1 and not clocks and not TIME_WORDS.intersection(w.lower() for w in plain) \
+            and _ZONE_OF_SOMEONE.search(query):
+        zones = 0  # "which maintainer did I say was on CET": where someone is, a fact
+        arguments.append(zones_said[0].lower())
     if zones:
         hints += [("timezone", 1.0), ("time", 0.5)]
     if clocks and files:
@@ -755,7 +752,8 @@ def read_query(query, index=None):
     verbs_after = opener[modal:] if modal else ()
     if not files and not pathed and not arguments and IMAGE_WORDS.intersection(raw) and SHOWING_WORDS.intersection(raw):
         extra.append(("tiny", ANY_IMAGE_WEIGHT))  # "return an image content block": no image of the user's
-    if POINTERS.intersection(raw) and RESOURCE_WORDS.intersection(raw):
+    not_wanted = WORDS.not_wanted(raw, clauses, NEGATING_WORDS, STOP_WORDS, COLLECTION_WORDS, NEGATED_WORDS)
+    if POINTERS.intersection(w for at, w in enumerate(raw) if at not in not_wanted) and RESOURCE_WORDS.intersection(raw):
         extra.append(("links", POINTERS_WEIGHT))  # "several URIs to text and blob resources": links, not one
     # All of one named record ("the full card for 'Julie Martin'") is no
     # whole store.
@@ -817,21 +815,15 @@ def read_query(query, index=None):
             action = "make"  # "Omar's record: he is now team lead": a fact to keep  # the kind of thing, as the tools name it
     weighted = []  # (stem, weight, the word as written if it may be a typo, or NAME)
     previous = before = None
-    negated = 0  # how many words after "no", "not", "without" still say what is not wanted
     unwanted_stems = set()
     for at, word in enumerate(raw):
-        if at in clauses:
-            negated = 0  # "not a tarball, just gzip it": what is not wanted ends with its clause
         if word in NEGATING_WORDS:
-            negated = NEGATED_WORDS
             previous = word
             continue
-        unwanted = False
-        if negated and word not in STOP_WORDS:
-            # "just the names, no sizes", "don't go into subfolders": what
-            # is not wanted weighs as an argument, not as the need.
-            negated -= 1
-            unwanted = True
+        # "just the names, no sizes", "don't go into subfolders": what is
+        # not wanted weighs as an argument, not as the need.
+        unwanted = at in not_wanted
+        if unwanted:
             unwanted_stems.add(_stem(word))
         if previous == "how" and word in HOW_WORDS:
             previous = word

@@ -112,6 +112,13 @@ REWRITES = [
      r"(?!\s+(?:folders?|director(?:y|ies)|dirs?)\b)", r"\1 \2 folder"),
     (r"\b((?-i:in|from|under|inside|into))\s+((?-i:Downloads|Documents|Desktop|Pictures|Music|Videos|Photos))\b"
      r"(?!\s+(?:folders?|director(?:y|ies)|dirs?)\b)", r"\1 the \2 folder"),
+    # How far along something is ("keeps reporting how far along it is"):
+    # its progress.
+    (r"\bhow\s+far\s+(?:along|through|in)\b(?:\s+(?:it|they|this|that)\s+(?:is|are|was|were|got|gets)\b)?", "progress"),
+    # What another verb made, handed back ("gzip it up and hand it back to
+    # me"): its result, no echo.
+    (r"\b((?!(?:echo|repeat|say|parrot|mirror|bounce|return|send|copy)\b)[a-z]{3,20}\s+(?:it|them|this|that)(?:\s+up)?)"
+     r"\s+and\s+(?:hand|give|pass)\s+(?:it|them)\s+back(?:\s+to\s+(?:me|us))?\b", r"\1"),
     # Text given back as it went ("returns it unchanged"): an echo.
     (r"\breturns?\s+(?:it|them|that|this)\s+(?:back\s+)?(?:unchanged|as\s+is|untouched|intact|verbatim)\b"
      r"|\b(?:get|have)\s+(?:the\s+)?(?:exact\s+|very\s+)?(?:same|identical)\s+(?:thing|text|string|message|bytes)"
@@ -684,4 +691,15 @@ REWRITES = [
     # kubectl's usual alias: "k get pods".
     (r"^\s*k\s+(?=(?:get|describe|apply|delete|logs|exec|scale|rollout|top|edit|patch|create|port-forward)\b)",
      "kubectl "),
+    # (Last: the rewrites above read the folder as written.) A folder by
+    # its name before the word ("the incoming scans folder",
+    # "ls the permits directory"): the name, no word of the request. (Not a
+    # home folder: "the desktop folder" is read as such above.)
+    (r"\b(the|my|our|your|this|that)\s+(?!(?:new|whole|entire|full|allowed|permitted|accessible|same|current|root|home"
+     r"|top|parent|empty|nested|sub|shared|other|right|wrong|given|following|working|base|project|repo|main|one|only|last"
+     r"|first|next|previous|biggest|largest|smallest|exact|specific|particular|actual|real|big|large|small|existing|old)\b)"
+     r"((?-i:[a-z])[\w-]{2,30}\s+(?!(?:new|whole|entire|full|allowed|permitted|accessible|same|current|root|home)\b))?"
+     r"(?!(?:downloads|documents|desktop|pictures|music|videos|photos|pics)\s)((?-i:[a-z])[\w-]{2,30})\s+(folder|directory|dir)\b"
+     r"(?!\s+(?:called|named|titled|tree|structure|listing|contents?|sizes?|names?|path|of|is|are|has|have|exists?)\b)",
+     r"\1 \2\4 called \3"),
 ]

@@ -49,6 +49,9 @@ CHANGING_VERBS = frozenset(
 # Words that say what is not wanted ("no sizes", "without subfolders",
 # "don't recurse"): the words after them weigh as arguments.
 NEGATING_WORDS = frozenset("no not without never nothing don doesn didn isn dont doesnt didnt isnt".split())
+# Words of a collection of things: negated, what they are of is not
+# wanted either ("not a whole list of links").
+COLLECTION_WORDS = frozenset("list lists bunch set sets pile batch group collection array series lot lots".split())
 # Subjects of a verb that tells what happened ("I wrote", "we made").
 SUBJECT_WORDS = frozenset("i we you he she they it someone somebody".split())
 # Forms of "be" before a subject: a question of its state, no past event

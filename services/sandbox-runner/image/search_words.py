@@ -150,3 +150,38 @@ def typo_distance(a, b, bound):
 def deletions(word):
     """``word`` and each spelling of it with one letter left out."""
     return {word} | {word[:i] + word[i + 1:] for i in range(len(word))}
+
+
+def lexicon(groups_by_weight):
+    """Stemmed word -> {other stemmed word: weight} from groups of words
+    that mean alike, each ``(groups, weight)``; a later weight wins over an
+    earlier one where it is higher (a synonym's over a related word's)."""
+    table = {}
+    for groups, weight in groups_by_weight:
+        for group in groups:
+            stems = {stem(w) for w in group.split()}
+            for one in stems:
+                others = table.setdefault(one, {})
+                for other in stems - {one}:
+                    others[other] = max(weight, others.get(other, 0.0))
+    return table
+
+
+def not_wanted(words, clauses, negating, stop, collections, reach):
+    """Where in ``words`` (their clauses starting at ``clauses``) the words
+    say what is not wanted: ``reach`` words after one of ``negating``, not
+    counting ``stop`` words, within its clause ("not a tarball, just gzip
+    it"); what one of ``collections`` negated is "of" too ("not a whole list
+    of links")."""
+    found, negated = set(), 0
+    for at, word in enumerate(words):
+        if at in clauses:
+            negated = 0
+        if word in negating:
+            negated = reach
+        elif negated and word not in stop:
+            negated -= 1
+            found.add(at)
+        elif word == "of" and at - 1 in found and words[at - 1] in collections and at + 1 not in clauses:
+            negated = 1
+    return found

@@ -1675,6 +1675,75 @@ fn words_of_other_languages_read_in_round_70_rank_the_tool_asked_for_first() {
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
 
+/// Round 71: a link told by a verb that needs two things (treats, drives,
+/// couriers, ships from, twinned with); a reference asked for with "not a
+/// whole list of links" (the negation reaches what a list is of); a folder
+/// named by a word before "folder" that is also a word of a tool ("the
+/// matches folder", "the permits directory"); a fact appended to someone
+/// named after their role ("tenant Joe Park"); a zone said of someone ("Rui
+/// being in CET"), no time asked for. Each case, written for this test,
+/// ranked the wanted tool below first by words on round 70's ranker.
+#[test]
+fn a_link_by_what_one_does_to_another_a_folder_named_like_a_tool_and_a_zone_someone_is_in_rank_the_tool_asked_for_first()
+ {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("record that Dr. Okafor treats Biscuit", "memory__create_relations"),
+        ("remember that Lopes Freight ships from the Porto depot", "memory__create_relations"),
+        ("note that Marta drives van V-12", "memory__create_relations"),
+        ("our village is twinned with Bad Toelz, keep that in memory", "memory__create_relations"),
+        ("record that Kim couriers the Hamburg samples", "memory__create_relations"),
+        ("a reference to resource 9, not a whole list of links", "everything__get_resource_reference"),
+        ("what's in the matches folder?", "filesystem__list_directory"),
+        ("ls the permits directory", "filesystem__list_directory"),
+        ("append a line to tenant Joe Park: pays on the 5th", "memory__add_observations"),
+        ("what did I record about Rui being in CET?", "memory__search_nodes"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
+/// What round 71's readings must leave alone, each passing on round 70's
+/// ranker and now: a folder named before "folder" that a verb acts on (made,
+/// moved into, searched, drawn as a tree); a zone with a time asked for
+/// ("Ana is in PST, what time is it for her"); an echo handed back; links
+/// asked for with "not just one reference"; a line appended to a file; a
+/// place someone drives to, a fact on their entry.
+#[test]
+fn a_folder_acted_on_a_time_asked_in_someones_zone_and_an_echo_handed_back_keep_their_tools() {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("create the reports folder", "filesystem__create_directory"),
+        ("move a.txt into the archive folder", "filesystem__move_file"),
+        ("search the logs folder for errors", "filesystem__search_files"),
+        ("full tree of the src folder", "filesystem__directory_tree"),
+        ("Ana is in PST, what time is it for her", "time__get_current_time"),
+        ("what time is it in CET now", "time__get_current_time"),
+        ("echo 'hi there' and hand it back to me", "everything__echo"),
+        ("give me several resource links, not just one reference", "everything__get_resource_links"),
+        ("append a line to notes.txt: call Dana", "filesystem__edit_file"),
+        ("Marta drives to Porto on Fridays, add that to her entry", "memory__add_observations"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
+/// Round 71's words of other languages (Czech, Swedish, French, Hindi,
+/// Japanese): each case ranked the wanted tool below first by words, or not
+/// at all, on round 70's ranker.
+#[test]
+fn words_of_other_languages_read_in_round_71_rank_the_tool_asked_for_first() {
+    let Some(python) = python() else { return };
+    let cases = [
+        ("Kolik je teď hodin v Tokiu?", "time__get_current_time"),
+        ("Visa strukturerat innehåll med utdataschema", "everything__get_structured_content"),
+        ("Lis en une seule fois les trois rapports", "filesystem__read_multiple_files"),
+        ("प्रगति दिखाने वाला लंबा ऑपरेशन चलाओ", "everything__trigger_long_running_operation"),
+        ("「Widget」の観察を一つ削除して", "memory__delete_observations"),
+        ("記憶から「Acme」を完全に消して", "memory__delete_entities"),
+        ("許可されているディレクトリを見せて", "filesystem__list_allowed_directories"),
+    ];
+    each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
+}
+
 /// A query is data a cell controls: no length or shape of it makes the
 /// search fail. A word of 10,000 letters gluing one table word to itself
 /// ("dateidatei…") once ran round 60's compound reading into Python's
