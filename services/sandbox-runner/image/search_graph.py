@@ -92,12 +92,15 @@ _ALREADY_KNOWN = re.compile(r"\b(?:already (?:exists?|stored|saved|known|in (?:t
                             re.I)
 # An entity something goes on ("add 'likes tea' to the entity Sam").
 _ON_ENTITY = re.compile(r"\b(?:to|on|onto|into|for|of|in)\s+(?:the|that|this|an?|its)\s+entit(?:y|ies)\b", re.I)
+# Whom a record is of, said before their name ("adopter Tom Reyes").
+_ROLES = (r"(?:adopter|tenant|supplier|guest|client|customer|patient|student|volunteer|vendor|donor|candidate|patron"
+          r"|caller|buyer|resident|applicant|subscriber|lender|borrower)")
 # Something added to a named thing, no file ("append to Project Phoenix:
 # 'deadline slipped'", "... to guest Ahmed Siddiqui", "append to TC-02:",
 # "a note to adopter Tom Reyes"):
 # a fact on its record.
 _ADDED_TO_NAME = re.compile(r"\b(?i:append|add|attach|tack)\b(?:\s+[\w'-]+){0,4}?\s+(?i:to|onto)\s+(?:the\s+)?"
-                            r"(?:[a-z]{3,20}\s+)?[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,5}\b(?![.\w/])"
+                            r"(?:" + _ROLES + r"\s+)?[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,5}\b(?![.\w/])"
                             r"|\b(?i:append|add|attach|tack)\s+(?:'[^']{1,80}'|\"[^\"]{1,80}\")\s+(?i:to|onto)\s+(?:the\s+)?"
                             r"(?:[a-z]+\s+)?[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,5}\b(?![.\w/])"
                             r"|\b(?i:append|add|attach|tack)\s+(?i:to|onto)\s+[A-Z][A-Z0-9]*-\d+\s*:"
@@ -124,20 +127,24 @@ _SERVICES_LINKED = re.compile(
     r"|[a-z]+_[a-z_]+)\s+[a-z0-9]+(?:[-_][a-z0-9]+){1,8}\b", re.I)
 # How two things are linked, said by a verb that needs both ("Marc
 # introduced me to Heron", "turnout 7 is wired to decoder B", "the honey
-# came from Hive 7", "record that Molino Rossi supplies our bakery", "Dr.
-# Patel treats Luna", "Ana drives truck T-90", "our town is twinned with
-# Saint-Malo"), or a
+# came from Hive 7", "record that Molino Rossi supplies our bakery", "our
+# town is twinned with Saint-Malo"), or a
 # relation announced ("note the relationship: ..."), told or asked to be
 # kept: a relation, whether or not both are names.
 _LINKED_BY = re.compile(r"\bintroduc(?:ed|es)\s+(?:(?:me|him|her|them|us|[\w-]+)\s+)?to\b"
-                        r"|\b(?-i:[A-Z])[\w'-]{0,40}\s+(?:trains|coaches|supplies|sponsors|mentors|employs|rents|leases|supervises"
-                        r"|treats|drives|couriers|partners\s+with|ships\s+(?:from|to|for))"
-                        r"\s+(?:(?:the|our|my|their)\b|(?-i:(?:[a-z]+\s+)?[A-Z][\w-]))"
+                        r"|\b(?-i:[A-Z])[\w'-]{0,40}\s+(?:trains|coaches|supplies|sponsors|mentors|employs|rents|leases|supervises)"
+                        r"\s+(?:the|our|my|their)\b"
                         r"|\b(?:is|are|was|were)\s+twinned\s+with\b"
                         r"|\b(?:is|are|was|were)\s+(?:wired|hooked\s+up|plugged\s+in(?:to)?|attached)\s+to\b"
                         r"|\b(?:came|comes)\s+from\s+(?-i:[A-Z])|\bpowers\s+the\b"
                         r"|\b(?:note|record|save|add|store|log)\s+(?:the|a|this|that)\s+(?:relationship|relation|connection|link)\s*:",
                         re.I)
+# What one named thing does to another, said by a verb that needs both
+# ("Dr. Patel treats Luna", "Ana drives truck T-90", "Vos couriers the
+# Rijksmuseum loan", "Acme ships from the Fresno depot", "partners with
+# our shelter"): a relation, when the second is a name or ours.
+_DOES_TO = re.compile(r"\b(?-i:[A-Z])[\w'-]{0,40}\s+(?:treats|drives|couriers|partners\s+with|ships\s+(?:from|to|for))\s+"
+                      r"(?:(?:our|my|their)\b|(?:the\s+)?(?-i:(?:[a-z]{2,20}\s+)?(?:[A-Z][a-z]|[A-Z]+-\d)))", re.I)
 # A relation's type as code names one ("works_at", "produced_by",
 # "manager_of"): a relation.
 _RELATION_TYPE = re.compile(r"\b[a-z]+_(?:at|by|of|to|in|on|from|with|for|into)\b")
@@ -239,6 +246,9 @@ class GraphReading:
             return "relation"  # "record that billing-service depends on postgres-main"
         if action in ("make", None) and _LINKED_BY.search(text) and not files:
             return "relation"  # "note that Marc Li introduced me to the whistleblower Heron"
+        if action in ("make", None) and _DOES_TO.search(text) and not files \
+                and not tables.FILE_THING_WORDS.intersection(words):
+            return "relation"  # "record that Dr. Patel treats Luna"
         if _RELATION_TYPE.search(text) and not files:
             return "relation"  # "Dave works_at Acme", "remove the manager_of link"
         if _BOTH_KNOWN.search(text) and not files:

@@ -44,12 +44,12 @@ search: buscar busca chercher cherche rechercher recherche suchen suche procurar
 find: encuentra encontrar trouver trouve finden finde encontre trova vinden znajdź hitta bul bulur bulun bulabilir vind najdi najít
 size: tamaño tamaños taille größe grösse tamanho dimensione pesa pèse wiegt pesan grootte rozmiar storlek boyutu boyut velikost velikosti velikostmi
 time: spät hora horas horaria heure heures horaire uhrzeit zeit horário tempo* ora* ore* tijd czas godzina zamanı saat* giờ óra* waktu pukul* aika kello hodin hodina
-now: ahora maintenant jetzt agora* adesso teraz abhi abhee şimdi şu_an teď ted
+now: ahora maintenant jetzt agora* adesso teraz abhi abhee şimdi şu_an
 current: actual* actuelle actuel aktuelle aktuell atual attuale huidige aktualny aktualna nuvarande
 zone: zona* fuseau zeitzone fuso
 convert: convertir convierte convertis umrechnen umwandeln rechne converter* converta converti
 date: fecha datum* tarihi tarih
-what: qué que* quoi che* wat vad kaç
+what: qué que* quoi che* wat vad kaç kolik
 what's in the: o_que_tem_na o_que_tem_no o_que_há_na qué_hay_en_la qué_hay_en_el wat_staat_er_in_de wat_zit_er_in_de co_je_ve co_je_v qu'y_a-t-il_dans_le qu'y_a-t-il_dans_la qu'est-ce_qu'il_y_a_dans_le qu'est-ce_qu'il_y_a_dans_la
 what files: che_file
 which: cuál cuáles quelle quel quels quelles welche welcher welches qual quais quale welke który która które vilken vilka
@@ -144,7 +144,7 @@ data: datos dados données daten dati
 about: sobre acerca tentang despre
 between: mellan entre* zwischen tra* tussen między arasındaki arasında giữa antara mezi
 people: personerna personas personnes personen persone mensen osoby
-line: zeile ligne línea linha riga regel
+line: zeile ligne línea linha riga
 related to: relacionada_com relacionado_com relacionadas_com relacionados_com relacionado_con relacionada_con relativo_a lié_à
 anything: qualquer_coisa cualquier_cosa n'importe_quoi irgendetwas qualsiasi_cosa
 tool: herramienta outil werkzeug ferramenta strumento
@@ -288,7 +288,7 @@ sampling: サンプリング 采样 샘플링 сэмплинг דגימה सै
 prompt: プロンプト 提示词 프롬프트 промпт 提示
 error: エラー 错误 오류 ошибк
 contains: 含む 包含 포함 들어간 содерж
-allowed: アクセスできる アクセス可能 可以访问 能访问 접근_가능한 доступны доступные 허용된 允许的 許可された разрешённ разрешенн επιτρέπ дозволен 許可されている 許可
+allowed: アクセスできる アクセス可能 可以访问 能访问 접근_가능한 доступны доступные 허용된 允许的 許可された разрешённ разрешенн επιτρέπ дозволен 許可されている
 relation: 关系 関係 관계 отношени связь संबंध
 related to: связан
 add: 添加 追加 추가 добавь πρόσθεσ
@@ -391,7 +391,6 @@ inside: 안에
 created: बनाई
 long running: 耗时
 remove: αφαίρεσε
-long: लंबा लंबी
 """
 
 

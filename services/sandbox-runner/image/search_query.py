@@ -183,10 +183,13 @@ _IANA_ZONE = re.compile(r"^(?:Africa|America|Antarctica|Arctic|Asia|Atlantic|Aus
 # One time zone and no clock time ("time in UTC+9") asks for the time
 # there now: "current" joins the query at this weight.
 ONE_ZONE_CURRENT = 0.5
-# Someone said to be in a zone ("did I say Ana was on CET", "the remark
-# about Chidi being in PST"): where they are, no time asked for.
+# Someone said to be in a zone, as the memory keeps it ("did I say Ana
+# was on CET", "the remark about Chidi being in PST"): a fact, no time
+# asked for.
 _ZONE_OF_SOMEONE = re.compile(r"\b(?:is|was|were|are|being|been|lives?|lived|works?|worked|based)\s+(?:on|in)\s+"
-                              r"(?-i:[A-Z]{2,5})\b(?!\s+(?:time|now|hours?)\b)", re.I)
+                              r"((?-i:[A-Z]{2,5}))\b(?!\s+(?:time|now|hours?)\b)", re.I)
+_RECALLED = re.compile(r"\b(?:did\s+(?:i|we)\s+(?:say|mention|note|write|record|tell)|noted|remark|entry|record(?:ed)?"
+                       r"|memory|remember(?:ed)?|told|said|mentioned)\b", re.I)
 # A zone as an offset from UTC: "UTC+9", "GMT-05:00", "utc+5:30".
 _ZONE_OFFSET = re.compile(r"^(?:utc|gmt)[+-]\d{1,2}(?::?\d{2})?$", re.I)
 # A time of day: "4pm", "9:30", "14:30", "10am".
@@ -574,9 +577,10 @@ def _query_tokens(query):
         hints.append(("environment", 1.0))  # "what PATH and HOME did it get": its environment
     if len(LOG_LEVELS.intersection(_raw_words(text))) >= 2:
         hints.append(("level", LOG_LEVELS_WEIGHT))  # "debug, warning, error": messages of several levels
-    if zones == len(zones_said) == 1 and not clocks and not TIME_WORDS.intersection(w.lower() for w in plain) \
-            and _ZONE_OF_SOMEONE.search(query):
-        zones = 0  # "which maintainer did I say was on CET": where someone is, a fact
+    someones = zones == len(zones_said) == 1 and not clocks and _ZONE_OF_SOMEONE.search(query)
+    if someones and someones.group(1) == zones_said[0] and _RECALLED.search(query) \
+            and not TIME_WORDS.intersection(w.lower() for w in plain):
+        zones = 0  # "which maintainer did I say was on CET": where someone is, a fact kept
         arguments.append(zones_said[0].lower())
     if zones:
         hints += [("timezone", 1.0), ("time", 0.5)]

@@ -114,10 +114,11 @@ REWRITES = [
      r"(?!\s+(?:folders?|director(?:y|ies)|dirs?)\b)", r"\1 the \2 folder"),
     # How far along something is ("keeps reporting how far along it is"):
     # its progress.
-    (r"\bhow\s+far\s+(?:along|through|in)\b(?:\s+(?:it|they|this|that)\s+(?:is|are|was|were|got|gets)\b)?", "progress"),
-    # What another verb made, handed back ("gzip it up and hand it back to
-    # me"): its result, no echo.
-    (r"\b((?!(?:echo|repeat|say|parrot|mirror|bounce|return|send|copy)\b)[a-z]{3,20}\s+(?:it|them|this|that)(?:\s+up)?)"
+    (r"\bhow\s+far\s+along\b(?:\s+(?:it|they|this|that)\s+(?:is|are|was|were|got|gets)\b)?", "progress"),
+    # What a verb of changing made, handed back ("gzip it up and hand it
+    # back to me"): its result, no echo.
+    (r"\b((?:gzip|zip|compress|squash|shrink|deflate|pack|archive|sum|total|add|convert|compute|calculate|encode|decode"
+     r"|sort|format|hash|resize|translate)\s+(?:it|them|this|that)(?:\s+up)?)"
      r"\s+and\s+(?:hand|give|pass)\s+(?:it|them)\s+back(?:\s+to\s+(?:me|us))?\b", r"\1"),
     # Text given back as it went ("returns it unchanged"): an echo.
     (r"\breturns?\s+(?:it|them|that|this)\s+(?:back\s+)?(?:unchanged|as\s+is|untouched|intact|verbatim)\b"

@@ -173,15 +173,21 @@ def not_wanted(words, clauses, negating, stop, collections, reach):
     counting ``stop`` words, within its clause ("not a tarball, just gzip
     it"); what one of ``collections`` negated is "of" too ("not a whole list
     of links")."""
-    found, negated = set(), 0
+    found, negated, first = set(), 0, None
     for at, word in enumerate(words):
         if at in clauses:
             negated = 0
         if word in negating:
-            negated = reach
+            negated, first = reach, None
         elif negated and word not in stop:
             negated -= 1
             found.add(at)
-        elif word == "of" and at - 1 in found and words[at - 1] in collections and at + 1 not in clauses:
-            negated = 1
+            first = at if first is None else first
+        elif word == "of" and at - 1 in found and words[at - 1] in collections and at + 1 not in clauses and (
+                at - 1 == first or words[first] in _SIZES):
+            negated = 1  # the collection itself negated, not a thing before it ("no tree, just the list of ...")
     return found
+
+
+# Words of how big a collection is ("not a whole list of links").
+_SIZES = frozenset("whole entire full long big huge complete".split())

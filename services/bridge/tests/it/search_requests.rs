@@ -1707,7 +1707,14 @@ fn a_link_by_what_one_does_to_another_a_folder_named_like_a_tool_and_a_zone_some
 /// moved into, searched, drawn as a tree); a zone with a time asked for
 /// ("Ana is in PST, what time is it for her"); an echo handed back; links
 /// asked for with "not just one reference"; a line appended to a file; a
-/// place someone drives to, a fact on their entry.
+/// place someone drives to, a fact on their entry; a name that a word of
+/// another language, its accents left out, would spell ("Ted", the Czech
+/// "teď" without its háček: a first version read it as "now"); and what
+/// the review of round 71 found first versions misread: an echo "taken and
+/// handed back", a zone with a state asked ("is it lunchtime"), a zone
+/// after another capitalised word ("works in HR ... in CET"), a member
+/// added "to team Phoenix", a tool's name that "treats the config folder",
+/// and a negation of something before "the list of".
 #[test]
 fn a_folder_acted_on_a_time_asked_in_someones_zone_and_an_echo_handed_back_keep_their_tools() {
     let Some(python) = python() else { return };
@@ -1722,6 +1729,15 @@ fn a_folder_acted_on_a_time_asked_in_someones_zone_and_an_echo_handed_back_keep_
         ("give me several resource links, not just one reference", "everything__get_resource_links"),
         ("append a line to notes.txt: call Dana", "filesystem__edit_file"),
         ("Marta drives to Porto on Fridays, add that to her entry", "memory__add_observations"),
+        ("who is Ted", "memory__search_nodes"),
+        ("open the node for Ted", "memory__open_nodes"),
+        ("Take this and hand it back to me: hello world", "everything__echo"),
+        ("My boss is in EST, is it lunchtime for him?", "time__get_current_time"),
+        ("Ana works in HR; is it evening in CET yet?", "time__get_current_time"),
+        ("Add a relation from Sam to company Acme", "memory__create_relations"),
+        ("Add employee Sam to team Phoenix", "memory__create_relations"),
+        ("Python treats the config folder as a package, list it", "filesystem__list_directory"),
+        ("no tree just the list of allowed directories", "filesystem__list_allowed_directories"),
     ];
     each_first(&python, &cases.map(|(query, want)| asked_in(query, want, REAL_TOOLS)));
 }
