@@ -183,7 +183,7 @@ def not_wanted(words, clauses, negating, stop, collections, reach):
             negated -= 1
             found.add(at)
             first = at if first is None else first
-        elif word == "of" and at - 1 in found and words[at - 1] in collections and at + 1 not in clauses and (
+        elif word == "of" and at - 1 in found and words[at - 1] in collections and not {at, at + 1} & clauses and (
                 at - 1 == first or words[first] in _SIZES):
             negated = 1  # the collection itself negated, not a thing before it ("no tree, just the list of ...")
     return found
