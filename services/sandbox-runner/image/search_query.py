@@ -188,8 +188,9 @@ ONE_ZONE_CURRENT = 0.5
 # asked for.
 _ZONE_OF_SOMEONE = re.compile(r"\b(?:is|was|were|are|being|been|lives?|lived|works?|worked|based)\s+(?:on|in)\s+"
                               r"((?-i:[A-Z]{2,5}))\b(?!\s+(?:time|now|hours?)\b)", re.I)
-_RECALLED = re.compile(r"\b(?:did\s+(?:i|we)\s+(?:say|mention|note|write|record|tell)|noted|remark|entry|record(?:ed)?"
-                       r"|memory|remember(?:ed)?|told|said|mentioned)\b", re.I)
+# The memory said besides RECALL_WORDS ("did I say", "the remark", "his entry").
+_RECALLED = re.compile(r"\b(?:did\s+(?:i|we)\s+(?:say|note|write|record|tell)|noted|remark|entry|record(?:ed)?|memory)\b",
+                       re.I)
 # A zone as an offset from UTC: "UTC+9", "GMT-05:00", "utc+5:30".
 _ZONE_OFFSET = re.compile(r"^(?:utc|gmt)[+-]\d{1,2}(?::?\d{2})?$", re.I)
 # A time of day: "4pm", "9:30", "14:30", "10am".
@@ -578,7 +579,8 @@ def _query_tokens(query):
     if len(LOG_LEVELS.intersection(_raw_words(text))) >= 2:
         hints.append(("level", LOG_LEVELS_WEIGHT))  # "debug, warning, error": messages of several levels
     someones = zones == len(zones_said) == 1 and not clocks and _ZONE_OF_SOMEONE.search(query)
-    if someones and someones.group(1) == zones_said[0] and _RECALLED.search(query) \
+    if someones and someones.group(1) == zones_said[0] \
+            and (RECALL_WORDS.intersection(_raw_words(query)) or _RECALLED.search(query)) \
             and not TIME_WORDS.intersection(w.lower() for w in plain):
         zones = 0  # "which maintainer did I say was on CET": where someone is, a fact kept
         arguments.append(zones_said[0].lower())

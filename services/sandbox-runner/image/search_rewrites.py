@@ -73,6 +73,14 @@ BEFORE = [(r"\b(?-i:(Mr|Ms|Mrs|Mx|Dr|Prof|Mme|Mlle|Sr|Sra|Hr|Fr|[A-Z]))\.\s+(?=(
           # Newcomers saying who they are ("new secretary here."): no new thing.
           (r"^\W{0,3}new\s+(?!(?:file|folder|directory|person|entry|note|record|entity|node|thing)s?\b)(?:[\w-]+\s+){0,2}?here\b"
            r"(?=\s*[.,:;!-])", "i am here")]
+# Home folders by name ("my downloads"): read as folders by the rewrite
+# below, never as a name before the word "folder".
+_HOME_FOLDERS = r"(?:downloads|documents|desktop|pictures|music|videos|photos|pics)"
+# Words before "folder" that say which folder, not its name ("the new
+# folder", "the parent directory").
+_NO_FOLDER_NAME = (r"(?:new|whole|entire|full|allowed|permitted|accessible|same|current|root|home|top|parent|empty|nested"
+                   r"|sub|shared|other|right|wrong|given|following|working|base|project|repo|main|one|only|last|first|next"
+                   r"|previous|biggest|largest|smallest|exact|specific|particular|actual|real|big|large|small|existing|old)")
 REWRITES = [
     # Chat shorthand for "you" and "your" ("have i told u about ...").
     (r"(?<![\w'./-])u(?![\w'./-])", "you"),
@@ -108,7 +116,7 @@ REWRITES = [
      "nested folders tree"),
     (r"\ball\s+the\s+way\s+down\b", "recursively"),
     # A home folder by its name ("what's in my downloads"): the folder.
-    (r"\b(my|the|your)\s+(downloads|documents|desktop|pictures|music|videos|photos|pics)\b"
+    (r"\b(my|the|your)\s+(" + _HOME_FOLDERS + r")\b"
      r"(?!\s+(?:folders?|director(?:y|ies)|dirs?)\b)", r"\1 \2 folder"),
     (r"\b((?-i:in|from|under|inside|into))\s+((?-i:Downloads|Documents|Desktop|Pictures|Music|Videos|Photos))\b"
      r"(?!\s+(?:folders?|director(?:y|ies)|dirs?)\b)", r"\1 the \2 folder"),
@@ -696,11 +704,9 @@ REWRITES = [
     # its name before the word ("the incoming scans folder",
     # "ls the permits directory"): the name, no word of the request. (Not a
     # home folder: "the desktop folder" is read as such above.)
-    (r"\b(the|my|our|your|this|that)\s+(?!(?:new|whole|entire|full|allowed|permitted|accessible|same|current|root|home"
-     r"|top|parent|empty|nested|sub|shared|other|right|wrong|given|following|working|base|project|repo|main|one|only|last"
-     r"|first|next|previous|biggest|largest|smallest|exact|specific|particular|actual|real|big|large|small|existing|old)\b)"
-     r"((?-i:[a-z])[\w-]{2,30}\s+(?!(?:new|whole|entire|full|allowed|permitted|accessible|same|current|root|home)\b))?"
-     r"(?!(?:downloads|documents|desktop|pictures|music|videos|photos|pics)\s)((?-i:[a-z])[\w-]{2,30})\s+(folder|directory|dir)\b"
+    (r"\b(the|my|our|your|this|that)\s+(?!" + _NO_FOLDER_NAME + r"\b)"
+     r"((?-i:[a-z])[\w-]{2,30}\s+(?!" + _NO_FOLDER_NAME + r"\b))?"
+     r"(?!" + _HOME_FOLDERS + r"\s)((?-i:[a-z])[\w-]{2,30})\s+(folder|directory|dir)\b"
      r"(?!\s+(?:called|named|titled|tree|structure|listing|contents?|sizes?|names?|path|of|is|are|has|have|exists?)\b)",
      r"\1 \2\4 called \3"),
 ]

@@ -131,7 +131,7 @@ fn on_round_21s_held_out_questions_search_tools_ranks_the_wanted_tool_first_by_w
 /// Ranks a held-out file by words alone and with the encoder, prints both
 /// by catalog, fails on an empty answer either way or below the floors
 /// (first, top three; percent).
-fn measure_held_out_once(file: &str, words_floors: (f64, f64), meaning_floors: (f64, f64)) {
+fn measure_held_out_once(file: &str, words_floors: Floors, meaning_floors: Floors) {
     let Some(python) = python() else { return };
     let Some(encoder) = encoder() else { return };
     rank_and_hold(&python, &encoder, file, words_floors, meaning_floors);
@@ -143,8 +143,8 @@ fn rank_and_hold(
     python: &str,
     encoder: &Encoder,
     file: &str,
-    words_floors: (f64, f64),
-    meaning_floors: (f64, f64),
+    words_floors: Floors,
+    meaning_floors: Floors,
 ) -> (Ranked, Ranked) {
     let held = questions(file);
     assert!(held.len() >= 240 && held.iter().all(|q| q.set == "heldout"), "{} questions", held.len());
